@@ -1,0 +1,383 @@
+/* analyse.c — purity of functions, what each qfn takes along, and the
+ * per-statement dependency facts that --deps prints. Runs after resolve;
+ * afterwards the AST is never written again. Knows the AST and the builtin
+ * flags, not evaluation. */
+#include "analyse.h"
+#include "diag.h"
+#include "interp.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct IntSet { int *v; int n, cap; } IntSet;
+static void set_add(IntSet *s, int x)
+{
+    for (int i = 0; i < s->n; i++) if (s->v[i] == x) return;
+    if (s->n == s->cap) { s->cap = s->cap ? s->cap * 2 : 8; s->v = realloc(s->v, (size_t)s->cap * sizeof(int)); }
+    s->v[s->n++] = x;
+}
+static bool set_has(const IntSet *s, int x) { for (int i = 0; i < s->n; i++) if (s->v[i] == x) return true; return false; }
+
+typedef struct Walk {
+    ModInfo *m;
+    IntSet writes, reads, passes, qcalls, calls;
+    const char *why; int why_line, why_col;   /* first impurity */
+    bool in_fn;                                 /* walking a function body */
+} Walk;
+
+static void impure(Walk *w, const Node *n, const char *why)
+{
+    if (!w->why) { w->why = why; w->why_line = n->line; w->why_col = n->col; }
+}
+
+/* the proto bound to a global slot by a top-level fn/qfn statement, if any */
+static FnProto *proto_of_global(ModInfo *m, int slot)
+{
+    for (int i = 0; i < m->nprotos; i++) {
+        FnProto *f = m->protos[i];
+        if (f->binding && f->binding->kind == N_GLOBAL && f->binding->u.var.slot == slot) return f;
+    }
+    return NULL;
+}
+
+static void walk(Walk *w, Node *n, bool need);
+static void walk_list(Walk *w, Node **v, int k, bool need) { for (int i = 0; i < k; i++) walk(w, v[i], need); }
+
+static void walk_target(Walk *w, Node *t)
+{
+    if (t->kind == N_GLOBAL) {
+        set_add(&w->writes, t->u.var.slot);
+        if (w->in_fn) impure(w, t, "assigns the global variable");
+    } else if (t->kind == N_INDEX) {
+        /* x[i] = v changes x: a write and a read of x */
+        Node *o = t->u.index.obj;
+        while (o->kind == N_INDEX) o = o->u.index.obj;
+        if (o->kind == N_GLOBAL) set_add(&w->writes, o->u.var.slot);
+        walk(w, t->u.index.obj, true);
+        walk_list(w, t->u.index.idx, t->u.index.nidx, true);
+    }
+}
+
+/* need: the value of n is needed (not just passed along) */
+static void walk(Walk *w, Node *n, bool need)
+{
+    if (!n) return;
+    switch (n->kind) {
+    case N_GLOBAL:
+        if (need) set_add(&w->reads, n->u.var.slot); else set_add(&w->passes, n->u.var.slot);
+        break;
+    case N_LIST: walk_list(w, n->u.list.items, n->u.list.n, need); break;
+    case N_BLOCK: walk_list(w, n->u.list.items, n->u.list.n, true); break;
+    case N_DICT: walk_list(w, n->u.dict.keys, n->u.dict.n, true); walk_list(w, n->u.dict.vals, n->u.dict.n, need); break;
+    case N_UNARY: case N_NOT: walk(w, n->u.bin.a, true); break;
+    case N_BINARY: case N_AND: case N_OR: walk(w, n->u.bin.a, true); walk(w, n->u.bin.b, true); break;
+    case N_CALL: {
+        Node *fn = n->u.call.fn;
+        bool pass = false;
+        if (fn->kind == N_BUILTIN) {
+            const BuiltinDef *b = builtin_get(fn->u.var.slot);
+            if (b->flags & BI_IMPURE) impure(w, n, b->name[0] == 'p' ? "prints" : "reads input");
+            pass = (b->flags & BI_LAZY) != 0;
+        } else if (fn->kind == N_GLOBAL) {
+            set_add(&w->calls, fn->u.var.slot);
+            FnProto *f = proto_of_global(w->m, fn->u.var.slot);
+            if (f && f->is_qfn) { set_add(&w->qcalls, fn->u.var.slot); pass = true; }
+            set_add(&w->reads, fn->u.var.slot);
+        } else {
+            walk(w, fn, true);
+        }
+        walk_list(w, n->u.call.args, n->u.call.nargs, !pass);
+        for (int i = 0; i < n->u.call.nkw; i++) walk(w, n->u.call.kw[i].value, !pass);
+        break;
+    }
+    case N_INDEX: walk(w, n->u.index.obj, true); walk_list(w, n->u.index.idx, n->u.index.nidx, true); break;
+    case N_SLICE: walk(w, n->u.slice.lo, true); walk(w, n->u.slice.hi, true); walk(w, n->u.slice.step, true); break;
+    case N_MEMBER: walk(w, n->u.member.obj, true); break;
+    case N_FNEXPR: {
+        FnProto *f = n->u.fn;
+        for (int i = 0; i < f->nparams; i++) walk(w, f->defaults[i], true);
+        /* the closure's own reads are counted where it is called */
+        break;
+    }
+    case N_EXPRSTMT: walk(w, n->u.expr.expr, false); break;
+    case N_RETURN: walk(w, n->u.expr.expr, false); break;
+    case N_ASSIGN: walk(w, n->u.assign.value, false); walk_target(w, n->u.assign.target); break;
+    case N_AUGASSIGN:
+        walk(w, n->u.assign.value, true);
+        walk(w, n->u.assign.target, true);
+        walk_target(w, n->u.assign.target);
+        break;
+    case N_DESTRUCT:
+        walk(w, n->u.destruct.value, true);
+        for (int i = 0; i < n->u.destruct.n; i++) walk_target(w, n->u.destruct.targets[i]);
+        break;
+    case N_IF: walk(w, n->u.ifs.cond, true); walk(w, n->u.ifs.then, true); walk(w, n->u.ifs.els, true); break;
+    case N_WHILE: walk(w, n->u.whiles.cond, true); walk(w, n->u.whiles.body, true); break;
+    case N_FOR:
+        walk(w, n->u.fors.iter, true);
+        for (int i = 0; i < n->u.fors.nvars; i++) walk_target(w, n->u.fors.vars[i]);
+        walk(w, n->u.fors.body, true);
+        break;
+    case N_TRY:
+        walk(w, n->u.tries.body, true);
+        if (n->u.tries.var) walk_target(w, n->u.tries.var);
+        walk(w, n->u.tries.handler, true);
+        break;
+    case N_FNDEF: {
+        FnProto *f = n->u.fn;
+        for (int i = 0; i < f->nparams; i++) walk(w, f->defaults[i], true);
+        walk(w, f->device, true);
+        walk_target(w, f->binding);
+        break;
+    }
+    case N_IMPORT:
+        impure(w, n, "imports a module");
+        walk_target(w, n->u.import.var);
+        break;
+    default: break;
+    }
+}
+
+static void free_walk(Walk *w)
+{
+    free(w->writes.v); free(w->reads.v); free(w->passes.v); free(w->qcalls.v); free(w->calls.v);
+}
+
+static int *dup_ints(const IntSet *s, int *n)
+{
+    *n = s->n;
+    if (!s->n) return NULL;
+    int *v = malloc((size_t)s->n * sizeof(int));
+    memcpy(v, s->v, (size_t)s->n * sizeof(int));
+    return v;
+}
+
+/* a function body: its own facts, nested function bodies included (a
+ * closure made inside runs with the same copied state) */
+static void analyse_fn(ModInfo *m, FnProto *f)
+{
+    Walk w;
+    memset(&w, 0, sizeof w);
+    w.m = m;
+    w.in_fn = true;
+    walk(&w, f->body, true);
+    IntSet all = {0};
+    for (int i = 0; i < w.reads.n; i++) set_add(&all, w.reads.v[i]);
+    for (int i = 0; i < w.passes.n; i++) set_add(&all, w.passes.v[i]);
+    free(f->global_reads); free(f->global_calls);
+    f->global_reads = dup_ints(&all, &f->nglobal_reads);
+    f->global_calls = dup_ints(&w.calls, &f->nglobal_calls);
+    free(all.v);
+    f->pure = w.why == NULL;
+    f->impure_why = w.why;
+    f->impure_line = w.why_line;
+    f->impure_col = w.why_col;
+    f->analysed = true;
+    free_walk(&w);
+}
+
+/* nested function expressions inside f: their reads count for f too */
+static void nested_reads(ModInfo *m, FnProto *f, Node *n, IntSet *reads);
+static void nested_list(ModInfo *m, FnProto *f, Node **v, int k, IntSet *r) { for (int i = 0; i < k; i++) nested_reads(m, f, v[i], r); }
+static void nested_reads(ModInfo *m, FnProto *f, Node *n, IntSet *r)
+{
+    if (!n) return;
+    switch (n->kind) {
+    case N_FNEXPR: case N_FNDEF:
+        for (int i = 0; i < n->u.fn->nglobal_reads; i++) set_add(r, n->u.fn->global_reads[i]);
+        nested_reads(m, f, n->u.fn->body, r);
+        break;
+    case N_LIST: case N_BLOCK: nested_list(m, f, n->u.list.items, n->u.list.n, r); break;
+    case N_DICT: nested_list(m, f, n->u.dict.vals, n->u.dict.n, r); break;
+    case N_BINARY: case N_AND: case N_OR: nested_reads(m, f, n->u.bin.a, r); nested_reads(m, f, n->u.bin.b, r); break;
+    case N_UNARY: case N_NOT: nested_reads(m, f, n->u.bin.a, r); break;
+    case N_CALL: nested_reads(m, f, n->u.call.fn, r); nested_list(m, f, n->u.call.args, n->u.call.nargs, r);
+        for (int i = 0; i < n->u.call.nkw; i++) nested_reads(m, f, n->u.call.kw[i].value, r);
+        break;
+    case N_EXPRSTMT: case N_RETURN: nested_reads(m, f, n->u.expr.expr, r); break;
+    case N_ASSIGN: case N_AUGASSIGN: nested_reads(m, f, n->u.assign.value, r); break;
+    case N_IF: nested_reads(m, f, n->u.ifs.then, r); nested_reads(m, f, n->u.ifs.els, r); break;
+    case N_WHILE: nested_reads(m, f, n->u.whiles.body, r); break;
+    case N_FOR: nested_reads(m, f, n->u.fors.body, r); break;
+    case N_TRY: nested_reads(m, f, n->u.tries.body, r); nested_reads(m, f, n->u.tries.handler, r); break;
+    default: break;
+    }
+}
+
+bool analyse_body(ModInfo *m, Node *body, int first_proto, FILE *diag)
+{
+    for (int i = first_proto; i < m->nprotos; i++) analyse_fn(m, m->protos[i]);
+    /* nested closures' reads, innermost first (protos are in parse order: outer before inner) */
+    for (int i = m->nprotos - 1; i >= first_proto; i--) {
+        FnProto *f = m->protos[i];
+        IntSet r = {0};
+        for (int k = 0; k < f->nglobal_reads; k++) set_add(&r, f->global_reads[k]);
+        nested_reads(m, f, f->body, &r);
+        free(f->global_reads);
+        f->global_reads = dup_ints(&r, &f->nglobal_reads);
+        free(r.v);
+    }
+    /* purity through calls of top-level functions: a fixpoint */
+    bool changed = true;
+    while (changed) {
+        changed = false;
+        for (int i = 0; i < m->nprotos; i++) {
+            FnProto *f = m->protos[i];
+            if (!f->pure) continue;
+            for (int k = 0; k < f->nglobal_calls; k++) {
+                FnProto *g = proto_of_global(m, f->global_calls[k]);
+                if (g && !g->pure && !g->is_qfn) {
+                    f->pure = false;
+                    f->impure_why = NULL;
+                    f->impure_line = -(int)(g - g) - 1;
+                    /* remember whom: through the callee's name */
+                    f->impure_why = g->name;
+                    changed = true;
+                    break;
+                }
+            }
+        }
+    }
+    bool ok = true;
+    for (int i = first_proto; i < m->nprotos; i++) {
+        FnProto *f = m->protos[i];
+        if (!f->is_qfn || f->pure) continue;
+        char msg[400];
+        if (f->impure_line > 0) {
+            snprintf(msg, sizeof msg, "quantum function '%s' %s: a qfn body may not print, read input, import or assign globals",
+                     f->name, f->impure_why);
+            diag_print(diag, m->src, f->impure_line, f->impure_col, "error", msg);
+        } else {
+            snprintf(msg, sizeof msg, "quantum function '%s' calls '%s', which prints, reads input, imports or assigns globals",
+                     f->name, f->impure_why);
+            diag_print(diag, m->src, f->line, f->col, "error", msg);
+        }
+        ok = false;
+    }
+    /* per top-level statement facts */
+    for (int i = 0; i < body->u.list.n; i++) {
+        Node *s = body->u.list.items[i];
+        Walk w;
+        memset(&w, 0, sizeof w);
+        w.m = m;
+        walk(&w, s, true);
+        DepInfo *d = calloc(1, sizeof *d);
+        d->writes = dup_ints(&w.writes, &d->nwrites);
+        d->reads = dup_ints(&w.reads, &d->nreads);
+        d->passes = dup_ints(&w.passes, &d->npasses);
+        d->qcalls = dup_ints(&w.qcalls, &d->nqcalls);
+        d->impure = w.why != NULL;
+        s->dep = d;
+        free_walk(&w);
+    }
+    return ok;
+}
+
+bool analyse_module(ModInfo *m, FILE *diag) { return analyse_body(m, m->body, 0, diag); }
+
+void analyse_free_body(Node *body)
+{
+    for (int i = 0; i < body->u.list.n; i++) {
+        DepInfo *d = body->u.list.items[i]->dep;
+        if (!d) continue;
+        free(d->writes); free(d->reads); free(d->passes); free(d->qcalls); free(d);
+        body->u.list.items[i]->dep = NULL;
+    }
+}
+
+/* ---- --deps: a straight-line walk that tracks which globals may hold a
+ * future, and from which call ---- */
+
+typedef struct Origin { int nsrc; int src_line[8]; int src_fn[8]; } Origin;
+
+static void origin_add(Origin *o, int line, int fn)
+{
+    for (int i = 0; i < o->nsrc; i++) if (o->src_line[i] == line && o->src_fn[i] == fn) return;
+    if (o->nsrc < 8) { o->src_line[o->nsrc] = line; o->src_fn[o->nsrc] = fn; o->nsrc++; }
+}
+
+static void print_names(FILE *out, ModInfo *m, const int *v, int n)
+{
+    for (int i = 0; i < n; i++) fprintf(out, "%s%s", i ? ", " : "", m->gnames[v[i]]);
+}
+
+void analyse_print_deps(ModInfo *m, Node *body, FILE *out)
+{
+    Origin *holds = calloc((size_t)m->nglobals + 1, sizeof(Origin));
+    fprintf(out, "# %s: dependency analysis\n", m->src->name);
+    for (int i = 0; i < m->nprotos; i++) {
+        FnProto *f = m->protos[i];
+        if (!f->binding || f->binding->kind != N_GLOBAL) continue;
+        fprintf(out, "%s %s (line %d): %s", f->is_qfn ? "qfn" : "fn", f->name, f->line, f->pure ? "pure" : "impure");
+        if (f->is_qfn) {
+            fprintf(out, "; takes along: ");
+            if (!f->nglobal_reads) fprintf(out, "nothing");
+            print_names(out, m, f->global_reads, f->nglobal_reads);
+        }
+        fputc('\n', out);
+    }
+    for (int i = 0; i < body->u.list.n; i++) {
+        Node *s = body->u.list.items[i];
+        DepInfo *d = s->dep;
+        if (!d) continue;
+        fprintf(out, "line %d:", s->line);
+        bool any = false;
+        if (d->nqcalls) {
+            fprintf(out, " dispatches ");
+            for (int k = 0; k < d->nqcalls; k++) fprintf(out, "%s%s()", k ? ", " : "", m->gnames[d->qcalls[k]]);
+            any = true;
+        }
+        if (d->nwrites) { fprintf(out, "%s writes ", any ? ";" : ""); print_names(out, m, d->writes, d->nwrites); any = true; }
+        if (d->nreads) {
+            int shown = 0;
+            for (int k = 0; k < d->nreads; k++) {
+                FnProto *f = proto_of_global(m, d->reads[k]);
+                if (f) continue;   /* calling a function is not reading a value */
+                fprintf(out, "%s%s", shown ? ", " : (any ? "; reads " : " reads "), m->gnames[d->reads[k]]);
+                shown++;
+            }
+            if (shown) any = true;
+        }
+        if (!any) fprintf(out, " -");
+        fputc('\n', out);
+        /* waits: value-needing reads of globals that may hold futures */
+        for (int k = 0; k < d->nreads; k++) {
+            Origin *o = &holds[d->reads[k]];
+            for (int j = 0; j < o->nsrc; j++)
+                fprintf(out, "line %d waits for %s() from line %d (via %s)\n", s->line,
+                        m->gnames[o->src_fn[j]], o->src_line[j], m->gnames[d->reads[k]]);
+        }
+        /* chains: futures passed on into new calls */
+        if (d->nqcalls) {
+            for (int k = 0; k < d->npasses; k++) {
+                Origin *o = &holds[d->passes[k]];
+                for (int j = 0; j < o->nsrc; j++)
+                    fprintf(out, "line %d chains on %s() from line %d (via %s), in the background\n", s->line,
+                            m->gnames[o->src_fn[j]], o->src_line[j], m->gnames[d->passes[k]]);
+            }
+        }
+        /* what this statement leaves behind */
+        Origin made = {0};
+        for (int k = 0; k < d->nqcalls; k++) origin_add(&made, s->line, d->qcalls[k]);
+        for (int k = 0; k < d->npasses; k++) {
+            Origin *o = &holds[d->passes[k]];
+            for (int j = 0; j < o->nsrc; j++) origin_add(&made, o->src_line[j], o->src_fn[j]);
+        }
+        for (int k = 0; k < d->nwrites; k++) {
+            int g = d->writes[k];
+            bool read_here = false;
+            for (int j = 0; j < d->nreads; j++) if (d->reads[j] == g) read_here = true;
+            if (read_here && !made.nsrc) { holds[g].nsrc = 0; continue; }   /* resolved by this statement */
+            if (s->kind == N_ASSIGN || s->kind == N_DESTRUCT || s->kind == N_FOR) holds[g] = made;
+            else for (int j = 0; j < made.nsrc; j++) origin_add(&holds[g], made.src_line[j], made.src_fn[j]);
+        }
+        /* a value-needing read resolves the future it needed */
+        for (int k = 0; k < d->nreads; k++) {
+            bool written = false;
+            for (int j = 0; j < d->nwrites; j++) if (d->writes[j] == d->reads[k]) written = true;
+            if (!written) holds[d->reads[k]].nsrc = 0;
+        }
+    }
+    free(holds);
+    (void)set_has;
+}

@@ -1,0 +1,44 @@
+/* arena.c — bump allocation for the nodes and names of one source file.
+ * Freed all at once with the module. Knows nothing else. */
+#include "ast.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Chunk { struct Chunk *next; size_t used, cap; max_align_t data[]; } Chunk;
+struct Arena { Chunk *head; };
+
+Arena *arena_new(void) { return calloc(1, sizeof(Arena)); }
+
+void *arena_alloc(Arena *a, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    if (!a->head || a->head->used + n > a->head->cap) {
+        size_t cap = n > 65536 ? n : 65536;
+        Chunk *c = malloc(sizeof(Chunk) + cap);
+        if (!c) { fputs("qh: out of memory\n", stderr); abort(); }
+        c->next = a->head; c->used = 0; c->cap = cap;
+        a->head = c;
+    }
+    void *p = (char *)a->head->data + a->head->used;
+    a->head->used += n;
+    memset(p, 0, n);
+    return p;
+}
+
+char *arena_strndup(Arena *a, const char *s, size_t n)
+{
+    char *p = arena_alloc(a, n + 1);
+    memcpy(p, s, n);
+    p[n] = 0;
+    return p;
+}
+
+void arena_free(Arena *a)
+{
+    if (!a) return;
+    Chunk *c = a->head;
+    while (c) { Chunk *n = c->next; free(c); c = n; }
+    free(a);
+}

@@ -1,0 +1,19 @@
+/* diag.h — diagnostics in one place: `FILE:LINE:COL: error: MESSAGE`, the
+ * source line and a caret (LANGUAGE.md §5). Knows sources, not values. */
+#ifndef QH_DIAG_H
+#define QH_DIAG_H
+
+#include <stdio.h>
+#include "ast.h"
+
+/* Prints one diagnostic (kind: "error" or "warning") with line and caret. */
+void diag_print(FILE *out, const Source *src, int line, int col, const char *kind, const char *msg);
+/* The text of line `line` of src (no newline), its length in *n. */
+const char *diag_line(const Source *src, int line, size_t *n);
+
+/* Sources: a file read whole, or text given directly. NULL + message on failure. */
+Source *source_from_file(const char *path, const char *shown, char *err, size_t errlen);
+Source *source_from_text(const char *name, const char *text, size_t len);
+void source_free(Source *s);
+
+#endif

@@ -1,0 +1,213 @@
+/* main.c — the command line of LANGUAGE.md §11: options, choosing the
+ * source (file, -, -e, stdin), --check/--deps, running the main module,
+ * exit statuses. Knows every room's entry point, none of their insides. */
+#include "analyse.h"
+#include "async.h"
+#include "diag.h"
+#include "eval.h"
+#include "parse.h"
+#include "repl.h"
+#include "resolve.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void builtins_init(void);
+void eval_register_hooks(void);
+
+static const char usage_text[] =
+    "usage: qh [options] [FILE | -] [ARGS...]\n"
+    "\n"
+    "Runs a qh program: quantum function calls run in the background and\n"
+    "return futures; the program waits only where it needs a value.\n"
+    "\n"
+    "options:\n"
+    "  FILE / -          run a script file / standard input; ARGS are in the list argv\n"
+    "  -e CODE           run CODE\n"
+    "  -i                after the script, enter the REPL with its globals\n"
+    "  --sync            run every quantum call to completion before going on\n"
+    "  --workers N       background threads (default: the number of online CPUs)\n"
+    "  --seed N          program seed for random draws\n"
+    "  --max-memory SIZE memory budget for quantum devices (e.g. 4G, 512M; default half of RAM)\n"
+    "  --trace FILE      write a Chrome trace-event timeline of the run (Perfetto)\n"
+    "  --stats           print task, wait and overlap statistics to stderr at exit\n"
+    "  --deps            print the dependency analysis and exit\n"
+    "  --check           parse and analyse only\n"
+    "  -V, --version     print the version and exit\n"
+    "  -h, --help        print this help and exit\n"
+    "\n"
+    "With no FILE and a terminal on standard input, qh starts the interactive REPL.\n"
+    "Exit status: 0 success; 1 runtime error or a failed task nobody needed;\n"
+    "2 usage, syntax or analysis error; 130 interrupted.\n";
+
+static int usage_error(const char *fmt, const char *arg)
+{
+    fprintf(stderr, "qh: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nTry 'qh --help' for more information.\n");
+    return 2;
+}
+
+static bool parse_size(const char *s, size_t *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (end == s || v < 0 || errno) return false;
+    double mult = 1;
+    switch (*end) {
+    case 0: break;
+    case 'k': case 'K': mult = 1024.0; end++; break;
+    case 'm': case 'M': mult = 1024.0 * 1024; end++; break;
+    case 'g': case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
+    case 't': case 'T': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
+    default: return false;
+    }
+    if (*end == 'i' || *end == 'I') end++;
+    if (*end == 'b' || *end == 'B') end++;
+    if (*end) return false;
+    *out = (size_t)(v * mult);
+    return true;
+}
+
+static char *exe_relative(const char *rel)
+{
+    char buf[4096];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0) return NULL;
+    buf[n] = 0;
+    char *slash = strrchr(buf, '/');
+    if (!slash) return NULL;
+    *slash = 0;
+    size_t len = strlen(buf) + strlen(rel) + 2;
+    char *p = malloc(len);
+    snprintf(p, len, "%s/%s", buf, rel);
+    char *real = realpath(p, NULL);
+    free(p);
+    return real;
+}
+
+/* The standard library: next to an installed binary, the configured
+ * prefix, or (for an uninstalled build) the source tree. */
+static char *find_stdlib(void)
+{
+    char *p = exe_relative("../share/qh/stdlib");
+    if (p && access(p, R_OK) == 0) return p;
+    free(p);
+    if (access(QH_STDLIB_DIR, R_OK) == 0) return strdup(QH_STDLIB_DIR);
+    if (access(QH_SOURCE_STDLIB, R_OK) == 0) return strdup(QH_SOURCE_STDLIB);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    Interp in;
+    memset(&in, 0, sizeof in);
+    in.out = stdout;
+    const char *code = NULL, *file = NULL, *trace_path = NULL;
+    bool interactive = false, check = false, deps = false;
+    int i = 1;
+    for (; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-' || strcmp(a, "-") == 0) break;
+        if (strcmp(a, "--") == 0) { i++; break; }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { fputs(usage_text, stdout); return 0; }
+        if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) { printf("qh %s\n", QH_VERSION); return 0; }
+        if (strcmp(a, "-i") == 0) { interactive = true; continue; }
+        if (strcmp(a, "--sync") == 0) { in.sync = true; continue; }
+        if (strcmp(a, "--stats") == 0) { in.stats = true; continue; }
+        if (strcmp(a, "--deps") == 0) { deps = true; continue; }
+        if (strcmp(a, "--check") == 0) { check = true; continue; }
+        const char *val = NULL;
+        const char *names[] = { "-e", "--workers", "--seed", "--trace", "--max-memory" };
+        int which = -1;
+        for (int k = 0; k < 5; k++) {
+            size_t nl = strlen(names[k]);
+            if (strcmp(a, names[k]) == 0) { which = k; if (i + 1 >= argc) return usage_error("option '%s' needs a value", a); val = argv[++i]; break; }
+            if (k > 0 && strncmp(a, names[k], nl) == 0 && a[nl] == '=') { which = k; val = a + nl + 1; break; }
+        }
+        if (which < 0) return usage_error("unknown option '%s'", a);
+        char *end;
+        switch (which) {
+        case 0: code = val; break;
+        case 1: {
+            long w = strtol(val, &end, 10);
+            if (*end || w < 1 || w > 1024) return usage_error("--workers needs a number from 1 to 1024, not '%s'", val);
+            in.nworkers = (int)w;
+            break;
+        }
+        case 2: {
+            errno = 0;
+            unsigned long long s = strtoull(val, &end, 10);
+            if (*end || errno || val[0] == '-') return usage_error("--seed needs a non-negative integer, not '%s'", val);
+            in.seed = s;
+            in.seed_given = true;
+            break;
+        }
+        case 3: trace_path = val; break;
+        case 4:
+            if (!parse_size(val, &in.max_memory) || in.max_memory == 0) return usage_error("--max-memory needs a size like 4G or 512M, not '%s'", val);
+            break;
+        }
+    }
+    if (!code && i < argc) file = argv[i++];
+    in.argv = list_new(0);
+    for (; i < argc; i++) list_push(in.argv, v_str(argv[i]));
+
+    builtins_init();
+    eval_register_hooks();
+    builtins_register_hooks();
+    char *stdlib = find_stdlib();
+    in.stdlib_dir = stdlib;
+    in.qh_path = getenv("QH_PATH");
+    if (!in.seed_given) in.seed = 0x5eed;      /* a fixed default: runs repeat */
+
+    Source *src = NULL;
+    bool repl_only = false;
+    if (code) {
+        src = source_from_text("<-e>", code, strlen(code));
+    } else if (file && strcmp(file, "-") != 0) {
+        char err[600];
+        src = source_from_file(file, file, err, sizeof err);
+        if (!src) { fprintf(stderr, "qh: %s\n", err); free(stdlib); decref(v_list(in.argv)); return 2; }
+    } else if (file || !isatty(0)) {
+        Buf b;
+        buf_init(&b);
+        char chunk[65536];
+        size_t n;
+        while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0) buf_put(&b, chunk, n);
+        src = source_from_text("<stdin>", b.p ? b.p : "", b.len);
+        buf_free(&b);
+    } else {
+        repl_only = true;
+    }
+    if (repl_only || (interactive && !src)) {
+        if (check || deps) { fprintf(stderr, "qh: --check and --deps need a script\n"); free(stdlib); return 2; }
+        int st = repl_run(&in, NULL, NULL, trace_path);
+        free(stdlib);
+        return st;
+    }
+
+    ModInfo *m = parse_source(src, stderr);
+    if (!m) { source_free(src); free(stdlib); decref(v_list(in.argv)); return 2; }
+    int argv_slot = resolve_declare(m, "argv", builtin_lookup);
+    if (!resolve_module(m, m->body, builtin_lookup, stderr, true) || !analyse_module(m, stderr)) {
+        analyse_free_body(m->body);
+        parse_free(m); source_free(src); free(stdlib); decref(v_list(in.argv));
+        return 2;
+    }
+    if (check || deps) {
+        if (deps) analyse_print_deps(m, m->body, stdout);
+        analyse_free_body(m->body);
+        parse_free(m); source_free(src); free(stdlib); decref(v_list(in.argv));
+        return 0;
+    }
+    int status = run_main(&in, m, argv_slot, interactive, trace_path);
+    analyse_free_body(m->body);
+    parse_free(m);
+    source_free(src);
+    free(stdlib);
+    return status;
+}

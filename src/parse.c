@@ -1,0 +1,871 @@
+/* parse.c — recursive-descent parser with precedence climbing.
+ * Produces the AST of ast.h from the lexer's tokens; a syntax error is
+ * reported once (with line and caret) and stops the parse. Each parse
+ * function names the grammar rule it implements (lang/grammar.ebnf).
+ * Knows the lexer and the AST, not resolution or evaluation. */
+#include "parse.h"
+#include "diag.h"
+#include "lex.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_NEST 400
+
+typedef struct Parser {
+    Token *toks;
+    int ntok, pos;
+    int depth;          /* open ( [ and dict { : newlines do not end statements */
+    int nest;           /* recursion guard */
+    Source *src;
+    Arena *ar;
+    ModInfo *mod;
+    FILE *diag;
+    jmp_buf fail;
+    FnProto **protos; int nprotos, capprotos;
+} Parser;
+
+static _Noreturn void error_tok(Parser *p, const Token *t, const char *fmt, ...)
+{
+    char msg[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    diag_print(p->diag, p->src, t->line, t->col, "error", msg);
+    longjmp(p->fail, 1);
+}
+
+/* the current token; inside brackets newlines are skipped */
+static Token *peek(Parser *p)
+{
+    if (p->depth > 0)
+        while (p->toks[p->pos].kind == TK_NEWLINE) p->pos++;
+    return &p->toks[p->pos];
+}
+static TokKind peekk(Parser *p) { return peek(p)->kind; }
+static Token *advance(Parser *p) { Token *t = peek(p); if (t->kind != TK_EOF) p->pos++; return t; }
+static bool accept(Parser *p, TokKind k) { if (peekk(p) == k) { advance(p); return true; } return false; }
+
+static const char *tok_desc(const Token *t, char *buf, size_t n)
+{
+    if (t->kind == TK_NAME) { snprintf(buf, n, "name '%.*s'", (int)(t->len > 40 ? 40 : t->len), t->start); return buf; }
+    if (t->kind == TK_NUM || t->kind == TK_IMAG) { snprintf(buf, n, "number '%.*s'", (int)(t->len > 40 ? 40 : t->len), t->start); return buf; }
+    return lex_kind_name(t->kind);
+}
+
+static Token *expect(Parser *p, TokKind k, const char *what)
+{
+    Token *t = peek(p);
+    if (t->kind != k) {
+        char b[80];
+        error_tok(p, t, "expected %s %s, found %s", lex_kind_name(k), what, tok_desc(t, b, sizeof b));
+    }
+    return advance(p);
+}
+
+static void enter(Parser *p)
+{
+    if (++p->nest > MAX_NEST) error_tok(p, peek(p), "nesting too deep (more than %d levels)", MAX_NEST);
+}
+static void leave(Parser *p) { p->nest--; }
+
+static Node *node(Parser *p, NodeKind k, const Token *t)
+{
+    Node *n = arena_alloc(p->ar, sizeof(Node));
+    n->kind = (uint16_t)k;
+    n->line = t->line;
+    n->col = t->col;
+    return n;
+}
+
+static ObjStr *const_str(Parser *p, const char *s, size_t len)
+{
+    ObjStr *o = arena_alloc(p->ar, sizeof(ObjStr) + len + 1);
+    o->h.rc = OBJ_IMMORTAL;
+    o->h.type = T_STR;
+    o->len = (uint32_t)len;
+    memcpy(o->s, s, len);
+    str_finish(o);
+    str_nchars(o);          /* counted now: shared strings are never written later */
+    return o;
+}
+
+static const char *name_of(Parser *p, const Token *t) { return arena_strndup(p->ar, t->start, t->len); }
+
+/* a growable array of pointers, copied into the arena when done */
+typedef struct Vec { void **v; int n, cap; } Vec;
+static void vec_push(Vec *v, void *x)
+{
+    if (v->n == v->cap) { v->cap = v->cap ? v->cap * 2 : 8; v->v = realloc(v->v, (size_t)v->cap * sizeof(void *)); }
+    v->v[v->n++] = x;
+}
+static void *vec_done(Parser *p, Vec *v)
+{
+    void **a = arena_alloc(p->ar, (size_t)(v->n ? v->n : 1) * sizeof(void *));
+    if (v->n) memcpy(a, v->v, (size_t)v->n * sizeof(void *));
+    free(v->v);
+    v->v = NULL;
+    return a;
+}
+
+static Node *expr(Parser *p);
+static Node *block(Parser *p);
+static Node *statement(Parser *p);
+
+/* params -> '(' [ NAME ['=' expr] {',' NAME ['=' expr]} ] ')' */
+static void params(Parser *p, FnProto *f)
+{
+    expect(p, TK_LPAREN, "to open the parameter list");
+    p->depth++;
+    Vec names = {0}, defs = {0};
+    bool seen_default = false;
+    while (peekk(p) != TK_RPAREN) {
+        Token *t = expect(p, TK_NAME, "as a parameter name");
+        const char *nm = name_of(p, t);
+        for (int i = 0; i < names.n; i++)
+            if (strcmp(names.v[i], nm) == 0) error_tok(p, t, "duplicate parameter '%s'", nm);
+        vec_push(&names, (void *)nm);
+        Node *d = NULL;
+        if (accept(p, TK_ASSIGN)) { d = expr(p); seen_default = true; }
+        else if (seen_default) error_tok(p, t, "parameter '%s' without a default follows one with a default", nm);
+        vec_push(&defs, d);
+        if (!accept(p, TK_COMMA)) break;
+    }
+    p->depth--;
+    expect(p, TK_RPAREN, "to close the parameter list");
+    f->nparams = names.n;
+    f->params = vec_done(p, &names);
+    f->defaults = vec_done(p, &defs);
+    f->param_keys = arena_alloc(p->ar, (size_t)(f->nparams + 1) * sizeof(ObjStr *));
+    for (int i = 0; i < f->nparams; i++) f->param_keys[i] = const_str(p, f->params[i], strlen(f->params[i]));
+}
+
+static FnProto *new_proto(Parser *p, const Token *t, const char *name)
+{
+    FnProto *f = arena_alloc(p->ar, sizeof(FnProto));
+    f->name = name;
+    f->line = t->line;
+    f->col = t->col;
+    f->mod = p->mod;
+    if (p->nprotos == p->capprotos) {
+        p->capprotos = p->capprotos ? p->capprotos * 2 : 16;
+        p->protos = realloc(p->protos, (size_t)p->capprotos * sizeof(FnProto *));
+    }
+    p->protos[p->nprotos++] = f;
+    return f;
+}
+
+/* fnexpr -> 'fn' params block */
+static Node *fn_expr(Parser *p)
+{
+    Token *t = advance(p);
+    Node *n = node(p, N_FNEXPR, t);
+    FnProto *f = new_proto(p, t, "<anonymous>");
+    params(p, f);
+    f->body = block(p);
+    n->u.fn = f;
+    return n;
+}
+
+/* call args -> '(' [arg {',' arg}] ')' ; arg -> expr | NAME '=' expr */
+static Node *call(Parser *p, Node *callee)
+{
+    Token *t = advance(p);  /* ( */
+    Node *n = node(p, N_CALL, t);
+    n->line = callee->line; n->col = callee->col;
+    p->depth++;
+    Vec args = {0};
+    KwArg *kw = NULL;
+    int nkw = 0, capkw = 0;
+    while (peekk(p) != TK_RPAREN) {
+        Token *a = peek(p);
+        if (a->kind == TK_NAME && p->toks[p->pos + 1].kind == TK_ASSIGN) {
+            advance(p); advance(p);
+            const char *nm = name_of(p, a);
+            for (int i = 0; i < nkw; i++)
+                if (strcmp(kw[i].name, nm) == 0) error_tok(p, a, "keyword argument '%s' repeated", nm);
+            if (nkw >= 64) error_tok(p, a, "too many keyword arguments (at most 64)");
+            if (nkw == capkw) { capkw = capkw ? capkw * 2 : 4; kw = realloc(kw, (size_t)capkw * sizeof(KwArg)); }
+            kw[nkw].name = nm;
+            kw[nkw].key = const_str(p, nm, strlen(nm));
+            kw[nkw].value = expr(p);
+            nkw++;
+        } else {
+            if (nkw) error_tok(p, a, "positional argument follows keyword argument");
+            vec_push(&args, expr(p));
+        }
+        if (!accept(p, TK_COMMA)) break;
+    }
+    p->depth--;
+    expect(p, TK_RPAREN, "to close the argument list");
+    n->u.call.fn = callee;
+    n->u.call.nargs = args.n;
+    n->u.call.args = vec_done(p, &args);
+    n->u.call.nkw = nkw;
+    if (nkw) {
+        n->u.call.kw = arena_alloc(p->ar, (size_t)nkw * sizeof(KwArg));
+        memcpy(n->u.call.kw, kw, (size_t)nkw * sizeof(KwArg));
+    }
+    free(kw);
+    return n;
+}
+
+/* subscript -> expr | [expr] ':' [expr] [':' [expr]] */
+static Node *subscript(Parser *p)
+{
+    Token *t = peek(p);
+    Node *lo = NULL;
+    if (t->kind != TK_COLON) {
+        lo = expr(p);
+        if (peekk(p) != TK_COLON) return lo;
+    }
+    advance(p);     /* : */
+    Node *n = node(p, N_SLICE, t);
+    n->u.slice.lo = lo;
+    TokKind k = peekk(p);
+    if (k != TK_COLON && k != TK_RBRACK && k != TK_COMMA) n->u.slice.hi = expr(p);
+    if (accept(p, TK_COLON)) {
+        k = peekk(p);
+        if (k != TK_RBRACK && k != TK_COMMA) n->u.slice.step = expr(p);
+    }
+    return n;
+}
+
+/* primary -> NUM | IMAG | STR | true | false | nil | NAME | '(' expr ')' | list | dict | fnexpr */
+static Node *primary(Parser *p)
+{
+    Token *t = peek(p);
+    Node *n;
+    switch (t->kind) {
+    case TK_NUM: advance(p); n = node(p, N_NUM, t); n->u.num = t->num; return n;
+    case TK_IMAG: advance(p); n = node(p, N_IMAG, t); n->u.num = t->num; return n;
+    case TK_STR: {
+        advance(p);
+        n = node(p, N_STR, t);
+        /* adjacent string literals concatenate, as in C and Python */
+        if (peek(p)->kind == TK_STR) {
+            size_t total = t->strlen;
+            int j = p->pos;
+            while (p->toks[j].kind == TK_STR) total += p->toks[j++].strlen;
+            char *buf = malloc(total + 1);
+            memcpy(buf, t->str, t->strlen);
+            size_t off = t->strlen;
+            while (peek(p)->kind == TK_STR) {
+                Token *s = advance(p);
+                memcpy(buf + off, s->str, s->strlen);
+                off += s->strlen;
+            }
+            n->u.str = const_str(p, buf, total);
+            free(buf);
+        } else {
+            n->u.str = const_str(p, t->str, t->strlen);
+        }
+        return n;
+    }
+    case TK_TRUE: advance(p); return node(p, N_TRUE, t);
+    case TK_FALSE: advance(p); return node(p, N_FALSE, t);
+    case TK_NIL: advance(p); return node(p, N_NIL, t);
+    case TK_NAME: advance(p); n = node(p, N_NAME, t); n->u.var.name = name_of(p, t); return n;
+    case TK_FN: return fn_expr(p);
+    case TK_LPAREN: {
+        advance(p);
+        p->depth++;
+        n = expr(p);
+        if (peekk(p) == TK_COMMA) error_tok(p, peek(p), "qh has no tuples: use a list [a, b]");
+        p->depth--;
+        expect(p, TK_RPAREN, "to close the parenthesis");
+        return n;
+    }
+    case TK_LBRACK: {
+        advance(p);
+        n = node(p, N_LIST, t);
+        p->depth++;
+        Vec items = {0};
+        while (peekk(p) != TK_RBRACK) {
+            vec_push(&items, expr(p));
+            if (!accept(p, TK_COMMA)) break;
+        }
+        p->depth--;
+        expect(p, TK_RBRACK, "to close the list");
+        n->u.list.n = items.n;
+        n->u.list.items = vec_done(p, &items);
+        return n;
+    }
+    case TK_LBRACE: {
+        advance(p);
+        n = node(p, N_DICT, t);
+        p->depth++;
+        Vec ks = {0}, vs = {0};
+        while (peekk(p) != TK_RBRACE) {
+            vec_push(&ks, expr(p));
+            expect(p, TK_COLON, "between a dict key and its value");
+            vec_push(&vs, expr(p));
+            if (!accept(p, TK_COMMA)) break;
+        }
+        p->depth--;
+        expect(p, TK_RBRACE, "to close the dict");
+        n->u.dict.n = ks.n;
+        n->u.dict.keys = vec_done(p, &ks);
+        n->u.dict.vals = vec_done(p, &vs);
+        return n;
+    }
+    case TK_ERROR: error_tok(p, t, "%s", t->str);
+    case TK_EOF: error_tok(p, t, "unexpected end of file: expected an expression");
+    case TK_NEWLINE: error_tok(p, t, "unexpected end of line: expected an expression");
+    default: {
+        char b[80];
+        error_tok(p, t, "expected an expression, found %s", tok_desc(t, b, sizeof b));
+    }
+    }
+}
+
+/* postfix -> primary { '(' args ')' | '[' subscript {',' subscript} ']' | '.' NAME } */
+static Node *postfix(Parser *p)
+{
+    Node *n = primary(p);
+    for (;;) {
+        TokKind k = peekk(p);
+        if (k == TK_LPAREN) {
+            n = call(p, n);
+        } else if (k == TK_LBRACK) {
+            Token *t = advance(p);
+            Node *ix = node(p, N_INDEX, t);
+            p->depth++;
+            Vec items = {0};
+            do {
+                if (peekk(p) == TK_RBRACK) break;
+                vec_push(&items, subscript(p));
+            } while (accept(p, TK_COMMA));
+            p->depth--;
+            expect(p, TK_RBRACK, "to close the index");
+            if (!items.n) error_tok(p, t, "empty index");
+            ix->u.index.obj = n;
+            ix->u.index.nidx = items.n;
+            ix->u.index.idx = vec_done(p, &items);
+            n = ix;
+        } else if (k == TK_DOT) {
+            Token *t = advance(p);
+            Token *nm = expect(p, TK_NAME, "after '.'");
+            Node *m = node(p, N_MEMBER, t);
+            m->u.member.obj = n;
+            m->u.member.name = name_of(p, nm);
+            m->u.member.key = const_str(p, nm->start, nm->len);
+            n = m;
+        } else {
+            return n;
+        }
+    }
+}
+
+static Node *unary(Parser *p);
+
+/* power -> postfix ['**' unary]   (right-associative, tighter than unary minus on its left) */
+static Node *power(Parser *p)
+{
+    Node *a = postfix(p);
+    if (peekk(p) == TK_POW) {
+        Token *t = advance(p);
+        enter(p);
+        Node *n = node(p, N_BINARY, t);
+        n->op = OP_POW;
+        n->u.bin.a = a;
+        n->u.bin.b = unary(p);
+        leave(p);
+        return n;
+    }
+    return a;
+}
+
+/* unary -> ('-' | '+') unary | power */
+static Node *unary(Parser *p)
+{
+    TokKind k = peekk(p);
+    if (k == TK_MINUS || k == TK_PLUS) {
+        Token *t = advance(p);
+        enter(p);
+        Node *operand = unary(p);
+        leave(p);
+        if (k == TK_MINUS && (operand->kind == N_NUM || operand->kind == N_IMAG) && operand->line == t->line) {
+            /* fold -constant; keeps the literal's own node */
+            operand->u.num = -operand->u.num;
+            operand->col = t->col;
+            return operand;
+        }
+        Node *n = node(p, N_UNARY, t);
+        n->op = k == TK_MINUS ? OP_NEG : OP_POS;
+        n->u.bin.a = operand;
+        return n;
+    }
+    return power(p);
+}
+
+static Node *binary(Parser *p, Node *a, const Token *t, BinOp op, Node *(*next)(Parser *))
+{
+    Node *n = node(p, N_BINARY, t);
+    n->op = (uint8_t)op;
+    n->u.bin.a = a;
+    n->u.bin.b = next(p);
+    return n;
+}
+
+/* term -> unary { ('*' | '/' | '//' | '%' | '@') unary } */
+static Node *term(Parser *p)
+{
+    Node *a = unary(p);
+    for (;;) {
+        TokKind k = peekk(p);
+        BinOp op;
+        if (k == TK_STAR) op = OP_MUL; else if (k == TK_SLASH) op = OP_DIV;
+        else if (k == TK_DSLASH) op = OP_IDIV; else if (k == TK_PERCENT) op = OP_MOD;
+        else if (k == TK_AT) op = OP_MATMUL; else return a;
+        Token *t = advance(p);
+        a = binary(p, a, t, op, unary);
+    }
+}
+
+/* arith -> term { ('+' | '-') term } */
+static Node *arith(Parser *p)
+{
+    Node *a = term(p);
+    for (;;) {
+        TokKind k = peekk(p);
+        if (k != TK_PLUS && k != TK_MINUS) return a;
+        Token *t = advance(p);
+        a = binary(p, a, t, k == TK_PLUS ? OP_ADD : OP_SUB, term);
+    }
+}
+
+static bool comp_op(Parser *p, BinOp *op)
+{
+    switch (peekk(p)) {
+    case TK_EQ: *op = OP_EQ; return true;
+    case TK_NE: *op = OP_NE; return true;
+    case TK_LT: *op = OP_LT; return true;
+    case TK_LE: *op = OP_LE; return true;
+    case TK_GT: *op = OP_GT; return true;
+    case TK_GE: *op = OP_GE; return true;
+    case TK_IN: *op = OP_IN; return true;
+    case TK_NOT:
+        if (p->toks[p->pos + 1].kind == TK_IN) { *op = OP_NOTIN; return true; }
+        return false;
+    default: return false;
+    }
+}
+
+/* comparison -> arith [ ('==' | '!=' | '<' | '<=' | '>' | '>=' | 'in' | 'not' 'in') arith ]  (no chaining) */
+static Node *comparison(Parser *p)
+{
+    Node *a = arith(p);
+    BinOp op;
+    if (!comp_op(p, &op)) return a;
+    Token *t = advance(p);
+    if (op == OP_NOTIN) advance(p);
+    Node *n = binary(p, a, t, op, arith);
+    BinOp op2;
+    if (comp_op(p, &op2))
+        error_tok(p, peek(p), "comparisons do not chain: write (a < b) and (b < c)");
+    return n;
+}
+
+/* not_expr -> 'not' not_expr | comparison */
+static Node *not_expr(Parser *p)
+{
+    if (peekk(p) == TK_NOT) {
+        Token *t = advance(p);
+        enter(p);
+        Node *n = node(p, N_NOT, t);
+        n->u.bin.a = not_expr(p);
+        leave(p);
+        return n;
+    }
+    return comparison(p);
+}
+
+/* and_expr -> not_expr { 'and' not_expr } */
+static Node *and_expr(Parser *p)
+{
+    Node *a = not_expr(p);
+    while (peekk(p) == TK_AND) {
+        Token *t = advance(p);
+        Node *n = node(p, N_AND, t);
+        n->u.bin.a = a;
+        n->u.bin.b = not_expr(p);
+        a = n;
+    }
+    return a;
+}
+
+/* expr -> and_expr { 'or' and_expr } */
+static Node *expr(Parser *p)
+{
+    enter(p);
+    Node *a = and_expr(p);
+    while (peekk(p) == TK_OR) {
+        Token *t = advance(p);
+        Node *n = node(p, N_OR, t);
+        n->u.bin.a = a;
+        n->u.bin.b = and_expr(p);
+        a = n;
+    }
+    leave(p);
+    return a;
+}
+
+/* statements end at a newline, ';', before '}' or at the end */
+static void end_statement(Parser *p)
+{
+    Token *t = &p->toks[p->pos];
+    if (t->kind == TK_NEWLINE || t->kind == TK_SEMI) { p->pos++; return; }
+    if (t->kind == TK_RBRACE || t->kind == TK_EOF) return;
+    char b[80];
+    if (t->kind == TK_ERROR) error_tok(p, t, "%s", t->str);
+    error_tok(p, t, "expected a newline or ';' after the statement, found %s", tok_desc(t, b, sizeof b));
+}
+
+/* block -> '{' { statement } '}' */
+static Node *block(Parser *p)
+{
+    int saved = p->depth;
+    Token *t = peek(p);
+    if (t->kind != TK_LBRACE) {
+        char b[80];
+        error_tok(p, t, "expected '{' to open a block, found %s", tok_desc(t, b, sizeof b));
+    }
+    advance(p);
+    p->depth = 0;
+    enter(p);
+    Node *n = node(p, N_BLOCK, t);
+    Vec items = {0};
+    for (;;) {
+        while (p->toks[p->pos].kind == TK_NEWLINE || p->toks[p->pos].kind == TK_SEMI) p->pos++;
+        Token *c = &p->toks[p->pos];
+        if (c->kind == TK_RBRACE) { p->pos++; break; }
+        if (c->kind == TK_EOF) error_tok(p, t, "unterminated block: this '{' is never closed");
+        vec_push(&items, statement(p));
+    }
+    leave(p);
+    p->depth = saved;
+    n->u.list.n = items.n;
+    n->u.list.items = vec_done(p, &items);
+    return n;
+}
+
+static void check_target(Parser *p, Node *t)
+{
+    if (t->kind == N_NAME || t->kind == N_INDEX) return;
+    Token fake = { .line = t->line, .col = t->col };
+    if (t->kind == N_MEMBER) error_tok(p, &fake, "cannot assign to a module member");
+    error_tok(p, &fake, "cannot assign to this expression");
+}
+
+/* peeks past newlines for 'elif' / 'else' after a closing brace */
+static TokKind peek_past_newlines(Parser *p, int *at)
+{
+    int j = p->pos;
+    while (p->toks[j].kind == TK_NEWLINE) j++;
+    *at = j;
+    return p->toks[j].kind;
+}
+
+/* if -> 'if' expr block { 'elif' expr block } [ 'else' (block | if) ] */
+static Node *if_stmt(Parser *p)
+{
+    Token *t = advance(p);
+    Node *n = node(p, N_IF, t);
+    n->u.ifs.cond = expr(p);
+    n->u.ifs.then = block(p);
+    int at;
+    TokKind k = peek_past_newlines(p, &at);
+    if (k == TK_ELIF) {
+        p->pos = at;
+        enter(p);
+        n->u.ifs.els = if_stmt(p);      /* elif parses like if */
+        leave(p);
+    } else if (k == TK_ELSE) {
+        p->pos = at + 1;
+        if (peekk(p) == TK_IF) { enter(p); n->u.ifs.els = if_stmt(p); leave(p); }
+        else n->u.ifs.els = block(p);
+    }
+    return n;
+}
+
+/* statement -> fndef | qfndef | if | while | for | try | return | break | continue
+ *            | import | global | simple */
+static Node *statement(Parser *p)
+{
+    Token *t = peek(p);
+    Node *n;
+    switch (t->kind) {
+    case TK_FN:
+        if (p->toks[p->pos + 1].kind == TK_NAME) {
+            /* fndef -> 'fn' NAME params block */
+            advance(p);
+            Token *nm = advance(p);
+            n = node(p, N_FNDEF, t);
+            FnProto *f = new_proto(p, t, name_of(p, nm));
+            params(p, f);
+            f->body = block(p);
+            n->u.fn = f;
+            end_statement(p);
+            return n;
+        }
+        break;
+    case TK_QFN: {
+        /* qfndef -> 'qfn' NAME params ['on' expr] block */
+        advance(p);
+        Token *nm = expect(p, TK_NAME, "after 'qfn'");
+        n = node(p, N_FNDEF, t);
+        FnProto *f = new_proto(p, t, name_of(p, nm));
+        f->is_qfn = true;
+        params(p, f);
+        if (accept(p, TK_ON)) f->device = expr(p);
+        f->body = block(p);
+        n->u.fn = f;
+        end_statement(p);
+        return n;
+    }
+    case TK_IF: n = if_stmt(p); end_statement(p); return n;
+    case TK_WHILE:
+        /* while -> 'while' expr block */
+        advance(p);
+        n = node(p, N_WHILE, t);
+        n->u.whiles.cond = expr(p);
+        n->u.whiles.body = block(p);
+        end_statement(p);
+        return n;
+    case TK_FOR: {
+        /* for -> 'for' NAME {',' NAME} 'in' expr block */
+        advance(p);
+        n = node(p, N_FOR, t);
+        Vec vars = {0};
+        do {
+            Token *v = expect(p, TK_NAME, "as the loop variable");
+            Node *vn = node(p, N_NAME, v);
+            vn->u.var.name = name_of(p, v);
+            vec_push(&vars, vn);
+        } while (accept(p, TK_COMMA));
+        expect(p, TK_IN, "after the loop variable");
+        n->u.fors.nvars = vars.n;
+        n->u.fors.vars = vec_done(p, &vars);
+        n->u.fors.var = n->u.fors.vars[0];
+        n->u.fors.iter = expr(p);
+        n->u.fors.body = block(p);
+        end_statement(p);
+        return n;
+    }
+    case TK_TRY: {
+        /* try -> 'try' block 'catch' [NAME] block */
+        advance(p);
+        n = node(p, N_TRY, t);
+        n->u.tries.body = block(p);
+        int at;
+        if (peek_past_newlines(p, &at) == TK_CATCH) p->pos = at;
+        expect(p, TK_CATCH, "after the try block");
+        if (peekk(p) == TK_NAME) {
+            Token *v = advance(p);
+            Node *vn = node(p, N_NAME, v);
+            vn->u.var.name = name_of(p, v);
+            n->u.tries.var = vn;
+        }
+        n->u.tries.handler = block(p);
+        end_statement(p);
+        return n;
+    }
+    case TK_RETURN: {
+        /* return -> 'return' [expr {',' expr}] */
+        advance(p);
+        n = node(p, N_RETURN, t);
+        TokKind k = p->toks[p->pos].kind;
+        if (k != TK_NEWLINE && k != TK_SEMI && k != TK_RBRACE && k != TK_EOF) {
+            Node *e = expr(p);
+            if (peekk(p) == TK_COMMA) {
+                Node *l = node(p, N_LIST, t);
+                l->line = e->line; l->col = e->col;
+                Vec items = {0};
+                vec_push(&items, e);
+                while (accept(p, TK_COMMA)) vec_push(&items, expr(p));
+                l->u.list.n = items.n;
+                l->u.list.items = vec_done(p, &items);
+                e = l;
+            }
+            n->u.expr.expr = e;
+        }
+        end_statement(p);
+        return n;
+    }
+    case TK_BREAK: advance(p); n = node(p, N_BREAK, t); end_statement(p); return n;
+    case TK_CONTINUE: advance(p); n = node(p, N_CONTINUE, t); end_statement(p); return n;
+    case TK_IMPORT: {
+        /* import -> 'import' NAME */
+        advance(p);
+        Token *nm = expect(p, TK_NAME, "after 'import'");
+        n = node(p, N_IMPORT, t);
+        n->u.import.name = name_of(p, nm);
+        Node *vn = node(p, N_NAME, nm);
+        vn->u.var.name = n->u.import.name;
+        n->u.import.var = vn;
+        end_statement(p);
+        return n;
+    }
+    case TK_GLOBAL: {
+        /* global -> 'global' NAME {',' NAME} */
+        advance(p);
+        n = node(p, N_GLOBALDECL, t);
+        Vec names = {0};
+        do {
+            Token *nm = expect(p, TK_NAME, "after 'global'");
+            vec_push(&names, (void *)name_of(p, nm));
+        } while (accept(p, TK_COMMA));
+        n->u.global.n = names.n;
+        n->u.global.names = vec_done(p, &names);
+        end_statement(p);
+        return n;
+    }
+    case TK_ERROR: error_tok(p, t, "%s", t->str);
+    case TK_RBRACE: error_tok(p, t, "unexpected '}' with no block open");
+    default: break;
+    }
+    /* simple -> expr [ {',' expr} '=' expr | augop expr ] */
+    Node *e = expr(p);
+    TokKind k = peekk(p);
+    if (k == TK_COMMA) {
+        Vec targets = {0};
+        check_target(p, e);
+        vec_push(&targets, e);
+        while (accept(p, TK_COMMA)) { Node *x = expr(p); check_target(p, x); vec_push(&targets, x); }
+        Token *eq = expect(p, TK_ASSIGN, "after the assignment targets");
+        n = node(p, N_DESTRUCT, eq);
+        n->line = e->line; n->col = e->col;
+        n->u.destruct.n = targets.n;
+        n->u.destruct.targets = vec_done(p, &targets);
+        n->u.destruct.value = expr(p);
+    } else if (k == TK_ASSIGN) {
+        Token *eq = advance(p);
+        check_target(p, e);
+        n = node(p, N_ASSIGN, eq);
+        n->line = e->line; n->col = e->col;
+        n->u.assign.target = e;
+        n->u.assign.value = expr(p);
+        if (peekk(p) == TK_ASSIGN) error_tok(p, peek(p), "chained assignment is not supported");
+    } else if (k == TK_PLUSEQ || k == TK_MINUSEQ || k == TK_STAREQ || k == TK_SLASHEQ) {
+        Token *op = advance(p);
+        check_target(p, e);
+        n = node(p, N_AUGASSIGN, op);
+        n->op = k == TK_PLUSEQ ? OP_ADD : k == TK_MINUSEQ ? OP_SUB : k == TK_STAREQ ? OP_MUL : OP_DIV;
+        n->u.assign.target = e;
+        n->u.assign.value = expr(p);
+    } else {
+        n = node(p, N_EXPRSTMT, t);
+        n->line = e->line; n->col = e->col;
+        n->u.expr.expr = e;
+    }
+    end_statement(p);
+    return n;
+}
+
+static void free_tokens(Token *toks, int n)
+{
+    for (int i = 0; i < n; i++) free(toks[i].str);
+    free(toks);
+}
+
+ModInfo *parse_source(Source *src, FILE *diag)
+{
+    Parser p;
+    memset(&p, 0, sizeof p);
+    p.src = src;
+    p.diag = diag;
+    Lexer lx;
+    lex_init(&lx, src->text, src->len);
+    int cap = 256;
+    p.toks = malloc((size_t)cap * sizeof(Token));
+    for (;;) {
+        if (p.ntok + 2 >= cap) { cap *= 2; p.toks = realloc(p.toks, (size_t)cap * sizeof(Token)); }
+        Token t = lex_next(&lx);
+        p.toks[p.ntok++] = t;
+        if (t.kind == TK_EOF) break;
+        if (t.kind == TK_ERROR) {
+            /* report lexical errors where the parser meets them (keeps order), but
+             * an error token always stops the lexer here */
+            Token e = t; e.kind = TK_EOF; e.str = NULL; e.start = lx.p; e.len = 0;
+            p.toks[p.ntok++] = e;
+            break;
+        }
+    }
+    p.toks[p.ntok] = p.toks[p.ntok - 1];   /* one spare EOF for 2-token lookahead */
+    p.toks[p.ntok].str = NULL;
+    p.ar = arena_new();
+    ModInfo *m = calloc(1, sizeof *m);
+    m->src = src;
+    m->arena = p.ar;
+    p.mod = m;
+    if (setjmp(p.fail)) {
+        free_tokens(p.toks, p.ntok);
+        free(p.protos);
+        arena_free(p.ar);
+        free(m);
+        return NULL;
+    }
+    Token *t0 = &p.toks[0];
+    Node *body = node(&p, N_BLOCK, t0);
+    Vec items = {0};
+    for (;;) {
+        while (p.toks[p.pos].kind == TK_NEWLINE || p.toks[p.pos].kind == TK_SEMI) p.pos++;
+        if (p.toks[p.pos].kind == TK_EOF) break;
+        Node *s = statement(&p);
+        vec_push(&items, s);
+    }
+    body->u.list.n = items.n;
+    body->u.list.items = vec_done(&p, &items);
+    m->body = body;
+    m->protos = p.protos;
+    m->nprotos = p.nprotos;
+    free_tokens(p.toks, p.ntok);
+    return m;
+}
+
+void parse_free(ModInfo *m)
+{
+    if (!m) return;
+    for (int i = 0; i < m->nprotos; i++) {
+        FnProto *f = m->protos[i];
+        free(f->local_is_cell); free(f->local_names); free(f->upvals);
+        free(f->global_reads); free(f->global_calls);
+    }
+    free(m->protos);
+    free(m->gnames); free(m->gkeys); free(m->gassigned); free(m->gbuiltin);
+    arena_free(m->arena);
+    free(m);
+}
+
+bool parse_incomplete(const char *text, size_t len)
+{
+    Lexer lx;
+    lex_init(&lx, text, len);
+    int depth = 0;
+    TokKind last = TK_EOF;
+    for (;;) {
+        Token t = lex_next(&lx);
+        if (t.kind == TK_ERROR) {
+            bool open_string = t.str && strcmp(t.str, "unterminated string") == 0 && lx.p >= lx.end;
+            free(t.str);
+            return open_string;
+        }
+        free(t.str);
+        if (t.kind == TK_EOF) break;
+        if (t.kind == TK_LPAREN || t.kind == TK_LBRACK || t.kind == TK_LBRACE) depth++;
+        else if (t.kind == TK_RPAREN || t.kind == TK_RBRACK || t.kind == TK_RBRACE) depth--;
+        if (t.kind != TK_NEWLINE) last = t.kind;
+    }
+    if (depth > 0) return true;
+    /* a trailing binary operator or comma continues on the next line */
+    switch (last) {
+    case TK_PLUS: case TK_MINUS: case TK_STAR: case TK_SLASH: case TK_DSLASH: case TK_PERCENT:
+    case TK_AT: case TK_POW: case TK_ASSIGN: case TK_COMMA: case TK_AND: case TK_OR: case TK_NOT:
+        return true;
+    default: return false;
+    }
+}

@@ -1,0 +1,409 @@
+/* resolve.c — names to slots (locals, cells, upvalues, globals, builtins).
+ * Runs once per source after parsing; rewrites N_NAME nodes in place and
+ * fills each FnProto's frame layout. Knows the AST, not evaluation. */
+#include "resolve.h"
+#include "diag.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct Scope {
+    struct Scope *parent;       /* enclosing function scope, NULL at module level */
+    FnProto *fn;
+    const char **locals; int nlocals, caplocals;
+    bool *is_cell;
+    const char **globals; int nglobals, capglobals;   /* `global` declarations */
+    Node **refs; int nrefs, caprefs;                  /* local references, patched to cells */
+    UpvalDesc *up; const char **upnames; int nup, capup;
+} Scope;
+
+typedef struct Resolver {
+    ModInfo *m;
+    BuiltinLookup builtins;
+    FILE *diag;
+    bool ok;
+    bool warn;
+    Node **unbound; int nunbound, capunbound;         /* module-level reads to check */
+} Resolver;
+
+static void *grow(void *p, int *cap, int need, size_t elt)
+{
+    if (need <= *cap) return p;
+    int c = *cap ? *cap : 8;
+    while (c < need) c *= 2;
+    p = realloc(p, (size_t)c * elt);
+    *cap = c;
+    return p;
+}
+
+static int global_slot(Resolver *r, const char *name, bool assign)
+{
+    ModInfo *m = r->m;
+    Value v;
+    if (!m->gindex) m->gindex = dict_new();
+    ObjStr *key = str_from(name);
+    if (dict_get(m->gindex, v_obj(&key->h), &v)) {
+        int slot = (int)v.n;
+        if (assign) m->gassigned[slot] = true;
+        free(key);
+        return slot;
+    }
+    int slot = m->nglobals;
+    int cap = m->capglobals;
+    m->gnames = grow(m->gnames, &cap, slot + 1, sizeof(char *));
+    cap = m->capglobals;
+    m->gkeys = grow(m->gkeys, &cap, slot + 1, sizeof(ObjStr *));
+    cap = m->capglobals;
+    m->gassigned = grow(m->gassigned, &cap, slot + 1, sizeof(bool));
+    cap = m->capglobals;
+    m->gbuiltin = grow(m->gbuiltin, &cap, slot + 1, sizeof(int));
+    m->capglobals = cap;
+    /* the key lives as long as the module: make it immortal in the arena */
+    ObjStr *k = arena_alloc(m->arena, sizeof(ObjStr) + key->len + 1);
+    memcpy(k, key, sizeof(ObjStr) + key->len + 1);
+    k->h.rc = OBJ_IMMORTAL;
+    free(key);
+    m->gnames[slot] = k->s;
+    m->gkeys[slot] = k;
+    m->gassigned[slot] = assign;
+    m->gbuiltin[slot] = r->builtins(name);
+    m->nglobals++;
+    dict_set(m->gindex, v_obj(&k->h), v_num(slot));
+    return slot;
+}
+
+int resolve_global_slot(const ModInfo *m, const char *name)
+{
+    if (!m->gindex) return -1;
+    ObjStr *key = str_from(name);
+    Value v;
+    bool found = dict_get(m->gindex, v_obj(&key->h), &v);
+    free(key);
+    return found ? (int)v.n : -1;
+}
+
+static int find_local(Scope *s, const char *name)
+{
+    for (int i = 0; i < s->nlocals; i++) if (strcmp(s->locals[i], name) == 0) return i;
+    return -1;
+}
+static bool declared_global(Scope *s, const char *name)
+{
+    for (int i = 0; i < s->nglobals; i++) if (strcmp(s->globals[i], name) == 0) return true;
+    return false;
+}
+static int add_local(Scope *s, const char *name)
+{
+    int i = find_local(s, name);
+    if (i >= 0) return i;
+    int cap = s->caplocals;
+    s->locals = grow(s->locals, &cap, s->nlocals + 1, sizeof(char *));
+    cap = s->caplocals;
+    s->is_cell = grow(s->is_cell, &cap, s->nlocals + 1, sizeof(bool));
+    s->caplocals = cap;
+    s->locals[s->nlocals] = name;
+    s->is_cell[s->nlocals] = false;
+    return s->nlocals++;
+}
+
+static void error_at(Resolver *r, const Node *n, const char *msg)
+{
+    diag_print(r->diag, r->m->src, n->line, n->col, "error", msg);
+    r->ok = false;
+}
+
+/* Pass 1 over a function body: the names it assigns (its locals) and its
+ * `global` declarations. Nested function bodies are not entered. */
+static void collect(Resolver *r, Scope *s, Node *n);
+static void collect_target(Resolver *r, Scope *s, Node *t)
+{
+    (void)r;
+    if (t->kind == N_NAME && !declared_global(s, t->u.var.name)) add_local(s, t->u.var.name);
+}
+static void collect_list(Resolver *r, Scope *s, Node **v, int n) { for (int i = 0; i < n; i++) collect(r, s, v[i]); }
+static void collect(Resolver *r, Scope *s, Node *n)
+{
+    if (!n) return;
+    switch (n->kind) {
+    case N_BLOCK: collect_list(r, s, n->u.list.items, n->u.list.n); break;
+    case N_ASSIGN: case N_AUGASSIGN: collect_target(r, s, n->u.assign.target); break;
+    case N_DESTRUCT:
+        for (int i = 0; i < n->u.destruct.n; i++) collect_target(r, s, n->u.destruct.targets[i]);
+        break;
+    case N_IF: collect(r, s, n->u.ifs.then); collect(r, s, n->u.ifs.els); break;
+    case N_WHILE: collect(r, s, n->u.whiles.body); break;
+    case N_FOR:
+        for (int i = 0; i < n->u.fors.nvars; i++) collect_target(r, s, n->u.fors.vars[i]);
+        collect(r, s, n->u.fors.body);
+        break;
+    case N_TRY:
+        collect(r, s, n->u.tries.body);
+        if (n->u.tries.var) collect_target(r, s, n->u.tries.var);
+        collect(r, s, n->u.tries.handler);
+        break;
+    case N_FNDEF: {
+        Node fake = { .kind = N_NAME };
+        fake.u.var.name = n->u.fn->name;
+        collect_target(r, s, &fake);
+        break;
+    }
+    case N_IMPORT: collect_target(r, s, n->u.import.var); break;
+    default: break;
+    }
+}
+static void collect_globals(Resolver *r, Scope *s, Node *n)
+{
+    if (!n) return;
+    switch (n->kind) {
+    case N_BLOCK: for (int i = 0; i < n->u.list.n; i++) collect_globals(r, s, n->u.list.items[i]); break;
+    case N_IF: collect_globals(r, s, n->u.ifs.then); collect_globals(r, s, n->u.ifs.els); break;
+    case N_WHILE: collect_globals(r, s, n->u.whiles.body); break;
+    case N_FOR: collect_globals(r, s, n->u.fors.body); break;
+    case N_TRY: collect_globals(r, s, n->u.tries.body); collect_globals(r, s, n->u.tries.handler); break;
+    case N_GLOBALDECL:
+        for (int i = 0; i < n->u.global.n; i++) {
+            const char *nm = n->u.global.names[i];
+            if (find_local(s, nm) >= 0 && s->fn && !declared_global(s, nm)) {
+                bool param = false;
+                for (int k = 0; k < s->fn->nparams; k++) if (strcmp(s->fn->params[k], nm) == 0) param = true;
+                if (param) { error_at(r, n, "a parameter cannot be declared global"); continue; }
+            }
+            int cap = s->capglobals;
+            s->globals = grow(s->globals, &cap, s->nglobals + 1, sizeof(char *));
+            s->capglobals = cap;
+            s->globals[s->nglobals++] = nm;
+        }
+        break;
+    default: break;
+    }
+}
+
+/* Finds name as an upvalue of scope s (captured from an enclosing function). */
+static int find_upval(Resolver *r, Scope *s, const char *name)
+{
+    for (int i = 0; i < s->nup; i++) if (strcmp(s->upnames[i], name) == 0) return i;
+    Scope *p = s->parent;
+    if (!p || !p->fn) return -1;      /* the module level holds globals, not locals */
+    if (declared_global(p, name)) return -1;
+    UpvalDesc d;
+    int li = find_local(p, name);
+    if (li >= 0) {
+        p->is_cell[li] = true;
+        d.from_local = true; d.index = li;
+    } else {
+        int ui = find_upval(r, p, name);
+        if (ui < 0) return -1;
+        d.from_local = false; d.index = ui;
+    }
+    int cap = s->capup;
+    s->up = grow(s->up, &cap, s->nup + 1, sizeof(UpvalDesc));
+    cap = s->capup;
+    s->upnames = grow(s->upnames, &cap, s->nup + 1, sizeof(char *));
+    s->capup = cap;
+    s->up[s->nup] = d;
+    s->upnames[s->nup] = name;
+    return s->nup++;
+}
+
+static void resolve_node(Resolver *r, Scope *s, Node *n);
+
+/* name -> local | cell | upvalue | global | builtin */
+static void resolve_name(Resolver *r, Scope *s, Node *n, bool assign)
+{
+    const char *name = n->u.var.name;
+    if (s->fn && !declared_global(s, name)) {
+        int li = find_local(s, name);
+        if (li >= 0) {
+            n->kind = N_LOCAL;
+            n->u.var.slot = li;
+            int cap = s->caprefs;
+            s->refs = grow(s->refs, &cap, s->nrefs + 1, sizeof(Node *));
+            s->caprefs = cap;
+            s->refs[s->nrefs++] = n;
+            return;
+        }
+        int ui = find_upval(r, s, name);
+        if (ui >= 0) { n->kind = N_UPVAL; n->u.var.slot = ui; return; }
+    }
+    int slot = -1;
+    if (!assign && r->m->gindex) slot = resolve_global_slot(r->m, name);
+    if (slot < 0) {
+        int bi = r->builtins(name);
+        if (!assign && bi >= 0) { n->kind = N_BUILTIN; n->u.var.slot = bi; return; }
+        slot = global_slot(r, name, assign);
+    } else if (assign) {
+        r->m->gassigned[slot] = true;
+    }
+    n->kind = N_GLOBAL;
+    n->u.var.slot = slot;
+    if (!assign) {
+        int cap = r->capunbound;
+        r->unbound = grow(r->unbound, &cap, r->nunbound + 1, sizeof(Node *));
+        r->capunbound = cap;
+        r->unbound[r->nunbound++] = n;
+    }
+}
+
+static void resolve_fn(Resolver *r, Scope *outer, FnProto *f)
+{
+    Scope s;
+    memset(&s, 0, sizeof s);
+    s.parent = outer;
+    s.fn = f;
+    for (int i = 0; i < f->nparams; i++) add_local(&s, f->params[i]);
+    collect_globals(r, &s, f->body);
+    collect(r, &s, f->body);
+    /* defaults are evaluated in the enclosing scope, at definition */
+    for (int i = 0; i < f->nparams; i++) if (f->defaults[i]) resolve_node(r, outer, f->defaults[i]);
+    if (f->device) resolve_node(r, outer, f->device);
+    resolve_node(r, &s, f->body);
+    for (int i = 0; i < s.nrefs; i++)
+        if (s.is_cell[s.refs[i]->u.var.slot]) s.refs[i]->kind = N_LOCALCELL;
+    f->nlocals = s.nlocals;
+    f->local_is_cell = malloc((size_t)(s.nlocals + 1) * sizeof(bool));
+    f->local_names = malloc((size_t)(s.nlocals + 1) * sizeof(char *));
+    for (int i = 0; i < s.nlocals; i++) { f->local_is_cell[i] = s.is_cell[i]; f->local_names[i] = s.locals[i]; }
+    f->nupvals = s.nup;
+    f->upvals = malloc((size_t)(s.nup + 1) * sizeof(UpvalDesc));
+    if (s.nup) memcpy(f->upvals, s.up, (size_t)s.nup * sizeof(UpvalDesc));
+    free(s.locals); free(s.is_cell); free(s.globals); free(s.refs); free(s.up); free(s.upnames);
+}
+
+static void resolve_list(Resolver *r, Scope *s, Node **v, int n) { for (int i = 0; i < n; i++) resolve_node(r, s, v[i]); }
+
+static void resolve_target(Resolver *r, Scope *s, Node *t)
+{
+    if (t->kind == N_NAME) resolve_name(r, s, t, true);
+    else resolve_node(r, s, t);
+}
+
+static void resolve_node(Resolver *r, Scope *s, Node *n)
+{
+    if (!n) return;
+    switch (n->kind) {
+    case N_NAME: resolve_name(r, s, n, false); break;
+    case N_LIST: case N_BLOCK: resolve_list(r, s, n->u.list.items, n->u.list.n); break;
+    case N_DICT:
+        resolve_list(r, s, n->u.dict.keys, n->u.dict.n);
+        resolve_list(r, s, n->u.dict.vals, n->u.dict.n);
+        break;
+    case N_UNARY: case N_NOT: resolve_node(r, s, n->u.bin.a); break;
+    case N_BINARY: case N_AND: case N_OR:
+        resolve_node(r, s, n->u.bin.a); resolve_node(r, s, n->u.bin.b); break;
+    case N_CALL:
+        resolve_node(r, s, n->u.call.fn);
+        resolve_list(r, s, n->u.call.args, n->u.call.nargs);
+        for (int i = 0; i < n->u.call.nkw; i++) resolve_node(r, s, n->u.call.kw[i].value);
+        break;
+    case N_INDEX:
+        resolve_node(r, s, n->u.index.obj);
+        resolve_list(r, s, n->u.index.idx, n->u.index.nidx);
+        break;
+    case N_SLICE:
+        resolve_node(r, s, n->u.slice.lo); resolve_node(r, s, n->u.slice.hi); resolve_node(r, s, n->u.slice.step);
+        break;
+    case N_MEMBER: resolve_node(r, s, n->u.member.obj); break;
+    case N_FNEXPR: resolve_fn(r, s, n->u.fn); break;
+    case N_EXPRSTMT: case N_RETURN: resolve_node(r, s, n->u.expr.expr); break;
+    case N_ASSIGN:
+        resolve_node(r, s, n->u.assign.value);
+        resolve_target(r, s, n->u.assign.target);
+        break;
+    case N_AUGASSIGN:
+        resolve_node(r, s, n->u.assign.value);
+        if (n->u.assign.target->kind == N_NAME) {
+            resolve_name(r, s, n->u.assign.target, true);
+            /* an augmented global assignment also reads it */
+            if (n->u.assign.target->kind == N_GLOBAL) {
+                int cap = r->capunbound;
+                r->unbound = grow(r->unbound, &cap, r->nunbound + 1, sizeof(Node *));
+                r->capunbound = cap;
+                r->unbound[r->nunbound++] = n->u.assign.target;
+            }
+        } else {
+            resolve_node(r, s, n->u.assign.target);
+        }
+        break;
+    case N_DESTRUCT:
+        resolve_node(r, s, n->u.destruct.value);
+        for (int i = 0; i < n->u.destruct.n; i++) resolve_target(r, s, n->u.destruct.targets[i]);
+        break;
+    case N_IF:
+        resolve_node(r, s, n->u.ifs.cond); resolve_node(r, s, n->u.ifs.then); resolve_node(r, s, n->u.ifs.els);
+        break;
+    case N_WHILE: resolve_node(r, s, n->u.whiles.cond); resolve_node(r, s, n->u.whiles.body); break;
+    case N_FOR:
+        resolve_node(r, s, n->u.fors.iter);
+        for (int i = 0; i < n->u.fors.nvars; i++) resolve_target(r, s, n->u.fors.vars[i]);
+        resolve_node(r, s, n->u.fors.body);
+        break;
+    case N_TRY:
+        resolve_node(r, s, n->u.tries.body);
+        if (n->u.tries.var) resolve_target(r, s, n->u.tries.var);
+        resolve_node(r, s, n->u.tries.handler);
+        break;
+    case N_FNDEF: {
+        FnProto *f = n->u.fn;
+        /* the name is bound in the enclosing scope; the body sees itself through it */
+        Node *nm = arena_alloc(r->m->arena, sizeof(Node));
+        nm->kind = N_NAME; nm->line = n->line; nm->col = n->col;
+        nm->u.var.name = f->name;
+        resolve_target(r, s, nm);
+        resolve_fn(r, s, f);
+        f->binding = nm;
+        break;
+    }
+    case N_IMPORT: resolve_target(r, s, n->u.import.var); break;
+    case N_GLOBALDECL:
+        if (!s->fn) error_at(r, n, "'global' outside a function");
+        break;
+    default: break;
+    }
+}
+
+bool resolve_module(ModInfo *m, Node *body, BuiltinLookup builtins, FILE *diag, bool warn_unbound)
+{
+    Resolver r;
+    memset(&r, 0, sizeof r);
+    r.m = m;
+    r.builtins = builtins;
+    r.diag = diag;
+    r.ok = true;
+    Scope top;
+    memset(&top, 0, sizeof top);
+    /* first every top-level binding, so reads anywhere see the global */
+    for (int i = 0; i < body->u.list.n; i++) {
+        Scope tmp;
+        memset(&tmp, 0, sizeof tmp);
+        Node *st = body->u.list.items[i];
+        collect(&r, &tmp, st);
+        for (int k = 0; k < tmp.nlocals; k++) global_slot(&r, tmp.locals[k], true);
+        free(tmp.locals); free(tmp.is_cell);
+    }
+    resolve_node(&r, &top, body);
+    if (warn_unbound && r.ok) {
+        bool *warned = calloc((size_t)m->nglobals + 1, sizeof(bool));
+        for (int i = 0; i < r.nunbound; i++) {
+            Node *n = r.unbound[i];
+            int g = n->u.var.slot;
+            if (!m->gassigned[g] && m->gbuiltin[g] < 0 && !warned[g]) {
+                char msg[300];
+                snprintf(msg, sizeof msg, "name '%s' is never bound in this file", n->u.var.name);
+                diag_print(diag, m->src, n->line, n->col, "warning", msg);
+                warned[g] = true;
+            }
+        }
+        free(warned);
+    }
+    free(r.unbound);
+    return r.ok;
+}
+
+int resolve_declare(ModInfo *m, const char *name, BuiltinLookup builtins)
+{
+    Resolver r;
+    memset(&r, 0, sizeof r);
+    r.m = m;
+    r.builtins = builtins;
+    return global_slot(&r, name, true);
+}

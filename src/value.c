@@ -1,0 +1,522 @@
+/* value.c — objects, strings, lists, dicts, equality, printing, deep copy.
+ * Must not know the evaluator, parser or executor: object kinds owned by
+ * other rooms plug in through ObjHooks. */
+#include "value.h"
+#include "numfmt.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ObjHooks hooks[T_NTYPES];
+
+void value_set_hooks(ValType t, const ObjHooks *h) { hooks[t] = *h; }
+
+static void *xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (!p) { fputs("qh: out of memory\n", stderr); abort(); }
+    return p;
+}
+static void *xrealloc(void *p, size_t n)
+{
+    p = realloc(p, n ? n : 1);
+    if (!p) { fputs("qh: out of memory\n", stderr); abort(); }
+    return p;
+}
+
+Obj *obj_alloc(size_t size, ValType type)
+{
+    Obj *o = xmalloc(size);
+    memset(o, 0, size);
+    o->rc = 1;
+    o->type = (uint8_t)type;
+    return o;
+}
+
+void obj_make_immortal(Obj *o) { o->rc = OBJ_IMMORTAL; }
+
+/* Frees an object whose count reached zero, releasing what it holds. */
+void obj_free(Obj *o)
+{
+    switch (o->type) {
+    case T_STR: case T_COMPLEX: break;
+    case T_LIST: {
+        ObjList *l = (ObjList *)o;
+        for (size_t i = 0; i < l->len; i++) decref(l->v[i]);
+        free(l->v);
+        break;
+    }
+    case T_DICT: {
+        ObjDict *d = (ObjDict *)o;
+        for (size_t i = 0; i < d->nent; i++)
+            if (d->ent[i].live) { decref(d->ent[i].key); decref(d->ent[i].val); }
+        free(d->ent); free(d->idx);
+        break;
+    }
+    case T_CELL: decref(((ObjCell *)o)->v); break;
+    default:
+        if (hooks[o->type].free) { hooks[o->type].free(o); return; }
+        break;
+    }
+    free(o);
+}
+
+/* ---- strings ---- */
+
+uint32_t str_hash(const char *s, size_t n)
+{
+    uint32_t h = 2166136261u;                 /* FNV-1a */
+    for (size_t i = 0; i < n; i++) { h ^= (unsigned char)s[i]; h *= 16777619u; }
+    return h;
+}
+
+ObjStr *str_alloc(size_t n)
+{
+    if (n > 0xfffffff0u) { fputs("qh: string too large\n", stderr); abort(); }
+    ObjStr *s = xmalloc(sizeof(ObjStr) + n + 1);
+    s->h.rc = 1; s->h.type = T_STR;
+    s->len = (uint32_t)n;
+    s->nchars = -1;
+    s->s[n] = 0;
+    return s;
+}
+
+void str_finish(ObjStr *s)
+{
+    s->s[s->len] = 0;
+    s->hash = str_hash(s->s, s->len);
+    bool ascii = true;
+    for (uint32_t i = 0; i < s->len; i++) if ((unsigned char)s->s[i] >= 0x80) { ascii = false; break; }
+    s->ascii = ascii;
+    s->nchars = ascii ? (int32_t)s->len : -1;
+}
+
+ObjStr *str_new(const char *p, size_t n)
+{
+    ObjStr *s = str_alloc(n);
+    memcpy(s->s, p, n);
+    str_finish(s);
+    return s;
+}
+ObjStr *str_from(const char *p) { return str_new(p, strlen(p)); }
+Value v_str(const char *s) { return v_obj(&str_from(s)->h); }
+Value v_strn(const char *s, size_t n) { return v_obj(&str_new(s, n)->h); }
+
+size_t str_nchars(ObjStr *s)
+{
+    if (s->nchars < 0) {
+        size_t c = 0;
+        for (uint32_t i = 0; i < s->len; i++) if (((unsigned char)s->s[i] & 0xc0) != 0x80) c++;
+        s->nchars = (int32_t)c;      /* only on thread-owned strings: immortal ones are counted at creation */
+    }
+    return (size_t)s->nchars;
+}
+
+size_t str_offset(ObjStr *s, size_t i)
+{
+    if (s->ascii) return i;
+    size_t off = 0, c = 0;
+    while (off < s->len) {
+        if (((unsigned char)s->s[off] & 0xc0) != 0x80) { if (c == i) return off; c++; }
+        off++;
+    }
+    return s->len;
+}
+
+bool str_eq(const ObjStr *a, const ObjStr *b)
+{
+    return a == b || (a->len == b->len && a->hash == b->hash && memcmp(a->s, b->s, a->len) == 0);
+}
+
+/* ---- lists ---- */
+
+ObjList *list_new(size_t cap)
+{
+    ObjList *l = (ObjList *)obj_alloc(sizeof(ObjList), T_LIST);
+    l->cap = cap;
+    l->v = cap ? xmalloc(cap * sizeof(Value)) : NULL;
+    return l;
+}
+
+void list_push(ObjList *l, Value v)
+{
+    if (l->len == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 4;
+        l->v = xrealloc(l->v, l->cap * sizeof(Value));
+    }
+    l->v[l->len++] = v;
+}
+
+Value v_list(ObjList *l) { return v_obj(&l->h); }
+
+/* ---- dicts: insertion-ordered entries plus an open-addressed index ---- */
+
+ObjDict *dict_new(void)
+{
+    return (ObjDict *)obj_alloc(sizeof(ObjDict), T_DICT);
+}
+
+bool key_ok(Value k) { return k.t == T_NUM || k.t == T_STR || k.t == T_BOOL; }
+
+uint32_t value_hash(Value v)
+{
+    switch (v.t) {
+    case T_STR: return AS_STR(v)->hash;
+    case T_BOOL: return v.b ? 0x9e3779b9u : 0x7f4a7c15u;
+    case T_NUM: {
+        double d = v.n == 0 ? 0.0 : v.n;
+        uint64_t u; memcpy(&u, &d, sizeof u);
+        u ^= u >> 33; u *= 0xff51afd7ed558ccdULL; u ^= u >> 33;
+        return (uint32_t)u;
+    }
+    default: return 0;
+    }
+}
+
+static bool key_eq(Value a, Value b)
+{
+    if (a.t != b.t) return false;
+    switch (a.t) {
+    case T_STR: return str_eq(AS_STR(a), AS_STR(b));
+    case T_NUM: return a.n == b.n;
+    case T_BOOL: return a.b == b.b;
+    default: return false;
+    }
+}
+
+static long dict_find(ObjDict *d, Value key, uint32_t h, size_t *slot)
+{
+    if (!d->idxcap) { if (slot) *slot = 0; return -1; }
+    size_t mask = d->idxcap - 1, i = h & mask;
+    for (;;) {
+        int32_t e = d->idx[i];
+        if (e == -1) { if (slot) *slot = i; return -1; }
+        if (e >= 0 && d->ent[e].hash == h && key_eq(d->ent[e].key, key)) {
+            if (slot) *slot = i;
+            return e;
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+static void dict_rebuild(ObjDict *d, size_t idxcap)
+{
+    /* compact the entries and rebuild the index */
+    size_t j = 0;
+    for (size_t i = 0; i < d->nent; i++) if (d->ent[i].live) d->ent[j++] = d->ent[i];
+    d->nent = j;
+    free(d->idx);
+    d->idxcap = idxcap;
+    d->idx = xmalloc(idxcap * sizeof(int32_t));
+    for (size_t i = 0; i < idxcap; i++) d->idx[i] = -1;
+    for (size_t i = 0; i < d->nent; i++) {
+        size_t k = d->ent[i].hash & (idxcap - 1);
+        while (d->idx[k] != -1) k = (k + 1) & (idxcap - 1);
+        d->idx[k] = (int32_t)i;
+    }
+}
+
+bool dict_get(ObjDict *d, Value key, Value *out)
+{
+    long e = dict_find(d, key, value_hash(key), NULL);
+    if (e < 0) return false;
+    *out = d->ent[e].val;
+    return true;
+}
+
+void dict_set(ObjDict *d, Value key, Value val)
+{
+    uint32_t h = value_hash(key);
+    long e = dict_find(d, key, h, NULL);
+    incref(val);
+    if (e >= 0) { decref(d->ent[e].val); d->ent[e].val = val; return; }
+    if ((d->nent + 1) * 4 > d->idxcap * 3) {
+        size_t c = 8;
+        while (c * 3 < (d->len + 1) * 4 * 2) c *= 2;
+        dict_rebuild(d, c);
+    }
+    if (d->nent == d->cap) {
+        d->cap = d->cap ? d->cap * 2 : 4;
+        d->ent = xrealloc(d->ent, d->cap * sizeof(DictEnt));
+    }
+    incref(key);
+    d->ent[d->nent] = (DictEnt){ key, val, h, true };
+    size_t slot;
+    dict_find(d, key, h, &slot);
+    d->idx[slot] = (int32_t)d->nent;
+    d->nent++;
+    d->len++;
+}
+
+bool dict_del(ObjDict *d, Value key, Value *out)
+{
+    size_t slot;
+    long e = dict_find(d, key, value_hash(key), &slot);
+    if (e < 0) return false;
+    d->idx[slot] = -2;                 /* tombstone */
+    d->ent[e].live = false;
+    decref(d->ent[e].key);
+    *out = d->ent[e].val;
+    d->len--;
+    return true;
+}
+
+Value v_complex(double re, double im)
+{
+    ObjComplex *c = (ObjComplex *)obj_alloc(sizeof(ObjComplex), T_COMPLEX);
+    c->re = re; c->im = im;
+    return v_obj(&c->h);
+}
+
+ObjCell *cell_new(Value v)
+{
+    ObjCell *c = (ObjCell *)obj_alloc(sizeof(ObjCell), T_CELL);
+    c->v = v;
+    return c;
+}
+
+/* ---- equality ---- */
+
+bool value_eq(Value a, Value b)
+{
+    if (a.t == T_NUM && b.t == T_NUM) return a.n == b.n;
+    if ((a.t == T_NUM || a.t == T_COMPLEX) && (b.t == T_NUM || b.t == T_COMPLEX)) {
+        double ar = a.t == T_NUM ? a.n : AS_CPLX(a)->re, ai = a.t == T_NUM ? 0 : AS_CPLX(a)->im;
+        double br = b.t == T_NUM ? b.n : AS_CPLX(b)->re, bi = b.t == T_NUM ? 0 : AS_CPLX(b)->im;
+        return ar == br && ai == bi;
+    }
+    if (a.t != b.t) return false;
+    switch (a.t) {
+    case T_NIL: return true;
+    case T_BOOL: return a.b == b.b;
+    case T_BUILTIN: return a.bi == b.bi;
+    case T_STR: return str_eq(AS_STR(a), AS_STR(b));
+    case T_LIST: {
+        ObjList *x = AS_LIST(a), *y = AS_LIST(b);
+        if (x == y) return true;
+        if (x->len != y->len) return false;
+        for (size_t i = 0; i < x->len; i++) if (!value_eq(x->v[i], y->v[i])) return false;
+        return true;
+    }
+    case T_DICT: {
+        ObjDict *x = AS_DICT(a), *y = AS_DICT(b);
+        if (x == y) return true;
+        if (x->len != y->len) return false;
+        for (size_t i = 0; i < x->nent; i++) {
+            if (!x->ent[i].live) continue;
+            Value o;
+            if (!dict_get(y, x->ent[i].key, &o) || !value_eq(x->ent[i].val, o)) return false;
+        }
+        return true;
+    }
+    default:
+        if (hooks[a.t].eq) return hooks[a.t].eq(a, b);
+        return a.o == b.o;
+    }
+}
+
+/* ---- buffers ---- */
+
+void buf_init(Buf *b) { b->p = NULL; b->len = b->cap = 0; }
+static void buf_grow(Buf *b, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        size_t c = b->cap ? b->cap : 64;
+        while (c < b->len + n + 1) c *= 2;
+        b->p = xrealloc(b->p, c);
+        b->cap = c;
+    }
+}
+void buf_put(Buf *b, const char *s, size_t n)
+{
+    buf_grow(b, n);
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = 0;
+}
+void buf_puts(Buf *b, const char *s) { buf_put(b, s, strlen(s)); }
+void buf_putc(Buf *b, char c) { buf_put(b, &c, 1); }
+void buf_printf(Buf *b, const char *fmt, ...)
+{
+    va_list ap, ap2;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n > 0) {
+        buf_grow(b, (size_t)n);
+        vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap2);
+        b->len += (size_t)n;
+    }
+    va_end(ap2);
+}
+void buf_free(Buf *b) { free(b->p); buf_init(b); }
+
+/* ---- printing ---- */
+
+static const char *const type_names[T_NTYPES] = {
+    [T_NIL] = "nil", [T_BOOL] = "bool", [T_NUM] = "number", [T_BUILTIN] = "function",
+    [T_UNBOUND] = "unbound", [T_EXC] = "error", [T_STR] = "string", [T_LIST] = "list",
+    [T_DICT] = "dict", [T_FUNC] = "function", [T_COMPLEX] = "complex", [T_ARRAY] = "array",
+    [T_DEVICE] = "device", [T_OP] = "operator", [T_MODULE] = "module", [T_FUTURE] = "future",
+    [T_CELL] = "cell", [T_GRADFN] = "function",
+};
+const char *type_name(Value v) { return type_names[v.t]; }
+
+static void repr_string(Buf *b, ObjStr *s)
+{
+    buf_putc(b, '"');
+    for (uint32_t i = 0; i < s->len; i++) {
+        unsigned char c = (unsigned char)s->s[i];
+        switch (c) {
+        case '"': buf_puts(b, "\\\""); break;
+        case '\\': buf_puts(b, "\\\\"); break;
+        case '\n': buf_puts(b, "\\n"); break;
+        case '\t': buf_puts(b, "\\t"); break;
+        case '\r': buf_puts(b, "\\r"); break;
+        default:
+            if (c < 0x20 || c == 0x7f) buf_printf(b, "\\x%02x", c);
+            else buf_putc(b, (char)c);
+        }
+    }
+    buf_putc(b, '"');
+}
+
+void value_repr(Buf *b, Value v, bool quoted)
+{
+    char tmp[NUMFMT_CBUF];
+    switch (v.t) {
+    case T_NIL: buf_puts(b, "nil"); break;
+    case T_BOOL: buf_puts(b, v.b ? "true" : "false"); break;
+    case T_NUM: {
+        double d = v.n == 0 ? 0.0 : v.n;   /* -0 prints as 0 */
+        numfmt_double(tmp, d); buf_puts(b, tmp); break;
+    }
+    case T_COMPLEX: numfmt_complex(tmp, AS_CPLX(v)->re, AS_CPLX(v)->im); buf_puts(b, tmp); break;
+    case T_STR:
+        if (quoted) repr_string(b, AS_STR(v));
+        else buf_put(b, AS_STR(v)->s, AS_STR(v)->len);
+        break;
+    case T_LIST: {
+        ObjList *l = AS_LIST(v);
+        buf_putc(b, '[');
+        for (size_t i = 0; i < l->len; i++) {
+            if (i) buf_puts(b, ", ");
+            if (l->v[i].t == T_LIST && l->v[i].o == v.o) buf_puts(b, "[...]");
+            else value_repr(b, l->v[i], true);
+        }
+        buf_putc(b, ']');
+        break;
+    }
+    case T_DICT: {
+        ObjDict *d = AS_DICT(v);
+        buf_putc(b, '{');
+        bool first = true;
+        for (size_t i = 0; i < d->nent; i++) {
+            if (!d->ent[i].live) continue;
+            if (!first) buf_puts(b, ", ");
+            first = false;
+            value_repr(b, d->ent[i].key, true);
+            buf_puts(b, ": ");
+            if (d->ent[i].val.t == T_DICT && d->ent[i].val.o == v.o) buf_puts(b, "{...}");
+            else value_repr(b, d->ent[i].val, true);
+        }
+        buf_putc(b, '}');
+        break;
+    }
+    default:
+        if (hooks[v.t].repr) hooks[v.t].repr(b, v);
+        else buf_printf(b, "<%s>", type_name(v));
+    }
+}
+
+/* ---- deep copy ---- */
+
+void copy_init(CopyCtx *cc) { memset(cc, 0, sizeof *cc); }
+void copy_done(CopyCtx *cc) { free(cc->from); free(cc->to); cc->from = cc->to = NULL; }
+
+static size_t ptr_hash(const void *p) { uintptr_t u = (uintptr_t)p; return (size_t)((u >> 4) * 0x9e3779b97f4a7c15ULL); }
+
+Obj *copy_memo_get(CopyCtx *cc, const void *from)
+{
+    if (!cc->cap) return NULL;
+    size_t i = ptr_hash(from) & (cc->cap - 1);
+    while (cc->from[i]) {
+        if (cc->from[i] == from) return cc->to[i];
+        i = (i + 1) & (cc->cap - 1);
+    }
+    return NULL;
+}
+
+void copy_memo_put(CopyCtx *cc, const void *from, void *to)
+{
+    if ((cc->n + 1) * 2 > cc->cap) {
+        size_t ncap = cc->cap ? cc->cap * 2 : 16;
+        void **nf = calloc(ncap, sizeof(void *)), **nt = calloc(ncap, sizeof(void *));
+        if (!nf || !nt) { fputs("qh: out of memory\n", stderr); abort(); }
+        for (size_t i = 0; i < cc->cap; i++) {
+            if (!cc->from[i]) continue;
+            size_t j = ptr_hash(cc->from[i]) & (ncap - 1);
+            while (nf[j]) j = (j + 1) & (ncap - 1);
+            nf[j] = cc->from[i]; nt[j] = cc->to[i];
+        }
+        free(cc->from); free(cc->to);
+        cc->from = nf; cc->to = nt; cc->cap = ncap;
+    }
+    size_t i = ptr_hash(from) & (cc->cap - 1);
+    while (cc->from[i]) i = (i + 1) & (cc->cap - 1);
+    cc->from[i] = (void *)from; cc->to[i] = to;
+    cc->n++;
+}
+
+Value value_copy_deep(Value v, CopyCtx *cc)
+{
+    if (!is_obj(v)) return v;
+    if (v.o->rc == OBJ_IMMORTAL) return v;       /* constants are shared, never counted */
+    Obj *seen = copy_memo_get(cc, v.o);
+    if (seen) { Value r = v_obj(seen); incref(r); return r; }
+    switch (v.t) {
+    case T_STR: {
+        ObjStr *s = AS_STR(v);
+        ObjStr *n = str_alloc(s->len);
+        memcpy(n->s, s->s, s->len);
+        n->hash = s->hash; n->ascii = s->ascii; n->nchars = s->ascii ? (int32_t)s->len : -1;
+        copy_memo_put(cc, s, n);
+        return v_obj(&n->h);
+    }
+    case T_COMPLEX: return v_complex(AS_CPLX(v)->re, AS_CPLX(v)->im);
+    case T_LIST: {
+        ObjList *l = AS_LIST(v), *n = list_new(l->len);
+        copy_memo_put(cc, l, n);
+        for (size_t i = 0; i < l->len; i++) n->v[n->len++] = value_copy_deep(l->v[i], cc);
+        return v_list(n);
+    }
+    case T_DICT: {
+        ObjDict *d = AS_DICT(v), *n = dict_new();
+        copy_memo_put(cc, d, n);
+        for (size_t i = 0; i < d->nent; i++) {
+            if (!d->ent[i].live) continue;
+            Value k = value_copy_deep(d->ent[i].key, cc), x = value_copy_deep(d->ent[i].val, cc);
+            dict_set(n, k, x);
+            decref(k); decref(x);
+        }
+        return v_obj(&n->h);
+    }
+    case T_CELL: {
+        ObjCell *c = cell_new(v_nil());
+        copy_memo_put(cc, v.o, c);
+        c->v = value_copy_deep(AS_CELL(v)->v, cc);
+        return v_obj(&c->h);
+    }
+    case T_FUTURE:
+        if (cc->on_future) return cc->on_future(v, cc);
+        /* fall through */
+    default:
+        if (hooks[v.t].copy) return hooks[v.t].copy(v, cc);
+        cc->error = type_names[v.t];
+        return v_nil();
+    }
+}
