@@ -12,6 +12,10 @@ void async_start(Interp *in, const char *trace_path);
  * tasks nobody needed; writes the trace and stats. Returns the number of
  * unobserved failures. */
 int async_finish(Interp *in, VM *main_vm, bool cancel);
+/* Cancels every task in flight (REPL Ctrl-C). */
+void async_cancel_all(Interp *in);
+/* Lists pending tasks with their call sites (REPL :tasks). */
+void async_print_tasks(Interp *in, FILE *out);
 /* Installs the SIGINT handler that cancels tasks. */
 void async_install_sigint(Interp *in);
 

@@ -32,6 +32,16 @@ void builtins_init(void)
     add_table(builtins_array);
     add_table(builtins_quantum);
     add_table(builtins_async);
+    add_table(builtins_grad);
+}
+
+void arrayval_register_hooks(void);
+void qrt_register_hooks(void);
+/* Object kinds that live in other rooms print, copy and free through hooks. */
+void builtins_register_hooks(void)
+{
+    arrayval_register_hooks();
+    qrt_register_hooks();
 }
 
 int builtin_lookup(const char *name)
@@ -775,7 +785,7 @@ static Value bi_round(VM *vm, Args *a)
     Value *dk = arg_kw(a, "digits");
     if (a->n > 1) { if (!arg_int(vm, a, 1, "round() digits", &digits)) return v_exc(); }
     else if (dk) {
-        Args t = { 1, dk, 0, NULL, NULL, a->site };
+        Args t = { 1, dk, 0, NULL, NULL, a->site, NULL };
         if (!arg_int(vm, &t, 0, "round() digits", &digits)) return v_exc();
     }
     if (a->v[0].t == T_ARRAY) return arr_math(vm, 100 + (int)digits, a->v[0], a->site);

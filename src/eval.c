@@ -797,7 +797,7 @@ static Value eval_call(VM *vm, Node *n)
     if (callee.t == T_FUNC) {
         ObjFunc *f = AS_FUNC(callee);
         Value *slots = argv;
-        Args kw = { 0, NULL, nkw, kwnames, argv + nargs, n };
+        Args kw = { 0, NULL, nkw, kwnames, argv + nargs, n, NULL };
         if (nkw) {
             /* keywords sit after the positionals: move them out of the frame's way */
             Value tmp[nkw];
@@ -827,13 +827,13 @@ static Value eval_call(VM *vm, Node *n)
                 }
             }
         }
-        Args a = { nargs, argv, nkw, kwnames, argv + nargs, n };
+        Args a = { nargs, argv, nkw, kwnames, argv + nargs, n, NULL };
         result = vm_call_kw(vm, callee, &a);
         while (vm->sp > base) decref(vm->stack[--vm->sp]);
         return result;
     }
     if (callee.t == T_GRADFN) {
-        Args a = { nargs, argv, nkw, kwnames, argv + nargs, n };
+        Args a = { nargs, argv, nkw, kwnames, argv + nargs, n, NULL };
         result = vm_call_kw(vm, callee, &a);
         while (vm->sp > base) decref(vm->stack[--vm->sp]);
         decref(callee);
@@ -865,6 +865,7 @@ Value vm_call_kw(VM *vm, Value fn, Args *a)
             for (const char *const *w = bd->kwnames; w && *w; w++) if (strcmp(*w, a->kwname[k]->s) == 0) ok = true;
             if (!ok) return vm_error(vm, a->site, "%s() got an unexpected keyword argument '%s'", bd->name, a->kwname[k]->s);
         }
+        a->def = bd;
         return bd->fn(vm, a);
     }
     if (fn.t == T_FUNC) {
@@ -876,7 +877,7 @@ Value vm_call_kw(VM *vm, Value fn, Args *a)
         for (int i = 0; i < a->n; i++) { incref(a->v[i]); slots[i] = a->v[i]; }
         Value kwv[a->nkw ? a->nkw : 1];
         for (int i = 0; i < a->nkw; i++) { incref(a->kw[i]); kwv[i] = a->kw[i]; }
-        Args kw = { 0, NULL, a->nkw, a->kwname, kwv, a->site };
+        Args kw = { 0, NULL, a->nkw, a->kwname, kwv, a->site, NULL };
         vm->sp = base + need - 4;
         if (!eval_bind_args(vm, f, slots, a->n, &kw, a->site)) { vm->sp = base; return v_exc(); }
         Value r = f->p->is_qfn ? qfn_call(vm, f, slots, a->site) : eval_run_body(vm, f, slots, a->site);
@@ -896,7 +897,7 @@ Value vm_call_kw(VM *vm, Value fn, Args *a)
 
 Value vm_call(VM *vm, Value fn, int nargs, Value *args, Node *site)
 {
-    Args a = { nargs, args, 0, NULL, NULL, site };
+    Args a = { nargs, args, 0, NULL, NULL, site, NULL };
     return vm_call_kw(vm, fn, &a);
 }
 

@@ -46,6 +46,7 @@ typedef struct Args {
     ObjStr **kwname;
     Value *kw;
     Node *site;         /* the call node, for messages */
+    const struct BuiltinDef *def;   /* the builtin being called */
 } Args;
 typedef Value (*BuiltinFn)(struct VM *vm, Args *a);
 typedef struct BuiltinDef {
@@ -68,6 +69,7 @@ extern const BuiltinDef builtins_core[];
 extern const BuiltinDef builtins_array[];
 extern const BuiltinDef builtins_quantum[];
 extern const BuiltinDef builtins_async[];
+extern const BuiltinDef builtins_grad[];
 
 /* One traceback line. */
 typedef struct TraceEnt { const Source *src; int line; const char *fn; } TraceEnt;
@@ -95,7 +97,11 @@ typedef struct Interp {
     struct Exec *exec;
     struct Pool *pool;
     struct Trace *trace;
+    const char *trace_path;
     bool stats;
+    unsigned long sync_tasks;   /* --sync: calls run, and their time */
+    double sync_task_seconds;
+    struct QRuntime *qrt;       /* the quantum runtime: pool, kernel threads */
     /* Ctrl-C: set from the signal handler, read everywhere */
     volatile sig_atomic_t sigint;
     atomic_int interrupt;

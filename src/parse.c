@@ -514,6 +514,21 @@ static Node *expr(Parser *p)
     return a;
 }
 
+/* rhs -> expr {',' expr}   (several values make a list, as `return a, b`) */
+static Node *rhs(Parser *p)
+{
+    Node *e = expr(p);
+    if (peekk(p) != TK_COMMA) return e;
+    Node *l = node(p, N_LIST, &p->toks[p->pos]);
+    l->line = e->line; l->col = e->col;
+    Vec items = {0};
+    vec_push(&items, e);
+    while (accept(p, TK_COMMA)) vec_push(&items, expr(p));
+    l->u.list.n = items.n;
+    l->u.list.items = vec_done(p, &items);
+    return l;
+}
+
 /* statements end at a newline, ';', before '}' or at the end */
 static void end_statement(Parser *p)
 {
@@ -680,17 +695,7 @@ static Node *statement(Parser *p)
         n = node(p, N_RETURN, t);
         TokKind k = p->toks[p->pos].kind;
         if (k != TK_NEWLINE && k != TK_SEMI && k != TK_RBRACE && k != TK_EOF) {
-            Node *e = expr(p);
-            if (peekk(p) == TK_COMMA) {
-                Node *l = node(p, N_LIST, t);
-                l->line = e->line; l->col = e->col;
-                Vec items = {0};
-                vec_push(&items, e);
-                while (accept(p, TK_COMMA)) vec_push(&items, expr(p));
-                l->u.list.n = items.n;
-                l->u.list.items = vec_done(p, &items);
-                e = l;
-            }
+            Node *e = rhs(p);
             n->u.expr.expr = e;
         }
         end_statement(p);
@@ -741,14 +746,14 @@ static Node *statement(Parser *p)
         n->line = e->line; n->col = e->col;
         n->u.destruct.n = targets.n;
         n->u.destruct.targets = vec_done(p, &targets);
-        n->u.destruct.value = expr(p);
+        n->u.destruct.value = rhs(p);
     } else if (k == TK_ASSIGN) {
         Token *eq = advance(p);
         check_target(p, e);
         n = node(p, N_ASSIGN, eq);
         n->line = e->line; n->col = e->col;
         n->u.assign.target = e;
-        n->u.assign.value = expr(p);
+        n->u.assign.value = rhs(p);
         if (peekk(p) == TK_ASSIGN) error_tok(p, peek(p), "chained assignment is not supported");
     } else if (k == TK_PLUSEQ || k == TK_MINUSEQ || k == TK_STAREQ || k == TK_SLASHEQ) {
         Token *op = advance(p);

@@ -3,6 +3,7 @@
 #include "numfmt.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,9 +15,23 @@ static int repr_double(char *buf, double d)
 {
     char tmp[40];
     int prec;
-    for (prec = 1; prec <= 17; prec++) {
+    /* most doubles need 15-17 digits; try those first, then search down */
+    snprintf(tmp, sizeof tmp, "%.*e", 14, d);
+    if (strtod(tmp, NULL) == d) {
+        int lo = 1, hi = 15;            /* shortest in [1, 15]: binary search */
+        while (lo < hi) {
+            int mid = (lo + hi) / 2;
+            char t2[40];
+            snprintf(t2, sizeof t2, "%.*e", mid - 1, d);
+            if (strtod(t2, NULL) == d) hi = mid; else lo = mid + 1;
+        }
+        prec = lo;
         snprintf(tmp, sizeof tmp, "%.*e", prec - 1, d);
-        if (strtod(tmp, NULL) == d) break;
+    } else {
+        for (prec = 16; prec <= 17; prec++) {
+            snprintf(tmp, sizeof tmp, "%.*e", prec - 1, d);
+            if (strtod(tmp, NULL) == d) break;
+        }
     }
     /* tmp is d.ddddde[+-]XX: split digits and exponent */
     char digits[24];
@@ -54,13 +69,29 @@ static int repr_double(char *buf, double d)
     return (int)(o - buf);
 }
 
+/* integers below 1e15: a digit loop (printf's float path is slow) */
+static int int_text(char *buf, double d)
+{
+    long long v = (long long)d;
+    char tmp[24];
+    int n = 0;
+    bool neg = v < 0;
+    unsigned long long u = neg ? (unsigned long long)(-v) : (unsigned long long)v;
+    do { tmp[n++] = (char)('0' + u % 10); u /= 10; } while (u);
+    int o = 0;
+    if (neg) buf[o++] = '-';
+    while (n) buf[o++] = tmp[--n];
+    buf[o] = 0;
+    return o;
+}
+
 int numfmt_double(char *buf, double d)
 {
     if (isnan(d)) return sprintf(buf, "nan");
     if (isinf(d)) return sprintf(buf, d < 0 ? "-inf" : "inf");
     if (d == floor(d) && fabs(d) < 1e15) {
         if (d == 0 && signbit(d)) return sprintf(buf, "-0");
-        return sprintf(buf, "%.0f", d);
+        return int_text(buf, d);
     }
     if (d == floor(d) && fabs(d) < 1e16) {
         /* Python prints 1e15 as 1000000000000000.0; qh: shortest repr */

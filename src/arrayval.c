@@ -1,0 +1,673 @@
+/* arrayval.c — arrays as qh values (LANGUAGE.md §7): the ObjArray wrapper
+ * around the array room's Array, operators, indexing, iteration, and the
+ * array builtins. Copies into tasks share the element buffer copy-on-write
+ * (the array room's atomic count), so a task's array never changes under
+ * it. Knows values, the VM's calling convention and array.h. */
+#include "eval.h"
+#include "arrayval.h"
+#include "array.h"
+#include "exec.h"
+
+#include <complex.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void array_free(Obj *o)
+{
+    ar_free(((ObjArray *)o)->a);
+    free(o);
+}
+
+static void array_repr(Buf *b, Value v)
+{
+    char *s = ar_format(AS_ARR(v));
+    if (s) { buf_puts(b, s); free(s); }
+    else buf_puts(b, "array(<out of memory>)");
+}
+
+static Value array_copy(Value v, CopyCtx *cc)
+{
+    char err[AR_ERRLEN];
+    Array *a = ar_copy(AS_ARR(v), err);
+    if (!a) { cc->error = "an array (out of memory)"; return v_nil(); }
+    Value r = arr_wrap(a);
+    copy_memo_put(cc, v.o, r.o);
+    return r;
+}
+
+static bool array_eq(Value a, Value b) { return ar_equal(AS_ARR(a), AS_ARR(b)) != 0; }
+
+static const ObjHooks array_hooks = { array_free, array_repr, array_copy, array_eq };
+
+void arrayval_register_hooks(void) { value_set_hooks(T_ARRAY, &array_hooks); }
+
+Value arr_wrap(Array *a)
+{
+    ObjArray *o = (ObjArray *)obj_alloc(sizeof(ObjArray), T_ARRAY);
+    o->a = a;
+    return v_obj(&o->h);
+}
+
+static Value wrap_or_error(VM *vm, Array *a, const char *err, const Node *site)
+{
+    if (!a) return vm_error(vm, site, "%s", err);
+    return arr_wrap(a);
+}
+
+static Value scalar_value(ArScalar s)
+{
+    if (s.is_complex) return v_complex(s.re, s.im);
+    return v_num(s.re);
+}
+
+static bool to_scalar(Value v, ArScalar *s)
+{
+    if (v.t == T_NUM) { *s = ar_scalar(v.n); return true; }
+    if (v.t == T_BOOL) { *s = ar_scalar(v.b); return true; }
+    if (v.t == T_COMPLEX) { *s = ar_cscalar(AS_CPLX(v)->re, AS_CPLX(v)->im); return true; }
+    return false;
+}
+
+/* Budget BLAS threads with the executor's workers: N workers = N busy cores. */
+static void blas_budget(VM *vm)
+{
+    if (vm->is_task) return;
+    static long ncpu;
+    if (!ncpu) { ncpu = sysconf(_SC_NPROCESSORS_ONLN); if (ncpu < 1) ncpu = 1; }
+    int busy = vm->in->exec ? exec_busy_workers(vm->in->exec) : 0;
+    int want = (int)ncpu - busy;
+    if (want < 1) want = 1;
+    if (ar_blas_threads() != want) ar_set_blas_threads(want);
+}
+
+static int op_map(int op)
+{
+    switch (op) {
+    case OP_ADD: return AR_ADD; case OP_SUB: return AR_SUB; case OP_MUL: return AR_MUL;
+    case OP_DIV: return AR_DIV; case OP_POW: return AR_POW; case OP_EQ: return AR_EQ;
+    case OP_NE: return AR_NE; case OP_LT: return AR_LT; case OP_LE: return AR_LE;
+    case OP_GT: return AR_GT; case OP_GE: return AR_GE;
+    default: return -1;
+    }
+}
+
+/* a list of numbers on one side of an array operator becomes an array */
+static Array *list_to_array(VM *vm, Value v, const Node *site, bool *err);
+
+Value arr_binop(VM *vm, int op, Value a, Value b, const Node *site)
+{
+    char err[AR_ERRLEN];
+    Value tmp[2] = { v_nil(), v_nil() };
+    Value sides[2] = { a, b };
+    for (int i = 0; i < 2; i++) {
+        if (sides[i].t == T_LIST) {
+            bool e = false;
+            Array *x = list_to_array(vm, sides[i], site, &e);
+            if (e) return v_exc();
+            tmp[i] = arr_wrap(x);
+            sides[i] = tmp[i];
+        }
+    }
+    a = sides[0]; b = sides[1];
+    Value r;
+    if (op == OP_MATMUL) {
+        if (a.t != T_ARRAY || b.t != T_ARRAY) {
+            r = vm_error(vm, site, "@ needs two arrays, not %s and %s", type_name(a), type_name(b));
+        } else {
+            Array *out = NULL;
+            ArScalar s;
+            blas_budget(vm);
+            int k = ar_matmul(AS_ARR(a), AS_ARR(b), &out, &s, err);
+            r = k == AR_ERR ? vm_error(vm, site, "%s", err) : k == AR_SCALAR ? scalar_value(s) : arr_wrap(out);
+        }
+    } else if (op == OP_EQ || op == OP_NE) {
+        if (a.t == T_ARRAY && b.t == T_ARRAY) {
+            Array *o = ar_binop(op_map(op), AS_ARR(a), AS_ARR(b), err);
+            r = wrap_or_error(vm, o, err, site);
+        } else {
+            ArScalar s;
+            Value arr = a.t == T_ARRAY ? a : b, other = a.t == T_ARRAY ? b : a;
+            if (to_scalar(other, &s)) r = wrap_or_error(vm, ar_binop_scalar(op_map(op), AS_ARR(arr), s, a.t != T_ARRAY, err), err, site);
+            else r = v_bool(op == OP_NE);
+        }
+    } else {
+        int aop = op_map(op);
+        ArScalar s;
+        if (aop < 0) r = vm_error(vm, site, "unsupported operation on arrays");
+        else if (a.t == T_ARRAY && b.t == T_ARRAY) r = wrap_or_error(vm, ar_binop(aop, AS_ARR(a), AS_ARR(b), err), err, site);
+        else if (a.t == T_ARRAY && to_scalar(b, &s)) r = wrap_or_error(vm, ar_binop_scalar(aop, AS_ARR(a), s, 0, err), err, site);
+        else if (b.t == T_ARRAY && to_scalar(a, &s)) r = wrap_or_error(vm, ar_binop_scalar(aop, AS_ARR(b), s, 1, err), err, site);
+        else r = vm_error(vm, site, "unsupported operand types for an array operation: %s and %s", type_name(a), type_name(b));
+    }
+    decref(tmp[0]); decref(tmp[1]);
+    return r;
+}
+
+Value arr_unary_neg(VM *vm, Value a, const Node *site)
+{
+    char err[AR_ERRLEN];
+    return wrap_or_error(vm, ar_neg(AS_ARR(a), err), err, site);
+}
+
+static bool to_ix(VM *vm, Value v, Node *n, ArIndex *ix)
+{
+    if (n->kind == N_SLICE) {
+        ObjList *l = AS_LIST(v);
+        long parts[3];
+        for (int i = 0; i < 3; i++) {
+            Value p = l->v[i];
+            if (p.t == T_NIL) { parts[i] = AR_IX_NONE; continue; }
+            if (p.t != T_NUM || p.n != floor(p.n)) { vm_error(vm, n, "slice bounds must be integers"); return false; }
+            parts[i] = (long)p.n;
+        }
+        if (parts[2] == 0) { vm_error(vm, n, "slice step must not be zero"); return false; }
+        *ix = ar_ix_slice(parts[0], parts[1], parts[2]);
+        return true;
+    }
+    if (v.t != T_NUM || v.n != floor(v.n) || !isfinite(v.n)) {
+        vm_error(vm, n, "array index must be an integer, not %s", v.t == T_NUM ? "a fraction" : type_name(v));
+        return false;
+    }
+    *ix = ar_ix((long)v.n);
+    return true;
+}
+
+Value arr_index(VM *vm, Value a, Value *idx, Node **nodes, int nidx, const Node *site)
+{
+    ArIndex ix[AR_MAXDIM];
+    if (nidx > AR_MAXDIM) return vm_error(vm, site, "too many indices for an array");
+    for (int i = 0; i < nidx; i++) if (!to_ix(vm, idx[i], nodes[i], &ix[i])) return v_exc();
+    char err[AR_ERRLEN];
+    ArScalar s;
+    Array *out = NULL;
+    int k = ar_index(AS_ARR(a), ix, nidx, &s, &out, err);
+    if (k == AR_ERR) return vm_error(vm, site, "%s", err);
+    return k == AR_SCALAR ? scalar_value(s) : arr_wrap(out);
+}
+
+bool arr_setindex(VM *vm, Value a, Value *idx, Node **nodes, int nidx, Value v, const Node *site)
+{
+    ArIndex ix[AR_MAXDIM];
+    if (nidx > AR_MAXDIM) { vm_error(vm, site, "too many indices for an array"); return false; }
+    for (int i = 0; i < nidx; i++) if (!to_ix(vm, idx[i], nodes[i], &ix[i])) return false;
+    char err[AR_ERRLEN];
+    ArScalar s;
+    int k;
+    Value fv = vm_force(vm, v, site);
+    if (IS_EXC(fv)) return false;
+    if (to_scalar(fv, &s)) k = ar_assign_scalar(AS_ARR(a), ix, nidx, s, err);
+    else if (fv.t == T_ARRAY) k = ar_assign_array(AS_ARR(a), ix, nidx, AS_ARR(fv), err);
+    else if (fv.t == T_LIST) {
+        bool e = false;
+        Array *x = list_to_array(vm, fv, site, &e);
+        if (e) { decref(fv); return false; }
+        k = ar_assign_array(AS_ARR(a), ix, nidx, x, err);
+        ar_free(x);
+    } else {
+        decref(fv);
+        vm_error(vm, site, "cannot store %s in an array", type_name(fv));
+        return false;
+    }
+    decref(fv);
+    if (k == AR_ERR) { vm_error(vm, site, "%s", err); return false; }
+    return true;
+}
+
+bool arr_contains(VM *vm, Value a, Value x, const Node *site, bool *err)
+{
+    ArScalar s;
+    if (!to_scalar(x, &s)) { vm_error(vm, site, "'in <array>' needs a number on the left, not %s", type_name(x)); *err = true; return false; }
+    return ar_contains(AS_ARR(a), s) != 0;
+}
+
+size_t arr_len(Value a) { return ar_len(AS_ARR(a)); }
+
+Value arr_row(VM *vm, Value a, size_t i)
+{
+    char err[AR_ERRLEN];
+    ArScalar s;
+    Array *out = NULL;
+    long idx = (long)i;
+    int k = ar_get(AS_ARR(a), &idx, 1, &s, &out, err);
+    if (k == AR_ERR) return vm_error(vm, NULL, "%s", err);
+    return k == AR_SCALAR ? scalar_value(s) : arr_wrap(out);
+}
+
+/* math builtins on arrays; fn numbers follow builtins.c (M_ABS ...), 100+d is round(d) */
+Value arr_math(VM *vm, int fn, Value a, const Node *site)
+{
+    static const int map[] = { AR_ABS, AR_SQRT, AR_SIN, AR_COS, AR_TAN, AR_ASIN, AR_ACOS, AR_ATAN,
+                               AR_EXP, AR_LOG, AR_LOG2, AR_LOG10, AR_FLOOR, AR_CEIL };
+    char err[AR_ERRLEN];
+    Array *r;
+    if (fn >= 50) r = ar_round(AS_ARR(a), fn - 100, err);
+    else r = ar_map((ArFunc)map[fn], AS_ARR(a), err);
+    return wrap_or_error(vm, r, err, site);
+}
+
+/* sum/min/max of an array (which: 0 sum, 1 min, 2 max), optional axis= */
+Value arr_reduce(VM *vm, int which, Value a, Args *args)
+{
+    static const ArReduce map[] = { AR_SUM, AR_MIN, AR_MAX, AR_MEAN };
+    int axis = AR_AXIS_ALL;
+    Value *ax = arg_kw(args, "axis");
+    if (ax && ax->t != T_NIL) {
+        if (ax->t != T_NUM || ax->n != floor(ax->n)) return vm_error(vm, args->site, "axis must be an integer");
+        axis = (int)ax->n;
+    }
+    char err[AR_ERRLEN];
+    Array *out = NULL;
+    ArScalar s;
+    int k = ar_reduce(map[which], AS_ARR(a), axis, &out, &s, err);
+    if (k == AR_ERR) return vm_error(vm, args->site, "%s", err);
+    return k == AR_SCALAR ? scalar_value(s) : arr_wrap(out);
+}
+
+/* ---------------------------------------------------------------- array(list) */
+
+typedef struct Flat { double *re, *im; size_t n, cap; bool cplx; int ndim; size_t shape[AR_MAXDIM]; } Flat;
+
+static bool flat_put(Flat *f, double re, double im)
+{
+    if (f->n == f->cap) {
+        f->cap = f->cap ? f->cap * 2 : 16;
+        f->re = realloc(f->re, f->cap * sizeof(double));
+        f->im = realloc(f->im, f->cap * sizeof(double));
+        if (!f->re || !f->im) return false;
+    }
+    f->re[f->n] = re;
+    f->im[f->n] = im;
+    f->n++;
+    if (im != 0) f->cplx = true;
+    return true;
+}
+
+static bool flatten(VM *vm, Value v, int depth, Flat *f, const Node *site)
+{
+    if (v.t == T_FUTURE) {
+        Value r = vm_force(vm, v, site);
+        if (IS_EXC(r)) return false;
+        bool ok = flatten(vm, r, depth, f, site);
+        decref(r);
+        return ok;
+    }
+    if (v.t == T_LIST || v.t == T_ARRAY) {
+        size_t len = v.t == T_LIST ? AS_LIST(v)->len : ar_len(AS_ARR(v));
+        if (depth >= AR_MAXDIM) { vm_error(vm, site, "array(): more than %d dimensions", AR_MAXDIM); return false; }
+        if (depth == f->ndim) {
+            if (f->n) { vm_error(vm, site, "array(): ragged nested lists (a number where a list was expected before)"); return false; }
+            f->ndim = depth + 1;
+            f->shape[depth] = len;
+        } else if (depth > f->ndim || f->shape[depth] != len) {
+            vm_error(vm, site, "array(): ragged nested lists (lengths %zu and %zu at depth %d)", f->shape[depth], len, depth + 1);
+            return false;
+        }
+        for (size_t i = 0; i < len; i++) {
+            Value e = v.t == T_LIST ? AS_LIST(v)->v[i] : arr_row(vm, v, i);
+            if (IS_EXC(e)) return false;
+            bool ok = flatten(vm, e, depth + 1, f, site);
+            if (v.t == T_ARRAY) decref(e);
+            if (!ok) return false;
+        }
+        return true;
+    }
+    ArScalar s;
+    if (!to_scalar(v, &s)) { vm_error(vm, site, "array(): elements must be numbers, not %s", type_name(v)); return false; }
+    if (depth != f->ndim) { vm_error(vm, site, "array(): ragged nested lists"); return false; }
+    if (!flat_put(f, s.re, s.is_complex ? s.im : 0)) { vm_error(vm, site, "array(): out of memory"); return false; }
+    if (s.is_complex) f->cplx = true;
+    return true;
+}
+
+static Array *flat_to_array(VM *vm, Flat *f, bool force_complex, const Node *site, bool *err)
+{
+    char e[AR_ERRLEN];
+    size_t shape[AR_MAXDIM];
+    int nd = f->ndim;
+    for (int i = 0; i < nd; i++) shape[i] = f->shape[i];
+    if (nd == 0) { vm_error(vm, site, "array() needs a list"); *err = true; return NULL; }
+    bool c = f->cplx || force_complex;
+    Array *a = ar_new(c ? AR_C128 : AR_F64, nd, shape, e);
+    if (!a) { vm_error(vm, site, "%s", e); *err = true; return NULL; }
+    if (c) {
+        double _Complex *d = ar_c128(a);
+        for (size_t i = 0; i < f->n; i++) d[i] = f->re[i] + f->im[i] * I;
+    } else {
+        double *d = ar_f64(a);
+        memcpy(d, f->re, f->n * sizeof(double));
+    }
+    return a;
+}
+
+static Array *list_to_array(VM *vm, Value v, const Node *site, bool *err)
+{
+    Flat f;
+    memset(&f, 0, sizeof f);
+    Array *a = NULL;
+    if (!flatten(vm, v, 0, &f, site)) *err = true;
+    else a = flat_to_array(vm, &f, false, site, err);
+    free(f.re); free(f.im);
+    return a;
+}
+
+/* ---------------------------------------------------------------- builtins */
+
+static Value bi_array(VM *vm, Args *a)
+{
+    Value v = a->v[0];
+    Value *dt = arg_kw(a, "dtype");
+    bool cplx = false;
+    if (dt) {
+        if (dt->t != T_STR || (strcmp(AS_STR(*dt)->s, "complex") != 0 && strcmp(AS_STR(*dt)->s, "float") != 0))
+            return vm_error(vm, a->site, "array(): dtype must be \"float\" or \"complex\"");
+        cplx = strcmp(AS_STR(*dt)->s, "complex") == 0;
+    }
+    Flat f;
+    memset(&f, 0, sizeof f);
+    bool err = false;
+    Array *r = NULL;
+    if (v.t != T_LIST && v.t != T_ARRAY) { return vm_error(vm, a->site, "array() needs a list or array, not %s", type_name(v)); }
+    if (!flatten(vm, v, 0, &f, a->site)) err = true;
+    else r = flat_to_array(vm, &f, cplx, a->site, &err);
+    free(f.re); free(f.im);
+    if (err) return v_exc();
+    if (dt && !cplx && f.cplx) {
+        ar_free(r);
+        return vm_error(vm, a->site, "array(): complex elements with dtype \"float\"");
+    }
+    return arr_wrap(r);
+}
+
+/* shape arguments: n, m, ... or one list [n, m] */
+static bool shape_args(VM *vm, Args *a, int from, int *nd, size_t *shape, const char *fn)
+{
+    Value *src = a->v + from;
+    int n = a->n - from;
+    if (n == 1 && src[0].t == T_LIST) { src = AS_LIST(src[0])->v; n = (int)AS_LIST(a->v[from])->len; }
+    if (n < 1 || n > AR_MAXDIM) { vm_error(vm, a->site, "%s(): needs 1 to %d dimensions", fn, AR_MAXDIM); return false; }
+    for (int i = 0; i < n; i++) {
+        if (src[i].t != T_NUM || src[i].n != floor(src[i].n) || src[i].n < 0 || src[i].n > 1e12) {
+            vm_error(vm, a->site, "%s(): dimensions must be non-negative integers", fn);
+            return false;
+        }
+        shape[i] = (size_t)src[i].n;
+    }
+    *nd = n;
+    return true;
+}
+
+static Value maker(VM *vm, Args *a, int kind, const char *fn)
+{
+    int nd;
+    size_t shape[AR_MAXDIM];
+    if (!shape_args(vm, a, 0, &nd, shape, fn)) return v_exc();
+    char err[AR_ERRLEN];
+    Array *r = NULL;
+    Value *dt = arg_kw(a, "dtype");
+    ArType t = dt && dt->t == T_STR && strcmp(AS_STR(*dt)->s, "complex") == 0 ? AR_C128 : AR_F64;
+    switch (kind) {
+    case 0: r = ar_zeros(t, nd, shape, err); break;
+    case 1: r = ar_ones(t, nd, shape, err); break;
+    case 2: case 3: {
+        Value *sk = arg_kw(a, "seed");
+        Rng local, *rng = &vm->rng;
+        if (sk && sk->t != T_NIL) {
+            if (sk->t != T_NUM || sk->n != floor(sk->n)) return vm_error(vm, a->site, "%s(): seed must be an integer", fn);
+            rng_seed(&local, (uint64_t)(int64_t)sk->n);
+            rng = &local;
+        }
+        r = kind == 2 ? ar_randn(nd, shape, rng, err) : ar_rand(nd, shape, rng, err);
+        break;
+    }
+    }
+    return wrap_or_error(vm, r, err, a->site);
+}
+static const char *const kw_dtype[] = { "dtype", NULL };
+static const char *const kw_seed[] = { "seed", NULL };
+static Value bi_zeros(VM *vm, Args *a) { return maker(vm, a, 0, "zeros"); }
+static Value bi_ones(VM *vm, Args *a) { return maker(vm, a, 1, "ones"); }
+static Value bi_randn(VM *vm, Args *a) { return maker(vm, a, 2, "randn"); }
+static Value bi_rand(VM *vm, Args *a) { return maker(vm, a, 3, "rand"); }
+
+static Value bi_eye(VM *vm, Args *a)
+{
+    long n;
+    if (!arg_int(vm, a, 0, "eye() size", &n)) return v_exc();
+    if (n < 0) return vm_error(vm, a->site, "eye(): size must be non-negative");
+    char err[AR_ERRLEN];
+    return wrap_or_error(vm, ar_eye((size_t)n, err), err, a->site);
+}
+
+static Value bi_full(VM *vm, Args *a)
+{
+    int nd;
+    size_t shape[AR_MAXDIM];
+    Value sv = a->v[0];
+    int from_n = 1;
+    (void)from_n;
+    Args t = *a;
+    t.n = 1;
+    if (!shape_args(vm, &t, 0, &nd, shape, "full")) return v_exc();
+    (void)sv;
+    ArScalar s;
+    if (!to_scalar(a->v[1], &s)) return vm_error(vm, a->site, "full(): fill value must be a number");
+    char err[AR_ERRLEN];
+    return wrap_or_error(vm, ar_full(nd, shape, s, err), err, a->site);
+}
+
+static Value bi_linspace(VM *vm, Args *a)
+{
+    double x, y;
+    long n = 50;
+    if (!arg_num(vm, a, 0, "linspace() start", &x) || !arg_num(vm, a, 1, "linspace() stop", &y)) return v_exc();
+    if (a->n > 2 && !arg_int(vm, a, 2, "linspace() count", &n)) return v_exc();
+    char err[AR_ERRLEN];
+    return wrap_or_error(vm, ar_linspace(x, y, n, err), err, a->site);
+}
+
+static Value bi_arange(VM *vm, Args *a)
+{
+    double x = 0, y, st = 1;
+    if (a->n == 1) { if (!arg_num(vm, a, 0, "arange() stop", &y)) return v_exc(); }
+    else {
+        if (!arg_num(vm, a, 0, "arange() start", &x) || !arg_num(vm, a, 1, "arange() stop", &y)) return v_exc();
+        if (a->n > 2 && !arg_num(vm, a, 2, "arange() step", &st)) return v_exc();
+    }
+    char err[AR_ERRLEN];
+    return wrap_or_error(vm, ar_arange(x, y, st, err), err, a->site);
+}
+
+static bool want_array(VM *vm, Args *a, int i, const char *fn)
+{
+    if (a->v[i].t == T_ARRAY) return true;
+    vm_error(vm, a->site, "%s() needs an array, not %s", fn, type_name(a->v[i]));
+    return false;
+}
+
+static Value bi_shape(VM *vm, Args *a)
+{
+    if (a->v[0].t == T_LIST) {
+        ObjList *r = list_new(1);
+        r->v[r->len++] = v_num((double)AS_LIST(a->v[0])->len);
+        return v_list(r);
+    }
+    if (!want_array(vm, a, 0, "shape")) return v_exc();
+    Array *x = AS_ARR(a->v[0]);
+    ObjList *r = list_new((size_t)ar_ndim(x));
+    for (int i = 0; i < ar_ndim(x); i++) r->v[r->len++] = v_num((double)ar_shape(x)[i]);
+    return v_list(r);
+}
+
+static Value bi_reshape(VM *vm, Args *a)
+{
+    if (!want_array(vm, a, 0, "reshape")) return v_exc();
+    Value *src = a->v + 1;
+    int n = a->n - 1;
+    if (n == 1 && src[0].t == T_LIST) { n = (int)AS_LIST(src[0])->len; src = AS_LIST(src[0])->v; }
+    if (n < 1 || n > AR_MAXDIM) return vm_error(vm, a->site, "reshape(): needs 1 to %d dimensions", AR_MAXDIM);
+    long shape[AR_MAXDIM];
+    for (int i = 0; i < n; i++) {
+        if (src[i].t != T_NUM || src[i].n != floor(src[i].n)) return vm_error(vm, a->site, "reshape(): dimensions must be integers");
+        shape[i] = (long)src[i].n;
+    }
+    char err[AR_ERRLEN];
+    return wrap_or_error(vm, ar_reshape(AS_ARR(a->v[0]), n, shape, err), err, a->site);
+}
+
+#define UNARY_ARRAY(nm, call) \
+    static Value bi_##nm(VM *vm, Args *a) { \
+        char err[AR_ERRLEN]; \
+        Value tmp = v_nil(); Value v = a->v[0]; \
+        if (v.t == T_LIST) { bool e = false; Array *x = list_to_array(vm, v, a->site, &e); if (e) return v_exc(); tmp = arr_wrap(x); v = tmp; } \
+        if (v.t != T_ARRAY) { decref(tmp); return vm_error(vm, a->site, #nm "() needs an array, not %s", type_name(v)); } \
+        Value r = wrap_or_error(vm, call(AS_ARR(v), err), err, a->site); \
+        decref(tmp); return r; }
+UNARY_ARRAY(transpose, ar_transpose)
+UNARY_ARRAY(eigvalsh, ar_eigvalsh)
+
+static Value complex_part(VM *vm, Args *a, int which)
+{
+    Value v = a->v[0];
+    if (v.t == T_NUM) return which == 1 ? v_num(0) : v;
+    if (v.t == T_COMPLEX) {
+        if (which == 0) return v_num(AS_CPLX(v)->re);
+        if (which == 1) return v_num(AS_CPLX(v)->im);
+        return v_complex(AS_CPLX(v)->re, -AS_CPLX(v)->im);
+    }
+    if (v.t != T_ARRAY) return vm_error(vm, a->site, "%s() needs a number or array, not %s", which == 0 ? "real" : which == 1 ? "imag" : "conj", type_name(v));
+    char err[AR_ERRLEN];
+    Array *r = which == 0 ? ar_real(AS_ARR(v), err) : which == 1 ? ar_imag(AS_ARR(v), err) : ar_conj(AS_ARR(v), err);
+    return wrap_or_error(vm, r, err, a->site);
+}
+static Value bi_real(VM *vm, Args *a) { return complex_part(vm, a, 0); }
+static Value bi_imag(VM *vm, Args *a) { return complex_part(vm, a, 1); }
+static Value bi_conj(VM *vm, Args *a) { return complex_part(vm, a, 2); }
+
+static Value two_arrays(VM *vm, Args *a, const char *fn, Value *x, Value *y, Value *tmps)
+{
+    for (int i = 0; i < 2; i++) {
+        Value v = a->v[i];
+        tmps[i] = v_nil();
+        if (v.t == T_LIST) {
+            bool e = false;
+            Array *ar = list_to_array(vm, v, a->site, &e);
+            if (e) { decref(tmps[0]); return v_exc(); }
+            tmps[i] = arr_wrap(ar);
+            v = tmps[i];
+        }
+        if (v.t != T_ARRAY) { decref(tmps[0]); decref(tmps[1]); return vm_error(vm, a->site, "%s() needs arrays, not %s", fn, type_name(v)); }
+        if (i == 0) *x = v; else *y = v;
+    }
+    return v_nil();
+}
+
+static Value bi_dot(VM *vm, Args *a)
+{
+    if ((a->v[0].t == T_NUM || a->v[0].t == T_COMPLEX) && (a->v[1].t == T_NUM || a->v[1].t == T_COMPLEX))
+        return vm_binop(vm, OP_MUL, a->v[0], a->v[1], a->site);
+    Value x = v_nil(), y = v_nil(), t[2];
+    Value e = two_arrays(vm, a, "dot", &x, &y, t);
+    if (IS_EXC(e)) return e;
+    char err[AR_ERRLEN];
+    Array *out = NULL;
+    ArScalar s;
+    blas_budget(vm);
+    int k = ar_dot(AS_ARR(x), AS_ARR(y), &out, &s, err);
+    decref(t[0]); decref(t[1]);
+    if (k == AR_ERR) return vm_error(vm, a->site, "%s", err);
+    return k == AR_SCALAR ? scalar_value(s) : arr_wrap(out);
+}
+
+static Value bi_kron(VM *vm, Args *a)
+{
+    Value x = v_nil(), y = v_nil(), t[2];
+    Value e = two_arrays(vm, a, "kron", &x, &y, t);
+    if (IS_EXC(e)) return e;
+    char err[AR_ERRLEN];
+    Value r = wrap_or_error(vm, ar_kron(AS_ARR(x), AS_ARR(y), err), err, a->site);
+    decref(t[0]); decref(t[1]);
+    return r;
+}
+
+static Value bi_norm(VM *vm, Args *a)
+{
+    Value v = a->v[0];
+    if (v.t == T_NUM) return v_num(fabs(v.n));
+    if (v.t == T_COMPLEX) return v_num(hypot(AS_CPLX(v)->re, AS_CPLX(v)->im));
+    if (v.t == T_LIST) {
+        bool e = false;
+        Array *x = list_to_array(vm, v, a->site, &e);
+        if (e) return v_exc();
+        double n = ar_norm(x);
+        ar_free(x);
+        return v_num(n);
+    }
+    if (v.t != T_ARRAY) return vm_error(vm, a->site, "norm() needs an array, not %s", type_name(v));
+    return v_num(ar_norm(AS_ARR(v)));
+}
+
+static Value bi_mean(VM *vm, Args *a)
+{
+    Value v = a->v[0];
+    if (v.t == T_LIST) {
+        bool e = false;
+        Array *x = list_to_array(vm, v, a->site, &e);
+        if (e) return v_exc();
+        Value w = arr_wrap(x);
+        Value r = arr_reduce(vm, 3, w, a);
+        decref(w);
+        return r;
+    }
+    if (v.t != T_ARRAY) return vm_error(vm, a->site, "mean() needs an array or list, not %s", type_name(v));
+    return arr_reduce(vm, 3, v, a);
+}
+
+static Value bi_tolist(VM *vm, Args *a)
+{
+    if (!want_array(vm, a, 0, "tolist")) return v_exc();
+    Value v = a->v[0];
+    size_t n = ar_len(AS_ARR(v));
+    ObjList *l = list_new(n);
+    for (size_t i = 0; i < n; i++) {
+        Value r = arr_row(vm, v, i);
+        if (IS_EXC(r)) { decref(v_list(l)); return r; }
+        if (r.t == T_ARRAY) {
+            Args t = { 1, &r, 0, NULL, NULL, a->site, a->def };
+            Value s = bi_tolist(vm, &t);
+            decref(r);
+            if (IS_EXC(s)) { decref(v_list(l)); return s; }
+            r = s;
+        }
+        l->v[l->len++] = r;
+    }
+    return v_list(l);
+}
+
+static const char *const kw_axis[] = { "axis", NULL };
+
+const BuiltinDef builtins_array[] = {
+    { "array", bi_array, 1, 1, 0, kw_dtype, 0 },
+    { "zeros", bi_zeros, 1, AR_MAXDIM, 0, kw_dtype, 0 },
+    { "ones", bi_ones, 1, AR_MAXDIM, 0, kw_dtype, 0 },
+    { "eye", bi_eye, 1, 1, 0, NULL, 0 },
+    { "full", bi_full, 2, 2, 0, NULL, 0 },
+    { "linspace", bi_linspace, 2, 3, 0, NULL, 0 },
+    { "arange", bi_arange, 1, 3, 0, NULL, 0 },
+    { "randn", bi_randn, 1, AR_MAXDIM, 0, kw_seed, 0 },
+    { "rand", bi_rand, 1, AR_MAXDIM, 0, kw_seed, 0 },
+    { "shape", bi_shape, 1, 1, 0, NULL, 0 },
+    { "reshape", bi_reshape, 2, 1 + AR_MAXDIM, 0, NULL, 0 },
+    { "transpose", bi_transpose, 1, 1, 0, NULL, 0 },
+    { "dot", bi_dot, 2, 2, 0, NULL, 0 },
+    { "kron", bi_kron, 2, 2, 0, NULL, 0 },
+    { "mean", bi_mean, 1, 1, 0, kw_axis, 0 },
+    { "norm", bi_norm, 1, 1, 0, NULL, 0 },
+    { "real", bi_real, 1, 1, 0, NULL, 0 },
+    { "imag", bi_imag, 1, 1, 0, NULL, 0 },
+    { "conj", bi_conj, 1, 1, 0, NULL, 0 },
+    { "eigvalsh", bi_eigvalsh, 1, 1, 0, NULL, 0 },
+    { "tolist", bi_tolist, 1, 1, 0, NULL, 0 },
+    { NULL, NULL, 0, 0, 0, NULL, 0 },
+};

@@ -1,0 +1,625 @@
+/* async.c — quantum calls as futures (LANGUAGE.md §9): dispatching a qfn
+ * call as a task with deep-copied arguments and captured globals, chaining
+ * on futures passed in, resolving futures where values are needed,
+ * reporting failed tasks nobody needed, Ctrl-C, --stats and --trace.
+ * The main VM's values never reach a worker: a task gets copies and hands
+ * back a copied result. Knows the evaluator and the executor's interface;
+ * the quantum side is reached through qrt_run. */
+#include "async.h"
+#include "eval.h"
+#include "exec.h"
+#include "pool.h"
+#include "qrt.h"
+#include "trace.h"
+
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A call the main program made: what the exit report and :tasks need. */
+typedef struct TaskRec {
+    Fut *fut;
+    struct ObjFuture *obj;  /* the main-side future while it exists */
+    char *name;
+    const Source *src;
+    int line;
+    bool observed;
+    struct TaskRec *next;
+} TaskRec;
+
+typedef struct ObjFuture {
+    Obj h;
+    Fut *fut;
+    TaskRec *rec;           /* main-side futures only */
+    Value cached;
+    bool resolved;
+    char *name;             /* qfn name */
+    const Source *src;
+    int line;               /* call line */
+} ObjFuture;
+#define AS_FUT(v) ((ObjFuture *)(v).o)
+
+/* Everything a task needs, all copies made for it. */
+typedef struct TaskCtx {
+    Interp *in;
+    Value fn;
+    Value *args;
+    int nargs;
+    uint64_t seed, index;
+    char *name;
+    const Source *src;
+    int line;
+    double submitted_us;
+} TaskCtx;
+
+/* main-thread registry of dispatched calls (in->tasks is not shared) */
+static TaskRec *registry_head;
+static unsigned long registry_count;
+
+/* Drops finished calls nobody can ask about any more (their future value is
+ * gone, and they either succeeded or were observed): a long loop of calls
+ * keeps no memory for them. */
+static void registry_compact(void)
+{
+    TaskRec **pp = &registry_head;
+    while (*pp) {
+        TaskRec *r = *pp;
+        if (!r->obj && fut_ready(r->fut) && (r->observed || fut_state(r->fut) != FUT_FAILED)) {
+            *pp = r->next;
+            fut_release(r->fut);
+            free(r->name);
+            free(r);
+            continue;
+        }
+        pp = &r->next;
+    }
+}
+static double main_wait_seconds;
+static struct timespec run_start;
+
+static double mono(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---------------------------------------------------------------- future objects */
+
+static void future_free(Obj *o)
+{
+    ObjFuture *f = (ObjFuture *)o;
+    if (f->rec) f->rec->obj = NULL;
+    decref(f->cached);
+    if (f->fut) fut_release(f->fut);
+    free(f->name);
+    free(f);
+}
+
+static void future_repr(Buf *b, Value v)
+{
+    ObjFuture *f = AS_FUT(v);
+    buf_printf(b, "<future %s() from line %d>", f->name, f->line);
+}
+
+static Value future_new(Fut *fut, TaskRec *rec, const char *name, const Source *src, int line)
+{
+    ObjFuture *f = (ObjFuture *)obj_alloc(sizeof(ObjFuture), T_FUTURE);
+    f->fut = fut;
+    f->rec = rec;
+    f->cached = v_nil();
+    f->name = strdup(name);
+    f->src = src;
+    f->line = line;
+    return v_obj(&f->h);
+}
+
+static const ObjHooks future_hooks = { future_free, future_repr, NULL, NULL };
+
+/* ---------------------------------------------------------------- copying */
+
+typedef struct DepList { Fut **v; int n, cap; } DepList;
+
+/* main -> task: a future becomes a task-side future on the same Fut, and a
+ * dependency of the task (unless already resolved: then its value) */
+static Value copy_future_out(Value v, CopyCtx *cc)
+{
+    ObjFuture *f = AS_FUT(v);
+    if (f->resolved) return value_copy_deep(f->cached, cc);
+    DepList *d = cc->user;
+    if (d) {
+        bool have = false;
+        for (int i = 0; i < d->n; i++) if (d->v[i] == f->fut) have = true;
+        if (!have) {
+            if (d->n == d->cap) { d->cap = d->cap ? d->cap * 2 : 4; d->v = realloc(d->v, (size_t)d->cap * sizeof(Fut *)); }
+            d->v[d->n++] = f->fut;
+        }
+    }
+    if (f->rec) f->rec->observed = true;    /* its value (or error) flows into the new call */
+    Value n = future_new(fut_retain(f->fut), NULL, f->name, f->src, f->line);
+    copy_memo_put(cc, f, n.o);
+    return n;
+}
+
+/* a finished future's value: copied out of the Fut, or the error */
+static bool fut_value(VM *vm, Fut *fut, Value *out, const char **err)
+{
+    FutState st = fut_state(fut);
+    if (st == FUT_DONE) {
+        Value *box = fut_result(fut);
+        CopyCtx cc;
+        copy_init(&cc);
+        *out = value_copy_deep(*box, &cc);
+        copy_done(&cc);
+        (void)vm;
+        return true;
+    }
+    *err = st == FUT_CANCELLED ? "cancelled" : fut_error(fut);
+    if (!*err) *err = "failed";
+    return false;
+}
+
+/* task -> result: futures inside the result are resolved (their Fut is done) */
+static Value copy_future_resolve(Value v, CopyCtx *cc)
+{
+    ObjFuture *f = AS_FUT(v);
+    if (f->resolved) return value_copy_deep(f->cached, cc);
+    Value out;
+    const char *err;
+    if (fut_state(f->fut) == FUT_DONE && fut_value(NULL, f->fut, &out, &err)) return out;
+    cc->error = "a failed future";
+    return v_nil();
+}
+
+static void free_box(void *p)
+{
+    Value *b = p;
+    decref(*b);
+    free(b);
+}
+
+/* ---------------------------------------------------------------- forcing */
+
+Value future_force(VM *vm, Value v, const Node *site)
+{
+    ObjFuture *f = AS_FUT(v);
+    if (f->resolved) { incref(f->cached); return f->cached; }
+    Interp *in = vm->in;
+    if (!fut_ready(f->fut)) {
+        double t0 = mono();
+        double ts = in->trace ? trace_now_us(in->trace) : 0;
+        FutState st;
+        if (vm->is_task) st = fut_wait(f->fut);
+        else st = fut_wait_interruptible(f->fut, &in->interrupt);
+        double t1 = mono();
+        if (!vm->is_task) {
+            vm->wait_time += t1 - t0;
+            main_wait_seconds += t1 - t0;
+            if (in->trace) {
+                char name[200], args[128];
+                snprintf(name, sizeof name, "wait %s() from line %d", f->name, f->line);
+                snprintf(args, sizeof args, "{\"line\":%d}", site ? site->line : vm->cur_line);
+                trace_complete(in->trace, 0, name, "wait", ts, trace_now_us(in->trace) - ts, args);
+            }
+        }
+        if (st == FUT_PENDING || st == FUT_RUNNING) {
+            vm_error(vm, site, "interrupted");
+            vm->err.interrupted = true;
+            return v_exc();
+        }
+    }
+    if (f->rec) f->rec->observed = true;
+    Value out;
+    const char *err = NULL;
+    if (!fut_value(vm, f->fut, &out, &err)) {
+        const char *file = f->src ? f->src->name : "?";
+        return vm_error(vm, site, "%s() called at %s:%d failed: %s", f->name, file, f->line, err);
+    }
+    f->cached = out;
+    f->resolved = true;
+    incref(out);
+    return out;
+}
+
+/* ---------------------------------------------------------------- running a task */
+
+static void ctx_free(void *p)
+{
+    TaskCtx *c = p;
+    if (!c) return;
+    decref(c->fn);
+    for (int i = 0; i < c->nargs; i++) decref(c->args[i]);
+    free(c->args);
+    free(c->name);
+    free(c);
+}
+
+/* Runs the call on a task VM; the result is copied into a fresh graph and
+ * everything else the task made is freed before the future completes. */
+static bool task_execute(TaskCtx *c, const atomic_int *cancel, void *task, Value *result, char *err, size_t errlen)
+{
+    VM tvm;
+    vm_init(&tvm, c->in, true);
+    tvm.cancel = cancel;
+    tvm.task = task;
+    tvm.stream_seed = c->seed ^ (c->index * 0x9e3779b97f4a7c15ULL);
+    rng_seed2(&tvm.rng, c->seed, c->index);
+    ObjFunc *f = AS_FUNC(c->fn);
+    tvm.mod = f->mod;
+    Value *slots = tvm.stack;
+    int nl = f->p->nlocals > c->nargs ? f->p->nlocals : c->nargs;
+    for (int i = 0; i < c->nargs; i++) { slots[i] = c->args[i]; c->args[i] = v_nil(); }
+    for (int i = c->nargs; i < nl; i++) slots[i] = v_unbound();
+    tvm.sp = (size_t)nl;
+    Value r = qrt_run(&tvm, f, c->seed, c->index, slots, NULL);
+    tvm.sp = 0;
+    bool ok = !IS_EXC(r);
+    if (ok) {
+        CopyCtx cc;
+        copy_init(&cc);
+        cc.on_future = copy_future_resolve;
+        *result = value_copy_deep(r, &cc);
+        const char *cerr = cc.error;
+        copy_done(&cc);
+        decref(r);
+        if (cerr) {
+            decref(*result);
+            snprintf(err, errlen, "%s() returned %s, which cannot leave a task", c->name, cerr);
+            ok = false;
+        }
+    } else {
+        VMError *e = &tvm.err;
+        if (e->src && e->line > 0) snprintf(err, errlen, "%s (%s:%d)", e->msg, e->src->name, e->line);
+        else snprintf(err, errlen, "%s", e->msg);
+    }
+    vm_free(&tvm);
+    decref(c->fn);
+    c->fn = v_nil();
+    return ok;
+}
+
+static void run_task(void *p, ExecTask *t)
+{
+    TaskCtx *c = p;
+    Value result;
+    char err[1200];
+    if (task_execute(c, exec_task_cancel_flag(t), t, &result, err, sizeof err)) {
+        Value *box = malloc(sizeof(Value));
+        *box = result;
+        exec_task_done(t, box, free_box);
+    } else {
+        exec_task_fail(t, err);
+    }
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+/* The globals a qfn takes along: what its body reads, and transitively what
+ * the functions it reads read. */
+static void capture_globals(ObjModule *mod, FnProto *p, bool *want)
+{
+    for (int i = 0; i < p->nglobal_reads; i++) {
+        int g = p->global_reads[i];
+        if (g >= mod->nglobals || want[g]) continue;
+        want[g] = true;
+        Value v = mod->globals[g];
+        if (v.t == T_FUNC && AS_FUNC(v)->mod == mod) capture_globals(mod, AS_FUNC(v)->p, want);
+    }
+}
+
+static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const Node *site, const char **cerr)
+{
+    TaskCtx *c = calloc(1, sizeof *c);
+    c->in = vm->in;
+    c->name = strdup(f->p->name);
+    c->src = vm->frame && vm->frame->fn ? vm->frame->fn->p->mod->src : vm->mod->info->src;
+    c->line = site ? site->line : vm->cur_line;
+    CopyCtx cc;
+    copy_init(&cc);
+    cc.user = deps;
+    cc.on_future = copy_future_out;
+    /* the qfn's module, with only the globals it takes along */
+    ObjModule *m = f->mod;
+    ObjModule *tm = (ObjModule *)obj_alloc(sizeof(ObjModule), T_MODULE);
+    tm->info = m->info;
+    tm->name = m->name;
+    tm->loaded = true;
+    tm->nglobals = m->nglobals;
+    tm->globals = malloc((size_t)(m->nglobals + 1) * sizeof(Value));
+    for (int i = 0; i < m->nglobals; i++) tm->globals[i] = v_unbound();
+    copy_memo_put(&cc, m, tm);
+    bool *want = calloc((size_t)m->nglobals + 1, sizeof(bool));
+    capture_globals(m, f->p, want);
+    for (int i = 0; i < m->nglobals; i++)
+        if (want[i] && m->globals[i].t != T_UNBOUND) tm->globals[i] = value_copy_deep(m->globals[i], &cc);
+    free(want);
+    c->fn = value_copy_deep(v_obj(&f->h), &cc);
+    decref(v_obj(&tm->h));          /* the copied function holds it */
+    c->nargs = f->p->nparams;
+    c->args = malloc((size_t)(c->nargs + 1) * sizeof(Value));
+    for (int i = 0; i < c->nargs; i++) c->args[i] = value_copy_deep(params[i], &cc);
+    *cerr = cc.error;
+    copy_done(&cc);
+    return c;
+}
+
+Value qfn_call(VM *vm, ObjFunc *f, Value *params, const Node *site)
+{
+    Interp *in = vm->in;
+    /* the call's random stream: (device seed or program seed, position in program order) */
+    uint64_t index = vm->qcall_seq++;
+    uint64_t seed = vm->stream_seed;
+    if (vm->is_task) {
+        /* inside a task quantum calls run at once, in the same task */
+        if (vm_check_interrupt(vm)) { for (int i = 0; i < f->p->nlocals; i++) decref(params[i]); return v_exc(); }
+        CopyCtx cc;
+        copy_init(&cc);
+        for (int i = 0; i < f->p->nparams; i++) {
+            Value c = value_copy_deep(params[i], &cc);
+            decref(params[i]);
+            params[i] = c;
+        }
+        copy_done(&cc);
+        uint64_t saved = vm->stream_seed;
+        vm->stream_seed = seed ^ ((index + 1) * 0xbf58476d1ce4e5b9ULL);
+        Value r = qrt_run(vm, f, seed, index, params, site);
+        vm->stream_seed = saved;
+        return r;
+    }
+    DepList deps = { NULL, 0, 0 };
+    const char *cerr = NULL;
+    TaskCtx *c = make_ctx(vm, f, params, &deps, site, &cerr);
+    for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
+    c->seed = seed;
+    c->index = index;
+    if (cerr) {
+        ctx_free(c);
+        free(deps.v);
+        return vm_error(vm, site, "%s(): cannot pass %s to a quantum function", f->p->name, cerr);
+    }
+    Fut *fut;
+    if (in->sync || !in->exec) {
+        /* --sync: the same task, run to completion now; errors wait for their use */
+        for (int i = 0; i < deps.n; i++) fut_wait(deps.v[i]);
+        fut = fut_new();
+        fut_set_running(fut);
+        Value result;
+        char err[1200];
+        double t0 = mono();
+        double ts = in->trace ? trace_now_us(in->trace) : 0;
+        bool ok = task_execute(c, &in->interrupt, NULL, &result, err, sizeof err);
+        in->sync_task_seconds += mono() - t0;
+        in->sync_tasks++;
+        if (in->trace) {
+            char args[64];
+            snprintf(args, sizeof args, "{\"line\":%d}", c->line);
+            trace_complete(in->trace, 0, c->name, "task", ts, trace_now_us(in->trace) - ts, args);
+        }
+        if (ok) {
+            Value *box = malloc(sizeof(Value));
+            *box = result;
+            fut_complete(fut, box, free_box);
+        } else if (atomic_load(&in->interrupt)) {
+            fut_cancel(fut);
+        } else {
+            fut_fail(fut, err);
+        }
+        ctx_free(c);
+    } else {
+        char label[128];
+        snprintf(label, sizeof label, "%s()", f->p->name);
+        int line = c->line;
+        fut = exec_submit(in->exec, run_task, c, ctx_free, (Fut *const *)deps.v, deps.n, label, line);
+        if (!fut) {
+            free(deps.v);
+            vm_error(vm, site, "interrupted");
+            vm->err.interrupted = true;
+            return v_exc();
+        }
+    }
+    free(deps.v);
+    TaskRec *rec = calloc(1, sizeof *rec);
+    rec->fut = fut_retain(fut);
+    rec->name = strdup(f->p->name);
+    rec->src = vm->frame && vm->frame->fn ? vm->frame->fn->p->mod->src : vm->mod->info->src;
+    rec->line = site ? site->line : vm->cur_line;
+    rec->next = registry_head;
+    registry_head = rec;
+    if (++registry_count % 256 == 0) registry_compact();
+    Value fv = future_new(fut, rec, f->p->name, rec->src, rec->line);
+    rec->obj = AS_FUT(fv);
+    return fv;
+}
+
+/* ---------------------------------------------------------------- builtins */
+
+static Value bi_ready(VM *vm, Args *a)
+{
+    (void)vm;
+    Value v = a->v[0];
+    if (v.t == T_FUTURE) return v_bool(AS_FUT(v)->resolved || fut_ready(AS_FUT(v)->fut));
+    if (v.t == T_LIST) {
+        ObjList *l = AS_LIST(v);
+        for (size_t i = 0; i < l->len; i++)
+            if (l->v[i].t == T_FUTURE && !(AS_FUT(l->v[i])->resolved || fut_ready(AS_FUT(l->v[i])->fut))) return v_bool(false);
+    }
+    return v_bool(true);
+}
+
+static Value bi_wait(VM *vm, Args *a)
+{
+    Value v = a->v[0];
+    if (v.t == T_LIST) {
+        ObjList *l = AS_LIST(v), *r = list_new(l->len);
+        for (size_t i = 0; i < l->len; i++) {
+            Value x = vm_force(vm, l->v[i], a->site);
+            if (IS_EXC(x)) { decref(v_list(r)); return x; }
+            r->v[r->len++] = x;
+        }
+        return v_list(r);
+    }
+    return vm_force(vm, v, a->site);
+}
+
+static Value bi_sync(VM *vm, Args *a)
+{
+    Interp *in = vm->in;
+    (void)a;
+    if (vm->is_task || !in->exec) return v_nil();
+    double t0 = mono();
+    bool ok = exec_wait_all_interruptible(in->exec, &in->interrupt);
+    vm->wait_time += mono() - t0;
+    main_wait_seconds += mono() - t0;
+    if (!ok) { vm_error(vm, a->site, "interrupted"); vm->err.interrupted = true; return v_exc(); }
+    return v_nil();
+}
+
+const BuiltinDef builtins_async[] = {
+    { "ready", bi_ready, 1, 1, BI_LAZY, NULL, 0 },
+    { "wait", bi_wait, 1, 1, BI_LAZY, NULL, 0 },
+    { "sync", bi_sync, 0, 0, 0, NULL, 0 },
+    { NULL, NULL, 0, 0, 0, NULL, 0 },
+};
+
+/* ---------------------------------------------------------------- start and finish */
+
+static Interp *sig_interp;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    Interp *in = sig_interp;
+    if (!in) _exit(130);
+    if (in->sigint) _exit(130);        /* a second Ctrl-C: leave now */
+    in->sigint = 1;
+    atomic_store(&in->interrupt, 1);
+    if (in->exec) exec_interrupt(in->exec);
+}
+
+void async_install_sigint(Interp *in)
+{
+    sig_interp = in;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+}
+
+void async_start(Interp *in, const char *trace_path)
+{
+    clock_gettime(CLOCK_MONOTONIC, &run_start);
+    value_set_hooks(T_FUTURE, &future_hooks);
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (ncpu < 1) ncpu = 1;
+    if (!in->nworkers) {
+        const char *w = getenv("QH_WORKERS");
+        in->nworkers = w && atoi(w) > 0 ? atoi(w) : (int)ncpu;
+    }
+    if (!in->max_memory) in->max_memory = pool_default_budget();
+    qrt_start(in);
+    if (trace_path) {
+        in->trace = trace_new();
+        in->trace_path = trace_path;
+        trace_thread_name(in->trace, 0, "main");
+    }
+    if (!in->sync) {
+        in->exec = exec_new(in->nworkers, (size_t)(in->nworkers * 16 > 64 ? in->nworkers * 16 : 64));
+        if (in->trace) exec_set_trace(in->exec, in->trace);
+    }
+}
+
+void async_cancel_all(Interp *in)
+{
+    if (in->exec) {
+        exec_cancel_all(in->exec);
+        exec_wait_all(in->exec);
+        exec_clear_interrupt(in->exec);
+    }
+    atomic_store(&in->interrupt, 0);
+    in->sigint = 0;
+}
+
+void async_print_tasks(Interp *in, FILE *out)
+{
+    if (!in->exec) { fprintf(out, "no background tasks (--sync)\n"); return; }
+    ExecTaskInfo info[64];
+    int n = exec_pending_tasks(in->exec, info, 64);
+    if (!n) { fprintf(out, "no pending tasks\n"); return; }
+    static const char *states[] = { "waiting for inputs", "queued", "running" };
+    for (int i = 0; i < n && i < 64; i++)
+        fprintf(out, "  %s from line %d: %s%s (%.1f s)\n", info[i].label, info[i].line, states[info[i].state],
+                info[i].state == EXEC_RUNNING ? " on a worker" : "", info[i].age_seconds);
+    if (n > 64) fprintf(out, "  ... and %d more\n", n - 64);
+}
+
+int async_finish(Interp *in, VM *main_vm, bool cancel)
+{
+    (void)main_vm;
+    if (in->exec) {
+        if (cancel || in->sigint) exec_cancel_all(in->exec);
+        if (!exec_wait_all_interruptible(in->exec, &in->interrupt)) {
+            exec_cancel_all(in->exec);
+            exec_wait_all(in->exec);
+        }
+    }
+    int unobserved = 0;
+    /* oldest first */
+    TaskRec *rev = NULL;
+    while (registry_head) { TaskRec *n = registry_head->next; registry_head->next = rev; rev = registry_head; registry_head = n; }
+    for (TaskRec *r = rev; r; r = r->next) {
+        if (!cancel && !in->sigint && !r->observed && fut_state(r->fut) == FUT_FAILED) {
+            fprintf(stderr, "%s:%d: warning: %s() failed and its result was never used: %s\n",
+                    r->src ? r->src->name : "?", r->line, r->name, fut_error(r->fut));
+            unobserved++;
+        }
+    }
+    if (in->stats) {
+        double wall = mono() - ((double)run_start.tv_sec + (double)run_start.tv_nsec * 1e-9);
+        unsigned long ntasks;
+        double task_s;
+        if (in->exec) {
+            ExecStats st;
+            exec_stats(in->exec, &st);
+            ntasks = st.run;
+            task_s = st.task_seconds;
+        } else {
+            ntasks = in->sync_tasks;
+            task_s = in->sync_task_seconds;
+        }
+        double busy_main = wall - main_wait_seconds - (in->exec ? 0 : task_s);
+        double overlap = task_s + busy_main - wall;
+        if (overlap < 0) overlap = 0;
+        fprintf(stderr, "qh stats: %lu tasks, %.3f s in tasks, main thread waited %.3f s, wall %.3f s, "
+                "overlap %.3f s (%.0f%% of task time ran alongside the main thread)\n",
+                ntasks, task_s, main_wait_seconds, wall, overlap, task_s > 0 ? 100.0 * overlap / task_s : 0.0);
+        qrt_stats(in, stderr);
+    }
+    while (rev) {
+        TaskRec *n = rev->next;
+        fut_release(rev->fut);
+        free(rev->name);
+        free(rev);
+        rev = n;
+    }
+    if (in->exec) { exec_free(in->exec); in->exec = NULL; }
+    if (in->trace) {
+        if (trace_write(in->trace, in->trace_path) != 0) fprintf(stderr, "qh: cannot write trace file '%s'\n", in->trace_path);
+        trace_free(in->trace);
+        in->trace = NULL;
+    }
+    qrt_finish(in);
+    return unobserved;
+}
+
+void async_trace_stmt(Interp *in, int line, double ts_us);
+void async_trace_stmt(Interp *in, int line, double ts_us)
+{
+    if (!in->trace) return;
+    char name[64], args[64];
+    snprintf(name, sizeof name, "line %d", line);
+    snprintf(args, sizeof args, "{\"line\":%d}", line);
+    trace_complete(in->trace, 0, name, "statement", ts_us, trace_now_us(in->trace) - ts_us, args);
+}

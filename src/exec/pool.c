@@ -1,0 +1,421 @@
+/* pool.c — keyed instances under a byte budget (pool.h).
+ *
+ * Accounting: `held` is the bytes of every instance that exists or is
+ * being made or destroyed; it never exceeds the budget. A creator reserves
+ * its bytes before calling vt->create (outside the lock) and gives them
+ * back if creation fails; an evicted or dropped instance stays counted
+ * until vt->destroy has returned, so the budget bounds real memory, not
+ * just bookkeeping.
+ *
+ * Fairness: requests that need new memory queue in arrival order and only
+ * the head may create or evict, so a large request is not starved by a
+ * stream of small ones. Reusing an idle instance of one's own key adds no
+ * memory and skips the queue.
+ *
+ * Must not know: what an instance is, the executor, the language. */
+#include "pool.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct Entry {
+    struct Entry *prev, *next;  /* least recently released first */
+    char *key;
+    size_t bytes;
+    void *inst;
+    int in_use;
+} Entry;
+
+typedef struct Req {
+    struct Req *next;
+} Req;
+
+struct Pool {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;          /* something was released, destroyed or dequeued */
+    PoolVt vt;
+    size_t budget, held, in_use, peak;
+    Entry *head, *tail;
+    Req *qhead, *qtail;         /* requests waiting to create, FIFO */
+    PoolStats st;
+};
+
+/* Why: condvar timeouts on the monotonic clock, like the executor's. */
+static void deadline_ms(struct timespec *ts, long ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_nsec += ms * 1000000L;
+    ts->tv_sec += ts->tv_nsec / 1000000000L;
+    ts->tv_nsec %= 1000000000L;
+}
+
+/* Why: errors name sizes the way people read them. */
+char *pool_format_bytes(char *buf, size_t cap, size_t bytes)
+{
+    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    double v = (double)bytes;
+    int u = 0;
+    while (v >= 1024.0 && u < 6) {
+        v /= 1024.0;
+        u++;
+    }
+    if (u == 0)
+        snprintf(buf, cap, "%zu B", bytes);
+    else
+        snprintf(buf, cap, "%.1f %s", v, unit[u]);
+    return buf;
+}
+
+/* Why: reads one number from a cgroup file; 0 when absent or "max". */
+static size_t read_limit(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 0;
+    unsigned long long v = 0;
+    int ok = fscanf(f, "%llu", &v) == 1;
+    fclose(f);
+    return ok && v < (unsigned long long)SIZE_MAX ? (size_t)v : 0;
+}
+
+/* Why: the default budget: half of what we may use, so a statevector
+ * request that does not fit is an error or a wait, not an OOM kill. */
+size_t pool_default_budget(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+    size_t phys = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz : (size_t)4 << 30;
+    size_t lim = read_limit("/sys/fs/cgroup/memory.max");
+    if (!lim)
+        lim = read_limit("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+    if (lim && lim < phys)
+        phys = lim;
+    return phys / 2;
+}
+
+Pool *pool_new(size_t budget_bytes, const PoolVt *vt)
+{
+    Pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return NULL;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_condattr_t a;
+    pthread_condattr_init(&a);
+    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->cv, &a);
+    pthread_condattr_destroy(&a);
+    p->vt = *vt;
+    p->budget = budget_bytes ? budget_bytes : pool_default_budget();
+    return p;
+}
+
+/* Why: program exit; destroys whatever is left. */
+void pool_free(Pool *p)
+{
+    if (!p)
+        return;
+    Entry *e = p->head;
+    while (e) {
+        Entry *next = e->next;
+        if (p->vt.destroy)
+            p->vt.destroy(e->inst);
+        free(e->key);
+        free(e);
+        e = next;
+    }
+    pthread_cond_destroy(&p->cv);
+    pthread_mutex_destroy(&p->mu);
+    free(p);
+}
+
+static void unlink_entry(Pool *p, Entry *e)
+{
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        p->head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        p->tail = e->prev;
+    e->prev = e->next = NULL;
+}
+
+static void append_entry(Pool *p, Entry *e)
+{
+    e->next = NULL;
+    e->prev = p->tail;
+    if (p->tail)
+        p->tail->next = e;
+    else
+        p->head = e;
+    p->tail = e;
+}
+
+static void dequeue(Pool *p, Req *r)
+{
+    Req **pp = &p->qhead;
+    while (*pp && *pp != r)
+        pp = &(*pp)->next;
+    if (!*pp)
+        return;
+    *pp = r->next;
+    if (p->qtail == r) {
+        p->qtail = NULL;
+        for (Req *q = p->qhead; q; q = q->next)
+            p->qtail = q;
+    }
+    pthread_cond_broadcast(&p->cv);   /* the next head may proceed */
+}
+
+/* Why: destroying takes time and must not hold the lock; the bytes stay
+ * counted until it is done. */
+static void destroy_unlocked(Pool *p, Entry *list)
+{
+    size_t freed = 0;
+    int n = 0;
+    while (list) {
+        Entry *next = list->next;
+        if (p->vt.destroy)
+            p->vt.destroy(list->inst);
+        freed += list->bytes;
+        n++;
+        free(list->key);
+        free(list);
+        list = next;
+    }
+    pthread_mutex_lock(&p->mu);
+    p->held -= freed;
+    p->st.destroyed += (unsigned long)n;
+    pthread_cond_broadcast(&p->cv);
+    pthread_mutex_unlock(&p->mu);
+}
+
+static void set_err(char *err, size_t errlen, const char *msg)
+{
+    if (err && errlen)
+        snprintf(err, errlen, "%s", msg);
+}
+
+/* Why: the heart of the device pool; see pool.h for the contract and the
+ * file comment for the accounting. */
+void *pool_acquire(Pool *p, const char *key, size_t bytes, void *create_arg,
+                   const atomic_int *cancel, char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = 0;
+    if (bytes > p->budget) {
+        char a[32], b[32];
+        if (err && errlen)
+            snprintf(err, errlen, "needs %s, budget is %s",
+                     pool_format_bytes(a, sizeof a, bytes),
+                     pool_format_bytes(b, sizeof b, p->budget));
+        pthread_mutex_lock(&p->mu);
+        p->st.failed++;
+        pthread_mutex_unlock(&p->mu);
+        return NULL;
+    }
+    Req me = {NULL};
+    bool queued = false, waited = false;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        if (cancel && atomic_load_explicit(cancel, memory_order_relaxed)) {
+            if (queued)
+                dequeue(p, &me);
+            p->st.failed++;
+            pthread_mutex_unlock(&p->mu);
+            set_err(err, errlen, "cancelled while waiting for device memory");
+            return NULL;
+        }
+        /* 1. An idle instance of the same key: most recently released. */
+        Entry *hit = NULL;
+        for (Entry *e = p->tail; e; e = e->prev)
+            if (!e->in_use && strcmp(e->key, key) == 0) {
+                hit = e;
+                break;
+            }
+        if (hit) {
+            hit->in_use = 1;
+            p->in_use += hit->bytes;
+            p->st.reused++;
+            if (queued)
+                dequeue(p, &me);
+            pthread_mutex_unlock(&p->mu);
+            if (p->vt.reset)
+                p->vt.reset(hit->inst);
+            return hit->inst;
+        }
+        if (!queued) {
+            if (p->qtail)
+                p->qtail->next = &me;
+            else
+                p->qhead = &me;
+            p->qtail = &me;
+            queued = true;
+        }
+        if (p->qhead == &me) {
+            /* 2. Fits: reserve and create. */
+            if (p->held + bytes <= p->budget) {
+                p->held += bytes;
+                if (p->held > p->peak)
+                    p->peak = p->held;
+                dequeue(p, &me);
+                pthread_mutex_unlock(&p->mu);
+                void *inst = p->vt.create(create_arg, err, errlen);
+                pthread_mutex_lock(&p->mu);
+                if (!inst) {
+                    p->held -= bytes;
+                    p->st.failed++;
+                    pthread_cond_broadcast(&p->cv);
+                    pthread_mutex_unlock(&p->mu);
+                    if (err && errlen && !err[0])
+                        snprintf(err, errlen, "could not create an instance for %s", key);
+                    return NULL;
+                }
+                Entry *e = calloc(1, sizeof *e);
+                char *k = strdup(key);
+                if (!e || !k)
+                    abort();
+                e->key = k;
+                e->bytes = bytes;
+                e->inst = inst;
+                e->in_use = 1;
+                append_entry(p, e);
+                p->in_use += bytes;
+                p->st.created++;
+                pthread_mutex_unlock(&p->mu);
+                return inst;
+            }
+            /* 3. Fits once idle instances (of other keys: none of ours is
+             * idle) are gone: evict the least recently used, then retry. */
+            size_t idle = 0;
+            for (Entry *e = p->head; e; e = e->next)
+                if (!e->in_use)
+                    idle += e->bytes;
+            if (idle && p->held - idle + bytes <= p->budget) {
+                Entry *victims = NULL, **vt = &victims;
+                size_t gone = 0;
+                for (Entry *e = p->head, *next; e && p->held - gone + bytes > p->budget; e = next) {
+                    next = e->next;
+                    if (e->in_use)
+                        continue;
+                    unlink_entry(p, e);
+                    gone += e->bytes;
+                    *vt = e;
+                    vt = &e->next;
+                    p->st.evicted++;
+                }
+                pthread_mutex_unlock(&p->mu);
+                destroy_unlocked(p, victims);   /* still head: nobody takes the room */
+                pthread_mutex_lock(&p->mu);
+                continue;
+            }
+        }
+        /* 4. Wait for a release (or our turn). */
+        if (!waited) {
+            waited = true;
+            p->st.waited++;
+        }
+        if (cancel) {
+            struct timespec dl;
+            deadline_ms(&dl, 10);
+            pthread_cond_timedwait(&p->cv, &p->mu, &dl);
+        } else {
+            pthread_cond_wait(&p->cv, &p->mu);
+        }
+    }
+}
+
+/* Why: a finished task hands its instance back: kept for reuse if the
+ * task ended cleanly, destroyed otherwise. */
+void pool_release(Pool *p, void *inst, int clean)
+{
+    if (!inst)
+        return;
+    pthread_mutex_lock(&p->mu);
+    Entry *e = p->head;
+    while (e && e->inst != inst)
+        e = e->next;
+    if (!e || !e->in_use) {
+        pthread_mutex_unlock(&p->mu);
+        return;   /* not ours, or released twice: ignore */
+    }
+    e->in_use = 0;
+    p->in_use -= e->bytes;
+    unlink_entry(p, e);
+    if (clean) {
+        append_entry(p, e);   /* most recently used last */
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        return;
+    }
+    pthread_mutex_unlock(&p->mu);
+    destroy_unlocked(p, e);
+}
+
+/* Why: give memory back (e.g. before a big classical computation). */
+int pool_trim(Pool *p)
+{
+    Entry *victims = NULL, **vt = &victims;
+    int n = 0;
+    pthread_mutex_lock(&p->mu);
+    for (Entry *e = p->head, *next; e; e = next) {
+        next = e->next;
+        if (e->in_use)
+            continue;
+        unlink_entry(p, e);
+        *vt = e;
+        vt = &e->next;
+        n++;
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (victims)
+        destroy_unlocked(p, victims);
+    return n;
+}
+
+size_t pool_in_use_bytes(Pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    size_t v = p->in_use;
+    pthread_mutex_unlock(&p->mu);
+    return v;
+}
+
+size_t pool_held_bytes(Pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    size_t v = p->held;
+    pthread_mutex_unlock(&p->mu);
+    return v;
+}
+
+size_t pool_peak_bytes(Pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    size_t v = p->peak;
+    pthread_mutex_unlock(&p->mu);
+    return v;
+}
+
+size_t pool_budget(Pool *p)
+{
+    return p->budget;   /* immutable after pool_new */
+}
+
+void pool_stats(Pool *p, PoolStats *out)
+{
+    pthread_mutex_lock(&p->mu);
+    *out = p->st;
+    out->live = out->idle = 0;
+    for (Entry *e = p->head; e; e = e->next) {
+        out->live++;
+        out->idle += !e->in_use;
+    }
+    pthread_mutex_unlock(&p->mu);
+}

@@ -1,0 +1,74 @@
+/* pool.h — a pool of reusable instances keyed by a string, under a memory
+ * budget (the device pool of ARCHITECTURE.md).
+ *
+ * A task acquires an instance for its specification (the key), uses it and
+ * releases it; the next task with the same key gets the same instance back
+ * after vt->reset instead of allocating anew. The pool counts the bytes of
+ * every live instance (in use or idle) and never lets them exceed the
+ * budget: a request that does not fit first evicts idle instances of other
+ * keys, else waits (in arrival order) until releases make room. A request
+ * larger than the whole budget fails at once with a clear message. All
+ * functions are thread-safe; create/reset/destroy run without the pool's
+ * lock held.
+ *
+ * Must not know: what an instance is (a statevector, anything), the
+ * executor, the language. */
+#ifndef QH_POOL_H
+#define QH_POOL_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+typedef struct PoolVt {
+    /* Makes an instance from create_arg; on failure returns NULL and may
+     * write a message into err. */
+    void *(*create)(void *arg, char *err, size_t errlen);
+    /* Brings an idle instance back to its initial state before reuse; may
+     * be NULL. */
+    void (*reset)(void *inst);
+    void (*destroy)(void *inst);
+} PoolVt;
+
+typedef struct Pool Pool;
+
+/* vt is copied. budget_bytes 0 means pool_default_budget(). */
+Pool *pool_new(size_t budget_bytes, const PoolVt *vt);
+/* Destroys every instance (all should have been released). */
+void pool_free(Pool *p);
+
+/* Reuses an idle instance with the same key (after vt->reset), else
+ * creates one when bytes fit in the budget (evicting idle instances of
+ * other keys, least recently used first, to make room), else waits until
+ * some instance is released. Returns NULL with a message in err:
+ *   "needs 16.0 GiB, budget is 11.7 GiB"        bytes > the whole budget
+ *   the create function's message                creation failed
+ *   "cancelled while waiting for device memory"  *cancel became nonzero
+ * cancel may be NULL (then it waits without polling); it is polled every
+ * 10 ms while waiting. err may be NULL. */
+void *pool_acquire(Pool *p, const char *key, size_t bytes, void *create_arg,
+                   const atomic_int *cancel, char *err, size_t errlen);
+/* Gives an instance back. clean=1: kept idle for reuse. clean=0 (the task
+ * failed or was cancelled mid-way): destroyed, so no state leaks into the
+ * next task. */
+void pool_release(Pool *p, void *inst, int clean);
+/* Destroys every idle instance now (returns how many). */
+int pool_trim(Pool *p);
+
+size_t pool_in_use_bytes(Pool *p);   /* bytes of acquired instances */
+size_t pool_held_bytes(Pool *p);     /* bytes of live instances, idle included: what the budget bounds */
+size_t pool_peak_bytes(Pool *p);     /* most held bytes at one moment */
+size_t pool_budget(Pool *p);
+
+typedef struct PoolStats {
+    unsigned long created, reused, destroyed, evicted, waited, failed;
+    int live, idle;
+} PoolStats;
+void pool_stats(Pool *p, PoolStats *out);
+
+/* Half of the memory this process may use: physical memory (sysconf), or
+ * the cgroup limit when that is lower (containers). */
+size_t pool_default_budget(void);
+/* "16.0 GiB"-style text of a byte count; returns buf. */
+char *pool_format_bytes(char *buf, size_t cap, size_t bytes);
+
+#endif

@@ -1,0 +1,995 @@
+/* qrt.c — devices, operators (gates, observables, Hamiltonians), the rule
+ * of application, measurements, and running a qfn call on a pooled device
+ * instance. Validates user input and names the gate or wire in errors, then
+ * hands the simulator (sv_) plain structs. Knows values, the VM, the pool
+ * and sv.h; nothing of the executor's scheduling. */
+#include "qrt.h"
+#include "arrayval.h"
+#include "array.h"
+#include "eval.h"
+#include "exec.h"
+#include "pool.h"
+#include "sv.h"
+
+#include <complex.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_QUBITS 40
+
+/* ---------------------------------------------------------------- objects */
+
+typedef struct ObjDevice {
+    Obj h;
+    char name[32];
+    int wires;
+    long shots;         /* 0: exact */
+    uint64_t seed;
+    bool has_seed;
+    double latency;
+} ObjDevice;
+#define AS_DEV(v) ((ObjDevice *)(v).o)
+
+enum { OPK_GATE, OPK_OBS };
+typedef struct ObjOp {
+    Obj h;
+    int kind;
+    SvOp op;            /* OPK_GATE */
+    cplx *matrix;       /* QubitUnitary: owned copy */
+    double *tangent;    /* grad: d params / d inputs, nparams * ntan, or NULL */
+    int ntan;
+    SvPauli *terms;     /* OPK_OBS */
+    int nterms;
+} ObjOp;
+#define AS_OP(v) ((ObjOp *)(v).o)
+
+typedef struct QRuntime {
+    Pool *pool;
+    SvTeam **teams;     /* one per worker, and one for the main thread */
+    int nteams;
+    long ncpu;
+    atomic_ulong gates, calls;
+} QRuntime;
+
+/* The running qfn's device. */
+typedef struct QCtx {
+    SvState *s;
+    const ObjDevice *dev;
+    Rng rng;
+    struct QTape *tape;         /* grad.c: recorded operations, or NULL */
+} QCtx;
+
+static void device_free(Obj *o) { free(o); }
+static void device_repr(Buf *b, Value v)
+{
+    ObjDevice *d = AS_DEV(v);
+    buf_printf(b, "device(\"%s\", wires=%d", d->name, d->wires);
+    if (d->shots) buf_printf(b, ", shots=%ld", d->shots);
+    if (d->has_seed) buf_printf(b, ", seed=%llu", (unsigned long long)d->seed);
+    if (d->latency > 0) buf_printf(b, ", latency=%g", d->latency);
+    buf_putc(b, ')');
+}
+static Value device_copy(Value v, CopyCtx *cc)
+{
+    ObjDevice *n = (ObjDevice *)obj_alloc(sizeof(ObjDevice), T_DEVICE);
+    ObjDevice *d = AS_DEV(v);
+    Obj h = n->h;
+    *n = *d;
+    n->h = h;
+    copy_memo_put(cc, d, n);
+    return v_obj(&n->h);
+}
+static bool device_eq(Value a, Value b)
+{
+    ObjDevice *x = AS_DEV(a), *y = AS_DEV(b);
+    return strcmp(x->name, y->name) == 0 && x->wires == y->wires && x->shots == y->shots &&
+           x->has_seed == y->has_seed && x->seed == y->seed && x->latency == y->latency;
+}
+
+static void op_free(Obj *o)
+{
+    ObjOp *p = (ObjOp *)o;
+    free(p->matrix);
+    free(p->terms);
+    free(p->tangent);
+    free(p);
+}
+
+static ObjOp *op_new(int kind)
+{
+    ObjOp *p = (ObjOp *)obj_alloc(sizeof(ObjOp), T_OP);
+    p->kind = kind;
+    return p;
+}
+
+static ObjOp *op_clone(const ObjOp *p)
+{
+    ObjOp *n = op_new(p->kind);
+    Obj h = n->h;
+    *n = *p;
+    n->h = h;
+    if (p->matrix) {
+        size_t d = (size_t)1 << p->op.nwires;
+        n->matrix = malloc(d * d * sizeof(cplx));
+        memcpy(n->matrix, p->matrix, d * d * sizeof(cplx));
+        n->op.matrix = n->matrix;
+    }
+    if (p->terms) {
+        n->terms = malloc((size_t)p->nterms * sizeof(SvPauli));
+        memcpy(n->terms, p->terms, (size_t)p->nterms * sizeof(SvPauli));
+    }
+    if (p->tangent) {
+        n->tangent = malloc((size_t)(p->op.nparams * p->ntan) * sizeof(double));
+        memcpy(n->tangent, p->tangent, (size_t)(p->op.nparams * p->ntan) * sizeof(double));
+    }
+    return n;
+}
+
+static void fmt_num(Buf *b, double d)
+{
+    Value v = v_num(d);
+    value_repr(b, v, false);
+}
+
+static void op_repr(Buf *b, Value v)
+{
+    ObjOp *p = AS_OP(v);
+    if (p->kind == OPK_GATE) {
+        const SvGateInfo *gi = sv_gate_info(p->op.gate);
+        if (p->op.adjoint) buf_puts(b, "adjoint(");
+        if (p->op.nctrl) buf_puts(b, "ctrl(");
+        buf_printf(b, "%s(", gi->name);
+        bool first = true;
+        for (int i = 0; i < p->op.nparams; i++) { if (!first) buf_puts(b, ", "); fmt_num(b, p->op.params[i]); first = false; }
+        if (p->op.gate == SV_QUBITUNITARY) { if (!first) buf_puts(b, ", "); buf_puts(b, "<matrix>"); first = false; }
+        if (p->op.gate == SV_BASISSTATE) {
+            if (!first) buf_puts(b, ", ");
+            buf_putc(b, '[');
+            for (int i = 0; i < p->op.nwires; i++) buf_printf(b, "%s%d", i ? ", " : "", (int)((p->op.bits >> i) & 1));
+            buf_putc(b, ']');
+            first = false;
+        }
+        if (!first) buf_puts(b, ", ");
+        buf_puts(b, "wires=[");
+        for (int i = 0; i < p->op.nwires; i++) buf_printf(b, "%s%d", i ? ", " : "", p->op.wires[i]);
+        buf_puts(b, "])");
+        if (p->op.nctrl) {
+            buf_puts(b, ", control=[");
+            for (int i = 0; i < p->op.nctrl; i++) buf_printf(b, "%s%d", i ? ", " : "", p->op.ctrl[i]);
+            buf_puts(b, "])");
+        }
+        if (p->op.adjoint) buf_putc(b, ')');
+        return;
+    }
+    if (p->nterms == 0) { buf_puts(b, "0"); return; }
+    for (int t = 0; t < p->nterms; t++) {
+        SvPauli *w = &p->terms[t];
+        double c = w->coeff;
+        if (t) buf_puts(b, c < 0 ? " - " : " + ");
+        else if (c < 0) buf_putc(b, '-');
+        double ac = fabs(c);
+        bool ident = !w->x && !w->z;
+        if (ac != 1 || ident) { fmt_num(b, ac); if (!ident) buf_puts(b, " * "); }
+        bool firstf = true;
+        for (int wire = 0; wire < 64; wire++) {
+            uint64_t m = (uint64_t)1 << wire;
+            bool x = (w->x & m) != 0, z = (w->z & m) != 0;
+            if (!x && !z) continue;
+            if (!firstf) buf_puts(b, " @ ");
+            buf_printf(b, "%s(%d)", x && z ? "PauliY" : x ? "PauliX" : "PauliZ", wire);
+            firstf = false;
+        }
+    }
+}
+
+static Value op_copy(Value v, CopyCtx *cc)
+{
+    ObjOp *n = op_clone(AS_OP(v));
+    copy_memo_put(cc, v.o, n);
+    return v_obj(&n->h);
+}
+
+static const ObjHooks device_hooks = { device_free, device_repr, device_copy, device_eq };
+static const ObjHooks op_hooks = { op_free, op_repr, op_copy, NULL };
+
+void qrt_register_hooks(void)
+{
+    value_set_hooks(T_DEVICE, &device_hooks);
+    value_set_hooks(T_OP, &op_hooks);
+}
+
+/* ---------------------------------------------------------------- runtime */
+
+static void *inst_create(void *arg, char *err, size_t errlen)
+{
+    int nq = *(int *)arg;
+    SvState *s = malloc(sizeof *s);
+    if (!s || sv_init(s, nq) != 0) {
+        free(s);
+        snprintf(err, errlen, "cannot allocate a %d-qubit state (%zu bytes)", nq, sv_bytes(nq));
+        return NULL;
+    }
+    return s;
+}
+static void inst_reset(void *p) { sv_reset(p); }
+static void inst_destroy(void *p) { sv_free(p); free(p); }
+static const PoolVt pool_vt = { inst_create, inst_reset, inst_destroy };
+
+void qrt_start(Interp *in)
+{
+    if (in->qrt) return;
+    QRuntime *q = calloc(1, sizeof *q);
+    q->ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    if (q->ncpu < 1) q->ncpu = 1;
+    q->pool = pool_new(in->max_memory ? in->max_memory : pool_default_budget(), &pool_vt);
+    q->nteams = (in->sync ? 0 : in->nworkers) + 1;
+    q->teams = calloc((size_t)q->nteams, sizeof(SvTeam *));
+    in->qrt = q;
+}
+
+void qrt_finish(Interp *in)
+{
+    QRuntime *q = in->qrt;
+    if (!q) return;
+    pool_free(q->pool);
+    for (int i = 0; i < q->nteams; i++) if (q->teams[i]) sv_team_free(q->teams[i]);
+    free(q->teams);
+    free(q);
+    in->qrt = NULL;
+}
+
+void qrt_stats(Interp *in, FILE *out)
+{
+    QRuntime *q = in->qrt;
+    if (!q) return;
+    char held[32], budget[32];
+    pool_format_bytes(held, sizeof held, pool_peak_bytes(q->pool));
+    pool_format_bytes(budget, sizeof budget, pool_budget(q->pool));
+    fprintf(out, "qh stats: %lu quantum calls, %lu gates, device memory peak %s of a %s budget\n",
+            atomic_load(&q->calls), atomic_load(&q->gates), held, budget);
+}
+
+/* Kernel threads: a big state may use the cores that no other worker is
+ * using (N workers = N busy cores). Teams are created on first need. */
+static void give_threads(VM *vm, SvState *s)
+{
+    QRuntime *q = vm->in->qrt;
+    if (s->nq < SV_PAR_QUBITS || q->ncpu < 2) { sv_set_threads(s, NULL, 1); return; }
+    int busy = vm->in->exec ? exec_busy_workers(vm->in->exec) : 0;
+    if (!vm->is_task) busy += 0;
+    int free_cores = (int)q->ncpu - busy + (vm->is_task ? 1 : 0);
+    if (free_cores < 2) { sv_set_threads(s, NULL, 1); return; }
+    int idx = vm->is_task ? exec_current_worker() : q->nteams - 1;
+    if (idx < 0 || idx >= q->nteams) { sv_set_threads(s, NULL, 1); return; }
+    if (!q->teams[idx]) q->teams[idx] = sv_team_new((int)q->ncpu);
+    sv_set_threads(s, q->teams[idx], free_cores);
+}
+
+static bool sleep_latency(VM *vm, double secs)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        if (vm_check_interrupt(vm)) return false;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double el = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9;
+        if (el >= secs) return true;
+        double left = secs - el;
+        if (left > 0.005) left = 0.005;
+        struct timespec d = { 0, (long)(left * 1e9) };
+        nanosleep(&d, NULL);
+    }
+}
+
+Value qrt_run_with(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site, struct QTape *tape);
+
+Value qrt_run(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site)
+{
+    return qrt_run_with(vm, f, seed, index, slots, site, NULL);
+}
+
+Value qrt_run_with(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site, struct QTape *tape)
+{
+    QRuntime *q = vm->in->qrt;
+    if (f->device.t != T_DEVICE) {
+        /* a qfn without a device: a background classical (or hybrid) function */
+        QCtx *saved = vm->q;
+        vm->q = NULL;
+        Value r = eval_run_body(vm, f, slots, site);
+        vm->q = saved;
+        return r;
+    }
+    ObjDevice *dev = AS_DEV(f->device);
+    atomic_fetch_add(&q->calls, 1);
+    if (dev->latency > 0 && !sleep_latency(vm, dev->latency)) {
+        for (int i = 0; i < f->p->nlocals; i++) decref(slots[i]);
+        return v_exc();
+    }
+    char key[64], err[256];
+    snprintf(key, sizeof key, "statevector:%d", dev->wires);
+    int nq = dev->wires;
+    const atomic_int *cancel = vm->cancel ? vm->cancel : &vm->in->interrupt;
+    SvState *s = pool_acquire(q->pool, key, sv_bytes(nq), &nq, cancel, err, sizeof err);
+    if (!s) {
+        for (int i = 0; i < f->p->nlocals; i++) decref(slots[i]);
+        if (atomic_load(cancel)) { vm_error(vm, site, "interrupted"); vm->err.interrupted = true; return v_exc(); }
+        return vm_error(vm, site, "%s(): device with %d wires: %s", f->p->name, nq, err);
+    }
+    give_threads(vm, s);
+    QCtx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.s = s;
+    ctx.dev = dev;
+    ctx.tape = tape;
+    rng_seed2(&ctx.rng, dev->has_seed ? dev->seed : seed, index);
+    QCtx *saved = vm->q;
+    vm->q = &ctx;
+    Value r = eval_run_body(vm, f, slots, site);
+    vm->q = saved;
+    sv_set_threads(s, NULL, 1);
+    pool_release(q->pool, s, !IS_EXC(r));
+    return r;
+}
+
+/* ---------------------------------------------------------------- devices */
+
+static Value bi_device(VM *vm, Args *a)
+{
+    if (a->v[0].t != T_STR) return vm_error(vm, a->site, "device() needs a device name string, not %s", type_name(a->v[0]));
+    const char *name = AS_STR(a->v[0])->s;
+    if (strcmp(name, "statevector") != 0)
+        return vm_error(vm, a->site, "unknown device \"%.40s\" (available: \"statevector\")", name);
+    Value *w = arg_kw(a, "wires"), *sh = arg_kw(a, "shots"), *sd = arg_kw(a, "seed"), *lat = arg_kw(a, "latency");
+    Value wires = a->n > 1 ? a->v[1] : (w ? *w : v_nil());
+    if (wires.t != T_NUM || wires.n != floor(wires.n) || wires.n < 1)
+        return vm_error(vm, a->site, "device(): wires must be a positive integer");
+    if (wires.n > MAX_QUBITS)
+        return vm_error(vm, a->site, "device(): %g wires is too many (a statevector of %g wires needs 16·2^%g bytes; at most %d)", wires.n, wires.n, wires.n, MAX_QUBITS);
+    ObjDevice *d = (ObjDevice *)obj_alloc(sizeof(ObjDevice), T_DEVICE);
+    snprintf(d->name, sizeof d->name, "%s", name);
+    d->wires = (int)wires.n;
+    Value dv = v_obj(&d->h);
+    if (sh && sh->t != T_NIL) {
+        if (sh->t != T_NUM || sh->n != floor(sh->n) || sh->n < 1 || sh->n > 1e9) { decref(dv); return vm_error(vm, a->site, "device(): shots must be a positive integer (at most 1e9)"); }
+        d->shots = (long)sh->n;
+    }
+    if (sd && sd->t != T_NIL) {
+        if (sd->t != T_NUM || sd->n != floor(sd->n)) { decref(dv); return vm_error(vm, a->site, "device(): seed must be an integer"); }
+        d->seed = (uint64_t)(int64_t)sd->n;
+        d->has_seed = true;
+    }
+    if (lat && lat->t != T_NIL) {
+        if (lat->t != T_NUM || !(lat->n >= 0) || lat->n > 3600) { decref(dv); return vm_error(vm, a->site, "device(): latency must be a number of seconds from 0 to 3600"); }
+        d->latency = lat->n;
+    }
+    return dv;
+}
+
+/* ---------------------------------------------------------------- gates */
+
+static bool wire_value(VM *vm, Value v, int *w, const char *gate, const Node *site)
+{
+    if (v.t != T_NUM || v.n != floor(v.n) || !isfinite(v.n)) {
+        vm_error(vm, site, "%s: wires must be integers, not %s", gate, v.t == T_NUM ? "a fraction" : type_name(v));
+        return false;
+    }
+    if (v.n < 0 || v.n >= 64) { vm_error(vm, site, "%s: wire %g out of range", gate, v.n); return false; }
+    *w = (int)v.n;
+    return true;
+}
+
+/* wires from a number, a list of numbers or an array */
+static int collect_wires(VM *vm, Value v, int *out, int max, const char *gate, const Node *site)
+{
+    if (v.t == T_NUM) return wire_value(vm, v, out, gate, site) ? 1 : -1;
+    if (v.t == T_LIST) {
+        ObjList *l = AS_LIST(v);
+        if ((int)l->len > max) { vm_error(vm, site, "%s: too many wires (%zu)", gate, l->len); return -1; }
+        for (size_t i = 0; i < l->len; i++) if (!wire_value(vm, l->v[i], &out[i], gate, site)) return -1;
+        return (int)l->len;
+    }
+    if (v.t == T_ARRAY) {
+        Array *ar = AS_ARR(v);
+        if (ar_ndim(ar) != 1 || ar_is_complex(ar)) { vm_error(vm, site, "%s: wires must be a list of integers", gate); return -1; }
+        size_t n = ar_size(ar);
+        if ((int)n > max) { vm_error(vm, site, "%s: too many wires (%zu)", gate, n); return -1; }
+        for (size_t i = 0; i < n; i++) if (!wire_value(vm, v_num(ar_item(ar, i).re), &out[i], gate, site)) return -1;
+        return (int)n;
+    }
+    vm_error(vm, site, "%s: wires must be integers or a list of them, not %s", gate, type_name(v));
+    return -1;
+}
+
+double *grad_param_tangent(VM *vm, Value v, int *ntan);      /* grad.c */
+bool grad_param_value(Value v, double *out);                  /* grad.c */
+
+/* Gate makers: PARAMS..., WIRES... | wires=[...] */
+static Value bi_gate(VM *vm, Args *a)
+{
+    const char *name = a->def->name;
+    const SvGateInfo *gi = sv_gate_by_name(name);
+    ObjOp *p = op_new(OPK_GATE);
+    Value pv = v_obj(&p->h);
+    SvOp *op = &p->op;
+    op->gate = gi->gate;
+    op->nparams = gi->nparams;
+    int pos = 0;
+    int special = gi->gate == SV_QUBITUNITARY || gi->gate == SV_BASISSTATE;
+    if (a->n < gi->nparams + special) {
+        decref(pv);
+        return vm_error(vm, a->site, "%s needs %d parameter%s and its wires", gi->name, gi->nparams + special, gi->nparams + special == 1 ? "" : "s");
+    }
+    for (int i = 0; i < gi->nparams; i++, pos++) {
+        Value v = a->v[pos];
+        double d;
+        if (!grad_param_value(v, &d)) {
+            decref(pv);
+            return vm_error(vm, a->site, "%s: parameter %d must be a real number, not %s", gi->name, i + 1, type_name(v));
+        }
+        if (!isfinite(d)) { decref(pv); return vm_error(vm, a->site, "%s: parameter %d is not finite (%g)", gi->name, i + 1, d); }
+        op->params[i] = d;
+        int nt = 0;
+        double *t = grad_param_tangent(vm, v, &nt);
+        if (t) {
+            if (!p->tangent) { p->ntan = nt; p->tangent = calloc((size_t)(gi->nparams * nt), sizeof(double)); }
+            if (nt == p->ntan) memcpy(p->tangent + (size_t)i * (size_t)nt, t, (size_t)nt * sizeof(double));
+        }
+    }
+    Value special_arg = v_nil();
+    if (special) special_arg = a->v[pos++];
+    Value *wk = arg_kw(a, "wires");
+    int nw;
+    if (wk) {
+        if (pos < a->n) { decref(pv); return vm_error(vm, a->site, "%s: give wires either as arguments or as wires=, not both", gi->name); }
+        nw = collect_wires(vm, *wk, op->wires, SV_MAX_WIRES, gi->name, a->site);
+    } else if (pos == a->n - 1 && a->v[pos].t != T_NUM) {
+        nw = collect_wires(vm, a->v[pos], op->wires, SV_MAX_WIRES, gi->name, a->site);
+    } else {
+        nw = 0;
+        for (; pos < a->n; pos++) {
+            if (nw >= SV_MAX_WIRES) { decref(pv); return vm_error(vm, a->site, "%s: too many wires", gi->name); }
+            if (!wire_value(vm, a->v[pos], &op->wires[nw++], gi->name, a->site)) { decref(pv); return v_exc(); }
+        }
+    }
+    if (nw < 0) { decref(pv); return v_exc(); }
+    op->nwires = nw;
+    if (gi->nwires >= 0 && nw != gi->nwires) {
+        decref(pv);
+        return vm_error(vm, a->site, "%s acts on %d wire%s, but %d %s given", gi->name, gi->nwires, gi->nwires == 1 ? "" : "s", nw, nw == 1 ? "was" : "were");
+    }
+    if (nw == 0) { decref(pv); return vm_error(vm, a->site, "%s needs at least one wire", gi->name); }
+    for (int i = 0; i < nw; i++)
+        for (int j = i + 1; j < nw; j++)
+            if (op->wires[i] == op->wires[j]) { decref(pv); return vm_error(vm, a->site, "%s: wires must be distinct (wire %d twice)", gi->name, op->wires[i]); }
+    if (gi->gate == SV_QUBITUNITARY) {
+        Value m = special_arg;
+        if (m.t == T_LIST) {
+            Value arr = vm_call(vm, builtin_value(builtin_lookup("array")), 1, &m, a->site);
+            if (IS_EXC(arr)) { decref(pv); return arr; }
+            m = arr;
+        } else incref(m);
+        if (m.t != T_ARRAY) { decref(m); decref(pv); return vm_error(vm, a->site, "QubitUnitary: the matrix must be an array"); }
+        Array *ar = AS_ARR(m);
+        size_t d = (size_t)1 << nw;
+        if (nw > SV_MAX_DENSE || ar_ndim(ar) != 2 || ar_shape(ar)[0] != d || ar_shape(ar)[1] != d) {
+            char sh[64];
+            ar_shape_str(ar, sh, sizeof sh);
+            decref(m); decref(pv);
+            return vm_error(vm, a->site, "QubitUnitary: a matrix of shape %s does not fit %d wire%s (needs (%zu, %zu))", sh, nw, nw == 1 ? "" : "s", d, d);
+        }
+        p->matrix = malloc(d * d * sizeof(cplx));
+        for (size_t i = 0; i < d * d; i++) { ArScalar s = ar_item(ar, i); p->matrix[i] = s.re + (s.is_complex ? s.im : 0) * I; }
+        decref(m);
+        op->matrix = p->matrix;
+        /* unitarity check: U U^dagger = I within 1e-8 */
+        for (size_t i = 0; i < d; i++)
+            for (size_t j = 0; j < d; j++) {
+                cplx acc = 0;
+                for (size_t k = 0; k < d; k++) acc += p->matrix[i * d + k] * conj(p->matrix[j * d + k]);
+                if (cabs(acc - (i == j ? 1.0 : 0.0)) > 1e-8) { decref(pv); return vm_error(vm, a->site, "QubitUnitary: the matrix is not unitary"); }
+            }
+    }
+    if (gi->gate == SV_BASISSTATE) {
+        Value bits = special_arg;
+        uint64_t b = 0;
+        size_t nb;
+        if (bits.t == T_LIST) nb = AS_LIST(bits)->len;
+        else if (bits.t == T_ARRAY) nb = ar_size(AS_ARR(bits));
+        else { decref(pv); return vm_error(vm, a->site, "BasisState: the state must be a list of 0/1"); }
+        if ((int)nb != nw) { decref(pv); return vm_error(vm, a->site, "BasisState: %zu bits for %d wires", nb, nw); }
+        for (size_t i = 0; i < nb; i++) {
+            double x = bits.t == T_LIST ? (AS_LIST(bits)->v[i].t == T_NUM ? AS_LIST(bits)->v[i].n : -1) : ar_item(AS_ARR(bits), i).re;
+            if (x != 0 && x != 1) { decref(pv); return vm_error(vm, a->site, "BasisState: bits must be 0 or 1"); }
+            if (x == 1) b |= (uint64_t)1 << i;
+        }
+        op->bits = b;
+    }
+    return pv;
+}
+
+static Value bi_adjoint(VM *vm, Args *a)
+{
+    if (a->v[0].t != T_OP) return vm_error(vm, a->site, "adjoint() needs an operator, not %s", type_name(a->v[0]));
+    ObjOp *p = op_clone(AS_OP(a->v[0]));
+    if (p->kind == OPK_GATE) p->op.adjoint = !p->op.adjoint;
+    return v_obj(&p->h);
+}
+
+static Value bi_ctrl(VM *vm, Args *a)
+{
+    if (a->v[0].t != T_OP || AS_OP(a->v[0])->kind != OPK_GATE)
+        return vm_error(vm, a->site, "ctrl() needs a gate, not %s", type_name(a->v[0]));
+    Value *ck = arg_kw(a, "control");
+    Value c = a->n > 1 ? a->v[1] : (ck ? *ck : v_nil());
+    if (c.t == T_NIL) return vm_error(vm, a->site, "ctrl() needs control= wires");
+    ObjOp *p = op_clone(AS_OP(a->v[0]));
+    Value pv = v_obj(&p->h);
+    int ws[SV_MAX_WIRES];
+    int n = collect_wires(vm, c, ws, SV_MAX_WIRES, "ctrl", a->site);
+    if (n < 0) { decref(pv); return v_exc(); }
+    if (p->op.nctrl + n + p->op.nwires > SV_MAX_WIRES) { decref(pv); return vm_error(vm, a->site, "ctrl(): too many wires"); }
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < p->op.nwires; k++)
+            if (p->op.wires[k] == ws[i]) { decref(pv); return vm_error(vm, a->site, "ctrl(): control wire %d is also a target wire", ws[i]); }
+        for (int k = 0; k < p->op.nctrl; k++)
+            if (p->op.ctrl[k] == ws[i]) { decref(pv); return vm_error(vm, a->site, "ctrl(): control wire %d given twice", ws[i]); }
+        p->op.ctrl[p->op.nctrl++] = ws[i];
+    }
+    return pv;
+}
+
+/* ---------------------------------------------------------------- observables */
+
+/* The Pauli-sum form of an operator: observables as they are, the gates
+ * I, X, Y, Z, H on one wire (H = (X + Z)/sqrt 2). */
+static bool as_terms(VM *vm, Value v, SvPauli **terms, int *n, const Node *site)
+{
+    if (v.t == T_NUM) {
+        *terms = malloc(sizeof(SvPauli));
+        (*terms)[0] = (SvPauli){ v.n, 0, 0 };
+        *n = 1;
+        return true;
+    }
+    if (v.t != T_OP) { vm_error(vm, site, "expected an observable, not %s", type_name(v)); return false; }
+    ObjOp *p = AS_OP(v);
+    if (p->kind == OPK_OBS) {
+        *terms = malloc((size_t)(p->nterms + 1) * sizeof(SvPauli));
+        memcpy(*terms, p->terms, (size_t)p->nterms * sizeof(SvPauli));
+        *n = p->nterms;
+        return true;
+    }
+    SvOp *o = &p->op;
+    if (o->nctrl || o->nwires != 1 ||
+        (o->gate != SV_IDENTITY && o->gate != SV_PAULIX && o->gate != SV_PAULIY && o->gate != SV_PAULIZ && o->gate != SV_HADAMARD)) {
+        vm_error(vm, site, "%s is not an observable (observables: PauliX, PauliY, PauliZ, Hadamard, Identity, their products and sums)", sv_gate_info(o->gate)->name);
+        return false;
+    }
+    uint64_t m = (uint64_t)1 << o->wires[0];
+    *terms = malloc(2 * sizeof(SvPauli));
+    *n = 1;
+    switch (o->gate) {
+    case SV_IDENTITY: (*terms)[0] = (SvPauli){ 1, 0, 0 }; break;
+    case SV_PAULIX: (*terms)[0] = (SvPauli){ 1, m, 0 }; break;
+    case SV_PAULIY: (*terms)[0] = (SvPauli){ 1, m, m }; break;
+    case SV_PAULIZ: (*terms)[0] = (SvPauli){ 1, 0, m }; break;
+    default:
+        (*terms)[0] = (SvPauli){ M_SQRT1_2, m, 0 };
+        (*terms)[1] = (SvPauli){ M_SQRT1_2, 0, m };
+        *n = 2;
+    }
+    return true;
+}
+
+/* merges equal Pauli words and drops zero terms */
+static int simplify(SvPauli *t, int n)
+{
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        int j;
+        for (j = 0; j < k; j++) if (t[j].x == t[i].x && t[j].z == t[i].z) { t[j].coeff += t[i].coeff; break; }
+        if (j == k) t[k++] = t[i];
+    }
+    int m = 0;
+    for (int i = 0; i < k; i++) if (t[i].coeff != 0) t[m++] = t[i];
+    return m;
+}
+
+static Value make_obs(SvPauli *t, int n)
+{
+    ObjOp *p = op_new(OPK_OBS);
+    p->terms = t;
+    p->nterms = simplify(t, n);
+    return v_obj(&p->h);
+}
+
+Value qrt_binop(VM *vm, int op, Value a, Value b, const Node *site)
+{
+    SvPauli *ta = NULL, *tb = NULL;
+    int na = 0, nb = 0;
+    if (op == OP_EQ || op == OP_NE) {
+        bool same = a.t == T_OP && b.t == T_OP && a.o == b.o;
+        return v_bool(op == OP_EQ ? same : !same);
+    }
+    if (op == OP_MUL && (a.t == T_NUM || b.t == T_NUM)) {
+        double c = a.t == T_NUM ? a.n : b.n;
+        Value o = a.t == T_NUM ? b : a;
+        if (!as_terms(vm, o, &ta, &na, site)) return v_exc();
+        for (int i = 0; i < na; i++) ta[i].coeff *= c;
+        return make_obs(ta, na);
+    }
+    if (op == OP_DIV && b.t == T_NUM && a.t == T_OP) {
+        if (b.n == 0) return vm_error(vm, site, "division by zero");
+        if (!as_terms(vm, a, &ta, &na, site)) return v_exc();
+        for (int i = 0; i < na; i++) ta[i].coeff /= b.n;
+        return make_obs(ta, na);
+    }
+    if ((a.t == T_COMPLEX || b.t == T_COMPLEX) && (op == OP_MUL || op == OP_ADD || op == OP_SUB))
+        return vm_error(vm, site, "observables take real coefficients only");
+    if (op == OP_ADD || op == OP_SUB || op == OP_MATMUL) {
+        if (a.t != T_OP && a.t != T_NUM) return vm_error(vm, site, "unsupported operand types for operators: %s and %s", type_name(a), type_name(b));
+        if (b.t != T_OP && b.t != T_NUM) return vm_error(vm, site, "unsupported operand types for operators: %s and %s", type_name(a), type_name(b));
+        if (op == OP_MATMUL && (a.t == T_NUM || b.t == T_NUM)) return vm_error(vm, site, "@ of an operator needs another operator (use * for a coefficient)");
+        if (!as_terms(vm, a, &ta, &na, site)) return v_exc();
+        if (!as_terms(vm, b, &tb, &nb, site)) { free(ta); return v_exc(); }
+        if (op == OP_MATMUL) {
+            if ((size_t)na * (size_t)nb > 1000000) { free(ta); free(tb); return vm_error(vm, site, "tensor product too large"); }
+            SvPauli *t = malloc((size_t)(na * nb + 1) * sizeof(SvPauli));
+            int k = 0;
+            for (int i = 0; i < na; i++)
+                for (int j = 0; j < nb; j++) {
+                    uint64_t wa = ta[i].x | ta[i].z, wb = tb[j].x | tb[j].z;
+                    if (wa & wb) {
+                        free(ta); free(tb); free(t);
+                        int w = __builtin_ctzll(wa & wb);
+                        return vm_error(vm, site, "tensor product of operators on the same wire (%d)", w);
+                    }
+                    t[k++] = (SvPauli){ ta[i].coeff * tb[j].coeff, ta[i].x | tb[j].x, ta[i].z | tb[j].z };
+                }
+            free(ta); free(tb);
+            return make_obs(t, k);
+        }
+        SvPauli *t = malloc((size_t)(na + nb + 1) * sizeof(SvPauli));
+        memcpy(t, ta, (size_t)na * sizeof(SvPauli));
+        for (int j = 0; j < nb; j++) { t[na + j] = tb[j]; if (op == OP_SUB) t[na + j].coeff = -t[na + j].coeff; }
+        free(ta); free(tb);
+        return make_obs(t, na + nb);
+    }
+    return vm_error(vm, site, "unsupported operation on operators");
+}
+
+static Value bi_hamiltonian(VM *vm, Args *a)
+{
+    Value c = a->v[0], o = a->v[1];
+    Value cl = c, tmp = v_nil();
+    if (c.t == T_ARRAY) {
+        Args t = { 1, &c, 0, NULL, NULL, a->site, NULL };
+        tmp = vm_call(vm, builtin_value(builtin_lookup("tolist")), 1, &c, a->site);
+        (void)t;
+        if (IS_EXC(tmp)) return tmp;
+        cl = tmp;
+    }
+    if (cl.t != T_LIST || o.t != T_LIST) { decref(tmp); return vm_error(vm, a->site, "hamiltonian(coeffs, ops) needs two lists"); }
+    ObjList *cs = AS_LIST(cl), *os = AS_LIST(o);
+    if (cs->len != os->len) { decref(tmp); return vm_error(vm, a->site, "hamiltonian(): %zu coefficients for %zu operators", cs->len, os->len); }
+    SvPauli *all = malloc((os->len * 2 + 1) * sizeof(SvPauli));
+    int n = 0, cap = (int)os->len * 2 + 1;
+    for (size_t i = 0; i < os->len; i++) {
+        if (cs->v[i].t != T_NUM) { free(all); decref(tmp); return vm_error(vm, a->site, "hamiltonian(): coefficients must be real numbers"); }
+        SvPauli *t;
+        int k;
+        if (!as_terms(vm, os->v[i], &t, &k, a->site)) { free(all); decref(tmp); return v_exc(); }
+        if (n + k > cap) { cap = (n + k) * 2; all = realloc(all, (size_t)cap * sizeof(SvPauli)); }
+        for (int j = 0; j < k; j++) { t[j].coeff *= cs->v[i].n; all[n++] = t[j]; }
+        free(t);
+    }
+    decref(tmp);
+    return make_obs(all, n);
+}
+
+/* matrix(op, wires=n): the dense 2^n x 2^n matrix (complex array) */
+static Value bi_matrix(VM *vm, Args *a)
+{
+    Value o = a->v[0];
+    if (o.t != T_OP) return vm_error(vm, a->site, "matrix() needs an operator, not %s", type_name(o));
+    ObjOp *p = AS_OP(o);
+    Value *wk = arg_kw(a, "wires");
+    int maxw = 0;
+    if (p->kind == OPK_GATE) {
+        for (int i = 0; i < p->op.nwires; i++) if (p->op.wires[i] + 1 > maxw) maxw = p->op.wires[i] + 1;
+        for (int i = 0; i < p->op.nctrl; i++) if (p->op.ctrl[i] + 1 > maxw) maxw = p->op.ctrl[i] + 1;
+    } else {
+        for (int i = 0; i < p->nterms; i++) {
+            uint64_t m = p->terms[i].x | p->terms[i].z;
+            if (m) { int hi = 64 - __builtin_clzll(m); if (hi > maxw) maxw = hi; }
+        }
+    }
+    int n = maxw ? maxw : 1;
+    if (wk) {
+        if (wk->t != T_NUM || wk->n != floor(wk->n) || wk->n < 1) return vm_error(vm, a->site, "matrix(): wires must be a positive integer");
+        n = (int)wk->n;
+        if (n < maxw) return vm_error(vm, a->site, "matrix(): the operator acts on wire %d, outside wires=%d", maxw - 1, n);
+    }
+    if (n > 13) return vm_error(vm, a->site, "matrix(): %d wires make a %gx%g matrix; at most 13 wires", n, ldexp(1, n), ldexp(1, n));
+    size_t d = (size_t)1 << n;
+    size_t shape[2] = { d, d };
+    char err[AR_ERRLEN];
+    Array *m = ar_zeros(AR_C128, 2, shape, err);
+    if (!m) return vm_error(vm, a->site, "%s", err);
+    cplx *out = ar_c128(m);
+    if (p->kind == OPK_OBS) {
+        for (int t = 0; t < p->nterms; t++) {
+            SvPauli w = p->terms[t];
+            uint64_t xm = 0, zm = 0;
+            int ny = 0;
+            for (int wire = 0; wire < n; wire++) {
+                uint64_t bit = (uint64_t)1 << (n - 1 - wire), wb = (uint64_t)1 << wire;
+                if (w.x & wb) xm |= bit;
+                if (w.z & wb) zm |= bit;
+                if ((w.x & wb) && (w.z & wb)) ny++;
+            }
+            /* P|k> = phase |k ^ xm>; Y = iXZ: phase i^ny (-1)^{popcount(k & zm)} */
+            cplx iy = cpow(I, ny);
+            for (size_t k = 0; k < d; k++) {
+                double sgn = (__builtin_popcountll(k & zm) & 1) ? -1 : 1;
+                out[(k ^ xm) * d + k] += w.coeff * iy * sgn;
+            }
+        }
+    } else {
+        SvState s;
+        if (sv_init(&s, n) != 0) { ar_free(m); return vm_error(vm, a->site, "matrix(): out of memory"); }
+        for (size_t col = 0; col < d; col++) {
+            memset(s.amp, 0, d * sizeof(cplx));
+            s.amp[col] = 1;
+            if (sv_apply(&s, &p->op, err, sizeof err) != 0) { sv_free(&s); ar_free(m); return vm_error(vm, a->site, "%s", err); }
+            for (size_t row = 0; row < d; row++) out[row * d + col] = s.amp[row];
+        }
+        sv_free(&s);
+    }
+    return arr_wrap(m);
+}
+
+/* ---------------------------------------------------------------- application */
+
+void grad_record(struct QTape *tape, const ObjOp *op);       /* grad.c */
+
+Value qrt_apply_stmt(VM *vm, Value opv, const Node *site)
+{
+    ObjOp *p = AS_OP(opv);
+    QCtx *q = vm->q;
+    if (p->kind != OPK_GATE) {
+        if (q) return vm_error(vm, site, "an observable cannot be applied as a gate (measure it with expval, var or sample)");
+        return vm_error(vm, site, "an observable as a statement does nothing outside expval()");
+    }
+    const char *name = sv_gate_info(p->op.gate)->name;
+    if (!q) return vm_error(vm, site, "%s applied outside a quantum function (gates apply to the device of a running qfn)", name);
+    if (vm->cancel && atomic_load_explicit(vm->cancel, memory_order_relaxed) && vm_check_interrupt(vm)) return v_exc();
+    if (vm->in->sigint && vm_check_interrupt(vm)) return v_exc();
+    char err[256];
+    SvOp tmp;
+    const SvOp *use = &p->op;
+    if (q->tape) {
+        extern bool grad_shift(struct QTape *tape, const ObjOp *op, SvOp *out);
+        if (grad_shift(q->tape, p, &tmp)) use = &tmp;
+    }
+    if (sv_apply(q->s, use, err, sizeof err) != 0) {
+        /* make messages name the device size */
+        return vm_error(vm, site, "%s", err);
+    }
+    if (q->tape) grad_record(q->tape, p);
+    atomic_fetch_add_explicit(&vm->in->qrt->gates, 1, memory_order_relaxed);
+    return v_nil();
+}
+
+/* ---------------------------------------------------------------- measurements */
+
+static QCtx *need_q(VM *vm, Args *a)
+{
+    if (!vm->q) {
+        vm_error(vm, a->site, "%s() needs a running quantum function with a device", a->def->name);
+        return NULL;
+    }
+    return vm->q;
+}
+
+static bool check_terms(VM *vm, QCtx *q, SvPauli *t, int n, const Node *site)
+{
+    uint64_t all = 0;
+    for (int i = 0; i < n; i++) all |= t[i].x | t[i].z;
+    if (q->s->nq < 64 && (all >> q->s->nq)) {
+        int w = 63 - __builtin_clzll(all);
+        vm_error(vm, site, "observable on wire %d, outside the %d-wire device", w, q->s->nq);
+        return false;
+    }
+    return true;
+}
+
+void grad_note_expval(struct QTape *tape, const SvPauli *t, int n);   /* grad.c */
+
+static Value bi_expval(VM *vm, Args *a)
+{
+    QCtx *q = need_q(vm, a);
+    if (!q) return v_exc();
+    SvPauli *t;
+    int n;
+    if (!as_terms(vm, a->v[0], &t, &n, a->site)) return v_exc();
+    if (!check_terms(vm, q, t, n, a->site)) { free(t); return v_exc(); }
+    double e = q->dev->shots ? sv_expval_shots(q->s, t, n, (size_t)q->dev->shots, &q->rng) : sv_expval(q->s, t, n);
+    if (q->tape) grad_note_expval(q->tape, t, n);
+    free(t);
+    return v_num(e);
+}
+
+static Value bi_var(VM *vm, Args *a)
+{
+    QCtx *q = need_q(vm, a);
+    if (!q) return v_exc();
+    SvPauli *t;
+    int n;
+    if (!as_terms(vm, a->v[0], &t, &n, a->site)) return v_exc();
+    if (!check_terms(vm, q, t, n, a->site)) { free(t); return v_exc(); }
+    double v = q->dev->shots ? sv_var_shots(q->s, t, n, (size_t)q->dev->shots, &q->rng) : sv_var(q->s, t, n);
+    free(t);
+    if (isnan(v)) return vm_error(vm, a->site, "var(): out of memory");
+    return v_num(v);
+}
+
+static Value bi_probs(VM *vm, Args *a)
+{
+    QCtx *q = need_q(vm, a);
+    if (!q) return v_exc();
+    int ws[64];
+    int nw = 0;
+    Value *wk = arg_kw(a, "wires");
+    Value wv = a->n > 0 ? a->v[0] : (wk ? *wk : v_nil());
+    if (wv.t != T_NIL) {
+        nw = collect_wires(vm, wv, ws, 30, "probs", a->site);
+        if (nw < 0) return v_exc();
+    }
+    int outw = nw ? nw : q->s->nq;
+    if (outw > 30) return vm_error(vm, a->site, "probs(): at most 30 wires");
+    size_t shape[1] = { (size_t)1 << outw };
+    char err[AR_ERRLEN];
+    Array *r = ar_new(AR_F64, 1, shape, err);
+    if (!r) return vm_error(vm, a->site, "%s", err);
+    double *out = ar_f64(r);
+    char e2[256];
+    if (sv_probs(q->s, ws, nw, out, e2, sizeof e2) != 0) { ar_free(r); return vm_error(vm, a->site, "probs(): %s", e2); }
+    if (q->dev->shots) sv_probs_shots(q->s, ws, nw, (size_t)q->dev->shots, &q->rng, out);
+    return arr_wrap(r);
+}
+
+static Value bi_state(VM *vm, Args *a)
+{
+    QCtx *q = need_q(vm, a);
+    if (!q) return v_exc();
+    size_t shape[1] = { q->s->dim };
+    char err[AR_ERRLEN];
+    Array *r = ar_from_data(AR_C128, 1, shape, q->s->amp, err);
+    if (!r) return vm_error(vm, a->site, "%s", err);
+    return arr_wrap(r);
+}
+
+static long need_shots(VM *vm, QCtx *q, Args *a)
+{
+    if (!q->dev->shots) {
+        vm_error(vm, a->site, "%s() needs a device with shots, e.g. device(\"statevector\", wires=%d, shots=1000)", a->def->name, q->s->nq);
+        return -1;
+    }
+    return q->dev->shots;
+}
+
+static Value bi_sample(VM *vm, Args *a)
+{
+    QCtx *q = need_q(vm, a);
+    if (!q) return v_exc();
+    long shots = need_shots(vm, q, a);
+    if (shots < 0) return v_exc();
+    char err[AR_ERRLEN];
+    if (a->n > 0) {
+        SvPauli *t;
+        int n;
+        if (!as_terms(vm, a->v[0], &t, &n, a->site)) return v_exc();
+        if (!check_terms(vm, q, t, n, a->site)) { free(t); return v_exc(); }
+        if (n != 1 || t[0].coeff != 1) { free(t); return vm_error(vm, a->site, "sample(obs): obs must be a single Pauli word (a product of PauliX/Y/Z/Identity)"); }
+        size_t shape[1] = { (size_t)shots };
+        Array *r = ar_new(AR_F64, 1, shape, err);
+        if (!r) { free(t); return vm_error(vm, a->site, "%s", err); }
+        sv_sample_pauli(q->s, &t[0], (size_t)shots, &q->rng, ar_f64(r));
+        free(t);
+        return arr_wrap(r);
+    }
+    size_t shape[2] = { (size_t)shots, (size_t)q->s->nq };
+    Array *r = ar_new(AR_F64, 2, shape, err);
+    if (!r) return vm_error(vm, a->site, "%s", err);
+    uint64_t *idx = malloc((size_t)shots * sizeof(uint64_t));
+    if (!idx) { ar_free(r); return vm_error(vm, a->site, "sample(): out of memory"); }
+    sv_sample(q->s, (size_t)shots, &q->rng, idx);
+    double *out = ar_f64(r);
+    int nq = q->s->nq;
+    for (long i = 0; i < shots; i++)
+        for (int w = 0; w < nq; w++) out[(size_t)i * (size_t)nq + (size_t)w] = (double)((idx[i] >> (nq - 1 - w)) & 1);
+    free(idx);
+    return arr_wrap(r);
+}
+
+static int cmp_u64(const void *x, const void *y)
+{
+    uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+static Value bi_counts(VM *vm, Args *a)
+{
+    QCtx *q = need_q(vm, a);
+    if (!q) return v_exc();
+    long shots = need_shots(vm, q, a);
+    if (shots < 0) return v_exc();
+    uint64_t *idx = malloc((size_t)shots * sizeof(uint64_t));
+    if (!idx) return vm_error(vm, a->site, "counts(): out of memory");
+    sv_sample(q->s, (size_t)shots, &q->rng, idx);
+    qsort(idx, (size_t)shots, sizeof(uint64_t), cmp_u64);
+    ObjDict *d = dict_new();
+    int nq = q->s->nq;
+    char bits[65];
+    for (long i = 0; i < shots;) {
+        long j = i;
+        while (j < shots && idx[j] == idx[i]) j++;
+        for (int w = 0; w < nq; w++) bits[w] = (char)('0' + ((idx[i] >> (nq - 1 - w)) & 1));
+        bits[nq] = 0;
+        Value k = v_str(bits);
+        dict_set(d, k, v_num((double)(j - i)));
+        decref(k);
+        i = j;
+    }
+    free(idx);
+    return v_obj(&d->h);
+}
+
+static Value bi_measure(VM *vm, Args *a)
+{
+    QCtx *q = need_q(vm, a);
+    if (!q) return v_exc();
+    int w;
+    if (!wire_value(vm, a->v[0], &w, "measure", a->site)) return v_exc();
+    Value *rk = arg_kw(a, "reset");
+    bool reset = false;
+    if (a->n > 1) { bool e = false; reset = vm_truthy(vm, a->v[1], a->site, &e); }
+    else if (rk) { bool e = false; reset = vm_truthy(vm, *rk, a->site, &e); }
+    char err[256];
+    int r = sv_measure(q->s, w, reset, &q->rng, err, sizeof err);
+    if (r < 0) return vm_error(vm, a->site, "measure: %s", err);
+    return v_num(r);
+}
+
+static const char *const kw_wires[] = { "wires", NULL };
+static const char *const kw_device[] = { "wires", "shots", "seed", "latency", NULL };
+static const char *const kw_ctrl[] = { "control", NULL };
+static const char *const kw_reset[] = { "reset", NULL };
+
+#define GATE(nm) { nm, bi_gate, 0, -1, BI_GATE, kw_wires, 0 }
+const BuiltinDef builtins_quantum[] = {
+    { "device", bi_device, 1, 2, 0, kw_device, 0 },
+    GATE("Identity"), GATE("I"), GATE("Hadamard"), GATE("H"), GATE("PauliX"), GATE("X"),
+    GATE("PauliY"), GATE("Y"), GATE("PauliZ"), GATE("Z"), GATE("S"), GATE("T"), GATE("SX"),
+    GATE("RX"), GATE("RY"), GATE("RZ"), GATE("PhaseShift"), GATE("Rot"), GATE("U3"),
+    GATE("CNOT"), GATE("CX"), GATE("CY"), GATE("CZ"), GATE("SWAP"), GATE("ISWAP"),
+    GATE("CRX"), GATE("CRY"), GATE("CRZ"), GATE("ControlledPhaseShift"),
+    GATE("IsingXX"), GATE("IsingYY"), GATE("IsingZZ"), GATE("Toffoli"), GATE("CCX"), GATE("CSWAP"),
+    GATE("MultiRZ"), GATE("QubitUnitary"), GATE("BasisState"), GATE("SingleExcitation"), GATE("DoubleExcitation"),
+    { "adjoint", bi_adjoint, 1, 1, 0, NULL, 0 },
+    { "ctrl", bi_ctrl, 1, 2, 0, kw_ctrl, 0 },
+    { "hamiltonian", bi_hamiltonian, 2, 2, 0, NULL, 0 },
+    { "matrix", bi_matrix, 1, 1, 0, kw_wires, 0 },
+    { "expval", bi_expval, 1, 1, BI_QUANTUM, NULL, 0 },
+    { "var", bi_var, 1, 1, BI_QUANTUM, NULL, 0 },
+    { "probs", bi_probs, 0, 1, BI_QUANTUM, kw_wires, 0 },
+    { "state", bi_state, 0, 0, BI_QUANTUM, NULL, 0 },
+    { "sample", bi_sample, 0, 1, BI_QUANTUM, NULL, 0 },
+    { "counts", bi_counts, 0, 0, BI_QUANTUM, NULL, 0 },
+    { "measure", bi_measure, 1, 2, BI_QUANTUM, kw_reset, 0 },
+    { NULL, NULL, 0, 0, 0, NULL, 0 },
+};

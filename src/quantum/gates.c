@@ -1,0 +1,683 @@
+/* gates.c — the gate table, validation, matrices and the dispatcher.
+ *
+ * Validate -> dispatch -> kernel: sv_apply checks an SvOp and names the
+ * gate in its errors, then turns it into one kernel job by the gate's kind
+ * (diagonal, exchange, 2x2 on a pair of amplitudes, 4x4, dense) with its
+ * controls as a bit mask. The matrices are PennyLane's, global phases
+ * included, written once here (base_matrix) and used both for the dense
+ * matrices the language asks for and for the kernels' small matrices.
+ * Must not know about the language, values or devices.
+ */
+#include "sv_impl.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the table -------------------------------------------------------- */
+
+static const SvGateInfo gate_table[SV_NGATES] = {
+    { "Identity", SV_IDENTITY, 1, 0, 0 },
+    { "Hadamard", SV_HADAMARD, 1, 0, 0 },
+    { "PauliX", SV_PAULIX, 1, 0, 0 },
+    { "PauliY", SV_PAULIY, 1, 0, 0 },
+    { "PauliZ", SV_PAULIZ, 1, 0, 0 },
+    { "S", SV_S, 1, 0, 0 },
+    { "T", SV_T, 1, 0, 0 },
+    { "SX", SV_SX, 1, 0, 0 },
+    { "RX", SV_RX, 1, 1, 1 },
+    { "RY", SV_RY, 1, 1, 1 },
+    { "RZ", SV_RZ, 1, 1, 1 },
+    { "PhaseShift", SV_PHASESHIFT, 1, 1, 1 },
+    { "Rot", SV_ROT, 1, 3, 1 },
+    { "U3", SV_U3, 1, 3, 1 },
+    { "CNOT", SV_CNOT, 2, 0, 0 },
+    { "CY", SV_CY, 2, 0, 0 },
+    { "CZ", SV_CZ, 2, 0, 0 },
+    { "SWAP", SV_SWAP, 2, 0, 0 },
+    { "ISWAP", SV_ISWAP, 2, 0, 0 },
+    { "CRX", SV_CRX, 2, 1, 0 },
+    { "CRY", SV_CRY, 2, 1, 0 },
+    { "CRZ", SV_CRZ, 2, 1, 0 },
+    { "ControlledPhaseShift", SV_CPHASE, 2, 1, 1 },
+    { "IsingXX", SV_ISINGXX, 2, 1, 1 },
+    { "IsingYY", SV_ISINGYY, 2, 1, 1 },
+    { "IsingZZ", SV_ISINGZZ, 2, 1, 1 },
+    { "Toffoli", SV_TOFFOLI, 3, 0, 0 },
+    { "CSWAP", SV_CSWAP, 3, 0, 0 },
+    { "MultiRZ", SV_MULTIRZ, -1, 1, 1 },
+    { "QubitUnitary", SV_QUBITUNITARY, -1, 0, 0 },
+    { "BasisState", SV_BASISSTATE, -1, 0, 0 },
+    { "SingleExcitation", SV_SINGLEEXC, 2, 1, 0 },
+    { "DoubleExcitation", SV_DOUBLEEXC, 4, 1, 0 },
+};
+
+static const struct { const char *name; SvGate gate; } gate_alias[] = {
+    { "I", SV_IDENTITY }, { "H", SV_HADAMARD }, { "X", SV_PAULIX },
+    { "Y", SV_PAULIY }, { "Z", SV_PAULIZ }, { "CX", SV_CNOT },
+    { "CCX", SV_TOFFOLI }, { "CPhase", SV_CPHASE },
+};
+
+const SvGateInfo *sv_gate_info(SvGate g)
+{
+    if ((int)g < 0 || g >= SV_NGATES) return NULL;
+    return &gate_table[g];
+}
+
+/* Why: the language resolves gate names once, when it builds an op. */
+const SvGateInfo *sv_gate_by_name(const char *name)
+{
+    if (!name) return NULL;
+    for (int i = 0; i < SV_NGATES; i++)
+        if (strcmp(gate_table[i].name, name) == 0) return &gate_table[i];
+    for (size_t i = 0; i < sizeof gate_alias / sizeof gate_alias[0]; i++)
+        if (strcmp(gate_alias[i].name, name) == 0) return &gate_table[gate_alias[i].gate];
+    return NULL;
+}
+
+/* ---- validation ------------------------------------------------------- */
+
+/* "0, 1, 2" into buf. */
+static const char *wire_list(char *buf, size_t len, const int *w, int n)
+{
+    size_t at = 0;
+    buf[0] = 0;
+    for (int i = 0; i < n && at + 1 < len; i++) {
+        int k = snprintf(buf + at, len - at, i ? ", %d" : "%d", w[i]);
+        if (k < 0) break;
+        at += (size_t)k;
+    }
+    return buf;
+}
+
+/* Why: wires are where user input most often goes wrong; the message
+   names the gate and the offending wire. nq < 0: no device to check. */
+static int check_wires(const char *name, const int *w, int n, const int *c, int nc,
+                       int nq, char *err, size_t errlen)
+{
+    for (int i = 0; i < n; i++) {
+        if (w[i] < 0 && nq < 0) return sv_err(err, errlen, SV_E_NEGWIRE, name, w[i]);
+        if (w[i] < 0 || (nq >= 0 && w[i] >= nq))
+            return sv_err(err, errlen, SV_E_RANGE, name, w[i], nq);
+    }
+    for (int i = 0; i < nc; i++) {
+        if (c[i] < 0 && nq < 0) return sv_err(err, errlen, SV_E_NEGWIRE, name, c[i]);
+        if (c[i] < 0 || (nq >= 0 && c[i] >= nq))
+            return sv_err(err, errlen, SV_E_CRANGE, name, c[i], nq);
+    }
+    char b1[400], b2[400];
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++)
+            if (w[i] == w[j])
+                return sv_err(err, errlen, SV_E_DUP, name, wire_list(b1, sizeof b1, w, n));
+    for (int i = 0; i < nc; i++) {
+        int bad = 0;
+        for (int j = i + 1; j < nc; j++) bad |= c[i] == c[j];
+        for (int j = 0; j < n; j++) bad |= c[i] == w[j];
+        if (bad)
+            return sv_err(err, errlen, SV_E_CDUP, name, wire_list(b1, sizeof b1, c, nc),
+                          wire_list(b2, sizeof b2, w, n));
+    }
+    return 0;
+}
+
+/* Why: a non-unitary "unitary" would silently break normalisation. */
+static double unitarity_error(const cplx *u, int d)
+{
+    double worst = 0;
+    for (int r = 0; r < d; r++)
+        for (int c = 0; c < d; c++) {
+            cplx acc = 0;
+            for (int k = 0; k < d; k++) acc += u[r * d + k] * conj(u[c * d + k]);
+            double e = cabs(acc - (r == c ? 1.0 : 0.0));
+            if (e > worst) worst = e;
+        }
+    return worst;
+}
+
+/* Why: every entry point that takes an SvOp validates it the same way. */
+static const SvGateInfo *check_op(const SvOp *op, int nq, char *err, size_t errlen)
+{
+    if (!op) { sv_err(err, errlen, SV_E_NOOP); return NULL; }
+    const SvGateInfo *info = sv_gate_info(op->gate);
+    if (!info) { sv_err(err, errlen, SV_E_BADGATE, (int)op->gate); return NULL; }
+    const char *name = info->name;
+    if (info->nwires >= 0 && op->nwires != info->nwires) {
+        sv_err(err, errlen, SV_E_NWIRES, name, info->nwires, info->nwires == 1 ? "" : "s",
+               op->nwires);
+        return NULL;
+    }
+    if (op->nwires < 1) { sv_err(err, errlen, SV_E_NOWIRES, name); return NULL; }
+    if (op->nwires > SV_MAX_WIRES) {
+        sv_err(err, errlen, SV_E_MANYWIRES, name, SV_MAX_WIRES, op->nwires);
+        return NULL;
+    }
+    if (op->nctrl < 0 || op->nctrl > SV_MAX_WIRES) {
+        sv_err(err, errlen, SV_E_NCTRL, name, op->nctrl);
+        return NULL;
+    }
+    if (op->nparams != info->nparams) {
+        sv_err(err, errlen, SV_E_NPARAMS, name, info->nparams, info->nparams == 1 ? "" : "s",
+               op->nparams);
+        return NULL;
+    }
+    for (int i = 0; i < op->nparams; i++)
+        if (!isfinite(op->params[i])) {
+            sv_err(err, errlen, SV_E_NOTFINITE, name, i + 1);
+            return NULL;
+        }
+    if (check_wires(name, op->wires, op->nwires, op->ctrl, op->nctrl, nq, err, errlen))
+        return NULL;
+    if (op->gate == SV_QUBITUNITARY) {
+        int k = op->nwires;
+        if (k > SV_MAX_DENSE) {
+            sv_err(err, errlen, SV_E_BIGOP, name, k, SV_MAX_DENSE);
+            return NULL;
+        }
+        if (!op->matrix) { sv_err(err, errlen, SV_E_NOMAT, name); return NULL; }
+        int d = 1 << k;
+        for (long i = 0; i < (long)d * d; i++)
+            if (!isfinite(creal(op->matrix[i])) || !isfinite(cimag(op->matrix[i]))) {
+                sv_err(err, errlen, SV_E_MATNF, name);
+                return NULL;
+            }
+        if (k <= 6) {
+            double e = unitarity_error(op->matrix, d);
+            if (e > 1e-7) { sv_err(err, errlen, SV_E_NOTUNIT, name, e); return NULL; }
+        }
+    }
+    if (op->gate == SV_BASISSTATE && op->nwires < 64 && (op->bits >> op->nwires) != 0) {
+        sv_err(err, errlen, SV_E_BITS, name, op->nwires);
+        return NULL;
+    }
+    return info;
+}
+
+/* ---- matrices --------------------------------------------------------- */
+
+static inline cplx cx(double re, double im)
+{
+    double p[2] = { re, im };
+    cplx z;
+    memcpy(&z, p, sizeof z);
+    return z;
+}
+
+/* cos/sin of th/2, or their derivatives in th when d; `one` is the
+   derivative of a constant entry (0 when differentiating). */
+typedef struct Trig { double c, s, one; } Trig;
+
+static Trig trig(double th, int d)
+{
+    Trig t;
+    if (d) { t.c = -0.5 * sin(th / 2); t.s = 0.5 * cos(th / 2); t.one = 0; }
+    else { t.c = cos(th / 2); t.s = sin(th / 2); t.one = 1; }
+    return t;
+}
+
+/* e^{i a x}, or its derivative in x when d. */
+static cplx ex(double a, double x, int d)
+{
+    double c = cos(a * x), s = sin(a * x);
+    return d ? cx(-a * s, a * c) : cx(c, s);
+}
+
+static double one(int d) { return d ? 0.0 : 1.0; }
+
+/* Why: the single definition of every gate's matrix (PennyLane's, wire
+   order as given, first wire = MSB), or of its derivative in params[dp]
+   (dp >= 0). u has 2^nwires x 2^nwires entries. */
+static void base_matrix(const SvOp *op, int dp, cplx *u)
+{
+    int k = op->nwires;
+    size_t d = (size_t)1 << k;
+    memset(u, 0, d * d * sizeof(cplx));
+    const double *p = op->params;
+    int d0 = dp == 0, d1 = dp == 1, d2 = dp == 2;
+    const double r2 = M_SQRT1_2;
+    Trig t = trig(op->nparams ? p[0] : 0, d0);
+#define U(r, c) u[(size_t)(r) * d + (c)]
+    switch (op->gate) {
+    case SV_IDENTITY: U(0, 0) = 1; U(1, 1) = 1; break;
+    case SV_HADAMARD: U(0, 0) = r2; U(0, 1) = r2; U(1, 0) = r2; U(1, 1) = -r2; break;
+    case SV_PAULIX: U(0, 1) = 1; U(1, 0) = 1; break;
+    case SV_PAULIY: U(0, 1) = cx(0, -1); U(1, 0) = cx(0, 1); break;
+    case SV_PAULIZ: U(0, 0) = 1; U(1, 1) = -1; break;
+    case SV_S: U(0, 0) = 1; U(1, 1) = cx(0, 1); break;
+    case SV_T: U(0, 0) = 1; U(1, 1) = cx(r2, r2); break;
+    case SV_SX:
+        U(0, 0) = cx(0.5, 0.5); U(0, 1) = cx(0.5, -0.5);
+        U(1, 0) = cx(0.5, -0.5); U(1, 1) = cx(0.5, 0.5);
+        break;
+    case SV_RX: U(0, 0) = t.c; U(0, 1) = cx(0, -t.s); U(1, 0) = cx(0, -t.s); U(1, 1) = t.c; break;
+    case SV_RY: U(0, 0) = t.c; U(0, 1) = -t.s; U(1, 0) = t.s; U(1, 1) = t.c; break;
+    case SV_RZ: U(0, 0) = ex(-0.5, p[0], d0); U(1, 1) = ex(0.5, p[0], d0); break;
+    case SV_PHASESHIFT: U(0, 0) = one(d0); U(1, 1) = ex(1, p[0], d0); break;
+    case SV_ROT: {   /* RZ(omega) RY(theta) RZ(phi) */
+        Trig th = trig(p[1], d1);
+        U(0, 0) = ex(-0.5, p[0], d0) * ex(-0.5, p[2], d2) * th.c;
+        U(0, 1) = -ex(0.5, p[0], d0) * ex(-0.5, p[2], d2) * th.s;
+        U(1, 0) = ex(-0.5, p[0], d0) * ex(0.5, p[2], d2) * th.s;
+        U(1, 1) = ex(0.5, p[0], d0) * ex(0.5, p[2], d2) * th.c;
+        break;
+    }
+    case SV_U3:      /* (theta, phi, delta) */
+        U(0, 0) = t.c * one(d1) * one(d2);
+        U(0, 1) = -ex(1, p[2], d2) * t.s * one(d1);
+        U(1, 0) = ex(1, p[1], d1) * t.s * one(d2);
+        U(1, 1) = ex(1, p[1], d1) * ex(1, p[2], d2) * t.c;
+        break;
+    case SV_CNOT: U(0, 0) = 1; U(1, 1) = 1; U(2, 3) = 1; U(3, 2) = 1; break;
+    case SV_CY: U(0, 0) = 1; U(1, 1) = 1; U(2, 3) = cx(0, -1); U(3, 2) = cx(0, 1); break;
+    case SV_CZ: U(0, 0) = 1; U(1, 1) = 1; U(2, 2) = 1; U(3, 3) = -1; break;
+    case SV_SWAP: U(0, 0) = 1; U(1, 2) = 1; U(2, 1) = 1; U(3, 3) = 1; break;
+    case SV_ISWAP: U(0, 0) = 1; U(1, 2) = cx(0, 1); U(2, 1) = cx(0, 1); U(3, 3) = 1; break;
+    case SV_CRX:
+        U(0, 0) = t.one; U(1, 1) = t.one;
+        U(2, 2) = t.c; U(2, 3) = cx(0, -t.s); U(3, 2) = cx(0, -t.s); U(3, 3) = t.c;
+        break;
+    case SV_CRY:
+        U(0, 0) = t.one; U(1, 1) = t.one;
+        U(2, 2) = t.c; U(2, 3) = -t.s; U(3, 2) = t.s; U(3, 3) = t.c;
+        break;
+    case SV_CRZ:
+        U(0, 0) = t.one; U(1, 1) = t.one;
+        U(2, 2) = ex(-0.5, p[0], d0); U(3, 3) = ex(0.5, p[0], d0);
+        break;
+    case SV_CPHASE:
+        U(0, 0) = t.one; U(1, 1) = t.one; U(2, 2) = t.one; U(3, 3) = ex(1, p[0], d0);
+        break;
+    case SV_ISINGXX:
+        for (int i = 0; i < 4; i++) { U(i, i) = t.c; U(i, 3 - i) = cx(0, -t.s); }
+        break;
+    case SV_ISINGYY:
+        for (int i = 0; i < 4; i++) U(i, i) = t.c;
+        U(0, 3) = cx(0, t.s); U(1, 2) = cx(0, -t.s); U(2, 1) = cx(0, -t.s); U(3, 0) = cx(0, t.s);
+        break;
+    case SV_ISINGZZ:
+        U(0, 0) = ex(-0.5, p[0], d0); U(1, 1) = ex(0.5, p[0], d0);
+        U(2, 2) = ex(0.5, p[0], d0); U(3, 3) = ex(-0.5, p[0], d0);
+        break;
+    case SV_TOFFOLI:
+        for (int i = 0; i < 6; i++) U(i, i) = 1;
+        U(6, 7) = 1; U(7, 6) = 1;
+        break;
+    case SV_CSWAP:
+        for (int i = 0; i < 5; i++) U(i, i) = 1;
+        U(5, 6) = 1; U(6, 5) = 1; U(7, 7) = 1;
+        break;
+    case SV_MULTIRZ:
+        for (size_t i = 0; i < d; i++)
+            U(i, i) = ex((__builtin_popcountll(i) & 1) ? 0.5 : -0.5, p[0], d0);
+        break;
+    case SV_QUBITUNITARY: memcpy(u, op->matrix, d * d * sizeof(cplx)); break;
+    case SV_BASISSTATE: {
+        size_t mask = 0;
+        for (int i = 0; i < k; i++)
+            if ((op->bits >> i) & 1) mask |= (size_t)1 << (k - 1 - i);
+        for (size_t c = 0; c < d; c++) U(c ^ mask, c) = 1;
+        break;
+    }
+    case SV_SINGLEEXC:
+        U(0, 0) = t.one; U(3, 3) = t.one;
+        U(1, 1) = t.c; U(1, 2) = -t.s; U(2, 1) = t.s; U(2, 2) = t.c;
+        break;
+    case SV_DOUBLEEXC:
+        for (int i = 0; i < 16; i++) U(i, i) = t.one;
+        U(3, 3) = t.c; U(3, 12) = -t.s; U(12, 3) = t.s; U(12, 12) = t.c;
+        break;
+    case SV_NGATES: break;
+    }
+#undef U
+}
+
+/* In-place conjugate transpose of a d x d matrix. */
+static void dagger(cplx *u, size_t d)
+{
+    for (size_t r = 0; r < d; r++) {
+        u[r * d + r] = conj(u[r * d + r]);
+        for (size_t c = r + 1; c < d; c++) {
+            cplx a = u[r * d + c], b = u[c * d + r];
+            u[r * d + c] = conj(b);
+            u[c * d + r] = conj(a);
+        }
+    }
+}
+
+/* Why: one body for sv_op_matrix (dp < 0) and sv_op_dmatrix. Controls put
+   the (derivative of the) gate in the bottom-right block. */
+static int op_matrix(const SvOp *op, int dp, cplx *out, char *err, size_t errlen)
+{
+    const SvGateInfo *info = check_op(op, -1, err, errlen);
+    if (!info) return -1;
+    int K = op->nctrl + op->nwires;
+    if (K > 14) return sv_err(err, errlen, SV_E_BIGOP, info->name, K, 14);
+    if (dp >= 0 && dp >= info->nparams) return sv_err(err, errlen, SV_E_NOPARAM, info->name, dp);
+    if (!out) return sv_err(err, errlen, SV_E_NOMAT, info->name);
+    size_t d = (size_t)1 << op->nwires, D = (size_t)1 << K;
+    if (op->nctrl == 0) {
+        base_matrix(op, dp, out);
+        if (op->adjoint) dagger(out, d);
+        return 0;
+    }
+    cplx small[256];
+    cplx *u = d * d <= 256 ? small : malloc(d * d * sizeof(cplx));
+    if (!u) return sv_err(err, errlen, SV_E_NOMEM, info->name);
+    base_matrix(op, dp, u);
+    if (op->adjoint) dagger(u, d);
+    memset(out, 0, D * D * sizeof(cplx));
+    if (dp < 0)
+        for (size_t r = 0; r < D - d; r++) out[r * D + r] = 1;
+    for (size_t r = 0; r < d; r++)
+        for (size_t c = 0; c < d; c++) out[(D - d + r) * D + (D - d + c)] = u[r * d + c];
+    if (u != small) free(u);
+    return 0;
+}
+
+int sv_op_matrix(const SvOp *op, cplx *out, char *err, size_t errlen)
+{
+    return op_matrix(op, -1, out, err, errlen);
+}
+
+/* Why: adjoint differentiation needs dU/dtheta of each parametric op. */
+int sv_op_dmatrix(const SvOp *op, int p, cplx *out, char *err, size_t errlen)
+{
+    if (p < 0) {
+        const SvGateInfo *info = op ? sv_gate_info(op->gate) : NULL;
+        return sv_err(err, errlen, SV_E_NOPARAM, info ? info->name : "op", p);
+    }
+    return op_matrix(op, p, out, err, errlen);
+}
+
+/* ---- dispatch to kernels ---------------------------------------------- */
+
+/* Fixed positions = targets + controls, ascending; cm = control mask. */
+static void job_fixed(SvJob *j, const int *tpos, int nt, const int *cpos, int nc)
+{
+    j->m = 0;
+    j->cm = 0;
+    for (int i = 0; i < nt; i++) j->pos[j->m++] = tpos[i];
+    for (int i = 0; i < nc; i++) {
+        j->pos[j->m++] = cpos[i];
+        j->cm |= (uint64_t)1 << cpos[i];
+    }
+    sv_sort_ints(j->pos, j->m);
+}
+
+/* Why: a 2x2 acting on the amplitude pairs (base+o1, base+o2), or their
+   exchange (swap = 1). Targets bit 0 with o1=0, o2=1 take the
+   adjacent-pair form so runs stay long. */
+static void run_pair(SvState *s, const int *tpos, int nt, const int *cpos, int nc,
+                     uint64_t o1, uint64_t o2, const cplx *m, int swap)
+{
+    SvJob j;
+    j.amp = (double *)s->amp;
+    if (m) memcpy(j.mat, m, 4 * sizeof(cplx));
+    if (nt == 1 && tpos[0] == 0 && o1 == 0 && o2 == 1) {
+        j.kind = swap ? SVJ_SWAPADJ : SVJ_PAIRADJ;
+        j.m = 0;
+        j.cm = 0;
+        for (int i = 0; i < nc; i++) {
+            j.pos[j.m++] = cpos[i] - 1;
+            j.cm |= (uint64_t)1 << cpos[i];
+        }
+        sv_sort_ints(j.pos, j.m);
+        j.total = (s->dim >> 1) >> nc;
+    } else {
+        j.kind = swap ? SVJ_SWAP : SVJ_PAIR;
+        job_fixed(&j, tpos, nt, cpos, nc);
+        j.off[0] = o1;
+        j.off[1] = o2;
+        j.total = s->dim >> j.m;
+    }
+    sv_job_run(s, &j);
+}
+
+/* Why: diagonal gates touch each amplitude once with a phase; the phase
+   comes from the target bits (table d, first target = MSB of its index)
+   or, in parity mode, from the parity of the bits in tmask (IsingZZ,
+   MultiRZ). Controls at bits >= 3 are skipped by the iteration, lower
+   ones are folded into the table. */
+static void run_diag(SvState *s, const int *cpos, int nc, const int *tpos, int k,
+                     const cplx *d, int parity, uint64_t tmask, cplx ph0, cplx ph1)
+{
+    SvJob j;
+    j.kind = SVJ_DIAG;
+    j.amp = (double *)s->amp;
+    uint64_t dim = s->dim;
+    int C = dim < 8 ? (int)dim : 8;
+    uint64_t low = (uint64_t)C - 1, cmlo = 0;
+    j.m = 0;
+    j.cm = 0;
+    for (int i = 0; i < nc; i++) {
+        uint64_t b = (uint64_t)1 << cpos[i];
+        if (b & low) cmlo |= b;
+        else { j.pos[j.m++] = cpos[i]; j.cm |= b; }
+    }
+    sv_sort_ints(j.pos, j.m);
+    j.chunk = C;
+    j.total = (dim >> j.m) / (uint64_t)C;
+    j.parity = parity;
+    j.nk = 0;
+    if (parity) {
+        j.kmask = tmask & ~low;
+        j.nkeys = 2;
+    } else {
+        j.kmask = 0;
+        j.nkeys = 1 << k;
+        for (int r = 0; r < k; r++)
+            if (!(((uint64_t)1 << tpos[r]) & low)) {
+                j.kpos[j.nk] = tpos[r];
+                j.kshift[j.nk] = k - 1 - r;
+                j.nk++;
+            }
+    }
+    for (int key = 0; key < j.nkeys; key++) {
+        int ones = 1;
+        for (int q = 0; q < C; q++) {
+            cplx ph = 1;
+            if (((uint64_t)q & cmlo) == cmlo) {
+                if (parity) {
+                    int par = (key ^ __builtin_parityll((uint64_t)q & tmask & low)) & 1;
+                    ph = par ? ph1 : ph0;
+                } else {
+                    int idx = key;
+                    for (int r = 0; r < k; r++)
+                        if (((uint64_t)1 << tpos[r]) & low)
+                            idx = (idx & ~(1 << (k - 1 - r))) |
+                                  (int)((q >> tpos[r]) & 1) << (k - 1 - r);
+                    ph = d[idx];
+                }
+            }
+            j.tab[key][2 * q] = creal(ph);
+            j.tab[key][2 * q + 1] = cimag(ph);
+            ones &= creal(ph) == 1.0 && cimag(ph) == 0.0;
+        }
+        j.skip[key] = (unsigned char)ones;
+    }
+    sv_job_run(s, &j);
+}
+
+/* Why: a 1-qubit matrix takes the cheapest kernel its shape allows. */
+static void run_1q(SvState *s, int t, const int *cpos, int nc, const cplx *m)
+{
+    if (m[1] == 0 && m[2] == 0) {
+        cplx dg[2] = { m[0], m[3] };
+        run_diag(s, cpos, nc, &t, 1, dg, 0, 0, 0, 0);
+    } else if (m[0] == 0 && m[3] == 0 && m[1] == 1 && m[2] == 1) {
+        run_pair(s, &t, 1, cpos, nc, 0, (uint64_t)1 << t, NULL, 1);
+    } else {
+        run_pair(s, &t, 1, cpos, nc, 0, (uint64_t)1 << t, m, 0);
+    }
+}
+
+/* Why: two-qubit gates that mix all four amplitudes (IsingXX, IsingYY,
+   QubitUnitary on 2 wires). p0 is the first wire's bit (MSB of m). */
+static void run_quad(SvState *s, int p0, int p1, const int *cpos, int nc, const cplx *m)
+{
+    SvJob j;
+    j.kind = SVJ_QUAD;
+    j.amp = (double *)s->amp;
+    int tp[2] = { p0, p1 };
+    job_fixed(&j, tp, 2, cpos, nc);
+    j.off[0] = 0;
+    j.off[1] = (uint64_t)1 << p1;
+    j.off[2] = (uint64_t)1 << p0;
+    j.off[3] = j.off[1] | j.off[2];
+    memcpy(j.mat, m, 16 * sizeof(cplx));
+    j.total = s->dim >> j.m;
+    sv_job_run(s, &j);
+}
+
+/* Why: QubitUnitary on 3+ wires and sv_apply_matrix: gather/scatter. */
+static void run_dense(SvState *s, const int *tpos, int k, const int *cpos, int nc,
+                      const cplx *m, int adj)
+{
+    uint64_t doff[1 << SV_MAX_DENSE];
+    int d = 1 << k;
+    for (int r = 0; r < d; r++) {
+        uint64_t o = 0;
+        for (int i = 0; i < k; i++)
+            if ((r >> (k - 1 - i)) & 1) o |= (uint64_t)1 << tpos[i];
+        doff[r] = o;
+    }
+    SvJob j;
+    j.kind = SVJ_DENSE;
+    j.amp = (double *)s->amp;
+    job_fixed(&j, tpos, k, cpos, nc);
+    j.k = k;
+    j.doff = doff;
+    j.dm = m;
+    j.dadj = adj;
+    j.total = s->dim >> j.m;
+    sv_job_run(s, &j);
+}
+
+static void dagger2(cplx *m)
+{
+    cplx a = m[1];
+    m[0] = conj(m[0]);
+    m[1] = conj(m[2]);
+    m[2] = conj(a);
+    m[3] = conj(m[3]);
+}
+
+/* Why: the dispatcher; each gate goes to one kernel by its kind. */
+int sv_apply(SvState *s, const SvOp *op, char *err, size_t errlen)
+{
+    if (!s || !s->amp) return sv_err(err, errlen, SV_E_NOSTATE, "sv_apply");
+    if (!check_op(op, s->nq, err, errlen)) return -1;
+    int nq = s->nq, adj = op->adjoint != 0;
+    int tp[SV_MAX_WIRES], cp[SV_MAX_WIRES + 3];
+    int nc = 0;
+    for (int i = 0; i < op->nwires; i++) tp[i] = sv_bitpos(nq, op->wires[i]);
+    for (int i = 0; i < op->nctrl; i++) cp[nc++] = sv_bitpos(nq, op->ctrl[i]);
+    cplx u[256], m[4];
+    switch (op->gate) {
+    case SV_IDENTITY:
+        return 0;
+    case SV_PAULIX:
+        run_pair(s, tp, 1, cp, nc, 0, (uint64_t)1 << tp[0], NULL, 1);
+        return 0;
+    case SV_HADAMARD: case SV_PAULIY: case SV_PAULIZ: case SV_S: case SV_T: case SV_SX:
+    case SV_RX: case SV_RY: case SV_RZ: case SV_PHASESHIFT: case SV_ROT: case SV_U3:
+        base_matrix(op, -1, m);
+        if (adj) dagger2(m);
+        run_1q(s, tp[0], cp, nc, m);
+        return 0;
+    case SV_CNOT:
+        cp[nc++] = tp[0];
+        run_pair(s, tp + 1, 1, cp, nc, 0, (uint64_t)1 << tp[1], NULL, 1);
+        return 0;
+    case SV_TOFFOLI:
+        cp[nc++] = tp[0];
+        cp[nc++] = tp[1];
+        run_pair(s, tp + 2, 1, cp, nc, 0, (uint64_t)1 << tp[2], NULL, 1);
+        return 0;
+    case SV_CY: case SV_CRX: case SV_CRY: case SV_CZ: case SV_CRZ: case SV_CPHASE:
+        base_matrix(op, -1, u);      /* the 2x2 is the bottom-right block */
+        m[0] = u[10]; m[1] = u[11]; m[2] = u[14]; m[3] = u[15];
+        if (adj) dagger2(m);
+        cp[nc++] = tp[0];
+        run_1q(s, tp[1], cp, nc, m);
+        return 0;
+    case SV_SWAP:
+        run_pair(s, tp, 2, cp, nc, (uint64_t)1 << tp[1], (uint64_t)1 << tp[0], NULL, 1);
+        return 0;
+    case SV_CSWAP:
+        cp[nc++] = tp[0];
+        run_pair(s, tp + 1, 2, cp, nc, (uint64_t)1 << tp[2], (uint64_t)1 << tp[1], NULL, 1);
+        return 0;
+    case SV_ISWAP: case SV_SINGLEEXC:   /* acts on |01>, |10> only */
+        base_matrix(op, -1, u);
+        m[0] = u[5]; m[1] = u[6]; m[2] = u[9]; m[3] = u[10];
+        if (adj) dagger2(m);
+        run_pair(s, tp, 2, cp, nc, (uint64_t)1 << tp[1], (uint64_t)1 << tp[0], m, 0);
+        return 0;
+    case SV_DOUBLEEXC: {                 /* acts on |0011>, |1100> only */
+        base_matrix(op, -1, u);
+        m[0] = u[3 * 16 + 3]; m[1] = u[3 * 16 + 12]; m[2] = u[12 * 16 + 3]; m[3] = u[12 * 16 + 12];
+        if (adj) dagger2(m);
+        uint64_t o1 = ((uint64_t)1 << tp[2]) | ((uint64_t)1 << tp[3]);
+        uint64_t o2 = ((uint64_t)1 << tp[0]) | ((uint64_t)1 << tp[1]);
+        run_pair(s, tp, 4, cp, nc, o1, o2, m, 0);
+        return 0;
+    }
+    case SV_ISINGXX: case SV_ISINGYY:
+        base_matrix(op, -1, u);
+        if (adj) dagger(u, 4);
+        run_quad(s, tp[0], tp[1], cp, nc, u);
+        return 0;
+    case SV_ISINGZZ: case SV_MULTIRZ: {
+        uint64_t mask = 0;
+        for (int i = 0; i < op->nwires; i++) mask |= (uint64_t)1 << tp[i];
+        cplx ph0 = ex(-0.5, op->params[0], 0), ph1 = ex(0.5, op->params[0], 0);
+        if (adj) { ph0 = conj(ph0); ph1 = conj(ph1); }
+        run_diag(s, cp, nc, NULL, 0, NULL, 1, mask, ph0, ph1);
+        return 0;
+    }
+    case SV_QUBITUNITARY:
+        if (op->nwires == 1) {
+            memcpy(m, op->matrix, sizeof m);
+            if (adj) dagger2(m);
+            run_1q(s, tp[0], cp, nc, m);
+        } else if (op->nwires == 2) {
+            memcpy(u, op->matrix, 16 * sizeof(cplx));
+            if (adj) dagger(u, 4);
+            run_quad(s, tp[0], tp[1], cp, nc, u);
+        } else {
+            run_dense(s, tp, op->nwires, cp, nc, op->matrix, adj);
+        }
+        return 0;
+    case SV_BASISSTATE:
+        for (int i = 0; i < op->nwires; i++)
+            if ((op->bits >> i) & 1)
+                run_pair(s, tp + i, 1, cp, nc, 0, (uint64_t)1 << tp[i], NULL, 1);
+        return 0;
+    case SV_NGATES:
+        break;
+    }
+    return sv_err(err, errlen, SV_E_BADGATE, (int)op->gate);
+}
+
+/* Why: adjoint differentiation applies dU/dtheta (not unitary) and
+   projections; anything dense goes through the same kernels. */
+int sv_apply_matrix(SvState *s, const int *wires, int k, const cplx *m, char *err, size_t errlen)
+{
+    const char *name = "apply_matrix";
+    if (!s || !s->amp) return sv_err(err, errlen, SV_E_NOSTATE, name);
+    if (k < 1 || !wires) return sv_err(err, errlen, SV_E_NOWIRES, name);
+    if (k > SV_MAX_DENSE) return sv_err(err, errlen, SV_E_BIGOP, name, k, SV_MAX_DENSE);
+    if (!m) return sv_err(err, errlen, SV_E_NOMAT, name);
+    if (check_wires(name, wires, k, NULL, 0, s->nq, err, errlen)) return -1;
+    int d = 1 << k;
+    for (long i = 0; i < (long)d * d; i++)
+        if (!isfinite(creal(m[i])) || !isfinite(cimag(m[i]))) return sv_err(err, errlen, SV_E_MATNF, name);
+    int tp[SV_MAX_DENSE];
+    for (int i = 0; i < k; i++) tp[i] = sv_bitpos(s->nq, wires[i]);
+    if (k == 1) run_pair(s, tp, 1, NULL, 0, 0, (uint64_t)1 << tp[0], m, 0);
+    else if (k == 2) run_quad(s, tp[0], tp[1], NULL, 0, m);
+    else run_dense(s, tp, k, NULL, 0, m, 0);
+    return 0;
+}

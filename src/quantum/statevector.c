@@ -1,0 +1,243 @@
+/* statevector.c — the life of a state and the team that splits big kernels.
+ *
+ * Allocation (64-byte aligned, failure is an error, never an abort), reset,
+ * and SvTeam: persistent worker threads that take one "part" each of a
+ * parallel-for, handed over with a generation counter (spin briefly, then
+ * sleep on a condition variable) so no thread is created per gate.
+ * Must not know about gates, observables or anything of the language.
+ */
+#include "sv_impl.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+/* ---- errors ----------------------------------------------------------- */
+
+/* One formatter for every message of the room, so err may always be NULL. */
+int sv_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* ---- states ----------------------------------------------------------- */
+
+/* Why: callers (the device pool) budget memory before they allocate. */
+size_t sv_bytes(int nq)
+{
+    if (nq < 0 || nq >= (int)(sizeof(size_t) * 8) - 4) return SIZE_MAX;
+    return (size_t)16 << nq;
+}
+
+/* Why: a device instance is born in |0..0>; asking for too much memory
+   must come back as an error the language can report. */
+int sv_init(SvState *s, int nq)
+{
+    memset(s, 0, sizeof *s);
+    size_t bytes = sv_bytes(nq);
+    if (bytes == SIZE_MAX) return -1;
+    size_t alloc = bytes < 64 ? 64 : bytes;
+    void *p = NULL;
+    if (posix_memalign(&p, 64, alloc) != 0 || !p) return -1;
+#ifdef MADV_HUGEPAGE
+    /* Big states: fewer TLB misses on strided gates (a hint, may fail). */
+    if (alloc >= ((size_t)4 << 20)) madvise(p, alloc, MADV_HUGEPAGE);
+#endif
+    s->nq = nq;
+    s->dim = (size_t)1 << nq;
+    s->amp = p;
+    s->nthreads = 1;
+    s->simd = 1;
+    sv_reset(s);
+    return 0;
+}
+
+void sv_free(SvState *s)
+{
+    if (!s) return;
+    free(s->amp);
+    s->amp = NULL;
+    s->dim = 0;
+    s->nq = 0;
+}
+
+typedef struct ResetCtx { SvState *s; } ResetCtx;
+
+/* Zero one slice (first touch of a big state happens in parallel too). */
+static void reset_part(void *ctx, int part, int nparts)
+{
+    SvState *s = ((ResetCtx *)ctx)->s;
+    uint64_t a, b;
+    sv_slice(s->dim, part, nparts, &a, &b);
+    if (b > a) memset(s->amp + a, 0, (size_t)(b - a) * sizeof(cplx));
+}
+
+/* Why: the device pool reuses an instance for the next task. */
+void sv_reset(SvState *s)
+{
+    if (!s || !s->amp) return;
+    ResetCtx c = { s };
+    sv_parallel(s, reset_part, &c);
+    s->amp[0] = 1.0;
+}
+
+void sv_set_threads(SvState *s, SvTeam *team, int nthreads)
+{
+    s->team = team;
+    s->nthreads = (team && nthreads > 1) ? nthreads : 1;
+}
+
+/* ---- the team --------------------------------------------------------- */
+
+struct SvTeam {
+    int n;                       /* participants, caller included */
+    pthread_t th[SV_MAX_TEAM];
+    int started;
+    pthread_mutex_t run;         /* one user at a time */
+    pthread_mutex_t mu;
+    pthread_cond_t cv_start, cv_done;
+    atomic_ulong gen;            /* bumped per job */
+    atomic_int pending;          /* workers still busy with the job */
+    atomic_int stop;
+    SvPartFn fn;                 /* the job, written under mu */
+    void *ctx;
+    int nparts;
+};
+
+typedef struct WorkerArg { SvTeam *t; int id; } WorkerArg;
+
+static inline void cpu_relax(void)
+{
+#if SV_X86
+    __builtin_ia32_pause();
+#endif
+}
+
+#define SV_SPIN 20000
+
+/* Why: a worker waits for the next generation, runs its part, reports. */
+static void *worker_main(void *arg)
+{
+    SvTeam *t = ((WorkerArg *)arg)->t;
+    int id = ((WorkerArg *)arg)->id;
+    free(arg);
+    unsigned long seen = 0;
+    for (;;) {
+        for (int i = 0; i < SV_SPIN; i++) {
+            if (atomic_load_explicit(&t->gen, memory_order_acquire) != seen ||
+                atomic_load_explicit(&t->stop, memory_order_relaxed))
+                break;
+            cpu_relax();
+        }
+        pthread_mutex_lock(&t->mu);
+        while (atomic_load(&t->gen) == seen && !atomic_load(&t->stop))
+            pthread_cond_wait(&t->cv_start, &t->mu);
+        if (atomic_load(&t->stop)) { pthread_mutex_unlock(&t->mu); break; }
+        seen = atomic_load(&t->gen);
+        SvPartFn fn = t->fn;
+        void *ctx = t->ctx;
+        int nparts = t->nparts;
+        pthread_mutex_unlock(&t->mu);
+        if (id < nparts) fn(ctx, id, nparts);
+        if (atomic_fetch_sub(&t->pending, 1) == 1) {
+            pthread_mutex_lock(&t->mu);
+            pthread_cond_signal(&t->cv_done);
+            pthread_mutex_unlock(&t->mu);
+        }
+    }
+    return NULL;
+}
+
+/* Why: thread creation costs tens of microseconds; a team is made once
+   (per executor worker or per program) and reused by every gate. */
+SvTeam *sv_team_new(int nthreads)
+{
+    if (nthreads < 1) nthreads = 1;
+    if (nthreads > SV_MAX_TEAM) nthreads = SV_MAX_TEAM;
+    SvTeam *t = calloc(1, sizeof *t);
+    if (!t) return NULL;
+    t->n = nthreads;
+    pthread_mutex_init(&t->run, NULL);
+    pthread_mutex_init(&t->mu, NULL);
+    pthread_cond_init(&t->cv_start, NULL);
+    pthread_cond_init(&t->cv_done, NULL);
+    atomic_init(&t->gen, 0);
+    atomic_init(&t->pending, 0);
+    atomic_init(&t->stop, 0);
+    for (int i = 1; i < nthreads; i++) {
+        WorkerArg *a = malloc(sizeof *a);
+        if (a) { a->t = t; a->id = i; }
+        if (!a || pthread_create(&t->th[i], NULL, worker_main, a) != 0) {
+            free(a);
+            sv_team_free(t);   /* joins the ones already started */
+            return NULL;
+        }
+        t->started = i;
+    }
+    return t;
+}
+
+void sv_team_free(SvTeam *t)
+{
+    if (!t) return;
+    pthread_mutex_lock(&t->mu);
+    atomic_store(&t->stop, 1);
+    pthread_cond_broadcast(&t->cv_start);
+    pthread_mutex_unlock(&t->mu);
+    for (int i = 1; i <= t->started; i++) pthread_join(t->th[i], NULL);
+    pthread_cond_destroy(&t->cv_start);
+    pthread_cond_destroy(&t->cv_done);
+    pthread_mutex_destroy(&t->mu);
+    pthread_mutex_destroy(&t->run);
+    free(t);
+}
+
+int sv_team_size(const SvTeam *t) { return t ? t->n : 1; }
+
+int sv_nparts(const SvState *s)
+{
+    SvTeam *t = s->team;
+    if (!t || s->nthreads <= 1 || s->nq < SV_PAR_QUBITS || t->n <= 1) return 1;
+    return s->nthreads < t->n ? s->nthreads : t->n;
+}
+
+/* Why: every big pass (gates, reductions, reset) goes through here, so the
+   serial/parallel decision lives in one place. */
+int sv_parallel(const SvState *s, SvPartFn fn, void *ctx)
+{
+    SvTeam *t = s->team;
+    int np = sv_nparts(s);
+    if (np <= 1) {
+        fn(ctx, 0, 1);
+        return 1;
+    }
+    pthread_mutex_lock(&t->run);
+    pthread_mutex_lock(&t->mu);
+    t->fn = fn;
+    t->ctx = ctx;
+    t->nparts = np;
+    atomic_store(&t->pending, t->n - 1);
+    atomic_fetch_add_explicit(&t->gen, 1, memory_order_release);
+    pthread_cond_broadcast(&t->cv_start);
+    pthread_mutex_unlock(&t->mu);
+    fn(ctx, 0, np);
+    for (int i = 0; i < SV_SPIN && atomic_load(&t->pending) > 0; i++) cpu_relax();
+    if (atomic_load(&t->pending) > 0) {
+        pthread_mutex_lock(&t->mu);
+        while (atomic_load(&t->pending) > 0) pthread_cond_wait(&t->cv_done, &t->mu);
+        pthread_mutex_unlock(&t->mu);
+    }
+    pthread_mutex_unlock(&t->run);
+    return np;
+}

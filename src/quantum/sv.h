@@ -1,0 +1,154 @@
+/* sv.h — the statevector room: the interface of qh's simulator.
+ *
+ * A state of nq qubits is 2^nq complex doubles, wire 0 = most significant
+ * bit of the basis index (PennyLane's convention). Gates, observables,
+ * probabilities, sampling and mid-circuit measurement act on it in place.
+ *
+ * This room is pure C with the prefix sv_. It must not know about the
+ * language, values, devices, futures or the executor: callers hand it
+ * plain numbers and wire indices and get plain numbers back. Randomness
+ * comes from a caller-owned Rng (src/util/rng.h); nothing here is global.
+ * Layers: sv_apply validates and names the gate in its errors, a
+ * dispatcher picks a kernel by the gate's kind, the kernels do the math.
+ *
+ * Thread safety: one SvState is used by one thread at a time. A state may
+ * borrow an SvTeam (persistent worker threads) to split big kernels; two
+ * states sharing a team take turns on it (the team serialises its users).
+ */
+#ifndef QH_SV_H
+#define QH_SV_H
+
+#include <complex.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "rng.h"
+
+typedef double _Complex cplx;
+typedef struct SvTeam SvTeam;      /* reusable worker threads for big states */
+
+typedef struct SvState {
+    int nq;            /* number of qubits (wires) */
+    size_t dim;        /* 2^nq */
+    cplx *amp;         /* 64-byte aligned amplitudes */
+    SvTeam *team;      /* borrowed, may be NULL */
+    int nthreads;      /* threads to use from team (<= 1: serial) */
+    int simd;          /* 1 (default): wide paths where the CPU has them;
+                          0: portable C only (tests use it to cover both) */
+} SvState;
+
+/* Bytes of a state of nq qubits: 16 * 2^nq; SIZE_MAX if it does not fit. */
+size_t sv_bytes(int nq);
+/* |0..0>; returns 0, or -1 if the memory can't be had (never aborts).
+   0 <= nq <= 59 (on 64-bit hosts). On failure *s is zeroed. */
+int  sv_init(SvState *s, int nq);
+void sv_free(SvState *s);
+void sv_reset(SvState *s);                 /* back to |0..0> */
+
+/* A team of nthreads participants: the caller of a kernel is one of them,
+   so nthreads-1 threads are started (at most 64 in all). NULL on failure. */
+SvTeam *sv_team_new(int nthreads);
+void sv_team_free(SvTeam *team);
+int  sv_team_size(const SvTeam *team);
+/* Use up to nthreads of team for this state's big kernels;
+   nthreads <= 1 or team NULL: serial. */
+void sv_set_threads(SvState *s, SvTeam *team, int nthreads);
+/* States with at least this many qubits split kernels over the team. */
+#define SV_PAR_QUBITS 15
+
+typedef enum SvGate {
+    SV_IDENTITY, SV_HADAMARD, SV_PAULIX, SV_PAULIY, SV_PAULIZ, SV_S, SV_T, SV_SX,
+    SV_RX, SV_RY, SV_RZ, SV_PHASESHIFT, SV_ROT, SV_U3, SV_CNOT, SV_CY, SV_CZ,
+    SV_SWAP, SV_ISWAP, SV_CRX, SV_CRY, SV_CRZ, SV_CPHASE, SV_ISINGXX, SV_ISINGYY,
+    SV_ISINGZZ, SV_TOFFOLI, SV_CSWAP, SV_MULTIRZ, SV_QUBITUNITARY, SV_BASISSTATE,
+    SV_SINGLEEXC, SV_DOUBLEEXC, SV_NGATES
+} SvGate;
+
+typedef struct SvGateInfo {
+    const char *name;  /* PennyLane name: "Hadamard", "CNOT", "ControlledPhaseShift", ... */
+    SvGate gate;
+    int nwires;        /* -1 = any number >= 1 (MultiRZ, QubitUnitary, BasisState) */
+    int nparams;       /* number of real parameters: RX 1, Rot 3, U3 3, ... */
+    int shift_rule;    /* 1 if every parameter has the two-term parameter-shift
+                          rule (coefficient 1/2, shift pi/2); 0 for gates
+                          without parameters and for the four-term ones
+                          (CRX CRY CRZ SingleExcitation DoubleExcitation) */
+} SvGateInfo;
+
+/* By name, including the aliases I H X Y Z CX CCX CPhase; NULL if unknown. */
+const SvGateInfo *sv_gate_by_name(const char *name);
+/* By enum; NULL if out of range. */
+const SvGateInfo *sv_gate_info(SvGate g);
+
+#define SV_MAX_WIRES 64
+/* Largest k for QubitUnitary and sv_apply_matrix (a 2^k x 2^k matrix). */
+#define SV_MAX_DENSE 10
+
+typedef struct SvOp {
+    SvGate gate;
+    int nwires; int wires[SV_MAX_WIRES];   /* target wires */
+    int nparams; double params[3];
+    const cplx *matrix;  /* QubitUnitary only: 2^k x 2^k row-major, k = nwires */
+    uint64_t bits;       /* BasisState only: bit i is the value for wires[i] */
+    int adjoint;         /* apply the inverse */
+    int nctrl; int ctrl[SV_MAX_WIRES];     /* extra control wires, all must be |1> */
+} SvOp;
+
+/* Validate (wires in range and distinct, arity, parameter count, finite
+   parameters, QubitUnitary matrix present, finite and unitary) then apply
+   in place. Returns 0, or -1 with a message in err (may be NULL) such as
+   "RX: wire 5 out of range for a 2-wire device" or
+   "CNOT: wires must be distinct (0, 0)". Never crashes on bad input.
+   BasisState is applied as X flips on the wires whose bit is 1: it
+   prepares the bits when those wires are in |0..0> (PennyLane's use);
+   its adjoint is the same flips. */
+int sv_apply(SvState *s, const SvOp *op, char *err, size_t errlen);
+
+/* Dense 2^k x 2^k matrix (row-major, k = nctrl + nwires, control wires
+   first, wire order as given, first wire = most significant bit) of the
+   op including adjoint and controls; 0 or -1 (k <= 14). Wires are only
+   checked to be >= 0 and distinct (there is no device here). */
+int sv_op_matrix(const SvOp *op, cplx *out, char *err, size_t errlen);
+/* Analytic derivative of that matrix with respect to params[p]. */
+int sv_op_dmatrix(const SvOp *op, int p, cplx *out, char *err, size_t errlen);
+/* Apply an arbitrary (not necessarily unitary) dense 2^k x 2^k matrix on
+   the given wires (first wire = most significant bit), k <= SV_MAX_DENSE. */
+int sv_apply_matrix(SvState *s, const int *wires, int k, const cplx *m,
+                    char *err, size_t errlen);
+
+/* Observables: Hermitian sums of Pauli words with real coefficients.
+   Bit w of x/z <-> wire w (not bit position in the index):
+   X: x=1,z=0; Z: x=0,z=1; Y: x=1,z=1 (the true Pauli Y). Bits for wires
+   >= nq are ignored: the caller validates observables. */
+typedef struct SvPauli { double coeff; uint64_t x, z; } SvPauli;
+double sv_expval(const SvState *s, const SvPauli *t, int nterms);   /* exact <H> */
+double sv_var(const SvState *s, const SvPauli *t, int nterms);      /* exact <H^2> - <H>^2; NaN if out of memory */
+/* Shot estimates: each term (and for var each product of two commuting
+   terms) is estimated from `shots` samples in its eigenbasis, drawn
+   exactly as a binomial with the term's exact probability. Identity terms
+   are exact. var_shots is max(0, est<H^2> - est<H>^2). */
+double sv_expval_shots(const SvState *s, const SvPauli *t, int nterms, size_t shots, Rng *r);
+double sv_var_shots(const SvState *s, const SvPauli *t, int nterms, size_t shots, Rng *r);
+/* Per shot: coeff * (+1 or -1), +1 with probability (1 + <P>)/2. */
+void   sv_sample_pauli(const SvState *s, const SvPauli *word, size_t shots, Rng *r, double *out);
+
+/* Probabilities over the given wires (first = most significant bit of the
+   output index); nw = 0 means all wires. out has 2^nw (or 2^nq) doubles.
+   nw <= 30. */
+int  sv_probs(const SvState *s, const int *wires, int nw, double *out, char *err, size_t errlen);
+/* The same estimated from `shots` exact samples (a multinomial draw);
+   shots = 0 gives the exact probabilities. Bad wires: out is all NaN
+   (validate with sv_probs). */
+void sv_probs_shots(const SvState *s, const int *wires, int nw, size_t shots, Rng *r, double *out);
+/* Computational-basis samples, i.i.d. in random order: out[i] = basis
+   index (wire 0 = MSB). O(2^nq + shots) time, no extra memory. */
+void sv_sample(const SvState *s, size_t shots, Rng *r, uint64_t *out);
+/* Mid-circuit measurement of one wire: returns 0/1 drawn with the Born
+   rule, collapses and renormalises; reset=1 then flips the wire back to
+   |0>. -1 + err on a bad wire or a zero state. */
+int  sv_measure(SvState *s, int wire, int reset, Rng *r, char *err, size_t errlen);
+
+/* Exact binomial draw (BTRS / inversion); exposed for the estimators of
+   other rooms and for tests. */
+uint64_t sv_binomial(Rng *r, uint64_t n, double p);
+
+#endif

@@ -1,0 +1,141 @@
+/* sv_impl.h — internals shared by the files of the statevector room.
+ *
+ * The kernel layer: a job describes one pass over the amplitudes (which
+ * bits are fixed, which control bits must be 1, the small matrix or phase
+ * table), and sv_job_run executes it serially or split over the state's
+ * team. Callers above this layer (gates.c, measure.c, observables.c) have
+ * already validated everything; nothing here checks input or knows gate
+ * names. Not part of the room's interface: no other room includes it.
+ */
+#ifndef QH_SV_IMPL_H
+#define QH_SV_IMPL_H
+
+#include "sv.h"
+
+#define SV_MAX_TEAM 64
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define SV_X86 1
+#define SV_AVX2 __attribute__((target("avx2,fma")))
+#else
+#define SV_X86 0
+#endif
+
+/* Index bit of a wire: wire 0 is the most significant bit. */
+static inline int sv_bitpos(int nq, int wire) { return nq - 1 - wire; }
+
+/* Insert a zero bit at each of the sorted (ascending) positions pos[0..m):
+   maps an index of the "free" bits onto a full basis index. */
+static inline uint64_t sv_expand(uint64_t i, const int *pos, int m)
+{
+    for (int k = 0; k < m; k++) {
+        uint64_t low = ((uint64_t)1 << pos[k]) - 1;
+        i = (i & low) | ((i & ~low) << 1);
+    }
+    return i;
+}
+
+/* Sort a few ints ascending (insertion sort: m is small). */
+static inline void sv_sort_ints(int *a, int m)
+{
+    for (int i = 1; i < m; i++) {
+        int v = a[i], j = i - 1;
+        while (j >= 0 && a[j] > v) { a[j + 1] = a[j]; j--; }
+        a[j + 1] = v;
+    }
+}
+
+typedef enum SvJobKind {
+    SVJ_PAIR,      /* 2x2 matrix on streams base+o1, base+o2 */
+    SVJ_PAIRADJ,   /* 2x2 matrix on adjacent pairs (target = bit 0) */
+    SVJ_SWAP,      /* exchange streams base+o1, base+o2 */
+    SVJ_SWAPADJ,   /* exchange adjacent amplitudes (X on bit 0) */
+    SVJ_QUAD,      /* 4x4 matrix on base+off[0..3] */
+    SVJ_DENSE,     /* 2^k x 2^k matrix, gathered per base */
+    SVJ_DIAG,      /* per-amplitude phase from a table, chunks of 8 */
+} SvJobKind;
+
+typedef struct SvJob {
+    SvJobKind kind;
+    double *amp;          /* interleaved re, im */
+    uint64_t total;       /* size of the iteration space */
+    int m;                /* fixed bit positions, ascending */
+    int pos[SV_MAX_WIRES];
+    uint64_t cm;          /* bits that must be 1 (controls) */
+    uint64_t off[4];      /* stream offsets (pair: off[0], off[1]) */
+    double mat[32];       /* 2x2 or 4x4 matrix, row-major, re/im interleaved */
+    /* dense */
+    int k;
+    const uint64_t *doff; /* 2^k offsets */
+    const cplx *dm;       /* the matrix */
+    int dadj;             /* use the conjugate transpose of dm */
+    /* diag: phase(i) = tab[key(i)][i & 7] where key comes from the bits
+       at kpos (table mode) or the parity of i & kmask (parity mode) */
+    int chunk;            /* 8, or dim when the state is smaller */
+    int parity;           /* 1: parity mode */
+    uint64_t kmask;       /* parity mode: mask of high target bits */
+    int nk;               /* table mode: high target bits */
+    int kpos[4], kshift[4];
+    int nkeys;
+    double tab[8][16];    /* [key][2*j + re/im] */
+    unsigned char skip[8];/* 1 if tab[key] is all ones */
+} SvJob;
+
+/* Execute a job over its whole iteration space (maybe on the team). */
+void sv_job_run(const SvState *s, const SvJob *j);
+
+/* Parallel-for over [0, n): fn(ctx, part, nparts) runs once per part on
+   the team when the state is big and has one, else fn(ctx, 0, 1). Returns
+   nparts (<= SV_MAX_TEAM). */
+typedef void (*SvPartFn)(void *ctx, int part, int nparts);
+int sv_parallel(const SvState *s, SvPartFn fn, void *ctx);
+/* How many parts sv_parallel would use for this state. */
+int sv_nparts(const SvState *s);
+/* The [a, b) slice of [0, n) that part p of np handles (64-aligned). */
+static inline void sv_slice(uint64_t n, int p, int np, uint64_t *a, uint64_t *b)
+{
+    if (np <= 1) { *a = 0; *b = n; return; }
+    uint64_t per = n / (uint64_t)np;
+    per = (per + 63) & ~(uint64_t)63;
+    uint64_t lo = per * (uint64_t)p, hi = lo + per;
+    if (p == np - 1 || hi > n) hi = n;
+    if (lo > n) lo = n;
+    *a = lo; *b = hi;
+}
+
+/* Whether the wide (AVX2 + FMA) kernels may run for this state. */
+int sv_use_avx2(const SvState *s);
+
+/* Every user-facing message of the room, in one place. */
+#define SV_E_NOSTATE   "%s: no state"
+#define SV_E_NOOP      "sv_apply: no operation"
+#define SV_E_BADGATE   "unknown gate %d"
+#define SV_E_NWIRES    "%s: expected %d wire%s, got %d"
+#define SV_E_NOWIRES   "%s: needs at least one wire"
+#define SV_E_MANYWIRES "%s: at most %d wires, got %d"
+#define SV_E_NCTRL     "%s: bad number of control wires (%d)"
+#define SV_E_NPARAMS   "%s: expected %d parameter%s, got %d"
+#define SV_E_NOTFINITE "%s: parameter %d is not finite"
+#define SV_E_RANGE     "%s: wire %d out of range for a %d-wire device"
+#define SV_E_CRANGE    "%s: control wire %d out of range for a %d-wire device"
+#define SV_E_NEGWIRE   "%s: wire %d is negative"
+#define SV_E_DUP       "%s: wires must be distinct (%s)"
+#define SV_E_CDUP      "%s: control wires must be distinct from each other and from the target wires (control %s; wires %s)"
+#define SV_E_NOMAT     "%s: no matrix"
+#define SV_E_MATNF     "%s: matrix entries must be finite"
+#define SV_E_NOTUNIT   "%s: matrix is not unitary (max |U U^dagger - I| = %.3g)"
+#define SV_E_BITS      "%s: bits beyond its %d wires"
+#define SV_E_NOPARAM   "%s: has no parameter %d"
+#define SV_E_BIGOP     "%s: matrix of %d wires is too large (at most %d)"
+#define SV_E_NOMEM     "%s: out of memory"
+#define SV_E_NWMEAS    "%s: %d wires asked, at most %d"
+#define SV_E_ZERONORM  "%s: the state has zero norm"
+
+/* Errors: format into err if it is not NULL. Always returns -1. */
+int sv_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Sum of |amp|^2 over [a, b) (kernels.c, simd-aware). */
+double sv_norm_range(const SvState *s, uint64_t a, uint64_t b);
+
+#endif

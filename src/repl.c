@@ -1,0 +1,414 @@
+/* repl.c — the interactive REPL on GNU readline: prompts and continuation
+ * lines, history across sessions, tab completion, printing expression
+ * values (waiting for futures), errors that keep the session, Ctrl-C that
+ * cancels the running statement, and the : commands. Each input is parsed
+ * on its own and resolved into one growing global table. Knows the parser,
+ * resolver, analyser and evaluator entry points, and readline. */
+#include "repl.h"
+#include "analyse.h"
+#include "async.h"
+#include "diag.h"
+#include "eval.h"
+#include "parse.h"
+#include "resolve.h"
+
+#include <errno.h>
+#include <readline/history.h>
+#include <readline/readline.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+typedef struct Repl {
+    Interp *in;
+    VM *vm;
+    ModInfo *info;          /* the growing global table */
+    ObjModule *mod;
+    ModInfo **parts;        /* every input's parse, kept: functions point into them */
+    int nparts, capparts;
+    char *history;
+    int counter;
+} Repl;
+
+static Repl *the_repl;      /* for readline's completion callback only */
+static volatile sig_atomic_t at_prompt;
+
+static const char *const keywords[] = {
+    "fn", "qfn", "on", "return", "if", "elif", "else", "while", "for", "in", "break", "continue",
+    "and", "or", "not", "true", "false", "nil", "import", "global", "try", "catch", NULL
+};
+static const char *const commands[] = { ":help", ":quit", ":tasks", ":time", ":deps", ":load", NULL };
+
+int builtin_count(void);
+
+static char *history_path(void)
+{
+    const char *xdg = getenv("XDG_STATE_HOME"), *home = getenv("HOME");
+    char buf[4096];
+    if (xdg && *xdg) {
+        snprintf(buf, sizeof buf, "%s/qh", xdg);
+        mkdir(buf, 0700);
+        snprintf(buf, sizeof buf, "%s/qh/history", xdg);
+        return strdup(buf);
+    }
+    if (home && *home) {
+        snprintf(buf, sizeof buf, "%s/.local/state", home);
+        struct stat st;
+        if (stat(buf, &st) == 0 && S_ISDIR(st.st_mode)) {
+            snprintf(buf, sizeof buf, "%s/.local/state/qh", home);
+            mkdir(buf, 0700);
+            snprintf(buf, sizeof buf, "%s/.local/state/qh/history", home);
+            if (access(buf, F_OK) == 0) return strdup(buf);
+        }
+        snprintf(buf, sizeof buf, "%s/.qh_history", home);
+        return strdup(buf);
+    }
+    return NULL;
+}
+
+/* ---- completion: globals, builtins, keywords, module members ---- */
+
+static char **cands;
+static int ncands, capcands;
+
+static void cand_add(const char *s, const char *prefix, size_t plen, const char *lead)
+{
+    if (strncmp(s, prefix, plen) != 0) return;
+    size_t n = strlen(lead) + strlen(s) + 1;
+    char *c = malloc(n);
+    snprintf(c, n, "%s%s", lead, s);
+    for (int i = 0; i < ncands; i++) if (strcmp(cands[i], c) == 0) { free(c); return; }
+    if (ncands == capcands) { capcands = capcands ? capcands * 2 : 64; cands = realloc(cands, (size_t)capcands * sizeof(char *)); }
+    cands[ncands++] = c;
+}
+
+static char *gen(const char *text, int state)
+{
+    static int idx;
+    if (state == 0) {
+        for (int i = 0; i < ncands; i++) free(cands[i]);
+        ncands = 0;
+        idx = 0;
+        Repl *r = the_repl;
+        const char *dot = strrchr(text, '.');
+        if (text[0] == ':') {
+            for (int i = 0; commands[i]; i++) cand_add(commands[i], text, strlen(text), "");
+        } else if (dot) {
+            /* module members: NAME.pre */
+            char modname[256];
+            size_t ml = (size_t)(dot - text);
+            if (ml < sizeof modname) {
+                memcpy(modname, text, ml);
+                modname[ml] = 0;
+                int slot = resolve_global_slot(r->info, modname);
+                if (slot >= 0 && slot < r->mod->nglobals && r->mod->globals[slot].t == T_MODULE) {
+                    ObjModule *m = AS_MOD(r->mod->globals[slot]);
+                    char lead[300];
+                    snprintf(lead, sizeof lead, "%s.", modname);
+                    for (int i = 0; i < m->nglobals; i++)
+                        if (m->globals[i].t != T_UNBOUND && m->info->gnames[i][0] != '_')
+                            cand_add(m->info->gnames[i], dot + 1, strlen(dot + 1), lead);
+                }
+            }
+        } else {
+            size_t n = strlen(text);
+            for (int i = 0; i < r->mod->nglobals && i < r->info->nglobals; i++)
+                if (r->mod->globals[i].t != T_UNBOUND) cand_add(r->info->gnames[i], text, n, "");
+            for (int i = 0; i < builtin_count(); i++) cand_add(builtin_get(i)->name, text, n, "");
+            for (int i = 0; keywords[i]; i++) cand_add(keywords[i], text, n, "");
+        }
+    }
+    if (idx < ncands) return strdup(cands[idx++]);
+    return NULL;
+}
+
+static char **complete(const char *text, int start, int end)
+{
+    (void)start; (void)end;
+    rl_attempted_completion_over = 1;
+    return rl_completion_matches(text, gen);
+}
+
+/* ---- Ctrl-C ---- */
+
+static Interp *sig_in;
+static void on_sigint(int sig)
+{
+    (void)sig;
+    if (at_prompt) {
+        /* clear the line and show a fresh prompt */
+        (void)!write(1, "\n", 1);
+        rl_on_new_line();
+        rl_replace_line("", 0);
+        rl_redisplay();
+        return;
+    }
+    if (sig_in) {
+        sig_in->sigint = 1;
+        atomic_store(&sig_in->interrupt, 1);
+    }
+}
+
+/* ---- running one input ---- */
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void keep_part(Repl *r, ModInfo *part)
+{
+    if (r->nparts == r->capparts) {
+        r->capparts = r->capparts ? r->capparts * 2 : 16;
+        r->parts = realloc(r->parts, (size_t)r->capparts * sizeof(ModInfo *));
+    }
+    r->parts[r->nparts++] = part;
+}
+
+/* Parses text as a new part of the session and resolves it into the
+ * session's globals; NULL after printing errors. */
+static ModInfo *compile(Repl *r, const char *name, const char *text, size_t len)
+{
+    Source *src = source_from_text(name, text, len);
+    ModInfo *part = parse_source(src, stderr);
+    if (!part) { source_free(src); return NULL; }
+    int first = r->info->nprotos;
+    /* the session's table owns the protos for analysis; each keeps its part for messages */
+    for (int i = 0; i < part->nprotos; i++) {
+        if (r->info->nprotos % 16 == 0)
+            r->info->protos = realloc(r->info->protos, (size_t)(r->info->nprotos + 16) * sizeof(FnProto *));
+        r->info->protos[r->info->nprotos++] = part->protos[i];
+    }
+    free(part->protos);
+    part->protos = NULL;
+    part->nprotos = 0;
+    keep_part(r, part);
+    if (!resolve_module(r->info, part->body, builtin_lookup, stderr, false) ||
+        !analyse_body(r->info, part->body, first, stderr))
+        return NULL;
+    module_grow(r->mod);
+    return part;
+}
+
+static void run_part(Repl *r, ModInfo *part, bool echo)
+{
+    VM *vm = r->vm;
+    Node *body = part->body;
+    ModInfo *saved_src_info = r->info;
+    const Source *saved_src = saved_src_info->src;
+    r->info->src = part->src;       /* messages point into this input */
+    atomic_store(&r->in->interrupt, 0);
+    r->in->sigint = 0;
+    for (int i = 0; i < body->u.list.n; i++) {
+        Node *s = body->u.list.items[i];
+        vm->cur_line = s->line;
+        bool ok = true;
+        if (echo && s->kind == N_EXPRSTMT) {
+            vm->mod = r->mod;
+            vm->frame = NULL;
+            Value v = vm_eval_expr(vm, s->u.expr.expr);
+            if (IS_EXC(v)) ok = false;
+            else if (v.t == T_OP) {
+                Value x = vm_exec(vm, s) == S_ERR ? v_exc() : v_nil();
+                if (IS_EXC(x)) ok = false;
+            } else if (v.t != T_NIL) {
+                Buf b;
+                buf_init(&b);
+                if (vm_repr(vm, &b, v, false, s)) {
+                    if (b.len || v.t != T_STR) { fwrite(b.p ? b.p : "", 1, b.len, r->in->out); fputc('\n', r->in->out); }
+                } else ok = false;
+                buf_free(&b);
+            }
+            decref(v);
+        } else {
+            vm->mod = r->mod;
+            vm->frame = NULL;
+            ExecStatus st = vm_exec(vm, s);
+            if (st == S_ERR) ok = false;
+            else if (st == S_BREAK || st == S_CONTINUE) { vm_error(vm, s, "'break' or 'continue' outside a loop"); ok = false; }
+        }
+        fflush(r->in->out);
+        if (!ok) {
+            while (vm->sp) decref(vm->stack[--vm->sp]);
+            vm->depth = 0;
+            vm->frame = NULL;
+            if (vm->err.interrupted || r->in->sigint) {
+                fprintf(stderr, "interrupted\n");
+                async_cancel_all(r->in);
+            } else {
+                vm_print_error(vm, stderr);
+            }
+            break;
+        }
+    }
+    r->in->sigint = 0;
+    atomic_store(&r->in->interrupt, 0);
+    r->info->src = (Source *)saved_src;
+}
+
+static void cmd_help(void)
+{
+    puts("qh REPL: type statements; an expression's value is printed (futures are waited for).\n"
+         "  :help          this help\n"
+         "  :quit          leave (or Ctrl-D)\n"
+         "  :tasks         pending background tasks and where they were called\n"
+         "  :time STMT     run STMT, then show wall time and time spent waiting\n"
+         "  :deps STMT     show the dependency analysis of STMT without running it\n"
+         "  :load FILE     run FILE's statements in this session\n"
+         "Ctrl-C cancels the running statement and its tasks; at the prompt it clears the line.");
+}
+
+static void handle(Repl *r, const char *text)
+{
+    while (*text == ' ' || *text == '\t') text++;
+    if (text[0] == ':') {
+        char cmd[32];
+        size_t k = 0;
+        while (text[k] && text[k] != ' ' && k < sizeof cmd - 1) { cmd[k] = text[k]; k++; }
+        cmd[k] = 0;
+        const char *arg = text + k;
+        while (*arg == ' ') arg++;
+        if (strcmp(cmd, ":help") == 0) cmd_help();
+        else if (strcmp(cmd, ":quit") == 0 || strcmp(cmd, ":q") == 0) { r->counter = -1; }
+        else if (strcmp(cmd, ":tasks") == 0) async_print_tasks(r->in, stdout);
+        else if (strcmp(cmd, ":time") == 0) {
+            ModInfo *part = compile(r, "<repl>", arg, strlen(arg));
+            if (!part) return;
+            double w0 = r->vm->wait_time, t0 = now();
+            run_part(r, part, true);
+            double t1 = now();
+            printf("wall %.6f s, waiting %.6f s\n", t1 - t0, r->vm->wait_time - w0);
+        } else if (strcmp(cmd, ":deps") == 0) {
+            ModInfo *part = compile(r, "<repl>", arg, strlen(arg));
+            if (part) analyse_print_deps(r->info, part->body, stdout);
+        } else if (strcmp(cmd, ":load") == 0) {
+            char err[600];
+            if (!*arg) { fprintf(stderr, ":load needs a file name\n"); return; }
+            Source *src = source_from_file(arg, arg, err, sizeof err);
+            if (!src) { fprintf(stderr, "qh: %s\n", err); return; }
+            ModInfo *part = compile(r, src->name, src->text, src->len);
+            source_free(src);
+            if (part) run_part(r, part, false);
+        } else {
+            fprintf(stderr, "unknown command %s (try :help)\n", cmd);
+        }
+        fflush(stdout);
+        return;
+    }
+    ModInfo *part = compile(r, "<repl>", text, strlen(text));
+    if (part) run_part(r, part, true);
+}
+
+int repl_run(Interp *in, VM *vm_in, ObjModule *mod_in, const char *trace_path)
+{
+    Repl r;
+    memset(&r, 0, sizeof r);
+    r.in = in;
+    int first_proto = 0;
+    VM own;
+    bool fresh = vm_in == NULL;
+    if (fresh) {
+        async_start(in, trace_path);
+        vm_init(&own, in, false);
+        rng_seed(&own.rng, in->seed);
+        own.stream_seed = in->seed;
+        r.vm = &own;
+        Source *src = source_from_text("<repl>", "", 0);
+        r.info = parse_source(src, stderr);
+        int argv_slot = resolve_declare(r.info, "argv", builtin_lookup);
+        r.mod = module_new(r.info, "__main__");
+        r.mod->globals[argv_slot] = v_list(in->argv ? in->argv : list_new(0));
+        in->argv = NULL;
+    } else {
+        r.vm = vm_in;
+        r.mod = mod_in;
+        r.info = mod_in->info;
+    }
+    first_proto = r.info->nprotos;
+    the_repl = &r;
+    sig_in = in;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    rl_readline_name = "qh";
+    rl_attempted_completion_function = complete;
+    rl_basic_word_break_characters = " \t\n\"'`@$><=;|&{([,+-*/%";
+    rl_catch_signals = 0;
+    r.history = history_path();
+    if (r.history) read_history(r.history);
+    bool tty = isatty(0);
+    if (tty && fresh) printf("qh %s — :help for help, Ctrl-D to quit\n", QH_VERSION);
+    Buf acc;
+    buf_init(&acc);
+    while (r.counter >= 0) {
+        at_prompt = 1;
+        char *line = readline(acc.len ? "... " : "qh> ");
+        at_prompt = 0;
+        if (!line) {
+            if (tty) putchar('\n');
+            break;
+        }
+        if (acc.len) buf_putc(&acc, '\n');
+        buf_puts(&acc, line);
+        free(line);
+        if (acc.p[0] != ':' && parse_incomplete(acc.p, acc.len)) continue;
+        bool blank = true;
+        for (size_t i = 0; i < acc.len; i++) if (acc.p[i] != ' ' && acc.p[i] != '\t' && acc.p[i] != '\n') blank = false;
+        if (!blank) {
+            add_history(acc.p);
+            if (r.history) {
+                FILE *h = fopen(r.history, "a");
+                if (h) fclose(h);
+                append_history(1, r.history);
+                history_truncate_file(r.history, 1000);
+            }
+            handle(&r, acc.p);
+            r.counter++;
+        }
+        acc.len = 0;
+        acc.p[0] = 0;
+    }
+    buf_free(&acc);
+    for (int i = 0; i < ncands; i++) free(cands[i]);
+    free(cands);
+    cands = NULL;
+    ncands = capcands = 0;
+    free(r.history);
+    the_repl = NULL;
+    int status = 0;
+    if (fresh) {
+        fflush(in->out);
+        int unobserved = async_finish(in, r.vm, false);
+        if (unobserved) status = 1;
+        for (int g = 0; g < r.mod->nglobals; g++) { Value v = r.mod->globals[g]; r.mod->globals[g] = v_nil(); decref(v); }
+        decref(v_obj(&r.mod->h));
+        vm_free(&own);
+    }
+    /* the session's functions live in the parts' arenas: release their tables first */
+    for (int i = first_proto; i < r.info->nprotos; i++) {
+        FnProto *f = r.info->protos[i];
+        free(f->local_is_cell); free(f->local_names); free(f->upvals);
+        free(f->global_reads); free(f->global_calls);
+    }
+    r.info->nprotos = first_proto;
+    for (int i = 0; i < r.nparts; i++) {
+        Source *s = r.parts[i]->src;
+        analyse_free_body(r.parts[i]->body);
+        parse_free(r.parts[i]);
+        source_free(s);
+    }
+    free(r.parts);
+    if (fresh) {
+        Source *s = r.info->src;
+        parse_free(r.info);
+        source_free(s);
+    }
+    return status;
+}

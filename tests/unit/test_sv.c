@@ -1,0 +1,1017 @@
+/* test_sv.c — unit tests of the statevector room (Check).
+ *
+ * Every gate (plain, adjoint, with 1 and 2 extra controls) on random
+ * states is compared with a dense reference built here independently:
+ * the small matrices are written out from PennyLane's definitions (as
+ * products / exponentials of Paulis where PennyLane defines them so),
+ * embedded into the full space by index arithmetic (cross-checked
+ * against explicit Kronecker products) and multiplied. Also: matrices and
+ * their derivatives, observables, probabilities, sampling statistics with
+ * fixed seeds, measurement, error messages, threads, allocation failure.
+ * Knows only the sv.h interface (and rng.h).
+ */
+#include <check.h>
+#include <complex.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sv.h"
+
+#define TOL 1e-12
+#define MAXQ 8
+#define MAXD (1 << MAXQ)
+
+/* ---- small dense linear algebra -------------------------------------- */
+
+static void mat_id(cplx *u, int d)
+{
+    memset(u, 0, (size_t)d * d * sizeof(cplx));
+    for (int i = 0; i < d; i++) u[i * d + i] = 1;
+}
+
+static void mat_mul(const cplx *a, const cplx *b, cplx *c, int d)
+{
+    cplx t[64 * 64];
+    for (int i = 0; i < d; i++)
+        for (int j = 0; j < d; j++) {
+            cplx s = 0;
+            for (int k = 0; k < d; k++) s += a[i * d + k] * b[k * d + j];
+            t[i * d + j] = s;
+        }
+    memcpy(c, t, (size_t)d * d * sizeof(cplx));
+}
+
+static void kron(const cplx *a, int da, const cplx *b, int db, cplx *c)
+{
+    int d = da * db;
+    for (int i = 0; i < da; i++)
+        for (int j = 0; j < da; j++)
+            for (int k = 0; k < db; k++)
+                for (int l = 0; l < db; l++)
+                    c[(i * db + k) * d + (j * db + l)] = a[i * da + j] * b[k * db + l];
+}
+
+static void dag(cplx *u, int d)
+{
+    cplx t[MAXD];
+    (void)t;
+    for (int i = 0; i < d; i++)
+        for (int j = i; j < d; j++) {
+            cplx a = u[i * d + j], b = u[j * d + i];
+            u[i * d + j] = conj(b);
+            u[j * d + i] = conj(a);
+        }
+}
+
+static const cplx P_I[4] = { 1, 0, 0, 1 };
+static const cplx P_X[4] = { 0, 1, 1, 0 };
+static const cplx P_Y[4] = { 0, -I, I, 0 };
+static const cplx P_Z[4] = { 1, 0, 0, -1 };
+
+/* cos(t/2) 1 - i sin(t/2) G for an involutory G of size d */
+static void rot_exp(const cplx *g, int d, double t, cplx *u)
+{
+    for (int i = 0; i < d * d; i++) u[i] = -I * sin(t / 2) * g[i];
+    for (int i = 0; i < d; i++) u[i * d + i] += cos(t / 2);
+}
+
+/* block diag(1, ..., 1, U): a controlled U with nc controls. */
+static void ctrl_block(const cplx *u, int d, int nc, cplx *out)
+{
+    int D = d << nc;
+    mat_id(out, D);
+    for (int i = 0; i < d; i++)
+        for (int j = 0; j < d; j++) out[(D - d + i) * D + (D - d + j)] = u[i * d + j];
+}
+
+/* PennyLane's matrices, written out independently of src/quantum. */
+static int ref_small(SvGate g, const double *p, int k, const cplx *qu, uint64_t bits, cplx *u)
+{
+    cplx a[16], b[16], c[16];
+    int d = 1 << k;
+    memset(u, 0, (size_t)d * d * sizeof(cplx));
+    switch (g) {
+    case SV_IDENTITY: memcpy(u, P_I, sizeof P_I); break;
+    case SV_HADAMARD: for (int i = 0; i < 4; i++) u[i] = (P_X[i] + P_Z[i]) / sqrt(2); break;
+    case SV_PAULIX: memcpy(u, P_X, sizeof P_X); break;
+    case SV_PAULIY: memcpy(u, P_Y, sizeof P_Y); break;
+    case SV_PAULIZ: memcpy(u, P_Z, sizeof P_Z); break;
+    case SV_S: u[0] = 1; u[3] = I; break;
+    case SV_T: u[0] = 1; u[3] = cexp(I * M_PI / 4); break;
+    case SV_SX: u[0] = u[3] = (1 + I) / 2; u[1] = u[2] = (1 - I) / 2; break;
+    case SV_RX: rot_exp(P_X, 2, p[0], u); break;
+    case SV_RY: rot_exp(P_Y, 2, p[0], u); break;
+    case SV_RZ: rot_exp(P_Z, 2, p[0], u); break;
+    case SV_PHASESHIFT: u[0] = 1; u[3] = cexp(I * p[0]); break;
+    case SV_ROT: /* RZ(omega) RY(theta) RZ(phi) */
+        rot_exp(P_Z, 2, p[2], a); rot_exp(P_Y, 2, p[1], b); rot_exp(P_Z, 2, p[0], c);
+        mat_mul(a, b, u, 2); mat_mul(u, c, u, 2);
+        break;
+    case SV_U3:
+        u[0] = cos(p[0] / 2);
+        u[1] = -cexp(I * p[2]) * sin(p[0] / 2);
+        u[2] = cexp(I * p[1]) * sin(p[0] / 2);
+        u[3] = cexp(I * (p[1] + p[2])) * cos(p[0] / 2);
+        break;
+    case SV_CNOT: ctrl_block(P_X, 2, 1, u); break;
+    case SV_CY: ctrl_block(P_Y, 2, 1, u); break;
+    case SV_CZ: ctrl_block(P_Z, 2, 1, u); break;
+    case SV_CRX: rot_exp(P_X, 2, p[0], a); ctrl_block(a, 2, 1, u); break;
+    case SV_CRY: rot_exp(P_Y, 2, p[0], a); ctrl_block(a, 2, 1, u); break;
+    case SV_CRZ: rot_exp(P_Z, 2, p[0], a); ctrl_block(a, 2, 1, u); break;
+    case SV_CPHASE: a[0] = 1; a[1] = a[2] = 0; a[3] = cexp(I * p[0]); ctrl_block(a, 2, 1, u); break;
+    case SV_SWAP: u[0] = u[6] = u[9] = u[15] = 1; break;
+    case SV_ISWAP: u[0] = u[15] = 1; u[6] = u[9] = I; break;
+    case SV_ISINGXX: kron(P_X, 2, P_X, 2, a); rot_exp(a, 4, p[0], u); break;
+    case SV_ISINGYY: kron(P_Y, 2, P_Y, 2, a); rot_exp(a, 4, p[0], u); break;
+    case SV_ISINGZZ: kron(P_Z, 2, P_Z, 2, a); rot_exp(a, 4, p[0], u); break;
+    case SV_TOFFOLI: ctrl_block(P_X, 2, 2, u); break;
+    case SV_CSWAP: {
+        cplx sw[16] = { 1, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1 };
+        ctrl_block(sw, 4, 1, u);
+        break;
+    }
+    case SV_MULTIRZ: {   /* exp(-i t/2 Z x ... x Z), Z x ... x Z built by kron */
+        static cplx zz[MAXD * MAXD], tmp[MAXD * MAXD];
+        memcpy(zz, P_Z, sizeof P_Z);
+        int dd = 2;
+        for (int i = 1; i < k; i++) { kron(zz, dd, P_Z, 2, tmp); dd *= 2; memcpy(zz, tmp, (size_t)dd * dd * sizeof(cplx)); }
+        for (int i = 0; i < d; i++) u[i * d + i] = cexp(-I * p[0] / 2 * zz[i * d + i]);
+        break;
+    }
+    case SV_QUBITUNITARY:
+        if (!qu) return -1;
+        memcpy(u, qu, (size_t)d * d * sizeof(cplx));
+        break;
+    case SV_BASISSTATE: {  /* X on each wire whose bit is 1 */
+        static cplx full[MAXD * MAXD], tmp[MAXD * MAXD];
+        int dd = 1;
+        full[0] = 1;
+        for (int i = 0; i < k; i++) {
+            kron(full, dd, ((bits >> i) & 1) ? P_X : P_I, 2, tmp);
+            dd *= 2;
+            memcpy(full, tmp, (size_t)dd * dd * sizeof(cplx));
+        }
+        memcpy(u, full, (size_t)d * d * sizeof(cplx));
+        break;
+    }
+    case SV_SINGLEEXC: {
+        double cs = cos(p[0] / 2), sn = sin(p[0] / 2);
+        u[0] = 1; u[15] = 1; u[5] = cs; u[6] = -sn; u[9] = sn; u[10] = cs;
+        break;
+    }
+    case SV_DOUBLEEXC: {  /* |0011> -> c|0011> + s|1100>, |1100> -> c|1100> - s|0011> */
+        double cs = cos(p[0] / 2), sn = sin(p[0] / 2);
+        for (int i = 0; i < 16; i++) u[i * 16 + i] = 1;
+        u[3 * 16 + 3] = cs; u[12 * 16 + 3] = sn;
+        u[12 * 16 + 12] = cs; u[3 * 16 + 12] = -sn;
+        break;
+    }
+    default: return -1;
+    }
+    return 0;
+}
+
+/* Full 2^nq operator of u acting on wires aw[0..na) (aw[0] = MSB of u). */
+static void embed(const cplx *u, const int *aw, int na, int nq, cplx *full)
+{
+    int D = 1 << nq, d = 1 << na;
+    uint64_t amask = 0;
+    for (int i = 0; i < na; i++) amask |= 1u << (nq - 1 - aw[i]);
+    for (int r = 0; r < D; r++)
+        for (int c = 0; c < D; c++) {
+            cplx v = 0;
+            if (((unsigned)r & ~amask) == ((unsigned)c & ~amask)) {
+                int sr = 0, sc = 0;
+                for (int i = 0; i < na; i++) {
+                    sr = (sr << 1) | ((r >> (nq - 1 - aw[i])) & 1);
+                    sc = (sc << 1) | ((c >> (nq - 1 - aw[i])) & 1);
+                }
+                v = u[sr * d + sc];
+            }
+            full[r * D + c] = v;
+        }
+}
+
+static void matvec(const cplx *m, const cplx *x, cplx *y, int D)
+{
+    for (int r = 0; r < D; r++) {
+        cplx s = 0;
+        for (int c = 0; c < D; c++) s += m[r * D + c] * x[c];
+        y[r] = s;
+    }
+}
+
+static double maxdiff(const cplx *a, const cplx *b, size_t n)
+{
+    double m = 0;
+    for (size_t i = 0; i < n; i++) {
+        double e = cabs(a[i] - b[i]);
+        if (!(e <= m)) m = e;
+    }
+    return m;
+}
+
+static void random_state(cplx *psi, size_t dim, Rng *r)
+{
+    double n = 0;
+    for (size_t i = 0; i < dim; i++) {
+        psi[i] = rng_normal(r) + I * rng_normal(r);
+        n += creal(psi[i] * conj(psi[i]));
+    }
+    for (size_t i = 0; i < dim; i++) psi[i] /= sqrt(n);
+}
+
+/* Random unitary: Gram-Schmidt on a complex Gaussian matrix. */
+static void random_unitary(cplx *u, int d, Rng *r)
+{
+    for (int i = 0; i < d * d; i++) u[i] = rng_normal(r) + I * rng_normal(r);
+    for (int c = 0; c < d; c++) {
+        for (int p = 0; p < c; p++) {
+            cplx dot = 0;
+            for (int i = 0; i < d; i++) dot += conj(u[i * d + p]) * u[i * d + c];
+            for (int i = 0; i < d; i++) u[i * d + c] -= dot * u[i * d + p];
+        }
+        double n = 0;
+        for (int i = 0; i < d; i++) n += creal(u[i * d + c] * conj(u[i * d + c]));
+        for (int i = 0; i < d; i++) u[i * d + c] /= sqrt(n);
+    }
+}
+
+static void random_wires(int *w, int n, int nq, Rng *r)
+{
+    int perm[64];
+    for (int i = 0; i < nq; i++) perm[i] = i;
+    for (int i = nq - 1; i > 0; i--) {
+        int j = (int)rng_below(r, (uint64_t)i + 1), t = perm[i];
+        perm[i] = perm[j];
+        perm[j] = t;
+    }
+    memcpy(w, perm, (size_t)n * sizeof(int));
+}
+
+static int gate_k(SvGate g, Rng *r, int room)
+{
+    const SvGateInfo *info = sv_gate_info(g);
+    if (info->nwires >= 0) return info->nwires;
+    int maxk = room < 4 ? room : 4;
+    if (g == SV_QUBITUNITARY && maxk > 3) maxk = 3;
+    return 1 + (int)rng_below(r, (uint64_t)maxk);
+}
+
+static cplx qu_buf[64 * 64];
+
+/* Build a random op of gate g with nc extra controls on nq wires. */
+static void make_op(SvOp *op, SvGate g, int nq, int nc, int adjoint, Rng *r)
+{
+    memset(op, 0, sizeof *op);
+    op->gate = g;
+    const SvGateInfo *info = sv_gate_info(g);
+    op->nwires = gate_k(g, r, nq - nc);
+    int w[64];
+    random_wires(w, op->nwires + nc, nq, r);
+    memcpy(op->ctrl, w, (size_t)nc * sizeof(int));
+    memcpy(op->wires, w + nc, (size_t)op->nwires * sizeof(int));
+    op->nctrl = nc;
+    op->nparams = info->nparams;
+    for (int i = 0; i < op->nparams; i++) op->params[i] = (rng_uniform(r) - 0.5) * 4 * M_PI;
+    op->adjoint = adjoint;
+    if (g == SV_QUBITUNITARY) {
+        random_unitary(qu_buf, 1 << op->nwires, r);
+        op->matrix = qu_buf;
+    }
+    if (g == SV_BASISSTATE) op->bits = rng_next(r) & ((1u << op->nwires) - 1);
+}
+
+/* The reference full operator of op (adjoint and controls included). */
+static void ref_full(const SvOp *op, int nq, cplx *full)
+{
+    static cplx u[MAXD * MAXD], cu[MAXD * MAXD];
+    int k = op->nwires, d = 1 << k;
+    ck_assert_int_eq(ref_small(op->gate, op->params, k, op->matrix, op->bits, u), 0);
+    if (op->adjoint) dag(u, d);
+    ctrl_block(u, d, op->nctrl, cu);
+    int aw[64];
+    memcpy(aw, op->ctrl, (size_t)op->nctrl * sizeof(int));
+    memcpy(aw + op->nctrl, op->wires, (size_t)k * sizeof(int));
+    embed(cu, aw, op->nctrl + k, nq, full);
+}
+
+/* Apply op to a random state with sv_apply and with the reference. */
+static double check_apply(const SvOp *op, int nq, int simd, Rng *r)
+{
+    static cplx full[MAXD * MAXD];
+    cplx psi[MAXD], want[MAXD];
+    size_t D = (size_t)1 << nq;
+    random_state(psi, D, r);
+    SvState s;
+    ck_assert_int_eq(sv_init(&s, nq), 0);
+    s.simd = simd;
+    memcpy(s.amp, psi, D * sizeof(cplx));
+    char err[256] = "";
+    int rc = sv_apply(&s, op, err, sizeof err);
+    ck_assert_msg(rc == 0, "sv_apply failed: %s", err);
+    ref_full(op, nq, full);
+    matvec(full, psi, want, (int)D);
+    double e = maxdiff(s.amp, want, D);
+    sv_free(&s);
+    return e;
+}
+
+/* ---- gates against the reference ------------------------------------- */
+
+static void gate_sweep(int nc, int adjoint)
+{
+    Rng r;
+    rng_seed(&r, 1234 + (uint64_t)nc * 10 + (uint64_t)adjoint);
+    static const int sizes[] = { 3, 4, 5, 7 };
+    for (int g = 0; g < SV_NGATES; g++) {
+        const SvGateInfo *info = sv_gate_info((SvGate)g);
+        int need = (info->nwires > 0 ? info->nwires : 1) + nc;
+        for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+            int nq = sizes[si] < need ? need : sizes[si];
+            for (int trial = 0; trial < 6; trial++)
+                for (int simd = 0; simd < 2; simd++) {
+                    SvOp op;
+                    make_op(&op, (SvGate)g, nq, nc, adjoint, &r);
+                    double e = check_apply(&op, nq, simd, &r);
+                    ck_assert_msg(e < TOL, "%s nq=%d nc=%d adj=%d simd=%d: error %g",
+                                  info->name, nq, nc, adjoint, simd, e);
+                }
+        }
+    }
+}
+
+START_TEST(test_gates_plain) { gate_sweep(0, 0); }
+END_TEST
+START_TEST(test_gates_adjoint) { gate_sweep(0, 1); }
+END_TEST
+START_TEST(test_gates_ctrl1) { gate_sweep(1, 0); gate_sweep(1, 1); }
+END_TEST
+START_TEST(test_gates_ctrl2) { gate_sweep(2, 0); gate_sweep(2, 1); }
+END_TEST
+
+/* Every wire placement (low bits especially) for the 1- and 2-wire kinds. */
+START_TEST(test_gates_all_placements)
+{
+    Rng r;
+    rng_seed(&r, 77);
+    SvGate gs[] = { SV_HADAMARD, SV_PAULIX, SV_RZ, SV_PHASESHIFT, SV_CNOT, SV_CRY, SV_CZ,
+                    SV_SWAP, SV_ISWAP, SV_ISINGXX, SV_ISINGZZ, SV_SINGLEEXC };
+    for (int nq = 1; nq <= 6; nq++)
+        for (size_t gi = 0; gi < sizeof gs / sizeof gs[0]; gi++) {
+            const SvGateInfo *info = sv_gate_info(gs[gi]);
+            if (info->nwires > nq) continue;
+            for (int a = 0; a < nq; a++)
+                for (int b = 0; b < nq; b++) {
+                    if (info->nwires == 1 && b > 0) continue;
+                    if (info->nwires == 2 && a == b) continue;
+                    for (int c = -1; c < nq; c++) {
+                        if (c == a || (info->nwires == 2 && c == b)) continue;
+                        for (int simd = 0; simd < 2; simd++) {
+                            SvOp op;
+                            make_op(&op, gs[gi], nq, 0, 0, &r);
+                            op.wires[0] = a;
+                            op.wires[1] = b;
+                            if (c >= 0) { op.nctrl = 1; op.ctrl[0] = c; }
+                            double e = check_apply(&op, nq, simd, &r);
+                            ck_assert_msg(e < TOL, "%s nq=%d wires %d %d ctrl %d simd %d: %g",
+                                          info->name, nq, a, b, c, simd, e);
+                        }
+                    }
+                }
+        }
+}
+END_TEST
+
+START_TEST(test_embed_is_kron)
+{
+    /* the reference embedding agrees with explicit Kronecker products */
+    cplx a[64], b[64], full[64];
+    Rng r;
+    rng_seed(&r, 5);
+    cplx u[4];
+    random_unitary(u, 2, &r);
+    int w = 1;
+    embed(u, &w, 1, 3, full);
+    kron(P_I, 2, u, 2, a);
+    kron(a, 4, P_I, 2, b);
+    ck_assert(maxdiff(full, b, 64) < 1e-15);
+    cplx u4[16];
+    random_unitary(u4, 4, &r);
+    int ww[2] = { 1, 2 };
+    embed(u4, ww, 2, 3, full);
+    kron(P_I, 2, u4, 4, a);
+    ck_assert(maxdiff(full, a, 64) < 1e-15);
+}
+END_TEST
+
+START_TEST(test_basis_state)
+{
+    SvState s;
+    ck_assert_int_eq(sv_init(&s, 4), 0);
+    SvOp op;
+    memset(&op, 0, sizeof op);
+    op.gate = SV_BASISSTATE;
+    op.nwires = 3;
+    op.wires[0] = 3; op.wires[1] = 0; op.wires[2] = 2;
+    op.bits = 0x5;   /* wire 3 = 1, wire 0 = 0, wire 2 = 1 -> |0011> */
+    ck_assert_int_eq(sv_apply(&s, &op, NULL, 0), 0);
+    ck_assert(cabs(s.amp[3] - 1) < TOL);
+    sv_reset(&s);
+    ck_assert(cabs(s.amp[0] - 1) < TOL && cabs(s.amp[3]) == 0);
+    op.bits = 0x8;
+    char err[128];
+    ck_assert_int_eq(sv_apply(&s, &op, err, sizeof err), -1);
+    ck_assert_str_eq(err, "BasisState: bits beyond its 3 wires");
+    sv_free(&s);
+}
+END_TEST
+
+START_TEST(test_tiny_states)
+{
+    Rng r;
+    rng_seed(&r, 9);
+    SvState s;
+    ck_assert_int_eq(sv_init(&s, 0), 0);
+    ck_assert_uint_eq(s.dim, 1);
+    ck_assert(cabs(s.amp[0] - 1) == 0);
+    SvOp op;
+    make_op(&op, SV_PAULIX, 1, 0, 0, &r);
+    ck_assert_int_eq(sv_apply(&s, &op, NULL, 0), -1);
+    double pr;
+    ck_assert_int_eq(sv_probs(&s, NULL, 0, &pr, NULL, 0), 0);
+    ck_assert(fabs(pr - 1) < TOL);
+    sv_free(&s);
+    for (int nq = 1; nq <= 2; nq++)
+        for (int g = 0; g < SV_NGATES; g++) {
+            const SvGateInfo *info = sv_gate_info((SvGate)g);
+            if (info->nwires > nq) continue;
+            for (int simd = 0; simd < 2; simd++) {
+                make_op(&op, (SvGate)g, nq, 0, simd, &r);
+                double e = check_apply(&op, nq, simd, &r);
+                ck_assert_msg(e < TOL, "%s nq=%d: %g", info->name, nq, e);
+            }
+        }
+}
+END_TEST
+
+START_TEST(test_apply_matrix)
+{
+    Rng r;
+    rng_seed(&r, 11);
+    static cplx full[MAXD * MAXD];
+    for (int nq = 3; nq <= 6; nq++)
+        for (int k = 1; k <= 3; k++)
+            for (int simd = 0; simd < 2; simd++) {
+                int d = 1 << k, w[8];
+                cplx m[64], psi[MAXD], want[MAXD];
+                for (int i = 0; i < d * d; i++) m[i] = rng_normal(&r) + I * rng_normal(&r);
+                random_wires(w, k, nq, &r);
+                size_t D = (size_t)1 << nq;
+                random_state(psi, D, &r);
+                SvState s;
+                ck_assert_int_eq(sv_init(&s, nq), 0);
+                s.simd = simd;
+                memcpy(s.amp, psi, D * sizeof(cplx));
+                ck_assert_int_eq(sv_apply_matrix(&s, w, k, m, NULL, 0), 0);
+                embed(m, w, k, nq, full);
+                matvec(full, psi, want, (int)D);
+                ck_assert(maxdiff(s.amp, want, D) < 1e-11);
+                sv_free(&s);
+            }
+}
+END_TEST
+
+/* ---- matrices and derivatives ---------------------------------------- */
+
+START_TEST(test_op_matrix)
+{
+    Rng r;
+    rng_seed(&r, 21);
+    static cplx got[MAXD * MAXD], want[MAXD * MAXD], u[MAXD * MAXD];
+    for (int g = 0; g < SV_NGATES; g++)
+        for (int nc = 0; nc <= 2; nc++)
+            for (int adj = 0; adj < 2; adj++) {
+                SvOp op;
+                make_op(&op, (SvGate)g, 8, nc, adj, &r);
+                int k = op.nwires, d = 1 << k;
+                ck_assert_int_eq(sv_op_matrix(&op, got, NULL, 0), 0);
+                ck_assert_int_eq(ref_small(op.gate, op.params, k, op.matrix, op.bits, u), 0);
+                if (adj) dag(u, d);
+                ctrl_block(u, d, nc, want);
+                int D = d << nc;
+                ck_assert_msg(maxdiff(got, want, (size_t)D * D) < TOL, "%s nc=%d adj=%d",
+                              sv_gate_info((SvGate)g)->name, nc, adj);
+            }
+}
+END_TEST
+
+START_TEST(test_op_dmatrix)
+{
+    Rng r;
+    rng_seed(&r, 22);
+    static cplx got[MAXD * MAXD], up[MAXD * MAXD], dn[MAXD * MAXD], bu[MAXD * MAXD], bd[MAXD * MAXD];
+    const double h = 1e-5;
+    for (int g = 0; g < SV_NGATES; g++) {
+        const SvGateInfo *info = sv_gate_info((SvGate)g);
+        for (int nc = 0; nc <= 1; nc++)
+            for (int adj = 0; adj < 2; adj++) {
+                SvOp op;
+                make_op(&op, (SvGate)g, 8, nc, adj, &r);
+                if (info->nparams == 0) {
+                    ck_assert_int_eq(sv_op_dmatrix(&op, 0, got, NULL, 0), -1);
+                    continue;
+                }
+                int k = op.nwires, d = 1 << k, D = d << nc;
+                for (int p = 0; p < info->nparams; p++) {
+                    ck_assert_int_eq(sv_op_dmatrix(&op, p, got, NULL, 0), 0);
+                    double pp[3];
+                    memcpy(pp, op.params, sizeof pp);
+                    pp[p] += h;
+                    ref_small(op.gate, pp, k, NULL, 0, bu);
+                    pp[p] -= 2 * h;
+                    ref_small(op.gate, pp, k, NULL, 0, bd);
+                    if (adj) { dag(bu, d); dag(bd, d); }
+                    ctrl_block(bu, d, nc, up);
+                    ctrl_block(bd, d, nc, dn);
+                    for (int i = 0; i < D * D; i++) up[i] = (up[i] - dn[i]) / (2 * h);
+                    ck_assert_msg(maxdiff(got, up, (size_t)D * D) < 1e-6, "%s p=%d nc=%d adj=%d",
+                                  info->name, p, nc, adj);
+                }
+                ck_assert_int_eq(sv_op_dmatrix(&op, info->nparams, got, NULL, 0), -1);
+            }
+    }
+}
+END_TEST
+
+/* ---- observables ------------------------------------------------------ */
+
+/* Dense matrix of a Pauli sum (true Pauli Y). */
+static void pauli_dense(const SvPauli *t, int n, int nq, cplx *H)
+{
+    static cplx w[MAXD * MAXD], tmp[MAXD * MAXD];
+    int D = 1 << nq;
+    memset(H, 0, (size_t)D * D * sizeof(cplx));
+    for (int k = 0; k < n; k++) {
+        w[0] = 1;
+        int d = 1;
+        for (int q = 0; q < nq; q++) {
+            int x = (t[k].x >> q) & 1, z = (t[k].z >> q) & 1;
+            const cplx *p = x && z ? P_Y : x ? P_X : z ? P_Z : P_I;
+            kron(w, d, p, 2, tmp);
+            d *= 2;
+            memcpy(w, tmp, (size_t)d * d * sizeof(cplx));
+        }
+        for (int i = 0; i < D * D; i++) H[i] += t[k].coeff * w[i];
+    }
+}
+
+static void random_terms(SvPauli *t, int n, int nq, Rng *r)
+{
+    for (int k = 0; k < n; k++) {
+        t[k].coeff = rng_normal(r);
+        t[k].x = rng_next(r) & ((1u << nq) - 1);
+        t[k].z = rng_next(r) & ((1u << nq) - 1);
+        if (rng_below(r, 4) == 0) t[k].x = 0;   /* plenty of Z-only terms */
+    }
+}
+
+START_TEST(test_expval_var)
+{
+    Rng r;
+    rng_seed(&r, 31);
+    static cplx H[MAXD * MAXD], H2[MAXD * MAXD];
+    for (int nq = 1; nq <= 6; nq++)
+        for (int trial = 0; trial < 8; trial++) {
+            int n = 1 + (int)rng_below(&r, trial < 4 ? 4 : 20);
+            SvPauli t[20];
+            random_terms(t, n, nq, &r);
+            if (trial == 0) { t[0].x = 0; t[0].z = 0; }  /* identity term */
+            pauli_dense(t, n, nq, H);
+            int D = 1 << nq;
+            cplx psi[MAXD], hp[MAXD], h2p[MAXD];
+            random_state(psi, (size_t)D, &r);
+            matvec(H, psi, hp, D);
+            memcpy(H2, H, sizeof(cplx) * (size_t)D * D);
+            matvec(H2, hp, h2p, D);
+            double e = 0, e2 = 0;
+            for (int i = 0; i < D; i++) {
+                e += creal(conj(psi[i]) * hp[i]);
+                e2 += creal(conj(psi[i]) * h2p[i]);
+            }
+            SvState s;
+            ck_assert_int_eq(sv_init(&s, nq), 0);
+            memcpy(s.amp, psi, sizeof(cplx) * (size_t)D);
+            for (int simd = 0; simd < 2; simd++) {
+                s.simd = simd;
+                double ge = sv_expval(&s, t, n), gv = sv_var(&s, t, n);
+                ck_assert_msg(fabs(ge - e) < 1e-11, "nq=%d n=%d expval %g vs %g", nq, n, ge, e);
+                double ve = e2 - e * e;
+                ck_assert_msg(fabs(gv - (ve > 0 ? ve : 0)) < 1e-10, "nq=%d n=%d var %g vs %g", nq, n, gv, ve);
+            }
+            sv_free(&s);
+        }
+}
+END_TEST
+
+START_TEST(test_shot_estimates)
+{
+    Rng r;
+    rng_seed(&r, 41);
+    SvState s;
+    ck_assert_int_eq(sv_init(&s, 3), 0);
+    random_state(s.amp, s.dim, &r);
+    SvPauli t[3] = { { 0.7, 0x1, 0x0 }, { -0.4, 0x0, 0x6 }, { 0.3, 0x3, 0x3 } };
+    /* each term estimate has variance c^2 (1 - <P>^2) / N */
+    const size_t N = 20000;
+    double exact = sv_expval(&s, t, 3), sd2 = 0;
+    for (int k = 0; k < 3; k++) {
+        double v = sv_expval(&s, &t[k], 1) / t[k].coeff;
+        sd2 += t[k].coeff * t[k].coeff * (1 - v * v) / (double)N;
+    }
+    double est = sv_expval_shots(&s, t, 3, N, &r);
+    ck_assert_msg(fabs(est - exact) < 4 * sqrt(sd2), "expval shots %g vs %g", est, exact);
+    /* mean of many estimates of a single word */
+    SvPauli z = { 1.0, 0, 0x1 };
+    double ez = sv_expval(&s, &z, 1), vz = sv_var(&s, &z, 1);
+    ck_assert(fabs(vz - (1 - ez * ez)) < 1e-12);
+    double vs = sv_var_shots(&s, &z, 1, N, &r);
+    ck_assert_msg(fabs(vs - vz) < 4 * 2 * fabs(ez) * sqrt((1 - ez * ez) / (double)N) + 1e-3,
+                  "var shots %g vs %g", vs, vz);
+    double sample[20000];
+    sv_sample_pauli(&s, &z, N, &r, sample);
+    double mean = 0;
+    for (size_t i = 0; i < N; i++) {
+        ck_assert(sample[i] == 1.0 || sample[i] == -1.0);
+        mean += sample[i];
+    }
+    mean /= (double)N;
+    ck_assert_msg(fabs(mean - ez) < 4 * sqrt((1 - ez * ez) / (double)N), "sample_pauli %g vs %g", mean, ez);
+    /* identity terms are exact */
+    SvPauli id = { 2.5, 0, 0 };
+    ck_assert(sv_expval_shots(&s, &id, 1, 10, &r) == 2.5);
+    sv_free(&s);
+}
+END_TEST
+
+START_TEST(test_binomial)
+{
+    Rng r;
+    rng_seed(&r, 51);
+    struct { uint64_t n; double p; } cs[] = { { 10, 0.3 }, { 100, 0.05 }, { 1000, 0.5 },
+                                             { 20000, 0.7 }, { 1000000, 0.001 }, { 5000000, 0.4 } };
+    for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
+        const int M = 4000;
+        double sum = 0, sq = 0;
+        for (int i = 0; i < M; i++) {
+            uint64_t k = sv_binomial(&r, cs[c].n, cs[c].p);
+            ck_assert(k <= cs[c].n);
+            sum += (double)k;
+            sq += (double)k * (double)k;
+        }
+        double mu = (double)cs[c].n * cs[c].p, var = mu * (1 - cs[c].p);
+        double m = sum / M, v = sq / M - m * m;
+        ck_assert_msg(fabs(m - mu) < 4 * sqrt(var / M), "binomial(%lu, %g) mean %g vs %g",
+                      (unsigned long)cs[c].n, cs[c].p, m, mu);
+        ck_assert_msg(fabs(v / var - 1) < 0.15, "binomial(%lu, %g) var %g vs %g",
+                      (unsigned long)cs[c].n, cs[c].p, v, var);
+    }
+    ck_assert_uint_eq(sv_binomial(&r, 10, 0), 0);
+    ck_assert_uint_eq(sv_binomial(&r, 10, 1), 10);
+}
+END_TEST
+
+/* ---- probabilities, sampling, measurement ----------------------------- */
+
+START_TEST(test_probs)
+{
+    Rng r;
+    rng_seed(&r, 61);
+    for (int nq = 1; nq <= 6; nq++)
+        for (int trial = 0; trial < 10; trial++) {
+            SvState s;
+            ck_assert_int_eq(sv_init(&s, nq), 0);
+            random_state(s.amp, s.dim, &r);
+            int nw = trial == 0 ? 0 : 1 + (int)rng_below(&r, (uint64_t)nq);
+            int w[8];
+            random_wires(w, nw, nq, &r);
+            if (trial == 1) { nw = nq; for (int i = 0; i < nq; i++) w[i] = i; }
+            double got[64], want[64] = { 0 };
+            ck_assert_int_eq(sv_probs(&s, w, nw, got, NULL, 0), 0);
+            int n = nw ? nw : nq;
+            for (size_t i = 0; i < s.dim; i++) {
+                int j = 0;
+                for (int k = 0; k < n; k++) {
+                    int wire = nw ? w[k] : k;
+                    j = (j << 1) | (int)((i >> (nq - 1 - wire)) & 1);
+                }
+                want[j] += creal(s.amp[i] * conj(s.amp[i]));
+            }
+            for (int j = 0; j < (1 << n); j++) ck_assert(fabs(got[j] - want[j]) < TOL);
+            sv_free(&s);
+        }
+}
+END_TEST
+
+/* A 3-qubit state with known probabilities (and a zero). */
+static const double known_p[8] = { 0.05, 0.1, 0.15, 0.2, 0.25, 0.0, 0.15, 0.1 };
+
+static void known_state(SvState *s, Rng *r)
+{
+    ck_assert_int_eq(sv_init(s, 3), 0);
+    for (int i = 0; i < 8; i++) s->amp[i] = sqrt(known_p[i]) * cexp(I * 6.28 * rng_uniform(r));
+}
+
+START_TEST(test_sample_stats)
+{
+    Rng r;
+    rng_seed(&r, 71);
+    SvState s;
+    known_state(&s, &r);
+    enum { N = 20000 };
+    static uint64_t out[N];
+    sv_sample(&s, N, &r, out);
+    double cnt[8] = { 0 };
+    for (int i = 0; i < N; i++) {
+        ck_assert(out[i] < 8);
+        cnt[out[i]]++;
+    }
+    for (int j = 0; j < 8; j++) {
+        double sd = sqrt(N * known_p[j] * (1 - known_p[j]));
+        ck_assert_msg(fabs(cnt[j] - N * known_p[j]) <= 4 * sd, "bin %d: %g vs %g", j, cnt[j], N * known_p[j]);
+    }
+    ck_assert(cnt[5] == 0);
+    /* i.i.d. order: the first and second halves look alike */
+    double h0 = 0, h1 = 0;
+    for (int i = 0; i < N / 2; i++) { h0 += (double)out[i]; h1 += (double)out[i + N / 2]; }
+    ck_assert(fabs(h0 - h1) / (N / 2) < 0.1);
+    /* probs with shots: marginal over wires (2, 0) */
+    int w[2] = { 2, 0 };
+    double ps[4], pe[4];
+    sv_probs(&s, w, 2, pe, NULL, 0);
+    sv_probs_shots(&s, w, 2, N, &r, ps);
+    double tot = 0;
+    for (int j = 0; j < 4; j++) {
+        tot += ps[j];
+        ck_assert(fabs(ps[j] - pe[j]) <= 4 * sqrt(pe[j] * (1 - pe[j]) / N));
+    }
+    ck_assert(fabs(tot - 1) < 1e-12);
+    double all[8];
+    sv_probs_shots(&s, NULL, 0, 0, &r, all);   /* shots = 0: exact */
+    for (int j = 0; j < 8; j++) ck_assert(fabs(all[j] - known_p[j]) < 1e-12);
+    int bad[1] = { 7 };
+    sv_probs_shots(&s, bad, 1, 10, &r, ps);
+    ck_assert(isnan(ps[0]) && isnan(ps[1]));
+    sv_free(&s);
+}
+END_TEST
+
+START_TEST(test_measure)
+{
+    Rng r;
+    rng_seed(&r, 81);
+    for (int wire = 0; wire < 3; wire++)
+        for (int reset = 0; reset < 2; reset++) {
+            int ones = 0;
+            const int M = 3000;
+            double p1 = 0;
+            for (int i = 0; i < 8; i++)
+                if ((i >> (2 - wire)) & 1) p1 += known_p[i];
+            for (int trial = 0; trial < M; trial++) {
+                SvState s;
+                known_state(&s, &r);
+                cplx before[8];
+                memcpy(before, s.amp, sizeof before);
+                int o = sv_measure(&s, wire, reset, &r, NULL, 0);
+                ck_assert(o == 0 || o == 1);
+                ones += o;
+                /* post-state: projection, renormalised, then reset */
+                cplx want[8] = { 0 };
+                double n = 0;
+                for (int i = 0; i < 8; i++)
+                    if ((int)((i >> (2 - wire)) & 1) == o) n += creal(before[i] * conj(before[i]));
+                for (int i = 0; i < 8; i++)
+                    if ((int)((i >> (2 - wire)) & 1) == o) {
+                        int to = (reset && o) ? i ^ (1 << (2 - wire)) : i;
+                        want[to] = before[i] / sqrt(n);
+                    }
+                ck_assert(maxdiff(s.amp, want, 8) < TOL);
+                sv_free(&s);
+            }
+            double sd = sqrt(M * p1 * (1 - p1));
+            ck_assert_msg(fabs(ones - M * p1) <= 4 * sd, "wire %d: %d ones, expected %g", wire, ones, M * p1);
+        }
+    SvState s;
+    known_state(&s, &r);
+    char err[128];
+    ck_assert_int_eq(sv_measure(&s, 3, 0, &r, err, sizeof err), -1);
+    ck_assert_str_eq(err, "measure: wire 3 out of range for a 3-wire device");
+    memset(s.amp, 0, 8 * sizeof(cplx));
+    ck_assert_int_eq(sv_measure(&s, 0, 0, &r, err, sizeof err), -1);
+    ck_assert_str_eq(err, "measure: the state has zero norm");
+    sv_free(&s);
+}
+END_TEST
+
+/* ---- errors ----------------------------------------------------------- */
+
+static SvOp simple(SvGate g, int w0, int w1)
+{
+    SvOp op;
+    memset(&op, 0, sizeof op);
+    op.gate = g;
+    op.nwires = sv_gate_info(g)->nwires;
+    op.wires[0] = w0;
+    op.wires[1] = w1;
+    op.nparams = sv_gate_info(g)->nparams;
+    return op;
+}
+
+START_TEST(test_errors)
+{
+    SvState s;
+    ck_assert_int_eq(sv_init(&s, 2), 0);
+    char err[256];
+    SvOp op = simple(SV_RX, 5, 0);
+    ck_assert_int_eq(sv_apply(&s, &op, err, sizeof err), -1);
+    ck_assert_str_eq(err, "RX: wire 5 out of range for a 2-wire device");
+    op = simple(SV_CNOT, 0, 0);
+    ck_assert_int_eq(sv_apply(&s, &op, err, sizeof err), -1);
+    ck_assert_str_eq(err, "CNOT: wires must be distinct (0, 0)");
+    op = simple(SV_RX, -1, 0);
+    ck_assert_int_eq(sv_apply(&s, &op, err, sizeof err), -1);
+    ck_assert_str_eq(err, "RX: wire -1 out of range for a 2-wire device");
+    op = simple(SV_CNOT, 0, 1);
+    op.nwires = 1;
+    ck_assert_int_eq(sv_apply(&s, &op, err, sizeof err), -1);
+    ck_assert_str_eq(err, "CNOT: expected 2 wires, got 1");
+    op = simple(SV_RX, 0, 0);
+    op.nparams = 0;
+    ck_assert_int_eq(sv_apply(&s, &op, err, sizeof err), -1);
+    ck_assert_str_eq(err, "RX: expected 1 parameter, got 0");
+    op = simple(SV_ROT, 0, 0);
+    op.params[1] = NAN;
+    ck_assert_int_eq(sv_apply(&s, &op, err, sizeof err), -1);
+    ck_assert_str_eq(err, "Rot: parameter 2 is not finite");
+    op = simple(SV_HADAMARD, 0, 0);
+    op.nctrl = 1;
+    op.ctrl[0] = 0;
+    ck_assert_int_eq(sv_apply(&s, &op, err, sizeof err), -1);
+    ck_assert_str_eq(err, "Hadamard: control wires must be distinct from each other and from the target wires (control 0; wires 0)");
+    op.ctrl[0] = 2;
+    ck_assert_int_eq(sv_apply(&s, &op, err, sizeof err), -1);
+    ck_assert_str_eq(err, "Hadamard: control wire 2 out of range for a 2-wire device");
+    op = simple(SV_TOFFOLI, 0, 1);
+    op.wires[2] = 1;
+    ck_assert_int_eq(sv_apply(&s, &op, err, sizeof err), -1);
+    ck_assert_str_eq(err, "Toffoli: wires must be distinct (0, 1, 1)");
+    op = simple(SV_MULTIRZ, 0, 1);
+    op.nwires = 0;
+    ck_assert_int_eq(sv_apply(&s, &op, err, sizeof err), -1);
+    ck_assert_str_eq(err, "MultiRZ: needs at least one wire");
+    op = simple(SV_QUBITUNITARY, 0, 1);
+    op.nwires = 1;
+    ck_assert_int_eq(sv_apply(&s, &op, err, sizeof err), -1);
+    ck_assert_str_eq(err, "QubitUnitary: no matrix");
+    cplx notu[4] = { 1, 1, 0, 1 };
+    op.matrix = notu;
+    ck_assert_int_eq(sv_apply(&s, &op, err, sizeof err), -1);
+    ck_assert(strncmp(err, "QubitUnitary: matrix is not unitary", 35) == 0);
+    op.gate = (SvGate)99;
+    ck_assert_int_eq(sv_apply(&s, &op, err, sizeof err), -1);
+    ck_assert_str_eq(err, "unknown gate 99");
+    ck_assert_int_eq(sv_apply(&s, NULL, NULL, 0), -1);
+    /* the state is untouched by failed ops */
+    ck_assert(cabs(s.amp[0] - 1) == 0);
+    int w2[2] = { 1, 1 };
+    double pr[4];
+    ck_assert_int_eq(sv_probs(&s, w2, 2, pr, err, sizeof err), -1);
+    ck_assert_str_eq(err, "probs: wires must be distinct (1, 1)");
+    ck_assert_int_eq(sv_probs(&s, w2, 3, pr, err, sizeof err), -1);
+    ck_assert_int_eq(sv_apply_matrix(&s, w2, 2, notu, err, sizeof err), -1);
+    ck_assert_str_eq(err, "apply_matrix: wires must be distinct (1, 1)");
+    /* names */
+    ck_assert_ptr_eq(sv_gate_by_name("H"), sv_gate_info(SV_HADAMARD));
+    ck_assert_ptr_eq(sv_gate_by_name("CX"), sv_gate_info(SV_CNOT));
+    ck_assert_ptr_eq(sv_gate_by_name("CCX"), sv_gate_info(SV_TOFFOLI));
+    ck_assert_ptr_eq(sv_gate_by_name("I"), sv_gate_info(SV_IDENTITY));
+    ck_assert_ptr_eq(sv_gate_by_name("ControlledPhaseShift"), sv_gate_info(SV_CPHASE));
+    ck_assert_ptr_null(sv_gate_by_name("Hadamardx"));
+    ck_assert_ptr_null(sv_gate_by_name(NULL));
+    ck_assert_ptr_null(sv_gate_info(SV_NGATES));
+    for (int g = 0; g < SV_NGATES; g++) {
+        const SvGateInfo *info = sv_gate_info((SvGate)g);
+        ck_assert_int_eq(info->gate, g);
+        ck_assert_ptr_eq(sv_gate_by_name(info->name), info);
+    }
+    ck_assert_int_eq(sv_gate_by_name("RX")->shift_rule, 1);
+    ck_assert_int_eq(sv_gate_by_name("CRX")->shift_rule, 0);
+    ck_assert_int_eq(sv_gate_by_name("Rot")->nparams, 3);
+    sv_free(&s);
+}
+END_TEST
+
+START_TEST(test_init_failure)
+{
+    SvState s;
+    ck_assert_int_eq(sv_init(&s, 50), -1);   /* 16 PiB */
+    ck_assert_ptr_null(s.amp);
+    ck_assert_int_eq(sv_init(&s, -1), -1);
+    ck_assert_int_eq(sv_init(&s, 64), -1);
+    ck_assert_uint_eq(sv_bytes(10), 16384);
+    ck_assert_uint_eq(sv_bytes(70), SIZE_MAX);
+    sv_free(&s);   /* harmless on a failed state */
+}
+END_TEST
+
+/* ---- threads ---------------------------------------------------------- */
+
+START_TEST(test_threads)
+{
+    Rng r;
+    rng_seed(&r, 91);
+    SvTeam *team = sv_team_new(2);
+    ck_assert_ptr_nonnull(team);
+    ck_assert_int_eq(sv_team_size(team), 2);
+    for (int nq = 17; nq <= 18; nq++)
+        for (int simd = 0; simd < 2; simd++) {
+            SvState a, b;
+            ck_assert_int_eq(sv_init(&a, nq), 0);
+            ck_assert_int_eq(sv_init(&b, nq), 0);
+            sv_set_threads(&b, team, 2);
+            a.simd = b.simd = simd;
+            random_state(a.amp, a.dim, &r);
+            memcpy(b.amp, a.amp, a.dim * sizeof(cplx));
+            for (int step = 0; step < 3 * SV_NGATES; step++) {
+                SvOp op;
+                SvGate g = (SvGate)(step % SV_NGATES);
+                make_op(&op, g, nq, (int)rng_below(&r, 3), (int)rng_below(&r, 2), &r);
+                ck_assert_int_eq(sv_apply(&a, &op, NULL, 0), 0);
+                ck_assert_int_eq(sv_apply(&b, &op, NULL, 0), 0);
+            }
+            ck_assert(maxdiff(a.amp, b.amp, a.dim) < TOL);
+            SvPauli t[4];
+            random_terms(t, 4, nq < 30 ? 12 : 0, &r);
+            t[0].x |= 1u << (nq - 1);
+            ck_assert(fabs(sv_expval(&a, t, 4) - sv_expval(&b, t, 4)) < 1e-11);
+            ck_assert(fabs(sv_var(&a, t, 4) - sv_var(&b, t, 4)) < 1e-11);
+            int w[3] = { nq - 1, 0, 5 };
+            double pa[8], pb[8];
+            ck_assert_int_eq(sv_probs(&a, w, 3, pa, NULL, 0), 0);
+            ck_assert_int_eq(sv_probs(&b, w, 3, pb, NULL, 0), 0);
+            for (int j = 0; j < 8; j++) ck_assert(fabs(pa[j] - pb[j]) < 1e-13);
+            Rng r1 = r, r2 = r;
+            ck_assert_int_eq(sv_measure(&a, 3, 1, &r1, NULL, 0), sv_measure(&b, 3, 1, &r2, NULL, 0));
+            ck_assert(maxdiff(a.amp, b.amp, a.dim) < TOL);
+            sv_reset(&b);
+            ck_assert(cabs(b.amp[0] - 1) == 0 && cabs(b.amp[b.dim - 1]) == 0);
+            sv_free(&a);
+            sv_free(&b);
+        }
+    sv_team_free(team);
+    SvTeam *one = sv_team_new(1);
+    ck_assert_ptr_nonnull(one);
+    sv_team_free(one);
+}
+END_TEST
+
+static Suite *sv_suite(void)
+{
+    Suite *s = suite_create("sv");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_embed_is_kron);
+    tcase_add_test(tc, test_gates_plain);
+    tcase_add_test(tc, test_gates_adjoint);
+    tcase_add_test(tc, test_gates_ctrl1);
+    tcase_add_test(tc, test_gates_ctrl2);
+    tcase_add_test(tc, test_gates_all_placements);
+    tcase_add_test(tc, test_basis_state);
+    tcase_add_test(tc, test_tiny_states);
+    tcase_add_test(tc, test_apply_matrix);
+    tcase_add_test(tc, test_op_matrix);
+    tcase_add_test(tc, test_op_dmatrix);
+    tcase_add_test(tc, test_expval_var);
+    tcase_add_test(tc, test_shot_estimates);
+    tcase_add_test(tc, test_binomial);
+    tcase_add_test(tc, test_probs);
+    tcase_add_test(tc, test_sample_stats);
+    tcase_add_test(tc, test_measure);
+    tcase_add_test(tc, test_errors);
+    tcase_add_test(tc, test_init_failure);
+    tcase_add_test(tc, test_threads);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    SRunner *sr = srunner_create(sv_suite());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
