@@ -359,7 +359,9 @@ void analyse_print_deps(ModInfo *m, Node *body, FILE *out)
         /* what this statement leaves behind */
         Origin made = {0};
         for (int k = 0; k < d->nqcalls; k++) origin_add(&made, s->line, d->qcalls[k]);
-        for (int k = 0; k < d->npasses; k++) {
+        /* a new call's future replaces the ones it chains on; without a call,
+         * futures passed along (y = x, [x, y]) are held as they are */
+        for (int k = 0; k < d->npasses && !d->nqcalls; k++) {
             Origin *o = &holds[d->passes[k]];
             for (int j = 0; j < o->nsrc; j++) origin_add(&made, o->src_line[j], o->src_fn[j]);
         }

@@ -52,7 +52,11 @@ typedef struct TaskCtx {
     const Source *src;
     int line;
     double submitted_us;
+    bool grad;              /* a gradient of fn, not a call */
+    int gmethod, argnum;
 } TaskCtx;
+
+Value grad_compute(VM *vm, ObjFunc *f, Value *params, int argnum, int method, uint64_t seed, uint64_t index, const Node *site);
 
 /* main-thread registry of dispatched calls (in->tasks is not shared) */
 static TaskRec *registry_head;
@@ -253,7 +257,13 @@ static bool task_execute(TaskCtx *c, const atomic_int *cancel, void *task, Value
     for (int i = 0; i < c->nargs; i++) { slots[i] = c->args[i]; c->args[i] = v_nil(); }
     for (int i = c->nargs; i < nl; i++) slots[i] = v_unbound();
     tvm.sp = (size_t)nl;
-    Value r = qrt_run(&tvm, f, c->seed, c->index, slots, NULL);
+    Value r;
+    if (c->grad) {
+        r = grad_compute(&tvm, f, slots, c->argnum, c->gmethod, c->seed, c->index, NULL);
+        for (int i = 0; i < nl; i++) decref(slots[i]);
+    } else {
+        r = qrt_run(&tvm, f, c->seed, c->index, slots, NULL);
+    }
     tvm.sp = 0;
     bool ok = !IS_EXC(r);
     if (ok) {
@@ -345,7 +355,30 @@ static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const
     return c;
 }
 
+static Value dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, bool grad, int gmethod, int argnum);
+
+static const char *c_name_for(ObjFunc *f, bool grad)
+{
+    static char buf[160];
+    if (!grad) return f->p->name;
+    snprintf(buf, sizeof buf, "grad %s", f->p->name);
+    return buf;
+}
+
 Value qfn_call(VM *vm, ObjFunc *f, Value *params, const Node *site)
+{
+    return dispatch(vm, f, params, site, false, 0, 0);
+}
+
+Value qfn_call_grad(VM *vm, ObjFunc *f, Value *params, const Node *site, int method, int argnum);
+Value qfn_call_grad(VM *vm, ObjFunc *f, Value *params, const Node *site, int method, int argnum)
+{
+    return dispatch(vm, f, params, site, true, method, argnum);
+}
+
+/* A call (or a gradient) of a qfn: a task with copies of everything it
+ * needs, or, inside a task, run at once. */
+static Value dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, bool grad, int gmethod, int argnum)
 {
     Interp *in = vm->in;
     /* the call's random stream: (device seed or program seed, position in program order) */
@@ -364,7 +397,13 @@ Value qfn_call(VM *vm, ObjFunc *f, Value *params, const Node *site)
         copy_done(&cc);
         uint64_t saved = vm->stream_seed;
         vm->stream_seed = seed ^ ((index + 1) * 0xbf58476d1ce4e5b9ULL);
-        Value r = qrt_run(vm, f, seed, index, params, site);
+        Value r;
+        if (grad) {
+            r = grad_compute(vm, f, params, argnum, gmethod, seed, index, site);
+            for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
+        } else {
+            r = qrt_run(vm, f, seed, index, params, site);
+        }
         vm->stream_seed = saved;
         return r;
     }
@@ -374,6 +413,10 @@ Value qfn_call(VM *vm, ObjFunc *f, Value *params, const Node *site)
     for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
     c->seed = seed;
     c->index = index;
+    c->grad = grad;
+    c->gmethod = gmethod;
+    c->argnum = argnum;
+    if (grad) { free(c->name); size_t ln = strlen(f->p->name) + 8; c->name = malloc(ln); snprintf(c->name, ln, "grad %s", f->p->name); }
     if (cerr) {
         ctx_free(c);
         free(deps.v);
@@ -409,7 +452,7 @@ Value qfn_call(VM *vm, ObjFunc *f, Value *params, const Node *site)
         ctx_free(c);
     } else {
         char label[128];
-        snprintf(label, sizeof label, "%s()", f->p->name);
+        snprintf(label, sizeof label, "%s%s()", grad ? "grad " : "", f->p->name);
         int line = c->line;
         fut = exec_submit(in->exec, run_task, c, ctx_free, (Fut *const *)deps.v, deps.n, label, line);
         if (!fut) {
@@ -422,13 +465,13 @@ Value qfn_call(VM *vm, ObjFunc *f, Value *params, const Node *site)
     free(deps.v);
     TaskRec *rec = calloc(1, sizeof *rec);
     rec->fut = fut_retain(fut);
-    rec->name = strdup(f->p->name);
+    rec->name = strdup(c_name_for(f, grad));
     rec->src = vm->frame && vm->frame->fn ? vm->frame->fn->p->mod->src : vm->mod->info->src;
     rec->line = site ? site->line : vm->cur_line;
     rec->next = registry_head;
     registry_head = rec;
     if (++registry_count % 256 == 0) registry_compact();
-    Value fv = future_new(fut, rec, f->p->name, rec->src, rec->line);
+    Value fv = future_new(fut, rec, rec->name, rec->src, rec->line);
     rec->obj = AS_FUT(fv);
     return fv;
 }

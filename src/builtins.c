@@ -37,11 +37,13 @@ void builtins_init(void)
 
 void arrayval_register_hooks(void);
 void qrt_register_hooks(void);
+void grad_register_hooks(void);
 /* Object kinds that live in other rooms print, copy and free through hooks. */
 void builtins_register_hooks(void)
 {
     arrayval_register_hooks();
     qrt_register_hooks();
+    grad_register_hooks();
 }
 
 int builtin_lookup(const char *name)
@@ -184,6 +186,7 @@ static Value bi_fmt(VM *vm, Args *a)
             continue;
         }
         if (v.t == T_BOOL) v = v_num(v.b);
+        if (v.t == T_DUAL) v = v_num(dual_value(v));
         if (v.t != T_NUM) {
             buf_free(&b);
             return vm_error(vm, a->site, "fmt(): %%%c needs a number, not %s", conv, type_name(v));
@@ -248,6 +251,7 @@ static bool parse_number(const char *s, double *out)
 static Value bi_num(VM *vm, Args *a)
 {
     Value v = a->v[0];
+    if (v.t == T_DUAL) { incref(v); return v; }
     if (v.t == T_NUM) return v;
     if (v.t == T_BOOL) return v_num(v.b);
     if (v.t == T_STR) {
@@ -262,6 +266,7 @@ static Value bi_int(VM *vm, Args *a)
 {
     Value v = a->v[0];
     double d;
+    if (v.t == T_DUAL) v = v_num(dual_value(v));
     if (v.t == T_NUM) d = v.n;
     else if (v.t == T_BOOL) d = v.b;
     else if (v.t == T_STR) {
@@ -723,6 +728,10 @@ static Value math1(VM *vm, Args *a, int fn, const char *name)
 {
     Value v = a->v[0];
     if (v.t == T_ARRAY) return arr_math(vm, fn, v, a->site);
+    if (v.t == T_DUAL) {
+        if (fn == M_LOG && a->n > 1) return vm_error(vm, a->site, "log(x, base) of a differentiated number: use log(x) / log(base)");
+        return dual_math(vm, fn, v, a->site);
+    }
     if (v.t == T_COMPLEX) {
         double _Complex z = AS_CPLX(v)->re + AS_CPLX(v)->im * _Complex_I, r;
         switch (fn) {
@@ -774,6 +783,18 @@ MATH1(log2, M_LOG2) MATH1(log10, M_LOG10) MATH1(floor, M_FLOOR) MATH1(ceil, M_CE
 
 static Value bi_atan2(VM *vm, Args *a)
 {
+    if (a->v[0].t == T_DUAL || a->v[1].t == T_DUAL) {
+        /* atan2(y, x) = atan(y / x) up to a constant: the same derivative */
+        Value q = vm_binop(vm, OP_DIV, a->v[0], a->v[1], a->site);
+        if (IS_EXC(q)) return q;
+        Value r = dual_math(vm, 7 /* M_ATAN */, q, a->site);
+        decref(q);
+        if (IS_EXC(r) || r.t != T_DUAL) return r;
+        double y = dual_value(a->v[0]), x = dual_value(a->v[1]);
+        Value c = vm_binop(vm, OP_ADD, r, v_num(atan2(y, x) - atan(y / x)), a->site);
+        decref(r);
+        return c;
+    }
     double y, x;
     if (!arg_num(vm, a, 0, "atan2() y", &y) || !arg_num(vm, a, 1, "atan2() x", &x)) return v_exc();
     return v_num(atan2(y, x));
@@ -790,7 +811,8 @@ static Value bi_round(VM *vm, Args *a)
     }
     if (a->v[0].t == T_ARRAY) return arr_math(vm, 100 + (int)digits, a->v[0], a->site);
     double x;
-    if (!arg_num(vm, a, 0, "round() argument", &x)) return v_exc();
+    if (a->v[0].t == T_DUAL) x = dual_value(a->v[0]);
+    else if (!arg_num(vm, a, 0, "round() argument", &x)) return v_exc();
     if (!isfinite(x)) return v_num(x);
     if (digits == 0) return v_num(nearbyint(x));
     if (digits > 300 || digits < -300) return v_num(digits > 0 ? x : 0);

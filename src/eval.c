@@ -242,6 +242,7 @@ bool vm_truthy(VM *vm, Value v, const Node *site, bool *err)
     case T_LIST: return AS_LIST(v)->len != 0;
     case T_DICT: return AS_DICT(v)->len != 0;
     case T_COMPLEX: return AS_CPLX(v)->re != 0 || AS_CPLX(v)->im != 0;
+    case T_DUAL: return dual_value(v) != 0;
     case T_ARRAY: {
         size_t n = arr_len(v);
         return n != 0;
@@ -259,6 +260,7 @@ bool vm_truthy(VM *vm, Value v, const Node *site, bool *err)
 
 bool num_to_index(VM *vm, Value v, long len, long *out, const Node *site, const char *what)
 {
+    if (v.t == T_DUAL) v = v_num(dual_value(v));
     if (v.t != T_NUM) { vm_error(vm, site, "%s index must be a number, not %s", what, type_name(v)); return false; }
     double d = v.n;
     if (d != floor(d) || !isfinite(d)) { vm_error(vm, site, "%s index must be an integer, got %g", what, d); return false; }
@@ -408,6 +410,8 @@ static Value seq_repeat(VM *vm, Value seq, double times, const Node *site)
         return v_obj(&r->h);
     }
     ObjList *l = AS_LIST(seq);
+    if (l->len && l->v[0].t == T_DUAL)
+        return vm_error(vm, site, "arithmetic on a whole differentiated array: inside grad an array argument is a list of numbers, index its elements");
     if (n && (double)l->len * (double)n > 1e9) return vm_error(vm, site, "list too long");
     ObjList *r = list_new(l->len * (size_t)n);
     for (long i = 0; i < n; i++)
@@ -473,6 +477,7 @@ Value vm_binop(VM *vm, int op, Value a, Value b, const Node *site)
         return r;
     }
     if (a.t == T_NUM && b.t == T_NUM) return num_op(vm, op, a.n, b.n, site);
+    if ((a.t == T_DUAL || b.t == T_DUAL) && op != OP_IN && op != OP_NOTIN) return dual_binop(vm, op, a, b, site);
     if (op == OP_IN) return contains(vm, b, a, site);
     if (op == OP_NOTIN) {
         Value r = contains(vm, b, a, site);
@@ -535,6 +540,7 @@ static Value unary_neg(VM *vm, Value v, const Node *site, bool neg)
     case T_COMPLEX: return neg ? v_complex(-AS_CPLX(v)->re, -AS_CPLX(v)->im) : (incref(v), v);
     case T_ARRAY: if (!neg) { incref(v); return v; } return arr_unary_neg(vm, v, site);
     case T_OP: if (!neg) { incref(v); return v; } return qrt_binop(vm, OP_MUL, v_num(-1), v, site);
+    case T_DUAL: if (!neg) { incref(v); return v; } return dual_binop(vm, OP_MUL, v_num(-1), v, site);
     case T_FUTURE: {
         Value r = future_force(vm, v, site);
         if (IS_EXC(r)) return r;
@@ -551,6 +557,18 @@ static Value unary_neg(VM *vm, Value v, const Node *site, bool neg)
 static Value index_value(VM *vm, Value obj, Value *idx, Node **nodes, int nidx, const Node *site)
 {
     if (obj.t == T_ARRAY) return arr_index(vm, obj, idx, nodes, nidx, site);
+    if (nidx > 1 && obj.t == T_LIST) {
+        /* nested lists: a[i, j] is a[i][j] */
+        Value cur = obj;
+        incref(cur);
+        for (int k = 0; k < nidx; k++) {
+            Value nx = index_value(vm, cur, idx + k, nodes + k, 1, site);
+            decref(cur);
+            if (IS_EXC(nx)) return nx;
+            cur = nx;
+        }
+        return cur;
+    }
     if (nidx != 1) return vm_error(vm, site, "a %s takes one index, not %d", type_name(obj), nidx);
     Value i = idx[0];
     bool slice = nodes[0]->kind == N_SLICE;

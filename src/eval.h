@@ -31,6 +31,11 @@ bool arr_contains(VM *vm, Value a, Value x, const Node *site, bool *err);
 size_t arr_len(Value a);
 Value arr_row(VM *vm, Value a, size_t i);
 
+/* differentiable numbers (grad.c): value with tangents */
+Value dual_binop(VM *vm, int op, Value a, Value b, const Node *site);
+Value dual_math(VM *vm, int fn, Value v, const Node *site);
+double dual_value(Value v);
+
 /* complex helpers */
 bool as_complex(Value v, double *re, double *im);
 Value make_number_or_complex(double re, double im);

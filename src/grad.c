@@ -1,20 +1,633 @@
-/* grad.c — gradients of quantum functions (LANGUAGE.md §8 grad). Being
- * written: this first version accepts plain numbers only. */
+/* grad.c — gradients of quantum functions (LANGUAGE.md §8 grad): dual
+ * numbers that carry d/d(input) through the classical arithmetic of a qfn
+ * body (the chain rule from arguments to gate angles), the tape the
+ * quantum runtime fills, and the three methods: adjoint (one forward and
+ * one backward sweep), parameter-shift (two shifted runs per gate
+ * parameter) and finite differences. A gradient call is dispatched like a
+ * qfn call (async.c); this file computes it on whichever VM runs it.
+ * Knows values, the VM, the quantum runtime's entry and sv.h. */
+#include "grad.h"
+#include "arrayval.h"
+#include "array.h"
 #include "eval.h"
 #include "qrt.h"
-#include "sv.h"
 
-struct QTape;
-struct ObjOp;
+#include <complex.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- dual numbers */
+
+typedef struct ObjDual { Obj h; double v; int n; double d[]; } ObjDual;
+#define AS_DUAL(x) ((ObjDual *)(x).o)
+
+static ObjDual *dual_alloc(double v, int n)
+{
+    ObjDual *d = (ObjDual *)obj_alloc(sizeof(ObjDual) + (size_t)n * sizeof(double), T_DUAL);
+    d->v = v;
+    d->n = n;
+    return d;
+}
+
+double dual_value(Value v) { return v.t == T_DUAL ? AS_DUAL(v)->v : v.t == T_NUM ? v.n : 0; }
+
+static void dual_repr(Buf *b, Value v) { value_repr(b, v_num(AS_DUAL(v)->v), false); }
+static Value dual_copy(Value v, CopyCtx *cc)
+{
+    ObjDual *s = AS_DUAL(v), *d = dual_alloc(s->v, s->n);
+    memcpy(d->d, s->d, (size_t)s->n * sizeof(double));
+    copy_memo_put(cc, s, d);
+    return v_obj(&d->h);
+}
+static bool dual_eq(Value a, Value b) { return dual_value(a) == dual_value(b); }
+static void dual_free(Obj *o) { free(o); }
+
 bool grad_param_value(Value v, double *out)
 {
     if (v.t == T_NUM) { *out = v.n; return true; }
     if (v.t == T_BOOL) { *out = v.b; return true; }
+    if (v.t == T_DUAL) { *out = AS_DUAL(v)->v; return true; }
     return false;
 }
-double *grad_param_tangent(VM *vm, Value v, int *ntan) { (void)vm; (void)v; *ntan = 0; return NULL; }
-void grad_record(struct QTape *tape, const struct ObjOp *op) { (void)tape; (void)op; }
-bool grad_shift(struct QTape *tape, const struct ObjOp *op, SvOp *out) { (void)tape; (void)op; (void)out; return false; }
-void grad_note_expval(struct QTape *tape, const SvPauli *t, int n) { (void)tape; (void)t; (void)n; }
-Value gradfn_call(VM *vm, Value g, Args *a) { (void)g; return vm_error(vm, a->site, "grad: not yet"); }
-const BuiltinDef builtins_grad[] = { { NULL, NULL, 0, 0, 0, NULL, 0 } };
+
+const double *grad_param_tangent(Value v, int *ntan)
+{
+    if (v.t != T_DUAL) { *ntan = 0; return NULL; }
+    *ntan = AS_DUAL(v)->n;
+    return AS_DUAL(v)->d;
+}
+
+/* (value, tangent) of a number or dual; NULL tangent for a plain number */
+static bool parts(Value v, double *x, const double **dx, int *n)
+{
+    if (v.t == T_NUM) { *x = v.n; *dx = NULL; return true; }
+    if (v.t == T_BOOL) { *x = v.b; *dx = NULL; return true; }
+    if (v.t == T_DUAL) { *x = AS_DUAL(v)->v; *dx = AS_DUAL(v)->d; *n = AS_DUAL(v)->n; return true; }
+    return false;
+}
+
+Value dual_binop(VM *vm, int op, Value a, Value b, const Node *site)
+{
+    double x, y;
+    const double *dx, *dy;
+    int na = 0, nb = 0;
+    if (!parts(a, &x, &dx, &na) || !parts(b, &y, &dy, &nb))
+        return vm_error(vm, site, "a differentiated number can only be combined with numbers, not %s",
+                        type_name(parts(a, &x, &dx, &na) ? b : a));
+    if (dx && dy && na != nb) return vm_error(vm, site, "internal error: tangents of different sizes");
+    int n = dx ? na : nb;
+    switch (op) {
+    case OP_LT: return v_bool(x < y);
+    case OP_LE: return v_bool(x <= y);
+    case OP_GT: return v_bool(x > y);
+    case OP_GE: return v_bool(x >= y);
+    case OP_EQ: return v_bool(x == y);
+    case OP_NE: return v_bool(x != y);
+    default: break;
+    }
+    double r, ca = 0, cb = 0;    /* r = f(x, y); dr = ca dx + cb dy */
+    switch (op) {
+    case OP_ADD: r = x + y; ca = 1; cb = 1; break;
+    case OP_SUB: r = x - y; ca = 1; cb = -1; break;
+    case OP_MUL: r = x * y; ca = y; cb = x; break;
+    case OP_DIV:
+        if (y == 0) return vm_error(vm, site, "division by zero");
+        r = x / y; ca = 1 / y; cb = -x / (y * y); break;
+    case OP_IDIV:
+        if (y == 0) return vm_error(vm, site, "division by zero");
+        return v_num(floor(x / y));
+    case OP_MOD: {
+        if (y == 0) return vm_error(vm, site, "modulo by zero");
+        double q = floor(x / y);
+        r = x - y * q; ca = 1; cb = -q; break;
+    }
+    case OP_POW:
+        if (x < 0 && y != floor(y)) return vm_error(vm, site, "a negative differentiated number to a fractional power");
+        r = pow(x, y);
+        ca = y == 0 ? 0 : y * pow(x, y - 1);
+        cb = dy ? (x > 0 ? r * log(x) : 0) : 0;
+        break;
+    default:
+        return vm_error(vm, site, "unsupported operation on a differentiated number");
+    }
+    ObjDual *d = dual_alloc(r, n);
+    for (int i = 0; i < n; i++) d->d[i] = (dx ? ca * dx[i] : 0) + (dy ? cb * dy[i] : 0);
+    return v_obj(&d->h);
+}
+
+/* math builtins on duals; fn numbers as in builtins.c */
+Value dual_math(VM *vm, int fn, Value v, const Node *site)
+{
+    enum { M_ABS, M_SQRT, M_SIN, M_COS, M_TAN, M_ASIN, M_ACOS, M_ATAN, M_EXP, M_LOG, M_LOG2, M_LOG10, M_FLOOR, M_CEIL };
+    ObjDual *s = AS_DUAL(v);
+    double x = s->v, r, c;
+    switch (fn) {
+    case M_ABS: r = fabs(x); c = x < 0 ? -1 : 1; break;
+    case M_SQRT:
+        if (x < 0) return vm_error(vm, site, "sqrt() of a negative number (%g)", x);
+        r = sqrt(x); c = r == 0 ? 0 : 0.5 / r; break;
+    case M_SIN: r = sin(x); c = cos(x); break;
+    case M_COS: r = cos(x); c = -sin(x); break;
+    case M_TAN: r = tan(x); c = 1 / (cos(x) * cos(x)); break;
+    case M_ASIN: if (x < -1 || x > 1) return vm_error(vm, site, "asin() argument %g outside [-1, 1]", x); r = asin(x); c = 1 / sqrt(1 - x * x); break;
+    case M_ACOS: if (x < -1 || x > 1) return vm_error(vm, site, "acos() argument %g outside [-1, 1]", x); r = acos(x); c = -1 / sqrt(1 - x * x); break;
+    case M_ATAN: r = atan(x); c = 1 / (1 + x * x); break;
+    case M_EXP: r = exp(x); c = r; break;
+    case M_LOG: case M_LOG2: case M_LOG10:
+        if (x <= 0) return vm_error(vm, site, "log of a non-positive number (%g)", x);
+        r = fn == M_LOG ? log(x) : fn == M_LOG2 ? log2(x) : log10(x);
+        c = 1 / (x * (fn == M_LOG ? 1 : fn == M_LOG2 ? M_LN2 : M_LN10));
+        break;
+    case M_FLOOR: return v_num(floor(x));
+    case M_CEIL: return v_num(ceil(x));
+    default: return vm_error(vm, site, "unsupported function of a differentiated number");
+    }
+    ObjDual *d = dual_alloc(r, s->n);
+    for (int i = 0; i < s->n; i++) d->d[i] = c * s->d[i];
+    return v_obj(&d->h);
+}
+
+/* ---------------------------------------------------------------- the tape */
+
+bool grad_shift(QTape *t, const SvOp *op, SvOp *out)
+{
+    if (t->record || t->counter != t->shift_op) return false;
+    *out = *op;
+    out->params[t->shift_param] += t->shift;
+    return true;
+}
+
+void grad_record(QTape *t, const SvOp *op, const double *tan, int ntan)
+{
+    int k = t->counter++;
+    (void)k;
+    if (!t->record) return;
+    if (t->nops == t->cap) {
+        t->cap = t->cap ? t->cap * 2 : 64;
+        t->ops = realloc(t->ops, (size_t)t->cap * sizeof(TapeOp));
+    }
+    TapeOp *o = &t->ops[t->nops++];
+    o->op = *op;
+    o->matrix = NULL;
+    o->tan = NULL;
+    if (op->matrix) {
+        size_t d = (size_t)1 << op->nwires;
+        o->matrix = malloc(d * d * sizeof(cplx));
+        memcpy(o->matrix, op->matrix, d * d * sizeof(cplx));
+        o->op.matrix = o->matrix;
+    }
+    if (tan && ntan == t->ntan && op->nparams) {
+        o->tan = malloc((size_t)(op->nparams * ntan) * sizeof(double));
+        memcpy(o->tan, tan, (size_t)(op->nparams * ntan) * sizeof(double));
+    }
+}
+
+
+typedef struct TapeObs { SvPauli *t; int n; } TapeObs;
+
+/* the observable of the (single) expval, parked in the tape */
+static TapeObs *tape_take_obs(QTape *t)
+{
+    TapeObs *to = t->obs;
+    t->obs = NULL;
+    return to;
+}
+
+/* In adjoint mode the expectation value is itself a dual number whose extra
+ * tangent (the last one) is d(result)/d(expval): the chain rule from the
+ * measured value to what the function returns. */
+Value grad_expval(VM *vm, QTape *t, const SvPauli *terms, int n, double e, const Node *site)
+{
+    (void)site; (void)vm;
+    t->nexpval++;
+    if (t->method != GRAD_ADJOINT || !t->record) return v_num(e);
+    free(t->adj);
+    t->adj = NULL;
+    /* keep the observable for the backward sweep */
+    TapeObs *old = tape_take_obs(t);
+    if (old) { free(old->t); free(old); }
+    SvPauli *copy = malloc((size_t)(n + 1) * sizeof(SvPauli));
+    memcpy(copy, terms, (size_t)n * sizeof(SvPauli));
+    TapeObs *to = malloc(sizeof *to);
+    to->t = copy;
+    to->n = n;
+    t->obs = to;
+    ObjDual *d = dual_alloc(e, t->ntan);
+    d->d[t->ntan - 1] = 1;
+    return v_obj(&d->h);
+}
+
+
+/* out = H psi for a Pauli sum H (wire w <-> bit nq-1-w of the index) */
+static void apply_paulis(const SvState *s, const SvPauli *t, int n, cplx *out)
+{
+    size_t dim = s->dim;
+    int nq = s->nq;
+    memset(out, 0, dim * sizeof(cplx));
+    for (int k = 0; k < n; k++) {
+        uint64_t xm = 0, zm = 0;
+        int ny = 0;
+        for (int w = 0; w < nq; w++) {
+            uint64_t wb = (uint64_t)1 << w, bit = (uint64_t)1 << (nq - 1 - w);
+            if (t[k].x & wb) xm |= bit;
+            if (t[k].z & wb) zm |= bit;
+            if ((t[k].x & wb) && (t[k].z & wb)) ny++;
+        }
+        cplx ph = t[k].coeff * cpow(I, ny);
+        for (size_t i = 0; i < dim; i++) {
+            double sg = (__builtin_popcountll(i & zm) & 1) ? -1 : 1;
+            out[i ^ xm] += ph * sg * s->amp[i];
+        }
+    }
+}
+
+/* The adjoint sweep: lambda = H psi; for each gate from the last, undo it
+ * on psi and lambda and collect 2 Re <lambda| dU psi> for its parameters. */
+bool grad_after_body(QTape *t, SvState *s)
+{
+    if (t->method != GRAD_ADJOINT || !t->record) return true;
+    TapeObs *to = tape_take_obs(t);
+    if (t->nexpval == 0) { t->adj = calloc((size_t)t->ninputs + 1, sizeof(double)); free(to); return true; }
+    if (t->nexpval > 1 || !to) {
+        if (to) { free(to->t); free(to); }
+        snprintf(t->err, sizeof t->err, "grad(method=\"adjoint\") needs exactly one expval() in the function; use method=\"parameter-shift\"");
+        return false;
+    }
+    if (t->measured || t->shots) {
+        free(to->t); free(to);
+        snprintf(t->err, sizeof t->err, "grad(method=\"adjoint\") needs an exact device without mid-circuit measurements; use method=\"parameter-shift\"");
+        return false;
+    }
+    SvState lam, mu;
+    if (sv_init(&lam, s->nq) != 0 || sv_init(&mu, s->nq) != 0) {
+        free(to->t); free(to);
+        snprintf(t->err, sizeof t->err, "grad: out of memory for the adjoint sweep");
+        return false;
+    }
+    apply_paulis(s, to->t, to->n, lam.amp);
+    free(to->t);
+    free(to);
+    double *g = calloc((size_t)t->ninputs + 1, sizeof(double));
+    char err[200];
+    bool ok = true;
+    for (int k = t->nops - 1; k >= 0 && ok; k--) {
+        TapeOp *o = &t->ops[k];
+        SvOp inv = o->op;
+        inv.adjoint = !inv.adjoint;
+        if (sv_apply(s, &inv, err, sizeof err) != 0) { ok = false; break; }
+        if (o->tan) {
+            int kk = o->op.nctrl + o->op.nwires;
+            size_t d = (size_t)1 << kk;
+            cplx *dm = malloc(d * d * sizeof(cplx));
+            int wires[2 * SV_MAX_WIRES];
+            for (int i = 0; i < o->op.nctrl; i++) wires[i] = o->op.ctrl[i];
+            for (int i = 0; i < o->op.nwires; i++) wires[o->op.nctrl + i] = o->op.wires[i];
+            for (int p = 0; p < o->op.nparams && ok; p++) {
+                bool any = false;
+                for (int j = 0; j < t->ninputs; j++) if (o->tan[p * t->ntan + j] != 0) any = true;
+                if (!any) continue;
+                if (sv_op_dmatrix(&o->op, p, dm, err, sizeof err) != 0) { ok = false; break; }
+                memcpy(mu.amp, s->amp, s->dim * sizeof(cplx));
+                if (sv_apply_matrix(&mu, wires, kk, dm, err, sizeof err) != 0) { ok = false; break; }
+                double re = 0;
+                for (size_t i = 0; i < s->dim; i++) re += creal(conj(lam.amp[i]) * mu.amp[i]);
+                double dE = 2 * re;
+                for (int j = 0; j < t->ninputs; j++) g[j] += dE * o->tan[p * t->ntan + j];
+            }
+            free(dm);
+        }
+        if (ok && sv_apply(&lam, &inv, err, sizeof err) != 0) ok = false;
+    }
+    sv_free(&lam);
+    sv_free(&mu);
+    if (!ok) { free(g); snprintf(t->err, sizeof t->err, "grad: %s", err); return false; }
+    t->adj = g;
+    return true;
+}
+
+static void tape_free(QTape *t)
+{
+    for (int i = 0; i < t->nops; i++) { free(t->ops[i].matrix); free(t->ops[i].tan); }
+    free(t->ops);
+    free(t->adj);
+    t->ops = NULL;
+    t->adj = NULL;
+    t->nops = t->cap = 0;
+}
+
+/* ---------------------------------------------------------------- the grad function object */
+
+typedef struct ObjGrad { Obj h; Value f; int argnum; int method; } ObjGrad;
+#define AS_GRAD(v) ((ObjGrad *)(v).o)
+
+static const char *method_names[] = { "adjoint", "parameter-shift", "finite-diff" };
+
+static void grad_free(Obj *o) { decref(((ObjGrad *)o)->f); free(o); }
+static void grad_repr(Buf *b, Value v)
+{
+    ObjGrad *g = AS_GRAD(v);
+    buf_printf(b, "<grad of %s, argnum=%d, method=\"%s\">", AS_FUNC(g->f)->p->name, g->argnum, method_names[g->method]);
+}
+static Value grad_copy(Value v, CopyCtx *cc)
+{
+    ObjGrad *g = AS_GRAD(v), *n = (ObjGrad *)obj_alloc(sizeof(ObjGrad), T_GRADFN);
+    copy_memo_put(cc, g, n);
+    n->argnum = g->argnum;
+    n->method = g->method;
+    n->f = value_copy_deep(g->f, cc);
+    return v_obj(&n->h);
+}
+
+static const ObjHooks dual_hooks = { dual_free, dual_repr, dual_copy, dual_eq };
+static const ObjHooks grad_hooks = { grad_free, grad_repr, grad_copy, NULL };
+
+void grad_register_hooks(void);
+void grad_register_hooks(void)
+{
+    value_set_hooks(T_DUAL, &dual_hooks);
+    value_set_hooks(T_GRADFN, &grad_hooks);
+}
+
+static Value bi_grad(VM *vm, Args *a)
+{
+    Value f = a->v[0];
+    if (f.t != T_FUNC || !AS_FUNC(f)->p->is_qfn || AS_FUNC(f)->device.t != T_DEVICE)
+        return vm_error(vm, a->site, "grad() needs a quantum function with a device (qfn ... on DEVICE), not %s",
+                        f.t == T_FUNC ? "a plain function" : type_name(f));
+    Value *an = arg_kw(a, "argnum"), *m = arg_kw(a, "method");
+    int argnum = 0, method = GRAD_ADJOINT;
+    if (an) {
+        if (an->t != T_NUM || an->n != floor(an->n) || an->n < 0) return vm_error(vm, a->site, "grad(): argnum must be a non-negative integer");
+        argnum = (int)an->n;
+        if (argnum >= AS_FUNC(f)->p->nparams)
+            return vm_error(vm, a->site, "grad(): argnum=%d but %s() has %d parameter%s", argnum, AS_FUNC(f)->p->name,
+                            AS_FUNC(f)->p->nparams, AS_FUNC(f)->p->nparams == 1 ? "" : "s");
+    } else if (AS_FUNC(f)->p->nparams == 0) {
+        return vm_error(vm, a->site, "grad(): %s() has no parameters to differentiate", AS_FUNC(f)->p->name);
+    }
+    if (m) {
+        if (m->t != T_STR) return vm_error(vm, a->site, "grad(): method must be a string");
+        int k;
+        for (k = 0; k < 3; k++) if (strcmp(AS_STR(*m)->s, method_names[k]) == 0) break;
+        if (k == 3) return vm_error(vm, a->site, "grad(): unknown method \"%.40s\" (adjoint, parameter-shift, finite-diff)", AS_STR(*m)->s);
+        method = k;
+    }
+    ObjGrad *g = (ObjGrad *)obj_alloc(sizeof(ObjGrad), T_GRADFN);
+    g->f = f;
+    incref(f);
+    g->argnum = argnum;
+    g->method = method;
+    return v_obj(&g->h);
+}
+
+static const char *const kw_grad[] = { "argnum", "method", NULL };
+const BuiltinDef builtins_grad[] = {
+    { "grad", bi_grad, 1, 1, 0, kw_grad, 0 },
+    { NULL, NULL, 0, 0, 0, NULL, 0 },
+};
+
+/* ---------------------------------------------------------------- computing a gradient */
+
+Value qfn_call_grad(VM *vm, ObjFunc *f, Value *params, const Node *site, int method, int argnum);   /* async.c */
+
+/* grad(f)(args...): bound like a call of f, dispatched like one */
+Value gradfn_call(VM *vm, Value gv, Args *a)
+{
+    ObjGrad *g = AS_GRAD(gv);
+    ObjFunc *f = AS_FUNC(g->f);
+    size_t base = vm->sp;
+    size_t need = (size_t)(f->p->nlocals > a->n ? f->p->nlocals : a->n) + 4;
+    if (base + need >= vm->cap) return vm_error(vm, a->site, "maximum recursion depth exceeded (value stack full)");
+    Value *slots = vm->stack + base;
+    for (int i = 0; i < a->n; i++) {
+        Value x = vm_force(vm, a->v[i], a->site);   /* a gradient needs its input's value */
+        if (IS_EXC(x)) { for (int k = 0; k < i; k++) decref(slots[k]); return x; }
+        slots[i] = x;
+    }
+    Value kwv[a->nkw ? a->nkw : 1];
+    for (int i = 0; i < a->nkw; i++) { incref(a->kw[i]); kwv[i] = a->kw[i]; }
+    Args kw = { 0, NULL, a->nkw, a->kwname, kwv, a->site, NULL };
+    vm->sp = base + need - 4;
+    if (!eval_bind_args(vm, f, slots, a->n, &kw, a->site)) { vm->sp = base; return v_exc(); }
+    Value r = qfn_call_grad(vm, f, slots, a->site, g->method, g->argnum);
+    vm->sp = base;
+    return r;
+}
+
+/* the input as numbers: a number or a real float array (any shape) */
+typedef struct Input { double *x; size_t n; int ndim; size_t shape[AR_MAXDIM]; bool scalar; } Input;
+
+static bool read_input(VM *vm, Value v, Input *in, const Node *site, const char *fname, int argnum)
+{
+    memset(in, 0, sizeof *in);
+    if (v.t == T_NUM || v.t == T_BOOL) {
+        in->scalar = true;
+        in->n = 1;
+        in->x = malloc(sizeof(double));
+        in->x[0] = v.t == T_NUM ? v.n : v.b;
+        return true;
+    }
+    Value arr = v;
+    bool tmp = false;
+    if (v.t == T_LIST) {
+        arr = vm_call(vm, builtin_value(builtin_lookup("array")), 1, &v, (Node *)site);
+        if (IS_EXC(arr)) return false;
+        tmp = true;
+    }
+    if (arr.t != T_ARRAY || ar_is_complex(AS_ARR(arr))) {
+        if (tmp) decref(arr);
+        vm_error(vm, site, "grad: argument %d of %s() must be a number or a float array, not %s", argnum, fname, type_name(v));
+        return false;
+    }
+    Array *A = AS_ARR(arr);
+    in->n = ar_size(A);
+    in->ndim = ar_ndim(A);
+    memcpy(in->shape, ar_shape(A), (size_t)in->ndim * sizeof(size_t));
+    in->x = malloc((in->n + 1) * sizeof(double));
+    memcpy(in->x, ar_f64_ro(A), in->n * sizeof(double));
+    if (tmp) decref(arr);
+    return true;
+}
+
+/* the input as the function sees it: duals (ntan tangents, input j seeds
+ * tangent j), nested as lists for arrays; or plain numbers with x[j] moved by h */
+static Value build_arg(const Input *in, int ntan, long moved, double h, size_t *pos, int depth)
+{
+    if (in->scalar || depth == in->ndim) {
+        size_t j = *pos;
+        (*pos)++;
+        double x = in->x[j] + ((long)j == moved ? h : 0);
+        if (ntan == 0) return v_num(x);
+        ObjDual *d = dual_alloc(x, ntan);
+        d->d[j] = 1;
+        return v_obj(&d->h);
+    }
+    if (ntan == 0 && depth == 0) {
+        /* plain runs keep the argument an array */
+        char err[AR_ERRLEN];
+        Array *a = ar_from_data(AR_F64, in->ndim, in->shape, in->x, err);
+        if (!a) return v_nil();
+        if (moved >= 0) ar_f64(a)[moved] += h;
+        *pos += in->n;
+        return arr_wrap(a);
+    }
+    size_t len = in->shape[depth];
+    ObjList *l = list_new(len);
+    for (size_t i = 0; i < len; i++) l->v[l->len++] = build_arg(in, ntan, moved, h, pos, depth + 1);
+    return v_list(l);
+}
+
+/* one run of f on this VM with the argument replaced; the result as a value */
+static Value run_once(VM *vm, ObjFunc *f, Value *params, int argnum, Value arg, uint64_t seed, uint64_t index,
+                      const Node *site, QTape *tape)
+{
+    FnProto *p = f->p;
+    size_t base = vm->sp;
+    size_t need = (size_t)p->nlocals + 4;
+    if (base + need >= vm->cap) { decref(arg); return vm_error(vm, site, "maximum recursion depth exceeded"); }
+    Value *slots = vm->stack + base;
+    CopyCtx cc;
+    copy_init(&cc);
+    for (int i = 0; i < p->nparams; i++) slots[i] = i == argnum ? arg : value_copy_deep(params[i], &cc);
+    copy_done(&cc);
+    for (int i = p->nparams; i < p->nlocals; i++) slots[i] = v_unbound();
+    vm->sp = base + (size_t)p->nlocals;
+    Value r = qrt_run_with(vm, f, seed, index, slots, site, tape);
+    vm->sp = base;
+    return r;
+}
+
+static bool result_number(VM *vm, Value r, double *v, const double **d, int *n, const char *fname, const Node *site)
+{
+    *d = NULL;
+    *n = 0;
+    if (r.t == T_NUM) { *v = r.n; return true; }
+    if (r.t == T_DUAL) { *v = AS_DUAL(r)->v; *d = AS_DUAL(r)->d; *n = AS_DUAL(r)->n; return true; }
+    vm_error(vm, site, "grad: %s() must return a number (a scalar cost), not %s", fname, type_name(r));
+    return false;
+}
+
+static Value make_result(VM *vm, const Input *in, const double *g, const Node *site)
+{
+    if (in->scalar) return v_num(g[0]);
+    char err[AR_ERRLEN];
+    Array *a = ar_from_data(AR_F64, in->ndim, in->shape, g, err);
+    if (!a) return vm_error(vm, site, "%s", err);
+    return arr_wrap(a);
+}
+
+/* Computes grad(f)(params) on this VM. params: the bound parameters
+ * (borrowed; each run copies them). */
+Value grad_compute(VM *vm, ObjFunc *f, Value *params, int argnum, int method, uint64_t seed, uint64_t index, const Node *site)
+{
+    const char *fname = f->p->name;
+    Input in;
+    if (!read_input(vm, params[argnum], &in, site, fname, argnum)) return v_exc();
+    size_t n = in.n;
+    double *g = calloc(n + 1, sizeof(double));
+    Value result = v_nil();
+    QTape tape;
+    memset(&tape, 0, sizeof tape);
+    tape.ninputs = (int)n;
+    if (method == GRAD_ADJOINT) {
+        tape.method = GRAD_ADJOINT;
+        tape.ntan = (int)n + 1;
+        tape.record = true;
+        size_t pos = 0;
+        Value arg = build_arg(&in, tape.ntan, -1, 0, &pos, 0);
+        Value r = run_once(vm, f, params, argnum, arg, seed, index, site, &tape);
+        TapeObs *left = tape_take_obs(&tape);
+        if (left) { free(left->t); free(left); }
+        if (IS_EXC(r)) goto fail;
+        double v;
+        const double *d;
+        int nd;
+        if (!result_number(vm, r, &v, &d, &nd, fname, site)) { decref(r); goto fail; }
+        for (size_t j = 0; j < n; j++) {
+            double explicit_part = d ? d[j] : 0;
+            double through = d && tape.adj ? d[n] * tape.adj[j] : 0;
+            g[j] = explicit_part + through;
+        }
+        decref(r);
+    } else if (method == GRAD_SHIFT) {
+        tape.method = GRAD_SHIFT;
+        tape.ntan = (int)n;
+        tape.record = true;
+        size_t pos = 0;
+        Value arg = build_arg(&in, tape.ntan, -1, 0, &pos, 0);
+        Value r = run_once(vm, f, params, argnum, arg, seed, index, site, &tape);
+        if (IS_EXC(r)) goto fail;
+        double v;
+        const double *d;
+        int nd;
+        if (!result_number(vm, r, &v, &d, &nd, fname, site)) { decref(r); goto fail; }
+        for (size_t j = 0; j < n; j++) g[j] = d ? d[j] : 0;      /* explicit dependence */
+        decref(r);
+        for (int k = 0; k < tape.nops; k++) {
+            TapeOp *o = &tape.ops[k];
+            if (!o->tan) continue;
+            const SvGateInfo *gi = sv_gate_info(o->op.gate);
+            for (int p = 0; p < o->op.nparams; p++) {
+                bool any = false;
+                for (size_t j = 0; j < n; j++) if (o->tan[(size_t)p * n + j] != 0) any = true;
+                if (!any) continue;
+                if (!gi->shift_rule || o->op.nctrl) {
+                    vm_error(vm, site, "grad(method=\"parameter-shift\"): %s%s has no two-term shift rule; use method=\"adjoint\"",
+                             o->op.nctrl ? "controlled " : "", gi->name);
+                    goto fail;
+                }
+                double e[2];
+                for (int s = 0; s < 2; s++) {
+                    QTape st;
+                    memset(&st, 0, sizeof st);
+                    st.method = GRAD_SHIFT;
+                    st.shift_op = k;
+                    st.shift_param = p;
+                    st.shift = s == 0 ? M_PI_2 : -M_PI_2;
+                    size_t p0 = 0;
+                    Value plain = build_arg(&in, 0, -1, 0, &p0, 0);
+                    Value rr = run_once(vm, f, params, argnum, plain, seed, index, site, &st);
+                    tape_free(&st);
+                    if (IS_EXC(rr)) goto fail;
+                    double vv;
+                    const double *dd;
+                    int nn;
+                    if (!result_number(vm, rr, &vv, &dd, &nn, fname, site)) { decref(rr); goto fail; }
+                    decref(rr);
+                    e[s] = vv;
+                }
+                double dE = (e[0] - e[1]) / 2;
+                for (size_t j = 0; j < n; j++) g[j] += dE * o->tan[(size_t)p * n + j];
+            }
+        }
+    } else {
+        double h = 1e-6;
+        for (size_t j = 0; j < n; j++) {
+            double e[2];
+            for (int s = 0; s < 2; s++) {
+                size_t p0 = 0;
+                Value plain = build_arg(&in, 0, (long)j, s == 0 ? h : -h, &p0, 0);
+                Value rr = run_once(vm, f, params, argnum, plain, seed, index, site, NULL);
+                if (IS_EXC(rr)) goto fail;
+                double vv;
+                const double *dd;
+                int nn;
+                if (!result_number(vm, rr, &vv, &dd, &nn, fname, site)) { decref(rr); goto fail; }
+                decref(rr);
+                e[s] = vv;
+            }
+            g[j] = (e[0] - e[1]) / (2 * h);
+        }
+    }
+    result = make_result(vm, &in, g, site);
+    tape_free(&tape);
+    free(g);
+    free(in.x);
+    return result;
+fail:
+    tape_free(&tape);
+    free(g);
+    free(in.x);
+    return v_exc();
+}

@@ -8,6 +8,7 @@
 #include "array.h"
 #include "eval.h"
 #include "exec.h"
+#include "grad.h"
 #include "pool.h"
 #include "sv.h"
 
@@ -285,8 +286,6 @@ static bool sleep_latency(VM *vm, double secs)
     }
 }
 
-Value qrt_run_with(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site, struct QTape *tape);
-
 Value qrt_run(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site)
 {
     return qrt_run_with(vm, f, seed, index, slots, site, NULL);
@@ -326,10 +325,15 @@ Value qrt_run_with(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slo
     ctx.dev = dev;
     ctx.tape = tape;
     rng_seed2(&ctx.rng, dev->has_seed ? dev->seed : seed, index);
+    if (tape) tape->shots = dev->shots != 0;
     QCtx *saved = vm->q;
     vm->q = &ctx;
     Value r = eval_run_body(vm, f, slots, site);
     vm->q = saved;
+    if (tape && !IS_EXC(r) && !grad_after_body(tape, s)) {
+        decref(r);
+        r = vm_error(vm, site, "%s", tape->err);
+    }
     sv_set_threads(s, NULL, 1);
     pool_release(q->pool, s, !IS_EXC(r));
     return r;
@@ -404,8 +408,6 @@ static int collect_wires(VM *vm, Value v, int *out, int max, const char *gate, c
     return -1;
 }
 
-double *grad_param_tangent(VM *vm, Value v, int *ntan);      /* grad.c */
-bool grad_param_value(Value v, double *out);                  /* grad.c */
 
 /* Gate makers: PARAMS..., WIRES... | wires=[...] */
 static Value bi_gate(VM *vm, Args *a)
@@ -433,7 +435,7 @@ static Value bi_gate(VM *vm, Args *a)
         if (!isfinite(d)) { decref(pv); return vm_error(vm, a->site, "%s: parameter %d is not finite (%g)", gi->name, i + 1, d); }
         op->params[i] = d;
         int nt = 0;
-        double *t = grad_param_tangent(vm, v, &nt);
+        const double *t = grad_param_tangent(v, &nt);
         if (t) {
             if (!p->tangent) { p->ntan = nt; p->tangent = calloc((size_t)(gi->nparams * nt), sizeof(double)); }
             if (nt == p->ntan) memcpy(p->tangent + (size_t)i * (size_t)nt, t, (size_t)nt * sizeof(double));
@@ -754,7 +756,6 @@ static Value bi_matrix(VM *vm, Args *a)
 
 /* ---------------------------------------------------------------- application */
 
-void grad_record(struct QTape *tape, const ObjOp *op);       /* grad.c */
 
 Value qrt_apply_stmt(VM *vm, Value opv, const Node *site)
 {
@@ -771,15 +772,12 @@ Value qrt_apply_stmt(VM *vm, Value opv, const Node *site)
     char err[256];
     SvOp tmp;
     const SvOp *use = &p->op;
-    if (q->tape) {
-        extern bool grad_shift(struct QTape *tape, const ObjOp *op, SvOp *out);
-        if (grad_shift(q->tape, p, &tmp)) use = &tmp;
-    }
+    if (q->tape && grad_shift(q->tape, &p->op, &tmp)) use = &tmp;
     if (sv_apply(q->s, use, err, sizeof err) != 0) {
         /* make messages name the device size */
         return vm_error(vm, site, "%s", err);
     }
-    if (q->tape) grad_record(q->tape, p);
+    if (q->tape) grad_record(q->tape, &p->op, p->tangent, p->ntan);
     atomic_fetch_add_explicit(&vm->in->qrt->gates, 1, memory_order_relaxed);
     return v_nil();
 }
@@ -807,7 +805,6 @@ static bool check_terms(VM *vm, QCtx *q, SvPauli *t, int n, const Node *site)
     return true;
 }
 
-void grad_note_expval(struct QTape *tape, const SvPauli *t, int n);   /* grad.c */
 
 static Value bi_expval(VM *vm, Args *a)
 {
@@ -818,9 +815,9 @@ static Value bi_expval(VM *vm, Args *a)
     if (!as_terms(vm, a->v[0], &t, &n, a->site)) return v_exc();
     if (!check_terms(vm, q, t, n, a->site)) { free(t); return v_exc(); }
     double e = q->dev->shots ? sv_expval_shots(q->s, t, n, (size_t)q->dev->shots, &q->rng) : sv_expval(q->s, t, n);
-    if (q->tape) grad_note_expval(q->tape, t, n);
+    Value r = q->tape ? grad_expval(vm, q->tape, t, n, e, a->site) : v_num(e);
     free(t);
-    return v_num(e);
+    return r;
 }
 
 static Value bi_var(VM *vm, Args *a)
@@ -960,6 +957,7 @@ static Value bi_measure(VM *vm, Args *a)
     if (a->n > 1) { bool e = false; reset = vm_truthy(vm, a->v[1], a->site, &e); }
     else if (rk) { bool e = false; reset = vm_truthy(vm, *rk, a->site, &e); }
     char err[256];
+    if (q->tape) q->tape->measured = true;
     int r = sv_measure(q->s, w, reset, &q->rng, err, sizeof err);
     if (r < 0) return vm_error(vm, a->site, "measure: %s", err);
     return v_num(r);

@@ -19,5 +19,8 @@ void qrt_stats(Interp *in, FILE *out);
  * rule of application in force, gives the instance back. slots are the
  * bound frame (references taken). Reentrant: each call has its own state. */
 Value qrt_run(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site);
+/* The same, recording onto a gradient tape (grad.h). */
+struct QTape;
+Value qrt_run_with(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site, struct QTape *tape);
 
 #endif

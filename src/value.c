@@ -362,7 +362,7 @@ static const char *const type_names[T_NTYPES] = {
     [T_UNBOUND] = "unbound", [T_EXC] = "error", [T_STR] = "string", [T_LIST] = "list",
     [T_DICT] = "dict", [T_FUNC] = "function", [T_COMPLEX] = "complex", [T_ARRAY] = "array",
     [T_DEVICE] = "device", [T_OP] = "operator", [T_MODULE] = "module", [T_FUTURE] = "future",
-    [T_CELL] = "cell", [T_GRADFN] = "function",
+    [T_CELL] = "cell", [T_GRADFN] = "function", [T_DUAL] = "number",
 };
 const char *type_name(Value v) { return type_names[v.t]; }
 

@@ -16,7 +16,7 @@
 typedef enum ValType {
     T_NIL, T_BOOL, T_NUM, T_BUILTIN, T_UNBOUND, T_EXC,   /* immediate */
     T_STR, T_LIST, T_DICT, T_FUNC, T_COMPLEX, T_ARRAY, T_DEVICE, T_OP,
-    T_MODULE, T_FUTURE, T_CELL, T_GRADFN,                 /* heap */
+    T_MODULE, T_FUTURE, T_CELL, T_GRADFN, T_DUAL,         /* heap */
     T_NTYPES
 } ValType;
 

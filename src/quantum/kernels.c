@@ -58,10 +58,22 @@ static void adj_run_c(double *a, uint64_t npairs, const double *m)
 /* Why: X-like gates are exchanges of two streams, no arithmetic. */
 static void swap_run(double *restrict lo, double *restrict hi, uint64_t len)
 {
+    if (len >= 16 && len <= 512)   /* see pair_run_avx2 */
+        for (uint64_t o = 0; o < 2 * len; o += 8) __builtin_prefetch(lo + o);
     for (uint64_t j = 0; j < 2 * len; j++) {
         double t = lo[j];
         lo[j] = hi[j];
         hi[j] = t;
+    }
+}
+
+/* Blocks of 2S amplitudes (lo S, hi S): 2x2 or exchange (m NULL). */
+static void blocks_c(double *a, uint64_t nblk, uint64_t S, const double *m)
+{
+    for (uint64_t b = 0; b < nblk; b++) {
+        double *l = a + 4 * S * b;
+        if (m) pair_run_c(l, l + 2 * S, S, m);
+        else swap_run(l, l + 2 * S, S);
     }
 }
 
@@ -119,12 +131,13 @@ SV_AVX2 static void pair_run_avx2(double *lo, double *hi, uint64_t len, const do
     const __m256d cr = _mm256_set1_pd(m[4]), ci = _mm256_set1_pd(m[5]);
     const __m256d dr = _mm256_set1_pd(m[6]), di = _mm256_set1_pd(m[7]);
     uint64_t j = 0;
+    /* Runs of 16..512 pairs: the lo and hi halves share a few pages and
+       the hardware prefetcher follows them badly; asking for the lo half
+       first makes the reads one sequential sweep (lo, then hi). */
+    if (len >= 16 && len <= 512)
+        for (uint64_t o = 0; o < 2 * len; o += 8) _mm_prefetch((const char *)(lo + o), _MM_HINT_T0);
     for (; j + 4 <= len; j += 4) {
         double *l = lo + 2 * j, *h = hi + 2 * j;
-#ifdef SV_PF
-        _mm_prefetch((const char *)(l + SV_PF), _MM_HINT_T0);
-        _mm_prefetch((const char *)(h + SV_PF), _MM_HINT_T0);
-#endif
         __m256d x0 = _mm256_loadu_pd(l), x1 = _mm256_loadu_pd(l + 4);
         __m256d y0 = _mm256_loadu_pd(h), y1 = _mm256_loadu_pd(h + 4);
         __m256d xs0 = _mm256_permute_pd(x0, 5), xs1 = _mm256_permute_pd(x1, 5);
@@ -165,6 +178,39 @@ SV_AVX2 static void adj_run_avx2(double *a, uint64_t npairs, const double *m)
         _mm256_storeu_pd(p + 4, SV_CMAC2(ar, ai, br, bi, x1, xs1, y1, ys1));
     }
     if (j < npairs) mul2(m, a + 4 * j, a + 4 * j + 2);
+}
+
+/* Why: targets at bits 1..4: blocks of 2S amplitudes (lo S, hi S) back
+   to back, one loop over blocks instead of a call per tiny run. */
+SV_AVX2 static void blocks_avx2(double *a, uint64_t nblk, uint64_t S, const double *m)
+{
+    const __m256d ar = _mm256_set1_pd(m[0]), ai = _mm256_set1_pd(m[1]);
+    const __m256d br = _mm256_set1_pd(m[2]), bi = _mm256_set1_pd(m[3]);
+    const __m256d cr = _mm256_set1_pd(m[4]), ci = _mm256_set1_pd(m[5]);
+    const __m256d dr = _mm256_set1_pd(m[6]), di = _mm256_set1_pd(m[7]);
+    if (S == 2) {
+        for (uint64_t b = 0; b < nblk; b++) {
+            double *l = a + 8 * b, *h = l + 4;
+            __m256d x = _mm256_loadu_pd(l), y = _mm256_loadu_pd(h);
+            __m256d xs = _mm256_permute_pd(x, 5), ys = _mm256_permute_pd(y, 5);
+            _mm256_storeu_pd(l, SV_CMAC2(ar, ai, br, bi, x, xs, y, ys));
+            _mm256_storeu_pd(h, SV_CMAC2(cr, ci, dr, di, x, xs, y, ys));
+        }
+        return;
+    }
+    for (uint64_t b = 0; b < nblk; b++) {
+        double *l = a + 4 * S * b, *h = l + 2 * S;
+        for (uint64_t j = 0; j < 2 * S; j += 8) {
+            __m256d x0 = _mm256_loadu_pd(l + j), x1 = _mm256_loadu_pd(l + j + 4);
+            __m256d y0 = _mm256_loadu_pd(h + j), y1 = _mm256_loadu_pd(h + j + 4);
+            __m256d xs0 = _mm256_permute_pd(x0, 5), xs1 = _mm256_permute_pd(x1, 5);
+            __m256d ys0 = _mm256_permute_pd(y0, 5), ys1 = _mm256_permute_pd(y1, 5);
+            _mm256_storeu_pd(l + j, SV_CMAC2(ar, ai, br, bi, x0, xs0, y0, ys0));
+            _mm256_storeu_pd(l + j + 4, SV_CMAC2(ar, ai, br, bi, x1, xs1, y1, ys1));
+            _mm256_storeu_pd(h + j, SV_CMAC2(cr, ci, dr, di, x0, xs0, y0, ys0));
+            _mm256_storeu_pd(h + j + 4, SV_CMAC2(cr, ci, dr, di, x1, xs1, y1, ys1));
+        }
+    }
 }
 
 SV_AVX2 static void quad_run_avx2(double *amp, const uint64_t *off, uint64_t base,
@@ -220,29 +266,91 @@ SV_AVX2 static double norm_avx2(const double *p, uint64_t n)
 
 /* ---- walkers ---------------------------------------------------------- */
 
-/* Why: one loop shape for every pair-like job: runs of 2^pos[0]
-   consecutive free indices are contiguous amplitudes. */
+/* Why: one loop shape for every pair-like job: runs of R = 2^pos[0]
+   consecutive free indices are contiguous amplitudes, and inside a region
+   (free bits below pos[1]) consecutive runs are 2R apart, so the full
+   index is computed once per region. Short runs are done inline. */
 static void pair_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
 {
     uint64_t R = (uint64_t)1 << jb->pos[0];
+    uint64_t Q = jb->m > 1 ? (uint64_t)1 << (jb->pos[1] - 1) : 0;
+    double *amp = jb->amp;
+    const double *m = jb->mat;
+    int swap = jb->kind == SVJ_SWAP;
+    uint64_t o1 = jb->off[0], o2 = jb->off[1];
+    for (uint64_t i = a; i < b;) {
+        uint64_t e = b;
+        if (Q) {
+            uint64_t q = (i | (Q - 1)) + 1;
+            if (q < e) e = q;
+        }
+        uint64_t base = sv_expand(i, jb->pos, jb->m) | jb->cm;
+        while (i < e) {
+            uint64_t off = i & (R - 1), len = R - off;
+            if (len > e - i) len = e - i;
+            double *lo = amp + 2 * (base + o1), *hi = amp + 2 * (base + o2);
+            if (swap) {
+                if (len <= 4) {
+                    for (uint64_t j = 0; j < 2 * len; j++) {
+                        double t = lo[j];
+                        lo[j] = hi[j];
+                        hi[j] = t;
+                    }
+                } else {
+                    swap_run(lo, hi, len);
+                }
+            }
+#if SV_X86
+            else if (avx && len > 1) pair_run_avx2(lo, hi, len, m);
+#endif
+            else if (len <= 2) {
+                for (uint64_t j = 0; j < len; j++) mul2(m, lo + 2 * j, hi + 2 * j);
+            } else {
+                pair_run_c(lo, hi, len, m);
+            }
+            i += len;
+            base += off + len == R ? len + R : len;
+        }
+    }
+    (void)avx;
+}
+
+/* Why: the target is the lowest fixed bit t (1 <= t <= 4): walk the
+   contiguous regions between fixed bits block by block (runs would be
+   2..16 pairs long, too short for a call each). */
+static void blocks_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
+{
+    int t = jb->pos[0];
+    uint64_t S = (uint64_t)1 << t;
+    uint64_t Q = jb->m > 1 ? (uint64_t)1 << (jb->pos[1] - 1) : 0;   /* pairs per region */
+    const double *m = jb->kind == SVJ_SWAP ? NULL : jb->mat;
     double *amp = jb->amp;
     for (uint64_t i = a; i < b;) {
-        uint64_t len = R - (i & (R - 1));
-        if (len > b - i) len = b - i;
-        uint64_t base = sv_expand(i, jb->pos, jb->m) | jb->cm;
-        double *lo = amp + 2 * (base + jb->off[0]);
-        double *hi = amp + 2 * (base + jb->off[1]);
-        switch (jb->kind) {
-        case SVJ_SWAP: swap_run(lo, hi, len); break;
-#if SV_X86
-        case SVJ_PAIR:
-            if (avx && len > 1) pair_run_avx2(lo, hi, len, jb->mat);
-            else pair_run_c(lo, hi, len, jb->mat);
-            break;
-#endif
-        default: pair_run_c(lo, hi, len, jb->mat); break;
+        uint64_t end = b;
+        if (Q) {
+            uint64_t e = (i | (Q - 1)) + 1;
+            if (e < end) end = e;
         }
-        i += len;
+        uint64_t j = i;
+        while (j < end) {
+            uint64_t base = sv_expand(j, jb->pos, jb->m) | jb->cm;
+            uint64_t off = j & (S - 1), nb = off ? 0 : (end - j) / S;
+            if (nb) {
+#if SV_X86
+                if (avx && m) blocks_avx2(amp + 2 * base, nb, S, m);
+                else
+#endif
+                    blocks_c(amp + 2 * base, nb, S, m);
+                j += nb * S;
+            } else {          /* a partial block at either end */
+                uint64_t len = S - off;
+                if (len > end - j) len = end - j;
+                if (m) pair_run_c(amp + 2 * base, amp + 2 * (base + S), len, m);
+                else swap_run(amp + 2 * base, amp + 2 * (base + S), len);
+                j += len;
+            }
+        }
+        i = end;
     }
     (void)avx;
 }
@@ -381,7 +489,13 @@ typedef struct JobCtx { const SvJob *jb; int avx; } JobCtx;
 static void job_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
 {
     switch (jb->kind) {
-    case SVJ_PAIR: case SVJ_SWAP: pair_range(jb, a, b, avx); break;
+    case SVJ_PAIR: case SVJ_SWAP:
+        if (jb->pos[0] >= 1 && jb->pos[0] <= 4 && jb->off[0] == 0 &&
+            jb->off[1] == (uint64_t)1 << jb->pos[0])
+            blocks_range(jb, a, b, avx);
+        else
+            pair_range(jb, a, b, avx);
+        break;
     case SVJ_PAIRADJ: case SVJ_SWAPADJ: adj_range(jb, a, b, avx); break;
     case SVJ_QUAD: quad_range(jb, a, b, avx); break;
     case SVJ_DENSE: dense_range(jb, a, b); break;
