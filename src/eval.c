@@ -556,6 +556,13 @@ static Value unary_neg(VM *vm, Value v, const Node *site, bool neg)
 
 static Value index_value(VM *vm, Value obj, Value *idx, Node **nodes, int nidx, const Node *site)
 {
+    if (obj.t == T_FUTURE) {
+        Value r = future_force(vm, obj, site);
+        if (IS_EXC(r)) return r;
+        Value x = index_value(vm, r, idx, nodes, nidx, site);
+        decref(r);
+        return x;
+    }
     if (obj.t == T_ARRAY) return arr_index(vm, obj, idx, nodes, nidx, site);
     if (nidx > 1 && obj.t == T_LIST) {
         /* nested lists: a[i, j] is a[i][j] */
@@ -642,6 +649,13 @@ static Value index_value(VM *vm, Value obj, Value *idx, Node **nodes, int nidx, 
 
 static bool set_index(VM *vm, Value obj, Value *idx, Node **nodes, int nidx, Value v, const Node *site)
 {
+    if (obj.t == T_FUTURE) {
+        Value r = future_force(vm, obj, site);
+        if (IS_EXC(r)) return false;
+        bool ok = set_index(vm, r, idx, nodes, nidx, v, site);
+        decref(r);
+        return ok;
+    }
     if (obj.t == T_ARRAY) return arr_setindex(vm, obj, idx, nodes, nidx, v, site);
     if (nidx != 1) { vm_error(vm, site, "a %s takes one index, not %d", type_name(obj), nidx); return false; }
     if (nodes[0]->kind == N_SLICE) { vm_error(vm, site, "slice assignment is only for arrays"); return false; }

@@ -11,6 +11,10 @@
 #include "array.h"
 #include "eval.h"
 #include "qrt.h"
+#include "exec.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
 
 #include <complex.h>
 #include <math.h>
@@ -517,6 +521,143 @@ static Value make_result(VM *vm, const Input *in, const double *g, const Node *s
     return arr_wrap(a);
 }
 
+/* ---- parameter-shift evaluations shared among workers ----
+ * A job is a list of shifted runs; the gradient task and helper tasks on
+ * idle workers claim runs from an atomic counter. The gradient task never
+ * waits for a queued helper, only for runs in progress, so no worker can
+ * block another. The master copies of the function and its arguments are
+ * read (copied) by every runner and changed by none. */
+typedef struct ShiftJob {
+    atomic_int refs;
+    atomic_int next, active;
+    int total;
+    int *op, *param;        /* run i: gate op[i/2], parameter param[i/2], sign by i%2 */
+    double *out;
+    Value fn;               /* master copies */
+    Value *params; int nparams;
+    int argnum;
+    Input in;
+    uint64_t seed, index;
+    Interp *interp;
+    char err[1100];
+    atomic_int failed;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} ShiftJob;
+
+static void job_release(void *p)
+{
+    ShiftJob *j = p;
+    if (atomic_fetch_sub_explicit(&j->refs, 1, memory_order_acq_rel) != 1) return;
+    decref(j->fn);
+    for (int i = 0; i < j->nparams; i++) decref(j->params[i]);
+    free(j->params); free(j->op); free(j->param); free(j->out); free(j->in.x);
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j);
+}
+
+/* claims and runs shifted evaluations until none is left */
+static void job_work(ShiftJob *j, VM *vm)
+{
+    for (;;) {
+        atomic_fetch_add(&j->active, 1);
+        int i = atomic_fetch_add(&j->next, 1);
+        if (i >= j->total || atomic_load(&j->failed)) {
+            pthread_mutex_lock(&j->mu);
+            atomic_fetch_sub(&j->active, 1);
+            pthread_cond_broadcast(&j->cv);
+            pthread_mutex_unlock(&j->mu);
+            return;
+        }
+        CopyCtx cc;
+        copy_init(&cc);
+        Value fn = value_copy_deep(j->fn, &cc);
+        Value *params = malloc((size_t)(j->nparams + 1) * sizeof(Value));
+        for (int k = 0; k < j->nparams; k++) params[k] = value_copy_deep(j->params[k], &cc);
+        copy_done(&cc);
+        QTape st;
+        memset(&st, 0, sizeof st);
+        st.method = GRAD_SHIFT;
+        st.shift_op = j->op[i / 2];
+        st.shift_param = j->param[i / 2];
+        st.shift = i % 2 == 0 ? M_PI_2 : -M_PI_2;
+        size_t p0 = 0;
+        Value plain = build_arg(&j->in, 0, -1, 0, &p0, 0);
+        Value r = run_once(vm, AS_FUNC(fn), params, j->argnum, plain, j->seed, j->index, NULL, &st);
+        tape_free(&st);
+        if (IS_EXC(r) || (r.t != T_NUM && r.t != T_DUAL)) {
+            if (!atomic_exchange(&j->failed, 1))
+                snprintf(j->err, sizeof j->err, "%s", IS_EXC(r) ? vm->err.msg : "the function must return a number");
+        } else {
+            j->out[i] = dual_value(r);
+        }
+        if (!IS_EXC(r)) decref(r);
+        for (int k = 0; k < j->nparams; k++) decref(params[k]);
+        free(params);
+        decref(fn);
+        pthread_mutex_lock(&j->mu);
+        atomic_fetch_sub(&j->active, 1);
+        pthread_cond_broadcast(&j->cv);
+        pthread_mutex_unlock(&j->mu);
+    }
+}
+
+static void job_helper_run(void *p, ExecTask *t)
+{
+    ShiftJob *j = p;
+    VM vm;
+    vm_init(&vm, j->interp, true);
+    vm.cancel = exec_task_cancel_flag(t);
+    job_work(j, &vm);
+    vm_free(&vm);
+    exec_task_done(t, NULL, NULL);
+}
+
+/* runs every shifted evaluation, on idle workers too when there are any */
+static bool run_shifts(VM *vm, ObjFunc *f, Value *params, int argnum, const Input *in, int *ops, int *prm, int npairs,
+                       double *out, uint64_t seed, uint64_t index, const Node *site)
+{
+    ShiftJob *j = calloc(1, sizeof *j);
+    atomic_init(&j->refs, 1);
+    j->total = 2 * npairs;
+    j->op = ops; j->param = prm; j->out = out;
+    j->argnum = argnum;
+    j->in = *in;
+    j->in.x = malloc((in->n + 1) * sizeof(double));
+    memcpy(j->in.x, in->x, in->n * sizeof(double));
+    j->seed = seed; j->index = index;
+    j->interp = vm->in;
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    CopyCtx cc;
+    copy_init(&cc);
+    j->fn = value_copy_deep(v_obj(&f->h), &cc);
+    j->nparams = f->p->nparams;
+    j->params = malloc((size_t)(j->nparams + 1) * sizeof(Value));
+    for (int k = 0; k < j->nparams; k++) j->params[k] = value_copy_deep(params[k], &cc);
+    copy_done(&cc);
+    Exec *e = vm->in->exec;
+    if (e && vm->is_task && exec_on_worker() && j->total > 1) {
+        int helpers = exec_nworkers(e) - 1;
+        if (helpers > j->total - 1) helpers = j->total - 1;
+        for (int h = 0; h < helpers; h++) {
+            atomic_fetch_add(&j->refs, 1);
+            Fut *hf = exec_submit(e, job_helper_run, j, job_release, NULL, 0, "grad shift", site ? site->line : 0);
+            if (hf) fut_release(hf);
+        }
+    }
+    job_work(j, vm);
+    pthread_mutex_lock(&j->mu);
+    while (atomic_load(&j->active) > 0) pthread_cond_wait(&j->cv, &j->mu);
+    pthread_mutex_unlock(&j->mu);
+    bool ok = !atomic_load(&j->failed);
+    if (!ok) vm_error(vm, site, "%s", j->err);
+    j->op = NULL; j->param = NULL; j->out = NULL;     /* the caller's arrays */
+    job_release(j);
+    return ok;
+}
+
 /* Computes grad(f)(params) on this VM. params: the bound parameters
  * (borrowed; each run copies them). */
 Value grad_compute(VM *vm, ObjFunc *f, Value *params, int argnum, int method, uint64_t seed, uint64_t index, const Node *site)
@@ -564,6 +705,8 @@ Value grad_compute(VM *vm, ObjFunc *f, Value *params, int argnum, int method, ui
         if (!result_number(vm, r, &v, &d, &nd, fname, site)) { decref(r); goto fail; }
         for (size_t j = 0; j < n; j++) g[j] = d ? d[j] : 0;      /* explicit dependence */
         decref(r);
+        int npairs = 0, cap = 16;
+        int *ops = malloc((size_t)cap * sizeof(int)), *prm = malloc((size_t)cap * sizeof(int));
         for (int k = 0; k < tape.nops; k++) {
             TapeOp *o = &tape.ops[k];
             if (!o->tan) continue;
@@ -573,34 +716,26 @@ Value grad_compute(VM *vm, ObjFunc *f, Value *params, int argnum, int method, ui
                 for (size_t j = 0; j < n; j++) if (o->tan[(size_t)p * n + j] != 0) any = true;
                 if (!any) continue;
                 if (!gi->shift_rule || o->op.nctrl) {
+                    free(ops); free(prm);
                     vm_error(vm, site, "grad(method=\"parameter-shift\"): %s%s has no two-term shift rule; use method=\"adjoint\"",
                              o->op.nctrl ? "controlled " : "", gi->name);
                     goto fail;
                 }
-                double e[2];
-                for (int s = 0; s < 2; s++) {
-                    QTape st;
-                    memset(&st, 0, sizeof st);
-                    st.method = GRAD_SHIFT;
-                    st.shift_op = k;
-                    st.shift_param = p;
-                    st.shift = s == 0 ? M_PI_2 : -M_PI_2;
-                    size_t p0 = 0;
-                    Value plain = build_arg(&in, 0, -1, 0, &p0, 0);
-                    Value rr = run_once(vm, f, params, argnum, plain, seed, index, site, &st);
-                    tape_free(&st);
-                    if (IS_EXC(rr)) goto fail;
-                    double vv;
-                    const double *dd;
-                    int nn;
-                    if (!result_number(vm, rr, &vv, &dd, &nn, fname, site)) { decref(rr); goto fail; }
-                    decref(rr);
-                    e[s] = vv;
-                }
-                double dE = (e[0] - e[1]) / 2;
-                for (size_t j = 0; j < n; j++) g[j] += dE * o->tan[(size_t)p * n + j];
+                if (npairs == cap) { cap *= 2; ops = realloc(ops, (size_t)cap * sizeof(int)); prm = realloc(prm, (size_t)cap * sizeof(int)); }
+                ops[npairs] = k; prm[npairs] = p; npairs++;
             }
         }
+        double *e = malloc((size_t)(2 * npairs + 1) * sizeof(double));
+        if (npairs && !run_shifts(vm, f, params, argnum, &in, ops, prm, npairs, e, seed, index, site)) {
+            free(ops); free(prm); free(e);
+            goto fail;
+        }
+        for (int q = 0; q < npairs; q++) {
+            TapeOp *o = &tape.ops[ops[q]];
+            double dE = (e[2 * q] - e[2 * q + 1]) / 2;
+            for (size_t j = 0; j < n; j++) g[j] += dE * o->tan[(size_t)prm[q] * n + j];
+        }
+        free(ops); free(prm); free(e);
     } else {
         double h = 1e-6;
         for (size_t j = 0; j < n; j++) {
