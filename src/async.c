@@ -71,6 +71,7 @@ static void registry_compact(void)
     while (*pp) {
         TaskRec *r = *pp;
         if (!r->obj && fut_ready(r->fut) && (r->observed || fut_state(r->fut) != FUT_FAILED)) {
+            /* nobody can ask about it any more */
             *pp = r->next;
             fut_release(r->fut);
             free(r->name);
@@ -642,6 +643,7 @@ int async_finish(Interp *in, VM *main_vm, bool cancel)
     }
     while (rev) {
         TaskRec *n = rev->next;
+        if (rev->obj) rev->obj->rec = NULL;     /* the future outlives the registry */
         fut_release(rev->fut);
         free(rev->name);
         free(rev);

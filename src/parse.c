@@ -97,18 +97,23 @@ static const char *name_of(Parser *p, const Token *t) { return arena_strndup(p->
 
 /* a growable array of pointers, copied into the arena when done */
 typedef struct Vec { void **v; int n, cap; } Vec;
-static void vec_push(Vec *v, void *x)
+/* grows in the arena, so a syntax error (a longjmp) leaks nothing */
+static void vec_push_ar(Arena *ar, Vec *v, void *x)
 {
-    if (v->n == v->cap) { v->cap = v->cap ? v->cap * 2 : 8; v->v = realloc(v->v, (size_t)v->cap * sizeof(void *)); }
+    if (v->n == v->cap) {
+        int nc = v->cap ? v->cap * 2 : 8;
+        void **nv = arena_alloc(ar, (size_t)nc * sizeof(void *));
+        if (v->n) memcpy(nv, v->v, (size_t)v->n * sizeof(void *));
+        v->v = nv;
+        v->cap = nc;
+    }
     v->v[v->n++] = x;
 }
+#define vec_push(vec, x) vec_push_ar(p->ar, (vec), (x))
 static void *vec_done(Parser *p, Vec *v)
 {
-    void **a = arena_alloc(p->ar, (size_t)(v->n ? v->n : 1) * sizeof(void *));
-    if (v->n) memcpy(a, v->v, (size_t)v->n * sizeof(void *));
-    free(v->v);
-    v->v = NULL;
-    return a;
+    if (!v->n) return arena_alloc(p->ar, sizeof(void *));
+    return v->v;
 }
 
 static Node *expr(Parser *p);
@@ -188,7 +193,13 @@ static Node *call(Parser *p, Node *callee)
             for (int i = 0; i < nkw; i++)
                 if (strcmp(kw[i].name, nm) == 0) error_tok(p, a, "keyword argument '%s' repeated", nm);
             if (nkw >= 64) error_tok(p, a, "too many keyword arguments (at most 64)");
-            if (nkw == capkw) { capkw = capkw ? capkw * 2 : 4; kw = realloc(kw, (size_t)capkw * sizeof(KwArg)); }
+            if (nkw == capkw) {
+                int nc = capkw ? capkw * 2 : 4;
+                KwArg *nk = arena_alloc(p->ar, (size_t)nc * sizeof(KwArg));
+                if (nkw) memcpy(nk, kw, (size_t)nkw * sizeof(KwArg));
+                kw = nk;
+                capkw = nc;
+            }
             kw[nkw].name = nm;
             kw[nkw].key = const_str(p, nm, strlen(nm));
             kw[nkw].value = expr(p);
@@ -205,11 +216,7 @@ static Node *call(Parser *p, Node *callee)
     n->u.call.nargs = args.n;
     n->u.call.args = vec_done(p, &args);
     n->u.call.nkw = nkw;
-    if (nkw) {
-        n->u.call.kw = arena_alloc(p->ar, (size_t)nkw * sizeof(KwArg));
-        memcpy(n->u.call.kw, kw, (size_t)nkw * sizeof(KwArg));
-    }
-    free(kw);
+    n->u.call.kw = kw;
     return n;
 }
 
@@ -821,7 +828,7 @@ ModInfo *parse_source(Source *src, FILE *diag)
         while (p.toks[p.pos].kind == TK_NEWLINE || p.toks[p.pos].kind == TK_SEMI) p.pos++;
         if (p.toks[p.pos].kind == TK_EOF) break;
         Node *s = statement(&p);
-        vec_push(&items, s);
+        vec_push_ar(p.ar, &items, s);
     }
     body->u.list.n = items.n;
     body->u.list.items = vec_done(&p, &items);
@@ -842,6 +849,7 @@ void parse_free(ModInfo *m)
     }
     free(m->protos);
     free(m->gnames); free(m->gkeys); free(m->gassigned); free(m->gbuiltin);
+    if (m->gindex) decref(v_obj(&m->gindex->h));
     arena_free(m->arena);
     free(m);
 }

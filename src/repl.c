@@ -31,6 +31,7 @@ typedef struct Repl {
     int nparts, capparts;
     char *history;
     int counter;
+    bool quit;
 } Repl;
 
 static Repl *the_repl;      /* for readline's completion callback only */
@@ -55,14 +56,6 @@ static char *history_path(void)
         return strdup(buf);
     }
     if (home && *home) {
-        snprintf(buf, sizeof buf, "%s/.local/state", home);
-        struct stat st;
-        if (stat(buf, &st) == 0 && S_ISDIR(st.st_mode)) {
-            snprintf(buf, sizeof buf, "%s/.local/state/qh", home);
-            mkdir(buf, 0700);
-            snprintf(buf, sizeof buf, "%s/.local/state/qh/history", home);
-            if (access(buf, F_OK) == 0) return strdup(buf);
-        }
         snprintf(buf, sizeof buf, "%s/.qh_history", home);
         return strdup(buf);
     }
@@ -135,21 +128,95 @@ static char **complete(const char *text, int start, int end)
 /* ---- Ctrl-C ---- */
 
 static Interp *sig_in;
+static volatile sig_atomic_t prompt_sigint;
+
+/* Only flags: readline's state is changed outside the handler, in the
+ * event hook readline calls when a read is interrupted. */
 static void on_sigint(int sig)
 {
     (void)sig;
-    if (at_prompt) {
-        /* clear the line and show a fresh prompt */
-        (void)!write(1, "\n", 1);
-        rl_on_new_line();
-        rl_replace_line("", 0);
-        rl_redisplay();
-        return;
-    }
+    if (at_prompt) { prompt_sigint = 1; return; }
     if (sig_in) {
         sig_in->sigint = 1;
         atomic_store(&sig_in->interrupt, 1);
     }
+}
+
+static Buf *pending;         /* lines typed so far of an unfinished statement */
+
+static int on_signal_event(void)
+{
+    if (prompt_sigint) {
+        /* Ctrl-C at the prompt: drop the line and any pending lines, fresh prompt */
+        prompt_sigint = 0;
+        if (pending) { pending->len = 0; if (pending->p) pending->p[0] = 0; }
+        rl_replace_line("", 0);
+        rl_crlf();
+        rl_set_prompt("qh> ");
+        rl_on_new_line();
+        rl_redisplay();
+    }
+    return 0;
+}
+
+/* ---- history: one entry per line in the file, newlines escaped ---- */
+
+static void history_load(const char *path)
+{
+    FILE *f = path ? fopen(path, "r") : NULL;
+    if (!f) return;
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t n;
+    while ((n = getline(&line, &cap, f)) > 0) {
+        if (line[n - 1] == '\n') line[--n] = 0;
+        char *o = line;
+        for (char *i = line; *i; i++) {
+            if (*i == '\\' && i[1] == 'n') { *o++ = '\n'; i++; }
+            else if (*i == '\\' && i[1] == '\\') { *o++ = '\\'; i++; }
+            else *o++ = *i;
+        }
+        *o = 0;
+        if (*line) add_history(line);
+    }
+    free(line);
+    fclose(f);
+}
+
+static void history_append(const char *path, const char *entry)
+{
+    FILE *f = path ? fopen(path, "a") : NULL;
+    if (!f) return;
+    for (const char *c = entry; *c; c++) {
+        if (*c == '\n') fputs("\\n", f);
+        else if (*c == '\\') fputs("\\\\", f);
+        else fputc(*c, f);
+    }
+    fputc('\n', f);
+    fclose(f);
+}
+
+/* keeps the file to its last 1000 entries */
+static void history_trim(const char *path)
+{
+    FILE *f = path ? fopen(path, "r") : NULL;
+    if (!f) return;
+    char **lines = NULL;
+    size_t n = 0, cap = 0;
+    char *line = NULL;
+    size_t lcap = 0;
+    while (getline(&line, &lcap, f) > 0) {
+        if (n == cap) { cap = cap ? cap * 2 : 256; lines = realloc(lines, cap * sizeof(char *)); }
+        lines[n++] = strdup(line);
+    }
+    free(line);
+    fclose(f);
+    if (n > 1000) {
+        f = fopen(path, "w");
+        if (f) { for (size_t i = n - 1000; i < n; i++) fputs(lines[i], f); fclose(f); }
+    }
+    for (size_t i = 0; i < n; i++) free(lines[i]);
+    free(lines);
 }
 
 /* ---- running one input ---- */
@@ -274,7 +341,7 @@ static void handle(Repl *r, const char *text)
         const char *arg = text + k;
         while (*arg == ' ') arg++;
         if (strcmp(cmd, ":help") == 0) cmd_help();
-        else if (strcmp(cmd, ":quit") == 0 || strcmp(cmd, ":q") == 0) { r->counter = -1; }
+        else if (strcmp(cmd, ":quit") == 0 || strcmp(cmd, ":q") == 0) { r->quit = true; }
         else if (strcmp(cmd, ":tasks") == 0) async_print_tasks(r->in, stdout);
         else if (strcmp(cmd, ":time") == 0) {
             ModInfo *part = compile(r, "<repl>", arg, strlen(arg));
@@ -341,14 +408,17 @@ int repl_run(Interp *in, VM *vm_in, ObjModule *mod_in, const char *trace_path)
     rl_attempted_completion_function = complete;
     rl_basic_word_break_characters = " \t\n\"'`@$><=;|&{([,+-*/%";
     rl_catch_signals = 0;
+    rl_signal_event_hook = on_signal_event;
     r.history = history_path();
-    if (r.history) read_history(r.history);
+    history_load(r.history);
     bool tty = isatty(0);
     if (tty && fresh) printf("qh %s — :help for help, Ctrl-D to quit\n", QH_VERSION);
     Buf acc;
     buf_init(&acc);
-    while (r.counter >= 0) {
+    pending = &acc;
+    while (!r.quit) {
         at_prompt = 1;
+        prompt_sigint = 0;
         char *line = readline(acc.len ? "... " : "qh> ");
         at_prompt = 0;
         if (!line) {
@@ -363,19 +433,16 @@ int repl_run(Interp *in, VM *vm_in, ObjModule *mod_in, const char *trace_path)
         for (size_t i = 0; i < acc.len; i++) if (acc.p[i] != ' ' && acc.p[i] != '\t' && acc.p[i] != '\n') blank = false;
         if (!blank) {
             add_history(acc.p);
-            if (r.history) {
-                FILE *h = fopen(r.history, "a");
-                if (h) fclose(h);
-                append_history(1, r.history);
-                history_truncate_file(r.history, 1000);
-            }
+            history_append(r.history, acc.p);
             handle(&r, acc.p);
             r.counter++;
         }
         acc.len = 0;
         acc.p[0] = 0;
     }
+    pending = NULL;
     buf_free(&acc);
+    history_trim(r.history);
     for (int i = 0; i < ncands; i++) free(cands[i]);
     free(cands);
     cands = NULL;

@@ -34,7 +34,9 @@ typedef struct Fut Fut;
 /* A new pending future holding one reference (the caller's). */
 Fut *fut_new(void);
 /* Reference counting (atomic). The last release frees the result through
- * its destructor unless it was taken. fut_release(NULL) is a no-op. */
+ * its destructor unless it was taken; that may happen on whichever thread
+ * lets go last, so a result must be self-contained (a copy, sharing
+ * nothing with the main interpreter). fut_release(NULL) is a no-op. */
 Fut *fut_retain(Fut *f);
 void fut_release(Fut *f);
 
@@ -115,8 +117,8 @@ void exec_free(Exec *e);
  *
  * Backpressure: from a non-worker thread, blocks while queue_bound tasks
  * are unfinished. Returns NULL (nothing submitted) if, while it is blocked,
- * the interrupt flag is raised or exec_cancel_all is called, or if the
- * executor is shutting down. From a worker thread it never blocks: such
+ * the interrupt flag is up (also if it already was when blocking began) or
+ * exec_cancel_all is called, or if the executor is shutting down. From a worker thread it never blocks: such
  * submissions bypass the bound (they are counted, but do not wait), so a
  * task submitting tasks cannot deadlock the pool. */
 Fut *exec_submit(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void *),
@@ -124,7 +126,8 @@ Fut *exec_submit(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void *),
 
 /* Ends the task with a result (owned by the future from now; free_result
  * may be NULL). Only the first of done/fail counts; a later result is
- * freed. */
+ * freed. Both are called from inside the run function, on its worker; the
+ * future is finished when the run function returns. */
 void exec_task_done(ExecTask *t, void *result, void (*free_result)(void *));
 /* Ends the task with an error (copied). If the task's cancel flag is up
  * when it ends without a result, its future becomes CANCELLED instead. */
@@ -158,9 +161,14 @@ void exec_interrupt(Exec *e);
 void exec_clear_interrupt(Exec *e);
 const atomic_int *exec_interrupt_flag(Exec *e);
 
-/* Blocks until no task is unfinished. A task parked on a future that is
- * never finished (one made with fut_new and never completed) blocks it for
- * ever; exec_cancel_all resolves that. */
+/* Blocks until no task is unfinished; then every context has been freed
+ * and the executor holds no future references. A task parked on a future
+ * that is never finished (one made with fut_new and never completed)
+ * blocks it for ever; exec_cancel_all resolves that.
+ *
+ * Not from a worker thread (a task would wait for itself), and neither
+ * exec_free. A task may fut_wait on another task's future only if a worker
+ * is left to run it: prefer passing the future as a dependency. */
 void exec_wait_all(Exec *e);
 /* Same, but returns false early if *interrupt becomes nonzero. */
 bool exec_wait_all_interruptible(Exec *e, const atomic_int *interrupt);

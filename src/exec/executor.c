@@ -16,7 +16,8 @@
  * callbacks after dropping their own lock, and this file never finishes a
  * future while holding the executor mutex.
  *
- * Ending a task, in this order: free its context and release its
+ * Ending a task, in this order: take it off the list of unfinished tasks
+ * (so exec_cancel_all no longer sees it), free its context and release its
  * dependencies, finish its future, drop the executor's reference, then
  * count it finished. So once exec_wait_all returns the executor holds no
  * references and every context is freed.
@@ -74,6 +75,7 @@ struct Exec {
     pthread_cond_t idle;        /* wait_all: nothing unfinished */
     ExecTask **heap;            /* runnable tasks, min-heap on seq */
     size_t nheap, capheap;
+    atomic_int nready;          /* nheap, for idle workers spinning without the lock */
     ExecTask *head, *tail;      /* all unfinished tasks */
     int unfinished;
     size_t bound;
@@ -116,6 +118,7 @@ static void heap_push(Exec *e, ExecTask *t)
         i = p;
     }
     e->heap[i] = t;
+    atomic_store_explicit(&e->nready, (int)e->nheap, memory_order_relaxed);
 }
 
 /* Why: the worker takes the oldest runnable task. */
@@ -137,6 +140,7 @@ static ExecTask *heap_pop(Exec *e)
     }
     if (n)
         e->heap[i] = last;
+    atomic_store_explicit(&e->nready, (int)n, memory_order_relaxed);
     return top;
 }
 
@@ -291,7 +295,7 @@ static void run_one(Exec *e, ExecTask *t, int idx)
                  "{\"line\":%d,\"seq\":%lu,\"outcome\":\"%s\",\"queued_ms\":%.3f}",
                  t->line, t->seq, what, (start - t->t_submit) * 1e3);
         double ts = trace_mono_to_us(tr, start);
-        trace_flow_end(tr, idx + 1, t->seq, ts);
+        trace_flow_end(tr, idx + 1, t->seq, ts + 0.001);   /* inside the slice */
         trace_complete(tr, idx + 1, t->label, "task", ts, (end - start) * 1e6, args);
     }
     task_end(t, true, end - start);
@@ -310,6 +314,14 @@ static void *worker_main(void *arg)
     pthread_setname_np(pthread_self(), name);
     pthread_mutex_lock(&e->mu);
     for (;;) {
+        if (e->nheap == 0 && !e->shutdown) {
+            /* Spin a little before sleeping: a burst of small tasks then
+             * costs neither side a futex call. */
+            pthread_mutex_unlock(&e->mu);
+            for (int i = 0; i < EXEC_SPIN && !atomic_load_explicit(&e->nready, memory_order_relaxed); i++)
+                exec_cpu_relax();
+            pthread_mutex_lock(&e->mu);
+        }
         while (e->nheap == 0 && !e->shutdown)
             pthread_cond_wait(&e->work, &e->mu);
         if (e->nheap == 0)
@@ -347,6 +359,7 @@ Exec *exec_new(int nworkers, size_t queue_bound)
     exec_cond_init(&e->idle);
     atomic_init(&e->interrupt, 0);
     atomic_init(&e->busy, 0);
+    atomic_init(&e->nready, 0);
     atomic_init(&e->trace, NULL);
     e->bound = queue_bound;
     e->workers = ws;
@@ -494,8 +507,10 @@ Fut *exec_submit(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void *),
         double ts = trace_mono_to_us(tr, t_enter);
         char args[96];
         snprintf(args, sizeof args, "{\"line\":%d,\"seq\":%lu,\"deps\":%d}", line, t->seq, nd);
-        trace_complete(tr, tid, "submit", "exec", ts, now - ts, args);
-        trace_flow_start(tr, tid, t->seq, now);
+        /* The arrow leaves from inside the submit slice (viewers bind a
+         * flow to the slice that encloses it). */
+        trace_complete(tr, tid, "submit", "exec", ts, now - ts + 0.002, args);
+        trace_flow_start(tr, tid, t->seq, now + 0.001);
     }
 
     /* Drop the guard. If exec_cancel_all doomed the task while the nodes

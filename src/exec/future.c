@@ -212,6 +212,10 @@ bool fut_ready(const Fut *f)
 FutState fut_wait(Fut *f)
 {
     int st = atomic_load_explicit(&f->state, memory_order_acquire);
+    for (int i = 0; open_state(st) && i < EXEC_SPIN; i++) {
+        exec_cpu_relax();
+        st = atomic_load_explicit(&f->state, memory_order_acquire);
+    }
     if (!open_state(st))
         return (FutState)st;
     pthread_mutex_lock(&f->mu);

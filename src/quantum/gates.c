@@ -473,6 +473,13 @@ static void run_diag(SvState *s, const int *cpos, int nc, const int *tpos, int k
                 j.nk++;
             }
     }
+    /* consecutive chunks share their key below the lowest high target
+       bit, and are contiguous below the lowest high control bit */
+    int kr = 64;
+    if (parity) { if (j.kmask) kr = __builtin_ctzll(j.kmask); }
+    else for (int r = 0; r < j.nk; r++) if (j.kpos[r] < kr) kr = j.kpos[r];
+    if (j.m && j.pos[0] < kr) kr = j.pos[0];
+    j.seg = C < 8 ? 1 : (uint64_t)1 << ((kr > 43 ? 43 : kr) - 3);
     for (int key = 0; key < j.nkeys; key++) {
         int ones = 1;
         for (int q = 0; q < C; q++) {

@@ -245,7 +245,6 @@ SV_AVX2 static void quad_run_avx2(double *amp, const uint64_t *off, uint64_t bas
     if (j < len) quad_run_c(amp, off, base + j, 1, m);
 }
 
-SV_AVX2 static void diag_range_avx2(const SvJob *jb, uint64_t a, uint64_t b);
 
 SV_AVX2 static double norm_avx2(const double *p, uint64_t n)
 {
@@ -266,6 +265,12 @@ SV_AVX2 static double norm_avx2(const double *p, uint64_t n)
 
 /* ---- walkers ---------------------------------------------------------- */
 
+/* Prefetch distance (doubles) for access patterns with gaps (a control on
+   a low bit touches only some cache lines): the hardware prefetcher loses
+   such streams; 2 KiB ahead is a whole number of periods of the pattern
+   for runs up to 64 amplitudes, so the same lines are asked for early. */
+#define SV_AHEAD 256
+
 /* Why: one loop shape for every pair-like job: runs of R = 2^pos[0]
    consecutive free indices are contiguous amplitudes, and inside a region
    (free bits below pos[1]) consecutive runs are 2R apart, so the full
@@ -278,6 +283,24 @@ static void pair_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
     const double *m = jb->mat;
     int swap = jb->kind == SVJ_SWAP;
     uint64_t o1 = jb->off[0], o2 = jb->off[1];
+    if (R <= 2) {   /* element by element: step over the fixed bits */
+        uint64_t F = 0, x = sv_expand(a, jb->pos, jb->m);
+        for (int k = 0; k < jb->m; k++) F |= (uint64_t)1 << jb->pos[k];
+        for (uint64_t i = a; i < b; i++) {
+            double *lo = amp + 2 * ((x | jb->cm) + o1), *hi = amp + 2 * ((x | jb->cm) + o2);
+            __builtin_prefetch(lo + SV_AHEAD);
+            __builtin_prefetch(hi + SV_AHEAD);
+            if (swap) {
+                double r = lo[0], im = lo[1];
+                lo[0] = hi[0]; lo[1] = hi[1];
+                hi[0] = r; hi[1] = im;
+            } else {
+                mul2(m, lo, hi);
+            }
+            x = ((x | F) + 1) & ~F;
+        }
+        return;
+    }
     for (uint64_t i = a; i < b;) {
         uint64_t e = b;
         if (Q) {
@@ -289,6 +312,11 @@ static void pair_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
             uint64_t off = i & (R - 1), len = R - off;
             if (len > e - i) len = e - i;
             double *lo = amp + 2 * (base + o1), *hi = amp + 2 * (base + o2);
+            if (R <= 64)      /* short runs with gaps: see SV_AHEAD */
+                for (uint64_t o = 0; o < 2 * len; o += 8) {
+                    __builtin_prefetch(lo + SV_AHEAD + o);
+                    __builtin_prefetch(hi + SV_AHEAD + o);
+                }
             if (swap) {
                 if (len <= 4) {
                     for (uint64_t j = 0; j < 2 * len; j++) {
@@ -379,6 +407,16 @@ static void adj_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
 static void quad_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
 {
     uint64_t R = (uint64_t)1 << jb->pos[0];
+    if (R == 1) {   /* element by element: step over the fixed bits */
+        uint64_t F = 0, x = sv_expand(a, jb->pos, jb->m);
+        for (int k = 0; k < jb->m; k++) F |= (uint64_t)1 << jb->pos[k];
+        for (uint64_t i = a; i < b; i++, x = ((x | F) + 1) & ~F) {
+            double *p[4];
+            for (int c = 0; c < 4; c++) p[c] = jb->amp + 2 * ((x | jb->cm) + jb->off[c]);
+            mul4(jb->mat, p);
+        }
+        return;
+    }
     for (uint64_t i = a; i < b;) {
         uint64_t len = R - (i & (R - 1));
         if (len > b - i) len = b - i;
@@ -399,9 +437,10 @@ static void dense_range(const SvJob *jb, uint64_t a, uint64_t b)
     int d = 1 << jb->k;
     double inr[1 << SV_MAX_DENSE], ini[1 << SV_MAX_DENSE];
     const double *m = (const double *)jb->dm;
-    for (uint64_t i = a; i < b; i++) {
-        uint64_t base = sv_expand(i, jb->pos, jb->m) | jb->cm;
-        double *p = jb->amp + 2 * base;
+    uint64_t F = 0, x = sv_expand(a, jb->pos, jb->m);
+    for (int k = 0; k < jb->m; k++) F |= (uint64_t)1 << jb->pos[k];
+    for (uint64_t i = a; i < b; i++, x = ((x | F) + 1) & ~F) {
+        double *p = jb->amp + 2 * (x | jb->cm);
         for (int c = 0; c < d; c++) {
             inr[c] = p[2 * jb->doff[c]];
             ini[c] = p[2 * jb->doff[c] + 1];
@@ -443,16 +482,20 @@ static inline unsigned diag_key(const SvJob *jb, uint64_t base)
 static void diag_range_c(const SvJob *jb, uint64_t a, uint64_t b)
 {
     int C = jb->chunk;
-    for (uint64_t c = a; c < b; c++) {
+    for (uint64_t c = a; c < b;) {
+        uint64_t len = jb->seg - (c & (jb->seg - 1));
+        if (len > b - c) len = b - c;
         uint64_t base = sv_expand(c * (uint64_t)C, jb->pos, jb->m) | jb->cm;
         unsigned key = diag_key(jb, base);
+        c += len;
         if (jb->skip[key]) continue;
         const double *t = jb->tab[key];
         double *p = jb->amp + 2 * base;
-        for (int q = 0; q < C; q++) {
+        for (uint64_t q = 0; q < len * (uint64_t)C; q++) {
             double re = p[2 * q], im = p[2 * q + 1];
-            p[2 * q] = t[2 * q] * re - t[2 * q + 1] * im;
-            p[2 * q + 1] = t[2 * q] * im + t[2 * q + 1] * re;
+            double tr = t[2 * (q & 7)], ti = t[2 * (q & 7) + 1];
+            p[2 * q] = tr * re - ti * im;
+            p[2 * q + 1] = tr * im + ti * re;
         }
     }
 }
@@ -467,16 +510,23 @@ SV_AVX2 static void diag_range_avx2(const SvJob *jb, uint64_t a, uint64_t b)
             tr[k][v] = _mm256_setr_pd(t[0], t[0], t[2], t[2]);
             ti[k][v] = _mm256_setr_pd(t[1], t[1], t[3], t[3]);
         }
-    for (uint64_t c = a; c < b; c++) {
+    for (uint64_t c = a; c < b;) {
+        uint64_t len = jb->seg - (c & (jb->seg - 1));
+        if (len > b - c) len = b - c;
         uint64_t base = sv_expand(c * 8, jb->pos, jb->m) | jb->cm;
         unsigned key = diag_key(jb, base);
+        c += len;
         if (jb->skip[key]) continue;
+        const __m256d r0 = tr[key][0], r1 = tr[key][1], r2 = tr[key][2], r3 = tr[key][3];
+        const __m256d i0 = ti[key][0], i1 = ti[key][1], i2 = ti[key][2], i3 = ti[key][3];
         double *p = jb->amp + 2 * base;
-        for (int v = 0; v < 4; v++) {
-            __m256d z = _mm256_loadu_pd(p + 4 * v);
-            __m256d zs = _mm256_permute_pd(z, 5);
-            _mm256_storeu_pd(p + 4 * v,
-                             _mm256_fmaddsub_pd(tr[key][v], z, _mm256_mul_pd(ti[key][v], zs)));
+        for (uint64_t q = 0; q < len; q++, p += 16) {
+            __m256d z0 = _mm256_loadu_pd(p), z1 = _mm256_loadu_pd(p + 4);
+            __m256d z2 = _mm256_loadu_pd(p + 8), z3 = _mm256_loadu_pd(p + 12);
+            _mm256_storeu_pd(p, _mm256_fmaddsub_pd(r0, z0, _mm256_mul_pd(i0, _mm256_permute_pd(z0, 5))));
+            _mm256_storeu_pd(p + 4, _mm256_fmaddsub_pd(r1, z1, _mm256_mul_pd(i1, _mm256_permute_pd(z1, 5))));
+            _mm256_storeu_pd(p + 8, _mm256_fmaddsub_pd(r2, z2, _mm256_mul_pd(i2, _mm256_permute_pd(z2, 5))));
+            _mm256_storeu_pd(p + 12, _mm256_fmaddsub_pd(r3, z3, _mm256_mul_pd(i3, _mm256_permute_pd(z3, 5))));
         }
     }
 }

@@ -124,7 +124,10 @@ static inline void cpu_relax(void)
 #endif
 }
 
-#define SV_SPIN 20000
+/* About 50 microseconds of spinning (a pause is ~30 ns here) before a
+   worker sleeps: gates of a circuit arrive faster than that, and a longer
+   spin would steal cores from other tasks. */
+#define SV_SPIN 1500
 
 /* Why: a worker waits for the next generation, runs its part, reports. */
 static void *worker_main(void *arg)

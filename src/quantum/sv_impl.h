@@ -77,6 +77,7 @@ typedef struct SvJob {
     int nk;               /* table mode: high target bits */
     int kpos[4], kshift[4];
     int nkeys;
+    uint64_t seg;         /* chunks per segment: contiguous, one key */
     double tab[8][16];    /* [key][2*j + re/im] */
     unsigned char skip[8];/* 1 if tab[key] is all ones */
 } SvJob;

@@ -231,6 +231,17 @@ START_TEST(numbers)
 }
 END_TEST
 
+/* Hex literals beyond 2^53 are rounded once, correctly, like any other
+ * literal (Python: float(0x2000000000000101) == 2**61 + 512). */
+START_TEST(hex_rounding)
+{
+    check_num("0x20000000000000", TK_NUM, 9007199254740992.0);            /* 2^53, 14 digits */
+    check_num("0xFFFFFFFFFFFFF", TK_NUM, 4503599627370495.0);             /* 15 digits, exact */
+    check_num("0x2000000000000101", TK_NUM, 2305843009213694464.0);       /* 2^61 + 257 -> 2^61 + 512 */
+    check_num("0x20000000000001010", TK_NUM, 36893488147419111424.0);     /* the same, times 16 */
+}
+END_TEST
+
 START_TEST(imaginary)
 {
     check_num("2j", TK_IMAG, 2);
@@ -546,6 +557,7 @@ static Suite *lex_suite(void)
 
     tc = tcase_create("numbers");
     tcase_add_test(tc, numbers);
+    tcase_add_test(tc, hex_rounding);
     tcase_add_test(tc, imaginary);
     tcase_add_test(tc, number_followed);
     tcase_add_test(tc, bad_numbers);

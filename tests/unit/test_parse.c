@@ -7,6 +7,7 @@
  * Shapes are checked through a small S-expression printer of the AST, so a
  * test reads like the tree it expects: "1 + 2 * 3" -> "(+ 1 (* 2 3))". */
 #include <check.h>
+#include <malloc.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -765,6 +766,18 @@ START_TEST(incomplete_input)
     ck_assert(incomplete("x = a and"));
     ck_assert(incomplete("x ="));
     ck_assert(incomplete("if x {\n  f(\n"));
+    ck_assert(incomplete("if x {\n} else {"));
+}
+END_TEST
+
+/* A line ending in a backslash joins the next one (the lexer's explicit
+ * line joining): the REPL, which passes the lines without their final
+ * newline, must ask for more. */
+START_TEST(incomplete_backslash)
+{
+    ck_assert(incomplete("x = 1 + \\\n"));          /* with the newline: joined, then a trailing '+' */
+    ck_assert(incomplete("x = foo \\"));
+    ck_assert(incomplete("print(1) \\"));
 }
 END_TEST
 
@@ -783,6 +796,46 @@ START_TEST(complete_input)
     ck_assert(!incomplete("x = \"abc\ny = 1"));     /* the string ended at the newline: an error */
     ck_assert(!incomplete("x = -1"));
     ck_assert(!incomplete("d = {}"));
+}
+END_TEST
+
+/* ================================================================ memory */
+
+/* Heap bytes in use (glibc's count; stays 0 under a sanitizer's allocator,
+ * which finds leaks itself). */
+static long heap_in_use(void) { return (long)mallinfo2().uordblks; }
+
+/* Parses text n times and returns how much the heap grew. */
+static long heap_growth(const char *text, int n)
+{
+    /* warm up: first-time allocations of stdio and the like */
+    for (int i = 0; i < 10; i++) { Parsed p = parse_text(text); parsed_free(&p); }
+    long before = heap_in_use();
+    for (int i = 0; i < n; i++) { Parsed p = parse_text(text); parsed_free(&p); }
+    return heap_in_use() - before;
+}
+
+START_TEST(parse_free_releases_all)
+{
+    long g = heap_growth("fn f(a, b=[1, 2]) {\n  return g(a, k=b)[0:1]\n}\nx = {\"a\": f(1)}\n", 2000);
+    ck_assert_msg(g < 16384, "2000 parses kept %ld bytes", g);
+}
+END_TEST
+
+/* A syntax error (the REPL meets many) frees what the parse had built so
+ * far: nothing grows with the number of errors. */
+START_TEST(syntax_errors_do_not_leak)
+{
+    const char *bad[] = {
+        "f(1, 2, g(3, 4, $",
+        "if x {\n  y = [1, 2, 3]\n  z = {1: 2}\n",
+        "x = 1\ny = 2\nfn f(a, b) { return a +",
+        "d = {\"a\": 1, \"b\": [1, 2, f(x, y=1, 2)]}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        long g = heap_growth(bad[i], 2000);
+        ck_assert_msg(g < 16384, "2000 failed parses of \"%s\" kept %ld bytes", bad[i], g);
+    }
 }
 END_TEST
 
@@ -832,6 +885,13 @@ static Suite *parse_suite(void)
     tc = tcase_create("incomplete");
     tcase_add_test(tc, incomplete_input);
     tcase_add_test(tc, complete_input);
+    tcase_add_test(tc, incomplete_backslash);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("memory");
+    tcase_set_timeout(tc, 60);
+    tcase_add_test(tc, parse_free_releases_all);
+    tcase_add_test(tc, syntax_errors_do_not_leak);
     suite_add_tcase(s, tc);
     return s;
 }
