@@ -727,6 +727,21 @@ enum { M_ABS, M_SQRT, M_SIN, M_COS, M_TAN, M_ASIN, M_ACOS, M_ATAN, M_EXP, M_LOG,
 static Value math1(VM *vm, Args *a, int fn, const char *name)
 {
     Value v = a->v[0];
+    if (fn == M_LOG && a->n > 1 && (v.t == T_ARRAY || v.t == T_COMPLEX)) {
+        /* log(x, base) = log(x) / log(base) */
+        Args one = *a;
+        one.n = 1;
+        Value lx = math1(vm, &one, M_LOG, name);
+        if (IS_EXC(lx)) return lx;
+        Args b = *a;
+        b.n = 1;
+        b.v = a->v + 1;
+        Value lb = math1(vm, &b, M_LOG, name);
+        if (IS_EXC(lb)) { decref(lx); return lb; }
+        Value r = vm_binop(vm, OP_DIV, lx, lb, a->site);
+        decref(lx); decref(lb);
+        return r;
+    }
     if (v.t == T_ARRAY) return arr_math(vm, fn, v, a->site);
     if (v.t == T_DUAL) {
         if (fn == M_LOG && a->n > 1) return vm_error(vm, a->site, "log(x, base) of a differentiated number: use log(x) / log(base)");
@@ -875,6 +890,7 @@ static const char *const kw_print[] = { "sep", "end", NULL };
 static const char *const kw_split[] = { "sep", NULL };
 static const char *const kw_round[] = { "digits", NULL };
 static const char *const kw_sorted[] = { "key", "reverse", NULL };
+static const char *const kw_axis[] = { "axis", NULL };
 
 const BuiltinDef builtins_core[] = {
     { "print", bi_print, 0, -1, BI_IMPURE, kw_print, 0 },
@@ -923,9 +939,9 @@ const BuiltinDef builtins_core[] = {
     { "floor", bi_floor, 1, 1, 0, NULL, 0 },
     { "ceil", bi_ceil, 1, 1, 0, NULL, 0 },
     { "round", bi_round, 1, 2, 0, kw_round, 0 },
-    { "min", bi_min, 1, -1, 0, NULL, 0 },
-    { "max", bi_max, 1, -1, 0, NULL, 0 },
-    { "sum", bi_sum, 1, 2, 0, NULL, 0 },
+    { "min", bi_min, 1, -1, 0, kw_axis, 0 },
+    { "max", bi_max, 1, -1, 0, kw_axis, 0 },
+    { "sum", bi_sum, 1, 2, 0, kw_axis, 0 },
     { "pi", NULL, 0, 0, BI_CONST, NULL, M_PI },
     { "e", NULL, 0, 0, BI_CONST, NULL, M_E },
     { "inf", NULL, 0, 0, BI_CONST, NULL, INFINITY },

@@ -1274,7 +1274,7 @@ static ExecStatus aug_assign(VM *vm, Node *s)
     if (IS_EXC(cur)) { decref(rhs); return S_ERR; }
     Value r;
     if (cur.t == T_NUM && rhs.t == T_NUM) r = num_op(vm, s->op, cur.n, rhs.n, s);
-    else if (s->op == OP_ADD && cur.t == T_LIST && rhs.t == T_LIST && cur.o->rc == 2) {
+    else if (s->op == OP_ADD && cur.t == T_LIST && rhs.t == T_LIST) {
         /* xs += ys extends in place, as in Python */
         ObjList *l = AS_LIST(cur), *y = AS_LIST(rhs);
         size_t ny = y->len;

@@ -107,6 +107,7 @@ typedef struct Interp {
     atomic_int interrupt;
     /* main-thread only */
     ObjDict *modules;           /* name -> module */
+    void *preloaded;            /* modules parsed before the run (module.c) */
     ObjList *argv;
     FILE *out;
     int warnings;
@@ -190,5 +191,9 @@ Value *arg_kw(Args *a, const char *name);
 /* ---- modules ---- */
 Value module_import(VM *vm, const char *name, const Node *site);
 ModInfo *load_and_analyse(Interp *in, Source *src, FILE *diag, bool warn);
+/* Finds, parses and analyses every import visible in m before the run:
+ * false (errors printed) if one of them has errors. */
+bool module_preload(Interp *in, ModInfo *m, FILE *diag);
+void module_preload_free(Interp *in);
 
 #endif

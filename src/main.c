@@ -193,18 +193,22 @@ int main(int argc, char **argv)
     ModInfo *m = parse_source(src, stderr);
     if (!m) { source_free(src); free(stdlib); decref(v_list(in.argv)); return 2; }
     int argv_slot = resolve_declare(m, "argv", builtin_lookup);
-    if (!resolve_module(m, m->body, builtin_lookup, stderr, true) || !analyse_module(m, stderr)) {
+    if (!resolve_module(m, m->body, builtin_lookup, stderr, true) || !analyse_module(m, stderr) ||
+        !module_preload(&in, m, stderr)) {
+        module_preload_free(&in);
         analyse_free_body(m->body);
         parse_free(m); source_free(src); free(stdlib); decref(v_list(in.argv));
         return 2;
     }
     if (check || deps) {
         if (deps) analyse_print_deps(m, m->body, stdout);
+        module_preload_free(&in);
         analyse_free_body(m->body);
         parse_free(m); source_free(src); free(stdlib); decref(v_list(in.argv));
         return 0;
     }
     int status = run_main(&in, m, argv_slot, interactive, trace_path);
+    module_preload_free(&in);
     analyse_free_body(m->body);
     parse_free(m);
     source_free(src);

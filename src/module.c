@@ -42,9 +42,8 @@ static char *try_dir(const char *dir, const char *name)
 }
 
 /* Where NAME.qh is: the importer's folder, QH_PATH, the stdlib; NULL if nowhere. */
-static char *find_module(VM *vm, const char *name)
+static char *find_module_from(Interp *in, const Source *from, const char *name)
 {
-    const Source *from = vm->frame && vm->frame->fn ? vm->frame->fn->p->mod->src : (vm->mod ? vm->mod->info->src : NULL);
     char *found = NULL;
     if (from && from->path) {
         char *d = dir_of(from->path);
@@ -54,7 +53,7 @@ static char *find_module(VM *vm, const char *name)
         found = try_dir(".", name);
     }
     if (found) return found;
-    const char *qp = vm->in->qh_path;
+    const char *qp = in->qh_path;
     if (qp && *qp) {
         char *copy = strdup(qp), *save = NULL;
         for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save))
@@ -62,8 +61,101 @@ static char *find_module(VM *vm, const char *name)
         free(copy);
         if (found) return found;
     }
-    if (vm->in->stdlib_dir) found = try_dir(vm->in->stdlib_dir, name);
+    if (in->stdlib_dir) found = try_dir(in->stdlib_dir, name);
     return found;
+}
+
+static char *find_module(VM *vm, const char *name)
+{
+    const Source *from = vm->frame && vm->frame->fn ? vm->frame->fn->p->mod->src : (vm->mod ? vm->mod->info->src : NULL);
+    return find_module_from(vm->in, from, name);
+}
+
+/* ---- imports checked before anything runs ----
+ * Every `import NAME` that can be seen in a file is found, parsed and
+ * analysed before the program starts, so a syntax error in a module exits
+ * with status 2 like one in the script. The parsed modules are kept for
+ * the import to use when it runs. */
+typedef struct Preload { char *path; ModInfo *info; struct Preload *next; } Preload;
+
+static bool preload_stmt(Interp *in, const Source *from, Node *n, FILE *diag);
+
+static bool preload_file(Interp *in, const Source *from, const char *name, int line, int col, FILE *diag)
+{
+    char *path = find_module_from(in, from, name);
+    if (!path) return true;             /* reported when the import runs (it may be created first) */
+    for (Preload *p = in->preloaded; p; p = p->next)
+        if (strcmp(p->path, path) == 0) { free(path); return true; }
+    char err[512];
+    Source *src = source_from_file(path, path, err, sizeof err);
+    if (!src) {
+        char msg[700];
+        snprintf(msg, sizeof msg, "import %s: %s", name, err);
+        diag_print(diag, from, line, col, "error", msg);
+        free(path);
+        return false;
+    }
+    ModInfo *info = load_and_analyse(in, src, diag, false);
+    if (!info) { source_free(src); free(path); return false; }
+    Preload *p = calloc(1, sizeof *p);
+    p->path = path;
+    p->info = info;
+    p->next = in->preloaded;
+    in->preloaded = p;
+    return preload_stmt(in, src, info->body, diag);
+}
+
+static bool preload_stmt(Interp *in, const Source *from, Node *n, FILE *diag)
+{
+    if (!n) return true;
+    switch (n->kind) {
+    case N_BLOCK:
+        for (int i = 0; i < n->u.list.n; i++) if (!preload_stmt(in, from, n->u.list.items[i], diag)) return false;
+        return true;
+    case N_IMPORT: return preload_file(in, from, n->u.import.name, n->line, n->col, diag);
+    case N_IF: return preload_stmt(in, from, n->u.ifs.then, diag) && preload_stmt(in, from, n->u.ifs.els, diag);
+    case N_WHILE: return preload_stmt(in, from, n->u.whiles.body, diag);
+    case N_FOR: return preload_stmt(in, from, n->u.fors.body, diag);
+    case N_TRY: return preload_stmt(in, from, n->u.tries.body, diag) && preload_stmt(in, from, n->u.tries.handler, diag);
+    case N_FNDEF: return preload_stmt(in, from, n->u.fn->body, diag);
+    default: return true;
+    }
+}
+
+bool module_preload(Interp *in, ModInfo *m, FILE *diag)
+{
+    return preload_stmt(in, m->src, m->body, diag);
+}
+
+/* the preloaded parse of path, taken (each is run once) */
+static ModInfo *take_preloaded(Interp *in, const char *path)
+{
+    for (Preload **pp = (Preload **)&in->preloaded; *pp; pp = &(*pp)->next) {
+        Preload *p = *pp;
+        if (strcmp(p->path, path) != 0) continue;
+        ModInfo *info = p->info;
+        p->info = NULL;
+        return info;
+    }
+    return NULL;
+}
+
+void module_preload_free(Interp *in)
+{
+    Preload *p = in->preloaded;
+    while (p) {
+        Preload *n = p->next;
+        if (p->info) {
+            Source *src = p->info->src;
+            analyse_free_body(p->info->body);
+            parse_free(p->info);
+            source_free(src);
+        }
+        free(p->path);
+        free(p);
+        p = n;
+    }
+    in->preloaded = NULL;
 }
 
 Value module_import(VM *vm, const char *name, const Node *site)
@@ -79,16 +171,20 @@ Value module_import(VM *vm, const char *name, const Node *site)
         return vm_error(vm, site, "no module named '%s' (looked in the script's folder, QH_PATH and %s)", name,
                         in->stdlib_dir ? in->stdlib_dir : "the standard library");
     }
-    char err[512];
-    Source *src = source_from_file(path, path, err, sizeof err);
-    free(path);
-    if (!src) { decref(key); return vm_error(vm, site, "import %s: %s", name, err); }
-    ModInfo *info = load_and_analyse(in, src, stderr, false);
+    ModInfo *info = take_preloaded(in, path);
     if (!info) {
-        source_free(src);
-        decref(key);
-        return vm_error(vm, site, "import %s: the module has errors (see above)", name);
+        char err[512];
+        Source *src = source_from_file(path, path, err, sizeof err);
+        if (!src) { free(path); decref(key); return vm_error(vm, site, "import %s: %s", name, err); }
+        info = load_and_analyse(in, src, stderr, false);
+        if (!info) {
+            source_free(src);
+            free(path);
+            decref(key);
+            return vm_error(vm, site, "import %s: the module has errors (see above)", name);
+        }
     }
+    free(path);
     ObjModule *m = module_new(info, arena_strndup(info->arena, name, strlen(name)));
     Value mv = v_obj(&m->h);
     dict_set(in->modules, key, mv);         /* registered first: circular imports see it */

@@ -19,6 +19,7 @@ typedef struct Parser {
     int ntok, pos;
     int depth;          /* open ( [ and dict { : newlines do not end statements */
     int nest;           /* recursion guard */
+    int loops, fns;     /* enclosing loops in this function; enclosing functions */
     Source *src;
     Arena *ar;
     ModInfo *mod;
@@ -163,6 +164,18 @@ static FnProto *new_proto(Parser *p, const Token *t, const char *name)
     return f;
 }
 
+/* a function's block: break/continue refer to its own loops only */
+static Node *fn_body(Parser *p)
+{
+    int loops = p->loops;
+    p->loops = 0;
+    p->fns++;
+    Node *b = block(p);
+    p->fns--;
+    p->loops = loops;
+    return b;
+}
+
 /* fnexpr -> 'fn' params block */
 static Node *fn_expr(Parser *p)
 {
@@ -170,7 +183,7 @@ static Node *fn_expr(Parser *p)
     Node *n = node(p, N_FNEXPR, t);
     FnProto *f = new_proto(p, t, "<anonymous>");
     params(p, f);
-    f->body = block(p);
+    f->body = fn_body(p);
     n->u.fn = f;
     return n;
 }
@@ -629,7 +642,7 @@ static Node *statement(Parser *p)
             n = node(p, N_FNDEF, t);
             FnProto *f = new_proto(p, t, name_of(p, nm));
             params(p, f);
-            f->body = block(p);
+            f->body = fn_body(p);
             n->u.fn = f;
             end_statement(p);
             return n;
@@ -644,7 +657,7 @@ static Node *statement(Parser *p)
         f->is_qfn = true;
         params(p, f);
         if (accept(p, TK_ON)) f->device = expr(p);
-        f->body = block(p);
+        f->body = fn_body(p);
         n->u.fn = f;
         end_statement(p);
         return n;
@@ -655,7 +668,9 @@ static Node *statement(Parser *p)
         advance(p);
         n = node(p, N_WHILE, t);
         n->u.whiles.cond = expr(p);
+        p->loops++;
         n->u.whiles.body = block(p);
+        p->loops--;
         end_statement(p);
         return n;
     case TK_FOR: {
@@ -674,7 +689,9 @@ static Node *statement(Parser *p)
         n->u.fors.vars = vec_done(p, &vars);
         n->u.fors.var = n->u.fors.vars[0];
         n->u.fors.iter = expr(p);
+        p->loops++;
         n->u.fors.body = block(p);
+        p->loops--;
         end_statement(p);
         return n;
     }
@@ -699,6 +716,7 @@ static Node *statement(Parser *p)
     case TK_RETURN: {
         /* return -> 'return' [expr {',' expr}] */
         advance(p);
+        if (!p->fns) error_tok(p, t, "'return' outside a function");
         n = node(p, N_RETURN, t);
         TokKind k = p->toks[p->pos].kind;
         if (k != TK_NEWLINE && k != TK_SEMI && k != TK_RBRACE && k != TK_EOF) {
@@ -708,8 +726,12 @@ static Node *statement(Parser *p)
         end_statement(p);
         return n;
     }
-    case TK_BREAK: advance(p); n = node(p, N_BREAK, t); end_statement(p); return n;
-    case TK_CONTINUE: advance(p); n = node(p, N_CONTINUE, t); end_statement(p); return n;
+    case TK_BREAK: case TK_CONTINUE:
+        advance(p);
+        if (!p->loops) error_tok(p, t, "'%s' outside a loop", t->kind == TK_BREAK ? "break" : "continue");
+        n = node(p, t->kind == TK_BREAK ? N_BREAK : N_CONTINUE, t);
+        end_statement(p);
+        return n;
     case TK_IMPORT: {
         /* import -> 'import' NAME */
         advance(p);

@@ -59,6 +59,7 @@ static const struct { const char *name; SvGate gate; } gate_alias[] = {
     { "CCX", SV_TOFFOLI }, { "CPhase", SV_CPHASE },
 };
 
+/* Why: arity and parameter count for the language and the differentiator. */
 const SvGateInfo *sv_gate_info(SvGate g)
 {
     if ((int)g < 0 || g >= SV_NGATES) return NULL;
@@ -78,7 +79,7 @@ const SvGateInfo *sv_gate_by_name(const char *name)
 
 /* ---- validation ------------------------------------------------------- */
 
-/* "0, 1, 2" into buf. */
+/* "0, 1, 2" into buf: wire lists in error messages. */
 static const char *wire_list(char *buf, size_t len, const int *w, int n)
 {
     size_t at = 0;
@@ -196,6 +197,7 @@ static const SvGateInfo *check_op(const SvOp *op, int nq, char *err, size_t errl
 
 /* ---- matrices --------------------------------------------------------- */
 
+/* A complex from its parts, without the I macro (exact for any input). */
 static inline cplx cx(double re, double im)
 {
     double p[2] = { re, im };
@@ -223,6 +225,7 @@ static cplx ex(double a, double x, int d)
     return d ? cx(-a * s, a * c) : cx(c, s);
 }
 
+/* A constant entry, or its derivative (0). */
 static double one(int d) { return d ? 0.0 : 1.0; }
 
 /* Why: the single definition of every gate's matrix (PennyLane's, wire
@@ -375,6 +378,7 @@ static int op_matrix(const SvOp *op, int dp, cplx *out, char *err, size_t errlen
     return 0;
 }
 
+/* Why: matrix(op) of the language and the dense reference of other rooms. */
 int sv_op_matrix(const SvOp *op, cplx *out, char *err, size_t errlen)
 {
     return op_matrix(op, -1, out, err, errlen);
@@ -561,6 +565,7 @@ static void run_dense(SvState *s, const int *tpos, int k, const int *cpos, int n
     sv_job_run(s, &j);
 }
 
+/* Conjugate transpose of a 2x2: the adjoint of a pair kernel's matrix. */
 static void dagger2(cplx *m)
 {
     cplx a = m[1];

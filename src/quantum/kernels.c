@@ -88,7 +88,8 @@ static void swapadj_run(double *a, uint64_t npairs)
     }
 }
 
-/* 4x4 on the four amplitudes p[0..3] (pointers to re). */
+/* 4x4 on the four amplitudes p[0..3] (pointers to re): the scalar core
+   of two-qubit gates. */
 static inline void mul4(const double *m, double *const p[4])
 {
     double vr[4], vi[4];
@@ -105,6 +106,7 @@ static inline void mul4(const double *m, double *const p[4])
     }
 }
 
+/* Why: a run of 4x4 updates where the wide path does not apply. */
 static void quad_run_c(double *amp, const uint64_t *off, uint64_t base, uint64_t len,
                        const double *m)
 {
@@ -124,6 +126,8 @@ static void quad_run_c(double *amp, const uint64_t *off, uint64_t base, uint64_t
     _mm256_addsub_pd(_mm256_fmadd_pd(ar, x, _mm256_mul_pd(br, y)),         \
                      _mm256_fmadd_pd(ai, xs, _mm256_mul_pd(bi, ys)))
 
+/* Why: the hot loop of every 1-qubit gate: two complex lanes per vector,
+   (a + ib) z = addsub(a z, b swap(z)) with FMA. */
 SV_AVX2 static void pair_run_avx2(double *lo, double *hi, uint64_t len, const double *m)
 {
     const __m256d ar = _mm256_set1_pd(m[0]), ai = _mm256_set1_pd(m[1]);
@@ -157,6 +161,7 @@ SV_AVX2 static void pair_run_avx2(double *lo, double *hi, uint64_t len, const do
     if (j < len) mul2(m, lo + 2 * j, hi + 2 * j);
 }
 
+/* Why: target bit 0: each vector holds one whole pair (lo, hi). */
 SV_AVX2 static void adj_run_avx2(double *a, uint64_t npairs, const double *m)
 {
     /* lanes 0-1 produce the low amplitude (row 0), lanes 2-3 the high. */
@@ -213,6 +218,7 @@ SV_AVX2 static void blocks_avx2(double *a, uint64_t nblk, uint64_t S, const doub
     }
 }
 
+/* Why: two-qubit gates (IsingXX, IsingYY, QubitUnitary on 2 wires). */
 SV_AVX2 static void quad_run_avx2(double *amp, const uint64_t *off, uint64_t base,
                                   uint64_t len, const double *m)
 {
@@ -246,6 +252,7 @@ SV_AVX2 static void quad_run_avx2(double *amp, const uint64_t *off, uint64_t bas
 }
 
 
+/* Why: sums of |a|^2 feed probabilities and measurement. */
 SV_AVX2 static double norm_avx2(const double *p, uint64_t n)
 {
     __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
@@ -404,6 +411,8 @@ static void adj_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
     (void)avx;
 }
 
+/* Why: 4x4 jobs, runs of 2^pos[0] on four streams (element by element
+   when a fixed bit is bit 0). */
 static void quad_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
 {
     uint64_t R = (uint64_t)1 << jb->pos[0];
@@ -536,6 +545,7 @@ SV_AVX2 static void diag_range_avx2(const SvJob *jb, uint64_t a, uint64_t b)
 
 typedef struct JobCtx { const SvJob *jb; int avx; } JobCtx;
 
+/* Why: one slice of a job, to the kernel of its kind. */
 static void job_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
 {
     switch (jb->kind) {
@@ -558,6 +568,7 @@ static void job_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
     }
 }
 
+/* The team calls this once per part. */
 static void job_part(void *ctx, int part, int nparts)
 {
     JobCtx *c = ctx;

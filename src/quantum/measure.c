@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* |amp[i]|^2 */
 static inline double amp2(const double *p, uint64_t i)
 {
     return p[2 * i] * p[2 * i] + p[2 * i + 1] * p[2 * i + 1];
@@ -61,6 +62,7 @@ static void probs_part(void *vctx, int part, int np)
 
 typedef struct AllCtx { const SvState *s; double *out; } AllCtx;
 
+/* Why: probs() over all wires in order is just |a|^2, in parallel. */
 static void probs_all_part(void *vctx, int part, int np)
 {
     AllCtx *c = vctx;
@@ -161,6 +163,7 @@ void sv_probs_shots(const SvState *s, const int *wires, int nw, size_t shots, Rn
 
 typedef struct NormCtx { const SvState *s; double part[SV_MAX_TEAM]; } NormCtx;
 
+/* One slice of the total norm. */
 static void norm_part(void *vctx, int part, int np)
 {
     NormCtx *c = vctx;
@@ -169,6 +172,7 @@ static void norm_part(void *vctx, int part, int np)
     c->part[part] = b > a ? sv_norm_range(c->s, a, b) : 0;
 }
 
+/* Why: sampling scales its uniforms by the actual norm (drift-proof). */
 static double total_norm(const SvState *s)
 {
     NormCtx c;

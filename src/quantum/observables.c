@@ -17,6 +17,7 @@
 /* A term with masks in index-bit space (wire w -> bit nq-1-w). */
 typedef struct NTerm { uint64_t X, Z; double c; } NTerm;
 
+/* Why: kernels work on index bits; SvPauli speaks of wires. */
 static NTerm nterm(const SvState *s, const SvPauli *t)
 {
     NTerm n = { 0, 0, t->coeff };
@@ -28,6 +29,7 @@ static NTerm nterm(const SvState *s, const SvPauli *t)
     return n;
 }
 
+/* Order by (X, Z): terms sharing X become neighbours. */
 static int cmp_nterm(const void *pa, const void *pb)
 {
     const NTerm *a = pa, *b = pb;
@@ -47,6 +49,7 @@ typedef struct GroupCtx {
     double *part;         /* nparts x ng */
 } GroupCtx;
 
+/* (-1)^{popcount(b)} */
 static inline double sgn(uint64_t b) { return __builtin_parityll(b) ? -1.0 : 1.0; }
 
 /* Why: per run of 2^r amplitudes the sign of every term is constant, so
@@ -149,6 +152,7 @@ static int term_vals(const SvState *s, NTerm *t, int n, double *vals)
 }
 
 /* Normalised copy of the terms (heap; NULL on failure). */
+/* Why: the caller's array stays untouched; we sort a copy. */
 static NTerm *norm_terms(const SvState *s, const SvPauli *t, int n)
 {
     NTerm *v = malloc((size_t)(n > 0 ? n : 1) * sizeof *v);
@@ -197,6 +201,7 @@ static NTerm *square_terms(const NTerm *t, int n, int *np_out)
 
 /* ---- shot estimates --------------------------------------------------- */
 
+/* log(x!) (lgamma_r: thread-safe, unlike lgamma). */
 static double lfact(double x)
 {
     int sign;
@@ -256,6 +261,7 @@ uint64_t sv_binomial(Rng *r, uint64_t n, double p)
 }
 
 /* Estimate of <W> from shots +/-1 outcomes with mean v. */
+/* Why: a word's outcomes are +/-1, so N shots are one binomial draw. */
 static double est(double v, size_t shots, Rng *r)
 {
     double p = (1 + v) / 2;
@@ -287,6 +293,7 @@ static double weighted(const SvState *s, NTerm *t, int n, size_t shots, Rng *r, 
     return sum;
 }
 
+/* Why: exact and shot expectation share the grouping. */
 static double expval_any(const SvState *s, const SvPauli *t, int n, size_t shots, Rng *r)
 {
     if (!s || !s->amp || !t || n <= 0) return 0;
@@ -298,6 +305,7 @@ static double expval_any(const SvState *s, const SvPauli *t, int n, size_t shots
     return e;
 }
 
+/* Why: var = <H^2> - <H>^2 with H^2 expanded into Pauli words. */
 static double var_any(const SvState *s, const SvPauli *t, int n, size_t shots, Rng *r)
 {
     if (!s || !s->amp || !t || n <= 0) return 0;

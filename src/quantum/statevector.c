@@ -63,6 +63,8 @@ int sv_init(SvState *s, int nq)
     return 0;
 }
 
+/* Why: states are owned by the device pool, which frees them explicitly;
+   harmless on a state whose sv_init failed. */
 void sv_free(SvState *s)
 {
     if (!s) return;
@@ -92,6 +94,7 @@ void sv_reset(SvState *s)
     s->amp[0] = 1.0;
 }
 
+/* Why: the executor decides per task how many cores a state may use. */
 void sv_set_threads(SvState *s, SvTeam *team, int nthreads)
 {
     s->team = team;
@@ -100,6 +103,11 @@ void sv_set_threads(SvState *s, SvTeam *team, int nthreads)
 
 /* ---- the team --------------------------------------------------------- */
 
+/* A job is cut into parts (a few per thread) that participants claim one
+   by one with a compare-and-swap on (generation, next part). The caller
+   claims parts too, so a worker that is slow to wake (a busy machine) just
+   finds fewer parts left instead of making everyone wait for it; results
+   do not depend on who ran which part. */
 struct SvTeam {
     int n;                       /* participants, caller included */
     pthread_t th[SV_MAX_TEAM];
@@ -107,16 +115,18 @@ struct SvTeam {
     pthread_mutex_t run;         /* one user at a time */
     pthread_mutex_t mu;
     pthread_cond_t cv_start, cv_done;
-    atomic_ulong gen;            /* bumped per job */
-    atomic_int pending;          /* workers still busy with the job */
+    atomic_uint gen;             /* bumped per job */
+    atomic_ullong claim;         /* (gen << 32) | next unclaimed part */
+    atomic_int done;             /* parts finished in the current job */
     atomic_int stop;
     SvPartFn fn;                 /* the job, written under mu */
     void *ctx;
     int nparts;
 };
 
-typedef struct WorkerArg { SvTeam *t; int id; } WorkerArg;
+#define SV_PARTS_PER_THREAD 4
 
+/* Be polite to the sibling hyperthread while spinning. */
 static inline void cpu_relax(void)
 {
 #if SV_X86
@@ -125,17 +135,33 @@ static inline void cpu_relax(void)
 }
 
 /* About 50 microseconds of spinning (a pause is ~30 ns here) before a
-   worker sleeps: gates of a circuit arrive faster than that, and a longer
+   thread sleeps: gates of a circuit arrive faster than that, and a longer
    spin would steal cores from other tasks. */
 #define SV_SPIN 1500
 
-/* Why: a worker waits for the next generation, runs its part, reports. */
+/* Why: both the caller and the workers run parts of generation g until
+   none is left; the last one to finish wakes a sleeping caller. */
+static void run_parts(SvTeam *t, unsigned g, SvPartFn fn, void *ctx, int np)
+{
+    for (;;) {
+        unsigned long long c = atomic_load(&t->claim);
+        if ((unsigned)(c >> 32) != g || (int)(c & 0xffffffffu) >= np) return;
+        if (!atomic_compare_exchange_weak(&t->claim, &c, c + 1)) continue;
+        fn(ctx, (int)(c & 0xffffffffu), np);
+        if (atomic_fetch_add(&t->done, 1) + 1 == np) {
+            pthread_mutex_lock(&t->mu);
+            pthread_cond_signal(&t->cv_done);
+            pthread_mutex_unlock(&t->mu);
+        }
+    }
+}
+
+/* Why: a worker waits for the next generation (spinning briefly, then
+   asleep), takes the job's description under the lock, claims parts. */
 static void *worker_main(void *arg)
 {
-    SvTeam *t = ((WorkerArg *)arg)->t;
-    int id = ((WorkerArg *)arg)->id;
-    free(arg);
-    unsigned long seen = 0;
+    SvTeam *t = arg;
+    unsigned seen = 0;
     for (;;) {
         for (int i = 0; i < SV_SPIN; i++) {
             if (atomic_load_explicit(&t->gen, memory_order_acquire) != seen ||
@@ -150,14 +176,9 @@ static void *worker_main(void *arg)
         seen = atomic_load(&t->gen);
         SvPartFn fn = t->fn;
         void *ctx = t->ctx;
-        int nparts = t->nparts;
+        int np = t->nparts;
         pthread_mutex_unlock(&t->mu);
-        if (id < nparts) fn(ctx, id, nparts);
-        if (atomic_fetch_sub(&t->pending, 1) == 1) {
-            pthread_mutex_lock(&t->mu);
-            pthread_cond_signal(&t->cv_done);
-            pthread_mutex_unlock(&t->mu);
-        }
+        run_parts(t, seen, fn, ctx, np);
     }
     return NULL;
 }
@@ -176,13 +197,11 @@ SvTeam *sv_team_new(int nthreads)
     pthread_cond_init(&t->cv_start, NULL);
     pthread_cond_init(&t->cv_done, NULL);
     atomic_init(&t->gen, 0);
-    atomic_init(&t->pending, 0);
+    atomic_init(&t->claim, 0);
+    atomic_init(&t->done, 0);
     atomic_init(&t->stop, 0);
     for (int i = 1; i < nthreads; i++) {
-        WorkerArg *a = malloc(sizeof *a);
-        if (a) { a->t = t; a->id = i; }
-        if (!a || pthread_create(&t->th[i], NULL, worker_main, a) != 0) {
-            free(a);
+        if (pthread_create(&t->th[i], NULL, worker_main, t) != 0) {
             sv_team_free(t);   /* joins the ones already started */
             return NULL;
         }
@@ -191,6 +210,7 @@ SvTeam *sv_team_new(int nthreads)
     return t;
 }
 
+/* Why: stop and join the workers (they may be asleep or spinning). */
 void sv_team_free(SvTeam *t)
 {
     if (!t) return;
@@ -206,13 +226,17 @@ void sv_team_free(SvTeam *t)
     free(t);
 }
 
+/* Participants, the caller included. */
 int sv_team_size(const SvTeam *t) { return t ? t->n : 1; }
 
+/* Why: reductions size their per-part buffers before the parallel-for. */
 int sv_nparts(const SvState *s)
 {
     SvTeam *t = s->team;
     if (!t || s->nthreads <= 1 || s->nq < SV_PAR_QUBITS || t->n <= 1) return 1;
-    return s->nthreads < t->n ? s->nthreads : t->n;
+    int th = s->nthreads < t->n ? s->nthreads : t->n;
+    int np = th * SV_PARTS_PER_THREAD;
+    return np < SV_MAX_TEAM ? np : SV_MAX_TEAM;
 }
 
 /* Why: every big pass (gates, reductions, reset) goes through here, so the
@@ -230,15 +254,17 @@ int sv_parallel(const SvState *s, SvPartFn fn, void *ctx)
     t->fn = fn;
     t->ctx = ctx;
     t->nparts = np;
-    atomic_store(&t->pending, t->n - 1);
-    atomic_fetch_add_explicit(&t->gen, 1, memory_order_release);
+    atomic_store(&t->done, 0);
+    unsigned g = atomic_load(&t->gen) + 1;
+    atomic_store(&t->claim, (unsigned long long)g << 32);
+    atomic_store_explicit(&t->gen, g, memory_order_release);
     pthread_cond_broadcast(&t->cv_start);
     pthread_mutex_unlock(&t->mu);
-    fn(ctx, 0, np);
-    for (int i = 0; i < SV_SPIN && atomic_load(&t->pending) > 0; i++) cpu_relax();
-    if (atomic_load(&t->pending) > 0) {
+    run_parts(t, g, fn, ctx, np);
+    for (int i = 0; i < SV_SPIN && atomic_load(&t->done) < np; i++) cpu_relax();
+    if (atomic_load(&t->done) < np) {
         pthread_mutex_lock(&t->mu);
-        while (atomic_load(&t->pending) > 0) pthread_cond_wait(&t->cv_done, &t->mu);
+        while (atomic_load(&t->done) < np) pthread_cond_wait(&t->cv_done, &t->mu);
         pthread_mutex_unlock(&t->mu);
     }
     pthread_mutex_unlock(&t->run);

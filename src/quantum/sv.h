@@ -53,7 +53,9 @@ int  sv_team_size(const SvTeam *team);
    nthreads <= 1 or team NULL: serial. */
 void sv_set_threads(SvState *s, SvTeam *team, int nthreads);
 /* States with at least this many qubits split kernels over the team. */
+#ifndef SV_PAR_QUBITS
 #define SV_PAR_QUBITS 15
+#endif
 
 typedef enum SvGate {
     SV_IDENTITY, SV_HADAMARD, SV_PAULIX, SV_PAULIY, SV_PAULIZ, SV_S, SV_T, SV_SX,
