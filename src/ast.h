@@ -90,6 +90,7 @@ typedef struct FnProto {
     Node **defaults;            /* nparams entries, NULL where none */
     int nlocals;                /* frame slots (params first) */
     bool *local_is_cell;        /* nlocals entries */
+    bool has_cells;             /* some local is captured by a closure */
     const char **local_names;
     int nupvals;
     UpvalDesc *upvals;

@@ -777,8 +777,9 @@ Value eval_run_body(VM *vm, ObjFunc *f, Value *slots, const Node *site)
         for (int i = 0; i < p->nlocals; i++) decref(slots[i]);
         return v_exc();
     }
-    for (int i = 0; i < p->nlocals; i++)
-        if (p->local_is_cell[i]) slots[i] = v_obj(&cell_new(slots[i])->h);
+    if (p->has_cells)
+        for (int i = 0; i < p->nlocals; i++)
+            if (p->local_is_cell[i]) slots[i] = v_obj(&cell_new(slots[i])->h);
     Frame fr = { p, f, slots, vm->frame };
     ObjModule *saved_mod = vm->mod;
     vm->frame = &fr;
@@ -791,16 +792,50 @@ Value eval_run_body(VM *vm, ObjFunc *f, Value *slots, const Node *site)
     for (int i = 0; i < p->nlocals; i++) decref(slots[i]);
     if (st == S_ERR) { vm_tb_push(vm, site); return v_exc(); }
     if (st == S_RETURN) { Value r = vm->ret; vm->ret = v_nil(); return r; }
-    if (st == S_BREAK || st == S_CONTINUE) return vm_error(vm, site, "'break' or 'continue' outside a loop");
     return v_nil();
 }
 
 /* call -> callee(args): evaluates the arguments on the VM stack, where they
  * become the callee's frame */
+static Value eval_call_general(VM *vm, Node *n, Value callee);
+
+/* The common case first: a plain function with positional arguments only,
+ * whose arguments become its frame in place. */
 static Value eval_call(VM *vm, Node *n)
 {
     Value callee = eval(vm, n->u.call.fn);
     if (IS_EXC(callee)) return callee;
+    if (callee.t != T_FUNC || n->u.call.nkw) return eval_call_general(vm, n, callee);
+    ObjFunc *f = AS_FUNC(callee);
+    FnProto *p = f->p;
+    int nargs = n->u.call.nargs;
+    if (p->is_qfn || nargs > p->nparams) return eval_call_general(vm, n, callee);
+    size_t base = vm->sp;
+    int nl = p->nlocals;
+    if (base + (size_t)nl + 8 >= vm->cap) { decref(callee); return vm_error(vm, n, "maximum recursion depth exceeded (value stack full)"); }
+    Value *slots = vm->stack + base;
+    for (int i = 0; i < nargs; i++) {
+        Value v = eval(vm, n->u.call.args[i]);
+        if (IS_EXC(v)) {
+            while (vm->sp > base) decref(vm->stack[--vm->sp]);
+            decref(callee);
+            return v;
+        }
+        vm->stack[vm->sp++] = v;
+    }
+    vm->sp = base + (size_t)nl;
+    if (nargs < p->nparams || nl > nargs) {
+        if (!eval_bind_args(vm, f, slots, nargs, NULL, n)) { vm->sp = base; decref(callee); return v_exc(); }
+    }
+    Value r = eval_run_body(vm, f, slots, n);
+    vm->sp = base;
+    decref(callee);
+    return r;
+}
+
+__attribute__((noinline))
+static Value eval_call_general(VM *vm, Node *n, Value callee)
+{
     if (callee.t == T_FUTURE) {
         Value r = future_force(vm, callee, n);
         decref(callee);

@@ -262,7 +262,12 @@ static void resolve_fn(Resolver *r, Scope *outer, FnProto *f)
     f->nlocals = s.nlocals;
     f->local_is_cell = malloc((size_t)(s.nlocals + 1) * sizeof(bool));
     f->local_names = malloc((size_t)(s.nlocals + 1) * sizeof(char *));
-    for (int i = 0; i < s.nlocals; i++) { f->local_is_cell[i] = s.is_cell[i]; f->local_names[i] = s.locals[i]; }
+    f->has_cells = false;
+    for (int i = 0; i < s.nlocals; i++) {
+        f->local_is_cell[i] = s.is_cell[i];
+        f->local_names[i] = s.locals[i];
+        if (s.is_cell[i]) f->has_cells = true;
+    }
     f->nupvals = s.nup;
     f->upvals = malloc((size_t)(s.nup + 1) * sizeof(UpvalDesc));
     if (s.nup) memcpy(f->upvals, s.up, (size_t)s.nup * sizeof(UpvalDesc));

@@ -523,6 +523,8 @@ Fut *exec_submit(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void *),
     return ret;
 }
 
+/* Why: the run function reports its result here rather than completing
+ * the future itself, so the future finishes only once the task is over. */
 void exec_task_done(ExecTask *t, void *result, void (*free_result)(void *))
 {
     if (t->outcome) {
@@ -535,6 +537,8 @@ void exec_task_done(ExecTask *t, void *result, void (*free_result)(void *))
     t->free_result = free_result;
 }
 
+/* Why: errors inside tasks come back as ordinary runtime errors; the
+ * message is copied because the task's own buffers die with it. */
 void exec_task_fail(ExecTask *t, const char *msg)
 {
     if (t->outcome)
@@ -545,6 +549,8 @@ void exec_task_fail(ExecTask *t, const char *msg)
         abort();
 }
 
+/* Why: cooperative cancellation: the task's cancel flag is its future's,
+ * so exec_cancel_all and a user's fut_cancel reach it the same way. */
 bool exec_task_cancelled(const ExecTask *t)
 {
     return atomic_load_explicit(fut_cancel_flag(t->fut), memory_order_relaxed) != 0;
@@ -555,6 +561,8 @@ const atomic_int *exec_task_cancel_flag(const ExecTask *t)
     return fut_cancel_flag(t->fut);
 }
 
+/* Why: what a runner needs about its own task (worker slot for per-worker
+ * scratch, deps to read, call site for messages). */
 int exec_task_worker(const ExecTask *t) { return t->worker; }
 int exec_task_ndeps(const ExecTask *t) { return t->ndeps; }
 Fut *exec_task_dep(const ExecTask *t, int i) { return i >= 0 && i < t->ndeps ? t->deps[i] : NULL; }
@@ -602,11 +610,13 @@ void exec_interrupt(Exec *e)
     atomic_store_explicit(&e->interrupt, 1, memory_order_relaxed);
 }
 
+/* Why: after handling Ctrl-C (the REPL goes on), waits work again. */
 void exec_clear_interrupt(Exec *e)
 {
     atomic_store_explicit(&e->interrupt, 0, memory_order_relaxed);
 }
 
+/* Why: the flag to hand to fut_wait_interruptible and friends. */
 const atomic_int *exec_interrupt_flag(Exec *e)
 {
     return &e->interrupt;
@@ -639,15 +649,19 @@ bool exec_wait_all_interruptible(Exec *e, const atomic_int *interrupt)
     return all;
 }
 
+/* Why: code shared by the main thread and tasks must know where it runs
+ * (worker submissions bypass the bound; tasks must not wait for tasks). */
 bool exec_on_worker(void) { return tl_worker >= 0; }
 int exec_current_worker(void) { return tl_worker; }
 int exec_nworkers(const Exec *e) { return e->nworkers; }
 
+/* Why: BLAS/kernel thread budgeting: N workers mean N busy cores. */
 int exec_busy_workers(const Exec *e)
 {
     return atomic_load_explicit(&((Exec *)e)->busy, memory_order_relaxed);
 }
 
+/* Why: the REPL and tests look at how much work is in flight. */
 int exec_unfinished(Exec *e)
 {
     pthread_mutex_lock(&e->mu);

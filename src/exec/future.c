@@ -137,6 +137,8 @@ static bool open_state(int st)
     return st == FUT_PENDING || st == FUT_RUNNING;
 }
 
+/* Why: the producer's success path; first outcome wins so that a late
+ * result after a cancellation is dropped instead of leaked. */
 bool fut_complete(Fut *f, void *result, void (*free_result)(void *))
 {
     pthread_mutex_lock(&f->mu);
@@ -154,6 +156,7 @@ bool fut_complete(Fut *f, void *result, void (*free_result)(void *))
     return true;
 }
 
+/* Why: the producer's error path; the message outlives the producer. */
 bool fut_fail(Fut *f, const char *msg)
 {
     char *copy = strdup(msg ? msg : "failed");
@@ -172,6 +175,8 @@ bool fut_fail(Fut *f, const char *msg)
     return true;
 }
 
+/* Why: nobody wants the value any more: finish it now (waiters go on)
+ * and tell a running producer, through the flag, to stop. */
 bool fut_cancel(Fut *f)
 {
     atomic_store_explicit(&f->cancel, 1, memory_order_relaxed);
@@ -203,6 +208,7 @@ FutState fut_state(const Fut *f)
     return (FutState)atomic_load_explicit(&f->state, memory_order_acquire);
 }
 
+/* Why: the language's ready(x) must never wait. */
 bool fut_ready(const Fut *f)
 {
     return !open_state(atomic_load_explicit(&f->state, memory_order_acquire));
@@ -320,6 +326,8 @@ void fut_request_cancel(Fut *f)
     atomic_store_explicit(&f->cancel, 1, memory_order_relaxed);
 }
 
+/* Why: the interpreter keeps call-site info with the future without this
+ * room knowing its type. */
 void fut_set_user(Fut *f, void *p)
 {
     atomic_store_explicit(&f->user, p, memory_order_release);

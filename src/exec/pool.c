@@ -98,6 +98,8 @@ size_t pool_default_budget(void)
     return phys / 2;
 }
 
+/* Why: one pool per program (or per test); vt tells it how to make,
+ * reset and drop an instance it otherwise knows nothing about. */
 Pool *pool_new(size_t budget_bytes, const PoolVt *vt)
 {
     Pool *p = calloc(1, sizeof *p);
@@ -133,6 +135,7 @@ void pool_free(Pool *p)
     free(p);
 }
 
+/* Why: the entry list doubles as the LRU order for eviction. */
 static void unlink_entry(Pool *p, Entry *e)
 {
     if (e->prev)
@@ -146,6 +149,7 @@ static void unlink_entry(Pool *p, Entry *e)
     e->prev = e->next = NULL;
 }
 
+/* Why: most recently released (or created) goes last. */
 static void append_entry(Pool *p, Entry *e)
 {
     e->next = NULL;
@@ -157,6 +161,8 @@ static void append_entry(Pool *p, Entry *e)
     p->tail = e;
 }
 
+/* Why: a request leaves the FIFO of creators (served, failed or
+ * cancelled); the next one may now be head. */
 static void dequeue(Pool *p, Req *r)
 {
     Req **pp = &p->qhead;
@@ -196,6 +202,7 @@ static void destroy_unlocked(Pool *p, Entry *list)
     pthread_mutex_unlock(&p->mu);
 }
 
+/* Why: err may be NULL. */
 static void set_err(char *err, size_t errlen, const char *msg)
 {
     if (err && errlen)
@@ -379,6 +386,7 @@ int pool_trim(Pool *p)
     return n;
 }
 
+/* Why: --stats and tests read the accounting under the lock. */
 size_t pool_in_use_bytes(Pool *p)
 {
     pthread_mutex_lock(&p->mu);

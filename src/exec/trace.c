@@ -33,6 +33,7 @@ Trace *trace_new(void)
     return tr;
 }
 
+/* Why: after trace_write at exit. */
 void trace_free(Trace *tr)
 {
     if (!tr)
@@ -217,6 +218,7 @@ void trace_thread_name(Trace *tr, int tid, const char *name)
           tid, jn);
 }
 
+/* Why: tests and --stats can tell whether anything was recorded. */
 size_t trace_count(Trace *tr)
 {
     pthread_mutex_lock(&tr->mu);
