@@ -96,7 +96,8 @@ static void walk(Walk *w, Node *n, bool need)
     case N_FNEXPR: {
         FnProto *f = n->u.fn;
         for (int i = 0; i < f->nparams; i++) walk(w, f->defaults[i], true);
-        /* the closure's own reads are counted where it is called */
+        /* a closure made here may run here: its impurity is this body's */
+        if (w->in_fn && f->analysed && !f->pure && f->impure_line > 0) impure(w, n, f->impure_why);
         break;
     }
     case N_EXPRSTMT: walk(w, n->u.expr.expr, false); break;
@@ -127,6 +128,10 @@ static void walk(Walk *w, Node *n, bool need)
         FnProto *f = n->u.fn;
         for (int i = 0; i < f->nparams; i++) walk(w, f->defaults[i], true);
         walk(w, f->device, true);
+        if (w->in_fn && f->binding->kind != N_GLOBAL) {
+            /* a nested function: its impurity is the body's (it may be called here) */
+            if (f->analysed && !f->pure && f->impure_line > 0) impure(w, n, f->impure_why);
+        }
         walk_target(w, f->binding);
         break;
     }
@@ -206,7 +211,8 @@ static void nested_reads(ModInfo *m, FnProto *f, Node *n, IntSet *r)
 
 bool analyse_body(ModInfo *m, Node *body, int first_proto, FILE *diag)
 {
-    for (int i = first_proto; i < m->nprotos; i++) analyse_fn(m, m->protos[i]);
+    /* inner functions first: an outer body takes on what its closures do */
+    for (int i = m->nprotos - 1; i >= first_proto; i--) analyse_fn(m, m->protos[i]);
     /* nested closures' reads, innermost first (protos are in parse order: outer before inner) */
     for (int i = m->nprotos - 1; i >= first_proto; i--) {
         FnProto *f = m->protos[i];

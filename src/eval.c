@@ -1570,29 +1570,34 @@ done:
 
 /* ---------------------------------------------------------------- printing with futures */
 
-bool vm_repr(VM *vm, Buf *b, Value v, bool quoted, const Node *site)
+typedef struct ReprUp { const Obj *o; const struct ReprUp *up; } ReprUp;
+
+static bool vm_repr_rec(VM *vm, Buf *b, Value v, bool quoted, const Node *site, const ReprUp *st)
 {
+    for (const ReprUp *u = st; u; u = u->up)
+        if (is_obj(v) && u->o == v.o) { buf_puts(b, v.t == T_DICT ? "{...}" : "[...]"); return true; }
     switch (v.t) {
     case T_FUTURE: {
         Value r = future_force(vm, v, site);
         if (IS_EXC(r)) return false;
-        bool ok = vm_repr(vm, b, r, quoted, site);
+        bool ok = vm_repr_rec(vm, b, r, quoted, site, st);
         decref(r);
         return ok;
     }
     case T_LIST: {
         ObjList *l = AS_LIST(v);
+        ReprUp me = { v.o, st };
         buf_putc(b, '[');
         for (size_t i = 0; i < l->len; i++) {
             if (i) buf_puts(b, ", ");
-            if (l->v[i].t == T_LIST && l->v[i].o == v.o) { buf_puts(b, "[...]"); continue; }
-            if (!vm_repr(vm, b, l->v[i], true, site)) return false;
+            if (!vm_repr_rec(vm, b, l->v[i], true, site, &me)) return false;
         }
         buf_putc(b, ']');
         return true;
     }
     case T_DICT: {
         ObjDict *d = AS_DICT(v);
+        ReprUp me = { v.o, st };
         buf_putc(b, '{');
         bool first = true;
         for (size_t i = 0; i < d->nent; i++) {
@@ -1601,8 +1606,7 @@ bool vm_repr(VM *vm, Buf *b, Value v, bool quoted, const Node *site)
             first = false;
             value_repr(b, d->ent[i].key, true);
             buf_puts(b, ": ");
-            if (d->ent[i].val.t == T_DICT && d->ent[i].val.o == v.o) { buf_puts(b, "{...}"); continue; }
-            if (!vm_repr(vm, b, d->ent[i].val, true, site)) return false;
+            if (!vm_repr_rec(vm, b, d->ent[i].val, true, site, &me)) return false;
         }
         buf_putc(b, '}');
         return true;
@@ -1611,6 +1615,11 @@ bool vm_repr(VM *vm, Buf *b, Value v, bool quoted, const Node *site)
         value_repr(b, v, quoted);
         return true;
     }
+}
+
+bool vm_repr(VM *vm, Buf *b, Value v, bool quoted, const Node *site)
+{
+    return vm_repr_rec(vm, b, v, quoted, site, NULL);
 }
 
 /* ---------------------------------------------------------------- running a module */

@@ -15,6 +15,8 @@ void lex_init(Lexer *lx, const char *src, size_t len)
     lx->end = src + len;
     lx->line = 1;
     lx->line_start = src;
+    lx->tok_line = 1;
+    lx->tok_line_start = src;
     /* a UTF-8 byte-order mark is skipped */
     if (len >= 3 && (unsigned char)src[0] == 0xef && (unsigned char)src[1] == 0xbb && (unsigned char)src[2] == 0xbf)
         lx->p += 3;
@@ -57,8 +59,8 @@ static Token make(Lexer *lx, TokKind k, const char *start)
     t.kind = k;
     t.start = start;
     t.len = (size_t)(lx->p - start);
-    t.line = lx->line;
-    t.col = (int)(start - lx->line_start) + 1;
+    t.line = lx->tok_line;
+    t.col = (int)(start - lx->tok_line_start) + 1;
     return t;
 }
 
@@ -116,6 +118,10 @@ static Token lex_string(Lexer *lx, const char *start)
         case '\'': o[n++] = '\''; break;
         case '0': o[n++] = '\0'; break;
         case '\n': lx->line++; lx->line_start = lx->p; break;   /* line continuation */
+        case '\r':
+            if (lx->p < lx->end && *lx->p == '\n') { lx->p++; lx->line++; lx->line_start = lx->p; break; }
+            free(o);
+            return error_at(lx, lx->p - 2, "unknown escape sequence '\\' before a carriage return");
         case 'x': {
             int h1 = lx->p < lx->end ? hexval(lx->p[0]) : -1;
             int h2 = lx->p + 1 < lx->end ? hexval(lx->p[1]) : -1;
@@ -170,7 +176,17 @@ static Token lex_number(Lexer *lx, const char *start)
         }
         if (!digits) return error_at(lx, start, "malformed hex number");
         Token t = make(lx, TK_NUM, start);
-        t.num = digits > 15 ? dv : (double)v;
+        if (digits > 16) {
+            /* beyond 64 bits: strtod rounds a hex string correctly */
+            char hb[160];
+            size_t k = 0;
+            hb[k++] = '0'; hb[k++] = 'x';
+            for (const char *q = start + 2; q < lx->p && k < sizeof hb - 1; q++) if (*q != '_') hb[k++] = *q;
+            hb[k] = 0;
+            t.num = k < sizeof hb - 1 ? strtod(hb, NULL) : dv;
+        } else {
+            t.num = (double)v;          /* up to 64 bits: one correctly rounded conversion */
+        }
         if (lx->p < lx->end && (isalnum((unsigned char)*lx->p) || *lx->p == '_'))
             return error_at(lx, start, "malformed number");
         return t;
@@ -226,9 +242,15 @@ Token lex_next(Lexer *lx)
             lx->p += 2; lx->line++; lx->line_start = lx->p;
             continue;
         }
+        if (lx->p + 2 < lx->end && lx->p[0] == '\\' && lx->p[1] == '\r' && lx->p[2] == '\n') {
+            lx->p += 3; lx->line++; lx->line_start = lx->p;
+            continue;
+        }
         break;
     }
     const char *start = lx->p;
+    lx->tok_line = lx->line;
+    lx->tok_line_start = lx->line_start;
     if (lx->p >= lx->end) return make(lx, TK_EOF, start);
     char c = *lx->p;
     if (c == '\n') {

@@ -35,6 +35,8 @@ typedef struct Lexer {
     const char *src, *p, *end;
     int line;
     const char *line_start;
+    int tok_line;               /* where the token being read starts */
+    const char *tok_line_start;
 } Lexer;
 
 void lex_init(Lexer *lx, const char *src, size_t len);

@@ -44,7 +44,9 @@ static Token *peek(Parser *p)
 {
     if (p->depth > 0)
         while (p->toks[p->pos].kind == TK_NEWLINE) p->pos++;
-    return &p->toks[p->pos];
+    Token *t = &p->toks[p->pos];
+    if (t->kind == TK_ERROR) error_tok(p, t, "%s", t->str);   /* the lexer's own message */
+    return t;
 }
 static TokKind peekk(Parser *p) { return peek(p)->kind; }
 static Token *advance(Parser *p) { Token *t = peek(p); if (t->kind != TK_EOF) p->pos++; return t; }
@@ -115,6 +117,12 @@ static void *vec_done(Parser *p, Vec *v)
 {
     if (!v->n) return arena_alloc(p->ar, sizeof(void *));
     return v->v;
+}
+
+#define MAX_CHAIN 20000
+static void chain_step(Parser *p, int *n, const Token *t)
+{
+    if (++*n > MAX_CHAIN) error_tok(p, t, "expression too long (more than %d operators in a row); split it", MAX_CHAIN);
 }
 
 static Node *expr(Parser *p);
@@ -346,8 +354,10 @@ static Node *primary(Parser *p)
 static Node *postfix(Parser *p)
 {
     Node *n = primary(p);
+    int chain = 0;
     for (;;) {
         TokKind k = peekk(p);
+        if (k == TK_LPAREN || k == TK_LBRACK || k == TK_DOT) chain_step(p, &chain, peek(p));
         if (k == TK_LPAREN) {
             n = call(p, n);
         } else if (k == TK_LBRACK) {
@@ -435,6 +445,7 @@ static Node *binary(Parser *p, Node *a, const Token *t, BinOp op, Node *(*next)(
 static Node *term(Parser *p)
 {
     Node *a = unary(p);
+    int chain = 0;
     for (;;) {
         TokKind k = peekk(p);
         BinOp op;
@@ -442,6 +453,7 @@ static Node *term(Parser *p)
         else if (k == TK_DSLASH) op = OP_IDIV; else if (k == TK_PERCENT) op = OP_MOD;
         else if (k == TK_AT) op = OP_MATMUL; else return a;
         Token *t = advance(p);
+        chain_step(p, &chain, t);
         a = binary(p, a, t, op, unary);
     }
 }
@@ -450,10 +462,12 @@ static Node *term(Parser *p)
 static Node *arith(Parser *p)
 {
     Node *a = term(p);
+    int chain = 0;
     for (;;) {
         TokKind k = peekk(p);
         if (k != TK_PLUS && k != TK_MINUS) return a;
         Token *t = advance(p);
+        chain_step(p, &chain, t);
         a = binary(p, a, t, k == TK_PLUS ? OP_ADD : OP_SUB, term);
     }
 }
@@ -508,8 +522,10 @@ static Node *not_expr(Parser *p)
 static Node *and_expr(Parser *p)
 {
     Node *a = not_expr(p);
+    int chain = 0;
     while (peekk(p) == TK_AND) {
         Token *t = advance(p);
+        chain_step(p, &chain, t);
         Node *n = node(p, N_AND, t);
         n->u.bin.a = a;
         n->u.bin.b = not_expr(p);
@@ -523,8 +539,10 @@ static Node *expr(Parser *p)
 {
     enter(p);
     Node *a = and_expr(p);
+    int chain = 0;
     while (peekk(p) == TK_OR) {
         Token *t = advance(p);
+        chain_step(p, &chain, t);
         Node *n = node(p, N_OR, t);
         n->u.bin.a = a;
         n->u.bin.b = and_expr(p);
@@ -878,6 +896,10 @@ void parse_free(ModInfo *m)
 
 bool parse_incomplete(const char *text, size_t len)
 {
+    /* a backslash at the very end joins the next line */
+    size_t e = len;
+    while (e > 0 && (text[e - 1] == ' ' || text[e - 1] == '\t' || text[e - 1] == '\n' || text[e - 1] == '\r')) e--;
+    if (e > 0 && text[e - 1] == '\\') return true;
     Lexer lx;
     lex_init(&lx, text, len);
     int depth = 0;
@@ -895,12 +917,6 @@ bool parse_incomplete(const char *text, size_t len)
         else if (t.kind == TK_RPAREN || t.kind == TK_RBRACK || t.kind == TK_RBRACE) depth--;
         if (t.kind != TK_NEWLINE) last = t.kind;
     }
-    if (depth > 0) return true;
-    /* a trailing binary operator or comma continues on the next line */
-    switch (last) {
-    case TK_PLUS: case TK_MINUS: case TK_STAR: case TK_SLASH: case TK_DSLASH: case TK_PERCENT:
-    case TK_AT: case TK_POW: case TK_ASSIGN: case TK_COMMA: case TK_AND: case TK_OR: case TK_NOT:
-        return true;
-    default: return false;
-    }
+    (void)last;
+    return depth > 0;
 }

@@ -385,6 +385,16 @@ bool resolve_module(ModInfo *m, Node *body, BuiltinLookup builtins, FILE *diag, 
         for (int k = 0; k < tmp.nlocals; k++) global_slot(&r, tmp.locals[k], true);
         free(tmp.locals); free(tmp.is_cell);
     }
+    /* names a function declares global are globals everywhere (so a builtin
+     * of the same name is shadowed in every function, as in Python) */
+    for (int i = 0; i < m->nprotos; i++) {
+        Scope tmp;
+        memset(&tmp, 0, sizeof tmp);
+        tmp.fn = m->protos[i];
+        collect_globals(&r, &tmp, m->protos[i]->body);
+        for (int k = 0; k < tmp.nglobals; k++) global_slot(&r, tmp.globals[k], true);
+        free(tmp.globals);
+    }
     resolve_node(&r, &top, body);
     if (warn_unbound && r.ok) {
         bool *warned = calloc((size_t)m->nglobals + 1, sizeof(bool));

@@ -385,7 +385,19 @@ static void repr_string(Buf *b, ObjStr *s)
     buf_putc(b, '"');
 }
 
-void value_repr(Buf *b, Value v, bool quoted)
+/* containers being printed, outermost first: a container met again prints
+ * as [...] or {...} (cycles of any length) */
+typedef struct ReprStack { const Obj *o; const struct ReprStack *up; } ReprStack;
+static bool repr_seen(const ReprStack *st, const Obj *o)
+{
+    for (; st; st = st->up) if (st->o == o) return true;
+    return false;
+}
+static void repr_rec(Buf *b, Value v, bool quoted, const ReprStack *st);
+
+void value_repr(Buf *b, Value v, bool quoted) { repr_rec(b, v, quoted, NULL); }
+
+static void repr_rec(Buf *b, Value v, bool quoted, const ReprStack *st)
 {
     char tmp[NUMFMT_CBUF];
     switch (v.t) {
@@ -402,27 +414,29 @@ void value_repr(Buf *b, Value v, bool quoted)
         break;
     case T_LIST: {
         ObjList *l = AS_LIST(v);
+        if (repr_seen(st, v.o)) { buf_puts(b, "[...]"); break; }
+        ReprStack me = { v.o, st };
         buf_putc(b, '[');
         for (size_t i = 0; i < l->len; i++) {
             if (i) buf_puts(b, ", ");
-            if (l->v[i].t == T_LIST && l->v[i].o == v.o) buf_puts(b, "[...]");
-            else value_repr(b, l->v[i], true);
+            repr_rec(b, l->v[i], true, &me);
         }
         buf_putc(b, ']');
         break;
     }
     case T_DICT: {
         ObjDict *d = AS_DICT(v);
+        if (repr_seen(st, v.o)) { buf_puts(b, "{...}"); break; }
+        ReprStack me = { v.o, st };
         buf_putc(b, '{');
         bool first = true;
         for (size_t i = 0; i < d->nent; i++) {
             if (!d->ent[i].live) continue;
             if (!first) buf_puts(b, ", ");
             first = false;
-            value_repr(b, d->ent[i].key, true);
+            repr_rec(b, d->ent[i].key, true, &me);
             buf_puts(b, ": ");
-            if (d->ent[i].val.t == T_DICT && d->ent[i].val.o == v.o) buf_puts(b, "{...}");
-            else value_repr(b, d->ent[i].val, true);
+            repr_rec(b, d->ent[i].val, true, &me);
         }
         buf_putc(b, '}');
         break;

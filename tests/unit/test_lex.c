@@ -494,6 +494,16 @@ START_TEST(string_continuation_error_position)
 }
 END_TEST
 
+/* Files with CRLF line ends: the carriage return is blank space, so a
+ * backslash before "\r\n" joins lines as it does before "\n". */
+START_TEST(line_joining_crlf)
+{
+    KINDS("x = 1\r\ny", TK_NAME, TK_ASSIGN, TK_NUM, TK_NEWLINE, TK_NAME);
+    KINDS("x = 1 + \\\r\n  2", TK_NAME, TK_ASSIGN, TK_NUM, TK_PLUS, TK_NUM);
+    check_str("\"ab\\\r\ncd\"", "abcd", 4);
+}
+END_TEST
+
 START_TEST(eof_and_after)
 {
     Lexer lx;
@@ -579,6 +589,7 @@ static Suite *lex_suite(void)
     tcase_add_test(tc, line_joining);
     tcase_add_test(tc, string_continuation_position);
     tcase_add_test(tc, string_continuation_error_position);
+    tcase_add_test(tc, line_joining_crlf);
     tcase_add_test(tc, eof_and_after);
     tcase_add_test(tc, bad_characters);
     suite_add_tcase(s, tc);

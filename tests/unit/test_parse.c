@@ -762,9 +762,11 @@ START_TEST(incomplete_input)
     ck_assert(incomplete("x = \"abc"));
     ck_assert(incomplete("x = 'abc"));
     ck_assert(incomplete("x = \"abc\\\n"));      /* continued string */
-    ck_assert(incomplete("x = 1 +"));
-    ck_assert(incomplete("x = a and"));
-    ck_assert(incomplete("x ="));
+    /* a trailing operator is not a continuation: in a script `x = 1 +`
+     * then a newline is a syntax error, and the REPL agrees */
+    ck_assert(!incomplete("x = 1 +"));
+    ck_assert(!incomplete("x = a and"));
+    ck_assert(!incomplete("x ="));
     ck_assert(incomplete("if x {\n  f(\n"));
     ck_assert(incomplete("if x {\n} else {"));
 }
