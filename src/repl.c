@@ -409,6 +409,8 @@ int repl_run(Interp *in, VM *vm_in, ObjModule *mod_in, const char *trace_path)
     rl_basic_word_break_characters = " \t\n\"'`@$><=;|&{([,+-*/%";
     rl_catch_signals = 0;
     rl_signal_event_hook = on_signal_event;
+    rl_event_hook = on_signal_event;            /* also polled while waiting: a Ctrl-C that missed a read */
+    rl_set_keyboard_input_timeout(50000);
     r.history = history_path();
     history_load(r.history);
     bool tty = isatty(0);

@@ -113,7 +113,7 @@ int sv_probs(const SvState *s, const int *wires, int nw, double *out, char *err,
     size_t K = (size_t)1 << nw;
     int np = sv_nparts(s);
     double *extra = NULL;
-    if (np > 1 && nw <= 16) extra = malloc((size_t)(np - 1) * K * sizeof(double));
+    if (np > 1 && nw <= 12) extra = malloc((size_t)(np - 1) * K * sizeof(double));
     if (!extra) {              /* serial: one histogram */
         c.out[0] = out;
         probs_part(&c, 0, 1);
