@@ -1022,7 +1022,24 @@ static Value eval_name_error(VM *vm, Node *n)
     return vm_error(vm, n, "local variable '%s' used before it was assigned", n->u.var.name);
 }
 
-static Value eval(VM *vm, Node *n)
+/* Leaves that need no call: numbers and plain variables holding numbers.
+ * Borrowed values are fine here: numbers carry no count. */
+static inline bool leaf_number(VM *vm, const Node *n, double *out)
+{
+    const Value *v;
+    switch (n->kind) {
+    case N_NUM: *out = n->u.num; return true;
+    case N_LOCAL: v = &vm->frame->slots[n->u.var.slot]; break;
+    case N_GLOBAL: v = &vm->mod->globals[n->u.var.slot]; break;
+    default: return false;
+    }
+    if (v->t != T_NUM) return false;
+    *out = v->n;
+    return true;
+}
+
+__attribute__((noinline))
+static Value eval_cold(VM *vm, Node *n)
 {
     switch (n->kind) {
     case N_NUM: return v_num(n->u.num);
@@ -1057,12 +1074,14 @@ static Value eval(VM *vm, Node *n)
     }
     case N_BUILTIN: return builtin_value(n->u.var.slot);
     case N_BINARY: {
-        Value a = eval(vm, n->u.bin.a);
-        if (IS_EXC(a)) return a;
-        Value b = eval(vm, n->u.bin.b);
-        if (IS_EXC(b)) { decref(a); return b; }
+        double x, y;
+        Value a, b;
+        if (leaf_number(vm, n->u.bin.a, &x)) a = v_num(x);
+        else { a = eval(vm, n->u.bin.a); if (IS_EXC(a)) return a; }
+        if (leaf_number(vm, n->u.bin.b, &y)) b = v_num(y);
+        else { b = eval(vm, n->u.bin.b); if (IS_EXC(b)) { decref(a); return b; } }
         if (a.t == T_NUM && b.t == T_NUM) {
-            double x = a.n, y = b.n;
+            x = a.n; y = b.n;
             switch (n->op) {
             case OP_ADD: return v_num(x + y);
             case OP_SUB: return v_num(x - y);
@@ -1152,8 +1171,10 @@ static Value eval(VM *vm, Node *n)
         int ni = n->u.index.nidx;
         /* fast path: list[number] */
         if (ni == 1 && obj.t == T_LIST && n->u.index.idx[0]->kind != N_SLICE) {
-            Value i = eval(vm, n->u.index.idx[0]);
-            if (IS_EXC(i)) { decref(obj); return i; }
+            double di;
+            Value i;
+            if (leaf_number(vm, n->u.index.idx[0], &di)) i = v_num(di);
+            else { i = eval(vm, n->u.index.idx[0]); if (IS_EXC(i)) { decref(obj); return i; } }
             if (i.t == T_NUM) {
                 ObjList *l = AS_LIST(obj);
                 double d = i.n;
@@ -1211,11 +1232,108 @@ static Value eval(VM *vm, Node *n)
     }
 }
 
+/* The hot kinds stay here, small, so a recursive evaluation costs little;
+ * everything else is in eval_cold. */
+static Value eval(VM *vm, Node *n)
+{
+    switch (n->kind) {
+    case N_NUM: return v_num(n->u.num);
+    case N_LOCAL: {
+        Value v = vm->frame->slots[n->u.var.slot];
+        if (v.t == T_UNBOUND) break;
+        incref(v);
+        return v;
+    }
+    case N_GLOBAL: {
+        Value v = vm->mod->globals[n->u.var.slot];
+        if (v.t == T_UNBOUND) break;
+        incref(v);
+        return v;
+    }
+    case N_BINARY: {
+        Value a, b;
+        double x, y;
+        if (leaf_number(vm, n->u.bin.a, &x)) a = v_num(x);
+        else { a = eval(vm, n->u.bin.a); if (IS_EXC(a)) return a; }
+        if (leaf_number(vm, n->u.bin.b, &y)) b = v_num(y);
+        else { b = eval(vm, n->u.bin.b); if (IS_EXC(b)) { decref(a); return b; } }
+        if (a.t == T_NUM && b.t == T_NUM) {
+            x = a.n; y = b.n;
+            switch (n->op) {
+            case OP_ADD: return v_num(x + y);
+            case OP_SUB: return v_num(x - y);
+            case OP_MUL: return v_num(x * y);
+            case OP_LT: return v_bool(x < y);
+            case OP_LE: return v_bool(x <= y);
+            case OP_GT: return v_bool(x > y);
+            case OP_GE: return v_bool(x >= y);
+            case OP_EQ: return v_bool(x == y);
+            case OP_NE: return v_bool(x != y);
+            case OP_MOD:
+                if (y > 0 && x >= 0 && x < 9007199254740992.0 && y < 9007199254740992.0 && x == (double)(int64_t)x && y == (double)(int64_t)y)
+                    return v_num((double)((int64_t)x % (int64_t)y));
+                return num_op(vm, n->op, x, y, n);
+            default: return num_op(vm, n->op, x, y, n);
+            }
+        }
+        Value r = vm_binop(vm, n->op, a, b, n);
+        decref(a); decref(b);
+        return r;
+    }
+    case N_CALL: return eval_call(vm, n);
+    case N_INDEX: {
+        /* list[number] */
+        const Node *o = n->u.index.obj;
+        double d;
+        if (n->u.index.nidx != 1 || (o->kind != N_LOCAL && o->kind != N_GLOBAL) ||
+            !leaf_number(vm, n->u.index.idx[0], &d)) break;
+        Value lv = o->kind == N_LOCAL ? vm->frame->slots[o->u.var.slot] : vm->mod->globals[o->u.var.slot];
+        if (lv.t != T_LIST) break;
+        ObjList *l = AS_LIST(lv);
+        if (d >= 0 && d < (double)l->len && d == (double)(size_t)d) {
+            Value r = l->v[(size_t)d];
+            incref(r);
+            return r;
+        }
+        break;
+    }
+    default: break;
+    }
+    return eval_cold(vm, n);
+}
+
 Value vm_eval_expr(VM *vm, Node *e) { return eval(vm, e); }
 
 /* ---------------------------------------------------------------- assignment */
 
-static bool store(VM *vm, Node *t, Value v)     /* takes the reference */
+static bool store_cold(VM *vm, Node *t, Value v);
+
+/* binds a variable: the common kinds inline, the rest in store_cold */
+static inline bool store(VM *vm, Node *t, Value v)     /* takes the reference */
+{
+    Value *slot;
+    if (t->kind == N_LOCAL) slot = &vm->frame->slots[t->u.var.slot];
+    else if (t->kind == N_GLOBAL) slot = &vm->mod->globals[t->u.var.slot];
+    else if (t->kind == N_INDEX && t->u.index.nidx == 1 &&
+             (t->u.index.obj->kind == N_LOCAL || t->u.index.obj->kind == N_GLOBAL)) {
+        /* list[number] = v */
+        const Node *o = t->u.index.obj;
+        Value lv = o->kind == N_LOCAL ? vm->frame->slots[o->u.var.slot] : vm->mod->globals[o->u.var.slot];
+        double d;
+        if (lv.t != T_LIST || !leaf_number(vm, t->u.index.idx[0], &d)) return store_cold(vm, t, v);
+        ObjList *l = AS_LIST(lv);
+        if (!(d >= 0 && d < (double)l->len && d == (double)(size_t)d)) return store_cold(vm, t, v);
+        slot = &l->v[(size_t)d];
+    }
+    else return store_cold(vm, t, v);
+    Value old = *slot;
+    *slot = v;
+    decref(old);
+    return true;
+}
+
+__attribute__((noinline))
+static bool store_cold(VM *vm, Node *t, Value v)     /* takes the reference */
 {
     Value *slot;
     switch (t->kind) {
@@ -1227,6 +1345,28 @@ static bool store(VM *vm, Node *t, Value v)     /* takes the reference */
         Value obj = eval(vm, t->u.index.obj);
         if (IS_EXC(obj)) { decref(v); return false; }
         int ni = t->u.index.nidx;
+        if (ni == 1 && obj.t == T_LIST && t->u.index.idx[0]->kind != N_SLICE) {
+            /* list[number] = v */
+            double d;
+            Value iv;
+            if (leaf_number(vm, t->u.index.idx[0], &d)) iv = v_num(d);
+            else { iv = eval(vm, t->u.index.idx[0]); if (IS_EXC(iv)) { decref(obj); decref(v); return false; } }
+            ObjList *l = AS_LIST(obj);
+            if (iv.t == T_NUM && iv.n >= 0 && iv.n < (double)l->len && iv.n == (double)(size_t)iv.n) {
+                size_t k = (size_t)iv.n;
+                Value old = l->v[k];
+                l->v[k] = v;
+                decref(old);
+                decref(obj);
+                return true;
+            }
+            Value fi = vm_force(vm, iv, t->u.index.idx[0]);
+            decref(iv);
+            if (IS_EXC(fi)) { decref(obj); decref(v); return false; }
+            bool ok = set_index(vm, obj, &fi, t->u.index.idx, 1, v, t);
+            decref(fi); decref(obj); decref(v);
+            return ok;
+        }
         Value idx[ni];
         if (!eval_subscripts(vm, t, idx)) { decref(obj); decref(v); return false; }
         bool ok = set_index(vm, obj, idx, t->u.index.idx, ni, v, t);
@@ -1286,6 +1426,39 @@ static bool destructure(VM *vm, Node **targets, int n, Value v, const Node *site
 static ExecStatus aug_assign(VM *vm, Node *s)
 {
     Node *t = s->u.assign.target;
+    if (t->kind == N_LOCAL || t->kind == N_GLOBAL) {
+        /* number op= number on a plain variable: in place */
+        Value *slot = t->kind == N_LOCAL ? &vm->frame->slots[t->u.var.slot] : &vm->mod->globals[t->u.var.slot];
+        if (slot->t == T_NUM) {
+            double y;
+            Value rv;
+            if (leaf_number(vm, s->u.assign.value, &y)) rv = v_num(y);
+            else { rv = eval(vm, s->u.assign.value); if (IS_EXC(rv)) return S_ERR; }
+            /* the slot may have changed while the value was evaluated */
+            slot = t->kind == N_LOCAL ? &vm->frame->slots[t->u.var.slot] : &vm->mod->globals[t->u.var.slot];
+            if (rv.t == T_NUM && slot->t == T_NUM) {
+                double x = slot->n;
+                switch (s->op) {
+                case OP_ADD: slot->n = x + rv.n; return S_OK;
+                case OP_SUB: slot->n = x - rv.n; return S_OK;
+                case OP_MUL: slot->n = x * rv.n; return S_OK;
+                default: {
+                    Value r = num_op(vm, s->op, x, rv.n, s);
+                    if (IS_EXC(r)) return S_ERR;
+                    *slot = r;
+                    return S_OK;
+                }
+                }
+            }
+            Value cur = *slot;
+            if (cur.t == T_UNBOUND) { decref(rv); eval_name_error(vm, t); return S_ERR; }
+            incref(cur);
+            Value r = vm_binop(vm, s->op, cur, rv, s);
+            decref(cur); decref(rv);
+            if (IS_EXC(r)) return S_ERR;
+            return store(vm, t, r) ? S_OK : S_ERR;
+        }
+    }
     Value rhs = eval(vm, s->u.assign.value);
     if (IS_EXC(rhs)) return S_ERR;
     if (t->kind == N_INDEX) {
@@ -1324,8 +1497,49 @@ static ExecStatus aug_assign(VM *vm, Node *s)
 /* ---------------------------------------------------------------- statements */
 
 static ExecStatus exec_for(VM *vm, Node *s);
+static ExecStatus exec_stmt_cold(VM *vm, Node *s);
+static ExecStatus exec_block(VM *vm, Node *b);
 
+/* The statements of inner loops inline; the rest in exec_stmt_cold. */
 static ExecStatus exec_stmt(VM *vm, Node *s)
+{
+    switch (s->kind) {
+    case N_ASSIGN: {
+        Value v = eval(vm, s->u.assign.value);
+        if (IS_EXC(v)) return S_ERR;
+        return store(vm, s->u.assign.target, v) ? S_OK : S_ERR;
+    }
+    case N_AUGASSIGN: return aug_assign(vm, s);
+    case N_IF: {
+        Value c = eval(vm, s->u.ifs.cond);
+        if (IS_EXC(c)) return S_ERR;
+        bool t;
+        if (c.t == T_BOOL) t = c.b;
+        else {
+            bool err = false;
+            t = vm_truthy(vm, c, s->u.ifs.cond, &err);
+            decref(c);
+            if (err) return S_ERR;
+        }
+        if (t) return exec_block(vm, s->u.ifs.then);
+        if (!s->u.ifs.els) return S_OK;
+        return s->u.ifs.els->kind == N_IF ? exec_stmt(vm, s->u.ifs.els) : exec_block(vm, s->u.ifs.els);
+    }
+    case N_RETURN: {
+        if (!vm->frame || !vm->frame->fn) break;
+        Value v = s->u.expr.expr ? eval(vm, s->u.expr.expr) : v_nil();
+        if (IS_EXC(v)) return S_ERR;
+        decref(vm->ret);
+        vm->ret = v;
+        return S_RETURN;
+    }
+    default: break;
+    }
+    return exec_stmt_cold(vm, s);
+}
+
+__attribute__((noinline))
+static ExecStatus exec_stmt_cold(VM *vm, Node *s)
 {
     switch (s->kind) {
     case N_EXPRSTMT: {
