@@ -129,6 +129,12 @@ static Value bi_print(VM *vm, Args *a)
 static Value bi_str(VM *vm, Args *a)
 {
     if (a->v[0].t == T_STR) { incref(a->v[0]); return a->v[0]; }
+    if (a->v[0].t == T_NUM) {
+        char tmp[NUMFMT_BUF];
+        double d = a->v[0].n == 0 ? 0.0 : a->v[0].n;
+        int n = numfmt_double(tmp, d);
+        return v_strn(tmp, (size_t)n);
+    }
     Buf b;
     buf_init(&b);
     if (!vm_repr(vm, &b, a->v[0], false, a->site)) { buf_free(&b); return v_exc(); }

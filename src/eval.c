@@ -1144,7 +1144,7 @@ static Value eval_cold(VM *vm, Node *n)
         return v_list(l);
     }
     case N_DICT: {
-        ObjDict *d = dict_new();
+        ObjDict *d = dict_new_sized((size_t)n->u.dict.n);
         Value dv = v_obj(&d->h);
         for (int i = 0; i < n->u.dict.n; i++) {
             Value k = eval(vm, n->u.dict.keys[i]);

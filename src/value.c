@@ -154,9 +154,21 @@ Value v_list(ObjList *l) { return v_obj(&l->h); }
 
 /* ---- dicts: insertion-ordered entries plus an open-addressed index ---- */
 
+#define DICT_SMALL 8
+
 ObjDict *dict_new(void)
 {
     return (ObjDict *)obj_alloc(sizeof(ObjDict), T_DICT);
+}
+
+ObjDict *dict_new_sized(size_t n)
+{
+    ObjDict *d = dict_new();
+    if (n && n <= DICT_SMALL) {
+        d->cap = n;
+        d->ent = xmalloc(n * sizeof(DictEnt));
+    }
+    return d;
 }
 
 bool key_ok(Value k) { return k.t == T_NUM || k.t == T_STR || k.t == T_BOOL; }
@@ -187,9 +199,17 @@ static bool key_eq(Value a, Value b)
     }
 }
 
+/* Small dicts (up to DICT_SMALL entries) have no index: a scan of the
+ * entries is faster than hashing into a table, and saves an allocation. */
+
 static long dict_find(ObjDict *d, Value key, uint32_t h, size_t *slot)
 {
-    if (!d->idxcap) { if (slot) *slot = 0; return -1; }
+    if (!d->idxcap) {
+        if (slot) *slot = 0;
+        for (size_t i = 0; i < d->nent; i++)
+            if (d->ent[i].live && d->ent[i].hash == h && key_eq(d->ent[i].key, key)) return (long)i;
+        return -1;
+    }
     size_t mask = d->idxcap - 1, i = h & mask;
     for (;;) {
         int32_t e = d->idx[i];
@@ -233,10 +253,15 @@ void dict_set(ObjDict *d, Value key, Value val)
     long e = dict_find(d, key, h, NULL);
     incref(val);
     if (e >= 0) { decref(d->ent[e].val); d->ent[e].val = val; return; }
-    if ((d->nent + 1) * 4 > d->idxcap * 3) {
-        size_t c = 8;
+    if (d->idxcap ? (d->nent + 1) * 4 > d->idxcap * 3 : d->nent + 1 > DICT_SMALL) {
+        size_t c = 16;
         while (c * 3 < (d->len + 1) * 4 * 2) c *= 2;
         dict_rebuild(d, c);
+    } else if (!d->idxcap && d->nent == d->cap && d->nent > d->len) {
+        /* small and full of deleted entries: compact */
+        size_t j = 0;
+        for (size_t i = 0; i < d->nent; i++) if (d->ent[i].live) d->ent[j++] = d->ent[i];
+        d->nent = j;
     }
     if (d->nent == d->cap) {
         d->cap = d->cap ? d->cap * 2 : 4;
@@ -244,9 +269,11 @@ void dict_set(ObjDict *d, Value key, Value val)
     }
     incref(key);
     d->ent[d->nent] = (DictEnt){ key, val, h, true };
-    size_t slot;
-    dict_find(d, key, h, &slot);
-    d->idx[slot] = (int32_t)d->nent;
+    if (d->idxcap) {
+        size_t slot;
+        dict_find(d, key, h, &slot);
+        d->idx[slot] = (int32_t)d->nent;
+    }
     d->nent++;
     d->len++;
 }
@@ -256,7 +283,7 @@ bool dict_del(ObjDict *d, Value key, Value *out)
     size_t slot;
     long e = dict_find(d, key, value_hash(key), &slot);
     if (e < 0) return false;
-    d->idx[slot] = -2;                 /* tombstone */
+    if (d->idxcap) d->idx[slot] = -2;  /* tombstone */
     d->ent[e].live = false;
     decref(d->ent[e].key);
     *out = d->ent[e].val;

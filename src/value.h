@@ -116,6 +116,7 @@ Value v_list(ObjList *l);
 
 /* dicts */
 ObjDict *dict_new(void);
+ObjDict *dict_new_sized(size_t n);   /* room for n entries */
 bool dict_get(ObjDict *d, Value key, Value *out);   /* borrowed */
 void dict_set(ObjDict *d, Value key, Value val);    /* increfs both */
 bool dict_del(ObjDict *d, Value key, Value *out);   /* out: owned */
