@@ -192,6 +192,10 @@ Value future_force(VM *vm, Value v, const Node *site)
     ObjFuture *f = AS_FUT(v);
     if (f->resolved) { incref(f->cached); return f->cached; }
     Interp *in = vm->in;
+    if (!fut_ready(f->fut) && !vm->is_task && in->exec) {
+        /* still queued: run it here rather than wait for a worker to start it */
+        exec_run_inline(in->exec, f->fut);
+    }
     if (!fut_ready(f->fut)) {
         double t0 = mono();
         double ts = in->trace ? trace_now_us(in->trace) : 0;
@@ -471,9 +475,9 @@ static Value dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, bool 
     rec->line = site ? site->line : vm->cur_line;
     rec->next = registry_head;
     registry_head = rec;
-    if (++registry_count % 256 == 0) registry_compact();
     Value fv = future_new(fut, rec, rec->name, rec->src, rec->line);
     rec->obj = AS_FUT(fv);
+    if (++registry_count % 256 == 0) registry_compact();
     return fv;
 }
 

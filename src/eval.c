@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/resource.h>
 
 #define STACK_VALUES (1u << 18)
@@ -19,13 +20,26 @@
 
 /* ---------------------------------------------------------------- VM */
 
+/* A worker runs one task VM at a time: its value stack is kept for the
+ * next task on the same thread instead of being mapped afresh each time. */
+static _Thread_local Value *spare_stack;
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+static void spare_free(void *p) { free(p); }
+static void spare_init(void) { pthread_key_create(&spare_key, spare_free); }
+
 void vm_init(VM *vm, Interp *in, bool is_task)
 {
     memset(vm, 0, sizeof *vm);
     vm->in = in;
     vm->is_task = is_task;
     vm->cap = STACK_VALUES;
-    vm->stack = malloc(vm->cap * sizeof(Value));
+    if (spare_stack) {
+        vm->stack = spare_stack;
+        spare_stack = NULL;
+        pthread_setspecific(spare_key, NULL);
+    }
+    else vm->stack = malloc(vm->cap * sizeof(Value));
     if (!vm->stack) { fputs("qh: out of memory\n", stderr); abort(); }
     vm->max_depth = MAX_DEPTH;
     char here;
@@ -45,8 +59,22 @@ void vm_init(VM *vm, Interp *in, bool is_task)
 void vm_free(VM *vm)
 {
     while (vm->sp) decref(vm->stack[--vm->sp]);
-    free(vm->stack);
+    if (vm->is_task && !spare_stack) {
+        spare_stack = vm->stack;
+        /* freed when the thread ends */
+        pthread_once(&spare_once, spare_init);
+        pthread_setspecific(spare_key, spare_stack);
+    } else free(vm->stack);
     vm->stack = NULL;
+}
+
+/* Frees this thread's kept stack (threads call it as they end). */
+void vm_thread_cleanup(void)
+{
+    free(spare_stack);
+    spare_stack = NULL;
+    pthread_once(&spare_once, spare_init);
+    pthread_setspecific(spare_key, NULL);
 }
 
 /* ---------------------------------------------------------------- errors */

@@ -145,6 +145,8 @@ typedef struct VM {
 /* ---- VM lifecycle ---- */
 void vm_init(VM *vm, Interp *in, bool is_task);
 void vm_free(VM *vm);
+/* Frees what this thread keeps for its next task VM. */
+void vm_thread_cleanup(void);
 
 /* ---- errors ---- */
 /* Records a runtime error at node n (or the current statement when NULL);

@@ -459,6 +459,7 @@ int repl_run(Interp *in, VM *vm_in, ObjModule *mod_in, const char *trace_path)
         for (int g = 0; g < r.mod->nglobals; g++) { Value v = r.mod->globals[g]; r.mod->globals[g] = v_nil(); decref(v); }
         decref(v_obj(&r.mod->h));
         vm_free(&own);
+        vm_thread_cleanup();
     }
     /* the session's functions live in the parts' arenas: release their tables first */
     for (int i = first_proto; i < r.info->nprotos; i++) {

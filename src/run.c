@@ -68,6 +68,7 @@ int run_main(Interp *in, ModInfo *m, int argv_slot, bool interactive, const char
     decref(v_obj(&mod->h));
     free_modules(in);
     vm_free(&vm);
+    vm_thread_cleanup();
     fflush(in->out);
     return status;
 }

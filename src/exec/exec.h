@@ -169,6 +169,9 @@ const atomic_int *exec_interrupt_flag(Exec *e);
  * Not from a worker thread (a task would wait for itself), and neither
  * exec_free. A task may fut_wait on another task's future only if a worker
  * is left to run it: prefer passing the future as a dependency. */
+/* If f's task is queued and runnable, runs it now on the calling thread
+ * (not a worker) and returns true; false if it is parked, running or done. */
+bool exec_run_inline(Exec *e, Fut *f);
 void exec_wait_all(Exec *e);
 /* Same, but returns false early if *interrupt becomes nonzero. */
 bool exec_wait_all_interruptible(Exec *e, const atomic_int *interrupt);

@@ -144,6 +144,34 @@ static ExecTask *heap_pop(Exec *e)
     return top;
 }
 
+/* Why: a task the main thread is about to wait for leaves the queue to
+ * run on the main thread itself (exec_run_inline). Moves the last entry
+ * into the hole and sifts it whichever way it must go. */
+static void heap_remove_at(Exec *e, size_t i)
+{
+    ExecTask *last = e->heap[--e->nheap];
+    size_t n = e->nheap;
+    if (i < n) {
+        while (i > 0 && e->heap[(i - 1) / 2]->seq > last->seq) {
+            e->heap[i] = e->heap[(i - 1) / 2];
+            i = (i - 1) / 2;
+        }
+        for (;;) {
+            size_t c = 2 * i + 1;
+            if (c >= n)
+                break;
+            if (c + 1 < n && e->heap[c + 1]->seq < e->heap[c]->seq)
+                c++;
+            if (last->seq <= e->heap[c]->seq)
+                break;
+            e->heap[i] = e->heap[c];
+            i = c;
+        }
+        e->heap[i] = last;
+    }
+    atomic_store_explicit(&e->nready, (int)n, memory_order_relaxed);
+}
+
 /* --------------------------------------------------------- task ending */
 
 /* Why: the single place a task leaves the executor, run or not. Called
@@ -338,6 +366,34 @@ static void *worker_main(void *arg)
 }
 
 /* ------------------------------------------------------------------- API */
+
+/* Why: a caller that needs f's value now and finds its task still queued
+ * runs it itself: no hand-over to a worker and back (the cost of a
+ * dispatch that is resolved at once). Only from a non-worker thread. */
+bool exec_run_inline(Exec *e, Fut *f)
+{
+    if (tl_worker >= 0)
+        return false;
+    pthread_mutex_lock(&e->mu);
+    ExecTask *t = NULL;
+    for (size_t i = 0; i < e->nheap; i++) {
+        if (e->heap[i]->fut == f) {
+            t = e->heap[i];
+            heap_remove_at(e, i);
+            break;
+        }
+    }
+    if (t) {
+        t->state = T_RUNNING;
+        t->worker = -1;
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (!t)
+        return false;
+    run_one(e, t, -1);
+    return true;
+}
+
 
 /* Why: the threads are made once; tasks never create threads. */
 Exec *exec_new(int nworkers, size_t queue_bound)
