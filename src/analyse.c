@@ -6,6 +6,7 @@
 #include "diag.h"
 #include "interp.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -316,9 +317,26 @@ void analyse_print_deps(ModInfo *m, Node *body, FILE *out)
         if (!f->binding || f->binding->kind != N_GLOBAL) continue;
         fprintf(out, "%s %s (line %d): %s", f->is_qfn ? "qfn" : "fn", f->name, f->line, f->pure ? "pure" : "impure");
         if (f->is_qfn) {
+            /* what it reads, and what the functions it reads read, transitively */
+            IntSet all = {0}, seen = {0};
+            FnProto *stack[256];
+            int sp = 0;
+            stack[sp++] = f;
+            set_add(&seen, (int)(intptr_t)0);
+            while (sp) {
+                FnProto *g = stack[--sp];
+                for (int k = 0; k < g->nglobal_reads; k++) {
+                    int slot = g->global_reads[k];
+                    if (set_has(&all, slot)) continue;
+                    set_add(&all, slot);
+                    FnProto *h = proto_of_global(m, slot);
+                    if (h && h != f && sp < 256) stack[sp++] = h;
+                }
+            }
             fprintf(out, "; takes along: ");
-            if (!f->nglobal_reads) fprintf(out, "nothing");
-            print_names(out, m, f->global_reads, f->nglobal_reads);
+            if (!all.n) fprintf(out, "nothing");
+            print_names(out, m, all.v, all.n);
+            free(all.v); free(seen.v);
         }
         fputc('\n', out);
     }

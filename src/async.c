@@ -571,7 +571,7 @@ void async_start(Interp *in, const char *trace_path)
     if (trace_path) {
         in->trace = trace_new();
         in->trace_path = trace_path;
-        trace_thread_name(in->trace, 0, "main");
+        if (in->sync) trace_thread_name(in->trace, 0, "main");   /* else the executor names its threads */
     }
     if (!in->sync) {
         in->exec = exec_new(in->nworkers, (size_t)(in->nworkers * 16 > 64 ? in->nworkers * 16 : 64));

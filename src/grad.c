@@ -238,7 +238,8 @@ static void apply_paulis(const SvState *s, const SvPauli *t, int n, cplx *out)
             if (t[k].z & wb) zm |= bit;
             if ((t[k].x & wb) && (t[k].z & wb)) ny++;
         }
-        cplx ph = t[k].coeff * cpow(I, ny);
+        static const cplx ipow[4] = { 1, I, -1, -I };
+        cplx ph = t[k].coeff * ipow[ny & 3];
         for (size_t i = 0; i < dim; i++) {
             double sg = (__builtin_popcountll(i & zm) & 1) ? -1 : 1;
             out[i ^ xm] += ph * sg * s->amp[i];
@@ -531,7 +532,8 @@ typedef struct ShiftJob {
     atomic_int refs;
     atomic_int next, active;
     int total;
-    int *op, *param;        /* run i: gate op[i/2], parameter param[i/2], sign by i%2 */
+    int *op, *param;        /* run i: gate op[i], parameter param[i] moved by shift[i] */
+    double *shift;
     double *out;
     Value fn;               /* master copies */
     Value *params; int nparams;
@@ -579,9 +581,9 @@ static void job_work(ShiftJob *j, VM *vm)
         QTape st;
         memset(&st, 0, sizeof st);
         st.method = GRAD_SHIFT;
-        st.shift_op = j->op[i / 2];
-        st.shift_param = j->param[i / 2];
-        st.shift = i % 2 == 0 ? M_PI_2 : -M_PI_2;
+        st.shift_op = j->op[i];
+        st.shift_param = j->param[i];
+        st.shift = j->shift[i];
         size_t p0 = 0;
         Value plain = build_arg(&j->in, 0, -1, 0, &p0, 0);
         Value r = run_once(vm, AS_FUNC(fn), params, j->argnum, plain, j->seed, j->index, NULL, &st);
@@ -615,13 +617,13 @@ static void job_helper_run(void *p, ExecTask *t)
 }
 
 /* runs every shifted evaluation, on idle workers too when there are any */
-static bool run_shifts(VM *vm, ObjFunc *f, Value *params, int argnum, const Input *in, int *ops, int *prm, int npairs,
-                       double *out, uint64_t seed, uint64_t index, const Node *site)
+static bool run_shifts(VM *vm, ObjFunc *f, Value *params, int argnum, const Input *in, int *ops, int *prm,
+                       double *shifts, int nruns, double *out, uint64_t seed, uint64_t index, const Node *site)
 {
     ShiftJob *j = calloc(1, sizeof *j);
     atomic_init(&j->refs, 1);
-    j->total = 2 * npairs;
-    j->op = ops; j->param = prm; j->out = out;
+    j->total = nruns;
+    j->op = ops; j->param = prm; j->shift = shifts; j->out = out;
     j->argnum = argnum;
     j->in = *in;
     j->in.x = malloc((in->n + 1) * sizeof(double));
@@ -653,7 +655,7 @@ static bool run_shifts(VM *vm, ObjFunc *f, Value *params, int argnum, const Inpu
     pthread_mutex_unlock(&j->mu);
     bool ok = !atomic_load(&j->failed);
     if (!ok) vm_error(vm, site, "%s", j->err);
-    j->op = NULL; j->param = NULL; j->out = NULL;     /* the caller's arrays */
+    j->op = NULL; j->param = NULL; j->shift = NULL; j->out = NULL;     /* the caller's arrays */
     job_release(j);
     return ok;
 }
@@ -705,37 +707,51 @@ Value grad_compute(VM *vm, ObjFunc *f, Value *params, int argnum, int method, ui
         if (!result_number(vm, r, &v, &d, &nd, fname, site)) { decref(r); goto fail; }
         for (size_t j = 0; j < n; j++) g[j] = d ? d[j] : 0;      /* explicit dependence */
         decref(r);
-        int npairs = 0, cap = 16;
+        /* the runs: two-term rule (generator eigenvalues +-1/2, or 0 and 1),
+         * or the four-term rule where the spectrum is {0, +-1/2} (controlled
+         * rotations, Single/DoubleExcitation):
+         * f' = c+ [f(t+pi/2) - f(t-pi/2)] - c- [f(t+3pi/2) - f(t-3pi/2)] */
+        int nruns = 0, cap = 32;
         int *ops = malloc((size_t)cap * sizeof(int)), *prm = malloc((size_t)cap * sizeof(int));
+        double *sh = malloc((size_t)cap * sizeof(double)), *coef = malloc((size_t)cap * sizeof(double));
+        const double cp = (M_SQRT2 + 1) / (4 * M_SQRT2), cm = (M_SQRT2 - 1) / (4 * M_SQRT2);
         for (int k = 0; k < tape.nops; k++) {
             TapeOp *o = &tape.ops[k];
             if (!o->tan) continue;
             const SvGateInfo *gi = sv_gate_info(o->op.gate);
+            bool phase_like = o->op.gate == SV_PHASESHIFT || o->op.gate == SV_CPHASE;
+            bool four = o->op.nctrl ? !phase_like : !gi->shift_rule;
             for (int p = 0; p < o->op.nparams; p++) {
                 bool any = false;
                 for (size_t j = 0; j < n; j++) if (o->tan[(size_t)p * n + j] != 0) any = true;
                 if (!any) continue;
-                if (!gi->shift_rule || o->op.nctrl) {
-                    free(ops); free(prm);
-                    vm_error(vm, site, "grad(method=\"parameter-shift\"): %s%s has no two-term shift rule; use method=\"adjoint\"",
-                             o->op.nctrl ? "controlled " : "", gi->name);
-                    goto fail;
+                if (nruns + 4 > cap) {
+                    cap *= 2;
+                    ops = realloc(ops, (size_t)cap * sizeof(int)); prm = realloc(prm, (size_t)cap * sizeof(int));
+                    sh = realloc(sh, (size_t)cap * sizeof(double)); coef = realloc(coef, (size_t)cap * sizeof(double));
                 }
-                if (npairs == cap) { cap *= 2; ops = realloc(ops, (size_t)cap * sizeof(int)); prm = realloc(prm, (size_t)cap * sizeof(int)); }
-                ops[npairs] = k; prm[npairs] = p; npairs++;
+                double s4[4] = { M_PI_2, -M_PI_2, 3 * M_PI_2, -3 * M_PI_2 };
+                double c4[4] = { cp, -cp, -cm, cm };
+                double c2[2] = { 0.5, -0.5 };
+                int k_runs = four ? 4 : 2;
+                for (int r = 0; r < k_runs; r++) {
+                    ops[nruns] = k; prm[nruns] = p; sh[nruns] = s4[r];
+                    coef[nruns] = four ? c4[r] : c2[r];
+                    nruns++;
+                }
             }
         }
-        double *e = malloc((size_t)(2 * npairs + 1) * sizeof(double));
-        if (npairs && !run_shifts(vm, f, params, argnum, &in, ops, prm, npairs, e, seed, index, site)) {
-            free(ops); free(prm); free(e);
+        double *e = malloc((size_t)(nruns + 1) * sizeof(double));
+        if (nruns && !run_shifts(vm, f, params, argnum, &in, ops, prm, sh, nruns, e, seed, index, site)) {
+            free(ops); free(prm); free(sh); free(coef); free(e);
             goto fail;
         }
-        for (int q = 0; q < npairs; q++) {
-            TapeOp *o = &tape.ops[ops[q]];
-            double dE = (e[2 * q] - e[2 * q + 1]) / 2;
-            for (size_t j = 0; j < n; j++) g[j] += dE * o->tan[(size_t)prm[q] * n + j];
+        for (int r = 0; r < nruns; r++) {
+            TapeOp *o = &tape.ops[ops[r]];
+            double w = coef[r] * e[r];
+            for (size_t j = 0; j < n; j++) g[j] += w * o->tan[(size_t)prm[r] * n + j];
         }
-        free(ops); free(prm); free(e);
+        free(ops); free(prm); free(sh); free(coef); free(e);
     } else {
         double h = 1e-6;
         for (size_t j = 0; j < n; j++) {

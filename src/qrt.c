@@ -734,7 +734,8 @@ static Value bi_matrix(VM *vm, Args *a)
                 if ((w.x & wb) && (w.z & wb)) ny++;
             }
             /* P|k> = phase |k ^ xm>; Y = iXZ: phase i^ny (-1)^{popcount(k & zm)} */
-            cplx iy = cpow(I, ny);
+            static const cplx ipow[4] = { 1, I, -1, -I };
+            cplx iy = ipow[ny & 3];
             for (size_t k = 0; k < d; k++) {
                 double sgn = (__builtin_popcountll(k & zm) & 1) ? -1 : 1;
                 out[(k ^ xm) * d + k] += w.coeff * iy * sgn;
