@@ -663,7 +663,8 @@ int async_finish(Interp *in, VM *main_vm, bool cancel)
     return unobserved;
 }
 
-void async_trace_stmt(Interp *in, int line, double ts_us);
+double async_trace_now(Interp *in) { return in->trace ? trace_now_us(in->trace) : 0; }
+
 void async_trace_stmt(Interp *in, int line, double ts_us)
 {
     if (!in->trace) return;

@@ -1874,11 +1874,14 @@ bool vm_run_module(VM *vm, ObjModule *m)
     vm->frame = NULL;
     Node *body = m->info->body;
     bool ok = true;
+    bool traced = vm->in->trace && !vm->is_task;
     for (int i = 0; i < body->u.list.n; i++) {
         Node *s = body->u.list.items[i];
         int saved_line = vm->cur_line;
         vm->cur_line = s->line;
+        double ts = traced ? async_trace_now(vm->in) : 0;
         ExecStatus st = exec_stmt(vm, s);
+        if (traced) async_trace_stmt(vm->in, s->line, ts);
         vm->cur_line = saved_line;
         if (st == S_ERR) { ok = false; break; }
         if (st == S_BREAK || st == S_CONTINUE) {

@@ -15,6 +15,9 @@ Value eval_run_body(VM *vm, ObjFunc *f, Value *slots, const Node *site);
 /* qfn calls (async.c): dispatch a task or run inline. params: the bound
  * parameter values (references are taken). */
 Value qfn_call(VM *vm, ObjFunc *f, Value *params, const Node *site);
+/* --trace: a main-thread statement from ts_us to now (async.c) */
+double async_trace_now(Interp *in);
+void async_trace_stmt(Interp *in, int line, double ts_us);
 /* Resolves a future value (async.c). */
 Value future_force(VM *vm, Value fut, const Node *site);
 
