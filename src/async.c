@@ -201,7 +201,11 @@ Value future_force(VM *vm, Value v, const Node *site)
         double ts = in->trace ? trace_now_us(in->trace) : 0;
         FutState st;
         if (vm->is_task) st = fut_wait(f->fut);
-        else st = fut_wait_interruptible(f->fut, &in->interrupt);
+        else {
+            atomic_store(&in->main_waiting, 1);
+            st = fut_wait_interruptible(f->fut, &in->interrupt);
+            atomic_store(&in->main_waiting, 0);
+        }
         double t1 = mono();
         if (!vm->is_task) {
             vm->wait_time += t1 - t0;
@@ -517,7 +521,9 @@ static Value bi_sync(VM *vm, Args *a)
     (void)a;
     if (vm->is_task || !in->exec) return v_nil();
     double t0 = mono();
+    atomic_store(&in->main_waiting, 1);
     bool ok = exec_wait_all_interruptible(in->exec, &in->interrupt);
+    atomic_store(&in->main_waiting, 0);
     vm->wait_time += mono() - t0;
     main_wait_seconds += mono() - t0;
     if (!ok) { vm_error(vm, a->site, "interrupted"); vm->err.interrupted = true; return v_exc(); }

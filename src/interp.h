@@ -105,6 +105,7 @@ typedef struct Interp {
     /* Ctrl-C: set from the signal handler, read everywhere */
     volatile sig_atomic_t sigint;
     atomic_int interrupt;
+    atomic_int main_waiting;    /* the main thread is blocked on a future: its core is free */
     /* main-thread only */
     ObjDict *modules;           /* name -> module */
     void *preloaded;            /* modules parsed before the run (module.c) */

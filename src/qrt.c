@@ -259,13 +259,20 @@ void qrt_stats(Interp *in, FILE *out)
 static void give_threads(VM *vm, SvState *s)
 {
     QRuntime *q = vm->in->qrt;
-    if (s->nq < SV_PAR_QUBITS || q->ncpu < 2) { sv_set_threads(s, NULL, 1); return; }
-    int busy = vm->in->exec ? exec_busy_workers(vm->in->exec) : 0;
-    if (!vm->is_task) busy += 0;
-    int free_cores = (int)q->ncpu - busy + (vm->is_task ? 1 : 0);
+    /* --sync is the sequential baseline: one core */
+    if (s->nq < SV_PAR_QUBITS || q->ncpu < 2 || vm->in->sync) { sv_set_threads(s, NULL, 1); return; }
+    if (!vm->in->exec || !vm->is_task) { sv_set_threads(s, NULL, 1); return; }
+    int idx = exec_current_worker();
+    bool on_main = idx < 0;
+    /* the cores others use: the other running tasks (this one is counted
+     * among the busy workers), and the main thread unless it is waiting or
+     * is the thread running this task */
+    int others = exec_busy_workers(vm->in->exec) - 1;
+    if (!on_main && !atomic_load_explicit(&vm->in->main_waiting, memory_order_relaxed)) others++;
+    int free_cores = (int)q->ncpu - (others > 0 ? others : 0);
     if (free_cores < 2) { sv_set_threads(s, NULL, 1); return; }
-    int idx = vm->is_task ? exec_current_worker() : q->nteams - 1;
-    if (idx < 0 || idx >= q->nteams) { sv_set_threads(s, NULL, 1); return; }
+    if (on_main) idx = q->nteams - 1;
+    if (idx >= q->nteams) { sv_set_threads(s, NULL, 1); return; }
     if (!q->teams[idx]) q->teams[idx] = sv_team_new((int)q->ncpu);
     sv_set_threads(s, q->teams[idx], free_cores);
 }
@@ -773,6 +780,7 @@ Value qrt_apply_stmt(VM *vm, Value opv, const Node *site)
     char err[256];
     SvOp tmp;
     const SvOp *use = &p->op;
+    if (q->s->nq >= SV_PAR_QUBITS) give_threads(vm, q->s);   /* other tasks may have started or ended */
     if (q->tape && grad_shift(q->tape, &p->op, &tmp)) use = &tmp;
     if (sv_apply(q->s, use, err, sizeof err) != 0) {
         /* make messages name the device size */
