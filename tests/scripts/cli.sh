@@ -39,5 +39,13 @@ check syntax-exit 2 "" "error:" -- "$qh" "$tmp/bad.qh"
 check runtime-exit 1 "" "rt.qh:1:7: error: name 'undefined_thing' is not defined" -- "$qh" "$tmp/rt.qh"
 check deps 0 "line 1:" "" -- "$qh" --deps "$tmp/a.qh"
 check shebang 0 "shebang 2" "" -- env PATH="$(dirname "$qh"):$PATH" "$tmp/sb.qh" a b
+# the man page documents every option --help lists, and no other
+man=$(dirname "$0")/../../man/qh.1
+if [ -f "$man" ]; then
+  help_opts=$("$qh" --help | grep -oE '^  (-[A-Za-z]|--[a-z-]+)(, (-[A-Za-z]|--[a-z-]+))?' | grep -oE -- '-{1,2}[a-zA-Z-]+' | sort -u)
+  man_opts=$(grep -E '^\.(B|BR|BI) ' "$man" | sed 's/\\//g' | grep -oE -- '(^| )-{1,2}[a-zA-Z][a-zA-Z-]*' | tr -d ' ' | sort -u)
+  missing=$(comm -23 <(echo "$help_opts") <(echo "$man_opts"))
+  if [ -z "$missing" ]; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL man page lacks: $missing"; fi
+fi
 echo "cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]
