@@ -279,6 +279,33 @@ static void run_record(void *ctx, ExecTask *t)
     exec_task_done(t, NULL, NULL);
 }
 
+/* A queued task the caller needs now runs on the caller's thread; a
+ * running one is left to its worker. */
+START_TEST(exec_run_inline_queued)
+{
+    Exec *e = exec_new(1, 16);
+    Gate *g = calloc(1, sizeof *g);
+    Fut *busy = exec_submit(e, run_gate, g, NULL, NULL, 0, "gate", 1);
+    wait_started(g);
+    Sq *s = malloc(sizeof *s);
+    s->i = 7;
+    Fut *f = exec_submit(e, run_square, s, free, NULL, 0, "square", 2);
+    ck_assert(!fut_ready(f));
+    ck_assert(exec_run_inline(e, f));          /* queued behind the gate: runs here */
+    ck_assert_int_eq(fut_state(f), FUT_DONE);
+    ck_assert_int_eq(*(int *)fut_result(f), 49);
+    ck_assert(!exec_run_inline(e, busy));      /* running on the worker: not taken */
+    ck_assert(!exec_run_inline(e, f));         /* done: nothing to run */
+    atomic_store(&g->open, 1);
+    exec_wait_all(e);
+    ck_assert_int_eq(fut_state(busy), FUT_DONE);
+    fut_release(f);
+    fut_release(busy);
+    exec_free(e);
+    free(g);
+}
+END_TEST
+
 START_TEST(exec_fifo)
 {
     Exec *e = exec_new(1, 1000);
@@ -1328,6 +1355,7 @@ static Suite *exec_suite(void)
     tcase_set_timeout(te, 300);
     tcase_add_test(te, exec_many_results);
     tcase_add_test(te, exec_fifo);
+    tcase_add_test(te, exec_run_inline_queued);
     tcase_add_test(te, exec_chain_forward);
     tcase_add_test(te, exec_chain_reverse_one_worker);
     tcase_add_test(te, exec_diamond);
