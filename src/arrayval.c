@@ -314,6 +314,10 @@ static bool flatten(VM *vm, Value v, int depth, Flat *f, const Node *site)
         return true;
     }
     ArScalar s;
+    if (v.t == T_DUAL) {
+        vm_error(vm, site, "array(): a differentiated number cannot go into an array (inside grad, keep such numbers in lists)");
+        return false;
+    }
     if (!to_scalar(v, &s)) { vm_error(vm, site, "array(): elements must be numbers, not %s", type_name(v)); return false; }
     if (depth != f->ndim) { vm_error(vm, site, "array(): ragged nested lists"); return false; }
     if (!flat_put(f, s.re, s.is_complex ? s.im : 0)) { vm_error(vm, site, "array(): out of memory"); return false; }

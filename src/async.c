@@ -54,6 +54,7 @@ typedef struct TaskCtx {
     double submitted_us;
     bool grad;              /* a gradient of fn, not a call */
     int gmethod, argnum;
+    CopyCtx mods;           /* the modules copied for the task: released at its end */
 } TaskCtx;
 
 Value grad_compute(VM *vm, ObjFunc *f, Value *params, int argnum, int method, uint64_t seed, uint64_t index, const Node *site);
@@ -242,8 +243,9 @@ static void ctx_free(void *p)
 {
     TaskCtx *c = p;
     if (!c) return;
+    for (int i = 0; i < c->nargs; i++) { decref(c->args[i]); c->args[i] = v_nil(); }
+    copy_release_modules(&c->mods);
     decref(c->fn);
-    for (int i = 0; i < c->nargs; i++) decref(c->args[i]);
     free(c->args);
     free(c->name);
     free(c);
@@ -279,6 +281,7 @@ static bool task_execute(TaskCtx *c, const atomic_int *cancel, void *task, Value
         CopyCtx cc;
         copy_init(&cc);
         cc.on_future = copy_future_resolve;
+        cc.no_code = true;
         *result = value_copy_deep(r, &cc);
         const char *cerr = cc.error;
         copy_done(&cc);
@@ -294,6 +297,7 @@ static bool task_execute(TaskCtx *c, const atomic_int *cancel, void *task, Value
         else snprintf(err, errlen, "%s", e->msg);
     }
     vm_free(&tvm);
+    copy_release_modules(&c->mods);      /* the task's copies of modules: cycles broken */
     decref(c->fn);
     c->fn = v_nil();
     return ok;
@@ -349,6 +353,7 @@ static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const
     tm->globals = malloc((size_t)(m->nglobals + 1) * sizeof(Value));
     for (int i = 0; i < m->nglobals; i++) tm->globals[i] = v_unbound();
     copy_memo_put(&cc, m, tm);
+    copy_note_module(&cc, &tm->h);
     bool *want = calloc((size_t)m->nglobals + 1, sizeof(bool));
     capture_globals(m, f->p, want);
     for (int i = 0; i < m->nglobals; i++)
@@ -361,6 +366,7 @@ static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const
     for (int i = 0; i < c->nargs; i++) c->args[i] = value_copy_deep(params[i], &cc);
     *cerr = cc.error;
     copy_done(&cc);
+    copy_move_modules(&c->mods, &cc);
     return c;
 }
 
@@ -398,6 +404,7 @@ static Value dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, bool 
         if (vm_check_interrupt(vm)) { for (int i = 0; i < f->p->nlocals; i++) decref(params[i]); return v_exc(); }
         CopyCtx cc;
         copy_init(&cc);
+        cc.share_code = true;             /* same thread: functions need no copy */
         for (int i = 0; i < f->p->nparams; i++) {
             Value c = value_copy_deep(params[i], &cc);
             decref(params[i]);

@@ -154,11 +154,18 @@ static void module_free(Obj *o)
 static void module_repr(Buf *b, Value v) { buf_printf(b, "<module %s>", AS_MOD(v)->name); }
 
 /* a module copied into a task: its globals copied deep (shared by memo) */
+static void module_clear(Obj *o)
+{
+    ObjModule *m = (ObjModule *)o;
+    for (int i = 0; i < m->nglobals; i++) { Value v = m->globals[i]; m->globals[i] = v_unbound(); decref(v); }
+}
+
 static Value module_copy(Value v, CopyCtx *cc)
 {
     ObjModule *m = AS_MOD(v);
     ObjModule *n = (ObjModule *)obj_alloc(sizeof(ObjModule), T_MODULE);
     copy_memo_put(cc, m, n);
+    copy_note_module(cc, &n->h);
     n->info = m->info;
     n->name = m->name;
     n->loaded = true;
@@ -247,6 +254,7 @@ void eval_register_hooks(void)
 {
     value_set_hooks(T_FUNC, &func_hooks);
     value_set_hooks(T_MODULE, &module_hooks);
+    value_set_module_clear(module_clear);
 }
 
 /* ---------------------------------------------------------------- helpers */
@@ -540,7 +548,10 @@ Value vm_binop(VM *vm, int op, Value a, Value b, const Node *site)
         }
     }
     if (a.t == T_LIST && b.t == T_LIST && op == OP_ADD) {
-        ObjList *x = AS_LIST(a), *y = AS_LIST(b), *r = list_new(x->len + y->len);
+        ObjList *x = AS_LIST(a), *y = AS_LIST(b);
+        if ((x->len && x->v[0].t == T_DUAL) || (y->len && y->v[0].t == T_DUAL))
+            return vm_error(vm, site, "arithmetic on a whole differentiated array: inside grad an array argument is a list of numbers, index its elements");
+        ObjList *r = list_new(x->len + y->len);
         for (size_t i = 0; i < x->len; i++) { incref(x->v[i]); r->v[r->len++] = x->v[i]; }
         for (size_t i = 0; i < y->len; i++) { incref(y->v[i]); r->v[r->len++] = y->v[i]; }
         return v_list(r);

@@ -164,8 +164,12 @@ bool grad_shift(QTape *t, const SvOp *op, SvOp *out)
 
 void grad_record(QTape *t, const SvOp *op, const double *tan, int ntan)
 {
-    int k = t->counter++;
-    (void)k;
+    t->counter++;
+    /* the circuit's shape: which gate on which wires (shifted runs must match) */
+    uint64_t h = t->shape ^ ((uint64_t)op->gate * 0x9e3779b97f4a7c15ULL);
+    for (int i = 0; i < op->nwires; i++) h = (h ^ (uint64_t)op->wires[i]) * 0x100000001b3ULL;
+    for (int i = 0; i < op->nctrl; i++) h = (h ^ (uint64_t)(op->ctrl[i] + 64)) * 0x100000001b3ULL;
+    t->shape = h * 0xbf58476d1ce4e5b9ULL + (uint64_t)op->adjoint;
     if (!t->record) return;
     if (t->nops == t->cap) {
         t->cap = t->cap ? t->cap * 2 : 64;
@@ -188,40 +192,50 @@ void grad_record(QTape *t, const SvOp *op, const double *tan, int ntan)
 }
 
 
-typedef struct TapeObs { SvPauli *t; int n; } TapeObs;
+typedef struct TapeObs {
+    SvPauli *t; int n;
+    int pos;            /* gates applied before it */
+    cplx *psi;          /* adjoint: the state it was measured on */
+} TapeObs;
 
-/* the observable of the (single) expval, parked in the tape */
-static TapeObs *tape_take_obs(QTape *t)
+void grad_note_nondiff(QTape *t, const char *what)
 {
-    TapeObs *to = t->obs;
-    t->obs = NULL;
-    return to;
+    if (!t->nondiff) t->nondiff = what;
 }
 
-/* In adjoint mode the expectation value is itself a dual number whose extra
- * tangent (the last one) is d(result)/d(expval): the chain rule from the
+/* Each expval in a differentiated call is a dual number whose tangent
+ * n_inputs + k (k: its number in the call) is 1: the return value's
+ * tangents then hold d(result)/d(expval_k), the chain rule from each
  * measured value to what the function returns. */
-Value grad_expval(VM *vm, QTape *t, const SvPauli *terms, int n, double e, const Node *site)
+Value grad_expval(VM *vm, QTape *t, const SvState *s, const SvPauli *terms, int n, double e, const Node *site)
 {
-    (void)site; (void)vm;
-    t->nexpval++;
-    if (t->method != GRAD_ADJOINT || !t->record) return v_num(e);
-    free(t->adj);
-    t->adj = NULL;
-    /* keep the observable for the backward sweep */
-    TapeObs *old = tape_take_obs(t);
-    if (old) { free(old->t); free(old); }
-    SvPauli *copy = malloc((size_t)(n + 1) * sizeof(SvPauli));
-    memcpy(copy, terms, (size_t)n * sizeof(SvPauli));
-    TapeObs *to = malloc(sizeof *to);
-    to->t = copy;
-    to->n = n;
-    t->obs = to;
+    int k = t->nexpval++;
+    if (!t->record) {
+        /* a shifted run: only the value matters */
+        if (t->nevals < GRAD_MAX_EXPVALS) t->evals[t->nevals++] = e;
+        return v_num(e);
+    }
+    if (k >= GRAD_MAX_EXPVALS)
+        return vm_error(vm, site, "grad: more than %d expval() in one differentiated call", GRAD_MAX_EXPVALS);
+    if (t->nobs == t->capobs) {
+        t->capobs = t->capobs ? t->capobs * 2 : 4;
+        t->obs = realloc(t->obs, (size_t)t->capobs * sizeof(TapeObs));
+    }
+    TapeObs *o = &t->obs[t->nobs++];
+    o->t = malloc((size_t)(n + 1) * sizeof(SvPauli));
+    memcpy(o->t, terms, (size_t)n * sizeof(SvPauli));
+    o->n = n;
+    o->pos = t->nops;
+    o->psi = NULL;
+    if (t->method == GRAD_ADJOINT) {
+        o->psi = malloc(s->dim * sizeof(cplx));
+        if (!o->psi) return vm_error(vm, site, "grad: out of memory keeping the state of an expval");
+        memcpy(o->psi, s->amp, s->dim * sizeof(cplx));
+    }
     ObjDual *d = dual_alloc(e, t->ntan);
-    d->d[t->ntan - 1] = 1;
+    d->d[t->ninputs + k] = 1;
     return v_obj(&d->h);
 }
-
 
 /* out = H psi for a Pauli sum H (wire w <-> bit nq-1-w of the index) */
 static void apply_paulis(const SvState *s, const SvPauli *t, int n, cplx *out)
@@ -247,78 +261,86 @@ static void apply_paulis(const SvState *s, const SvPauli *t, int n, cplx *out)
     }
 }
 
-/* The adjoint sweep: lambda = H psi; for each gate from the last, undo it
- * on psi and lambda and collect 2 Re <lambda| dU psi> for its parameters. */
+/* The adjoint sweep, once per expval: psi is the state it was measured
+ * on, lambda = H psi; for each gate before it, from the last, undo the gate
+ * on both and collect 2 Re <lambda| dU psi> for its parameters. */
 bool grad_after_body(QTape *t, SvState *s)
 {
     if (t->method != GRAD_ADJOINT || !t->record) return true;
-    TapeObs *to = tape_take_obs(t);
-    if (t->nexpval == 0) { t->adj = calloc((size_t)t->ninputs + 1, sizeof(double)); free(to); return true; }
-    if (t->nexpval > 1 || !to) {
-        if (to) { free(to->t); free(to); }
-        snprintf(t->err, sizeof t->err, "grad(method=\"adjoint\") needs exactly one expval() in the function; use method=\"parameter-shift\"");
+    if (t->nondiff) {
+        snprintf(t->err, sizeof t->err, "grad(method=\"adjoint\") cannot follow %s(); use method=\"finite-diff\"", t->nondiff);
         return false;
     }
-    if (t->measured || t->shots) {
-        free(to->t); free(to);
-        snprintf(t->err, sizeof t->err, "grad(method=\"adjoint\") needs an exact device without mid-circuit measurements; use method=\"parameter-shift\"");
+    if (t->shots && t->nobs) {
+        snprintf(t->err, sizeof t->err, "grad(method=\"adjoint\") needs an exact device (no shots); use method=\"parameter-shift\"");
         return false;
     }
-    SvState lam, mu;
-    if (sv_init(&lam, s->nq) != 0 || sv_init(&mu, s->nq) != 0) {
-        free(to->t); free(to);
+    int nin = t->ninputs;
+    t->adj = calloc((size_t)(t->nobs * nin + 1), sizeof(double));
+    if (!t->nobs) return true;
+    SvState psi, lam, mu;
+    if (sv_init(&psi, s->nq) != 0 || sv_init(&lam, s->nq) != 0 || sv_init(&mu, s->nq) != 0) {
         snprintf(t->err, sizeof t->err, "grad: out of memory for the adjoint sweep");
         return false;
     }
-    apply_paulis(s, to->t, to->n, lam.amp);
-    free(to->t);
-    free(to);
-    double *g = calloc((size_t)t->ninputs + 1, sizeof(double));
     char err[200];
     bool ok = true;
-    for (int k = t->nops - 1; k >= 0 && ok; k--) {
-        TapeOp *o = &t->ops[k];
-        SvOp inv = o->op;
-        inv.adjoint = !inv.adjoint;
-        if (sv_apply(s, &inv, err, sizeof err) != 0) { ok = false; break; }
-        if (o->tan) {
-            int kk = o->op.nctrl + o->op.nwires;
-            size_t d = (size_t)1 << kk;
-            cplx *dm = malloc(d * d * sizeof(cplx));
-            int wires[2 * SV_MAX_WIRES];
-            for (int i = 0; i < o->op.nctrl; i++) wires[i] = o->op.ctrl[i];
-            for (int i = 0; i < o->op.nwires; i++) wires[o->op.nctrl + i] = o->op.wires[i];
-            for (int p = 0; p < o->op.nparams && ok; p++) {
-                bool any = false;
-                for (int j = 0; j < t->ninputs; j++) if (o->tan[p * t->ntan + j] != 0) any = true;
-                if (!any) continue;
-                if (sv_op_dmatrix(&o->op, p, dm, err, sizeof err) != 0) { ok = false; break; }
-                memcpy(mu.amp, s->amp, s->dim * sizeof(cplx));
-                if (sv_apply_matrix(&mu, wires, kk, dm, err, sizeof err) != 0) { ok = false; break; }
-                double re = 0;
-                for (size_t i = 0; i < s->dim; i++) re += creal(conj(lam.amp[i]) * mu.amp[i]);
-                double dE = 2 * re;
-                for (int j = 0; j < t->ninputs; j++) g[j] += dE * o->tan[p * t->ntan + j];
+    int maxk = 2 * SV_MAX_WIRES;
+    size_t dmax = 0;
+    cplx *dm = NULL;
+    for (int e = 0; e < t->nobs && ok; e++) {
+        TapeObs *ob = &t->obs[e];
+        memcpy(psi.amp, ob->psi, s->dim * sizeof(cplx));
+        apply_paulis(&psi, ob->t, ob->n, lam.amp);
+        double *g = t->adj + (size_t)e * (size_t)nin;
+        for (int k = ob->pos - 1; k >= 0 && ok; k--) {
+            TapeOp *o = &t->ops[k];
+            SvOp inv = o->op;
+            inv.adjoint = !inv.adjoint;
+            if (sv_apply(&psi, &inv, err, sizeof err) != 0) { ok = false; break; }
+            if (o->tan) {
+                int kk = o->op.nctrl + o->op.nwires;
+                if (kk > maxk) { ok = false; snprintf(err, sizeof err, "gate too wide"); break; }
+                size_t d = (size_t)1 << kk;
+                if (d * d > dmax) { free(dm); dmax = d * d; dm = malloc(dmax * sizeof(cplx)); }
+                int wires[2 * SV_MAX_WIRES];
+                for (int i = 0; i < o->op.nctrl; i++) wires[i] = o->op.ctrl[i];
+                for (int i = 0; i < o->op.nwires; i++) wires[o->op.nctrl + i] = o->op.wires[i];
+                for (int p = 0; p < o->op.nparams && ok; p++) {
+                    bool any = false;
+                    for (int j = 0; j < nin; j++) if (o->tan[p * t->ntan + j] != 0) any = true;
+                    if (!any) continue;
+                    if (sv_op_dmatrix(&o->op, p, dm, err, sizeof err) != 0) { ok = false; break; }
+                    memcpy(mu.amp, psi.amp, s->dim * sizeof(cplx));
+                    if (sv_apply_matrix(&mu, wires, kk, dm, err, sizeof err) != 0) { ok = false; break; }
+                    double re = 0;
+                    for (size_t i = 0; i < s->dim; i++) re += creal(conj(lam.amp[i]) * mu.amp[i]);
+                    double dE = 2 * re;
+                    for (int j = 0; j < nin; j++) g[j] += dE * o->tan[p * t->ntan + j];
+                }
             }
-            free(dm);
+            if (ok && sv_apply(&lam, &inv, err, sizeof err) != 0) ok = false;
         }
-        if (ok && sv_apply(&lam, &inv, err, sizeof err) != 0) ok = false;
     }
+    free(dm);
+    sv_free(&psi);
     sv_free(&lam);
     sv_free(&mu);
-    if (!ok) { free(g); snprintf(t->err, sizeof t->err, "grad: %s", err); return false; }
-    t->adj = g;
+    if (!ok) { snprintf(t->err, sizeof t->err, "grad: %s", err); return false; }
     return true;
 }
 
 static void tape_free(QTape *t)
 {
     for (int i = 0; i < t->nops; i++) { free(t->ops[i].matrix); free(t->ops[i].tan); }
+    for (int i = 0; i < t->nobs; i++) { free(t->obs[i].t); free(t->obs[i].psi); }
+    free(t->obs);
     free(t->ops);
     free(t->adj);
+    t->obs = NULL;
     t->ops = NULL;
     t->adj = NULL;
-    t->nops = t->cap = 0;
+    t->nops = t->cap = t->nobs = t->capobs = 0;
 }
 
 /* ---------------------------------------------------------------- the grad function object */
@@ -494,6 +516,7 @@ static Value run_once(VM *vm, ObjFunc *f, Value *params, int argnum, Value arg, 
     Value *slots = vm->stack + base;
     CopyCtx cc;
     copy_init(&cc);
+    cc.share_code = true;
     for (int i = 0; i < p->nparams; i++) slots[i] = i == argnum ? arg : value_copy_deep(params[i], &cc);
     copy_done(&cc);
     for (int i = p->nparams; i < p->nlocals; i++) slots[i] = v_unbound();
@@ -534,13 +557,16 @@ typedef struct ShiftJob {
     int total;
     int *op, *param;        /* run i: gate op[i], parameter param[i] moved by shift[i] */
     double *shift;
-    double *out;
+    double *out;            /* run i: the values of its expvals, nexp each */
+    int nexp;
+    uint64_t shape;         /* the forward pass's gates: every shifted run must repeat them */
     Value fn;               /* master copies */
     Value *params; int nparams;
     int argnum;
     Input in;
     uint64_t seed, index;
     Interp *interp;
+    CopyCtx mods;           /* modules of the master copies */
     char err[1100];
     atomic_int failed;
     pthread_mutex_t mu;
@@ -551,8 +577,9 @@ static void job_release(void *p)
 {
     ShiftJob *j = p;
     if (atomic_fetch_sub_explicit(&j->refs, 1, memory_order_acq_rel) != 1) return;
-    decref(j->fn);
     for (int i = 0; i < j->nparams; i++) decref(j->params[i]);
+    copy_release_modules(&j->mods);
+    decref(j->fn);
     free(j->params); free(j->op); free(j->param); free(j->out); free(j->in.x);
     pthread_mutex_destroy(&j->mu);
     pthread_cond_destroy(&j->cv);
@@ -580,23 +607,29 @@ static void job_work(ShiftJob *j, VM *vm)
         copy_done(&cc);
         QTape st;
         memset(&st, 0, sizeof st);
+        double evals[GRAD_MAX_EXPVALS];
         st.method = GRAD_SHIFT;
         st.shift_op = j->op[i];
         st.shift_param = j->param[i];
         st.shift = j->shift[i];
+        st.evals = evals;
         size_t p0 = 0;
         Value plain = build_arg(&j->in, 0, -1, 0, &p0, 0);
         Value r = run_once(vm, AS_FUNC(fn), params, j->argnum, plain, j->seed, j->index, NULL, &st);
         tape_free(&st);
-        if (IS_EXC(r) || (r.t != T_NUM && r.t != T_DUAL)) {
+        if (IS_EXC(r)) {
+            if (!atomic_exchange(&j->failed, 1)) snprintf(j->err, sizeof j->err, "%s", vm->err.msg);
+        } else if (st.nevals != j->nexp || st.shape != j->shape) {
             if (!atomic_exchange(&j->failed, 1))
-                snprintf(j->err, sizeof j->err, "%s", IS_EXC(r) ? vm->err.msg : "the function must return a number");
+                snprintf(j->err, sizeof j->err, "grad(method=\"parameter-shift\"): the circuit changes when a gate angle is shifted "
+                         "(it depends on a measured value); use method=\"finite-diff\"");
         } else {
-            j->out[i] = dual_value(r);
+            memcpy(j->out + (size_t)i * (size_t)j->nexp, evals, (size_t)j->nexp * sizeof(double));
         }
         if (!IS_EXC(r)) decref(r);
         for (int k = 0; k < j->nparams; k++) decref(params[k]);
         free(params);
+        copy_release_modules(&cc);
         decref(fn);
         pthread_mutex_lock(&j->mu);
         atomic_fetch_sub(&j->active, 1);
@@ -618,11 +651,14 @@ static void job_helper_run(void *p, ExecTask *t)
 
 /* runs every shifted evaluation, on idle workers too when there are any */
 static bool run_shifts(VM *vm, ObjFunc *f, Value *params, int argnum, const Input *in, int *ops, int *prm,
-                       double *shifts, int nruns, double *out, uint64_t seed, uint64_t index, const Node *site)
+                       double *shifts, int nruns, double *out, int nexp, uint64_t shape,
+                       uint64_t seed, uint64_t index, const Node *site)
 {
     ShiftJob *j = calloc(1, sizeof *j);
     atomic_init(&j->refs, 1);
     j->total = nruns;
+    j->nexp = nexp;
+    j->shape = shape;
     j->op = ops; j->param = prm; j->shift = shifts; j->out = out;
     j->argnum = argnum;
     j->in = *in;
@@ -639,8 +675,9 @@ static bool run_shifts(VM *vm, ObjFunc *f, Value *params, int argnum, const Inpu
     j->params = malloc((size_t)(j->nparams + 1) * sizeof(Value));
     for (int k = 0; k < j->nparams; k++) j->params[k] = value_copy_deep(params[k], &cc);
     copy_done(&cc);
+    copy_move_modules(&j->mods, &cc);
     Exec *e = vm->in->exec;
-    if (e && vm->is_task && exec_on_worker() && j->total > 1) {
+    if (e && vm->is_task && j->total > 1) {
         int helpers = exec_nworkers(e) - 1;
         if (helpers > j->total - 1) helpers = j->total - 1;
         for (int h = 0; h < helpers; h++) {
@@ -673,40 +710,34 @@ Value grad_compute(VM *vm, ObjFunc *f, Value *params, int argnum, int method, ui
     QTape tape;
     memset(&tape, 0, sizeof tape);
     tape.ninputs = (int)n;
-    if (method == GRAD_ADJOINT) {
-        tape.method = GRAD_ADJOINT;
-        tape.ntan = (int)n + 1;
+    if (method == GRAD_ADJOINT || method == GRAD_SHIFT) {
+        /* the forward pass: inputs and expvals carry tangents */
+        tape.method = method;
+        tape.ntan = (int)n + GRAD_MAX_EXPVALS;
         tape.record = true;
         size_t pos = 0;
         Value arg = build_arg(&in, tape.ntan, -1, 0, &pos, 0);
         Value r = run_once(vm, f, params, argnum, arg, seed, index, site, &tape);
-        TapeObs *left = tape_take_obs(&tape);
-        if (left) { free(left->t); free(left); }
         if (IS_EXC(r)) goto fail;
         double v;
         const double *d;
         int nd;
         if (!result_number(vm, r, &v, &d, &nd, fname, site)) { decref(r); goto fail; }
-        for (size_t j = 0; j < n; j++) {
-            double explicit_part = d ? d[j] : 0;
-            double through = d && tape.adj ? d[n] * tape.adj[j] : 0;
-            g[j] = explicit_part + through;
+        for (size_t j = 0; j < n; j++) g[j] = d ? d[j] : 0;      /* the explicit dependence */
+        double dr[GRAD_MAX_EXPVALS];                              /* d result / d expval_k */
+        for (int k = 0; k < tape.nobs; k++) dr[k] = d ? d[n + (size_t)k] : 0;
+        decref(r);
+        if (tape.nondiff) {
+            vm_error(vm, site, "grad(method=\"%s\") cannot follow %s(); use method=\"finite-diff\"",
+                     method_names[method], tape.nondiff);
+            goto fail;
         }
-        decref(r);
-    } else if (method == GRAD_SHIFT) {
-        tape.method = GRAD_SHIFT;
-        tape.ntan = (int)n;
-        tape.record = true;
-        size_t pos = 0;
-        Value arg = build_arg(&in, tape.ntan, -1, 0, &pos, 0);
-        Value r = run_once(vm, f, params, argnum, arg, seed, index, site, &tape);
-        if (IS_EXC(r)) goto fail;
-        double v;
-        const double *d;
-        int nd;
-        if (!result_number(vm, r, &v, &d, &nd, fname, site)) { decref(r); goto fail; }
-        for (size_t j = 0; j < n; j++) g[j] = d ? d[j] : 0;      /* explicit dependence */
-        decref(r);
+        if (method == GRAD_ADJOINT) {
+            for (int k = 0; k < tape.nobs; k++)
+                for (size_t j = 0; j < n; j++) g[j] += dr[k] * tape.adj[(size_t)k * n + j];
+            goto done;
+        }
+        int nexp = tape.nobs;
         /* the runs: two-term rule (generator eigenvalues +-1/2, or 0 and 1),
          * or the four-term rule where the spectrum is {0, +-1/2} (controlled
          * rotations, Single/DoubleExcitation):
@@ -723,8 +754,8 @@ Value grad_compute(VM *vm, ObjFunc *f, Value *params, int argnum, int method, ui
             bool four = o->op.nctrl ? !phase_like : !gi->shift_rule;
             for (int p = 0; p < o->op.nparams; p++) {
                 bool any = false;
-                for (size_t j = 0; j < n; j++) if (o->tan[(size_t)p * n + j] != 0) any = true;
-                if (!any) continue;
+                for (size_t j = 0; j < n; j++) if (o->tan[(size_t)p * (size_t)tape.ntan + j] != 0) any = true;
+                if (!any || !nexp) continue;
                 if (nruns + 4 > cap) {
                     cap *= 2;
                     ops = realloc(ops, (size_t)cap * sizeof(int)); prm = realloc(prm, (size_t)cap * sizeof(int));
@@ -741,15 +772,17 @@ Value grad_compute(VM *vm, ObjFunc *f, Value *params, int argnum, int method, ui
                 }
             }
         }
-        double *e = malloc((size_t)(nruns + 1) * sizeof(double));
-        if (nruns && !run_shifts(vm, f, params, argnum, &in, ops, prm, sh, nruns, e, seed, index, site)) {
+        double *e = malloc((size_t)(nruns * nexp + 1) * sizeof(double));
+        if (nruns && !run_shifts(vm, f, params, argnum, &in, ops, prm, sh, nruns, e, nexp, tape.shape, seed, index, site)) {
             free(ops); free(prm); free(sh); free(coef); free(e);
             goto fail;
         }
         for (int r = 0; r < nruns; r++) {
             TapeOp *o = &tape.ops[ops[r]];
-            double w = coef[r] * e[r];
-            for (size_t j = 0; j < n; j++) g[j] += w * o->tan[(size_t)prm[r] * n + j];
+            double w = 0;                       /* d result / d angle, through every expval */
+            for (int k = 0; k < nexp; k++) w += dr[k] * e[(size_t)r * (size_t)nexp + (size_t)k];
+            w *= coef[r];
+            for (size_t j = 0; j < n; j++) g[j] += w * o->tan[(size_t)prm[r] * (size_t)tape.ntan + j];
         }
         free(ops); free(prm); free(sh); free(coef); free(e);
     } else {
@@ -771,6 +804,7 @@ Value grad_compute(VM *vm, ObjFunc *f, Value *params, int argnum, int method, ui
             g[j] = (e[0] - e[1]) / (2 * h);
         }
     }
+done:
     result = make_result(vm, &in, g, site);
     tape_free(&tape);
     free(g);

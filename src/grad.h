@@ -9,6 +9,7 @@
 #include "sv.h"
 
 enum { GRAD_ADJOINT, GRAD_SHIFT, GRAD_FD };
+#define GRAD_MAX_EXPVALS 16   /* expvals one differentiated call may measure */
 
 typedef struct TapeOp {
     SvOp op;
@@ -25,12 +26,19 @@ typedef struct QTape {
     int nexpval;
     bool measured;      /* a mid-circuit measurement happened */
     bool shots;         /* the device samples */
+    const char *nondiff;  /* a measurement other than expval was taken (its name) */
+    uint64_t shape;     /* hash of the gates applied: shifted runs must repeat it */
     /* shifted runs: gate number shift_op gets params[shift_param] += shift */
     int shift_op, shift_param;
     double shift;
     int counter;
-    /* adjoint: the measured observable, then d expval / d input (ninputs entries) */
+    /* each expval: its observable, the gates before it, and (adjoint) the
+     * state it was taken on; shifted runs record only the values */
     struct TapeObs *obs;
+    int nobs, capobs;
+    double *evals;      /* values of the expvals (shifted runs) */
+    int nevals;
+    /* adjoint result: d expval_k / d input, nobs x ninputs */
     double *adj;
     char err[256];
 } QTape;
@@ -40,7 +48,9 @@ bool grad_param_value(Value v, double *out);
 const double *grad_param_tangent(Value v, int *ntan);
 bool grad_shift(QTape *t, const SvOp *op, SvOp *out);
 void grad_record(QTape *t, const SvOp *op, const double *tan, int ntan);
-Value grad_expval(VM *vm, QTape *t, const SvPauli *terms, int n, double e, const Node *site);
+Value grad_expval(VM *vm, QTape *t, const SvState *s, const SvPauli *terms, int n, double e, const Node *site);
+/* a measurement that gradients do not follow (var, probs, state, ...) */
+void grad_note_nondiff(QTape *t, const char *what);
 /* runs the adjoint sweep on the final state (before the device goes back) */
 bool grad_after_body(QTape *t, SvState *s);
 

@@ -824,7 +824,7 @@ static Value bi_expval(VM *vm, Args *a)
     if (!as_terms(vm, a->v[0], &t, &n, a->site)) return v_exc();
     if (!check_terms(vm, q, t, n, a->site)) { free(t); return v_exc(); }
     double e = q->dev->shots ? sv_expval_shots(q->s, t, n, (size_t)q->dev->shots, &q->rng) : sv_expval(q->s, t, n);
-    Value r = q->tape ? grad_expval(vm, q->tape, t, n, e, a->site) : v_num(e);
+    Value r = q->tape ? grad_expval(vm, q->tape, q->s, t, n, e, a->site) : v_num(e);
     free(t);
     return r;
 }
@@ -838,6 +838,7 @@ static Value bi_var(VM *vm, Args *a)
     if (!as_terms(vm, a->v[0], &t, &n, a->site)) return v_exc();
     if (!check_terms(vm, q, t, n, a->site)) { free(t); return v_exc(); }
     double v = q->dev->shots ? sv_var_shots(q->s, t, n, (size_t)q->dev->shots, &q->rng) : sv_var(q->s, t, n);
+    if (q->tape) grad_note_nondiff(q->tape, "var");
     free(t);
     if (isnan(v)) return vm_error(vm, a->site, "var(): out of memory");
     return v_num(v);
@@ -857,6 +858,7 @@ static Value bi_probs(VM *vm, Args *a)
     }
     int outw = nw ? nw : q->s->nq;
     if (outw > 30) return vm_error(vm, a->site, "probs(): at most 30 wires");
+    if (q->tape) grad_note_nondiff(q->tape, "probs");
     size_t shape[1] = { (size_t)1 << outw };
     char err[AR_ERRLEN];
     Array *r = ar_new(AR_F64, 1, shape, err);
@@ -874,6 +876,7 @@ static Value bi_state(VM *vm, Args *a)
     if (!q) return v_exc();
     size_t shape[1] = { q->s->dim };
     char err[AR_ERRLEN];
+    if (q->tape) grad_note_nondiff(q->tape, "state");
     Array *r = ar_from_data(AR_C128, 1, shape, q->s->amp, err);
     if (!r) return vm_error(vm, a->site, "%s", err);
     return arr_wrap(r);
@@ -894,6 +897,7 @@ static Value bi_sample(VM *vm, Args *a)
     if (!q) return v_exc();
     long shots = need_shots(vm, q, a);
     if (shots < 0) return v_exc();
+    if (q->tape) grad_note_nondiff(q->tape, "sample");
     char err[AR_ERRLEN];
     if (a->n > 0) {
         SvPauli *t;
@@ -934,6 +938,7 @@ static Value bi_counts(VM *vm, Args *a)
     if (!q) return v_exc();
     long shots = need_shots(vm, q, a);
     if (shots < 0) return v_exc();
+    if (q->tape) grad_note_nondiff(q->tape, "counts");
     uint64_t *idx = malloc((size_t)shots * sizeof(uint64_t));
     if (!idx) return vm_error(vm, a->site, "counts(): out of memory");
     sv_sample(q->s, (size_t)shots, &q->rng, idx);
@@ -966,7 +971,7 @@ static Value bi_measure(VM *vm, Args *a)
     if (a->n > 1) { bool e = false; reset = vm_truthy(vm, a->v[1], a->site, &e); }
     else if (rk) { bool e = false; reset = vm_truthy(vm, *rk, a->site, &e); }
     char err[256];
-    if (q->tape) q->tape->measured = true;
+    if (q->tape) { q->tape->measured = true; grad_note_nondiff(q->tape, "measure"); }
     int r = sv_measure(q->s, w, reset, &q->rng, err, sizeof err);
     if (r < 0) return vm_error(vm, a->site, "measure: %s", err);
     return v_num(r);

@@ -11,6 +11,8 @@
 #include <string.h>
 
 static ObjHooks hooks[T_NTYPES];
+static void (*module_clear_hook)(Obj *mod);
+void value_set_module_clear(void (*fn)(Obj *mod)) { module_clear_hook = fn; }
 
 void value_set_hooks(ValType t, const ObjHooks *h) { hooks[t] = *h; }
 
@@ -477,7 +479,41 @@ static void repr_rec(Buf *b, Value v, bool quoted, const ReprStack *st)
 /* ---- deep copy ---- */
 
 void copy_init(CopyCtx *cc) { memset(cc, 0, sizeof *cc); }
-void copy_done(CopyCtx *cc) { free(cc->from); free(cc->to); cc->from = cc->to = NULL; }
+void copy_done(CopyCtx *cc) { free(cc->from); free(cc->to); cc->from = cc->to = NULL; cc->cap = cc->n = 0; }
+
+void copy_note_module(CopyCtx *cc, Obj *mod)
+{
+    if (cc->nmods == cc->capmods) {
+        cc->capmods = cc->capmods ? cc->capmods * 2 : 4;
+        cc->mods = xrealloc(cc->mods, cc->capmods * sizeof(Obj *));
+    }
+    mod->rc++;
+    cc->mods[cc->nmods++] = mod;
+}
+
+void copy_move_modules(CopyCtx *dst, CopyCtx *cc)
+{
+    for (size_t i = 0; i < cc->nmods; i++) {
+        copy_note_module(dst, cc->mods[i]);
+        Value v = v_obj(cc->mods[i]);
+        decref(v);
+    }
+    free(cc->mods);
+    cc->mods = NULL;
+    cc->nmods = cc->capmods = 0;
+}
+
+void copy_release_modules(CopyCtx *cc)
+{
+    for (size_t i = 0; i < cc->nmods; i++) {
+        Value v = v_obj(cc->mods[i]);
+        if (module_clear_hook) module_clear_hook(cc->mods[i]);
+        decref(v);
+    }
+    free(cc->mods);
+    cc->mods = NULL;
+    cc->nmods = cc->capmods = 0;
+}
 
 static size_t ptr_hash(const void *p) { uintptr_t u = (uintptr_t)p; return (size_t)((u >> 4) * 0x9e3779b97f4a7c15ULL); }
 
@@ -517,6 +553,10 @@ Value value_copy_deep(Value v, CopyCtx *cc)
 {
     if (!is_obj(v)) return v;
     if (v.o->rc == OBJ_IMMORTAL) return v;       /* constants are shared, never counted */
+    if (v.t == T_FUNC || v.t == T_MODULE || v.t == T_GRADFN) {
+        if (cc->share_code) { incref(v); return v; }
+        if (cc->no_code) { cc->error = v.t == T_MODULE ? "a module" : "a function"; return v_nil(); }
+    }
     Obj *seen = copy_memo_get(cc, v.o);
     if (seen) { Value r = v_obj(seen); incref(r); return r; }
     switch (v.t) {

@@ -154,6 +154,8 @@ typedef struct ObjHooks {
     bool (*eq)(Value a, Value b);
 } ObjHooks;
 void value_set_hooks(ValType t, const ObjHooks *h);
+/* How a module empties its globals (copy_release_modules). */
+void value_set_module_clear(void (*fn)(Obj *mod));
 
 /* Deep copy for moving values between threads. The memo keeps shared
  * structure shared and cycles finite. Futures met inside are handed to
@@ -162,11 +164,26 @@ struct CopyCtx {
     void **from, **to;          /* memo, open addressing */
     size_t cap, n;
     void *user;
+    /* modules copied (strong references): their globals hold functions
+     * that hold them, a cycle the copier breaks with copy_release_modules
+     * when the copies are no longer used */
+    Obj **mods;
+    size_t nmods, capmods;
     Value (*on_future)(Value fut, CopyCtx *cc);
     const char *error;          /* set when something cannot be copied */
+    bool share_code;            /* same thread: functions and modules are shared, not copied */
+    bool no_code;               /* functions and modules may not be copied (task results) */
 };
 void copy_init(CopyCtx *cc);
+/* Frees the memo; the module list stays (see copy_release_modules). */
 void copy_done(CopyCtx *cc);
+/* Records a module copied by cc (a new reference is taken). */
+void copy_note_module(CopyCtx *cc, Obj *mod);
+/* Breaks the cycles of the modules cc copied (clears their globals) and
+ * drops the references: call when nothing copied is in use any more. */
+void copy_release_modules(CopyCtx *cc);
+/* Moves cc's module list into dst (a CopyCtx kept for later release). */
+void copy_move_modules(CopyCtx *dst, CopyCtx *cc);
 Value value_copy_deep(Value v, CopyCtx *cc);
 Obj *copy_memo_get(CopyCtx *cc, const void *from);
 void copy_memo_put(CopyCtx *cc, const void *from, void *to);
