@@ -551,6 +551,7 @@ static Value bi_conj(VM *vm, Args *a) { return complex_part(vm, a, 2); }
 
 static Value two_arrays(VM *vm, Args *a, const char *fn, Value *x, Value *y, Value *tmps)
 {
+    tmps[0] = tmps[1] = v_nil();
     for (int i = 0; i < 2; i++) {
         Value v = a->v[i];
         tmps[i] = v_nil();

@@ -229,6 +229,11 @@ Value future_force(VM *vm, Value v, const Node *site)
     const char *err = NULL;
     if (!fut_value(vm, f->fut, &out, &err)) {
         const char *file = f->src ? f->src->name : "?";
+        if (fut_state(f->fut) == FUT_CANCELLED && (in->sigint || atomic_load(&in->interrupt))) {
+            vm_error(vm, site, "interrupted");
+            vm->err.interrupted = true;
+            return v_exc();
+        }
         return vm_error(vm, site, "%s() called at %s:%d failed: %s", f->name, file, f->line, err);
     }
     f->cached = out;

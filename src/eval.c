@@ -1827,8 +1827,9 @@ typedef struct ReprUp { const Obj *o; const struct ReprUp *up; } ReprUp;
 
 static bool vm_repr_rec(VM *vm, Buf *b, Value v, bool quoted, const Node *site, const ReprUp *st)
 {
-    for (const ReprUp *u = st; u; u = u->up)
-        if (is_obj(v) && u->o == v.o) { buf_puts(b, v.t == T_DICT ? "{...}" : "[...]"); return true; }
+    int depth = 0;
+    for (const ReprUp *u = st; u; u = u->up, depth++)
+        if ((is_obj(v) && u->o == v.o) || depth > 500) { buf_puts(b, v.t == T_DICT ? "{...}" : "[...]"); return true; }
     switch (v.t) {
     case T_FUTURE: {
         Value r = future_force(vm, v, site);

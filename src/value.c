@@ -40,8 +40,35 @@ Obj *obj_alloc(size_t size, ValType type)
 
 void obj_make_immortal(Obj *o) { o->rc = OBJ_IMMORTAL; }
 
-/* Frees an object whose count reached zero, releasing what it holds. */
+/* Children whose count reaches zero while a parent is being freed wait
+ * here, so freeing a million-deep nest of lists takes no deep recursion. */
+static _Thread_local Obj **pending;
+static _Thread_local size_t npending, cappending;
+static _Thread_local int freeing;
+
+static void free_one(Obj *o);
+
 void obj_free(Obj *o)
+{
+    if (freeing) {
+        if (npending == cappending) {
+            cappending = cappending ? cappending * 2 : 64;
+            pending = xrealloc(pending, cappending * sizeof(Obj *));
+        }
+        pending[npending++] = o;
+        return;
+    }
+    freeing = 1;
+    free_one(o);
+    while (npending) free_one(pending[--npending]);
+    freeing = 0;
+    free(pending);
+    pending = NULL;
+    cappending = 0;
+}
+
+/* Frees one object whose count reached zero, releasing what it holds. */
+static void free_one(Obj *o)
 {
     switch (o->type) {
     case T_STR: case T_COMPLEX: break;
@@ -309,7 +336,11 @@ ObjCell *cell_new(Value v)
 
 /* ---- equality ---- */
 
-bool value_eq(Value a, Value b)
+static bool eq_rec(Value a, Value b, int depth);
+bool value_eq(Value a, Value b) { return eq_rec(a, b, 0); }
+
+/* equality, with nesting beyond 1000 levels compared by identity */
+static bool eq_rec(Value a, Value b, int depth)
 {
     if (a.t == T_NUM && b.t == T_NUM) return a.n == b.n;
     if ((a.t == T_NUM || a.t == T_COMPLEX) && (b.t == T_NUM || b.t == T_COMPLEX)) {
@@ -326,18 +357,18 @@ bool value_eq(Value a, Value b)
     case T_LIST: {
         ObjList *x = AS_LIST(a), *y = AS_LIST(b);
         if (x == y) return true;
-        if (x->len != y->len) return false;
-        for (size_t i = 0; i < x->len; i++) if (!value_eq(x->v[i], y->v[i])) return false;
+        if (x->len != y->len || depth > 1000) return false;
+        for (size_t i = 0; i < x->len; i++) if (!eq_rec(x->v[i], y->v[i], depth + 1)) return false;
         return true;
     }
     case T_DICT: {
         ObjDict *x = AS_DICT(a), *y = AS_DICT(b);
         if (x == y) return true;
-        if (x->len != y->len) return false;
+        if (x->len != y->len || depth > 1000) return false;
         for (size_t i = 0; i < x->nent; i++) {
             if (!x->ent[i].live) continue;
             Value o;
-            if (!dict_get(y, x->ent[i].key, &o) || !value_eq(x->ent[i].val, o)) return false;
+            if (!dict_get(y, x->ent[i].key, &o) || !eq_rec(x->ent[i].val, o, depth + 1)) return false;
         }
         return true;
     }
@@ -419,7 +450,8 @@ static void repr_string(Buf *b, ObjStr *s)
 typedef struct ReprStack { const Obj *o; const struct ReprStack *up; } ReprStack;
 static bool repr_seen(const ReprStack *st, const Obj *o)
 {
-    for (; st; st = st->up) if (st->o == o) return true;
+    int depth = 0;
+    for (; st; st = st->up, depth++) if (st->o == o || depth > 500) return true;
     return false;
 }
 static void repr_rec(Buf *b, Value v, bool quoted, const ReprStack *st);
@@ -552,6 +584,7 @@ void copy_memo_put(CopyCtx *cc, const void *from, void *to)
 Value value_copy_deep(Value v, CopyCtx *cc)
 {
     if (!is_obj(v)) return v;
+    if (cc->depth > 2000) { cc->error = "a value nested more than 2000 levels deep"; return v_nil(); }
     if (v.o->rc == OBJ_IMMORTAL) return v;       /* constants are shared, never counted */
     if (v.t == T_FUNC || v.t == T_MODULE || v.t == T_GRADFN) {
         if (cc->share_code) { incref(v); return v; }
@@ -572,18 +605,22 @@ Value value_copy_deep(Value v, CopyCtx *cc)
     case T_LIST: {
         ObjList *l = AS_LIST(v), *n = list_new(l->len);
         copy_memo_put(cc, l, n);
+        cc->depth++;
         for (size_t i = 0; i < l->len; i++) n->v[n->len++] = value_copy_deep(l->v[i], cc);
+        cc->depth--;
         return v_list(n);
     }
     case T_DICT: {
         ObjDict *d = AS_DICT(v), *n = dict_new();
         copy_memo_put(cc, d, n);
+        cc->depth++;
         for (size_t i = 0; i < d->nent; i++) {
             if (!d->ent[i].live) continue;
             Value k = value_copy_deep(d->ent[i].key, cc), x = value_copy_deep(d->ent[i].val, cc);
             dict_set(n, k, x);
             decref(k); decref(x);
         }
+        cc->depth--;
         return v_obj(&n->h);
     }
     case T_CELL: {

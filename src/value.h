@@ -172,6 +172,7 @@ struct CopyCtx {
     Value (*on_future)(Value fut, CopyCtx *cc);
     const char *error;          /* set when something cannot be copied */
     bool share_code;            /* same thread: functions and modules are shared, not copied */
+    int depth;                  /* nesting of the value being copied */
     bool no_code;               /* functions and modules may not be copied (task results) */
 };
 void copy_init(CopyCtx *cc);

@@ -16,7 +16,7 @@
  *
  * Known wrong answers (see the report of the grad test task) are kept as
  * reproducers in the test case "known_bugs" (fixed since; it always runs). The
- * environment variable QH_GRAD_KNOWN_BUGS is set. QH_GRAD_DUMP=1 prints
+ * QH_GRAD_DUMP=1 prints
  * every generated program and its output to stderr. */
 #include <check.h>
 #include <math.h>
