@@ -3,6 +3,7 @@
  * array builtins. Copies into tasks share the element buffer copy-on-write
  * (the array room's atomic count), so a task's array never changes under
  * it. Knows values, the VM's calling convention and array.h. */
+#include "cpus.h"
 #include "eval.h"
 #include "arrayval.h"
 #include "array.h"
@@ -75,7 +76,7 @@ static void blas_budget(VM *vm)
 {
     if (vm->is_task) return;
     static long ncpu;
-    if (!ncpu) { ncpu = sysconf(_SC_NPROCESSORS_ONLN); if (ncpu < 1) ncpu = 1; }
+    if (!ncpu) ncpu = qh_cpus();
     int busy = vm->in->exec ? exec_busy_workers(vm->in->exec) : 0;
     int want = (int)ncpu - busy;
     if (want < 1) want = 1;

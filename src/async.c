@@ -6,6 +6,7 @@
  * back a copied result. Knows the evaluator and the executor's interface;
  * the quantum side is reached through qrt_run. */
 #include "async.h"
+#include "cpus.h"
 #include "eval.h"
 #include "exec.h"
 #include "pool.h"
@@ -578,8 +579,7 @@ void async_start(Interp *in, const char *trace_path)
 {
     clock_gettime(CLOCK_MONOTONIC, &run_start);
     value_set_hooks(T_FUTURE, &future_hooks);
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (ncpu < 1) ncpu = 1;
+    long ncpu = qh_cpus();
     if (!in->nworkers) {
         const char *w = getenv("QH_WORKERS");
         in->nworkers = w && atoi(w) > 0 ? atoi(w) : (int)ncpu;

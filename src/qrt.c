@@ -6,6 +6,7 @@
 #include "qrt.h"
 #include "arrayval.h"
 #include "array.h"
+#include "cpus.h"
 #include "eval.h"
 #include "exec.h"
 #include "grad.h"
@@ -224,8 +225,7 @@ void qrt_start(Interp *in)
 {
     if (in->qrt) return;
     QRuntime *q = calloc(1, sizeof *q);
-    q->ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    if (q->ncpu < 1) q->ncpu = 1;
+    q->ncpu = qh_cpus();
     q->pool = pool_new(in->max_memory ? in->max_memory : pool_default_budget(), &pool_vt);
     q->nteams = (in->sync ? 0 : in->nworkers) + 1;
     q->teams = calloc((size_t)q->nteams, sizeof(SvTeam *));
