@@ -1112,36 +1112,7 @@ static Value eval_cold(VM *vm, Node *n)
         return v;
     }
     case N_BUILTIN: return builtin_value(n->u.var.slot);
-    case N_BINARY: {
-        double x, y;
-        Value a, b;
-        if (leaf_number(vm, n->u.bin.a, &x)) a = v_num(x);
-        else { a = eval(vm, n->u.bin.a); if (IS_EXC(a)) return a; }
-        if (leaf_number(vm, n->u.bin.b, &y)) b = v_num(y);
-        else { b = eval(vm, n->u.bin.b); if (IS_EXC(b)) { decref(a); return b; } }
-        if (a.t == T_NUM && b.t == T_NUM) {
-            x = a.n; y = b.n;
-            switch (n->op) {
-            case OP_ADD: return v_num(x + y);
-            case OP_SUB: return v_num(x - y);
-            case OP_MUL: return v_num(x * y);
-            case OP_LT: return v_bool(x < y);
-            case OP_LE: return v_bool(x <= y);
-            case OP_GT: return v_bool(x > y);
-            case OP_GE: return v_bool(x >= y);
-            case OP_EQ: return v_bool(x == y);
-            case OP_NE: return v_bool(x != y);
-            case OP_MOD:
-                if (y > 0 && x >= 0 && x < 9007199254740992.0 && y < 9007199254740992.0 && x == (double)(int64_t)x && y == (double)(int64_t)y)
-                    return v_num((double)((int64_t)x % (int64_t)y));
-                return num_op(vm, n->op, x, y, n);
-            default: return num_op(vm, n->op, x, y, n);
-            }
-        }
-        Value r = vm_binop(vm, n->op, a, b, n);
-        decref(a); decref(b);
-        return r;
-    }
+    /* N_BINARY, N_CALL and bound variables are handled by eval() */
     case N_UNARY: {
         Value a = eval(vm, n->u.bin.a);
         if (IS_EXC(a)) return a;
