@@ -278,7 +278,7 @@ static Node *primary(Parser *p)
             size_t total = t->strlen;
             int j = p->pos;
             while (p->toks[j].kind == TK_STR) total += p->toks[j++].strlen;
-            char *buf = malloc(total + 1);
+            char *buf = arena_alloc(p->ar, total + 1);   /* an error below leaks nothing */
             memcpy(buf, t->str, t->strlen);
             size_t off = t->strlen;
             while (peek(p)->kind == TK_STR) {
@@ -287,7 +287,6 @@ static Node *primary(Parser *p)
                 off += s->strlen;
             }
             n->u.str = const_str(p, buf, total);
-            free(buf);
         } else {
             n->u.str = const_str(p, t->str, t->strlen);
         }
