@@ -341,7 +341,7 @@ static Array *flat_to_array(VM *vm, Flat *f, bool force_complex, const Node *sit
         for (size_t i = 0; i < f->n; i++) d[i] = f->re[i] + f->im[i] * I;
     } else {
         double *d = ar_f64(a);
-        memcpy(d, f->re, f->n * sizeof(double));
+        if (f->n) memcpy(d, f->re, f->n * sizeof(double));
     }
     return a;
 }

@@ -15,6 +15,7 @@ typedef enum NodeKind {
     N_NUM, N_IMAG, N_STR, N_TRUE, N_FALSE, N_NIL,
     N_NAME,                     /* resolved into one of the next five */
     N_LOCAL, N_LOCALCELL, N_UPVAL, N_GLOBAL, N_BUILTIN,
+    N_SELF,                     /* a local function naming itself: the running closure */
     N_LIST, N_DICT, N_UNARY, N_BINARY, N_AND, N_OR, N_NOT,
     N_CALL, N_INDEX, N_SLICE, N_MEMBER, N_FNEXPR,
     /* statements */

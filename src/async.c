@@ -230,7 +230,7 @@ Value future_force(VM *vm, Value v, const Node *site)
     const char *err = NULL;
     if (!fut_value(vm, f->fut, &out, &err)) {
         const char *file = f->src ? f->src->name : "?";
-        if (fut_state(f->fut) == FUT_CANCELLED && (in->sigint || atomic_load(&in->interrupt))) {
+        if (fut_state(f->fut) == FUT_CANCELLED && (atomic_load(&in->sigint) || atomic_load(&in->interrupt))) {
             vm_error(vm, site, "interrupted");
             vm->err.interrupted = true;
             return v_exc();
@@ -559,8 +559,8 @@ static void on_sigint(int sig)
     (void)sig;
     Interp *in = sig_interp;
     if (!in) _exit(130);
-    if (in->sigint) _exit(130);        /* a second Ctrl-C: leave now */
-    in->sigint = 1;
+    if (atomic_load(&in->sigint)) _exit(130);        /* a second Ctrl-C: leave now */
+    atomic_store(&in->sigint, 1);
     atomic_store(&in->interrupt, 1);
     if (in->exec) exec_interrupt(in->exec);
 }
@@ -605,7 +605,7 @@ void async_cancel_all(Interp *in)
         exec_clear_interrupt(in->exec);
     }
     atomic_store(&in->interrupt, 0);
-    in->sigint = 0;
+    atomic_store(&in->sigint, 0);
 }
 
 void async_print_tasks(Interp *in, FILE *out)
@@ -625,7 +625,7 @@ int async_finish(Interp *in, VM *main_vm, bool cancel)
 {
     (void)main_vm;
     if (in->exec) {
-        if (cancel || in->sigint) exec_cancel_all(in->exec);
+        if (cancel || atomic_load(&in->sigint)) exec_cancel_all(in->exec);
         if (!exec_wait_all_interruptible(in->exec, &in->interrupt)) {
             exec_cancel_all(in->exec);
             exec_wait_all(in->exec);
@@ -636,7 +636,7 @@ int async_finish(Interp *in, VM *main_vm, bool cancel)
     TaskRec *rev = NULL;
     while (registry_head) { TaskRec *n = registry_head->next; registry_head->next = rev; rev = registry_head; registry_head = n; }
     for (TaskRec *r = rev; r; r = r->next) {
-        if (!cancel && !in->sigint && !r->observed && fut_state(r->fut) == FUT_FAILED) {
+        if (!cancel && !atomic_load(&in->sigint) && !r->observed && fut_state(r->fut) == FUT_FAILED) {
             fprintf(stderr, "%s:%d: warning: %s() failed and its result was never used: %s\n",
                     r->src ? r->src->name : "?", r->line, r->name, fut_error(r->fut));
             unobserved++;

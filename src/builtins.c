@@ -866,7 +866,12 @@ static Value minmax(VM *vm, Args *a, bool is_max)
         if (IS_EXC(x)) { decref(best); return x; }
         Value c = vm_binop(vm, is_max ? OP_GT : OP_LT, x, best, a->site);
         if (IS_EXC(c)) { decref(x); decref(best); return c; }
-        if (c.t == T_BOOL && c.b) { decref(best); best = x; } else decref(x);
+        if (c.t != T_BOOL) {
+            /* arrays compare elementwise: no single answer */
+            decref(c); decref(x); decref(best);
+            return vm_error(vm, a->site, "%s() compares values one at a time: for arrays use %s(a) of one array", nm, nm);
+        }
+        if (c.b) { decref(best); best = x; } else decref(x);
     }
     return best;
 }

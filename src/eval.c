@@ -82,6 +82,7 @@ void vm_thread_cleanup(void)
 static const Source *cur_source(VM *vm)
 {
     if (vm->frame && vm->frame->fn) return vm->frame->fn->p->mod->src;
+    if (vm->top_src) return vm->top_src;
     return vm->mod ? vm->mod->info->src : NULL;
 }
 static const char *cur_fn_name(VM *vm)
@@ -1291,6 +1292,11 @@ static Value eval(VM *vm, Node *n)
         return r;
     }
     case N_CALL: return eval_call(vm, n);
+    case N_SELF: {
+        Value v = v_obj(&vm->frame->fn->h);
+        incref(v);
+        return v;
+    }
     case N_INDEX: {
         /* list[number] */
         const Node *o = n->u.index.obj;
@@ -1604,7 +1610,7 @@ static ExecStatus exec_stmt_cold(VM *vm, Node *s)
             ExecStatus st = exec_block(vm, s->u.whiles.body);
             if (st == S_BREAK) return S_OK;
             if (st == S_RETURN || st == S_ERR) return st;
-            if (vm->in->sigint && vm_check_interrupt(vm)) return S_ERR;
+            if (atomic_load(&vm->in->sigint) && vm_check_interrupt(vm)) return S_ERR;
         }
     }
     case N_FOR: return exec_for(vm, s);
@@ -1726,7 +1732,7 @@ static ExecStatus exec_for(VM *vm, Node *s)
             }
             if (st == S_BREAK) goto range_done;
             if (st != S_OK) { result = st; goto range_done; }
-            if (((++tick & 1023) == 0) && vm->in->sigint && vm_check_interrupt(vm)) { result = S_ERR; goto range_done; }
+            if (((++tick & 1023) == 0) && atomic_load(&vm->in->sigint) && vm_check_interrupt(vm)) { result = S_ERR; goto range_done; }
         }
     range_done:
         return result;
@@ -1851,6 +1857,8 @@ bool vm_repr(VM *vm, Buf *b, Value v, bool quoted, const Node *site)
 
 bool vm_run_module(VM *vm, ObjModule *m)
 {
+    const Source *saved_top = vm->top_src;
+    vm->top_src = NULL;             /* a module's own statements report its own source */
     ObjModule *saved = vm->mod;
     Frame *saved_frame = vm->frame;
     vm->mod = m;
@@ -1875,5 +1883,6 @@ bool vm_run_module(VM *vm, ObjModule *m)
     }
     vm->mod = saved;
     vm->frame = saved_frame;
+    vm->top_src = saved_top;
     return ok;
 }

@@ -103,7 +103,7 @@ typedef struct Interp {
     double sync_task_seconds;
     struct QRuntime *qrt;       /* the quantum runtime: pool, kernel threads */
     /* Ctrl-C: set from the signal handler, read everywhere */
-    volatile sig_atomic_t sigint;
+    atomic_int sigint;          /* lock-free: safe in the signal handler, read by workers */
     atomic_int interrupt;
     atomic_int main_waiting;    /* the main thread is blocked on a future: its core is free */
     /* main-thread only */
@@ -141,6 +141,7 @@ typedef struct VM {
     void *task;                 /* the executor's task, when running one */
     double wait_time;           /* seconds the main thread spent waiting */
     int cur_line;               /* line of the top-level statement running (trace) */
+    const Source *top_src;      /* REPL: the input being run, for its top-level messages */
 } VM;
 
 /* ---- VM lifecycle ---- */

@@ -273,20 +273,25 @@ static Node *primary(Parser *p)
     case TK_STR: {
         advance(p);
         n = node(p, N_STR, t);
-        /* adjacent string literals concatenate, as in C and Python */
+        /* adjacent string literals concatenate, as in C and Python (the
+         * buffer grows in the arena: an error midway leaks nothing) */
         if (peek(p)->kind == TK_STR) {
-            size_t total = t->strlen;
-            int j = p->pos;
-            while (p->toks[j].kind == TK_STR) total += p->toks[j++].strlen;
-            char *buf = arena_alloc(p->ar, total + 1);   /* an error below leaks nothing */
+            size_t cap = t->strlen + 64, len = t->strlen;
+            char *buf = arena_alloc(p->ar, cap);
             memcpy(buf, t->str, t->strlen);
-            size_t off = t->strlen;
             while (peek(p)->kind == TK_STR) {
-                Token *s = advance(p);
-                memcpy(buf + off, s->str, s->strlen);
-                off += s->strlen;
+                Token *s2 = advance(p);
+                if (len + s2->strlen + 1 > cap) {
+                    size_t nc = (len + s2->strlen + 1) * 2;
+                    char *nb = arena_alloc(p->ar, nc);
+                    memcpy(nb, buf, len);
+                    buf = nb;
+                    cap = nc;
+                }
+                memcpy(buf + len, s2->str, s2->strlen);
+                len += s2->strlen;
             }
-            n->u.str = const_str(p, buf, total);
+            n->u.str = const_str(p, buf, len);
         } else {
             n->u.str = const_str(p, t->str, t->strlen);
         }

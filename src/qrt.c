@@ -473,7 +473,11 @@ static Value bi_gate(VM *vm, Args *a)
     if (nw == 0) { decref(pv); return vm_error(vm, a->site, "%s needs at least one wire", gi->name); }
     for (int i = 0; i < nw; i++)
         for (int j = i + 1; j < nw; j++)
-            if (op->wires[i] == op->wires[j]) { decref(pv); return vm_error(vm, a->site, "%s: wires must be distinct (wire %d twice)", gi->name, op->wires[i]); }
+            if (op->wires[i] == op->wires[j]) {
+                int w = op->wires[i];
+                decref(pv);
+                return vm_error(vm, a->site, "%s: wires must be distinct (wire %d twice)", gi->name, w);
+            }
     if (gi->gate == SV_QUBITUNITARY) {
         Value m = special_arg;
         if (m.t == T_LIST) {
@@ -776,7 +780,7 @@ Value qrt_apply_stmt(VM *vm, Value opv, const Node *site)
     const char *name = sv_gate_info(p->op.gate)->name;
     if (!q) return vm_error(vm, site, "%s applied outside a quantum function (gates apply to the device of a running qfn)", name);
     if (vm->cancel && atomic_load_explicit(vm->cancel, memory_order_relaxed) && vm_check_interrupt(vm)) return v_exc();
-    if (vm->in->sigint && vm_check_interrupt(vm)) return v_exc();
+    if (atomic_load(&vm->in->sigint) && vm_check_interrupt(vm)) return v_exc();
     char err[256];
     SvOp tmp;
     const SvOp *use = &p->op;

@@ -137,7 +137,7 @@ static void on_sigint(int sig)
     (void)sig;
     if (at_prompt) { prompt_sigint = 1; return; }
     if (sig_in) {
-        sig_in->sigint = 1;
+        atomic_store(&sig_in->sigint, 1);
         atomic_store(&sig_in->interrupt, 1);
     }
 }
@@ -266,11 +266,9 @@ static void run_part(Repl *r, ModInfo *part, bool echo)
 {
     VM *vm = r->vm;
     Node *body = part->body;
-    ModInfo *saved_src_info = r->info;
-    const Source *saved_src = saved_src_info->src;
-    r->info->src = part->src;       /* messages point into this input */
+    vm->top_src = part->src;        /* messages point into this input */
     atomic_store(&r->in->interrupt, 0);
-    r->in->sigint = 0;
+    atomic_store(&r->in->sigint, 0);
     for (int i = 0; i < body->u.list.n; i++) {
         Node *s = body->u.list.items[i];
         vm->cur_line = s->line;
@@ -304,7 +302,7 @@ static void run_part(Repl *r, ModInfo *part, bool echo)
             while (vm->sp) decref(vm->stack[--vm->sp]);
             vm->depth = 0;
             vm->frame = NULL;
-            if (vm->err.interrupted || r->in->sigint) {
+            if (vm->err.interrupted || atomic_load(&r->in->sigint)) {
                 fprintf(stderr, "interrupted\n");
                 async_cancel_all(r->in);
             } else {
@@ -313,9 +311,9 @@ static void run_part(Repl *r, ModInfo *part, bool echo)
             break;
         }
     }
-    r->in->sigint = 0;
+    atomic_store(&r->in->sigint, 0);
     atomic_store(&r->in->interrupt, 0);
-    r->info->src = (Source *)saved_src;
+    vm->top_src = NULL;
 }
 
 static void cmd_help(void)

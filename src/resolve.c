@@ -12,6 +12,7 @@ typedef struct Scope {
     FnProto *fn;
     const char **locals; int nlocals, caplocals;
     bool *is_cell;
+    int *nassign;               /* how many places assign each local */
     const char **globals; int nglobals, capglobals;   /* `global` declarations */
     Node **refs; int nrefs, caprefs;                  /* local references, patched to cells */
     UpvalDesc *up; const char **upnames; int nup, capup;
@@ -100,9 +101,12 @@ static int add_local(Scope *s, const char *name)
     s->locals = grow(s->locals, &cap, s->nlocals + 1, sizeof(char *));
     cap = s->caplocals;
     s->is_cell = grow(s->is_cell, &cap, s->nlocals + 1, sizeof(bool));
+    cap = s->caplocals;
+    s->nassign = grow(s->nassign, &cap, s->nlocals + 1, sizeof(int));
     s->caplocals = cap;
     s->locals[s->nlocals] = name;
     s->is_cell[s->nlocals] = false;
+    s->nassign[s->nlocals] = 0;
     return s->nlocals++;
 }
 
@@ -118,7 +122,10 @@ static void collect(Resolver *r, Scope *s, Node *n);
 static void collect_target(Resolver *r, Scope *s, Node *t)
 {
     (void)r;
-    if (t->kind == N_NAME && !declared_global(s, t->u.var.name)) add_local(s, t->u.var.name);
+    if (t->kind == N_NAME && !declared_global(s, t->u.var.name)) {
+        int i = add_local(s, t->u.var.name);
+        s->nassign[i]++;
+    }
 }
 static void collect_list(Resolver *r, Scope *s, Node **v, int n) { for (int i = 0; i < n; i++) collect(r, s, v[i]); }
 static void collect(Resolver *r, Scope *s, Node *n)
@@ -222,6 +229,13 @@ static void resolve_name(Resolver *r, Scope *s, Node *n, bool assign)
             s->refs[s->nrefs++] = n;
             return;
         }
+        /* a local function calling itself: the running closure, not a
+         * cell holding it (which would make a reference cycle) */
+        Scope *ps = s->parent;
+        if (!assign && ps && ps->fn && strcmp(name, s->fn->name) == 0 && !declared_global(ps, name)) {
+            int pl = find_local(ps, name);
+            if (pl >= 0 && ps->nassign[pl] == 1) { n->kind = N_SELF; n->u.var.slot = 0; return; }
+        }
         int ui = find_upval(r, s, name);
         if (ui >= 0) { n->kind = N_UPVAL; n->u.var.slot = ui; return; }
     }
@@ -250,7 +264,10 @@ static void resolve_fn(Resolver *r, Scope *outer, FnProto *f)
     memset(&s, 0, sizeof s);
     s.parent = outer;
     s.fn = f;
-    for (int i = 0; i < f->nparams; i++) add_local(&s, f->params[i]);
+    for (int i = 0; i < f->nparams; i++) {
+        int k = add_local(&s, f->params[i]);
+        s.nassign[k]++;
+    }
     collect_globals(r, &s, f->body);
     collect(r, &s, f->body);
     /* defaults are evaluated in the enclosing scope, at definition */
@@ -271,7 +288,7 @@ static void resolve_fn(Resolver *r, Scope *outer, FnProto *f)
     f->nupvals = s.nup;
     f->upvals = malloc((size_t)(s.nup + 1) * sizeof(UpvalDesc));
     if (s.nup) memcpy(f->upvals, s.up, (size_t)s.nup * sizeof(UpvalDesc));
-    free(s.locals); free(s.is_cell); free(s.globals); free(s.refs); free(s.up); free(s.upnames);
+    free(s.locals); free(s.is_cell); free(s.nassign); free(s.globals); free(s.refs); free(s.up); free(s.upnames);
 }
 
 static void resolve_list(Resolver *r, Scope *s, Node **v, int n) { for (int i = 0; i < n; i++) resolve_node(r, s, v[i]); }
@@ -383,7 +400,7 @@ bool resolve_module(ModInfo *m, Node *body, BuiltinLookup builtins, FILE *diag, 
         Node *st = body->u.list.items[i];
         collect(&r, &tmp, st);
         for (int k = 0; k < tmp.nlocals; k++) global_slot(&r, tmp.locals[k], true);
-        free(tmp.locals); free(tmp.is_cell);
+        free(tmp.locals); free(tmp.is_cell); free(tmp.nassign);
     }
     /* names a function declares global are globals everywhere (so a builtin
      * of the same name is shadowed in every function, as in Python) */

@@ -62,7 +62,7 @@ int run_main(Interp *in, ModInfo *m, int argv_slot, bool interactive, const char
     fflush(in->out);
     int unobserved = async_finish(in, &vm, !ok);
     if (status == 0 && unobserved) status = 1;
-    if (in->sigint) status = 130;      /* Ctrl-C: whatever failed because of it */
+    if (atomic_load(&in->sigint)) status = 130;      /* Ctrl-C: whatever failed because of it */
     /* break the module's cycles (functions point at their module) */
     for (int g = 0; g < mod->nglobals; g++) { Value v = mod->globals[g]; mod->globals[g] = v_nil(); decref(v); }
     decref(v_obj(&mod->h));

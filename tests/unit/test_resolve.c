@@ -92,7 +92,7 @@ static void collect(Names *ns, Node *n)
 {
     if (!n) return;
     switch (n->kind) {
-    case N_NAME: case N_LOCAL: case N_LOCALCELL: case N_UPVAL: case N_GLOBAL: case N_BUILTIN:
+    case N_NAME: case N_LOCAL: case N_LOCALCELL: case N_UPVAL: case N_GLOBAL: case N_BUILTIN: case N_SELF:
         names_add(ns, n); break;
     case N_LIST: case N_BLOCK: collect_list(ns, n->u.list.items, n->u.list.n); break;
     case N_DICT: collect_list(ns, n->u.dict.keys, n->u.dict.n); collect_list(ns, n->u.dict.vals, n->u.dict.n); break;
@@ -142,6 +142,7 @@ static const char *kind_str(int k)
     switch (k) {
     case N_NAME: return "N_NAME"; case N_LOCAL: return "N_LOCAL"; case N_LOCALCELL: return "N_LOCALCELL";
     case N_UPVAL: return "N_UPVAL"; case N_GLOBAL: return "N_GLOBAL"; case N_BUILTIN: return "N_BUILTIN";
+    case N_SELF: return "N_SELF";
     default: return "other";
     }
 }
@@ -455,15 +456,20 @@ END_TEST
 
 START_TEST(closure_recursive_local_fn)
 {
+    /* a local function calling itself names the running closure (N_SELF):
+     * no cell holds it, so no reference cycle */
     Res r = resolved("fn outer() {\n  fn rec(k) { return rec(k - 1) }\n  return rec\n}\n");
     FnProto *o = proto(&r, "outer"), *rec = proto(&r, "rec");
-    EXPECT_NAME(&r, "rec", 2, 1, N_UPVAL, 0);          /* the call inside its own body */
-    EXPECT_NAME(&r, "rec", 3, 0, N_LOCALCELL, 0);
-    ck_assert_int_eq(rec->binding->kind, N_LOCALCELL);
-    ck_assert(o->local_is_cell[0]);
-    ck_assert_int_eq(rec->nupvals, 1);
-    ck_assert(rec->upvals[0].from_local);
-    ck_assert_int_eq(rec->upvals[0].index, 0);
+    EXPECT_NAME(&r, "rec", 2, 1, N_SELF, 0);           /* the call inside its own body */
+    EXPECT_NAME(&r, "rec", 3, 0, N_LOCAL, 0);
+    ck_assert_int_eq(rec->binding->kind, N_LOCAL);
+    ck_assert(!o->local_is_cell[0]);
+    ck_assert_int_eq(rec->nupvals, 0);
+    res_free(&r);
+    /* assigned again elsewhere: the name is a variable, reached through a cell */
+    r = resolved("fn outer() {\n  fn rec(k) { return rec(k - 1) }\n  rec = 5\n  return rec\n}\n");
+    EXPECT_NAME(&r, "rec", 2, 1, N_UPVAL, 0);
+    ck_assert(proto(&r, "outer")->local_is_cell[0]);
     res_free(&r);
 }
 END_TEST

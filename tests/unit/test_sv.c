@@ -386,6 +386,55 @@ START_TEST(test_gates_all_placements)
 }
 END_TEST
 
+/* Bigger states (every kernel shape: long runs, blocks, two-stream walks,
+   diagonal segments): a controlled 1-qubit gate applied by a plain loop
+   over the basis, with the 2x2 written out in ref_small. */
+START_TEST(test_gates_large)
+{
+    Rng r;
+    rng_seed(&r, 101);
+    SvGate gs[] = { SV_HADAMARD, SV_RX, SV_PAULIX, SV_RZ, SV_PHASESHIFT, SV_SX, SV_PAULIY };
+    for (int nq = 10; nq <= 13; nq += 3) {
+        size_t D = (size_t)1 << nq;
+        cplx *psi = malloc(D * sizeof(cplx)), *want = malloc(D * sizeof(cplx));
+        for (size_t gi = 0; gi < sizeof gs / sizeof gs[0]; gi++)
+            for (int t = 0; t < nq; t++)
+                for (int nc = 0; nc <= 2; nc++)
+                    for (int simd = 0; simd < 2; simd++) {
+                        SvOp op;
+                        make_op(&op, gs[gi], nq, nc, (int)rng_below(&r, 2), &r);
+                        for (int k = 0; k < nc; k++)   /* keep the target free */
+                            if (op.ctrl[k] == t) op.ctrl[k] = op.wires[0];
+                        op.wires[0] = t;
+                        cplx u[256];   /* ref_small's largest, as the compiler sees it */
+                        ref_small(op.gate, op.params, 1, NULL, 0, u);
+                        if (op.adjoint) dag(u, 2);
+                        random_state(psi, D, &r);
+                        SvState s;
+                        ck_assert_int_eq(sv_init(&s, nq), 0);
+                        s.simd = simd;
+                        memcpy(s.amp, psi, D * sizeof(cplx));
+                        ck_assert_int_eq(sv_apply(&s, &op, NULL, 0), 0);
+                        memcpy(want, psi, D * sizeof(cplx));
+                        size_t tb = (size_t)1 << (nq - 1 - t), cm = 0;
+                        for (int k = 0; k < nc; k++) cm |= (size_t)1 << (nq - 1 - op.ctrl[k]);
+                        for (size_t i = 0; i < D; i++)
+                            if (!(i & tb) && (i & cm) == cm) {
+                                cplx x = psi[i], y = psi[i | tb];
+                                want[i] = u[0] * x + u[1] * y;
+                                want[i | tb] = u[2] * x + u[3] * y;
+                            }
+                        double e = maxdiff(s.amp, want, D);
+                        ck_assert_msg(e < TOL, "%s nq=%d t=%d nc=%d simd=%d: %g",
+                                      sv_gate_info(op.gate)->name, nq, t, nc, simd, e);
+                        sv_free(&s);
+                    }
+        free(psi);
+        free(want);
+    }
+}
+END_TEST
+
 START_TEST(test_embed_is_kron)
 {
     /* the reference embedding agrees with explicit Kronecker products */
@@ -989,6 +1038,7 @@ static Suite *sv_suite(void)
     tcase_add_test(tc, test_gates_ctrl1);
     tcase_add_test(tc, test_gates_ctrl2);
     tcase_add_test(tc, test_gates_all_placements);
+    tcase_add_test(tc, test_gates_large);
     tcase_add_test(tc, test_basis_state);
     tcase_add_test(tc, test_tiny_states);
     tcase_add_test(tc, test_apply_matrix);
