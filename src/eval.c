@@ -1886,3 +1886,99 @@ bool vm_run_module(VM *vm, ObjModule *m)
     vm->top_src = saved_top;
     return ok;
 }
+
+/* ---------------------------------------------------------------- teardown at exit */
+
+/* Breaks every reference cycle reachable from the given roots (lists and
+ * dicts that contain themselves, closures in cells, functions and their
+ * modules) by emptying each container once, so that releasing the roots
+ * frees everything. Counting cannot see cycles; at exit nothing is in use,
+ * so emptying is safe. */
+typedef struct Sweep { Obj **v; size_t n, cap; CopyCtx seen; } Sweep;
+
+static void sweep_add(Sweep *s, Value v)
+{
+    if (!is_obj(v) || v.o->rc == OBJ_IMMORTAL) return;
+    switch (v.t) {
+    case T_LIST: case T_DICT: case T_CELL: case T_FUNC: case T_MODULE: case T_GRADFN: break;
+    default: return;
+    }
+    if (copy_memo_get(&s->seen, v.o)) return;
+    copy_memo_put(&s->seen, v.o, v.o);
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 64;
+        s->v = realloc(s->v, s->cap * sizeof(Obj *));
+    }
+    incref(v);
+    s->v[s->n++] = v.o;
+}
+
+void vm_teardown(Value *roots, int nroots);
+void vm_teardown(Value *roots, int nroots)
+{
+    Sweep s;
+    memset(&s, 0, sizeof s);
+    copy_init(&s.seen);
+    for (int i = 0; i < nroots; i++) sweep_add(&s, roots[i]);
+    /* find everything reachable (the list grows as it is walked) */
+    for (size_t i = 0; i < s.n; i++) {
+        Obj *o = s.v[i];
+        Value v = v_obj(o);
+        switch (o->type) {
+        case T_LIST: for (size_t k = 0; k < AS_LIST(v)->len; k++) sweep_add(&s, AS_LIST(v)->v[k]); break;
+        case T_DICT: {
+            ObjDict *d = AS_DICT(v);
+            for (size_t k = 0; k < d->nent; k++) if (d->ent[k].live) sweep_add(&s, d->ent[k].val);
+            break;
+        }
+        case T_CELL: sweep_add(&s, AS_CELL(v)->v); break;
+        case T_FUNC: {
+            ObjFunc *f = AS_FUNC(v);
+            for (int k = 0; f->up && k < f->p->nupvals; k++) if (f->up[k]) sweep_add(&s, v_obj(&f->up[k]->h));
+            for (int k = 0; f->defaults && k < f->p->nparams; k++) sweep_add(&s, f->defaults[k]);
+            if (f->mod) sweep_add(&s, v_obj(&f->mod->h));
+            break;
+        }
+        case T_MODULE: {
+            ObjModule *m = AS_MOD(v);
+            for (int k = 0; k < m->nglobals; k++) sweep_add(&s, m->globals[k]);
+            break;
+        }
+        default: break;
+        }
+    }
+    /* empty the containers: what they held is released, cycles included */
+    for (size_t i = 0; i < s.n; i++) {
+        Obj *o = s.v[i];
+        Value v = v_obj(o);
+        switch (o->type) {
+        case T_LIST: {
+            ObjList *l = AS_LIST(v);
+            size_t n = l->len;
+            l->len = 0;
+            for (size_t k = 0; k < n; k++) decref(l->v[k]);
+            break;
+        }
+        case T_DICT: {
+            ObjDict *d = AS_DICT(v);
+            for (size_t k = 0; k < d->nent; k++) {
+                if (!d->ent[k].live) continue;
+                Value val = d->ent[k].val;
+                d->ent[k].val = v_nil();
+                decref(val);
+            }
+            break;
+        }
+        case T_CELL: { Value x = AS_CELL(v)->v; AS_CELL(v)->v = v_nil(); decref(x); break; }
+        case T_MODULE: {
+            ObjModule *m = AS_MOD(v);
+            for (int k = 0; k < m->nglobals; k++) { Value x = m->globals[k]; m->globals[k] = v_nil(); decref(x); }
+            break;
+        }
+        default: break;
+        }
+    }
+    for (size_t i = 0; i < s.n; i++) decref(v_obj(s.v[i]));
+    free(s.v);
+    copy_done(&s.seen);
+}

@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+void vm_teardown(Value *roots, int nroots);
+
 typedef struct Repl {
     Interp *in;
     VM *vm;
@@ -454,7 +456,13 @@ int repl_run(Interp *in, VM *vm_in, ObjModule *mod_in, const char *trace_path)
         fflush(in->out);
         int unobserved = async_finish(in, r.vm, false);
         if (unobserved) status = 1;
-        for (int g = 0; g < r.mod->nglobals; g++) { Value v = r.mod->globals[g]; r.mod->globals[g] = v_nil(); decref(v); }
+        /* the program's module and every imported one (the registry itself stays) */
+        size_t nm = in->modules ? in->modules->nent : 0, k = 0;
+        Value *roots = malloc((nm + 1) * sizeof(Value));
+        roots[k++] = v_obj(&r.mod->h);
+        for (size_t i = 0; i < nm; i++) if (in->modules->ent[i].live) roots[k++] = in->modules->ent[i].val;
+        vm_teardown(roots, (int)k);
+        free(roots);
         decref(v_obj(&r.mod->h));
         vm_free(&own);
         vm_thread_cleanup();

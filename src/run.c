@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+void vm_teardown(Value *roots, int nroots);
+
 /* Frees the imported modules: their globals first (breaking the cycles
  * functions make through their module), then their code. */
 static void free_modules(Interp *in)
@@ -63,8 +65,16 @@ int run_main(Interp *in, ModInfo *m, int argv_slot, bool interactive, const char
     int unobserved = async_finish(in, &vm, !ok);
     if (status == 0 && unobserved) status = 1;
     if (atomic_load(&in->sigint)) status = 130;      /* Ctrl-C: whatever failed because of it */
-    /* break the module's cycles (functions point at their module) */
-    for (int g = 0; g < mod->nglobals; g++) { Value v = mod->globals[g]; mod->globals[g] = v_nil(); decref(v); }
+    /* break every cycle reachable from the program's modules, then release them */
+    {
+        /* the program's module and every imported one (the registry itself stays) */
+        size_t nm = in->modules ? in->modules->nent : 0, k = 0;
+        Value *roots = malloc((nm + 1) * sizeof(Value));
+        roots[k++] = v_obj(&mod->h);
+        for (size_t i = 0; i < nm; i++) if (in->modules->ent[i].live) roots[k++] = in->modules->ent[i].val;
+        vm_teardown(roots, (int)k);
+        free(roots);
+    }
     decref(v_obj(&mod->h));
     free_modules(in);
     vm_free(&vm);

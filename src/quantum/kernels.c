@@ -70,6 +70,7 @@ static void swap_run(double *restrict lo, double *restrict hi, uint64_t len)
         double a4 = lo[j + 4], a5 = lo[j + 5], a6 = lo[j + 6], a7 = lo[j + 7];
         double b0 = hi[j], b1 = hi[j + 1], b2 = hi[j + 2], b3 = hi[j + 3];
         double b4 = hi[j + 4], b5 = hi[j + 5], b6 = hi[j + 6], b7 = hi[j + 7];
+        __asm__ volatile("" ::: "memory");   /* keep the loads before the stores */
         hi[j] = a0; hi[j + 1] = a1; hi[j + 2] = a2; hi[j + 3] = a3;
         hi[j + 4] = a4; hi[j + 5] = a5; hi[j + 6] = a6; hi[j + 7] = a7;
         lo[j] = b0; lo[j + 1] = b1; lo[j + 2] = b2; lo[j + 3] = b3;
