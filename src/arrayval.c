@@ -40,7 +40,7 @@ static Value array_copy(Value v, CopyCtx *cc)
 
 static bool array_eq(Value a, Value b) { return ar_equal(AS_ARR(a), AS_ARR(b)) != 0; }
 
-static const ObjHooks array_hooks = { array_free, array_repr, array_copy, array_eq };
+static const ObjHooks array_hooks = { array_free, array_repr, array_copy, array_eq, NULL };
 
 void arrayval_register_hooks(void) { value_set_hooks(T_ARRAY, &array_hooks); }
 

@@ -123,7 +123,7 @@ static Value future_new(Fut *fut, TaskRec *rec, const char *name, const Source *
     return v_obj(&f->h);
 }
 
-static const ObjHooks future_hooks = { future_free, future_repr, NULL, NULL };
+static const ObjHooks future_hooks = { future_free, future_repr, NULL, NULL, NULL };
 
 /* ---------------------------------------------------------------- copying */
 
@@ -261,6 +261,7 @@ static void ctx_free(void *p)
  * everything else the task made is freed before the future completes. */
 static bool task_execute(TaskCtx *c, const atomic_int *cancel, void *task, Value *result, char *err, size_t errlen)
 {
+    value_track_begin();                /* what the task makes and leaves in cycles is swept at its end */
     VM tvm;
     vm_init(&tvm, c->in, true);
     tvm.cancel = cancel;
@@ -271,7 +272,7 @@ static bool task_execute(TaskCtx *c, const atomic_int *cancel, void *task, Value
     tvm.mod = f->mod;
     Value *slots = tvm.stack;
     int nl = f->p->nlocals > c->nargs ? f->p->nlocals : c->nargs;
-    for (int i = 0; i < c->nargs; i++) { slots[i] = c->args[i]; c->args[i] = v_nil(); }
+    for (int i = 0; i < c->nargs; i++) { slots[i] = c->args[i]; c->args[i] = v_nil(); value_track_adopt(slots[i]); }
     for (int i = c->nargs; i < nl; i++) slots[i] = v_unbound();
     tvm.sp = (size_t)nl;
     Value r;
@@ -283,6 +284,7 @@ static bool task_execute(TaskCtx *c, const atomic_int *cancel, void *task, Value
     }
     tvm.sp = 0;
     bool ok = !IS_EXC(r);
+    value_track_pause();                /* the result's copy is not the task's garbage */
     if (ok) {
         CopyCtx cc;
         copy_init(&cc);
@@ -306,6 +308,7 @@ static bool task_execute(TaskCtx *c, const atomic_int *cancel, void *task, Value
     copy_release_modules(&c->mods);      /* the task's copies of modules: cycles broken */
     decref(c->fn);
     c->fn = v_nil();
+    value_track_end();
     return ok;
 }
 

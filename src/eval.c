@@ -158,6 +158,7 @@ static void module_repr(Buf *b, Value v) { buf_printf(b, "<module %s>", AS_MOD(v
 static void module_clear(Obj *o)
 {
     ObjModule *m = (ObjModule *)o;
+    if (!m->globals) return;
     for (int i = 0; i < m->nglobals; i++) { Value v = m->globals[i]; m->globals[i] = v_unbound(); decref(v); }
 }
 
@@ -247,8 +248,19 @@ static Value func_copy(Value v, CopyCtx *cc)
     return v_obj(&n->h);
 }
 
-static const ObjHooks func_hooks = { func_free, func_repr, func_copy, NULL };
-static const ObjHooks module_hooks = { module_free, module_repr, module_copy, NULL };
+/* drops what a function holds: its defaults, cells, device and module */
+static void func_clear(Obj *o)
+{
+    ObjFunc *f = (ObjFunc *)o;
+    if (f->defaults) for (int i = 0; i < f->p->nparams; i++) { Value v = f->defaults[i]; f->defaults[i] = v_unbound(); decref(v); }
+    if (f->up) for (int i = 0; i < f->p->nupvals; i++) { ObjCell *c = f->up[i]; f->up[i] = NULL; if (c) decref(v_obj(&c->h)); }
+    Value d = f->device; f->device = v_nil(); decref(d);
+    ObjModule *m = f->mod; f->mod = NULL; if (m) decref(v_obj(&m->h));
+}
+
+static void module_clear(Obj *o);
+static const ObjHooks func_hooks = { func_free, func_repr, func_copy, NULL, func_clear };
+static const ObjHooks module_hooks = { module_free, module_repr, module_copy, NULL, module_clear };
 
 void eval_register_hooks(void);
 void eval_register_hooks(void)

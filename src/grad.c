@@ -366,8 +366,8 @@ static Value grad_copy(Value v, CopyCtx *cc)
     return v_obj(&n->h);
 }
 
-static const ObjHooks dual_hooks = { dual_free, dual_repr, dual_copy, dual_eq };
-static const ObjHooks grad_hooks = { grad_free, grad_repr, grad_copy, NULL };
+static const ObjHooks dual_hooks = { dual_free, dual_repr, dual_copy, dual_eq, NULL };
+static const ObjHooks grad_hooks = { grad_free, grad_repr, grad_copy, NULL, NULL };
 
 void grad_register_hooks(void);
 void grad_register_hooks(void)
@@ -670,12 +670,15 @@ static bool run_shifts(VM *vm, ObjFunc *f, Value *params, int argnum, const Inpu
     pthread_cond_init(&j->cv, NULL);
     CopyCtx cc;
     copy_init(&cc);
+    /* the master copies may be freed by a helper thread: not this task's garbage */
+    bool tracked = value_track_pause();
     j->fn = value_copy_deep(v_obj(&f->h), &cc);
     j->nparams = f->p->nparams;
     j->params = malloc((size_t)(j->nparams + 1) * sizeof(Value));
     for (int k = 0; k < j->nparams; k++) j->params[k] = value_copy_deep(params[k], &cc);
     copy_done(&cc);
     copy_move_modules(&j->mods, &cc);
+    value_track_resume(tracked);
     Exec *e = vm->in->exec;
     if (e && vm->is_task && j->total > 1) {
         int helpers = exec_nworkers(e) - 1;

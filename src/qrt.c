@@ -195,8 +195,8 @@ static Value op_copy(Value v, CopyCtx *cc)
     return v_obj(&n->h);
 }
 
-static const ObjHooks device_hooks = { device_free, device_repr, device_copy, device_eq };
-static const ObjHooks op_hooks = { op_free, op_repr, op_copy, NULL };
+static const ObjHooks device_hooks = { device_free, device_repr, device_copy, device_eq, NULL };
+static const ObjHooks op_hooks = { op_free, op_repr, op_copy, NULL, NULL };
 
 void qrt_register_hooks(void)
 {

@@ -29,12 +29,126 @@ static void *xrealloc(void *p, size_t n)
     return p;
 }
 
+/* ---- the containers a task made (see value_track_begin) ---- */
+static _Thread_local struct Track { Obj **slot; size_t cap, n; bool on; } track;
+#define TRACK_GONE ((Obj *)1)
+
+static size_t track_hash(const Obj *o) { return (size_t)(((uintptr_t)o >> 4) * 0x9e3779b97f4a7c15ULL); }
+
+static void track_add(Obj *o)
+{
+    if ((track.n + 1) * 2 > track.cap) {
+        size_t nc = track.cap ? track.cap * 2 : 1024;
+        Obj **ns = calloc(nc, sizeof(Obj *));
+        if (!ns) { fputs("qh: out of memory\n", stderr); abort(); }
+        size_t kept = 0;
+        for (size_t i = 0; i < track.cap; i++) {
+            Obj *x = track.slot[i];
+            if (!x || x == TRACK_GONE) continue;
+            size_t j = track_hash(x) & (nc - 1);
+            while (ns[j]) j = (j + 1) & (nc - 1);
+            ns[j] = x;
+            kept++;
+        }
+        free(track.slot);
+        track.slot = ns;
+        track.cap = nc;
+        track.n = kept;
+    }
+    size_t j = track_hash(o) & (track.cap - 1);
+    while (track.slot[j] && track.slot[j] != TRACK_GONE) j = (j + 1) & (track.cap - 1);
+    track.slot[j] = o;
+    track.n++;
+}
+
+static void track_remove(Obj *o)
+{
+    size_t j = track_hash(o) & (track.cap - 1);
+    while (track.slot[j]) {
+        if (track.slot[j] == o) { track.slot[j] = TRACK_GONE; return; }
+        j = (j + 1) & (track.cap - 1);
+    }
+}
+
+void value_track_begin(void) { track.on = true; }
+
+static bool track_has(const Obj *o)
+{
+    if (!track.cap) return false;
+    size_t j = track_hash(o) & (track.cap - 1);
+    while (track.slot[j]) {
+        if (track.slot[j] == o) return true;
+        j = (j + 1) & (track.cap - 1);
+    }
+    return false;
+}
+
+/* Containers made elsewhere for this task (its copied arguments) become
+ * the task's to sweep. */
+void value_track_adopt(Value v)
+{
+    if (!track.on || !is_obj(v) || v.o->rc == OBJ_IMMORTAL) return;
+    if (v.t != T_LIST && v.t != T_DICT && v.t != T_CELL) return;
+    if (track_has(v.o)) return;
+    track_add(v.o);
+    if (v.t == T_LIST) for (size_t i = 0; i < AS_LIST(v)->len; i++) value_track_adopt(AS_LIST(v)->v[i]);
+    else if (v.t == T_DICT) {
+        ObjDict *d = AS_DICT(v);
+        for (size_t i = 0; i < d->nent; i++) if (d->ent[i].live) value_track_adopt(d->ent[i].val);
+    } else value_track_adopt(AS_CELL(v)->v);
+}
+bool value_track_pause(void) { bool was = track.on; track.on = false; return was; }
+void value_track_resume(bool was_on) { track.on = was_on; }
+
+void value_track_end(void)
+{
+    track.on = false;
+    Obj **all = NULL;
+    size_t n = 0;
+    if (track.cap) {
+        all = xmalloc(track.cap * sizeof(Obj *));
+        for (size_t i = 0; i < track.cap; i++)
+            if (track.slot[i] && track.slot[i] != TRACK_GONE) all[n++] = track.slot[i];
+    }
+    free(track.slot);
+    track.slot = NULL;
+    track.cap = track.n = 0;
+    /* everything left is unreachable garbage (cycles): keep each alive
+     * while all are emptied, then let them go */
+    for (size_t i = 0; i < n; i++) all[i]->rc++;
+    for (size_t i = 0; i < n; i++) {
+        Obj *o = all[i];
+        switch (o->type) {
+        case T_LIST: {
+            ObjList *l = (ObjList *)o;
+            size_t k = l->len;
+            l->len = 0;
+            for (size_t j = 0; j < k; j++) decref(l->v[j]);
+            break;
+        }
+        case T_DICT: {
+            ObjDict *d = (ObjDict *)o;
+            for (size_t j = 0; j < d->nent; j++)
+                if (d->ent[j].live) { Value v = d->ent[j].val; d->ent[j].val = v_nil(); decref(v); }
+            break;
+        }
+        case T_CELL: { Value v = ((ObjCell *)o)->v; ((ObjCell *)o)->v = v_nil(); decref(v); break; }
+        default:
+            if (hooks[o->type].clear) hooks[o->type].clear(o);
+        }
+    }
+    for (size_t i = 0; i < n; i++) decref(v_obj(all[i]));
+    free(all);
+}
+
 Obj *obj_alloc(size_t size, ValType type)
 {
     Obj *o = xmalloc(size);
     memset(o, 0, size);
     o->rc = 1;
     o->type = (uint8_t)type;
+    if (track.on && (type == T_LIST || type == T_DICT || type == T_CELL || type == T_FUNC || type == T_MODULE))
+        track_add(o);
     return o;
 }
 
@@ -70,6 +184,7 @@ void obj_free(Obj *o)
 /* Frees one object whose count reached zero, releasing what it holds. */
 static void free_one(Obj *o)
 {
+    if (track.cap) track_remove(o);
     switch (o->type) {
     case T_STR: case T_COMPLEX: break;
     case T_LIST: {

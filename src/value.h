@@ -152,10 +152,21 @@ typedef struct ObjHooks {
     void (*repr)(Buf *b, Value v);
     Value (*copy)(Value v, CopyCtx *cc);    /* deep copy into the copier's heap */
     bool (*eq)(Value a, Value b);
+    void (*clear)(Obj *o);                  /* drop what it holds (breaking cycles), or NULL */
 } ObjHooks;
 void value_set_hooks(ValType t, const ObjHooks *h);
 /* How a module empties its globals (copy_release_modules). */
 void value_set_module_clear(void (*fn)(Obj *mod));
+
+/* Cycle sweeping for a task: between begin and end, containers made on
+ * this thread are remembered; at end every one still alive is garbage
+ * (the task's result was copied out first) and is emptied, which frees
+ * reference cycles counting cannot. pause stops remembering new ones. */
+void value_track_begin(void);
+bool value_track_pause(void);           /* returns whether it was on */
+void value_track_resume(bool was_on);
+void value_track_end(void);
+void value_track_adopt(Value v);      /* containers made for the task elsewhere */
 
 /* Deep copy for moving values between threads. The memo keeps shared
  * structure shared and cycles finite. Futures met inside are handed to

@@ -47,7 +47,7 @@ static Value probe_copy(Value v, CopyCtx *cc)
 }
 static void install_probe_hooks(void)
 {
-    ObjHooks h = { probe_free, probe_repr, probe_copy, NULL };
+    ObjHooks h = { probe_free, probe_repr, probe_copy, NULL, NULL };
     value_set_hooks(T_OP, &h);
     probes_freed = 0;
 }
