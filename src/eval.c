@@ -857,6 +857,29 @@ static Value eval_call(VM *vm, Node *n)
 {
     Value callee = eval(vm, n->u.call.fn);
     if (IS_EXC(callee)) return callee;
+    if (callee.t == T_BUILTIN && !n->u.call.nkw) {
+        /* a builtin with positional arguments: straight to its function */
+        const BuiltinDef *bd = callee.bi;
+        int nargs = n->u.call.nargs;
+        if (nargs < bd->min || (bd->max >= 0 && nargs > bd->max) || !bd->fn) return eval_call_general(vm, n, callee);
+        size_t base = vm->sp;
+        if (base + (size_t)nargs + 8 >= vm->cap) return vm_error(vm, n, "maximum recursion depth exceeded (value stack full)");
+        for (int i = 0; i < nargs; i++) {
+            Value v = eval(vm, n->u.call.args[i]);
+            if (IS_EXC(v)) { while (vm->sp > base) decref(vm->stack[--vm->sp]); return v; }
+            if (v.t == T_FUTURE && !(bd->flags & BI_LAZY)) {
+                Value r = future_force(vm, v, n->u.call.args[i]);
+                decref(v);
+                if (IS_EXC(r)) { while (vm->sp > base) decref(vm->stack[--vm->sp]); return r; }
+                v = r;
+            }
+            vm->stack[vm->sp++] = v;
+        }
+        Args a = { nargs, vm->stack + base, 0, NULL, NULL, n, bd };
+        Value r = bd->fn(vm, &a);
+        while (vm->sp > base) decref(vm->stack[--vm->sp]);
+        return r;
+    }
     if (callee.t != T_FUNC || n->u.call.nkw) return eval_call_general(vm, n, callee);
     ObjFunc *f = AS_FUNC(callee);
     FnProto *p = f->p;
