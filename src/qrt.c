@@ -819,14 +819,21 @@ static bool check_terms(VM *vm, QCtx *q, SvPauli *t, int n, const Node *site)
 }
 
 
-static Value bi_expval(VM *vm, Args *a)
+/* the observable of expval/var, checked against the running device */
+static QCtx *obs_arg(VM *vm, Args *a, SvPauli **t, int *n)
 {
     QCtx *q = need_q(vm, a);
-    if (!q) return v_exc();
+    if (!q || !as_terms(vm, a->v[0], t, n, a->site)) return NULL;
+    if (!check_terms(vm, q, *t, *n, a->site)) { free(*t); return NULL; }
+    return q;
+}
+
+static Value bi_expval(VM *vm, Args *a)
+{
     SvPauli *t;
     int n;
-    if (!as_terms(vm, a->v[0], &t, &n, a->site)) return v_exc();
-    if (!check_terms(vm, q, t, n, a->site)) { free(t); return v_exc(); }
+    QCtx *q = obs_arg(vm, a, &t, &n);
+    if (!q) return v_exc();
     double e = q->dev->shots ? sv_expval_shots(q->s, t, n, (size_t)q->dev->shots, &q->rng) : sv_expval(q->s, t, n);
     Value r = q->tape ? grad_expval(vm, q->tape, q->s, t, n, e, a->site) : v_num(e);
     free(t);
@@ -835,12 +842,10 @@ static Value bi_expval(VM *vm, Args *a)
 
 static Value bi_var(VM *vm, Args *a)
 {
-    QCtx *q = need_q(vm, a);
-    if (!q) return v_exc();
     SvPauli *t;
     int n;
-    if (!as_terms(vm, a->v[0], &t, &n, a->site)) return v_exc();
-    if (!check_terms(vm, q, t, n, a->site)) { free(t); return v_exc(); }
+    QCtx *q = obs_arg(vm, a, &t, &n);
+    if (!q) return v_exc();
     double v = q->dev->shots ? sv_var_shots(q->s, t, n, (size_t)q->dev->shots, &q->rng) : sv_var(q->s, t, n);
     if (q->tape) grad_note_nondiff(q->tape, "var");
     free(t);

@@ -121,29 +121,6 @@ static void heap_push(Exec *e, ExecTask *t)
     atomic_store_explicit(&e->nready, (int)e->nheap, memory_order_relaxed);
 }
 
-/* Why: the worker takes the oldest runnable task. */
-static ExecTask *heap_pop(Exec *e)
-{
-    ExecTask *top = e->heap[0];
-    ExecTask *last = e->heap[--e->nheap];
-    size_t i = 0, n = e->nheap;
-    for (;;) {
-        size_t c = 2 * i + 1;
-        if (c >= n)
-            break;
-        if (c + 1 < n && e->heap[c + 1]->seq < e->heap[c]->seq)
-            c++;
-        if (last->seq <= e->heap[c]->seq)
-            break;
-        e->heap[i] = e->heap[c];
-        i = c;
-    }
-    if (n)
-        e->heap[i] = last;
-    atomic_store_explicit(&e->nready, (int)n, memory_order_relaxed);
-    return top;
-}
-
 /* Why: a task the main thread is about to wait for leaves the queue to
  * run on the main thread itself (exec_run_inline). Moves the last entry
  * into the hole and sifts it whichever way it must go. */
@@ -170,6 +147,14 @@ static void heap_remove_at(Exec *e, size_t i)
         e->heap[i] = last;
     }
     atomic_store_explicit(&e->nready, (int)n, memory_order_relaxed);
+}
+
+/* Why: the worker takes the oldest runnable task. */
+static ExecTask *heap_pop(Exec *e)
+{
+    ExecTask *top = e->heap[0];
+    heap_remove_at(e, 0);
+    return top;
 }
 
 /* --------------------------------------------------------- task ending */
