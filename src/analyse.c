@@ -318,11 +318,10 @@ void analyse_print_deps(ModInfo *m, Node *body, FILE *out)
         fprintf(out, "%s %s (line %d): %s", f->is_qfn ? "qfn" : "fn", f->name, f->line, f->pure ? "pure" : "impure");
         if (f->is_qfn) {
             /* what it reads, and what the functions it reads read, transitively */
-            IntSet all = {0}, seen = {0};
+            IntSet all = {0};
             FnProto *stack[256];
             int sp = 0;
             stack[sp++] = f;
-            set_add(&seen, (int)(intptr_t)0);
             while (sp) {
                 FnProto *g = stack[--sp];
                 for (int k = 0; k < g->nglobal_reads; k++) {
@@ -336,7 +335,7 @@ void analyse_print_deps(ModInfo *m, Node *body, FILE *out)
             fprintf(out, "; takes along: ");
             if (!all.n) fprintf(out, "nothing");
             print_names(out, m, all.v, all.n);
-            free(all.v); free(seen.v);
+            free(all.v);
         }
         fputc('\n', out);
     }
@@ -405,5 +404,4 @@ void analyse_print_deps(ModInfo *m, Node *body, FILE *out)
         }
     }
     free(holds);
-    (void)set_has;
 }
