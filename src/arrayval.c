@@ -449,13 +449,9 @@ static Value bi_full(VM *vm, Args *a)
 {
     int nd;
     size_t shape[AR_MAXDIM];
-    Value sv = a->v[0];
-    int from_n = 1;
-    (void)from_n;
-    Args t = *a;
+    Args t = *a;            /* the shape is the first argument only */
     t.n = 1;
     if (!shape_args(vm, &t, 0, &nd, shape, "full")) return v_exc();
-    (void)sv;
     ArScalar s;
     if (!to_scalar(a->v[1], &s)) return vm_error(vm, a->site, "full(): fill value must be a number");
     char err[AR_ERRLEN];

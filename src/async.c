@@ -381,13 +381,6 @@ static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const
 
 static Value dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, bool grad, int gmethod, int argnum);
 
-static const char *c_name_for(ObjFunc *f, bool grad)
-{
-    static char buf[160];
-    if (!grad) return f->p->name;
-    snprintf(buf, sizeof buf, "grad %s", f->p->name);
-    return buf;
-}
 
 Value qfn_call(VM *vm, ObjFunc *f, Value *params, const Node *site)
 {
@@ -447,6 +440,7 @@ static Value dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, bool 
         free(deps.v);
         return vm_error(vm, site, "%s(): cannot pass %s to a quantum function", f->p->name, cerr);
     }
+    char *call_name = strdup(c->name);      /* for the record: c may be gone below */
     Fut *fut;
     if (in->sync || !in->exec) {
         /* --sync: the same task, run to completion now; errors wait for their use */
@@ -477,11 +471,12 @@ static Value dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, bool 
         ctx_free(c);
     } else {
         char label[128];
-        snprintf(label, sizeof label, "%s%s()", grad ? "grad " : "", f->p->name);
+        snprintf(label, sizeof label, "%s()", call_name);
         int line = c->line;
         fut = exec_submit(in->exec, run_task, c, ctx_free, (Fut *const *)deps.v, deps.n, label, line);
         if (!fut) {
             free(deps.v);
+            free(call_name);
             vm_error(vm, site, "interrupted");
             vm->err.interrupted = true;
             return v_exc();
@@ -490,7 +485,7 @@ static Value dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, bool 
     free(deps.v);
     TaskRec *rec = calloc(1, sizeof *rec);
     rec->fut = fut_retain(fut);
-    rec->name = strdup(c_name_for(f, grad));
+    rec->name = call_name;
     rec->src = vm->frame && vm->frame->fn ? vm->frame->fn->p->mod->src : vm->mod->info->src;
     rec->line = site ? site->line : vm->cur_line;
     rec->next = registry_head;

@@ -362,10 +362,6 @@ bool as_complex(Value v, double *re, double *im)
     return false;
 }
 
-Value make_number_or_complex(double re, double im)
-{
-    return v_complex(re, im);
-}
 
 static const char *op_sym(int op)
 {
@@ -1396,28 +1392,6 @@ static bool store_cold(VM *vm, Node *t, Value v)     /* takes the reference */
         Value obj = eval(vm, t->u.index.obj);
         if (IS_EXC(obj)) { decref(v); return false; }
         int ni = t->u.index.nidx;
-        if (ni == 1 && obj.t == T_LIST && t->u.index.idx[0]->kind != N_SLICE) {
-            /* list[number] = v */
-            double d;
-            Value iv;
-            if (leaf_number(vm, t->u.index.idx[0], &d)) iv = v_num(d);
-            else { iv = eval(vm, t->u.index.idx[0]); if (IS_EXC(iv)) { decref(obj); decref(v); return false; } }
-            ObjList *l = AS_LIST(obj);
-            if (iv.t == T_NUM && iv.n >= 0 && iv.n < (double)l->len && iv.n == (double)(size_t)iv.n) {
-                size_t k = (size_t)iv.n;
-                Value old = l->v[k];
-                l->v[k] = v;
-                decref(old);
-                decref(obj);
-                return true;
-            }
-            Value fi = vm_force(vm, iv, t->u.index.idx[0]);
-            decref(iv);
-            if (IS_EXC(fi)) { decref(obj); decref(v); return false; }
-            bool ok = set_index(vm, obj, &fi, t->u.index.idx, 1, v, t);
-            decref(fi); decref(obj); decref(v);
-            return ok;
-        }
         Value idx[ni];
         if (!eval_subscripts(vm, t, idx)) { decref(obj); decref(v); return false; }
         bool ok = set_index(vm, obj, idx, t->u.index.idx, ni, v, t);

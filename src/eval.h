@@ -41,7 +41,6 @@ double dual_value(Value v);
 
 /* complex helpers */
 bool as_complex(Value v, double *re, double *im);
-Value make_number_or_complex(double re, double im);
 
 /* slices: resolves start/stop/step against a length */
 bool eval_slice(VM *vm, Value lo, Value hi, Value step, long len, long *start, long *stop, long *st, const Node *site);

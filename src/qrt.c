@@ -679,9 +679,7 @@ static Value bi_hamiltonian(VM *vm, Args *a)
     Value c = a->v[0], o = a->v[1];
     Value cl = c, tmp = v_nil();
     if (c.t == T_ARRAY) {
-        Args t = { 1, &c, 0, NULL, NULL, a->site, NULL };
         tmp = vm_call(vm, builtin_value(builtin_lookup("tolist")), 1, &c, a->site);
-        (void)t;
         if (IS_EXC(tmp)) return tmp;
         cl = tmp;
     }

@@ -93,10 +93,6 @@ int numfmt_double(char *buf, double d)
         if (d == 0 && signbit(d)) return sprintf(buf, "-0");
         return int_text(buf, d);
     }
-    if (d == floor(d) && fabs(d) < 1e16) {
-        /* Python prints 1e15 as 1000000000000000.0; qh: shortest repr */
-        return repr_double(buf, d);
-    }
     return repr_double(buf, d);
 }
 
