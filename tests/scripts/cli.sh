@@ -2,6 +2,7 @@
 # Command-line behaviour: options, sources, exit statuses (LANGUAGE.md §11).
 set -u
 qh=${1:?usage: cli.sh PATH/TO/qh}
+qh=$(cd "$(dirname "$qh")" && pwd)/$(basename "$qh")
 pass=0; fail=0
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 check() {   # check NAME WANT_STATUS WANT_STDOUT_SUBSTRING WANT_STDERR_SUBSTRING -- CMD...
@@ -26,6 +27,13 @@ done
 check unknown-option 2 "" "unknown option '--bogus'" -- "$qh" --bogus
 check missing-value 2 "" "needs a value" -- "$qh" --workers
 check bad-workers 2 "" "--workers needs" -- "$qh" --workers zero x.qh
+check workers-range-low 2 "" "from 1 to 1024" -- "$qh" --workers 0 "$tmp/a.qh"
+check workers-range-high 2 "" "from 1 to 1024" -- "$qh" --workers=1025 "$tmp/a.qh"
+check workers-eq-form 0 'from file []' "" -- "$qh" --workers=1024 "$tmp/a.qh"
+check seed-eq-form 0 'from file []' "" -- "$qh" --seed=7 --max-memory=64M "$tmp/a.qh"
+cp "$tmp/a.qh" "$tmp/-dash.qh"
+check double-dash 0 'from file ["-x"]' "" -- bash -c "cd '$tmp' && '$qh' -- -dash.qh -x"
+check e-no-eq-form 2 "" "unknown option '-e=1'" -- "$qh" -e=1
 check missing-file 2 "" "cannot open 'no/such/file.qh'" -- "$qh" no/such/file.qh
 check run-file 0 'from file ["x", "y"]' "" -- "$qh" "$tmp/a.qh" x y
 check eval 0 "7" "" -- "$qh" -e 'print(3 + 4)'
@@ -39,13 +47,38 @@ check syntax-exit 2 "" "error:" -- "$qh" "$tmp/bad.qh"
 check runtime-exit 1 "" "rt.qh:1:7: error: name 'undefined_thing' is not defined" -- "$qh" "$tmp/rt.qh"
 check deps 0 "line 1:" "" -- "$qh" --deps "$tmp/a.qh"
 check shebang 0 "shebang 2" "" -- env PATH="$(dirname "$qh"):$PATH" "$tmp/sb.qh" a b
-# the man page documents every option --help lists, and no other
-man=$(dirname "$0")/../../man/qh.1
-if [ -f "$man" ]; then
-  help_opts=$("$qh" --help | grep -oE '^  (-[A-Za-z]|--[a-z-]+)(, (-[A-Za-z]|--[a-z-]+))?' | grep -oE -- '-{1,2}[a-zA-Z-]+' | sort -u)
-  man_opts=$(grep -E '^\.(B|BR|BI) ' "$man" | sed 's/\\//g' | grep -oE -- '(^| )-{1,2}[a-zA-Z][a-zA-Z-]*' | tr -d ' ' | sort -u)
-  missing=$(comm -23 <(echo "$help_opts") <(echo "$man_opts"))
-  if [ -z "$missing" ]; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL man page lacks: $missing"; fi
-fi
+# --help, the man page and lang/command-line.md list the same options and
+# the same environment variables (and each states the --opt=VALUE form and
+# the range of --workers)
+root=$(dirname "$0")/../..
+man=$root/man/qh.1
+md=$root/lang/command-line.md
+same() {   # same WHAT NAME_A LIST_A NAME_B LIST_B
+  local d
+  d=$(diff <(echo "$3") <(echo "$5"))
+  if [ -z "$d" ] && [ -n "$3" ]; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL $1 differ between $2 (<) and $4 (>):"; echo "$d"; fi
+}
+opt_tokens() { grep -oE -- '(^|[ `,])-{1,2}[a-zA-Z][a-zA-Z-]*|(^|[ `])--([ `]|$)' | tr -d ' `,' | sort -u; }
+help_opts=$("$qh" --help | grep -E '^  -' | sed -E 's/^  ((-[A-Za-z]|--[a-z-]*)(, (-[A-Za-z]|--[a-z-]+))?).*/\1/' | opt_tokens)
+help_env=$("$qh" --help | sed -n '/^environment:/,/^$/p' | grep -E '^  [A-Z]' | grep -oE '^  [A-Z_]+(, [A-Z_]+)*' | grep -oE '[A-Z_]+' | sort -u)
+man_opts=$(awk '/^\.SH /{sec=$2} sec=="OPTIONS" && prev==".TP"{print} {prev=$0}' "$man" | sed 's/\\//g' | sed -E 's/^\.[A-Z]+ //' | opt_tokens)
+man_env=$(awk '/^\.SH /{sec=$2} sec=="ENVIRONMENT" && prev==".TP"{print} {prev=$0}' "$man" | grep -oE '[A-Z_]{2,}' | sort -u)
+md_opts=$(awk '/^## /{sec=$0} sec=="## Options" && /^\| `/' "$md" | cut -d'|' -f2 | opt_tokens)
+md_env=$(awk '/^## /{sec=$0} sec=="## Environment" && /^\| `/' "$md" | cut -d'|' -f2 | grep -oE '[A-Z_]{2,}' | sort -u)
+same options "qh --help" "$help_opts" man/qh.1 "$man_opts"
+same options "qh --help" "$help_opts" lang/command-line.md "$md_opts"
+same "environment variables" "qh --help" "$help_env" man/qh.1 "$man_env"
+same "environment variables" "qh --help" "$help_env" lang/command-line.md "$md_env"
+for fact in '1 to 1024' '--opt=VALUE'; do
+  for where in help man md; do
+    case $where in
+      help) text=$("$qh" --help) ;;
+      man) text=$(sed 's/\\f[BIRP]//g; s/\\//g; s/^\.[A-Z]* //' "$man" | tr -d '"' | tr '\n' ' ') ;;
+      md) text=$(tr '\n' ' ' < "$md" | tr -d '`') ;;
+    esac
+    pat=$fact; [ "$where" = man ] && [ "$fact" = '--opt=VALUE' ] && pat='--option=value'
+    if grep -qF -- "$pat" <<<"$text"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL $where does not state '$fact'"; fi
+  done
+done
 echo "cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]
