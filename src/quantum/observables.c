@@ -343,6 +343,27 @@ double sv_var_shots(const SvState *s, const SvPauli *t, int nterms, size_t shots
     return var_any(s, t, nterms, shots, r);
 }
 
+/* Why: the density-matrix room computes var from the same expansion;
+   square_terms does not care which bit space the masks are in. */
+int sv_pauli_square(const SvPauli *t, int n, SvPauli **out)
+{
+    *out = NULL;
+    if (!t || n <= 0) return 0;
+    NTerm *v = malloc((size_t)n * sizeof *v);
+    if (!v) return -1;
+    for (int i = 0; i < n; i++) { v[i].X = t[i].x; v[i].Z = t[i].z; v[i].c = t[i].coeff; }
+    int np;
+    NTerm *sq = square_terms(v, n, &np);
+    free(v);
+    if (!sq) return -1;
+    SvPauli *o = malloc((size_t)np * sizeof *o);
+    if (!o) { free(sq); return -1; }
+    for (int i = 0; i < np; i++) { o[i].x = sq[i].X; o[i].z = sq[i].Z; o[i].coeff = sq[i].c; }
+    free(sq);
+    *out = o;
+    return np;
+}
+
 /* Why: sample(obs) for one Pauli word: i.i.d. eigenvalues. */
 void sv_sample_pauli(const SvState *s, const SvPauli *word, size_t shots, Rng *r, double *out)
 {

@@ -130,6 +130,9 @@ double sv_var(const SvState *s, const SvPauli *t, int nterms);      /* exact <H^
    are exact. var_shots is max(0, est<H^2> - est<H>^2). */
 double sv_expval_shots(const SvState *s, const SvPauli *t, int nterms, size_t shots, Rng *r);
 double sv_var_shots(const SvState *s, const SvPauli *t, int nterms, size_t shots, Rng *r);
+/* H^2 as a deduplicated Pauli sum (for var on other simulators): *out is
+   malloc'ed (the caller frees it); returns its length, -1 if out of memory. */
+int    sv_pauli_square(const SvPauli *t, int nterms, SvPauli **out);
 /* Per shot: coeff * (+1 or -1), +1 with probability (1 + <P>)/2. */
 void   sv_sample_pauli(const SvState *s, const SvPauli *word, size_t shots, Rng *r, double *out);
 
