@@ -1,0 +1,256 @@
+/* channels.c — the noise channels by name: parameters and Kraus matrices.
+ *
+ * PennyLane's channels, with its parameter order, its parameter checks
+ * (and their reasons in the messages) and its Kraus matrices written out
+ * once here; the completeness check of user Kraus sets. Must not know how
+ * a Kraus set is applied (density.c) or anything of the language.
+ */
+#include "dm.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const DmChannelInfo chan_table[DM_NCHANNELS] = {
+    { "BitFlip", DM_BITFLIP, 1, 1, "p" },
+    { "PhaseFlip", DM_PHASEFLIP, 1, 1, "p" },
+    { "DepolarizingChannel", DM_DEPOLARIZING, 1, 1, "p" },
+    { "AmplitudeDamping", DM_AMPDAMP, 1, 1, "gamma" },
+    { "GeneralizedAmplitudeDamping", DM_GENAMPDAMP, 1, 2, "gamma, p" },
+    { "PhaseDamping", DM_PHASEDAMP, 1, 1, "gamma" },
+    { "ThermalRelaxationError", DM_THERMAL, 1, 4, "pe, t1, t2, tq" },
+    { "ResetError", DM_RESETERROR, 1, 2, "p_0, p_1" },
+    { "PauliError", DM_PAULIERROR, -1, 1, "p" },
+    { "QubitChannel", DM_QUBITCHANNEL, -1, 0, "" },
+};
+
+const DmChannelInfo *dm_channel_info(DmChannel ch)
+{
+    if ((int)ch < 0 || ch >= DM_NCHANNELS) return NULL;
+    return &chan_table[ch];
+}
+
+const DmChannelInfo *dm_channel_by_name(const char *name)
+{
+    if (!name) return NULL;
+    for (int i = 0; i < DM_NCHANNELS; i++)
+        if (strcmp(chan_table[i].name, name) == 0) return &chan_table[i];
+    return NULL;
+}
+
+static int ch_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int ch_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* Why: PennyLane's probability checks, with the value in the message. */
+static int prob(const char *ch, const char *what, double v, char *err, size_t errlen)
+{
+    if (!(v >= 0.0 && v <= 1.0))
+        return ch_err(err, errlen, "%s: %s must be in the interval [0,1], got %.17g", ch, what, v);
+    return 0;
+}
+
+/* Kraus matrix i of out, entries (a, b; c, d) times s. */
+static void put(cplx *out, int i, double s, cplx a, cplx b, cplx c, cplx d)
+{
+    out[4 * i] = s * a;
+    out[4 * i + 1] = s * b;
+    out[4 * i + 2] = s * c;
+    out[4 * i + 3] = s * d;
+}
+
+/* sqrt clipped at 0: 1 - p may round just below 0. */
+static double rt(double x) { return x > 0 ? sqrt(x) : 0.0; }
+
+/* Why: ThermalRelaxationError: PennyLane's two cases, T2 <= T1 (a mix of
+   identity, Z and resets) and T2 > T1 (from the Choi matrix's
+   eigenvectors, written out in closed form). */
+static int thermal(const double *p, cplx *out, int *nk, char *err, size_t errlen)
+{
+    const char *n = "ThermalRelaxationError";
+    double pe = p[0], t1 = p[1], t2 = p[2], tg = p[3];
+    if (!(pe >= 0 && pe <= 1)) return ch_err(err, errlen, "%s: pe must be between 0 and 1, got %.17g", n, pe);
+    if (!(tg >= 0)) return ch_err(err, errlen, "%s: invalid gate time tq (%.17g < 0)", n, tg);
+    if (!(t1 > 0)) return ch_err(err, errlen, "%s: invalid T_1 relaxation time: T_1 <= 0 (%.17g)", n, t1);
+    if (!(t2 > 0)) return ch_err(err, errlen, "%s: invalid T_2 relaxation time: T_2 <= 0 (%.17g)", n, t2);
+    if (t2 - 2 * t1 > 0)
+        return ch_err(err, errlen, "%s: invalid T_2 relaxation time: T_2 greater than 2 * T_1 (%.17g > %.17g)",
+                      n, t2, 2 * t1);
+    if (!isfinite(t1) || !isfinite(t2) || !isfinite(tg))
+        return ch_err(err, errlen, "%s: parameters must be finite", n);
+    double eT1 = exp(-tg / t1), pr = 1 - eT1, eT2 = exp(-tg / t2);
+    if (t2 <= t1) {
+        double pz = (1 - pr) * (1 - eT2 / eT1) / 2, pr0 = (1 - pe) * pr, pr1 = pe * pr;
+        double pid = 1 - pz - pr0 - pr1;
+        put(out, 0, rt(pid), 1, 0, 0, 1);
+        put(out, 1, rt(pz), 1, 0, 0, -1);
+        put(out, 2, rt(pr0), 1, 0, 0, 0);
+        put(out, 3, rt(pr0), 0, 1, 0, 0);
+        put(out, 4, rt(pr1), 0, 0, 1, 0);
+        put(out, 5, rt(pr1), 0, 0, 0, 1);
+        *nk = 6;
+        return 0;
+    }
+    double e0 = pr * pe, e1 = pr - pr * pe;
+    double common = sqrt(4 * eT2 * eT2 + 4 * pr * pr * pe * pe - 4 * pr * pr * pe + pr * pr);
+    double e2 = 1 - pr / 2 - common / 2, e3 = 1 - pr / 2 + common / 2;
+    double t2v = 2 * eT2 / (2 * pr * pe - pr - common);
+    double t3v = 2 * eT2 / (2 * pr * pe - pr + common);
+    double n2 = sqrt(t2v * t2v + 1), n3 = sqrt(t3v * t3v + 1);
+    put(out, 0, rt(e0), 0, 0, 1, 0);
+    put(out, 1, rt(e1), 0, 1, 0, 0);
+    put(out, 2, rt(e2), t2v / n2, 0, 0, 1 / n2);
+    put(out, 3, rt(e3), t3v / n3, 0, 0, 1 / n3);
+    *nk = 4;
+    return 0;
+}
+
+/* Why: one definition of each built-in channel's Kraus set. */
+int dm_channel_kraus(DmChannel ch, const double *p, cplx *out, int *nk, char *err, size_t errlen)
+{
+    const DmChannelInfo *info = dm_channel_info(ch);
+    if (!info) return ch_err(err, errlen, "unknown channel %d", (int)ch);
+    if (info->nwires != 1) return ch_err(err, errlen, "%s: has no fixed Kraus set", info->name);
+    for (int i = 0; i < info->nparams; i++)
+        if (isnan(p[i])) return ch_err(err, errlen, "%s: parameter %d is not a number", info->name, i + 1);
+    const char *n = info->name;
+    const cplx J = _Complex_I;
+    switch (ch) {
+    case DM_BITFLIP:
+        if (prob(n, "p", p[0], err, errlen)) return -1;
+        put(out, 0, rt(1 - p[0]), 1, 0, 0, 1);
+        put(out, 1, rt(p[0]), 0, 1, 1, 0);
+        *nk = 2;
+        return 0;
+    case DM_PHASEFLIP:
+        if (prob(n, "p", p[0], err, errlen)) return -1;
+        put(out, 0, rt(1 - p[0]), 1, 0, 0, 1);
+        put(out, 1, rt(p[0]), 1, 0, 0, -1);
+        *nk = 2;
+        return 0;
+    case DM_DEPOLARIZING:
+        if (prob(n, "p", p[0], err, errlen)) return -1;
+        put(out, 0, rt(1 - p[0]), 1, 0, 0, 1);
+        put(out, 1, rt(p[0] / 3), 0, 1, 1, 0);
+        put(out, 2, rt(p[0] / 3), 0, -J, J, 0);
+        put(out, 3, rt(p[0] / 3), 1, 0, 0, -1);
+        *nk = 4;
+        return 0;
+    case DM_AMPDAMP:
+        if (prob(n, "gamma", p[0], err, errlen)) return -1;
+        put(out, 0, 1, 1, 0, 0, rt(1 - p[0]));
+        put(out, 1, rt(p[0]), 0, 1, 0, 0);
+        *nk = 2;
+        return 0;
+    case DM_GENAMPDAMP: {
+        if (prob(n, "gamma", p[0], err, errlen) || prob(n, "p", p[1], err, errlen)) return -1;
+        double g = p[0], q = p[1];
+        put(out, 0, rt(q), 1, 0, 0, rt(1 - g));
+        put(out, 1, rt(q) * rt(g), 0, 1, 0, 0);
+        put(out, 2, rt(1 - q), rt(1 - g), 0, 0, 1);
+        put(out, 3, rt(1 - q) * rt(g), 0, 0, 1, 0);
+        *nk = 4;
+        return 0;
+    }
+    case DM_PHASEDAMP:
+        if (prob(n, "gamma", p[0], err, errlen)) return -1;
+        put(out, 0, 1, 1, 0, 0, rt(1 - p[0]));
+        put(out, 1, 1, 0, 0, 0, rt(p[0]));
+        *nk = 2;
+        return 0;
+    case DM_THERMAL:
+        return thermal(p, out, nk, err, errlen);
+    case DM_RESETERROR: {
+        if (prob(n, "p_0", p[0], err, errlen) || prob(n, "p_1", p[1], err, errlen)) return -1;
+        if (!(p[0] + p[1] <= 1.0))
+            return ch_err(err, errlen, "%s: p_0 + p_1 must be in the interval [0,1], got %.17g", n, p[0] + p[1]);
+        put(out, 0, rt(1 - p[0] - p[1]), 1, 0, 0, 1);
+        put(out, 1, rt(p[0]), 1, 0, 0, 0);
+        put(out, 2, rt(p[0]), 0, 1, 0, 0);
+        put(out, 3, rt(p[1]), 0, 0, 1, 0);
+        put(out, 4, rt(p[1]), 0, 0, 0, 1);
+        *nk = 5;
+        return 0;
+    }
+    case DM_PAULIERROR: case DM_QUBITCHANNEL: case DM_NCHANNELS:
+        break;
+    }
+    return ch_err(err, errlen, "%s: has no fixed Kraus set", n);
+}
+
+/* Why: PauliError's second Kraus matrix is a Kronecker product of Paulis. */
+int dm_pauli_error_kraus(const char *ops, double p, cplx *out, char *err, size_t errlen)
+{
+    const char *n = "PauliError";
+    if (!ops) return ch_err(err, errlen, "%s: no operators", n);
+    int k = (int)strlen(ops);
+    if (k < 1) return ch_err(err, errlen, "%s: needs at least one operator", n);
+    if (k > DM_MAX_KRAUS_WIRES)
+        return ch_err(err, errlen, "%s: at most %d wires, got %d", n, DM_MAX_KRAUS_WIRES, k);
+    for (int i = 0; i < k; i++)
+        if (ops[i] != 'X' && ops[i] != 'Y' && ops[i] != 'Z')
+            return ch_err(err, errlen, "%s: the operators must be X, Y or Z, got '%s'", n, ops);
+    if (prob(n, "p", p, err, errlen)) return -1;
+    size_t d = (size_t)1 << k;
+    cplx *k0 = out, *k1 = out + d * d;
+    memset(out, 0, 2 * d * d * sizeof(cplx));
+    for (size_t i = 0; i < d; i++) k0[i * d + i] = rt(1 - p);
+    /* P|b> = phase(b) |b ^ x>: column b of the product has one entry */
+    for (size_t b = 0; b < d; b++) {
+        size_t row = b;
+        cplx ph = rt(p);
+        for (int i = 0; i < k; i++) {
+            int bit = (int)((b >> (k - 1 - i)) & 1);
+            size_t m = (size_t)1 << (k - 1 - i);
+            switch (ops[i]) {
+            case 'X': row ^= m; break;
+            case 'Y': row ^= m; ph *= bit ? -_Complex_I : _Complex_I; break;
+            default: if (bit) ph = -ph; break;
+            }
+        }
+        k1[row * d + b] = ph;
+    }
+    return 0;
+}
+
+/* Why: QubitChannel accepts only trace-preserving sets, as PennyLane's
+   (np.allclose(sum K^dagger K, I)). */
+int dm_kraus_check(const char *name, int k, int nk, const cplx *kraus, char *err, size_t errlen)
+{
+    if (!name) name = "QubitChannel";
+    if (k < 1 || k > DM_MAX_KRAUS_WIRES)
+        return ch_err(err, errlen, "%s: Kraus matrices on 1 to %d wires, got %d", name, DM_MAX_KRAUS_WIRES, k);
+    if (nk < 1 || !kraus) return ch_err(err, errlen, "%s: needs at least one Kraus matrix", name);
+    size_t d = (size_t)1 << k;
+    for (size_t i = 0; i < (size_t)nk * d * d; i++)
+        if (!isfinite(creal(kraus[i])) || !isfinite(cimag(kraus[i])))
+            return ch_err(err, errlen, "%s: Kraus matrix entries must be finite", name);
+    double worst = 0, excess = 0;
+    for (size_t r = 0; r < d; r++)
+        for (size_t c = 0; c < d; c++) {
+            cplx acc = 0;
+            for (int m = 0; m < nk; m++) {
+                const cplx *K = kraus + (size_t)m * d * d;
+                for (size_t j = 0; j < d; j++) acc += conj(K[j * d + r]) * K[j * d + c];
+            }
+            double want = r == c ? 1.0 : 0.0, e = cabs(acc - want);
+            if (e > worst) worst = e;
+            double ex = e - (1e-8 + 1e-5 * want);
+            if (ex > excess) excess = ex;
+        }
+    if (excess > 0)
+        return ch_err(err, errlen,
+                      "%s: Kraus matrices are not trace preserving (max |sum K^dagger K - I| = %.3g)",
+                      name, worst);
+    return 0;
+}

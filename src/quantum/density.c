@@ -1,0 +1,283 @@
+/* density.c — mixed states: life of rho, gates and Kraus maps on it.
+ *
+ * rho lives in a 2n-qubit SvState (dm.h); every update is a statevector
+ * kernel on that vector: U on the row wires and conj(U) on the column
+ * wires (a 1-wire gate fused into one 4x4 pass), a Kraus set as one pass
+ * of its superoperator sum K (x) conj(K). conj(U) of a named gate is again
+ * a named gate where one exists (real matrices: the gate itself;
+ * symmetric ones: its adjoint; Rot/U3: negated phases), else its dense
+ * conjugate. Must not know about the language, devices or channels' names
+ * (channels.c turns names and parameters into Kraus matrices).
+ */
+#include "dm.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Format into err if there is one; always -1. */
+static int dm_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int dm_err(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -1;
+}
+
+/* ---- states --------------------------------------------------------------- */
+
+/* Why: the device pool budgets memory before it allocates. */
+size_t dm_bytes(int n)
+{
+    if (n < 0 || n > DM_MAX_WIRES) return SIZE_MAX;
+    return sv_bytes(2 * n);
+}
+
+/* Why: a mixed device instance starts in |0..0><0..0|, which is the
+   vector |0..0> of 2n qubits. */
+int dm_init(DmState *d, int n)
+{
+    memset(d, 0, sizeof *d);
+    if (n < 0 || n > DM_MAX_WIRES) return -1;
+    if (sv_init(&d->v, 2 * n) != 0) return -1;
+    d->n = n;
+    d->dim = (size_t)1 << n;
+    return 0;
+}
+
+void dm_free(DmState *d)
+{
+    if (!d) return;
+    sv_free(&d->v);
+    d->n = 0;
+    d->dim = 0;
+}
+
+void dm_reset(DmState *d) { sv_reset(&d->v); }
+
+void dm_set_threads(DmState *d, SvTeam *team, int nthreads)
+{
+    sv_set_threads(&d->v, team, nthreads);
+}
+
+/* Why: StatePrep-like preparation and the tests' random pure states. */
+int dm_set_pure(DmState *d, const cplx *psi, char *err, size_t errlen)
+{
+    if (!d || !d->v.amp) return dm_err(err, errlen, "set_state: no state");
+    if (!psi) return dm_err(err, errlen, "set_state: no vector");
+    size_t D = d->dim;
+    for (size_t r = 0; r < D; r++)
+        for (size_t c = 0; c < D; c++) d->v.amp[r * D + c] = psi[r] * conj(psi[c]);
+    return 0;
+}
+
+/* Why: tests start from random mixed states. */
+int dm_set_matrix(DmState *d, const cplx *m, char *err, size_t errlen)
+{
+    if (!d || !d->v.amp) return dm_err(err, errlen, "set_state: no state");
+    if (!m) return dm_err(err, errlen, "set_state: no matrix");
+    memcpy(d->v.amp, m, d->dim * d->dim * sizeof(cplx));
+    return 0;
+}
+
+/* ---- gates ---------------------------------------------------------------- */
+
+/* Why: the vector has 2n wires, so sv_apply alone would accept wire n;
+   the wires are checked against rho's n wires first, in sv_apply's words. */
+static int check_range(const DmState *d, const char *name, const int *w, int nw,
+                       const int *c, int nc, char *err, size_t errlen)
+{
+    for (int i = 0; i < nw; i++)
+        if (w[i] < 0 || w[i] >= d->n)
+            return dm_err(err, errlen, "%s: wire %d out of range for a %d-wire device",
+                          name, w[i], d->n);
+    for (int i = 0; i < nc; i++)
+        if (c[i] < 0 || c[i] >= d->n)
+            return dm_err(err, errlen, "%s: control wire %d out of range for a %d-wire device",
+                          name, c[i], d->n);
+    return 0;
+}
+
+/* Why: wires of dense maps must be distinct (a repeated wire would make
+   the superoperator act twice on one bit). */
+static int check_distinct(const char *name, const int *w, int k, char *err, size_t errlen)
+{
+    for (int i = 0; i < k; i++)
+        for (int j = i + 1; j < k; j++)
+            if (w[i] == w[j])
+                return dm_err(err, errlen, "%s: wires must be distinct (%d, %d)", name, w[i], w[j]);
+    return 0;
+}
+
+/* Which gates have a real matrix (conj U = U) or a symmetric one
+   (conj U = U^dagger); the rest get an explicit conjugate. */
+static int is_real(SvGate g)
+{
+    switch (g) {
+    case SV_IDENTITY: case SV_HADAMARD: case SV_PAULIX: case SV_PAULIZ: case SV_RY:
+    case SV_CNOT: case SV_CZ: case SV_SWAP: case SV_CRY: case SV_TOFFOLI: case SV_CSWAP:
+    case SV_BASISSTATE: case SV_SINGLEEXC: case SV_DOUBLEEXC:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+static int is_symmetric(SvGate g)
+{
+    switch (g) {
+    case SV_S: case SV_T: case SV_SX: case SV_RX: case SV_RZ: case SV_PHASESHIFT:
+    case SV_ISWAP: case SV_CRX: case SV_CRZ: case SV_CPHASE: case SV_ISINGXX:
+    case SV_ISINGYY: case SV_ISINGZZ: case SV_MULTIRZ:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Why: the column half of U rho U^dagger: conj(U) on wires n + W (controls
+   of U stay controls: conj of a controlled U is the controlled conj(U)).
+   *buf receives a heap matrix to free when the conjugate is dense. */
+static int conj_op(const SvOp *op, int n, SvOp *c, cplx **buf, char *err, size_t errlen)
+{
+    *c = *op;
+    *buf = NULL;
+    for (int i = 0; i < op->nwires; i++) c->wires[i] = op->wires[i] + n;
+    for (int i = 0; i < op->nctrl; i++) c->ctrl[i] = op->ctrl[i] + n;
+    if (is_real(op->gate)) return 0;
+    if (is_symmetric(op->gate)) { c->adjoint = !op->adjoint; return 0; }
+    if (op->gate == SV_ROT) { c->params[0] = -op->params[0]; c->params[2] = -op->params[2]; return 0; }
+    if (op->gate == SV_U3) { c->params[1] = -op->params[1]; c->params[2] = -op->params[2]; return 0; }
+    /* PauliY, CY, QubitUnitary: the dense conjugate of the target block */
+    SvOp base = *op;
+    base.nctrl = 0;
+    base.adjoint = 0;
+    int k = op->nwires;
+    if (op->gate == SV_CY) { base.gate = SV_PAULIY; base.nwires = 1; base.wires[0] = op->wires[1]; k = 1; }
+    if (k > SV_MAX_DENSE) return dm_err(err, errlen, "%s: too many wires (%d)", sv_gate_info(op->gate)->name, k);
+    size_t D = (size_t)1 << k;
+    cplx *m = malloc(D * D * sizeof(cplx));
+    if (!m) return dm_err(err, errlen, "%s: out of memory", sv_gate_info(op->gate)->name);
+    if (sv_op_matrix(&base, m, err, errlen) != 0) { free(m); return -1; }
+    for (size_t i = 0; i < D * D; i++) m[i] = conj(m[i]);
+    if (op->gate == SV_CY) {       /* control (first wire) becomes a control */
+        c->ctrl[c->nctrl++] = op->wires[0] + n;
+        c->wires[0] = op->wires[1] + n;
+    }
+    c->gate = SV_QUBITUNITARY;
+    c->nwires = k;
+    c->nparams = 0;
+    c->matrix = m;
+    *buf = m;
+    return 0;
+}
+
+/* (a (x) conj(a)) for a d x d matrix a into s (d^2 x d^2), added to s. */
+static void add_super(const cplx *a, size_t d, cplx *s)
+{
+    size_t D = d * d;
+    for (size_t r = 0; r < d; r++)
+        for (size_t r2 = 0; r2 < d; r2++) {
+            cplx x = a[r * d + r2];
+            if (x == 0) continue;
+            for (size_t c = 0; c < d; c++)
+                for (size_t c2 = 0; c2 < d; c2++)
+                    s[(r * d + c) * D + (r2 * d + c2)] += x * conj(a[c * d + c2]);
+        }
+}
+
+/* Why: one pass of the 4x4 superoperator of a 2x2 matrix on (w, n + w). */
+static int apply_super1(DmState *d, int w, const cplx *m, char *err, size_t errlen)
+{
+    cplx s[16] = { 0 };
+    add_super(m, 2, s);
+    int wires[2] = { w, d->n + w };
+    return sv_apply_matrix(&d->v, wires, 2, s, err, errlen);
+}
+
+/* Why: every gate of the statevector device works on rho. */
+int dm_apply(DmState *d, const SvOp *op, char *err, size_t errlen)
+{
+    if (!d || !d->v.amp) return dm_err(err, errlen, "dm_apply: no state");
+    if (!op) return dm_err(err, errlen, "dm_apply: no operation");
+    const SvGateInfo *info = sv_gate_info(op->gate);
+    if (!info) return dm_err(err, errlen, "unknown gate %d", (int)op->gate);
+    if (op->nwires < 0 || op->nwires > SV_MAX_WIRES || op->nctrl < 0 || op->nctrl > SV_MAX_WIRES)
+        return sv_apply(&d->v, op, err, errlen);   /* its message */
+    if (check_range(d, info->name, op->wires, op->nwires, op->ctrl, op->nctrl, err, errlen))
+        return -1;
+    if (op->nctrl == 0 && op->nwires == 1 && info->nwires == 1 && op->gate != SV_QUBITUNITARY &&
+        op->gate != SV_BASISSTATE) {
+        if (op->gate == SV_IDENTITY) return 0;
+        cplx m[4];
+        if (sv_op_matrix(op, m, err, errlen) != 0) return -1;
+        return apply_super1(d, op->wires[0], m, err, errlen);
+    }
+    if (sv_apply(&d->v, op, err, errlen) != 0) return -1;
+    SvOp c;
+    cplx *buf;
+    if (conj_op(op, d->n, &c, &buf, err, errlen) != 0) return -1;
+    int rc = sv_apply(&d->v, &c, err, errlen);
+    free(buf);
+    return rc;
+}
+
+/* Why: measurement projections and user matrices: M rho M^dagger. */
+int dm_apply_matrix(DmState *d, const int *wires, int k, const cplx *m, char *err, size_t errlen)
+{
+    return dm_apply_kraus(d, wires, k, 1, m, err, errlen);
+}
+
+/* ---- Kraus maps ----------------------------------------------------------- */
+
+/* Why: a channel is one pass of its superoperator over the 2k row and
+   column wires: S = sum K (x) conj(K), (row bits, column bits). */
+int dm_apply_kraus(DmState *d, const int *wires, int k, int nk, const cplx *kraus,
+                   char *err, size_t errlen)
+{
+    const char *name = "channel";
+    if (!d || !d->v.amp) return dm_err(err, errlen, "%s: no state", name);
+    if (k < 1 || !wires) return dm_err(err, errlen, "%s: needs at least one wire", name);
+    if (k > DM_MAX_KRAUS_WIRES)
+        return dm_err(err, errlen, "%s: at most %d wires, got %d", name, DM_MAX_KRAUS_WIRES, k);
+    if (nk < 1 || !kraus) return dm_err(err, errlen, "%s: no Kraus matrices", name);
+    if (check_range(d, name, wires, k, NULL, 0, err, errlen)) return -1;
+    if (check_distinct(name, wires, k, err, errlen)) return -1;
+    size_t dd = (size_t)1 << k, D = dd * dd;
+    if (k == 1) {
+        cplx s[16] = { 0 };
+        for (int i = 0; i < nk; i++) add_super(kraus + 4 * i, 2, s);
+        int w2[2] = { wires[0], d->n + wires[0] };
+        return sv_apply_matrix(&d->v, w2, 2, s, err, errlen);
+    }
+    cplx *s = calloc(D * D, sizeof(cplx));
+    if (!s) return dm_err(err, errlen, "%s: out of memory", name);
+    for (int i = 0; i < nk; i++) add_super(kraus + (size_t)i * D, dd, s);
+    int w2[2 * DM_MAX_KRAUS_WIRES];
+    for (int i = 0; i < k; i++) {
+        w2[i] = wires[i];
+        w2[k + i] = d->n + wires[i];
+    }
+    int rc = sv_apply_matrix(&d->v, w2, 2 * k, s, err, errlen);
+    free(s);
+    return rc;
+}
+
+/* Why: the language applies built-in channels by kind and parameters. */
+int dm_apply_channel(DmState *d, DmChannel ch, const double *params, int wire,
+                     char *err, size_t errlen)
+{
+    cplx k[DM_MAX_KRAUS * 4];
+    int nk;
+    if (dm_channel_kraus(ch, params, k, &nk, err, errlen) != 0) return -1;
+    const DmChannelInfo *info = dm_channel_info(ch);
+    if (d && d->v.amp && check_range(d, info->name, &wire, 1, NULL, 0, err, errlen)) return -1;
+    return dm_apply_kraus(d, &wire, 1, nk, k, err, errlen);
+}
