@@ -1,0 +1,116 @@
+/* io_csv.c — CSV text to a 2-d float64 array, as numpy.loadtxt reads it.
+ *
+ * Lines are split at the delimiter (or at runs of blanks), comments and
+ * blank lines dropped, each field read with strtod; the first bad field
+ * or ragged row stops with its line number. Must not know about values.
+ */
+#include "io.h"
+#include "io_impl.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int blank(char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f'; }
+
+/* One field [a, b): trimmed, unquoted, parsed. 0 or -1. */
+static int field(const char *a, const char *b, double *out)
+{
+    while (a < b && blank(*a)) a++;
+    while (b > a && blank(b[-1])) b--;
+    if (b - a >= 2 && *a == '"' && b[-1] == '"') {
+        a++;
+        b--;
+        while (a < b && blank(*a)) a++;
+        while (b > a && blank(b[-1])) b--;
+    }
+    if (a == b || b - a > 400) return -1;
+    char tmp[401];
+    memcpy(tmp, a, (size_t)(b - a));
+    tmp[b - a] = 0;
+    char *e;
+    *out = strtod(tmp, &e);
+    return *e == 0 ? 0 : -1;
+}
+
+int io_csv_parse(const char *text, size_t len, const char *name, char delim, long skip, IoArray *out,
+                 char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (!name) name = "<csv>";
+    if (skip < 0) return io_err(err, errlen, "'%s': skip must be >= 0, got %ld", name, skip);
+    if (delim == '\n' || delim == '\r' || delim == '#' || delim == '"' || delim == 0)
+        return io_err(err, errlen, "'%s': bad delimiter", name);
+    size_t cap = 64, n = 0, cols = 0, rows = 0;
+    double *v = malloc(cap * sizeof(double));
+    if (!v) return io_err(err, errlen, "'%s': out of memory", name);
+    size_t i = 0, line = 0;
+    while (i < len) {
+        size_t a = i;
+        while (i < len && text[i] != '\n' && text[i] != '\r') i++;
+        size_t e = i;
+        if (i < len && text[i] == '\r' && i + 1 < len && text[i + 1] == '\n') i++;
+        if (i < len) i++;
+        line++;
+        if ((long)(line - 1) < skip) continue;
+        const char *s = text + a, *end = text + e;
+        const char *hash = memchr(s, '#', (size_t)(end - s));
+        if (hash) end = hash;
+        const char *p = s;
+        while (p < end && (blank(*p) || *p == '\r')) p++;
+        if (p == end) continue;                        /* blank or comment line */
+        size_t k = 0;
+        const char *f = delim == ' ' ? p : s;
+        for (;;) {
+            const char *g = f;
+            if (delim == ' ') while (g < end && !blank(*g)) g++;
+            else while (g < end && *g != delim) g++;
+            if (n == cap) {
+                cap *= 2;
+                double *nv = realloc(v, cap * sizeof(double));
+                if (!nv) { free(v); return io_err(err, errlen, "'%s': out of memory", name); }
+                v = nv;
+            }
+            if (field(f, g, &v[n]) != 0) {
+                const char *fa = f, *fb = g;
+                while (fa < fb && blank(*fa)) fa++;
+                while (fb > fa && blank(fb[-1])) fb--;
+                io_err(err, errlen, "'%s': line %zu, field %zu: '%.*s' is not a number", name, line, k + 1,
+                       (int)(fb - fa > 40 ? 40 : fb - fa), fa);
+                free(v);
+                return -1;
+            }
+            n++;
+            k++;
+            if (g >= end) break;
+            f = g + 1;
+            if (delim == ' ') {
+                while (f < end && blank(*f)) f++;
+                if (f >= end) break;
+            }
+        }
+        if (rows == 0) cols = k;
+        else if (k != cols) {
+            free(v);
+            return io_err(err, errlen, "'%s': line %zu: expected %zu field%s, got %zu", name, line, cols,
+                          cols == 1 ? "" : "s", k);
+        }
+        rows++;
+    }
+    out->ndim = 2;
+    out->shape[0] = rows;
+    out->shape[1] = cols;
+    out->n = n;
+    out->data = v;
+    return 0;
+}
+
+int io_csv_read(const char *path, char delim, long skip, IoArray *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    size_t len;
+    char *buf = io_read_file(path, &len, err, errlen);
+    if (!buf) return -1;
+    int rc = io_csv_parse(buf, len, path, delim, skip, out, err, errlen);
+    free(buf);
+    return rc;
+}
