@@ -154,6 +154,22 @@ int sv_generator(const SvOp *op, int p, cplx *out, char *err, size_t errlen);
 int sv_metric_block(const SvState *s, int n, const cplx *const *gens, const int *const *wires,
                     const int *k, double *out, char *err, size_t errlen);
 
+/* ---- adjoint differentiation --------------------------------------------
+ * final is the state after the gates ops[0..nops) (unitary: no measurement
+ * among them); observable j (obs[j], nterms[j] terms) was measured after
+ * the first pos[j] gates (pos NULL: all at the end). want[k] has bit p set
+ * for each parameter p of gate k whose derivative is wanted (NULL: all);
+ * every gate is undone whatever want says. out is nobs x (3 nops): entry
+ * [j][3k + p] = d<O_j>/d(params[p] of gate k) (0 where not wanted). One
+ * backward sweep for all observables: 1 + nobs state-sized buffers. The
+ * rotation gates (RX RY RZ PhaseShift CRX CRY CRZ ControlledPhaseShift
+ * IsingXX IsingYY IsingZZ MultiRZ, with ctrl and adjoint) cost one
+ * read-only pass per parameter; Rot, U3 and the excitations a dense
+ * generator and one more buffer. 0 or -1. */
+int sv_adjoint(const SvState *final, const SvOp *ops, int nops, const uint8_t *want,
+               int nobs, const SvTerm *const *obs, const int *nterms, const int *pos,
+               double *out, char *err, size_t errlen);
+
 /* ---- batches (parameter broadcasting) -----------------------------------
  * n states of nq qubits in one allocation, each member an SvState view of
  * its own slice (member i's amplitudes follow member i-1's). Members share

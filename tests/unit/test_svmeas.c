@@ -910,6 +910,113 @@ START_TEST(test_checks)
 }
 END_TEST
 
+/* A random circuit of every parametrised gate kind (adjoint and ctrl
+   variants too), with some fixed gates in between. */
+static int random_circuit(SvOp *ops, int nq, int n, Rng *r)
+{
+    SvGate kinds[] = { SV_RX, SV_RY, SV_RZ, SV_PHASESHIFT, SV_CRX, SV_CRY, SV_CRZ, SV_CPHASE,
+                       SV_ISINGXX, SV_ISINGYY, SV_ISINGZZ, SV_MULTIRZ, SV_ROT, SV_U3,
+                       SV_SINGLEEXC, SV_DOUBLEEXC, SV_HADAMARD, SV_CNOT };
+    int nk = (int)(sizeof kinds / sizeof kinds[0]);
+    for (int i = 0; i < n; i++) {
+        SvOp *o = &ops[i];
+        memset(o, 0, sizeof *o);
+        o->gate = kinds[rng_below(r, (uint64_t)nk)];
+        const SvGateInfo *gi = sv_gate_info(o->gate);
+        o->nwires = gi->nwires > 0 ? gi->nwires : 3;
+        int w[MAXQ];
+        random_wires(w, nq, nq, r);
+        for (int q = 0; q < o->nwires; q++) o->wires[q] = w[q];
+        o->nparams = gi->nparams;
+        for (int p = 0; p < o->nparams; p++) o->params[p] = 2 * M_PI * rng_uniform(r) - M_PI;
+        o->adjoint = rng_below(r, 4) == 0;
+        if (o->nwires < nq - 1 && rng_below(r, 5) == 0) {
+            o->nctrl = 1;
+            o->ctrl[0] = w[nq - 1];
+        }
+    }
+    return n;
+}
+
+static double obs_after(const SvOp *ops, int upto, int nq, const SvTerm *t, int n)
+{
+    SvState s;
+    sv_init(&s, nq);
+    for (int k = 0; k < upto; k++) ck_assert_int_eq(sv_apply(&s, &ops[k], NULL, 0), 0);
+    double e = sv_obs_expval(&s, t, n, NULL, 0);
+    sv_free(&s);
+    return e;
+}
+
+START_TEST(test_adjoint)
+{
+    Rng r;
+    rng_seed(&r, 14);
+    const int nq = 5;
+    for (int trial = 0; trial < 12; trial++) {
+        SvOp ops[24];
+        int n = random_circuit(ops, nq, 24, &r);
+        Obs o[3];
+        const SvTerm *obs[3];
+        int nt[3], pos[3];
+        for (int j = 0; j < 3; j++) {
+            random_obs(&o[j], nq, 1 + (int)rng_below(&r, 3), &r);
+            obs[j] = o[j].t;
+            nt[j] = o[j].n;
+            pos[j] = j == 0 ? n : (int)rng_below(&r, (uint64_t)n + 1);
+        }
+        uint8_t want[24];
+        for (int k = 0; k < n; k++) want[k] = (uint8_t)rng_below(&r, 8);
+        SvState s;
+        sv_init(&s, nq);
+        for (int k = 0; k < n; k++) ck_assert_int_eq(sv_apply(&s, &ops[k], NULL, 0), 0);
+        double out[3 * 3 * 24];
+        char err[200];
+        ck_assert_msg(sv_adjoint(&s, ops, n, want, 3, obs, nt, pos, out, err, sizeof err) == 0, "%s", err);
+        const double h = 1e-5;
+        for (int j = 0; j < 3; j++)
+            for (int k = 0; k < n; k++)
+                for (int p = 0; p < 3; p++) {
+                    double got = out[j * 3 * n + 3 * k + p];
+                    if (p >= ops[k].nparams || !((want[k] >> p) & 1)) {
+                        ck_assert(got == 0);
+                        continue;
+                    }
+                    SvOp save = ops[k];
+                    ops[k].params[p] = save.params[p] + h;
+                    double fp = obs_after(ops, pos[j], nq, obs[j], nt[j]);
+                    ops[k].params[p] = save.params[p] - h;
+                    double fm = obs_after(ops, pos[j], nq, obs[j], nt[j]);
+                    ops[k] = save;
+                    double ref = (fp - fm) / (2 * h);
+                    ck_assert_msg(fabs(got - ref) < 1e-7, "trial %d obs %d gate %d (%s%s, %d ctrl) p %d: %.12g vs %.12g",
+                                  trial, j, k, sv_gate_info(ops[k].gate)->name, ops[k].adjoint ? "^dag" : "",
+                                  ops[k].nctrl, p, got, ref);
+                }
+        sv_free(&s);
+    }
+    /* errors */
+    SvState s;
+    sv_init(&s, 2);
+    SvTerm t;
+    memset(&t, 0, sizeof t);
+    t.coeff = 1;
+    t.z = 1;
+    const SvTerm *tp = &t;
+    int one = 1, bad = 3;
+    double out[3];
+    char err[200];
+    SvOp op;
+    memset(&op, 0, sizeof op);
+    op.gate = SV_RX;
+    op.nwires = 1;
+    op.nparams = 1;
+    ck_assert_int_eq(sv_adjoint(&s, &op, 1, NULL, 1, &tp, &one, &bad, out, err, sizeof err), -1);
+    ck_assert_str_eq(err, "adjoint: observable 0 is measured after 3 gates, but the circuit has 1");
+    sv_free(&s);
+}
+END_TEST
+
 static Suite *svmeas_suite(void)
 {
     Suite *s = suite_create("svmeas");
@@ -927,6 +1034,7 @@ static Suite *svmeas_suite(void)
     tcase_add_test(tc, test_generators);
     tcase_add_test(tc, test_metric_block);
     tcase_add_test(tc, test_batch);
+    tcase_add_test(tc, test_adjoint);
     tcase_add_test(tc, test_checks);
     suite_add_tcase(s, tc);
     return s;
