@@ -1,0 +1,98 @@
+# n-body (Benchmarks Game): the Jovian planets orbiting the Sun, integrated
+# with a fixed time step. Bodies are dict records, as in the Lua version.
+import sys
+from math import sqrt
+
+PI = 3.141592653589793
+SOLAR_MASS = 4 * PI * PI
+DAYS_PER_YEAR = 365.24
+
+
+def body(x, y, z, vx, vy, vz, mass):
+    return {"x": x, "y": y, "z": z,
+            "vx": vx * DAYS_PER_YEAR, "vy": vy * DAYS_PER_YEAR, "vz": vz * DAYS_PER_YEAR,
+            "mass": mass * SOLAR_MASS}
+
+
+def make_bodies():
+    return [
+        body(0, 0, 0, 0, 0, 0, 1),
+        body(4.84143144246472090e+00, -1.16032004402742839e+00, -1.03622044471123109e-01,
+             1.66007664274403694e-03, 7.69901118419740425e-03, -6.90460016972063023e-05,
+             9.54791938424326609e-04),
+        body(8.34336671824457987e+00, 4.12479856412430479e+00, -4.03523417114321381e-01,
+             -2.76742510726862411e-03, 4.99852801234917238e-03, 2.30417297573763929e-05,
+             2.85885980666130812e-04),
+        body(1.28943695621391310e+01, -1.51111514016986312e+01, -2.23307578892655734e-01,
+             2.96460137564761618e-03, 2.37847173959480950e-03, -2.96589568540237556e-05,
+             4.36624404335156298e-05),
+        body(1.53796971148509165e+01, -2.59193146099879641e+01, 1.79258772950371181e-01,
+             2.68067772490389322e-03, 1.62824170038242295e-03, -9.51592254519715870e-05,
+             5.15138902046611451e-05),
+    ]
+
+
+def advance(bodies, dt):
+    n = len(bodies)
+    for i in range(n):
+        bi = bodies[i]
+        bix, biy, biz, bimass = bi["x"], bi["y"], bi["z"], bi["mass"]
+        bivx, bivy, bivz = bi["vx"], bi["vy"], bi["vz"]
+        for j in range(i + 1, n):
+            bj = bodies[j]
+            dx = bix - bj["x"]
+            dy = biy - bj["y"]
+            dz = biz - bj["z"]
+            d2 = dx * dx + dy * dy + dz * dz
+            mag = dt / (d2 * sqrt(d2))
+            bm = bj["mass"] * mag
+            bivx -= dx * bm
+            bivy -= dy * bm
+            bivz -= dz * bm
+            bm = bimass * mag
+            bj["vx"] += dx * bm
+            bj["vy"] += dy * bm
+            bj["vz"] += dz * bm
+        bi["vx"] = bivx
+        bi["vy"] = bivy
+        bi["vz"] = bivz
+        bi["x"] = bix + dt * bivx
+        bi["y"] = biy + dt * bivy
+        bi["z"] = biz + dt * bivz
+
+
+def energy(bodies):
+    e = 0.0
+    n = len(bodies)
+    for i in range(n):
+        bi = bodies[i]
+        vx, vy, vz = bi["vx"], bi["vy"], bi["vz"]
+        e += 0.5 * bi["mass"] * (vx * vx + vy * vy + vz * vz)
+        for j in range(i + 1, n):
+            bj = bodies[j]
+            dx = bi["x"] - bj["x"]
+            dy = bi["y"] - bj["y"]
+            dz = bi["z"] - bj["z"]
+            e -= bi["mass"] * bj["mass"] / sqrt(dx * dx + dy * dy + dz * dz)
+    return e
+
+
+def offset_momentum(bodies):
+    px = py = pz = 0.0
+    for b in bodies:
+        px += b["vx"] * b["mass"]
+        py += b["vy"] * b["mass"]
+        pz += b["vz"] * b["mass"]
+    sun = bodies[0]
+    sun["vx"] = -px / SOLAR_MASS
+    sun["vy"] = -py / SOLAR_MASS
+    sun["vz"] = -pz / SOLAR_MASS
+
+
+n = int(sys.argv[1]) if len(sys.argv) > 1 else 100000
+bodies = make_bodies()
+offset_momentum(bodies)
+print("%.9f" % energy(bodies))
+for _ in range(n):
+    advance(bodies, 0.01)
+print("%.9f" % energy(bodies))
