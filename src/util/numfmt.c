@@ -89,10 +89,7 @@ int numfmt_double(char *buf, double d)
 {
     if (isnan(d)) return sprintf(buf, "nan");
     if (isinf(d)) return sprintf(buf, d < 0 ? "-inf" : "inf");
-    if (d == floor(d) && fabs(d) < 1e15) {
-        if (d == 0 && signbit(d)) return sprintf(buf, "-0");
-        return int_text(buf, d);
-    }
+    if (d == floor(d) && fabs(d) < 1e15) return int_text(buf, d);    /* -0 too: "0" */
     return repr_double(buf, d);
 }
 

@@ -1,9 +1,10 @@
 /* numfmt.h — qh's fixed number printing rules (LANGUAGE.md §3).
  *
- * Integer-valued doubles below 1e15 in magnitude print without a fraction;
- * every other finite value prints as the shortest decimal string that reads
+ * Integer-valued doubles below 1e15 in magnitude print without a fraction,
+ * and -0 prints as 0 (scalars, array elements alike); every other finite value prints as the shortest decimal string that reads
  * back to the same double (Python's repr); inf, -inf, nan. Complex numbers
- * print in Python's style: (1+2j), 1j, (-0-1j). Knows nothing of values. */
+ * print in Python's style: (1+2j), 1j, (-0-1j): inside a complex number a
+ * negative zero keeps its sign. Knows nothing of values. */
 #ifndef QH_NUMFMT_H
 #define QH_NUMFMT_H
 

@@ -28,7 +28,8 @@ static void check_double(double d, const char *want)
         char *end;
         double back = strtod(buf, &end);
         ck_assert_msg(*end == 0, "\"%s\" is not entirely a number", buf);
-        ck_assert_msg(back == d && signbit(back) == signbit(d), "\"%s\" reads back as %.17g, not %.17g", buf, back, d);
+        /* -0 is the one value that prints without its sign */
+        ck_assert_msg(back == d && (signbit(back) == signbit(d) || d == 0), "\"%s\" reads back as %.17g, not %.17g", buf, back, d);
     }
 }
 
@@ -48,6 +49,7 @@ START_TEST(dbl_integers)
     check_double(3, "3");
     check_double(-7, "-7");
     check_double(0, "0");
+    check_double(-0.0, "0");                    /* negative zero prints as 0 */
     check_double(1, "1");
     check_double(100, "100");
     check_double(-123456789, "-123456789");
