@@ -140,9 +140,9 @@ int main(int argc, char **argv)
             if (k > 0 && strncmp(a, names[k], nl) == 0 && a[nl] == '=') { which = k; val = a + nl + 1; break; }
         }
         if (which < 0) return usage_error("unknown option '%s'", a);
+        if (which == 0) { code = val; i++; break; }     /* -e CODE ends the options: the rest is argv */
         char *end;
         switch (which) {
-        case 0: code = val; break;
         case 1: {
             long w = strtol(val, &end, 10);
             if (*end || w < 1 || w > 1024) return usage_error("--workers needs a number from 1 to 1024, not '%s'", val);

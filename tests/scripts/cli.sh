@@ -33,6 +33,7 @@ check workers-eq-form 0 'from file []' "" -- "$qh" --workers=1024 "$tmp/a.qh"
 check seed-eq-form 0 'from file []' "" -- "$qh" --seed=7 --max-memory=64M "$tmp/a.qh"
 cp "$tmp/a.qh" "$tmp/-dash.qh"
 check double-dash 0 'from file ["-x"]' "" -- bash -c "cd '$tmp' && '$qh' -- -dash.qh -x"
+check e-ends-options 0 '["--sync", "-i", "x"]' "" -- "$qh" -e 'print(argv)' --sync -i x
 check e-no-eq-form 2 "" "unknown option '-e=1'" -- "$qh" -e=1
 check missing-file 2 "" "cannot open 'no/such/file.qh'" -- "$qh" no/such/file.qh
 check run-file 0 'from file ["x", "y"]' "" -- "$qh" "$tmp/a.qh" x y
