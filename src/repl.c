@@ -327,7 +327,7 @@ static void cmd_help(void)
          "  :time STMT     run STMT, then show wall time and time spent waiting\n"
          "  :deps STMT     show the dependency analysis of STMT without running it\n"
          "  :load FILE     run FILE's statements in this session\n"
-         "Ctrl-C cancels the running statement and its tasks; at the prompt it clears the line.");
+         "Ctrl-C cancels the running statement and every pending task; at the prompt it clears the line.");
 }
 
 static void handle(Repl *r, const char *text)
