@@ -195,6 +195,13 @@ static const SvGateInfo *check_op(const SvOp *op, int nq, char *err, size_t errl
     return info;
 }
 
+/* Why: the distributed statevector validates an op once, before it
+   decides how to split it over ranks, with sv_apply's own messages. */
+int sv_check(const SvOp *op, int nq, char *err, size_t errlen)
+{
+    return check_op(op, nq, err, errlen) ? 0 : -1;
+}
+
 /* ---- matrices --------------------------------------------------------- */
 
 /* A complex from its parts, without the I macro (exact for any input). */

@@ -104,6 +104,10 @@ typedef struct SvOp {
    prepares the bits when those wires are in |0..0> (PennyLane's use);
    its adjoint is the same flips. */
 int sv_apply(SvState *s, const SvOp *op, char *err, size_t errlen);
+/* The validation of sv_apply alone, for a device of nq wires: 0, or -1
+   with the same message sv_apply would give. Lets other rooms (the
+   distributed statevector) reject an op before they split it up. */
+int sv_check(const SvOp *op, int nq, char *err, size_t errlen);
 
 /* Dense 2^k x 2^k matrix (row-major, k = nctrl + nwires, control wires
    first, wire order as given, first wire = most significant bit) of the

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# run.sh PROGRAM [NP...] — runs an MPI test program under mpirun on each
+# rank count (default 1 2 4), oversubscribed (2 cores here), as root too;
+# each run writes a digest of its results and the digests must be equal
+# byte for byte (results do not depend on the rank count).
+set -u
+prog=$1; shift
+nps=("$@"); [ ${#nps[@]} -eq 0 ] && nps=(1 2 4)
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# quiet, local-only transports: shared memory and self
+export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
+st=0
+for np in "${nps[@]}"; do
+  if ! mpirun --oversubscribe -n "$np" "$prog" "$tmp/digest.$np"; then
+    echo "FAIL: $prog on $np ranks"; st=1
+  fi
+done
+first=${nps[0]}
+for np in "${nps[@]}"; do
+  [ -f "$tmp/digest.$np" ] || { echo "FAIL: no digest from $np ranks"; st=1; continue; }
+  if ! cmp -s "$tmp/digest.$first" "$tmp/digest.$np"; then
+    echo "FAIL: results on $np ranks differ from $first ranks:"; diff "$tmp/digest.$first" "$tmp/digest.$np" | head -20; st=1
+  fi
+done
+[ $st = 0 ] && echo "digests equal on ${nps[*]} ranks ($(wc -l <"$tmp/digest.$first") results)"
+exit $st
