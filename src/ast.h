@@ -112,6 +112,7 @@ typedef struct Source {
     char *name;                 /* as shown in messages */
     char *path;                 /* for finding sibling modules, may be NULL */
     char *text; size_t len;
+    int entry;                  /* REPL: the entry's number (1, 2, ...); 0 for files */
 } Source;
 
 typedef struct ModInfo {

@@ -48,6 +48,17 @@ void diag_print(FILE *out, const Source *src, int line, int col, const char *kin
     fprintf(out, "%*s^\n", cols, "");
 }
 
+const char *diag_where(char *buf, size_t n, const Source *src, int line)
+{
+    if (src && src->entry > 0) {
+        if (line > 1) snprintf(buf, n, "entry %d, line %d", src->entry, line);
+        else snprintf(buf, n, "entry %d", src->entry);
+    } else {
+        snprintf(buf, n, "%s:%d", src ? src->name : "<unknown>", line);
+    }
+    return buf;
+}
+
 Source *source_from_text(const char *name, const char *text, size_t len)
 {
     Source *s = calloc(1, sizeof *s);

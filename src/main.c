@@ -204,8 +204,9 @@ int main(int argc, char **argv)
     ModInfo *m = parse_source(src, stderr);
     if (!m) { source_free(src); free(stdlib); decref(v_list(in.argv)); return 2; }
     int argv_slot = resolve_declare(m, "argv", builtin_lookup);
-    if (!resolve_module(m, m->body, builtin_lookup, stderr, true) || !analyse_module(m, stderr) ||
-        !module_preload(&in, m, stderr)) {
+    bool resolved = resolve_module(m, m->body, builtin_lookup, stderr, true);
+    if (resolved) resolve_warn_hidden(m, m->body, builtin_lookup, NULL, stderr);
+    if (!resolved || !analyse_module(m, stderr) || !module_preload(&in, m, stderr)) {
         module_preload_free(&in);
         analyse_free_body(m->body);
         parse_free(m); source_free(src); free(stdlib); decref(v_list(in.argv));

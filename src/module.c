@@ -16,10 +16,9 @@ ModInfo *load_and_analyse(Interp *in, Source *src, FILE *diag, bool warn)
     (void)in;
     ModInfo *m = parse_source(src, diag);
     if (!m) return NULL;
-    if (!resolve_module(m, m->body, builtin_lookup, diag, warn) || !analyse_module(m, diag)) {
-        parse_free(m);
-        return NULL;
-    }
+    if (!resolve_module(m, m->body, builtin_lookup, diag, warn)) { parse_free(m); return NULL; }
+    resolve_warn_hidden(m, m->body, builtin_lookup, NULL, diag);
+    if (!analyse_module(m, diag)) { parse_free(m); return NULL; }
     return m;
 }
 

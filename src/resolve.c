@@ -439,3 +439,211 @@ int resolve_declare(ModInfo *m, const char *name, BuiltinLookup builtins)
     r.builtins = builtins;
     return global_slot(&r, name, true);
 }
+
+/* ---- builtins hidden by globals ---- */
+
+typedef struct HideSite { const Source *src; int line, col; } HideSite;
+struct HideMemo {
+    int n;                      /* slots covered */
+    HideSite *bind;             /* first binding that is not a function (src NULL: none) */
+    HideSite *call;             /* first call that reaches the global */
+    bool *warned;
+};
+
+HideMemo *resolve_hide_new(void) { return calloc(1, sizeof(HideMemo)); }
+
+void resolve_hide_free(HideMemo *h)
+{
+    if (!h) return;
+    free(h->bind); free(h->call); free(h->warned); free(h);
+}
+
+static void hide_grow(HideMemo *h, int n)
+{
+    if (n <= h->n) return;
+    h->bind = realloc(h->bind, (size_t)n * sizeof(HideSite));
+    h->call = realloc(h->call, (size_t)n * sizeof(HideSite));
+    h->warned = realloc(h->warned, (size_t)n * sizeof(bool));
+    for (int i = h->n; i < n; i++) {
+        h->bind[i] = (HideSite){ NULL, 0, 0 };
+        h->call[i] = (HideSite){ NULL, 0, 0 };
+        h->warned[i] = false;
+    }
+    h->n = n;
+}
+
+typedef struct HideWalk { ModInfo *m; HideMemo *h; BuiltinLookup builtins; FILE *diag; } HideWalk;
+
+static void hide_note(HideSite *site, const HideWalk *w, const Node *n)
+{
+    if (!site->src) *site = (HideSite){ w->m->src, n->line, n->col };
+}
+
+/* a binding of a global: `callable` when it binds a function made right there */
+static void hide_bind(HideWalk *w, const Node *t, bool callable)
+{
+    if (t->kind != N_GLOBAL || callable) return;
+    int g = t->u.var.slot;
+    if (g < w->h->n && w->m->gbuiltin[g] >= 0) hide_note(&w->h->bind[g], w, t);
+}
+
+static void hide_walk(HideWalk *w, const Node *n);
+static void hide_list(HideWalk *w, Node *const *v, int k) { for (int i = 0; i < k; i++) hide_walk(w, v[i]); }
+/* Locals named like a builtin, inside one function body (nested function
+ * bodies are checked on their own): bound by something other than a
+ * function, and called there. */
+typedef struct LocalHide { const FnProto *f; HideSite *bind, *call; } LocalHide;
+static void local_walk(const HideWalk *w, LocalHide *lh, const Node *n);
+static void local_list(const HideWalk *w, LocalHide *lh, Node *const *v, int k) { for (int i = 0; i < k; i++) local_walk(w, lh, v[i]); }
+static bool is_local(const Node *t) { return t->kind == N_LOCAL || t->kind == N_LOCALCELL; }
+static void local_bind(const HideWalk *w, LocalHide *lh, const Node *t, bool callable)
+{
+    if (!is_local(t) || callable) return;
+    HideSite *b = &lh->bind[t->u.var.slot];
+    if (!b->src) *b = (HideSite){ w->m->src, t->line, t->col };
+}
+static void local_walk(const HideWalk *w, LocalHide *lh, const Node *n)
+{
+    if (!n) return;
+    switch (n->kind) {
+    case N_LIST: case N_BLOCK: local_list(w, lh, n->u.list.items, n->u.list.n); break;
+    case N_DICT: local_list(w, lh, n->u.dict.keys, n->u.dict.n); local_list(w, lh, n->u.dict.vals, n->u.dict.n); break;
+    case N_UNARY: case N_NOT: local_walk(w, lh, n->u.bin.a); break;
+    case N_BINARY: case N_AND: case N_OR: local_walk(w, lh, n->u.bin.a); local_walk(w, lh, n->u.bin.b); break;
+    case N_CALL:
+        if (is_local(n->u.call.fn)) {
+            HideSite *c = &lh->call[n->u.call.fn->u.var.slot];
+            if (!c->src) *c = (HideSite){ w->m->src, n->u.call.fn->line, n->u.call.fn->col };
+        } else {
+            local_walk(w, lh, n->u.call.fn);
+        }
+        local_list(w, lh, n->u.call.args, n->u.call.nargs);
+        for (int i = 0; i < n->u.call.nkw; i++) local_walk(w, lh, n->u.call.kw[i].value);
+        break;
+    case N_INDEX: local_walk(w, lh, n->u.index.obj); local_list(w, lh, n->u.index.idx, n->u.index.nidx); break;
+    case N_SLICE: local_walk(w, lh, n->u.slice.lo); local_walk(w, lh, n->u.slice.hi); local_walk(w, lh, n->u.slice.step); break;
+    case N_MEMBER: local_walk(w, lh, n->u.member.obj); break;
+    case N_EXPRSTMT: case N_RETURN: local_walk(w, lh, n->u.expr.expr); break;
+    case N_ASSIGN:
+        local_walk(w, lh, n->u.assign.value);
+        local_bind(w, lh, n->u.assign.target, n->u.assign.value->kind == N_FNEXPR);
+        if (!is_local(n->u.assign.target)) local_walk(w, lh, n->u.assign.target);
+        break;
+    case N_AUGASSIGN:
+        local_walk(w, lh, n->u.assign.value);
+        local_bind(w, lh, n->u.assign.target, false);
+        break;
+    case N_DESTRUCT:
+        local_walk(w, lh, n->u.destruct.value);
+        for (int i = 0; i < n->u.destruct.n; i++) local_bind(w, lh, n->u.destruct.targets[i], false);
+        break;
+    case N_IF: local_walk(w, lh, n->u.ifs.cond); local_walk(w, lh, n->u.ifs.then); local_walk(w, lh, n->u.ifs.els); break;
+    case N_WHILE: local_walk(w, lh, n->u.whiles.cond); local_walk(w, lh, n->u.whiles.body); break;
+    case N_FOR:
+        local_walk(w, lh, n->u.fors.iter);
+        for (int i = 0; i < n->u.fors.nvars; i++) local_bind(w, lh, n->u.fors.vars[i], false);
+        local_walk(w, lh, n->u.fors.body);
+        break;
+    case N_TRY:
+        local_walk(w, lh, n->u.tries.body);
+        if (n->u.tries.var) local_bind(w, lh, n->u.tries.var, false);
+        local_walk(w, lh, n->u.tries.handler);
+        break;
+    case N_IMPORT: local_bind(w, lh, n->u.import.var, false); break;
+    default: break;         /* nested functions: checked on their own */
+    }
+}
+
+static void hide_fn(HideWalk *w, const FnProto *f)
+{
+    for (int i = 0; i < f->nparams; i++) hide_walk(w, f->defaults[i]);
+    hide_walk(w, f->device);
+    hide_walk(w, f->body);
+    if (!w->diag || f->nlocals == 0) return;
+    LocalHide lh = { f, calloc((size_t)f->nlocals, sizeof(HideSite)), calloc((size_t)f->nlocals, sizeof(HideSite)) };
+    local_walk(w, &lh, f->body);
+    for (int i = 0; i < f->nlocals; i++) {
+        const char *name = f->local_names[i];
+        if (!lh.bind[i].src || !lh.call[i].src || w->builtins(name) < 0) continue;
+        char where[300], msg[700];
+        diag_where(where, sizeof where, lh.call[i].src, lh.call[i].line);
+        snprintf(msg, sizeof msg, "'%s' hides the builtin %s(), called at %s", name, name, where);
+        diag_print(w->diag, lh.bind[i].src, lh.bind[i].line, lh.bind[i].col, "warning", msg);
+    }
+    free(lh.bind);
+    free(lh.call);
+}
+
+static void hide_walk(HideWalk *w, const Node *n)
+{
+    if (!n) return;
+    switch (n->kind) {
+    case N_LIST: case N_BLOCK: hide_list(w, n->u.list.items, n->u.list.n); break;
+    case N_DICT: hide_list(w, n->u.dict.keys, n->u.dict.n); hide_list(w, n->u.dict.vals, n->u.dict.n); break;
+    case N_UNARY: case N_NOT: hide_walk(w, n->u.bin.a); break;
+    case N_BINARY: case N_AND: case N_OR: hide_walk(w, n->u.bin.a); hide_walk(w, n->u.bin.b); break;
+    case N_CALL: {
+        const Node *fn = n->u.call.fn;
+        if (fn->kind == N_GLOBAL) {
+            int g = fn->u.var.slot;
+            if (g < w->h->n && w->m->gbuiltin[g] >= 0) hide_note(&w->h->call[g], w, fn);
+        } else {
+            hide_walk(w, fn);
+        }
+        hide_list(w, n->u.call.args, n->u.call.nargs);
+        for (int i = 0; i < n->u.call.nkw; i++) hide_walk(w, n->u.call.kw[i].value);
+        break;
+    }
+    case N_INDEX: hide_walk(w, n->u.index.obj); hide_list(w, n->u.index.idx, n->u.index.nidx); break;
+    case N_SLICE: hide_walk(w, n->u.slice.lo); hide_walk(w, n->u.slice.hi); hide_walk(w, n->u.slice.step); break;
+    case N_MEMBER: hide_walk(w, n->u.member.obj); break;
+    case N_FNEXPR: hide_fn(w, n->u.fn); break;
+    case N_EXPRSTMT: case N_RETURN: hide_walk(w, n->u.expr.expr); break;
+    case N_ASSIGN:
+        hide_walk(w, n->u.assign.value);
+        hide_walk(w, n->u.assign.target);
+        hide_bind(w, n->u.assign.target, n->u.assign.value->kind == N_FNEXPR);
+        break;
+    case N_AUGASSIGN:
+        hide_walk(w, n->u.assign.value);
+        hide_walk(w, n->u.assign.target);
+        hide_bind(w, n->u.assign.target, false);
+        break;
+    case N_DESTRUCT:
+        hide_walk(w, n->u.destruct.value);
+        for (int i = 0; i < n->u.destruct.n; i++) { hide_walk(w, n->u.destruct.targets[i]); hide_bind(w, n->u.destruct.targets[i], false); }
+        break;
+    case N_IF: hide_walk(w, n->u.ifs.cond); hide_walk(w, n->u.ifs.then); hide_walk(w, n->u.ifs.els); break;
+    case N_WHILE: hide_walk(w, n->u.whiles.cond); hide_walk(w, n->u.whiles.body); break;
+    case N_FOR:
+        hide_walk(w, n->u.fors.iter);
+        for (int i = 0; i < n->u.fors.nvars; i++) hide_bind(w, n->u.fors.vars[i], false);
+        hide_walk(w, n->u.fors.body);
+        break;
+    case N_TRY:
+        hide_walk(w, n->u.tries.body);
+        if (n->u.tries.var) hide_bind(w, n->u.tries.var, false);
+        hide_walk(w, n->u.tries.handler);
+        break;
+    case N_FNDEF: hide_fn(w, n->u.fn); break;          /* binds a function: meant */
+    case N_IMPORT: hide_bind(w, n->u.import.var, false); break;
+    default: break;
+    }
+}
+
+void resolve_warn_hidden(ModInfo *m, Node *body, BuiltinLookup builtins, HideMemo *memo, FILE *diag)
+{
+    HideMemo *h = memo ? memo : resolve_hide_new();
+    hide_grow(h, m->nglobals);
+    HideWalk w = { m, h, builtins, diag };
+    hide_walk(&w, body);
+    for (int g = 0; diag && g < m->nglobals; g++) {
+        if (h->warned[g] || !h->bind[g].src || !h->call[g].src) continue;
+        char where[300], msg[700];
+        diag_where(where, sizeof where, h->call[g].src, h->call[g].line);
+        snprintf(msg, sizeof msg, "'%s' hides the builtin %s(), called at %s", m->gnames[g], m->gnames[g], where);
+        diag_print(diag, h->bind[g].src, h->bind[g].line, h->bind[g].col, "warning", msg);
+        h->warned[g] = true;
+    }
+    if (!memo) resolve_hide_free(h);
+}

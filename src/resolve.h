@@ -21,4 +21,19 @@ int resolve_declare(ModInfo *m, const char *name, BuiltinLookup builtins);
 /* Slot of a global by name, or -1. */
 int resolve_global_slot(const ModInfo *m, const char *name);
 
+/* Builtins hidden by variables. A global named like a builtin
+ * (`state = ...`) makes every call `state(...)` that resolves to the global
+ * call the variable; a local does so inside its function. Warns, once per
+ * name, where such a variable is bound by anything but a function
+ * (`fn`, `qfn`, `NAME = fn ...`) while the name is also called:
+ * `warning: 'state' hides the builtin state(), called at FILE:LINE`, at the
+ * binding. A memo carries the global bindings and calls seen across bodies
+ * resolved into the same table (the REPL's entries); with memo NULL, body
+ * is checked alone. diag NULL: only note, never warn. Run after resolving
+ * body. */
+typedef struct HideMemo HideMemo;
+HideMemo *resolve_hide_new(void);
+void resolve_hide_free(HideMemo *h);
+void resolve_warn_hidden(ModInfo *m, Node *body, BuiltinLookup builtins, HideMemo *memo, FILE *diag);
+
 #endif
