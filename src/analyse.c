@@ -4,7 +4,7 @@
  * flags, not evaluation. */
 #include "analyse.h"
 #include "diag.h"
-#include "interp.h"
+#include "builtins.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,19 +1,22 @@
-/* arrayval.c — arrays as qh values (LANGUAGE.md §7): the ObjArray wrapper
- * around the array room's Array, operators, indexing, iteration, and the
- * array builtins. Copies into tasks share the element buffer copy-on-write
- * (the array room's atomic count), so a task's array never changes under
- * it. Knows values, the VM's calling convention and array.h. */
-#include "cpus.h"
-#include "eval.h"
+/* arrayval.c — arrays as qh values (lang/arrays.md): the ObjArray wrapper
+ * around the array room's Array and its TypeOps (operators, indexing,
+ * iteration, math and reductions), and the array builtins. Copies into
+ * tasks share the element buffer copy-on-write (the array room's atomic
+ * count), so a task's array never changes under it. The language's
+ * operator, math and reduction enums are mapped to the array room's by
+ * switches, never by indexing a table with a number. Knows values, the
+ * dispatcher, the builtin table, array.h and the executor's worker count. */
 #include "arrayval.h"
 #include "array.h"
 #include "exec.h"
+#include "qh_assert.h"
+#include "types.h"
 
 #include <complex.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 static void array_free(Obj *o)
 {
@@ -21,8 +24,9 @@ static void array_free(Obj *o)
     free(o);
 }
 
-static void array_repr(Buf *b, Value v)
+static void array_repr(Buf *b, Value v, bool quoted)
 {
+    (void)quoted;
     char *s = ar_format(AS_ARR(v));
     if (s) { buf_puts(b, s); free(s); }
     else buf_puts(b, "array(<out of memory>)");
@@ -39,10 +43,6 @@ static Value array_copy(Value v, CopyCtx *cc)
 }
 
 static bool array_eq(Value a, Value b) { return ar_equal(AS_ARR(a), AS_ARR(b)) != 0; }
-
-static const ObjHooks array_hooks = { array_free, array_repr, array_copy, array_eq, NULL };
-
-void arrayval_register_hooks(void) { value_set_hooks(T_ARRAY, &array_hooks); }
 
 Value arr_wrap(Array *a)
 {
@@ -75,93 +75,112 @@ static bool to_scalar(Value v, ArScalar *s)
 static void blas_budget(VM *vm)
 {
     if (vm->is_task) return;
-    static long ncpu;
-    if (!ncpu) ncpu = qh_cpus();
     int busy = vm->in->exec ? exec_busy_workers(vm->in->exec) : 0;
-    int want = (int)ncpu - busy;
+    int want = (int)vm->in->ncpu - busy;
     if (want < 1) want = 1;
     if (ar_blas_threads() != want) ar_set_blas_threads(want);
 }
 
-static int op_map(int op)
+/* the array room's operator for a language operator, or false */
+static bool array_op(BinOp op, ArOp *out)
 {
     switch (op) {
-    case OP_ADD: return AR_ADD; case OP_SUB: return AR_SUB; case OP_MUL: return AR_MUL;
-    case OP_DIV: return AR_DIV; case OP_POW: return AR_POW; case OP_EQ: return AR_EQ;
-    case OP_NE: return AR_NE; case OP_LT: return AR_LT; case OP_LE: return AR_LE;
-    case OP_GT: return AR_GT; case OP_GE: return AR_GE;
-    default: return -1;
+    case OP_ADD: *out = AR_ADD; return true;
+    case OP_SUB: *out = AR_SUB; return true;
+    case OP_MUL: *out = AR_MUL; return true;
+    case OP_DIV: *out = AR_DIV; return true;
+    case OP_POW: *out = AR_POW; return true;
+    case OP_EQ: *out = AR_EQ; return true;
+    case OP_NE: *out = AR_NE; return true;
+    case OP_LT: *out = AR_LT; return true;
+    case OP_LE: *out = AR_LE; return true;
+    case OP_GT: *out = AR_GT; return true;
+    case OP_GE: *out = AR_GE; return true;
+    case OP_IDIV: case OP_MOD: case OP_MATMUL: case OP_IN: case OP_NOTIN:
+    case OP_NEG: case OP_POS: case OP_NOPS:
+        return false;
+    default: qh_unreachable();
     }
 }
 
 /* a list of numbers on one side of an array operator becomes an array */
 static Array *list_to_array(VM *vm, Value v, const Node *site, bool *err);
 
-Value arr_binop(VM *vm, int op, Value a, Value b, const Node *site)
+/* The binop slot: arrays with arrays, lists of numbers and scalars; any
+ * other partner is not ours to judge. */
+static Value array_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
 {
+    ArScalar s;
+    Value sides[2] = { a, b };
+    for (int i = 0; i < 2; i++)
+        if (sides[i].t != T_ARRAY && sides[i].t != T_LIST && !to_scalar(sides[i], &s)) return v_notimpl();
     char err[AR_ERRLEN];
     Value tmp[2] = { v_nil(), v_nil() };
-    Value sides[2] = { a, b };
     for (int i = 0; i < 2; i++) {
         if (sides[i].t == T_LIST) {
             bool e = false;
             Array *x = list_to_array(vm, sides[i], site, &e);
-            if (e) return v_exc();
+            if (e) { decref(tmp[0]); return v_exc(); }
             tmp[i] = arr_wrap(x);
             sides[i] = tmp[i];
         }
     }
     a = sides[0]; b = sides[1];
     Value r;
+    ArOp aop;
     if (op == OP_MATMUL) {
         if (a.t != T_ARRAY || b.t != T_ARRAY) {
             r = vm_error(vm, site, "@ needs two arrays, not %s and %s", type_name(a), type_name(b));
         } else {
             Array *out = NULL;
-            ArScalar s;
             blas_budget(vm);
             int k = ar_matmul(AS_ARR(a), AS_ARR(b), &out, &s, err);
             r = k == AR_ERR ? vm_error(vm, site, "%s", err) : k == AR_SCALAR ? scalar_value(s) : arr_wrap(out);
         }
-    } else if (op == OP_EQ || op == OP_NE) {
-        if (a.t == T_ARRAY && b.t == T_ARRAY) {
-            Array *o = ar_binop(op_map(op), AS_ARR(a), AS_ARR(b), err);
-            r = wrap_or_error(vm, o, err, site);
-        } else {
-            ArScalar s;
-            Value arr = a.t == T_ARRAY ? a : b, other = a.t == T_ARRAY ? b : a;
-            if (to_scalar(other, &s)) r = wrap_or_error(vm, ar_binop_scalar(op_map(op), AS_ARR(arr), s, a.t != T_ARRAY, err), err, site);
-            else r = v_bool(op == OP_NE);
-        }
+    } else if (!array_op(op, &aop)) {
+        r = vm_error(vm, site, "unsupported operation %s on arrays", op_symbol(op));
+    } else if (a.t == T_ARRAY && b.t == T_ARRAY) {
+        r = wrap_or_error(vm, ar_binop(aop, AS_ARR(a), AS_ARR(b), err), err, site);
     } else {
-        int aop = op_map(op);
-        ArScalar s;
-        if (aop < 0) r = vm_error(vm, site, "unsupported operation on arrays");
-        else if (a.t == T_ARRAY && b.t == T_ARRAY) r = wrap_or_error(vm, ar_binop(aop, AS_ARR(a), AS_ARR(b), err), err, site);
-        else if (a.t == T_ARRAY && to_scalar(b, &s)) r = wrap_or_error(vm, ar_binop_scalar(aop, AS_ARR(a), s, 0, err), err, site);
-        else if (b.t == T_ARRAY && to_scalar(a, &s)) r = wrap_or_error(vm, ar_binop_scalar(aop, AS_ARR(b), s, 1, err), err, site);
-        else r = vm_error(vm, site, "unsupported operand types for an array operation: %s and %s", type_name(a), type_name(b));
+        Value arr = a.t == T_ARRAY ? a : b, other = a.t == T_ARRAY ? b : a;
+        bool ok = to_scalar(other, &s);
+        qh_assert(ok);
+        (void)ok;
+        r = wrap_or_error(vm, ar_binop_scalar(aop, AS_ARR(arr), s, a.t != T_ARRAY, err), err, site);
     }
     decref(tmp[0]); decref(tmp[1]);
     return r;
 }
 
-Value arr_unary_neg(VM *vm, Value a, const Node *site)
+static Value array_unop(VM *vm, BinOp op, Value a, const Node *site)
 {
+    if (op == OP_POS) { incref(a); return a; }
     char err[AR_ERRLEN];
     return wrap_or_error(vm, ar_neg(AS_ARR(a), err), err, site);
 }
 
-static bool to_ix(VM *vm, Value v, Node *n, ArIndex *ix)
+static bool array_len(Value a, size_t *out) { *out = ar_len(AS_ARR(a)); return true; }
+static bool array_truthy(Value a) { return ar_len(AS_ARR(a)) != 0; }
+
+/* a double as an index the array room takes (out of range stays out of range) */
+static long clamp_index(double d)
 {
-    if (n->kind == N_SLICE) {
-        ObjList *l = AS_LIST(v);
+    if (d > (double)(LONG_MAX / 2)) return LONG_MAX / 2;
+    if (d < (double)(LONG_MIN / 2)) return LONG_MIN / 2;
+    return (long)d;
+}
+
+static bool to_ix(VM *vm, Value v, const Node *n, ArIndex *ix)
+{
+    if (v.t == T_SLICE) {
+        const ObjSlice *sl = AS_SLICE(v);
+        Value p3[3] = { sl->lo, sl->hi, sl->step };
         long parts[3];
         for (int i = 0; i < 3; i++) {
-            Value p = l->v[i];
+            Value p = p3[i];
             if (p.t == T_NIL) { parts[i] = AR_IX_NONE; continue; }
             if (p.t != T_NUM || p.n != floor(p.n)) { vm_error(vm, n, "slice bounds must be integers"); return false; }
-            parts[i] = (long)p.n;
+            parts[i] = clamp_index(p.n);
         }
         if (parts[2] == 0) { vm_error(vm, n, "slice step must not be zero"); return false; }
         *ix = ar_ix_slice(parts[0], parts[1], parts[2]);
@@ -171,15 +190,17 @@ static bool to_ix(VM *vm, Value v, Node *n, ArIndex *ix)
         vm_error(vm, n, "array index must be an integer, not %s", v.t == T_NUM ? "a fraction" : type_name(v));
         return false;
     }
-    *ix = ar_ix((long)v.n);
+    *ix = ar_ix(clamp_index(v.n));
     return true;
 }
 
-Value arr_index(VM *vm, Value a, Value *idx, Node **nodes, int nidx, const Node *site)
+static const Node *at(Node *const *isite, int k, const Node *site) { return isite && isite[k] ? isite[k] : site; }
+
+static Value array_index(VM *vm, Value a, int nidx, const Value *idx, const Node *site, Node *const *isite)
 {
     ArIndex ix[AR_MAXDIM];
     if (nidx > AR_MAXDIM) return vm_error(vm, site, "too many indices for an array");
-    for (int i = 0; i < nidx; i++) if (!to_ix(vm, idx[i], nodes[i], &ix[i])) return v_exc();
+    for (int i = 0; i < nidx; i++) if (!to_ix(vm, idx[i], at(isite, i, site), &ix[i])) return v_exc();
     char err[AR_ERRLEN];
     ArScalar s;
     Array *out = NULL;
@@ -188,15 +209,15 @@ Value arr_index(VM *vm, Value a, Value *idx, Node **nodes, int nidx, const Node 
     return k == AR_SCALAR ? scalar_value(s) : arr_wrap(out);
 }
 
-bool arr_setindex(VM *vm, Value a, Value *idx, Node **nodes, int nidx, Value v, const Node *site)
+static bool array_setindex(VM *vm, Value a, int nidx, const Value *idx, Value v, const Node *site, Node *const *isite)
 {
     ArIndex ix[AR_MAXDIM];
     if (nidx > AR_MAXDIM) { vm_error(vm, site, "too many indices for an array"); return false; }
-    for (int i = 0; i < nidx; i++) if (!to_ix(vm, idx[i], nodes[i], &ix[i])) return false;
+    for (int i = 0; i < nidx; i++) if (!to_ix(vm, idx[i], at(isite, i, site), &ix[i])) return false;
     char err[AR_ERRLEN];
     ArScalar s;
     int k;
-    Value fv = vm_force(vm, v, site);
+    Value fv = tp_force(vm, v, site);
     if (IS_EXC(fv)) return false;
     if (to_scalar(fv, &s)) k = ar_assign_scalar(AS_ARR(a), ix, nidx, s, err);
     else if (fv.t == T_ARRAY) k = ar_assign_array(AS_ARR(a), ix, nidx, AS_ARR(fv), err);
@@ -207,8 +228,8 @@ bool arr_setindex(VM *vm, Value a, Value *idx, Node **nodes, int nidx, Value v, 
         k = ar_assign_array(AS_ARR(a), ix, nidx, x, err);
         ar_free(x);
     } else {
-        decref(fv);
         vm_error(vm, site, "cannot store %s in an array", type_name(fv));
+        decref(fv);
         return false;
     }
     decref(fv);
@@ -216,52 +237,88 @@ bool arr_setindex(VM *vm, Value a, Value *idx, Node **nodes, int nidx, Value v, 
     return true;
 }
 
-bool arr_contains(VM *vm, Value a, Value x, const Node *site, bool *err)
+static Value array_contains(VM *vm, Value a, Value x, const Node *site)
 {
     ArScalar s;
-    if (!to_scalar(x, &s)) { vm_error(vm, site, "'in <array>' needs a number on the left, not %s", type_name(x)); *err = true; return false; }
-    return ar_contains(AS_ARR(a), s) != 0;
+    if (!to_scalar(x, &s)) return vm_error(vm, site, "'in <array>' needs a number on the left, not %s", type_name(x));
+    return v_bool(ar_contains(AS_ARR(a), s) != 0);
 }
 
-size_t arr_len(Value a) { return ar_len(AS_ARR(a)); }
-
-Value arr_row(VM *vm, Value a, size_t i)
+Value arr_row(VM *vm, Value a, size_t i, const Node *site)
 {
     char err[AR_ERRLEN];
     ArScalar s;
     Array *out = NULL;
     long idx = (long)i;
     int k = ar_get(AS_ARR(a), &idx, 1, &s, &out, err);
-    if (k == AR_ERR) return vm_error(vm, NULL, "%s", err);
+    if (k == AR_ERR) return vm_error(vm, site, "%s", err);
     return k == AR_SCALAR ? scalar_value(s) : arr_wrap(out);
 }
 
-/* math builtins on arrays; fn numbers follow builtins.c (M_ABS ...), 100+d is round(d) */
-Value arr_math(VM *vm, int fn, Value a, const Node *site)
+/* for x in array: its rows (elements of a 1-d array) */
+static int array_iter(VM *vm, Value a, Iter *it, Value *out, const Node *site)
 {
-    static const int map[] = { AR_ABS, AR_SQRT, AR_SIN, AR_COS, AR_TAN, AR_ASIN, AR_ACOS, AR_ATAN,
-                               AR_EXP, AR_LOG, AR_LOG2, AR_LOG10, AR_FLOOR, AR_CEIL };
+    if (it->pos >= ar_len(AS_ARR(a))) return 0;
+    *out = arr_row(vm, a, it->pos++, site);
+    return IS_EXC(*out) ? -1 : 1;
+}
+
+/* the array room's function for a math builtin */
+static ArFunc array_func(MathFn fn)
+{
+    switch (fn) {
+    case M_ABS: return AR_ABS;
+    case M_SQRT: return AR_SQRT;
+    case M_SIN: return AR_SIN;
+    case M_COS: return AR_COS;
+    case M_TAN: return AR_TAN;
+    case M_ASIN: return AR_ASIN;
+    case M_ACOS: return AR_ACOS;
+    case M_ATAN: return AR_ATAN;
+    case M_EXP: return AR_EXP;
+    case M_LOG: return AR_LOG;
+    case M_LOG2: return AR_LOG2;
+    case M_LOG10: return AR_LOG10;
+    case M_FLOOR: return AR_FLOOR;
+    case M_CEIL: return AR_CEIL;
+    case M_ROUND: return AR_ROUND;
+    case M_NFUNCS: break;
+    }
+    qh_unreachable();
+}
+
+/* math builtins on arrays; arg: round's digits */
+static Value array_math(VM *vm, MathFn fn, Value a, long arg, const Node *site)
+{
     char err[AR_ERRLEN];
     Array *r;
-    if (fn >= 50) r = ar_round(AS_ARR(a), fn - 100, err);
-    else r = ar_map((ArFunc)map[fn], AS_ARR(a), err);
+    if (fn == M_ROUND && arg > 300) r = ar_copy(AS_ARR(a), err);    /* beyond a double's digits */
+    else if (fn == M_ROUND) r = ar_round(AS_ARR(a), arg < -308 ? -308 : (int)arg, err);
+    else r = ar_map(array_func(fn), AS_ARR(a), err);
     return wrap_or_error(vm, r, err, site);
 }
 
-/* sum/min/max of an array (which: 0 sum, 1 min, 2 max), optional axis= */
-Value arr_reduce(VM *vm, int which, Value a, Args *args)
+/* sum/min/max/mean of an array, optional axis= */
+static Value array_reduce(VM *vm, ReduceFn fn, Value a, Args *args)
 {
-    static const ArReduce map[] = { AR_SUM, AR_MIN, AR_MAX, AR_MEAN };
+    ArReduce r;
+    switch (fn) {
+    case R_SUM: r = AR_SUM; break;
+    case R_MIN: r = AR_MIN; break;
+    case R_MAX: r = AR_MAX; break;
+    case R_MEAN: r = AR_MEAN; break;
+    case R_NFUNCS: default: qh_unreachable();
+    }
     int axis = AR_AXIS_ALL;
     Value *ax = arg_kw(args, "axis");
     if (ax && ax->t != T_NIL) {
-        if (ax->t != T_NUM || ax->n != floor(ax->n)) return vm_error(vm, args->site, "axis must be an integer");
+        if (ax->t != T_NUM || ax->n != floor(ax->n) || fabs(ax->n) > 64) return vm_error(vm, args->site, "axis must be an integer");
         axis = (int)ax->n;
     }
     char err[AR_ERRLEN];
     Array *out = NULL;
     ArScalar s;
-    int k = ar_reduce(map[which], AS_ARR(a), axis, &out, &s, err);
+    int k = ar_reduce(r, AS_ARR(a), axis, &out, &s, err);
     if (k == AR_ERR) return vm_error(vm, args->site, "%s", err);
     return k == AR_SCALAR ? scalar_value(s) : arr_wrap(out);
 }
@@ -287,8 +344,8 @@ static bool flat_put(Flat *f, double re, double im)
 
 static bool flatten(VM *vm, Value v, int depth, Flat *f, const Node *site)
 {
-    if (v.t == T_FUTURE) {
-        Value r = vm_force(vm, v, site);
+    if (is_lazy(v)) {
+        Value r = tp_force(vm, v, site);
         if (IS_EXC(r)) return false;
         bool ok = flatten(vm, r, depth, f, site);
         decref(r);
@@ -306,7 +363,7 @@ static bool flatten(VM *vm, Value v, int depth, Flat *f, const Node *site)
             return false;
         }
         for (size_t i = 0; i < len; i++) {
-            Value e = v.t == T_LIST ? AS_LIST(v)->v[i] : arr_row(vm, v, i);
+            Value e = v.t == T_LIST ? AS_LIST(v)->v[i] : arr_row(vm, v, i, site);
             if (IS_EXC(e)) return false;
             bool ok = flatten(vm, e, depth + 1, f, site);
             if (v.t == T_ARRAY) decref(e);
@@ -315,7 +372,8 @@ static bool flatten(VM *vm, Value v, int depth, Flat *f, const Node *site)
         return true;
     }
     ArScalar s;
-    if (v.t == T_DUAL) {
+    double num;
+    if (v.t != T_NUM && tp_number(v, &num)) {
         vm_error(vm, site, "array(): a differentiated number cannot go into an array (inside grad, keep such numbers in lists)");
         return false;
     }
@@ -568,7 +626,7 @@ static Value two_arrays(VM *vm, Args *a, const char *fn, Value *x, Value *y, Val
 static Value bi_dot(VM *vm, Args *a)
 {
     if ((a->v[0].t == T_NUM || a->v[0].t == T_COMPLEX) && (a->v[1].t == T_NUM || a->v[1].t == T_COMPLEX))
-        return vm_binop(vm, OP_MUL, a->v[0], a->v[1], a->site);
+        return tp_binop(vm, OP_MUL, a->v[0], a->v[1], a->site);
     Value x = v_nil(), y = v_nil(), t[2];
     Value e = two_arrays(vm, a, "dot", &x, &y, t);
     if (IS_EXC(e)) return e;
@@ -618,12 +676,12 @@ static Value bi_mean(VM *vm, Args *a)
         Array *x = list_to_array(vm, v, a->site, &e);
         if (e) return v_exc();
         Value w = arr_wrap(x);
-        Value r = arr_reduce(vm, 3, w, a);
+        Value r = array_reduce(vm, R_MEAN, w, a);
         decref(w);
         return r;
     }
     if (v.t != T_ARRAY) return vm_error(vm, a->site, "mean() needs an array or list, not %s", type_name(v));
-    return arr_reduce(vm, 3, v, a);
+    return array_reduce(vm, R_MEAN, v, a);
 }
 
 static Value bi_tolist(VM *vm, Args *a)
@@ -633,7 +691,7 @@ static Value bi_tolist(VM *vm, Args *a)
     size_t n = ar_len(AS_ARR(v));
     ObjList *l = list_new(n);
     for (size_t i = 0; i < n; i++) {
-        Value r = arr_row(vm, v, i);
+        Value r = arr_row(vm, v, i, a->site);
         if (IS_EXC(r)) { decref(v_list(l)); return r; }
         if (r.t == T_ARRAY) {
             Args t = { 1, &r, 0, NULL, NULL, a->site, a->def };
@@ -649,7 +707,7 @@ static Value bi_tolist(VM *vm, Args *a)
 
 static const char *const kw_axis[] = { "axis", NULL };
 
-const BuiltinDef builtins_array[] = {
+static const BuiltinDef builtins_array[] = {
     { "array", bi_array, 1, 1, 0, kw_dtype, 0 },
     { "zeros", bi_zeros, 1, AR_MAXDIM, 0, kw_dtype, 0 },
     { "ones", bi_ones, 1, AR_MAXDIM, 0, kw_dtype, 0 },
@@ -673,3 +731,17 @@ const BuiltinDef builtins_array[] = {
     { "tolist", bi_tolist, 1, 1, 0, NULL, 0 },
     { NULL, NULL, 0, 0, 0, NULL, 0 },
 };
+
+static const TypeOps array_ops = {
+    .name = "array",
+    .free = array_free, .copy = array_copy, .repr = array_repr, .eq = array_eq,
+    .binop = array_binop, .unop = array_unop, .truthy = array_truthy,
+    .index = array_index, .setindex = array_setindex, .len = array_len, .iter = array_iter,
+    .contains = array_contains, .math = array_math, .reduce = array_reduce,
+};
+
+void arrayval_open(void)
+{
+    type_register(T_ARRAY, &array_ops);
+    builtins_add(builtins_array);
+}

@@ -1,9 +1,10 @@
-/* arrayval.h — arrays as qh values: the wrapper object and its maker, for
- * the rooms that build arrays (quantum measurements). */
+/* arrayval.h — arrays as qh values: the wrapper object, its maker and a
+ * row getter, for the rooms that build or read arrays (quantum
+ * measurements, gradients). */
 #ifndef QH_ARRAYVAL_H
 #define QH_ARRAYVAL_H
 
-#include "value.h"
+#include "vm.h"
 
 struct Array;
 typedef struct ObjArray { Obj h; struct Array *a; } ObjArray;
@@ -11,6 +12,9 @@ typedef struct ObjArray { Obj h; struct Array *a; } ObjArray;
 
 /* Wraps an Array (taking it) as a value. */
 Value arr_wrap(struct Array *a);
-void arrayval_register_hooks(void);
+/* Row i of an array (an element of a 1-d one). */
+Value arr_row(VM *vm, Value a, size_t i, const Node *site);
+/* Registers the array kind and the array builtins (start-up). */
+void arrayval_open(void);
 
 #endif

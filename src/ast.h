@@ -25,12 +25,6 @@ typedef enum NodeKind {
     N_NKINDS
 } NodeKind;
 
-typedef enum BinOp {
-    OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_IDIV, OP_MOD, OP_POW, OP_MATMUL,
-    OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_IN, OP_NOTIN,
-    OP_NEG, OP_POS,
-} BinOp;
-
 typedef struct Node Node;
 struct FnProto;
 struct ModInfo;

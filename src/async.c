@@ -1,15 +1,16 @@
-/* async.c — quantum calls as futures (LANGUAGE.md §9): dispatching a qfn
- * call as a task with deep-copied arguments and captured globals, chaining
- * on futures passed in, resolving futures where values are needed,
- * reporting failed tasks nobody needed, Ctrl-C, --stats and --trace.
- * The main VM's values never reach a worker: a task gets copies and hands
- * back a copied result. Knows the evaluator and the executor's interface;
- * the quantum side is reached through qrt_run. */
+/* async.c — quantum calls as futures (lang/async.md): dispatching a call
+ * as a task with deep-copied arguments and captured globals, chaining on
+ * futures passed in, the future kind (its force slot resolves it wherever
+ * a value is needed), reporting failed tasks nobody needed, Ctrl-C,
+ * --stats and --trace. The main VM's values never reach a worker: a task
+ * gets copies and hands back a copied result. Knows the evaluator, the
+ * executor's interface, and the quantum runtime's entry (a plain qfn
+ * call's body); other task bodies (gradients) are given by their rooms. */
 #include "async.h"
-#include "cpus.h"
 #include "eval.h"
 #include "exec.h"
 #include "pool.h"
+#include "qh_assert.h"
 #include "qrt.h"
 #include "trace.h"
 
@@ -52,24 +53,28 @@ typedef struct TaskCtx {
     char *name;
     const Source *src;
     int line;
-    double submitted_us;
-    bool grad;              /* a gradient of fn, not a call */
-    int gmethod, argnum;
+    TaskBody body;          /* what the task runs */
+    void *arg;              /* the body's argument (a copy) */
     CopyCtx mods;           /* the modules copied for the task: released at its end */
 } TaskCtx;
 
-Value grad_compute(VM *vm, ObjFunc *f, Value *params, int argnum, int method, uint64_t seed, uint64_t index, const Node *site);
-
-/* main-thread registry of dispatched calls (in->tasks is not shared) */
-static TaskRec *registry_head;
-static unsigned long registry_count;
+/* The main thread's record of the calls it dispatched, and its timing
+ * (in->async; main-thread only). */
+typedef struct AsyncState {
+    TaskRec *head;
+    unsigned long count;
+    double main_wait_seconds;
+    double run_start;
+    unsigned long sync_tasks;   /* --sync: calls run, and their time */
+    double sync_task_seconds;
+} AsyncState;
 
 /* Drops finished calls nobody can ask about any more (their future value is
  * gone, and they either succeeded or were observed): a long loop of calls
  * keeps no memory for them. */
-static void registry_compact(void)
+static void registry_compact(AsyncState *as)
 {
-    TaskRec **pp = &registry_head;
+    TaskRec **pp = &as->head;
     while (*pp) {
         TaskRec *r = *pp;
         if (!r->obj && fut_ready(r->fut) && (r->observed || fut_state(r->fut) != FUT_FAILED)) {
@@ -83,9 +88,6 @@ static void registry_compact(void)
         pp = &r->next;
     }
 }
-static double main_wait_seconds;
-static struct timespec run_start;
-
 static double mono(void)
 {
     struct timespec ts;
@@ -105,8 +107,9 @@ static void future_free(Obj *o)
     free(f);
 }
 
-static void future_repr(Buf *b, Value v)
+static void future_repr(Buf *b, Value v, bool quoted)
 {
+    (void)quoted;
     ObjFuture *f = AS_FUT(v);
     buf_printf(b, "<future %s() from line %d>", f->name, f->line);
 }
@@ -117,13 +120,14 @@ static Value future_new(Fut *fut, TaskRec *rec, const char *name, const Source *
     f->fut = fut;
     f->rec = rec;
     f->cached = v_nil();
-    f->name = strdup(name);
+    f->name = xstrdup(name);
     f->src = src;
     f->line = line;
     return v_obj(&f->h);
 }
 
-static const ObjHooks future_hooks = { future_free, future_repr, NULL, NULL, NULL };
+static void future_traverse(Obj *o, void (*visit)(Value, void *), void *ud) { visit(((ObjFuture *)o)->cached, ud); }
+static void future_clear(Obj *o) { ObjFuture *f = (ObjFuture *)o; Value c = f->cached; f->cached = v_nil(); decref(c); }
 
 /* ---------------------------------------------------------------- copying */
 
@@ -140,7 +144,7 @@ static Value copy_future_out(Value v, CopyCtx *cc)
         bool have = false;
         for (int i = 0; i < d->n; i++) if (d->v[i] == f->fut) have = true;
         if (!have) {
-            if (d->n == d->cap) { d->cap = d->cap ? d->cap * 2 : 4; d->v = realloc(d->v, (size_t)d->cap * sizeof(Fut *)); }
+            if (d->n == d->cap) { d->cap = d->cap ? d->cap * 2 : 4; d->v = xrealloc(d->v, (size_t)d->cap * sizeof(Fut *)); }
             d->v[d->n++] = f->fut;
         }
     }
@@ -189,7 +193,8 @@ static void free_box(void *p)
 
 /* ---------------------------------------------------------------- forcing */
 
-Value future_force(VM *vm, Value v, const Node *site)
+/* the force slot: waits for the task (running it here if still queued) */
+static Value future_force(VM *vm, Value v, const Node *site)
 {
     ObjFuture *f = AS_FUT(v);
     if (f->resolved) { incref(f->cached); return f->cached; }
@@ -211,7 +216,7 @@ Value future_force(VM *vm, Value v, const Node *site)
         double t1 = mono();
         if (!vm->is_task) {
             vm->wait_time += t1 - t0;
-            main_wait_seconds += t1 - t0;
+            in->async->main_wait_seconds += t1 - t0;
             if (in->trace) {
                 char name[200], args[128];
                 snprintf(name, sizeof name, "wait %s() from line %d", f->name, f->line);
@@ -219,22 +224,15 @@ Value future_force(VM *vm, Value v, const Node *site)
                 trace_complete(in->trace, 0, name, "wait", ts, trace_now_us(in->trace) - ts, args);
             }
         }
-        if (st == FUT_PENDING || st == FUT_RUNNING) {
-            vm_error(vm, site, "interrupted");
-            vm->err.interrupted = true;
-            return v_exc();
-        }
+        if (st == FUT_PENDING || st == FUT_RUNNING) return vm_interrupted(vm, site);
     }
     if (f->rec) f->rec->observed = true;
     Value out;
     const char *err = NULL;
     if (!fut_value(vm, f->fut, &out, &err)) {
         const char *file = f->src ? f->src->name : "?";
-        if (fut_state(f->fut) == FUT_CANCELLED && (atomic_load(&in->sigint) || atomic_load(&in->interrupt))) {
-            vm_error(vm, site, "interrupted");
-            vm->err.interrupted = true;
-            return v_exc();
-        }
+        if (fut_state(f->fut) == FUT_CANCELLED && (atomic_load(&in->sigint) || atomic_load(&in->interrupt)))
+            return vm_interrupted(vm, site);
         return vm_error(vm, site, "%s() called at %s:%d failed: %s", f->name, file, f->line, err);
     }
     f->cached = out;
@@ -254,6 +252,7 @@ static void ctx_free(void *p)
     decref(c->fn);
     free(c->args);
     free(c->name);
+    free(c->arg);
     free(c);
 }
 
@@ -275,13 +274,7 @@ static bool task_execute(TaskCtx *c, const atomic_int *cancel, void *task, Value
     for (int i = 0; i < c->nargs; i++) { slots[i] = c->args[i]; c->args[i] = v_nil(); value_track_adopt(slots[i]); }
     for (int i = c->nargs; i < nl; i++) slots[i] = v_unbound();
     tvm.sp = (size_t)nl;
-    Value r;
-    if (c->grad) {
-        r = grad_compute(&tvm, f, slots, c->argnum, c->gmethod, c->seed, c->index, NULL);
-        for (int i = 0; i < nl; i++) decref(slots[i]);
-    } else {
-        r = qrt_run(&tvm, f, c->seed, c->index, slots, NULL);
-    }
+    Value r = c->body(&tvm, f, slots, c->seed, c->index, NULL, c->arg);
     tvm.sp = 0;
     bool ok = !IS_EXC(r);
     value_track_pause();                /* the result's copy is not the task's garbage */
@@ -318,7 +311,7 @@ static void run_task(void *p, ExecTask *t)
     Value result;
     char err[1200];
     if (task_execute(c, exec_task_cancel_flag(t), t, &result, err, sizeof err)) {
-        Value *box = malloc(sizeof(Value));
+        Value *box = xmalloc(sizeof(Value));
         *box = result;
         exec_task_done(t, box, free_box);
     } else {
@@ -343,10 +336,10 @@ static void capture_globals(ObjModule *mod, FnProto *p, bool *want)
 
 static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const Node *site, const char **cerr)
 {
-    TaskCtx *c = calloc(1, sizeof *c);
+    TaskCtx *c = xcalloc(1, sizeof *c);
     c->in = vm->in;
-    c->name = strdup(f->p->name);
-    c->src = vm->frame && vm->frame->fn ? vm->frame->fn->p->mod->src : vm->mod->info->src;
+    c->name = xstrdup(f->p->name);
+    c->src = vm_source(vm);
     c->line = site ? site->line : vm->cur_line;
     CopyCtx cc;
     copy_init(&cc);
@@ -354,24 +347,14 @@ static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const
     cc.on_future = copy_future_out;
     /* the qfn's module, with only the globals it takes along */
     ObjModule *m = f->mod;
-    ObjModule *tm = (ObjModule *)obj_alloc(sizeof(ObjModule), T_MODULE);
-    tm->info = m->info;
-    tm->name = m->name;
-    tm->loaded = true;
-    tm->nglobals = m->nglobals;
-    tm->globals = malloc((size_t)(m->nglobals + 1) * sizeof(Value));
-    for (int i = 0; i < m->nglobals; i++) tm->globals[i] = v_unbound();
-    copy_memo_put(&cc, m, tm);
-    copy_note_module(&cc, &tm->h);
-    bool *want = calloc((size_t)m->nglobals + 1, sizeof(bool));
+    bool *want = xcalloc((size_t)m->nglobals + 1, sizeof(bool));
     capture_globals(m, f->p, want);
-    for (int i = 0; i < m->nglobals; i++)
-        if (want[i] && m->globals[i].t != T_UNBOUND) tm->globals[i] = value_copy_deep(m->globals[i], &cc);
+    ObjModule *tm = module_copy_some(m, want, &cc);
     free(want);
     c->fn = value_copy_deep(v_obj(&f->h), &cc);
     decref(v_obj(&tm->h));          /* the copied function holds it */
     c->nargs = f->p->nparams;
-    c->args = malloc((size_t)(c->nargs + 1) * sizeof(Value));
+    c->args = xmalloc((size_t)(c->nargs + 1) * sizeof(Value));
     for (int i = 0; i < c->nargs; i++) c->args[i] = value_copy_deep(params[i], &cc);
     *cerr = cc.error;
     copy_done(&cc);
@@ -379,23 +362,10 @@ static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const
     return c;
 }
 
-static Value dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, bool grad, int gmethod, int argnum);
-
-
-Value qfn_call(VM *vm, ObjFunc *f, Value *params, const Node *site)
-{
-    return dispatch(vm, f, params, site, false, 0, 0);
-}
-
-Value qfn_call_grad(VM *vm, ObjFunc *f, Value *params, const Node *site, int method, int argnum);
-Value qfn_call_grad(VM *vm, ObjFunc *f, Value *params, const Node *site, int method, int argnum)
-{
-    return dispatch(vm, f, params, site, true, method, argnum);
-}
-
 /* A call (or a gradient) of a qfn: a task with copies of everything it
  * needs, or, inside a task, run at once. */
-static Value dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, bool grad, int gmethod, int argnum)
+Value async_dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body,
+                     const void *arg, size_t argsize, const char *label_prefix)
 {
     Interp *in = vm->in;
     /* the call's random stream: (device seed or program seed, position in program order) */
@@ -415,13 +385,7 @@ static Value dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, bool 
         copy_done(&cc);
         uint64_t saved = vm->stream_seed;
         vm->stream_seed = seed ^ ((index + 1) * 0xbf58476d1ce4e5b9ULL);
-        Value r;
-        if (grad) {
-            r = grad_compute(vm, f, params, argnum, gmethod, seed, index, site);
-            for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
-        } else {
-            r = qrt_run(vm, f, seed, index, params, site);
-        }
+        Value r = body(vm, f, params, seed, index, site, arg);
         vm->stream_seed = saved;
         return r;
     }
@@ -431,16 +395,20 @@ static Value dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, bool 
     for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
     c->seed = seed;
     c->index = index;
-    c->grad = grad;
-    c->gmethod = gmethod;
-    c->argnum = argnum;
-    if (grad) { free(c->name); size_t ln = strlen(f->p->name) + 8; c->name = malloc(ln); snprintf(c->name, ln, "grad %s", f->p->name); }
+    c->body = body;
+    if (argsize) { c->arg = xmalloc(argsize); memcpy(c->arg, arg, argsize); }
+    if (label_prefix && *label_prefix) {
+        size_t ln = strlen(label_prefix) + strlen(f->p->name) + 1;
+        free(c->name);
+        c->name = xmalloc(ln);
+        snprintf(c->name, ln, "%s%s", label_prefix, f->p->name);
+    }
     if (cerr) {
         ctx_free(c);
         free(deps.v);
         return vm_error(vm, site, "%s(): cannot pass %s to a quantum function", f->p->name, cerr);
     }
-    char *call_name = strdup(c->name);      /* for the record: c may be gone below */
+    char *call_name = xstrdup(c->name);     /* for the record: c may be gone below */
     Fut *fut;
     if (in->sync || !in->exec) {
         /* --sync: the same task, run to completion now; errors wait for their use */
@@ -452,15 +420,15 @@ static Value dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, bool 
         double t0 = mono();
         double ts = in->trace ? trace_now_us(in->trace) : 0;
         bool ok = task_execute(c, &in->interrupt, NULL, &result, err, sizeof err);
-        in->sync_task_seconds += mono() - t0;
-        in->sync_tasks++;
+        in->async->sync_task_seconds += mono() - t0;
+        in->async->sync_tasks++;
         if (in->trace) {
             char args[64];
             snprintf(args, sizeof args, "{\"line\":%d}", c->line);
             trace_complete(in->trace, 0, c->name, "task", ts, trace_now_us(in->trace) - ts, args);
         }
         if (ok) {
-            Value *box = malloc(sizeof(Value));
+            Value *box = xmalloc(sizeof(Value));
             *box = result;
             fut_complete(fut, box, free_box);
         } else if (atomic_load(&in->interrupt)) {
@@ -477,23 +445,35 @@ static Value dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, bool 
         if (!fut) {
             free(deps.v);
             free(call_name);
-            vm_error(vm, site, "interrupted");
-            vm->err.interrupted = true;
-            return v_exc();
+            return vm_interrupted(vm, site);
         }
     }
     free(deps.v);
-    TaskRec *rec = calloc(1, sizeof *rec);
+    AsyncState *as = in->async;
+    TaskRec *rec = xcalloc(1, sizeof *rec);
     rec->fut = fut_retain(fut);
     rec->name = call_name;
-    rec->src = vm->frame && vm->frame->fn ? vm->frame->fn->p->mod->src : vm->mod->info->src;
+    rec->src = vm_source(vm);
     rec->line = site ? site->line : vm->cur_line;
-    rec->next = registry_head;
-    registry_head = rec;
+    rec->next = as->head;
+    as->head = rec;
     Value fv = future_new(fut, rec, rec->name, rec->src, rec->line);
     rec->obj = AS_FUT(fv);
-    if (++registry_count % 256 == 0) registry_compact();
+    if (++as->count % 256 == 0) registry_compact(as);
     return fv;
+}
+
+/* a plain qfn call's body: the quantum runtime runs it */
+static Value qfn_body(VM *vm, ObjFunc *f, Value *params, uint64_t seed, uint64_t index, const Node *site, const void *arg)
+{
+    (void)arg;
+    return qrt_run(vm, f, seed, index, params, site);
+}
+
+/* the evaluator's qfn call hook */
+static Value qfn_call(VM *vm, ObjFunc *f, Value *params, const Node *site)
+{
+    return async_dispatch(vm, f, params, site, qfn_body, NULL, 0, NULL);
 }
 
 /* ---------------------------------------------------------------- builtins */
@@ -517,13 +497,13 @@ static Value bi_wait(VM *vm, Args *a)
     if (v.t == T_LIST) {
         ObjList *l = AS_LIST(v), *r = list_new(l->len);
         for (size_t i = 0; i < l->len; i++) {
-            Value x = vm_force(vm, l->v[i], a->site);
+            Value x = tp_force(vm, l->v[i], a->site);
             if (IS_EXC(x)) { decref(v_list(r)); return x; }
             r->v[r->len++] = x;
         }
         return v_list(r);
     }
-    return vm_force(vm, v, a->site);
+    return tp_force(vm, v, a->site);
 }
 
 static Value bi_sync(VM *vm, Args *a)
@@ -536,12 +516,12 @@ static Value bi_sync(VM *vm, Args *a)
     bool ok = exec_wait_all_interruptible(in->exec, &in->interrupt);
     atomic_store(&in->main_waiting, 0);
     vm->wait_time += mono() - t0;
-    main_wait_seconds += mono() - t0;
-    if (!ok) { vm_error(vm, a->site, "interrupted"); vm->err.interrupted = true; return v_exc(); }
+    in->async->main_wait_seconds += mono() - t0;
+    if (!ok) return vm_interrupted(vm, a->site);
     return v_nil();
 }
 
-const BuiltinDef builtins_async[] = {
+static const BuiltinDef builtins_async[] = {
     { "ready", bi_ready, 1, 1, BI_LAZY, NULL, 0 },
     { "wait", bi_wait, 1, 1, BI_LAZY, NULL, 0 },
     { "sync", bi_sync, 0, 0, 0, NULL, 0 },
@@ -550,6 +530,8 @@ const BuiltinDef builtins_async[] = {
 
 /* ---------------------------------------------------------------- start and finish */
 
+/* The SIGINT handler's interpreter: a handler gets no context, so this one
+ * pointer is file-scope (set once before the handler is installed). */
 static Interp *sig_interp;
 
 static void on_sigint(int sig)
@@ -575,12 +557,11 @@ void async_install_sigint(Interp *in)
 
 void async_start(Interp *in, const char *trace_path)
 {
-    clock_gettime(CLOCK_MONOTONIC, &run_start);
-    value_set_hooks(T_FUTURE, &future_hooks);
-    long ncpu = qh_cpus();
+    if (!in->async) in->async = xcalloc(1, sizeof *in->async);
+    in->async->run_start = mono();
     if (!in->nworkers) {
         const char *w = getenv("QH_WORKERS");
-        in->nworkers = w && atoi(w) > 0 ? atoi(w) : (int)ncpu;
+        in->nworkers = w && atoi(w) > 0 ? atoi(w) : (int)in->ncpu;
     }
     if (!in->max_memory) in->max_memory = pool_default_budget();
     qrt_start(in);
@@ -630,9 +611,10 @@ int async_finish(Interp *in, VM *main_vm, bool cancel)
         }
     }
     int unobserved = 0;
+    AsyncState *as = in->async;
     /* oldest first */
     TaskRec *rev = NULL;
-    while (registry_head) { TaskRec *n = registry_head->next; registry_head->next = rev; rev = registry_head; registry_head = n; }
+    while (as->head) { TaskRec *n = as->head->next; as->head->next = rev; rev = as->head; as->head = n; }
     for (TaskRec *r = rev; r; r = r->next) {
         if (!cancel && !atomic_load(&in->sigint) && !r->observed && fut_state(r->fut) == FUT_FAILED) {
             fprintf(stderr, "%s:%d: warning: %s() failed and its result was never used: %s\n",
@@ -641,7 +623,7 @@ int async_finish(Interp *in, VM *main_vm, bool cancel)
         }
     }
     if (in->stats) {
-        double wall = mono() - ((double)run_start.tv_sec + (double)run_start.tv_nsec * 1e-9);
+        double wall = mono() - as->run_start;
         unsigned long ntasks;
         double task_s;
         if (in->exec) {
@@ -650,15 +632,15 @@ int async_finish(Interp *in, VM *main_vm, bool cancel)
             ntasks = st.run;
             task_s = st.task_seconds;
         } else {
-            ntasks = in->sync_tasks;
-            task_s = in->sync_task_seconds;
+            ntasks = as->sync_tasks;
+            task_s = as->sync_task_seconds;
         }
-        double busy_main = wall - main_wait_seconds - (in->exec ? 0 : task_s);
+        double busy_main = wall - as->main_wait_seconds - (in->exec ? 0 : task_s);
         double overlap = task_s + busy_main - wall;
         if (overlap < 0) overlap = 0;
         fprintf(stderr, "qh stats: %lu tasks, %.3f s in tasks, main thread waited %.3f s, wall %.3f s, "
                 "overlap %.3f s (%.0f%% of task time ran alongside the main thread)\n",
-                ntasks, task_s, main_wait_seconds, wall, overlap, task_s > 0 ? 100.0 * overlap / task_s : 0.0);
+                ntasks, task_s, as->main_wait_seconds, wall, overlap, task_s > 0 ? 100.0 * overlap / task_s : 0.0);
         qrt_stats(in, stderr);
     }
     while (rev) {
@@ -676,16 +658,21 @@ int async_finish(Interp *in, VM *main_vm, bool cancel)
         in->trace = NULL;
     }
     qrt_finish(in);
+    free(as);
+    in->async = NULL;
     return unobserved;
 }
 
-double async_trace_now(Interp *in) { return in->trace ? trace_now_us(in->trace) : 0; }
+static const TypeOps future_ops = {
+    .name = "future", .flags = TF_LAZY,
+    .free = future_free, .clear = future_clear, .traverse = future_traverse,
+    .repr = future_repr, .force = future_force,
+};
 
-void async_trace_stmt(Interp *in, int line, double ts_us)
+void async_open(void)
 {
-    if (!in->trace) return;
-    char name[64], args[64];
-    snprintf(name, sizeof name, "line %d", line);
-    snprintf(args, sizeof args, "{\"line\":%d}", line);
-    trace_complete(in->trace, 0, name, "statement", ts_us, trace_now_us(in->trace) - ts_us, args);
+    type_register(T_FUTURE, &future_ops);
+    builtins_add(builtins_async);
 }
+
+void async_attach(Interp *in) { in->hooks.qfn_call = qfn_call; }

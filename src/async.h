@@ -1,10 +1,31 @@
-/* async.h — the asynchronous side of the interpreter: starting and
- * stopping the executor, the device pool and the trace; running the main
- * module under them. Knows the executor's interface and the evaluator's. */
+/* async.h — the asynchronous side of the interpreter: dispatching a call
+ * of a quantum function as a background task that returns a future (the
+ * future kind lives here), starting and stopping the executor, the device
+ * pool and the trace, Ctrl-C. Knows the evaluator, the executor's
+ * interface and the quantum runtime's entry. */
 #ifndef QH_ASYNC_H
 #define QH_ASYNC_H
 
-#include "interp.h"
+#include "vm.h"
+
+/* What a task runs, on the VM that runs it (a worker's task VM, or the
+ * calling task's own): f with the bound frame params (f->p->nlocals slots,
+ * references taken). arg: the dispatcher's copy of the caller's argument. */
+typedef Value (*TaskBody)(VM *vm, ObjFunc *f, Value *params, uint64_t seed, uint64_t index,
+                          const Node *site, const void *arg);
+
+/* A call of f (a qfn) with the bound frame params (references taken):
+ * from the main program, a task on copies of everything it reads that
+ * returns a future at once (--sync: run to completion first); inside a
+ * task, run at once. body does the work; arg (argsize bytes) is copied
+ * for it; label_prefix names the task ("grad " -> "grad f"). */
+Value async_dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body,
+                     const void *arg, size_t argsize, const char *label_prefix);
+
+/* Registers the future kind and the async builtins (start-up). */
+void async_open(void);
+/* Installs the evaluator's qfn call hook in an interpreter. */
+void async_attach(Interp *in);
 
 /* Starts the executor (unless --sync), the pool and the trace. */
 void async_start(Interp *in, const char *trace_path);
@@ -18,9 +39,5 @@ void async_cancel_all(Interp *in);
 void async_print_tasks(Interp *in, FILE *out);
 /* Installs the SIGINT handler that cancels tasks. */
 void async_install_sigint(Interp *in);
-
-/* Runs a parsed and analysed main module: the whole program. Returns the
- * exit status. */
-int run_main(Interp *in, ModInfo *m, int argv_slot, bool interactive, const char *trace_path);
 
 #endif

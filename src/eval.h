@@ -1,49 +1,33 @@
-/* eval.h — internal interface between the evaluator and its helpers
- * (arith, builtins, quantum glue, async). Not for other rooms. */
+/* eval.h — the evaluator's entry points, for the rooms above it (the
+ * quantum runtime, async, gradients, the loader, qh.c) and between its own
+ * files: eval.c (expressions and statements) and call.c (calls and
+ * frames). The evaluator depends only downward: values and their kinds'
+ * slots (types.h), the VM, the AST, function objects, builtins. */
 #ifndef QH_EVAL_H
 #define QH_EVAL_H
 
-#include "interp.h"
+#include "func.h"
+#include "types.h"
 
+/* ---- eval.c ---- */
+/* Runs a module's top-level statements; false on an uncaught error. */
+bool vm_run_module(VM *vm, ObjModule *m);
+/* An expression's value (a new reference or v_exc()); a statement. */
+Value eval_expr(VM *vm, Node *e);
+ExecStatus exec_stmt(VM *vm, Node *s);
+ExecStatus exec_block(VM *vm, Node *b);
+/* Runs a function body in a fresh frame whose slots are already bound
+ * (references taken); checks the recursion limits. */
+Value eval_run_body(VM *vm, ObjFunc *f, Value *slots, const Node *site);
+
+/* ---- call.c ---- */
+/* N_CALL: evaluates callee and arguments, calls. */
+Value eval_call(VM *vm, Node *n);
 /* Frame binding of a call: fills slots[0..p->nlocals) from positional and
  * keyword arguments and the function's defaults; false (error set) on a
  * mismatch. Takes the references in args. */
 bool eval_bind_args(VM *vm, ObjFunc *f, Value *slots, int nargs, Args *kw, const Node *site);
-/* Runs a function body in a fresh frame whose slots are already bound. */
-Value eval_run_body(VM *vm, ObjFunc *f, Value *slots, const Node *site);
-
-/* qfn calls (async.c): dispatch a task or run inline. params: the bound
- * parameter values (references are taken). */
-Value qfn_call(VM *vm, ObjFunc *f, Value *params, const Node *site);
-/* --trace: a main-thread statement from ts_us to now (async.c) */
-double async_trace_now(Interp *in);
-void async_trace_stmt(Interp *in, int line, double ts_us);
-/* Resolves a future value (async.c). */
-Value future_force(VM *vm, Value fut, const Node *site);
-
-/* operators and quantum (qrt.c) */
-Value qrt_apply_stmt(VM *vm, Value op, const Node *site);
-Value qrt_binop(VM *vm, int op, Value a, Value b, const Node *site);
-
-/* arrays (arrayval.c) */
-Value arr_binop(VM *vm, int op, Value a, Value b, const Node *site);
-Value arr_unary_neg(VM *vm, Value a, const Node *site);
-Value arr_index(VM *vm, Value a, Value *idx, Node **idxnodes, int nidx, const Node *site);
-bool arr_setindex(VM *vm, Value a, Value *idx, Node **idxnodes, int nidx, Value v, const Node *site);
-bool arr_contains(VM *vm, Value a, Value x, const Node *site, bool *err);
-size_t arr_len(Value a);
-Value arr_row(VM *vm, Value a, size_t i);
-
-/* differentiable numbers (grad.c): value with tangents */
-Value dual_binop(VM *vm, int op, Value a, Value b, const Node *site);
-Value dual_math(VM *vm, int fn, Value v, const Node *site);
-double dual_value(Value v);
-
-/* complex helpers */
-bool as_complex(Value v, double *re, double *im);
-
-/* slices: resolves start/stop/step against a length */
-bool eval_slice(VM *vm, Value lo, Value hi, Value step, long len, long *start, long *stop, long *st, const Node *site);
-bool num_to_index(VM *vm, Value v, long len, long *out, const Node *site, const char *what);
+/* Registers the callable kinds: functions and builtins (start-up). */
+void call_open(void);
 
 #endif

@@ -1,17 +1,20 @@
-/* grad.c — gradients of quantum functions (LANGUAGE.md §8 grad): dual
- * numbers that carry d/d(input) through the classical arithmetic of a qfn
- * body (the chain rule from arguments to gate angles), the tape the
- * quantum runtime fills, and the three methods: adjoint (one forward and
- * one backward sweep), parameter-shift (two shifted runs per gate
- * parameter) and finite differences. A gradient call is dispatched like a
- * qfn call (async.c); this file computes it on whichever VM runs it.
- * Knows values, the VM, the quantum runtime's entry and sv.h. */
+/* grad.c — gradients of quantum functions (lang/quantum.md, grad): the
+ * function grad(f) returns (a kind with a call slot), and the three methods
+ * computed on whichever VM runs the call: adjoint (one forward and one
+ * backward sweep), parameter-shift (two or four shifted runs per gate
+ * parameter, shared with idle workers) and finite differences. A gradient
+ * call is dispatched like a qfn call (async.h) with this room's body.
+ * Knows values, the evaluator's call binding, the quantum runtime's entry,
+ * dual numbers and the tape, arrays, and the executor for helper tasks. */
 #include "grad.h"
-#include "arrayval.h"
 #include "array.h"
+#include "arrayval.h"
+#include "async.h"
+#include "dual.h"
 #include "eval.h"
-#include "qrt.h"
 #include "exec.h"
+#include "qh_assert.h"
+#include "qrt.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -21,339 +24,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---------------------------------------------------------------- dual numbers */
-
-typedef struct ObjDual { Obj h; double v; int n; double d[]; } ObjDual;
-#define AS_DUAL(x) ((ObjDual *)(x).o)
-
-static ObjDual *dual_alloc(double v, int n)
-{
-    ObjDual *d = (ObjDual *)obj_alloc(sizeof(ObjDual) + (size_t)n * sizeof(double), T_DUAL);
-    d->v = v;
-    d->n = n;
-    return d;
-}
-
-double dual_value(Value v) { return v.t == T_DUAL ? AS_DUAL(v)->v : v.t == T_NUM ? v.n : 0; }
-
-static void dual_repr(Buf *b, Value v) { value_repr(b, v_num(AS_DUAL(v)->v), false); }
-static Value dual_copy(Value v, CopyCtx *cc)
-{
-    ObjDual *s = AS_DUAL(v), *d = dual_alloc(s->v, s->n);
-    memcpy(d->d, s->d, (size_t)s->n * sizeof(double));
-    copy_memo_put(cc, s, d);
-    return v_obj(&d->h);
-}
-static bool dual_eq(Value a, Value b) { return dual_value(a) == dual_value(b); }
-static void dual_free(Obj *o) { free(o); }
-
-bool grad_param_value(Value v, double *out)
-{
-    if (v.t == T_NUM) { *out = v.n; return true; }
-    if (v.t == T_BOOL) { *out = v.b; return true; }
-    if (v.t == T_DUAL) { *out = AS_DUAL(v)->v; return true; }
-    return false;
-}
-
-const double *grad_param_tangent(Value v, int *ntan)
-{
-    if (v.t != T_DUAL) { *ntan = 0; return NULL; }
-    *ntan = AS_DUAL(v)->n;
-    return AS_DUAL(v)->d;
-}
-
-/* (value, tangent) of a number or dual; NULL tangent for a plain number */
-static bool parts(Value v, double *x, const double **dx, int *n)
-{
-    if (v.t == T_NUM) { *x = v.n; *dx = NULL; return true; }
-    if (v.t == T_BOOL) { *x = v.b; *dx = NULL; return true; }
-    if (v.t == T_DUAL) { *x = AS_DUAL(v)->v; *dx = AS_DUAL(v)->d; *n = AS_DUAL(v)->n; return true; }
-    return false;
-}
-
-Value dual_binop(VM *vm, int op, Value a, Value b, const Node *site)
-{
-    double x, y;
-    const double *dx, *dy;
-    int na = 0, nb = 0;
-    if (!parts(a, &x, &dx, &na) || !parts(b, &y, &dy, &nb))
-        return vm_error(vm, site, "a differentiated number can only be combined with numbers, not %s",
-                        type_name(parts(a, &x, &dx, &na) ? b : a));
-    if (dx && dy && na != nb) return vm_error(vm, site, "internal error: tangents of different sizes");
-    int n = dx ? na : nb;
-    switch (op) {
-    case OP_LT: return v_bool(x < y);
-    case OP_LE: return v_bool(x <= y);
-    case OP_GT: return v_bool(x > y);
-    case OP_GE: return v_bool(x >= y);
-    case OP_EQ: return v_bool(x == y);
-    case OP_NE: return v_bool(x != y);
-    default: break;
-    }
-    double r, ca = 0, cb = 0;    /* r = f(x, y); dr = ca dx + cb dy */
-    switch (op) {
-    case OP_ADD: r = x + y; ca = 1; cb = 1; break;
-    case OP_SUB: r = x - y; ca = 1; cb = -1; break;
-    case OP_MUL: r = x * y; ca = y; cb = x; break;
-    case OP_DIV:
-        if (y == 0) return vm_error(vm, site, "division by zero");
-        r = x / y; ca = 1 / y; cb = -x / (y * y); break;
-    case OP_IDIV:
-        if (y == 0) return vm_error(vm, site, "division by zero");
-        return v_num(floor(x / y));
-    case OP_MOD: {
-        if (y == 0) return vm_error(vm, site, "modulo by zero");
-        double q = floor(x / y);
-        r = x - y * q; ca = 1; cb = -q; break;
-    }
-    case OP_POW:
-        if (x < 0 && y != floor(y)) return vm_error(vm, site, "a negative differentiated number to a fractional power");
-        r = pow(x, y);
-        ca = y == 0 ? 0 : y * pow(x, y - 1);
-        cb = dy ? (x > 0 ? r * log(x) : 0) : 0;
-        break;
-    default:
-        return vm_error(vm, site, "unsupported operation on a differentiated number");
-    }
-    ObjDual *d = dual_alloc(r, n);
-    for (int i = 0; i < n; i++) d->d[i] = (dx ? ca * dx[i] : 0) + (dy ? cb * dy[i] : 0);
-    return v_obj(&d->h);
-}
-
-/* math builtins on duals; fn numbers as in builtins.c */
-Value dual_math(VM *vm, int fn, Value v, const Node *site)
-{
-    enum { M_ABS, M_SQRT, M_SIN, M_COS, M_TAN, M_ASIN, M_ACOS, M_ATAN, M_EXP, M_LOG, M_LOG2, M_LOG10, M_FLOOR, M_CEIL };
-    ObjDual *s = AS_DUAL(v);
-    double x = s->v, r, c;
-    switch (fn) {
-    case M_ABS: r = fabs(x); c = x < 0 ? -1 : 1; break;
-    case M_SQRT:
-        if (x < 0) return vm_error(vm, site, "sqrt() of a negative number (%g)", x);
-        r = sqrt(x); c = r == 0 ? 0 : 0.5 / r; break;
-    case M_SIN: r = sin(x); c = cos(x); break;
-    case M_COS: r = cos(x); c = -sin(x); break;
-    case M_TAN: r = tan(x); c = 1 / (cos(x) * cos(x)); break;
-    case M_ASIN: if (x < -1 || x > 1) return vm_error(vm, site, "asin() argument %g outside [-1, 1]", x); r = asin(x); c = 1 / sqrt(1 - x * x); break;
-    case M_ACOS: if (x < -1 || x > 1) return vm_error(vm, site, "acos() argument %g outside [-1, 1]", x); r = acos(x); c = -1 / sqrt(1 - x * x); break;
-    case M_ATAN: r = atan(x); c = 1 / (1 + x * x); break;
-    case M_EXP: r = exp(x); c = r; break;
-    case M_LOG: case M_LOG2: case M_LOG10:
-        if (x <= 0) return vm_error(vm, site, "log of a non-positive number (%g)", x);
-        r = fn == M_LOG ? log(x) : fn == M_LOG2 ? log2(x) : log10(x);
-        c = 1 / (x * (fn == M_LOG ? 1 : fn == M_LOG2 ? M_LN2 : M_LN10));
-        break;
-    case M_FLOOR: return v_num(floor(x));
-    case M_CEIL: return v_num(ceil(x));
-    default: return vm_error(vm, site, "unsupported function of a differentiated number");
-    }
-    ObjDual *d = dual_alloc(r, s->n);
-    for (int i = 0; i < s->n; i++) d->d[i] = c * s->d[i];
-    return v_obj(&d->h);
-}
-
-/* ---------------------------------------------------------------- the tape */
-
-bool grad_shift(QTape *t, const SvOp *op, SvOp *out)
-{
-    if (t->record || t->counter != t->shift_op) return false;
-    *out = *op;
-    out->params[t->shift_param] += t->shift;
-    return true;
-}
-
-void grad_record(QTape *t, const SvOp *op, const double *tan, int ntan)
-{
-    t->counter++;
-    /* the circuit's shape: which gate on which wires (shifted runs must match) */
-    uint64_t h = t->shape ^ ((uint64_t)op->gate * 0x9e3779b97f4a7c15ULL);
-    for (int i = 0; i < op->nwires; i++) h = (h ^ (uint64_t)op->wires[i]) * 0x100000001b3ULL;
-    for (int i = 0; i < op->nctrl; i++) h = (h ^ (uint64_t)(op->ctrl[i] + 64)) * 0x100000001b3ULL;
-    t->shape = h * 0xbf58476d1ce4e5b9ULL + (uint64_t)op->adjoint;
-    if (!t->record) return;
-    if (t->nops == t->cap) {
-        t->cap = t->cap ? t->cap * 2 : 64;
-        t->ops = realloc(t->ops, (size_t)t->cap * sizeof(TapeOp));
-    }
-    TapeOp *o = &t->ops[t->nops++];
-    o->op = *op;
-    o->matrix = NULL;
-    o->tan = NULL;
-    if (op->matrix) {
-        size_t d = (size_t)1 << op->nwires;
-        o->matrix = malloc(d * d * sizeof(cplx));
-        memcpy(o->matrix, op->matrix, d * d * sizeof(cplx));
-        o->op.matrix = o->matrix;
-    }
-    if (tan && ntan == t->ntan && op->nparams) {
-        o->tan = malloc((size_t)(op->nparams * ntan) * sizeof(double));
-        memcpy(o->tan, tan, (size_t)(op->nparams * ntan) * sizeof(double));
-    }
-}
-
-
-typedef struct TapeObs {
-    SvPauli *t; int n;
-    int pos;            /* gates applied before it */
-    cplx *psi;          /* adjoint: the state it was measured on */
-} TapeObs;
-
-void grad_note_nondiff(QTape *t, const char *what)
-{
-    if (!t->nondiff) t->nondiff = what;
-}
-
-/* Each expval in a differentiated call is a dual number whose tangent
- * n_inputs + k (k: its number in the call) is 1: the return value's
- * tangents then hold d(result)/d(expval_k), the chain rule from each
- * measured value to what the function returns. */
-Value grad_expval(VM *vm, QTape *t, const SvState *s, const SvPauli *terms, int n, double e, const Node *site)
-{
-    int k = t->nexpval++;
-    if (!t->record) {
-        /* a shifted run: only the value matters */
-        if (t->nevals < GRAD_MAX_EXPVALS) t->evals[t->nevals++] = e;
-        return v_num(e);
-    }
-    if (k >= GRAD_MAX_EXPVALS)
-        return vm_error(vm, site, "grad: more than %d expval() in one differentiated call", GRAD_MAX_EXPVALS);
-    if (t->nobs == t->capobs) {
-        t->capobs = t->capobs ? t->capobs * 2 : 4;
-        t->obs = realloc(t->obs, (size_t)t->capobs * sizeof(TapeObs));
-    }
-    TapeObs *o = &t->obs[t->nobs++];
-    o->t = malloc((size_t)(n + 1) * sizeof(SvPauli));
-    memcpy(o->t, terms, (size_t)n * sizeof(SvPauli));
-    o->n = n;
-    o->pos = t->nops;
-    o->psi = NULL;
-    if (t->method == GRAD_ADJOINT) {
-        o->psi = malloc(s->dim * sizeof(cplx));
-        if (!o->psi) return vm_error(vm, site, "grad: out of memory keeping the state of an expval");
-        memcpy(o->psi, s->amp, s->dim * sizeof(cplx));
-    }
-    ObjDual *d = dual_alloc(e, t->ntan);
-    d->d[t->ninputs + k] = 1;
-    return v_obj(&d->h);
-}
-
-/* out = H psi for a Pauli sum H (wire w <-> bit nq-1-w of the index) */
-static void apply_paulis(const SvState *s, const SvPauli *t, int n, cplx *out)
-{
-    size_t dim = s->dim;
-    int nq = s->nq;
-    memset(out, 0, dim * sizeof(cplx));
-    for (int k = 0; k < n; k++) {
-        uint64_t xm = 0, zm = 0;
-        int ny = 0;
-        for (int w = 0; w < nq; w++) {
-            uint64_t wb = (uint64_t)1 << w, bit = (uint64_t)1 << (nq - 1 - w);
-            if (t[k].x & wb) xm |= bit;
-            if (t[k].z & wb) zm |= bit;
-            if ((t[k].x & wb) && (t[k].z & wb)) ny++;
-        }
-        static const cplx ipow[4] = { 1, I, -1, -I };
-        cplx ph = t[k].coeff * ipow[ny & 3];
-        for (size_t i = 0; i < dim; i++) {
-            double sg = (__builtin_popcountll(i & zm) & 1) ? -1 : 1;
-            out[i ^ xm] += ph * sg * s->amp[i];
-        }
-    }
-}
-
-/* The adjoint sweep, once per expval: psi is the state it was measured
- * on, lambda = H psi; for each gate before it, from the last, undo the gate
- * on both and collect 2 Re <lambda| dU psi> for its parameters. */
-bool grad_after_body(QTape *t, SvState *s)
-{
-    if (t->method != GRAD_ADJOINT || !t->record) return true;
-    if (t->nondiff) {
-        snprintf(t->err, sizeof t->err, "grad(method=\"adjoint\") cannot follow %s(); use method=\"finite-diff\"", t->nondiff);
-        return false;
-    }
-    if (t->shots && t->nobs) {
-        snprintf(t->err, sizeof t->err, "grad(method=\"adjoint\") needs an exact device (no shots); use method=\"parameter-shift\"");
-        return false;
-    }
-    int nin = t->ninputs;
-    t->adj = calloc((size_t)(t->nobs * nin + 1), sizeof(double));
-    if (!t->nobs) return true;
-    SvState psi, lam, mu;
-    if (sv_init(&psi, s->nq) != 0 || sv_init(&lam, s->nq) != 0 || sv_init(&mu, s->nq) != 0) {
-        snprintf(t->err, sizeof t->err, "grad: out of memory for the adjoint sweep");
-        return false;
-    }
-    char err[200];
-    bool ok = true;
-    int maxk = 2 * SV_MAX_WIRES;
-    size_t dmax = 0;
-    cplx *dm = NULL;
-    for (int e = 0; e < t->nobs && ok; e++) {
-        TapeObs *ob = &t->obs[e];
-        memcpy(psi.amp, ob->psi, s->dim * sizeof(cplx));
-        apply_paulis(&psi, ob->t, ob->n, lam.amp);
-        double *g = t->adj + (size_t)e * (size_t)nin;
-        for (int k = ob->pos - 1; k >= 0 && ok; k--) {
-            TapeOp *o = &t->ops[k];
-            SvOp inv = o->op;
-            inv.adjoint = !inv.adjoint;
-            if (sv_apply(&psi, &inv, err, sizeof err) != 0) { ok = false; break; }
-            if (o->tan) {
-                int kk = o->op.nctrl + o->op.nwires;
-                if (kk > maxk) { ok = false; snprintf(err, sizeof err, "gate too wide"); break; }
-                size_t d = (size_t)1 << kk;
-                if (d * d > dmax) { free(dm); dmax = d * d; dm = malloc(dmax * sizeof(cplx)); }
-                int wires[2 * SV_MAX_WIRES];
-                for (int i = 0; i < o->op.nctrl; i++) wires[i] = o->op.ctrl[i];
-                for (int i = 0; i < o->op.nwires; i++) wires[o->op.nctrl + i] = o->op.wires[i];
-                for (int p = 0; p < o->op.nparams && ok; p++) {
-                    bool any = false;
-                    for (int j = 0; j < nin; j++) if (o->tan[p * t->ntan + j] != 0) any = true;
-                    if (!any) continue;
-                    if (sv_op_dmatrix(&o->op, p, dm, err, sizeof err) != 0) { ok = false; break; }
-                    memcpy(mu.amp, psi.amp, s->dim * sizeof(cplx));
-                    if (sv_apply_matrix(&mu, wires, kk, dm, err, sizeof err) != 0) { ok = false; break; }
-                    double re = 0;
-                    for (size_t i = 0; i < s->dim; i++) re += creal(conj(lam.amp[i]) * mu.amp[i]);
-                    double dE = 2 * re;
-                    for (int j = 0; j < nin; j++) g[j] += dE * o->tan[p * t->ntan + j];
-                }
-            }
-            if (ok && sv_apply(&lam, &inv, err, sizeof err) != 0) ok = false;
-        }
-    }
-    free(dm);
-    sv_free(&psi);
-    sv_free(&lam);
-    sv_free(&mu);
-    if (!ok) { snprintf(t->err, sizeof t->err, "grad: %s", err); return false; }
-    return true;
-}
-
-static void tape_free(QTape *t)
-{
-    for (int i = 0; i < t->nops; i++) { free(t->ops[i].matrix); free(t->ops[i].tan); }
-    for (int i = 0; i < t->nobs; i++) { free(t->obs[i].t); free(t->obs[i].psi); }
-    free(t->obs);
-    free(t->ops);
-    free(t->adj);
-    t->obs = NULL;
-    t->ops = NULL;
-    t->adj = NULL;
-    t->nops = t->cap = t->nobs = t->capobs = 0;
-}
-
 /* ---------------------------------------------------------------- the grad function object */
 
-typedef struct ObjGrad { Obj h; Value f; int argnum; int method; } ObjGrad;
+typedef struct ObjGrad { Obj h; Value f; int argnum; GradMethod method; } ObjGrad;
 #define AS_GRAD(v) ((ObjGrad *)(v).o)
 
-static const char *method_names[] = { "adjoint", "parameter-shift", "finite-diff" };
+static const char *const method_names[GRAD_NMETHODS] = {
+    [GRAD_ADJOINT] = "adjoint", [GRAD_SHIFT] = "parameter-shift", [GRAD_FD] = "finite-diff",
+};
 
 static void grad_free(Obj *o) { decref(((ObjGrad *)o)->f); free(o); }
-static void grad_repr(Buf *b, Value v)
+static void grad_clear(Obj *o) { ObjGrad *g = (ObjGrad *)o; Value f = g->f; g->f = v_nil(); decref(f); }
+static void grad_traverse(Obj *o, void (*visit)(Value, void *), void *ud) { visit(((ObjGrad *)o)->f, ud); }
+static void grad_repr(Buf *b, Value v, bool quoted)
 {
+    (void)quoted;
     ObjGrad *g = AS_GRAD(v);
+    if (g->f.t != T_FUNC) { buf_puts(b, "<grad>"); return; }
     buf_printf(b, "<grad of %s, argnum=%d, method=\"%s\">", AS_FUNC(g->f)->p->name, g->argnum, method_names[g->method]);
 }
 static Value grad_copy(Value v, CopyCtx *cc)
@@ -366,16 +53,6 @@ static Value grad_copy(Value v, CopyCtx *cc)
     return v_obj(&n->h);
 }
 
-static const ObjHooks dual_hooks = { dual_free, dual_repr, dual_copy, dual_eq, NULL };
-static const ObjHooks grad_hooks = { grad_free, grad_repr, grad_copy, NULL, NULL };
-
-void grad_register_hooks(void);
-void grad_register_hooks(void)
-{
-    value_set_hooks(T_DUAL, &dual_hooks);
-    value_set_hooks(T_GRADFN, &grad_hooks);
-}
-
 static Value bi_grad(VM *vm, Args *a)
 {
     Value f = a->v[0];
@@ -383,9 +60,10 @@ static Value bi_grad(VM *vm, Args *a)
         return vm_error(vm, a->site, "grad() needs a quantum function with a device (qfn ... on DEVICE), not %s",
                         f.t == T_FUNC ? "a plain function" : type_name(f));
     Value *an = arg_kw(a, "argnum"), *m = arg_kw(a, "method");
-    int argnum = 0, method = GRAD_ADJOINT;
+    int argnum = 0;
+    GradMethod method = GRAD_ADJOINT;
     if (an) {
-        if (an->t != T_NUM || an->n != floor(an->n) || an->n < 0) return vm_error(vm, a->site, "grad(): argnum must be a non-negative integer");
+        if (an->t != T_NUM || an->n != floor(an->n) || an->n < 0 || an->n > 1e6) return vm_error(vm, a->site, "grad(): argnum must be a non-negative integer");
         argnum = (int)an->n;
         if (argnum >= AS_FUNC(f)->p->nparams)
             return vm_error(vm, a->site, "grad(): argnum=%d but %s() has %d parameter%s", argnum, AS_FUNC(f)->p->name,
@@ -396,9 +74,9 @@ static Value bi_grad(VM *vm, Args *a)
     if (m) {
         if (m->t != T_STR) return vm_error(vm, a->site, "grad(): method must be a string");
         int k;
-        for (k = 0; k < 3; k++) if (strcmp(AS_STR(*m)->s, method_names[k]) == 0) break;
-        if (k == 3) return vm_error(vm, a->site, "grad(): unknown method \"%.40s\" (adjoint, parameter-shift, finite-diff)", AS_STR(*m)->s);
-        method = k;
+        for (k = 0; k < GRAD_NMETHODS; k++) if (strcmp(AS_STR(*m)->s, method_names[k]) == 0) break;
+        if (k == GRAD_NMETHODS) return vm_error(vm, a->site, "grad(): unknown method \"%.40s\" (adjoint, parameter-shift, finite-diff)", AS_STR(*m)->s);
+        method = (GradMethod)k;
     }
     ObjGrad *g = (ObjGrad *)obj_alloc(sizeof(ObjGrad), T_GRADFN);
     g->f = f;
@@ -408,18 +86,22 @@ static Value bi_grad(VM *vm, Args *a)
     return v_obj(&g->h);
 }
 
-static const char *const kw_grad[] = { "argnum", "method", NULL };
-const BuiltinDef builtins_grad[] = {
-    { "grad", bi_grad, 1, 1, 0, kw_grad, 0 },
-    { NULL, NULL, 0, 0, 0, NULL, 0 },
-};
-
 /* ---------------------------------------------------------------- computing a gradient */
 
-Value qfn_call_grad(VM *vm, ObjFunc *f, Value *params, const Node *site, int method, int argnum);   /* async.c */
+typedef struct GradArg { int argnum; GradMethod method; } GradArg;
+static Value grad_compute(VM *vm, ObjFunc *f, Value *params, int argnum, GradMethod method, uint64_t seed, uint64_t index, const Node *site);
+
+/* the body of a gradient task: the bound parameters (references taken) */
+static Value grad_body(VM *vm, ObjFunc *f, Value *params, uint64_t seed, uint64_t index, const Node *site, const void *arg)
+{
+    const GradArg *ga = arg;
+    Value r = grad_compute(vm, f, params, ga->argnum, ga->method, seed, index, site);
+    for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
+    return r;
+}
 
 /* grad(f)(args...): bound like a call of f, dispatched like one */
-Value gradfn_call(VM *vm, Value gv, Args *a)
+static Value gradfn_call(VM *vm, Value gv, Args *a)
 {
     ObjGrad *g = AS_GRAD(gv);
     ObjFunc *f = AS_FUNC(g->f);
@@ -428,7 +110,7 @@ Value gradfn_call(VM *vm, Value gv, Args *a)
     if (base + need >= vm->cap) return vm_error(vm, a->site, "maximum recursion depth exceeded (value stack full)");
     Value *slots = vm->stack + base;
     for (int i = 0; i < a->n; i++) {
-        Value x = vm_force(vm, a->v[i], a->site);   /* a gradient needs its input's value */
+        Value x = tp_force(vm, a->v[i], a->site);   /* a gradient needs its input's value */
         if (IS_EXC(x)) { for (int k = 0; k < i; k++) decref(slots[k]); return x; }
         slots[i] = x;
     }
@@ -437,7 +119,8 @@ Value gradfn_call(VM *vm, Value gv, Args *a)
     Args kw = { 0, NULL, a->nkw, a->kwname, kwv, a->site, NULL };
     vm->sp = base + need - 4;
     if (!eval_bind_args(vm, f, slots, a->n, &kw, a->site)) { vm->sp = base; return v_exc(); }
-    Value r = qfn_call_grad(vm, f, slots, a->site, g->method, g->argnum);
+    GradArg ga = { g->argnum, g->method };
+    Value r = async_dispatch(vm, f, slots, a->site, grad_body, &ga, sizeof ga, "grad ");
     vm->sp = base;
     return r;
 }
@@ -458,7 +141,7 @@ static bool read_input(VM *vm, Value v, Input *in, const Node *site, const char 
     Value arr = v;
     bool tmp = false;
     if (v.t == T_LIST) {
-        arr = vm_call(vm, builtin_value(builtin_lookup("array")), 1, &v, (Node *)site);
+        arr = vm_call(vm, builtin_named("array"), 1, &v, (Node *)site);
         if (IS_EXC(arr)) return false;
         tmp = true;
     }
@@ -702,7 +385,7 @@ static bool run_shifts(VM *vm, ObjFunc *f, Value *params, int argnum, const Inpu
 
 /* Computes grad(f)(params) on this VM. params: the bound parameters
  * (borrowed; each run copies them). */
-Value grad_compute(VM *vm, ObjFunc *f, Value *params, int argnum, int method, uint64_t seed, uint64_t index, const Node *site)
+static Value grad_compute(VM *vm, ObjFunc *f, Value *params, int argnum, GradMethod method, uint64_t seed, uint64_t index, const Node *site)
 {
     const char *fname = f->p->name;
     Input in;
@@ -818,4 +501,22 @@ fail:
     free(g);
     free(in.x);
     return v_exc();
+}
+
+static const char *const kw_grad[] = { "argnum", "method", NULL };
+static const BuiltinDef builtins_grad[] = {
+    { "grad", bi_grad, 1, 1, 0, kw_grad, 0 },
+    { NULL, NULL, 0, 0, 0, NULL, 0 },
+};
+
+static const TypeOps gradfn_ops = {
+    .name = "function", .flags = TF_CODE,
+    .free = grad_free, .clear = grad_clear, .traverse = grad_traverse,
+    .copy = grad_copy, .repr = grad_repr, .call = gradfn_call,
+};
+
+void grad_open(void)
+{
+    type_register(T_GRADFN, &gradfn_ops);
+    builtins_add(builtins_grad);
 }

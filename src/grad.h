@@ -1,57 +1,9 @@
-/* grad.h — the tape between the quantum runtime and gradients: what a
- * differentiated call records (gates with the tangents of their
- * parameters, the measured observable) and how a shifted run changes one
- * gate parameter. Knows sv.h and values. */
+/* grad.h — gradients of quantum functions: the grad builtin and the kind
+ * of the functions it returns. */
 #ifndef QH_GRAD_H
 #define QH_GRAD_H
 
-#include "interp.h"
-#include "sv.h"
-
-enum { GRAD_ADJOINT, GRAD_SHIFT, GRAD_FD };
-#define GRAD_MAX_EXPVALS 16   /* expvals one differentiated call may measure */
-
-typedef struct TapeOp {
-    SvOp op;
-    cplx *matrix;       /* QubitUnitary: owned copy */
-    double *tan;        /* nparams x ntan, or NULL when no parameter depends on the input */
-} TapeOp;
-
-typedef struct QTape {
-    int method;
-    int ntan;           /* tangents carried by dual numbers (adjoint: inputs + 1 for the expval) */
-    int ninputs;
-    bool record;        /* keep the operations (forward passes) */
-    TapeOp *ops; int nops, cap;
-    int nexpval;
-    bool measured;      /* a mid-circuit measurement happened */
-    bool shots;         /* the device samples */
-    const char *nondiff;  /* a measurement other than expval was taken (its name) */
-    uint64_t shape;     /* hash of the gates applied: shifted runs must repeat it */
-    /* shifted runs: gate number shift_op gets params[shift_param] += shift */
-    int shift_op, shift_param;
-    double shift;
-    int counter;
-    /* each expval: its observable, the gates before it, and (adjoint) the
-     * state it was taken on; shifted runs record only the values */
-    struct TapeObs *obs;
-    int nobs, capobs;
-    double *evals;      /* values of the expvals (shifted runs) */
-    int nevals;
-    /* adjoint result: d expval_k / d input, nobs x ninputs */
-    double *adj;
-    char err[256];
-} QTape;
-
-/* called by the quantum runtime */
-bool grad_param_value(Value v, double *out);
-const double *grad_param_tangent(Value v, int *ntan);
-bool grad_shift(QTape *t, const SvOp *op, SvOp *out);
-void grad_record(QTape *t, const SvOp *op, const double *tan, int ntan);
-Value grad_expval(VM *vm, QTape *t, const SvState *s, const SvPauli *terms, int n, double e, const Node *site);
-/* a measurement that gradients do not follow (var, probs, state, ...) */
-void grad_note_nondiff(QTape *t, const char *what);
-/* runs the adjoint sweep on the final state (before the device goes back) */
-bool grad_after_body(QTape *t, SvState *s);
+/* Registers the gradient-function kind and the grad builtin (start-up). */
+void grad_open(void);
 
 #endif

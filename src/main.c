@@ -5,7 +5,9 @@
 #include "async.h"
 #include "diag.h"
 #include "eval.h"
+#include "module.h"
 #include "parse.h"
+#include "qh.h"
 #include "repl.h"
 #include "resolve.h"
 
@@ -14,8 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-void builtins_init(void);
-void eval_register_hooks(void);
+int run_main(Interp *in, ModInfo *m, int argv_slot, bool interactive, const char *trace_path);
 
 static const char usage_text[] =
     "usage: qh [options] [FILE | -] [ARGS...]\n"
@@ -167,9 +168,7 @@ int main(int argc, char **argv)
     in.argv = list_new(0);
     for (; i < argc; i++) list_push(in.argv, v_str(argv[i]));
 
-    builtins_init();
-    eval_register_hooks();
-    builtins_register_hooks();
+    qh_attach(&in);
     char *stdlib = find_stdlib();
     in.stdlib_dir = stdlib;
     in.qh_path = getenv("QH_PATH");

@@ -1,6 +1,8 @@
 /* module.c — `import NAME`: finding NAME.qh (the importing file's folder,
  * then QH_PATH, then the installed standard library), loading it once and
- * running it. Knows sources, the parser and the evaluator's entry points. */
+ * running it; the evaluator reaches it through the import hook. Knows
+ * sources, the parser and the evaluator's entry points. */
+#include "module.h"
 #include "eval.h"
 #include "diag.h"
 #include "parse.h"
@@ -66,7 +68,7 @@ static char *find_module_from(Interp *in, const Source *from, const char *name)
 
 static char *find_module(VM *vm, const char *name)
 {
-    const Source *from = vm->frame && vm->frame->fn ? vm->frame->fn->p->mod->src : (vm->mod ? vm->mod->info->src : NULL);
+    const Source *from = vm->frame && vm->frame->p ? vm->frame->p->mod->src : (vm->mod ? vm->mod->info->src : NULL);
     return find_module_from(vm->in, from, name);
 }
 
@@ -157,7 +159,7 @@ void module_preload_free(Interp *in)
     in->preloaded = NULL;
 }
 
-Value module_import(VM *vm, const char *name, const Node *site)
+static Value module_import(VM *vm, const char *name, const Node *site)
 {
     Interp *in = vm->in;
     if (vm->is_task) return vm_error(vm, site, "import is not allowed inside a quantum function");
@@ -200,3 +202,5 @@ Value module_import(VM *vm, const char *name, const Node *site)
     decref(key);
     return mv;
 }
+
+void module_attach(Interp *in) { in->hooks.import = module_import; }

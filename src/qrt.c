@@ -1,16 +1,18 @@
-/* qrt.c — devices, operators (gates, observables, Hamiltonians), the rule
- * of application, measurements, and running a qfn call on a pooled device
- * instance. Validates user input and names the gate or wire in errors, then
- * hands the simulator (sv_) plain structs. Knows values, the VM, the pool
- * and sv.h; nothing of the executor's scheduling. */
+/* qrt.c — devices, operators (gates, observables, Hamiltonians) as value
+ * kinds, the rule of application (an operator as a statement applies to the
+ * running qfn's device), measurements, and running a qfn call on a pooled
+ * device instance. Validates user input and names the gate or wire in
+ * errors, then hands the simulator (sv_) plain structs. Knows values, the
+ * evaluator's entry, arrays, dual numbers and the tape, the pool and sv.h;
+ * nothing of the executor's scheduling. */
 #include "qrt.h"
 #include "arrayval.h"
 #include "array.h"
-#include "cpus.h"
+#include "dual.h"
 #include "eval.h"
 #include "exec.h"
-#include "grad.h"
 #include "pool.h"
+#include "qh_assert.h"
 #include "sv.h"
 
 #include <complex.h>
@@ -66,8 +68,9 @@ typedef struct QCtx {
 } QCtx;
 
 static void device_free(Obj *o) { free(o); }
-static void device_repr(Buf *b, Value v)
+static void device_repr(Buf *b, Value v, bool quoted)
 {
+    (void)quoted;
     ObjDevice *d = AS_DEV(v);
     buf_printf(b, "device(\"%s\", wires=%d", d->name, d->wires);
     if (d->shots) buf_printf(b, ", shots=%ld", d->shots);
@@ -137,8 +140,9 @@ static void fmt_num(Buf *b, double d)
     value_repr(b, v, false);
 }
 
-static void op_repr(Buf *b, Value v)
+static void op_repr(Buf *b, Value v, bool quoted)
 {
+    (void)quoted;
     ObjOp *p = AS_OP(v);
     if (p->kind == OPK_GATE) {
         const SvGateInfo *gi = sv_gate_info(p->op.gate);
@@ -195,15 +199,6 @@ static Value op_copy(Value v, CopyCtx *cc)
     return v_obj(&n->h);
 }
 
-static const ObjHooks device_hooks = { device_free, device_repr, device_copy, device_eq, NULL };
-static const ObjHooks op_hooks = { op_free, op_repr, op_copy, NULL, NULL };
-
-void qrt_register_hooks(void)
-{
-    value_set_hooks(T_DEVICE, &device_hooks);
-    value_set_hooks(T_OP, &op_hooks);
-}
-
 /* ---------------------------------------------------------------- runtime */
 
 static void *inst_create(void *arg, char *err, size_t errlen)
@@ -225,7 +220,7 @@ void qrt_start(Interp *in)
 {
     if (in->qrt) return;
     QRuntime *q = calloc(1, sizeof *q);
-    q->ncpu = qh_cpus();
+    q->ncpu = in->ncpu > 0 ? in->ncpu : 1;
     q->pool = pool_new(in->max_memory ? in->max_memory : pool_default_budget(), &pool_vt);
     q->nteams = (in->sync ? 0 : in->nworkers) + 1;
     q->teams = calloc((size_t)q->nteams, sizeof(SvTeam *));
@@ -481,7 +476,7 @@ static Value bi_gate(VM *vm, Args *a)
     if (gi->gate == SV_QUBITUNITARY) {
         Value m = special_arg;
         if (m.t == T_LIST) {
-            Value arr = vm_call(vm, builtin_value(builtin_lookup("array")), 1, &m, a->site);
+            Value arr = vm_call(vm, builtin_named("array"), 1, &m, a->site);
             if (IS_EXC(arr)) { decref(pv); return arr; }
             m = arr;
         } else incref(m);
@@ -619,14 +614,14 @@ static Value make_obs(SvPauli *t, int n)
     return v_obj(&p->h);
 }
 
-Value qrt_binop(VM *vm, int op, Value a, Value b, const Node *site)
+/* the binop slot: operators with operators and real coefficients; any
+ * other partner is not ours (== compares identity, by default) */
+static Value op_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
 {
     SvPauli *ta = NULL, *tb = NULL;
     int na = 0, nb = 0;
-    if (op == OP_EQ || op == OP_NE) {
-        bool same = a.t == T_OP && b.t == T_OP && a.o == b.o;
-        return v_bool(op == OP_EQ ? same : !same);
-    }
+    bool known_a = a.t == T_OP || a.t == T_NUM || a.t == T_COMPLEX, known_b = b.t == T_OP || b.t == T_NUM || b.t == T_COMPLEX;
+    if (op == OP_EQ || op == OP_NE || !known_a || !known_b) return v_notimpl();
     if (op == OP_MUL && (a.t == T_NUM || b.t == T_NUM)) {
         double c = a.t == T_NUM ? a.n : b.n;
         Value o = a.t == T_NUM ? b : a;
@@ -643,8 +638,6 @@ Value qrt_binop(VM *vm, int op, Value a, Value b, const Node *site)
     if ((a.t == T_COMPLEX || b.t == T_COMPLEX) && (op == OP_MUL || op == OP_ADD || op == OP_SUB))
         return vm_error(vm, site, "observables take real coefficients only");
     if (op == OP_ADD || op == OP_SUB || op == OP_MATMUL) {
-        if (a.t != T_OP && a.t != T_NUM) return vm_error(vm, site, "unsupported operand types for operators: %s and %s", type_name(a), type_name(b));
-        if (b.t != T_OP && b.t != T_NUM) return vm_error(vm, site, "unsupported operand types for operators: %s and %s", type_name(a), type_name(b));
         if (op == OP_MATMUL && (a.t == T_NUM || b.t == T_NUM)) return vm_error(vm, site, "@ of an operator needs another operator (use * for a coefficient)");
         if (!as_terms(vm, a, &ta, &na, site)) return v_exc();
         if (!as_terms(vm, b, &tb, &nb, site)) { free(ta); return v_exc(); }
@@ -671,7 +664,13 @@ Value qrt_binop(VM *vm, int op, Value a, Value b, const Node *site)
         free(ta); free(tb);
         return make_obs(t, na + nb);
     }
-    return vm_error(vm, site, "unsupported operation on operators");
+    return vm_error(vm, site, "unsupported operation %s on operators", op_symbol(op));
+}
+
+static Value op_unop(VM *vm, BinOp op, Value a, const Node *site)
+{
+    if (op == OP_POS) { incref(a); return a; }
+    return op_binop(vm, OP_MUL, v_num(-1), a, site);
 }
 
 static Value bi_hamiltonian(VM *vm, Args *a)
@@ -679,7 +678,7 @@ static Value bi_hamiltonian(VM *vm, Args *a)
     Value c = a->v[0], o = a->v[1];
     Value cl = c, tmp = v_nil();
     if (c.t == T_ARRAY) {
-        tmp = vm_call(vm, builtin_value(builtin_lookup("tolist")), 1, &c, a->site);
+        tmp = vm_call(vm, builtin_named("tolist"), 1, &c, a->site);
         if (IS_EXC(tmp)) return tmp;
         cl = tmp;
     }
@@ -767,7 +766,8 @@ static Value bi_matrix(VM *vm, Args *a)
 /* ---------------------------------------------------------------- application */
 
 
-Value qrt_apply_stmt(VM *vm, Value opv, const Node *site)
+/* the statement slot: an operator as a statement applies to the device */
+static Value op_stmt(VM *vm, Value opv, const Node *site)
 {
     ObjOp *p = AS_OP(opv);
     QCtx *q = vm->q;
@@ -975,8 +975,10 @@ static Value bi_measure(VM *vm, Args *a)
     if (!wire_value(vm, a->v[0], &w, "measure", a->site)) return v_exc();
     Value *rk = arg_kw(a, "reset");
     bool reset = false;
-    if (a->n > 1) { bool e = false; reset = vm_truthy(vm, a->v[1], a->site, &e); }
-    else if (rk) { bool e = false; reset = vm_truthy(vm, *rk, a->site, &e); }
+    bool e = false;
+    if (a->n > 1) reset = tp_truthy(vm, a->v[1], a->site, &e);
+    else if (rk) reset = tp_truthy(vm, *rk, a->site, &e);
+    if (e) return v_exc();
     char err[256];
     if (q->tape) { q->tape->measured = true; grad_note_nondiff(q->tape, "measure"); }
     int r = sv_measure(q->s, w, reset, &q->rng, err, sizeof err);
@@ -990,7 +992,7 @@ static const char *const kw_ctrl[] = { "control", NULL };
 static const char *const kw_reset[] = { "reset", NULL };
 
 #define GATE(nm) { nm, bi_gate, 0, -1, BI_GATE, kw_wires, 0 }
-const BuiltinDef builtins_quantum[] = {
+static const BuiltinDef builtins_quantum[] = {
     { "device", bi_device, 1, 2, 0, kw_device, 0 },
     GATE("Identity"), GATE("I"), GATE("Hadamard"), GATE("H"), GATE("PauliX"), GATE("X"),
     GATE("PauliY"), GATE("Y"), GATE("PauliZ"), GATE("Z"), GATE("S"), GATE("T"), GATE("SX"),
@@ -1012,3 +1014,21 @@ const BuiltinDef builtins_quantum[] = {
     { "measure", bi_measure, 1, 2, BI_QUANTUM, kw_reset, 0 },
     { NULL, NULL, 0, 0, 0, NULL, 0 },
 };
+
+static const TypeOps device_ops = {
+    .name = "device", .flags = TF_DEVICE,
+    .free = device_free, .copy = device_copy, .repr = device_repr, .eq = device_eq,
+};
+
+static const TypeOps op_ops = {
+    .name = "operator",
+    .free = op_free, .copy = op_copy, .repr = op_repr,
+    .binop = op_binop, .unop = op_unop, .stmt = op_stmt,
+};
+
+void qrt_open(void)
+{
+    type_register(T_DEVICE, &device_ops);
+    type_register(T_OP, &op_ops);
+    builtins_add(builtins_quantum);
+}

@@ -1,13 +1,14 @@
 /* qrt.h — the quantum runtime: devices, operators, measurements, and
  * running one qfn call on a device instance from the pool. The language
- * side of LANGUAGE.md §8; the simulator itself is src/quantum (sv_). */
+ * side of lang/quantum.md; the simulator itself is src/quantum (sv_). */
 #ifndef QH_QRT_H
 #define QH_QRT_H
 
 #include <stdio.h>
-#include "interp.h"
+#include "vm.h"
 
-void qrt_register_hooks(void);
+/* Registers the device and operator kinds and the quantum builtins (start-up). */
+void qrt_open(void);
 /* Creates the device pool (budget in->max_memory) and kernel thread teams. */
 void qrt_start(Interp *in);
 void qrt_finish(Interp *in);

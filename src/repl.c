@@ -10,6 +10,7 @@
 #include "diag.h"
 #include "eval.h"
 #include "parse.h"
+#include "qh.h"
 #include "resolve.h"
 
 #include <errno.h>
@@ -22,7 +23,6 @@
 #include <time.h>
 #include <unistd.h>
 
-void vm_teardown(Value *roots, int nroots);
 
 typedef struct Repl {
     Interp *in;
@@ -45,7 +45,6 @@ static const char *const keywords[] = {
 };
 static const char *const commands[] = { ":help", ":quit", ":tasks", ":time", ":deps", ":load", NULL };
 
-int builtin_count(void);
 
 static char *history_path(void)
 {
@@ -278,15 +277,17 @@ static void run_part(Repl *r, ModInfo *part, bool echo)
         if (echo && s->kind == N_EXPRSTMT) {
             vm->mod = r->mod;
             vm->frame = NULL;
-            Value v = vm_eval_expr(vm, s->u.expr.expr);
+            Value v = eval_expr(vm, s->u.expr.expr);
             if (IS_EXC(v)) ok = false;
-            else if (v.t == T_OP) {
-                Value x = vm_exec(vm, s) == S_ERR ? v_exc() : v_nil();
+            else if (type_of(v)->stmt) {
+                /* a value with an effect as a statement (an operator applies) */
+                Value x = type_of(v)->stmt(vm, v, s);
                 if (IS_EXC(x)) ok = false;
+                else decref(x);
             } else if (v.t != T_NIL) {
                 Buf b;
                 buf_init(&b);
-                if (vm_repr(vm, &b, v, false, s)) {
+                if (tp_repr(vm, &b, v, false, s)) {
                     if (b.len || v.t != T_STR) { fwrite(b.p ? b.p : "", 1, b.len, r->in->out); fputc('\n', r->in->out); }
                 } else ok = false;
                 buf_free(&b);
@@ -295,7 +296,7 @@ static void run_part(Repl *r, ModInfo *part, bool echo)
         } else {
             vm->mod = r->mod;
             vm->frame = NULL;
-            ExecStatus st = vm_exec(vm, s);
+            ExecStatus st = exec_stmt(vm, s);
             if (st == S_ERR) ok = false;
             else if (st == S_BREAK || st == S_CONTINUE) { vm_error(vm, s, "'break' or 'continue' outside a loop"); ok = false; }
         }
@@ -380,6 +381,7 @@ int repl_run(Interp *in, VM *vm_in, ObjModule *mod_in, const char *trace_path)
     VM own;
     bool fresh = vm_in == NULL;
     if (fresh) {
+        qh_attach(in);
         async_start(in, trace_path);
         vm_init(&own, in, false);
         rng_seed(&own.rng, in->seed);
@@ -461,7 +463,7 @@ int repl_run(Interp *in, VM *vm_in, ObjModule *mod_in, const char *trace_path)
         Value *roots = malloc((nm + 1) * sizeof(Value));
         roots[k++] = v_obj(&r.mod->h);
         for (size_t i = 0; i < nm; i++) if (in->modules->ent[i].live) roots[k++] = in->modules->ent[i].val;
-        vm_teardown(roots, (int)k);
+        value_break_cycles(roots, (int)k);
         free(roots);
         decref(v_obj(&r.mod->h));
         vm_free(&own);

@@ -2,7 +2,7 @@
 #ifndef QH_REPL_H
 #define QH_REPL_H
 
-#include "interp.h"
+#include "vm.h"
 
 /* Runs the REPL. With vm/mod (qh -i FILE) it continues in that program's
  * globals; otherwise it starts a fresh session. Returns the exit status. */

@@ -6,12 +6,12 @@
 #include "diag.h"
 #include "eval.h"
 #include "parse.h"
+#include "qh.h"
 #include "repl.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-void vm_teardown(Value *roots, int nroots);
 
 /* Frees the imported modules: their globals first (breaking the cycles
  * functions make through their module), then their code. */
@@ -40,6 +40,7 @@ static void free_modules(Interp *in)
 
 int run_main(Interp *in, ModInfo *m, int argv_slot, bool interactive, const char *trace_path)
 {
+    qh_attach(in);
     async_start(in, trace_path);
     async_install_sigint(in);
     VM vm;
@@ -72,7 +73,7 @@ int run_main(Interp *in, ModInfo *m, int argv_slot, bool interactive, const char
         Value *roots = malloc((nm + 1) * sizeof(Value));
         roots[k++] = v_obj(&mod->h);
         for (size_t i = 0; i < nm; i++) if (in->modules->ent[i].live) roots[k++] = in->modules->ent[i].val;
-        vm_teardown(roots, (int)k);
+        value_break_cycles(roots, (int)k);
         free(roots);
     }
     decref(v_obj(&mod->h));

@@ -1,8 +1,9 @@
-/* value.c — objects, strings, lists, dicts, equality, printing, deep copy.
- * Must not know the evaluator, parser or executor: object kinds owned by
- * other rooms plug in through ObjHooks. */
+/* value.c — objects, strings, lists, dicts, equality, printing, deep copy,
+ * and the per-kind operation table. Must not know the evaluator, parser or
+ * executor: kinds owned by other rooms plug in through their TypeOps. */
 #include "value.h"
 #include "numfmt.h"
+#include "qh_assert.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -10,23 +11,48 @@
 #include <stdlib.h>
 #include <string.h>
 
-static ObjHooks hooks[T_NTYPES];
-static void (*module_clear_hook)(Obj *mod);
-void value_set_module_clear(void (*fn)(Obj *mod)) { module_clear_hook = fn; }
 
-void value_set_hooks(ValType t, const ObjHooks *h) { hooks[t] = *h; }
 
-static void *xmalloc(size_t n)
+/* ---- the per-kind table ----
+ * Filled at start-up before any thread exists (one-time init), read-only
+ * afterwards. This room's kinds have names from the start; their other
+ * slots come from the evaluator's registration. */
+static const TypeOps nil_ops = { .name = "nil" }, bool_ops = { .name = "bool" },
+    num_ops = { .name = "number" }, builtin_ops = { .name = "function" },
+    unbound_ops = { .name = "unbound" }, exc_ops = { .name = "error" },
+    notimpl_ops = { .name = "not implemented" }, str_ops = { .name = "string" },
+    list_ops = { .name = "list", .flags = TF_TRACK }, dict_ops = { .name = "dict", .flags = TF_TRACK },
+    complex_ops = { .name = "complex" }, cell_ops = { .name = "cell", .flags = TF_TRACK },
+    slice_ops = { .name = "slice" };
+static const TypeOps unregistered_ops = { .name = "?" };
+
+const TypeOps *value_types[T_MAXTYPES] = {
+    [T_NIL] = &nil_ops, [T_BOOL] = &bool_ops, [T_NUM] = &num_ops, [T_BUILTIN] = &builtin_ops,
+    [T_UNBOUND] = &unbound_ops, [T_EXC] = &exc_ops, [T_NOTIMPL] = &notimpl_ops,
+    [T_STR] = &str_ops, [T_LIST] = &list_ops, [T_DICT] = &dict_ops, [T_COMPLEX] = &complex_ops,
+    [T_CELL] = &cell_ops, [T_SLICE] = &slice_ops,
+    [T_FUNC] = &unregistered_ops, [T_MODULE] = &unregistered_ops, [T_ARRAY] = &unregistered_ops,
+    [T_DEVICE] = &unregistered_ops, [T_OP] = &unregistered_ops, [T_FUTURE] = &unregistered_ops,
+    [T_GRADFN] = &unregistered_ops, [T_DUAL] = &unregistered_ops,
+};
+unsigned char value_flags[T_MAXTYPES] = {
+    [T_LIST] = TF_TRACK, [T_DICT] = TF_TRACK, [T_CELL] = TF_TRACK,
+};
+static unsigned next_tag = T_NTYPES;
+
+void type_register(ValType t, const TypeOps *ops)
 {
-    void *p = malloc(n ? n : 1);
-    if (!p) { fputs("qh: out of memory\n", stderr); abort(); }
-    return p;
+    if ((unsigned)t >= T_NTYPES || !ops || !ops->name || ops->flags > 0xff) { fputs("qh: bad type registration\n", stderr); abort(); }
+    value_types[t] = ops;
+    value_flags[t] = (unsigned char)ops->flags;
 }
-static void *xrealloc(void *p, size_t n)
+
+ValType type_register_new(const TypeOps *ops)
 {
-    p = realloc(p, n ? n : 1);
-    if (!p) { fputs("qh: out of memory\n", stderr); abort(); }
-    return p;
+    if (next_tag >= T_MAXTYPES || !ops || !ops->name || ops->flags > 0xff) { fputs("qh: too many value kinds\n", stderr); abort(); }
+    value_types[next_tag] = ops;
+    value_flags[next_tag] = (unsigned char)ops->flags;
+    return (ValType)next_tag++;
 }
 
 /* ---- the containers a task made (see value_track_begin) ---- */
@@ -85,17 +111,14 @@ static bool track_has(const Obj *o)
 
 /* Containers made elsewhere for this task (its copied arguments) become
  * the task's to sweep. */
+static void adopt_visit(Value child, void *ud) { (void)ud; value_track_adopt(child); }
 void value_track_adopt(Value v)
 {
     if (!track.on || !is_obj(v) || v.o->rc == OBJ_IMMORTAL) return;
     if (v.t != T_LIST && v.t != T_DICT && v.t != T_CELL) return;
     if (track_has(v.o)) return;
     track_add(v.o);
-    if (v.t == T_LIST) for (size_t i = 0; i < AS_LIST(v)->len; i++) value_track_adopt(AS_LIST(v)->v[i]);
-    else if (v.t == T_DICT) {
-        ObjDict *d = AS_DICT(v);
-        for (size_t i = 0; i < d->nent; i++) if (d->ent[i].live) value_track_adopt(d->ent[i].val);
-    } else value_track_adopt(AS_CELL(v)->v);
+    value_traverse(v.o, adopt_visit, NULL);
 }
 bool value_track_pause(void) { bool was = track.on; track.on = false; return was; }
 void value_track_resume(bool was_on) { track.on = was_on; }
@@ -116,27 +139,7 @@ void value_track_end(void)
     /* everything left is unreachable garbage (cycles): keep each alive
      * while all are emptied, then let them go */
     for (size_t i = 0; i < n; i++) all[i]->rc++;
-    for (size_t i = 0; i < n; i++) {
-        Obj *o = all[i];
-        switch (o->type) {
-        case T_LIST: {
-            ObjList *l = (ObjList *)o;
-            size_t k = l->len;
-            l->len = 0;
-            for (size_t j = 0; j < k; j++) decref(l->v[j]);
-            break;
-        }
-        case T_DICT: {
-            ObjDict *d = (ObjDict *)o;
-            for (size_t j = 0; j < d->nent; j++)
-                if (d->ent[j].live) { Value v = d->ent[j].val; d->ent[j].val = v_nil(); decref(v); }
-            break;
-        }
-        case T_CELL: { Value v = ((ObjCell *)o)->v; ((ObjCell *)o)->v = v_nil(); decref(v); break; }
-        default:
-            if (hooks[o->type].clear) hooks[o->type].clear(o);
-        }
-    }
+    for (size_t i = 0; i < n; i++) value_clear(all[i]);
     for (size_t i = 0; i < n; i++) decref(v_obj(all[i]));
     free(all);
 }
@@ -147,8 +150,7 @@ Obj *obj_alloc(size_t size, ValType type)
     memset(o, 0, size);
     o->rc = 1;
     o->type = (uint8_t)type;
-    if (track.on && (type == T_LIST || type == T_DICT || type == T_CELL || type == T_FUNC || type == T_MODULE))
-        track_add(o);
+    if (track.on && (value_flags[type] & TF_TRACK)) track_add(o);
     return o;
 }
 
@@ -187,6 +189,11 @@ static void free_one(Obj *o)
     if (track.cap) track_remove(o);
     switch (o->type) {
     case T_STR: case T_COMPLEX: break;
+    case T_SLICE: {
+        ObjSlice *sl = (ObjSlice *)o;
+        decref(sl->lo); decref(sl->hi); decref(sl->step);
+        break;
+    }
     case T_LIST: {
         ObjList *l = (ObjList *)o;
         for (size_t i = 0; i < l->len; i++) decref(l->v[i]);
@@ -202,10 +209,98 @@ static void free_one(Obj *o)
     }
     case T_CELL: decref(((ObjCell *)o)->v); break;
     default:
-        if (hooks[o->type].free) { hooks[o->type].free(o); return; }
+        if (value_types[o->type]->free) { value_types[o->type]->free(o); return; }
         break;
     }
     free(o);
+}
+
+/* ---- children: traversal and clearing ---- */
+
+void value_traverse(Obj *o, void (*visit)(Value child, void *ud), void *ud)
+{
+    switch (o->type) {
+    case T_LIST: {
+        ObjList *l = (ObjList *)o;
+        for (size_t i = 0; i < l->len; i++) visit(l->v[i], ud);
+        return;
+    }
+    case T_DICT: {
+        ObjDict *d = (ObjDict *)o;
+        for (size_t i = 0; i < d->nent; i++)
+            if (d->ent[i].live) { visit(d->ent[i].key, ud); visit(d->ent[i].val, ud); }
+        return;
+    }
+    case T_CELL: visit(((ObjCell *)o)->v, ud); return;
+    case T_SLICE: { ObjSlice *s = (ObjSlice *)o; visit(s->lo, ud); visit(s->hi, ud); visit(s->step, ud); return; }
+    case T_STR: case T_COMPLEX: return;
+    default:
+        if (value_types[o->type]->traverse) value_types[o->type]->traverse(o, visit, ud);
+    }
+}
+
+void value_clear(Obj *o)
+{
+    switch (o->type) {
+    case T_LIST: {
+        ObjList *l = (ObjList *)o;
+        size_t k = l->len;
+        l->len = 0;
+        for (size_t j = 0; j < k; j++) decref(l->v[j]);
+        return;
+    }
+    case T_DICT: {
+        ObjDict *d = (ObjDict *)o;
+        for (size_t j = 0; j < d->nent; j++)
+            if (d->ent[j].live) { Value v = d->ent[j].val; d->ent[j].val = v_nil(); decref(v); }
+        return;
+    }
+    case T_CELL: { Value v = ((ObjCell *)o)->v; ((ObjCell *)o)->v = v_nil(); decref(v); return; }
+    case T_STR: case T_COMPLEX: case T_SLICE: return;
+    default:
+        if (value_types[o->type]->clear) value_types[o->type]->clear(o);
+    }
+}
+
+/* Every object reachable from the roots that can hold references (seen
+ * once, memo in a CopyCtx), then each one emptied. */
+typedef struct Sweep { Obj **v; size_t n, cap; CopyCtx seen; } Sweep;
+
+static bool holds_refs(const Obj *o)
+{
+    switch (o->type) {
+    case T_LIST: case T_DICT: case T_CELL: return true;
+    case T_STR: case T_COMPLEX: case T_SLICE: return false;
+    default: return value_types[o->type]->clear != NULL;
+    }
+}
+
+static void sweep_visit(Value v, void *ud)
+{
+    Sweep *s = ud;
+    if (!is_obj(v) || v.o->rc == OBJ_IMMORTAL || !holds_refs(v.o)) return;
+    if (copy_memo_get(&s->seen, v.o)) return;
+    copy_memo_put(&s->seen, v.o, v.o);
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 64;
+        s->v = xrealloc(s->v, s->cap * sizeof(Obj *));
+    }
+    incref(v);
+    s->v[s->n++] = v.o;
+}
+
+void value_break_cycles(const Value *roots, int nroots)
+{
+    Sweep s;
+    memset(&s, 0, sizeof s);
+    copy_init(&s.seen);
+    for (int i = 0; i < nroots; i++) sweep_visit(roots[i], &s);
+    /* the list grows as it is walked */
+    for (size_t i = 0; i < s.n; i++) value_traverse(s.v[i], sweep_visit, &s);
+    for (size_t i = 0; i < s.n; i++) value_clear(s.v[i]);
+    for (size_t i = 0; i < s.n; i++) decref(v_obj(s.v[i]));
+    free(s.v);
+    copy_done(&s.seen);
 }
 
 /* ---- strings ---- */
@@ -315,7 +410,7 @@ ObjDict *dict_new_sized(size_t n)
     return d;
 }
 
-bool key_ok(Value k) { return k.t == T_NUM || k.t == T_STR || k.t == T_BOOL; }
+bool key_ok(Value k) { return k.t == T_NUM || k.t == T_STR || k.t == T_BOOL || value_types[k.t]->hash; }
 
 uint32_t value_hash(Value v)
 {
@@ -328,7 +423,7 @@ uint32_t value_hash(Value v)
         u ^= u >> 33; u *= 0xff51afd7ed558ccdULL; u ^= u >> 33;
         return (uint32_t)u;
     }
-    default: return 0;
+    default: return value_types[v.t]->hash ? value_types[v.t]->hash(v) : 0;
     }
 }
 
@@ -339,7 +434,7 @@ static bool key_eq(Value a, Value b)
     case T_STR: return str_eq(AS_STR(a), AS_STR(b));
     case T_NUM: return a.n == b.n;
     case T_BOOL: return a.b == b.b;
-    default: return false;
+    default: return value_types[a.t]->eq ? value_types[a.t]->eq(a, b) : a.o == b.o;
     }
 }
 
@@ -449,6 +544,13 @@ ObjCell *cell_new(Value v)
     return c;
 }
 
+Value v_slice(Value lo, Value hi, Value step)
+{
+    ObjSlice *s = (ObjSlice *)obj_alloc(sizeof(ObjSlice), T_SLICE);
+    s->lo = lo; s->hi = hi; s->step = step;
+    return v_obj(&s->h);
+}
+
 /* ---- equality ---- */
 
 static bool eq_rec(Value a, Value b, int depth);
@@ -488,7 +590,7 @@ static bool eq_rec(Value a, Value b, int depth)
         return true;
     }
     default:
-        if (hooks[a.t].eq) return hooks[a.t].eq(a, b);
+        if (value_types[a.t]->eq) return value_types[a.t]->eq(a, b);
         return a.o == b.o;
     }
 }
@@ -532,14 +634,7 @@ void buf_free(Buf *b) { free(b->p); buf_init(b); }
 
 /* ---- printing ---- */
 
-static const char *const type_names[T_NTYPES] = {
-    [T_NIL] = "nil", [T_BOOL] = "bool", [T_NUM] = "number", [T_BUILTIN] = "function",
-    [T_UNBOUND] = "unbound", [T_EXC] = "error", [T_STR] = "string", [T_LIST] = "list",
-    [T_DICT] = "dict", [T_FUNC] = "function", [T_COMPLEX] = "complex", [T_ARRAY] = "array",
-    [T_DEVICE] = "device", [T_OP] = "operator", [T_MODULE] = "module", [T_FUTURE] = "future",
-    [T_CELL] = "cell", [T_GRADFN] = "function", [T_DUAL] = "number",
-};
-const char *type_name(Value v) { return type_names[v.t]; }
+const char *type_name(Value v) { return value_types[v.t]->name; }
 
 static void repr_string(Buf *b, ObjStr *s)
 {
@@ -617,8 +712,17 @@ static void repr_rec(Buf *b, Value v, bool quoted, const ReprStack *st)
         buf_putc(b, '}');
         break;
     }
+    case T_SLICE: {
+        ObjSlice *sl = AS_SLICE(v);
+        buf_puts(b, "slice(");
+        repr_rec(b, sl->lo, true, st); buf_puts(b, ", ");
+        repr_rec(b, sl->hi, true, st); buf_puts(b, ", ");
+        repr_rec(b, sl->step, true, st);
+        buf_putc(b, ')');
+        break;
+    }
     default:
-        if (hooks[v.t].repr) hooks[v.t].repr(b, v);
+        if (value_types[v.t]->repr) value_types[v.t]->repr(b, v, quoted);
         else buf_printf(b, "<%s>", type_name(v));
     }
 }
@@ -654,7 +758,7 @@ void copy_release_modules(CopyCtx *cc)
 {
     for (size_t i = 0; i < cc->nmods; i++) {
         Value v = v_obj(cc->mods[i]);
-        if (module_clear_hook) module_clear_hook(cc->mods[i]);
+        value_clear(cc->mods[i]);
         decref(v);
     }
     free(cc->mods);
@@ -701,7 +805,8 @@ Value value_copy_deep(Value v, CopyCtx *cc)
     if (!is_obj(v)) return v;
     if (cc->depth > 2000) { cc->error = "a value nested more than 2000 levels deep"; return v_nil(); }
     if (v.o->rc == OBJ_IMMORTAL) return v;       /* constants are shared, never counted */
-    if (v.t == T_FUNC || v.t == T_MODULE || v.t == T_GRADFN) {
+    const TypeOps *ops = value_types[v.t];
+    if (ops->flags & TF_CODE) {
         if (cc->share_code) { incref(v); return v; }
         if (cc->no_code) { cc->error = v.t == T_MODULE ? "a module" : "a function"; return v_nil(); }
     }
@@ -744,12 +849,14 @@ Value value_copy_deep(Value v, CopyCtx *cc)
         c->v = value_copy_deep(AS_CELL(v)->v, cc);
         return v_obj(&c->h);
     }
-    case T_FUTURE:
-        if (cc->on_future) return cc->on_future(v, cc);
-        /* fall through */
+    case T_SLICE: {
+        ObjSlice *sl = AS_SLICE(v);
+        return v_slice(value_copy_deep(sl->lo, cc), value_copy_deep(sl->hi, cc), value_copy_deep(sl->step, cc));
+    }
     default:
-        if (hooks[v.t].copy) return hooks[v.t].copy(v, cc);
-        cc->error = type_names[v.t];
+        if ((ops->flags & TF_LAZY) && cc->on_future) return cc->on_future(v, cc);
+        if (ops->copy) return ops->copy(v, cc);
+        cc->error = ops->name;
         return v_nil();
     }
 }

@@ -1,11 +1,18 @@
-/* value.h — the values of qh and their reference-counted objects.
+/* value.h — the values of qh, their reference-counted objects, and the
+ * per-kind operation table (TypeOps) through which every kind is handled.
  *
  * A Value is a 16-byte tagged union; heap objects start with an Obj header
  * whose count is touched only by the thread that owns the value (the main
  * interpreter, or one task). Values cross threads only as deep copies
  * (value_copy_deep), so no count is ever shared. Objects made from source
  * constants are immortal (their count is never changed) because the AST is
- * read by every thread. Must not know the evaluator, parser or executor. */
+ * read by every thread.
+ *
+ * This room owns strings, lists, dicts, complex numbers, cells and slices
+ * and handles them inline; every other kind (functions, modules, arrays,
+ * futures, ...) is described by the TypeOps its own room registers at
+ * start-up. Must not know the evaluator, parser or executor: the slots that
+ * evaluate take an opaque VM. */
 #ifndef QH_VALUE_H
 #define QH_VALUE_H
 
@@ -14,11 +21,23 @@
 #include <stdint.h>
 
 typedef enum ValType {
-    T_NIL, T_BOOL, T_NUM, T_BUILTIN, T_UNBOUND, T_EXC,   /* immediate */
-    T_STR, T_LIST, T_DICT, T_FUNC, T_COMPLEX, T_ARRAY, T_DEVICE, T_OP,
-    T_MODULE, T_FUTURE, T_CELL, T_GRADFN, T_DUAL,         /* heap */
-    T_NTYPES
+    T_NIL, T_BOOL, T_NUM, T_BUILTIN, T_UNBOUND, T_EXC, T_NOTIMPL,   /* immediate */
+    T_STR, T_LIST, T_DICT, T_COMPLEX, T_CELL, T_SLICE,             /* heap: this room's kinds */
+    T_FUNC, T_MODULE,                                             /* heap: the evaluator's */
+    T_ARRAY, T_DEVICE, T_OP, T_FUTURE, T_GRADFN, T_DUAL,          /* heap: other rooms' */
+    T_NTYPES,                   /* tags from here on: type_register_new */
+    T_MAXTYPES = 256
 } ValType;
+#define T_FIRST_OBJ T_STR
+
+/* The operators of the language (the evaluator's dispatch and the kinds'
+ * binop/unop slots speak them). */
+typedef enum BinOp {
+    OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_IDIV, OP_MOD, OP_POW, OP_MATMUL,
+    OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_IN, OP_NOTIN,
+    OP_NEG, OP_POS,
+    OP_NOPS
+} BinOp;
 
 typedef struct Obj {
     uint32_t rc;        /* OBJ_IMMORTAL: never counted, never freed */
@@ -66,23 +85,27 @@ typedef struct ObjComplex { Obj h; double re, im; } ObjComplex;
 
 typedef struct ObjCell { Obj h; Value v; } ObjCell;
 
+/* a[lo:hi:step] as the index slot sees it: numbers or nil, resolved */
+typedef struct ObjSlice { Obj h; Value lo, hi, step; } ObjSlice;
+
 static inline Value v_nil(void) { Value v; v.t = T_NIL; v.o = NULL; return v; }
 static inline Value v_bool(bool b) { Value v; v.t = T_BOOL; v.o = NULL; v.b = b; return v; }
 static inline Value v_num(double n) { Value v; v.t = T_NUM; v.n = n; return v; }
 static inline Value v_obj(Obj *o) { Value v; v.t = o->type; v.o = o; return v; }
 static inline Value v_exc(void) { Value v; v.t = T_EXC; v.o = NULL; return v; }
 static inline Value v_unbound(void) { Value v; v.t = T_UNBOUND; v.o = NULL; return v; }
-static inline bool is_obj(Value v) { return v.t >= T_STR; }
+static inline Value v_notimpl(void) { Value v; v.t = T_NOTIMPL; v.o = NULL; return v; }
+static inline bool is_obj(Value v) { return v.t >= T_FIRST_OBJ; }
 #define IS_EXC(v) ((v).t == T_EXC)
 
 void obj_free(Obj *o);
 static inline void incref(Value v)
 {
-    if (v.t >= T_STR && v.o->rc != OBJ_IMMORTAL) v.o->rc++;
+    if (v.t >= T_FIRST_OBJ && v.o->rc != OBJ_IMMORTAL) v.o->rc++;
 }
 static inline void decref(Value v)
 {
-    if (v.t >= T_STR && v.o->rc != OBJ_IMMORTAL && --v.o->rc == 0) obj_free(v.o);
+    if (v.t >= T_FIRST_OBJ && v.o->rc != OBJ_IMMORTAL && --v.o->rc == 0) obj_free(v.o);
 }
 
 #define AS_STR(v) ((ObjStr *)(v).o)
@@ -90,6 +113,7 @@ static inline void decref(Value v)
 #define AS_DICT(v) ((ObjDict *)(v).o)
 #define AS_CPLX(v) ((ObjComplex *)(v).o)
 #define AS_CELL(v) ((ObjCell *)(v).o)
+#define AS_SLICE(v) ((ObjSlice *)(v).o)
 
 /* Allocation of a zeroed object of the given size and type (count 1). */
 Obj *obj_alloc(size_t size, ValType type);
@@ -124,6 +148,7 @@ bool key_ok(Value k);                               /* numbers, strings, bools *
 
 Value v_complex(double re, double im);
 ObjCell *cell_new(Value v);
+Value v_slice(Value lo, Value hi, Value step);     /* takes the references */
 
 /* equality by value (==); numbers and complex compare numerically */
 bool value_eq(Value a, Value b);
@@ -143,20 +168,98 @@ void buf_free(Buf *b);
 void value_repr(Buf *b, Value v, bool quoted);
 const char *type_name(Value v);
 
-/* Hooks for object kinds that live in other rooms (functions, arrays,
- * operators, modules, futures): free, print and deep-copy. Registered once
- * at start-up by the evaluator before any thread exists. */
+/* ---- the per-kind operation table ----
+ *
+ * One TypeOps per kind, in the spirit of Lua's metatables. The kinds of this
+ * room are handled inline by value.c and the evaluator's fast paths; their
+ * entries carry the evaluator's slots only. Every other kind registers its
+ * table from its own room at start-up (type_register for the tags named in
+ * ValType, type_register_new for a kind nobody else needs to name), before
+ * any thread exists; afterwards the table is read-only. A NULL slot means
+ * "not supported": the dispatcher (types.h) gives the error.
+ *
+ * Lifecycle slots take no VM (decref may run anywhere). Evaluation slots
+ * receive forced operands: a lazy kind (TF_LAZY, a future) is resolved by
+ * the dispatcher through its force slot before any other slot sees it. */
+typedef struct VM VM;
+typedef struct Node Node;
+typedef struct Args Args;
 typedef struct CopyCtx CopyCtx;
-typedef struct ObjHooks {
-    void (*free)(Obj *o);
-    void (*repr)(Buf *b, Value v);
-    Value (*copy)(Value v, CopyCtx *cc);    /* deep copy into the copier's heap */
-    bool (*eq)(Value a, Value b);
-    void (*clear)(Obj *o);                  /* drop what it holds (breaking cycles), or NULL */
-} ObjHooks;
-void value_set_hooks(ValType t, const ObjHooks *h);
-/* How a module empties its globals (copy_release_modules). */
-void value_set_module_clear(void (*fn)(Obj *mod));
+
+/* math builtins a kind may implement (abs(x), sqrt(x), ..., round(x, d)) */
+typedef enum MathFn {
+    M_ABS, M_SQRT, M_SIN, M_COS, M_TAN, M_ASIN, M_ACOS, M_ATAN, M_EXP,
+    M_LOG, M_LOG2, M_LOG10, M_FLOOR, M_CEIL, M_ROUND,
+    M_NFUNCS
+} MathFn;
+/* reductions a kind may implement (sum, min, max, mean with axis=) */
+typedef enum ReduceFn { R_SUM, R_MIN, R_MAX, R_MEAN, R_NFUNCS } ReduceFn;
+
+/* A walk over a collection: pos counts the elements handed out; aux is the
+ * kind's own state (a snapshot, say), released by the dispatcher. */
+typedef struct Iter { size_t pos; Value aux; } Iter;
+
+enum {
+    TF_LAZY = 1,        /* stands for a value not known yet: force before reading */
+    TF_CODE = 2,        /* functions and modules: shared or refused by copies (CopyCtx) */
+    TF_TRACK = 4,       /* a container that may form cycles: tasks sweep it (value_track_*) */
+    TF_DEVICE = 8,      /* can be a qfn's device (`qfn f() on DEVICE`) */
+};
+
+typedef struct TypeOps {
+    const char *name;                           /* what type() says */
+    unsigned flags;                             /* TF_* */
+    /* ---- lifecycle (value.c) ---- */
+    void (*free)(Obj *o);                       /* release what it holds, then the object */
+    void (*clear)(Obj *o);                      /* drop the references it holds (breaks cycles) */
+    void (*traverse)(Obj *o, void (*visit)(Value child, void *ud), void *ud);  /* its children */
+    Value (*copy)(Value v, CopyCtx *cc);        /* deep copy for another thread */
+    void (*repr)(Buf *b, Value v, bool quoted); /* str(v) */
+    bool (*eq)(Value a, Value b);               /* a and b of this kind: equal values? (identity if NULL) */
+    uint32_t (*hash)(Value v);                  /* usable as a dict key (with eq) */
+    bool (*number)(Value v, double *out);       /* stands for a real number (dual numbers) */
+    /* ---- evaluation (types.h dispatches; the VM reports errors) ---- */
+    Value (*force)(VM *vm, Value v, const Node *site);    /* TF_LAZY: the value, a new reference */
+    /* a op b where a or b is of this kind: a new reference, v_exc() after an
+     * error, or v_notimpl() to let the other operand's kind try */
+    Value (*binop)(VM *vm, BinOp op, Value a, Value b, const Node *site);
+    Value (*unop)(VM *vm, BinOp op, Value a, const Node *site);       /* OP_NEG, OP_POS */
+    bool (*truthy)(Value v);                                          /* true if NULL */
+    /* obj[idx...]; isite[k] locates subscript k for messages (may be NULL) */
+    Value (*index)(VM *vm, Value obj, int nidx, const Value *idx, const Node *site, Node *const *isite);
+    bool (*setindex)(VM *vm, Value obj, int nidx, const Value *idx, Value v, const Node *site, Node *const *isite);
+    bool (*len)(Value v, size_t *out);
+    /* next element into *out (new reference): 1, or 0 at the end, -1 on error */
+    int (*iter)(VM *vm, Value coll, Iter *it, Value *out, const Node *site);
+    Value (*contains)(VM *vm, Value coll, Value x, const Node *site);  /* x in coll: a bool */
+    Value (*call)(VM *vm, Value fn, Args *a);
+    Value (*member)(VM *vm, Value obj, const ObjStr *name, const Node *site);
+    Value (*math)(VM *vm, MathFn fn, Value v, long arg, const Node *site);  /* arg: round's digits */
+    Value (*reduce)(VM *vm, ReduceFn fn, Value v, Args *a);               /* a: the builtin's arguments */
+    Value (*stmt)(VM *vm, Value v, const Node *site);   /* the value as an expression statement */
+} TypeOps;
+
+/* The table, indexed by tag; every tag a live value can carry has an entry.
+ * value_flags mirrors each entry's flags (one load on hot paths). */
+extern const TypeOps *value_types[T_MAXTYPES];
+extern unsigned char value_flags[T_MAXTYPES];
+static inline const TypeOps *type_of(Value v) { return value_types[v.t]; }
+static inline const TypeOps *type_ops(unsigned t) { return value_types[t]; }
+static inline bool is_lazy(Value v) { return (value_flags[v.t] & TF_LAZY) != 0; }
+/* Installs the table of a tag named in ValType (start-up only). */
+void type_register(ValType t, const TypeOps *ops);
+/* A new kind: its fresh tag (start-up only; aborts past T_MAXTYPES). */
+ValType type_register_new(const TypeOps *ops);
+
+/* Traversal and cycle breaking over any kind: the children of o (lists,
+ * dicts, cells inline; others through their traverse slot), and dropping
+ * them. */
+void value_traverse(Obj *o, void (*visit)(Value child, void *ud), void *ud);
+void value_clear(Obj *o);
+/* Breaks every reference cycle reachable from the roots by clearing each
+ * reachable object that can hold references once (at exit: nothing is in
+ * use), so that releasing the roots frees everything. */
+void value_break_cycles(const Value *roots, int nroots);
 
 /* Cycle sweeping for a task: between begin and end, containers made on
  * this thread are remembered; at end every one still alive is garbage
@@ -191,7 +294,7 @@ void copy_init(CopyCtx *cc);
 void copy_done(CopyCtx *cc);
 /* Records a module copied by cc (a new reference is taken). */
 void copy_note_module(CopyCtx *cc, Obj *mod);
-/* Breaks the cycles of the modules cc copied (clears their globals) and
+/* Breaks the cycles of the modules cc copied (clears them) and
  * drops the references: call when nothing copied is in use any more. */
 void copy_release_modules(CopyCtx *cc);
 /* Moves cc's module list into dst (a CopyCtx kept for later release). */

@@ -11,14 +11,13 @@
 #include "diag.h"
 #include "parse.h"
 #include "resolve.h"
-#include "interp.h"
+#include "builtins.h"
+#include "qh.h"
 
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
-void builtins_init(void);
-void eval_register_hooks(void);
 
 static FILE *devnull;
 
@@ -28,9 +27,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc; (void)argv;
-    builtins_init();
-    eval_register_hooks();
-    builtins_register_hooks();
+    qh_init();
     devnull = fopen("/dev/null", "w");
     return 0;
 }

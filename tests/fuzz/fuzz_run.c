@@ -35,6 +35,7 @@
 #include "async.h"
 #include "diag.h"
 #include "eval.h"
+#include "qh.h"
 #include "parse.h"
 #include "resolve.h"
 
@@ -47,8 +48,6 @@
 #define MAX_INPUT 2048
 #define MAX_NUMBER 5000.0
 
-void builtins_init(void);
-void eval_register_hooks(void);
 
 static FILE *devnull;
 
@@ -58,9 +57,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc; (void)argv;
-    builtins_init();
-    eval_register_hooks();
-    builtins_register_hooks();
+    qh_init();
     devnull = fopen("/dev/null", "w");
     return 0;
 }
@@ -175,6 +172,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         decref(v_list(in.argv));
         return 0;
     }
+    int run_main(Interp *in, ModInfo *m, int argv_slot, bool interactive, const char *trace_path);
     (void)run_main(&in, m, argv_slot, false, NULL);
     fflush(devnull);
     analyse_free_body(m->body);

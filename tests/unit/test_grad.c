@@ -28,13 +28,10 @@
 #include "analyse.h"
 #include "async.h"
 #include "diag.h"
-#include "interp.h"
+#include "eval.h"
 #include "parse.h"
+#include "qh.h"
 #include "resolve.h"
-
-void builtins_init(void);
-void eval_register_hooks(void);
-void builtins_register_hooks(void);
 
 /* ================================================================ running a program */
 
@@ -49,13 +46,7 @@ static bool g_sync = true;      /* run() in --sync mode, or with background work
  * Returns true when the program ran to the end without an error. */
 static bool run(const char *program, char *out)
 {
-    static bool inited;
-    if (!inited) {
-        builtins_init();
-        eval_register_hooks();
-        builtins_register_hooks();
-        inited = true;
-    }
+    qh_init();
     char *mem = NULL;
     size_t memlen = 0;
     FILE *f = open_memstream(&mem, &memlen);
@@ -68,6 +59,7 @@ static bool run(const char *program, char *out)
     in.nworkers = g_sync ? 0 : 4;
     in.seed = 1;
     in.max_memory = (size_t)1 << 30;
+    qh_attach(&in);
 
     bool ok = false;
     Source *src = source_from_text("t.qh", program, strlen(program));

@@ -13,11 +13,11 @@
 #include "analyse.h"
 #include "ast.h"
 #include "diag.h"
-#include "interp.h"
+#include "builtins.h"
 #include "parse.h"
 #include "resolve.h"
 
-void builtins_init(void);   /* src/builtins.c: joins the builtin tables */
+#include "qh.h"
 
 /* ================================================================ helpers */
 
@@ -32,7 +32,7 @@ typedef struct Res {
  * set, analyses text; diagnostics of both go to r.diag. */
 static Res run(const char *text, bool analyse, bool warn)
 {
-    builtins_init();
+    qh_init();
     Res r;
     memset(&r, 0, sizeof r);
     r.src = source_from_text("t.qh", text, strlen(text));
@@ -603,7 +603,7 @@ START_TEST(long_chain_no_crash)
     for (int i = 1; i < N; i++) o += sprintf(o, " + 1");
     *o++ = '\n';
     *o = 0;
-    builtins_init();
+    qh_init();
     Source *s = source_from_text("t.qh", src, strlen(src));
     char *buf = NULL;
     size_t len = 0;

@@ -33,27 +33,33 @@ static char *repr(Value v, bool quoted)
         free(got_);                                                               \
     } while (0)
 
-/* Probe objects: a heap type whose free hook counts, to watch frees. */
+/* Probe objects: a kind registered here (type_register_new) whose free
+ * slot counts, to watch frees; and a lazy kind standing for a future. */
 typedef struct Probe { Obj h; int id; } Probe;
 static int probes_freed;
+static ValType probe_tag, lazy_tag;
 static void probe_free(Obj *o) { probes_freed++; free(o); }
-static void probe_repr(Buf *b, Value v) { buf_printf(b, "<probe %d>", ((Probe *)v.o)->id); }
+static void probe_repr(Buf *b, Value v, bool quoted) { (void)quoted; buf_printf(b, "<probe %d>", ((Probe *)v.o)->id); }
 static Value probe_copy(Value v, CopyCtx *cc)
 {
     (void)cc;
-    Probe *p = (Probe *)obj_alloc(sizeof(Probe), T_OP);
+    Probe *p = (Probe *)obj_alloc(sizeof(Probe), probe_tag);
     p->id = ((Probe *)v.o)->id + 1000;
     return v_obj(&p->h);
 }
+static const TypeOps probe_ops = { .name = "probe", .free = probe_free, .repr = probe_repr, .copy = probe_copy };
+static const TypeOps lazy_ops = { .name = "future", .flags = TF_LAZY };
 static void install_probe_hooks(void)
 {
-    ObjHooks h = { probe_free, probe_repr, probe_copy, NULL, NULL };
-    value_set_hooks(T_OP, &h);
+    if (!probe_tag) {
+        probe_tag = type_register_new(&probe_ops);
+        lazy_tag = type_register_new(&lazy_ops);
+    }
     probes_freed = 0;
 }
 static Value probe_new(int id)
 {
-    Probe *p = (Probe *)obj_alloc(sizeof(Probe), T_OP);
+    Probe *p = (Probe *)obj_alloc(sizeof(Probe), probe_tag);
     p->id = id;
     return v_obj(&p->h);
 }
@@ -743,7 +749,7 @@ START_TEST(copy_hooks_and_errors)
     decref(l);
     ck_assert_int_eq(probes_freed, 2);
     /* futures go to on_future */
-    Obj *fut = obj_alloc(sizeof(Obj) + 16, T_FUTURE);
+    Obj *fut = obj_alloc(sizeof(Obj) + 16, lazy_tag);
     int calls = 0;
     copy_init(&cc);
     cc.user = &calls;

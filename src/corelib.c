@@ -1,0 +1,888 @@
+/* corelib.c — the core builtins (lang/builtins.md): printing, conversion,
+ * containers, strings, math, time and input. Math and reductions on other
+ * kinds (arrays, dual numbers) go through their math and reduce slots.
+ * Knows values, the dispatcher and the builtin table; no other room. */
+#include "corelib.h"
+#include "numfmt.h"
+#include "qh_assert.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <complex.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* a lazy builtin's argument i, resolved in place (the argument slots are
+ * the caller's stack: the reference is swapped) */
+static bool force_arg(VM *vm, Args *a, int i)
+{
+    if (!is_lazy(a->v[i])) return true;
+    Value r = tp_force(vm, a->v[i], a->site);
+    if (IS_EXC(r)) return false;
+    decref(a->v[i]);
+    a->v[i] = r;
+    return true;
+}
+
+static bool want(VM *vm, Args *a, int i, ValType t, const char *fn)
+{
+    if (a->v[i].t == t) return true;
+    vm_error(vm, a->site, "%s() argument %d must be a %s, not %s", fn, i + 1, type_ops(t)->name, type_name(a->v[i]));
+    return false;
+}
+
+/* ---------------------------------------------------------------- printing */
+
+static Value bi_print(VM *vm, Args *a)
+{
+    const char *sep = " ", *end = "\n";
+    size_t seplen = 1, endlen = 1;
+    Value *s = arg_kw(a, "sep"), *e = arg_kw(a, "end");
+    if (s) {
+        if (s->t != T_STR) return vm_error(vm, a->site, "print(): sep must be a string");
+        sep = AS_STR(*s)->s; seplen = AS_STR(*s)->len;
+    }
+    if (e) {
+        if (e->t != T_STR) return vm_error(vm, a->site, "print(): end must be a string");
+        end = AS_STR(*e)->s; endlen = AS_STR(*e)->len;
+    }
+    Buf b;
+    buf_init(&b);
+    for (int i = 0; i < a->n; i++) {
+        if (i) buf_put(&b, sep, seplen);
+        if (!tp_repr(vm, &b, a->v[i], false, a->site)) { buf_free(&b); return v_exc(); }
+    }
+    buf_put(&b, end, endlen);
+    fwrite(b.p, 1, b.len, vm->in->out);
+    buf_free(&b);
+    return v_nil();
+}
+
+static Value bi_str(VM *vm, Args *a)
+{
+    if (a->v[0].t == T_STR) { incref(a->v[0]); return a->v[0]; }
+    if (a->v[0].t == T_NUM) {
+        char tmp[NUMFMT_BUF];
+        double d = a->v[0].n == 0 ? 0.0 : a->v[0].n;
+        int n = numfmt_double(tmp, d);
+        return v_strn(tmp, (size_t)n);
+    }
+    Buf b;
+    buf_init(&b);
+    if (!tp_repr(vm, &b, a->v[0], false, a->site)) { buf_free(&b); return v_exc(); }
+    Value r = v_strn(b.p ? b.p : "", b.len);
+    buf_free(&b);
+    return r;
+}
+
+/* fmt(format, args...): C printf for %d %i %f %e %g %s %x (and %X %o %c %E %G %%) */
+static Value bi_fmt(VM *vm, Args *a)
+{
+    if (!want(vm, a, 0, T_STR, "fmt")) return v_exc();
+    ObjStr *f = AS_STR(a->v[0]);
+    Buf b;
+    buf_init(&b);
+    int argi = 1;
+    const char *p = f->s, *end = f->s + f->len;
+    while (p < end) {
+        const char *pct = memchr(p, '%', (size_t)(end - p));
+        if (!pct) { buf_put(&b, p, (size_t)(end - p)); break; }
+        buf_put(&b, p, (size_t)(pct - p));
+        p = pct + 1;
+        if (p < end && *p == '%') { buf_putc(&b, '%'); p++; continue; }
+        char spec[64];
+        int sn = 0;
+        spec[sn++] = '%';
+        while (p < end && strchr("-+ #0", *p) && sn < 10) spec[sn++] = *p++;
+        int width_digits = 0;
+        while (p < end && isdigit((unsigned char)*p) && width_digits < 4) { spec[sn++] = *p++; width_digits++; }
+        if (p < end && *p == '.') {
+            spec[sn++] = *p++;
+            int pd = 0;
+            while (p < end && isdigit((unsigned char)*p) && pd < 3) { spec[sn++] = *p++; pd++; }
+        }
+        if (p >= end) { buf_free(&b); return vm_error(vm, a->site, "fmt(): incomplete format specifier at the end"); }
+        char conv = *p++;
+        if (!strchr("dfeEgGsxXioc", conv)) {
+            buf_free(&b);
+            return vm_error(vm, a->site, "fmt(): unsupported format '%%%c'", conv);
+        }
+        if (argi >= a->n) { buf_free(&b); return vm_error(vm, a->site, "fmt(): not enough arguments for the format"); }
+        Value v = a->v[argi++];
+        char out[512];
+        if (conv == 's') {
+            Buf s;
+            buf_init(&s);
+            if (!tp_repr(vm, &s, v, false, a->site)) { buf_free(&s); buf_free(&b); return v_exc(); }
+            spec[sn++] = 's'; spec[sn] = 0;
+            int need = snprintf(NULL, 0, spec, s.p ? s.p : "");
+            char *tmp = malloc((size_t)need + 1);
+            snprintf(tmp, (size_t)need + 1, spec, s.p ? s.p : "");
+            buf_put(&b, tmp, (size_t)need);
+            free(tmp);
+            buf_free(&s);
+            continue;
+        }
+        double num;
+        if (v.t == T_BOOL) v = v_num(v.b);
+        else if (v.t != T_NUM && tp_number(v, &num)) v = v_num(num);
+        if (v.t != T_NUM) {
+            buf_free(&b);
+            return vm_error(vm, a->site, "fmt(): %%%c needs a number, not %s", conv, type_name(v));
+        }
+        if (conv == 'd' || conv == 'i' || conv == 'x' || conv == 'X' || conv == 'o' || conv == 'c') {
+            double d = trunc(v.n);
+            if (!isfinite(d)) { buf_free(&b); return vm_error(vm, a->site, "fmt(): %%%c of a non-finite number", conv); }
+            if (fabs(d) >= 9.2e18) {
+                /* out of integer range: print the integral double */
+                spec[sn++] = '.'; spec[sn++] = '0'; spec[sn++] = 'f'; spec[sn] = 0;
+                snprintf(out, sizeof out, spec, d);
+            } else if (conv == 'c') {
+                spec[sn++] = 'c'; spec[sn] = 0;
+                snprintf(out, sizeof out, spec, (int)d);
+            } else {
+                spec[sn++] = 'l'; spec[sn++] = 'l'; spec[sn++] = conv; spec[sn] = 0;
+                if (conv == 'x' || conv == 'X' || conv == 'o') {
+                    long long ll = (long long)d;
+                    if (ll < 0) {
+                        /* Python prints -0x1f: sign then magnitude */
+                        snprintf(out, sizeof out, spec, (unsigned long long)(-ll));
+                        memmove(out + 1, out, strlen(out) + 1);
+                        out[0] = '-';
+                    } else snprintf(out, sizeof out, spec, (unsigned long long)ll);
+                } else snprintf(out, sizeof out, spec, (long long)d);
+            }
+        } else {
+            spec[sn++] = conv; spec[sn] = 0;
+            snprintf(out, sizeof out, spec, v.n);
+        }
+        buf_puts(&b, out);
+    }
+    if (argi < a->n) { buf_free(&b); return vm_error(vm, a->site, "fmt(): too many arguments for the format"); }
+    Value r = v_strn(b.p ? b.p : "", b.len);
+    buf_free(&b);
+    return r;
+}
+
+/* ---------------------------------------------------------------- conversion */
+
+static bool parse_number(const char *s, double *out)
+{
+    while (isspace((unsigned char)*s)) s++;
+    if (!*s) return false;
+    char buf[128];
+    size_t n = 0;
+    for (const char *p = s; *p && n < sizeof buf - 1; p++) if (*p != '_') buf[n++] = *p;
+    buf[n] = 0;
+    while (n && isspace((unsigned char)buf[n - 1])) buf[--n] = 0;
+    char *end;
+    errno = 0;
+    double d;
+    if ((buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X')) || ((buf[0] == '-' || buf[0] == '+') && buf[1] == '0' && (buf[2] == 'x' || buf[2] == 'X')))
+        d = (double)strtoll(buf, &end, 16);
+    else
+        d = strtod(buf, &end);
+    if (*end || end == buf) return false;
+    *out = d;
+    return true;
+}
+
+static Value bi_num(VM *vm, Args *a)
+{
+    Value v = a->v[0];
+    if (v.t == T_NUM) return v;
+    if (type_of(v)->number) { incref(v); return v; }     /* a dual number stays one */
+    if (v.t == T_BOOL) return v_num(v.b);
+    if (v.t == T_STR) {
+        double d;
+        if (!parse_number(AS_STR(v)->s, &d)) return vm_error(vm, a->site, "num(): cannot parse \"%.60s\" as a number", AS_STR(v)->s);
+        return v_num(d);
+    }
+    return vm_error(vm, a->site, "num() needs a string, number or bool, not %s", type_name(v));
+}
+
+static Value bi_int(VM *vm, Args *a)
+{
+    Value v = a->v[0];
+    double d;
+    if (tp_number(v, &d)) v = v_num(d);
+    if (v.t == T_NUM) d = v.n;
+    else if (v.t == T_BOOL) d = v.b;
+    else if (v.t == T_STR) {
+        if (!parse_number(AS_STR(v)->s, &d)) return vm_error(vm, a->site, "int(): cannot parse \"%.60s\" as a number", AS_STR(v)->s);
+    } else return vm_error(vm, a->site, "int() needs a number, string or bool, not %s", type_name(v));
+    if (isnan(d) || isinf(d)) return vm_error(vm, a->site, "int(): cannot convert %s to an integer", isnan(d) ? "nan" : "inf");
+    return v_num(trunc(d));
+}
+
+static Value bi_type(VM *vm, Args *a) { (void)vm; return v_str(type_name(a->v[0])); }
+
+static Value bi_complex(VM *vm, Args *a)
+{
+    double re = 0, im = 0;
+    if (a->n >= 1 && !as_complex(a->v[0], &re, &im)) return vm_error(vm, a->site, "complex() needs numbers");
+    if (a->n == 2) {
+        if (a->v[1].t != T_NUM) return vm_error(vm, a->site, "complex(): imaginary part must be a number");
+        im += a->v[1].n;
+    }
+    return v_complex(re, im);
+}
+
+/* ---------------------------------------------------------------- containers */
+
+static Value bi_len(VM *vm, Args *a)
+{
+    size_t n;
+    if (tp_len(a->v[0], &n)) return v_num((double)n);
+    return vm_error(vm, a->site, "len() of %s", type_name(a->v[0]));
+}
+
+static Value bi_range(VM *vm, Args *a)
+{
+    long x[3] = { 0, 0, 0 };
+    for (int i = 0; i < a->n; i++) if (!arg_int(vm, a, i, "range() argument", &x[i])) return v_exc();
+    long start = 0, stop, step = 1;
+    if (a->n == 1) stop = x[0];
+    else { start = x[0]; stop = x[1]; if (a->n == 3) step = x[2]; }
+    if (step == 0) return vm_error(vm, a->site, "range() step must not be zero");
+    double count = step > 0 ? ceil((double)(stop - start) / (double)step) : ceil((double)(start - stop) / (double)-step);
+    if (count < 0) count = 0;
+    if (count > 2e8) return vm_error(vm, a->site, "range() of %.0f elements is too large for a list (loop over it with for instead)", count);
+    ObjList *l = list_new((size_t)count);
+    for (long i = start; step > 0 ? i < stop : i > stop; i += step) l->v[l->len++] = v_num((double)i);
+    return v_list(l);
+}
+
+static Value bi_append(VM *vm, Args *a)
+{
+    if (!force_arg(vm, a, 0)) return v_exc();
+    if (!want(vm, a, 0, T_LIST, "append")) return v_exc();
+    ObjList *l = AS_LIST(a->v[0]);
+    if (l->len >= ((size_t)1 << 31)) return vm_error(vm, a->site, "list too long");
+    incref(a->v[1]);
+    list_push(l, a->v[1]);
+    return v_nil();
+}
+
+static Value bi_insert(VM *vm, Args *a)
+{
+    if (!force_arg(vm, a, 0) || !force_arg(vm, a, 1)) return v_exc();
+    if (!want(vm, a, 0, T_LIST, "insert")) return v_exc();
+    ObjList *l = AS_LIST(a->v[0]);
+    long i;
+    if (!arg_int(vm, a, 1, "insert() index", &i)) return v_exc();
+    if (i < 0) i += (long)l->len;
+    if (i < 0) i = 0;
+    if (i > (long)l->len) i = (long)l->len;
+    incref(a->v[2]);
+    list_push(l, v_nil());
+    memmove(l->v + i + 1, l->v + i, (l->len - 1 - (size_t)i) * sizeof(Value));
+    l->v[i] = a->v[2];
+    return v_nil();
+}
+
+static Value bi_pop(VM *vm, Args *a)
+{
+    Value c = a->v[0];
+    if (c.t == T_LIST) {
+        ObjList *l = AS_LIST(c);
+        if (!l->len) return vm_error(vm, a->site, "pop() from an empty list");
+        long i = (long)l->len - 1;
+        if (a->n > 1) {
+            if (!num_to_index(vm, a->v[1], (long)l->len, &i, a->site, "pop()")) return v_exc();
+        }
+        Value r = l->v[i];
+        memmove(l->v + i, l->v + i + 1, (l->len - (size_t)i - 1) * sizeof(Value));
+        l->len--;
+        return r;
+    }
+    if (c.t == T_DICT) {
+        if (a->n < 2) return vm_error(vm, a->site, "pop() of a dict needs a key");
+        Value r;
+        if (!key_ok(a->v[1]) || !dict_del(AS_DICT(c), a->v[1], &r)) {
+            if (a->n > 2) { incref(a->v[2]); return a->v[2]; }
+            Buf b; buf_init(&b); value_repr(&b, a->v[1], true);
+            vm_error(vm, a->site, "key %s not in dict", b.p);
+            buf_free(&b);
+            return v_exc();
+        }
+        return r;
+    }
+    return vm_error(vm, a->site, "pop() needs a list or dict, not %s", type_name(c));
+}
+
+static Value bi_keys(VM *vm, Args *a)
+{
+    if (!want(vm, a, 0, T_DICT, "keys")) return v_exc();
+    ObjDict *d = AS_DICT(a->v[0]);
+    ObjList *l = list_new(d->len);
+    for (size_t i = 0; i < d->nent; i++) if (d->ent[i].live) { incref(d->ent[i].key); l->v[l->len++] = d->ent[i].key; }
+    return v_list(l);
+}
+
+static Value bi_values(VM *vm, Args *a)
+{
+    if (!want(vm, a, 0, T_DICT, "values")) return v_exc();
+    ObjDict *d = AS_DICT(a->v[0]);
+    ObjList *l = list_new(d->len);
+    for (size_t i = 0; i < d->nent; i++) if (d->ent[i].live) { incref(d->ent[i].val); l->v[l->len++] = d->ent[i].val; }
+    return v_list(l);
+}
+
+static Value bi_items(VM *vm, Args *a)
+{
+    if (!want(vm, a, 0, T_DICT, "items")) return v_exc();
+    ObjDict *d = AS_DICT(a->v[0]);
+    ObjList *l = list_new(d->len);
+    for (size_t i = 0; i < d->nent; i++) {
+        if (!d->ent[i].live) continue;
+        ObjList *p = list_new(2);
+        incref(d->ent[i].key); incref(d->ent[i].val);
+        p->v[0] = d->ent[i].key; p->v[1] = d->ent[i].val; p->len = 2;
+        l->v[l->len++] = v_list(p);
+    }
+    return v_list(l);
+}
+
+/* merge sort with a comparison that may fail (mixed types) */
+typedef struct SortCtx { VM *vm; Node *site; Value key; bool err; bool reverse; } SortCtx;
+
+static bool less(SortCtx *c, Value x, Value y)
+{
+    if (c->err) return false;
+    if (x.t == T_NUM && y.t == T_NUM) return c->reverse ? y.n < x.n : x.n < y.n;
+    Value r = c->reverse ? tp_binop(c->vm, OP_LT, y, x, c->site) : tp_binop(c->vm, OP_LT, x, y, c->site);
+    if (IS_EXC(r)) { c->err = true; return false; }
+    bool b = r.t == T_BOOL && r.b;
+    decref(r);
+    return b;
+}
+
+static void merge_sort(SortCtx *c, Value *v, Value *k, Value *tv, Value *tk, size_t n)
+{
+    if (n < 2 || c->err) return;
+    size_t m = n / 2;
+    merge_sort(c, v, k, tv, tk, m);
+    merge_sort(c, v + m, k + m, tv, tk, n - m);
+    size_t i = 0, j = m, o = 0;
+    while (i < m && j < n) {
+        if (less(c, k[j], k[i])) { tv[o] = v[j]; tk[o++] = k[j++]; }
+        else { tv[o] = v[i]; tk[o++] = k[i++]; }
+    }
+    while (i < m) { tv[o] = v[i]; tk[o++] = k[i++]; }
+    while (j < n) { tv[o] = v[j]; tk[o++] = k[j++]; }
+    memcpy(v, tv, n * sizeof(Value));
+    memcpy(k, tk, n * sizeof(Value));
+}
+
+static Value bi_sorted(VM *vm, Args *a)
+{
+    Value src = a->v[0];
+    ObjList *l;
+    if (src.t == T_LIST) l = AS_LIST(src);
+    else if (src.t == T_DICT) {
+        Value ks = bi_keys(vm, a);
+        l = AS_LIST(ks);
+        src = ks;
+        incref(src);
+        decref(ks);
+    } else return vm_error(vm, a->site, "sorted() needs a list, not %s", type_name(src));
+    if (src.t != T_LIST) return v_exc();
+    SortCtx c = { vm, a->site, v_nil(), false, false };
+    Value *kw = arg_kw(a, "key"), *rv = arg_kw(a, "reverse");
+    if (rv) { bool e = false; c.reverse = tp_truthy(vm, *rv, a->site, &e); if (e) return v_exc(); }
+    size_t n = l->len;
+    ObjList *r = list_new(n);
+    Value *keys = malloc((n + 1) * sizeof(Value)), *tv = malloc((n + 1) * sizeof(Value)), *tk = malloc((n + 1) * sizeof(Value));
+    for (size_t i = 0; i < n; i++) {
+        Value e = tp_force(vm, l->v[i], a->site);
+        if (IS_EXC(e)) { c.err = true; r->len = i; break; }
+        r->v[i] = e;
+        r->len = i + 1;
+        if (kw && kw->t != T_NIL) {
+            Value k = vm_call(vm, *kw, 1, &e, a->site);
+            if (IS_EXC(k)) { c.err = true; break; }
+            keys[i] = k;
+        } else { incref(e); keys[i] = e; }
+    }
+    size_t nk = r->len;
+    if (c.err && kw && kw->t != T_NIL) nk = r->len - 1;
+    if (!c.err) merge_sort(&c, r->v, keys, tv, tk, n);
+    for (size_t i = 0; i < nk; i++) decref(keys[i]);
+    free(keys); free(tv); free(tk);
+    if (a->v[0].t == T_DICT) decref(src);
+    if (c.err) { decref(v_list(r)); return v_exc(); }
+    return v_list(r);
+}
+
+static Value bi_reversed(VM *vm, Args *a)
+{
+    Value v = a->v[0];
+    if (v.t == T_LIST) {
+        ObjList *l = AS_LIST(v), *r = list_new(l->len);
+        for (size_t i = l->len; i-- > 0;) { incref(l->v[i]); r->v[r->len++] = l->v[i]; }
+        return v_list(r);
+    }
+    if (v.t == T_STR) {
+        ObjStr *s = AS_STR(v);
+        ObjStr *r = str_alloc(s->len);
+        size_t o = 0, i = s->len;
+        while (i > 0) {
+            size_t e = i;
+            i--;
+            while (i > 0 && ((unsigned char)s->s[i] & 0xc0) == 0x80) i--;
+            memcpy(r->s + o, s->s + i, e - i);
+            o += e - i;
+        }
+        str_finish(r);
+        return v_obj(&r->h);
+    }
+    return vm_error(vm, a->site, "reversed() needs a list or string, not %s", type_name(v));
+}
+
+static Value bi_error(VM *vm, Args *a)
+{
+    Buf b;
+    buf_init(&b);
+    if (!tp_repr(vm, &b, a->v[0], false, a->site)) { buf_free(&b); return v_exc(); }
+    vm_error(vm, a->site, "%s", b.p ? b.p : "");
+    buf_free(&b);
+    return v_exc();
+}
+
+/* ---------------------------------------------------------------- time and input */
+
+static Value bi_clock(VM *vm, Args *a)
+{
+    (void)vm; (void)a;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return v_num((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
+}
+
+static Value bi_sleep(VM *vm, Args *a)
+{
+    double s;
+    if (!arg_num(vm, a, 0, "sleep() seconds", &s)) return v_exc();
+    if (s < 0 || isnan(s)) return vm_error(vm, a->site, "sleep() needs a non-negative number of seconds");
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        double el = (double)(now.tv_sec - t0.tv_sec) + (double)(now.tv_nsec - t0.tv_nsec) * 1e-9;
+        if (el >= s) break;
+        if (vm_check_interrupt(vm)) return v_exc();
+        double left = s - el;
+        if (left > 0.01) left = 0.01;
+        struct timespec d = { (time_t)left, (long)((left - (double)(time_t)left) * 1e9) };
+        nanosleep(&d, NULL);
+    }
+    return v_nil();
+}
+
+static Value bi_input(VM *vm, Args *a)
+{
+    if (a->n > 0) {
+        Buf b;
+        buf_init(&b);
+        if (!tp_repr(vm, &b, a->v[0], false, a->site)) { buf_free(&b); return v_exc(); }
+        fwrite(b.p, 1, b.len, vm->in->out);
+        buf_free(&b);
+    }
+    fflush(vm->in->out);
+    Buf line;
+    buf_init(&line);
+    int c;
+    while ((c = getchar()) != EOF && c != '\n') buf_putc(&line, (char)c);
+    if (c == EOF && line.len == 0) { buf_free(&line); return v_nil(); }
+    Value r = v_strn(line.p ? line.p : "", line.len);
+    buf_free(&line);
+    return r;
+}
+
+/* ---------------------------------------------------------------- strings */
+
+static Value bi_join(VM *vm, Args *a)
+{
+    Value l = a->v[0];
+    Value *sepv = arg_kw(a, "sep");
+    Value sep = a->n > 1 ? a->v[1] : (sepv ? *sepv : v_nil());
+    if (l.t == T_STR && sep.t == T_LIST) { Value t = l; l = sep; sep = t; }   /* join(sep, list) too */
+    if (l.t != T_LIST) return vm_error(vm, a->site, "join() needs a list, not %s", type_name(l));
+    if (sep.t != T_NIL && sep.t != T_STR) return vm_error(vm, a->site, "join(): sep must be a string");
+    ObjList *xs = AS_LIST(l);
+    Buf b;
+    buf_init(&b);
+    for (size_t i = 0; i < xs->len; i++) {
+        if (i && sep.t == T_STR) buf_put(&b, AS_STR(sep)->s, AS_STR(sep)->len);
+        Value e = xs->v[i];
+        if (e.t == T_STR) { buf_put(&b, AS_STR(e)->s, AS_STR(e)->len); continue; }
+        e = tp_force(vm, e, a->site);
+        if (IS_EXC(e)) { buf_free(&b); return e; }
+        if (e.t == T_STR) buf_put(&b, AS_STR(e)->s, AS_STR(e)->len);
+        else if (e.t == T_NUM) value_repr(&b, e, false);
+        else { buf_free(&b); Value err = vm_error(vm, a->site, "join(): element %zu is %s, not a string", i, type_name(e)); decref(e); return err; }
+        decref(e);
+    }
+    Value r = v_strn(b.p ? b.p : "", b.len);
+    buf_free(&b);
+    return r;
+}
+
+static Value bi_split(VM *vm, Args *a)
+{
+    if (!want(vm, a, 0, T_STR, "split")) return v_exc();
+    ObjStr *s = AS_STR(a->v[0]);
+    Value *sk = arg_kw(a, "sep");
+    Value sep = a->n > 1 ? a->v[1] : (sk ? *sk : v_nil());
+    ObjList *l = list_new(0);
+    if (sep.t == T_NIL) {
+        size_t i = 0;
+        while (i < s->len) {
+            while (i < s->len && isspace((unsigned char)s->s[i])) i++;
+            if (i >= s->len) break;
+            size_t j = i;
+            while (j < s->len && !isspace((unsigned char)s->s[j])) j++;
+            list_push(l, v_strn(s->s + i, j - i));
+            i = j;
+        }
+        return v_list(l);
+    }
+    if (sep.t != T_STR) { decref(v_list(l)); return vm_error(vm, a->site, "split(): sep must be a string"); }
+    ObjStr *p = AS_STR(sep);
+    if (!p->len) { decref(v_list(l)); return vm_error(vm, a->site, "split(): empty separator"); }
+    const char *cur = s->s, *end = s->s + s->len;
+    for (;;) {
+        const char *f = memmem(cur, (size_t)(end - cur), p->s, p->len);
+        if (!f) { list_push(l, v_strn(cur, (size_t)(end - cur))); break; }
+        list_push(l, v_strn(cur, (size_t)(f - cur)));
+        cur = f + p->len;
+    }
+    return v_list(l);
+}
+
+static Value bi_replace(VM *vm, Args *a)
+{
+    for (int i = 0; i < 3; i++) if (!want(vm, a, i, T_STR, "replace")) return v_exc();
+    ObjStr *s = AS_STR(a->v[0]), *o = AS_STR(a->v[1]), *n = AS_STR(a->v[2]);
+    if (!o->len) return vm_error(vm, a->site, "replace(): empty string to replace");
+    Buf b;
+    buf_init(&b);
+    const char *cur = s->s, *end = s->s + s->len;
+    for (;;) {
+        const char *f = memmem(cur, (size_t)(end - cur), o->s, o->len);
+        if (!f) { buf_put(&b, cur, (size_t)(end - cur)); break; }
+        buf_put(&b, cur, (size_t)(f - cur));
+        buf_put(&b, n->s, n->len);
+        cur = f + o->len;
+    }
+    Value r = v_strn(b.p ? b.p : "", b.len);
+    buf_free(&b);
+    return r;
+}
+
+static Value case_map(VM *vm, Args *a, int up)
+{
+    if (!want(vm, a, 0, T_STR, up ? "upper" : "lower")) return v_exc();
+    ObjStr *s = AS_STR(a->v[0]);
+    ObjStr *r = str_alloc(s->len);
+    for (uint32_t i = 0; i < s->len; i++) {
+        unsigned char c = (unsigned char)s->s[i];
+        r->s[i] = (char)(c < 0x80 ? (up ? toupper(c) : tolower(c)) : c);
+    }
+    str_finish(r);
+    return v_obj(&r->h);
+}
+static Value bi_upper(VM *vm, Args *a) { return case_map(vm, a, 1); }
+static Value bi_lower(VM *vm, Args *a) { return case_map(vm, a, 0); }
+
+static Value bi_strip(VM *vm, Args *a)
+{
+    if (!want(vm, a, 0, T_STR, "strip")) return v_exc();
+    ObjStr *s = AS_STR(a->v[0]);
+    const char *chars = NULL;
+    if (a->n > 1) { if (!want(vm, a, 1, T_STR, "strip")) return v_exc(); chars = AS_STR(a->v[1])->s; }
+    size_t i = 0, j = s->len;
+    #define STRIPPABLE(c) (chars ? ((c) && strchr(chars, (c)) != NULL) : isspace((unsigned char)(c)))
+    while (i < j && STRIPPABLE(s->s[i])) i++;
+    while (j > i && STRIPPABLE(s->s[j - 1])) j--;
+    #undef STRIPPABLE
+    return v_strn(s->s + i, j - i);
+}
+
+static Value bi_startswith(VM *vm, Args *a)
+{
+    if (!want(vm, a, 0, T_STR, "startswith") || !want(vm, a, 1, T_STR, "startswith")) return v_exc();
+    ObjStr *s = AS_STR(a->v[0]), *p = AS_STR(a->v[1]);
+    return v_bool(p->len <= s->len && memcmp(s->s, p->s, p->len) == 0);
+}
+
+static Value bi_endswith(VM *vm, Args *a)
+{
+    if (!want(vm, a, 0, T_STR, "endswith") || !want(vm, a, 1, T_STR, "endswith")) return v_exc();
+    ObjStr *s = AS_STR(a->v[0]), *p = AS_STR(a->v[1]);
+    return v_bool(p->len <= s->len && memcmp(s->s + s->len - p->len, p->s, p->len) == 0);
+}
+
+static Value bi_find(VM *vm, Args *a)
+{
+    if (a->v[0].t == T_LIST) {
+        ObjList *l = AS_LIST(a->v[0]);
+        for (size_t i = 0; i < l->len; i++) if (value_eq(l->v[i], a->v[1])) return v_num((double)i);
+        return v_num(-1);
+    }
+    if (!want(vm, a, 0, T_STR, "find") || !want(vm, a, 1, T_STR, "find")) return v_exc();
+    ObjStr *s = AS_STR(a->v[0]), *p = AS_STR(a->v[1]);
+    const char *f = memmem(s->s, s->len, p->s, p->len);
+    if (!f) return v_num(-1);
+    size_t cp = 0;
+    for (const char *q = s->s; q < f; q++) if (((unsigned char)*q & 0xc0) != 0x80) cp++;
+    return v_num((double)cp);
+}
+
+/* ---------------------------------------------------------------- math */
+
+static Value math1(VM *vm, Args *a, MathFn fn, const char *name)
+{
+    Value v = a->v[0];
+    if (fn == M_LOG && a->n > 1 && v.t != T_NUM && v.t != T_BOOL) {
+        /* log(x, base) = log(x) / log(base) */
+        Args one = *a;
+        one.n = 1;
+        Value lx = math1(vm, &one, M_LOG, name);
+        if (IS_EXC(lx)) return lx;
+        Args b = *a;
+        b.n = 1;
+        b.v = a->v + 1;
+        Value lb = math1(vm, &b, M_LOG, name);
+        if (IS_EXC(lb)) { decref(lx); return lb; }
+        Value r = tp_binop(vm, OP_DIV, lx, lb, a->site);
+        decref(lx); decref(lb);
+        return r;
+    }
+    if (v.t == T_COMPLEX) {
+        double _Complex z = AS_CPLX(v)->re + AS_CPLX(v)->im * _Complex_I, r;
+        switch (fn) {
+        case M_ABS: return v_num(cabs(z));
+        case M_SQRT: r = csqrt(z); break;
+        case M_EXP: r = cexp(z); break;
+        case M_LOG: r = clog(z); break;
+        case M_SIN: r = csin(z); break;
+        case M_COS: r = ccos(z); break;
+        case M_TAN: r = ctan(z); break;
+        default: return vm_error(vm, a->site, "%s() of a complex number", name);
+        }
+        return v_complex(creal(r), cimag(r));
+    }
+    if (v.t == T_BOOL) v = v_num(v.b);
+    if (v.t != T_NUM) {
+        Value r = tp_math(vm, fn, v, 0, a->site);
+        if (r.t != T_NOTIMPL) return r;
+        return vm_error(vm, a->site, "%s() needs a number, not %s", name, type_name(v));
+    }
+    double x = v.n;
+    switch (fn) {
+    case M_ABS: return v_num(fabs(x));
+    case M_SQRT:
+        if (x < 0) return vm_error(vm, a->site, "sqrt() of a negative number (%g); use sqrt(complex(x))", x);
+        return v_num(sqrt(x));
+    case M_SIN: return v_num(sin(x));
+    case M_COS: return v_num(cos(x));
+    case M_TAN: return v_num(tan(x));
+    case M_ASIN: if (x < -1 || x > 1) return vm_error(vm, a->site, "asin() argument %g outside [-1, 1]", x); return v_num(asin(x));
+    case M_ACOS: if (x < -1 || x > 1) return vm_error(vm, a->site, "acos() argument %g outside [-1, 1]", x); return v_num(acos(x));
+    case M_ATAN: return v_num(atan(x));
+    case M_EXP: return v_num(exp(x));
+    case M_LOG: case M_LOG2: case M_LOG10:
+        if (x <= 0) return vm_error(vm, a->site, "%s() of a non-positive number (%g)", name, x);
+        if (fn == M_LOG && a->n > 1) {
+            double base;
+            if (!arg_num(vm, a, 1, "log() base", &base)) return v_exc();
+            if (base <= 0 || base == 1) return vm_error(vm, a->site, "log(): bad base %g", base);
+            return v_num(log(x) / log(base));
+        }
+        return v_num(fn == M_LOG ? log(x) : fn == M_LOG2 ? log2(x) : log10(x));
+    case M_FLOOR: return v_num(floor(x));
+    case M_CEIL: return v_num(ceil(x));
+    case M_ROUND: case M_NFUNCS: break;     /* round() is bi_round */
+    }
+    qh_unreachable();
+}
+
+#define MATH1(nm, id) static Value bi_##nm(VM *vm, Args *a) { return math1(vm, a, id, #nm); }
+MATH1(abs, M_ABS) MATH1(sqrt, M_SQRT) MATH1(sin, M_SIN) MATH1(cos, M_COS) MATH1(tan, M_TAN)
+MATH1(asin, M_ASIN) MATH1(acos, M_ACOS) MATH1(atan, M_ATAN) MATH1(exp, M_EXP) MATH1(log, M_LOG)
+MATH1(log2, M_LOG2) MATH1(log10, M_LOG10) MATH1(floor, M_FLOOR) MATH1(ceil, M_CEIL)
+
+static Value bi_atan2(VM *vm, Args *a)
+{
+    double y0, x0;
+    if ((a->v[0].t != T_NUM || a->v[1].t != T_NUM) && tp_number(a->v[0], &y0) && tp_number(a->v[1], &x0)) {
+        /* differentiated numbers: atan2(y, x) = atan(y / x) up to a
+         * constant, the same derivative */
+        Value q = tp_binop(vm, OP_DIV, a->v[0], a->v[1], a->site);
+        if (IS_EXC(q)) return q;
+        Value r = q.t == T_NUM ? v_num(atan(q.n)) : tp_math(vm, M_ATAN, q, 0, a->site);
+        decref(q);
+        if (r.t == T_NOTIMPL) return vm_error(vm, a->site, "atan2() needs numbers");
+        if (IS_EXC(r) || r.t == T_NUM) return IS_EXC(r) ? r : v_num(atan2(y0, x0));
+        Value c = tp_binop(vm, OP_ADD, r, v_num(atan2(y0, x0) - atan(y0 / x0)), a->site);
+        decref(r);
+        return c;
+    }
+    double y, x;
+    if (!arg_num(vm, a, 0, "atan2() y", &y) || !arg_num(vm, a, 1, "atan2() x", &x)) return v_exc();
+    return v_num(atan2(y, x));
+}
+
+static Value bi_round(VM *vm, Args *a)
+{
+    long digits = 0;
+    Value *dk = arg_kw(a, "digits");
+    if (a->n > 1) { if (!arg_int(vm, a, 1, "round() digits", &digits)) return v_exc(); }
+    else if (dk) {
+        Args t = { 1, dk, 0, NULL, NULL, a->site, NULL };
+        if (!arg_int(vm, &t, 0, "round() digits", &digits)) return v_exc();
+    }
+    double x;
+    if (!tp_number(a->v[0], &x)) {       /* numbers, and dual numbers (rounded to plain ones) */
+        Value r = tp_math(vm, M_ROUND, a->v[0], digits, a->site);
+        if (r.t != T_NOTIMPL) return r;
+        if (!arg_num(vm, a, 0, "round() argument", &x)) return v_exc();
+    }
+    if (!isfinite(x)) return v_num(x);
+    if (digits == 0) return v_num(nearbyint(x));
+    if (digits > 300 || digits < -300) return v_num(digits > 0 ? x : 0);
+    if (digits > 0) {
+        /* correctly rounded, half to even on the exact binary value, as Python */
+        char buf[512];
+        snprintf(buf, sizeof buf, "%.*f", (int)digits, x);
+        return v_num(strtod(buf, NULL));
+    }
+    double p = pow(10, (double)-digits);
+    return v_num(nearbyint(x / p) * p);
+}
+
+static Value minmax(VM *vm, Args *a, bool is_max)
+{
+    const char *nm = is_max ? "max" : "min";
+    if (a->n == 1 && a->v[0].t != T_LIST) {
+        Value r = tp_reduce(vm, is_max ? R_MAX : R_MIN, a->v[0], a);
+        if (r.t != T_NOTIMPL) return r;
+    }
+    Value *items = a->v;
+    size_t n = (size_t)a->n;
+    if (a->n == 1) {
+        if (a->v[0].t != T_LIST) return vm_error(vm, a->site, "%s() of a single %s: give a list or several numbers", nm, type_name(a->v[0]));
+        items = AS_LIST(a->v[0])->v;
+        n = AS_LIST(a->v[0])->len;
+    }
+    if (!n) return vm_error(vm, a->site, "%s() of an empty list", nm);
+    Value best = tp_force(vm, items[0], a->site);
+    if (IS_EXC(best)) return best;
+    for (size_t i = 1; i < n; i++) {
+        Value x = tp_force(vm, items[i], a->site);
+        if (IS_EXC(x)) { decref(best); return x; }
+        Value c = tp_binop(vm, is_max ? OP_GT : OP_LT, x, best, a->site);
+        if (IS_EXC(c)) { decref(x); decref(best); return c; }
+        if (c.t != T_BOOL) {
+            /* arrays compare elementwise: no single answer */
+            decref(c); decref(x); decref(best);
+            return vm_error(vm, a->site, "%s() compares values one at a time: for arrays use %s(a) of one array", nm, nm);
+        }
+        if (c.b) { decref(best); best = x; } else decref(x);
+    }
+    return best;
+}
+static Value bi_min(VM *vm, Args *a) { return minmax(vm, a, false); }
+static Value bi_max(VM *vm, Args *a) { return minmax(vm, a, true); }
+
+static Value bi_sum(VM *vm, Args *a)
+{
+    Value c = a->v[0];
+    if (c.t != T_LIST) {
+        Value r = tp_reduce(vm, R_SUM, c, a);
+        if (r.t != T_NOTIMPL) return r;
+        return vm_error(vm, a->site, "sum() needs a list or array, not %s", type_name(c));
+    }
+    ObjList *l = AS_LIST(c);
+    Value acc = a->n > 1 ? a->v[1] : v_num(0);
+    incref(acc);
+    for (size_t i = 0; i < l->len; i++) {
+        Value x = l->v[i];
+        if (acc.t == T_NUM && x.t == T_NUM) { acc.n += x.n; continue; }
+        Value r = tp_binop(vm, OP_ADD, acc, x, a->site);
+        decref(acc);
+        if (IS_EXC(r)) return r;
+        acc = r;
+    }
+    return acc;
+}
+
+static const char *const kw_print[] = { "sep", "end", NULL };
+static const char *const kw_split[] = { "sep", NULL };
+static const char *const kw_round[] = { "digits", NULL };
+static const char *const kw_sorted[] = { "key", "reverse", NULL };
+static const char *const kw_axis[] = { "axis", NULL };
+
+static const BuiltinDef builtins_core[] = {
+    { "print", bi_print, 0, -1, BI_IMPURE, kw_print, 0 },
+    { "fmt", bi_fmt, 1, -1, 0, NULL, 0 },
+    { "str", bi_str, 1, 1, 0, NULL, 0 },
+    { "num", bi_num, 1, 1, 0, NULL, 0 },
+    { "int", bi_int, 1, 1, 0, NULL, 0 },
+    { "type", bi_type, 1, 1, 0, NULL, 0 },
+    { "complex", bi_complex, 0, 2, 0, NULL, 0 },
+    { "len", bi_len, 1, 1, 0, NULL, 0 },
+    { "range", bi_range, 1, 3, 0, NULL, 0 },
+    { "append", bi_append, 2, 2, BI_LAZY, NULL, 0 },
+    { "pop", bi_pop, 1, 3, 0, NULL, 0 },
+    { "insert", bi_insert, 3, 3, BI_LAZY, NULL, 0 },
+    { "keys", bi_keys, 1, 1, 0, NULL, 0 },
+    { "values", bi_values, 1, 1, 0, NULL, 0 },
+    { "items", bi_items, 1, 1, 0, NULL, 0 },
+    { "sorted", bi_sorted, 1, 1, 0, kw_sorted, 0 },
+    { "reversed", bi_reversed, 1, 1, 0, NULL, 0 },
+    { "error", bi_error, 1, 1, 0, NULL, 0 },
+    { "clock", bi_clock, 0, 0, 0, NULL, 0 },
+    { "sleep", bi_sleep, 1, 1, 0, NULL, 0 },
+    { "input", bi_input, 0, 1, BI_IMPURE, NULL, 0 },
+    { "join", bi_join, 1, 2, 0, kw_split, 0 },
+    { "split", bi_split, 1, 2, 0, kw_split, 0 },
+    { "replace", bi_replace, 3, 3, 0, NULL, 0 },
+    { "upper", bi_upper, 1, 1, 0, NULL, 0 },
+    { "lower", bi_lower, 1, 1, 0, NULL, 0 },
+    { "strip", bi_strip, 1, 2, 0, NULL, 0 },
+    { "startswith", bi_startswith, 2, 2, 0, NULL, 0 },
+    { "endswith", bi_endswith, 2, 2, 0, NULL, 0 },
+    { "find", bi_find, 2, 2, 0, NULL, 0 },
+    { "abs", bi_abs, 1, 1, 0, NULL, 0 },
+    { "sqrt", bi_sqrt, 1, 1, 0, NULL, 0 },
+    { "sin", bi_sin, 1, 1, 0, NULL, 0 },
+    { "cos", bi_cos, 1, 1, 0, NULL, 0 },
+    { "tan", bi_tan, 1, 1, 0, NULL, 0 },
+    { "asin", bi_asin, 1, 1, 0, NULL, 0 },
+    { "acos", bi_acos, 1, 1, 0, NULL, 0 },
+    { "atan", bi_atan, 1, 1, 0, NULL, 0 },
+    { "atan2", bi_atan2, 2, 2, 0, NULL, 0 },
+    { "exp", bi_exp, 1, 1, 0, NULL, 0 },
+    { "log", bi_log, 1, 2, 0, NULL, 0 },
+    { "log2", bi_log2, 1, 1, 0, NULL, 0 },
+    { "log10", bi_log10, 1, 1, 0, NULL, 0 },
+    { "floor", bi_floor, 1, 1, 0, NULL, 0 },
+    { "ceil", bi_ceil, 1, 1, 0, NULL, 0 },
+    { "round", bi_round, 1, 2, 0, kw_round, 0 },
+    { "min", bi_min, 1, -1, 0, kw_axis, 0 },
+    { "max", bi_max, 1, -1, 0, kw_axis, 0 },
+    { "sum", bi_sum, 1, 2, 0, kw_axis, 0 },
+    { "pi", NULL, 0, 0, BI_CONST, NULL, M_PI },
+    { "e", NULL, 0, 0, BI_CONST, NULL, M_E },
+    { "inf", NULL, 0, 0, BI_CONST, NULL, INFINITY },
+    { "nan", NULL, 0, 0, BI_CONST, NULL, NAN },
+    { NULL, NULL, 0, 0, 0, NULL, 0 },
+};
+
+void corelib_open(void) { builtins_add(builtins_core); }

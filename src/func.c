@@ -1,0 +1,178 @@
+/* func.c — function and module objects: their making, freeing, clearing
+ * (breaking the cycle a function makes through its module's globals),
+ * traversal, deep copies for tasks, printing, and module members.
+ * Knows values, the AST and vm.h; nothing of calls or evaluation. */
+#include "func.h"
+#include "builtins.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- functions */
+
+ObjFunc *func_new(FnProto *p, ObjModule *mod)
+{
+    ObjFunc *f = (ObjFunc *)obj_alloc(sizeof(ObjFunc), T_FUNC);
+    f->p = p;
+    f->mod = mod;
+    incref(v_obj(&mod->h));
+    f->device = v_nil();
+    return f;
+}
+
+void func_free(Obj *o)
+{
+    ObjFunc *f = (ObjFunc *)o;
+    if (f->defaults) { for (int i = 0; i < f->p->nparams; i++) decref(f->defaults[i]); free(f->defaults); }
+    if (f->up) { for (int i = 0; i < f->p->nupvals; i++) if (f->up[i]) decref(v_obj(&f->up[i]->h)); free(f->up); }
+    decref(f->device);
+    if (f->mod) decref(v_obj(&f->mod->h));
+    free(f);
+}
+
+void func_repr(Buf *b, Value v, bool quoted)
+{
+    (void)quoted;
+    ObjFunc *f = AS_FUNC(v);
+    buf_printf(b, "<%s %s>", f->p->is_qfn ? "qfn" : "fn", f->p->name);
+}
+
+/* a function copied into a task: same code, copied defaults, cells, module */
+Value func_copy(Value v, CopyCtx *cc)
+{
+    ObjFunc *f = AS_FUNC(v);
+    ObjFunc *n = (ObjFunc *)obj_alloc(sizeof(ObjFunc), T_FUNC);
+    copy_memo_put(cc, f, n);
+    n->p = f->p;
+    n->device = v_nil();
+    if (f->defaults) {
+        n->defaults = malloc((size_t)f->p->nparams * sizeof(Value));
+        for (int i = 0; i < f->p->nparams; i++) n->defaults[i] = value_copy_deep(f->defaults[i], cc);
+    }
+    if (f->p->nupvals) {
+        n->up = calloc((size_t)f->p->nupvals, sizeof(ObjCell *));
+        for (int i = 0; i < f->p->nupvals; i++) {
+            Value c = value_copy_deep(v_obj(&f->up[i]->h), cc);
+            n->up[i] = (ObjCell *)c.o;
+        }
+    }
+    n->device = value_copy_deep(f->device, cc);
+    Value mv = value_copy_deep(v_obj(&f->mod->h), cc);
+    n->mod = (ObjModule *)mv.o;
+    return v_obj(&n->h);
+}
+
+/* drops what a function holds: its defaults, cells, device and module */
+void func_clear(Obj *o)
+{
+    ObjFunc *f = (ObjFunc *)o;
+    if (f->defaults) for (int i = 0; i < f->p->nparams; i++) { Value v = f->defaults[i]; f->defaults[i] = v_unbound(); decref(v); }
+    if (f->up) for (int i = 0; i < f->p->nupvals; i++) { ObjCell *c = f->up[i]; f->up[i] = NULL; if (c) decref(v_obj(&c->h)); }
+    Value d = f->device; f->device = v_nil(); decref(d);
+    ObjModule *m = f->mod; f->mod = NULL; if (m) decref(v_obj(&m->h));
+}
+
+void func_traverse(Obj *o, void (*visit)(Value child, void *ud), void *ud)
+{
+    ObjFunc *f = (ObjFunc *)o;
+    for (int k = 0; f->up && k < f->p->nupvals; k++) if (f->up[k]) visit(v_obj(&f->up[k]->h), ud);
+    for (int k = 0; f->defaults && k < f->p->nparams; k++) visit(f->defaults[k], ud);
+    visit(f->device, ud);
+    if (f->mod) visit(v_obj(&f->mod->h), ud);
+}
+
+/* ---------------------------------------------------------------- modules */
+
+static void module_free(Obj *o)
+{
+    ObjModule *m = (ObjModule *)o;
+    for (int i = 0; i < m->nglobals; i++) decref(m->globals[i]);
+    free(m->globals);
+    free(m);
+}
+
+static void module_repr(Buf *b, Value v, bool quoted) { (void)quoted; buf_printf(b, "<module %s>", AS_MOD(v)->name); }
+
+/* empties the globals (a task's copy, or at exit): breaks the cycles its
+ * functions make through it */
+static void module_clear(Obj *o)
+{
+    ObjModule *m = (ObjModule *)o;
+    if (!m->globals) return;
+    for (int i = 0; i < m->nglobals; i++) { Value v = m->globals[i]; m->globals[i] = v_unbound(); decref(v); }
+}
+
+static void module_traverse(Obj *o, void (*visit)(Value child, void *ud), void *ud)
+{
+    ObjModule *m = (ObjModule *)o;
+    for (int k = 0; k < m->nglobals; k++) visit(m->globals[k], ud);
+}
+
+ObjModule *module_copy_some(ObjModule *m, const bool *want, CopyCtx *cc)
+{
+    ObjModule *n = (ObjModule *)obj_alloc(sizeof(ObjModule), T_MODULE);
+    copy_memo_put(cc, m, n);
+    copy_note_module(cc, &n->h);
+    n->info = m->info;
+    n->name = m->name;
+    n->loaded = true;
+    n->nglobals = m->nglobals;
+    n->globals = malloc((size_t)(m->nglobals + 1) * sizeof(Value));
+    for (int i = 0; i < m->nglobals; i++) n->globals[i] = v_unbound();
+    for (int i = 0; i < m->nglobals; i++) {
+        Value g = m->globals[i];
+        if (g.t == T_UNBOUND || (want && !want[i])) continue;
+        n->globals[i] = value_copy_deep(g, cc);
+    }
+    return n;
+}
+
+/* a module copied into a task: its globals copied deep (shared by memo) */
+static Value module_copy(Value v, CopyCtx *cc)
+{
+    return v_obj(&module_copy_some(AS_MOD(v), NULL, cc)->h);
+}
+
+ObjModule *module_new(ModInfo *info, const char *name)
+{
+    ObjModule *m = (ObjModule *)obj_alloc(sizeof(ObjModule), T_MODULE);
+    m->info = info;
+    m->name = name;
+    m->nglobals = 0;
+    m->globals = NULL;
+    module_grow(m);
+    return m;
+}
+
+void module_grow(ObjModule *m)
+{
+    int n = m->info->nglobals;
+    if (n <= m->nglobals) return;
+    m->globals = realloc(m->globals, (size_t)(n + 1) * sizeof(Value));
+    for (int i = m->nglobals; i < n; i++) {
+        int bi = m->info->gbuiltin[i];
+        m->globals[i] = bi >= 0 ? builtin_value(bi) : v_unbound();
+    }
+    m->nglobals = n;
+}
+
+static Value module_member(VM *vm, Value obj, const ObjStr *name, const Node *site)
+{
+    ObjModule *m = AS_MOD(obj);
+    Value slot;
+    if (m->info->gindex && dict_get(m->info->gindex, v_obj((Obj *)&name->h), &slot) &&
+        (int)slot.n < m->nglobals && m->globals[(int)slot.n].t != T_UNBOUND) {
+        Value r = m->globals[(int)slot.n];
+        incref(r);
+        return r;
+    }
+    return vm_error(vm, site, "module '%s' has no member '%s'", m->name, name->s);
+}
+
+static const TypeOps module_ops = {
+    .name = "module", .flags = TF_CODE | TF_TRACK,
+    .free = module_free, .clear = module_clear, .traverse = module_traverse,
+    .copy = module_copy, .repr = module_repr, .member = module_member,
+};
+
+void func_open(void) { type_register(T_MODULE, &module_ops); }

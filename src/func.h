@@ -1,0 +1,31 @@
+/* func.h — function and module objects (ObjFunc, ObjModule in vm.h): making
+ * them, their lifecycle slots (free, clear, traverse, deep copy, print),
+ * a module's globals and members. Knows values, the AST and the VM's
+ * error reporting; not how a function is called (call.c registers the
+ * function kind with its call slot, using the slots here). */
+#ifndef QH_FUNC_H
+#define QH_FUNC_H
+
+#include "vm.h"
+
+/* A function of p in module mod, with no defaults, cells or device yet
+ * (the evaluator fills them: defaults and the device are evaluated). */
+ObjFunc *func_new(FnProto *p, ObjModule *mod);
+void func_free(Obj *o);
+void func_clear(Obj *o);
+void func_traverse(Obj *o, void (*visit)(Value child, void *ud), void *ud);
+Value func_copy(Value v, CopyCtx *cc);
+void func_repr(Buf *b, Value v, bool quoted);
+
+/* A module whose globals start as the builtins its names resolve to. */
+ObjModule *module_new(ModInfo *info, const char *name);
+/* After the resolver added globals (REPL): the new slots. */
+void module_grow(ObjModule *m);
+/* A copy of m for a task with only the globals in `want` (deep copies by
+ * cc, which records the module: copy_release_modules frees it). */
+ObjModule *module_copy_some(ObjModule *m, const bool *want, CopyCtx *cc);
+
+/* Registers the module kind (start-up). */
+void func_open(void);
+
+#endif

@@ -1,0 +1,146 @@
+/* vm.c — a VM's life (its value stack, the C stack guard) and runtime
+ * errors: the message, where it happened, the traceback, Ctrl-C. Knows
+ * values, the AST and diagnostics; nothing of evaluation. */
+#include "vm.h"
+#include "diag.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#define STACK_VALUES (1u << 18)
+#define MAX_DEPTH 2500
+
+/* A worker runs one task VM at a time: its value stack is kept for the
+ * next task on the same thread instead of being mapped afresh each time.
+ * Per-thread by nature (a VM lives for one task, the thread for many);
+ * the key frees it when the thread ends. */
+static _Thread_local Value *spare_stack;
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+static void spare_free(void *p) { free(p); }
+static void spare_init(void) { pthread_key_create(&spare_key, spare_free); }
+
+void vm_init(VM *vm, Interp *in, bool is_task)
+{
+    memset(vm, 0, sizeof *vm);
+    vm->in = in;
+    vm->is_task = is_task;
+    vm->cap = STACK_VALUES;
+    if (spare_stack) {
+        vm->stack = spare_stack;
+        spare_stack = NULL;
+        pthread_setspecific(spare_key, NULL);
+    }
+    else vm->stack = malloc(vm->cap * sizeof(Value));
+    if (!vm->stack) { fputs("qh: out of memory\n", stderr); exit(70); }
+    vm->max_depth = MAX_DEPTH;
+    char here;
+    vm->stack_base = &here;
+    if (is_task) {
+        vm->stack_limit = 48u << 20;            /* workers have 64 MiB stacks */
+    } else {
+        struct rlimit rl;
+        size_t lim = 8u << 20;
+        if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) lim = rl.rlim_cur;
+        if (lim > (256u << 20)) lim = 256u << 20;
+        vm->stack_limit = lim > (1u << 20) ? lim - (512u << 10) : lim / 2;
+    }
+    vm->ret = v_nil();
+}
+
+void vm_free(VM *vm)
+{
+    while (vm->sp) decref(vm->stack[--vm->sp]);
+    decref(vm->ret);
+    vm->ret = v_nil();
+    if (vm->is_task && !spare_stack) {
+        spare_stack = vm->stack;
+        /* freed when the thread ends */
+        pthread_once(&spare_once, spare_init);
+        pthread_setspecific(spare_key, spare_stack);
+    } else free(vm->stack);
+    vm->stack = NULL;
+}
+
+void vm_thread_cleanup(void)
+{
+    free(spare_stack);
+    spare_stack = NULL;
+    pthread_once(&spare_once, spare_init);
+    pthread_setspecific(spare_key, NULL);
+}
+
+/* ---------------------------------------------------------------- errors */
+
+const Source *vm_source(VM *vm)
+{
+    if (vm->frame && vm->frame->p) return vm->frame->p->mod->src;
+    if (vm->top_src) return vm->top_src;
+    return vm->mod ? vm->mod->info->src : NULL;
+}
+
+static const char *cur_fn_name(VM *vm)
+{
+    if (vm->frame && vm->frame->p) return vm->frame->p->name;
+    if (vm->mod && vm->mod->name && strcmp(vm->mod->name, "__main__") != 0) return vm->mod->name;
+    return "<main>";
+}
+
+Value vm_error(VM *vm, const Node *n, const char *fmt, ...)
+{
+    VMError *e = &vm->err;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->msg, sizeof e->msg, fmt, ap);
+    va_end(ap);
+    e->src = vm_source(vm);
+    e->line = n ? n->line : vm->cur_line;
+    e->col = n ? n->col : 1;
+    e->ntb = 0;
+    e->dropped = 0;
+    e->interrupted = false;
+    e->tb[e->ntb++] = (TraceEnt){ e->src, e->line, cur_fn_name(vm) };
+    return v_exc();
+}
+
+Value vm_interrupted(VM *vm, const Node *n)
+{
+    vm_error(vm, n, "interrupted");
+    vm->err.interrupted = true;
+    return v_exc();
+}
+
+/* adds the caller's line as the error leaves a call */
+void vm_tb_push(VM *vm, const Node *site)
+{
+    VMError *e = &vm->err;
+    TraceEnt t = { vm_source(vm), site ? site->line : 0, cur_fn_name(vm) };
+    if (e->ntb < (int)(sizeof e->tb / sizeof e->tb[0])) e->tb[e->ntb++] = t;
+    else { e->dropped++; e->tb[e->ntb - 1] = t; }
+}
+
+void vm_print_error(VM *vm, FILE *out)
+{
+    VMError *e = &vm->err;
+    diag_print(out, e->src, e->line, e->col, "error", e->msg);
+    if (e->ntb > 1 || e->dropped) {
+        fprintf(out, "traceback (most recent call last):\n");
+        for (int i = e->ntb - 1; i >= 0; i--) {
+            if (i == 0 && e->dropped) fprintf(out, "  ... %d more calls ...\n", e->dropped);
+            fprintf(out, "  %s:%d: in %s\n", e->tb[i].src ? e->tb[i].src->name : "?", e->tb[i].line, e->tb[i].fn);
+        }
+    }
+}
+
+bool vm_check_interrupt(VM *vm)
+{
+    if (atomic_load_explicit(&vm->in->interrupt, memory_order_relaxed) ||
+        (vm->cancel && atomic_load_explicit(vm->cancel, memory_order_relaxed))) {
+        vm_interrupted(vm, NULL);
+        return true;
+    }
+    return false;
+}

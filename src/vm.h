@@ -1,0 +1,145 @@
+/* vm.h — the evaluator's state: the Interp (one per interpreter, shared by
+ * its threads), the VM (one per thread: the main program's, or a task's),
+ * call frames and the objects frames point at (functions, modules), and
+ * runtime errors with their traceback. Nothing in a VM is touched by
+ * another thread; the Interp holds what all threads share (configuration
+ * set before any thread starts, the thread-safe executor, pool and trace,
+ * atomic Ctrl-C flags) and what only the main thread touches (marked).
+ * Knows values and the AST; not how anything is evaluated. */
+#ifndef QH_VM_H
+#define QH_VM_H
+
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include "ast.h"
+#include "rng.h"
+#include "value.h"
+
+typedef struct ObjModule {
+    Obj h;
+    ModInfo *info;
+    Value *globals;
+    int nglobals;
+    const char *name;
+    bool loaded;        /* finished running */
+} ObjModule;
+
+typedef struct ObjFunc {
+    Obj h;
+    FnProto *p;
+    ObjModule *mod;
+    Value *defaults;    /* p->nparams, T_UNBOUND where none */
+    ObjCell **up;       /* p->nupvals */
+    Value device;       /* qfn ... on DEVICE: the device value, else nil */
+} ObjFunc;
+
+#define AS_FUNC(v) ((ObjFunc *)(v).o)
+#define AS_MOD(v) ((ObjModule *)(v).o)
+
+/* One traceback line. */
+typedef struct TraceEnt { const Source *src; int line; const char *fn; } TraceEnt;
+
+typedef struct VMError {
+    char msg[1024];
+    const Source *src;
+    int line, col;
+    TraceEnt tb[64];
+    int ntb, dropped;
+    bool interrupted;   /* Ctrl-C: not catchable */
+} VMError;
+
+/* What the evaluator reaches in rooms above it: each room installs its
+ * entry when the interpreter is opened (qh_open), before any thread. */
+typedef struct InterpHooks {
+    /* a call of a qfn (async.c): a task, or run at once inside a task.
+     * params: the bound frame (p->nlocals slots, references taken) */
+    Value (*qfn_call)(VM *vm, ObjFunc *f, Value *params, const Node *site);
+    /* `import NAME` (load.c): the module value, or v_exc() */
+    Value (*import)(VM *vm, const char *name, const Node *site);
+} InterpHooks;
+
+struct Exec; struct Trace; struct QRuntime; struct AsyncState; struct QCtx;
+
+typedef struct Interp {
+    /* set before any thread starts, then read-only */
+    bool sync;
+    int nworkers;
+    long ncpu;                  /* CPUs this process may use */
+    uint64_t seed;
+    bool seed_given;
+    size_t max_memory;
+    const char *stdlib_dir;
+    const char *qh_path;
+    bool stats;
+    const char *trace_path;
+    InterpHooks hooks;
+    struct Exec *exec;          /* thread-safe */
+    struct Trace *trace;        /* thread-safe */
+    struct QRuntime *qrt;       /* the quantum runtime: pool, kernel threads (thread-safe) */
+    /* Ctrl-C: set from the signal handler, read everywhere */
+    atomic_int sigint;          /* lock-free: safe in the signal handler, read by workers */
+    atomic_int interrupt;
+    atomic_int main_waiting;    /* the main thread is blocked on a future: its core is free */
+    /* main-thread only */
+    struct AsyncState *async;   /* calls dispatched, waiting and timing counters (async.c) */
+    ObjDict *modules;           /* name -> module */
+    void *preloaded;            /* modules parsed before the run (load.c) */
+    ObjList *argv;              /* the program's arguments, until the main module takes them */
+    FILE *out;
+} Interp;
+
+typedef struct Frame {
+    FnProto *p;                 /* NULL at module level */
+    ObjFunc *fn;
+    Value *slots;
+    struct Frame *parent;
+} Frame;
+
+struct VM {
+    Interp *in;
+    bool is_task;
+    Value *stack;
+    size_t sp, cap;
+    int depth, max_depth;
+    char *stack_base;           /* C stack guard */
+    size_t stack_limit;
+    Frame *frame;
+    ObjModule *mod;             /* module whose globals are in scope */
+    Value ret;                  /* value of the last `return` */
+    VMError err;
+    Rng rng;                    /* the program generator (main) or the task's stream */
+    uint64_t qcall_seq;         /* quantum calls made so far, in program order */
+    uint64_t stream_seed;       /* seed of this VM's call streams */
+    struct QCtx *q;             /* the running quantum function's device, if any */
+    const atomic_int *cancel;   /* task cancellation flag, or NULL */
+    void *task;                 /* the executor's task, when running one */
+    double wait_time;           /* seconds the main thread spent waiting */
+    int cur_line;               /* line of the top-level statement running (trace) */
+    const Source *top_src;      /* REPL: the input being run, for its top-level messages */
+};
+
+typedef enum ExecStatus { S_OK, S_BREAK, S_CONTINUE, S_RETURN, S_ERR } ExecStatus;
+
+/* ---- lifecycle ---- */
+void vm_init(VM *vm, Interp *in, bool is_task);
+void vm_free(VM *vm);
+/* Frees what this thread keeps for its next task VM (threads call it as they end). */
+void vm_thread_cleanup(void);
+
+/* ---- errors ---- */
+/* Records a runtime error at node n (or the current statement when NULL);
+ * returns v_exc() for convenience. */
+Value vm_error(VM *vm, const Node *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The same, marked as an interruption (Ctrl-C, cancellation): not catchable. */
+Value vm_interrupted(VM *vm, const Node *n);
+/* Prints the pending error with its source line and traceback. */
+void vm_print_error(VM *vm, FILE *out);
+/* Adds the current function and the line of `site` to the traceback. */
+void vm_tb_push(VM *vm, const Node *site);
+/* Ctrl-C or cancellation pending: records the error and returns true. */
+bool vm_check_interrupt(VM *vm);
+/* The source of the code running now (for messages and task records). */
+const Source *vm_source(VM *vm);
+
+#endif
