@@ -4,6 +4,9 @@
  * count failures themselves: CHECK(cond, fmt, ...) prints the first few
  * failures with the rank, and mt_finish() agrees on the verdict over
  * MPI_COMM_WORLD (any rank failing fails every rank's exit status).
+ * Built with -DMT_SERIAL the same test runs as one process that never
+ * initialises MPI (MT_COMM is MPI_COMM_NULL): the single-rank paths, with
+ * the sanitizers' leak checks that Open MPI's own allocations would drown.
  */
 #ifndef QH_MPITEST_H
 #define QH_MPITEST_H
@@ -27,6 +30,19 @@ static int mt_rank, mt_size, mt_fails, mt_checks;
         }                                                                       \
     } while (0)
 
+#ifdef MT_SERIAL
+#define MT_COMM MPI_COMM_NULL
+static void mt_init(int *argc, char ***argv) { (void)argc; (void)argv; mt_rank = 0; mt_size = 1; }
+static void mt_bcast(void *buf, int n) { (void)buf; (void)n; }
+static int mt_finish(const char *name)
+{
+    printf("%s in one process without MPI: %d checks, %d failed\n", name, mt_checks, mt_fails);
+    return mt_fails ? 1 : 0;
+}
+#else
+#define MT_COMM MPI_COMM_WORLD
+/* Rank 0's ints to every rank. */
+static void mt_bcast(void *buf, int n) { MPI_Bcast(buf, n, MPI_INT, 0, MPI_COMM_WORLD); }
 static void mt_init(int *argc, char ***argv)
 {
     int prov;
@@ -47,5 +63,6 @@ static int mt_finish(const char *name)
     MPI_Finalize();
     return all ? 1 : 0;
 }
+#endif
 
 #endif

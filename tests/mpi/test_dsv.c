@@ -138,7 +138,7 @@ static void compare_state(Dsv *d, const SvState *ref, cplx *buf, const char *wha
                             (unsigned long long)firstbit, creal(buf[firstbit]), cimag(buf[firstbit]),
                             creal(ref->amp[firstbit]), cimag(ref->amp[firstbit]));
     }
-    MPI_Bcast(bad, 2, MPI_INT, 0, MPI_COMM_WORLD);
+    mt_bcast(bad, 2);
     CHECK(!bad[0], "%s: state differs from sv beyond 1e-12", what);
     CHECK(!bad[1], "%s: state not bit-identical to sv", what);
 }
@@ -162,7 +162,7 @@ static void test_gates(int n, size_t xbuf, int relabel, int reps)
     DsvConfig cfg = { .xbuf_bytes = xbuf, .relabel = relabel };
     Dsv *d = NULL;
     char err[256];
-    CHECK(dsv_new(&d, n, MPI_COMM_WORLD, &cfg, err, sizeof err) == 0, "dsv_new: %s", err);
+    CHECK(dsv_new(&d, n, MT_COMM, &cfg, err, sizeof err) == 0, "dsv_new: %s", err);
     if (!d) return;
     Rng r;
     rng_seed(&r, 1234 + (uint64_t)n);
@@ -262,7 +262,7 @@ static void test_circuit(int n, int depth, size_t xbuf, int relabel)
     sv_init(&ref, n);
     DsvConfig cfg = { .xbuf_bytes = xbuf, .relabel = relabel };
     Dsv *d = NULL;
-    CHECK(dsv_new(&d, n, MPI_COMM_WORLD, &cfg, err, sizeof err) == 0, "dsv_new: %s", err);
+    CHECK(dsv_new(&d, n, MT_COMM, &cfg, err, sizeof err) == 0, "dsv_new: %s", err);
     if (!d) return;
     Rng r;
     rng_seed(&r, 99 + (uint64_t)n);
