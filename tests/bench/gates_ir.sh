@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# gates_ir.sh — instructions per amplitude of every placement of
+# bench_gates (callgrind, repeatable on a busy machine), for one or two
+# builds side by side (before, after).
+#
+#   bash tests/bench/gates_ir.sh [-n WIRES] [-s c|avx2] BENCH_GATES [BENCH_GATES_2]
+#
+# Each binary runs `bench_gates --count` under callgrind, which dumps the
+# cost of every sv_apply call; a row is that cost over 2^WIRES (default 16),
+# one thread. valgrind's CPU has no AVX-512, so these are the AVX2 (or,
+# with -s c, the portable C) kernels.
+set -u
+n=16 simd=
+while getopts n:s: o; do
+  case $o in n) n=$OPTARG ;; s) simd="--simd $OPTARG" ;; *) exit 2 ;; esac
+done
+shift $((OPTIND - 1))
+[ $# -ge 1 ] || { echo "usage: gates_ir.sh [-n WIRES] [-s c|avx2] BENCH_GATES [BENCH_GATES_2]" >&2; exit 2; }
+command -v valgrind >/dev/null || { echo "gates_ir.sh: valgrind is not installed" >&2; exit 1; }
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+col=0
+for bin in "$@"; do
+  bin=$(realpath "$bin")
+  col=$((col + 1)); d=$tmp/$col; mkdir -p "$d"
+  # shellcheck disable=SC2086
+  (cd "$d" && valgrind --tool=callgrind --toggle-collect=sv_apply --dump-after=sv_apply \
+      --dump-instr=no --callgrind-out-file=cg.out "$bin" --count --qubits "$n" $simd >list.txt 2>err.txt) \
+    || { cat "$d/err.txt" >&2; exit 1; }
+  rows=$(wc -l <"$d/list.txt")
+  total=$(ls "$d"/cg.out.* | wc -l)
+  # the last $rows dumps are the measured calls (the first ones warm up)
+  for i in $(seq 1 "$rows"); do
+    f=$d/cg.out.$((total - rows + i))
+    awk -v n="$n" '/^totals:/ { printf "%.2f\n", $2 / 2^n }' "$f"
+  done >"$d/ir.txt"
+done
+k=0; for b in "$@"; do k=$((k + 1)); echo "[$k] $b"; done
+printf '%-30s' "gate|placement (ir/amp, n=$n)"
+k=0; for b in "$@"; do k=$((k + 1)); printf ' %10s' "[$k]"; done
+echo
+cut -d' ' -f2- "$tmp/1/list.txt" >"$tmp/labels"
+cols=("$tmp/labels")
+for k in $(seq 1 $#); do cols+=("$tmp/$k/ir.txt"); done
+paste -d'\t' "${cols[@]}" | awk -F'\t' '{ printf "%-30s", $1; for (i = 2; i <= NF; i++) printf " %10s", $i; printf "\n" }'
