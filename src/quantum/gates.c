@@ -417,31 +417,19 @@ static void job_fixed(SvJob *j, const int *tpos, int nt, const int *cpos, int nc
 }
 
 /* Why: a 2x2 acting on the amplitude pairs (base+o1, base+o2), or their
-   exchange (swap = 1). Targets bit 0 with o1=0, o2=1 take the
-   adjacent-pair form so runs stay long. */
+   exchange (swap = 1); the kernels pick the loop shape by where the fixed
+   bits sit. */
 static void run_pair(SvState *s, const int *tpos, int nt, const int *cpos, int nc,
                      uint64_t o1, uint64_t o2, const cplx *m, int swap)
 {
     SvJob j;
     j.amp = (double *)s->amp;
     if (m) memcpy(j.mat, m, 4 * sizeof(cplx));
-    if (nt == 1 && tpos[0] == 0 && o1 == 0 && o2 == 1) {
-        j.kind = swap ? SVJ_SWAPADJ : SVJ_PAIRADJ;
-        j.m = 0;
-        j.cm = 0;
-        for (int i = 0; i < nc; i++) {
-            j.pos[j.m++] = cpos[i] - 1;
-            j.cm |= (uint64_t)1 << cpos[i];
-        }
-        sv_sort_ints(j.pos, j.m);
-        j.total = (s->dim >> 1) >> nc;
-    } else {
-        j.kind = swap ? SVJ_SWAP : SVJ_PAIR;
-        job_fixed(&j, tpos, nt, cpos, nc);
-        j.off[0] = o1;
-        j.off[1] = o2;
-        j.total = s->dim >> j.m;
-    }
+    j.kind = swap ? SVJ_SWAP : SVJ_PAIR;
+    job_fixed(&j, tpos, nt, cpos, nc);
+    j.off[0] = o1;
+    j.off[1] = o2;
+    j.total = s->dim >> j.m;
     sv_job_run(s, &j);
 }
 

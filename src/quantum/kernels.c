@@ -1,33 +1,57 @@
-/* kernels.c — the inner loops of the statevector room.
+/* kernels.c — the instruction level, the stream kernels, and job dispatch.
  *
- * Each kernel walks the "free" index space of a job (the basis indices with
- * the fixed bits removed) in runs of consecutive amplitudes: a run of
- * length 2^pos[0] maps to contiguous memory, so the inner loops are
- * branch-free over blocks (two streams lo/hi for a pair, four for a 4x4)
- * and vectorise. Kinds: 2x2 on pairs (general, adjacent pairs when the
- * target is bit 0), exchanges (permutations), 4x4, dense 2^k, and
- * diagonals (a phase table applied to chunks of 8 amplitudes). Wide
- * (AVX2 + FMA) versions are chosen at run time; the portable ones are
- * plain C over re/im doubles. Input was validated above; nothing here
- * knows gate names, the language, or where the matrices came from.
+ * sv_job_run hands pair, exchange and 4x4 jobs to the line kernels
+ * (kernels_block.c) when they take them; the rest run here. Each kernel
+ * here walks the "free" index space of a job (the basis indices with the
+ * fixed bits removed) in runs of consecutive amplitudes: a run of length
+ * 2^pos[0] maps to contiguous memory, so the inner loops are branch-free
+ * over blocks (two streams lo/hi for a pair, four for a 4x4). Kinds: 2x2
+ * on pairs and 4x4 in portable C (the wide levels use the line kernels),
+ * exchanges of long runs, dense 2^k, and diagonals (a phase table applied
+ * to chunks of 8 amplitudes, AVX2 + FMA where the CPU has it). Input was
+ * validated above; nothing here knows gate names, the language, or where
+ * the matrices came from.
  */
 #include "sv_impl.h"
 
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #if SV_X86
 #include <immintrin.h>
 #endif
 
-/* Why: the build is portable; the wide paths are chosen per CPU here. */
-int sv_use_avx2(const SvState *s)
+/* Why: the build is portable; the wide paths are chosen per CPU here,
+   once per process (valgrind's CPU has no AVX-512, so under valgrind the
+   AVX-512 kernels never run). QH_SIMD caps the level for the process. */
+int sv_simd_level(void)
 {
+    static atomic_int cached = -1;
+    int lv = atomic_load_explicit(&cached, memory_order_relaxed);
+    if (lv >= 0) return lv;
+    lv = SV_SIMD_C;
 #if SV_X86
-    if (!s->simd) return 0;
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    (void)s;
-    return 0;
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        lv = SV_SIMD_AVX2;
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq"))
+            lv = SV_SIMD_AVX512;
+    }
 #endif
+    const char *env = getenv("QH_SIMD");
+    if (env) {
+        int cap = strcmp(env, "c") == 0 ? SV_SIMD_C : strcmp(env, "avx2") == 0 ? SV_SIMD_AVX2
+                : SV_SIMD_AVX512;
+        if (cap < lv) lv = cap;
+    }
+    atomic_store_explicit(&cached, lv, memory_order_relaxed);
+    return lv;
+}
+
+int sv_level(const SvState *s)
+{
+    int lv = sv_simd_level();
+    return s->simd < lv ? (s->simd < 0 ? 0 : s->simd) : lv;
 }
 
 /* ---- portable kernels ------------------------------------------------- */
@@ -49,12 +73,6 @@ static void pair_run_c(double *restrict lo, double *restrict hi, uint64_t len,
     for (uint64_t j = 0; j < len; j++) mul2(m, lo + 2 * j, hi + 2 * j);
 }
 
-/* Why: target bit 0, the pair is (a[2j], a[2j+1]) inside one cache line. */
-static void adj_run_c(double *a, uint64_t npairs, const double *m)
-{
-    for (uint64_t j = 0; j < npairs; j++) mul2(m, a + 4 * j, a + 4 * j + 2);
-}
-
 /* Why: X-like gates are exchanges of two streams, no arithmetic. A cache
    line of each stream is read whole before either is written: the
    compiler's own vectorised swap (32-byte steps, stores between loads)
@@ -62,7 +80,11 @@ static void adj_run_c(double *a, uint64_t npairs, const double *m)
    more apart (store/load address aliasing), this runs at the bandwidth. */
 static void swap_run(double *restrict lo, double *restrict hi, uint64_t len)
 {
-    if (len >= 16 && len <= 128)   /* see pair_run_avx2 */
+    /* Runs of 16..128 pairs: the lo and hi halves are a few hundred bytes
+       to 2 KiB apart and the hardware prefetcher follows them badly;
+       asking for the lo half first makes the reads one sequential sweep
+       (lo, then hi). Tuned on Zen 3 against the in-place scale. */
+    if (len >= 16 && len <= 128)
         for (uint64_t o = 0; o < 2 * len; o += 8) __builtin_prefetch(lo + o);
     uint64_t j = 0;
     for (; j + 8 <= 2 * len; j += 8) {
@@ -90,17 +112,6 @@ static void blocks_c(double *a, uint64_t nblk, uint64_t S, const double *m)
         double *l = a + 4 * S * b;
         if (m) pair_run_c(l, l + 2 * S, S, m);
         else swap_run(l, l + 2 * S, S);
-    }
-}
-
-/* Why: X on bit 0 exchanges neighbours. */
-static void swapadj_run(double *a, uint64_t npairs)
-{
-    for (uint64_t j = 0; j < npairs; j++) {
-        double *p = a + 4 * j;
-        double r = p[0], i = p[1];
-        p[0] = p[2]; p[1] = p[3];
-        p[2] = r; p[3] = i;
     }
 }
 
@@ -136,139 +147,6 @@ static void quad_run_c(double *amp, const uint64_t *off, uint64_t base, uint64_t
 /* ---- wide kernels (AVX2 + FMA) ---------------------------------------- */
 #if SV_X86
 
-/* (ar + i ai) * x + (br + i bi) * y for two complex lanes, via addsub:
-   real lanes take r - s, imaginary lanes r + s. */
-#define SV_CMAC2(ar, ai, br, bi, x, xs, y, ys)                              \
-    _mm256_addsub_pd(_mm256_fmadd_pd(ar, x, _mm256_mul_pd(br, y)),         \
-                     _mm256_fmadd_pd(ai, xs, _mm256_mul_pd(bi, ys)))
-
-/* Why: the hot loop of every 1-qubit gate: two complex lanes per vector,
-   (a + ib) z = addsub(a z, b swap(z)) with FMA. */
-SV_AVX2 static void pair_run_avx2(double *lo, double *hi, uint64_t len, const double *m)
-{
-    const __m256d ar = _mm256_set1_pd(m[0]), ai = _mm256_set1_pd(m[1]);
-    const __m256d br = _mm256_set1_pd(m[2]), bi = _mm256_set1_pd(m[3]);
-    const __m256d cr = _mm256_set1_pd(m[4]), ci = _mm256_set1_pd(m[5]);
-    const __m256d dr = _mm256_set1_pd(m[6]), di = _mm256_set1_pd(m[7]);
-    uint64_t j = 0;
-    /* Runs of 16..128 pairs: the lo and hi halves are a few hundred bytes
-       to 2 KiB apart and the hardware prefetcher follows them badly;
-       asking for the lo half first makes the reads one sequential sweep
-       (lo, then hi). Tuned on Zen 3 against the in-place scale. */
-    if (len >= 16 && len <= 128)
-        for (uint64_t o = 0; o < 2 * len; o += 8) _mm_prefetch((const char *)(lo + o), _MM_HINT_T0);
-    for (; j + 4 <= len; j += 4) {
-        double *l = lo + 2 * j, *h = hi + 2 * j;
-        __m256d x0 = _mm256_loadu_pd(l), x1 = _mm256_loadu_pd(l + 4);
-        __m256d y0 = _mm256_loadu_pd(h), y1 = _mm256_loadu_pd(h + 4);
-        __m256d xs0 = _mm256_permute_pd(x0, 5), xs1 = _mm256_permute_pd(x1, 5);
-        __m256d ys0 = _mm256_permute_pd(y0, 5), ys1 = _mm256_permute_pd(y1, 5);
-        _mm256_storeu_pd(l, SV_CMAC2(ar, ai, br, bi, x0, xs0, y0, ys0));
-        _mm256_storeu_pd(l + 4, SV_CMAC2(ar, ai, br, bi, x1, xs1, y1, ys1));
-        _mm256_storeu_pd(h, SV_CMAC2(cr, ci, dr, di, x0, xs0, y0, ys0));
-        _mm256_storeu_pd(h + 4, SV_CMAC2(cr, ci, dr, di, x1, xs1, y1, ys1));
-    }
-    for (; j + 2 <= len; j += 2) {
-        double *l = lo + 2 * j, *h = hi + 2 * j;
-        __m256d x = _mm256_loadu_pd(l), y = _mm256_loadu_pd(h);
-        __m256d xs = _mm256_permute_pd(x, 5), ys = _mm256_permute_pd(y, 5);
-        _mm256_storeu_pd(l, SV_CMAC2(ar, ai, br, bi, x, xs, y, ys));
-        _mm256_storeu_pd(h, SV_CMAC2(cr, ci, dr, di, x, xs, y, ys));
-    }
-    if (j < len) mul2(m, lo + 2 * j, hi + 2 * j);
-}
-
-/* Why: target bit 0: each vector holds one whole pair (lo, hi). */
-SV_AVX2 static void adj_run_avx2(double *a, uint64_t npairs, const double *m)
-{
-    /* lanes 0-1 produce the low amplitude (row 0), lanes 2-3 the high. */
-    const __m256d ar = _mm256_setr_pd(m[0], m[0], m[4], m[4]);
-    const __m256d ai = _mm256_setr_pd(m[1], m[1], m[5], m[5]);
-    const __m256d br = _mm256_setr_pd(m[2], m[2], m[6], m[6]);
-    const __m256d bi = _mm256_setr_pd(m[3], m[3], m[7], m[7]);
-    uint64_t j = 0;
-    for (; j + 2 <= npairs; j += 2) {
-        double *p = a + 4 * j;
-        __m256d v0 = _mm256_loadu_pd(p), v1 = _mm256_loadu_pd(p + 4);
-        __m256d x0 = _mm256_permute2f128_pd(v0, v0, 0x00);
-        __m256d y0 = _mm256_permute2f128_pd(v0, v0, 0x11);
-        __m256d x1 = _mm256_permute2f128_pd(v1, v1, 0x00);
-        __m256d y1 = _mm256_permute2f128_pd(v1, v1, 0x11);
-        __m256d xs0 = _mm256_permute_pd(x0, 5), ys0 = _mm256_permute_pd(y0, 5);
-        __m256d xs1 = _mm256_permute_pd(x1, 5), ys1 = _mm256_permute_pd(y1, 5);
-        _mm256_storeu_pd(p, SV_CMAC2(ar, ai, br, bi, x0, xs0, y0, ys0));
-        _mm256_storeu_pd(p + 4, SV_CMAC2(ar, ai, br, bi, x1, xs1, y1, ys1));
-    }
-    if (j < npairs) mul2(m, a + 4 * j, a + 4 * j + 2);
-}
-
-/* Why: targets at bits 1..4: blocks of 2S amplitudes (lo S, hi S) back
-   to back, one loop over blocks instead of a call per tiny run. */
-SV_AVX2 static void blocks_avx2(double *a, uint64_t nblk, uint64_t S, const double *m)
-{
-    const __m256d ar = _mm256_set1_pd(m[0]), ai = _mm256_set1_pd(m[1]);
-    const __m256d br = _mm256_set1_pd(m[2]), bi = _mm256_set1_pd(m[3]);
-    const __m256d cr = _mm256_set1_pd(m[4]), ci = _mm256_set1_pd(m[5]);
-    const __m256d dr = _mm256_set1_pd(m[6]), di = _mm256_set1_pd(m[7]);
-    if (S == 2) {
-        for (uint64_t b = 0; b < nblk; b++) {
-            double *l = a + 8 * b, *h = l + 4;
-            __m256d x = _mm256_loadu_pd(l), y = _mm256_loadu_pd(h);
-            __m256d xs = _mm256_permute_pd(x, 5), ys = _mm256_permute_pd(y, 5);
-            _mm256_storeu_pd(l, SV_CMAC2(ar, ai, br, bi, x, xs, y, ys));
-            _mm256_storeu_pd(h, SV_CMAC2(cr, ci, dr, di, x, xs, y, ys));
-        }
-        return;
-    }
-    for (uint64_t b = 0; b < nblk; b++) {
-        double *l = a + 4 * S * b, *h = l + 2 * S;
-        for (uint64_t j = 0; j < 2 * S; j += 8) {
-            __m256d x0 = _mm256_loadu_pd(l + j), x1 = _mm256_loadu_pd(l + j + 4);
-            __m256d y0 = _mm256_loadu_pd(h + j), y1 = _mm256_loadu_pd(h + j + 4);
-            __m256d xs0 = _mm256_permute_pd(x0, 5), xs1 = _mm256_permute_pd(x1, 5);
-            __m256d ys0 = _mm256_permute_pd(y0, 5), ys1 = _mm256_permute_pd(y1, 5);
-            _mm256_storeu_pd(l + j, SV_CMAC2(ar, ai, br, bi, x0, xs0, y0, ys0));
-            _mm256_storeu_pd(l + j + 4, SV_CMAC2(ar, ai, br, bi, x1, xs1, y1, ys1));
-            _mm256_storeu_pd(h + j, SV_CMAC2(cr, ci, dr, di, x0, xs0, y0, ys0));
-            _mm256_storeu_pd(h + j + 4, SV_CMAC2(cr, ci, dr, di, x1, xs1, y1, ys1));
-        }
-    }
-}
-
-/* Why: two-qubit gates (IsingXX, IsingYY, QubitUnitary on 2 wires). */
-SV_AVX2 static void quad_run_avx2(double *amp, const uint64_t *off, uint64_t base,
-                                  uint64_t len, const double *m)
-{
-    __m256d mr[16], mi[16];
-    for (int e = 0; e < 16; e++) {
-        mr[e] = _mm256_set1_pd(m[2 * e]);
-        mi[e] = _mm256_set1_pd(m[2 * e + 1]);
-    }
-    double *p[4];
-    for (int c = 0; c < 4; c++) p[c] = amp + 2 * (base + off[c]);
-    uint64_t j = 0;
-    for (; j + 2 <= len; j += 2) {
-        __m256d v[4], vs[4];
-        for (int c = 0; c < 4; c++) {
-            v[c] = _mm256_loadu_pd(p[c] + 2 * j);
-            vs[c] = _mm256_permute_pd(v[c], 5);
-        }
-        __m256d out[4];
-        for (int r = 0; r < 4; r++) {
-            __m256d re = _mm256_mul_pd(mr[4 * r], v[0]);
-            __m256d im = _mm256_mul_pd(mi[4 * r], vs[0]);
-            for (int c = 1; c < 4; c++) {
-                re = _mm256_fmadd_pd(mr[4 * r + c], v[c], re);
-                im = _mm256_fmadd_pd(mi[4 * r + c], vs[c], im);
-            }
-            out[r] = _mm256_addsub_pd(re, im);
-        }
-        for (int r = 0; r < 4; r++) _mm256_storeu_pd(p[r] + 2 * j, out[r]);
-    }
-    if (j < len) quad_run_c(amp, off, base + j, 1, m);
-}
-
-
 /* Why: sums of |a|^2 feed probabilities and measurement. */
 SV_AVX2 static double norm_avx2(const double *p, uint64_t n)
 {
@@ -296,7 +174,7 @@ SV_AVX2 static double norm_avx2(const double *p, uint64_t n)
 #define SV_AHEAD 256
 
 /* One run of a pair job starting at free index i (not past b). */
-static inline uint64_t one_run(const SvJob *jb, uint64_t i, uint64_t b, int avx)
+static inline uint64_t one_run(const SvJob *jb, uint64_t i, uint64_t b)
 {
     uint64_t R = (uint64_t)1 << jb->pos[0];
     uint64_t len = R - (i & (R - 1));
@@ -304,11 +182,7 @@ static inline uint64_t one_run(const SvJob *jb, uint64_t i, uint64_t b, int avx)
     uint64_t base = sv_expand(i, jb->pos, jb->m) | jb->cm;
     double *lo = jb->amp + 2 * (base + jb->off[0]), *hi = jb->amp + 2 * (base + jb->off[1]);
     if (jb->kind == SVJ_SWAP) swap_run(lo, hi, len);
-#if SV_X86
-    else if (avx) pair_run_avx2(lo, hi, len, jb->mat);
-#endif
     else pair_run_c(lo, hi, len, jb->mat);
-    (void)avx;
     return i + len;
 }
 
@@ -316,7 +190,7 @@ static inline uint64_t one_run(const SvJob *jb, uint64_t i, uint64_t b, int avx)
    consecutive free indices are contiguous amplitudes, and inside a region
    (free bits below pos[1]) consecutive runs are 2R apart, so the full
    index is computed once per region. Short runs are done inline. */
-static void pair_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
+static void pair_range(const SvJob *jb, uint64_t a, uint64_t b)
 {
     uint64_t R = (uint64_t)1 << jb->pos[0];
     uint64_t Q = jb->m > 1 ? (uint64_t)1 << (jb->pos[1] - 1) : 0;
@@ -348,8 +222,8 @@ static void pair_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
            the slice in turn so the memory system sees two streams. */
         uint64_t mid = (a + (b - a) / 2) & ~(R - 1), i = a, j = mid;
         while (i < mid || j < b) {
-            if (i < mid) i = one_run(jb, i, mid, avx);
-            if (j < b) j = one_run(jb, j, b, avx);
+            if (i < mid) i = one_run(jb, i, mid);
+            if (j < b) j = one_run(jb, j, b);
         }
         return;
     }
@@ -379,11 +253,7 @@ static void pair_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
                 } else {
                     swap_run(lo, hi, len);
                 }
-            }
-#if SV_X86
-            else if (avx && len > 1) pair_run_avx2(lo, hi, len, m);
-#endif
-            else if (len <= 2) {
+            } else if (len <= 2) {
                 for (uint64_t j = 0; j < len; j++) mul2(m, lo + 2 * j, hi + 2 * j);
             } else {
                 pair_run_c(lo, hi, len, m);
@@ -392,13 +262,12 @@ static void pair_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
             base += off + len == R ? len + R : len;
         }
     }
-    (void)avx;
 }
 
 /* Why: the target is the lowest fixed bit t (1 <= t <= 4): walk the
    contiguous regions between fixed bits block by block (runs would be
    2..16 pairs long, too short for a call each). */
-static void blocks_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
+static void blocks_range(const SvJob *jb, uint64_t a, uint64_t b)
 {
     int t = jb->pos[0];
     uint64_t S = (uint64_t)1 << t;
@@ -416,11 +285,7 @@ static void blocks_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
             uint64_t base = sv_expand(j, jb->pos, jb->m) | jb->cm;
             uint64_t off = j & (S - 1), nb = off ? 0 : (end - j) / S;
             if (nb) {
-#if SV_X86
-                if (avx && m) blocks_avx2(amp + 2 * base, nb, S, m);
-                else
-#endif
-                    blocks_c(amp + 2 * base, nb, S, m);
+                blocks_c(amp + 2 * base, nb, S, m);
                 j += nb * S;
             } else {          /* a partial block at either end */
                 uint64_t len = S - off;
@@ -432,57 +297,21 @@ static void blocks_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
         }
         i = end;
     }
-    (void)avx;
-}
-
-/* Why: target bit 0 (adjacent pairs); pos holds the control positions
-   shifted down by one, so runs of free pair indices are contiguous. */
-static void adj_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
-{
-    uint64_t R = jb->m ? (uint64_t)1 << jb->pos[0] : b + 1;
-    double *amp = jb->amp;
-    for (uint64_t i = a; i < b;) {
-        uint64_t len = jb->m ? R - (i & (R - 1)) : b - i;
-        if (len > b - i) len = b - i;
-        uint64_t base = (sv_expand(i, jb->pos, jb->m) << 1) | jb->cm;
-        double *p = amp + 2 * base;
-        if (jb->kind == SVJ_SWAPADJ) swapadj_run(p, len);
-#if SV_X86
-        else if (avx) adj_run_avx2(p, len, jb->mat);
-#endif
-        else adj_run_c(p, len, jb->mat);
-        i += len;
-    }
-    (void)avx;
 }
 
 /* Why: 4x4 jobs, runs of 2^pos[0] on four streams (element by element
    when a fixed bit is bit 0). */
-static void quad_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
+static void quad_range(const SvJob *jb, uint64_t a, uint64_t b)
 {
     uint64_t R = (uint64_t)1 << jb->pos[0];
-    if (R == 1) {   /* element by element: step over the fixed bits */
-        uint64_t F = 0, x = sv_expand(a, jb->pos, jb->m);
-        for (int k = 0; k < jb->m; k++) F |= (uint64_t)1 << jb->pos[k];
-        for (uint64_t i = a; i < b; i++, x = ((x | F) + 1) & ~F) {
-            double *p[4];
-            for (int c = 0; c < 4; c++) p[c] = jb->amp + 2 * ((x | jb->cm) + jb->off[c]);
-            mul4(jb->mat, p);
-        }
-        return;
-    }
+    sv_assert(R >= 4);   /* lower fixed bits take the line kernels */
     for (uint64_t i = a; i < b;) {
         uint64_t len = R - (i & (R - 1));
         if (len > b - i) len = b - i;
         uint64_t base = sv_expand(i, jb->pos, jb->m) | jb->cm;
-#if SV_X86
-        if (avx && len > 1) quad_run_avx2(jb->amp, jb->off, base, len, jb->mat);
-        else
-#endif
-            quad_run_c(jb->amp, jb->off, base, len, jb->mat);
+        quad_run_c(jb->amp, jb->off, base, len, jb->mat);
         i += len;
     }
-    (void)avx;
 }
 
 /* Why: QubitUnitary on 3+ wires: gather 2^k amplitudes, multiply, scatter. */
@@ -590,19 +419,20 @@ SV_AVX2 static void diag_range_avx2(const SvJob *jb, uint64_t a, uint64_t b)
 
 typedef struct JobCtx { const SvJob *jb; int avx; } JobCtx;
 
-/* Why: one slice of a job, to the kernel of its kind. */
+/* Why: one slice of a job, to the kernel of its kind. Pair, exchange and
+   4x4 jobs get here only when the line kernels did not take them
+   (kernels_block.c): the portable level, or long exchanges. */
 static void job_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
 {
     switch (jb->kind) {
     case SVJ_PAIR: case SVJ_SWAP:
         if (jb->pos[0] >= 1 && jb->pos[0] <= 4 && jb->off[0] == 0 &&
             jb->off[1] == (uint64_t)1 << jb->pos[0])
-            blocks_range(jb, a, b, avx);
+            blocks_range(jb, a, b);
         else
-            pair_range(jb, a, b, avx);
+            pair_range(jb, a, b);
         break;
-    case SVJ_PAIRADJ: case SVJ_SWAPADJ: adj_range(jb, a, b, avx); break;
-    case SVJ_QUAD: quad_range(jb, a, b, avx); break;
+    case SVJ_QUAD: quad_range(jb, a, b); break;
     case SVJ_DENSE: dense_range(jb, a, b); break;
     case SVJ_DIAG:
 #if SV_X86
@@ -611,6 +441,7 @@ static void job_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
         diag_range_c(jb, a, b);
         break;
     }
+    (void)avx;
 }
 
 /* The team calls this once per part. */
@@ -626,7 +457,11 @@ static void job_part(void *ctx, int part, int nparts)
 void sv_job_run(const SvState *s, const SvJob *jb)
 {
     if (jb->total == 0) return;
-    JobCtx c = { jb, sv_use_avx2(s) };
+    int level = sv_level(s);
+    if ((jb->kind == SVJ_PAIR || jb->kind == SVJ_SWAP || jb->kind == SVJ_QUAD) &&
+        sv_blk_run(s, jb, level))
+        return;
+    JobCtx c = { jb, level >= SV_SIMD_AVX2 };
     sv_parallel(s, job_part, &c);
 }
 

@@ -61,7 +61,7 @@ int sv_init(SvState *s, int nq)
     s->dim = (size_t)1 << nq;
     s->amp = p;
     s->nthreads = 1;
-    s->simd = 1;
+    s->simd = SV_SIMD_AVX512;
     sv_reset(s);
     return 0;
 }

@@ -32,9 +32,20 @@ typedef struct SvState {
     cplx *amp;         /* 64-byte aligned amplitudes */
     SvTeam *team;      /* borrowed, may be NULL */
     int nthreads;      /* threads to use from team (<= 1: serial) */
-    int simd;          /* 1 (default): wide paths where the CPU has them;
-                          0: portable C only (tests use it to cover both) */
+    int simd;          /* highest instruction level the kernels may use:
+                          SV_SIMD_C (0) portable C only, SV_SIMD_AVX2 (1)
+                          AVX2 + FMA, SV_SIMD_AVX512 (2, the default) —
+                          each only where the CPU has it. Tests lower it to
+                          cover every level; the environment variable
+                          QH_SIMD=c|avx2|avx512 caps it for the process. */
 } SvState;
+
+#define SV_SIMD_C      0
+#define SV_SIMD_AVX2   1
+#define SV_SIMD_AVX512 2
+/* The level the kernels would use for a state with simd = SV_SIMD_AVX512
+   on this CPU under this environment (0, 1 or 2). */
+int sv_simd_level(void);
 
 /* Bytes of a state of nq qubits: 16 * 2^nq; SIZE_MAX if it does not fit. */
 size_t sv_bytes(int nq);

@@ -10,13 +10,27 @@
 #ifndef QH_SV_IMPL_H
 #define QH_SV_IMPL_H
 
+#include <assert.h>
+#include <stdlib.h>
+
 #include "sv.h"
+
+/* Invariants: checked in debug and sanitizer builds (NDEBUG unset). */
+#define sv_assert(c) assert(c)
+#ifdef NDEBUG
+#define sv_unreachable() __builtin_unreachable()
+#else
+#define sv_unreachable() abort()
+#endif
 
 #define SV_MAX_TEAM 64
 
+/* Wide kernels are compiled per function for their instruction set and
+   only run after a run-time check (sv_level): the build stays portable. */
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #define SV_X86 1
 #define SV_AVX2 __attribute__((target("avx2,fma")))
+#define SV_AVX512 __attribute__((target("avx512f,avx512dq,avx2,fma")))
 #else
 #define SV_X86 0
 #endif
@@ -47,9 +61,7 @@ static inline void sv_sort_ints(int *a, int m)
 
 typedef enum SvJobKind {
     SVJ_PAIR,      /* 2x2 matrix on streams base+o1, base+o2 */
-    SVJ_PAIRADJ,   /* 2x2 matrix on adjacent pairs (target = bit 0) */
     SVJ_SWAP,      /* exchange streams base+o1, base+o2 */
-    SVJ_SWAPADJ,   /* exchange adjacent amplitudes (X on bit 0) */
     SVJ_QUAD,      /* 4x4 matrix on base+off[0..3] */
     SVJ_DENSE,     /* 2^k x 2^k matrix, gathered per base */
     SVJ_DIAG,      /* per-amplitude phase from a table, chunks of 8 */
@@ -104,8 +116,17 @@ static inline void sv_slice(uint64_t n, int p, int np, uint64_t *a, uint64_t *b)
     *a = lo; *b = hi;
 }
 
+/* The instruction level the kernels use for this state: the lowest of
+   its simd field, what the CPU has (and the OS saves), and QH_SIMD. */
+int sv_level(const SvState *s);
 /* Whether the wide (AVX2 + FMA) kernels may run for this state. */
-int sv_use_avx2(const SvState *s);
+static inline int sv_use_avx2(const SvState *s) { return sv_level(s) >= SV_SIMD_AVX2; }
+
+/* Block kernels (kernels_block.c): pair, exchange and 4x4 jobs with a
+   fixed bit among the two lowest (a target or control inside one 64-byte
+   line) run over lines of 4 amplitudes with the low bits as lanes. Runs
+   the job and returns 1 if it takes that path, else returns 0. */
+int sv_blk_run(const SvState *s, const SvJob *j, int level);
 
 /* Every user-facing message of the room, in one place. */
 #define SV_E_NOSTATE   "%s: no state"

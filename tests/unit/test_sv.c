@@ -333,7 +333,7 @@ static void gate_sweep(int nc, int adjoint)
         for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
             int nq = sizes[si] < need ? need : sizes[si];
             for (int trial = 0; trial < 6; trial++)
-                for (int simd = 0; simd < 2; simd++) {
+                for (int simd = 0; simd <= SV_SIMD_AVX512; simd++) {
                     SvOp op;
                     make_op(&op, (SvGate)g, nq, nc, adjoint, &r);
                     double e = check_apply(&op, nq, simd, &r);
@@ -370,7 +370,7 @@ START_TEST(test_gates_all_placements)
                     if (info->nwires == 2 && a == b) continue;
                     for (int c = -1; c < nq; c++) {
                         if (c == a || (info->nwires == 2 && c == b)) continue;
-                        for (int simd = 0; simd < 2; simd++) {
+                        for (int simd = 0; simd <= SV_SIMD_AVX512; simd++) {
                             SvOp op;
                             make_op(&op, gs[gi], nq, 0, 0, &r);
                             op.wires[0] = a;
@@ -400,7 +400,7 @@ START_TEST(test_gates_large)
         for (size_t gi = 0; gi < sizeof gs / sizeof gs[0]; gi++)
             for (int t = 0; t < nq; t++)
                 for (int nc = 0; nc <= 2; nc++)
-                    for (int simd = 0; simd < 2; simd++) {
+                    for (int simd = 0; simd <= SV_SIMD_AVX512; simd++) {
                         SvOp op;
                         make_op(&op, gs[gi], nq, nc, (int)rng_below(&r, 2), &r);
                         for (int k = 0; k < nc; k++)   /* keep the target free */
@@ -432,6 +432,220 @@ START_TEST(test_gates_large)
         free(psi);
         free(want);
     }
+}
+END_TEST
+
+/* ---- line kernels: low placements on every instruction level ---------- */
+
+/* op on psi by a plain loop over the basis: the controlled small matrix
+   (ref_small, adjoint, ctrl_block) gathered and scattered per group of
+   amplitudes; any state size. */
+static void ref_apply(const SvOp *op, int nq, const cplx *psi, cplx *out)
+{
+    static cplx u[MAXD * MAXD], cu[MAXD * MAXD];
+    int k = op->nwires, nc = op->nctrl, d = 1 << k, K = k + nc, D = d << nc;
+    ck_assert_int_le(K, 6);
+    ck_assert_int_eq(ref_small(op->gate, op->params, k, op->matrix, op->bits, u), 0);
+    if (op->adjoint) dag(u, d);
+    ctrl_block(u, d, nc, cu);
+    size_t bitof[6], mask = 0, off[64];
+    for (int i = 0; i < K; i++) {
+        int w = i < nc ? op->ctrl[i] : op->wires[i - nc];
+        bitof[i] = (size_t)1 << (nq - 1 - w);
+        mask |= bitof[i];
+    }
+    for (int r = 0; r < D; r++) {
+        off[r] = 0;
+        for (int i = 0; i < K; i++)
+            if ((r >> (K - 1 - i)) & 1) off[r] |= bitof[i];
+    }
+    size_t dim = (size_t)1 << nq;
+    for (size_t i = 0; i < dim; i++) {
+        if (i & mask) continue;
+        for (int r = 0; r < D; r++) {
+            cplx acc = 0;
+            for (int c = 0; c < D; c++) acc += cu[r * D + c] * psi[i + off[c]];
+            out[i + off[r]] = acc;
+        }
+    }
+}
+
+/* The gates whose kernels are pair, exchange or 4x4 jobs (the line
+   kernels), a diagonal or two for contrast; QubitUnitary on 1 and 2
+   wires. */
+static const struct { SvGate g; int k; } line_gates[] = {
+    { SV_HADAMARD, 1 }, { SV_RX, 1 }, { SV_PAULIX, 1 }, { SV_PAULIY, 1 }, { SV_SX, 1 },
+    { SV_RZ, 1 }, { SV_CNOT, 2 }, { SV_CY, 2 }, { SV_CRX, 2 }, { SV_CZ, 2 }, { SV_SWAP, 2 },
+    { SV_ISWAP, 2 }, { SV_SINGLEEXC, 2 }, { SV_ISINGXX, 2 }, { SV_TOFFOLI, 3 }, { SV_CSWAP, 3 },
+    { SV_DOUBLEEXC, 4 }, { SV_QUBITUNITARY, 1 }, { SV_QUBITUNITARY, 2 }, { SV_BASISSTATE, 2 },
+};
+
+/* A random op of line_gates[gi] with nc extra controls; wires from bits[]
+   (bit positions, 0 = the last wire), distinct, in random order. */
+static void line_op(SvOp *op, int gi, int nc, int nq, const int *bits, int nbits, Rng *r)
+{
+    SvGate g = line_gates[gi].g;
+    int k = line_gates[gi].k;
+    make_op(op, g, nq, 0, (int)rng_below(r, 2), r);
+    op->nwires = k;
+    op->nctrl = nc;
+    int pick[8], n = 0;
+    while (n < k + nc) {
+        int b = bits[rng_below(r, (uint64_t)nbits)], dup = 0;
+        for (int i = 0; i < n; i++) dup |= pick[i] == b;
+        if (!dup) pick[n++] = b;
+    }
+    for (int i = 0; i < nc; i++) op->ctrl[i] = nq - 1 - pick[i];
+    for (int i = 0; i < k; i++) op->wires[i] = nq - 1 - pick[nc + i];
+    if (g == SV_QUBITUNITARY) {
+        random_unitary(qu_buf, 1 << k, r);
+        op->matrix = qu_buf;
+    }
+    if (g == SV_BASISSTATE) op->bits = 1 + rng_below(r, 3);
+}
+
+/* Why: every level this CPU has (forced lower through SvState.simd), on
+   `cases` random placements per gate and control count drawn from bits[],
+   each against ref_apply; with a team when given (nq >= SV_PAR_QUBITS:
+   the parts split the walks mid-run). */
+static void line_sweep(int nq, const int *bits, int nbits, int cases, SvTeam *team, Rng *r)
+{
+    size_t D = (size_t)1 << nq;
+    cplx *psi = malloc(D * sizeof(cplx)), *want = malloc(D * sizeof(cplx));
+    SvState s;
+    ck_assert_int_eq(sv_init(&s, nq), 0);
+    sv_set_threads(&s, team, 2);
+    for (size_t gi = 0; gi < sizeof line_gates / sizeof line_gates[0]; gi++)
+        for (int nc = 0; nc <= 2; nc++) {
+            if (line_gates[gi].k + nc > nbits || line_gates[gi].k + nc > nq) continue;
+            for (int c = 0; c < cases; c++) {
+                SvOp op;
+                line_op(&op, (int)gi, nc, nq, bits, nbits, r);
+                random_state(psi, D, r);
+                ref_apply(&op, nq, psi, want);
+                for (int lv = SV_SIMD_C; lv <= sv_simd_level(); lv++) {
+                    memcpy(s.amp, psi, D * sizeof(cplx));
+                    s.simd = lv;
+                    char err[256] = "";
+                    ck_assert_msg(sv_apply(&s, &op, err, sizeof err) == 0, "%s", err);
+                    double e = maxdiff(s.amp, want, D);
+                    ck_assert_msg(e < TOL, "%s nq=%d level=%d ctrl %d %d wires %d %d %d %d: %g",
+                                  sv_gate_info(op.gate)->name, nq, lv, nc > 0 ? op.ctrl[0] : -1,
+                                  nc > 1 ? op.ctrl[1] : -1, op.wires[0],
+                                  op.nwires > 1 ? op.wires[1] : -1, op.nwires > 2 ? op.wires[2] : -1,
+                                  op.nwires > 3 ? op.wires[3] : -1, e);
+                }
+            }
+        }
+    sv_free(&s);
+    free(psi);
+    free(want);
+}
+
+/* Small states: every bit is low, many placements each. */
+START_TEST(test_line_kernels_small)
+{
+    Rng r;
+    rng_seed(&r, 19);
+    int bits[6] = { 0, 1, 2, 3, 4, 5 };
+    for (int nq = 2; nq <= 6; nq++) line_sweep(nq, bits, nq, 24, NULL, &r);
+}
+END_TEST
+
+/* Bigger states, bits {0, 1, 2, 3, mid, top}: the walks between fixed
+   high bits (stepping, runs, one run), serial and on a team of 2. */
+START_TEST(test_line_kernels_large)
+{
+    Rng r;
+    rng_seed(&r, 23);
+    SvTeam *team = sv_team_new(2);
+    ck_assert_ptr_nonnull(team);
+    int b10[6] = { 0, 1, 2, 3, 5, 9 }, b16[6] = { 0, 1, 2, 3, 8, 15 };
+    line_sweep(10, b10, 6, 6, NULL, &r);
+    line_sweep(16, b16, 6, 3, team, &r);
+    sv_team_free(team);
+    /* the levels: 0 portable, 1 AVX2, 2 AVX-512; the CPU may have fewer */
+    ck_assert_int_ge(sv_simd_level(), SV_SIMD_C);
+    ck_assert_int_le(sv_simd_level(), SV_SIMD_AVX512);
+}
+END_TEST
+
+/* Every placement of the two- and three-wire exchanges and controlled
+   gates on bits {0, 1, 2} of a 4-wire state (plus a high control), on
+   every level: the in-line lane permutations one by one. */
+START_TEST(test_line_kernels_low_bits)
+{
+    Rng r;
+    rng_seed(&r, 29);
+    enum { NQ = 5 };
+    cplx psi[1 << NQ], want[1 << NQ];
+    SvGate gs[] = { SV_CNOT, SV_CRX, SV_SWAP, SV_ISWAP, SV_TOFFOLI, SV_CSWAP, SV_QUBITUNITARY };
+    for (size_t gi = 0; gi < sizeof gs / sizeof gs[0]; gi++)
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++)
+                for (int c = -1; c < NQ; c++) {
+                    int k3 = gs[gi] == SV_TOFFOLI || gs[gi] == SV_CSWAP;
+                    if (a == b || c == a || c == b || (k3 && c < 0)) continue;
+                    SvOp op;
+                    make_op(&op, gs[gi], NQ, 0, 0, &r);
+                    if (gs[gi] == SV_QUBITUNITARY) {
+                        op.nwires = 2;
+                        random_unitary(qu_buf, 4, &r);
+                        op.matrix = qu_buf;
+                    }
+                    int w[3] = { NQ - 1 - a, NQ - 1 - b, NQ - 1 - c };
+                    if (k3) {   /* the third wire: c as the target (or second swap wire) */
+                        op.wires[0] = w[0]; op.wires[1] = w[1]; op.wires[2] = w[2];
+                    } else {
+                        op.wires[0] = w[0]; op.wires[1] = w[1];
+                        if (c >= 0) { op.nctrl = 1; op.ctrl[0] = w[2]; }
+                    }
+                    random_state(psi, 1 << NQ, &r);
+                    ref_apply(&op, NQ, psi, want);
+                    for (int lv = SV_SIMD_C; lv <= sv_simd_level(); lv++) {
+                        SvState s;
+                        ck_assert_int_eq(sv_init(&s, NQ), 0);
+                        s.simd = lv;
+                        memcpy(s.amp, psi, sizeof psi);
+                        ck_assert_int_eq(sv_apply(&s, &op, NULL, 0), 0);
+                        ck_assert_msg(maxdiff(s.amp, want, 1 << NQ) < TOL, "%s bits %d %d %d level %d",
+                                      sv_gate_info(op.gate)->name, a, b, c, lv);
+                        sv_free(&s);
+                    }
+                }
+}
+END_TEST
+
+/* sv_apply_matrix (non-unitary 2x2 and 4x4: the adjoint method's
+   derivatives) on low wires, every level. */
+START_TEST(test_line_kernels_apply_matrix)
+{
+    Rng r;
+    rng_seed(&r, 31);
+    static cplx full[MAXD * MAXD];
+    enum { NQ = 6 };
+    cplx psi[1 << NQ], want[1 << NQ], m[16];
+    for (int k = 1; k <= 2; k++)
+        for (int a = 0; a < NQ; a++)
+            for (int b = 0; b < NQ; b++) {
+                if (k == 1 && b > 0) continue;
+                if (k == 2 && a == b) continue;
+                int w[2] = { NQ - 1 - a, NQ - 1 - b };
+                for (int i = 0; i < (1 << k) * (1 << k); i++) m[i] = rng_normal(&r) + I * rng_normal(&r);
+                random_state(psi, 1 << NQ, &r);
+                embed(m, w, k, NQ, full);
+                matvec(full, psi, want, 1 << NQ);
+                for (int lv = SV_SIMD_C; lv <= sv_simd_level(); lv++) {
+                    SvState s;
+                    ck_assert_int_eq(sv_init(&s, NQ), 0);
+                    s.simd = lv;
+                    memcpy(s.amp, psi, sizeof psi);
+                    ck_assert_int_eq(sv_apply_matrix(&s, w, k, m, NULL, 0), 0);
+                    ck_assert_msg(maxdiff(s.amp, want, 1 << NQ) < 1e-11, "k=%d bits %d %d level %d",
+                                  k, a, b, lv);
+                    sv_free(&s);
+                }
+            }
 }
 END_TEST
 
@@ -498,7 +712,7 @@ START_TEST(test_tiny_states)
         for (int g = 0; g < SV_NGATES; g++) {
             const SvGateInfo *info = sv_gate_info((SvGate)g);
             if (info->nwires > nq) continue;
-            for (int simd = 0; simd < 2; simd++) {
+            for (int simd = 0; simd <= SV_SIMD_AVX512; simd++) {
                 make_op(&op, (SvGate)g, nq, 0, simd, &r);
                 double e = check_apply(&op, nq, simd, &r);
                 ck_assert_msg(e < TOL, "%s nq=%d: %g", info->name, nq, e);
@@ -514,7 +728,7 @@ START_TEST(test_apply_matrix)
     static cplx full[MAXD * MAXD];
     for (int nq = 3; nq <= 6; nq++)
         for (int k = 1; k <= 3; k++)
-            for (int simd = 0; simd < 2; simd++) {
+            for (int simd = 0; simd <= SV_SIMD_AVX512; simd++) {
                 int d = 1 << k, w[8];
                 cplx m[64], psi[MAXD], want[MAXD];
                 for (int i = 0; i < d * d; i++) m[i] = rng_normal(&r) + I * rng_normal(&r);
@@ -654,7 +868,7 @@ START_TEST(test_expval_var)
             SvState s;
             ck_assert_int_eq(sv_init(&s, nq), 0);
             memcpy(s.amp, psi, sizeof(cplx) * (size_t)D);
-            for (int simd = 0; simd < 2; simd++) {
+            for (int simd = 0; simd <= SV_SIMD_AVX512; simd++) {
                 s.simd = simd;
                 double ge = sv_expval(&s, t, n), gv = sv_var(&s, t, n);
                 ck_assert_msg(fabs(ge - e) < 1e-11, "nq=%d n=%d expval %g vs %g", nq, n, ge, e);
@@ -986,7 +1200,7 @@ START_TEST(test_threads)
     ck_assert_ptr_nonnull(team);
     ck_assert_int_eq(sv_team_size(team), 2);
     for (int nq = 17; nq <= 18; nq++)
-        for (int simd = 0; simd < 2; simd++) {
+        for (int simd = 0; simd <= SV_SIMD_AVX512; simd++) {
             SvState a, b;
             ck_assert_int_eq(sv_init(&a, nq), 0);
             ck_assert_int_eq(sv_init(&b, nq), 0);
@@ -1039,6 +1253,10 @@ static Suite *sv_suite(void)
     tcase_add_test(tc, test_gates_ctrl2);
     tcase_add_test(tc, test_gates_all_placements);
     tcase_add_test(tc, test_gates_large);
+    tcase_add_test(tc, test_line_kernels_small);
+    tcase_add_test(tc, test_line_kernels_large);
+    tcase_add_test(tc, test_line_kernels_low_bits);
+    tcase_add_test(tc, test_line_kernels_apply_matrix);
     tcase_add_test(tc, test_basis_state);
     tcase_add_test(tc, test_tiny_states);
     tcase_add_test(tc, test_apply_matrix);

@@ -1,0 +1,514 @@
+/* kernels_block.c — gates whose target or controls sit in the lowest bits.
+ *
+ * A pair, exchange or 4x4 job with a fixed bit among bits 0 and 1 would
+ * walk runs of one or two amplitudes (a loop per pair). Here the state is
+ * read as lines of 4 amplitudes (64 bytes: one cache line, one AVX-512
+ * register, two AVX2 registers): bits 0 and 1 are lanes, the fixed bits
+ * >= 2 pick the lines of a group (1, 2 or 4 lines: one per value of the
+ * high targets, high controls at 1). Every output line is a sum of a few
+ * input lines of its group, each permuted by a lane xor (the low targets)
+ * and multiplied lane by lane by a coefficient vector; lanes whose low
+ * controls are 0 get the identity. The vectors are built once per job
+ * (the plan). Exchanges (X, CNOT, Toffoli, SWAP, ...) are lane selections
+ * without arithmetic. Portable C, AVX2 and AVX-512 versions, picked by
+ * the level the caller passes (sv_level).
+ * Knows nothing of gate names; the job was validated above.
+ */
+#include "sv_impl.h"
+
+#include <string.h>
+#if SV_X86
+#include <immintrin.h>
+#endif
+
+#define SV_INLINE static inline __attribute__((always_inline))
+
+#ifndef SV_BLK_AHEAD
+#define SV_BLK_AHEAD 1024
+#endif
+#if SV_BLK_AHEAD
+#define PF(x) __builtin_prefetch((x) + SV_BLK_AHEAD, 1)
+#else
+#define PF(x) ((void)0)
+#endif
+
+/* The shapes of a group: PAIR1 one line (both amplitudes of a pair in it,
+   lane xor D apart), PAIR2 two lines (the pair's amplitudes in different
+   lines, lane xor D apart, D may be 0), QUAD 4x4 with low target lanes D
+   (4 >> popcount(D) lines). */
+enum { SH_PAIR1, SH_PAIR2, SH_QUAD };
+
+typedef struct Plan {
+    /* per output line o and term k: lanes x (re, im) */
+    double cr[4][4][8];        /* Re c, Re c */
+    double ci[4][4][8];        /* -Im c, +Im c (the sign of i*i folded in) */
+    long long idx[2][8];       /* exchanges, AVX-512: source double (permutex2var) */
+    double msk[2][8];          /* exchanges, AVX2: sign bit set where the lane takes its partner */
+    uint64_t toff[4][4];       /* C: the group's tuples, offsets in doubles */
+    double mat[32];            /* C: the matrix (2x2 or 4x4, re/im interleaved) */
+    int ntup;                  /* C: tuples per group */
+    double *amp;
+    uint64_t fmask, cmask;     /* line-index bits: fixed (high targets, high controls), controls */
+    uint64_t total;            /* groups */
+    uint64_t loff[4];          /* the group's lines, in lines from its first */
+    int m, pos[SV_MAX_WIRES];  /* fixed line-index bits, ascending */
+    int shape, D, nb, nt, swap, level;
+} Plan;
+
+/* ---- the shapes' terms ------------------------------------------------ */
+
+static inline int pc2(int x) { return (x & 1) + ((x >> 1) & 1); }
+
+/* Lines and terms per output line of a shape. */
+SV_INLINE int shape_nb(int shape, int D)
+{
+    return shape == SH_PAIR1 ? 1 : shape == SH_PAIR2 ? 2 : 4 >> pc2(D);
+}
+SV_INLINE int shape_nt(int shape) { return shape == SH_QUAD ? 4 : 2; }
+
+/* Term k of output line o reads line term_line(...) permuted by lane xor
+   term_del(...). QUAD: k = line * 2^|D| + i, the lane xor being i spread
+   over the bits of D. */
+SV_INLINE int term_line(int shape, int D, int o, int k)
+{
+    (void)o;
+    if (shape == SH_PAIR1) return 0;
+    if (shape == SH_PAIR2) return k;
+    return k >> pc2(D);
+}
+SV_INLINE int term_del(int shape, int D, int o, int k)
+{
+    if (shape == SH_PAIR1) return k ? D : 0;
+    if (shape == SH_PAIR2) return k == o ? 0 : D;
+    int i = k & ((1 << pc2(D)) - 1);
+    return D == 2 ? i << 1 : D == 0 ? 0 : i;
+}
+
+/* ---- the walk --------------------------------------------------------- */
+
+/* Run the statements once per group g in [a, b) with p at the group's
+   first line (doubles): free line indices map onto lines by inserting the
+   fixed bits; consecutive groups are consecutive lines up to the lowest
+   fixed bit, so the index is stepped, never recomputed. */
+#define WALK(P, a, b, p, ...)                                                  \
+    do {                                                                       \
+        const uint64_t F_ = (P)->fmask, C_ = (P)->cmask;                       \
+        double *const A_ = (P)->amp;                                           \
+        uint64_t x_ = sv_expand((a), (P)->pos, (P)->m);                        \
+        if (F_ & 1) {                                                          \
+            for (uint64_t g_ = (a); g_ < (b); g_++) {                          \
+                double *p = A_ + 8 * (x_ | C_);                                \
+                __VA_ARGS__                                                    \
+                x_ = ((x_ | F_) + 1) & ~F_;                                    \
+            }                                                                  \
+        } else {                                                               \
+            const uint64_t R_ = F_ & (0 - F_);   /* 0: one run */              \
+            for (uint64_t g_ = (a); g_ < (b);) {                               \
+                uint64_t n_ = (b) - g_;                                        \
+                if (R_ && n_ > R_ - (g_ & (R_ - 1))) n_ = R_ - (g_ & (R_ - 1)); \
+                double *p = A_ + 8 * (x_ | C_);                                \
+                for (uint64_t k_ = 0; k_ < n_; k_++, p += 8) { __VA_ARGS__ }   \
+                x_ = (((x_ + n_ - 1) | F_) + 1) & ~F_;                         \
+                g_ += n_;                                                      \
+            }                                                                  \
+        }                                                                      \
+    } while (0)
+
+/* ---- portable kernels ------------------------------------------------- */
+
+/* The portable kernels do not use lanes: each group holds 1 or 2 tuples
+   (the amplitudes one 2x2 or 4x4 application mixes) at fixed offsets
+   from the group's first line, listed by the plan. */
+
+/* 4x4 on the amplitudes at p + off[0..3]. */
+SV_INLINE void mul4(const double *m, double *p, const uint64_t *off)
+{
+    double vr[4], vi[4];
+    for (int c = 0; c < 4; c++) { vr[c] = p[off[c]]; vi[c] = p[off[c] + 1]; }
+    for (int r = 0; r < 4; r++) {
+        const double *q = m + 8 * r;
+        double re = 0, im = 0;
+        for (int c = 0; c < 4; c++) {
+            re += q[2 * c] * vr[c] - q[2 * c + 1] * vi[c];
+            im += q[2 * c] * vi[c] + q[2 * c + 1] * vr[c];
+        }
+        p[off[r]] = re;
+        p[off[r] + 1] = im;
+    }
+}
+
+/* Why: every job in plain C; NT tuples per group, d amplitudes each
+   (d = 2: a 2x2 or, with swap, an exchange; d = 4: a 4x4). */
+SV_INLINE void tuples_c(const Plan *P, uint64_t a, uint64_t b, const int d, const int swap, const int NT)
+{
+    uint64_t off[2][4];
+    memcpy(off, P->toff, sizeof off);
+    double m[32];
+    memcpy(m, P->mat, sizeof m);
+    /* the 2x2 in scalars: kept in registers across the stores */
+    const double m0 = m[0], m1 = m[1], m2 = m[2], m3 = m[3], m4 = m[4], m5 = m[5], m6 = m[6],
+                 m7 = m[7];
+    WALK(P, a, b, p, {
+        PF(p);
+        for (int t = 0; t < NT; t++) {
+            if (d == 4) {
+                mul4(m, p, off[t]);
+            } else if (swap) {
+                double *x = p + off[t][0], *y = p + off[t][1];
+                double r = x[0], i = x[1];
+                x[0] = y[0]; x[1] = y[1];
+                y[0] = r; y[1] = i;
+            } else {
+                double *x = p + off[t][0], *y = p + off[t][1];
+                double xr = x[0], xi = x[1], yr = y[0], yi = y[1];
+                x[0] = m0 * xr - m1 * xi + m2 * yr - m3 * yi;
+                x[1] = m0 * xi + m1 * xr + m2 * yi + m3 * yr;
+                y[0] = m4 * xr - m5 * xi + m6 * yr - m7 * yi;
+                y[1] = m4 * xi + m5 * xr + m6 * yi + m7 * yr;
+            }
+        }
+    });
+}
+
+static void range_c(const Plan *P, uint64_t a, uint64_t b)
+{
+    sv_assert(P->ntup <= 2);   /* the C level takes only jobs with a fixed bit 0 or 1 */
+    int d = P->shape == SH_QUAD ? 4 : 2;
+    switch (d * 100 + P->swap * 10 + P->ntup) {
+    case 201: tuples_c(P, a, b, 2, 0, 1); return;
+    case 202: tuples_c(P, a, b, 2, 0, 2); return;
+    case 211: tuples_c(P, a, b, 2, 1, 1); return;
+    case 212: tuples_c(P, a, b, 2, 1, 2); return;
+    case 401: tuples_c(P, a, b, 4, 0, 1); return;
+    case 402: tuples_c(P, a, b, 4, 0, 2); return;
+    default: break;
+    }
+    sv_unreachable();
+}
+
+/* One instance per shape and lane xor (the valid ones). */
+#define SV_SHAPES(F, ...)                                                      \
+    switch (P->shape * 4 + P->D) {                                             \
+    case SH_PAIR1 * 4 + 1: F(__VA_ARGS__, SH_PAIR1, 1); return;                \
+    case SH_PAIR1 * 4 + 2: F(__VA_ARGS__, SH_PAIR1, 2); return;                \
+    case SH_PAIR1 * 4 + 3: F(__VA_ARGS__, SH_PAIR1, 3); return;                \
+    case SH_PAIR2 * 4 + 0: F(__VA_ARGS__, SH_PAIR2, 0); return;                \
+    case SH_PAIR2 * 4 + 1: F(__VA_ARGS__, SH_PAIR2, 1); return;                \
+    case SH_PAIR2 * 4 + 2: F(__VA_ARGS__, SH_PAIR2, 2); return;                \
+    case SH_PAIR2 * 4 + 3: F(__VA_ARGS__, SH_PAIR2, 3); return;                \
+    case SH_QUAD * 4 + 0: F(__VA_ARGS__, SH_QUAD, 0); return;                  \
+    case SH_QUAD * 4 + 1: F(__VA_ARGS__, SH_QUAD, 1); return;                  \
+    case SH_QUAD * 4 + 2: F(__VA_ARGS__, SH_QUAD, 2); return;                  \
+    case SH_QUAD * 4 + 3: F(__VA_ARGS__, SH_QUAD, 3); return;                  \
+    default: break;                                                            \
+    }
+/* Exchanges: PAIR1 with D 1..3, PAIR2 with D 0..3. */
+#define SV_SWAPS(F, ...)                                                       \
+    switch (P->nb * 4 + P->D) {                                                \
+    case 5: F(__VA_ARGS__, 1, 1); return;                                      \
+    case 6: F(__VA_ARGS__, 1, 2); return;                                      \
+    case 7: F(__VA_ARGS__, 1, 3); return;                                      \
+    case 8: F(__VA_ARGS__, 2, 0); return;                                      \
+    case 9: F(__VA_ARGS__, 2, 1); return;                                      \
+    case 10: F(__VA_ARGS__, 2, 2); return;                                     \
+    case 11: F(__VA_ARGS__, 2, 3); return;                                     \
+    default: break;                                                            \
+    }
+
+/* ---- AVX2 + FMA kernels: a line is two registers (lanes 0-1, 2-3) ----- */
+#if SV_X86
+
+#define SV_AVX2_INLINE SV_AVX2 SV_INLINE
+
+/* The half h (lanes 2h, 2h+1) of a line permuted by lane xor d. */
+SV_AVX2_INLINE __m256d xperm2(const __m256d *v, int d, int h)
+{
+    __m256d w = v[h ^ (d >> 1)];
+    return (d & 1) ? _mm256_permute2f128_pd(w, w, 1) : w;
+}
+
+/* Why: one body for every shape; shape and D are constants in each
+   instance, so the term loops unroll and the lane permutations are fixed. */
+SV_AVX2_INLINE void terms_avx2(const Plan *P, uint64_t a, uint64_t b, const int shape, const int D)
+{
+    const int nb = shape_nb(shape, D), nt = shape_nt(shape);
+    uint64_t loff[4];
+    for (int l = 0; l < nb; l++) loff[l] = 8 * P->loff[l];
+    __m256d cr[4][4][2], ci[4][4][2];
+    for (int o = 0; o < nb; o++)
+        for (int k = 0; k < nt; k++)
+            for (int h = 0; h < 2; h++) {
+                cr[o][k][h] = _mm256_loadu_pd(P->cr[o][k] + 4 * h);
+                ci[o][k][h] = _mm256_loadu_pd(P->ci[o][k] + 4 * h);
+            }
+    WALK(P, a, b, p, {
+        __m256d in[4][2], ins[4][2];
+        for (int l = 0; l < nb; l++) {
+            PF(p + loff[l]);
+            for (int h = 0; h < 2; h++) {
+                in[l][h] = _mm256_loadu_pd(p + loff[l] + 4 * h);
+                ins[l][h] = _mm256_permute_pd(in[l][h], 5);
+            }
+        }
+        for (int o = 0; o < nb; o++)
+            for (int h = 0; h < 2; h++) {
+                int L = term_line(shape, D, o, 0), d = term_del(shape, D, o, 0);
+                __m256d acc = _mm256_mul_pd(cr[o][0][h], xperm2(in[L], d, h));
+                acc = _mm256_fmadd_pd(ci[o][0][h], xperm2(ins[L], d, h), acc);
+                for (int k = 1; k < nt; k++) {
+                    L = term_line(shape, D, o, k);
+                    d = term_del(shape, D, o, k);
+                    acc = _mm256_fmadd_pd(cr[o][k][h], xperm2(in[L], d, h), acc);
+                    acc = _mm256_fmadd_pd(ci[o][k][h], xperm2(ins[L], d, h), acc);
+                }
+                _mm256_storeu_pd(p + loff[o] + 4 * h, acc);
+            }
+    });
+}
+
+/* Why: exchanges: each output half is its own half or the partner's,
+   per lane (blend). */
+SV_AVX2_INLINE void swap_avx2(const Plan *P, uint64_t a, uint64_t b, const int nb, const int D)
+{
+    uint64_t loff[2] = { 8 * P->loff[0], nb > 1 ? 8 * P->loff[1] : 0 };
+    __m256d msk[2][2];
+    for (int o = 0; o < 2; o++)
+        for (int h = 0; h < 2; h++) msk[o][h] = _mm256_loadu_pd(P->msk[o] + 4 * h);
+    WALK(P, a, b, p, {
+        __m256d in[2][2];
+        for (int l = 0; l < nb; l++) {
+            PF(p + loff[l]);
+            for (int h = 0; h < 2; h++) in[l][h] = _mm256_loadu_pd(p + loff[l] + 4 * h);
+        }
+        for (int o = 0; o < nb; o++)
+            for (int h = 0; h < 2; h++) {
+                __m256d part = xperm2(in[nb == 1 ? 0 : 1 - o], D, h);
+                _mm256_storeu_pd(p + loff[o] + 4 * h, _mm256_blendv_pd(in[o][h], part, msk[o][h]));
+            }
+    });
+}
+
+SV_AVX2 static void range_avx2(const Plan *P, uint64_t a, uint64_t b)
+{
+    if (P->swap) { SV_SWAPS(swap_avx2, P, a, b) }
+    else { SV_SHAPES(terms_avx2, P, a, b) }
+    sv_unreachable();
+}
+
+/* ---- AVX-512 kernels: a line is one register -------------------------- */
+
+#define SV_AVX512_INLINE SV_AVX512 SV_INLINE
+
+/* A line permuted by lane xor d (128-bit lanes: one complex each). */
+SV_AVX512_INLINE __m512d xperm512(__m512d v, int d)
+{
+    switch (d) {
+    case 1: return _mm512_shuffle_f64x2(v, v, 0xB1);   /* 1 0 3 2 */
+    case 2: return _mm512_shuffle_f64x2(v, v, 0x4E);   /* 2 3 0 1 */
+    case 3: return _mm512_shuffle_f64x2(v, v, 0x1B);   /* 3 2 1 0 */
+    default: return v;
+    }
+}
+
+SV_AVX512_INLINE void terms512(const Plan *P, uint64_t a, uint64_t b, const int shape, const int D)
+{
+    const int nb = shape_nb(shape, D), nt = shape_nt(shape);
+    uint64_t loff[4];
+    for (int l = 0; l < nb; l++) loff[l] = 8 * P->loff[l];
+    __m512d cr[4][4], ci[4][4];
+    for (int o = 0; o < nb; o++)
+        for (int k = 0; k < nt; k++) {
+            cr[o][k] = _mm512_loadu_pd(P->cr[o][k]);
+            ci[o][k] = _mm512_loadu_pd(P->ci[o][k]);
+        }
+    WALK(P, a, b, p, {
+        __m512d in[4], ins[4];
+        for (int l = 0; l < nb; l++) {
+            PF(p + loff[l]);
+            in[l] = _mm512_loadu_pd(p + loff[l]);
+            ins[l] = _mm512_permute_pd(in[l], 0x55);
+        }
+        for (int o = 0; o < nb; o++) {
+            int L = term_line(shape, D, o, 0), d = term_del(shape, D, o, 0);
+            __m512d acc = _mm512_mul_pd(cr[o][0], xperm512(in[L], d));
+            acc = _mm512_fmadd_pd(ci[o][0], xperm512(ins[L], d), acc);
+            for (int k = 1; k < nt; k++) {
+                L = term_line(shape, D, o, k);
+                d = term_del(shape, D, o, k);
+                acc = _mm512_fmadd_pd(cr[o][k], xperm512(in[L], d), acc);
+                acc = _mm512_fmadd_pd(ci[o][k], xperm512(ins[L], d), acc);
+            }
+            _mm512_storeu_pd(p + loff[o], acc);
+        }
+    });
+}
+
+/* Why: an exchange inside a line is one lane permutation; across two
+   lines one two-source permutation per output line. */
+SV_AVX512 static void swap512(const Plan *P, uint64_t a, uint64_t b)
+{
+    const __m512i i0 = _mm512_loadu_si512(P->idx[0]), i1 = _mm512_loadu_si512(P->idx[1]);
+    const uint64_t l0 = 8 * P->loff[0];
+    if (P->nb == 1) {
+        WALK(P, a, b, p, {
+            PF(p + l0);
+            __m512d v = _mm512_loadu_pd(p + l0);
+            _mm512_storeu_pd(p + l0, _mm512_permutexvar_pd(i0, v));
+        });
+        return;
+    }
+    const uint64_t l1 = 8 * P->loff[1];
+    WALK(P, a, b, p, {
+        PF(p + l0);
+        PF(p + l1);
+        __m512d v = _mm512_loadu_pd(p + l0), w = _mm512_loadu_pd(p + l1);
+        _mm512_storeu_pd(p + l0, _mm512_permutex2var_pd(v, i0, w));
+        _mm512_storeu_pd(p + l1, _mm512_permutex2var_pd(v, i1, w));
+    });
+}
+
+SV_AVX512 static void range512(const Plan *P, uint64_t a, uint64_t b)
+{
+    if (P->swap) { swap512(P, a, b); return; }
+    SV_SHAPES(terms512, P, a, b)
+    sv_unreachable();
+}
+#endif
+
+/* ---- the plan --------------------------------------------------------- */
+
+/* The term of output line o that reads line L with lane xor d. */
+static int term_index(const Plan *P, int o, int L, int d)
+{
+    for (int k = 0; k < P->nt; k++)
+        if (term_line(P->shape, P->D, o, k) == L && term_del(P->shape, P->D, o, k) == d) return k;
+    sv_unreachable();
+}
+
+/* Why: everything about a job's low bits is decided here, once: which
+   lines form a group, which lanes are rows of the matrix (or untouched),
+   and the coefficient of every term on every lane. */
+static void make_plan(Plan *P, const SvJob *j, uint64_t dim)
+{
+    int d = j->kind == SVJ_QUAD ? 4 : 2;
+    const uint64_t *o = j->off;
+    double M[4][4][2];
+    for (int r = 0; r < d; r++)
+        for (int c = 0; c < d; c++) {
+            if (j->kind == SVJ_SWAP) {
+                M[r][c][0] = r != c;
+                M[r][c][1] = 0;
+            } else {
+                M[r][c][0] = j->mat[2 * (r * d + c)];
+                M[r][c][1] = j->mat[2 * (r * d + c) + 1];
+            }
+        }
+    uint64_t Lc = j->cm & 3, Lt = 0, Lf = 0;
+    for (int r = 0; r < d; r++) Lt |= o[r] & 3;
+    P->amp = j->amp;
+    P->m = 0;
+    P->fmask = 0;
+    for (int k = 0; k < j->m; k++) {
+        if (j->pos[k] < 2) { Lf |= (uint64_t)1 << j->pos[k]; continue; }
+        P->pos[P->m++] = j->pos[k] - 2;
+        P->fmask |= (uint64_t)1 << (j->pos[k] - 2);
+    }
+    uint64_t Lz = Lf & ~Lt & ~Lc;   /* fixed low bits that stay 0 */
+    P->cmask = j->cm >> 2;
+    P->total = (dim >> 2) >> P->m;
+    int line[4];
+    P->nb = 0;
+    for (int r = 0; r < d; r++) {
+        uint64_t h = o[r] >> 2;
+        int l = 0;
+        while (l < P->nb && P->loff[l] != h) l++;
+        if (l == P->nb) P->loff[P->nb++] = h;
+        line[r] = l;
+    }
+    P->swap = j->kind == SVJ_SWAP;
+    if (d == 4) {
+        P->shape = SH_QUAD;
+        P->D = (int)Lt;
+    } else {
+        P->shape = P->nb == 1 ? SH_PAIR1 : SH_PAIR2;
+        P->D = (int)((o[0] ^ o[1]) & 3);
+    }
+    P->nt = shape_nt(P->shape);
+    sv_assert(P->nb == shape_nb(P->shape, P->D));
+    memset(P->cr, 0, sizeof P->cr);
+    memset(P->ci, 0, sizeof P->ci);
+    for (int ol = 0; ol < P->nb; ol++)
+        for (int q = 0; q < 4; q++) {
+            int r = -1;
+            if (((uint64_t)q & Lc) == Lc && ((uint64_t)q & Lz) == 0)
+                for (int rr = 0; rr < d; rr++)
+                    if (line[rr] == ol && (o[rr] & 3) == ((uint64_t)q & Lt)) r = rr;
+            for (int c = 0; c < (r < 0 ? 1 : d); c++) {
+                int k = r < 0 ? term_index(P, ol, ol, 0)
+                              : term_index(P, ol, line[c], (int)((o[r] ^ o[c]) & 3));
+                double re = r < 0 ? 1.0 : M[r][c][0], im = r < 0 ? 0.0 : M[r][c][1];
+                P->cr[ol][k][2 * q] += re;
+                P->cr[ol][k][2 * q + 1] += re;
+                P->ci[ol][k][2 * q] -= im;
+                P->ci[ol][k][2 * q + 1] += im;
+            }
+        }
+    /* the portable kernels' tuples: one per value of the free lane bits */
+    if (!P->swap) memcpy(P->mat, j->mat, sizeof P->mat);
+    P->ntup = 0;
+    for (uint64_t f = 0; f < 4; f++) {
+        if (f & Lf) continue;
+        for (int r = 0; r < d; r++)
+            P->toff[P->ntup][r] = 8 * P->loff[line[r]] + 2 * (f | (o[r] & 3) | Lc);
+        P->ntup++;
+    }
+    if (!P->swap) return;
+    /* exchanges: each lane takes exactly one term with coefficient 1 */
+    memset(P->msk, 0, sizeof P->msk);
+    for (int ol = 0; ol < P->nb; ol++)
+        for (int q = 0; q < 4; q++) {
+            int k = 0;
+            while (k < P->nt && P->cr[ol][k][2 * q] == 0) k++;
+            sv_assert(k < P->nt);
+            int L = term_line(P->shape, P->D, ol, k), sq = q ^ term_del(P->shape, P->D, ol, k);
+            for (int h = 0; h < 2; h++)
+                P->idx[ol][2 * q + h] = (P->nb == 1 ? 0 : 8 * L) + 2 * sq + h;
+            if (k != term_index(P, ol, ol, 0)) {
+                P->msk[ol][2 * q] = -0.0;   /* the sign bit: blendv takes the partner */
+                P->msk[ol][2 * q + 1] = -0.0;
+            }
+        }
+}
+
+/* The team calls this once per part. */
+static void blk_part(void *ctx, int part, int nparts)
+{
+    const Plan *P = ctx;
+    uint64_t a, b;
+    sv_slice(P->total, part, nparts, &a, &b);
+    if (b <= a) return;
+#if SV_X86
+    if (P->level >= SV_SIMD_AVX512) { range512(P, a, b); return; }
+    if (P->level >= SV_SIMD_AVX2) { range_avx2(P, a, b); return; }
+#endif
+    range_c(P, a, b);
+}
+
+/* Why: the dispatcher's pair, exchange and 4x4 jobs come here first.
+   The line kernels take every job with a fixed bit inside a line, and
+   with AVX2 or AVX-512 also the 2x2 and 4x4 jobs on higher bits (one
+   loop for all: lines and software prefetch beat the two-stream loops,
+   measured on this machine) and the exchanges whose runs are short
+   (lowest fixed bit < 6: runs under 16 lines). Long exchanges keep the
+   two-stream swap of kernels.c (the prefetch here slowed them). */
+int sv_blk_run(const SvState *s, const SvJob *j, int level)
+{
+    if (s->dim < 4 || j->m < 1) return 0;
+    int low = j->pos[0];
+    if (low >= 2 && (level == SV_SIMD_C || (j->kind == SVJ_SWAP && low >= 6))) return 0;
+    Plan P;
+    make_plan(&P, j, s->dim);
+    P.level = level;
+    if (P.total) sv_parallel(s, blk_part, &P);
+    return 1;
+}
