@@ -137,3 +137,157 @@ int sv_metric_block(const SvState *s, int n, const cplx *const *gens, const int 
     free(b);
     return rc;
 }
+
+/* ---- the whole block-diagonal tensor ------------------------------------------ */
+
+/* One elementary gate: an op or one part of a decomposed Rot/U3; slot is
+   the trainable parameter it carries (-1: fixed). */
+typedef struct Elem { SvOp op; int slot; uint64_t wires; } Elem;
+
+static uint64_t op_wires(const SvOp *op)
+{
+    uint64_t m = 0;
+    for (int i = 0; i < op->nwires; i++) m |= (uint64_t)1 << op->wires[i];
+    for (int i = 0; i < op->nctrl; i++) m |= (uint64_t)1 << op->ctrl[i];
+    return m;
+}
+
+static SvOp part(const SvOp *op, SvGate g, double t)
+{
+    SvOp r = *op;
+    r.gate = g;
+    r.nparams = 1;
+    r.params[0] = t;
+    r.params[1] = r.params[2] = 0;
+    return r;
+}
+
+int sv_metric_tensor(int nq, const SvOp *ops, int nops, const uint8_t *train, int diag_only,
+                     double *out, int *nlayers, char *err, size_t errlen)
+{
+    const char *name = "metric_tensor";
+    if (nq < 1 || nq > 63) return sv_err(err, errlen, SV_E_NWMEAS, name, nq, 63);
+    if (nops < 0 || (nops && (!ops || !train)) || !out) return sv_err(err, errlen, SV_E_NOMAT, name);
+    /* the elementary gates and the trainable slots */
+    Elem *el = malloc((size_t)(3 * nops + 1) * sizeof *el);
+    if (!el) return sv_err(err, errlen, SV_E_NOMEM, name);
+    int ne = 0, P = 0;
+    for (int k = 0; k < nops; k++) {
+        const SvOp *op = &ops[k];
+        for (int i = 0; i < op->nwires; i++)
+            if (op->wires[i] < 0 || op->wires[i] >= nq) { free(el); return sv_err(err, errlen, SV_E_RANGE, name, op->wires[i], nq); }
+        int base = P;
+        for (int p = 0; p < op->nparams && p < 3; p++) if ((train[k] >> p) & 1) P++;
+        int slot[3] = { -1, -1, -1 }, s = base;
+        for (int p = 0; p < op->nparams && p < 3; p++) if ((train[k] >> p) & 1) slot[p] = s++;
+        if ((op->gate == SV_ROT || op->gate == SV_U3) && train[k]) {
+            /* applied order: Rot: RZ(phi) RY(theta) RZ(omega); U3(theta, phi, delta):
+               PhaseShift(delta) RY(theta) PhaseShift(phi); an adjoint reverses it */
+            SvOp pr[3];
+            int ps[3];
+            if (op->gate == SV_ROT) {
+                pr[0] = part(op, SV_RZ, op->params[0]); ps[0] = slot[0];
+                pr[1] = part(op, SV_RY, op->params[1]); ps[1] = slot[1];
+                pr[2] = part(op, SV_RZ, op->params[2]); ps[2] = slot[2];
+            } else {
+                pr[0] = part(op, SV_PHASESHIFT, op->params[2]); ps[0] = slot[2];
+                pr[1] = part(op, SV_RY, op->params[0]); ps[1] = slot[0];
+                pr[2] = part(op, SV_PHASESHIFT, op->params[1]); ps[2] = slot[1];
+            }
+            for (int q = 0; q < 3; q++) {
+                int j = op->adjoint ? 2 - q : q;
+                el[ne].op = pr[j];
+                el[ne].slot = ps[j];
+                el[ne].wires = op_wires(op);
+                ne++;
+            }
+            continue;
+        }
+        el[ne].op = *op;
+        el[ne].slot = op->nparams >= 1 ? slot[0] : -1;
+        el[ne].wires = op_wires(op);
+        ne++;
+    }
+    memset(out, 0, (size_t)P * (size_t)P * sizeof(double));
+    /* layers: a trainable gate touching a wire that depends on the current
+       layer starts a new one */
+    int *layer = malloc((size_t)(ne + 1) * sizeof(int));
+    if (!layer) { free(el); return sv_err(err, errlen, SV_E_NOMEM, name); }
+    int L = 0;
+    uint64_t taint = 0;
+    for (int i = 0; i < ne; i++) {
+        layer[i] = -1;
+        if (el[i].slot >= 0) {
+            if (L == 0 || (el[i].wires & taint)) { L++; taint = 0; }
+            layer[i] = L - 1;
+            taint |= el[i].wires;
+        } else if (el[i].wires & taint) {
+            taint |= el[i].wires;
+        }
+    }
+    if (nlayers) *nlayers = L;
+    int rc = 0;
+    SvState s;
+    if (L && sv_init(&s, nq) != 0) { free(el); free(layer); return sv_err(err, errlen, SV_E_NOMEM, name); }
+    char *anc = malloc((size_t)(ne + 1));
+    size_t gd = (size_t)1 << SV_MAX_DENSE;
+    cplx *gbuf = NULL;
+    const cplx **gens = malloc((size_t)(P + 1) * sizeof *gens);
+    const int **gw = malloc((size_t)(P + 1) * sizeof *gw);
+    int *gk = malloc((size_t)(P + 1) * sizeof *gk);
+    int *wbuf = malloc((size_t)(P + 1) * SV_MAX_WIRES * 2 * sizeof(int));
+    int *slots = malloc((size_t)(P + 1) * sizeof(int));
+    double *blk = malloc((size_t)(P + 1) * (size_t)(P + 1) * sizeof(double));
+    if (!anc || !gens || !gw || !gk || !wbuf || !slots || !blk) rc = sv_err(err, errlen, SV_E_NOMEM, name);
+    for (int l = 0; l < L && rc == 0; l++) {
+        /* the layer's members and, scanning back, the gates they depend on */
+        int last = -1, m = 0;
+        for (int i = 0; i < ne; i++) if (layer[i] == l) last = i;
+        uint64_t cone = 0;
+        for (int i = last; i >= 0; i--) {
+            anc[i] = 0;
+            if (layer[i] == l) cone |= el[i].wires;
+            else if (el[i].wires & cone) { anc[i] = 1; cone |= el[i].wires; }
+        }
+        sv_reset(&s);
+        for (int i = 0; i <= last && rc == 0; i++)
+            if (anc[i] && sv_apply(&s, &el[i].op, err, errlen) != 0) rc = -1;
+        /* generators of the members (controls first, as sv_op_matrix orders) */
+        for (int i = 0; i <= last && rc == 0; i++) {
+            if (layer[i] != l) continue;
+            const SvOp *op = &el[i].op;
+            int k = op->nctrl + op->nwires;
+            if (k > SV_MAX_DENSE) { rc = sv_err(err, errlen, SV_E_BIGOP, name, k, SV_MAX_DENSE); break; }
+            cplx *nb = realloc(gbuf, (size_t)(m + 1) * gd * gd * sizeof(cplx));
+            if (!nb) { rc = sv_err(err, errlen, SV_E_NOMEM, name); break; }
+            gbuf = nb;
+            if (sv_generator(op, 0, gbuf + (size_t)m * gd * gd, err, errlen) != 0) { rc = -1; break; }
+            int *w = wbuf + (size_t)m * SV_MAX_WIRES * 2;
+            for (int q = 0; q < op->nctrl; q++) w[q] = op->ctrl[q];
+            for (int q = 0; q < op->nwires; q++) w[op->nctrl + q] = op->wires[q];
+            gk[m] = k;
+            slots[m] = el[i].slot;
+            m++;
+        }
+        if (rc) break;
+        for (int q = 0; q < m; q++) {
+            gens[q] = gbuf + (size_t)q * gd * gd;
+            gw[q] = wbuf + (size_t)q * SV_MAX_WIRES * 2;
+        }
+        if (diag_only) {
+            for (int q = 0; q < m && rc == 0; q++) {
+                double g;
+                if (sv_metric_block(&s, 1, gens + q, gw + q, gk + q, &g, err, errlen) != 0) rc = -1;
+                else out[(size_t)slots[q] * P + slots[q]] = g;
+            }
+        } else if (sv_metric_block(&s, m, gens, gw, gk, blk, err, errlen) != 0) {
+            rc = -1;
+        } else {
+            for (int a = 0; a < m; a++)
+                for (int b = 0; b < m; b++) out[(size_t)slots[a] * P + slots[b]] = blk[(size_t)a * m + b];
+        }
+    }
+    if (L) sv_free(&s);
+    free(el); free(layer); free(anc); free(gbuf); free(gens); free(gw); free(gk); free(wbuf); free(slots); free(blk);
+    return rc;
+}

@@ -154,6 +154,22 @@ int sv_generator(const SvOp *op, int p, cplx *out, char *err, size_t errlen);
 int sv_metric_block(const SvState *s, int n, const cplx *const *gens, const int *const *wires,
                     const int *k, double *out, char *err, size_t errlen);
 
+/* The block-diagonal metric tensor of a circuit, as PennyLane's
+ * metric_tensor(approx="block-diag") computes it. ops run from |0..0>;
+ * train[k] has bit p set when params[p] of ops[k] is a trainable parameter
+ * (the others are fixed angles). Rot and U3 count as their one-parameter
+ * decompositions (Rot = RZ RY RZ, U3 = PhaseShift RY PhaseShift, each part
+ * its own gate). The trainable gates are grouped greedily in circuit order
+ * into layers, a new layer starting at a gate that depends on one of the
+ * current layer (through shared wires, directly or via other gates); each
+ * layer's block is sv_metric_block on the state made by the gates the layer
+ * depends on. out: P x P (P = trainable parameters, ordered by gate then
+ * parameter index), zero between layers; diag_only keeps only the
+ * diagonal. *nlayers (may be NULL) gets the number of layers. Wires < 64.
+ * 0 or -1. */
+int sv_metric_tensor(int nq, const SvOp *ops, int nops, const uint8_t *train, int diag_only,
+                     double *out, int *nlayers, char *err, size_t errlen);
+
 /* ---- adjoint differentiation --------------------------------------------
  * final is the state after the gates ops[0..nops) (unitary: no measurement
  * among them); observable j (obs[j], nterms[j] terms) was measured after

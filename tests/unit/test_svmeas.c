@@ -1017,6 +1017,124 @@ START_TEST(test_adjoint)
 }
 END_TEST
 
+static SvOp mkop(SvGate g, double t, int w0, int w1)
+{
+    SvOp o;
+    memset(&o, 0, sizeof o);
+    o.gate = g;
+    const SvGateInfo *gi = sv_gate_info(g);
+    o.nwires = gi->nwires;
+    o.wires[0] = w0;
+    o.wires[1] = w1;
+    o.nparams = gi->nparams;
+    o.params[0] = t;
+    return o;
+}
+
+/* Cov(A, B) = <AB> - <A><B> for full matrices on a state (real part). */
+static double cov(const cplx *psi, const cplx *A, const cplx *B, int D)
+{
+    cplx *AB = malloc((size_t)D * D * sizeof(cplx));
+    matmul(A, B, AB, D);
+    cplx v[MAXD], a[MAXD], b[MAXD];
+    matvec(AB, psi, v, D);
+    matvec(A, psi, a, D);
+    matvec(B, psi, b, D);
+    double r = creal(inner(psi, v, D)) - creal(inner(psi, a, D)) * creal(inner(psi, b, D));
+    free(AB);
+    return r;
+}
+
+START_TEST(test_metric_tensor)
+{
+    /* PennyLane's QNG tutorial circuit (tutorial_quantum_natural_gradient):
+       fixed RY(pi/4, pi/3, pi/7), layer 0 = RZ(p0, 0) RZ(p1, 1), CNOTs,
+       layer 1 = RY(p2, 1) RX(p3, 2), CNOTs; blocks from the definition */
+    double p[4] = { 0.432, -0.123, 0.543, 0.233 };
+    SvOp ops[12];
+    int n = 0;
+    ops[n++] = mkop(SV_RY, M_PI / 4, 0, 0);
+    ops[n++] = mkop(SV_RY, M_PI / 3, 1, 0);
+    ops[n++] = mkop(SV_RY, M_PI / 7, 2, 0);
+    ops[n++] = mkop(SV_RZ, p[0], 0, 0);
+    ops[n++] = mkop(SV_RZ, p[1], 1, 0);
+    ops[n++] = mkop(SV_CNOT, 0, 0, 1);
+    ops[n++] = mkop(SV_CNOT, 0, 1, 2);
+    ops[n++] = mkop(SV_RY, p[2], 1, 0);
+    ops[n++] = mkop(SV_RX, p[3], 2, 0);
+    ops[n++] = mkop(SV_CNOT, 0, 0, 1);
+    ops[n++] = mkop(SV_CNOT, 0, 1, 2);
+    uint8_t train[12] = { 0, 0, 0, 1, 1, 0, 0, 1, 1, 0, 0, 0 };
+    double g[16], gd[16];
+    int L = 0;
+    char err[200];
+    ck_assert_msg(sv_metric_tensor(3, ops, n, train, 0, g, &L, err, sizeof err) == 0, "%s", err);
+    ck_assert_int_eq(L, 2);
+    ck_assert_int_eq(sv_metric_tensor(3, ops, n, train, 1, gd, NULL, err, sizeof err), 0);
+    /* references: generators -Z/2 (RZ), -Y/2 (RY), -X/2 (RX) as full matrices */
+    cplx Z0[64], Z1[64], Y1[64], X2[64];
+    word_full(-0.5, 0, 1, 3, Z0);
+    word_full(-0.5, 0, 2, 3, Z1);
+    word_full(-0.5, 2, 2, 3, Y1);
+    word_full(-0.5, 4, 0, 3, X2);
+    SvState s;
+    sv_init(&s, 3);
+    for (int i = 0; i < 3; i++) sv_apply(&s, &ops[i], NULL, 0);
+    double r00 = cov(s.amp, Z0, Z0, 8), r01 = cov(s.amp, Z0, Z1, 8), r11 = cov(s.amp, Z1, Z1, 8);
+    for (int i = 3; i < 7; i++) sv_apply(&s, &ops[i], NULL, 0);
+    double r22 = cov(s.amp, Y1, Y1, 8), r23 = cov(s.amp, Y1, X2, 8), r33 = cov(s.amp, X2, X2, 8);
+    double want[16] = { r00, r01, 0, 0, r01, r11, 0, 0, 0, 0, r22, r23, 0, 0, r23, r33 };
+    for (int i = 0; i < 16; i++) {
+        ck_assert_msg(fabs(g[i] - want[i]) < 1e-12, "g[%d] = %.15g, want %.15g", i, g[i], want[i]);
+        ck_assert(fabs(gd[i] - (i % 5 == 0 ? want[i] : 0)) < 1e-12);
+    }
+    /* known closed forms of the first block: Var(Z)/4 = sin^2(angle)/4 */
+    ck_assert(fabs(g[0] - pow(sin(M_PI / 4), 2) / 4) < 1e-12);
+    ck_assert(fabs(g[5] - pow(sin(M_PI / 3), 2) / 4) < 1e-12);
+    sv_free(&s);
+
+    /* Rot (and its adjoint) counts as RZ RY RZ, U3 as PhaseShift RY PhaseShift:
+       the same tensor as the circuit written with the parts */
+    for (int adj = 0; adj < 2; adj++) {
+        SvOp a[4], b[8];
+        a[0] = mkop(SV_HADAMARD, 0, 0, 0);
+        a[1] = mkop(SV_ROT, 0, 0, 0);
+        a[1].params[0] = 0.3; a[1].params[1] = -0.7; a[1].params[2] = 1.1;
+        a[1].adjoint = adj;
+        a[2] = mkop(SV_CNOT, 0, 0, 1);
+        a[3] = mkop(SV_U3, 0.4, 1, 0);
+        a[3].params[1] = 0.9; a[3].params[2] = -0.2;
+        uint8_t ta[4] = { 0, 7, 0, 5 };     /* U3: theta and delta trainable */
+        int m = 0;
+        b[m++] = a[0];
+        SvOp rz1 = mkop(SV_RZ, 0.3, 0, 0), ry = mkop(SV_RY, -0.7, 0, 0), rz2 = mkop(SV_RZ, 1.1, 0, 0);
+        if (!adj) { b[m++] = rz1; b[m++] = ry; b[m++] = rz2; }
+        else {
+            rz1.adjoint = ry.adjoint = rz2.adjoint = 1;
+            b[m++] = rz2; b[m++] = ry; b[m++] = rz1;
+        }
+        b[m++] = a[2];
+        b[m++] = mkop(SV_PHASESHIFT, -0.2, 1, 0);
+        b[m++] = mkop(SV_RY, 0.4, 1, 0);
+        b[m++] = mkop(SV_PHASESHIFT, 0.9, 1, 0);
+        uint8_t tb[8] = { 0, 1, 1, 1, 0, 1, 1, 0 };
+        double ga[25], gb[25];
+        int La, Lb;
+        ck_assert_int_eq(sv_metric_tensor(2, a, 4, ta, 0, ga, &La, err, sizeof err), 0);
+        ck_assert_int_eq(sv_metric_tensor(2, b, m, tb, 0, gb, &Lb, err, sizeof err), 0);
+        ck_assert_int_eq(La, Lb);
+        /* slots of a: Rot phi, theta, omega, then U3 theta, delta; of b the parts in
+           circuit order: (adj: omega, theta, phi), delta, theta */
+        int map_a_to_b[5];
+        if (!adj) { int mm[5] = { 0, 1, 2, 4, 3 }; memcpy(map_a_to_b, mm, sizeof mm); }
+        else { int mm[5] = { 2, 1, 0, 4, 3 }; memcpy(map_a_to_b, mm, sizeof mm); }
+        for (int i = 0; i < 5; i++)
+            for (int j = 0; j < 5; j++)
+                ck_assert_msg(fabs(ga[i * 5 + j] - gb[map_a_to_b[i] * 5 + map_a_to_b[j]]) < 1e-12, "adj %d (%d, %d)", adj, i, j);
+    }
+}
+END_TEST
+
 static Suite *svmeas_suite(void)
 {
     Suite *s = suite_create("svmeas");
@@ -1035,6 +1153,7 @@ static Suite *svmeas_suite(void)
     tcase_add_test(tc, test_metric_block);
     tcase_add_test(tc, test_batch);
     tcase_add_test(tc, test_adjoint);
+    tcase_add_test(tc, test_metric_tensor);
     tcase_add_test(tc, test_checks);
     suite_add_tcase(s, tc);
     return s;
