@@ -14,6 +14,8 @@
 #include "pool.h"
 #include "qh_assert.h"
 #include "sv.h"
+#include "dm.h"
+#include "svmeas.h"
 
 #include <complex.h>
 #include <math.h>
@@ -35,14 +37,20 @@ typedef struct ObjDevice {
     uint64_t seed;
     bool has_seed;
     double latency;
+    bool mixed;         /* "mixed": a density matrix (dm.h) */
+    Value noise;        /* mixed: fn(op) -> channels to apply after each gate, or nil */
 } ObjDevice;
 #define AS_DEV(v) ((ObjDevice *)(v).o)
 
-enum { OPK_GATE, OPK_OBS };
+enum { OPK_GATE, OPK_OBS, OPK_CHAN };
 typedef struct ObjOp {
     Obj h;
     int kind;
-    SvOp op;            /* OPK_GATE */
+    SvOp op;            /* OPK_GATE; OPK_CHAN: its wires (op.wires, op.nwires) and params */
+    int chan;           /* OPK_CHAN: DmChannel */
+    cplx *kraus;        /* OPK_CHAN: Kraus matrices (QubitChannel, PauliError), owned */
+    int nkraus;
+    char paulis[8];     /* OPK_CHAN PauliError: its operators */
     cplx *matrix;       /* QubitUnitary: owned copy */
     double *tangent;    /* grad: d params / d inputs, nparams * ntan, or NULL */
     int ntan;
@@ -59,15 +67,27 @@ typedef struct QRuntime {
     atomic_ulong gates, calls;
 } QRuntime;
 
+/* A pooled device instance: a state vector, or a density matrix. */
+typedef struct QInst {
+    bool mixed;
+    SvState s;
+    DmState d;
+} QInst;
+
 /* The running qfn's device. */
 typedef struct QCtx {
-    SvState *s;
+    SvState *s;         /* statevector device (NULL on the mixed device) */
+    DmState *dm;        /* mixed device (NULL on the statevector device) */
+    int nq;             /* wires */
+    bool in_noise;      /* applying what the noise function returned */
     const ObjDevice *dev;
     Rng rng;
     struct QTape *tape;         /* grad.c: recorded operations, or NULL */
 } QCtx;
 
-static void device_free(Obj *o) { free(o); }
+static void device_free(Obj *o) { decref(((ObjDevice *)o)->noise); free(o); }
+static void device_clear(Obj *o) { ObjDevice *d = (ObjDevice *)o; Value n = d->noise; d->noise = v_nil(); decref(n); }
+static void device_traverse(Obj *o, void (*visit)(Value, void *), void *ud) { visit(((ObjDevice *)o)->noise, ud); }
 static void device_repr(Buf *b, Value v, bool quoted)
 {
     (void)quoted;
@@ -76,6 +96,7 @@ static void device_repr(Buf *b, Value v, bool quoted)
     if (d->shots) buf_printf(b, ", shots=%ld", d->shots);
     if (d->has_seed) buf_printf(b, ", seed=%llu", (unsigned long long)d->seed);
     if (d->latency > 0) buf_printf(b, ", latency=%g", d->latency);
+    if (d->noise.t == T_FUNC) buf_printf(b, ", noise=%s", AS_FUNC(d->noise)->p->name);
     buf_putc(b, ')');
 }
 static Value device_copy(Value v, CopyCtx *cc)
@@ -85,14 +106,17 @@ static Value device_copy(Value v, CopyCtx *cc)
     Obj h = n->h;
     *n = *d;
     n->h = h;
+    n->noise = v_nil();
     copy_memo_put(cc, d, n);
+    n->noise = value_copy_deep(d->noise, cc);
     return v_obj(&n->h);
 }
 static bool device_eq(Value a, Value b)
 {
     ObjDevice *x = AS_DEV(a), *y = AS_DEV(b);
     return strcmp(x->name, y->name) == 0 && x->wires == y->wires && x->shots == y->shots &&
-           x->has_seed == y->has_seed && x->seed == y->seed && x->latency == y->latency;
+           x->has_seed == y->has_seed && x->seed == y->seed && x->latency == y->latency &&
+           x->mixed == y->mixed && x->noise.t == y->noise.t && (x->noise.t != T_FUNC || x->noise.o == y->noise.o);
 }
 
 static void op_free(Obj *o)
@@ -101,6 +125,7 @@ static void op_free(Obj *o)
     free(p->matrix);
     free(p->terms);
     free(p->tangent);
+    free(p->kraus);
     free(p);
 }
 
@@ -131,6 +156,11 @@ static ObjOp *op_clone(const ObjOp *p)
         n->tangent = malloc((size_t)(p->op.nparams * p->ntan) * sizeof(double));
         memcpy(n->tangent, p->tangent, (size_t)(p->op.nparams * p->ntan) * sizeof(double));
     }
+    if (p->kraus) {
+        size_t d = (size_t)1 << p->op.nwires;
+        n->kraus = malloc((size_t)p->nkraus * d * d * sizeof(cplx));
+        memcpy(n->kraus, p->kraus, (size_t)p->nkraus * d * d * sizeof(cplx));
+    }
     return n;
 }
 
@@ -144,6 +174,17 @@ static void op_repr(Buf *b, Value v, bool quoted)
 {
     (void)quoted;
     ObjOp *p = AS_OP(v);
+    if (p->kind == OPK_CHAN) {
+        const DmChannelInfo *ci = dm_channel_info((DmChannel)p->chan);
+        buf_printf(b, "%s(", ci->name);
+        if (p->chan == DM_PAULIERROR) buf_printf(b, "\"%s\", ", p->paulis);
+        if (p->chan == DM_QUBITCHANNEL) buf_printf(b, "<%d Kraus matrices>, ", p->nkraus);
+        for (int i = 0; i < p->op.nparams; i++) { fmt_num(b, p->op.params[i]); buf_puts(b, ", "); }
+        buf_puts(b, "wires=[");
+        for (int i = 0; i < p->op.nwires; i++) buf_printf(b, "%s%d", i ? ", " : "", p->op.wires[i]);
+        buf_puts(b, "])");
+        return;
+    }
     if (p->kind == OPK_GATE) {
         const SvGateInfo *gi = sv_gate_info(p->op.gate);
         if (p->op.adjoint) buf_puts(b, "adjoint(");
@@ -201,19 +242,35 @@ static Value op_copy(Value v, CopyCtx *cc)
 
 /* ---------------------------------------------------------------- runtime */
 
+typedef struct InstArg { int nq; bool mixed; } InstArg;
+
 static void *inst_create(void *arg, char *err, size_t errlen)
 {
-    int nq = *(int *)arg;
-    SvState *s = malloc(sizeof *s);
-    if (!s || sv_init(s, nq) != 0) {
-        free(s);
-        snprintf(err, errlen, "cannot allocate a %d-qubit state (%zu bytes)", nq, sv_bytes(nq));
+    InstArg *ia = arg;
+    QInst *q = calloc(1, sizeof *q);
+    int rc = !q ? -1 : ia->mixed ? dm_init(&q->d, ia->nq) : sv_init(&q->s, ia->nq);
+    if (rc != 0) {
+        free(q);
+        if (ia->mixed) snprintf(err, errlen, "cannot allocate a %d-wire density matrix (%zu bytes)", ia->nq, dm_bytes(ia->nq));
+        else snprintf(err, errlen, "cannot allocate a %d-qubit state (%zu bytes)", ia->nq, sv_bytes(ia->nq));
         return NULL;
     }
-    return s;
+    q->mixed = ia->mixed;
+    return q;
 }
-static void inst_reset(void *p) { sv_reset(p); }
-static void inst_destroy(void *p) { sv_free(p); free(p); }
+static void inst_reset(void *p)
+{
+    QInst *q = p;
+    if (q->mixed) dm_reset(&q->d);
+    else sv_reset(&q->s);
+}
+static void inst_destroy(void *p)
+{
+    QInst *q = p;
+    if (q->mixed) dm_free(&q->d);
+    else sv_free(&q->s);
+    free(q);
+}
 static const PoolVt pool_vt = { inst_create, inst_reset, inst_destroy };
 
 void qrt_start(Interp *in)
@@ -311,19 +368,27 @@ Value qrt_run_with(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slo
         return v_exc();
     }
     char key[64], err[256];
-    snprintf(key, sizeof key, "statevector:%d", dev->wires);
+    if (dev->mixed && tape && tape->method == GRAD_ADJOINT) {
+        for (int i = 0; i < f->p->nlocals; i++) decref(slots[i]);
+        return vm_error(vm, site, "grad(method=\"adjoint\") needs the statevector device; on the mixed device use method=\"parameter-shift\" or \"finite-diff\"");
+    }
+    snprintf(key, sizeof key, "%s:%d", dev->mixed ? "mixed" : "statevector", dev->wires);
+    InstArg ia = { dev->wires, dev->mixed };
     int nq = dev->wires;
     const atomic_int *cancel = vm->cancel ? vm->cancel : &vm->in->interrupt;
-    SvState *s = pool_acquire(q->pool, key, sv_bytes(nq), &nq, cancel, err, sizeof err);
-    if (!s) {
+    QInst *inst = pool_acquire(q->pool, key, dev->mixed ? dm_bytes(nq) : sv_bytes(nq), &ia, cancel, err, sizeof err);
+    if (!inst) {
         for (int i = 0; i < f->p->nlocals; i++) decref(slots[i]);
         if (atomic_load(cancel)) { vm_error(vm, site, "interrupted"); vm->err.interrupted = true; return v_exc(); }
         return vm_error(vm, site, "%s(): device with %d wires: %s", f->p->name, nq, err);
     }
+    SvState *s = inst->mixed ? &inst->d.v : &inst->s;   /* the vector the kernels run on */
     give_threads(vm, s);
     QCtx ctx;
     memset(&ctx, 0, sizeof ctx);
-    ctx.s = s;
+    ctx.s = inst->mixed ? NULL : s;
+    ctx.dm = inst->mixed ? &inst->d : NULL;
+    ctx.nq = nq;
     ctx.dev = dev;
     ctx.tape = tape;
     rng_seed2(&ctx.rng, dev->has_seed ? dev->seed : seed, index);
@@ -337,7 +402,7 @@ Value qrt_run_with(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slo
         r = vm_error(vm, site, "%s", tape->err);
     }
     sv_set_threads(s, NULL, 1);
-    pool_release(q->pool, s, !IS_EXC(r));
+    pool_release(q->pool, inst, !IS_EXC(r));
     return r;
 }
 
@@ -347,17 +412,32 @@ static Value bi_device(VM *vm, Args *a)
 {
     if (a->v[0].t != T_STR) return vm_error(vm, a->site, "device() needs a device name string, not %s", type_name(a->v[0]));
     const char *name = AS_STR(a->v[0])->s;
-    if (strcmp(name, "statevector") != 0)
-        return vm_error(vm, a->site, "unknown device \"%.40s\" (available: \"statevector\")", name);
+    bool mixed = strcmp(name, "mixed") == 0;
+    if (strcmp(name, "statevector") != 0 && !mixed)
+        return vm_error(vm, a->site, "unknown device \"%.40s\" (available: \"statevector\", \"mixed\")", name);
     Value *w = arg_kw(a, "wires"), *sh = arg_kw(a, "shots"), *sd = arg_kw(a, "seed"), *lat = arg_kw(a, "latency");
+    Value *nz = arg_kw(a, "noise");
     Value wires = a->n > 1 ? a->v[1] : (w ? *w : v_nil());
     if (wires.t != T_NUM || wires.n != floor(wires.n) || wires.n < 1)
         return vm_error(vm, a->site, "device(): wires must be a positive integer");
-    if (wires.n > MAX_QUBITS)
+    if (!mixed && wires.n > MAX_QUBITS)
         return vm_error(vm, a->site, "device(): %g wires is too many (a statevector of %g wires needs 16·2^%g bytes; at most %d)", wires.n, wires.n, wires.n, MAX_QUBITS);
+    if (mixed && wires.n > DM_MAX_WIRES)
+        return vm_error(vm, a->site, "device(): %g wires is too many for the mixed device (a density matrix of %g wires needs 16·4^%g bytes; at most %d)", wires.n, wires.n, wires.n, DM_MAX_WIRES);
+    if (nz && nz->t != T_NIL) {
+        if (!mixed) return vm_error(vm, a->site, "device(): noise= needs the mixed device: device(\"mixed\", wires=%g, noise=...)", wires.n);
+        if (nz->t != T_FUNC || AS_FUNC(*nz)->p->is_qfn)
+            return vm_error(vm, a->site, "device(): noise must be a function fn(op) that returns the channels to apply after op, not %s", type_name(*nz));
+        if (!AS_FUNC(*nz)->p->pure)
+            return vm_error(vm, a->site, "device(): the noise function %s() %s; it runs inside quantum calls and must be pure",
+                            AS_FUNC(*nz)->p->name, AS_FUNC(*nz)->p->impure_why ? AS_FUNC(*nz)->p->impure_why : "is not pure");
+    }
     ObjDevice *d = (ObjDevice *)obj_alloc(sizeof(ObjDevice), T_DEVICE);
     snprintf(d->name, sizeof d->name, "%s", name);
     d->wires = (int)wires.n;
+    d->mixed = mixed;
+    d->noise = v_nil();
+    if (nz && nz->t == T_FUNC) { incref(*nz); d->noise = *nz; }
     Value dv = v_obj(&d->h);
     if (sh && sh->t != T_NIL) {
         if (sh->t != T_NUM || sh->n != floor(sh->n) || sh->n < 1 || sh->n > 1e9) { decref(dv); return vm_error(vm, a->site, "device(): shots must be a positive integer (at most 1e9)"); }
@@ -522,6 +602,8 @@ static Value bi_gate(VM *vm, Args *a)
 static Value bi_adjoint(VM *vm, Args *a)
 {
     if (a->v[0].t != T_OP) return vm_error(vm, a->site, "adjoint() needs an operator, not %s", type_name(a->v[0]));
+    if (AS_OP(a->v[0])->kind == OPK_CHAN)
+        return vm_error(vm, a->site, "adjoint() of the channel %s: a noise channel has no inverse", dm_channel_info((DmChannel)AS_OP(a->v[0])->chan)->name);
     ObjOp *p = op_clone(AS_OP(a->v[0]));
     if (p->kind == OPK_GATE) p->op.adjoint = !p->op.adjoint;
     return v_obj(&p->h);
@@ -564,6 +646,10 @@ static bool as_terms(VM *vm, Value v, SvPauli **terms, int *n, const Node *site)
     }
     if (v.t != T_OP) { vm_error(vm, site, "expected an observable, not %s", type_name(v)); return false; }
     ObjOp *p = AS_OP(v);
+    if (p->kind == OPK_CHAN) {
+        vm_error(vm, site, "%s is a noise channel, not an observable", dm_channel_info((DmChannel)p->chan)->name);
+        return false;
+    }
     if (p->kind == OPK_OBS) {
         *terms = malloc((size_t)(p->nterms + 1) * sizeof(SvPauli));
         memcpy(*terms, p->terms, (size_t)p->nterms * sizeof(SvPauli));
@@ -706,6 +792,8 @@ static Value bi_matrix(VM *vm, Args *a)
     Value o = a->v[0];
     if (o.t != T_OP) return vm_error(vm, a->site, "matrix() needs an operator, not %s", type_name(o));
     ObjOp *p = AS_OP(o);
+    if (p->kind == OPK_CHAN)
+        return vm_error(vm, a->site, "matrix(): %s is a noise channel; it has Kraus matrices, not one matrix", dm_channel_info((DmChannel)p->chan)->name);
     Value *wk = arg_kw(a, "wires");
     int maxw = 0;
     if (p->kind == OPK_GATE) {
@@ -766,11 +854,63 @@ static Value bi_matrix(VM *vm, Args *a)
 /* ---------------------------------------------------------------- application */
 
 
+static Value op_stmt(VM *vm, Value opv, const Node *site);
+
+/* Why: a noise model (device("mixed", noise=fn)): after each gate, fn(op)
+ * returns nil, a channel (or gate), or a list of them, applied at once
+ * and not themselves followed by noise. */
+static Value apply_noise(VM *vm, QCtx *q, Value opv, const Node *site)
+{
+    q->in_noise = true;
+    Value r = vm_call(vm, q->dev->noise, 1, &opv, (Node *)site);
+    Value out = v_nil();
+    if (IS_EXC(r)) out = r;
+    else if (r.t == T_OP) {
+        out = op_stmt(vm, r, site);
+        decref(r);
+    } else if (r.t == T_LIST) {
+        ObjList *l = AS_LIST(r);
+        for (size_t i = 0; i < l->len && !IS_EXC(out); i++) {
+            if (l->v[i].t == T_NIL) continue;
+            if (l->v[i].t != T_OP) {
+                out = vm_error(vm, site, "the noise function %s() returned a list holding %s; it must hold channels or gates",
+                               AS_FUNC(q->dev->noise)->p->name, type_name(l->v[i]));
+                break;
+            }
+            out = op_stmt(vm, l->v[i], site);
+        }
+        decref(r);
+    } else if (r.t != T_NIL) {
+        out = vm_error(vm, site, "the noise function %s() must return a channel, a list of channels or nil, not %s",
+                       AS_FUNC(q->dev->noise)->p->name, type_name(r));
+        decref(r);
+    }
+    q->in_noise = false;
+    return out;
+}
+
+/* Why: a channel as a statement: only the mixed device has mixed states. */
+static Value chan_stmt(VM *vm, ObjOp *p, const Node *site)
+{
+    QCtx *q = vm->q;
+    const char *name = dm_channel_info((DmChannel)p->chan)->name;
+    if (!q) return vm_error(vm, site, "%s applied outside a quantum function (channels apply to the device of a running qfn)", name);
+    if (!q->dm)
+        return vm_error(vm, site, "%s is a noise channel: it needs the mixed device, e.g. device(\"mixed\", wires=%d)", name, q->nq);
+    char err[256];
+    int rc;
+    if (p->kraus) rc = dm_apply_kraus(q->dm, p->op.wires, p->op.nwires, p->nkraus, p->kraus, err, sizeof err);
+    else rc = dm_apply_channel(q->dm, (DmChannel)p->chan, p->op.params, p->op.wires[0], err, sizeof err);
+    if (rc) return vm_error(vm, site, "%s", strncmp(err, "channel:", 8) == 0 ? err + 9 : err);
+    return v_nil();
+}
+
 /* the statement slot: an operator as a statement applies to the device */
 static Value op_stmt(VM *vm, Value opv, const Node *site)
 {
     ObjOp *p = AS_OP(opv);
     QCtx *q = vm->q;
+    if (p->kind == OPK_CHAN) return chan_stmt(vm, p, site);
     if (p->kind != OPK_GATE) {
         if (q) return vm_error(vm, site, "an observable cannot be applied as a gate (measure it with expval, var or sample)");
         return vm_error(vm, site, "an observable as a statement does nothing outside expval()");
@@ -782,15 +922,125 @@ static Value op_stmt(VM *vm, Value opv, const Node *site)
     char err[256];
     SvOp tmp;
     const SvOp *use = &p->op;
-    if (q->s->nq >= SV_PAR_QUBITS) give_threads(vm, q->s);   /* other tasks may have started or ended */
+    SvState *vec = q->dm ? &q->dm->v : q->s;
+    if (vec->nq >= SV_PAR_QUBITS) give_threads(vm, vec);   /* other tasks may have started or ended */
     if (q->tape && grad_shift(q->tape, &p->op, &tmp)) use = &tmp;
-    if (sv_apply(q->s, use, err, sizeof err) != 0) {
-        /* make messages name the device size */
-        return vm_error(vm, site, "%s", err);
-    }
+    int rc = q->dm ? dm_apply(q->dm, use, err, sizeof err) : sv_apply(q->s, use, err, sizeof err);
+    if (rc != 0) return vm_error(vm, site, "%s", err);
     if (q->tape) grad_record(q->tape, &p->op, p->tangent, p->ntan);
     atomic_fetch_add_explicit(&vm->in->qrt->gates, 1, memory_order_relaxed);
+    if (q->dm && q->dev->noise.t == T_FUNC && !q->in_noise) return apply_noise(vm, q, opv, site);
     return v_nil();
+}
+
+/* op.name, op.wires, op.params, op.control: what a noise function looks at */
+static Value op_member(VM *vm, Value v, const ObjStr *name, const Node *site)
+{
+    ObjOp *p = AS_OP(v);
+    const char *n = name->s;
+    if (p->kind == OPK_OBS) return vm_error(vm, site, "an observable has no member '%s'", n);
+    if (strcmp(n, "name") == 0)
+        return v_str(p->kind == OPK_CHAN ? dm_channel_info((DmChannel)p->chan)->name : sv_gate_info(p->op.gate)->name);
+    if (strcmp(n, "wires") == 0 || strcmp(n, "control") == 0 || strcmp(n, "params") == 0) {
+        ObjList *l = list_new(4);
+        if (n[0] == 'w') for (int i = 0; i < p->op.nwires; i++) list_push(l, v_num(p->op.wires[i]));
+        else if (n[0] == 'c') for (int i = 0; i < p->op.nctrl; i++) list_push(l, v_num(p->op.ctrl[i]));
+        else for (int i = 0; i < p->op.nparams; i++) list_push(l, v_num(p->op.params[i]));
+        return v_obj(&l->h);
+    }
+    if (strcmp(n, "adjoint") == 0) return v_bool(p->kind == OPK_GATE && p->op.adjoint);
+    return vm_error(vm, site, "an operator has no member '%s' (it has name, wires, control, params, adjoint)", n);
+}
+
+/* ---------------------------------------------------------------- channels */
+
+/* Channel makers: PARAMS..., WIRE | wires=w  (PennyLane's signatures);
+   PauliError(ops, p, wires); QubitChannel(kraus_list, wires). */
+static Value bi_channel(VM *vm, Args *a)
+{
+    const DmChannelInfo *ci = dm_channel_by_name(a->def->name);
+    ObjOp *p = op_new(OPK_CHAN);
+    Value pv = v_obj(&p->h);
+    p->chan = ci->ch;
+    int pos = 0;
+    Value opsv = v_nil(), kl = v_nil();
+    if (ci->ch == DM_PAULIERROR || ci->ch == DM_QUBITCHANNEL) {
+        if (a->n < 1) { decref(pv); return vm_error(vm, a->site, "%s needs %s and its wires", ci->name, ci->ch == DM_QUBITCHANNEL ? "a list of Kraus matrices" : "the Pauli operators (a string such as \"XZ\"), p"); }
+        if (ci->ch == DM_PAULIERROR) opsv = a->v[pos++];
+        else kl = a->v[pos++];
+    }
+    if (a->n - pos < ci->nparams) {
+        decref(pv);
+        return vm_error(vm, a->site, "%s needs %d parameter%s (%s) and its wire%s", ci->name, ci->nparams, ci->nparams == 1 ? "" : "s", ci->params, ci->nwires == 1 ? "" : "s");
+    }
+    p->op.nparams = ci->nparams;
+    for (int i = 0; i < ci->nparams; i++, pos++) {
+        double d;
+        if (!grad_param_value(a->v[pos], &d)) { decref(pv); return vm_error(vm, a->site, "%s: parameter %d must be a real number, not %s", ci->name, i + 1, type_name(a->v[pos])); }
+        p->op.params[i] = d;
+    }
+    Value *wk = arg_kw(a, "wires");
+    int nw;
+    if (wk) {
+        if (pos < a->n) { decref(pv); return vm_error(vm, a->site, "%s: give wires either as arguments or as wires=, not both", ci->name); }
+        nw = collect_wires(vm, *wk, p->op.wires, SV_MAX_WIRES, ci->name, a->site);
+    } else if (pos == a->n - 1 && a->v[pos].t != T_NUM) {
+        nw = collect_wires(vm, a->v[pos], p->op.wires, SV_MAX_WIRES, ci->name, a->site);
+    } else {
+        nw = 0;
+        for (; pos < a->n; pos++) {
+            if (nw >= SV_MAX_WIRES) { decref(pv); return vm_error(vm, a->site, "%s: too many wires", ci->name); }
+            if (!wire_value(vm, a->v[pos], &p->op.wires[nw++], ci->name, a->site)) { decref(pv); return v_exc(); }
+        }
+    }
+    if (nw < 0) { decref(pv); return v_exc(); }
+    if (nw == 0) { decref(pv); return vm_error(vm, a->site, "%s needs its wire%s", ci->name, ci->nwires == 1 ? "" : "s"); }
+    p->op.nwires = nw;
+    for (int i = 0; i < nw; i++)
+        for (int j = i + 1; j < nw; j++)
+            if (p->op.wires[i] == p->op.wires[j]) { int w = p->op.wires[i]; decref(pv); return vm_error(vm, a->site, "%s: wires must be distinct (wire %d twice)", ci->name, w); }
+    char err[256];
+    if (ci->nwires == 1) {
+        if (nw != 1) { decref(pv); return vm_error(vm, a->site, "%s acts on 1 wire, but %d were given", ci->name, nw); }
+        cplx k[DM_MAX_KRAUS * 4];
+        int nk;
+        if (dm_channel_kraus((DmChannel)ci->ch, p->op.params, k, &nk, err, sizeof err) != 0) { decref(pv); return vm_error(vm, a->site, "%s", err); }
+        return pv;
+    }
+    if (nw > DM_MAX_KRAUS_WIRES) { decref(pv); return vm_error(vm, a->site, "%s: at most %d wires, got %d", ci->name, DM_MAX_KRAUS_WIRES, nw); }
+    size_t d = (size_t)1 << nw;
+    if (ci->ch == DM_PAULIERROR) {
+        if (opsv.t != T_STR) { decref(pv); return vm_error(vm, a->site, "PauliError: the operators must be a string such as \"XZ\", not %s", type_name(opsv)); }
+        const char *ops = AS_STR(opsv)->s;
+        if ((int)strlen(ops) != nw) { decref(pv); return vm_error(vm, a->site, "PauliError: %zu operators for %d wires", strlen(ops), nw); }
+        snprintf(p->paulis, sizeof p->paulis, "%s", ops);
+        p->kraus = malloc(2 * d * d * sizeof(cplx));
+        p->nkraus = 2;
+        if (dm_pauli_error_kraus(ops, p->op.params[0], p->kraus, err, sizeof err) != 0) { decref(pv); return vm_error(vm, a->site, "%s", err); }
+        return pv;
+    }
+    /* QubitChannel: a list of 2^k x 2^k arrays (or nested lists) */
+    if (kl.t != T_LIST || AS_LIST(kl)->len == 0) { decref(pv); return vm_error(vm, a->site, "QubitChannel: the Kraus matrices must be a non-empty list of arrays"); }
+    ObjList *ks = AS_LIST(kl);
+    if (ks->len > 4096) { decref(pv); return vm_error(vm, a->site, "QubitChannel: too many Kraus matrices (%zu)", ks->len); }
+    p->nkraus = (int)ks->len;
+    p->kraus = malloc((size_t)p->nkraus * d * d * sizeof(cplx));
+    for (size_t i = 0; i < ks->len; i++) {
+        Value m = ks->v[i];
+        if (m.t == T_LIST) {
+            m = vm_call(vm, builtin_named("array"), 1, &ks->v[i], a->site);
+            if (IS_EXC(m)) { decref(pv); return m; }
+        } else incref(m);
+        if (m.t != T_ARRAY || ar_ndim(AS_ARR(m)) != 2 || ar_shape(AS_ARR(m))[0] != d || ar_shape(AS_ARR(m))[1] != d) {
+            decref(m); decref(pv);
+            return vm_error(vm, a->site, "QubitChannel: Kraus matrix %zu must be a %zux%zu array for %d wire%s", i, d, d, nw, nw == 1 ? "" : "s");
+        }
+        Array *ar = AS_ARR(m);
+        for (size_t e = 0; e < d * d; e++) { ArScalar sc = ar_item(ar, e); p->kraus[i * d * d + e] = sc.re + (sc.is_complex ? sc.im : 0) * I; }
+        decref(m);
+    }
+    if (dm_kraus_check("QubitChannel", nw, p->nkraus, p->kraus, err, sizeof err) != 0) { decref(pv); return vm_error(vm, a->site, "%s", err); }
+    return pv;
 }
 
 /* ---------------------------------------------------------------- measurements */
@@ -808,9 +1058,9 @@ static bool check_terms(VM *vm, QCtx *q, SvPauli *t, int n, const Node *site)
 {
     uint64_t all = 0;
     for (int i = 0; i < n; i++) all |= t[i].x | t[i].z;
-    if (q->s->nq < 64 && (all >> q->s->nq)) {
+    if (q->nq < 64 && (all >> q->nq)) {
         int w = 63 - __builtin_clzll(all);
-        vm_error(vm, site, "observable on wire %d, outside the %d-wire device", w, q->s->nq);
+        vm_error(vm, site, "observable on wire %d, outside the %d-wire device", w, q->nq);
         return false;
     }
     return true;
@@ -832,7 +1082,9 @@ static Value bi_expval(VM *vm, Args *a)
     int n;
     QCtx *q = obs_arg(vm, a, &t, &n);
     if (!q) return v_exc();
-    double e = q->dev->shots ? sv_expval_shots(q->s, t, n, (size_t)q->dev->shots, &q->rng) : sv_expval(q->s, t, n);
+    double e;
+    if (q->dm) e = q->dev->shots ? dm_expval_shots(q->dm, t, n, (size_t)q->dev->shots, &q->rng) : dm_expval(q->dm, t, n);
+    else e = q->dev->shots ? sv_expval_shots(q->s, t, n, (size_t)q->dev->shots, &q->rng) : sv_expval(q->s, t, n);
     Value r = q->tape ? grad_expval(vm, q->tape, q->s, t, n, e, a->site) : v_num(e);
     free(t);
     return r;
@@ -844,7 +1096,9 @@ static Value bi_var(VM *vm, Args *a)
     int n;
     QCtx *q = obs_arg(vm, a, &t, &n);
     if (!q) return v_exc();
-    double v = q->dev->shots ? sv_var_shots(q->s, t, n, (size_t)q->dev->shots, &q->rng) : sv_var(q->s, t, n);
+    double v;
+    if (q->dm) v = q->dev->shots ? dm_var_shots(q->dm, t, n, (size_t)q->dev->shots, &q->rng) : dm_var(q->dm, t, n);
+    else v = q->dev->shots ? sv_var_shots(q->s, t, n, (size_t)q->dev->shots, &q->rng) : sv_var(q->s, t, n);
     if (q->tape) grad_note_nondiff(q->tape, "var");
     free(t);
     if (isnan(v)) return vm_error(vm, a->site, "var(): out of memory");
@@ -863,7 +1117,7 @@ static Value bi_probs(VM *vm, Args *a)
         nw = collect_wires(vm, wv, ws, 30, "probs", a->site);
         if (nw < 0) return v_exc();
     }
-    int outw = nw ? nw : q->s->nq;
+    int outw = nw ? nw : q->nq;
     if (outw > 30) return vm_error(vm, a->site, "probs(): at most 30 wires");
     if (q->tape) grad_note_nondiff(q->tape, "probs");
     size_t shape[1] = { (size_t)1 << outw };
@@ -872,6 +1126,11 @@ static Value bi_probs(VM *vm, Args *a)
     if (!r) return vm_error(vm, a->site, "%s", err);
     double *out = ar_f64(r);
     char e2[256];
+    if (q->dm) {
+        if (dm_probs(q->dm, ws, nw, out, e2, sizeof e2) != 0) { ar_free(r); return vm_error(vm, a->site, "%s", e2); }
+        if (q->dev->shots) dm_probs_shots(q->dm, ws, nw, (size_t)q->dev->shots, &q->rng, out);
+        return arr_wrap(r);
+    }
     if (sv_probs(q->s, ws, nw, out, e2, sizeof e2) != 0) { ar_free(r); return vm_error(vm, a->site, "probs(): %s", e2); }
     if (q->dev->shots) sv_probs_shots(q->s, ws, nw, (size_t)q->dev->shots, &q->rng, out);
     return arr_wrap(r);
@@ -881,6 +1140,7 @@ static Value bi_state(VM *vm, Args *a)
 {
     QCtx *q = need_q(vm, a);
     if (!q) return v_exc();
+    if (q->dm) return vm_error(vm, a->site, "state() needs the statevector device: the mixed device has a density matrix (use density_matrix())");
     size_t shape[1] = { q->s->dim };
     char err[AR_ERRLEN];
     if (q->tape) grad_note_nondiff(q->tape, "state");
@@ -892,7 +1152,7 @@ static Value bi_state(VM *vm, Args *a)
 static long need_shots(VM *vm, QCtx *q, Args *a)
 {
     if (!q->dev->shots) {
-        vm_error(vm, a->site, "%s() needs a device with shots, e.g. device(\"statevector\", wires=%d, shots=1000)", a->def->name, q->s->nq);
+        vm_error(vm, a->site, "%s() needs a device with shots, e.g. device(\"%s\", wires=%d, shots=1000)", a->def->name, q->dev->name, q->nq);
         return -1;
     }
     return q->dev->shots;
@@ -915,18 +1175,20 @@ static Value bi_sample(VM *vm, Args *a)
         size_t shape[1] = { (size_t)shots };
         Array *r = ar_new(AR_F64, 1, shape, err);
         if (!r) { free(t); return vm_error(vm, a->site, "%s", err); }
-        sv_sample_pauli(q->s, &t[0], (size_t)shots, &q->rng, ar_f64(r));
+        if (q->dm) dm_sample_pauli(q->dm, &t[0], (size_t)shots, &q->rng, ar_f64(r));
+        else sv_sample_pauli(q->s, &t[0], (size_t)shots, &q->rng, ar_f64(r));
         free(t);
         return arr_wrap(r);
     }
-    size_t shape[2] = { (size_t)shots, (size_t)q->s->nq };
+    size_t shape[2] = { (size_t)shots, (size_t)q->nq };
     Array *r = ar_new(AR_F64, 2, shape, err);
     if (!r) return vm_error(vm, a->site, "%s", err);
     uint64_t *idx = malloc((size_t)shots * sizeof(uint64_t));
     if (!idx) { ar_free(r); return vm_error(vm, a->site, "sample(): out of memory"); }
-    sv_sample(q->s, (size_t)shots, &q->rng, idx);
+    if (q->dm) dm_sample(q->dm, (size_t)shots, &q->rng, idx);
+    else sv_sample(q->s, (size_t)shots, &q->rng, idx);
     double *out = ar_f64(r);
-    int nq = q->s->nq;
+    int nq = q->nq;
     for (long i = 0; i < shots; i++)
         for (int w = 0; w < nq; w++) out[(size_t)i * (size_t)nq + (size_t)w] = (double)((idx[i] >> (nq - 1 - w)) & 1);
     free(idx);
@@ -948,10 +1210,11 @@ static Value bi_counts(VM *vm, Args *a)
     if (q->tape) grad_note_nondiff(q->tape, "counts");
     uint64_t *idx = malloc((size_t)shots * sizeof(uint64_t));
     if (!idx) return vm_error(vm, a->site, "counts(): out of memory");
-    sv_sample(q->s, (size_t)shots, &q->rng, idx);
+    if (q->dm) dm_sample(q->dm, (size_t)shots, &q->rng, idx);
+    else sv_sample(q->s, (size_t)shots, &q->rng, idx);
     qsort(idx, (size_t)shots, sizeof(uint64_t), cmp_u64);
     ObjDict *d = dict_new();
-    int nq = q->s->nq;
+    int nq = q->nq;
     char bits[65];
     for (long i = 0; i < shots;) {
         long j = i;
@@ -981,17 +1244,109 @@ static Value bi_measure(VM *vm, Args *a)
     if (e) return v_exc();
     char err[256];
     if (q->tape) { q->tape->measured = true; grad_note_nondiff(q->tape, "measure"); }
-    int r = sv_measure(q->s, w, reset, &q->rng, err, sizeof err);
+    int r = q->dm ? dm_measure(q->dm, w, reset, &q->rng, err, sizeof err) : sv_measure(q->s, w, reset, &q->rng, err, sizeof err);
     if (r < 0) return vm_error(vm, a->site, "measure: %s", err);
     return v_num(r);
 }
 
+/* the wires= of the reduced-state measurements: nil means all of them */
+static int rdm_wires(VM *vm, QCtx *q, Args *a, int *ws)
+{
+    Value *wk = arg_kw(a, "wires");
+    Value wv = a->n > 0 ? a->v[0] : (wk ? *wk : v_nil());
+    int nw;
+    if (wv.t == T_NIL) {
+        nw = q->nq;
+        for (int i = 0; i < nw && i < 64; i++) ws[i] = i;
+    } else {
+        nw = collect_wires(vm, wv, ws, 64, a->def->name, a->site);
+        if (nw < 0) return -1;
+    }
+    if (nw > 14) { vm_error(vm, a->site, "%s(): at most 14 wires, got %d", a->def->name, nw); return -1; }
+    if (nw < 1) { vm_error(vm, a->site, "%s(): needs at least one wire", a->def->name); return -1; }
+    for (int i = 0; i < nw; i++) {
+        if (ws[i] >= q->nq) { vm_error(vm, a->site, "%s(): wire %d out of range for a %d-wire device", a->def->name, ws[i], q->nq); return -1; }
+        for (int j = 0; j < i; j++)
+            if (ws[i] == ws[j]) { vm_error(vm, a->site, "%s(): wires must be distinct (wire %d twice)", a->def->name, ws[i]); return -1; }
+    }
+    return nw;
+}
+
+/* the reduced density matrix of the wires, on either device (heap) */
+static cplx *reduced(VM *vm, QCtx *q, Args *a, const int *ws, int nw)
+{
+    size_t d = (size_t)1 << nw;
+    cplx *m = malloc(d * d * sizeof(cplx));
+    char err[256];
+    if (!m) { vm_error(vm, a->site, "%s(): out of memory", a->def->name); return NULL; }
+    int rc = q->dm ? dm_reduced(q->dm, ws, nw, m, err, sizeof err) : sv_density_matrix(q->s, ws, nw, m, err, sizeof err);
+    if (rc != 0) { free(m); vm_error(vm, a->site, "%s(): %s", a->def->name, err); return NULL; }
+    return m;
+}
+
+static Value bi_density_matrix(VM *vm, Args *a)
+{
+    QCtx *q = need_q(vm, a);
+    if (!q) return v_exc();
+    int ws[64];
+    int nw = rdm_wires(vm, q, a, ws);
+    if (nw < 0) return v_exc();
+    if (q->tape) grad_note_nondiff(q->tape, "density_matrix");
+    cplx *m = reduced(vm, q, a, ws, nw);
+    if (!m) return v_exc();
+    size_t d = (size_t)1 << nw, shape[2] = { d, d };
+    char err[AR_ERRLEN];
+    Array *r = ar_from_data(AR_C128, 2, shape, m, err);
+    free(m);
+    if (!r) return vm_error(vm, a->site, "%s", err);
+    return arr_wrap(r);
+}
+
+static Value bi_purity(VM *vm, Args *a)
+{
+    QCtx *q = need_q(vm, a);
+    if (!q) return v_exc();
+    int ws[64];
+    int nw = rdm_wires(vm, q, a, ws);
+    if (nw < 0) return v_exc();
+    if (q->tape) grad_note_nondiff(q->tape, "purity");
+    cplx *m = reduced(vm, q, a, ws, nw);
+    if (!m) return v_exc();
+    double pu = dm_matrix_purity(m, nw);
+    free(m);
+    return v_num(pu);
+}
+
+static Value bi_vn_entropy(VM *vm, Args *a)
+{
+    QCtx *q = need_q(vm, a);
+    if (!q) return v_exc();
+    int ws[64];
+    int nw = rdm_wires(vm, q, a, ws);
+    if (nw < 0) return v_exc();
+    Value *lb = arg_kw(a, "log_base");
+    double base = 0;
+    if (lb && lb->t != T_NIL) {
+        if (lb->t != T_NUM || !(lb->n > 0) || lb->n == 1) return vm_error(vm, a->site, "vn_entropy(): log_base must be a positive number other than 1");
+        base = lb->n;
+    }
+    if (q->tape) grad_note_nondiff(q->tape, "vn_entropy");
+    cplx *m = reduced(vm, q, a, ws, nw);
+    if (!m) return v_exc();
+    double h = dm_matrix_entropy(m, nw, base);
+    free(m);
+    if (isnan(h)) return vm_error(vm, a->site, "vn_entropy(): the eigenvalue solver failed");
+    return v_num(h);
+}
+
 static const char *const kw_wires[] = { "wires", NULL };
-static const char *const kw_device[] = { "wires", "shots", "seed", "latency", NULL };
+static const char *const kw_device[] = { "wires", "shots", "seed", "latency", "noise", NULL };
 static const char *const kw_ctrl[] = { "control", NULL };
 static const char *const kw_reset[] = { "reset", NULL };
+static const char *const kw_entropy[] = { "wires", "log_base", NULL };
 
 #define GATE(nm) { nm, bi_gate, 0, -1, BI_GATE, kw_wires, 0 }
+#define CHAN(nm) { nm, bi_channel, 0, -1, BI_GATE, kw_wires, 0 }
 static const BuiltinDef builtins_quantum[] = {
     { "device", bi_device, 1, 2, 0, kw_device, 0 },
     GATE("Identity"), GATE("I"), GATE("Hadamard"), GATE("H"), GATE("PauliX"), GATE("X"),
@@ -1012,18 +1367,25 @@ static const BuiltinDef builtins_quantum[] = {
     { "sample", bi_sample, 0, 1, BI_QUANTUM, NULL, 0 },
     { "counts", bi_counts, 0, 0, BI_QUANTUM, NULL, 0 },
     { "measure", bi_measure, 1, 2, BI_QUANTUM, kw_reset, 0 },
+    { "density_matrix", bi_density_matrix, 0, 1, BI_QUANTUM, kw_wires, 0 },
+    { "purity", bi_purity, 0, 1, BI_QUANTUM, kw_wires, 0 },
+    { "vn_entropy", bi_vn_entropy, 0, 1, BI_QUANTUM, kw_entropy, 0 },
+    CHAN("BitFlip"), CHAN("PhaseFlip"), CHAN("DepolarizingChannel"), CHAN("AmplitudeDamping"),
+    CHAN("GeneralizedAmplitudeDamping"), CHAN("PhaseDamping"), CHAN("ThermalRelaxationError"),
+    CHAN("ResetError"), CHAN("PauliError"), CHAN("QubitChannel"),
     { NULL, NULL, 0, 0, 0, NULL, 0 },
 };
 
 static const TypeOps device_ops = {
     .name = "device", .flags = TF_DEVICE,
-    .free = device_free, .copy = device_copy, .repr = device_repr, .eq = device_eq,
+    .free = device_free, .clear = device_clear, .traverse = device_traverse,
+    .copy = device_copy, .repr = device_repr, .eq = device_eq,
 };
 
 static const TypeOps op_ops = {
     .name = "operator",
     .free = op_free, .copy = op_copy, .repr = op_repr,
-    .binop = op_binop, .unop = op_unop, .stmt = op_stmt,
+    .binop = op_binop, .unop = op_unop, .stmt = op_stmt, .member = op_member,
 };
 
 void qrt_open(void)
