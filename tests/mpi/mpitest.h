@@ -33,7 +33,7 @@ static int mt_rank, mt_size, mt_fails, mt_checks;
 #ifdef MT_SERIAL
 #define MT_COMM MPI_COMM_NULL
 static void mt_init(int *argc, char ***argv) { (void)argc; (void)argv; mt_rank = 0; mt_size = 1; }
-static void mt_bcast(void *buf, int n) { (void)buf; (void)n; }
+static inline void mt_bcast(void *buf, int n) { (void)buf; (void)n; }
 static int mt_finish(const char *name)
 {
     printf("%s in one process without MPI: %d checks, %d failed\n", name, mt_checks, mt_fails);
@@ -42,7 +42,7 @@ static int mt_finish(const char *name)
 #else
 #define MT_COMM MPI_COMM_WORLD
 /* Rank 0's ints to every rank. */
-static void mt_bcast(void *buf, int n) { MPI_Bcast(buf, n, MPI_INT, 0, MPI_COMM_WORLD); }
+static inline void mt_bcast(void *buf, int n) { MPI_Bcast(buf, n, MPI_INT, 0, MPI_COMM_WORLD); }
 static void mt_init(int *argc, char ***argv)
 {
     int prov;
