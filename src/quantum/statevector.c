@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 
 /* ---- errors ----------------------------------------------------------- */
 
@@ -125,6 +126,7 @@ struct SvTeam {
     SvPartFn fn;                 /* the job, written under mu */
     void *ctx;
     int nparts;
+    atomic_llong spin_ns;        /* how long an idle worker spins before it sleeps */
 };
 
 #define SV_PARTS_PER_THREAD 4
@@ -137,10 +139,16 @@ static inline void cpu_relax(void)
 #endif
 }
 
-/* About 50 microseconds of spinning (a pause is ~30 ns here) before a
-   thread sleeps: gates of a circuit arrive faster than that, and a longer
-   spin would steal cores from other tasks. */
+/* The caller of a job spins this many pauses (about 100 us) for the last
+   parts before it sleeps: parts take microseconds to milliseconds. */
 #define SV_SPIN 1500
+
+static double mono_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
 
 /* Why: both the caller and the workers run parts of generation g until
    none is left; the last one to finish wakes a sleeping caller. */
@@ -166,11 +174,14 @@ static void *worker_main(void *arg)
     SvTeam *t = arg;
     unsigned seen = 0;
     for (;;) {
-        for (int i = 0; i < SV_SPIN; i++) {
+        double budget = 1e-9 * (double)atomic_load_explicit(&t->spin_ns, memory_order_relaxed);
+        double t0 = budget > 0 ? mono_now() : 0;
+        for (unsigned i = 1; budget > 0; i++) {
             if (atomic_load_explicit(&t->gen, memory_order_acquire) != seen ||
                 atomic_load_explicit(&t->stop, memory_order_relaxed))
                 break;
             cpu_relax();
+            if ((i & 63) == 0 && mono_now() - t0 >= budget) break;
         }
         pthread_mutex_lock(&t->mu);
         while (atomic_load(&t->gen) == seen && !atomic_load(&t->stop))
@@ -203,6 +214,8 @@ SvTeam *sv_team_new(int nthreads)
     atomic_init(&t->claim, 0);
     atomic_init(&t->done, 0);
     atomic_init(&t->stop, 0);
+    atomic_init(&t->spin_ns, 0);
+    sv_team_set_spin(t, SV_SPIN_DEFAULT);
     for (int i = 1; i < nthreads; i++) {
         if (pthread_create(&t->th[i], NULL, worker_main, t) != 0) {
             sv_team_free(t);   /* joins the ones already started */
@@ -227,6 +240,16 @@ void sv_team_free(SvTeam *t)
     pthread_mutex_destroy(&t->mu);
     pthread_mutex_destroy(&t->run);
     free(t);
+}
+
+/* Why: the spin budget is a trade between waking fast and giving the
+   core away (tests/bench/README.md has the figures it was chosen from). */
+void sv_team_set_spin(SvTeam *t, double seconds)
+{
+    if (!t) return;
+    if (seconds < 0 || seconds != seconds) seconds = SV_SPIN_CHOSEN;
+    if (seconds > 10) seconds = 10;
+    atomic_store_explicit(&t->spin_ns, (long long)(seconds * 1e9), memory_order_relaxed);
 }
 
 /* Participants, the caller included. */

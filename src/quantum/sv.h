@@ -60,6 +60,12 @@ void sv_reset(SvState *s);                 /* back to |0..0> */
 SvTeam *sv_team_new(int nthreads);
 void sv_team_free(SvTeam *team);
 int  sv_team_size(const SvTeam *team);
+/* How long a team's idle workers spin (waiting for the next job) before
+   they sleep, in seconds; SV_SPIN_DEFAULT (any negative value) restores
+   the default. Spinning keeps the core awake for the next gates, sleeping
+   gives it to other work (tests/bench/README.md: the measured trade). */
+#define SV_SPIN_DEFAULT (-1.0)
+void sv_team_set_spin(SvTeam *team, double seconds);
 /* Use up to nthreads of team for this state's big kernels;
    nthreads <= 1 or team NULL: serial. */
 void sv_set_threads(SvState *s, SvTeam *team, int nthreads);

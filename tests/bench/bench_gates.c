@@ -17,7 +17,9 @@
  *
  * Each figure is the best of --reps samples; the samples go round all
  * placements so that a burst of load from other processes does not spoil
- * every sample of one row; a scale pass runs before each round.
+ * every sample of one row; a scale pass runs before each round (and an
+ * untimed gate after it, so that the first row finds the state where the
+ * others do).
  *
  *   bench_gates [--quick] [--qubits N[,N..]] [--threads T[,T..]] [--reps R]
  *               [--gates NAME[,NAME..]] [--simd c|avx2|avx512]
@@ -311,6 +313,8 @@ static void time_block(SvState *s, Stream *st, int th, const Place *pl, int np, 
     for (int k = 0; k < reps; k++) {
         double b = pass_bw(st, th);
         if (b > *bw_best) *bw_best = b;
+        SvOp warm = place_op(&pl[np - 1], s->nq);   /* the scale pass evicted the state: */
+        apply_or_die(s, &warm);                     /* bring it back before the first row */
         for (int i = 0; i < np; i++) {
             SvOp op = place_op(&pl[i], s->nq);
             double t0 = now();
@@ -425,27 +429,54 @@ static int count_mode(int nq, int simd, const Place *pl, int np)
 #ifdef SV_SPIN_DEFAULT
 
 static volatile double sink;
+static double work_per_ms;   /* iterations of classical_work per millisecond */
 
-/* About `secs` of classical (single-core, cache-resident) work. */
-static void classical_work(double secs)
+static void spin_work(long n)
 {
-    double t0 = now(), x = 1.0;
-    while (now() - t0 < secs)
-        for (int i = 0; i < 2000; i++) x = x * 1.0000001 + 1e-9;
+    double x = 1.0;
+    for (long i = 0; i < n; i++) x = x * 1.0000001 + 1e-9;
     sink = x;
 }
 
-/* A 20-wire "call": a layer of RX and a CNOT ladder over the low wires. */
+/* About `secs` of classical (single-core, cache-resident) work: a fixed
+   amount, calibrated once, so that a preempted run does not do less. */
+static void classical_work(double secs)
+{
+    if (work_per_ms == 0) {
+        double best = 1e30;
+        for (int k = 0; k < 5; k++) {
+            double t0 = now();
+            spin_work(1000000);
+            double t = now() - t0;
+            if (t < best) best = t;
+        }
+        work_per_ms = 1000000 / (best * 1e3);
+    }
+    spin_work((long)(secs * 1e3 * work_per_ms));
+}
+
+static double thread_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* A "call" on the state: a layer of RX on 4 wires and 2 CNOTs (a few
+   milliseconds at 20 wires). */
 static double one_call(SvState *s)
 {
     double t0 = now();
-    for (int w = 0; w < 8; w++) {
+    for (int w = 0; w < 4; w++) {
         SvOp op;
         memset(&op, 0, sizeof op);
-        op.gate = SV_RX; op.nwires = 1; op.wires[0] = w; op.nparams = 1; op.params[0] = 0.1;
+        op.gate = SV_RX; op.nwires = 1; op.wires[0] = 3 * w; op.nparams = 1; op.params[0] = 0.1;
         apply_or_die(s, &op);
-        op.gate = SV_CNOT; op.nwires = 2; op.wires[0] = w; op.wires[1] = w + 1; op.nparams = 0;
-        apply_or_die(s, &op);
+        if (w & 1) {
+            op.gate = SV_CNOT; op.nwires = 2; op.wires[0] = 3 * w; op.wires[1] = s->nq - 1 - w;
+            op.nparams = 0;
+            apply_or_die(s, &op);
+        }
     }
     return now() - t0;
 }
@@ -465,44 +496,52 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* Why: the cost of waking an idle team (tests/bench/README.md): calls
-   back to back, then calls after `gap` of classical work, for several
-   spin budgets of the team's idle workers; median call time and the CPU
-   time the whole loop burnt per call. */
+   after `gap` of classical work on the calling thread, with the team's
+   idle workers spinning for several budgets before they sleep, and on one
+   thread; median call time and the CPU time per call beyond the
+   classical work (the call's own and the spinning). */
 static int wake_mode(int nq)
 {
     SvState s;
     if (sv_init(&s, nq) != 0) return 1;
     SvTeam *team = sv_team_new(2);
     if (!team) return 1;
-    enum { CALLS = 60 };
+    enum { CALLS = 40 };
     double gaps[] = { 0, 0.0005, 0.002, 0.005, 0.02 };
-    double spins[] = { 0, 0.0001, 0.001, 0.005, 0.02 };
-    printf("idle-core wake-up: %d-wire call (8 RX + 8 CNOT), %d calls per cell after the gap of\n"
-           "classical work; cell = median call ms / cpu ms burnt per call beyond the work\n",
-           nq, CALLS);
-    printf("%-12s", "spin \\ gap");
-    for (size_t g = 0; g < sizeof gaps / sizeof gaps[0]; g++) printf("   %6.1f ms      ", gaps[g] * 1e3);
+    double spins[] = { -2, 0, 0.0001, 0.001, 0.005, 0.02 };   /* -2: one thread */
+    int ng = (int)(sizeof gaps / sizeof gaps[0]);
+    double load[3] = { 0, 0, 0 };
+    FILE *la = fopen("/proc/loadavg", "r");
+    if (la) {
+        if (fscanf(la, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3) load[0] = -1;
+        fclose(la);
+    }
+    printf("idle-core wake-up: a %d-wire call (4 RX + 2 CNOT) after a gap of classical work on\n"
+           "the calling thread, %d calls per cell; cell = median call ms (CPU ms per call beyond\n"
+           "the classical work: the call and any spinning); load average %.2f\n", nq, CALLS, load[0]);
+    printf("%-13s", "spin \\ gap");
+    for (int g = 0; g < ng; g++) printf("  %7.1f ms      ", gaps[g] * 1e3);
     printf("\n");
-    sv_set_threads(&s, NULL, 1);
-    double one[CALLS];
-    for (int i = 0; i < CALLS; i++) one[i] = one_call(&s);
-    qsort(one, CALLS, sizeof(double), cmp_double);
-    printf("%-12s   %6.3f (1 thread, back to back)\n", "serial", one[CALLS / 2] * 1e3);
-    sv_set_threads(&s, team, 2);
     for (size_t k = 0; k < sizeof spins / sizeof spins[0]; k++) {
-        sv_team_set_spin(team, spins[k]);
-        printf("%7.1f ms  ", spins[k] * 1e3);
-        for (size_t g = 0; g < sizeof gaps / sizeof gaps[0]; g++) {
-            double t[CALLS], c0 = cpu_seconds(), work = 0;
+        if (spins[k] < -1) {
+            sv_set_threads(&s, NULL, 1);
+            printf("%-13s", "1 thread");
+        } else {
+            sv_set_threads(&s, team, 2);
+            sv_team_set_spin(team, spins[k]);
+            printf("%7.1f ms   ", spins[k] * 1e3);
+        }
+        for (int g = 0; g < ng; g++) {
+            double t[CALLS], work = 0, c0 = cpu_seconds();
             for (int i = 0; i < CALLS; i++) {
-                double w0 = now();
+                double w0 = thread_cpu();
                 classical_work(gaps[g]);
-                work += now() - w0;
+                work += thread_cpu() - w0;
                 t[i] = one_call(&s);
             }
             double cpu = (cpu_seconds() - c0 - work) / CALLS;
             qsort(t, CALLS, sizeof(double), cmp_double);
-            printf("   %6.3f / %6.3f", t[CALLS / 2] * 1e3, cpu * 1e3);
+            printf("  %6.2f (%6.2f)", t[CALLS / 2] * 1e3, cpu * 1e3);
             fflush(stdout);
         }
         printf("\n");

@@ -1205,6 +1205,8 @@ START_TEST(test_threads)
             ck_assert_int_eq(sv_init(&a, nq), 0);
             ck_assert_int_eq(sv_init(&b, nq), 0);
             sv_set_threads(&b, team, 2);
+            /* idle workers: sleep at once, spin 1 ms, the default */
+            sv_team_set_spin(team, nq == 17 ? 0.0 : simd == 0 ? 0.001 : SV_SPIN_DEFAULT);
             a.simd = b.simd = simd;
             random_state(a.amp, a.dim, &r);
             memcpy(b.amp, a.amp, a.dim * sizeof(cplx));
