@@ -77,7 +77,7 @@ static void walk(Walk *w, Node *n, bool need)
         bool pass = false;
         if (fn->kind == N_BUILTIN) {
             const BuiltinDef *b = builtin_get(fn->u.var.slot);
-            if (b->flags & BI_IMPURE) impure(w, n, b->name[0] == 'p' ? "prints" : "reads input");
+            if (b->flags & BI_IMPURE) impure(w, n, b->name[0] == 'p' ? "prints" : strcmp(b->name, "input") == 0 ? "reads input" : "reads or writes files");
             pass = (b->flags & BI_LAZY) != 0;
         } else if (fn->kind == N_GLOBAL) {
             set_add(&w->calls, fn->u.var.slot);

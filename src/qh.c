@@ -13,6 +13,7 @@
 #include "grad.h"
 #include "module.h"
 #include "qrt.h"
+#include "iolib.h"
 
 #include <pthread.h>
 
@@ -27,6 +28,7 @@ static void init_rooms(void)
     arrayval_open();
     dual_open();
     qrt_open();
+    iolib_open();           /* files and data (io.h) */
     async_open();
     grad_open();
 }
