@@ -31,10 +31,12 @@ static void impure(Walk *w, const Node *n, const char *why)
     if (!w->why) { w->why = why; w->why_line = n->line; w->why_col = n->col; }
 }
 
-/* the proto bound to a global slot by a top-level fn/qfn statement, if any */
+/* the proto bound to a global slot by a top-level fn/qfn statement, if any;
+ * of several, the last (what the name holds once they have all run, and the
+ * REPL's redefinition) */
 static FnProto *proto_of_global(ModInfo *m, int slot)
 {
-    for (int i = 0; i < m->nprotos; i++) {
+    for (int i = m->nprotos - 1; i >= 0; i--) {
         FnProto *f = m->protos[i];
         if (f->binding && f->binding->kind == N_GLOBAL && f->binding->u.var.slot == slot) return f;
     }
@@ -295,12 +297,39 @@ void analyse_free_body(Node *body)
 /* ---- --deps: a straight-line walk that tracks which globals may hold a
  * future, and from which call ---- */
 
-typedef struct Origin { int nsrc; int src_line[8]; int src_fn[8]; } Origin;
+typedef struct Origin {
+    int nsrc;
+    const Source *src[8];       /* where each call was made */
+    int src_line[8];
+    int src_fn[8];
+} Origin;
 
-static void origin_add(Origin *o, int line, int fn)
+struct DepsState { Origin *holds; int n; };
+
+DepsState *analyse_deps_new(void) { return calloc(1, sizeof(DepsState)); }
+void analyse_deps_free(DepsState *st)
 {
-    for (int i = 0; i < o->nsrc; i++) if (o->src_line[i] == line && o->src_fn[i] == fn) return;
-    if (o->nsrc < 8) { o->src_line[o->nsrc] = line; o->src_fn[o->nsrc] = fn; o->nsrc++; }
+    if (!st) return;
+    free(st->holds);
+    free(st);
+}
+
+static void origin_add(Origin *o, const Source *src, int line, int fn)
+{
+    for (int i = 0; i < o->nsrc; i++) if (o->src[i] == src && o->src_line[i] == line && o->src_fn[i] == fn) return;
+    if (o->nsrc < 8) { o->src[o->nsrc] = src; o->src_line[o->nsrc] = line; o->src_fn[o->nsrc] = fn; o->nsrc++; }
+}
+
+/* "line N" in a file, "entry N" (", line L") for a REPL entry */
+static const char *label(char *buf, size_t n, const Source *src, int line)
+{
+    if (src && src->entry > 0) {
+        if (line > 1) snprintf(buf, n, "entry %d, line %d", src->entry, line);
+        else snprintf(buf, n, "entry %d", src->entry);
+    } else {
+        snprintf(buf, n, "line %d", line);
+    }
+    return buf;
 }
 
 static void print_names(FILE *out, ModInfo *m, const int *v, int n)
@@ -308,14 +337,24 @@ static void print_names(FILE *out, ModInfo *m, const int *v, int n)
     for (int i = 0; i < n; i++) fprintf(out, "%s%s", i ? ", " : "", m->gnames[v[i]]);
 }
 
-void analyse_print_deps(ModInfo *m, Node *body, FILE *out)
+void analyse_deps_part(ModInfo *m, const Source *src, Node *body, int first_proto, int end_proto, DepsState *st, FILE *out)
 {
-    Origin *holds = calloc((size_t)m->nglobals + 1, sizeof(Origin));
-    fprintf(out, "# %s: dependency analysis\n", m->src->name);
-    for (int i = 0; i < m->nprotos; i++) {
+    DepsState own = { NULL, 0 };
+    if (!st) st = &own;
+    if (st->n < m->nglobals) {
+        st->holds = realloc(st->holds, (size_t)m->nglobals * sizeof(Origin));
+        memset(st->holds + st->n, 0, (size_t)(m->nglobals - st->n) * sizeof(Origin));
+        st->n = m->nglobals;
+    }
+    Origin *holds = st->holds;
+    char at[64], from[64];
+    if (out && src->entry > 0) fprintf(out, "# entry %d: dependency analysis\n", src->entry);
+    else if (out) fprintf(out, "# %s: dependency analysis\n", src->name);
+    for (int i = first_proto; out && i < end_proto; i++) {
         FnProto *f = m->protos[i];
         if (!f->binding || f->binding->kind != N_GLOBAL) continue;
-        fprintf(out, "%s %s (line %d): %s", f->is_qfn ? "qfn" : "fn", f->name, f->line, f->pure ? "pure" : "impure");
+        fprintf(out, "%s %s (%s): %s", f->is_qfn ? "qfn" : "fn", f->name, label(at, sizeof at, src, f->line),
+                f->pure ? "pure" : "impure");
         if (f->is_qfn) {
             /* what it reads, and what the functions it reads read, transitively */
             IntSet all = {0};
@@ -343,15 +382,16 @@ void analyse_print_deps(ModInfo *m, Node *body, FILE *out)
         Node *s = body->u.list.items[i];
         DepInfo *d = s->dep;
         if (!d) continue;
-        fprintf(out, "line %d:", s->line);
+        label(at, sizeof at, src, s->line);
+        if (out) fprintf(out, "%s:", at);
         bool any = false;
-        if (d->nqcalls) {
+        if (out && d->nqcalls) {
             fprintf(out, " dispatches ");
             for (int k = 0; k < d->nqcalls; k++) fprintf(out, "%s%s()", k ? ", " : "", m->gnames[d->qcalls[k]]);
             any = true;
         }
-        if (d->nwrites) { fprintf(out, "%s writes ", any ? ";" : ""); print_names(out, m, d->writes, d->nwrites); any = true; }
-        if (d->nreads) {
+        if (out && d->nwrites) { fprintf(out, "%s writes ", any ? ";" : ""); print_names(out, m, d->writes, d->nwrites); any = true; }
+        if (out && d->nreads) {
             int shown = 0;
             for (int k = 0; k < d->nreads; k++) {
                 FnProto *f = proto_of_global(m, d->reads[k]);
@@ -361,32 +401,32 @@ void analyse_print_deps(ModInfo *m, Node *body, FILE *out)
             }
             if (shown) any = true;
         }
-        if (!any) fprintf(out, " -");
-        fputc('\n', out);
+        if (out && !any) fprintf(out, " -");
+        if (out) fputc('\n', out);
         /* waits: value-needing reads of globals that may hold futures */
         for (int k = 0; k < d->nreads; k++) {
             Origin *o = &holds[d->reads[k]];
-            for (int j = 0; j < o->nsrc; j++)
-                fprintf(out, "line %d waits for %s() from line %d (via %s)\n", s->line,
-                        m->gnames[o->src_fn[j]], o->src_line[j], m->gnames[d->reads[k]]);
+            for (int j = 0; out && j < o->nsrc; j++)
+                fprintf(out, "%s waits for %s() from %s (via %s)\n", at, m->gnames[o->src_fn[j]],
+                        label(from, sizeof from, o->src[j], o->src_line[j]), m->gnames[d->reads[k]]);
         }
         /* chains: futures passed on into new calls */
         if (d->nqcalls) {
             for (int k = 0; k < d->npasses; k++) {
                 Origin *o = &holds[d->passes[k]];
-                for (int j = 0; j < o->nsrc; j++)
-                    fprintf(out, "line %d chains on %s() from line %d (via %s), in the background\n", s->line,
-                            m->gnames[o->src_fn[j]], o->src_line[j], m->gnames[d->passes[k]]);
+                for (int j = 0; out && j < o->nsrc; j++)
+                    fprintf(out, "%s chains on %s() from %s (via %s), in the background\n", at, m->gnames[o->src_fn[j]],
+                            label(from, sizeof from, o->src[j], o->src_line[j]), m->gnames[d->passes[k]]);
             }
         }
         /* what this statement leaves behind */
         Origin made = {0};
-        for (int k = 0; k < d->nqcalls; k++) origin_add(&made, s->line, d->qcalls[k]);
+        for (int k = 0; k < d->nqcalls; k++) origin_add(&made, src, s->line, d->qcalls[k]);
         /* a new call's future replaces the ones it chains on; without a call,
          * futures passed along (y = x, [x, y]) are held as they are */
         for (int k = 0; k < d->npasses && !d->nqcalls; k++) {
             Origin *o = &holds[d->passes[k]];
-            for (int j = 0; j < o->nsrc; j++) origin_add(&made, o->src_line[j], o->src_fn[j]);
+            for (int j = 0; j < o->nsrc; j++) origin_add(&made, o->src[j], o->src_line[j], o->src_fn[j]);
         }
         for (int k = 0; k < d->nwrites; k++) {
             int g = d->writes[k];
@@ -394,7 +434,7 @@ void analyse_print_deps(ModInfo *m, Node *body, FILE *out)
             for (int j = 0; j < d->nreads; j++) if (d->reads[j] == g) read_here = true;
             if (read_here && !made.nsrc) { holds[g].nsrc = 0; continue; }   /* resolved by this statement */
             if (s->kind == N_ASSIGN || s->kind == N_DESTRUCT || s->kind == N_FOR) holds[g] = made;
-            else for (int j = 0; j < made.nsrc; j++) origin_add(&holds[g], made.src_line[j], made.src_fn[j]);
+            else for (int j = 0; j < made.nsrc; j++) origin_add(&holds[g], made.src[j], made.src_line[j], made.src_fn[j]);
         }
         /* a value-needing read resolves the future it needed */
         for (int k = 0; k < d->nreads; k++) {
@@ -403,5 +443,10 @@ void analyse_print_deps(ModInfo *m, Node *body, FILE *out)
             if (!written) holds[d->reads[k]].nsrc = 0;
         }
     }
-    free(holds);
+    free(own.holds);
+}
+
+void analyse_print_deps(ModInfo *m, Node *body, FILE *out)
+{
+    analyse_deps_part(m, m->src, body, 0, m->nprotos, NULL, out);
 }
