@@ -7,6 +7,7 @@
  * executor's interface, and the quantum runtime's entry (a plain qfn
  * call's body); other task bodies (gradients) are given by their rooms. */
 #include "async.h"
+#include "diag.h"
 #include "eval.h"
 #include "exec.h"
 #include "pool.h"
@@ -27,6 +28,7 @@ typedef struct TaskRec {
     char *name;
     const Source *src;
     int line;
+    double t0;              /* dispatched at (mono) */
     bool observed;
     struct TaskRec *next;
 } TaskRec;
@@ -40,6 +42,7 @@ typedef struct ObjFuture {
     char *name;             /* qfn name */
     const Source *src;
     int line;               /* call line */
+    unsigned long serial;   /* main-side: the dispatch's number (async_dispatches) */
 } ObjFuture;
 #define AS_FUT(v) ((ObjFuture *)(v).o)
 
@@ -63,6 +66,7 @@ typedef struct TaskCtx {
 typedef struct AsyncState {
     TaskRec *head;
     unsigned long count;
+    unsigned long dispatches;   /* calls dispatched so far (async_dispatches) */
     double main_wait_seconds;
     double run_start;
     unsigned long sync_tasks;   /* --sync: calls run, and their time */
@@ -107,11 +111,17 @@ static void future_free(Obj *o)
     free(f);
 }
 
+/* <future NAME() from WHERE: STATE> (a future is resolved wherever its
+ * value is needed: this is what the REPL shows for one still running) */
 static void future_repr(Buf *b, Value v, bool quoted)
 {
     (void)quoted;
     ObjFuture *f = AS_FUT(v);
-    buf_printf(b, "<future %s() from line %d>", f->name, f->line);
+    char where[300];
+    diag_where(where, sizeof where, f->src, f->line);
+    FutState st = f->resolved ? FUT_DONE : fut_state(f->fut);
+    static const char *const names[] = { "queued", "running", "done", "failed", "cancelled" };
+    buf_printf(b, "<future %s() from %s: %s>", f->name, where, names[st]);
 }
 
 static Value future_new(Fut *fut, TaskRec *rec, const char *name, const Source *src, int line)
@@ -454,11 +464,13 @@ Value async_dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBo
     rec->fut = fut_retain(fut);
     rec->name = call_name;
     rec->src = vm_source(vm);
-    rec->line = site ? site->line : vm->cur_line;
+    rec->line = site ? site->line : vm->cur_line;       /* vm_source: a REPL entry's own */
+    rec->t0 = mono();
     rec->next = as->head;
     as->head = rec;
     Value fv = future_new(fut, rec, rec->name, rec->src, rec->line);
     rec->obj = AS_FUT(fv);
+    AS_FUT(fv)->serial = as->dispatches++;
     if (++as->count % 256 == 0) registry_compact(as);
     return fv;
 }
@@ -587,17 +599,43 @@ void async_cancel_all(Interp *in)
     atomic_store(&in->sigint, 0);
 }
 
+static bool task_pending(const TaskRec *r)
+{
+    return !fut_ready(r->fut) && !atomic_load(fut_cancel_flag(r->fut));
+}
+
 void async_print_tasks(Interp *in, FILE *out)
 {
     if (!in->exec) { fprintf(out, "no background tasks (--sync)\n"); return; }
-    ExecTaskInfo info[64];
-    int n = exec_pending_tasks(in->exec, info, 64);
+    /* the main program's calls still unfinished (and not being cancelled), oldest first */
+    int n = 0;
+    AsyncState *as = in->async;
+    for (TaskRec *r = as->head; r; r = r->next) if (task_pending(r)) n++;
     if (!n) { fprintf(out, "no pending tasks\n"); return; }
-    static const char *states[] = { "waiting for inputs", "queued", "running" };
-    for (int i = 0; i < n && i < 64; i++)
-        fprintf(out, "  %s from line %d: %s%s (%.1f s)\n", info[i].label, info[i].line, states[info[i].state],
-                info[i].state == EXEC_RUNNING ? " on a worker" : "", info[i].age_seconds);
+    TaskRec **v = xmalloc((size_t)n * sizeof *v);
+    int k = n;
+    for (TaskRec *r = as->head; r; r = r->next) if (task_pending(r)) v[--k] = r;
+    double now = mono();
+    for (int i = 0; i < n && i < 64; i++) {
+        char where[300];
+        diag_where(where, sizeof where, v[i]->src, v[i]->line);
+        bool running = fut_state(v[i]->fut) == FUT_RUNNING;
+        fprintf(out, "  %s() from %s: %s (%.1f s)\n", v[i]->name, where, running ? "running on a worker" : "queued",
+                now - v[i]->t0);
+    }
     if (n > 64) fprintf(out, "  ... and %d more\n", n - 64);
+    free(v);
+}
+
+unsigned long async_dispatches(Interp *in) { return in->async ? in->async->dispatches : 0; }
+
+bool async_pending_text(Value v, unsigned long since, Buf *out)
+{
+    if (v.t != T_FUTURE) return false;
+    ObjFuture *f = AS_FUT(v);
+    if (f->resolved || !f->fut || fut_ready(f->fut) || f->serial >= since) return false;
+    future_repr(out, v, false);
+    return true;
 }
 
 int async_finish(Interp *in, VM *main_vm, bool cancel)

@@ -37,6 +37,12 @@ int async_finish(Interp *in, VM *main_vm, bool cancel);
 void async_cancel_all(Interp *in);
 /* Lists pending tasks with their call sites (REPL :tasks). */
 void async_print_tasks(Interp *in, FILE *out);
+/* The number of quantum calls the main program has dispatched so far. */
+unsigned long async_dispatches(Interp *in);
+/* REPL: if v is a future still pending that was dispatched before call
+ * number `since` (an earlier entry's), writes <future NAME() from entry N:
+ * running> into out and returns true; otherwise false (wait for it). */
+bool async_pending_text(Value v, unsigned long since, Buf *out);
 /* Installs the SIGINT handler that cancels tasks. */
 void async_install_sigint(Interp *in);
 
