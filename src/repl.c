@@ -1,9 +1,11 @@
 /* repl.c — the interactive REPL on GNU readline: prompts and continuation
  * lines, history across sessions, tab completion, printing expression
- * values (waiting for futures), errors that keep the session, Ctrl-C that
- * cancels the running statement, and the : commands. Each input is parsed
- * on its own and resolved into one growing global table. Knows the parser,
- * resolver, analyser and evaluator entry points, and readline. */
+ * values (waiting for futures made by the entry; showing those of earlier
+ * entries that still run), errors that keep the session, Ctrl-C that
+ * cancels the running statement, and the : commands. Each input (an
+ * "entry", numbered from 1 as typed) is parsed on its own and resolved into
+ * one growing global table. Knows the parser, resolver, analyser and
+ * evaluator entry points, and readline. */
 #include "repl.h"
 #include "analyse.h"
 #include "async.h"
@@ -24,15 +26,25 @@
 #include <unistd.h>
 
 
+/* One input's parse, kept for the session: its functions point into it. */
+typedef struct Part {
+    ModInfo *info;
+    int first_proto, end_proto;     /* its functions in the session's table */
+    bool ran;                       /* run (not only analysed, not rejected) */
+} Part;
+
 typedef struct Repl {
     Interp *in;
     VM *vm;
     ModInfo *info;          /* the growing global table */
     ObjModule *mod;
-    ModInfo **parts;        /* every input's parse, kept: functions point into them */
+    ModInfo *script;        /* qh -i FILE: the script that ran first */
+    Part *parts;
     int nparts, capparts;
+    int last_run;           /* the part :deps shows, -1 before any */
+    HideMemo *hide;         /* builtins hidden by globals, across entries */
     char *history;
-    int counter;
+    int counter;            /* inputs so far; the one being handled is counter + 1 */
     bool quit;
 } Repl;
 
@@ -43,7 +55,7 @@ static const char *const keywords[] = {
     "fn", "qfn", "on", "return", "if", "elif", "else", "while", "for", "in", "break", "continue",
     "and", "or", "not", "true", "false", "nil", "import", "global", "try", "catch", NULL
 };
-static const char *const commands[] = { ":help", ":quit", ":tasks", ":time", ":deps", ":load", NULL };
+static const char *const commands[] = { ":help", ":quit", ":tasks", ":wait", ":time", ":deps", ":load", NULL };
 
 
 static char *history_path(void)
@@ -57,6 +69,9 @@ static char *history_path(void)
         return strdup(buf);
     }
     if (home && *home) {
+        /* the XDG default place if it is in use, else the classic dot file */
+        snprintf(buf, sizeof buf, "%s/.local/state/qh/history", home);
+        if (access(buf, F_OK) == 0) return strdup(buf);
         snprintf(buf, sizeof buf, "%s/.qh_history", home);
         return strdup(buf);
     }
@@ -229,22 +244,39 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void keep_part(Repl *r, ModInfo *part)
+static int keep_part(Repl *r, ModInfo *part, int first_proto)
 {
     if (r->nparts == r->capparts) {
         r->capparts = r->capparts ? r->capparts * 2 : 16;
-        r->parts = realloc(r->parts, (size_t)r->capparts * sizeof(ModInfo *));
+        r->parts = realloc(r->parts, (size_t)r->capparts * sizeof(Part));
     }
-    r->parts[r->nparts++] = part;
+    r->parts[r->nparts] = (Part){ part, first_proto, r->info->nprotos, false };
+    return r->nparts++;
 }
 
-/* Parses text as a new part of the session and resolves it into the
- * session's globals; NULL after printing errors. */
-static ModInfo *compile(Repl *r, const char *name, const char *text, size_t len)
+/* Takes the functions from first on out of the session's table again: a
+ * part that was rejected, or only analysed (:deps STMT), defined nothing. */
+static void forget_protos(Repl *r, Part *p)
 {
-    Source *src = source_from_text(name, text, len);
+    for (int i = p->first_proto; i < r->info->nprotos; i++) {
+        FnProto *f = r->info->protos[i];
+        free(f->local_is_cell); free(f->local_names); free(f->upvals);
+        free(f->global_reads); free(f->global_calls);
+        f->local_is_cell = NULL; f->local_names = NULL; f->upvals = NULL;
+        f->global_reads = NULL; f->global_calls = NULL;
+    }
+    r->info->nprotos = p->first_proto;
+    p->end_proto = p->first_proto;
+}
+
+/* Parses src (taken over) as a new part of the session and resolves it into
+ * the session's globals; its diagnostics show its own text. Returns the
+ * part's index, or -1 after printing errors. dry: analysed only, never run
+ * (:deps STMT): its functions are forgotten by the caller. */
+static int compile(Repl *r, Source *src, bool dry)
+{
     ModInfo *part = parse_source(src, stderr);
-    if (!part) { source_free(src); return NULL; }
+    if (!part) { source_free(src); return -1; }
     int first = r->info->nprotos;
     /* the session's table owns the protos for analysis; each keeps its part for messages */
     for (int i = 0; i < part->nprotos; i++) {
@@ -255,19 +287,38 @@ static ModInfo *compile(Repl *r, const char *name, const char *text, size_t len)
     free(part->protos);
     part->protos = NULL;
     part->nprotos = 0;
-    keep_part(r, part);
-    if (!resolve_module(r->info, part->body, builtin_lookup, stderr, false) ||
-        !analyse_body(r->info, part->body, first, stderr))
-        return NULL;
+    int k = keep_part(r, part, first);
+    /* messages of resolve and analysis name the table's source: this input */
+    Source *session_src = r->info->src;
+    r->info->src = part->src;
+    bool ok = resolve_module(r->info, part->body, builtin_lookup, stderr, false);
+    if (ok) resolve_warn_hidden(r->info, part->body, builtin_lookup, dry ? NULL : r->hide, stderr);
+    ok = ok && analyse_body(r->info, part->body, first, stderr);
+    r->info->src = session_src;
+    r->parts[k].end_proto = r->info->nprotos;
+    if (!ok) { forget_protos(r, &r->parts[k]); return -1; }
     module_grow(r->mod);
-    return part;
+    return k;
 }
 
-static void run_part(Repl *r, ModInfo *part, bool echo)
+/* A new entry from typed text: named <repl>, numbered. */
+static int compile_entry(Repl *r, const char *text, bool dry)
+{
+    Source *src = source_from_text("<repl>", text, strlen(text));
+    src->entry = r->counter + 1;
+    return compile(r, src, dry);
+}
+
+/* force: wait for a future whatever entry made it (:wait EXPR) */
+static void run_part(Repl *r, int k, bool echo, bool force)
 {
     VM *vm = r->vm;
-    Node *body = part->body;
-    vm->top_src = part->src;        /* messages point into this input */
+    Part *p = &r->parts[k];
+    Node *body = p->info->body;
+    p->ran = true;
+    r->last_run = k;
+    vm->top_src = p->info->src;     /* messages point into this input */
+    unsigned long since = async_dispatches(r->in);   /* calls from here on are this entry's */
     atomic_store(&r->in->interrupt, 0);
     atomic_store(&r->in->sigint, 0);
     for (int i = 0; i < body->u.list.n; i++) {
@@ -278,20 +329,24 @@ static void run_part(Repl *r, ModInfo *part, bool echo)
             vm->mod = r->mod;
             vm->frame = NULL;
             Value v = eval_expr(vm, s->u.expr.expr);
+            Buf b;
+            buf_init(&b);
             if (IS_EXC(v)) ok = false;
             else if (type_of(v)->stmt) {
                 /* a value with an effect as a statement (an operator applies) */
                 Value x = type_of(v)->stmt(vm, v, s);
                 if (IS_EXC(x)) ok = false;
                 else decref(x);
+            } else if (!force && async_pending_text(v, since, &b)) {
+                /* an earlier entry's call still running: show it, do not wait (:wait does) */
+                fwrite(b.p, 1, b.len, r->in->out);
+                fputc('\n', r->in->out);
             } else if (v.t != T_NIL) {
-                Buf b;
-                buf_init(&b);
                 if (tp_repr(vm, &b, v, false, s)) {
                     if (b.len || v.t != T_STR) { fwrite(b.p ? b.p : "", 1, b.len, r->in->out); fputc('\n', r->in->out); }
                 } else ok = false;
-                buf_free(&b);
             }
+            buf_free(&b);
             decref(v);
         } else {
             vm->mod = r->mod;
@@ -319,15 +374,33 @@ static void run_part(Repl *r, ModInfo *part, bool echo)
     vm->top_src = NULL;
 }
 
+/* :deps — the analysis of part k, with what the parts before it left in
+ * globals (futures from earlier entries) */
+static void print_deps(Repl *r, int k)
+{
+    DepsState *st = analyse_deps_new();
+    if (r->script) analyse_deps_part(r->info, r->script->src, r->script->body, 0, 0, st, NULL);
+    for (int i = 0; i < k; i++)
+        if (r->parts[i].ran)
+            analyse_deps_part(r->info, r->parts[i].info->src, r->parts[i].info->body, 0, 0, st, NULL);
+    Part *p = &r->parts[k];
+    analyse_deps_part(r->info, p->info->src, p->info->body, p->first_proto, p->end_proto, st, stdout);
+    analyse_deps_free(st);
+}
+
 static void cmd_help(void)
 {
-    puts("qh REPL: type statements; an expression's value is printed (futures are waited for).\n"
+    puts("qh REPL: type statements; an expression's value is printed.\n"
          "  :help          this help\n"
          "  :quit          leave (or Ctrl-D)\n"
-         "  :tasks         pending background tasks and where they were called\n"
+         "  :tasks         pending background tasks and the entries that called them\n"
+         "  :wait [EXPR]   wait for EXPR and print its value; alone: wait for every task\n"
          "  :time STMT     run STMT, then show wall time and time spent waiting\n"
-         "  :deps STMT     show the dependency analysis of STMT without running it\n"
+         "  :deps [STMT]   the dependency analysis of the last entry, or of STMT without running it\n"
          "  :load FILE     run FILE's statements in this session\n"
+         "Entries are numbered from 1 as typed. A value that needs a quantum call is\n"
+         "waited for, except a call an earlier entry made that still runs: it shows as\n"
+         "<future NAME() from entry N: running>; :wait, or any use of the value, waits.\n"
          "Ctrl-C cancels the running statement and every pending task; at the prompt it clears the line.");
 }
 
@@ -337,39 +410,49 @@ static void handle(Repl *r, const char *text)
     if (text[0] == ':') {
         char cmd[32];
         size_t k = 0;
-        while (text[k] && text[k] != ' ' && k < sizeof cmd - 1) { cmd[k] = text[k]; k++; }
+        while (text[k] && text[k] != ' ' && text[k] != '\t' && text[k] != '\n' && k < sizeof cmd - 1) { cmd[k] = text[k]; k++; }
         cmd[k] = 0;
         const char *arg = text + k;
-        while (*arg == ' ') arg++;
+        while (*arg == ' ' || *arg == '\t' || *arg == '\n') arg++;
+        bool none = *arg == 0;
         if (strcmp(cmd, ":help") == 0) cmd_help();
         else if (strcmp(cmd, ":quit") == 0 || strcmp(cmd, ":q") == 0) { r->quit = true; }
         else if (strcmp(cmd, ":tasks") == 0) async_print_tasks(r->in, stdout);
         else if (strcmp(cmd, ":time") == 0) {
-            ModInfo *part = compile(r, "<repl>", arg, strlen(arg));
-            if (!part) return;
+            if (none) { fprintf(stderr, "usage: :time STMT (runs STMT, then prints its wall time and the time spent waiting)\n"); return; }
+            int p = compile_entry(r, arg, false);
+            if (p < 0) return;
             double w0 = r->vm->wait_time, t0 = now();
-            run_part(r, part, true);
+            run_part(r, p, true, false);
             double t1 = now();
             printf("wall %.6f s, waiting %.6f s\n", t1 - t0, r->vm->wait_time - w0);
+        } else if (strcmp(cmd, ":wait") == 0) {
+            int p = compile_entry(r, none ? "sync()" : arg, false);
+            if (p >= 0) run_part(r, p, true, true);
         } else if (strcmp(cmd, ":deps") == 0) {
-            ModInfo *part = compile(r, "<repl>", arg, strlen(arg));
-            if (part) analyse_print_deps(r->info, part->body, stdout);
+            if (none) {
+                if (r->last_run < 0 && !r->script) fprintf(stderr, "no entry has run yet (usage: :deps [STMT])\n");
+                else if (r->last_run < 0) analyse_print_deps(r->script, r->script->body, stdout);
+                else print_deps(r, r->last_run);
+            } else {
+                int p = compile_entry(r, arg, true);
+                if (p >= 0) { print_deps(r, p); forget_protos(r, &r->parts[p]); }
+            }
         } else if (strcmp(cmd, ":load") == 0) {
             char err[600];
-            if (!*arg) { fprintf(stderr, ":load needs a file name\n"); return; }
+            if (none) { fprintf(stderr, "usage: :load FILE (runs FILE's statements in this session)\n"); return; }
             Source *src = source_from_file(arg, arg, err, sizeof err);
             if (!src) { fprintf(stderr, "qh: %s\n", err); return; }
-            ModInfo *part = compile(r, src->name, src->text, src->len);
-            source_free(src);
-            if (part) run_part(r, part, false);
+            int p = compile(r, src, false);
+            if (p >= 0) run_part(r, p, false, false);
         } else {
             fprintf(stderr, "unknown command %s (try :help)\n", cmd);
         }
         fflush(stdout);
         return;
     }
-    ModInfo *part = compile(r, "<repl>", text, strlen(text));
-    if (part) run_part(r, part, true);
+    int p = compile_entry(r, text, false);
+    if (p >= 0) run_part(r, p, true, false);
 }
 
 int repl_run(Interp *in, VM *vm_in, ObjModule *mod_in, const char *trace_path)
@@ -397,8 +480,12 @@ int repl_run(Interp *in, VM *vm_in, ObjModule *mod_in, const char *trace_path)
         r.vm = vm_in;
         r.mod = mod_in;
         r.info = mod_in->info;
+        r.script = mod_in->info;
     }
     first_proto = r.info->nprotos;
+    r.last_run = -1;
+    r.hide = resolve_hide_new();
+    if (r.script) resolve_warn_hidden(r.info, r.script->body, builtin_lookup, r.hide, NULL);   /* warned already */
     the_repl = &r;
     sig_in = in;
     struct sigaction sa;
@@ -411,11 +498,15 @@ int repl_run(Interp *in, VM *vm_in, ObjModule *mod_in, const char *trace_path)
     rl_basic_word_break_characters = " \t\n\"'`@$><=;|&{([,+-*/%";
     rl_catch_signals = 0;
     rl_signal_event_hook = on_signal_event;
-    rl_event_hook = on_signal_event;            /* also polled while waiting: a Ctrl-C that missed a read */
-    rl_set_keyboard_input_timeout(50000);
+    bool tty = isatty(0);
+    if (tty) {
+        /* also polled while waiting: a Ctrl-C that missed a read. Not on a
+         * pipe: with an event hook readline never sees the end of input */
+        rl_event_hook = on_signal_event;
+        rl_set_keyboard_input_timeout(50000);
+    }
     r.history = history_path();
     history_load(r.history);
-    bool tty = isatty(0);
     if (tty && fresh) printf("qh %s — :help for help, Ctrl-D to quit\n", QH_VERSION);
     Buf acc;
     buf_init(&acc);
@@ -476,10 +567,11 @@ int repl_run(Interp *in, VM *vm_in, ObjModule *mod_in, const char *trace_path)
         free(f->global_reads); free(f->global_calls);
     }
     r.info->nprotos = first_proto;
+    resolve_hide_free(r.hide);
     for (int i = 0; i < r.nparts; i++) {
-        Source *s = r.parts[i]->src;
-        analyse_free_body(r.parts[i]->body);
-        parse_free(r.parts[i]);
+        Source *s = r.parts[i].info->src;
+        analyse_free_body(r.parts[i].info->body);
+        parse_free(r.parts[i].info);
         source_free(s);
     }
     free(r.parts);

@@ -52,15 +52,21 @@ int run_main(Interp *in, ModInfo *m, int argv_slot, bool interactive, const char
     in->argv = NULL;
     bool ok = vm_run_module(&vm, mod);
     int status = 0;
+    bool interrupted = !ok && vm.err.interrupted;
     if (!ok) {
         fflush(in->out);
-        bool interrupted = vm.err.interrupted;
         if (!interrupted) vm_print_error(&vm, stderr);
         status = interrupted ? 130 : 1;
     }
-    if (ok && interactive) {
+    if (interactive && !interrupted) {
+        /* qh -i: the REPL, with the globals as the script left them, even
+         * after a runtime error (as python -i); the session's end decides */
+        while (vm.sp) decref(vm.stack[--vm.sp]);
+        vm.depth = 0;
+        vm.frame = NULL;
         fflush(in->out);
         status = repl_run(in, &vm, mod, NULL);
+        ok = true;
     }
     fflush(in->out);
     int unobserved = async_finish(in, &vm, !ok);
