@@ -287,7 +287,8 @@ def case_futures(ctx, r):
     want_out(r.line("qfn c(x) on dev { RX(x, 0); return expval(PauliZ(0)) }"), [], "the qfn")
     want_out(r.line("c(0)"), ["1"], "c(0)")
     want_out(r.line("f = c(0)"), [], "f = c(0)")
-    want_out(r.line("f"), ["1"], "a future global")
+    want_out(r.line(":wait f"), ["1"], ":wait f")
+    want_out(r.line("f"), ["1"], "a future global, done")
 
 
 SLOW = 'qfn slow() on device("statevector", wires=1, latency=30) { return 1 }'
@@ -309,10 +310,12 @@ def case_ctrl_c_call(ctx, r):
     # :tasks with a pending task
     want_out(r.line("y = slow()"), [], "y = slow()")
     out = r.line(":tasks")
-    want(any(re.search(r"slow\(\).*line\s+\d+", l) for l in out), ":tasks: expected slow() and a line, got %r" % out)
-    # Ctrl-C on the wait cancels it, y is left failed/cancelled, the session goes on
-    r.send("y\r")
-    r.expect(r"y\n", what="the echo of y")
+    want(any(re.search(r"slow\(\) from entry \d+: ", l) for l in out), ":tasks: expected slow() and its entry, got %r" % out)
+    # y is an earlier entry's call: showing it does not wait
+    want_out(r.line("y", timeout=3), ["<future slow() from entry 6: running>"], "y while slow() runs")
+    # Ctrl-C on :wait cancels it, y is left failed/cancelled, the session goes on
+    r.send(":wait y\r")
+    r.expect(r":wait y\n", what="the echo of :wait y")
     time.sleep(0.3)
     t0 = time.monotonic()
     r.send("\x03")
@@ -472,7 +475,7 @@ def case_commands(ctx, r):
     out = r.line(":time 6 * 7")
     want("42" in out, ":time 6 * 7 does not print the value: %r" % out)
     out = r.line(":deps x = 1")
-    want(any(re.search(r"line 1:.*x", l) for l in out), ":deps: expected a dependency line for x, got %r" % out)
+    want(any(re.search(r"entry \d+: writes x", l) for l in out), ":deps: expected a dependency line for x, got %r" % out)
     out = r.line("x")
     want(any("error" in l for l in out), ":deps ran its statement (x is defined: %r)" % out)
     path = os.path.join(r.dirs[2], "loaded.qh")
@@ -513,6 +516,203 @@ def case_dash_i(ctx, r_unused):
         r.close()
 
 
+def case_analysis_error_text(ctx, r):
+    # an analysis error shows the entry's own text, with the caret under the fault
+    want_out(r.line('dev = device("statevector", wires=1)'), [], "the device")
+    out = r.line("qfn bad() on dev { print(1); return 1 }")
+    want(len(out) >= 3 and out[0].startswith("<repl>:1:20: error: quantum function 'bad' prints"),
+         "the analysis error: %r" % out)
+    want_out(out[1:3], ["    1 | qfn bad() on dev { print(1); return 1 }",
+                        "      |                    ^"], "the analysis error's source line and caret")
+    # a resolver error too
+    out = r.line("global x")
+    want_out(out, ["<repl>:1:1: error: 'global' outside a function", "    1 | global x", "      | ^"],
+             "a resolver error")
+    # in a multi-line entry, the line of the fault
+    r.send("qfn bad2(t) on dev {\r")
+    r.cont()
+    r.send("  x = t\r")
+    r.cont()
+    r.send("  print(x)\r")
+    r.cont()
+    r.send("  return 1 }\r")
+    out = output_lines(r.prompt())
+    want(len(out) >= 3 and out[0].startswith("<repl>:3:3: error: quantum function 'bad2' prints")
+         and out[1] == "    3 |   print(x)" and out[2] == "      |   ^", "a multi-line entry's analysis error: %r" % out)
+    # the rejected functions are not defined, and do not linger in :deps
+    out = r.line("bad")
+    want(any("name 'bad' is not defined" in l for l in out), "the rejected qfn is defined: %r" % out)
+    want_out(r.line("qfn bad() on dev { return 2 }"), [], "bad, defined again, pure")
+    want_out(r.line("bad()"), ["2"], "the new bad()")
+
+
+def case_deps_entries(ctx, r):
+    out = r.line(":deps")
+    want(any("no entry has run yet" in l for l in out), ":deps before any entry: %r" % out)
+    want_out(r.line('dev = device("statevector", wires=1)'), [], "entry 2")
+    want_out(r.line("qfn c(t) on dev { RX(t, 0); return expval(PauliZ(0)) }"), [], "entry 3")
+    want_out(r.line("fn helper() { return 1 }"), [], "entry 4")
+    want_out(r.line("x = c(0.1)"), [], "entry 5")
+    want_out(r.line(":deps"), ["# entry 5: dependency analysis", "entry 5: dispatches c(); writes x"],
+             ":deps after entry 5 (the entry just run, without the functions loaded before)")
+    want_out(r.line("y = c(x); z = 2"), [], "entry 7")
+    want_out(r.line(":deps"), ["# entry 7: dependency analysis", "entry 7: dispatches c(); writes y",
+                               "entry 7 chains on c() from entry 5 (via x), in the background", "entry 7: writes z"],
+             ":deps of an entry that chains on an earlier one")
+    want_out(r.line(":deps print(y + z)"), ["# entry 9: dependency analysis", "entry 9: reads y, z",
+                                              "entry 9 waits for c() from entry 7 (via y)"],
+             ":deps STMT: analysed as entry 9")
+    want_out(r.line(":deps qfn d() on dev { return helper() }"),
+             ["# entry 10: dependency analysis", "qfn d (entry 10): pure; takes along: helper",
+              "entry 10: writes d; reads dev"], ":deps of a definition")
+    out = r.line("d")
+    want(any("name 'd' is not defined" in l for l in out), ":deps STMT ran its statement: %r" % out)
+    r.send("w = 1\r")
+    r.prompt()
+    r.send("if w {\r")
+    r.cont()
+    r.send("  v = c(w)\r")
+    r.cont()
+    r.send("}\r")
+    r.prompt()
+    want_out(r.line(":deps"), ["# entry 13: dependency analysis", "entry 13: dispatches c(); writes v; reads w"],
+             ":deps of a multi-line entry")
+
+
+def case_time_usage(ctx, r):
+    out = r.line(":time")
+    want(any(l.startswith("usage: :time STMT") for l in out), ":time alone: %r" % out)
+    want(not any(re.match(r"wall [0-9]", l) for l in out), ":time alone timed something: %r" % out)
+    out = r.line(":time   ")
+    want(any(l.startswith("usage: :time STMT") for l in out), ":time with blanks: %r" % out)
+    out = r.line(":time x = 6 * 7")
+    want(len(out) == 1 and re.match(r"wall [0-9.]+ s, waiting [0-9.]+ s$", out[0]), ":time x = 6 * 7: %r" % out)
+    want_out(r.line("x"), ["42"], "the statement :time ran")
+    out = r.line(":load")
+    want(any(l.startswith("usage: :load FILE") for l in out), ":load alone: %r" % out)
+
+
+def case_pending_future(ctx, r):
+    want_out(r.line('qfn slow(t) on device("statevector", wires=1, latency=2) { RX(t, 0); return 7 }'), [], "slow")
+    want_out(r.line("x = slow(0.1)"), [], "x = slow(0.1): entry 2")
+    t0 = time.monotonic()
+    out = r.line("x", timeout=1.5)
+    want(time.monotonic() - t0 < 1.5, "showing a pending future waited")
+    want_out(out, ["<future slow() from entry 2: running>"], "a pending future from an earlier entry")
+    out = r.line("[x, 1]")
+    want_out(out, ["[7, 1]"], "a value that holds a pending future waits for it")
+    # a call made by the entry itself is waited for
+    t0 = time.monotonic()
+    want_out(r.line("slow(0.2)", timeout=8), ["7"], "a call made by the entry")
+    want(time.monotonic() - t0 >= 1.5, "slow(0.2) did not wait for its latency")
+    want_out(r.line("y = slow(0.3)"), [], "y = slow(0.3)")
+    out = r.line(":tasks")
+    want(any(re.match(r"\s*slow\(\) from entry 6: (running on a worker|queued)", l) for l in out),
+         ":tasks shows the call and its entry: %r" % out)
+    want_out(r.line(":wait y", timeout=8), ["7"], ":wait y")
+    want_out(r.line("y"), ["7"], "y once done")
+    want_out(r.line("z = slow(0.4)"), [], "z = slow(0.4)")
+    want_out(r.line(":wait", timeout=8), [], ":wait alone waits for every task")
+    want_out(r.line("z"), ["7"], "z after :wait")
+    out = r.line(":help")
+    want(any(":wait" in l for l in out) and any("<future NAME() from entry N: running>" in l for l in out),
+         ":help does not explain pending futures and :wait: %r" % out)
+
+
+def case_pending_future_sync(ctx, r_unused):
+    # with --sync every call is done when its entry ends: values, never placeholders
+    r = ctx.start(args=["--sync"])
+    try:
+        want_out(r.line('qfn q() on device("statevector", wires=1, latency=0.2) { return 5 }'), [], "q")
+        want_out(r.line("x = q()"), [], "x = q()")
+        want_out(r.line("x"), ["5"], "x with --sync")
+        out = r.line(":tasks")
+        want(any("no background tasks (--sync)" in l for l in out), ":tasks with --sync: %r" % out)
+    finally:
+        r.close()
+
+
+def case_hidden_builtin(ctx, r):
+    want_out(r.line("sum = [1]"), [], "sum = [1]: no call yet, no warning")
+    out = r.line("sum([2, 3])")
+    want(len(out) >= 2 and out[0] == "<repl>:1:1: warning: 'sum' hides the builtin sum(), called at entry 2"
+         and out[1] == "    1 | sum = [1]", "the warning at the call in a later entry: %r" % out)
+    want(any("list is not callable" in l for l in out), "the call's error: %r" % out)
+    out = r.line("sum([4])")
+    want(not any("warning" in l for l in out), "a second warning for sum: %r" % out)
+    # a function of the name: meant
+    want_out(r.line("fn probs() { return 1 }"), [], "fn probs")
+    want_out(r.line("probs()"), ["1"], "probs() calls the function, no warning")
+    # a function typed before the global existed calls the builtin: no conflict
+    want_out(r.line("fn n(xs) { return len(xs) }"), [], "fn n")
+    want_out(r.line("len = 5"), [], "len = 5: the builtin in n() is not hidden")
+    want_out(r.line("n([1, 2])"), ["2"], "n() still calls the builtin")
+    # a call that reaches the global, then a binding that is not a function
+    want_out(r.line("fn state() { return 1 }"), [], "fn state: meant")
+    want_out(r.line("fn get() { return state() }"), [], "get() calls the global state")
+    out = r.line("state = [0]")
+    want_out(out, ["<repl>:1:1: warning: 'state' hides the builtin state(), called at entry 10",
+                   "    1 | state = [0]", "      | ^"], "the warning at the binding in a later entry")
+
+
+def case_dash_i_error(ctx, r_unused):
+    # qh -i: after a runtime error in the script the REPL starts anyway, with
+    # the globals the script had bound (as python -i does)
+    dirs = ctx.fresh()
+    with open(os.path.join(dirs[2], "broken.qh"), "w") as f:
+        f.write('before = 1\nqfn c(t) on device("statevector", wires=1) { RX(t, 0); return expval(PauliZ(0)) }\n'
+                'fut = c(0)\nprint(1 / 0)\nafter = 2\n')
+    r = ctx.spawn(dirs, ["-i", "broken.qh"])
+    try:
+        before = r.prompt()
+        want("broken.qh:4:9: error: division by zero" in before, "-i: the script's error is missing: %r" % before)
+        out = r.line(":deps")
+        want(out[:2] == ["# broken.qh: dependency analysis", "qfn c (line 2): pure; takes along: nothing"],
+             ":deps shows the script before any entry: %r" % out)
+        want_out(r.line("before"), ["1"], "a global bound before the error")
+        out = r.line("after")
+        want(any("name 'after' is not defined" in l for l in out), "a global after the error: %r" % out)
+        want_out(r.line(":wait fut"), ["1"], "the script's call")
+        want_out(r.line("g = c(fut)"), [], "a call in the session")
+        want_out(r.line(":deps"), ["# entry 5: dependency analysis", "entry 5: dispatches c(); writes g",
+                                   "entry 5 chains on c() from line 3 (via fut), in the background"],
+                 ":deps of an entry after -i: it names the script's line")
+        r.send("\x04")
+        st = r.wait_exit()
+        want(st == 0, "-i after an error: exit status %r, expected 0 (the session ended normally)" % st)
+    finally:
+        r.close()
+    # a syntax error: nothing ran, no REPL, status 2
+    with open(os.path.join(dirs[2], "syntax.qh"), "w") as f:
+        f.write("x = (1 +\n")
+    r = ctx.spawn(dirs, ["-i", "syntax.qh"])
+    try:
+        st = r.wait_exit()
+        want(st == 2, "-i with a syntax error: exit status %r, expected 2" % st)
+        want("syntax.qh:2:1: error:" in r.text, "-i with a syntax error: %r" % r.text)
+    finally:
+        r.close()
+
+
+def case_history_xdg_default(ctx, r_unused):
+    # without XDG_STATE_HOME, ~/.local/state/qh/history is used when it exists
+    home, state, cwd = ctx.fresh()
+    os.makedirs(os.path.join(home, ".local", "state", "qh"))
+    hist = os.path.join(home, ".local", "state", "qh", "history")
+    open(hist, "w").close()
+    r = Repl(ctx.qh, home, state, cwd, extra_env={"XDG_STATE_HOME": ""})
+    try:
+        r.prompt()
+        want_out(r.line("xdg_default_entry = 1"), [], "an entry")
+        r.send("\x04")
+        r.wait_exit()
+    finally:
+        r.close()
+    with open(hist) as f:
+        want("xdg_default_entry = 1" in f.read(), "the entry is not in ~/.local/state/qh/history")
+    want(not os.path.exists(os.path.join(home, ".qh_history")), "~/.qh_history was written too")
+
+
 CASES = [
     (1, "values", case_values),
     (2, "multi-line input", case_multiline),
@@ -527,6 +727,14 @@ CASES = [
     (11, "qh -i", case_dash_i),
     (12, "ctrl-c at a continuation prompt", case_ctrl_c_continuation),
     (13, "multi-line history entry", case_history_multiline),
+    (14, "analysis errors show the entry's text", case_analysis_error_text),
+    (15, ":deps shows the entry just run, numbered by entry", case_deps_entries),
+    (16, ":time without a statement prints its usage", case_time_usage),
+    (17, "a pending future from an earlier entry; :wait", case_pending_future),
+    (18, "no pending futures with --sync", case_pending_future_sync),
+    (19, "a global that hides a builtin, across entries", case_hidden_builtin),
+    (20, "qh -i after a runtime error; a syntax error", case_dash_i_error),
+    (21, "history in ~/.local/state/qh when it exists", case_history_xdg_default),
 ]
 
 
@@ -547,7 +755,7 @@ def main():
                 continue
             r = None
             try:
-                if fn is not case_dash_i:
+                if fn not in (case_dash_i, case_dash_i_error, case_pending_future_sync, case_history_xdg_default):
                     dirs = ctx.fresh()
                     r = ctx.start(dirs)
                     r.dirs = dirs

@@ -34,6 +34,9 @@ check seed-eq-form 0 'from file []' "" -- "$qh" --seed=7 --max-memory=64M "$tmp/
 cp "$tmp/a.qh" "$tmp/-dash.qh"
 check double-dash 0 'from file ["-x"]' "" -- bash -c "cd '$tmp' && '$qh' -- -dash.qh -x"
 check e-ends-options 0 '["--sync", "-i", "x"]' "" -- "$qh" -e 'print(argv)' --sync -i x
+printf 'x = 41\nprint("ran")\n' > "$tmp/i.qh"
+check i-then-repl-on-a-pipe 0 "42" "" -- bash -c "printf 'x + 1\n' | timeout 20 '$qh' -i '$tmp/i.qh'"
+check i-after-error 0 "41" "division by zero" -- bash -c "printf 'x = 40\n1 / 0\n' > '$tmp/ie.qh'; printf 'x + 1\n' | timeout 20 '$qh' -i '$tmp/ie.qh'"
 check e-no-eq-form 2 "" "unknown option '-e=1'" -- "$qh" -e=1
 check missing-file 2 "" "cannot open 'no/such/file.qh'" -- "$qh" no/such/file.qh
 check run-file 0 'from file ["x", "y"]' "" -- "$qh" "$tmp/a.qh" x y
