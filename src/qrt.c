@@ -80,6 +80,8 @@ typedef struct QCtx {
     DmState *dm;        /* mixed device (NULL on the statevector device) */
     int nq;             /* wires */
     bool in_noise;      /* applying what the noise function returned */
+    QRecord *rec;       /* recording the circuit (draw, specs, ...), or NULL */
+    QasmCircuit *capture;  /* adjoint/ctrl of a function: gates are collected, not applied */
     const ObjDevice *dev;
     Rng rng;
     struct QTape *tape;         /* grad.c: recorded operations, or NULL */
@@ -350,7 +352,16 @@ Value qrt_run(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, c
     return qrt_run_with(vm, f, seed, index, slots, site, NULL);
 }
 
+static Value run_inner(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site,
+                       struct QTape *tape, QRecord *rec);
+
 Value qrt_run_with(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site, struct QTape *tape)
+{
+    return run_inner(vm, f, seed, index, slots, site, tape, NULL);
+}
+
+static Value run_inner(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site,
+                       struct QTape *tape, QRecord *rec)
 {
     QRuntime *q = vm->in->qrt;
     if (f->device.t != T_DEVICE) {
@@ -391,6 +402,7 @@ Value qrt_run_with(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slo
     ctx.nq = nq;
     ctx.dev = dev;
     ctx.tape = tape;
+    ctx.rec = rec;
     rng_seed2(&ctx.rng, dev->has_seed ? dev->seed : seed, index);
     if (tape) tape->shots = dev->shots != 0;
     QCtx *saved = vm->q;
@@ -599,9 +611,13 @@ static Value bi_gate(VM *vm, Args *a)
     return pv;
 }
 
+static bool is_callable(Value v);
+static Value make_mod(VM *vm, Value fn, bool adjoint, const int *ctrl, int nctrl, const Node *site);
+
 static Value bi_adjoint(VM *vm, Args *a)
 {
-    if (a->v[0].t != T_OP) return vm_error(vm, a->site, "adjoint() needs an operator, not %s", type_name(a->v[0]));
+    if (a->v[0].t != T_OP && is_callable(a->v[0])) return make_mod(vm, a->v[0], true, NULL, 0, a->site);
+    if (a->v[0].t != T_OP) return vm_error(vm, a->site, "adjoint() needs an operator or a function that applies gates, not %s", type_name(a->v[0]));
     if (AS_OP(a->v[0])->kind == OPK_CHAN)
         return vm_error(vm, a->site, "adjoint() of the channel %s: a noise channel has no inverse", dm_channel_info((DmChannel)AS_OP(a->v[0])->chan)->name);
     ObjOp *p = op_clone(AS_OP(a->v[0]));
@@ -611,10 +627,17 @@ static Value bi_adjoint(VM *vm, Args *a)
 
 static Value bi_ctrl(VM *vm, Args *a)
 {
-    if (a->v[0].t != T_OP || AS_OP(a->v[0])->kind != OPK_GATE)
-        return vm_error(vm, a->site, "ctrl() needs a gate, not %s", type_name(a->v[0]));
     Value *ck = arg_kw(a, "control");
     Value c = a->n > 1 ? a->v[1] : (ck ? *ck : v_nil());
+    if (a->v[0].t != T_OP && is_callable(a->v[0])) {
+        if (c.t == T_NIL) return vm_error(vm, a->site, "ctrl() needs control= wires");
+        int ws[SV_MAX_WIRES];
+        int n = collect_wires(vm, c, ws, SV_MAX_WIRES, "ctrl", a->site);
+        if (n < 0) return v_exc();
+        return make_mod(vm, a->v[0], false, ws, n, a->site);
+    }
+    if (a->v[0].t != T_OP || AS_OP(a->v[0])->kind != OPK_GATE)
+        return vm_error(vm, a->site, "ctrl() needs a gate or a function that applies gates, not %s", type_name(a->v[0]));
     if (c.t == T_NIL) return vm_error(vm, a->site, "ctrl() needs control= wires");
     ObjOp *p = op_clone(AS_OP(a->v[0]));
     Value pv = v_obj(&p->h);
@@ -787,10 +810,14 @@ static Value bi_hamiltonian(VM *vm, Args *a)
 }
 
 /* matrix(op, wires=n): the dense 2^n x 2^n matrix (complex array) */
+static Value matrix_of_callable(VM *vm, Args *a);
+
 static Value bi_matrix(VM *vm, Args *a)
 {
     Value o = a->v[0];
-    if (o.t != T_OP) return vm_error(vm, a->site, "matrix() needs an operator, not %s", type_name(o));
+    if (o.t != T_OP && is_callable(o)) return matrix_of_callable(vm, a);
+    if (o.t != T_OP) return vm_error(vm, a->site, "matrix() needs an operator or a function that applies gates, not %s", type_name(o));
+    if (a->n > 1) return vm_error(vm, a->site, "matrix(op) takes one operator (arguments are for matrix(f, args...))");
     ObjOp *p = AS_OP(o);
     if (p->kind == OPK_CHAN)
         return vm_error(vm, a->site, "matrix(): %s is a noise channel; it has Kraus matrices, not one matrix", dm_channel_info((DmChannel)p->chan)->name);
@@ -854,6 +881,61 @@ static Value bi_matrix(VM *vm, Args *a)
 /* ---------------------------------------------------------------- application */
 
 
+/* Why: draw/specs/matrix/to_qasm see what a call applies. */
+static void rec_op(QCtx *q, QasmKind kind, const SvOp *op, int chan)
+{
+    int w[2 * SV_MAX_WIRES];
+    int n = 0;
+    for (int i = 0; i < op->nctrl; i++) w[n++] = op->ctrl[i];
+    for (int i = 0; i < op->nwires; i++) w[n++] = op->wires[i];
+    QasmOp *o = qasm_add(&q->rec->c, kind, w, op->nctrl, op->nwires);
+    if (!o) return;
+    o->gate = op->gate;
+    o->adjoint = op->adjoint;
+    o->nparams = op->nparams;
+    for (int i = 0; i < op->nparams && i < 3; i++) o->params[i] = op->params[i];
+    o->bits = op->bits;
+    o->chan = chan;
+}
+
+static void rec_meas(QCtx *q, const char *label, const int *wires, int nw)
+{
+    QRecord *r = q->rec;
+    if (r->nmeas == r->capmeas) {
+        r->capmeas = r->capmeas ? 2 * r->capmeas : 4;
+        r->meas = realloc(r->meas, (size_t)r->capmeas * sizeof(QMeasRec));
+    }
+    QMeasRec *m = &r->meas[r->nmeas++];
+    snprintf(m->label, sizeof m->label, "%s", label);
+    m->nwires = nw > 64 ? 64 : nw;
+    for (int i = 0; i < m->nwires; i++) m->wires[i] = wires[i];
+}
+
+/* The label of an observable for drawing: Z, Z@Z, X@Y, H (sums). */
+static void obs_label(const SvPauli *t, int n, char *out, size_t len, int *wires, int *nw)
+{
+    uint64_t all = 0;
+    for (int i = 0; i < n; i++) all |= t[i].x | t[i].z;
+    *nw = 0;
+    for (int w = 0; w < 64; w++) if ((all >> w) & 1) wires[(*nw)++] = w;
+    if (n != 1) { snprintf(out, len, "\xf0\x9d\x93\x97"); return; }   /* script H */
+    size_t at = 0;
+    out[0] = 0;
+    if (!t[0].x && !t[0].z) { snprintf(out, len, "I"); return; }
+    for (int w = 0; w < 64; w++) {
+        bool x = (t[0].x >> w) & 1, z = (t[0].z >> w) & 1;
+        if (!x && !z) continue;
+        int k = snprintf(out + at, len - at, "%s%s", at ? "@" : "", x && z ? "Y" : x ? "X" : "Z");
+        if (k < 0 || (size_t)k >= len - at) break;
+        at += (size_t)k;
+    }
+    if (t[0].coeff != 1) {
+        char tmp[96];
+        snprintf(tmp, sizeof tmp, "%.3g·%s", t[0].coeff, out);
+        snprintf(out, len, "%s", tmp);
+    }
+}
+
 static Value op_stmt(VM *vm, Value opv, const Node *site);
 
 /* Why: a noise model (device("mixed", noise=fn)): after each gate, fn(op)
@@ -895,6 +977,7 @@ static Value chan_stmt(VM *vm, ObjOp *p, const Node *site)
     QCtx *q = vm->q;
     const char *name = dm_channel_info((DmChannel)p->chan)->name;
     if (!q) return vm_error(vm, site, "%s applied outside a quantum function (channels apply to the device of a running qfn)", name);
+    if (q->capture) return vm_error(vm, site, "%s inside adjoint(f), ctrl(f) or matrix(f): a noise channel is not unitary", name);
     if (!q->dm)
         return vm_error(vm, site, "%s is a noise channel: it needs the mixed device, e.g. device(\"mixed\", wires=%d)", name, q->nq);
     char err[256];
@@ -902,6 +985,7 @@ static Value chan_stmt(VM *vm, ObjOp *p, const Node *site)
     if (p->kraus) rc = dm_apply_kraus(q->dm, p->op.wires, p->op.nwires, p->nkraus, p->kraus, err, sizeof err);
     else rc = dm_apply_channel(q->dm, (DmChannel)p->chan, p->op.params, p->op.wires[0], err, sizeof err);
     if (rc) return vm_error(vm, site, "%s", strncmp(err, "channel:", 8) == 0 ? err + 9 : err);
+    if (q->rec) rec_op(q, QASM_CHANNEL, &p->op, p->chan);
     return v_nil();
 }
 
@@ -917,6 +1001,20 @@ static Value op_stmt(VM *vm, Value opv, const Node *site)
     }
     const char *name = sv_gate_info(p->op.gate)->name;
     if (!q) return vm_error(vm, site, "%s applied outside a quantum function (gates apply to the device of a running qfn)", name);
+    if (q->capture) {   /* inside adjoint(f)/ctrl(f)/matrix(f): collected, applied later */
+        int w[2 * SV_MAX_WIRES], n = 0;
+        for (int i = 0; i < p->op.nctrl; i++) w[n++] = p->op.ctrl[i];
+        for (int i = 0; i < p->op.nwires; i++) w[n++] = p->op.wires[i];
+        QasmOp *o = qasm_add(q->capture, QASM_GATE, w, p->op.nctrl, p->op.nwires);
+        if (!o) return vm_error(vm, site, "out of memory");
+        o->gate = p->op.gate;
+        o->adjoint = p->op.adjoint;
+        o->nparams = p->op.nparams;
+        memcpy(o->params, p->op.params, sizeof o->params);
+        o->bits = p->op.bits;
+        if (p->op.gate == SV_QUBITUNITARY) return vm_error(vm, site, "QubitUnitary inside adjoint(f) or ctrl(f): apply adjoint(QubitUnitary(...)) directly");
+        return v_nil();
+    }
     if (vm->cancel && atomic_load_explicit(vm->cancel, memory_order_relaxed) && vm_check_interrupt(vm)) return v_exc();
     if (atomic_load(&vm->in->sigint) && vm_check_interrupt(vm)) return v_exc();
     char err[256];
@@ -928,6 +1026,7 @@ static Value op_stmt(VM *vm, Value opv, const Node *site)
     int rc = q->dm ? dm_apply(q->dm, use, err, sizeof err) : sv_apply(q->s, use, err, sizeof err);
     if (rc != 0) return vm_error(vm, site, "%s", err);
     if (q->tape) grad_record(q->tape, &p->op, p->tangent, p->ntan);
+    if (q->rec) rec_op(q, QASM_GATE, &p->op, 0);
     atomic_fetch_add_explicit(&vm->in->qrt->gates, 1, memory_order_relaxed);
     if (q->dm && q->dev->noise.t == T_FUNC && !q->in_noise) return apply_noise(vm, q, opv, site);
     return v_nil();
@@ -950,6 +1049,295 @@ static Value op_member(VM *vm, Value v, const ObjStr *name, const Node *site)
     }
     if (strcmp(n, "adjoint") == 0) return v_bool(p->kind == OPK_GATE && p->op.adjoint);
     return vm_error(vm, site, "an operator has no member '%s' (it has name, wires, control, params, adjoint)", n);
+}
+
+
+/* ---------------------------------------------------------------- adjoint and ctrl of callables */
+
+/* Why: captured and imported circuits apply their gates as statements do
+   (thread teams, gradient tape, recording, noise). */
+static Value apply_svop(VM *vm, const SvOp *op, const Node *site)
+{
+    ObjOp *p = op_new(OPK_GATE);
+    p->op = *op;
+    if (op->matrix) {
+        size_t d = (size_t)1 << op->nwires;
+        p->matrix = malloc(d * d * sizeof(cplx));
+        memcpy(p->matrix, op->matrix, d * d * sizeof(cplx));
+        p->op.matrix = p->matrix;
+    }
+    Value v = v_obj(&p->h);
+    Value r = op_stmt(vm, v, site);
+    decref(v);
+    return r;
+}
+
+/* An SvOp from a circuit op (gate ops only). */
+static void svop_of(const QasmOp *o, SvOp *op)
+{
+    memset(op, 0, sizeof *op);
+    op->gate = o->gate;
+    op->adjoint = o->adjoint;
+    op->nparams = o->nparams;
+    memcpy(op->params, o->params, sizeof op->params);
+    op->bits = o->bits;
+    op->nctrl = o->nctrl;
+    op->nwires = o->nwires;
+    for (int k = 0; k < o->nctrl; k++) op->ctrl[k] = o->wires[k];
+    for (int k = 0; k < o->nwires; k++) op->wires[k] = o->wires[o->nctrl + k];
+}
+
+Value qrt_apply_circuit_op(VM *vm, const QasmOp *o, const Node *site)
+{
+    QCtx *q = vm->q;
+    if (!q) return vm_error(vm, site, "a circuit applied outside a quantum function (circuits apply to the device of a running qfn)");
+    switch (o->kind) {
+    case QASM_GATE: {
+        SvOp op;
+        svop_of(o, &op);
+        return apply_svop(vm, &op, site);
+    }
+    case QASM_GPHASE:
+        return v_nil();   /* no effect on a state; under ctrl it became a PhaseShift */
+    case QASM_MEASURE: case QASM_RESET: {
+        if (q->capture) return vm_error(vm, site, "a circuit with measure or reset inside adjoint(), ctrl() or matrix()");
+        char err[256];
+        int w = o->wires[0], r;
+        if (o->kind == QASM_RESET && q->dm) {    /* the reset channel: |0><0| and |0><1| */
+            cplx k[8] = { 1, 0, 0, 0, 0, 1, 0, 0 };
+            if (dm_apply_kraus(q->dm, &w, 1, 2, k, err, sizeof err) != 0) return vm_error(vm, site, "%s", err);
+            r = 0;
+        } else {
+            r = q->dm ? dm_measure(q->dm, w, o->kind == QASM_RESET, &q->rng, err, sizeof err)
+                      : sv_measure(q->s, w, o->kind == QASM_RESET, &q->rng, err, sizeof err);
+            if (r < 0) return vm_error(vm, site, "measure: %s", err);
+        }
+        if (q->tape) { q->tape->measured = true; grad_note_nondiff(q->tape, "measure"); }
+        if (q->rec) {
+            QasmOp *ro = qasm_add(&q->rec->c, o->kind, &w, 0, 1);
+            if (ro && o->kind == QASM_MEASURE) ro->clbit = q->rec->c.nclbits++;
+        }
+        return v_num(r);
+    }
+    case QASM_CHANNEL:
+        break;
+    }
+    return vm_error(vm, site, "a circuit op that cannot be applied");
+}
+
+typedef struct ObjMod {
+    Obj h;
+    Value fn;
+    bool adjoint;
+    int nctrl;
+    int ctrl[SV_MAX_WIRES];
+} ObjMod;
+static ValType T_MODFN;
+#define AS_MODFN(v) ((ObjMod *)(v).o)
+
+static void mod_free(Obj *o) { decref(((ObjMod *)o)->fn); free(o); }
+static void mod_clear(Obj *o) { ObjMod *m = (ObjMod *)o; Value f = m->fn; m->fn = v_nil(); decref(f); }
+static void mod_traverse(Obj *o, void (*visit)(Value, void *), void *ud) { visit(((ObjMod *)o)->fn, ud); }
+static Value mod_copy(Value v, CopyCtx *cc)
+{
+    ObjMod *m = AS_MODFN(v), *n = (ObjMod *)obj_alloc(sizeof(ObjMod), T_MODFN);
+    Obj h = n->h;
+    *n = *m;
+    n->h = h;
+    n->fn = v_nil();
+    copy_memo_put(cc, m, n);
+    n->fn = value_copy_deep(m->fn, cc);
+    return v_obj(&n->h);
+}
+static void mod_repr(Buf *b, Value v, bool quoted)
+{
+    ObjMod *m = AS_MODFN(v);
+    buf_puts(b, m->nctrl ? "<ctrl of " : "<adjoint of ");
+    if (m->nctrl && m->adjoint) buf_puts(b, "adjoint of ");
+    value_repr(b, m->fn, quoted);
+    if (m->nctrl) {
+        buf_puts(b, ", control=[");
+        for (int i = 0; i < m->nctrl; i++) buf_printf(b, "%s%d", i ? ", " : "", m->ctrl[i]);
+        buf_putc(b, ']');
+    }
+    buf_putc(b, '>');
+}
+
+/* Why: adjoint(f)(args) and ctrl(f, control=w)(args): run f collecting its
+   gates, then apply them inverted in reverse order, or with the controls. */
+static Value mod_call(VM *vm, Value fv, Args *a)
+{
+    ObjMod *m = AS_MODFN(fv);
+    QCtx *q = vm->q;
+    if (!q) return vm_error(vm, a->site, "%s applied outside a quantum function (gates apply to the device of a running qfn)", m->nctrl ? "ctrl(f)(...)" : "adjoint(f)(...)");
+    QasmCircuit cap;
+    qasm_init(&cap, 0, 0);
+    QasmCircuit *outer = q->capture;
+    q->capture = &cap;
+    Value r = tp_call(vm, m->fn, a);
+    if (!IS_EXC(r) && r.t == T_OP) {   /* adjoint(RX)(t, w): the operator it makes */
+        Value x = op_stmt(vm, r, a->site);
+        decref(r);
+        r = x;
+    }
+    q->capture = outer;
+    if (IS_EXC(r)) { qasm_free(&cap); return r; }
+    decref(r);
+    Value out = v_nil();
+    for (size_t k = 0; k < cap.nops && !IS_EXC(out); k++) {
+        const QasmOp *o = &cap.ops[m->adjoint ? cap.nops - 1 - k : k];
+        SvOp op;
+        svop_of(o, &op);
+        if (m->adjoint) op.adjoint = !op.adjoint;
+        for (int i = 0; i < m->nctrl; i++) {
+            for (int j = 0; j < op.nwires; j++)
+                if (op.wires[j] == m->ctrl[i]) { out = vm_error(vm, a->site, "ctrl(): control wire %d is also a target wire of %s", m->ctrl[i], sv_gate_info(op.gate)->name); break; }
+            for (int j = 0; j < op.nctrl && !IS_EXC(out); j++)
+                if (op.ctrl[j] == m->ctrl[i]) { out = vm_error(vm, a->site, "ctrl(): control wire %d is already a control of %s", m->ctrl[i], sv_gate_info(op.gate)->name); break; }
+            if (IS_EXC(out)) break;
+            if (op.nctrl >= SV_MAX_WIRES) { out = vm_error(vm, a->site, "ctrl(): too many wires"); break; }
+            op.ctrl[op.nctrl++] = m->ctrl[i];
+        }
+        if (IS_EXC(out)) break;
+        out = apply_svop(vm, &op, a->site);
+    }
+    qasm_free(&cap);
+    return out;
+}
+
+static bool is_callable(Value v) { return type_of(v)->call != NULL; }
+
+static Value make_mod(VM *vm, Value fn, bool adjoint, const int *ctrl, int nctrl, const Node *site)
+{
+    ObjMod *m = (ObjMod *)obj_alloc(sizeof(ObjMod), T_MODFN);
+    incref(fn);
+    m->fn = fn;
+    m->adjoint = adjoint;
+    m->nctrl = 0;
+    for (int i = 0; i < nctrl; i++) {
+        for (int j = 0; j < m->nctrl; j++)
+            if (m->ctrl[j] == ctrl[i]) { Value mv = v_obj(&m->h); decref(mv); return vm_error(vm, site, "ctrl(): control wire %d given twice", ctrl[i]); }
+        m->ctrl[m->nctrl++] = ctrl[i];
+    }
+    return v_obj(&m->h);
+}
+
+
+/* ---------------------------------------------------------------- recording a call */
+
+void qrt_record_free(QRecord *rec)
+{
+    qasm_free(&rec->c);
+    free(rec->meas);
+    rec->meas = NULL;
+    rec->nmeas = rec->capmeas = 0;
+}
+
+Value qrt_record(VM *vm, Value fv, int nargs, const Value *args, const Node *site, QRecord *rec)
+{
+    memset(rec, 0, sizeof *rec);
+    qasm_init(&rec->c, 0, 0);
+    if (fv.t != T_FUNC || !AS_FUNC(fv)->p->is_qfn || AS_FUNC(fv)->device.t != T_DEVICE)
+        return vm_error(vm, site, "needs a quantum function with a device (qfn ... on DEVICE), not %s", type_name(fv));
+    ObjFunc *f = AS_FUNC(fv);
+    ObjDevice *dev = AS_DEV(f->device);
+    rec->c.nqubits = dev->wires;
+    snprintf(rec->device, sizeof rec->device, "%s", dev->name);
+    rec->wires = dev->wires;
+    rec->shots = dev->shots;
+    rec->mixed = dev->mixed;
+    FnProto *p = f->p;
+    size_t base = vm->sp, need = (size_t)p->nlocals + 4;
+    if (base + need >= vm->cap) return vm_error(vm, site, "maximum recursion depth exceeded");
+    Value *slots = vm->stack + base;
+    if (nargs > p->nparams) nargs = p->nparams + 1;    /* eval_bind_args reports it */
+    for (int i = 0; i < nargs; i++) { incref(args[i]); slots[i] = args[i]; }
+    if (!eval_bind_args(vm, f, slots, nargs, NULL, site)) return v_exc();
+    vm->sp = base + (size_t)p->nlocals;
+    /* a stream of its own: recording does not move the program's calls */
+    Value r = run_inner(vm, f, vm->in->seed, UINT64_MAX - 1, slots, site, NULL, rec);
+    vm->sp = base;
+    return r;
+}
+
+/* The unitary of the gates of a circuit on n wires (a complex array). */
+static Value unitary_of(VM *vm, const QasmCircuit *c, int n, const char *who, const Node *site)
+{
+    if (n > 13) return vm_error(vm, site, "%s: %d wires make a %gx%g matrix; at most 13 wires", who, n, ldexp(1, n), ldexp(1, n));
+    for (size_t i = 0; i < c->nops; i++)
+        if (c->ops[i].kind != QASM_GATE && c->ops[i].kind != QASM_GPHASE)
+            return vm_error(vm, site, "%s: the circuit %s, so it has no matrix", who,
+                            c->ops[i].kind == QASM_CHANNEL ? "applies a noise channel" : "measures or resets mid-circuit");
+    size_t d = (size_t)1 << n, shape[2] = { d, d };
+    char err[AR_ERRLEN];
+    Array *m = ar_zeros(AR_C128, 2, shape, err);
+    if (!m) return vm_error(vm, site, "%s", err);
+    cplx *out = ar_c128(m);
+    SvState s;
+    if (sv_init(&s, n) != 0) { ar_free(m); return vm_error(vm, site, "%s: out of memory", who); }
+    char e2[256];
+    for (size_t col = 0; col < d; col++) {
+        memset(s.amp, 0, d * sizeof(cplx));
+        s.amp[col] = 1;
+        cplx ph = 1;
+        for (size_t i = 0; i < c->nops; i++) {
+            if (c->ops[i].kind == QASM_GPHASE) { ph *= cexp(I * c->ops[i].params[0]); continue; }
+            SvOp op;
+            svop_of(&c->ops[i], &op);
+            if (sv_apply(&s, &op, e2, sizeof e2) != 0) { sv_free(&s); ar_free(m); return vm_error(vm, site, "%s: %s", who, e2); }
+        }
+        for (size_t row = 0; row < d; row++) out[row * d + col] = ph * s.amp[row];
+    }
+    sv_free(&s);
+    return arr_wrap(m);
+}
+
+/* matrix(f, args...): a qfn's circuit on its device's wires, or the gates a
+   function (a template, adjoint(f), a circuit) applies, on the fewest wires
+   that hold them (or wires=n). */
+static Value matrix_of_callable(VM *vm, Args *a)
+{
+    Value f = a->v[0];
+    Value *wk = arg_kw(a, "wires");
+    int n = -1;
+    if (wk) {
+        if (wk->t != T_NUM || wk->n != floor(wk->n) || wk->n < 1) return vm_error(vm, a->site, "matrix(): wires must be a positive integer");
+        n = (int)wk->n;
+    }
+    if (f.t == T_FUNC && AS_FUNC(f)->p->is_qfn && AS_FUNC(f)->device.t == T_DEVICE) {
+        QRecord rec;
+        Value r = qrt_record(vm, f, a->n - 1, a->v + 1, a->site, &rec);
+        if (IS_EXC(r)) { qrt_record_free(&rec); return r; }
+        decref(r);
+        if (n < 0) n = rec.wires;
+        Value m = unitary_of(vm, &rec.c, n, "matrix()", a->site);
+        qrt_record_free(&rec);
+        return m;
+    }
+    /* collect the gates with a device-less context */
+    QCtx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    QasmCircuit cap;
+    qasm_init(&cap, 0, 0);
+    ctx.capture = &cap;
+    QCtx *saved = vm->q;
+    vm->q = &ctx;
+    Value r = vm_call(vm, f, a->n - 1, a->v + 1, a->site);
+    if (!IS_EXC(r) && r.t == T_OP) {
+        Value x = op_stmt(vm, r, a->site);
+        decref(r);
+        r = x;
+    }
+    vm->q = saved;
+    if (IS_EXC(r)) { qasm_free(&cap); return r; }
+    decref(r);
+    int maxw = 0;
+    for (size_t i = 0; i < cap.npool; i++) if (cap.pool[i] + 1 > maxw) maxw = cap.pool[i] + 1;
+    if (n < 0) n = maxw ? maxw : 1;
+    if (n < maxw) { qasm_free(&cap); return vm_error(vm, a->site, "matrix(): the gates act on wire %d, outside wires=%d", maxw - 1, n); }
+    Value m = unitary_of(vm, &cap, n, "matrix()", a->site);
+    qasm_free(&cap);
+    return m;
 }
 
 /* ---------------------------------------------------------------- channels */
@@ -1051,6 +1439,10 @@ static QCtx *need_q(VM *vm, Args *a)
         vm_error(vm, a->site, "%s() needs a running quantum function with a device", a->def->name);
         return NULL;
     }
+    if (vm->q->capture) {
+        vm_error(vm, a->site, "%s() inside adjoint(f), ctrl(f) or matrix(f): only gates can be inverted or controlled", a->def->name);
+        return NULL;
+    }
     return vm->q;
 }
 
@@ -1082,6 +1474,7 @@ static Value bi_expval(VM *vm, Args *a)
     int n;
     QCtx *q = obs_arg(vm, a, &t, &n);
     if (!q) return v_exc();
+    if (q->rec) { char lb[96], l2[112]; int ws[64], nw; obs_label(t, n, lb, sizeof lb, ws, &nw); snprintf(l2, sizeof l2, "<%s>", lb); rec_meas(q, l2, ws, nw); }
     double e;
     if (q->dm) e = q->dev->shots ? dm_expval_shots(q->dm, t, n, (size_t)q->dev->shots, &q->rng) : dm_expval(q->dm, t, n);
     else e = q->dev->shots ? sv_expval_shots(q->s, t, n, (size_t)q->dev->shots, &q->rng) : sv_expval(q->s, t, n);
@@ -1096,6 +1489,7 @@ static Value bi_var(VM *vm, Args *a)
     int n;
     QCtx *q = obs_arg(vm, a, &t, &n);
     if (!q) return v_exc();
+    if (q->rec) { char lb[96], l2[112]; int ws[64], nw; obs_label(t, n, lb, sizeof lb, ws, &nw); snprintf(l2, sizeof l2, "Var[%s]", lb); rec_meas(q, l2, ws, nw); }
     double v;
     if (q->dm) v = q->dev->shots ? dm_var_shots(q->dm, t, n, (size_t)q->dev->shots, &q->rng) : dm_var(q->dm, t, n);
     else v = q->dev->shots ? sv_var_shots(q->s, t, n, (size_t)q->dev->shots, &q->rng) : sv_var(q->s, t, n);
@@ -1120,6 +1514,11 @@ static Value bi_probs(VM *vm, Args *a)
     int outw = nw ? nw : q->nq;
     if (outw > 30) return vm_error(vm, a->site, "probs(): at most 30 wires");
     if (q->tape) grad_note_nondiff(q->tape, "probs");
+    if (q->rec) {
+        int all[64];
+        for (int i = 0; i < q->nq && i < 64; i++) all[i] = i;
+        rec_meas(q, "Probs", nw ? ws : all, nw ? nw : q->nq);
+    }
     size_t shape[1] = { (size_t)1 << outw };
     char err[AR_ERRLEN];
     Array *r = ar_new(AR_F64, 1, shape, err);
@@ -1144,6 +1543,7 @@ static Value bi_state(VM *vm, Args *a)
     size_t shape[1] = { q->s->dim };
     char err[AR_ERRLEN];
     if (q->tape) grad_note_nondiff(q->tape, "state");
+    if (q->rec) { int all[64]; for (int i = 0; i < q->nq && i < 64; i++) all[i] = i; rec_meas(q, "State", all, q->nq); }
     Array *r = ar_from_data(AR_C128, 1, shape, q->s->amp, err);
     if (!r) return vm_error(vm, a->site, "%s", err);
     return arr_wrap(r);
@@ -1165,6 +1565,7 @@ static Value bi_sample(VM *vm, Args *a)
     long shots = need_shots(vm, q, a);
     if (shots < 0) return v_exc();
     if (q->tape) grad_note_nondiff(q->tape, "sample");
+    if (q->rec) { int all[64]; for (int i = 0; i < q->nq && i < 64; i++) all[i] = i; rec_meas(q, "Sample", all, q->nq); }
     char err[AR_ERRLEN];
     if (a->n > 0) {
         SvPauli *t;
@@ -1208,6 +1609,7 @@ static Value bi_counts(VM *vm, Args *a)
     long shots = need_shots(vm, q, a);
     if (shots < 0) return v_exc();
     if (q->tape) grad_note_nondiff(q->tape, "counts");
+    if (q->rec) { int all[64]; for (int i = 0; i < q->nq && i < 64; i++) all[i] = i; rec_meas(q, "Counts", all, q->nq); }
     uint64_t *idx = malloc((size_t)shots * sizeof(uint64_t));
     if (!idx) return vm_error(vm, a->site, "counts(): out of memory");
     if (q->dm) dm_sample(q->dm, (size_t)shots, &q->rng, idx);
@@ -1246,6 +1648,11 @@ static Value bi_measure(VM *vm, Args *a)
     if (q->tape) { q->tape->measured = true; grad_note_nondiff(q->tape, "measure"); }
     int r = q->dm ? dm_measure(q->dm, w, reset, &q->rng, err, sizeof err) : sv_measure(q->s, w, reset, &q->rng, err, sizeof err);
     if (r < 0) return vm_error(vm, a->site, "measure: %s", err);
+    if (q->rec) {
+        QasmOp *o = qasm_add(&q->rec->c, QASM_MEASURE, &w, 0, 1);
+        if (o) o->clbit = q->rec->c.nclbits++;
+        if (o && reset) qasm_add(&q->rec->c, QASM_RESET, &w, 0, 1);
+    }
     return v_num(r);
 }
 
@@ -1292,6 +1699,7 @@ static Value bi_density_matrix(VM *vm, Args *a)
     int nw = rdm_wires(vm, q, a, ws);
     if (nw < 0) return v_exc();
     if (q->tape) grad_note_nondiff(q->tape, "density_matrix");
+    if (q->rec) rec_meas(q, "DensityMatrix", ws, nw);
     cplx *m = reduced(vm, q, a, ws, nw);
     if (!m) return v_exc();
     size_t d = (size_t)1 << nw, shape[2] = { d, d };
@@ -1310,6 +1718,7 @@ static Value bi_purity(VM *vm, Args *a)
     int nw = rdm_wires(vm, q, a, ws);
     if (nw < 0) return v_exc();
     if (q->tape) grad_note_nondiff(q->tape, "purity");
+    if (q->rec) rec_meas(q, "Purity", ws, nw);
     cplx *m = reduced(vm, q, a, ws, nw);
     if (!m) return v_exc();
     double pu = dm_matrix_purity(m, nw);
@@ -1331,6 +1740,7 @@ static Value bi_vn_entropy(VM *vm, Args *a)
         base = lb->n;
     }
     if (q->tape) grad_note_nondiff(q->tape, "vn_entropy");
+    if (q->rec) rec_meas(q, "Entropy", ws, nw);
     cplx *m = reduced(vm, q, a, ws, nw);
     if (!m) return v_exc();
     double h = dm_matrix_entropy(m, nw, base);
@@ -1359,7 +1769,7 @@ static const BuiltinDef builtins_quantum[] = {
     { "adjoint", bi_adjoint, 1, 1, 0, NULL, 0 },
     { "ctrl", bi_ctrl, 1, 2, 0, kw_ctrl, 0 },
     { "hamiltonian", bi_hamiltonian, 2, 2, 0, NULL, 0 },
-    { "matrix", bi_matrix, 1, 1, 0, kw_wires, 0 },
+    { "matrix", bi_matrix, 1, -1, 0, kw_wires, 0 },
     { "expval", bi_expval, 1, 1, BI_QUANTUM, NULL, 0 },
     { "var", bi_var, 1, 1, BI_QUANTUM, NULL, 0 },
     { "probs", bi_probs, 0, 1, BI_QUANTUM, kw_wires, 0 },
@@ -1388,8 +1798,15 @@ static const TypeOps op_ops = {
     .binop = op_binop, .unop = op_unop, .stmt = op_stmt, .member = op_member,
 };
 
+static const TypeOps mod_ops = {
+    .name = "function",
+    .free = mod_free, .clear = mod_clear, .traverse = mod_traverse, .copy = mod_copy, .repr = mod_repr,
+    .call = mod_call,
+};
+
 void qrt_open(void)
 {
+    T_MODFN = type_register_new(&mod_ops);
     type_register(T_DEVICE, &device_ops);
     type_register(T_OP, &op_ops);
     builtins_add(builtins_quantum);

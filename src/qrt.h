@@ -6,6 +6,7 @@
 
 #include <stdio.h>
 #include "vm.h"
+#include "qasm.h"
 
 /* Registers the device and operator kinds and the quantum builtins (start-up). */
 void qrt_open(void);
@@ -23,5 +24,29 @@ Value qrt_run(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, c
 /* The same, recording onto a gradient tape (grad.h). */
 struct QTape;
 Value qrt_run_with(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site, struct QTape *tape);
+
+/* Recording the circuit of one call (draw, specs, matrix, to_qasm): the
+ * call runs on this VM as usual (simulated, so mid-circuit measurements
+ * take their branch) while every gate, channel, measurement and reset
+ * applied is appended to `c`, and every terminal measurement (expval,
+ * probs, ...) to `meas`. */
+typedef struct QMeasRec { char label[96]; int nwires; int wires[64]; } QMeasRec;
+typedef struct QRecord {
+    QasmCircuit c;
+    QMeasRec *meas;
+    int nmeas, capmeas;
+    char device[32];
+    int wires;
+    long shots;
+    bool mixed;
+} QRecord;
+/* f(args...) with positional args (references borrowed); f must be a qfn
+ * with a device. Returns f's result (new reference) or v_exc(). */
+Value qrt_record(VM *vm, Value f, int nargs, const Value *args, const Node *site, QRecord *rec);
+void qrt_record_free(QRecord *rec);
+/* Applies one circuit op (a gate, channel, measure or reset from a QasmCircuit,
+ * wires already mapped) to the running qfn's device, as a statement would;
+ * measure returns its bit. bits: the classical bits so far (conditions). */
+Value qrt_apply_circuit_op(VM *vm, const QasmOp *op, const Node *site);
 
 #endif

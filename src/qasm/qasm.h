@@ -35,6 +35,8 @@ typedef enum QasmKind {
     QASM_GPHASE,   /* a global phase e^{i params[0]} (no wires) */
     QASM_MEASURE,  /* measure wire -> clbit */
     QASM_RESET,    /* reset wire to |0> */
+    QASM_CHANNEL,  /* a noise channel (dm.h's DmChannel in `chan`): recorded from
+                      the mixed device for drawing; OpenQASM cannot write it */
 } QasmKind;
 
 /* A classical condition: the bits (first = least significant, as an
@@ -56,6 +58,7 @@ typedef struct QasmOp {
     int *wires;           /* points into the circuit's pool */
     uint64_t bits;        /* BasisState (sv.h's SvOp.bits) */
     int clbit;            /* QASM_MEASURE */
+    int chan;             /* QASM_CHANNEL */
     int cond;             /* index into conds, -1: unconditional */
     int line;             /* source line (0 when built by hand) */
 } QasmOp;

@@ -386,6 +386,9 @@ char *qasm_write(const QasmCircuit *c, int version, size_t *len, char *err, size
             if (w.v == 2) { out(&w, "measure "); qb(&w, op->wires[0]); out(&w, " -> "); bitref(&w, op->clbit); out(&w, ";\n"); }
             else { bitref(&w, op->clbit); out(&w, " = measure "); qb(&w, op->wires[0]); out(&w, ";\n"); }
             break;
+        case QASM_CHANNEL:
+            werr(&w, op, "noise channels have no OpenQASM form");
+            break;
         case QASM_RESET:
             cond_prefix(&w, c, op);
             out(&w, "reset ");
