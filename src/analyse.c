@@ -96,6 +96,17 @@ static void walk(Walk *w, Node *n, bool need)
     case N_INDEX: walk(w, n->u.index.obj, true); walk_list(w, n->u.index.idx, n->u.index.nidx, true); break;
     case N_SLICE: walk(w, n->u.slice.lo, true); walk(w, n->u.slice.hi, true); walk(w, n->u.slice.step, true); break;
     case N_MEMBER: walk(w, n->u.member.obj, true); break;
+    case N_COND: walk(w, n->u.ifs.cond, true); walk(w, n->u.ifs.then, need); walk(w, n->u.ifs.els, need); break;
+    case N_LISTCOMP: case N_DICTCOMP:
+        /* the variables are the comprehension's own (locals, never globals) */
+        for (int i = 0; i < n->u.comp.nclauses; i++) {
+            CompClause *c = &n->u.comp.clauses[i];
+            walk(w, c->iter, true);
+            walk_list(w, c->conds, c->nconds, true);
+        }
+        walk(w, n->u.comp.key, true);
+        walk(w, n->u.comp.elt, need);
+        break;
     case N_FNEXPR: {
         FnProto *f = n->u.fn;
         for (int i = 0; i < f->nparams; i++) walk(w, f->defaults[i], true);
@@ -199,6 +210,18 @@ static void nested_reads(ModInfo *m, FnProto *f, Node *n, IntSet *r)
     case N_DICT: nested_list(m, f, n->u.dict.vals, n->u.dict.n, r); break;
     case N_BINARY: case N_AND: case N_OR: nested_reads(m, f, n->u.bin.a, r); nested_reads(m, f, n->u.bin.b, r); break;
     case N_UNARY: case N_NOT: nested_reads(m, f, n->u.bin.a, r); break;
+    case N_COND:
+        nested_reads(m, f, n->u.ifs.cond, r); nested_reads(m, f, n->u.ifs.then, r); nested_reads(m, f, n->u.ifs.els, r);
+        break;
+    case N_LISTCOMP: case N_DICTCOMP:
+        for (int i = 0; i < n->u.comp.nclauses; i++) {
+            CompClause *c = &n->u.comp.clauses[i];
+            nested_reads(m, f, c->iter, r);
+            nested_list(m, f, c->conds, c->nconds, r);
+        }
+        nested_reads(m, f, n->u.comp.key, r);
+        nested_reads(m, f, n->u.comp.elt, r);
+        break;
     case N_CALL: nested_reads(m, f, n->u.call.fn, r); nested_list(m, f, n->u.call.args, n->u.call.nargs, r);
         for (int i = 0; i < n->u.call.nkw; i++) nested_reads(m, f, n->u.call.kw[i].value, r);
         break;

@@ -18,6 +18,8 @@ typedef enum NodeKind {
     N_SELF,                     /* a local function naming itself: the running closure */
     N_LIST, N_DICT, N_UNARY, N_BINARY, N_AND, N_OR, N_NOT,
     N_CALL, N_INDEX, N_SLICE, N_MEMBER, N_FNEXPR,
+    N_COND,                     /* a if c else b */
+    N_LISTCOMP, N_DICTCOMP,     /* [e for ...], {k: v for ...} */
     /* statements */
     N_EXPRSTMT, N_ASSIGN, N_AUGASSIGN, N_DESTRUCT, N_IF, N_WHILE, N_FOR,
     N_BREAK, N_CONTINUE, N_RETURN, N_FNDEF, N_TRY, N_IMPORT, N_GLOBALDECL,
@@ -30,6 +32,15 @@ struct FnProto;
 struct ModInfo;
 
 typedef struct KwArg { const char *name; ObjStr *key; Node *value; } KwArg;
+
+/* One `for NAMES in ITER {if COND}` clause of a comprehension. The names
+ * are local to the comprehension (lang/statements.md#comprehensions): the
+ * resolver gives them slots of their own in the enclosing frame. */
+typedef struct CompClause {
+    Node **vars; int nvars;     /* N_NAME, resolved to N_LOCAL / N_LOCALCELL */
+    Node *iter;
+    Node **conds; int nconds;
+} CompClause;
 
 /* Per-statement dependency facts (analyse.c); indices into the module's
  * global names. */
@@ -61,7 +72,9 @@ struct Node {
         struct { Node *expr; } expr;                     /* N_EXPRSTMT, N_RETURN (may be NULL) */
         struct { Node *target; Node *value; } assign;    /* N_ASSIGN, N_AUGASSIGN */
         struct { Node **targets; int n; Node *value; } destruct;
-        struct { Node *cond; Node *then; Node *els; } ifs;   /* els: block or nested if */
+        struct { Node *cond; Node *then; Node *els; } ifs;   /* els: block or nested if; N_COND: then if cond else els */
+        struct { Node *elt; Node *key; CompClause *clauses; int nclauses;
+                 int frame; } comp;     /* key: N_DICTCOMP only; frame: slots of its own frame (module level), else 0 */
         struct { Node *cond; Node *body; } whiles;
         struct { Node *var; Node **vars; int nvars; Node *iter; Node *body; } fors;
         struct { Node *body; Node *var; Node *handler; } tries;

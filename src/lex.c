@@ -30,6 +30,32 @@ static const struct { const char *w; TokKind k; } keywords[] = {
     {"import", TK_IMPORT}, {"global", TK_GLOBAL}, {"try", TK_TRY}, {"catch", TK_CATCH},
 };
 
+/* Words of Python (and a few of other languages) that qh does not have. They
+ * are reserved, so that using one says what to write instead rather than
+ * failing later with "found name ..." (lang/lexical.md#keywords). */
+static const struct { const char *w; const char *hint; } not_qh[] = {
+    {"lambda", "use fn (x) { return ... }"},
+    {"def", "functions are defined with fn NAME(params) { ... }"},
+    {"class", "qh has no classes: use dicts for records and fn for behaviour"},
+    {"yield", "qh has no generators: build a list and return it"},
+    {"nonlocal", "an inner function cannot rebind an outer local; mutate a container instead (e.g. n[0] += 1)"},
+    {"del", "use pop(list, i) or pop(dict, key)"},
+    {"is", "use == and != (nil == nil is true)"},
+    {"pass", "an empty block is written {}"},
+    {"raise", "use error(message)"},
+    {"assert", "use if not (...) { error(message) }"},
+    {"except", "use try { ... } catch e { ... }"},
+    {"finally", "qh has no finally: put the clean-up after the try/catch"},
+    {"with", "qh has no context managers"},
+    {"async", "a qfn call is asynchronous already: it returns a future at once"},
+    {"await", "a future is waited for where its value is needed, or with wait(x)"},
+    {"from", "use import NAME and NAME.member"},
+    {"as", "use import NAME and bind another name with NAME2 = NAME"},
+    {"None", "use nil"},
+    {"True", "use true"},
+    {"False", "use false"},
+};
+
 const char *lex_kind_name(TokKind k)
 {
     static const char *names[TK_NKINDS] = {
@@ -39,8 +65,13 @@ const char *lex_kind_name(TokKind k)
         [TK_LBRACE] = "'{'", [TK_RBRACE] = "'}'", [TK_COMMA] = "','", [TK_DOT] = "'.'",
         [TK_COLON] = "':'", [TK_SEMI] = "';'", [TK_PLUS] = "'+'", [TK_MINUS] = "'-'",
         [TK_STAR] = "'*'", [TK_SLASH] = "'/'", [TK_DSLASH] = "'//'", [TK_PERCENT] = "'%'",
-        [TK_AT] = "'@'", [TK_POW] = "'**'", [TK_ASSIGN] = "'='", [TK_PLUSEQ] = "'+='",
-        [TK_MINUSEQ] = "'-='", [TK_STAREQ] = "'*='", [TK_SLASHEQ] = "'/='", [TK_EQ] = "'=='",
+        [TK_AT] = "'@'", [TK_POW] = "'**'", [TK_AMP] = "'&'", [TK_PIPE] = "'|'",
+        [TK_CARET] = "'^'", [TK_TILDE] = "'~'", [TK_SHL] = "'<<'", [TK_SHR] = "'>>'",
+        [TK_ASSIGN] = "'='", [TK_PLUSEQ] = "'+='",
+        [TK_MINUSEQ] = "'-='", [TK_STAREQ] = "'*='", [TK_SLASHEQ] = "'/='",
+        [TK_DSLASHEQ] = "'//='", [TK_PERCENTEQ] = "'%='", [TK_POWEQ] = "'**='", [TK_ATEQ] = "'@='",
+        [TK_AMPEQ] = "'&='", [TK_PIPEEQ] = "'|='", [TK_CARETEQ] = "'^='", [TK_SHLEQ] = "'<<='",
+        [TK_SHREQ] = "'>>='", [TK_EQ] = "'=='",
         [TK_NE] = "'!='", [TK_LT] = "'<'", [TK_LE] = "'<='", [TK_GT] = "'>'", [TK_GE] = "'>='",
         [TK_FN] = "'fn'", [TK_QFN] = "'qfn'", [TK_ON] = "'on'", [TK_RETURN] = "'return'",
         [TK_IF] = "'if'", [TK_ELIF] = "'elif'", [TK_ELSE] = "'else'", [TK_WHILE] = "'while'",
@@ -266,6 +297,12 @@ Token lex_next(Lexer *lx)
         size_t n = (size_t)(lx->p - start);
         for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++)
             if (strlen(keywords[i].w) == n && memcmp(keywords[i].w, start, n) == 0) return make(lx, keywords[i].k, start);
+        for (size_t i = 0; i < sizeof not_qh / sizeof not_qh[0]; i++)
+            if (strlen(not_qh[i].w) == n && memcmp(not_qh[i].w, start, n) == 0) {
+                char msg[200];
+                snprintf(msg, sizeof msg, "'%s' is not part of qh: %s", not_qh[i].w, not_qh[i].hint);
+                return error_at(lx, start, msg);
+            }
         return make(lx, TK_NAME, start);
     }
     if (isdigit((unsigned char)c) || (c == '.' && lx->p + 1 < lx->end && isdigit((unsigned char)lx->p[1])))
@@ -274,6 +311,8 @@ Token lex_next(Lexer *lx)
     lx->p++;
     char d = lx->p < lx->end ? *lx->p : 0;
 #define TWO(ch, k2, k1) if (d == (ch)) { lx->p++; return make(lx, k2, start); } return make(lx, k1, start)
+    /* a third character after a two-character operator: '**=', '//=', '<<=', '>>=' */
+#define TWO2(ch, k3, k2) if (lx->p < lx->end && *lx->p == (ch)) { lx->p++; return make(lx, k3, start); } return make(lx, k2, start)
     switch (c) {
     case '(': return make(lx, TK_LPAREN, start);
     case ')': return make(lx, TK_RPAREN, start);
@@ -285,24 +324,37 @@ Token lex_next(Lexer *lx)
     case '.': return make(lx, TK_DOT, start);
     case ':': return make(lx, TK_COLON, start);
     case ';': return make(lx, TK_SEMI, start);
-    case '@': return make(lx, TK_AT, start);
-    case '%': return make(lx, TK_PERCENT, start);
+    case '~': return make(lx, TK_TILDE, start);
+    case '@': TWO('=', TK_ATEQ, TK_AT);
+    case '%': TWO('=', TK_PERCENTEQ, TK_PERCENT);
+    case '^': TWO('=', TK_CARETEQ, TK_CARET);
+    case '&':
+        if (d == '&') { lx->p++; return error_at(lx, start, "unexpected '&&' (use 'and')"); }
+        TWO('=', TK_AMPEQ, TK_AMP);
+    case '|':
+        if (d == '|') { lx->p++; return error_at(lx, start, "unexpected '||' (use 'or')"); }
+        TWO('=', TK_PIPEEQ, TK_PIPE);
     case '+': TWO('=', TK_PLUSEQ, TK_PLUS);
     case '-': TWO('=', TK_MINUSEQ, TK_MINUS);
     case '*':
-        if (d == '*') { lx->p++; return make(lx, TK_POW, start); }
+        if (d == '*') { lx->p++; TWO2('=', TK_POWEQ, TK_POW); }
         TWO('=', TK_STAREQ, TK_STAR);
     case '/':
-        if (d == '/') { lx->p++; return make(lx, TK_DSLASH, start); }
+        if (d == '/') { lx->p++; TWO2('=', TK_DSLASHEQ, TK_DSLASH); }
         TWO('=', TK_SLASHEQ, TK_SLASH);
     case '=': TWO('=', TK_EQ, TK_ASSIGN);
-    case '<': TWO('=', TK_LE, TK_LT);
-    case '>': TWO('=', TK_GE, TK_GT);
+    case '<':
+        if (d == '<') { lx->p++; TWO2('=', TK_SHLEQ, TK_SHL); }
+        TWO('=', TK_LE, TK_LT);
+    case '>':
+        if (d == '>') { lx->p++; TWO2('=', TK_SHREQ, TK_SHR); }
+        TWO('=', TK_GE, TK_GT);
     case '!':
         if (d == '=') { lx->p++; return make(lx, TK_NE, start); }
         return error_at(lx, start, "unexpected character '!' (use 'not')");
     }
 #undef TWO
+#undef TWO2
     char msg[64];
     unsigned char uc = (unsigned char)c;
     if (uc >= 0x80) {

@@ -1,4 +1,4 @@
-/* lex.h — the lexer: source text to tokens (LANGUAGE.md §2).
+/* lex.h — the lexer: source text to tokens (lang/lexical.md).
  * Knows nothing of the AST or of values. */
 #ifndef QH_LEX_H
 #define QH_LEX_H
@@ -12,7 +12,10 @@ typedef enum TokKind {
     TK_LPAREN, TK_RPAREN, TK_LBRACK, TK_RBRACK, TK_LBRACE, TK_RBRACE,
     TK_COMMA, TK_DOT, TK_COLON, TK_SEMI,
     TK_PLUS, TK_MINUS, TK_STAR, TK_SLASH, TK_DSLASH, TK_PERCENT, TK_AT, TK_POW,
+    TK_AMP, TK_PIPE, TK_CARET, TK_TILDE, TK_SHL, TK_SHR,
     TK_ASSIGN, TK_PLUSEQ, TK_MINUSEQ, TK_STAREQ, TK_SLASHEQ,
+    TK_DSLASHEQ, TK_PERCENTEQ, TK_POWEQ, TK_ATEQ,
+    TK_AMPEQ, TK_PIPEEQ, TK_CARETEQ, TK_SHLEQ, TK_SHREQ,
     TK_EQ, TK_NE, TK_LT, TK_LE, TK_GT, TK_GE,
     /* keywords */
     TK_FN, TK_QFN, TK_ON, TK_RETURN, TK_IF, TK_ELIF, TK_ELSE, TK_WHILE, TK_FOR, TK_IN,

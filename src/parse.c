@@ -196,6 +196,50 @@ static Node *fn_expr(Parser *p)
     return n;
 }
 
+static Node *or_expr(Parser *p);
+
+static _Noreturn void no_genexp(Parser *p)
+{
+    error_tok(p, peek(p), "qh has no generator expressions: use a list comprehension [... for ...]");
+}
+
+/* comp_for -> 'for' NAME {',' NAME} 'in' or_expr { 'if' or_expr } ; one or
+ * more make the clauses of a comprehension (the iterables and conditions
+ * are or_exprs, so that 'if' after them begins a condition) */
+static CompClause *comp_clauses(Parser *p, int *nclauses)
+{
+    CompClause *cl = NULL;
+    int n = 0, cap = 0;
+    while (peekk(p) == TK_FOR) {
+        advance(p);
+        if (n == cap) {
+            int nc = cap ? cap * 2 : 2;
+            CompClause *ncl = arena_alloc(p->ar, (size_t)nc * sizeof(CompClause));
+            if (n) memcpy(ncl, cl, (size_t)n * sizeof(CompClause));
+            cl = ncl;
+            cap = nc;
+        }
+        CompClause *c = &cl[n++];
+        memset(c, 0, sizeof *c);
+        Vec vars = {0}, conds = {0};
+        do {
+            Token *v = expect(p, TK_NAME, "as the comprehension variable");
+            Node *vn = node(p, N_NAME, v);
+            vn->u.var.name = name_of(p, v);
+            vec_push(&vars, vn);
+        } while (accept(p, TK_COMMA));
+        expect(p, TK_IN, "after the comprehension variable");
+        c->iter = or_expr(p);
+        while (accept(p, TK_IF)) vec_push(&conds, or_expr(p));
+        c->nvars = vars.n;
+        c->vars = vec_done(p, &vars);
+        c->nconds = conds.n;
+        c->conds = vec_done(p, &conds);
+    }
+    *nclauses = n;
+    return cl;
+}
+
 /* call args -> '(' [arg {',' arg}] ')' ; arg -> expr | NAME '=' expr */
 static Node *call(Parser *p, Node *callee)
 {
@@ -228,6 +272,7 @@ static Node *call(Parser *p, Node *callee)
         } else {
             if (nkw) error_tok(p, a, "positional argument follows keyword argument");
             vec_push(&args, expr(p));
+            if (peekk(p) == TK_FOR) no_genexp(p);
         }
         if (!accept(p, TK_COMMA)) break;
     }
@@ -307,18 +352,29 @@ static Node *primary(Parser *p)
         p->depth++;
         n = expr(p);
         if (peekk(p) == TK_COMMA) error_tok(p, peek(p), "qh has no tuples: use a list [a, b]");
+        if (peekk(p) == TK_FOR) no_genexp(p);
         p->depth--;
         expect(p, TK_RPAREN, "to close the parenthesis");
         return n;
     }
     case TK_LBRACK: {
+        /* list -> '[' [expr {',' expr} [',']] ']' ; listcomp -> '[' expr comp_for {comp_for} ']' */
         advance(p);
         n = node(p, N_LIST, t);
         p->depth++;
         Vec items = {0};
-        while (peekk(p) != TK_RBRACK) {
-            vec_push(&items, expr(p));
-            if (!accept(p, TK_COMMA)) break;
+        if (peekk(p) != TK_RBRACK) {
+            Node *first = expr(p);
+            if (peekk(p) == TK_FOR) {
+                n->kind = N_LISTCOMP;
+                n->u.comp.elt = first;
+                n->u.comp.clauses = comp_clauses(p, &n->u.comp.nclauses);
+                p->depth--;
+                expect(p, TK_RBRACK, "to close the list comprehension");
+                return n;
+            }
+            vec_push(&items, first);
+            while (accept(p, TK_COMMA) && peekk(p) != TK_RBRACK) vec_push(&items, expr(p));
         }
         p->depth--;
         expect(p, TK_RBRACK, "to close the list");
@@ -331,10 +387,27 @@ static Node *primary(Parser *p)
         n = node(p, N_DICT, t);
         p->depth++;
         Vec ks = {0}, vs = {0};
+        /* dict -> '{' [expr ':' expr {',' expr ':' expr} [',']] '}'
+         * dictcomp -> '{' expr ':' expr comp_for {comp_for} '}' */
         while (peekk(p) != TK_RBRACE) {
-            vec_push(&ks, expr(p));
+            Node *k = expr(p);
+            if (peekk(p) == TK_FOR)
+                error_tok(p, peek(p), "qh has no sets: write a dict comprehension {x: true for ...} or a list comprehension [x for ...]");
+            if (peekk(p) == TK_COMMA || peekk(p) == TK_RBRACE)
+                error_tok(p, peek(p), "qh has no sets: a dict needs key: value (use a list [a, b] or a dict {a: true})");
             expect(p, TK_COLON, "between a dict key and its value");
-            vec_push(&vs, expr(p));
+            Node *v = expr(p);
+            if (!ks.n && peekk(p) == TK_FOR) {
+                n->kind = N_DICTCOMP;
+                n->u.comp.key = k;
+                n->u.comp.elt = v;
+                n->u.comp.clauses = comp_clauses(p, &n->u.comp.nclauses);
+                p->depth--;
+                expect(p, TK_RBRACE, "to close the dict comprehension");
+                return n;
+            }
+            vec_push(&ks, k);
+            vec_push(&vs, v);
             if (!accept(p, TK_COMMA)) break;
         }
         p->depth--;
@@ -413,11 +486,11 @@ static Node *power(Parser *p)
     return a;
 }
 
-/* unary -> ('-' | '+') unary | power */
+/* unary -> ('-' | '+' | '~') unary | power */
 static Node *unary(Parser *p)
 {
     TokKind k = peekk(p);
-    if (k == TK_MINUS || k == TK_PLUS) {
+    if (k == TK_MINUS || k == TK_PLUS || k == TK_TILDE) {
         Token *t = advance(p);
         enter(p);
         Node *operand = unary(p);
@@ -429,7 +502,7 @@ static Node *unary(Parser *p)
             return operand;
         }
         Node *n = node(p, N_UNARY, t);
-        n->op = k == TK_MINUS ? OP_NEG : OP_POS;
+        n->op = k == TK_MINUS ? OP_NEG : k == TK_PLUS ? OP_POS : OP_INVERT;
         n->u.bin.a = operand;
         return n;
     }
@@ -476,6 +549,59 @@ static Node *arith(Parser *p)
     }
 }
 
+/* shift -> arith { ('<<' | '>>') arith } */
+static Node *shift(Parser *p)
+{
+    Node *a = arith(p);
+    int chain = 0;
+    for (;;) {
+        TokKind k = peekk(p);
+        if (k != TK_SHL && k != TK_SHR) return a;
+        Token *t = advance(p);
+        chain_step(p, &chain, t);
+        a = binary(p, a, t, k == TK_SHL ? OP_SHL : OP_SHR, arith);
+    }
+}
+
+/* band -> shift { '&' shift } */
+static Node *band(Parser *p)
+{
+    Node *a = shift(p);
+    int chain = 0;
+    while (peekk(p) == TK_AMP) {
+        Token *t = advance(p);
+        chain_step(p, &chain, t);
+        a = binary(p, a, t, OP_BAND, shift);
+    }
+    return a;
+}
+
+/* bxor -> band { '^' band } */
+static Node *bxor(Parser *p)
+{
+    Node *a = band(p);
+    int chain = 0;
+    while (peekk(p) == TK_CARET) {
+        Token *t = advance(p);
+        chain_step(p, &chain, t);
+        a = binary(p, a, t, OP_BXOR, band);
+    }
+    return a;
+}
+
+/* bor -> bxor { '|' bxor } */
+static Node *bor(Parser *p)
+{
+    Node *a = bxor(p);
+    int chain = 0;
+    while (peekk(p) == TK_PIPE) {
+        Token *t = advance(p);
+        chain_step(p, &chain, t);
+        a = binary(p, a, t, OP_BOR, bxor);
+    }
+    return a;
+}
+
 static bool comp_op(Parser *p, BinOp *op)
 {
     switch (peekk(p)) {
@@ -493,15 +619,15 @@ static bool comp_op(Parser *p, BinOp *op)
     }
 }
 
-/* comparison -> arith [ ('==' | '!=' | '<' | '<=' | '>' | '>=' | 'in' | 'not' 'in') arith ]  (no chaining) */
+/* comparison -> bor [ ('==' | '!=' | '<' | '<=' | '>' | '>=' | 'in' | 'not' 'in') bor ]  (no chaining) */
 static Node *comparison(Parser *p)
 {
-    Node *a = arith(p);
+    Node *a = bor(p);
     BinOp op;
     if (!comp_op(p, &op)) return a;
     Token *t = advance(p);
     if (op == OP_NOTIN) advance(p);
-    Node *n = binary(p, a, t, op, arith);
+    Node *n = binary(p, a, t, op, bor);
     BinOp op2;
     if (comp_op(p, &op2))
         error_tok(p, peek(p), "comparisons do not chain: write (a < b) and (b < c)");
@@ -538,8 +664,8 @@ static Node *and_expr(Parser *p)
     return a;
 }
 
-/* expr -> and_expr { 'or' and_expr } */
-static Node *expr(Parser *p)
+/* or_expr -> and_expr { 'or' and_expr } */
+static Node *or_expr(Parser *p)
 {
     enter(p);
     Node *a = and_expr(p);
@@ -550,6 +676,29 @@ static Node *expr(Parser *p)
         Node *n = node(p, N_OR, t);
         n->u.bin.a = a;
         n->u.bin.b = and_expr(p);
+        a = n;
+    }
+    leave(p);
+    return a;
+}
+
+/* expr -> or_expr [ 'if' or_expr 'else' expr ]   (right-associative) */
+static Node *expr(Parser *p)
+{
+    enter(p);
+    Node *a = or_expr(p);
+    if (peekk(p) == TK_IF) {
+        Token *t = advance(p);
+        Node *n = node(p, N_COND, t);
+        n->u.ifs.then = a;
+        n->u.ifs.cond = or_expr(p);
+        Token *e = peek(p);
+        if (e->kind != TK_ELSE) {
+            char b[80];
+            error_tok(p, e, "expected 'else' in the conditional expression (a if c else b), found %s", tok_desc(e, b, sizeof b));
+        }
+        advance(p);
+        n->u.ifs.els = expr(p);
         a = n;
     }
     leave(p);
@@ -589,6 +738,8 @@ static Node *block(Parser *p)
     Token *t = peek(p);
     if (t->kind != TK_LBRACE) {
         char b[80];
+        if (t->kind == TK_COLON)
+            error_tok(p, t, "expected '{' to open a block, found ':' (qh blocks are { ... }, not ':' and indentation)");
         error_tok(p, t, "expected '{' to open a block, found %s", tok_desc(t, b, sizeof b));
     }
     advance(p);
@@ -647,6 +798,27 @@ static Node *if_stmt(Parser *p)
         else n->u.ifs.els = block(p);
     }
     return n;
+}
+
+/* augop -> '+=' | '-=' | '*=' | '/=' | '//=' | '%=' | '**=' | '@=' | '&=' | '|=' | '^=' | '<<=' | '>>=' */
+static int aug_op(TokKind k)
+{
+    switch (k) {
+    case TK_PLUSEQ: return OP_ADD;
+    case TK_MINUSEQ: return OP_SUB;
+    case TK_STAREQ: return OP_MUL;
+    case TK_SLASHEQ: return OP_DIV;
+    case TK_DSLASHEQ: return OP_IDIV;
+    case TK_PERCENTEQ: return OP_MOD;
+    case TK_POWEQ: return OP_POW;
+    case TK_ATEQ: return OP_MATMUL;
+    case TK_AMPEQ: return OP_BAND;
+    case TK_PIPEEQ: return OP_BOR;
+    case TK_CARETEQ: return OP_BXOR;
+    case TK_SHLEQ: return OP_SHL;
+    case TK_SHREQ: return OP_SHR;
+    default: return -1;
+    }
 }
 
 /* statement -> fndef | qfndef | if | while | for | try | return | break | continue
@@ -806,11 +978,11 @@ static Node *statement(Parser *p)
         n->u.assign.target = e;
         n->u.assign.value = rhs(p);
         if (peekk(p) == TK_ASSIGN) error_tok(p, peek(p), "chained assignment is not supported");
-    } else if (k == TK_PLUSEQ || k == TK_MINUSEQ || k == TK_STAREQ || k == TK_SLASHEQ) {
+    } else if (aug_op(k) >= 0) {
         Token *op = advance(p);
         check_target(p, e);
         n = node(p, N_AUGASSIGN, op);
-        n->op = k == TK_PLUSEQ ? OP_ADD : k == TK_MINUSEQ ? OP_SUB : k == TK_STAREQ ? OP_MUL : OP_DIV;
+        n->op = (uint8_t)aug_op(k);
         n->u.assign.target = e;
         n->u.assign.value = expr(p);
     } else {

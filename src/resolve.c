@@ -7,12 +7,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A comprehension variable in scope: its name and its slot. */
+typedef struct CompBind { const char *name; int slot; } CompBind;
+
 typedef struct Scope {
     struct Scope *parent;       /* enclosing function scope, NULL at module level */
-    FnProto *fn;
+    FnProto *fn;                /* NULL: the module level */
     const char **locals; int nlocals, caplocals;
     bool *is_cell;
+    bool *hidden;               /* a comprehension's variable: never found by name */
     int *nassign;               /* how many places assign each local */
+    CompBind *binds; int nbinds, capbinds;            /* comprehension variables in scope, innermost last */
     const char **globals; int nglobals, capglobals;   /* `global` declarations */
     Node **refs; int nrefs, caprefs;                  /* local references, patched to cells */
     UpvalDesc *up; const char **upnames; int nup, capup;
@@ -85,7 +90,13 @@ int resolve_global_slot(const ModInfo *m, const char *name)
 
 static int find_local(Scope *s, const char *name)
 {
-    for (int i = 0; i < s->nlocals; i++) if (strcmp(s->locals[i], name) == 0) return i;
+    for (int i = 0; i < s->nlocals; i++) if (!s->hidden[i] && strcmp(s->locals[i], name) == 0) return i;
+    return -1;
+}
+/* the slot of a comprehension variable in scope, or -1 */
+static int find_comp(Scope *s, const char *name)
+{
+    for (int i = s->nbinds - 1; i >= 0; i--) if (strcmp(s->binds[i].name, name) == 0) return s->binds[i].slot;
     return -1;
 }
 static bool declared_global(Scope *s, const char *name)
@@ -93,21 +104,34 @@ static bool declared_global(Scope *s, const char *name)
     for (int i = 0; i < s->nglobals; i++) if (strcmp(s->globals[i], name) == 0) return true;
     return false;
 }
-static int add_local(Scope *s, const char *name)
+/* a new slot of the frame (a comprehension's variable when hidden) */
+static int new_local(Scope *s, const char *name, bool hidden)
 {
-    int i = find_local(s, name);
-    if (i >= 0) return i;
     int cap = s->caplocals;
     s->locals = grow(s->locals, &cap, s->nlocals + 1, sizeof(char *));
     cap = s->caplocals;
     s->is_cell = grow(s->is_cell, &cap, s->nlocals + 1, sizeof(bool));
     cap = s->caplocals;
+    s->hidden = grow(s->hidden, &cap, s->nlocals + 1, sizeof(bool));
+    cap = s->caplocals;
     s->nassign = grow(s->nassign, &cap, s->nlocals + 1, sizeof(int));
     s->caplocals = cap;
     s->locals[s->nlocals] = name;
     s->is_cell[s->nlocals] = false;
+    s->hidden[s->nlocals] = hidden;
     s->nassign[s->nlocals] = 0;
     return s->nlocals++;
+}
+static int add_local(Scope *s, const char *name)
+{
+    int i = find_local(s, name);
+    if (i >= 0) return i;
+    return new_local(s, name, false);
+}
+static void free_scope(Scope *s)
+{
+    free(s->locals); free(s->is_cell); free(s->hidden); free(s->nassign); free(s->globals); free(s->refs);
+    free(s->up); free(s->upnames); free(s->binds);
 }
 
 static void error_at(Resolver *r, const Node *n, const char *msg)
@@ -185,15 +209,20 @@ static void collect_globals(Resolver *r, Scope *s, Node *n)
     }
 }
 
-/* Finds name as an upvalue of scope s (captured from an enclosing function). */
+/* Finds name as an upvalue of scope s (captured from an enclosing function,
+ * or from a comprehension around s, at any level). */
 static int find_upval(Resolver *r, Scope *s, const char *name)
 {
     for (int i = 0; i < s->nup; i++) if (strcmp(s->upnames[i], name) == 0) return i;
     Scope *p = s->parent;
-    if (!p || !p->fn) return -1;      /* the module level holds globals, not locals */
-    if (declared_global(p, name)) return -1;
+    if (!p) return -1;
     UpvalDesc d;
-    int li = find_local(p, name);
+    int li = find_comp(p, name);
+    if (li < 0) {
+        if (!p->fn) return -1;        /* the module level holds globals, not locals */
+        if (declared_global(p, name)) return -1;
+        li = find_local(p, name);
+    }
     if (li >= 0) {
         p->is_cell[li] = true;
         d.from_local = true; d.index = li;
@@ -213,22 +242,27 @@ static int find_upval(Resolver *r, Scope *s, const char *name)
 }
 
 static void resolve_node(Resolver *r, Scope *s, Node *n);
+static void resolve_list(Resolver *r, Scope *s, Node **v, int n) { for (int i = 0; i < n; i++) resolve_node(r, s, v[i]); }
 
 /* name -> local | cell | upvalue | global | builtin */
+static void local_ref(Scope *s, Node *n, int slot)
+{
+    n->kind = N_LOCAL;
+    n->u.var.slot = slot;
+    int cap = s->caprefs;
+    s->refs = grow(s->refs, &cap, s->nrefs + 1, sizeof(Node *));
+    s->caprefs = cap;
+    s->refs[s->nrefs++] = n;
+}
+
 static void resolve_name(Resolver *r, Scope *s, Node *n, bool assign)
 {
     const char *name = n->u.var.name;
+    int ci = find_comp(s, name);
+    if (ci >= 0) { local_ref(s, n, ci); return; }
     if (s->fn && !declared_global(s, name)) {
         int li = find_local(s, name);
-        if (li >= 0) {
-            n->kind = N_LOCAL;
-            n->u.var.slot = li;
-            int cap = s->caprefs;
-            s->refs = grow(s->refs, &cap, s->nrefs + 1, sizeof(Node *));
-            s->caprefs = cap;
-            s->refs[s->nrefs++] = n;
-            return;
-        }
+        if (li >= 0) { local_ref(s, n, li); return; }
         /* a local function calling itself: the running closure, not a
          * cell holding it (which would make a reference cycle) */
         Scope *ps = s->parent;
@@ -288,10 +322,52 @@ static void resolve_fn(Resolver *r, Scope *outer, FnProto *f)
     f->nupvals = s.nup;
     f->upvals = malloc((size_t)(s.nup + 1) * sizeof(UpvalDesc));
     if (s.nup) memcpy(f->upvals, s.up, (size_t)s.nup * sizeof(UpvalDesc));
-    free(s.locals); free(s.is_cell); free(s.nassign); free(s.globals); free(s.refs); free(s.up); free(s.upnames);
+    free_scope(&s);
 }
 
-static void resolve_list(Resolver *r, Scope *s, Node **v, int n) { for (int i = 0; i < n; i++) resolve_node(r, s, v[i]); }
+/* A comprehension: its variables are its own (lang/statements.md#comprehensions).
+ * They get slots of their own in the enclosing function's frame; at the
+ * module level, an outermost comprehension gets a frame of its own (the
+ * node records its size) and its nested comprehensions share it. The
+ * first iterable is evaluated outside, the rest inside. */
+static void resolve_comp(Resolver *r, Scope *s, Node *n)
+{
+    CompClause *cl = n->u.comp.clauses;
+    int nc = n->u.comp.nclauses;
+    bool own_frame = !s->fn && s->nbinds == 0;
+    resolve_node(r, s, cl[0].iter);
+    int saved = s->nbinds;
+    for (int i = 0; i < nc; i++) {
+        for (int k = 0; k < cl[i].nvars; k++) {
+            const char *nm = cl[i].vars[k]->u.var.name;
+            bool dup = false;
+            for (int j = saved; j < s->nbinds; j++) if (strcmp(s->binds[j].name, nm) == 0) dup = true;
+            if (dup) continue;
+            int cap = s->capbinds;
+            s->binds = grow(s->binds, &cap, s->nbinds + 1, sizeof(CompBind));
+            s->capbinds = cap;
+            s->binds[s->nbinds].name = nm;
+            s->binds[s->nbinds].slot = new_local(s, nm, true);
+            s->nbinds++;
+        }
+    }
+    for (int i = 0; i < nc; i++) {
+        if (i > 0) resolve_node(r, s, cl[i].iter);
+        for (int k = 0; k < cl[i].nvars; k++) resolve_name(r, s, cl[i].vars[k], true);
+        resolve_list(r, s, cl[i].conds, cl[i].nconds);
+    }
+    resolve_node(r, s, n->u.comp.key);
+    resolve_node(r, s, n->u.comp.elt);
+    s->nbinds = saved;
+    if (own_frame) {
+        /* variables captured by closures made inside live in cells */
+        for (int i = 0; i < s->nrefs; i++)
+            if (s->is_cell[s->refs[i]->u.var.slot]) s->refs[i]->kind = N_LOCALCELL;
+        n->u.comp.frame = s->nlocals;
+        s->nlocals = 0;
+        s->nrefs = 0;
+    }
+}
 
 static void resolve_target(Resolver *r, Scope *s, Node *t)
 {
@@ -326,6 +402,10 @@ static void resolve_node(Resolver *r, Scope *s, Node *n)
         break;
     case N_MEMBER: resolve_node(r, s, n->u.member.obj); break;
     case N_FNEXPR: resolve_fn(r, s, n->u.fn); break;
+    case N_COND:
+        resolve_node(r, s, n->u.ifs.cond); resolve_node(r, s, n->u.ifs.then); resolve_node(r, s, n->u.ifs.els);
+        break;
+    case N_LISTCOMP: case N_DICTCOMP: resolve_comp(r, s, n); break;
     case N_EXPRSTMT: case N_RETURN: resolve_node(r, s, n->u.expr.expr); break;
     case N_ASSIGN:
         resolve_node(r, s, n->u.assign.value);
@@ -400,7 +480,7 @@ bool resolve_module(ModInfo *m, Node *body, BuiltinLookup builtins, FILE *diag, 
         Node *st = body->u.list.items[i];
         collect(&r, &tmp, st);
         for (int k = 0; k < tmp.nlocals; k++) global_slot(&r, tmp.locals[k], true);
-        free(tmp.locals); free(tmp.is_cell); free(tmp.nassign);
+        free_scope(&tmp);
     }
     /* names a function declares global are globals everywhere (so a builtin
      * of the same name is shadowed in every function, as in Python) */
@@ -410,9 +490,10 @@ bool resolve_module(ModInfo *m, Node *body, BuiltinLookup builtins, FILE *diag, 
         tmp.fn = m->protos[i];
         collect_globals(&r, &tmp, m->protos[i]->body);
         for (int k = 0; k < tmp.nglobals; k++) global_slot(&r, tmp.globals[k], true);
-        free(tmp.globals);
+        free_scope(&tmp);
     }
     resolve_node(&r, &top, body);
+    free_scope(&top);
     if (warn_unbound && r.ok) {
         bool *warned = calloc((size_t)m->nglobals + 1, sizeof(bool));
         for (int i = 0; i < r.nunbound; i++) {

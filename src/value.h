@@ -36,6 +36,8 @@ typedef enum BinOp {
     OP_ADD, OP_SUB, OP_MUL, OP_DIV, OP_IDIV, OP_MOD, OP_POW, OP_MATMUL,
     OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_IN, OP_NOTIN,
     OP_NEG, OP_POS,
+    OP_BAND, OP_BOR, OP_BXOR, OP_SHL, OP_SHR,   /* on integers below 2^53 (lang/values.md) */
+    OP_INVERT,                                  /* unary ~ */
     OP_NOPS
 } BinOp;
 

@@ -103,7 +103,16 @@ START_TEST(punctuation)
     KINDS("+ - * / // % @ **", TK_PLUS, TK_MINUS, TK_STAR, TK_SLASH, TK_DSLASH, TK_PERCENT, TK_AT, TK_POW);
     KINDS("= += -= *= /=", TK_ASSIGN, TK_PLUSEQ, TK_MINUSEQ, TK_STAREQ, TK_SLASHEQ);
     KINDS("== != < <= > >=", TK_EQ, TK_NE, TK_LT, TK_LE, TK_GT, TK_GE);
+    KINDS("& | ^ ~ << >>", TK_AMP, TK_PIPE, TK_CARET, TK_TILDE, TK_SHL, TK_SHR);
+    KINDS("//= %= **= @= &= |= ^= <<= >>=", TK_DSLASHEQ, TK_PERCENTEQ, TK_POWEQ, TK_ATEQ,
+          TK_AMPEQ, TK_PIPEEQ, TK_CARETEQ, TK_SHLEQ, TK_SHREQ);
     /* no spaces: longest match */
+    KINDS("a<<=b<<c<=d<e", TK_NAME, TK_SHLEQ, TK_NAME, TK_SHL, TK_NAME, TK_LE, TK_NAME, TK_LT, TK_NAME);
+    KINDS("a>>=b>>c>=d>e", TK_NAME, TK_SHREQ, TK_NAME, TK_SHR, TK_NAME, TK_GE, TK_NAME, TK_GT, TK_NAME);
+    KINDS("a**=b//=c%=d", TK_NAME, TK_POWEQ, TK_NAME, TK_DSLASHEQ, TK_NAME, TK_PERCENTEQ, TK_NAME);
+    KINDS("a<<<b", TK_NAME, TK_SHL, TK_LT, TK_NAME);
+    KINDS("~~x^y", TK_TILDE, TK_TILDE, TK_NAME, TK_CARET, TK_NAME);
+    KINDS("a&b|c", TK_NAME, TK_AMP, TK_NAME, TK_PIPE, TK_NAME);
     KINDS("a**b*c", TK_NAME, TK_POW, TK_NAME, TK_STAR, TK_NAME);
     KINDS("a***b", TK_NAME, TK_POW, TK_STAR, TK_NAME);
     KINDS("a//b/c", TK_NAME, TK_DSLASH, TK_NAME, TK_SLASH, TK_NAME);
@@ -166,18 +175,24 @@ START_TEST(keywords)
             ck_assert_msg(n.kind == TK_NAME, "'%s' lexed as %s, want a name", buf, lex_kind_name(n.kind));
             ck_assert_int_eq((int)n.len, (int)strlen(buf));
         }
-        /* keywords are case-sensitive */
+        /* keywords are case-sensitive (True and False are reserved: not qh) */
         snprintf(buf, sizeof buf, "%s", kw[i].w);
         buf[0] = (char)(buf[0] - 'a' + 'A');
         Token u = one(buf);
-        ck_assert_msg(u.kind == TK_NAME, "'%s' lexed as %s", buf, lex_kind_name(u.kind));
+        if (strcmp(buf, "True") == 0 || strcmp(buf, "False") == 0) {
+            ck_assert_msg(u.kind == TK_ERROR, "'%s' lexed as %s", buf, lex_kind_name(u.kind));
+            free(u.str);
+        } else {
+            ck_assert_msg(u.kind == TK_NAME, "'%s' lexed as %s", buf, lex_kind_name(u.kind));
+        }
     }
 }
 END_TEST
 
 START_TEST(names)
 {
-    const char *names[] = {"x", "_", "_x1", "camelCase", "snake_case_2", "A", "Z9", "__init__", "True", "None", "pass"};
+    const char *names[] = {"x", "_", "_x1", "camelCase", "snake_case_2", "A", "Z9", "__init__", "true_", "none",
+                           "passes", "lambda_", "Lambda", "isa", "match", "case", "self", "this", "function"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         Token t = one(names[i]);
         ck_assert_msg(t.kind == TK_NAME, "'%s' lexed as %s", names[i], lex_kind_name(t.kind));
@@ -191,11 +206,52 @@ START_TEST(names)
 }
 END_TEST
 
+/* Python's words that qh does not have are reserved: each is an error that
+ * says what to write instead (lang/lexical.md#keywords). */
+START_TEST(not_qh_words)
+{
+    static const struct { const char *src; const char *msg; } w[] = {
+        {"lambda", "'lambda' is not part of qh: use fn (x) { return ... }"},
+        {"def", "'def' is not part of qh: functions are defined with fn NAME(params) { ... }"},
+        {"class", "'class' is not part of qh"},
+        {"yield", "'yield' is not part of qh: qh has no generators"},
+        {"nonlocal", "'nonlocal' is not part of qh"},
+        {"del", "'del' is not part of qh: use pop(list, i) or pop(dict, key)"},
+        {"is", "'is' is not part of qh: use =="},
+        {"pass", "'pass' is not part of qh: an empty block is written {}"},
+        {"raise", "'raise' is not part of qh: use error(message)"},
+        {"assert", "'assert' is not part of qh"},
+        {"except", "'except' is not part of qh: use try { ... } catch e { ... }"},
+        {"finally", "'finally' is not part of qh"},
+        {"with", "'with' is not part of qh"},
+        {"async", "'async' is not part of qh"},
+        {"await", "'await' is not part of qh"},
+        {"from", "'from' is not part of qh"},
+        {"as", "'as' is not part of qh"},
+        {"None", "'None' is not part of qh: use nil"},
+        {"True", "'True' is not part of qh: use true"},
+        {"False", "'False' is not part of qh: use false"},
+    };
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        Token t = one(w[i].src);
+        ck_assert_msg(t.kind == TK_ERROR, "'%s' lexed as %s", w[i].src, lex_kind_name(t.kind));
+        ck_assert_msg(strstr(t.str, w[i].msg) != NULL, "'%s': message %s", w[i].src, t.str);
+        ck_assert_int_eq((int)t.len, (int)strlen(w[i].src));
+        free(t.str);
+    }
+    check_error("x = lambda y: y", 1, 5, "'lambda' is not part of qh");
+    check_error("if a && b { }", 1, 6, "unexpected '&&' (use 'and')");
+    check_error("if a || b { }", 1, 6, "unexpected '||' (use 'or')");
+}
+END_TEST
+
 START_TEST(kind_names)
 {
     ck_assert_str_eq(lex_kind_name(TK_POW), "'**'");
     ck_assert_str_eq(lex_kind_name(TK_DSLASH), "'//'");
     ck_assert_str_eq(lex_kind_name(TK_PLUSEQ), "'+='");
+    ck_assert_str_eq(lex_kind_name(TK_SHREQ), "'>>='");
+    ck_assert_str_eq(lex_kind_name(TK_TILDE), "'~'");
     ck_assert_str_eq(lex_kind_name(TK_EOF), "end of file");
     ck_assert_str_eq(lex_kind_name(TK_NAME), "name");
     ck_assert_str_eq(lex_kind_name(TK_ELIF), "'elif'");
@@ -562,6 +618,7 @@ static Suite *lex_suite(void)
     tcase_add_test(tc, pow_vs_star);
     tcase_add_test(tc, keywords);
     tcase_add_test(tc, names);
+    tcase_add_test(tc, not_qh_words);
     tcase_add_test(tc, kind_names);
     suite_add_tcase(s, tc);
 

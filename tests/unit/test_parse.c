@@ -71,9 +71,10 @@ static const char *op_name(int op)
         [OP_ADD] = "+", [OP_SUB] = "-", [OP_MUL] = "*", [OP_DIV] = "/", [OP_IDIV] = "//",
         [OP_MOD] = "%", [OP_POW] = "**", [OP_MATMUL] = "@", [OP_EQ] = "==", [OP_NE] = "!=",
         [OP_LT] = "<", [OP_LE] = "<=", [OP_GT] = ">", [OP_GE] = ">=", [OP_IN] = "in",
-        [OP_NOTIN] = "notin", [OP_NEG] = "neg", [OP_POS] = "pos",
+        [OP_NOTIN] = "notin", [OP_NEG] = "neg", [OP_POS] = "pos", [OP_BAND] = "&", [OP_BOR] = "|",
+        [OP_BXOR] = "^", [OP_SHL] = "<<", [OP_SHR] = ">>", [OP_INVERT] = "~",
     };
-    return op >= 0 && op <= OP_POS ? names[op] : "?op";
+    return op >= 0 && op <= OP_INVERT ? names[op] : "?op";
 }
 
 static void sx(Str *s, const Node *n);
@@ -145,6 +146,24 @@ static void sx(Str *s, const Node *n)
         break;
     case N_MEMBER: sput(s, "(. "); sx(s, n->u.member.obj); sput(s, " %s)", n->u.member.name); break;
     case N_FNEXPR: sput(s, "(fn "); sx_params(s, n->u.fn); sput(s, " "); sx_block(s, n->u.fn->body); sput(s, ")"); break;
+    case N_COND:
+        sput(s, "(ifexpr "); sx(s, n->u.ifs.then); sput(s, " "); sx(s, n->u.ifs.cond); sput(s, " ");
+        sx(s, n->u.ifs.els); sput(s, ")");
+        break;
+    case N_LISTCOMP: case N_DICTCOMP:
+        sput(s, n->kind == N_LISTCOMP ? "(listcomp " : "(dictcomp ");
+        if (n->u.comp.key) { sx(s, n->u.comp.key); sput(s, ":"); }
+        sx(s, n->u.comp.elt);
+        for (int i = 0; i < n->u.comp.nclauses; i++) {
+            const CompClause *c = &n->u.comp.clauses[i];
+            sput(s, " (for");
+            sx_list(s, c->vars, c->nvars);
+            sput(s, " in "); sx(s, c->iter);
+            for (int k = 0; k < c->nconds; k++) { sput(s, " if "); sx(s, c->conds[k]); }
+            sput(s, ")");
+        }
+        sput(s, ")");
+        break;
     case N_EXPRSTMT: sx(s, n->u.expr.expr); break;
     case N_ASSIGN: sput(s, "(= "); sx(s, n->u.assign.target); sput(s, " "); sx(s, n->u.assign.value); sput(s, ")"); break;
     case N_AUGASSIGN:
@@ -298,6 +317,80 @@ START_TEST(prec_logic)
     CHECK_AST("a != b or c >= d", "(or (!= a b) (>= c d))");
     CHECK_AST("a <= b", "(<= a b)");
     CHECK_AST("a > b", "(> a b)");
+}
+END_TEST
+
+START_TEST(prec_bitwise)
+{
+    /* Python's levels: | lowest, then ^, &, shifts, then + - */
+    CHECK_AST("a | b ^ c & d", "(| a (^ b (& c d)))");
+    CHECK_AST("a & b ^ c | d", "(| (^ (& a b) c) d)");
+    CHECK_AST("a << 1 + 2", "(<< a (+ 1 2))");
+    CHECK_AST("a + 1 << 2", "(<< (+ a 1) 2)");
+    CHECK_AST("a << b >> c", "(>> (<< a b) c)");
+    CHECK_AST("1 << k < n", "(< (<< 1 k) n)");
+    CHECK_AST("a & b == c", "(== (& a b) c)");
+    CHECK_AST("not a & b", "(not (& a b))");
+    CHECK_AST("x & 1 and y | 2", "(and (& x 1) (| y 2))");
+    CHECK_AST("~a", "(~ a)");
+    CHECK_AST("~~a", "(~ (~ a))");
+    CHECK_AST("-~a", "(neg (~ a))");
+    CHECK_AST("~a ** 2", "(~ (** a 2))");
+    CHECK_AST("~a * b", "(* (~ a) b)");
+    CHECK_AST("a & b & c", "(& (& a b) c)");
+    CHECK_AST("(a | b) & c", "(& (| a b) c)");
+}
+END_TEST
+
+START_TEST(conditional_expr)
+{
+    CHECK_AST("x = a if c else b", "(= x (ifexpr a c b))");
+    CHECK_AST("x = a if c else b if d else e", "(= x (ifexpr a c (ifexpr b d e)))");
+    CHECK_AST("x = (a if c else b) if d else e", "(= x (ifexpr (ifexpr a c b) d e))");
+    CHECK_AST("x = a or b if c or d else e and f", "(= x (ifexpr (or a b) (or c d) (and e f)))");
+    CHECK_AST("x = a + 1 if not c else -b", "(= x (ifexpr (+ a 1) (not c) (neg b)))");
+    CHECK_AST("f(a if c else b, k=1 if c else 2)", "(call f (ifexpr a c b) k=(ifexpr 1 c 2))");
+    CHECK_AST("return_ = [a if c else b]", "(= return_ [(ifexpr a c b)])");
+    CHECK_AST("fn g() { return a if c else b }", "(fndef g () {(return (ifexpr a c b))})");
+    CHECK_AST("x = (a\n if c\n else b)", "(= x (ifexpr a c b))");
+    CHECK_AST("if a if b else c { d }", "(if (ifexpr a b c) {d})");
+    CHECK_AST("x = a if b else c, d", "(= x [(ifexpr a b c) d])");
+}
+END_TEST
+
+START_TEST(comprehensions)
+{
+    CHECK_AST("[x * x for x in xs]", "(listcomp (* x x) (for x in xs))");
+    CHECK_AST("[x for x in xs if x > 0]", "(listcomp x (for x in xs if (> x 0)))");
+    CHECK_AST("[x for x in xs if a if b]", "(listcomp x (for x in xs if a if b))");
+    CHECK_AST("[[i, j] for i in range(n) for j in range(i)]",
+              "(listcomp [i j] (for i in (call range n)) (for j in (call range i)))");
+    CHECK_AST("[y for x in xss if x for y in x if y]", "(listcomp y (for x in xss if x) (for y in x if y))");
+    CHECK_AST("[k for k, v in items(d)]", "(listcomp k (for k v in (call items d)))");
+    CHECK_AST("[a if c else b for x in xs]", "(listcomp (ifexpr a c b) (for x in xs))");
+    CHECK_AST("[x for x in a or b]", "(listcomp x (for x in (or a b)))");
+    CHECK_AST("[[i * j for j in r] for i in r]", "(listcomp (listcomp (* i j) (for j in r)) (for i in r))");
+    CHECK_AST("{k: v for k, v in items(d)}", "(dictcomp k:v (for k v in (call items d)))");
+    CHECK_AST("{x: x * 2 for x in xs if x}", "(dictcomp x:(* x 2) (for x in xs if x))");
+    CHECK_AST("x = [\n  f(x)\n  for x in xs\n  if p(x)\n]", "(= x (listcomp (call f x) (for x in xs if (call p x))))");
+    CHECK_AST("[x for x in xs][0]", "(index (listcomp x (for x in xs)) 0)");
+    CHECK_AST("[]", "[]");
+    CHECK_AST("[1, 2,]", "[1 2]");
+    CHECK_AST("{}", "{}");
+}
+END_TEST
+
+START_TEST(augmented_ops)
+{
+    CHECK_AST("x //= 2", "(//= x 2)");
+    CHECK_AST("x %= 2", "(%= x 2)");
+    CHECK_AST("x **= 2", "(**= x 2)");
+    CHECK_AST("a @= b", "(@= a b)");
+    CHECK_AST("x &= 1", "(&= x 1)");
+    CHECK_AST("x |= 1 << k", "(|= x (<< 1 k))");
+    CHECK_AST("x ^= y", "(^= x y)");
+    CHECK_AST("x <<= 1", "(<<= x 1)");
+    CHECK_AST("xs[i] >>= 1", "(>>= (index xs i) 1)");
 }
 END_TEST
 
@@ -608,6 +701,23 @@ START_TEST(error_messages)
     CHECK_ERROR("m.x = 1", "t.qh:1:2: error: cannot assign to a module member");
     CHECK_ERROR("a, 2 = f()", "t.qh:1:4: error: cannot assign to this expression");
     CHECK_ERROR("}", "t.qh:1:1: error: unexpected '}' with no block open");
+    CHECK_ERROR("x = a if c", "t.qh:1:11: error: expected 'else' in the conditional expression (a if c else b), found end of file");
+    CHECK_ERROR("x = a if c\nelse b", "t.qh:1:11: error: expected 'else' in the conditional expression (a if c else b), found newline");
+    CHECK_ERROR("x = [x for x in xs if a else b]", "t.qh:1:25: error: expected ']' to close the list comprehension, found 'else'");
+    CHECK_ERROR("x = [x for in xs]", "t.qh:1:12: error: expected name as the comprehension variable, found 'in'");
+    CHECK_ERROR("x = [x for x of xs]", "t.qh:1:14: error: expected 'in' after the comprehension variable, found name 'of'");
+    CHECK_ERROR("x = [a, b for a in xs]", "t.qh:1:11: error: expected ']' to close the list, found 'for'");
+    CHECK_ERROR("x = {x for x in xs}", "t.qh:1:8: error: qh has no sets: write a dict comprehension {x: true for ...} or a list comprehension [x for ...]");
+    CHECK_ERROR("x = {1, 2}", "t.qh:1:7: error: qh has no sets: a dict needs key: value (use a list [a, b] or a dict {a: true})");
+    CHECK_ERROR("x = (x for x in xs)", "t.qh:1:8: error: qh has no generator expressions: use a list comprehension [... for ...]");
+    CHECK_ERROR("s = sum(x for x in xs)", "t.qh:1:11: error: qh has no generator expressions: use a list comprehension [... for ...]");
+    CHECK_ERROR("x = lambda y: y", "t.qh:1:5: error: 'lambda' is not part of qh: use fn (x) { return ... }");
+    CHECK_ERROR("del xs[0]", "t.qh:1:1: error: 'del' is not part of qh: use pop(list, i) or pop(dict, key)");
+    CHECK_ERROR("if x is None { }", "t.qh:1:6: error: 'is' is not part of qh: use == and != (nil == nil is true)");
+    CHECK_ERROR("if x:\n  y = 1", "t.qh:1:5: error: expected '{' to open a block, found ':' (qh blocks are { ... }, not ':' and indentation)");
+    CHECK_ERROR("x = a &", "t.qh:1:8: error: unexpected end of file: expected an expression");
+    CHECK_ERROR("x = a << << b", "t.qh:1:10: error: expected an expression, found '<<'");
+    CHECK_ERROR("x &&= 1", "t.qh:1:3: error: unexpected '&&' (use 'and')");
     CHECK_ERROR("fn f(a=1, b) {}", "t.qh:1:11: error: parameter 'b' without a default follows one with a default");
     CHECK_ERROR("fn f(a, a) {}", "t.qh:1:9: error: duplicate parameter 'a'");
     CHECK_ERROR("x = a[]", "t.qh:1:6: error: empty index");
@@ -849,6 +959,10 @@ static Suite *parse_suite(void)
     tcase_add_test(tc, prec_power_unary);
     tcase_add_test(tc, prec_logic);
     tcase_add_test(tc, prec_matmul);
+    tcase_add_test(tc, prec_bitwise);
+    tcase_add_test(tc, conditional_expr);
+    tcase_add_test(tc, comprehensions);
+    tcase_add_test(tc, augmented_ops);
     tcase_add_test(tc, literals);
     suite_add_tcase(s, tc);
 

@@ -29,10 +29,14 @@ syn keyword qhDefine      on
 syn keyword qhBoolean     true false
 syn keyword qhNil         nil
 syn match   qhFunction    "\h\w*" contained
+" Python words qh reserves (each is an error that says what to write)
+syn keyword qhReserved    lambda def class yield nonlocal del is pass raise assert
+syn keyword qhReserved    except finally with async await from as None True False
 
 " ---- builtins (src/builtins.c, src/arrayval.c, src/qrt.c, src/async.c) --
 syn keyword qhBuiltin     print fmt str num int type complex len range append pop insert
 syn keyword qhBuiltin     keys values items sorted reversed error clock sleep input
+syn keyword qhBuiltin     ord chr enumerate zip any all get
 syn keyword qhBuiltin     join split replace upper lower strip startswith endswith find
 syn keyword qhBuiltin     abs sqrt sin cos tan asin acos atan atan2 exp log log2 log10
 syn keyword qhBuiltin     floor ceil round min max sum
@@ -65,7 +69,7 @@ syn match   qhNumber      "\<\d[0-9_]*\.\%([^A-Za-z_.]\|$\)\@="
 syn match   qhNumber      "\%(^\|[^A-Za-z0-9_.]\)\@<=\.\d[0-9_]*\%([eE][+-]\=\d\+\)\=[jJ]\=\>"
 
 " ---- operators ----------------------------------------------------------
-syn match   qhOperator    "\*\*\|//\|[-+*/]=\|[-+*/%@]\|[=!<>]=\|[<>=]"
+syn match   qhOperator    "\*\*=\=\|//=\=\|<<=\=\|>>=\=\|[-+*/%@&|^]=\|[-+*/%@&|^~]\|[=!<>]=\|[<>=]"
 
 " ---- links ----------------------------------------------------------------
 hi def link qhTodo         Todo
@@ -79,6 +83,7 @@ hi def link qhInclude      Include
 hi def link qhOperatorKw   Operator
 hi def link qhDefine       Keyword
 hi def link qhFunction     Function
+hi def link qhReserved     Error
 hi def link qhBoolean      Boolean
 hi def link qhNil          Constant
 hi def link qhBuiltin      Function
