@@ -13,6 +13,38 @@
 
 /* ---------------------------------------------------------------- numbers */
 
+/* Bitwise operators work on integers of magnitude below 2^53, the ones a
+ * double holds exactly, with Python's meaning (two's complement of
+ * unbounded width); any other operand, and a result outside that range,
+ * is an error (lang/values.md#bitwise-operators). */
+static Value bit_op(VM *vm, BinOp op, double a, double b, const Node *site)
+{
+    int64_t x, y, r;
+    if (!num_int53(a, &x)) return tp_bit_error(vm, op, a, site);
+    if (!num_int53(b, &y)) return tp_bit_error(vm, op, b, site);
+    switch (op) {
+    case OP_BAND: r = x & y; break;
+    case OP_BOR: r = x | y; break;
+    case OP_BXOR: r = x ^ y; break;
+    case OP_SHL:
+        if (y < 0) return vm_error(vm, site, "negative shift count %lld", (long long)y);
+        if (x != 0 && (y >= 53 || (x < 0 ? -x : x) >= ((int64_t)1 << (53 - y))))
+            return vm_error(vm, site, "%lld << %lld is out of range (integers must stay below 2**53)", (long long)x, (long long)y);
+        r = x == 0 ? 0 : (int64_t)((uint64_t)x << y);
+        break;
+    case OP_SHR:
+        if (y < 0) return vm_error(vm, site, "negative shift count %lld", (long long)y);
+        if (y > 62) y = 62;
+        r = x >= 0 ? x >> y : ~(~x >> y);       /* floor division by 2^y */
+        break;
+    default: qh_unreachable();
+    }
+    /* & | ^ of two such integers can reach -2^53 (e.g. -1 ^ (2^53 - 1)) */
+    if (!((double)r > -NUM_INT53 && (double)r < NUM_INT53))
+        return vm_error(vm, site, "result of %s is out of range (integers must stay below 2**53)", op_symbol(op));
+    return v_num((double)r);
+}
+
 static double py_mod(double a, double b)
 {
     double r = fmod(a, b);
@@ -51,7 +83,8 @@ Value arith_num(VM *vm, BinOp op, double a, double b, const Node *site)
     case OP_GE: return v_bool(a >= b);
     case OP_EQ: return v_bool(a == b);
     case OP_NE: return v_bool(a != b);
-    case OP_MATMUL: case OP_IN: case OP_NOTIN: case OP_NEG: case OP_POS: case OP_NOPS:
+    case OP_BAND: case OP_BOR: case OP_BXOR: case OP_SHL: case OP_SHR: return bit_op(vm, op, a, b, site);
+    case OP_MATMUL: case OP_IN: case OP_NOTIN: case OP_NEG: case OP_POS: case OP_INVERT: case OP_NOPS:
         return vm_error(vm, site, "unsupported operand types for %s: number and number", op_symbol(op));
     default: qh_unreachable();
     }
@@ -88,6 +121,7 @@ static Value complex_op(VM *vm, BinOp op, double ar, double ai, double br, doubl
     case OP_NE: return v_bool(!(ar == br && ai == bi));
     case OP_IDIV: case OP_MOD: case OP_MATMUL: case OP_LT: case OP_LE: case OP_GT: case OP_GE:
     case OP_IN: case OP_NOTIN: case OP_NEG: case OP_POS: case OP_NOPS:
+    case OP_BAND: case OP_BOR: case OP_BXOR: case OP_SHL: case OP_SHR: case OP_INVERT:
         return vm_error(vm, site, "unsupported operation %s on complex numbers", op_symbol(op));
     default: qh_unreachable();
     }

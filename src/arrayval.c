@@ -98,6 +98,7 @@ static bool array_op(BinOp op, ArOp *out)
     case OP_GE: *out = AR_GE; return true;
     case OP_IDIV: case OP_MOD: case OP_MATMUL: case OP_IN: case OP_NOTIN:
     case OP_NEG: case OP_POS: case OP_NOPS:
+    case OP_BAND: case OP_BOR: case OP_BXOR: case OP_SHL: case OP_SHR: case OP_INVERT:
         return false;
     default: qh_unreachable();
     }

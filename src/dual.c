@@ -104,6 +104,7 @@ static Value dual_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
         cb = dy ? (x > 0 ? r * log(x) : 0) : 0;
         break;
     case OP_MATMUL: case OP_IN: case OP_NOTIN: case OP_NEG: case OP_POS: case OP_NOPS:
+    case OP_BAND: case OP_BOR: case OP_BXOR: case OP_SHL: case OP_SHR: case OP_INVERT:
     case OP_LT: case OP_LE: case OP_GT: case OP_GE: case OP_EQ: case OP_NE:
         return vm_error(vm, site, "unsupported operation %s on a differentiated number", op_symbol(op));
     default: qh_unreachable();

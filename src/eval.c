@@ -21,6 +21,7 @@
 static Value eval(VM *vm, Node *n);
 static ExecStatus stmt(VM *vm, Node *s);
 static ExecStatus block(VM *vm, Node *b);
+static bool condition(VM *vm, Node *cond, bool *err);
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -121,6 +122,157 @@ static Value make_closure(VM *vm, FnProto *p)
         f->device = dd;
     }
     return fv;
+}
+
+/* ---------------------------------------------------------------- comprehensions */
+
+static bool store(VM *vm, Node *t, Value v);
+static bool destructure(VM *vm, Node **targets, int n, Value v, const Node *site);
+static bool is_range_call(const Node *it);
+static bool range_args(VM *vm, Node *it, double *start, double *stop, double *step);
+
+/* what a comprehension's `for` clause walks: range(...) called directly (no
+ * list is built), or any iterable through the dispatcher */
+typedef struct CompIter { bool range; double x, stop, step; Value coll; Iter it; Node *site; } CompIter;
+
+static bool comp_iter_begin(VM *vm, Node *it, CompIter *ci)
+{
+    ci->site = it;
+    ci->coll = v_nil();
+    ci->range = is_range_call(it);
+    if (ci->range) return range_args(vm, it, &ci->x, &ci->stop, &ci->step);
+    ci->coll = eval_forced(vm, it);
+    if (IS_EXC(ci->coll)) return false;
+    if (!tp_iter_begin(vm, ci->coll, &ci->it, it)) { decref(ci->coll); return false; }
+    return true;
+}
+
+/* 1: *out is the next element (a new reference); 0: done; -1: error */
+static int comp_iter_next(VM *vm, CompIter *ci, Value *out)
+{
+    if (ci->range) {
+        if (ci->step > 0 ? ci->x >= ci->stop : ci->x <= ci->stop) return 0;
+        *out = v_num(ci->x);
+        ci->x += ci->step;
+        return 1;
+    }
+    return tp_iter_next(vm, ci->coll, &ci->it, out, ci->site);
+}
+
+static void comp_iter_end(CompIter *ci)
+{
+    if (ci->range) return;
+    tp_iter_end(&ci->it);
+    decref(ci->coll);
+}
+
+/* A comprehension's variables start unbound at each evaluation; one that a
+ * closure captures gets a new cell, so closures made by two evaluations do
+ * not share it (as in Python). At the end the plain ones are released. */
+static void comp_reset(VM *vm, Node *n, bool at_end)
+{
+    for (int i = 0; i < n->u.comp.nclauses; i++) {
+        CompClause *c = &n->u.comp.clauses[i];
+        for (int k = 0; k < c->nvars; k++) {
+            Node *v = c->vars[k];
+            qh_assert(v->kind == N_LOCAL || v->kind == N_LOCALCELL);
+            Value *slot = &vm->frame->slots[v->u.var.slot];
+            Value old = *slot;
+            if (v->kind == N_LOCALCELL) {
+                if (at_end) continue;           /* closures may hold it */
+                *slot = v_obj(&cell_new(v_unbound())->h);
+            } else {
+                *slot = v_unbound();
+            }
+            decref(old);
+        }
+    }
+}
+
+/* clause ci and the ones after it; the innermost adds to acc */
+static bool comp_clause(VM *vm, Node *n, int ci, Value acc)
+{
+    CompClause *c = &n->u.comp.clauses[ci];
+    CompIter it;
+    if (!comp_iter_begin(vm, c->iter, &it)) return false;
+    bool ok = true;
+    unsigned tick = 0;
+    for (;;) {
+        Value v;
+        int got = comp_iter_next(vm, &it, &v);
+        if (got <= 0) { ok = got == 0; break; }
+        if (c->nvars == 1) ok = store(vm, c->vars[0], v);
+        else { ok = destructure(vm, c->vars, c->nvars, v, c->iter); decref(v); }
+        if (!ok) break;
+        bool pass = true;
+        for (int k = 0; k < c->nconds && pass && ok; k++) {
+            Value cv = eval(vm, c->conds[k]);
+            if (IS_EXC(cv)) { ok = false; break; }
+            if (cv.t == T_BOOL) pass = cv.b;
+            else {
+                bool err = false;
+                pass = tp_truthy(vm, cv, c->conds[k], &err);
+                decref(cv);
+                if (err) ok = false;
+            }
+        }
+        if (!ok) break;
+        if (pass) {
+            if (ci + 1 < n->u.comp.nclauses) {
+                ok = comp_clause(vm, n, ci + 1, acc);
+            } else if (n->kind == N_LISTCOMP) {
+                Value e = eval(vm, n->u.comp.elt);
+                if (IS_EXC(e)) ok = false;
+                else list_push(AS_LIST(acc), e);
+            } else {
+                Value k = eval_forced(vm, n->u.comp.key);
+                if (IS_EXC(k)) ok = false;
+                else if (!key_ok(k)) {
+                    vm_error(vm, n->u.comp.key, "dict keys are numbers, strings or bools, not %s", type_name(k));
+                    decref(k);
+                    ok = false;
+                } else {
+                    Value e = eval(vm, n->u.comp.elt);
+                    if (IS_EXC(e)) ok = false;
+                    else { dict_set(AS_DICT(acc), k, e); decref(e); }
+                    decref(k);
+                }
+            }
+            if (!ok) break;
+        }
+        if (((++tick & 1023) == 0) && atomic_load(&vm->in->sigint) && vm_check_interrupt(vm)) { ok = false; break; }
+    }
+    comp_iter_end(&it);
+    return ok;
+}
+
+/* [elt for ...] and {key: elt for ...}. At the module level the outermost
+ * comprehension runs in a frame of its own that holds its variables (the
+ * resolver sized it); elsewhere they are slots of the running frame. */
+static __attribute__((noinline)) Value eval_comp(VM *vm, Node *n)
+{
+    Frame fr;
+    size_t base = vm->sp;
+    int nslots = n->u.comp.frame;
+    if (nslots) {
+        if (base + (size_t)nslots + 8 >= vm->cap) return vm_error(vm, n, "maximum recursion depth exceeded (value stack full)");
+        Value *slots = vm->stack + base;
+        for (int i = 0; i < nslots; i++) slots[i] = v_unbound();
+        vm->sp = base + (size_t)nslots;
+        fr = (Frame){ NULL, NULL, slots, vm->frame };
+        vm->frame = &fr;
+    }
+    qh_assert(vm->frame);
+    Value acc = n->kind == N_LISTCOMP ? v_list(list_new(0)) : v_obj(&dict_new()->h);
+    comp_reset(vm, n, false);
+    bool ok = comp_clause(vm, n, 0, acc);
+    comp_reset(vm, n, true);
+    if (nslots) {
+        vm->frame = fr.parent;
+        while (vm->sp > base) decref(vm->stack[--vm->sp]);
+    }
+    if (!ok) { decref(acc); return v_exc(); }
+    return acc;
 }
 
 /* ---------------------------------------------------------------- expressions */
@@ -248,6 +400,13 @@ static Value eval_cold(VM *vm, Node *n)
         return r;
     }
     case N_FNEXPR: return make_closure(vm, n->u.fn);
+    case N_COND: {
+        bool err = false;
+        bool t = condition(vm, n->u.ifs.cond, &err);
+        if (err) return v_exc();
+        return eval(vm, t ? n->u.ifs.then : n->u.ifs.els);
+    }
+    case N_LISTCOMP: case N_DICTCOMP: return eval_comp(vm, n);
     case N_SLICE: return vm_error(vm, n, "a slice is only allowed inside [ ]");
     /* handled by eval(), or never evaluated (statements, unresolved names) */
     case N_NUM: case N_LOCAL: case N_GLOBAL: case N_SELF: case N_BINARY: case N_CALL: case N_INDEX:
@@ -534,25 +693,32 @@ static bool is_range_call(const Node *it)
            it->u.call.nkw == 0 && it->u.call.nargs >= 1 && it->u.call.nargs <= 3;
 }
 
-/* for i in range(...): no list is built */
-static ExecStatus exec_for_range(VM *vm, Node *s)
+/* the bounds of range(...) called directly (a for loop or a comprehension) */
+static bool range_args(VM *vm, Node *it, double *start, double *stop, double *step)
 {
-    Node *it = s->u.fors.iter;
     double a[3] = { 0, 0, 0 };
     for (int i = 0; i < it->u.call.nargs; i++) {
         Value v = eval_forced(vm, it->u.call.args[i]);
-        if (IS_EXC(v)) return S_ERR;
+        if (IS_EXC(v)) return false;
         if (v.t != T_NUM || v.n != floor(v.n)) {
             vm_error(vm, it->u.call.args[i], "range() arguments must be integers, not %s", v.t == T_NUM ? "a fraction" : type_name(v));
             decref(v);
-            return S_ERR;
+            return false;
         }
         a[i] = v.n;
     }
-    double start = 0, stop, step = 1;
-    if (it->u.call.nargs == 1) stop = a[0];
-    else { start = a[0]; stop = a[1]; if (it->u.call.nargs == 3) step = a[2]; }
-    if (step == 0) { vm_error(vm, it, "range() step must not be zero"); return S_ERR; }
+    *start = 0; *step = 1;
+    if (it->u.call.nargs == 1) *stop = a[0];
+    else { *start = a[0]; *stop = a[1]; if (it->u.call.nargs == 3) *step = a[2]; }
+    if (*step == 0) { vm_error(vm, it, "range() step must not be zero"); return false; }
+    return true;
+}
+
+/* for i in range(...): no list is built */
+static ExecStatus exec_for_range(VM *vm, Node *s)
+{
+    double start, stop, step;
+    if (!range_args(vm, s->u.fors.iter, &start, &stop, &step)) return S_ERR;
     Node *var = s->u.fors.var;
     bool fast = s->u.fors.nvars == 1 && (var->kind == N_LOCAL || var->kind == N_GLOBAL);
     unsigned tick = 0;
@@ -730,6 +896,7 @@ static ExecStatus exec_stmt_cold(VM *vm, Node *s)
     case N_LOCAL: case N_LOCALCELL: case N_UPVAL: case N_GLOBAL: case N_BUILTIN: case N_SELF:
     case N_LIST: case N_DICT: case N_UNARY: case N_BINARY: case N_AND: case N_OR: case N_NOT:
     case N_CALL: case N_INDEX: case N_SLICE: case N_MEMBER: case N_FNEXPR: case N_NKINDS:
+    case N_COND: case N_LISTCOMP: case N_DICTCOMP:
         qh_unreachable();
     }
     qh_unreachable();

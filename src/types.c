@@ -42,7 +42,8 @@ const char *op_symbol(BinOp op)
         [OP_ADD] = "+", [OP_SUB] = "-", [OP_MUL] = "*", [OP_DIV] = "/", [OP_IDIV] = "//",
         [OP_MOD] = "%", [OP_POW] = "**", [OP_MATMUL] = "@", [OP_EQ] = "==", [OP_NE] = "!=",
         [OP_LT] = "<", [OP_LE] = "<=", [OP_GT] = ">", [OP_GE] = ">=", [OP_IN] = "in",
-        [OP_NOTIN] = "not in", [OP_NEG] = "-", [OP_POS] = "+",
+        [OP_NOTIN] = "not in", [OP_NEG] = "-", [OP_POS] = "+", [OP_BAND] = "&", [OP_BOR] = "|",
+        [OP_BXOR] = "^", [OP_SHL] = "<<", [OP_SHR] = ">>", [OP_INVERT] = "~",
     };
     qh_assert((unsigned)op < OP_NOPS && s[op]);
     return s[op];
@@ -75,9 +76,21 @@ Value tp_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
     return vm_error(vm, site, "unsupported operand types for %s: %s and %s", op_symbol(op), type_name(a), type_name(b));
 }
 
+Value tp_bit_error(VM *vm, BinOp op, double x, const Node *site)
+{
+    if (isnan(x) || isinf(x) || x == floor(x))
+        return vm_error(vm, site, "bitwise %s needs integers of magnitude below 2**53, got %.17g", op_symbol(op), x);
+    return vm_error(vm, site, "bitwise %s needs integers, got %.17g", op_symbol(op), x);
+}
+
 Value tp_unop(VM *vm, BinOp op, Value a, const Node *site)
 {
-    qh_assert(op == OP_NEG || op == OP_POS);
+    qh_assert(op == OP_NEG || op == OP_POS || op == OP_INVERT);
+    if (op == OP_INVERT && a.t == T_NUM) {
+        int64_t k;
+        if (!num_int53(a.n, &k)) return tp_bit_error(vm, op, a.n, site);
+        return v_num((double)~k);
+    }
     if (a.t == T_NUM) return v_num(op == OP_NEG ? -a.n : a.n);
     if (is_lazy(a)) {
         Value f = tp_force(vm, a, site);
@@ -86,12 +99,13 @@ Value tp_unop(VM *vm, BinOp op, Value a, const Node *site)
         decref(f);
         return r;
     }
+    /* ~ is for numbers only; the kinds' unop slots see - and + */
     const TypeOps *t = type_of(a);
-    if (t->unop) {
+    if (t->unop && op != OP_INVERT) {
         Value r = t->unop(vm, op, a, site);
         if (r.t != T_NOTIMPL) return r;
     }
-    return vm_error(vm, site, "bad operand type for unary %s: %s", op == OP_NEG ? "-" : "+", type_name(a));
+    return vm_error(vm, site, "bad operand type for unary %s: %s", op_symbol(op), type_name(a));
 }
 
 bool tp_truthy(VM *vm, Value v, const Node *site, bool *err)

@@ -19,8 +19,11 @@ Value tp_force(VM *vm, Value v, const Node *site);
 
 /* a op b; OP_IN/OP_NOTIN test b's contents. New reference or v_exc(). */
 Value tp_binop(VM *vm, BinOp op, Value a, Value b, const Node *site);
-/* -a, +a */
+/* -a, +a, ~a (~ on numbers only: the kinds' unop slots see - and +) */
 Value tp_unop(VM *vm, BinOp op, Value a, const Node *site);
+/* The error of a bitwise operator whose operand x is not an integer of
+ * magnitude below 2^53 (lang/values.md#bitwise-operators). */
+Value tp_bit_error(VM *vm, BinOp op, double x, const Node *site);
 /* Truthiness (nil, false, 0, empty are false); *err set on a failed force. */
 bool tp_truthy(VM *vm, Value v, const Node *site, bool *err);
 /* x in coll: a bool value or v_exc(). */

@@ -100,6 +100,16 @@ static inline Value v_notimpl(void) { Value v; v.t = T_NOTIMPL; v.o = NULL; retu
 static inline bool is_obj(Value v) { return v.t >= T_FIRST_OBJ; }
 #define IS_EXC(v) ((v).t == T_EXC)
 
+/* d as an integer of magnitude below 2^53, the integers a double holds
+ * exactly (what the bitwise operators take); false if it is not one. */
+#define NUM_INT53 9007199254740992.0
+static inline bool num_int53(double d, int64_t *out)
+{
+    if (!(d > -NUM_INT53 && d < NUM_INT53) || d != (double)(int64_t)d) return false;
+    *out = (int64_t)d;
+    return true;
+}
+
 void obj_free(Obj *o);
 static inline void incref(Value v)
 {

@@ -116,6 +116,17 @@ static void collect(Names *ns, Node *n)
     case N_FOR: collect_list(ns, n->u.fors.vars, n->u.fors.nvars); collect(ns, n->u.fors.iter); collect(ns, n->u.fors.body); break;
     case N_TRY: collect(ns, n->u.tries.body); collect(ns, n->u.tries.var); collect(ns, n->u.tries.handler); break;
     case N_IMPORT: collect(ns, n->u.import.var); break;
+    case N_COND: collect(ns, n->u.ifs.cond); collect(ns, n->u.ifs.then); collect(ns, n->u.ifs.els); break;
+    case N_LISTCOMP: case N_DICTCOMP:
+        for (int i = 0; i < n->u.comp.nclauses; i++) {
+            CompClause *c = &n->u.comp.clauses[i];
+            collect_list(ns, c->vars, c->nvars);
+            collect(ns, c->iter);
+            collect_list(ns, c->conds, c->nconds);
+        }
+        collect(ns, n->u.comp.key);
+        collect(ns, n->u.comp.elt);
+        break;
     default: break;
     }
 }
@@ -358,6 +369,85 @@ START_TEST(global_errors)
 END_TEST
 
 /* ================================================================ closures */
+
+/* ================================================================ comprehensions */
+
+/* A comprehension's variables are its own: at the top level they live in a
+ * frame of the outermost comprehension (never globals); in a function they
+ * are hidden slots after the function's locals (lang/statements.md). */
+START_TEST(comprehension_scope_top)
+{
+    Res r = resolved(
+        "x = 1\n"                                            /* 1 */
+        "ys = [x * 2 for x in [x, 2] if x]\n"                /* 2 */
+        "zs = [[x, y] for x in ys for y in range(x)]\n"      /* 3 */
+        "d = {k: [v for v in k] for k in [\"ab\"]}\n");      /* 4 */
+    int x = gslot(&r, "x");
+    /* element, target and condition are the comprehension's; the first iterable is outside */
+    EXPECT_NAME(&r, "x", 2, 0, N_LOCAL, 0);
+    EXPECT_NAME(&r, "x", 2, 1, N_LOCAL, 0);
+    EXPECT_NAME(&r, "x", 2, 2, N_GLOBAL, x);
+    EXPECT_NAME(&r, "x", 2, 3, N_LOCAL, 0);
+    EXPECT_NAME(&r, "x", 3, 0, N_LOCAL, 0);
+    EXPECT_NAME(&r, "y", 3, 0, N_LOCAL, 1);
+    EXPECT_NAME(&r, "x", 3, 1, N_LOCAL, 0);
+    EXPECT_NAME(&r, "x", 3, 2, N_LOCAL, 0);      /* range(x): a later iterable sees x */
+    /* a nested comprehension takes further slots of the outermost one's frame */
+    EXPECT_NAME(&r, "k", 4, 0, N_LOCAL, 0);
+    EXPECT_NAME(&r, "v", 4, 0, N_LOCAL, 1);
+    EXPECT_NAME(&r, "k", 4, 2, N_LOCAL, 0);
+    Node *s2 = r.m->body->u.list.items[1], *s3 = r.m->body->u.list.items[2], *s4 = r.m->body->u.list.items[3];
+    ck_assert_int_eq(s2->u.assign.value->u.comp.frame, 1);
+    ck_assert_int_eq(s3->u.assign.value->u.comp.frame, 2);
+    ck_assert_int_eq(s4->u.assign.value->u.comp.frame, 2);
+    ck_assert_int_eq(s4->u.assign.value->u.comp.elt->u.comp.frame, 0);
+    /* no global was made for them */
+    ck_assert_int_eq(resolve_global_slot(r.m, "y"), -1);
+    ck_assert_int_eq(resolve_global_slot(r.m, "k"), -1);
+    ck_assert_int_eq(resolve_global_slot(r.m, "v"), -1);
+    res_free(&r);
+}
+END_TEST
+
+START_TEST(comprehension_scope_fn)
+{
+    Res r = resolved(
+        "fn f(n) {\n"                                        /* 1 */
+        "  i = 0\n"                                          /* 2 */
+        "  a = [i for i in range(n)]\n"                      /* 3 */
+        "  b = [fn () { return i + n } for i in a]\n"        /* 4 */
+        "  return [i, a, b]\n"                               /* 5 */
+        "}\n");
+    FnProto *f = proto(&r, "f");
+    /* n, i, a, b are the function's; each comprehension's i is a hidden slot of its own */
+    EXPECT_NAME(&r, "i", 2, 0, N_LOCAL, 1);
+    EXPECT_NAME(&r, "i", 3, 0, N_LOCAL, 4);
+    EXPECT_NAME(&r, "i", 3, 1, N_LOCAL, 4);
+    EXPECT_NAME(&r, "i", 4, 0, N_UPVAL, -1);
+    EXPECT_NAME(&r, "i", 4, 1, N_LOCALCELL, 5);
+    EXPECT_NAME(&r, "n", 4, 0, N_UPVAL, -1);
+    EXPECT_NAME(&r, "i", 5, 0, N_LOCAL, 1);
+    ck_assert_int_eq(f->nlocals, 6);
+    ck_assert(f->local_is_cell[5]);
+    ck_assert(f->local_is_cell[0]);     /* n: captured by the closure */
+    ck_assert(!f->local_is_cell[1] && !f->local_is_cell[4]);
+    res_free(&r);
+}
+END_TEST
+
+START_TEST(comprehension_deps)
+{
+    Res r = analysed("xs = [1]\nys = [x * k for x in xs if x]\n");
+    ck_assert_msg(r.analysed, "%s", r.diag);
+    DepInfo *d = r.m->body->u.list.items[1]->dep;
+    int xs = gslot(&r, "xs"), ys = gslot(&r, "ys");
+    ck_assert_int_eq(d->nwrites, 1);
+    ck_assert_int_eq(d->writes[0], ys);
+    ck_assert(has(d->reads, d->nreads, xs));
+    ck_assert_int_eq(resolve_global_slot(r.m, "x"), -1);
+    res_free(&r);
+}
+END_TEST
 
 START_TEST(closure_cells_and_upvals)
 {
@@ -843,6 +933,9 @@ static Suite *resolve_suite(void)
 
     tc = tcase_create("closures");
     tcase_add_test(tc, closure_cells_and_upvals);
+    tcase_add_test(tc, comprehension_scope_top);
+    tcase_add_test(tc, comprehension_scope_fn);
+    tcase_add_test(tc, comprehension_deps);
     tcase_add_test(tc, closure_over_param);
     tcase_add_test(tc, closure_two_levels);
     tcase_add_test(tc, closure_assignment_is_local);
