@@ -33,6 +33,52 @@ static bool want(VM *vm, Args *a, int i, ValType t, const char *fn)
     return false;
 }
 
+/* ---------------------------------------------------------------- characters */
+
+/* the UTF-8 encoding of code point cp (at most 4 bytes); 0 if cp is not a
+ * code point (beyond 0x10ffff, or a surrogate) */
+static size_t utf8_encode(double cp, char *o)
+{
+    if (!(cp >= 0 && cp <= 0x10ffff) || cp != floor(cp) || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
+    unsigned long c = (unsigned long)cp;
+    if (c < 0x80) { o[0] = (char)c; return 1; }
+    if (c < 0x800) { o[0] = (char)(0xc0 | (c >> 6)); o[1] = (char)(0x80 | (c & 0x3f)); return 2; }
+    if (c < 0x10000) {
+        o[0] = (char)(0xe0 | (c >> 12)); o[1] = (char)(0x80 | ((c >> 6) & 0x3f)); o[2] = (char)(0x80 | (c & 0x3f));
+        return 3;
+    }
+    o[0] = (char)(0xf0 | (c >> 18)); o[1] = (char)(0x80 | ((c >> 12) & 0x3f));
+    o[2] = (char)(0x80 | ((c >> 6) & 0x3f)); o[3] = (char)(0x80 | (c & 0x3f));
+    return 4;
+}
+
+/* ord(c): the code point of a one-character string */
+static Value bi_ord(VM *vm, Args *a)
+{
+    Value v = a->v[0];
+    if (v.t != T_STR) return vm_error(vm, a->site, "ord() needs a one-character string, not %s", type_name(v));
+    ObjStr *s = AS_STR(v);
+    size_t n = str_nchars(s);
+    if (n != 1) return vm_error(vm, a->site, "ord() needs a one-character string, got a string of length %zu", n);
+    const unsigned char *p = (const unsigned char *)s->s;
+    /* one code point; a lone byte that is not UTF-8 (from a \xHH escape) is its value */
+    if (s->len == 1) return v_num(p[0]);
+    unsigned long c = p[0] >= 0xf0 ? p[0] & 0x07u : p[0] >= 0xe0 ? p[0] & 0x0fu : p[0] & 0x1fu;
+    for (uint32_t i = 1; i < s->len; i++) c = (c << 6) | (p[i] & 0x3fu);
+    return v_num((double)c);
+}
+
+/* chr(i): the one-character string of code point i */
+static Value bi_chr(VM *vm, Args *a)
+{
+    double d;
+    if (!arg_num(vm, a, 0, "chr() argument", &d)) return v_exc();
+    char o[4];
+    size_t n = utf8_encode(d, o);
+    if (!n) return vm_error(vm, a->site, "chr() needs a code point: an integer from 0 to 0x10ffff, not a surrogate (got %.17g)", d);
+    return v_strn(o, n);
+}
+
 /* ---------------------------------------------------------------- printing */
 
 static Value bi_print(VM *vm, Args *a)
@@ -132,16 +178,31 @@ static Value bi_fmt(VM *vm, Args *a)
             buf_free(&b);
             return vm_error(vm, a->site, "fmt(): %%%c needs a number, not %s", conv, type_name(v));
         }
-        if (conv == 'd' || conv == 'i' || conv == 'x' || conv == 'X' || conv == 'o' || conv == 'c') {
+        if (conv == 'c') {
+            /* the character with that code: a one-character string, NUL included */
+            char ch[4];
+            size_t cn = utf8_encode(trunc(v.n), ch);
+            if (!cn) { buf_free(&b); return vm_error(vm, a->site, "fmt(): %%c needs a code point from 0 to 0x10ffff, got %.17g", v.n); }
+            spec[sn] = 0;
+            long width = 0;
+            bool left = false;
+            for (int k = 1; k < sn; k++) {
+                if (spec[k] == '-') left = true;
+                else if (isdigit((unsigned char)spec[k]) && (width || spec[k] != '0')) width = width * 10 + (spec[k] - '0');
+                else if (spec[k] == '.') break;
+            }
+            if (!left) for (long k = 1; k < width; k++) buf_putc(&b, ' ');
+            buf_put(&b, ch, cn);
+            if (left) for (long k = 1; k < width; k++) buf_putc(&b, ' ');
+            continue;
+        }
+        if (conv == 'd' || conv == 'i' || conv == 'x' || conv == 'X' || conv == 'o') {
             double d = trunc(v.n);
             if (!isfinite(d)) { buf_free(&b); return vm_error(vm, a->site, "fmt(): %%%c of a non-finite number", conv); }
             if (fabs(d) >= 9.2e18) {
                 /* out of integer range: print the integral double */
                 spec[sn++] = '.'; spec[sn++] = '0'; spec[sn++] = 'f'; spec[sn] = 0;
                 snprintf(out, sizeof out, spec, d);
-            } else if (conv == 'c') {
-                spec[sn++] = 'c'; spec[sn] = 0;
-                snprintf(out, sizeof out, spec, (int)d);
             } else {
                 spec[sn++] = 'l'; spec[sn++] = 'l'; spec[sn++] = conv; spec[sn] = 0;
                 if (conv == 'x' || conv == 'X' || conv == 'o') {
@@ -312,6 +373,107 @@ static Value bi_pop(VM *vm, Args *a)
     }
     return vm_error(vm, a->site, "pop() needs a list or dict, not %s", type_name(c));
 }
+
+/* get(dict, key, default=nil): d[key], or default when the key is missing */
+static Value bi_get(VM *vm, Args *a)
+{
+    if (!want(vm, a, 0, T_DICT, "get")) return v_exc();
+    Value k = a->v[1];
+    if (!key_ok(k)) return vm_error(vm, a->site, "dict keys are numbers, strings or bools, not %s", type_name(k));
+    Value out;
+    if (dict_get(AS_DICT(a->v[0]), k, &out)) { incref(out); return out; }
+    Value *dv = a->n > 2 ? &a->v[2] : arg_kw(a, "default");
+    if (!dv) return v_nil();
+    incref(*dv);
+    return *dv;
+}
+
+/* the elements of any iterable as a new list (lists are shared, not copied:
+ * the caller must not keep the result past the argument) */
+static bool elements(VM *vm, Value coll, Value *out, const Node *site)
+{
+    if (coll.t == T_LIST) { incref(coll); *out = coll; return true; }
+    Iter it;
+    if (!tp_iter_begin(vm, coll, &it, site)) return false;
+    ObjList *l = list_new(0);
+    for (;;) {
+        Value x;
+        int k = tp_iter_next(vm, coll, &it, &x, site);
+        if (k == 0) break;
+        if (k < 0) { tp_iter_end(&it); decref(v_list(l)); return false; }
+        list_push(l, x);
+    }
+    tp_iter_end(&it);
+    *out = v_list(l);
+    return true;
+}
+
+/* enumerate(xs, start=0): the list of [index, element] pairs */
+static Value bi_enumerate(VM *vm, Args *a)
+{
+    double start = 0;
+    Value *sv = a->n > 1 ? &a->v[1] : arg_kw(a, "start");
+    if (sv) {
+        if (sv->t != T_NUM) return vm_error(vm, a->site, "enumerate() start must be a number, not %s", type_name(*sv));
+        start = sv->n;
+    }
+    Value xs;
+    if (!elements(vm, a->v[0], &xs, a->site)) return v_exc();
+    ObjList *l = AS_LIST(xs), *r = list_new(l->len);
+    for (size_t i = 0; i < l->len; i++) {
+        ObjList *p = list_new(2);
+        incref(l->v[i]);
+        p->v[0] = v_num(start + (double)i); p->v[1] = l->v[i]; p->len = 2;
+        r->v[r->len++] = v_list(p);
+    }
+    decref(xs);
+    return v_list(r);
+}
+
+/* zip(xs, ys, ...): lists of the i-th elements, as long as the shortest */
+static Value bi_zip(VM *vm, Args *a)
+{
+    int n = a->n;
+    Value seqs[n ? n : 1];
+    size_t len = (size_t)-1;
+    for (int i = 0; i < n; i++) {
+        if (!elements(vm, a->v[i], &seqs[i], a->site)) { for (int j = 0; j < i; j++) decref(seqs[j]); return v_exc(); }
+        if (AS_LIST(seqs[i])->len < len) len = AS_LIST(seqs[i])->len;
+    }
+    if (!n) len = 0;
+    ObjList *r = list_new(len);
+    for (size_t k = 0; k < len; k++) {
+        ObjList *t = list_new((size_t)n);
+        for (int i = 0; i < n; i++) { Value x = AS_LIST(seqs[i])->v[k]; incref(x); t->v[t->len++] = x; }
+        r->v[r->len++] = v_list(t);
+    }
+    for (int i = 0; i < n; i++) decref(seqs[i]);
+    return v_list(r);
+}
+
+/* any(xs) / all(xs): whether some / every element is true; stops at the first that decides */
+static Value any_all(VM *vm, Args *a, bool all)
+{
+    Value coll = a->v[0];
+    Iter it;
+    if (!tp_iter_begin(vm, coll, &it, a->site)) return v_exc();
+    bool result = all;
+    for (;;) {
+        Value x;
+        int k = tp_iter_next(vm, coll, &it, &x, a->site);
+        if (k == 0) break;
+        if (k < 0) { tp_iter_end(&it); return v_exc(); }
+        bool err = false;
+        bool t = tp_truthy(vm, x, a->site, &err);
+        decref(x);
+        if (err) { tp_iter_end(&it); return v_exc(); }
+        if (t != all) { result = !all; break; }
+    }
+    tp_iter_end(&it);
+    return v_bool(result);
+}
+static Value bi_any(VM *vm, Args *a) { return any_all(vm, a, false); }
+static Value bi_all(VM *vm, Args *a) { return any_all(vm, a, true); }
 
 static Value bi_keys(VM *vm, Args *a)
 {
@@ -827,6 +989,8 @@ static const char *const kw_split[] = { "sep", NULL };
 static const char *const kw_round[] = { "digits", NULL };
 static const char *const kw_sorted[] = { "key", "reverse", NULL };
 static const char *const kw_axis[] = { "axis", NULL };
+static const char *const kw_start[] = { "start", NULL };
+static const char *const kw_default[] = { "default", NULL };
 
 static const BuiltinDef builtins_core[] = {
     { "print", bi_print, 0, -1, BI_IMPURE, kw_print, 0 },
@@ -846,6 +1010,13 @@ static const BuiltinDef builtins_core[] = {
     { "items", bi_items, 1, 1, 0, NULL, 0 },
     { "sorted", bi_sorted, 1, 1, 0, kw_sorted, 0 },
     { "reversed", bi_reversed, 1, 1, 0, NULL, 0 },
+    { "enumerate", bi_enumerate, 1, 2, 0, kw_start, 0 },
+    { "zip", bi_zip, 0, -1, 0, NULL, 0 },
+    { "any", bi_any, 1, 1, 0, NULL, 0 },
+    { "all", bi_all, 1, 1, 0, NULL, 0 },
+    { "get", bi_get, 2, 3, 0, kw_default, 0 },
+    { "ord", bi_ord, 1, 1, 0, NULL, 0 },
+    { "chr", bi_chr, 1, 1, 0, NULL, 0 },
     { "error", bi_error, 1, 1, 0, NULL, 0 },
     { "clock", bi_clock, 0, 0, 0, NULL, 0 },
     { "sleep", bi_sleep, 1, 1, 0, NULL, 0 },
