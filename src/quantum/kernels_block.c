@@ -377,35 +377,29 @@ SV_AVX512 static void range512(const Plan *P, uint64_t a, uint64_t b)
 
 /* ---- the plan --------------------------------------------------------- */
 
-/* The term of output line o that reads line L with lane xor d. */
-static int term_index(const Plan *P, int o, int L, int d)
+/* The term of an output line that reads line L with lane xor d (the
+   inverse of term_line and term_del). */
+SV_INLINE int term_k(int shape, int D, int L, int d)
 {
-    for (int k = 0; k < P->nt; k++)
-        if (term_line(P->shape, P->D, o, k) == L && term_del(P->shape, P->D, o, k) == d) return k;
-    sv_unreachable();
+    if (shape == SH_PAIR1) return d ? 1 : 0;
+    if (shape == SH_PAIR2) return L;
+    int i = D == 2 ? d >> 1 : d & D;
+    return (L << pc2(D)) | i;
 }
 
-/* Why: everything about a job's low bits is decided here, once: which
-   lines form a group, which lanes are rows of the matrix (or untouched),
-   and the coefficient of every term on every lane. */
-static void make_plan(Plan *P, const SvJob *j, uint64_t dim)
+/* Why: everything about a job's low bits is decided here, once per job,
+   and only what the level's kernels read: which lines form a group,
+   which lanes are rows of the matrix (the others are untouched), and the
+   coefficient of every term on every lane, the lane selections of an
+   exchange, or the tuples of the portable kernels. */
+static void make_plan(Plan *P, const SvJob *j, uint64_t dim, int level)
 {
     int d = j->kind == SVJ_QUAD ? 4 : 2;
     const uint64_t *o = j->off;
-    double M[4][4][2];
-    for (int r = 0; r < d; r++)
-        for (int c = 0; c < d; c++) {
-            if (j->kind == SVJ_SWAP) {
-                M[r][c][0] = r != c;
-                M[r][c][1] = 0;
-            } else {
-                M[r][c][0] = j->mat[2 * (r * d + c)];
-                M[r][c][1] = j->mat[2 * (r * d + c) + 1];
-            }
-        }
     uint64_t Lc = j->cm & 3, Lt = 0, Lf = 0;
     for (int r = 0; r < d; r++) Lt |= o[r] & 3;
     P->amp = j->amp;
+    P->level = level;
     P->m = 0;
     P->fmask = 0;
     for (int k = 0; k < j->m; k++) {
@@ -435,49 +429,55 @@ static void make_plan(Plan *P, const SvJob *j, uint64_t dim)
     }
     P->nt = shape_nt(P->shape);
     sv_assert(P->nb == shape_nb(P->shape, P->D));
-    memset(P->cr, 0, sizeof P->cr);
-    memset(P->ci, 0, sizeof P->ci);
-    for (int ol = 0; ol < P->nb; ol++)
-        for (int q = 0; q < 4; q++) {
-            int r = -1;
-            if (((uint64_t)q & Lc) == Lc && ((uint64_t)q & Lz) == 0)
-                for (int rr = 0; rr < d; rr++)
-                    if (line[rr] == ol && (o[rr] & 3) == ((uint64_t)q & Lt)) r = rr;
-            for (int c = 0; c < (r < 0 ? 1 : d); c++) {
-                int k = r < 0 ? term_index(P, ol, ol, 0)
-                              : term_index(P, ol, line[c], (int)((o[r] ^ o[c]) & 3));
-                double re = r < 0 ? 1.0 : M[r][c][0], im = r < 0 ? 0.0 : M[r][c][1];
-                P->cr[ol][k][2 * q] += re;
-                P->cr[ol][k][2 * q + 1] += re;
-                P->ci[ol][k][2 * q] -= im;
-                P->ci[ol][k][2 * q + 1] += im;
-            }
+    if (level == SV_SIMD_C) {   /* tuples: one per value of the free lane bits */
+        if (!P->swap) memcpy(P->mat, j->mat, sizeof P->mat);
+        P->ntup = 0;
+        for (uint64_t f = 0; f < 4; f++) {
+            if (f & Lf) continue;
+            for (int r = 0; r < d; r++)
+                P->toff[P->ntup][r] = 8 * P->loff[line[r]] + 2 * (f | (o[r] & 3) | Lc);
+            P->ntup++;
         }
-    /* the portable kernels' tuples: one per value of the free lane bits */
-    if (!P->swap) memcpy(P->mat, j->mat, sizeof P->mat);
-    P->ntup = 0;
-    for (uint64_t f = 0; f < 4; f++) {
-        if (f & Lf) continue;
-        for (int r = 0; r < d; r++)
-            P->toff[P->ntup][r] = 8 * P->loff[line[r]] + 2 * (f | (o[r] & 3) | Lc);
-        P->ntup++;
+        return;
     }
-    if (!P->swap) return;
-    /* exchanges: each lane takes exactly one term with coefficient 1 */
-    memset(P->msk, 0, sizeof P->msk);
+    /* the row of each lane of each output line (-1: untouched) */
+    int rowof[16], row[4][4];
+    for (int i = 0; i < 16; i++) rowof[i] = -1;
+    for (int r = 0; r < d; r++) rowof[4 * line[r] + (int)(o[r] & 3)] = r;
     for (int ol = 0; ol < P->nb; ol++)
+        for (int q = 0; q < 4; q++)
+            row[ol][q] = ((uint64_t)q & Lc) == Lc && ((uint64_t)q & Lz) == 0
+                             ? rowof[4 * ol + (int)((uint64_t)q & Lt)] : -1;
+    if (P->swap) {   /* a row lane takes its partner: the other row, lane xor D */
+        for (int ol = 0; ol < P->nb; ol++)
+            for (int q = 0; q < 4; q++) {
+                int r = row[ol][q], L = r < 0 ? ol : line[1 - r], sq = r < 0 ? q : q ^ P->D;
+                for (int h = 0; h < 2; h++) {
+                    P->idx[ol][2 * q + h] = (P->nb == 1 ? 0 : 8 * L) + 2 * sq + h;
+                    P->msk[ol][2 * q + h] = r < 0 ? 0.0 : -0.0;   /* sign bit: blendv takes the partner */
+                }
+            }
+        return;
+    }
+    for (int ol = 0; ol < P->nb; ol++) {
+        for (int k = 0; k < P->nt; k++)
+            for (int e = 0; e < 8; e++) P->cr[ol][k][e] = P->ci[ol][k][e] = 0;
         for (int q = 0; q < 4; q++) {
-            int k = 0;
-            while (k < P->nt && P->cr[ol][k][2 * q] == 0) k++;
-            sv_assert(k < P->nt);
-            int L = term_line(P->shape, P->D, ol, k), sq = q ^ term_del(P->shape, P->D, ol, k);
-            for (int h = 0; h < 2; h++)
-                P->idx[ol][2 * q + h] = (P->nb == 1 ? 0 : 8 * L) + 2 * sq + h;
-            if (k != term_index(P, ol, ol, 0)) {
-                P->msk[ol][2 * q] = -0.0;   /* the sign bit: blendv takes the partner */
-                P->msk[ol][2 * q + 1] = -0.0;
+            int r = row[ol][q];
+            if (r < 0) {
+                int k = term_k(P->shape, P->D, ol, 0);
+                P->cr[ol][k][2 * q] = P->cr[ol][k][2 * q + 1] = 1;
+                continue;
+            }
+            for (int c = 0; c < d; c++) {
+                int k = term_k(P->shape, P->D, line[c], (int)((o[r] ^ o[c]) & 3));
+                double re = j->mat[2 * (r * d + c)], im = j->mat[2 * (r * d + c) + 1];
+                P->cr[ol][k][2 * q] = P->cr[ol][k][2 * q + 1] = re;
+                P->ci[ol][k][2 * q] = -im;
+                P->ci[ol][k][2 * q + 1] = im;
             }
         }
+    }
 }
 
 /* The team calls this once per part. */
@@ -507,8 +507,7 @@ int sv_blk_run(const SvState *s, const SvJob *j, int level)
     int low = j->pos[0];
     if (low >= 2 && (level == SV_SIMD_C || (j->kind == SVJ_SWAP && low >= 6))) return 0;
     Plan P;
-    make_plan(&P, j, s->dim);
-    P.level = level;
+    make_plan(&P, j, s->dim, level);
     if (P.total) sv_parallel(s, blk_part, &P);
     return 1;
 }
