@@ -48,6 +48,7 @@ static const char usage_text[] =
     "  QH_PATH               colon-separated directories searched by import\n"
     "  XDG_STATE_HOME, HOME  where the REPL keeps its history\n"
     "  OPENBLAS_NUM_THREADS  read by OpenBLAS at start-up only; use --workers\n"
+    "  QH_SIMD               c, avx2 or avx512: the widest simulator kernels used\n"
     "\n"
     "With no FILE and a terminal on standard input, qh starts the interactive REPL.\n"
     "Exit status: 0 success; 1 runtime error or a failed task nobody needed;\n"
