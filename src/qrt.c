@@ -55,6 +55,8 @@ typedef struct ObjOp {
     double *tangent;    /* grad: d params / d inputs, nparams * ntan, or NULL */
     int ntan;
     SvPauli *terms;     /* OPK_OBS */
+    uint64_t *idw;      /* OPK_OBS, per term: the wires an Identity factor names (never in x|z);
+                           they change no value, only the printed form and matrix()'s size */
     int nterms;
 } ObjOp;
 #define AS_OP(v) ((ObjOp *)(v).o)
@@ -126,6 +128,7 @@ static void op_free(Obj *o)
     ObjOp *p = (ObjOp *)o;
     free(p->matrix);
     free(p->terms);
+    free(p->idw);
     free(p->tangent);
     free(p->kraus);
     free(p);
@@ -153,6 +156,10 @@ static ObjOp *op_clone(const ObjOp *p)
     if (p->terms) {
         n->terms = malloc((size_t)p->nterms * sizeof(SvPauli));
         memcpy(n->terms, p->terms, (size_t)p->nterms * sizeof(SvPauli));
+    }
+    if (p->idw) {
+        n->idw = malloc((size_t)p->nterms * sizeof(uint64_t) + 1);
+        memcpy(n->idw, p->idw, (size_t)p->nterms * sizeof(uint64_t));
     }
     if (p->tangent) {
         n->tangent = malloc((size_t)(p->op.nparams * p->ntan) * sizeof(double));
@@ -217,19 +224,20 @@ static void op_repr(Buf *b, Value v, bool quoted)
     if (p->nterms == 0) { buf_puts(b, "0"); return; }
     for (int t = 0; t < p->nterms; t++) {
         SvPauli *w = &p->terms[t];
+        uint64_t id = p->idw ? p->idw[t] : 0;
         double c = w->coeff;
         if (t) buf_puts(b, c < 0 ? " - " : " + ");
         else if (c < 0) buf_putc(b, '-');
         double ac = fabs(c);
-        bool ident = !w->x && !w->z;
-        if (ac != 1 || ident) { fmt_num(b, ac); if (!ident) buf_puts(b, " * "); }
+        bool bare = !w->x && !w->z && !id;          /* a constant: no factor at all */
+        if (ac != 1 || bare) { fmt_num(b, ac); if (!bare) buf_puts(b, " * "); }
         bool firstf = true;
         for (int wire = 0; wire < 64; wire++) {
             uint64_t m = (uint64_t)1 << wire;
-            bool x = (w->x & m) != 0, z = (w->z & m) != 0;
-            if (!x && !z) continue;
+            bool x = (w->x & m) != 0, z = (w->z & m) != 0, i = (id & m) != 0;
+            if (!x && !z && !i) continue;
             if (!firstf) buf_puts(b, " @ ");
-            buf_printf(b, "%s(%d)", x && z ? "PauliY" : x ? "PauliX" : "PauliZ", wire);
+            buf_printf(b, "%s(%d)", i ? "Identity" : x && z ? "PauliY" : x ? "PauliX" : "PauliZ", wire);
             firstf = false;
         }
     }
@@ -657,27 +665,15 @@ static Value bi_ctrl(VM *vm, Args *a)
 
 /* ---------------------------------------------------------------- observables */
 
-/* The Pauli-sum form of an operator: observables as they are, the gates
- * I, X, Y, Z, H on one wire (H = (X + Z)/sqrt 2). */
-static bool as_terms(VM *vm, Value v, SvPauli **terms, int *n, const Node *site)
+/* A gate that is an observable (I, X, Y, Z, H on one wire; H = (X + Z)/sqrt 2)
+ * as Pauli terms; *id: Identity's wire bit */
+static bool as_terms_gate(VM *vm, Value v, SvPauli **terms, int *n, uint64_t *id, const Node *site)
 {
-    if (v.t == T_NUM) {
-        *terms = malloc(sizeof(SvPauli));
-        (*terms)[0] = (SvPauli){ v.n, 0, 0 };
-        *n = 1;
-        return true;
-    }
     if (v.t != T_OP) { vm_error(vm, site, "expected an observable, not %s", type_name(v)); return false; }
     ObjOp *p = AS_OP(v);
     if (p->kind == OPK_CHAN) {
         vm_error(vm, site, "%s is a noise channel, not an observable", dm_channel_info((DmChannel)p->chan)->name);
         return false;
-    }
-    if (p->kind == OPK_OBS) {
-        *terms = malloc((size_t)(p->nterms + 1) * sizeof(SvPauli));
-        memcpy(*terms, p->terms, (size_t)p->nterms * sizeof(SvPauli));
-        *n = p->nterms;
-        return true;
     }
     SvOp *o = &p->op;
     if (o->nctrl || o->nwires != 1 ||
@@ -689,7 +685,7 @@ static bool as_terms(VM *vm, Value v, SvPauli **terms, int *n, const Node *site)
     *terms = malloc(2 * sizeof(SvPauli));
     *n = 1;
     switch (o->gate) {
-    case SV_IDENTITY: (*terms)[0] = (SvPauli){ 1, 0, 0 }; break;
+    case SV_IDENTITY: (*terms)[0] = (SvPauli){ 1, 0, 0 }; *id = m; break;
     case SV_PAULIX: (*terms)[0] = (SvPauli){ 1, m, 0 }; break;
     case SV_PAULIY: (*terms)[0] = (SvPauli){ 1, m, m }; break;
     case SV_PAULIZ: (*terms)[0] = (SvPauli){ 1, 0, m }; break;
@@ -701,25 +697,60 @@ static bool as_terms(VM *vm, Value v, SvPauli **terms, int *n, const Node *site)
     return true;
 }
 
-/* merges equal Pauli words and drops zero terms */
-static int simplify(SvPauli *t, int n)
+/* The Pauli-sum form of an operator: a number, an observable as it is, or
+ * an observable gate, and each term's Identity wires (*idw: a new array,
+ * like *terms; NULL when not wanted). */
+static bool as_terms(VM *vm, Value v, SvPauli **terms, uint64_t **idw, int *n, const Node *site)
+{
+    if (idw) *idw = NULL;
+    uint64_t id = 0;
+    if (v.t == T_NUM) {
+        *terms = malloc(sizeof(SvPauli));
+        (*terms)[0] = (SvPauli){ v.n, 0, 0 };
+        *n = 1;
+    } else if (v.t == T_OP && AS_OP(v)->kind == OPK_OBS) {
+        ObjOp *p = AS_OP(v);
+        *terms = malloc((size_t)(p->nterms + 1) * sizeof(SvPauli));
+        memcpy(*terms, p->terms, (size_t)p->nterms * sizeof(SvPauli));
+        *n = p->nterms;
+        if (idw) {
+            *idw = calloc((size_t)p->nterms + 1, sizeof(uint64_t));
+            if (p->idw) memcpy(*idw, p->idw, (size_t)p->nterms * sizeof(uint64_t));
+        }
+        return true;
+    } else if (!as_terms_gate(vm, v, terms, n, &id, site)) {
+        return false;
+    }
+    if (idw) {
+        *idw = calloc((size_t)*n + 1, sizeof(uint64_t));
+        for (int i = 0; i < *n; i++) (*idw)[i] = id;
+    }
+    return true;
+}
+
+/* merges equal Pauli words (their Identity wires too) and drops zero terms */
+static int simplify(SvPauli *t, uint64_t *idw, int n)
 {
     int k = 0;
     for (int i = 0; i < n; i++) {
         int j;
-        for (j = 0; j < k; j++) if (t[j].x == t[i].x && t[j].z == t[i].z) { t[j].coeff += t[i].coeff; break; }
-        if (j == k) t[k++] = t[i];
+        for (j = 0; j < k; j++)
+            if (t[j].x == t[i].x && t[j].z == t[i].z) { t[j].coeff += t[i].coeff; idw[j] |= idw[i]; break; }
+        if (j == k) { t[k] = t[i]; idw[k] = idw[i]; k++; }
     }
     int m = 0;
-    for (int i = 0; i < k; i++) if (t[i].coeff != 0) t[m++] = t[i];
+    for (int i = 0; i < k; i++)
+        if (t[i].coeff != 0) { t[m] = t[i]; idw[m] = idw[i] & ~(t[i].x | t[i].z); m++; }
     return m;
 }
 
-static Value make_obs(SvPauli *t, int n)
+/* takes t and idw (n entries each) */
+static Value make_obs(SvPauli *t, uint64_t *idw, int n)
 {
     ObjOp *p = op_new(OPK_OBS);
     p->terms = t;
-    p->nterms = simplify(t, n);
+    p->idw = idw;
+    p->nterms = simplify(t, idw, n);
     return v_obj(&p->h);
 }
 
@@ -728,50 +759,59 @@ static Value make_obs(SvPauli *t, int n)
 static Value op_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
 {
     SvPauli *ta = NULL, *tb = NULL;
+    uint64_t *ia = NULL, *ib = NULL;
     int na = 0, nb = 0;
     bool known_a = a.t == T_OP || a.t == T_NUM || a.t == T_COMPLEX, known_b = b.t == T_OP || b.t == T_NUM || b.t == T_COMPLEX;
     if (op == OP_EQ || op == OP_NE || !known_a || !known_b) return v_notimpl();
     if (op == OP_MUL && (a.t == T_NUM || b.t == T_NUM)) {
         double c = a.t == T_NUM ? a.n : b.n;
         Value o = a.t == T_NUM ? b : a;
-        if (!as_terms(vm, o, &ta, &na, site)) return v_exc();
+        if (!as_terms(vm, o, &ta, &ia, &na, site)) return v_exc();
         for (int i = 0; i < na; i++) ta[i].coeff *= c;
-        return make_obs(ta, na);
+        return make_obs(ta, ia, na);
     }
     if (op == OP_DIV && b.t == T_NUM && a.t == T_OP) {
         if (b.n == 0) return vm_error(vm, site, "division by zero");
-        if (!as_terms(vm, a, &ta, &na, site)) return v_exc();
+        if (!as_terms(vm, a, &ta, &ia, &na, site)) return v_exc();
         for (int i = 0; i < na; i++) ta[i].coeff /= b.n;
-        return make_obs(ta, na);
+        return make_obs(ta, ia, na);
     }
     if ((a.t == T_COMPLEX || b.t == T_COMPLEX) && (op == OP_MUL || op == OP_ADD || op == OP_SUB))
         return vm_error(vm, site, "observables take real coefficients only");
     if (op == OP_ADD || op == OP_SUB || op == OP_MATMUL) {
         if (op == OP_MATMUL && (a.t == T_NUM || b.t == T_NUM)) return vm_error(vm, site, "@ of an operator needs another operator (use * for a coefficient)");
-        if (!as_terms(vm, a, &ta, &na, site)) return v_exc();
-        if (!as_terms(vm, b, &tb, &nb, site)) { free(ta); return v_exc(); }
+        if (!as_terms(vm, a, &ta, &ia, &na, site)) return v_exc();
+        if (!as_terms(vm, b, &tb, &ib, &nb, site)) { free(ta); free(ia); return v_exc(); }
         if (op == OP_MATMUL) {
-            if ((size_t)na * (size_t)nb > 1000000) { free(ta); free(tb); return vm_error(vm, site, "tensor product too large"); }
+            if ((size_t)na * (size_t)nb > 1000000) { free(ta); free(tb); free(ia); free(ib); return vm_error(vm, site, "tensor product too large"); }
             SvPauli *t = malloc((size_t)(na * nb + 1) * sizeof(SvPauli));
+            uint64_t *id = malloc((size_t)(na * nb + 1) * sizeof(uint64_t));
             int k = 0;
             for (int i = 0; i < na; i++)
                 for (int j = 0; j < nb; j++) {
                     uint64_t wa = ta[i].x | ta[i].z, wb = tb[j].x | tb[j].z;
                     if (wa & wb) {
-                        free(ta); free(tb); free(t);
+                        free(ta); free(tb); free(ia); free(ib); free(t); free(id);
                         int w = __builtin_ctzll(wa & wb);
                         return vm_error(vm, site, "tensor product of operators on the same wire (%d)", w);
                     }
-                    t[k++] = (SvPauli){ ta[i].coeff * tb[j].coeff, ta[i].x | tb[j].x, ta[i].z | tb[j].z };
+                    t[k] = (SvPauli){ ta[i].coeff * tb[j].coeff, ta[i].x | tb[j].x, ta[i].z | tb[j].z };
+                    id[k++] = ia[i] | ib[j];        /* an Identity on a Pauli's wire is that Pauli */
                 }
-            free(ta); free(tb);
-            return make_obs(t, k);
+            free(ta); free(tb); free(ia); free(ib);
+            return make_obs(t, id, k);
         }
         SvPauli *t = malloc((size_t)(na + nb + 1) * sizeof(SvPauli));
+        uint64_t *id = malloc((size_t)(na + nb + 1) * sizeof(uint64_t));
         memcpy(t, ta, (size_t)na * sizeof(SvPauli));
-        for (int j = 0; j < nb; j++) { t[na + j] = tb[j]; if (op == OP_SUB) t[na + j].coeff = -t[na + j].coeff; }
-        free(ta); free(tb);
-        return make_obs(t, na + nb);
+        memcpy(id, ia, (size_t)na * sizeof(uint64_t));
+        for (int j = 0; j < nb; j++) {
+            t[na + j] = tb[j];
+            id[na + j] = ib[j];
+            if (op == OP_SUB) t[na + j].coeff = -t[na + j].coeff;
+        }
+        free(ta); free(tb); free(ia); free(ib);
+        return make_obs(t, id, na + nb);
     }
     return vm_error(vm, site, "unsupported operation %s on operators", op_symbol(op));
 }
@@ -795,18 +835,25 @@ static Value bi_hamiltonian(VM *vm, Args *a)
     ObjList *cs = AS_LIST(cl), *os = AS_LIST(o);
     if (cs->len != os->len) { decref(tmp); return vm_error(vm, a->site, "hamiltonian(): %zu coefficients for %zu operators", cs->len, os->len); }
     SvPauli *all = malloc((os->len * 2 + 1) * sizeof(SvPauli));
+    uint64_t *ids = malloc((os->len * 2 + 1) * sizeof(uint64_t));
     int n = 0, cap = (int)os->len * 2 + 1;
     for (size_t i = 0; i < os->len; i++) {
-        if (cs->v[i].t != T_NUM) { free(all); decref(tmp); return vm_error(vm, a->site, "hamiltonian(): coefficients must be real numbers"); }
+        if (cs->v[i].t != T_NUM) { free(all); free(ids); decref(tmp); return vm_error(vm, a->site, "hamiltonian(): coefficients must be real numbers"); }
         SvPauli *t;
+        uint64_t *id;
         int k;
-        if (!as_terms(vm, os->v[i], &t, &k, a->site)) { free(all); decref(tmp); return v_exc(); }
-        if (n + k > cap) { cap = (n + k) * 2; all = realloc(all, (size_t)cap * sizeof(SvPauli)); }
-        for (int j = 0; j < k; j++) { t[j].coeff *= cs->v[i].n; all[n++] = t[j]; }
+        if (!as_terms(vm, os->v[i], &t, &id, &k, a->site)) { free(all); free(ids); decref(tmp); return v_exc(); }
+        if (n + k > cap) {
+            cap = (n + k) * 2;
+            all = realloc(all, (size_t)cap * sizeof(SvPauli));
+            ids = realloc(ids, (size_t)cap * sizeof(uint64_t));
+        }
+        for (int j = 0; j < k; j++) { t[j].coeff *= cs->v[i].n; ids[n] = id[j]; all[n++] = t[j]; }
         free(t);
+        free(id);
     }
     decref(tmp);
-    return make_obs(all, n);
+    return make_obs(all, ids, n);
 }
 
 /* matrix(op, wires=n): the dense 2^n x 2^n matrix (complex array) */
@@ -828,7 +875,7 @@ static Value bi_matrix(VM *vm, Args *a)
         for (int i = 0; i < p->op.nctrl; i++) if (p->op.ctrl[i] + 1 > maxw) maxw = p->op.ctrl[i] + 1;
     } else {
         for (int i = 0; i < p->nterms; i++) {
-            uint64_t m = p->terms[i].x | p->terms[i].z;
+            uint64_t m = p->terms[i].x | p->terms[i].z | (p->idw ? p->idw[i] : 0);
             if (m) { int hi = 64 - __builtin_clzll(m); if (hi > maxw) maxw = hi; }
         }
     }
@@ -1446,10 +1493,10 @@ static QCtx *need_q(VM *vm, Args *a)
     return vm->q;
 }
 
-static bool check_terms(VM *vm, QCtx *q, SvPauli *t, int n, const Node *site)
+static bool check_terms(VM *vm, QCtx *q, SvPauli *t, const uint64_t *idw, int n, const Node *site)
 {
     uint64_t all = 0;
-    for (int i = 0; i < n; i++) all |= t[i].x | t[i].z;
+    for (int i = 0; i < n; i++) all |= t[i].x | t[i].z | (idw ? idw[i] : 0);
     if (q->nq < 64 && (all >> q->nq)) {
         int w = 63 - __builtin_clzll(all);
         vm_error(vm, site, "observable on wire %d, outside the %d-wire device", w, q->nq);
@@ -1463,8 +1510,11 @@ static bool check_terms(VM *vm, QCtx *q, SvPauli *t, int n, const Node *site)
 static QCtx *obs_arg(VM *vm, Args *a, SvPauli **t, int *n)
 {
     QCtx *q = need_q(vm, a);
-    if (!q || !as_terms(vm, a->v[0], t, n, a->site)) return NULL;
-    if (!check_terms(vm, q, *t, *n, a->site)) { free(*t); return NULL; }
+    uint64_t *idw;
+    if (!q || !as_terms(vm, a->v[0], t, &idw, n, a->site)) return NULL;
+    bool ok = check_terms(vm, q, *t, idw, *n, a->site);
+    free(idw);
+    if (!ok) { free(*t); return NULL; }
     return q;
 }
 
@@ -1570,8 +1620,11 @@ static Value bi_sample(VM *vm, Args *a)
     if (a->n > 0) {
         SvPauli *t;
         int n;
-        if (!as_terms(vm, a->v[0], &t, &n, a->site)) return v_exc();
-        if (!check_terms(vm, q, t, n, a->site)) { free(t); return v_exc(); }
+        uint64_t *idw;
+        if (!as_terms(vm, a->v[0], &t, &idw, &n, a->site)) return v_exc();
+        bool ok = check_terms(vm, q, t, idw, n, a->site);
+        free(idw);
+        if (!ok) { free(t); return v_exc(); }
         if (n != 1 || t[0].coeff != 1) { free(t); return vm_error(vm, a->site, "sample(obs): obs must be a single Pauli word (a product of PauliX/Y/Z/Identity)"); }
         size_t shape[1] = { (size_t)shots };
         Array *r = ar_new(AR_F64, 1, shape, err);
