@@ -312,7 +312,9 @@ def case_ctrl_c_call(ctx, r):
     out = r.line(":tasks")
     want(any(re.search(r"slow\(\) from entry \d+: ", l) for l in out), ":tasks: expected slow() and its entry, got %r" % out)
     # y is an earlier entry's call: showing it does not wait
-    want_out(r.line("y", timeout=3), ["<future slow() from entry 6: running>"], "y while slow() runs")
+    out = r.line("y", timeout=3)
+    want(len(out) == 1 and re.fullmatch(r"<future slow\(\) from entry 6: (running|queued)>", out[0]),
+         "y while slow() runs: %r" % out)
     # Ctrl-C on :wait cancels it, y is left failed/cancelled, the session goes on
     r.send(":wait y\r")
     r.expect(r":wait y\n", what="the echo of :wait y")
@@ -598,7 +600,9 @@ def case_pending_future(ctx, r):
     t0 = time.monotonic()
     out = r.line("x", timeout=1.5)
     want(time.monotonic() - t0 < 1.5, "showing a pending future waited")
-    want_out(out, ["<future slow() from entry 2: running>"], "a pending future from an earlier entry")
+    # (queued until a worker picks it up, on a busy machine)
+    want(len(out) == 1 and re.fullmatch(r"<future slow\(\) from entry 2: (running|queued)>", out[0]),
+         "a pending future from an earlier entry: %r" % out)
     out = r.line("[x, 1]")
     want_out(out, ["[7, 1]"], "a value that holds a pending future waits for it")
     # a call made by the entry itself is waited for
