@@ -14,6 +14,7 @@
 #include "module.h"
 #include "qrt.h"
 #include "iolib.h"
+#include "circuitlib.h"
 
 #include <pthread.h>
 
@@ -29,6 +30,7 @@ static void init_rooms(void)
     dual_open();
     qrt_open();
     iolib_open();           /* files and data (io.h) */
+    circuitlib_open();      /* OpenQASM, draw, specs */
     async_open();
     grad_open();
 }

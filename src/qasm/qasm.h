@@ -88,6 +88,8 @@ void qasm_init(QasmCircuit *c, int nqubits, int nclbits);
 /* Appends an op (its wires copied into the pool); the pointer stays valid
    until the next append. NULL if out of memory. */
 QasmOp *qasm_add(QasmCircuit *c, QasmKind kind, const int *wires, int nctrl, int nwires);
+/* A deep copy (ops re-pointed into the copy's pool); 0 or -1 if out of memory. */
+int  qasm_copy(const QasmCircuit *src, QasmCircuit *dst);
 /* Appends a condition, returns its index (-1 if out of memory). */
 int  qasm_add_cond(QasmCircuit *c, const QasmCond *cond);
 

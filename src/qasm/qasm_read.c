@@ -292,7 +292,7 @@ QasmOp *qasm_add(QasmCircuit *c, QasmKind kind, const int *wires, int nctrl, int
         if (!np) return NULL;
         if (np != c->pool) {
             for (size_t i = 0; i < c->nops; i++)
-                c->ops[i].wires = np + (c->ops[i].wires - c->pool);
+                if (c->ops[i].wires) c->ops[i].wires = np + (c->ops[i].wires - c->pool);
         }
         c->pool = np;
         c->cappool = cap;
@@ -309,12 +309,43 @@ QasmOp *qasm_add(QasmCircuit *c, QasmKind kind, const int *wires, int nctrl, int
     op->kind = kind;
     op->nctrl = nctrl;
     op->nwires = nwires;
-    op->wires = c->pool + c->npool;
+    op->wires = c->pool ? c->pool + c->npool : NULL;
     op->cond = -1;
     op->clbit = -1;
     if (nw) memcpy(op->wires, wires, (size_t)nw * sizeof(int));
     c->npool += (size_t)nw;
     return op;
+}
+
+int qasm_copy(const QasmCircuit *src, QasmCircuit *dst)
+{
+    qasm_init(dst, src->nqubits, src->nclbits);
+    dst->version = src->version;
+    size_t nq = (size_t)src->nqregs, nc = (size_t)src->ncregs;
+    dst->qregs = nq ? malloc(nq * sizeof(QasmReg)) : NULL;
+    dst->cregs = nc ? malloc(nc * sizeof(QasmReg)) : NULL;
+    dst->ops = src->nops ? malloc(src->nops * sizeof(QasmOp)) : NULL;
+    dst->pool = src->npool ? malloc(src->npool * sizeof(int)) : NULL;
+    dst->conds = src->nconds ? malloc(src->nconds * sizeof(QasmCond)) : NULL;
+    if ((nq && !dst->qregs) || (nc && !dst->cregs) || (src->nops && !dst->ops) || (src->npool && !dst->pool) ||
+        (src->nconds && !dst->conds)) {
+        qasm_free(dst);
+        return -1;
+    }
+    if (nq) memcpy(dst->qregs, src->qregs, nq * sizeof(QasmReg));
+    if (nc) memcpy(dst->cregs, src->cregs, nc * sizeof(QasmReg));
+    if (src->npool) memcpy(dst->pool, src->pool, src->npool * sizeof(int));
+    if (src->nconds) memcpy(dst->conds, src->conds, src->nconds * sizeof(QasmCond));
+    for (size_t i = 0; i < src->nops; i++) {
+        dst->ops[i] = src->ops[i];
+        dst->ops[i].wires = src->ops[i].wires && dst->pool ? dst->pool + (src->ops[i].wires - src->pool) : NULL;
+    }
+    dst->nqregs = src->nqregs;
+    dst->ncregs = src->ncregs;
+    dst->nops = dst->capops = src->nops;
+    dst->npool = dst->cappool = src->npool;
+    dst->nconds = dst->capconds = src->nconds;
+    return 0;
 }
 
 int qasm_add_cond(QasmCircuit *c, const QasmCond *cond)

@@ -8,6 +8,7 @@
  * 2.0 condition tests single bits). Must not know about the language.
  */
 #include "qasm.h"
+#include "numfmt.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -61,11 +62,12 @@ static int werr(W *w, const QasmOp *op, const char *fmt, ...)
     return -1;
 }
 
-/* An angle with every digit (17 significant: reads back to the same double). */
+/* An angle as the shortest text that reads back to the same double. */
 static void ang(W *w, double x)
 {
-    if (x == 0) { out(w, "0"); return; }
-    out(w, "%.17g", x);
+    char t[NUMFMT_BUF];
+    numfmt_double(t, x);
+    out(w, "%s", t);
 }
 
 static void qb(W *w, int q) { out(w, "q[%d]", q); }
