@@ -1,4 +1,4 @@
-/* analyse.h — parse-time dependency analysis (LANGUAGE.md §9).
+/* analyse.h — parse-time dependency analysis (lang/command-line.md, "--deps"; lang/async.md).
  * Per top-level statement: the globals it writes, the globals it reads in a
  * way that needs the value, the ones it only passes on, and the quantum
  * calls it makes; per function: purity and the globals it reads (what a

@@ -1,5 +1,5 @@
 /* diag.h — diagnostics in one place: `FILE:LINE:COL: error: MESSAGE`, the
- * source line and a caret (LANGUAGE.md §5). Knows sources, not values. */
+ * source line and a caret (lang/errors.md). Knows sources, not values. */
 #ifndef QH_DIAG_H
 #define QH_DIAG_H
 

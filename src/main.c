@@ -1,4 +1,4 @@
-/* main.c — the command line of LANGUAGE.md §11: options, choosing the
+/* main.c — the command line of lang/command-line.md: options, choosing the
  * source (file, -, -e, stdin), --check/--deps, running the main module,
  * exit statuses. Knows every room's entry point, none of their insides. */
 #include "analyse.h"

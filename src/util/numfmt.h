@@ -1,4 +1,4 @@
-/* numfmt.h — qh's fixed number printing rules (LANGUAGE.md §3).
+/* numfmt.h — qh's fixed number printing rules (lang/values.md, "Printing").
  *
  * Integer-valued doubles below 1e15 in magnitude print without a fraction,
  * and -0 prints as 0 (scalars, array elements alike); every other finite value prints as the shortest decimal string that reads

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Drives the qh REPL through a pseudo-terminal, as a person would
-(LANGUAGE.md §11, the REPL paragraph).
+(lang/command-line.md, "The REPL").
 
 usage: test_repl.py PATH/TO/qh
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Command-line behaviour: options, sources, exit statuses (LANGUAGE.md §11).
+# Command-line behaviour: options, sources, exit statuses (lang/command-line.md).
 set -u
 qh=${1:?usage: cli.sh PATH/TO/qh}
 qh=$(cd "$(dirname "$qh")" && pwd)/$(basename "$qh")
