@@ -553,14 +553,15 @@ START_TEST(test_line_kernels_small)
 END_TEST
 
 /* Bigger states, bits {0, 1, 2, 3, mid, top}: the walks between fixed
-   high bits (stepping, runs, one run), serial and on a team of 2. */
+   high bits (stepping, runs, one run, and the prefetch cursor a fixed
+   bit 9..12 turns on), serial and on a team of 2. */
 START_TEST(test_line_kernels_large)
 {
     Rng r;
     rng_seed(&r, 23);
     SvTeam *team = sv_team_new(2);
     ck_assert_ptr_nonnull(team);
-    int b10[6] = { 0, 1, 2, 3, 5, 9 }, b16[6] = { 0, 1, 2, 3, 8, 15 };
+    int b10[6] = { 0, 1, 2, 3, 5, 9 }, b16[6] = { 0, 1, 2, 3, 10, 15 };
     line_sweep(10, b10, 6, 6, NULL, &r);
     line_sweep(16, b16, 6, 3, team, &r);
     sv_team_free(team);
