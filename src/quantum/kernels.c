@@ -1,14 +1,15 @@
 /* kernels.c — the instruction level, the stream kernels, and job dispatch.
  *
  * sv_job_run hands pair, exchange and 4x4 jobs to the line kernels
- * (kernels_block.c) when they take them; the rest run here. Each kernel
+ * (kernels_block.c) when they take them (always with AVX2 or AVX-512);
+ * the rest run here. Each kernel
  * here walks the "free" index space of a job (the basis indices with the
  * fixed bits removed) in runs of consecutive amplitudes: a run of length
  * 2^pos[0] maps to contiguous memory, so the inner loops are branch-free
  * over blocks (two streams lo/hi for a pair, four for a 4x4). Kinds: 2x2
- * on pairs and 4x4 in portable C (the wide levels use the line kernels),
- * exchanges of long runs, dense 2^k, and diagonals (a phase table applied
- * to chunks of 8 amplitudes, AVX2 + FMA where the CPU has it). Input was
+ * on pairs, exchanges and 4x4 in portable C, dense 2^k, and diagonals (a
+ * phase table applied to chunks of 8 amplitudes, AVX2 + FMA where the CPU
+ * has it). Input was
  * validated above; nothing here knows gate names, the language, or where
  * the matrices came from.
  */
@@ -421,7 +422,8 @@ typedef struct JobCtx { const SvJob *jb; int avx; } JobCtx;
 
 /* Why: one slice of a job, to the kernel of its kind. Pair, exchange and
    4x4 jobs get here only when the line kernels did not take them
-   (kernels_block.c): the portable level, or long exchanges. */
+   (kernels_block.c): the portable level with no fixed bit inside a line,
+   or a state of fewer than 4 amplitudes. */
 static void job_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
 {
     switch (jb->kind) {

@@ -28,6 +28,9 @@
    write intent: every line read is written. Measured on this machine: up
    to 2x faster on big states than the hardware prefetcher alone. */
 #define PF(x) __builtin_prefetch((x), 1)
+/* SWAP_PF: exchanges prefetch only where the walk steps a cursor (runs of
+   8-64 KiB): elsewhere the hardware prefetcher keeps up with them and
+   software prefetches made them up to 1.4x slower (measured). */
 
 /* The shapes of a group: PAIR1 one line (both amplitudes of a pair in it,
    lane xor D apart), PAIR2 two lines (the pair's amplitudes in different
@@ -165,8 +168,9 @@ SV_INLINE void tuples_c(const Plan *P, uint64_t a, uint64_t b, const int d, cons
     /* the 2x2 in scalars: kept in registers across the stores */
     const double m0 = m[0], m1 = m[1], m2 = m[2], m3 = m[3], m4 = m[4], m5 = m[5], m6 = m[6],
                  m7 = m[7];
+    const int pf = !swap || P->cursor;   /* see SWAP_PF */
     WALK(P, a, b, p, q, {
-        PF(q);
+        if (pf) PF(q);
         for (int t = 0; t < NT; t++) {
             if (d == 4) {
                 mul4(m, p, off[t]);
@@ -287,6 +291,7 @@ SV_AVX2_INLINE void terms_avx2(const Plan *P, uint64_t a, uint64_t b, const int 
    per lane (blend). */
 SV_AVX2_INLINE void swap_avx2(const Plan *P, uint64_t a, uint64_t b, const int nb, const int D)
 {
+    const int pf = P->cursor;   /* see SWAP_PF */
     uint64_t loff[2] = { 8 * P->loff[0], nb > 1 ? 8 * P->loff[1] : 0 };
     __m256d msk[2][2];
     for (int o = 0; o < 2; o++)
@@ -294,7 +299,7 @@ SV_AVX2_INLINE void swap_avx2(const Plan *P, uint64_t a, uint64_t b, const int n
     WALK(P, a, b, p, q, {
         __m256d in[2][2];
         for (int l = 0; l < nb; l++) {
-            PF(q + loff[l]);
+            if (pf) PF(q + loff[l]);
             for (int h = 0; h < 2; h++) in[l][h] = _mm256_loadu_pd(p + loff[l] + 4 * h);
         }
         for (int o = 0; o < nb; o++)
@@ -366,9 +371,10 @@ SV_AVX512 static void swap512(const Plan *P, uint64_t a, uint64_t b)
 {
     const __m512i i0 = _mm512_loadu_si512(P->idx[0]), i1 = _mm512_loadu_si512(P->idx[1]);
     const uint64_t l0 = 8 * P->loff[0];
+    const int pf = P->cursor;   /* see SWAP_PF */
     if (P->nb == 1) {
         WALK(P, a, b, p, q, {
-            PF(q + l0);
+            if (pf) PF(q + l0);
             __m512d v = _mm512_loadu_pd(p + l0);
             _mm512_storeu_pd(p + l0, _mm512_permutexvar_pd(i0, v));
         });
@@ -376,8 +382,10 @@ SV_AVX512 static void swap512(const Plan *P, uint64_t a, uint64_t b)
     }
     const uint64_t l1 = 8 * P->loff[1];
     WALK(P, a, b, p, q, {
-        PF(q + l0);
-        PF(q + l1);
+        if (pf) {
+            PF(q + l0);
+            PF(q + l1);
+        }
         __m512d v = _mm512_loadu_pd(p + l0), w = _mm512_loadu_pd(p + l1);
         _mm512_storeu_pd(p + l0, _mm512_permutex2var_pd(v, i0, w));
         _mm512_storeu_pd(p + l1, _mm512_permutex2var_pd(v, i1, w));
@@ -521,17 +529,16 @@ static void blk_part(void *ctx, int part, int nparts)
 }
 
 /* Why: the dispatcher's pair, exchange and 4x4 jobs come here first.
-   The line kernels take every job with a fixed bit inside a line, and
-   with AVX2 or AVX-512 also the 2x2 and 4x4 jobs on higher bits (one
-   loop for all: lines and software prefetch beat the two-stream loops,
-   measured on this machine) and the exchanges whose runs are short
-   (lowest fixed bit < 6: runs under 16 lines). Long exchanges keep the
-   two-stream swap of kernels.c (the prefetch here slowed them). */
+   With AVX2 or AVX-512 the line kernels take them all (one loop for
+   every placement; with the prefetches it matched or beat the two-stream
+   loops they replaced, measured on this machine); the portable level
+   takes only those with a fixed bit inside a line, the rest keep the
+   stream kernels of kernels.c. */
 int sv_blk_run(const SvState *s, const SvJob *j, int level)
 {
     if (s->dim < 4 || j->m < 1) return 0;
     int low = j->pos[0];
-    if (low >= 2 && (level == SV_SIMD_C || (j->kind == SVJ_SWAP && low >= 6))) return 0;
+    if (low >= 2 && level == SV_SIMD_C) return 0;
     Plan P;
     make_plan(&P, j, s->dim, level);
     if (P.total) sv_parallel(s, blk_part, &P);
