@@ -114,8 +114,27 @@ static char *find_stdlib(void)
     return NULL;
 }
 
+/* The rank this process has when an MPI launcher (mpirun, mpiexec)
+ * started it, or -1. Why: `mpirun -n R qh prog.qh` runs the program once,
+ * on rank 0 (doc/distributed.md); until the other ranks serve quantum
+ * calls, they end at once instead of running the program a second time. */
+static int launcher_rank(void)
+{
+    const char *names[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK" };
+    for (int k = 0; k < 3; k++) {
+        const char *v = getenv(names[k]);
+        if (v && *v) {
+            char *end;
+            long r = strtol(v, &end, 10);
+            if (!*end && r >= 0) return (int)r;
+        }
+    }
+    return -1;
+}
+
 int main(int argc, char **argv)
 {
+    if (launcher_rank() > 0) return 0;   /* rank 0 alone evaluates, prints, reads and writes */
     Interp in;
     memset(&in, 0, sizeof in);
     in.out = stdout;

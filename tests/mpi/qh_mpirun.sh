@@ -1,0 +1,7 @@
+#!/bin/sh
+# qh_mpirun.sh ARGS... — qh ($QH_REAL) started by mpirun on 2 ranks, for
+# the conformance suite: the program runs once (rank 0) and must print the
+# same bytes as a plain run.
+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl=self,vader
+export OMPI_ALLOW_RUN_AS_ROOT OMPI_ALLOW_RUN_AS_ROOT_CONFIRM OMPI_MCA_btl
+exec mpirun -q --oversubscribe -n "${QH_RANKS:-2}" "$QH_REAL" "$@"
