@@ -76,6 +76,15 @@ const char *fut_error(Fut *f);
  * executor's tasks); producers poll it in hot loops. */
 const atomic_int *fut_cancel_flag(const Fut *f);
 
+/* Whether anyone has read the outcome (waited for the value or the error):
+ * a consumer marks it; an owner reports a failure nobody retrieved (Python
+ * asyncio's "Future exception was never retrieved"). Atomic, any thread. */
+void fut_mark_retrieved(Fut *f);
+bool fut_retrieved(const Fut *f);
+/* The number of references now; 1 while the caller holds one means no other
+ * holder exists (and none can appear). */
+int fut_refs(const Fut *f);
+
 /* One pointer slot for the owner (the interpreter keeps call-site info
  * there); not freed by the future. Atomic, so any thread may read it. */
 void fut_set_user(Fut *f, void *p);
@@ -143,6 +152,11 @@ Fut *exec_task_fut(const ExecTask *t);          /* borrowed; do not complete it 
 const char *exec_task_label(const ExecTask *t);
 int exec_task_line(const ExecTask *t);
 Exec *exec_task_exec(const ExecTask *t);
+
+/* Cancels the one unfinished task whose future is f, as exec_cancel_all
+ * does for all: not started, it ends now as CANCELLED; running, its flag is
+ * raised. Returns false if no unfinished task has that future. */
+bool exec_cancel_task(Exec *e, Fut *f);
 
 /* Raises the cancel flag of every unfinished task. Tasks not yet running
  * (queued or waiting for dependencies) end at once as CANCELLED without
@@ -212,6 +226,7 @@ void exec_stats(Exec *e, ExecStats *out);
 /* A snapshot of the unfinished tasks, for a REPL's :tasks. */
 typedef enum ExecTaskState { EXEC_PARKED, EXEC_QUEUED, EXEC_RUNNING } ExecTaskState;
 typedef struct ExecTaskInfo {
+    const Fut *fut;              /* identity only (the snapshot holds no reference) */
     char label[64];
     int line;
     ExecTaskState state;

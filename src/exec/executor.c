@@ -645,6 +645,43 @@ void exec_cancel_all(Exec *e)
     }
 }
 
+/* Why: the REPL's Ctrl-C ends only the tasks of the statement it
+ * interrupts; earlier statements' tasks go on. */
+bool exec_cancel_task(Exec *e, Fut *f)
+{
+    ExecTask *ending = NULL;
+    bool found = false;
+    pthread_mutex_lock(&e->mu);
+    for (ExecTask *t = e->head; t; t = t->next) {
+        if (t->fut != f)
+            continue;
+        found = true;
+        fut_request_cancel(t->fut);
+        if (t->state == T_PARKED) {
+            t->state = T_DOOMED;
+            unhook_locked(t);
+            if (t->npending == 0)
+                ending = t;
+        } else if (t->state == T_QUEUED) {
+            for (size_t i = 0; i < e->nheap; i++) {
+                if (e->heap[i] == t) {
+                    heap_remove_at(e, i);
+                    break;
+                }
+            }
+            t->state = T_DOOMED;
+            ending = t;
+        }
+        break;
+    }
+    pthread_mutex_unlock(&e->mu);
+    if (ending) {
+        ending->link = NULL;
+        doom(ending);
+    }
+    return found;
+}
+
 /* Why: async-signal-safe by construction: one lock-free atomic store. */
 void exec_interrupt(Exec *e)
 {
@@ -745,6 +782,7 @@ int exec_pending_tasks(Exec *e, ExecTaskInfo *out, int max)
         if (n >= max)
             continue;
         ExecTaskInfo *o = &out[n];
+        o->fut = t->fut;
         snprintf(o->label, sizeof o->label, "%s", t->label);
         o->line = t->line;
         o->state = t->state == T_RUNNING ? EXEC_RUNNING

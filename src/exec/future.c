@@ -20,6 +20,7 @@ struct Fut {
     atomic_int refs;
     atomic_int state;               /* FutState; written under mu */
     atomic_int cancel;              /* raised by fut_cancel / the executor */
+    atomic_int retrieved;           /* someone has read the outcome (fut_mark_retrieved) */
     _Atomic(void *) user;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -75,6 +76,7 @@ Fut *fut_new(void)
     atomic_init(&f->refs, 1);
     atomic_init(&f->state, FUT_PENDING);
     atomic_init(&f->cancel, 0);
+    atomic_init(&f->retrieved, 0);
     atomic_init(&f->user, NULL);
     pthread_mutex_init(&f->mu, NULL);
     exec_cond_init(&f->cv);
@@ -324,6 +326,26 @@ const atomic_int *fut_cancel_flag(const Fut *f)
 void fut_request_cancel(Fut *f)
 {
     atomic_store_explicit(&f->cancel, 1, memory_order_relaxed);
+}
+
+/* Why: an owner holding the only reference knows nobody else can ever
+ * read the outcome (racy unless the caller holds a reference itself). */
+int fut_refs(const Fut *f)
+{
+    return atomic_load_explicit(&((Fut *)f)->refs, memory_order_acquire);
+}
+
+/* Why: an error nobody read is reported at exit (like asyncio's "Future
+ * exception was never retrieved"); every holder of a reference may read it,
+ * on any thread. */
+void fut_mark_retrieved(Fut *f)
+{
+    atomic_store_explicit(&f->retrieved, 1, memory_order_relaxed);
+}
+
+bool fut_retrieved(const Fut *f)
+{
+    return atomic_load_explicit(&((Fut *)f)->retrieved, memory_order_relaxed) != 0;
 }
 
 /* Why: the interpreter keeps call-site info with the future without this

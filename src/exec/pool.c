@@ -1,7 +1,8 @@
 /* pool.c — keyed instances under a byte budget (pool.h).
  *
  * Accounting: `held` is the bytes of every instance that exists or is
- * being made or destroyed; it never exceeds the budget. A creator reserves
+ * being made or destroyed; it never exceeds the budget, except by what
+ * nested requests (pool_acquire_nested) hold while they hold it. A creator reserves
  * its bytes before calling vt->create (outside the lock) and gives them
  * back if creation fails; an evicted or dropped instance stays counted
  * until vt->destroy has returned, so the budget bounds real memory, not
@@ -336,6 +337,83 @@ void *pool_acquire(Pool *p, const char *key, size_t bytes, void *create_arg,
             pthread_cond_wait(&p->cv, &p->mu);
         }
     }
+}
+
+/* Why: a nested call must not wait for memory its own caller holds (the
+ * caller cannot release it before the nested call ends: a wait could last
+ * for ever). It takes an idle instance of its key, else creates one at
+ * once, evicting idle instances to stay within the budget where it can and
+ * going past it (by at most what the calls running now hold) where it
+ * cannot; it fails at once only if its chain alone exceeds the budget. */
+void *pool_acquire_nested(Pool *p, const char *key, size_t bytes, void *create_arg, size_t chain_bytes,
+                          char *err, size_t errlen)
+{
+    if (err && errlen)
+        err[0] = 0;
+    pthread_mutex_lock(&p->mu);
+    if (bytes > p->budget || chain_bytes + bytes > p->budget) {
+        p->st.failed++;
+        pthread_mutex_unlock(&p->mu);
+        char a[32], b[32], c[32];
+        if (err && errlen)
+            snprintf(err, errlen, "needs %s on top of the %s its callers hold, and the budget is %s",
+                     pool_format_bytes(a, sizeof a, bytes), pool_format_bytes(b, sizeof b, chain_bytes),
+                     pool_format_bytes(c, sizeof c, p->budget));
+        return NULL;
+    }
+    for (Entry *e = p->tail; e; e = e->prev) {
+        if (!e->in_use && strcmp(e->key, key) == 0) {
+            e->in_use = 1;
+            p->in_use += e->bytes;
+            p->st.reused++;
+            pthread_mutex_unlock(&p->mu);
+            if (p->vt.reset)
+                p->vt.reset(e->inst);
+            return e->inst;
+        }
+    }
+    Entry *victims = NULL, **vt = &victims;
+    size_t gone = 0;
+    for (Entry *e = p->head, *next; e && p->held - gone + bytes > p->budget; e = next) {
+        next = e->next;
+        if (e->in_use)
+            continue;
+        unlink_entry(p, e);
+        gone += e->bytes;
+        *vt = e;
+        vt = &e->next;
+        p->st.evicted++;
+    }
+    p->held += bytes;
+    if (p->held > p->peak)
+        p->peak = p->held;
+    pthread_mutex_unlock(&p->mu);
+    if (victims)
+        destroy_unlocked(p, victims);
+    void *inst = p->vt.create(create_arg, err, errlen);
+    pthread_mutex_lock(&p->mu);
+    if (!inst) {
+        p->held -= bytes;
+        p->st.failed++;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        if (err && errlen && !err[0])
+            snprintf(err, errlen, "could not create an instance for %s", key);
+        return NULL;
+    }
+    Entry *e = calloc(1, sizeof *e);
+    char *k = strdup(key);
+    if (!e || !k)
+        abort();
+    e->key = k;
+    e->bytes = bytes;
+    e->inst = inst;
+    e->in_use = 1;
+    append_entry(p, e);
+    p->in_use += bytes;
+    p->st.created++;
+    pthread_mutex_unlock(&p->mu);
+    return inst;
 }
 
 /* Why: a finished task hands its instance back: kept for reuse if the

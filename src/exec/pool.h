@@ -6,7 +6,9 @@
  * after vt->reset instead of allocating anew. The pool counts the bytes of
  * every live instance (in use or idle) and never lets them exceed the
  * budget: a request that does not fit first evicts idle instances of other
- * keys, else waits (in arrival order) until releases make room. A request
+ * keys, else waits (in arrival order) until releases make room (a nested
+ * request, whose caller already holds instances, never waits: see
+ * pool_acquire_nested). A request
  * larger than the whole budget fails at once with a clear message. All
  * functions are thread-safe; create/reset/destroy run without the pool's
  * lock held.
@@ -47,6 +49,15 @@ void pool_free(Pool *p);
  * 10 ms while waiting. err may be NULL. */
 void *pool_acquire(Pool *p, const char *key, size_t bytes, void *create_arg,
                    const atomic_int *cancel, char *err, size_t errlen);
+/* For a caller that already holds chain_bytes of instances and cannot give
+ * them back before this one is released (a nested call): never waits. An
+ * idle instance of the key, else a new one, evicting idle instances of
+ * other keys to stay within the budget when it can, else going past the
+ * budget for as long as it is held. NULL at once with a message
+ *   "needs 16.0 KiB on top of the 16.0 KiB its callers hold, and the budget is 16.0 KiB"
+ * if chain_bytes + bytes exceed the budget, or if creation failed. */
+void *pool_acquire_nested(Pool *p, const char *key, size_t bytes, void *create_arg, size_t chain_bytes,
+                          char *err, size_t errlen);
 /* Gives an instance back. clean=1: kept idle for reuse. clean=0 (the task
  * failed or was cancelled mid-way): destroyed, so no state leaks into the
  * next task. */

@@ -159,6 +159,26 @@ static void *complete_later(void *arg)
     return NULL;
 }
 
+/* The retrieved mark and the reference count an owner consults. */
+START_TEST(fut_retrieved_and_refs)
+{
+    Fut *f = fut_new();
+    ck_assert(!fut_retrieved(f));
+    ck_assert_int_eq(fut_refs(f), 1);
+    fut_retain(f);
+    ck_assert_int_eq(fut_refs(f), 2);
+    fut_fail(f, "boom");
+    ck_assert(!fut_retrieved(f));          /* failing is not reading */
+    fut_mark_retrieved(f);
+    ck_assert(fut_retrieved(f));
+    fut_mark_retrieved(f);                 /* idempotent */
+    ck_assert(fut_retrieved(f));
+    fut_release(f);
+    ck_assert_int_eq(fut_refs(f), 1);
+    fut_release(f);
+}
+END_TEST
+
 START_TEST(fut_wait_across_threads)
 {
     for (int round = 0; round < 20; round++) {
@@ -590,6 +610,59 @@ START_TEST(exec_fut_cancel_queued)
 }
 END_TEST
 
+/* exec_cancel_task ends one task (parked, queued or running) and leaves
+ * the others alone. */
+START_TEST(exec_cancel_one_task)
+{
+    atomic_store(&ran_count, 0);
+    atomic_store(&freed_ctx, 0);
+    Exec *e = exec_new(1, 100);
+    Gate g = {0, 0};
+    Fut *gf = exec_submit(e, run_gate, &g, NULL, NULL, 0, "gate", 1);
+    wait_started(&g);
+    Fut *never = fut_new();
+    Fut *queued = exec_submit(e, run_count, malloc(8), free_ctx_counted, NULL, 0, "queued", 2);
+    Fut *parked = exec_submit(e, run_count, malloc(8), free_ctx_counted, &never, 1, "parked", 3);
+    Fut *other = exec_submit(e, run_count, malloc(8), free_ctx_counted, NULL, 0, "other", 4);
+    ck_assert(exec_cancel_task(e, queued));
+    ck_assert(exec_cancel_task(e, parked));
+    ck_assert_int_eq(fut_state(queued), FUT_CANCELLED);
+    ck_assert_int_eq(fut_state(parked), FUT_CANCELLED);
+    ck_assert_int_eq(atomic_load(&freed_ctx), 2);           /* ended at once, contexts freed */
+    ck_assert(!exec_cancel_task(e, queued));                 /* no longer unfinished */
+    ck_assert(exec_cancel_task(e, gf));                      /* running: its flag is raised, it stops */
+    ck_assert_int_eq(must_finish(other), FUT_DONE);
+    exec_wait_all(e);
+    ck_assert_int_eq(fut_state(gf), FUT_CANCELLED);
+    ck_assert_int_eq(atomic_load(&ran_count), 1);            /* only "other" ran */
+    ExecTaskInfo info[4];
+    ck_assert_int_eq(exec_pending_tasks(e, info, 4), 0);
+    fut_complete(never, NULL, NULL);   /* unhooked: safe */
+    fut_release(never);
+    fut_release(queued); fut_release(parked); fut_release(other); fut_release(gf);
+    exec_free(e);
+}
+END_TEST
+
+/* exec_pending_tasks names each task's future. */
+START_TEST(exec_pending_names_futures)
+{
+    Exec *e = exec_new(1, 100);
+    Gate g = {0, 0};
+    Fut *gf = exec_submit(e, run_gate, &g, NULL, NULL, 0, "gate", 1);
+    wait_started(&g);
+    Fut *q = exec_submit(e, run_count, NULL, NULL, NULL, 0, "q", 2);
+    ExecTaskInfo info[4];
+    ck_assert_int_eq(exec_pending_tasks(e, info, 4), 2);
+    ck_assert_ptr_eq(info[0].fut, gf);
+    ck_assert_ptr_eq(info[1].fut, q);
+    atomic_store(&g.open, 1);
+    exec_wait_all(e);
+    fut_release(q); fut_release(gf);
+    exec_free(e);
+}
+END_TEST
+
 typedef struct Interrupter {
     Exec *e;
     double delay_ms;
@@ -966,6 +1039,41 @@ START_TEST(pool_budget_waits)
     ck_assert_uint_le(pool_peak_bytes(p), 100);
     ck_assert_uint_eq(pool_held_bytes(p), 60);
     pool_release(p, q.got, 1);
+    pool_free(p);
+}
+END_TEST
+
+/* A nested request never waits: idle instance of its key, else a new one
+ * (evicting idle ones, past the budget if it must); it fails at once only
+ * when its chain alone is over the budget. */
+START_TEST(pool_nested)
+{
+    reset_counts();
+    Pool *p = pool_new(100, &vt);
+    char err[160];
+    Inst *a = pool_acquire(p, "x", 60, "x", NULL, err, sizeof err);
+    ck_assert_ptr_nonnull(a);
+    /* chain 60 + 60 > 100: refused at once, with the numbers */
+    ck_assert_ptr_null(pool_acquire_nested(p, "y", 60, "y", 60, err, sizeof err));
+    ck_assert_str_eq(err, "needs 60 B on top of the 60 B its callers hold, and the budget is 100 B");
+    /* chain 60 + 30 fits; another caller holds 40 more: past the budget, no wait */
+    Inst *b = pool_acquire(p, "z", 30, "z", NULL, err, sizeof err);
+    ck_assert_ptr_nonnull(b);
+    Inst *c = pool_acquire_nested(p, "w", 30, "w", 60, err, sizeof err);
+    ck_assert_ptr_nonnull(c);
+    ck_assert_uint_eq(pool_held_bytes(p), 120);
+    /* an idle instance of the key is reused */
+    pool_release(p, c, 1);
+    Inst *d = pool_acquire_nested(p, "w", 30, "w", 60, err, sizeof err);
+    ck_assert_ptr_eq(d, c);
+    pool_release(p, d, 1);
+    /* an idle instance of another key is evicted to stay within the budget */
+    pool_release(p, b, 1);
+    Inst *e = pool_acquire_nested(p, "v", 40, "v", 60, err, sizeof err);
+    ck_assert_ptr_nonnull(e);
+    ck_assert_uint_le(pool_held_bytes(p), 100);
+    pool_release(p, e, 1);
+    pool_release(p, a, 1);
     pool_free(p);
 }
 END_TEST
@@ -1349,6 +1457,7 @@ static Suite *exec_suite(void)
     tcase_add_test(tf, fut_cancel_basic);
     tcase_add_test(tf, fut_user_slot);
     tcase_add_test(tf, fut_wait_across_threads);
+    tcase_add_test(tf, fut_retrieved_and_refs);
     suite_add_tcase(s, tf);
 
     TCase *te = tcase_create("executor");
@@ -1369,11 +1478,14 @@ static Suite *exec_suite(void)
     tcase_add_test(te, exec_free_while_running);
     tcase_add_test(te, exec_submit_from_worker);
     tcase_add_test(te, exec_stress);
+    tcase_add_test(te, exec_cancel_one_task);
+    tcase_add_test(te, exec_pending_names_futures);
     suite_add_tcase(s, te);
 
     TCase *tp = tcase_create("pool");
     tcase_set_timeout(tp, 300);
     tcase_add_test(tp, pool_reuse);
+    tcase_add_test(tp, pool_nested);
     tcase_add_test(tp, pool_budget_waits);
     tcase_add_test(tp, pool_too_big);
     tcase_add_test(tp, pool_dirty_release);
