@@ -23,6 +23,37 @@ static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
 static void spare_free(void *p) { free(p); }
 static void spare_init(void) { pthread_key_create(&spare_key, spare_free); }
 
+/* The lowest usable address of the calling thread's stack (it grows down),
+ * asked once per thread; NULL if the system cannot say. */
+static _Thread_local char *tl_stack_low;
+static _Thread_local bool tl_stack_known;
+static char *thread_stack_low(void)
+{
+    if (tl_stack_known) return tl_stack_low;
+    tl_stack_known = true;
+    pthread_attr_t a;
+    if (pthread_getattr_np(pthread_self(), &a) != 0) return NULL;
+    void *addr = NULL;
+    size_t size = 0;
+    if (pthread_attr_getstack(&a, &addr, &size) == 0 && addr && size) {
+        size_t guard = 0;
+        pthread_attr_getguardsize(&a, &guard);
+        tl_stack_low = (char *)addr + guard;
+    }
+    pthread_attr_destroy(&a);
+    return tl_stack_low;
+}
+
+/* when the stack cannot be asked for: what the thread was given */
+static size_t fallback_stack(bool is_task)
+{
+    if (is_task) return 64u << 20;
+    struct rlimit rl;
+    size_t lim = 8u << 20;
+    if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) lim = rl.rlim_cur;
+    return lim;
+}
+
 void vm_init(VM *vm, Interp *in, bool is_task)
 {
     memset(vm, 0, sizeof *vm);
@@ -37,17 +68,16 @@ void vm_init(VM *vm, Interp *in, bool is_task)
     else vm->stack = malloc(vm->cap * sizeof(Value));
     if (!vm->stack) { fputs("qh: out of memory\n", stderr); exit(70); }
     vm->max_depth = MAX_DEPTH;
+    vm->watch_interrupt = !is_task;
     char here;
     vm->stack_base = &here;
-    if (is_task) {
-        vm->stack_limit = 48u << 20;            /* workers have 64 MiB stacks */
-    } else {
-        struct rlimit rl;
-        size_t lim = 8u << 20;
-        if (getrlimit(RLIMIT_STACK, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) lim = rl.rlim_cur;
-        if (lim > (256u << 20)) lim = 256u << 20;
-        vm->stack_limit = lim > (1u << 20) ? lim - (512u << 10) : lim / 2;
-    }
+    /* what is left of this thread's own stack, whichever thread it is (a
+     * task also runs on the main thread: under --sync, or when the program
+     * needs a queued call's value), less room for the deepest non-recursive
+     * work below an evaluator frame (BLAS, printing, the simulator) */
+    char *low = thread_stack_low();
+    size_t left = low && &here > low ? (size_t)(&here - low) : fallback_stack(is_task);
+    vm->stack_limit = left > (2u << 20) ? left - (1u << 20) : left / 2;
     vm->ret = v_nil();
 }
 
@@ -137,7 +167,7 @@ void vm_print_error(VM *vm, FILE *out)
 
 bool vm_check_interrupt(VM *vm)
 {
-    if (atomic_load_explicit(&vm->in->interrupt, memory_order_relaxed) ||
+    if ((vm->watch_interrupt && atomic_load_explicit(&vm->in->interrupt, memory_order_relaxed)) ||
         (vm->cancel && atomic_load_explicit(vm->cancel, memory_order_relaxed))) {
         vm_interrupted(vm, NULL);
         return true;

@@ -23,6 +23,8 @@ typedef struct ObjModule {
     int nglobals;
     const char *name;
     bool loaded;        /* finished running */
+    bool partial;       /* a task's copy: only the globals its functions read are
+                           copied, and copying a function adds the ones it reads */
 } ObjModule;
 
 typedef struct ObjFunc {
@@ -102,17 +104,24 @@ struct VM {
     Value *stack;
     size_t sp, cap;
     int depth, max_depth;
-    char *stack_base;           /* C stack guard */
-    size_t stack_limit;
+    char *stack_base;           /* C stack guard: bytes usable below stack_base on */
+    size_t stack_limit;         /* the thread this VM was made on (its real stack) */
     Frame *frame;
     ObjModule *mod;             /* module whose globals are in scope */
     Value ret;                  /* value of the last `return` */
     VMError err;
     Rng rng;                    /* the program generator (main) or the task's stream */
-    uint64_t qcall_seq;         /* quantum calls made so far, in program order */
-    uint64_t stream_seed;       /* seed of this VM's call streams */
+    uint64_t qcall_seq;         /* quantum calls made so far by the running call
+                                   (main: by the program), in program order */
+    uint64_t call_id;           /* a task: the id of the call it runs (its random
+                                   stream); nested calls get ids from it */
+    uint64_t stream_seed;       /* seed of this VM's call streams (the program's) */
     struct QCtx *q;             /* the running quantum function's device, if any */
+    size_t dev_bytes;           /* device states the calls running on this VM hold:
+                                   a nested call runs within them (qrt.c) */
     const atomic_int *cancel;   /* task cancellation flag, or NULL */
+    bool watch_interrupt;       /* answers Ctrl-C: the main program, and tasks run on
+                                   the main thread (others stop when cancelled) */
     void *task;                 /* the executor's task, when running one */
     double wait_time;           /* seconds the main thread spent waiting */
     int cur_line;               /* line of the top-level statement running (trace) */
