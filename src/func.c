@@ -59,7 +59,20 @@ Value func_copy(Value v, CopyCtx *cc)
     n->device = value_copy_deep(f->device, cc);
     Value mv = value_copy_deep(v_obj(&f->mod->h), cc);
     n->mod = (ObjModule *)mv.o;
+    if (n->mod->partial) module_copy_reads(f->mod, n->mod, f->p, cc);
     return v_obj(&n->h);
+}
+
+void module_copy_reads(ObjModule *m, ObjModule *copy, const FnProto *p, CopyCtx *cc)
+{
+    for (int k = 0; k < p->nglobal_reads; k++) {
+        int g = p->global_reads[k];
+        if (g >= m->nglobals || g >= copy->nglobals || copy->globals[g].t != T_UNBOUND) continue;
+        Value v = m->globals[g];
+        if (v.t == T_UNBOUND) continue;
+        copy->globals[g] = v_nil();          /* taken: a function it holds may read it too */
+        copy->globals[g] = value_copy_deep(v, cc);
+    }
 }
 
 /* drops what a function holds: its defaults, cells, device and module */
@@ -116,14 +129,31 @@ ObjModule *module_copy_some(ObjModule *m, const bool *want, CopyCtx *cc)
     n->info = m->info;
     n->name = m->name;
     n->loaded = true;
+    n->partial = want != NULL;   /* filled as its functions are copied */
     n->nglobals = m->nglobals;
     n->globals = malloc((size_t)(m->nglobals + 1) * sizeof(Value));
     for (int i = 0; i < m->nglobals; i++) n->globals[i] = v_unbound();
     for (int i = 0; i < m->nglobals; i++) {
         Value g = m->globals[i];
-        if (g.t == T_UNBOUND || (want && !want[i])) continue;
+        if (g.t == T_UNBOUND || (want && !want[i]) || n->globals[i].t != T_UNBOUND) continue;
+        n->globals[i] = v_nil();            /* taken (see module_copy_reads) */
         n->globals[i] = value_copy_deep(g, cc);
     }
+    return n;
+}
+
+ObjModule *module_copy_partial(ObjModule *m, CopyCtx *cc)
+{
+    ObjModule *n = (ObjModule *)obj_alloc(sizeof(ObjModule), T_MODULE);
+    copy_memo_put(cc, m, n);
+    copy_note_module(cc, &n->h);
+    n->info = m->info;
+    n->name = m->name;
+    n->loaded = true;
+    n->partial = true;
+    n->nglobals = m->nglobals;
+    n->globals = malloc((size_t)(m->nglobals + 1) * sizeof(Value));
+    for (int i = 0; i < m->nglobals; i++) n->globals[i] = v_unbound();
     return n;
 }
 

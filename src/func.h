@@ -24,6 +24,14 @@ void module_grow(ObjModule *m);
 /* A copy of m for a task with only the globals in `want` (deep copies by
  * cc, which records the module: copy_release_modules frees it). */
 ObjModule *module_copy_some(ObjModule *m, const bool *want, CopyCtx *cc);
+/* A copy of m for a task holding no globals yet: copying a function of m
+ * (by cc) then adds the globals it reads. */
+ObjModule *module_copy_partial(ObjModule *m, CopyCtx *cc);
+/* Into a partial copy of m: the globals p reads that it lacks (copied by
+ * cc; functions among them add theirs in turn). Copying a function whose
+ * module has a partial copy calls it: what a task takes along follows the
+ * function values it reaches, not only the names its qfn spells. */
+void module_copy_reads(ObjModule *m, ObjModule *copy, const FnProto *p, CopyCtx *cc);
 
 /* Registers the module kind (start-up). */
 void func_open(void);
