@@ -10,7 +10,9 @@
 #include "value.h"
 
 /* Builtin calling convention: positional args and keyword args, already
- * evaluated (futures resolved unless the builtin is marked lazy). Returns a
+ * evaluated: futures resolved unless the builtin is marked lazy, and
+ * futures inside lists and dicts too unless it is marked shallow (a
+ * builtin never sees a future it did not ask for). Returns a
  * new reference, or v_exc() after vm_error. */
 struct Args {
     int n;
@@ -36,6 +38,9 @@ enum {
     BI_QUANTUM = 4,     /* needs a running quantum function (measurements) */
     BI_GATE = 8,        /* makes an operator */
     BI_CONST = 16,      /* a number, not a function */
+    BI_SHALLOW = 32,    /* reads only its arguments' top level (len, keys, pop, ...): futures
+                           inside containers are passed along, not waited for */
+    BI_MUTATES = 64,    /* changes a container it is given (append, insert, pop) */
 };
 
 /* Adds a room's table (terminated by name NULL) at start-up, before any

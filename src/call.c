@@ -12,6 +12,14 @@
 
 #define MAX_KWARGS 64
 
+/* the futures inside a builtin's container arguments, resolved (in place) */
+static bool builtin_resolve(VM *vm, const BuiltinDef *bd, Value *v, int n, const Node *site)
+{
+    if (bd->flags & (BI_LAZY | BI_SHALLOW) || !atomic_load_explicit(&value_lazy_live, memory_order_relaxed)) return true;
+    for (int i = 0; i < n; i++) if (!tp_resolve_in(vm, v[i], site)) return false;
+    return true;
+}
+
 bool eval_bind_args(VM *vm, ObjFunc *f, Value *slots, int nargs, Args *kw, const Node *site)
 {
     FnProto *p = f->p;
@@ -85,6 +93,7 @@ Value eval_call(VM *vm, Node *n)
             }
             vm->stack[vm->sp++] = v;
         }
+        if (!builtin_resolve(vm, bd, vm->stack + base, nargs, n)) { pop_to(vm, base); return v_exc(); }
         Args a = { nargs, vm->stack + base, 0, NULL, NULL, n, bd };
         Value r = bd->fn(vm, &a);
         pop_to(vm, base);
@@ -222,6 +231,7 @@ static Value builtin_call(VM *vm, Value fn, Args *a)
         if (!ok) return vm_error(vm, a->site, "%s() got an unexpected keyword argument '%s'", bd->name, a->kwname[k]->s);
     }
     qh_assert(bd->fn);
+    if (!builtin_resolve(vm, bd, a->v, a->n, a->site) || !builtin_resolve(vm, bd, a->kw, a->nkw, a->site)) return v_exc();
     a->def = bd;
     return bd->fn(vm, a);
 }

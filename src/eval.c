@@ -76,6 +76,7 @@ static bool eval_subscripts(VM *vm, Node *n, Value *out)
         } else {
             out[k] = eval_forced(vm, s);
             if (IS_EXC(out[k])) goto fail;
+            if (!tp_resolve_in(vm, out[k], s)) { decref(out[k]); goto fail; }   /* a list of indices is read */
         }
         continue;
     fail:

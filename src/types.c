@@ -23,6 +23,79 @@ Value tp_force(VM *vm, Value v, const Node *site)
     return r;
 }
 
+/* ---------------------------------------------------------------- futures inside containers */
+
+static inline bool is_container(Value v) { return v.t == T_LIST || v.t == T_DICT; }
+
+/* one element slot: forced in place if lazy; a container to walk is pushed */
+static bool resolve_slot(VM *vm, Value *slot, const Node *site, Value **st, size_t *n, size_t *cap,
+                         Value *small, CopyCtx *seen)
+{
+    Value e = *slot;
+    if (is_lazy(e)) {
+        Value r = tp_force(vm, e, site);
+        if (IS_EXC(r)) return false;
+        *slot = r;                              /* the value a resolved future stands for */
+        decref(e);
+        e = r;
+    }
+    if (!is_container(e) || (e.t == T_LIST ? AS_LIST(e)->len == 0 : AS_DICT(e)->len == 0)) return true;
+    if (copy_memo_get(seen, e.o)) return true;  /* met before (shared, or a cycle) */
+    copy_memo_put(seen, e.o, e.o);
+    if (*n == *cap) {
+        size_t nc = *cap * 2;
+        Value *ns = xmalloc(nc * sizeof(Value));
+        memcpy(ns, *st, *n * sizeof(Value));
+        if (*st != small) free(*st);
+        *st = ns;
+        *cap = nc;
+    }
+    (*st)[(*n)++] = e;
+    return true;
+}
+
+bool tp_resolve_in(VM *vm, Value v, const Node *site)
+{
+    if (!is_container(v) || atomic_load_explicit(&value_lazy_live, memory_order_relaxed) == 0) return true;
+    Value small[32], *st = small;
+    size_t n = 0, cap = 32;
+    CopyCtx seen;
+    copy_init(&seen);
+    st[n++] = v;
+    bool ok = true;
+    /* Borrowed references: nothing runs user code while futures are forced
+     * (a task runs on its own copies), so no container here can be freed. */
+    while (n && ok) {
+        Value c = st[--n];
+        if (c.t == T_LIST) {
+            ObjList *l = AS_LIST(c);
+            for (size_t i = 0; i < l->len && ok; i++) ok = resolve_slot(vm, &l->v[i], site, &st, &n, &cap, small, &seen);
+        } else {
+            ObjDict *d = AS_DICT(c);
+            for (size_t i = 0; i < d->nent && ok; i++)
+                if (d->ent[i].live) ok = resolve_slot(vm, &d->ent[i].val, site, &st, &n, &cap, small, &seen);
+        }
+    }
+    if (st != small) free(st);
+    copy_done(&seen);
+    return ok;
+}
+
+bool tp_force_args(VM *vm, Value *v, int n, const Node *site, Node *const *vsite, bool deep)
+{
+    for (int i = 0; i < n; i++) {
+        const Node *at = vsite && vsite[i] ? vsite[i] : site;
+        if (is_lazy(v[i])) {
+            Value r = tp_force(vm, v[i], at);
+            if (IS_EXC(r)) return false;
+            decref(v[i]);
+            v[i] = r;
+        }
+        if (deep && is_container(v[i]) && !tp_resolve_in(vm, v[i], at)) return false;
+    }
+    return true;
+}
+
 /* forces two operands; false (nothing held) on error */
 static bool force2(VM *vm, Value *a, Value *b, const Node *site)
 {
@@ -56,6 +129,13 @@ Value tp_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
         Value r = tp_binop(vm, op, a, b, site);
         decref(a); decref(b);
         return r;
+    }
+    if ((is_container(a) || is_container(b)) && atomic_load_explicit(&value_lazy_live, memory_order_relaxed)) {
+        /* the operator reads the elements, unless it only passes them along
+         * (concatenation, repetition) */
+        bool along = (op == OP_ADD && a.t == T_LIST && b.t == T_LIST) ||
+                     (op == OP_MUL && ((a.t == T_LIST && b.t == T_NUM) || (a.t == T_NUM && b.t == T_LIST)));
+        if (!along && (!tp_resolve_in(vm, a, site) || !tp_resolve_in(vm, b, site))) return v_exc();
     }
     if (op == OP_IN || op == OP_NOTIN) {
         Value r = tp_contains(vm, b, a, site);
@@ -135,6 +215,14 @@ bool tp_truthy(VM *vm, Value v, const Node *site, bool *err)
 
 Value tp_contains(VM *vm, Value coll, Value x, const Node *site)
 {
+    if (is_lazy(x)) {
+        Value fx = tp_force(vm, x, site);
+        if (IS_EXC(fx)) return fx;
+        Value r = tp_contains(vm, coll, fx, site);
+        decref(fx);
+        return r;
+    }
+    if (!tp_resolve_in(vm, coll, site) || !tp_resolve_in(vm, x, site)) return v_exc();
     switch (coll.t) {
     case T_LIST: {
         ObjList *l = AS_LIST(coll);
@@ -352,7 +440,15 @@ bool tp_setindex(VM *vm, Value obj, int nidx, const Value *idx, Value v, const N
             return ok;
         }
         const TypeOps *t = type_of(obj);
-        if (t->setindex) return t->setindex(vm, obj, nidx, idx, v, site, isite);
+        if (t->setindex) {
+            /* other kinds read the value they store (arrays hold numbers) */
+            Value fv = v;
+            incref(fv);
+            if (!tp_force_args(vm, &fv, 1, site, NULL, true)) { decref(fv); return false; }
+            bool ok = t->setindex(vm, obj, nidx, idx, fv, site, isite);
+            decref(fv);
+            return ok;
+        }
         if (nidx != 1) { vm_error(vm, site, "a %s takes one index, not %d", type_name(obj), nidx); return false; }
         if (idx[0].t == T_SLICE) { vm_error(vm, site, "slice assignment is only for arrays"); return false; }
         vm_error(vm, site, "%s does not support element assignment", type_name(obj));

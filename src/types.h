@@ -17,6 +17,15 @@
  * as they are. A new reference, or v_exc(). */
 Value tp_force(VM *vm, Value v, const Node *site);
 
+/* Resolves, in place, every future inside v's lists and dicts at any depth
+ * (a future stored in a container stands for its value: replacing it is not
+ * visible). v itself is not forced. False (error recorded at site) if one
+ * of them failed. Free when no lazy value exists. */
+bool tp_resolve_in(VM *vm, Value v, const Node *site);
+/* Forces v[0..n) in place (references swapped); deep: also the futures
+ * inside containers (tp_resolve_in). vsite[i] locates v[i] (may be NULL). */
+bool tp_force_args(VM *vm, Value *v, int n, const Node *site, Node *const *vsite, bool deep);
+
 /* a op b; OP_IN/OP_NOTIN test b's contents. New reference or v_exc(). */
 Value tp_binop(VM *vm, BinOp op, Value a, Value b, const Node *site);
 /* -a, +a, ~a (~ on numbers only: the kinds' unop slots see - and +) */

@@ -39,6 +39,7 @@ unsigned char value_flags[T_MAXTYPES] = {
     [T_LIST] = TF_TRACK, [T_DICT] = TF_TRACK, [T_CELL] = TF_TRACK,
 };
 static unsigned next_tag = T_NTYPES;
+atomic_long value_lazy_live;
 
 void type_register(ValType t, const TypeOps *ops)
 {

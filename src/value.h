@@ -16,6 +16,7 @@
 #ifndef QH_VALUE_H
 #define QH_VALUE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -258,6 +259,10 @@ extern unsigned char value_flags[T_MAXTYPES];
 static inline const TypeOps *type_of(Value v) { return value_types[v.t]; }
 static inline const TypeOps *type_ops(unsigned t) { return value_types[t]; }
 static inline bool is_lazy(Value v) { return (value_flags[v.t] & TF_LAZY) != 0; }
+/* Objects of lazy kinds alive now, on any thread (their rooms count them in
+ * and out). While it is zero no container can hold one, so the dispatcher
+ * skips looking for them inside containers. */
+extern atomic_long value_lazy_live;
 /* Installs the table of a tag named in ValType (start-up only). */
 void type_register(ValType t, const TypeOps *ops);
 /* A new kind: its fresh tag (start-up only; aborts past T_MAXTYPES). */
