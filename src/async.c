@@ -1,15 +1,20 @@
 /* async.c — quantum calls as futures (lang/async.md): dispatching a call
- * as a task with deep-copied arguments and captured globals, chaining on
- * futures passed in, the future kind (its force slot resolves it wherever
- * a value is needed), reporting failed tasks nobody needed, Ctrl-C,
+ * as a task with deep-copied arguments and the globals it reaches, chaining
+ * on futures passed in, the future kind (its force slot resolves it wherever
+ * a value is needed; its copy slot lets a finished one travel inside
+ * results), nested calls inside a task (run at once, numbered by their place
+ * in the call tree), the record of every call the program made (failures
+ * nobody read are reported at exit, grouped by call site), Ctrl-C, :tasks,
  * --stats and --trace. The main VM's values never reach a worker: a task
  * gets copies and hands back a copied result. Knows the evaluator, the
- * executor's interface, and the quantum runtime's entry (a plain qfn
- * call's body); other task bodies (gradients) are given by their rooms. */
+ * executor's interface, the lookahead's entry (lookahead.h) and the quantum
+ * runtime's entry (a plain qfn call's body); other task bodies (gradients)
+ * are given by their rooms. */
 #include "async.h"
 #include "diag.h"
 #include "eval.h"
 #include "exec.h"
+#include "lookahead.h"
 #include "pool.h"
 #include "qh_assert.h"
 #include "qrt.h"
@@ -21,28 +26,69 @@
 #include <time.h>
 #include <unistd.h>
 
-/* A call the main program made: what the exit report and :tasks need. */
+/* ---------------------------------------------------------------- state */
+
+/* A call the main program made: what the exit report, :tasks and the
+ * REPL's Ctrl-C need. A record lives in one of three lists: LIVE while its
+ * future object exists (the object owns it), ORPHAN once the object is gone
+ * but the call is still running, FAILED once it failed with nobody having
+ * read the error yet (the report at exit). A finished call whose outcome
+ * can no longer matter is dropped at once: keeping futures costs O(1) per
+ * call. */
+enum { REC_LIVE, REC_ORPHAN, REC_FAILED };
+
 typedef struct TaskRec {
     Fut *fut;
-    struct ObjFuture *obj;  /* the main-side future while it exists */
-    char *name;
+    struct ObjFuture *obj;      /* the main-side future while it exists */
+    struct AsyncState *as;
+    const char *prefix, *name;  /* "grad " "f": static and the function's name */
+    const Source *src;          /* a REPL entry's own source (src->entry) */
+    int line;
+    unsigned long seq;          /* dispatch number: program order */
+    double t0;                  /* dispatched at (mono) */
+    struct TaskRec *prev, *next;
+    unsigned char where;
+} TaskRec;
+
+typedef struct RecList { TaskRec *head, *tail; size_t n; } RecList;
+
+/* Failures nobody read, per call site, for the report at exit. */
+#define SITE_SHOWN 3
+typedef struct FailSite {
+    const char *prefix, *name;
     const Source *src;
     int line;
-    double t0;              /* dispatched at (mono) */
-    bool observed;
-    struct TaskRec *next;
-} TaskRec;
+    unsigned long first_seq;
+    unsigned long count;
+    int nshown;
+    unsigned long shown_seq[SITE_SHOWN];
+    char *shown[SITE_SHOWN];     /* messages of the first ones, by seq */
+} FailSite;
+
+/* The main thread's record of the calls it dispatched, and its timing
+ * (in->async; main-thread only). */
+typedef struct AsyncState {
+    RecList live, orphans, failed;
+    size_t orphans_kept;        /* orphans after the last sweep */
+    unsigned long seq;          /* calls dispatched so far */
+    FailSite *sites;            /* open addressing, cap a power of two */
+    size_t nsites, capsites;
+    double main_wait_seconds;
+    double run_start;
+    unsigned long sync_tasks;   /* --sync: calls run, and their time */
+    double sync_task_seconds;
+} AsyncState;
 
 typedef struct ObjFuture {
     Obj h;
     Fut *fut;
-    TaskRec *rec;           /* main-side futures only */
+    TaskRec *rec;               /* main-side futures that made the call only */
     Value cached;
     bool resolved;
-    char *name;             /* qfn name */
+    const char *prefix, *name;
     const Source *src;
-    int line;               /* call line */
-    unsigned long serial;   /* main-side: the dispatch's number (async_dispatches) */
+    int line;                   /* call line */
+    unsigned long serial;       /* main-side: the dispatch's number (async_dispatches) */
 } ObjFuture;
 #define AS_FUT(v) ((ObjFuture *)(v).o)
 
@@ -53,45 +99,13 @@ typedef struct TaskCtx {
     Value *args;
     int nargs;
     uint64_t seed, index;
-    char *name;
-    const Source *src;
+    const char *prefix, *name;
     int line;
-    TaskBody body;          /* what the task runs */
-    void *arg;              /* the body's argument (a copy) */
-    CopyCtx mods;           /* the modules copied for the task: released at its end */
+    TaskBody body;              /* what the task runs */
+    void *arg;                  /* the body's argument (a copy) */
+    CopyCtx mods;               /* the modules copied for the task: released at its end */
 } TaskCtx;
 
-/* The main thread's record of the calls it dispatched, and its timing
- * (in->async; main-thread only). */
-typedef struct AsyncState {
-    TaskRec *head;
-    unsigned long count;
-    unsigned long dispatches;   /* calls dispatched so far (async_dispatches) */
-    double main_wait_seconds;
-    double run_start;
-    unsigned long sync_tasks;   /* --sync: calls run, and their time */
-    double sync_task_seconds;
-} AsyncState;
-
-/* Drops finished calls nobody can ask about any more (their future value is
- * gone, and they either succeeded or were observed): a long loop of calls
- * keeps no memory for them. */
-static void registry_compact(AsyncState *as)
-{
-    TaskRec **pp = &as->head;
-    while (*pp) {
-        TaskRec *r = *pp;
-        if (!r->obj && fut_ready(r->fut) && (r->observed || fut_state(r->fut) != FUT_FAILED)) {
-            /* nobody can ask about it any more */
-            *pp = r->next;
-            fut_release(r->fut);
-            free(r->name);
-            free(r);
-            continue;
-        }
-        pp = &r->next;
-    }
-}
 static double mono(void)
 {
     struct timespec ts;
@@ -99,16 +113,147 @@ static double mono(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* ---------------------------------------------------------------- records */
+
+static void list_push_rec(RecList *l, TaskRec *r, unsigned char where)
+{
+    r->where = where;
+    r->next = NULL;
+    r->prev = l->tail;
+    if (l->tail) l->tail->next = r; else l->head = r;
+    l->tail = r;
+    l->n++;
+}
+
+static void list_unlink(RecList *l, TaskRec *r)
+{
+    if (r->prev) r->prev->next = r->next; else l->head = r->next;
+    if (r->next) r->next->prev = r->prev; else l->tail = r->prev;
+    r->prev = r->next = NULL;
+    l->n--;
+}
+
+static void rec_free(TaskRec *r)
+{
+    fut_release(r->fut);
+    free(r);
+}
+
+static size_t site_hash(const FailSite *s)
+{
+    uintptr_t h = (uintptr_t)s->src * 31 + (uintptr_t)s->name * 17 + (uintptr_t)s->prefix + (uintptr_t)s->line;
+    return (size_t)(h * 0x9e3779b97f4a7c15ULL >> 7);
+}
+
+static FailSite *site_of(AsyncState *as, const TaskRec *r)
+{
+    if ((as->nsites + 1) * 2 > as->capsites) {
+        size_t nc = as->capsites ? as->capsites * 2 : 16;
+        FailSite *ns = xcalloc(nc, sizeof *ns);
+        for (size_t i = 0; i < as->capsites; i++) {
+            if (!as->sites[i].count) continue;
+            size_t j = site_hash(&as->sites[i]) & (nc - 1);
+            while (ns[j].count) j = (j + 1) & (nc - 1);
+            ns[j] = as->sites[i];
+        }
+        free(as->sites);
+        as->sites = ns;
+        as->capsites = nc;
+    }
+    FailSite key = { r->prefix, r->name, r->src, r->line, 0, 0, 0, {0}, {0} };
+    size_t j = site_hash(&key) & (as->capsites - 1);
+    for (;;) {
+        FailSite *s = &as->sites[j];
+        if (!s->count) { *s = key; s->first_seq = r->seq; as->nsites++; return s; }
+        if (s->src == r->src && s->line == r->line && s->name == r->name && s->prefix == r->prefix) return s;
+        j = (j + 1) & (as->capsites - 1);
+    }
+}
+
+/* a failure nobody read (and nobody can read any more): counted for the report */
+static void site_count(AsyncState *as, TaskRec *r)
+{
+    FailSite *s = site_of(as, r);
+    s->count++;
+    if (r->seq < s->first_seq) s->first_seq = r->seq;
+    /* keep the messages of the earliest calls */
+    int at = s->nshown;
+    while (at > 0 && s->shown_seq[at - 1] > r->seq) at--;
+    if (at < SITE_SHOWN) {
+        if (s->nshown == SITE_SHOWN) { free(s->shown[SITE_SHOWN - 1]); s->nshown--; }
+        memmove(&s->shown[at + 1], &s->shown[at], (size_t)(s->nshown - at) * sizeof(char *));
+        memmove(&s->shown_seq[at + 1], &s->shown_seq[at], (size_t)(s->nshown - at) * sizeof(unsigned long));
+        const char *e = fut_error(r->fut);
+        s->shown[at] = xstrdup(e ? e : "failed");
+        s->shown_seq[at] = r->seq;
+        s->nshown++;
+    }
+}
+
+static void rec_report(AsyncState *as, TaskRec *r)
+{
+    site_count(as, r);
+    rec_free(r);
+}
+
+/* A finished call whose future object is gone: dropped, reported, or kept
+ * while another holder (a copy inside a result, a task) may still read its
+ * error. Returns false if it has not finished. */
+static bool rec_settle(AsyncState *as, TaskRec *r)
+{
+    if (!fut_ready(r->fut)) return false;
+    if (fut_state(r->fut) != FUT_FAILED || fut_retrieved(r->fut)) { rec_free(r); return true; }
+    if (fut_refs(r->fut) == 1) { rec_report(as, r); return true; }
+    list_push_rec(&as->failed, r, REC_FAILED);
+    return true;
+}
+
+/* Settles the orphans that have finished: amortised, each sweep at least
+ * doubles the list it walks since the last one. */
+static void orphans_sweep(AsyncState *as)
+{
+    TaskRec *r = as->orphans.head;
+    while (r) {
+        TaskRec *next = r->next;
+        if (fut_ready(r->fut)) {
+            list_unlink(&as->orphans, r);
+            rec_settle(as, r);
+        }
+        r = next;
+    }
+    RecList *f = &as->failed;
+    if (f->n > 4096) {
+        /* shared failures whose other holders are gone */
+        for (TaskRec *x = f->head, *nx; x; x = nx) {
+            nx = x->next;
+            if (fut_retrieved(x->fut)) { list_unlink(f, x); rec_free(x); }
+            else if (fut_refs(x->fut) == 1) { list_unlink(f, x); rec_report(as, x); }
+        }
+    }
+    as->orphans_kept = as->orphans.n;
+}
+
+/* the future object of r is being freed */
+static void rec_orphan(TaskRec *r)
+{
+    AsyncState *as = r->as;
+    list_unlink(&as->live, r);
+    r->obj = NULL;
+    if (rec_settle(as, r)) return;
+    list_push_rec(&as->orphans, r, REC_ORPHAN);
+    if (as->orphans.n >= 2 * as->orphans_kept + 256) orphans_sweep(as);
+}
+
 /* ---------------------------------------------------------------- future objects */
 
 static void future_free(Obj *o)
 {
     ObjFuture *f = (ObjFuture *)o;
-    if (f->rec) f->rec->obj = NULL;
+    if (f->fut) fut_release(f->fut);        /* first: the record may then hold the last reference */
+    if (f->rec) rec_orphan(f->rec);
     decref(f->cached);
-    if (f->fut) fut_release(f->fut);
-    free(f->name);
     free(f);
+    atomic_fetch_sub_explicit(&value_lazy_live, 1, memory_order_relaxed);
 }
 
 /* <future NAME() from WHERE: STATE> (a future is resolved wherever its
@@ -121,16 +266,19 @@ static void future_repr(Buf *b, Value v, bool quoted)
     diag_where(where, sizeof where, f->src, f->line);
     FutState st = f->resolved ? FUT_DONE : fut_state(f->fut);
     static const char *const names[] = { "queued", "running", "done", "failed", "cancelled" };
-    buf_printf(b, "<future %s() from %s: %s>", f->name, where, names[st]);
+    buf_printf(b, "<future %s%s() from %s: %s>", f->prefix, f->name, where, names[st]);
 }
 
-static Value future_new(Fut *fut, TaskRec *rec, const char *name, const Source *src, int line)
+/* a future object on fut (the reference is taken) */
+static Value future_new(Fut *fut, TaskRec *rec, const char *prefix, const char *name, const Source *src, int line)
 {
     ObjFuture *f = (ObjFuture *)obj_alloc(sizeof(ObjFuture), T_FUTURE);
+    atomic_fetch_add_explicit(&value_lazy_live, 1, memory_order_relaxed);
     f->fut = fut;
     f->rec = rec;
     f->cached = v_nil();
-    f->name = xstrdup(name);
+    f->prefix = prefix;
+    f->name = name;
     f->src = src;
     f->line = line;
     return v_obj(&f->h);
@@ -141,57 +289,57 @@ static void future_clear(Obj *o) { ObjFuture *f = (ObjFuture *)o; Value c = f->c
 
 /* ---------------------------------------------------------------- copying */
 
-typedef struct DepList { Fut **v; int n, cap; } DepList;
+/* a finished call's value, copied out of its Fut (futures inside it, failed
+ * elements of a returned container, travel as futures) */
+static Value fut_value_copy(Fut *fut, CopyCtx *cc)
+{
+    Value *box = fut_result(fut);
+    qh_assert(box);
+    return value_copy_deep(*box, cc);
+}
 
-/* main -> task: a future becomes a task-side future on the same Fut, and a
- * dependency of the task (unless already resolved: then its value) */
-static Value copy_future_out(Value v, CopyCtx *cc)
+/* The copy slot (another thread, or a task's result): a future that stands
+ * for a known value becomes that value; one that failed (or, never inside a
+ * task's result, one still running) stays a future on the same call, so
+ * that only a use of it fails, with its own message. */
+static Value future_copy(Value v, CopyCtx *cc)
 {
     ObjFuture *f = AS_FUT(v);
     if (f->resolved) return value_copy_deep(f->cached, cc);
-    DepList *d = cc->user;
-    if (d) {
-        bool have = false;
-        for (int i = 0; i < d->n; i++) if (d->v[i] == f->fut) have = true;
-        if (!have) {
-            if (d->n == d->cap) { d->cap = d->cap ? d->cap * 2 : 4; d->v = xrealloc(d->v, (size_t)d->cap * sizeof(Fut *)); }
-            d->v[d->n++] = f->fut;
-        }
-    }
-    if (f->rec) f->rec->observed = true;    /* its value (or error) flows into the new call */
-    Value n = future_new(fut_retain(f->fut), NULL, f->name, f->src, f->line);
+    if (fut_state(f->fut) == FUT_DONE) return fut_value_copy(f->fut, cc);
+    Value n = future_new(fut_retain(f->fut), NULL, f->prefix, f->name, f->src, f->line);
     copy_memo_put(cc, f, n.o);
     return n;
 }
 
-/* a finished future's value: copied out of the Fut, or the error */
-static bool fut_value(VM *vm, Fut *fut, Value *out, const char **err)
-{
-    FutState st = fut_state(fut);
-    if (st == FUT_DONE) {
-        Value *box = fut_result(fut);
-        CopyCtx cc;
-        copy_init(&cc);
-        *out = value_copy_deep(*box, &cc);
-        copy_done(&cc);
-        (void)vm;
-        return true;
-    }
-    *err = st == FUT_CANCELLED ? "cancelled" : fut_error(fut);
-    if (!*err) *err = "failed";
-    return false;
-}
+typedef struct DepList { Fut **v; int n, cap; } DepList;
 
-/* task -> result: futures inside the result are resolved (their Fut is done) */
-static Value copy_future_resolve(Value v, CopyCtx *cc)
+/* main -> task: a future still running becomes a dependency of the task
+ * (it starts once the call is over) and a task-side future on the same
+ * call; passing it on is not reading it (a call that ignores its argument
+ * leaves a failure unread) */
+static Value copy_future_out(Value v, CopyCtx *cc)
 {
     ObjFuture *f = AS_FUT(v);
     if (f->resolved) return value_copy_deep(f->cached, cc);
-    Value out;
-    const char *err;
-    if (fut_state(f->fut) == FUT_DONE && fut_value(NULL, f->fut, &out, &err)) return out;
-    cc->error = "a failed future";
-    return v_nil();
+    FutState st = fut_state(f->fut);
+    if (st == FUT_DONE) return fut_value_copy(f->fut, cc);
+    DepList *d = cc->user;
+    if (d && (st == FUT_PENDING || st == FUT_RUNNING)) {
+        if (d->n == d->cap) { d->cap = d->cap ? d->cap * 2 : 4; d->v = xrealloc(d->v, (size_t)d->cap * sizeof(Fut *)); }
+        d->v[d->n++] = f->fut;
+    }
+    Value n = future_new(fut_retain(f->fut), NULL, f->prefix, f->name, f->src, f->line);
+    copy_memo_put(cc, f, n.o);
+    return n;
+}
+
+/* inside a task (one thread): a nested call shares the future itself */
+static Value share_future(Value v, CopyCtx *cc)
+{
+    (void)cc;
+    incref(v);
+    return v;
 }
 
 static void free_box(void *p)
@@ -203,52 +351,62 @@ static void free_box(void *p)
 
 /* ---------------------------------------------------------------- forcing */
 
-/* the force slot: waits for the task (running it here if still queued) */
+/* The main thread needs f: start later calls that are sure to come while
+ * it waits (lookahead.h), run it here if still queued, else wait. False if
+ * Ctrl-C interrupted the wait. */
+static bool main_wait(VM *vm, ObjFuture *f, const Node *site)
+{
+    Interp *in = vm->in;
+    if (in->exec) {
+        lookahead_run(vm);
+        /* still queued: run it here rather than wait for a worker to start it */
+        if (!fut_ready(f->fut)) exec_run_inline(in->exec, f->fut);
+    }
+    if (fut_ready(f->fut)) return true;
+    double t0 = mono();
+    double ts = in->trace ? trace_now_us(in->trace) : 0;
+    atomic_store(&in->main_waiting, 1);
+    FutState st = fut_wait_interruptible(f->fut, &in->interrupt);
+    atomic_store(&in->main_waiting, 0);
+    double t1 = mono();
+    vm->wait_time += t1 - t0;
+    in->async->main_wait_seconds += t1 - t0;
+    if (in->trace) {
+        char name[200], args[128];
+        snprintf(name, sizeof name, "wait %s%s() from line %d", f->prefix, f->name, f->line);
+        snprintf(args, sizeof args, "{\"line\":%d}", site ? site->line : vm->cur_line);
+        trace_complete(in->trace, 0, name, "wait", ts, trace_now_us(in->trace) - ts, args);
+    }
+    return st != FUT_PENDING && st != FUT_RUNNING;
+}
+
+/* the force slot: the value, waiting for the call (or running it) */
 static Value future_force(VM *vm, Value v, const Node *site)
 {
     ObjFuture *f = AS_FUT(v);
     if (f->resolved) { incref(f->cached); return f->cached; }
     Interp *in = vm->in;
-    if (!fut_ready(f->fut) && !vm->is_task && in->exec) {
-        /* still queued: run it here rather than wait for a worker to start it */
-        exec_run_inline(in->exec, f->fut);
-    }
     if (!fut_ready(f->fut)) {
-        double t0 = mono();
-        double ts = in->trace ? trace_now_us(in->trace) : 0;
-        FutState st;
-        if (vm->is_task) st = fut_wait(f->fut);
-        else {
-            atomic_store(&in->main_waiting, 1);
-            st = fut_wait_interruptible(f->fut, &in->interrupt);
-            atomic_store(&in->main_waiting, 0);
-        }
-        double t1 = mono();
-        if (!vm->is_task) {
-            vm->wait_time += t1 - t0;
-            in->async->main_wait_seconds += t1 - t0;
-            if (in->trace) {
-                char name[200], args[128];
-                snprintf(name, sizeof name, "wait %s() from line %d", f->name, f->line);
-                snprintf(args, sizeof args, "{\"line\":%d}", site ? site->line : vm->cur_line);
-                trace_complete(in->trace, 0, name, "wait", ts, trace_now_us(in->trace) - ts, args);
-            }
-        }
-        if (st == FUT_PENDING || st == FUT_RUNNING) return vm_interrupted(vm, site);
+        if (vm->is_task) fut_wait(f->fut);     /* a dependency: finished before the task began */
+        else if (!main_wait(vm, f, site)) return vm_interrupted(vm, site);
     }
-    if (f->rec) f->rec->observed = true;
-    Value out;
-    const char *err = NULL;
-    if (!fut_value(vm, f->fut, &out, &err)) {
-        const char *file = f->src ? f->src->name : "?";
-        if (fut_state(f->fut) == FUT_CANCELLED && (atomic_load(&in->sigint) || atomic_load(&in->interrupt)))
-            return vm_interrupted(vm, site);
-        return vm_error(vm, site, "%s() called at %s:%d failed: %s", f->name, file, f->line, err);
+    fut_mark_retrieved(f->fut);
+    FutState st = fut_state(f->fut);
+    if (st == FUT_DONE) {
+        CopyCtx cc;
+        copy_init(&cc);
+        Value out = fut_value_copy(f->fut, &cc);
+        copy_done(&cc);
+        f->cached = out;
+        f->resolved = true;
+        incref(out);
+        return out;
     }
-    f->cached = out;
-    f->resolved = true;
-    incref(out);
-    return out;
+    if (st == FUT_CANCELLED && ((vm->watch_interrupt && atomic_load(&in->interrupt)) || atomic_load(&in->sigint)))
+        return vm_interrupted(vm, site);
+    const char *err = fut_error(f->fut);
+    return vm_error(vm, site, "%s%s() called at %s:%d failed: %s", f->prefix, f->name,
+                    f->src ? f->src->name : "?", f->line, err ? err : "failed");
 }
 
 /* ---------------------------------------------------------------- running a task */
@@ -261,21 +419,23 @@ static void ctx_free(void *p)
     copy_release_modules(&c->mods);
     decref(c->fn);
     free(c->args);
-    free(c->name);
     free(c->arg);
     free(c);
 }
 
 /* Runs the call on a task VM; the result is copied into a fresh graph and
- * everything else the task made is freed before the future completes. */
+ * everything else the task made is freed before the future completes.
+ * cancel: the task's flag. */
 static bool task_execute(TaskCtx *c, const atomic_int *cancel, void *task, Value *result, char *err, size_t errlen)
 {
     value_track_begin();                /* what the task makes and leaves in cycles is swept at its end */
     VM tvm;
     vm_init(&tvm, c->in, true);
     tvm.cancel = cancel;
+    tvm.watch_interrupt = !exec_on_worker();   /* run by the main thread: Ctrl-C reaches it */
     tvm.task = task;
-    tvm.stream_seed = c->seed ^ (c->index * 0x9e3779b97f4a7c15ULL);
+    tvm.stream_seed = c->seed;
+    tvm.call_id = c->index;
     rng_seed2(&tvm.rng, c->seed, c->index);
     ObjFunc *f = AS_FUNC(c->fn);
     tvm.mod = f->mod;
@@ -291,7 +451,6 @@ static bool task_execute(TaskCtx *c, const atomic_int *cancel, void *task, Value
     if (ok) {
         CopyCtx cc;
         copy_init(&cc);
-        cc.on_future = copy_future_resolve;
         cc.no_code = true;
         *result = value_copy_deep(r, &cc);
         const char *cerr = cc.error;
@@ -299,7 +458,7 @@ static bool task_execute(TaskCtx *c, const atomic_int *cancel, void *task, Value
         decref(r);
         if (cerr) {
             decref(*result);
-            snprintf(err, errlen, "%s() returned %s, which cannot leave a task", c->name, cerr);
+            snprintf(err, errlen, "%s%s() returned %s, which cannot leave a task", c->prefix, c->name, cerr);
             ok = false;
         }
     } else {
@@ -331,38 +490,64 @@ static void run_task(void *p, ExecTask *t)
 
 /* ---------------------------------------------------------------- dispatch */
 
-/* The globals a qfn takes along: what its body reads, and transitively what
- * the functions it reads read. */
-static void capture_globals(ObjModule *mod, FnProto *p, bool *want)
+/* The id of a nested call: the k-th call made by the call whose id is
+ * parent. Ids of the main program's calls are their positions 0, 1, ...;
+ * nested ids have the top bit set, so no two places in the call tree share
+ * a random stream. */
+static uint64_t nested_id(uint64_t parent, uint64_t k)
 {
-    for (int i = 0; i < p->nglobal_reads; i++) {
-        int g = p->global_reads[i];
-        if (g >= mod->nglobals || want[g]) continue;
-        want[g] = true;
-        Value v = mod->globals[g];
-        if (v.t == T_FUNC && AS_FUNC(v)->mod == mod) capture_globals(mod, AS_FUNC(v)->p, want);
-    }
+    uint64_t z = parent * 0x9e3779b97f4a7c15ULL + k + 0x632be59bd9b4e019ULL;
+    z ^= z >> 30; z *= 0xbf58476d1ce4e5b9ULL;
+    z ^= z >> 27; z *= 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    return z | (1ULL << 63);
 }
 
-static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const Node *site, const char **cerr)
+/* A call made inside a task runs at once, on the task's VM, with its own
+ * copies of its arguments (futures in them are shared: they are finished)
+ * and the id of its place in the call tree. */
+static Value dispatch_inline(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body, const void *arg)
+{
+    if (vm_check_interrupt(vm)) { for (int i = 0; i < f->p->nlocals; i++) decref(params[i]); return v_exc(); }
+    uint64_t id = nested_id(vm->call_id, vm->qcall_seq++);
+    CopyCtx cc;
+    copy_init(&cc);
+    cc.share_code = true;             /* same thread: functions need no copy */
+    cc.on_future = share_future;
+    for (int i = 0; i < f->p->nparams; i++) {
+        Value c = value_copy_deep(params[i], &cc);
+        decref(params[i]);
+        params[i] = c;
+    }
+    const char *cerr = cc.error;
+    copy_done(&cc);
+    if (cerr) {
+        for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
+        return vm_error(vm, site, "%s(): cannot pass %s to a quantum function", f->p->name, cerr);
+    }
+    uint64_t saved_id = vm->call_id, saved_seq = vm->qcall_seq;
+    vm->call_id = id;
+    vm->qcall_seq = 0;
+    Value r = body(vm, f, params, vm->stream_seed, id, site, arg);
+    vm->call_id = saved_id;
+    vm->qcall_seq = saved_seq;
+    return r;
+}
+
+/* The task's copies: the function (its module copied with only the globals
+ * it reads, and what the function values it reaches read, transitively),
+ * the arguments. Futures still running become dependencies. */
+static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const char **cerr)
 {
     TaskCtx *c = xcalloc(1, sizeof *c);
     c->in = vm->in;
-    c->name = xstrdup(f->p->name);
-    c->src = vm_source(vm);
-    c->line = site ? site->line : vm->cur_line;
     CopyCtx cc;
     copy_init(&cc);
     cc.user = deps;
     cc.on_future = copy_future_out;
-    /* the qfn's module, with only the globals it takes along */
-    ObjModule *m = f->mod;
-    bool *want = xcalloc((size_t)m->nglobals + 1, sizeof(bool));
-    capture_globals(m, f->p, want);
-    ObjModule *tm = module_copy_some(m, want, &cc);
-    free(want);
+    ObjModule *tm = module_copy_partial(f->mod, &cc);   /* filled as functions are copied */
     c->fn = value_copy_deep(v_obj(&f->h), &cc);
-    decref(v_obj(&tm->h));          /* the copied function holds it */
+    decref(v_obj(&tm->h));              /* the copied function holds it */
     c->nargs = f->p->nparams;
     c->args = xmalloc((size_t)(c->nargs + 1) * sizeof(Value));
     for (int i = 0; i < c->nargs; i++) c->args[i] = value_copy_deep(params[i], &cc);
@@ -372,107 +557,107 @@ static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const
     return c;
 }
 
-/* A call (or a gradient) of a qfn: a task with copies of everything it
- * needs, or, inside a task, run at once. */
+/* a record and the main-side future of a call just made */
+static Value record_call(VM *vm, Fut *fut, const char *prefix, const char *name, const Node *site)
+{
+    AsyncState *as = vm->in->async;
+    TaskRec *rec = xmalloc(sizeof *rec);
+    rec->fut = fut_retain(fut);
+    rec->as = as;
+    rec->prefix = prefix;
+    rec->name = name;
+    rec->src = vm_source(vm);
+    rec->line = site ? site->line : vm->cur_line;
+    rec->seq = as->seq++;
+    rec->t0 = mono();
+    list_push_rec(&as->live, rec, REC_LIVE);
+    Value fv = future_new(fut, rec, prefix, name, rec->src, rec->line);
+    rec->obj = AS_FUT(fv);
+    rec->obj->serial = rec->seq;
+    return fv;
+}
+
+/* --sync: the same task, run to completion now on the main thread; its
+ * error waits for a use like any other */
+static Fut *run_now(Interp *in, TaskCtx *c)
+{
+    Fut *fut = fut_new();
+    fut_set_running(fut);
+    Value result;
+    char err[1200];
+    double t0 = mono();
+    double ts = in->trace ? trace_now_us(in->trace) : 0;
+    bool ok = task_execute(c, &in->interrupt, NULL, &result, err, sizeof err);
+    in->async->sync_task_seconds += mono() - t0;
+    in->async->sync_tasks++;
+    if (in->trace) {
+        char name[160], args[64];
+        snprintf(name, sizeof name, "%s%s", c->prefix, c->name);
+        snprintf(args, sizeof args, "{\"line\":%d}", c->line);
+        trace_complete(in->trace, 0, name, "task", ts, trace_now_us(in->trace) - ts, args);
+    }
+    if (ok) {
+        Value *box = xmalloc(sizeof(Value));
+        *box = result;
+        fut_complete(fut, box, free_box);
+    } else if (atomic_load(&in->interrupt)) {
+        fut_cancel(fut);
+    } else {
+        fut_fail(fut, err);
+    }
+    ctx_free(c);
+    return fut;
+}
+
+Fut *async_submit(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body, const void *arg,
+                  size_t argsize, const char *prefix, uint64_t index, bool early, const char **cerr)
+{
+    Interp *in = vm->in;
+    DepList deps = { NULL, 0, 0 };
+    *cerr = NULL;
+    TaskCtx *c = make_ctx(vm, f, params, &deps, cerr);
+    c->seed = vm->stream_seed;
+    c->index = index;
+    c->body = body;
+    c->prefix = prefix;
+    c->name = f->p->name;
+    c->line = site ? site->line : vm->cur_line;
+    if (argsize) { c->arg = xmalloc(argsize); memcpy(c->arg, arg, argsize); }
+    if (*cerr) { ctx_free(c); free(deps.v); return NULL; }
+    Fut *fut;
+    if (in->sync || !in->exec) {
+        for (int i = 0; i < deps.n; i++) fut_wait(deps.v[i]);
+        fut = run_now(in, c);
+    } else {
+        char label[160];
+        snprintf(label, sizeof label, "%s%s()%s", prefix, f->p->name, early ? " early" : "");
+        fut = exec_submit(in->exec, run_task, c, ctx_free, (Fut *const *)deps.v, deps.n, label, c->line);
+    }
+    free(deps.v);
+    return fut;
+}
+
 Value async_dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body,
                      const void *arg, size_t argsize, const char *label_prefix)
 {
-    Interp *in = vm->in;
+    const char *prefix = label_prefix ? label_prefix : "";
+    if (vm->is_task) return dispatch_inline(vm, f, params, site, body, arg);
     /* the call's random stream: (device seed or program seed, position in program order) */
-    uint64_t index = vm->qcall_seq++;
-    uint64_t seed = vm->stream_seed;
-    if (vm->is_task) {
-        /* inside a task quantum calls run at once, in the same task */
-        if (vm_check_interrupt(vm)) { for (int i = 0; i < f->p->nlocals; i++) decref(params[i]); return v_exc(); }
-        CopyCtx cc;
-        copy_init(&cc);
-        cc.share_code = true;             /* same thread: functions need no copy */
-        for (int i = 0; i < f->p->nparams; i++) {
-            Value c = value_copy_deep(params[i], &cc);
-            decref(params[i]);
-            params[i] = c;
-        }
-        copy_done(&cc);
-        uint64_t saved = vm->stream_seed;
-        vm->stream_seed = seed ^ ((index + 1) * 0xbf58476d1ce4e5b9ULL);
-        Value r = body(vm, f, params, seed, index, site, arg);
-        vm->stream_seed = saved;
-        return r;
+    uint64_t index = vm->qcall_seq;
+    Fut *fut = lookahead_claim(vm, f, params, site, body, index);
+    if (fut) {
+        /* started early with these very arguments (lookahead.h) */
+        vm->qcall_seq++;
+        for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
+        return record_call(vm, fut, prefix, f->p->name, site);
     }
-    DepList deps = { NULL, 0, 0 };
+    vm->qcall_seq++;
     const char *cerr = NULL;
-    TaskCtx *c = make_ctx(vm, f, params, &deps, site, &cerr);
+    fut = async_submit(vm, f, params, site, body, arg, argsize, prefix, index, false, &cerr);
     for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
-    c->seed = seed;
-    c->index = index;
-    c->body = body;
-    if (argsize) { c->arg = xmalloc(argsize); memcpy(c->arg, arg, argsize); }
-    if (label_prefix && *label_prefix) {
-        size_t ln = strlen(label_prefix) + strlen(f->p->name) + 1;
-        free(c->name);
-        c->name = xmalloc(ln);
-        snprintf(c->name, ln, "%s%s", label_prefix, f->p->name);
-    }
-    if (cerr) {
-        ctx_free(c);
-        free(deps.v);
-        return vm_error(vm, site, "%s(): cannot pass %s to a quantum function", f->p->name, cerr);
-    }
-    char *call_name = xstrdup(c->name);     /* for the record: c may be gone below */
-    Fut *fut;
-    if (in->sync || !in->exec) {
-        /* --sync: the same task, run to completion now; errors wait for their use */
-        for (int i = 0; i < deps.n; i++) fut_wait(deps.v[i]);
-        fut = fut_new();
-        fut_set_running(fut);
-        Value result;
-        char err[1200];
-        double t0 = mono();
-        double ts = in->trace ? trace_now_us(in->trace) : 0;
-        bool ok = task_execute(c, &in->interrupt, NULL, &result, err, sizeof err);
-        in->async->sync_task_seconds += mono() - t0;
-        in->async->sync_tasks++;
-        if (in->trace) {
-            char args[64];
-            snprintf(args, sizeof args, "{\"line\":%d}", c->line);
-            trace_complete(in->trace, 0, c->name, "task", ts, trace_now_us(in->trace) - ts, args);
-        }
-        if (ok) {
-            Value *box = xmalloc(sizeof(Value));
-            *box = result;
-            fut_complete(fut, box, free_box);
-        } else if (atomic_load(&in->interrupt)) {
-            fut_cancel(fut);
-        } else {
-            fut_fail(fut, err);
-        }
-        ctx_free(c);
-    } else {
-        char label[128];
-        snprintf(label, sizeof label, "%s()", call_name);
-        int line = c->line;
-        fut = exec_submit(in->exec, run_task, c, ctx_free, (Fut *const *)deps.v, deps.n, label, line);
-        if (!fut) {
-            free(deps.v);
-            free(call_name);
-            return vm_interrupted(vm, site);
-        }
-    }
-    free(deps.v);
-    AsyncState *as = in->async;
-    TaskRec *rec = xcalloc(1, sizeof *rec);
-    rec->fut = fut_retain(fut);
-    rec->name = call_name;
-    rec->src = vm_source(vm);
-    rec->line = site ? site->line : vm->cur_line;       /* vm_source: a REPL entry's own */
-    rec->t0 = mono();
-    rec->next = as->head;
-    as->head = rec;
-    Value fv = future_new(fut, rec, rec->name, rec->src, rec->line);
-    rec->obj = AS_FUT(fv);
-    AS_FUT(fv)->serial = as->dispatches++;
-    if (++as->count % 256 == 0) registry_compact(as);
-    return fv;
+    if (cerr) return vm_error(vm, site, "%s(): cannot pass %s to a quantum function", f->p->name, cerr);
+    if (!fut) return vm_interrupted(vm, site);
+    return record_call(vm, fut, prefix, f->p->name, site);
 }
 
 /* a plain qfn call's body: the quantum runtime runs it */
@@ -482,6 +667,8 @@ static Value qfn_body(VM *vm, ObjFunc *f, Value *params, uint64_t seed, uint64_t
     return qrt_run(vm, f, seed, index, params, site);
 }
 
+TaskBody async_qfn_body(void) { return qfn_body; }
+
 /* the evaluator's qfn call hook */
 static Value qfn_call(VM *vm, ObjFunc *f, Value *params, const Node *site)
 {
@@ -490,32 +677,40 @@ static Value qfn_call(VM *vm, ObjFunc *f, Value *params, const Node *site)
 
 /* ---------------------------------------------------------------- builtins */
 
+/* true if nothing inside v (at any depth of lists and dicts) is pending */
+static bool all_ready(Value v, int depth)
+{
+    if (v.t == T_FUTURE) return AS_FUT(v)->resolved || fut_ready(AS_FUT(v)->fut);
+    if (depth > 200) return true;
+    if (v.t == T_LIST) {
+        ObjList *l = AS_LIST(v);
+        for (size_t i = 0; i < l->len; i++) if (!all_ready(l->v[i], depth + 1)) return false;
+    } else if (v.t == T_DICT) {
+        ObjDict *d = AS_DICT(v);
+        for (size_t i = 0; i < d->nent; i++) if (d->ent[i].live && !all_ready(d->ent[i].val, depth + 1)) return false;
+    }
+    return true;
+}
+
 static Value bi_ready(VM *vm, Args *a)
 {
     (void)vm;
-    Value v = a->v[0];
-    if (v.t == T_FUTURE) return v_bool(AS_FUT(v)->resolved || fut_ready(AS_FUT(v)->fut));
-    if (v.t == T_LIST) {
-        ObjList *l = AS_LIST(v);
-        for (size_t i = 0; i < l->len; i++)
-            if (l->v[i].t == T_FUTURE && !(AS_FUT(l->v[i])->resolved || fut_ready(AS_FUT(l->v[i])->fut))) return v_bool(false);
-    }
-    return v_bool(true);
+    return v_bool(all_ready(a->v[0], 0));
 }
 
 static Value bi_wait(VM *vm, Args *a)
 {
-    Value v = a->v[0];
+    Value v = tp_force(vm, a->v[0], a->site);
+    if (IS_EXC(v)) return v;
+    if (!tp_resolve_in(vm, v, a->site)) { decref(v); return v_exc(); }
     if (v.t == T_LIST) {
+        /* a list of the values (a new list, as the element values are new to the caller) */
         ObjList *l = AS_LIST(v), *r = list_new(l->len);
-        for (size_t i = 0; i < l->len; i++) {
-            Value x = tp_force(vm, l->v[i], a->site);
-            if (IS_EXC(x)) { decref(v_list(r)); return x; }
-            r->v[r->len++] = x;
-        }
+        for (size_t i = 0; i < l->len; i++) { incref(l->v[i]); r->v[r->len++] = l->v[i]; }
+        decref(v);
         return v_list(r);
     }
-    return tp_force(vm, v, a->site);
+    return v;
 }
 
 static Value bi_sync(VM *vm, Args *a)
@@ -595,39 +790,122 @@ void async_cancel_all(Interp *in)
         exec_wait_all(in->exec);
         exec_clear_interrupt(in->exec);
     }
+    lookahead_drop(in);
     atomic_store(&in->interrupt, 0);
     atomic_store(&in->sigint, 0);
 }
 
+static int rec_entry(const TaskRec *r) { return r->src ? r->src->entry : 0; }
+
+int async_cancel_entry(Interp *in, int entry)
+{
+    AsyncState *as = in->async;
+    int n = 0;
+    lookahead_drop(in);
+    if (as && in->exec) {
+        RecList *lists[2] = { &as->live, &as->orphans };
+        for (int k = 0; k < 2; k++)
+            for (TaskRec *r = lists[k]->head; r; r = r->next)
+                if (rec_entry(r) == entry && !fut_ready(r->fut) && exec_cancel_task(in->exec, r->fut)) n++;
+        exec_clear_interrupt(in->exec);
+    }
+    atomic_store(&in->interrupt, 0);
+    atomic_store(&in->sigint, 0);
+    return n;
+}
+
+/* not finished, and not being cancelled */
 static bool task_pending(const TaskRec *r)
 {
     return !fut_ready(r->fut) && !atomic_load(fut_cancel_flag(r->fut));
 }
 
-void async_print_tasks(Interp *in, FILE *out)
+/* the records of calls not finished yet, in program order */
+static TaskRec **pending_recs(AsyncState *as, size_t *n)
+{
+    size_t cap = as->live.n + as->orphans.n + 1, k = 0;
+    TaskRec **v = xmalloc(cap * sizeof *v);
+    RecList *lists[2] = { &as->live, &as->orphans };
+    for (int j = 0; j < 2; j++)
+        for (TaskRec *r = lists[j]->head; r; r = r->next)
+            if (task_pending(r)) v[k++] = r;
+    /* insertion order per list is seq order; merge by a plain sort */
+    for (size_t i = 1; i < k; i++) {
+        TaskRec *x = v[i];
+        size_t j = i;
+        while (j > 0 && v[j - 1]->seq > x->seq) { v[j] = v[j - 1]; j--; }
+        v[j] = x;
+    }
+    *n = k;
+    return v;
+}
+
+/* the name of a global (or one of its elements) holding a future on fut */
+static bool holder_name(const ObjModule *mod, const Fut *fut, char *out, size_t cap)
+{
+    if (!mod) return false;
+    for (int g = 0; g < mod->nglobals; g++) {
+        Value v = mod->globals[g];
+        const char *name = g < mod->info->nglobals ? mod->info->gnames[g] : NULL;
+        if (!name) continue;
+        if (v.t == T_FUTURE && AS_FUT(v)->fut == fut) { snprintf(out, cap, "%s", name); return true; }
+        if (v.t == T_LIST) {
+            ObjList *l = AS_LIST(v);
+            for (size_t i = 0; i < l->len; i++)
+                if (l->v[i].t == T_FUTURE && AS_FUT(l->v[i])->fut == fut) { snprintf(out, cap, "%s[%zu]", name, i); return true; }
+        } else if (v.t == T_DICT) {
+            ObjDict *d = AS_DICT(v);
+            for (size_t i = 0; i < d->nent; i++) {
+                if (!d->ent[i].live || d->ent[i].val.t != T_FUTURE || AS_FUT(d->ent[i].val)->fut != fut) continue;
+                Buf b;
+                buf_init(&b);
+                value_repr(&b, d->ent[i].key, true);
+                snprintf(out, cap, "%s[%s]", name, b.p);
+                buf_free(&b);
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+int async_pending(Interp *in)
+{
+    if (!in->async || !in->exec) return 0;
+    size_t n;
+    TaskRec **v = pending_recs(in->async, &n);
+    free(v);
+    return (int)n;
+}
+
+void async_print_tasks(Interp *in, const ObjModule *mod, FILE *out)
 {
     if (!in->exec) { fprintf(out, "no background tasks (--sync)\n"); return; }
-    /* the main program's calls still unfinished (and not being cancelled), oldest first */
-    int n = 0;
-    AsyncState *as = in->async;
-    for (TaskRec *r = as->head; r; r = r->next) if (task_pending(r)) n++;
-    if (!n) { fprintf(out, "no pending tasks\n"); return; }
-    TaskRec **v = xmalloc((size_t)n * sizeof *v);
-    int k = n;
-    for (TaskRec *r = as->head; r; r = r->next) if (task_pending(r)) v[--k] = r;
+    size_t n;
+    TaskRec **v = pending_recs(in->async, &n);
+    if (!n) { fprintf(out, "no pending tasks\n"); free(v); return; }
+    ExecTaskInfo info[256];
+    int ni = exec_pending_tasks(in->exec, info, 256);
+    if (ni > 256) ni = 256;
+    static const char *const states[] = { "waiting for its inputs", "queued", "running on a worker" };
     double now = mono();
-    for (int i = 0; i < n && i < 64; i++) {
-        char where[300];
-        diag_where(where, sizeof where, v[i]->src, v[i]->line);
-        bool running = fut_state(v[i]->fut) == FUT_RUNNING;
-        fprintf(out, "  %s() from %s: %s (%.1f s)\n", v[i]->name, where, running ? "running on a worker" : "queued",
-                now - v[i]->t0);
+    size_t shown = 0;
+    for (size_t i = 0; i < n && shown < 64; i++, shown++) {
+        TaskRec *r = v[i];
+        const ExecTaskInfo *ti = NULL;
+        for (int k = 0; k < ni; k++) if (info[k].fut == r->fut) ti = &info[k];
+        char where[300], holder[160];
+        diag_where(where, sizeof where, r->src, r->line);
+        fprintf(out, "  %s%s() from %s: %s (%.1f s)", r->prefix, r->name, where,
+                ti ? states[ti->state] : "finishing", now - r->t0);
+        if (holder_name(mod, r->fut, holder, sizeof holder)) fprintf(out, "; held by %s", holder);
+        fputc('\n', out);
     }
-    if (n > 64) fprintf(out, "  ... and %d more\n", n - 64);
+    if (n > shown) fprintf(out, "  ... and %zu more\n", n - shown);
     free(v);
 }
 
-unsigned long async_dispatches(Interp *in) { return in->async ? in->async->dispatches : 0; }
+unsigned long async_dispatches(Interp *in) { return in->async ? in->async->seq : 0; }
 
 bool async_pending_text(Value v, unsigned long since, Buf *out)
 {
@@ -638,9 +916,76 @@ bool async_pending_text(Value v, unsigned long since, Buf *out)
     return true;
 }
 
+void async_describe_pending(Interp *in, FILE *out)
+{
+    size_t n;
+    TaskRec **v = pending_recs(in->async, &n);
+    fprintf(out, "waiting for %zu background task%s (", n, n == 1 ? "" : "s");
+    for (size_t i = 0; i < n && i < 3; i++) {
+        TaskRec *r = v[i];
+        char where[300];
+        diag_where(where, sizeof where, r->src, r->line);
+        fprintf(out, "%s%s%s() from %s", i ? ", " : "", r->prefix, r->name, where);
+    }
+    if (n > 3) fprintf(out, ", ...");
+    fprintf(out, "); Ctrl-C abandons them\n");
+    fflush(out);
+    free(v);
+}
+
+static int cmp_site(const void *x, const void *y)
+{
+    const FailSite *a = *(FailSite *const *)x, *b = *(FailSite *const *)y;
+    return a->first_seq < b->first_seq ? -1 : a->first_seq > b->first_seq;
+}
+
+/* The report at exit: each failure nobody read, oldest first, the first
+ * few of each call site in full and the rest counted. */
+static int report_failures(AsyncState *as, bool quiet)
+{
+    /* everything is finished now: settle what is left */
+    RecList *lists[2] = { &as->live, &as->orphans };
+    for (int k = 0; k < 2; k++) {
+        for (TaskRec *r = lists[k]->head, *nx; r; r = nx) {
+            nx = r->next;
+            /* a failure still held (in a variable, say) and never read */
+            if (fut_state(r->fut) == FUT_FAILED && !fut_retrieved(r->fut)) site_count(as, r);
+        }
+    }
+    for (TaskRec *r = as->failed.head, *nx; r; r = nx) {
+        nx = r->next;
+        list_unlink(&as->failed, r);
+        if (fut_retrieved(r->fut)) rec_free(r);
+        else rec_report(as, r);
+    }
+    int total = 0;
+    FailSite **order = xmalloc((as->nsites + 1) * sizeof *order);
+    size_t k = 0;
+    for (size_t i = 0; i < as->capsites; i++) if (as->sites[i].count) order[k++] = &as->sites[i];
+    qsort(order, k, sizeof *order, cmp_site);
+    for (size_t i = 0; i < k; i++) {
+        FailSite *s = order[i];
+        const char *file = s->src ? s->src->name : "?";
+        for (int j = 0; j < s->nshown && !quiet; j++)
+            fprintf(stderr, "%s:%d: warning: %s%s() failed and its result was never used: %s\n",
+                    file, s->line, s->prefix, s->name, s->shown[j]);
+        if (s->count > (unsigned long)s->nshown && !quiet)
+            fprintf(stderr, "%s:%d: warning: %lu more calls of %s%s() from this line failed and their results were never used\n",
+                    file, s->line, s->count - (unsigned long)s->nshown, s->prefix, s->name);
+        total += (int)(s->count > 100000000 ? 100000000 : s->count);
+        for (int j = 0; j < s->nshown; j++) free(s->shown[j]);
+    }
+    free(order);
+    free(as->sites);
+    as->sites = NULL;
+    as->nsites = as->capsites = 0;
+    return total;
+}
+
 int async_finish(Interp *in, VM *main_vm, bool cancel)
 {
     (void)main_vm;
+    lookahead_drop(in);
     if (in->exec) {
         if (cancel || atomic_load(&in->sigint)) exec_cancel_all(in->exec);
         if (!exec_wait_all_interruptible(in->exec, &in->interrupt)) {
@@ -648,18 +993,10 @@ int async_finish(Interp *in, VM *main_vm, bool cancel)
             exec_wait_all(in->exec);
         }
     }
-    int unobserved = 0;
     AsyncState *as = in->async;
-    /* oldest first */
-    TaskRec *rev = NULL;
-    while (as->head) { TaskRec *n = as->head->next; as->head->next = rev; rev = as->head; as->head = n; }
-    for (TaskRec *r = rev; r; r = r->next) {
-        if (!cancel && !atomic_load(&in->sigint) && !r->observed && fut_state(r->fut) == FUT_FAILED) {
-            fprintf(stderr, "%s:%d: warning: %s() failed and its result was never used: %s\n",
-                    r->src ? r->src->name : "?", r->line, r->name, fut_error(r->fut));
-            unobserved++;
-        }
-    }
+    bool quiet = cancel || atomic_load(&in->sigint);
+    int unobserved = report_failures(as, quiet);
+    if (quiet) unobserved = 0;
     if (in->stats) {
         double wall = mono() - as->run_start;
         unsigned long ntasks;
@@ -681,13 +1018,14 @@ int async_finish(Interp *in, VM *main_vm, bool cancel)
                 ntasks, task_s, as->main_wait_seconds, wall, overlap, task_s > 0 ? 100.0 * overlap / task_s : 0.0);
         qrt_stats(in, stderr);
     }
-    while (rev) {
-        TaskRec *n = rev->next;
-        if (rev->obj) rev->obj->rec = NULL;     /* the future outlives the registry */
-        fut_release(rev->fut);
-        free(rev->name);
-        free(rev);
-        rev = n;
+    RecList *lists[3] = { &as->live, &as->orphans, &as->failed };
+    for (int k = 0; k < 3; k++) {
+        while (lists[k]->head) {
+            TaskRec *r = lists[k]->head;
+            list_unlink(lists[k], r);
+            if (r->obj) r->obj->rec = NULL;     /* the future outlives the registry */
+            rec_free(r);
+        }
     }
     if (in->exec) { exec_free(in->exec); in->exec = NULL; }
     if (in->trace) {
@@ -704,7 +1042,7 @@ int async_finish(Interp *in, VM *main_vm, bool cancel)
 static const TypeOps future_ops = {
     .name = "future", .flags = TF_LAZY,
     .free = future_free, .clear = future_clear, .traverse = future_traverse,
-    .repr = future_repr, .force = future_force,
+    .copy = future_copy, .repr = future_repr, .force = future_force,
 };
 
 void async_open(void)
@@ -714,3 +1052,7 @@ void async_open(void)
 }
 
 void async_attach(Interp *in) { in->hooks.qfn_call = qfn_call; }
+
+/* ---- for lookahead.c: futures it starts and hands back ---- */
+
+Fut *async_future_fut(Value v) { return v.t == T_FUTURE && !AS_FUT(v)->resolved ? AS_FUT(v)->fut : NULL; }

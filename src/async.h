@@ -1,16 +1,21 @@
 /* async.h — the asynchronous side of the interpreter: dispatching a call
  * of a quantum function as a background task that returns a future (the
  * future kind lives here), starting and stopping the executor, the device
- * pool and the trace, Ctrl-C. Knows the evaluator, the executor's
+ * pool and the trace, the record of the calls made (failures nobody read,
+ * :tasks, the REPL's Ctrl-C), Ctrl-C. Knows the evaluator, the executor's
  * interface and the quantum runtime's entry. */
 #ifndef QH_ASYNC_H
 #define QH_ASYNC_H
 
+#include <stdio.h>
+#include "exec.h"
 #include "vm.h"
 
 /* What a task runs, on the VM that runs it (a worker's task VM, or the
  * calling task's own): f with the bound frame params (f->p->nlocals slots,
- * references taken). arg: the dispatcher's copy of the caller's argument. */
+ * references taken). seed and index name the call's random stream (index:
+ * its place in the call tree). arg: the dispatcher's copy of the caller's
+ * argument. */
 typedef Value (*TaskBody)(VM *vm, ObjFunc *f, Value *params, uint64_t seed, uint64_t index,
                           const Node *site, const void *arg);
 
@@ -18,9 +23,20 @@ typedef Value (*TaskBody)(VM *vm, ObjFunc *f, Value *params, uint64_t seed, uint
  * from the main program, a task on copies of everything it reads that
  * returns a future at once (--sync: run to completion first); inside a
  * task, run at once. body does the work; arg (argsize bytes) is copied
- * for it; label_prefix names the task ("grad " -> "grad f"). */
+ * for it; label_prefix names the task ("grad " -> "grad f", a static
+ * string). */
 Value async_dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body,
                      const void *arg, size_t argsize, const char *label_prefix);
+/* The task of a main-program call numbered index, submitted (or, --sync,
+ * run) without a record: its Fut (a reference), NULL if the executor
+ * refused it (Ctrl-C) or, with *cerr set, if an argument cannot be copied.
+ * params are borrowed. early marks it in traces. For the lookahead. */
+Fut *async_submit(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body, const void *arg,
+                  size_t argsize, const char *prefix, uint64_t index, bool early, const char **cerr);
+/* The body of a plain qfn call. */
+TaskBody async_qfn_body(void);
+/* The call a pending future value stands for, else NULL (borrowed). */
+Fut *async_future_fut(Value v);
 
 /* Registers the future kind and the async builtins (start-up). */
 void async_open(void);
@@ -30,19 +46,28 @@ void async_attach(Interp *in);
 /* Starts the executor (unless --sync), the pool and the trace. */
 void async_start(Interp *in, const char *trace_path);
 /* Waits for (or, after an error, cancels) every task; reports failed
- * tasks nobody needed; writes the trace and stats. Returns the number of
- * unobserved failures. */
+ * tasks nobody needed (grouped per call site); writes the trace and stats.
+ * Returns the number of unobserved failures. */
 int async_finish(Interp *in, VM *main_vm, bool cancel);
-/* Cancels every task in flight (REPL Ctrl-C). */
+/* Cancels every task in flight. */
 void async_cancel_all(Interp *in);
-/* Lists pending tasks with their call sites (REPL :tasks). */
-void async_print_tasks(Interp *in, FILE *out);
+/* Cancels the unfinished calls made by one REPL entry (its Ctrl-C: the
+ * source of the call has that entry number); returns how many; clears the
+ * Ctrl-C flags. */
+int async_cancel_entry(Interp *in, int entry);
+/* Calls not finished yet. */
+int async_pending(Interp *in);
+/* Lists pending calls with their call sites and the global of mod that
+ * holds each (REPL :tasks). */
+void async_print_tasks(Interp *in, const ObjModule *mod, FILE *out);
 /* The number of quantum calls the main program has dispatched so far. */
 unsigned long async_dispatches(Interp *in);
 /* REPL: if v is a future still pending that was dispatched before call
  * number `since` (an earlier entry's), writes <future NAME() from entry N:
  * running> into out and returns true; otherwise false (wait for it). */
 bool async_pending_text(Value v, unsigned long since, Buf *out);
+/* One line: what the interpreter is waiting for, and that Ctrl-C abandons it. */
+void async_describe_pending(Interp *in, FILE *out);
 /* Installs the SIGINT handler that cancels tasks. */
 void async_install_sigint(Interp *in);
 

@@ -417,7 +417,7 @@ static void handle(Repl *r, const char *text)
         bool none = *arg == 0;
         if (strcmp(cmd, ":help") == 0) cmd_help();
         else if (strcmp(cmd, ":quit") == 0 || strcmp(cmd, ":q") == 0) { r->quit = true; }
-        else if (strcmp(cmd, ":tasks") == 0) async_print_tasks(r->in, stdout);
+        else if (strcmp(cmd, ":tasks") == 0) async_print_tasks(r->in, r->mod, stdout);
         else if (strcmp(cmd, ":time") == 0) {
             if (none) { fprintf(stderr, "usage: :time STMT (runs STMT, then prints its wall time and the time spent waiting)\n"); return; }
             int p = compile_entry(r, arg, false);
