@@ -395,12 +395,21 @@ static Value run_inner(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value 
     InstArg ia = { dev->wires, dev->mixed };
     int nq = dev->wires;
     const atomic_int *cancel = vm->cancel ? vm->cancel : &vm->in->interrupt;
-    QInst *inst = pool_acquire(q->pool, key, dev->mixed ? dm_bytes(nq) : sv_bytes(nq), &ia, cancel, err, sizeof err);
+    size_t bytes = dev->mixed ? dm_bytes(nq) : sv_bytes(nq);
+    /* a call made while this VM's calls hold states (a nested call) cannot
+     * wait for memory: its callers would never give theirs back */
+    bool nested = vm->dev_bytes > 0;
+    QInst *inst = nested ? pool_acquire_nested(q->pool, key, bytes, &ia, vm->dev_bytes, err, sizeof err)
+                         : pool_acquire(q->pool, key, bytes, &ia, cancel, err, sizeof err);
     if (!inst) {
         for (int i = 0; i < f->p->nlocals; i++) decref(slots[i]);
-        if (atomic_load(cancel)) { vm_error(vm, site, "interrupted"); vm->err.interrupted = true; return v_exc(); }
+        if (!nested && atomic_load(cancel)) { vm_error(vm, site, "interrupted"); vm->err.interrupted = true; return v_exc(); }
+        if (nested)
+            return vm_error(vm, site, "%s(): a %d-wire device %s (--max-memory): a nested call cannot wait for memory "
+                            "its callers hold", f->p->name, nq, err);
         return vm_error(vm, site, "%s(): device with %d wires: %s", f->p->name, nq, err);
     }
+    vm->dev_bytes += bytes;
     SvState *s = inst->mixed ? &inst->d.v : &inst->s;   /* the vector the kernels run on */
     give_threads(vm, s);
     QCtx ctx;
@@ -422,6 +431,7 @@ static Value run_inner(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value 
         r = vm_error(vm, site, "%s", tape->err);
     }
     sv_set_threads(s, NULL, 1);
+    vm->dev_bytes -= bytes;
     pool_release(q->pool, inst, !IS_EXC(r));
     return r;
 }
