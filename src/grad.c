@@ -95,12 +95,19 @@ static Value grad_compute(VM *vm, ObjFunc *f, Value *params, int argnum, GradMet
 static Value grad_body(VM *vm, ObjFunc *f, Value *params, uint64_t seed, uint64_t index, const Node *site, const void *arg)
 {
     const GradArg *ga = arg;
+    /* a gradient reads its arguments: futures passed in (finished: the task
+     * depended on them) are resolved here, in the task */
+    if (!tp_force_args(vm, params, f->p->nparams, site, NULL, true)) {
+        for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
+        return v_exc();
+    }
     Value r = grad_compute(vm, f, params, ga->argnum, ga->method, seed, index, site);
     for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
     return r;
 }
 
-/* grad(f)(args...): bound like a call of f, dispatched like one */
+/* grad(f)(args...): bound like a call of f, dispatched like one (futures
+ * among the arguments chain, never block) */
 static Value gradfn_call(VM *vm, Value gv, Args *a)
 {
     ObjGrad *g = AS_GRAD(gv);
@@ -109,11 +116,8 @@ static Value gradfn_call(VM *vm, Value gv, Args *a)
     size_t need = (size_t)(f->p->nlocals > a->n ? f->p->nlocals : a->n) + 4;
     if (base + need >= vm->cap) return vm_error(vm, a->site, "maximum recursion depth exceeded (value stack full)");
     Value *slots = vm->stack + base;
-    for (int i = 0; i < a->n; i++) {
-        Value x = tp_force(vm, a->v[i], a->site);   /* a gradient needs its input's value */
-        if (IS_EXC(x)) { for (int k = 0; k < i; k++) decref(slots[k]); return x; }
-        slots[i] = x;
-    }
+    /* futures are passed on: the gradient's task chains on them like a qfn call */
+    for (int i = 0; i < a->n; i++) { incref(a->v[i]); slots[i] = a->v[i]; }
     Value kwv[a->nkw ? a->nkw : 1];
     for (int i = 0; i < a->nkw; i++) { incref(a->kw[i]); kwv[i] = a->kw[i]; }
     Args kw = { 0, NULL, a->nkw, a->kwname, kwv, a->site, NULL };
