@@ -827,6 +827,15 @@ static ExecStatus exec_stmt_cold(VM *vm, Node *s)
     case N_EXPRSTMT: {
         Value v = eval(vm, s->u.expr.expr);
         if (IS_EXC(v)) return S_ERR;
+        if (is_lazy(v) && (vm->q || vm->is_task)) {
+            /* inside a quantum function the value decides (an operator a
+             * call returned applies); a task's futures are all finished.
+             * The main program lets a dropped call's future run on. */
+            Value r = tp_force(vm, v, s);
+            decref(v);
+            if (IS_EXC(r)) return S_ERR;
+            v = r;
+        }
         const TypeOps *t = type_of(v);
         if (t->stmt) {
             /* a value with an effect of its own as a statement (an operator applies) */
