@@ -12,6 +12,15 @@
 
 #define MAX_KWARGS 64
 
+/* A builtin that prints or reads input, called inside a task: only a
+ * function value can bring it there (the analysis rejects qfn bodies that
+ * name one), and its effect would leave program order. */
+static __attribute__((noinline)) Value impure_in_task(VM *vm, const BuiltinDef *bd, const Node *site)
+{
+    return vm_error(vm, site, "%s() cannot run inside a quantum function: a qfn may not print, read input, import or "
+                    "assign globals (here it came as a function value)", bd->name);
+}
+
 /* the futures inside a builtin's container arguments, resolved (in place) */
 static bool builtin_resolve(VM *vm, const BuiltinDef *bd, Value *v, int n, const Node *site)
 {
@@ -93,6 +102,7 @@ Value eval_call(VM *vm, Node *n)
             }
             vm->stack[vm->sp++] = v;
         }
+        if ((bd->flags & BI_IMPURE) && vm->is_task) { pop_to(vm, base); return impure_in_task(vm, bd, n); }
         if (!builtin_resolve(vm, bd, vm->stack + base, nargs, n)) { pop_to(vm, base); return v_exc(); }
         Args a = { nargs, vm->stack + base, 0, NULL, NULL, n, bd };
         Value r = bd->fn(vm, &a);
@@ -231,6 +241,7 @@ static Value builtin_call(VM *vm, Value fn, Args *a)
         if (!ok) return vm_error(vm, a->site, "%s() got an unexpected keyword argument '%s'", bd->name, a->kwname[k]->s);
     }
     qh_assert(bd->fn);
+    if ((bd->flags & BI_IMPURE) && vm->is_task) return impure_in_task(vm, bd, a->site);
     if (!builtin_resolve(vm, bd, a->v, a->n, a->site) || !builtin_resolve(vm, bd, a->kw, a->nkw, a->site)) return v_exc();
     a->def = bd;
     return bd->fn(vm, a);

@@ -502,7 +502,7 @@ static inline bool store(VM *vm, Node *t, Value v)     /* takes the reference */
 {
     Value *slot;
     if (t->kind == N_LOCAL) slot = &vm->frame->slots[t->u.var.slot];
-    else if (t->kind == N_GLOBAL) slot = &vm->mod->globals[t->u.var.slot];
+    else if (t->kind == N_GLOBAL && !vm->is_task) slot = &vm->mod->globals[t->u.var.slot];
     else if (t->kind == N_INDEX && t->u.index.nidx == 1 &&
              (t->u.index.obj->kind == N_LOCAL || t->u.index.obj->kind == N_GLOBAL)) {
         /* list[number] = v */
@@ -521,6 +521,12 @@ static inline bool store(VM *vm, Node *t, Value v)     /* takes the reference */
     return true;
 }
 
+static __attribute__((noinline)) void global_in_task(VM *vm, const Node *t)
+{
+    vm_error(vm, t, "cannot assign the global variable '%s' inside a quantum function: a qfn may not print, "
+             "read input, import or assign globals (here through a function value)", t->u.var.name);
+}
+
 /* the targets store() does not handle */
 __attribute__((noinline))
 static bool store_cold(VM *vm, Node *t, Value v)     /* takes the reference */
@@ -529,6 +535,14 @@ static bool store_cold(VM *vm, Node *t, Value v)     /* takes the reference */
     switch (t->kind) {
     case N_LOCALCELL: slot = &AS_CELL(vm->frame->slots[t->u.var.slot])->v; break;
     case N_UPVAL: slot = &vm->frame->fn->up[t->u.var.slot]->v; break;
+    case N_GLOBAL:
+        /* in a task (store() takes the main program's): only a function
+         * value can bring such an assignment there; it would change the
+         * task's copy, never the program's variable */
+        qh_assert(vm->is_task);
+        decref(v);
+        global_in_task(vm, t);
+        return false;
     case N_INDEX: {
         Value obj = eval(vm, t->u.index.obj);
         if (IS_EXC(obj)) { decref(v); return false; }
@@ -602,7 +616,7 @@ static ExecStatus aug_assign(VM *vm, Node *s)
 {
     Node *t = s->u.assign.target;
     BinOp op = (BinOp)s->op;
-    if (t->kind == N_LOCAL || t->kind == N_GLOBAL) {
+    if (t->kind == N_LOCAL || (t->kind == N_GLOBAL && !vm->is_task)) {
         /* number op= number on a plain variable: in place */
         Value *slot = t->kind == N_LOCAL ? &vm->frame->slots[t->u.var.slot] : &vm->mod->globals[t->u.var.slot];
         if (slot->t == T_NUM) {
@@ -721,7 +735,7 @@ static ExecStatus exec_for_range(VM *vm, Node *s)
     double start, stop, step;
     if (!range_args(vm, s->u.fors.iter, &start, &stop, &step)) return S_ERR;
     Node *var = s->u.fors.var;
-    bool fast = s->u.fors.nvars == 1 && (var->kind == N_LOCAL || var->kind == N_GLOBAL);
+    bool fast = s->u.fors.nvars == 1 && (var->kind == N_LOCAL || (var->kind == N_GLOBAL && !vm->is_task));
     unsigned tick = 0;
     for (double x = start; step > 0 ? x < stop : x > stop; x += step) {
         ExecStatus st;
@@ -894,6 +908,11 @@ static ExecStatus exec_stmt_cold(VM *vm, Node *s)
     }
     case N_IMPORT: {
         if (!vm->in->hooks.import) { vm_error(vm, s, "import is not available here"); return S_ERR; }
+        if (vm->is_task) {
+            vm_error(vm, s, "cannot import inside a quantum function: a qfn may not print, read input, import or "
+                     "assign globals (here through a function value)");
+            return S_ERR;
+        }
         Value m = vm->in->hooks.import(vm, s->u.import.name, s);
         if (IS_EXC(m)) return S_ERR;
         return store(vm, s->u.import.var, m) ? S_OK : S_ERR;
