@@ -129,7 +129,9 @@ struct SvTeam {
     atomic_llong spin_ns;        /* how long an idle worker spins before it sleeps */
 };
 
-#define SV_PARTS_PER_THREAD 4
+/* Parts of a big pass (sv_nparts): fixed, so results do not depend on how
+   many threads run them; enough for a full team to balance its load. */
+#define SV_FIXED_PARTS SV_MAX_TEAM
 
 /* Be polite to the sibling hyperthread while spinning. */
 static inline void cpu_relax(void)
@@ -255,25 +257,25 @@ void sv_team_set_spin(SvTeam *t, double seconds)
 /* Participants, the caller included. */
 int sv_team_size(const SvTeam *t) { return t ? t->n : 1; }
 
-/* Why: reductions size their per-part buffers before the parallel-for. */
+/* Why: reductions size their per-part buffers before the parallel-for.
+   The count depends on the state's size only, never on the threads it
+   may use: a reduction adds its parts' partial sums in part order, so its
+   bits are the same whatever the team, the load or the executor's mode. */
 int sv_nparts(const SvState *s)
 {
-    SvTeam *t = s->team;
-    if (!t || s->nthreads <= 1 || s->nq < SV_PAR_QUBITS || t->n <= 1) return 1;
-    int th = s->nthreads < t->n ? s->nthreads : t->n;
-    int np = th * SV_PARTS_PER_THREAD;
-    return np < SV_MAX_TEAM ? np : SV_MAX_TEAM;
+    return s->nq < SV_PAR_QUBITS ? 1 : SV_FIXED_PARTS;
 }
 
 /* Why: every big pass (gates, reductions, reset) goes through here, so the
-   serial/parallel decision lives in one place. */
+   serial/parallel decision lives in one place. Without a team the parts
+   run one after another, in order. */
 int sv_parallel(const SvState *s, SvPartFn fn, void *ctx)
 {
     SvTeam *t = s->team;
     int np = sv_nparts(s);
-    if (np <= 1) {
-        fn(ctx, 0, 1);
-        return 1;
+    if (np <= 1 || !t || s->nthreads <= 1 || t->n <= 1) {
+        for (int p = 0; p < np; p++) fn(ctx, p, np);
+        return np;
     }
     pthread_mutex_lock(&t->run);
     pthread_mutex_lock(&t->mu);

@@ -100,9 +100,10 @@ typedef struct SvJob {
 /* Execute a job over its whole iteration space (maybe on the team). */
 void sv_job_run(const SvState *s, const SvJob *j);
 
-/* Parallel-for over [0, n): fn(ctx, part, nparts) runs once per part on
-   the team when the state is big and has one, else fn(ctx, 0, 1). Returns
-   nparts (<= SV_MAX_TEAM). */
+/* Parallel-for over [0, n): fn(ctx, part, nparts) runs once per part, on
+   the team when the state has one, else in order on the caller. nparts
+   (<= SV_MAX_TEAM, returned) depends on the state's size only (1 below
+   SV_PAR_QUBITS): results never depend on the threads used. */
 typedef void (*SvPartFn)(void *ctx, int part, int nparts);
 int sv_parallel(const SvState *s, SvPartFn fn, void *ctx);
 /* How many parts sv_parallel would use for this state. */
