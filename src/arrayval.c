@@ -5,10 +5,9 @@
  * count), so a task's array never changes under it. The language's
  * operator, math and reduction enums are mapped to the array room's by
  * switches, never by indexing a table with a number. Knows values, the
- * dispatcher, the builtin table, array.h and the executor's worker count. */
+ * dispatcher, the builtin table and array.h. */
 #include "arrayval.h"
 #include "array.h"
-#include "exec.h"
 #include "qh_assert.h"
 #include "types.h"
 
@@ -71,16 +70,6 @@ static bool to_scalar(Value v, ArScalar *s)
     return false;
 }
 
-/* Budget BLAS threads with the executor's workers: N workers = N busy cores. */
-static void blas_budget(VM *vm)
-{
-    if (vm->is_task) return;
-    int busy = vm->in->exec ? exec_busy_workers(vm->in->exec) : 0;
-    int want = (int)vm->in->ncpu - busy;
-    if (want < 1) want = 1;
-    if (ar_blas_threads() != want) ar_set_blas_threads(want);
-}
-
 /* the array room's operator for a language operator, or false */
 static bool array_op(BinOp op, ArOp *out)
 {
@@ -134,7 +123,6 @@ static Value array_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
             r = vm_error(vm, site, "@ needs two arrays, not %s and %s", type_name(a), type_name(b));
         } else {
             Array *out = NULL;
-            blas_budget(vm);
             int k = ar_matmul(AS_ARR(a), AS_ARR(b), &out, &s, err);
             r = k == AR_ERR ? vm_error(vm, site, "%s", err) : k == AR_SCALAR ? scalar_value(s) : arr_wrap(out);
         }
@@ -634,7 +622,6 @@ static Value bi_dot(VM *vm, Args *a)
     char err[AR_ERRLEN];
     Array *out = NULL;
     ArScalar s;
-    blas_budget(vm);
     int k = ar_dot(AS_ARR(x), AS_ARR(y), &out, &s, err);
     decref(t[0]); decref(t[1]);
     if (k == AR_ERR) return vm_error(vm, a->site, "%s", err);
