@@ -8,7 +8,11 @@
 #   # stdin: TEXT      a line fed to standard input
 #   # async-only       skip the --sync rerun (the test looks at time)
 #   # flags: F         extra interpreter options
-# Every test also runs with --sync unless async-only; both must match.
+#   # workers: N M     also run with --workers N, --workers M (scheduling must not matter)
+#   # same-stderr      every run's stderr must equal the first run's, byte for byte
+#   # same-stdout      likewise for stdout (for output that may differ between
+#                      machines, e.g. last bits, kept without a NAME.out)
+# Every test also runs with --sync unless async-only; all runs must match.
 # Usage: run_scripts.sh PATH/TO/qh DIR [NAME...]
 set -u
 qh=${1:?usage: run_scripts.sh PATH/TO/qh DIR [NAME...]}
@@ -27,6 +31,9 @@ for t in "$dir"/*.qh; do
   flags=$(sed -n 's/^# flags: *//p' "$t" | head -1)
   stdin_text=$(sed -n 's/^# stdin: *//p' "$t")
   modes=("" "--sync"); grep -q '^# async-only' "$t" && modes=("")
+  for w in $(sed -n 's/^# workers: *//p' "$t" | head -1); do modes+=("--workers $w"); done
+  same_err=0; grep -q '^# same-stderr' "$t" && same_err=1; first=1
+  same_out=0; grep -q '^# same-stdout' "$t" && same_out=1
   for mode in "${modes[@]}"; do
     label="$name${mode:+ $mode}"
     # shellcheck disable=SC2086
@@ -36,6 +43,15 @@ for t in "$dir"/*.qh; do
     if [ -z "$why" ] && [ -f "$dir/$name.out" ] && ! cmp -s "$tmp/out" "$dir/$name.out"; then
       why="stdout differs:"$'\n'"$(diff "$dir/$name.out" "$tmp/out" | head -20)"
     fi
+    if [ -z "$why" ] && [ "$same_out" = 1 ]; then
+      if [ "$first" = 1 ]; then cp "$tmp/out" "$tmp/out0"
+      elif ! cmp -s "$tmp/out0" "$tmp/out"; then why="stdout differs from the first run's:"$'\n'"$(diff "$tmp/out0" "$tmp/out" | head -20)"; fi
+    fi
+    if [ -z "$why" ] && [ "$same_err" = 1 ]; then
+      if [ "$first" = 1 ]; then cp "$tmp/err" "$tmp/err0"
+      elif ! cmp -s "$tmp/err0" "$tmp/err"; then why="stderr differs from the first run's:"$'\n'"$(diff "$tmp/err0" "$tmp/err" | head -20)"; fi
+    fi
+    first=0
     if [ -z "$why" ]; then
       while IFS= read -r want; do
         grep -qF -- "$want" "$tmp/err" || { why="stderr lacks: $want"; break; }
