@@ -941,7 +941,7 @@ static int cmp_site(const void *x, const void *y)
 
 /* The report at exit: each failure nobody read, oldest first, the first
  * few of each call site in full and the rest counted. */
-static int report_failures(AsyncState *as, bool quiet)
+static int report_failures(AsyncState *as, bool quiet, FILE *err)
 {
     /* everything is finished now: settle what is left */
     RecList *lists[2] = { &as->live, &as->orphans };
@@ -967,10 +967,10 @@ static int report_failures(AsyncState *as, bool quiet)
         FailSite *s = order[i];
         const char *file = s->src ? s->src->name : "?";
         for (int j = 0; j < s->nshown && !quiet; j++)
-            fprintf(stderr, "%s:%d: warning: %s%s() failed and its result was never used: %s\n",
+            fprintf(err, "%s:%d: warning: %s%s() failed and its result was never used: %s\n",
                     file, s->line, s->prefix, s->name, s->shown[j]);
         if (s->count > (unsigned long)s->nshown && !quiet)
-            fprintf(stderr, "%s:%d: warning: %lu more calls of %s%s() from this line failed and their results were never used\n",
+            fprintf(err, "%s:%d: warning: %lu more calls of %s%s() from this line failed and their results were never used\n",
                     file, s->line, s->count - (unsigned long)s->nshown, s->prefix, s->name);
         total += (int)(s->count > 100000000 ? 100000000 : s->count);
         for (int j = 0; j < s->nshown; j++) free(s->shown[j]);
@@ -995,7 +995,7 @@ int async_finish(Interp *in, VM *main_vm, bool cancel)
     }
     AsyncState *as = in->async;
     bool quiet = cancel || atomic_load(&in->sigint);
-    int unobserved = report_failures(as, quiet);
+    int unobserved = report_failures(as, quiet, in->err);
     if (quiet) unobserved = 0;
     if (in->stats) {
         double wall = mono() - as->run_start;
@@ -1013,10 +1013,10 @@ int async_finish(Interp *in, VM *main_vm, bool cancel)
         double busy_main = wall - as->main_wait_seconds - (in->exec ? 0 : task_s);
         double overlap = task_s + busy_main - wall;
         if (overlap < 0) overlap = 0;
-        fprintf(stderr, "qh stats: %lu tasks, %.3f s in tasks, main thread waited %.3f s, wall %.3f s, "
+        fprintf(in->err, "qh stats: %lu tasks, %.3f s in tasks, main thread waited %.3f s, wall %.3f s, "
                 "overlap %.3f s (%.0f%% of task time ran alongside the main thread)\n",
                 ntasks, task_s, as->main_wait_seconds, wall, overlap, task_s > 0 ? 100.0 * overlap / task_s : 0.0);
-        qrt_stats(in, stderr);
+        qrt_stats(in, in->err);
     }
     RecList *lists[3] = { &as->live, &as->orphans, &as->failed };
     for (int k = 0; k < 3; k++) {
@@ -1029,7 +1029,7 @@ int async_finish(Interp *in, VM *main_vm, bool cancel)
     }
     if (in->exec) { exec_free(in->exec); in->exec = NULL; }
     if (in->trace) {
-        if (trace_write(in->trace, in->trace_path) != 0) fprintf(stderr, "qh: cannot write trace file '%s'\n", in->trace_path);
+        if (trace_write(in->trace, in->trace_path) != 0) fprintf(in->err, "qh: cannot write trace file '%s'\n", in->trace_path);
         trace_free(in->trace);
         in->trace = NULL;
     }

@@ -1,22 +1,14 @@
 /* main.c — the command line of lang/command-line.md: options, choosing the
  * source (file, -, -e, stdin), --check/--deps, running the main module,
  * exit statuses. Knows every room's entry point, none of their insides. */
-#include "analyse.h"
-#include "async.h"
-#include "diag.h"
-#include "eval.h"
-#include "module.h"
-#include "parse.h"
 #include "qh.h"
+#include "qh_assert.h"
 #include "repl.h"
-#include "resolve.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-int run_main(Interp *in, ModInfo *m, int argv_slot, bool interactive, const char *trace_path);
 
 static const char usage_text[] =
     "usage: qh [options] [FILE | -] [ARGS...]\n"
@@ -135,10 +127,9 @@ static int launcher_rank(void)
 int main(int argc, char **argv)
 {
     if (launcher_rank() > 0) return 0;   /* rank 0 alone evaluates, prints, reads and writes */
-    Interp in;
-    memset(&in, 0, sizeof in);
-    in.out = stdout;
-    const char *code = NULL, *file = NULL, *trace_path = NULL;
+    qh_Config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    const char *code = NULL, *file = NULL;
     bool interactive = false, check = false, deps = false;
     int i = 1;
     for (; i < argc; i++) {
@@ -148,8 +139,8 @@ int main(int argc, char **argv)
         if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { fputs(usage_text, stdout); return 0; }
         if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) { printf("qh %s\n", QH_VERSION); return 0; }
         if (strcmp(a, "-i") == 0) { interactive = true; continue; }
-        if (strcmp(a, "--sync") == 0) { in.sync = true; continue; }
-        if (strcmp(a, "--stats") == 0) { in.stats = true; continue; }
+        if (strcmp(a, "--sync") == 0) { cfg.sync = true; continue; }
+        if (strcmp(a, "--stats") == 0) { cfg.stats = true; continue; }
         if (strcmp(a, "--deps") == 0) { deps = true; continue; }
         if (strcmp(a, "--check") == 0) { check = true; continue; }
         const char *val = NULL;
@@ -167,82 +158,69 @@ int main(int argc, char **argv)
         case 1: {
             long w = strtol(val, &end, 10);
             if (*end || w < 1 || w > 1024) return usage_error("--workers needs a number from 1 to 1024, not '%s'", val);
-            in.nworkers = (int)w;
+            cfg.workers = (int)w;
             break;
         }
         case 2: {
             errno = 0;
             unsigned long long s = strtoull(val, &end, 10);
             if (*end || errno || val[0] == '-') return usage_error("--seed needs a non-negative integer, not '%s'", val);
-            in.seed = s;
-            in.seed_given = true;
+            cfg.seed = s;
+            cfg.seed_given = true;
             break;
         }
-        case 3: trace_path = val; break;
+        case 3: cfg.trace_path = val; break;
         case 4:
-            if (!parse_size(val, &in.max_memory) || in.max_memory == 0) return usage_error("--max-memory needs a size like 4G or 512M, not '%s'", val);
+            if (!parse_size(val, &cfg.max_memory) || cfg.max_memory == 0) return usage_error("--max-memory needs a size like 4G or 512M, not '%s'", val);
             break;
+        default: qh_unreachable();
         }
     }
     if (!code && i < argc) file = argv[i++];
-    in.argv = list_new(0);
-    for (; i < argc; i++) list_push(in.argv, v_str(argv[i]));
+    cfg.argc = argc - i;
+    cfg.argv = argv + i;
+    bool from_stdin = !code && (file ? strcmp(file, "-") == 0 : !isatty(0));
+    bool repl_only = !code && !file && !from_stdin;
+    if (repl_only && (check || deps)) {
+        fprintf(stderr, "qh: --check and --deps need a script\n");
+        return 2;
+    }
 
-    qh_attach(&in);
     char *stdlib = find_stdlib();
-    in.stdlib_dir = stdlib;
-    in.qh_path = getenv("QH_PATH");
-    if (!in.seed_given) in.seed = 0x5eed;      /* a fixed default: runs repeat */
+    cfg.stdlib_dir = stdlib;
+    cfg.qh_path = getenv("QH_PATH");
+    cfg.handle_sigint = true;
+    qh_State *Q = qh_open(&cfg);
+    if (repl_only) {
+        int st = qh_close(Q, repl_run(Q, true));
+        free(stdlib);
+        return st;
+    }
 
-    Source *src = NULL;
-    bool repl_only = false;
-    if (code) {
-        src = source_from_text("<-e>", code, strlen(code));
-    } else if (file && strcmp(file, "-") != 0) {
-        char err[600];
-        src = source_from_file(file, file, err, sizeof err);
-        if (!src) { fprintf(stderr, "qh: %s\n", err); free(stdlib); decref(v_list(in.argv)); return 2; }
-    } else if (file || !isatty(0)) {
+    qh_Program *p;
+    if (code) p = qh_compile(Q, "<-e>", code, strlen(code), stderr);
+    else if (!from_stdin) p = qh_compile_file(Q, file, stderr);
+    else {
         Buf b;
         buf_init(&b);
         char chunk[65536];
         size_t n;
         while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0) buf_put(&b, chunk, n);
-        src = source_from_text("<stdin>", b.p ? b.p : "", b.len);
+        p = qh_compile(Q, "<stdin>", b.p ? b.p : "", b.len, stderr);
         buf_free(&b);
+    }
+    int status;
+    if (!p) status = 2;
+    else if (check || deps) {
+        if (deps) qh_print_deps(p, stdout);
+        status = 0;
     } else {
-        repl_only = true;
+        status = qh_run(Q, p);
+        /* qh -i: the REPL, with the globals as the script left them, even
+         * after a runtime error (as python -i); the session's end decides */
+        if (interactive && status != 130) status = repl_run(Q, false);
     }
-    if (repl_only || (interactive && !src)) {
-        if (check || deps) { fprintf(stderr, "qh: --check and --deps need a script\n"); free(stdlib); return 2; }
-        int st = repl_run(&in, NULL, NULL, trace_path);
-        free(stdlib);
-        return st;
-    }
-
-    ModInfo *m = parse_source(src, stderr);
-    if (!m) { source_free(src); free(stdlib); decref(v_list(in.argv)); return 2; }
-    int argv_slot = resolve_declare(m, "argv", builtin_lookup);
-    bool resolved = resolve_module(m, m->body, builtin_lookup, stderr, true);
-    if (resolved) resolve_warn_hidden(m, m->body, builtin_lookup, NULL, stderr);
-    if (!resolved || !analyse_module(m, stderr) || !module_preload(&in, m, stderr)) {
-        module_preload_free(&in);
-        analyse_free_body(m->body);
-        parse_free(m); source_free(src); free(stdlib); decref(v_list(in.argv));
-        return 2;
-    }
-    if (check || deps) {
-        if (deps) analyse_print_deps(m, m->body, stdout);
-        module_preload_free(&in);
-        analyse_free_body(m->body);
-        parse_free(m); source_free(src); free(stdlib); decref(v_list(in.argv));
-        return 0;
-    }
-    int status = run_main(&in, m, argv_slot, interactive, trace_path);
-    module_preload_free(&in);
-    analyse_free_body(m->body);
-    parse_free(m);
-    source_free(src);
+    status = qh_close(Q, status);
     free(stdlib);
     return status;
 }

@@ -1,27 +1,88 @@
-/* module.c — `import NAME`: finding NAME.qh (the importing file's folder,
- * then QH_PATH, then the installed standard library), loading it once and
- * running it; the evaluator reaches it through the import hook. Knows
- * sources, the parser and the evaluator's entry points. */
+/* module.c — the loader: the pipeline from source text to an analysed
+ * module (parse, resolve, warn about hidden builtins, analyse, preload the
+ * imports it can see), written once for programs, modules and REPL
+ * entries; `import NAME` (finding NAME.qh in the importing file's folder,
+ * then QH_PATH, then the installed standard library, loading it once and
+ * running it), which the evaluator reaches through the import hook; and
+ * freeing what was loaded. Knows sources, the front end and the
+ * evaluator's entry points. */
 #include "module.h"
-#include "eval.h"
-#include "diag.h"
-#include "parse.h"
-#include "resolve.h"
 #include "analyse.h"
+#include "diag.h"
+#include "eval.h"
+#include "parse.h"
+#include "qh_assert.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-ModInfo *load_and_analyse(Interp *in, Source *src, FILE *diag, bool warn)
+/* Loaded modules' parses, kept until the end (functions point into them):
+ * preloaded ones waiting for their import, and the ones taken. */
+typedef struct Preload { char *path; ModInfo *info; bool taken; struct Preload *next; } Preload;
+
+static bool preload_stmt(Interp *in, const Source *from, Node *n, FILE *diag);
+
+/* frees a whole parse: analysis, arena, tables, source */
+static void free_info(ModInfo *m)
 {
-    (void)in;
+    Source *src = m->src;
+    analyse_free_body(m->body);
+    parse_free(m);
+    source_free(src);
+}
+
+void module_forget_protos(ModInfo *session, int first)
+{
+    for (int i = first; i < session->nprotos; i++) {
+        FnProto *f = session->protos[i];
+        free(f->local_is_cell); free(f->local_names); free(f->upvals);
+        free(f->global_reads); free(f->global_calls);
+        f->local_is_cell = NULL; f->local_names = NULL; f->upvals = NULL;
+        f->global_reads = NULL; f->global_calls = NULL;
+    }
+    if (first < session->nprotos) session->nprotos = first;
+}
+
+bool module_compile(Interp *in, Source *src, LoadKind kind, ModInfo *session, HideMemo *memo, FILE *diag, ModInfo **out)
+{
+    *out = NULL;
     ModInfo *m = parse_source(src, diag);
-    if (!m) return NULL;
-    if (!resolve_module(m, m->body, builtin_lookup, diag, warn)) { parse_free(m); return NULL; }
+    if (!m) return false;
+    if (kind == LOAD_ENTRY) {
+        qh_assert(session);
+        /* the session's table owns the protos for analysis; each keeps its part for messages */
+        int first = session->nprotos;
+        for (int i = 0; i < m->nprotos; i++) {
+            if (session->nprotos % 16 == 0)
+                session->protos = xrealloc(session->protos, (size_t)(session->nprotos + 16) * sizeof(FnProto *));
+            session->protos[session->nprotos++] = m->protos[i];
+        }
+        free(m->protos);
+        m->protos = NULL;
+        m->nprotos = 0;
+        *out = m;                   /* the caller keeps the part, whatever follows */
+        /* messages of resolve and analysis name the table's source: this input */
+        Source *session_src = session->src;
+        session->src = m->src;
+        bool ok = resolve_module(session, m->body, builtin_lookup, diag, false);
+        if (ok) resolve_warn_hidden(session, m->body, builtin_lookup, memo, diag);
+        ok = ok && analyse_body(session, m->body, first, diag);
+        session->src = session_src;
+        ok = ok && preload_stmt(in, m->src, m->body, diag);
+        if (!ok) module_forget_protos(session, first);     /* a rejected entry defines nothing */
+        return ok;
+    }
+    if (kind == LOAD_MAIN) resolve_declare(m, "argv", builtin_lookup);
+    if (!resolve_module(m, m->body, builtin_lookup, diag, kind == LOAD_MAIN)) { parse_free(m); return false; }
     resolve_warn_hidden(m, m->body, builtin_lookup, NULL, diag);
-    if (!analyse_module(m, diag)) { parse_free(m); return NULL; }
-    return m;
+    if (!analyse_module(m, diag)) { analyse_free_body(m->body); parse_free(m); return false; }
+    *out = m;
+    if (!preload_stmt(in, m->src, m->body, diag)) {
+        if (kind == LOAD_MAIN) { analyse_free_body(m->body); parse_free(m); *out = NULL; }
+        return false;
+    }
+    return true;
 }
 
 static char *dir_of(const char *path)
@@ -77,9 +138,16 @@ static char *find_module(VM *vm, const char *name)
  * analysed before the program starts, so a syntax error in a module exits
  * with status 2 like one in the script. The parsed modules are kept for
  * the import to use when it runs. */
-typedef struct Preload { char *path; ModInfo *info; struct Preload *next; } Preload;
 
-static bool preload_stmt(Interp *in, const Source *from, Node *n, FILE *diag);
+static void remember(Interp *in, char *path, ModInfo *info, bool taken)
+{
+    Preload *p = xcalloc(1, sizeof *p);
+    p->path = path;
+    p->info = info;
+    p->taken = taken;
+    p->next = in->preloaded;
+    in->preloaded = p;
+}
 
 static bool preload_file(Interp *in, const Source *from, const char *name, int line, int col, FILE *diag)
 {
@@ -96,14 +164,14 @@ static bool preload_file(Interp *in, const Source *from, const char *name, int l
         free(path);
         return false;
     }
-    ModInfo *info = load_and_analyse(in, src, diag, false);
-    if (!info) { source_free(src); free(path); return false; }
-    Preload *p = calloc(1, sizeof *p);
-    p->path = path;
-    p->info = info;
-    p->next = in->preloaded;
-    in->preloaded = p;
-    return preload_stmt(in, src, info->body, diag);
+    ModInfo *info;
+    /* its own imports are preloaded by the pipeline (a module seen twice is found in the list) */
+    remember(in, path, NULL, false);
+    Preload *me = in->preloaded;
+    bool ok = module_compile(in, src, LOAD_MODULE, NULL, NULL, diag, &info);
+    if (!info) { source_free(src); return false; }
+    me->info = info;
+    return ok;
 }
 
 static bool preload_stmt(Interp *in, const Source *from, Node *n, FILE *diag)
@@ -123,35 +191,29 @@ static bool preload_stmt(Interp *in, const Source *from, Node *n, FILE *diag)
     }
 }
 
-bool module_preload(Interp *in, ModInfo *m, FILE *diag)
-{
-    return preload_stmt(in, m->src, m->body, diag);
-}
-
 /* the preloaded parse of path, taken (each is run once) */
 static ModInfo *take_preloaded(Interp *in, const char *path)
 {
-    for (Preload **pp = (Preload **)&in->preloaded; *pp; pp = &(*pp)->next) {
-        Preload *p = *pp;
-        if (strcmp(p->path, path) != 0) continue;
-        ModInfo *info = p->info;
-        p->info = NULL;
-        return info;
+    for (Preload *p = in->preloaded; p; p = p->next) {
+        if (p->taken || !p->info || strcmp(p->path, path) != 0) continue;
+        p->taken = true;
+        return p->info;
     }
     return NULL;
 }
 
-void module_preload_free(Interp *in)
+void module_free_all(Interp *in)
 {
+    /* the modules first: their globals are released (cycles through
+     * functions were broken by the caller), then every parse */
+    if (in->modules) {
+        decref(v_obj(&in->modules->h));
+        in->modules = NULL;
+    }
     Preload *p = in->preloaded;
     while (p) {
         Preload *n = p->next;
-        if (p->info) {
-            Source *src = p->info->src;
-            analyse_free_body(p->info->body);
-            parse_free(p->info);
-            source_free(src);
-        }
+        if (p->info) free_info(p->info);
         free(p->path);
         free(p);
         p = n;
@@ -174,12 +236,14 @@ static Value module_import(VM *vm, const char *name, const Node *site)
     }
     ModInfo *info = take_preloaded(in, path);
     if (!info) {
+        /* created after the program started: loaded now */
         char err[512];
         Source *src = source_from_file(path, path, err, sizeof err);
         if (!src) { free(path); decref(key); return vm_error(vm, site, "import %s: %s", name, err); }
-        info = load_and_analyse(in, src, stderr, false);
-        if (!info) {
-            source_free(src);
+        bool ok = module_compile(in, src, LOAD_MODULE, NULL, NULL, in->err, &info);
+        if (!info) source_free(src);
+        else remember(in, xstrdup(path), info, true);
+        if (!ok) {
             free(path);
             decref(key);
             return vm_error(vm, site, "import %s: the module has errors (see above)", name);

@@ -1,19 +1,36 @@
-/* module.h — the module loader: parsing, resolving and analysing a source
- * (the pipeline), finding `import NAME` on disk, preloading the imports a
- * program can see, and running an import. */
+/* module.h — the loader: the pipeline from source to an analysed module
+ * (written once: qh.h's compile functions and imports use it), finding
+ * `import NAME` on disk, preloading the imports a program can see, and
+ * running an import (the evaluator's import hook). */
 #ifndef QH_MODULE_H
 #define QH_MODULE_H
 
 #include <stdio.h>
+#include "resolve.h"
 #include "vm.h"
 
-/* Parses, resolves and analyses a module's source; NULL (errors printed
- * to diag) if it has errors. */
-ModInfo *load_and_analyse(Interp *in, Source *src, FILE *diag, bool warn);
-/* Finds, parses and analyses every import visible in m before the run:
- * false (errors printed) if one of them has errors. */
-bool module_preload(Interp *in, ModInfo *m, FILE *diag);
-void module_preload_free(Interp *in);
+typedef enum LoadKind {
+    LOAD_MODULE,        /* an imported module */
+    LOAD_MAIN,          /* a program: declares argv, warns about names never bound */
+    LOAD_ENTRY,         /* a REPL entry: resolved into the session's table */
+} LoadKind;
+
+/* Parses src, resolves its names (an entry into session's globals; memo:
+ * the session's record for the hidden-builtin warning), warns about hidden
+ * builtins, analyses, and preloads every import it can see. Diagnostics go
+ * to diag; an entry's resolve and analysis messages name its own source.
+ * *out: the parse (owning src), or NULL; an entry's part is set even on a
+ * later error (keep it: its nodes may be referenced; a rejected entry's
+ * functions were taken out of the table again). Returns false on any
+ * error. */
+bool module_compile(Interp *in, Source *src, LoadKind kind, ModInfo *session, HideMemo *memo, FILE *diag, ModInfo **out);
+/* Takes the functions from index first on out of a session's table again
+ * (their tables freed; their nodes stay in their part's arena): an entry
+ * that was rejected, or only analysed, defined nothing. */
+void module_forget_protos(ModInfo *session, int first);
+/* Releases the imported modules (their cycles broken before) and frees
+ * every parse the loader made. */
+void module_free_all(Interp *in);
 /* Installs the evaluator's import hook in an interpreter. */
 void module_attach(Interp *in);
 

@@ -1,46 +1,463 @@
 /* qh.c — the interpreter's public face (qh.h): process-wide start-up in a
- * fixed order (the value room's kinds, the evaluator's, then each room
- * above it registers its kinds and builtins), and readying an Interp.
- * Knows every room's opening entry, none of their insides. */
+ * fixed order (the evaluator's kinds, then each room above it registers
+ * its kinds and builtins), an interpreter's life (configuration, the main
+ * VM, the background runtime started at the first run, the exit report,
+ * teardown), compiling through the loader's pipeline, running a program
+ * and REPL entries. Knows every room's opening entry and the evaluator's
+ * entry points; none of their insides. */
 #include "qh.h"
+#include "analyse.h"
 #include "arith.h"
 #include "arrayval.h"
 #include "async.h"
 #include "corelib.h"
 #include "cpus.h"
+#include "diag.h"
 #include "dual.h"
 #include "eval.h"
 #include "grad.h"
-#include "module.h"
-#include "qrt.h"
 #include "iolib.h"
 #include "circuitlib.h"
+#include "module.h"
+#include "parse.h"
+#include "qh_assert.h"
+#include "qrt.h"
+#include "resolve.h"
 
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- start-up */
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 
+/* The order is the rooms' order, lowest first; the builtin table's order
+ * (hence the indices the resolver stores) follows it. */
 static void init_rooms(void)
 {
     arith_open();           /* operator slots of numbers, strings, lists */
     call_open();            /* functions and builtins: their call slots */
     func_open();            /* modules */
-    corelib_open();         /* the core builtins: first in the table */
-    arrayval_open();
-    dual_open();
-    qrt_open();
+    corelib_open();         /* the core builtins */
+    arrayval_open();        /* arrays */
+    dual_open();            /* dual numbers */
+    qrt_open();             /* devices, operators, quantum builtins */
     iolib_open();           /* files and data (io.h) */
     circuitlib_open();      /* OpenQASM, draw, specs */
-    async_open();
-    grad_open();
+    async_open();           /* futures, ready/wait/sync */
+    grad_open();            /* gradient functions, grad */
 }
 
 void qh_init(void) { pthread_once(&init_once, init_rooms); }
 
-void qh_attach(Interp *in)
+/* ---------------------------------------------------------------- states */
+
+struct qh_Program {
+    qh_State *Q;
+    ModInfo *info;              /* the table its names resolve into (a program's own, or the session's) */
+    ModInfo *part;              /* its parse (owns the source and the arena) */
+    bool entry;
+    bool dry;                   /* an entry analysed only */
+    bool ran;                   /* an entry that ran */
+    int first_proto, end_proto; /* an entry's functions in the session's table */
+};
+
+struct qh_State {
+    Interp in;
+    VM vm;                      /* the main thread's */
+    bool started;               /* the background runtime is running */
+    bool ran;                   /* qh_run was called */
+    ObjModule *main;            /* the program's module, or the REPL session's */
+    ModInfo *session_info;      /* a fresh session's table (no program ran) */
+    int first_proto;            /* the main table's own functions (entries add theirs after) */
+    HideMemo *hide;             /* the session's record for the hidden-builtin warning */
+    ObjList *argv;              /* until the main module takes it */
+    qh_Program **progs;         /* every program and entry compiled, in order, freed at close */
+    int nprogs, capprogs;
+    qh_Program *script;         /* the program run (qh -i FILE), or NULL */
+    qh_Program *last_run;       /* the entry :deps shows */
+};
+
+qh_State *qh_open(const qh_Config *cfg)
 {
     qh_init();
-    if (!in->ncpu) in->ncpu = qh_cpus();
+    qh_Config def;
+    memset(&def, 0, sizeof def);
+    if (!cfg) cfg = &def;
+    qh_State *Q = xcalloc(1, sizeof *Q);
+    Interp *in = &Q->in;
+    in->out = cfg->out ? cfg->out : stdout;
+    in->err = cfg->err ? cfg->err : stderr;
+    in->sync = cfg->sync;
+    in->nworkers = cfg->workers;
+    in->seed = cfg->seed_given ? cfg->seed : 0x5eed;     /* a fixed default: runs repeat */
+    in->seed_given = cfg->seed_given;
+    in->max_memory = cfg->max_memory;
+    in->trace_path = cfg->trace_path;
+    in->stats = cfg->stats;
+    in->stdlib_dir = cfg->stdlib_dir;
+    in->qh_path = cfg->qh_path;
+    in->ncpu = qh_cpus();
     async_attach(in);
     module_attach(in);
+    Q->argv = list_new(0);
+    for (int i = 0; i < cfg->argc; i++) list_push(Q->argv, v_str(cfg->argv[i]));
+    if (cfg->handle_sigint) async_install_sigint(in);
+    return Q;
 }
+
+/* the main VM and the background runtime, at the first run */
+static void start(qh_State *Q)
+{
+    if (Q->started) return;
+    Q->started = true;
+    vm_init(&Q->vm, &Q->in, false);
+    rng_seed(&Q->vm.rng, Q->in.seed);
+    Q->vm.stream_seed = Q->in.seed;
+    async_start(&Q->in, Q->in.trace_path);
+}
+
+/* the main module: the program's, or a fresh REPL session's */
+static ObjModule *main_module(qh_State *Q, ModInfo *info)
+{
+    if (Q->main) return Q->main;
+    Q->main = module_new(info, "__main__");
+    Q->first_proto = info->nprotos;
+    int slot = resolve_global_slot(info, "argv");
+    qh_assert(slot >= 0 && slot < Q->main->nglobals);
+    Value old = Q->main->globals[slot];
+    Q->main->globals[slot] = v_list(Q->argv);
+    decref(old);
+    Q->argv = NULL;
+    return Q->main;
+}
+
+static void free_part(ModInfo *m)
+{
+    Source *src = m->src;
+    analyse_free_body(m->body);
+    parse_free(m);
+    source_free(src);
+}
+
+int qh_close(qh_State *Q, int status)
+{
+    Interp *in = &Q->in;
+    ModInfo *table = Q->main ? Q->main->info : NULL;    /* entries' functions are in its list */
+    fflush(in->out);
+    if (Q->started) {
+        int unobserved = async_finish(in, &Q->vm, status != 0);
+        if (status == 0 && unobserved) status = 1;
+    }
+    if (atomic_load(&in->sigint)) status = 130;      /* Ctrl-C: whatever failed because of it */
+    /* break every cycle reachable from the program's modules, then release them */
+    size_t nm = in->modules ? in->modules->nent : 0, k = 0;
+    Value *roots = xmalloc((nm + 1) * sizeof(Value));
+    if (Q->main) roots[k++] = v_obj(&Q->main->h);
+    for (size_t i = 0; i < nm; i++) if (in->modules->ent[i].live) roots[k++] = in->modules->ent[i].val;
+    value_break_cycles(roots, (int)k);
+    free(roots);
+    if (Q->main) decref(v_obj(&Q->main->h));
+    module_free_all(in);
+    if (Q->started) {
+        vm_free(&Q->vm);
+        vm_thread_cleanup();
+    }
+    /* the main table's functions from entries live in the entries' arenas:
+     * their tables go first, then every parse */
+    if (table) {
+        for (int i = Q->first_proto; i < table->nprotos; i++) {
+            FnProto *f = table->protos[i];
+            free(f->local_is_cell); free(f->local_names); free(f->upvals);
+            free(f->global_reads); free(f->global_calls);
+        }
+        table->nprotos = Q->first_proto;
+    }
+    for (int i = 0; i < Q->nprogs; i++) {
+        free_part(Q->progs[i]->part);
+        free(Q->progs[i]);
+    }
+    free(Q->progs);
+    if (Q->session_info) free_part(Q->session_info);
+    if (Q->hide) resolve_hide_free(Q->hide);
+    if (Q->argv) decref(v_list(Q->argv));
+    fflush(in->out);
+    free(Q);
+    return status;
+}
+
+/* ---------------------------------------------------------------- compiling */
+
+static qh_Program *keep(qh_State *Q, ModInfo *info, ModInfo *part, bool entry)
+{
+    qh_Program *p = xcalloc(1, sizeof *p);
+    p->Q = Q;
+    p->info = info;
+    p->part = part;
+    p->entry = entry;
+    if (Q->nprogs == Q->capprogs) {
+        Q->capprogs = Q->capprogs ? Q->capprogs * 2 : 16;
+        Q->progs = xrealloc(Q->progs, (size_t)Q->capprogs * sizeof *Q->progs);
+    }
+    Q->progs[Q->nprogs++] = p;
+    return p;
+}
+
+qh_Program *qh_compile(qh_State *Q, const char *name, const char *text, size_t len, FILE *diag)
+{
+    Source *src = source_from_text(name, text, len);
+    ModInfo *m;
+    bool ok = module_compile(&Q->in, src, LOAD_MAIN, NULL, NULL, diag, &m);
+    if (!m) { source_free(src); return NULL; }
+    qh_assert(ok);
+    return keep(Q, m, m, false);
+}
+
+qh_Program *qh_compile_file(qh_State *Q, const char *path, FILE *diag)
+{
+    char err[600];
+    Source *src = source_from_file(path, path, err, sizeof err);
+    if (!src) { fprintf(diag, "qh: %s\n", err); return NULL; }
+    ModInfo *m;
+    bool ok = module_compile(&Q->in, src, LOAD_MAIN, NULL, NULL, diag, &m);
+    if (!m) { source_free(src); return NULL; }
+    qh_assert(ok);
+    return keep(Q, m, m, false);
+}
+
+void qh_print_deps(const qh_Program *p, FILE *out) { analyse_print_deps(p->info, p->part->body, out); }
+
+/* an entry from src (taken) into the session */
+static qh_Program *compile_entry(qh_State *Q, Source *src, bool dry, FILE *diag)
+{
+    if (!Q->main) {
+        /* a fresh session: an empty program declaring argv */
+        Source *s = source_from_text("<repl>", "", 0);
+        ModInfo *m;
+        bool ok = module_compile(&Q->in, s, LOAD_MAIN, NULL, NULL, diag, &m);
+        qh_assert(ok && m);
+        (void)ok;
+        Q->session_info = m;
+        main_module(Q, m);
+    }
+    ModInfo *table = Q->main->info;
+    if (!Q->hide) {
+        Q->hide = resolve_hide_new();
+        /* what the script bound (it was warned about already) */
+        if (Q->script) resolve_warn_hidden(table, Q->script->part->body, builtin_lookup, Q->hide, NULL);
+    }
+    int first = table->nprotos;
+    ModInfo *part;
+    bool ok = module_compile(&Q->in, src, LOAD_ENTRY, table, dry ? NULL : Q->hide, diag, &part);
+    if (!part) { source_free(src); return NULL; }
+    qh_Program *p = keep(Q, table, part, true);    /* kept: its nodes may be referenced */
+    p->dry = dry;
+    p->first_proto = first;
+    p->end_proto = table->nprotos;
+    if (!ok) return NULL;
+    module_grow(Q->main);
+    return p;
+}
+
+qh_Program *qh_compile_entry(qh_State *Q, const char *name, const char *text, size_t len, int number, bool dry, FILE *diag)
+{
+    Source *src = source_from_text(name, text, len);
+    src->entry = number;
+    return compile_entry(Q, src, dry, diag);
+}
+
+qh_Program *qh_compile_entry_file(qh_State *Q, const char *path, FILE *diag)
+{
+    char err[600];
+    Source *src = source_from_file(path, path, err, sizeof err);
+    if (!src) { fprintf(diag, "qh: %s\n", err); return NULL; }
+    return compile_entry(Q, src, false, diag);
+}
+
+bool qh_print_entry_deps(qh_State *Q, qh_Program *entry, FILE *out)
+{
+    if (!entry) entry = Q->last_run;
+    if (!entry) {
+        if (!Q->script) return false;
+        analyse_print_deps(Q->script->info, Q->script->part->body, out);
+        return true;
+    }
+    qh_assert(entry->entry);
+    ModInfo *table = entry->info;
+    DepsState *st = analyse_deps_new();
+    if (Q->script) analyse_deps_part(table, Q->script->part->src, Q->script->part->body, 0, 0, st, NULL);
+    for (int i = 0; i < Q->nprogs && Q->progs[i] != entry; i++)
+        if (Q->progs[i]->entry && Q->progs[i]->ran)
+            analyse_deps_part(table, Q->progs[i]->part->src, Q->progs[i]->part->body, 0, 0, st, NULL);
+    analyse_deps_part(table, entry->part->src, entry->part->body, entry->first_proto, entry->end_proto, st, out);
+    analyse_deps_free(st);
+    if (entry->dry && entry->end_proto > entry->first_proto) {
+        /* analysed only: its definitions are forgotten */
+        qh_assert(table->nprotos == entry->end_proto);
+        module_forget_protos(table, entry->first_proto);
+        entry->end_proto = entry->first_proto;
+    }
+    return true;
+}
+
+/* ---------------------------------------------------------------- running */
+
+/* an uncaught error: printed (unless Ctrl-C), the VM ready for more (qh -i) */
+static int report(qh_State *Q)
+{
+    VM *vm = &Q->vm;
+    fflush(Q->in.out);
+    while (vm->sp) decref(vm->stack[--vm->sp]);
+    vm->depth = 0;
+    vm->frame = NULL;
+    if (vm->err.interrupted) return 130;
+    vm_print_error(vm, Q->in.err);
+    return 1;
+}
+
+int qh_run(qh_State *Q, qh_Program *p)
+{
+    qh_assert(!Q->ran && !p->entry);
+    Q->ran = true;
+    Q->script = p;
+    start(Q);
+    ObjModule *m = main_module(Q, p->info);
+    int status = vm_run_module(&Q->vm, m) ? 0 : report(Q);
+    fflush(Q->in.out);
+    return status;
+}
+
+bool qh_run_entry(qh_State *Q, qh_Program *entry, unsigned flags)
+{
+    qh_assert(entry->entry && !entry->dry);
+    start(Q);
+    Interp *in = &Q->in;
+    VM *vm = &Q->vm;
+    Node *body = entry->part->body;
+    entry->ran = true;
+    Q->last_run = entry;
+    vm->top_src = entry->part->src;     /* messages point into this input */
+    unsigned long since = async_dispatches(in);     /* calls from here on are this entry's */
+    atomic_store(&in->interrupt, 0);
+    atomic_store(&in->sigint, 0);
+    bool all_ok = true;
+    for (int i = 0; i < body->u.list.n; i++) {
+        Node *s = body->u.list.items[i];
+        vm->cur_line = s->line;
+        vm->mod = Q->main;
+        vm->frame = NULL;
+        bool ok = true;
+        if ((flags & QH_ECHO) && s->kind == N_EXPRSTMT) {
+            Value v = eval_expr(vm, s->u.expr.expr);
+            Buf b;
+            buf_init(&b);
+            if (IS_EXC(v)) ok = false;
+            else if (type_of(v)->stmt) {
+                /* a value with an effect as a statement (an operator applies) */
+                Value x = type_of(v)->stmt(vm, v, s);
+                if (IS_EXC(x)) ok = false;
+                else decref(x);
+            } else if (!(flags & QH_WAIT) && async_pending_text(v, since, &b)) {
+                /* an earlier entry's call still running: show it, do not wait (:wait does) */
+                fwrite(b.p, 1, b.len, in->out);
+                fputc('\n', in->out);
+            } else if (v.t != T_NIL) {
+                if (tp_repr(vm, &b, v, false, s)) {
+                    if (b.len || v.t != T_STR) { fwrite(b.p ? b.p : "", 1, b.len, in->out); fputc('\n', in->out); }
+                } else ok = false;
+            }
+            buf_free(&b);
+            decref(v);
+        } else {
+            ExecStatus st = exec_stmt(vm, s);
+            if (st == S_ERR) ok = false;
+            else if (st == S_BREAK || st == S_CONTINUE) { vm_error(vm, s, "'break' or 'continue' outside a loop"); ok = false; }
+        }
+        fflush(in->out);
+        if (!ok) {
+            while (vm->sp) decref(vm->stack[--vm->sp]);
+            vm->depth = 0;
+            vm->frame = NULL;
+            if (vm->err.interrupted || atomic_load(&in->sigint)) {
+                fprintf(in->err, "interrupted\n");
+                async_cancel_all(in);
+            } else {
+                vm_print_error(vm, in->err);
+            }
+            all_ok = false;
+            break;
+        }
+    }
+    atomic_store(&in->sigint, 0);
+    atomic_store(&in->interrupt, 0);
+    vm->top_src = NULL;
+    return all_ok;
+}
+
+void qh_interrupt(qh_State *Q)
+{
+    atomic_store(&Q->in.sigint, 1);
+    atomic_store(&Q->in.interrupt, 1);
+}
+
+void qh_print_tasks(qh_State *Q, FILE *out) { async_print_tasks(&Q->in, Q->main, out); }
+
+double qh_wait_seconds(qh_State *Q) { return Q->started ? Q->vm.wait_time : 0; }
+
+void qh_complete(qh_State *Q, const char *text, void (*cand)(const char *name, void *ud), void *ud)
+{
+    ObjModule *mod = Q->main;
+    const char *dot = strrchr(text, '.');
+    size_t n = strlen(text);
+    if (dot) {
+        /* module members: NAME.pre */
+        char modname[256];
+        size_t ml = (size_t)(dot - text);
+        if (!mod || ml >= sizeof modname) return;
+        memcpy(modname, text, ml);
+        modname[ml] = 0;
+        int slot = resolve_global_slot(mod->info, modname);
+        if (slot < 0 || slot >= mod->nglobals || mod->globals[slot].t != T_MODULE) return;
+        ObjModule *m = AS_MOD(mod->globals[slot]);
+        size_t pl = strlen(dot + 1);
+        char full[600];
+        for (int i = 0; i < m->nglobals; i++) {
+            const char *g = m->info->gnames[i];
+            if (m->globals[i].t == T_UNBOUND || g[0] == '_' || strncmp(g, dot + 1, pl) != 0) continue;
+            snprintf(full, sizeof full, "%s.%s", modname, g);
+            cand(full, ud);
+        }
+        return;
+    }
+    if (mod)
+        for (int i = 0; i < mod->nglobals && i < mod->info->nglobals; i++)
+            if (mod->globals[i].t != T_UNBOUND && strncmp(mod->info->gnames[i], text, n) == 0) cand(mod->info->gnames[i], ud);
+    for (int i = 0; i < builtin_count(); i++)
+        if (strncmp(builtin_get(i)->name, text, n) == 0) cand(builtin_get(i)->name, ud);
+}
+
+/* ---------------------------------------------------------------- values */
+
+bool qh_get_global(qh_State *Q, const char *name, Value *out)
+{
+    if (!Q->main) return false;
+    int slot = resolve_global_slot(Q->main->info, name);
+    if (slot < 0 || slot >= Q->main->nglobals || Q->main->globals[slot].t == T_UNBOUND) return false;
+    *out = Q->main->globals[slot];
+    incref(*out);
+    return true;
+}
+
+Value qh_call(qh_State *Q, Value fn, int nargs, Value *args)
+{
+    VM *vm = &Q->vm;
+    start(Q);
+    ObjModule *saved = vm->mod;
+    if (!vm->mod) vm->mod = Q->main;
+    Value r = vm_call(vm, fn, nargs, args, NULL);
+    vm->mod = saved;
+    return r;
+}
+
+const char *qh_error_message(qh_State *Q) { return Q->started ? Q->vm.err.msg : ""; }

@@ -1,14 +1,113 @@
-/* qh.h — the interpreter's public face. */
+/* qh.h — the interpreter's public face, in the mould of lua.h: everything
+ * a host (the qh command, the REPL, the unit tests, the fuzzers, an
+ * embedding program) needs to run qh code, and nothing of how it is done.
+ *
+ *     qh_State *Q = qh_open(&cfg);              (qh_init is implied)
+ *     qh_Program *p = qh_compile(Q, "x.qh", text, len, stderr);
+ *     int status = p ? qh_run(Q, p) : 2;         (0, 1 runtime error, 130)
+ *     status = qh_close(Q, status);              (waits for tasks; 1 if one
+ *                                                 failed unobserved)
+ *
+ * A state is one interpreter: its configuration, its main thread's VM, its
+ * main module (the program run, or the REPL session) and the background
+ * runtime (executor, device pool, trace), started at the first run. All
+ * calls on a state come from one thread; qh_interrupt also from a signal
+ * handler. Programs belong to their state and are freed by qh_close. */
 #ifndef QH_QH_H
 #define QH_QH_H
 
-#include "vm.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "value.h"
 
-/* Process-wide initialisation, once (safe to call again): every room
- * registers its value kinds and builtins. */
+typedef struct qh_State qh_State;
+typedef struct qh_Program qh_Program;
+
+typedef struct qh_Config {
+    FILE *out;                  /* what the program prints (NULL: stdout) */
+    FILE *err;                  /* runtime errors, tracebacks, warnings (NULL: stderr) */
+    bool sync;                  /* --sync: every quantum call runs to completion first */
+    int workers;                /* background threads (0: QH_WORKERS, else the CPUs) */
+    uint64_t seed;              /* program seed (seed_given false: a fixed default) */
+    bool seed_given;
+    size_t max_memory;          /* device memory budget (0: half of physical memory) */
+    const char *trace_path;     /* --trace FILE, or NULL */
+    bool stats;                 /* --stats */
+    const char *stdlib_dir;     /* the standard library's folder, or NULL */
+    const char *qh_path;        /* QH_PATH, or NULL */
+    int argc;                   /* the program's argv list */
+    char *const *argv;
+    bool handle_sigint;         /* install the Ctrl-C handler that cancels tasks */
+} qh_Config;
+
+/* Process-wide initialisation, once (later calls return at once; safe
+ * from several threads): every room registers its value kinds and
+ * builtins. */
 void qh_init(void);
-/* Readies a zeroed Interp: the CPU count and the hooks of the rooms above
- * the evaluator (qfn calls, imports). */
-void qh_attach(Interp *in);
+
+/* A new interpreter (cfg NULL: defaults). */
+qh_State *qh_open(const qh_Config *cfg);
+/* Ends the interpreter: waits for every task (cancels them when status is
+ * not 0), reports failed tasks nobody needed, writes --trace and --stats,
+ * breaks the program's reference cycles and frees everything. Returns the
+ * exit status: status, or 1 if it was 0 and a task failed unobserved, or
+ * 130 after Ctrl-C. */
+int qh_close(qh_State *Q, int status);
+
+/* The pipeline, once: parse, resolve, analyse, and find, parse and analyse
+ * every import the program can see. Diagnostics go to diag. NULL on a
+ * syntax or analysis error (exit status 2). */
+qh_Program *qh_compile(qh_State *Q, const char *name, const char *text, size_t len, FILE *diag);
+/* The same for a file; a file that cannot be read prints "qh: MESSAGE". */
+qh_Program *qh_compile_file(qh_State *Q, const char *path, FILE *diag);
+/* Prints the dependency analysis (qh --deps). */
+void qh_print_deps(const qh_Program *p, FILE *out);
+/* Runs a compiled program as the main module (once per state). Returns 0,
+ * 1 after an uncaught runtime error (printed to cfg.err), 130 when
+ * interrupted. */
+int qh_run(qh_State *Q, qh_Program *p);
+
+/* ---- the REPL: entries compiled into the main module's globals (the
+ * program's after qh_run, else a fresh session's) ---- */
+/* An entry from text; number: its entry number (1, 2, ... as typed; names
+ * it in messages and in the futures it makes), 0 for none. dry: analysed
+ * only, never run (:deps STMT); its definitions are forgotten once its
+ * analysis is printed. NULL (diagnostics printed, nothing defined) on an
+ * error. */
+qh_Program *qh_compile_entry(qh_State *Q, const char *name, const char *text, size_t len, int number, bool dry, FILE *diag);
+/* An entry from a file (:load FILE); an unreadable file prints "qh: MESSAGE". */
+qh_Program *qh_compile_entry_file(qh_State *Q, const char *path, FILE *diag);
+enum {
+    QH_ECHO = 1,        /* print each expression statement's value */
+    QH_WAIT = 2,        /* wait even for a future an earlier entry made (:wait); else it shows as running */
+};
+/* Runs an entry (QH_* flags). An error is printed and the session goes on:
+ * false. */
+bool qh_run_entry(qh_State *Q, qh_Program *entry, unsigned flags);
+/* The dependency analysis of an entry, with what the script and the entries
+ * run before it left in the globals (futures); entry NULL: the last entry
+ * run, or else the script. False (nothing printed) if there is none. */
+bool qh_print_entry_deps(qh_State *Q, qh_Program *entry, FILE *out);
+/* Ctrl-C: cancels the running statement and the tasks in flight. Only
+ * atomic stores: safe in a signal handler. */
+void qh_interrupt(qh_State *Q);
+/* Pending background tasks with their call sites (REPL :tasks). */
+void qh_print_tasks(qh_State *Q, FILE *out);
+/* Seconds the main thread has spent waiting for results so far. */
+double qh_wait_seconds(qh_State *Q);
+/* Completion candidates for text: "mod.prefix" gives the module's members
+ * (as "mod.member"), anything else the bound globals and the builtins. */
+void qh_complete(qh_State *Q, const char *text, void (*cand)(const char *name, void *ud), void *ud);
+
+/* ---- values, for hosts and tests ---- */
+/* A global of the main module (a new reference), or false if unbound. */
+bool qh_get_global(qh_State *Q, const char *name, Value *out);
+/* Calls any callable value with positional arguments (borrowed): a new
+ * reference, or v_exc() with the message in qh_error_message. */
+Value qh_call(qh_State *Q, Value fn, int nargs, Value *args);
+/* The message of the last runtime error. */
+const char *qh_error_message(qh_State *Q);
 
 #endif

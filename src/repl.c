@@ -4,16 +4,11 @@
  * entries that still run), errors that keep the session, Ctrl-C that
  * cancels the running statement, and the : commands. Each input (an
  * "entry", numbered from 1 as typed) is parsed on its own and resolved into
- * one growing global table. Knows the parser, resolver, analyser and
- * evaluator entry points, and readline. */
+ * one growing global table (qh_compile_entry). Knows qh.h, the parser's
+ * continuation check, and readline. */
 #include "repl.h"
-#include "analyse.h"
-#include "async.h"
 #include "diag.h"
-#include "eval.h"
 #include "parse.h"
-#include "qh.h"
-#include "resolve.h"
 
 #include <errno.h>
 #include <readline/history.h>
@@ -26,23 +21,8 @@
 #include <unistd.h>
 
 
-/* One input's parse, kept for the session: its functions point into it. */
-typedef struct Part {
-    ModInfo *info;
-    int first_proto, end_proto;     /* its functions in the session's table */
-    bool ran;                       /* run (not only analysed, not rejected) */
-} Part;
-
 typedef struct Repl {
-    Interp *in;
-    VM *vm;
-    ModInfo *info;          /* the growing global table */
-    ObjModule *mod;
-    ModInfo *script;        /* qh -i FILE: the script that ran first */
-    Part *parts;
-    int nparts, capparts;
-    int last_run;           /* the part :deps shows, -1 before any */
-    HideMemo *hide;         /* builtins hidden by globals, across entries */
+    qh_State *Q;
     char *history;
     int counter;            /* inputs so far; the one being handled is counter + 1 */
     bool quit;
@@ -94,6 +74,12 @@ static void cand_add(const char *s, const char *prefix, size_t plen, const char 
     cands[ncands++] = c;
 }
 
+static void cand_cb(const char *name, void *ud)
+{
+    const char *text = ud;
+    cand_add(name, text, strlen(text), "");
+}
+
 static char *gen(const char *text, int state)
 {
     static int idx;
@@ -102,32 +88,13 @@ static char *gen(const char *text, int state)
         ncands = 0;
         idx = 0;
         Repl *r = the_repl;
-        const char *dot = strrchr(text, '.');
         if (text[0] == ':') {
             for (int i = 0; commands[i]; i++) cand_add(commands[i], text, strlen(text), "");
-        } else if (dot) {
-            /* module members: NAME.pre */
-            char modname[256];
-            size_t ml = (size_t)(dot - text);
-            if (ml < sizeof modname) {
-                memcpy(modname, text, ml);
-                modname[ml] = 0;
-                int slot = resolve_global_slot(r->info, modname);
-                if (slot >= 0 && slot < r->mod->nglobals && r->mod->globals[slot].t == T_MODULE) {
-                    ObjModule *m = AS_MOD(r->mod->globals[slot]);
-                    char lead[300];
-                    snprintf(lead, sizeof lead, "%s.", modname);
-                    for (int i = 0; i < m->nglobals; i++)
-                        if (m->globals[i].t != T_UNBOUND && m->info->gnames[i][0] != '_')
-                            cand_add(m->info->gnames[i], dot + 1, strlen(dot + 1), lead);
-                }
-            }
         } else {
-            size_t n = strlen(text);
-            for (int i = 0; i < r->mod->nglobals && i < r->info->nglobals; i++)
-                if (r->mod->globals[i].t != T_UNBOUND) cand_add(r->info->gnames[i], text, n, "");
-            for (int i = 0; i < builtin_count(); i++) cand_add(builtin_get(i)->name, text, n, "");
-            for (int i = 0; keywords[i]; i++) cand_add(keywords[i], text, n, "");
+            /* globals, builtins, module members (NAME.pre) */
+            qh_complete(r->Q, text, cand_cb, (void *)text);
+            if (!strchr(text, '.'))
+                for (int i = 0; keywords[i]; i++) cand_add(keywords[i], text, strlen(text), "");
         }
     }
     if (idx < ncands) return strdup(cands[idx++]);
@@ -143,7 +110,7 @@ static char **complete(const char *text, int start, int end)
 
 /* ---- Ctrl-C ---- */
 
-static Interp *sig_in;
+static qh_State *sig_q;
 static volatile sig_atomic_t prompt_sigint;
 
 /* Only flags: readline's state is changed outside the handler, in the
@@ -152,10 +119,7 @@ static void on_sigint(int sig)
 {
     (void)sig;
     if (at_prompt) { prompt_sigint = 1; return; }
-    if (sig_in) {
-        atomic_store(&sig_in->sigint, 1);
-        atomic_store(&sig_in->interrupt, 1);
-    }
+    if (sig_q) qh_interrupt(sig_q);
 }
 
 static Buf *pending;         /* lines typed so far of an unfinished statement */
@@ -244,148 +208,10 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static int keep_part(Repl *r, ModInfo *part, int first_proto)
+/* A new entry from typed text: named <repl>, numbered. dry: :deps STMT. */
+static qh_Program *compile_entry(Repl *r, const char *text, bool dry)
 {
-    if (r->nparts == r->capparts) {
-        r->capparts = r->capparts ? r->capparts * 2 : 16;
-        r->parts = realloc(r->parts, (size_t)r->capparts * sizeof(Part));
-    }
-    r->parts[r->nparts] = (Part){ part, first_proto, r->info->nprotos, false };
-    return r->nparts++;
-}
-
-/* Takes the functions from first on out of the session's table again: a
- * part that was rejected, or only analysed (:deps STMT), defined nothing. */
-static void forget_protos(Repl *r, Part *p)
-{
-    for (int i = p->first_proto; i < r->info->nprotos; i++) {
-        FnProto *f = r->info->protos[i];
-        free(f->local_is_cell); free(f->local_names); free(f->upvals);
-        free(f->global_reads); free(f->global_calls);
-        f->local_is_cell = NULL; f->local_names = NULL; f->upvals = NULL;
-        f->global_reads = NULL; f->global_calls = NULL;
-    }
-    r->info->nprotos = p->first_proto;
-    p->end_proto = p->first_proto;
-}
-
-/* Parses src (taken over) as a new part of the session and resolves it into
- * the session's globals; its diagnostics show its own text. Returns the
- * part's index, or -1 after printing errors. dry: analysed only, never run
- * (:deps STMT): its functions are forgotten by the caller. */
-static int compile(Repl *r, Source *src, bool dry)
-{
-    ModInfo *part = parse_source(src, stderr);
-    if (!part) { source_free(src); return -1; }
-    int first = r->info->nprotos;
-    /* the session's table owns the protos for analysis; each keeps its part for messages */
-    for (int i = 0; i < part->nprotos; i++) {
-        if (r->info->nprotos % 16 == 0)
-            r->info->protos = realloc(r->info->protos, (size_t)(r->info->nprotos + 16) * sizeof(FnProto *));
-        r->info->protos[r->info->nprotos++] = part->protos[i];
-    }
-    free(part->protos);
-    part->protos = NULL;
-    part->nprotos = 0;
-    int k = keep_part(r, part, first);
-    /* messages of resolve and analysis name the table's source: this input */
-    Source *session_src = r->info->src;
-    r->info->src = part->src;
-    bool ok = resolve_module(r->info, part->body, builtin_lookup, stderr, false);
-    if (ok) resolve_warn_hidden(r->info, part->body, builtin_lookup, dry ? NULL : r->hide, stderr);
-    ok = ok && analyse_body(r->info, part->body, first, stderr);
-    r->info->src = session_src;
-    r->parts[k].end_proto = r->info->nprotos;
-    if (!ok) { forget_protos(r, &r->parts[k]); return -1; }
-    module_grow(r->mod);
-    return k;
-}
-
-/* A new entry from typed text: named <repl>, numbered. */
-static int compile_entry(Repl *r, const char *text, bool dry)
-{
-    Source *src = source_from_text("<repl>", text, strlen(text));
-    src->entry = r->counter + 1;
-    return compile(r, src, dry);
-}
-
-/* force: wait for a future whatever entry made it (:wait EXPR) */
-static void run_part(Repl *r, int k, bool echo, bool force)
-{
-    VM *vm = r->vm;
-    Part *p = &r->parts[k];
-    Node *body = p->info->body;
-    p->ran = true;
-    r->last_run = k;
-    vm->top_src = p->info->src;     /* messages point into this input */
-    unsigned long since = async_dispatches(r->in);   /* calls from here on are this entry's */
-    atomic_store(&r->in->interrupt, 0);
-    atomic_store(&r->in->sigint, 0);
-    for (int i = 0; i < body->u.list.n; i++) {
-        Node *s = body->u.list.items[i];
-        vm->cur_line = s->line;
-        bool ok = true;
-        if (echo && s->kind == N_EXPRSTMT) {
-            vm->mod = r->mod;
-            vm->frame = NULL;
-            Value v = eval_expr(vm, s->u.expr.expr);
-            Buf b;
-            buf_init(&b);
-            if (IS_EXC(v)) ok = false;
-            else if (type_of(v)->stmt) {
-                /* a value with an effect as a statement (an operator applies) */
-                Value x = type_of(v)->stmt(vm, v, s);
-                if (IS_EXC(x)) ok = false;
-                else decref(x);
-            } else if (!force && async_pending_text(v, since, &b)) {
-                /* an earlier entry's call still running: show it, do not wait (:wait does) */
-                fwrite(b.p, 1, b.len, r->in->out);
-                fputc('\n', r->in->out);
-            } else if (v.t != T_NIL) {
-                if (tp_repr(vm, &b, v, false, s)) {
-                    if (b.len || v.t != T_STR) { fwrite(b.p ? b.p : "", 1, b.len, r->in->out); fputc('\n', r->in->out); }
-                } else ok = false;
-            }
-            buf_free(&b);
-            decref(v);
-        } else {
-            vm->mod = r->mod;
-            vm->frame = NULL;
-            ExecStatus st = exec_stmt(vm, s);
-            if (st == S_ERR) ok = false;
-            else if (st == S_BREAK || st == S_CONTINUE) { vm_error(vm, s, "'break' or 'continue' outside a loop"); ok = false; }
-        }
-        fflush(r->in->out);
-        if (!ok) {
-            while (vm->sp) decref(vm->stack[--vm->sp]);
-            vm->depth = 0;
-            vm->frame = NULL;
-            if (vm->err.interrupted || atomic_load(&r->in->sigint)) {
-                fprintf(stderr, "interrupted\n");
-                async_cancel_all(r->in);
-            } else {
-                vm_print_error(vm, stderr);
-            }
-            break;
-        }
-    }
-    atomic_store(&r->in->sigint, 0);
-    atomic_store(&r->in->interrupt, 0);
-    vm->top_src = NULL;
-}
-
-/* :deps — the analysis of part k, with what the parts before it left in
- * globals (futures from earlier entries) */
-static void print_deps(Repl *r, int k)
-{
-    DepsState *st = analyse_deps_new();
-    if (r->script) analyse_deps_part(r->info, r->script->src, r->script->body, 0, 0, st, NULL);
-    for (int i = 0; i < k; i++)
-        if (r->parts[i].ran)
-            analyse_deps_part(r->info, r->parts[i].info->src, r->parts[i].info->body, 0, 0, st, NULL);
-    Part *p = &r->parts[k];
-    analyse_deps_part(r->info, p->info->src, p->info->body, p->first_proto, p->end_proto, st, stdout);
-    analyse_deps_free(st);
+    return qh_compile_entry(r->Q, "<repl>", text, strlen(text), r->counter + 1, dry, stderr);
 }
 
 static void cmd_help(void)
@@ -417,77 +243,46 @@ static void handle(Repl *r, const char *text)
         bool none = *arg == 0;
         if (strcmp(cmd, ":help") == 0) cmd_help();
         else if (strcmp(cmd, ":quit") == 0 || strcmp(cmd, ":q") == 0) { r->quit = true; }
-        else if (strcmp(cmd, ":tasks") == 0) async_print_tasks(r->in, r->mod, stdout);
+        else if (strcmp(cmd, ":tasks") == 0) qh_print_tasks(r->Q, stdout);
         else if (strcmp(cmd, ":time") == 0) {
             if (none) { fprintf(stderr, "usage: :time STMT (runs STMT, then prints its wall time and the time spent waiting)\n"); return; }
-            int p = compile_entry(r, arg, false);
-            if (p < 0) return;
-            double w0 = r->vm->wait_time, t0 = now();
-            run_part(r, p, true, false);
+            qh_Program *p = compile_entry(r, arg, false);
+            if (!p) return;
+            double w0 = qh_wait_seconds(r->Q), t0 = now();
+            qh_run_entry(r->Q, p, QH_ECHO);
             double t1 = now();
-            printf("wall %.6f s, waiting %.6f s\n", t1 - t0, r->vm->wait_time - w0);
+            printf("wall %.6f s, waiting %.6f s\n", t1 - t0, qh_wait_seconds(r->Q) - w0);
         } else if (strcmp(cmd, ":wait") == 0) {
-            int p = compile_entry(r, none ? "sync()" : arg, false);
-            if (p >= 0) run_part(r, p, true, true);
+            qh_Program *p = compile_entry(r, none ? "sync()" : arg, false);
+            if (p) qh_run_entry(r->Q, p, QH_ECHO | QH_WAIT);
         } else if (strcmp(cmd, ":deps") == 0) {
             if (none) {
-                if (r->last_run < 0 && !r->script) fprintf(stderr, "no entry has run yet (usage: :deps [STMT])\n");
-                else if (r->last_run < 0) analyse_print_deps(r->script, r->script->body, stdout);
-                else print_deps(r, r->last_run);
+                if (!qh_print_entry_deps(r->Q, NULL, stdout)) fprintf(stderr, "no entry has run yet (usage: :deps [STMT])\n");
             } else {
-                int p = compile_entry(r, arg, true);
-                if (p >= 0) { print_deps(r, p); forget_protos(r, &r->parts[p]); }
+                qh_Program *p = compile_entry(r, arg, true);
+                if (p) qh_print_entry_deps(r->Q, p, stdout);
             }
         } else if (strcmp(cmd, ":load") == 0) {
-            char err[600];
             if (none) { fprintf(stderr, "usage: :load FILE (runs FILE's statements in this session)\n"); return; }
-            Source *src = source_from_file(arg, arg, err, sizeof err);
-            if (!src) { fprintf(stderr, "qh: %s\n", err); return; }
-            int p = compile(r, src, false);
-            if (p >= 0) run_part(r, p, false, false);
+            qh_Program *p = qh_compile_entry_file(r->Q, arg, stderr);
+            if (p) qh_run_entry(r->Q, p, 0);
         } else {
             fprintf(stderr, "unknown command %s (try :help)\n", cmd);
         }
         fflush(stdout);
         return;
     }
-    int p = compile_entry(r, text, false);
-    if (p >= 0) run_part(r, p, true, false);
+    qh_Program *p = compile_entry(r, text, false);
+    if (p) qh_run_entry(r->Q, p, QH_ECHO);
 }
 
-int repl_run(Interp *in, VM *vm_in, ObjModule *mod_in, const char *trace_path)
+int repl_run(qh_State *Q, bool fresh)
 {
     Repl r;
     memset(&r, 0, sizeof r);
-    r.in = in;
-    int first_proto = 0;
-    VM own;
-    bool fresh = vm_in == NULL;
-    if (fresh) {
-        qh_attach(in);
-        async_start(in, trace_path);
-        vm_init(&own, in, false);
-        rng_seed(&own.rng, in->seed);
-        own.stream_seed = in->seed;
-        r.vm = &own;
-        Source *src = source_from_text("<repl>", "", 0);
-        r.info = parse_source(src, stderr);
-        int argv_slot = resolve_declare(r.info, "argv", builtin_lookup);
-        r.mod = module_new(r.info, "__main__");
-        r.mod->globals[argv_slot] = v_list(in->argv ? in->argv : list_new(0));
-        in->argv = NULL;
-    } else {
-        r.vm = vm_in;
-        r.mod = mod_in;
-        r.info = mod_in->info;
-        r.script = mod_in->info;
-    }
-    first_proto = r.info->nprotos;
-    r.last_run = -1;
-    r.hide = resolve_hide_new();
-    if (r.script) resolve_warn_hidden(r.info, r.script->body, builtin_lookup, r.hide, NULL);   /* warned already */
+    r.Q = Q;
     the_repl = &r;
-    sig_in = in;
+    sig_q = Q;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
@@ -544,41 +339,5 @@ int repl_run(Interp *in, VM *vm_in, ObjModule *mod_in, const char *trace_path)
     ncands = capcands = 0;
     free(r.history);
     the_repl = NULL;
-    int status = 0;
-    if (fresh) {
-        fflush(in->out);
-        int unobserved = async_finish(in, r.vm, false);
-        if (unobserved) status = 1;
-        /* the program's module and every imported one (the registry itself stays) */
-        size_t nm = in->modules ? in->modules->nent : 0, k = 0;
-        Value *roots = malloc((nm + 1) * sizeof(Value));
-        roots[k++] = v_obj(&r.mod->h);
-        for (size_t i = 0; i < nm; i++) if (in->modules->ent[i].live) roots[k++] = in->modules->ent[i].val;
-        value_break_cycles(roots, (int)k);
-        free(roots);
-        decref(v_obj(&r.mod->h));
-        vm_free(&own);
-        vm_thread_cleanup();
-    }
-    /* the session's functions live in the parts' arenas: release their tables first */
-    for (int i = first_proto; i < r.info->nprotos; i++) {
-        FnProto *f = r.info->protos[i];
-        free(f->local_is_cell); free(f->local_names); free(f->upvals);
-        free(f->global_reads); free(f->global_calls);
-    }
-    r.info->nprotos = first_proto;
-    resolve_hide_free(r.hide);
-    for (int i = 0; i < r.nparts; i++) {
-        Source *s = r.parts[i].info->src;
-        analyse_free_body(r.parts[i].info->body);
-        parse_free(r.parts[i].info);
-        source_free(s);
-    }
-    free(r.parts);
-    if (fresh) {
-        Source *s = r.info->src;
-        parse_free(r.info);
-        source_free(s);
-    }
-    return status;
+    return 0;                   /* sig_q stays: Ctrl-C still cancels while qh_close waits */
 }

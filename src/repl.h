@@ -2,10 +2,13 @@
 #ifndef QH_REPL_H
 #define QH_REPL_H
 
-#include "vm.h"
+#include <stdbool.h>
+#include "qh.h"
 
-/* Runs the REPL. With vm/mod (qh -i FILE) it continues in that program's
- * globals; otherwise it starts a fresh session. Returns the exit status. */
-int repl_run(Interp *in, VM *vm, ObjModule *mod, const char *trace_path);
+/* Runs the REPL on an interpreter: in the globals of the program it ran
+ * (qh -i FILE), or a fresh session (fresh: the banner on a terminal).
+ * Returns the exit status of the session itself (0); qh_close adds the
+ * tasks' report. */
+int repl_run(qh_State *Q, bool fresh);
 
 #endif

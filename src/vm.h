@@ -87,8 +87,8 @@ typedef struct Interp {
     struct AsyncState *async;   /* calls dispatched, waiting and timing counters (async.c) */
     ObjDict *modules;           /* name -> module */
     void *preloaded;            /* modules parsed before the run (load.c) */
-    ObjList *argv;              /* the program's arguments, until the main module takes them */
-    FILE *out;
+    FILE *out;                  /* what the program prints */
+    FILE *err;                  /* runtime errors and warnings */
 } Interp;
 
 typedef struct Frame {

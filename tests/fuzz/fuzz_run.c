@@ -1,6 +1,6 @@
 /* fuzz_run.c — libFuzzer target that runs small qh programs end to end:
- * parse, resolve, analyse, then run_main (src/async.h) with the executor,
- * the device pool and the statevector simulator, the way src/main.c does.
+ * compiled and run through qh.h (src/qh.h) with the executor, the device
+ * pool and the statevector simulator, the way src/main.c does.
  * Program output goes to /dev/null; runtime errors are printed to stderr
  * (run with -close_fd_mask=2 or 3 to silence them).
  *
@@ -31,13 +31,7 @@
  * Whether the program runs with --sync or with two background workers is
  * decided by a hash of the input, so a saved input always replays the same
  * way. */
-#include "analyse.h"
-#include "async.h"
-#include "diag.h"
-#include "eval.h"
 #include "qh.h"
-#include "parse.h"
-#include "resolve.h"
 
 #include <ctype.h>
 #include <stdint.h>
@@ -151,32 +145,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     uint32_t h = 2166136261u;                       /* FNV-1a: --sync or async */
     for (size_t i = 0; i < size; i++) h = (h ^ data[i]) * 16777619u;
 
-    Interp in;
-    memset(&in, 0, sizeof in);
-    in.out = devnull;
-    in.sync = (h & 1) != 0;
-    in.nworkers = 2;
-    in.seed = 0x5eed;
-    in.max_memory = (size_t)64 << 20;
-    in.argv = list_new(0);
-    list_push(in.argv, v_str("fuzz"));
-
-    Source *src = source_from_text("<fuzz>", text, size);
-    ModInfo *m = parse_source(src, devnull);
-    if (!m) { source_free(src); decref(v_list(in.argv)); return 0; }
-    int argv_slot = resolve_declare(m, "argv", builtin_lookup);
-    if (!resolve_module(m, m->body, builtin_lookup, devnull, true) || !analyse_module(m, devnull)) {
-        analyse_free_body(m->body);
-        parse_free(m);
-        source_free(src);
-        decref(v_list(in.argv));
-        return 0;
-    }
-    int run_main(Interp *in, ModInfo *m, int argv_slot, bool interactive, const char *trace_path);
-    (void)run_main(&in, m, argv_slot, false, NULL);
+    qh_Config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.out = devnull;
+    cfg.sync = (h & 1) != 0;
+    cfg.workers = 2;
+    cfg.max_memory = (size_t)64 << 20;
+    char *args[] = { "fuzz" };
+    cfg.argc = 1;
+    cfg.argv = args;
+    qh_State *Q = qh_open(&cfg);
+    qh_Program *p = qh_compile(Q, "<fuzz>", text, size, devnull);
+    int status = p ? qh_run(Q, p) : 2;
+    (void)qh_close(Q, status);
     fflush(devnull);
-    analyse_free_body(m->body);
-    parse_free(m);
-    source_free(src);
     return 0;
 }

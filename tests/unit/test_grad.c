@@ -25,13 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "analyse.h"
-#include "async.h"
-#include "diag.h"
-#include "eval.h"
-#include "parse.h"
 #include "qh.h"
-#include "resolve.h"
 
 /* ================================================================ running a program */
 
@@ -40,60 +34,30 @@
 
 static bool g_sync = true;      /* run() in --sync mode, or with background workers */
 
-/* Runs a qh program in-process (as run_main does, without imports). What it
- * prints goes to out (at most OUT_CAP bytes, NUL-terminated); an uncaught
+/* Runs a qh program in-process through qh.h (as the qh command does). What
+ * it prints goes to out (at most OUT_CAP bytes, NUL-terminated); an uncaught
  * runtime error, or a parse/resolve/analysis error, is appended to out too.
  * Returns true when the program ran to the end without an error. */
 static bool run(const char *program, char *out)
 {
-    qh_init();
     char *mem = NULL;
     size_t memlen = 0;
     FILE *f = open_memstream(&mem, &memlen);
     ck_assert_ptr_nonnull(f);
 
-    Interp in;
-    memset(&in, 0, sizeof in);
-    in.out = f;
-    in.sync = g_sync;
-    in.nworkers = g_sync ? 0 : 4;
-    in.seed = 1;
-    in.max_memory = (size_t)1 << 30;
-    qh_attach(&in);
-
-    bool ok = false;
-    Source *src = source_from_text("t.qh", program, strlen(program));
-    ModInfo *m = parse_source(src, f);
-    if (!m) goto done_src;
-    int argv_slot = resolve_declare(m, "argv", builtin_lookup);
-    if (!resolve_module(m, m->body, builtin_lookup, f, false) || !analyse_module(m, f)) {
-        analyse_free_body(m->body);
-        parse_free(m);
-        goto done_src;
-    }
-    async_start(&in, NULL);
-    VM vm;
-    vm_init(&vm, &in, false);
-    rng_seed(&vm.rng, 1);
-    vm.stream_seed = 1;
-    ObjModule *mod = module_new(m, "__main__");
-    mod->globals[argv_slot] = v_list(list_new(0));
-    ok = vm_run_module(&vm, mod);
-    if (!ok) {
-        fflush(f);
-        fputs("UNCAUGHT: ", f);
-        vm_print_error(&vm, f);
-    }
-    fflush(f);
-    if (async_finish(&in, &vm, !ok)) ok = false;
-    for (int g = 0; g < mod->nglobals; g++) { Value v = mod->globals[g]; mod->globals[g] = v_nil(); decref(v); }
-    decref(v_obj(&mod->h));
-    vm_free(&vm);
-    vm_thread_cleanup();
-    analyse_free_body(m->body);
-    parse_free(m);
-done_src:
-    source_free(src);
+    qh_Config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.out = f;
+    cfg.err = f;
+    cfg.sync = g_sync;
+    cfg.workers = g_sync ? 0 : 4;
+    cfg.seed = 1;
+    cfg.seed_given = true;
+    cfg.max_memory = (size_t)1 << 30;
+    qh_State *Q = qh_open(&cfg);
+    qh_Program *p = qh_compile(Q, "t.qh", program, strlen(program), f);
+    int status = p ? qh_run(Q, p) : 2;
+    bool ok = qh_close(Q, status) == 0;
     fclose(f);
     size_t n = memlen < OUT_CAP - 1 ? memlen : OUT_CAP - 1;
     memcpy(out, mem, n);
