@@ -31,6 +31,13 @@ typedef struct Node Node;
 struct FnProto;
 struct ModInfo;
 
+/* How a statement ended (the evaluator's). */
+typedef enum ExecStatus { S_OK, S_BREAK, S_CONTINUE, S_RETURN, S_ERR } ExecStatus;
+/* A node's handler: the evaluator chooses one per node from its kind and
+ * shape (eval.c, "prepare") before the node first runs. */
+typedef Value (*EvalFn)(VM *vm, Node *n);
+typedef ExecStatus (*ExecFn)(VM *vm, Node *s);
+
 typedef struct KwArg { const char *name; ObjStr *key; Node *value; } KwArg;
 
 /* One `for NAMES in ITER {if COND}` clause of a comprehension. The names
@@ -55,8 +62,11 @@ typedef struct DepInfo {
 struct Node {
     uint16_t kind;
     uint8_t op;                 /* BinOp for N_UNARY/N_BINARY/N_AUGASSIGN */
-    uint8_t flag;
+    uint8_t flag;               /* the evaluator's: operand shapes (eval.c) */
     int line, col;
+    /* Set by the evaluator's prepare pass, on the main thread, before any
+     * thread runs the node; read-only afterwards. */
+    union { EvalFn ev; ExecFn ex; } run;
     union {
         double num;                                      /* N_NUM, N_IMAG */
         ObjStr *str;                                     /* N_STR (immortal) */
@@ -65,7 +75,8 @@ struct Node {
         struct { Node **keys, **vals; int n; } dict;
         struct { Node *a, *b; } bin;                     /* binary, and/or, unary/not (a) */
         struct { Node *fn; Node **args; int nargs; KwArg *kw; int nkw; } call;
-        struct { Node *obj; Node **idx; int nidx; } index;
+        struct { Node *obj; Node **idx; int nidx;
+                 int cache; } index;        /* cache: a dict entry position (eval.c; atomic, any thread) */
         struct { Node *lo, *hi, *step; } slice;
         struct { Node *obj; const char *name; ObjStr *key; } member;
         struct FnProto *fn;                              /* N_FNEXPR, N_FNDEF */
@@ -135,6 +146,7 @@ typedef struct ModInfo {
     struct Arena *arena;
     FnProto **protos; int nprotos;   /* every function defined in the file */
     struct ModInfo *next_part;  /* REPL: earlier inputs whose arenas we keep */
+    bool prepared;              /* the evaluator prepared body and protos (main thread) */
 } ModInfo;
 
 /* arena for nodes and strings of one file */

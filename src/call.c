@@ -83,7 +83,7 @@ static Value eval_call_general(VM *vm, Node *n, Value callee);
  * arguments only, whose arguments become its frame in place. */
 Value eval_call(VM *vm, Node *n)
 {
-    Value callee = eval_expr(vm, n->u.call.fn);
+    Value callee = eval_node(vm, n->u.call.fn);
     if (IS_EXC(callee)) return callee;
     int nargs = n->u.call.nargs;
     if (callee.t == T_BUILTIN && !n->u.call.nkw) {
@@ -92,7 +92,7 @@ Value eval_call(VM *vm, Node *n)
         size_t base = vm->sp;
         if (base + (size_t)nargs + 8 >= vm->cap) return vm_error(vm, n, "maximum recursion depth exceeded (value stack full)");
         for (int i = 0; i < nargs; i++) {
-            Value v = eval_expr(vm, n->u.call.args[i]);
+            Value v = eval_node(vm, n->u.call.args[i]);
             if (IS_EXC(v)) { pop_to(vm, base); return v; }
             if (is_lazy(v) && !(bd->flags & BI_LAZY)) {
                 Value r = tp_force(vm, v, n->u.call.args[i]);
@@ -118,7 +118,7 @@ Value eval_call(VM *vm, Node *n)
     if (base + (size_t)nl + 8 >= vm->cap) { decref(callee); return vm_error(vm, n, "maximum recursion depth exceeded (value stack full)"); }
     Value *slots = vm->stack + base;
     for (int i = 0; i < nargs; i++) {
-        Value v = eval_expr(vm, n->u.call.args[i]);
+        Value v = eval_node(vm, n->u.call.args[i]);
         if (IS_EXC(v)) {
             pop_to(vm, base);
             decref(callee);
@@ -153,12 +153,12 @@ static Value eval_call_general(VM *vm, Node *n, Value callee)
     if (callee.t == T_FUNC) need += (size_t)AS_FUNC(callee)->p->nlocals;
     if (base + need >= vm->cap) { decref(callee); return vm_error(vm, n, "maximum recursion depth exceeded (value stack full)"); }
     for (int i = 0; i < nargs; i++) {
-        Value v = eval_expr(vm, n->u.call.args[i]);
+        Value v = eval_node(vm, n->u.call.args[i]);
         if (IS_EXC(v)) goto fail;
         vm->stack[vm->sp++] = v;
     }
     for (int i = 0; i < nkw; i++) {
-        Value v = eval_expr(vm, n->u.call.kw[i].value);
+        Value v = eval_node(vm, n->u.call.kw[i].value);
         if (IS_EXC(v)) goto fail;
         vm->stack[vm->sp++] = v;
         kwnames[i] = n->u.call.kw[i].key;

@@ -5,11 +5,19 @@
  * fast paths; every other operation goes through the dispatcher (types.h),
  * which forces futures where a value is needed. Calls are call.c's.
  *
- * Each of eval() and exec_stmt() has a small hot switch for what inner
- * loops run and a cold twin for the rest: a kind is handled in exactly one
- * of them. New node kinds go in the cold switches (eval_cold,
- * exec_stmt_cold) unless they are hot. Knows values, the dispatcher, the
- * VM, the AST and function objects; nothing of any other room. */
+ * The tree stays what runs, but each node carries a handler (Node.run)
+ * chosen once by prepare() from its kind and shape: an addition whose
+ * right operand is a constant, a dict read with a constant string key, an
+ * assignment to a local, a swap `a, b = b, a`... Every handler is small
+ * and correct for any operands: its fast path is guarded by type checks
+ * and falls back to the general one. prepare() runs on the main thread
+ * before a module's code first runs (vm_run_module, and the entry points
+ * below for REPL entries); afterwards the tree is only read, except the
+ * dict-entry cache of an index node, which any thread may update
+ * (relaxed atomics: a stale cache only costs a lookup).
+ *
+ * Knows values, the dispatcher, the VM, the AST and function objects;
+ * nothing of any other room. */
 #include "eval.h"
 #include "arith.h"
 #include "qh_assert.h"
@@ -18,10 +26,13 @@
 #include <math.h>
 #include <string.h>
 
-static Value eval(VM *vm, Node *n);
-static ExecStatus stmt(VM *vm, Node *s);
+#define EVAL(vm, n) ((n)->run.ev((vm), (n)))
+#define EXEC(vm, s) ((s)->run.ex((vm), (s)))
+
+static void prepare(Node *n);
 static ExecStatus block(VM *vm, Node *b);
-static bool condition(VM *vm, Node *cond, bool *err);
+static bool store(VM *vm, Node *t, Value v);
+static bool destructure(VM *vm, Node **targets, int n, Value v, const Node *site);
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -32,30 +43,27 @@ static __attribute__((noinline)) Value eval_name_error(VM *vm, Node *n)
     return vm_error(vm, n, "local variable '%s' used before it was assigned", n->u.var.name);
 }
 
-/* Leaves that need no call: numbers and plain variables holding numbers.
- * Borrowed values are fine here: numbers carry no count. */
-static inline bool leaf_number(VM *vm, const Node *n, double *out)
-{
-    const Value *v;
-    switch (n->kind) {
-    case N_NUM: *out = n->u.num; return true;
-    case N_LOCAL: v = &vm->frame->slots[n->u.var.slot]; break;
-    case N_GLOBAL: v = &vm->mod->globals[n->u.var.slot]; break;
-    default: return false;
-    }
-    if (v->t != T_NUM) return false;
-    *out = v->n;
-    return true;
-}
-
 /* evaluates and forces one subexpression */
 static Value eval_forced(VM *vm, Node *n)
 {
-    Value raw = eval(vm, n);
+    Value raw = EVAL(vm, n);
     if (IS_EXC(raw) || !is_lazy(raw)) return raw;
     Value v = tp_force(vm, raw, n);
     decref(raw);
     return v;
+}
+
+/* a condition's truth: 1, 0, or -1 on an error */
+static inline int truth(VM *vm, Node *c)
+{
+    Value v = EVAL(vm, c);
+    if (v.t == T_BOOL) return v.b;
+    if (IS_EXC(v)) return -1;
+    if (v.t == T_NUM) return v.n != 0;
+    bool err = false;
+    bool t = tp_truthy(vm, v, c, &err);
+    decref(v);
+    return err ? -1 : t;
 }
 
 /* evaluates the subscripts of an index node (forced); slices become
@@ -76,7 +84,6 @@ static bool eval_subscripts(VM *vm, Node *n, Value *out)
         } else {
             out[k] = eval_forced(vm, s);
             if (IS_EXC(out[k])) goto fail;
-            if (!tp_resolve_in(vm, out[k], s)) { decref(out[k]); goto fail; }   /* a list of indices is read */
         }
         continue;
     fail:
@@ -84,6 +91,340 @@ static bool eval_subscripts(VM *vm, Node *n, Value *out)
         return false;
     }
     return true;
+}
+
+/* ---------------------------------------------------------------- operand shapes */
+
+/* An operand of a binary node (and the value of an assignment) is read in
+ * place when it is a constant number or a variable holding a number: the
+ * shape is noted in the parent's flag by prepare(), two bits per operand. */
+enum { OPD_ANY, OPD_NUM, OPD_LOCAL, OPD_GLOBAL };
+
+static unsigned operand_shape(const Node *c)
+{
+    switch (c->kind) {
+    case N_NUM: return OPD_NUM;
+    case N_LOCAL: return OPD_LOCAL;
+    case N_GLOBAL: return OPD_GLOBAL;
+    default: return OPD_ANY;
+    }
+}
+
+/* the operand's value: borrowed for a number read in place (numbers carry
+ * no count), else a new reference or v_exc() */
+static inline Value operand(VM *vm, Node *c, unsigned shape)
+{
+    if (shape == OPD_NUM) return v_num(c->u.num);
+    if (shape == OPD_LOCAL) {
+        Value v = vm->frame->slots[c->u.var.slot];
+        if (v.t == T_NUM) return v;
+    } else if (shape == OPD_GLOBAL) {
+        Value v = vm->mod->globals[c->u.var.slot];
+        if (v.t == T_NUM) return v;
+    }
+    return EVAL(vm, c);
+}
+
+#define OPD_A(n) ((unsigned)(n)->flag & 3u)
+#define OPD_B(n) (((unsigned)(n)->flag >> 2) & 3u)
+
+/* ---------------------------------------------------------------- leaves */
+
+static Value ev_num(VM *vm, Node *n) { (void)vm; return v_num(n->u.num); }
+static Value ev_imag(VM *vm, Node *n) { (void)vm; return v_complex(0, n->u.num); }
+static Value ev_str(VM *vm, Node *n) { (void)vm; return v_obj(&n->u.str->h); }
+static Value ev_true(VM *vm, Node *n) { (void)vm; (void)n; return v_bool(true); }
+static Value ev_false(VM *vm, Node *n) { (void)vm; (void)n; return v_bool(false); }
+static Value ev_nil(VM *vm, Node *n) { (void)vm; (void)n; return v_nil(); }
+
+static Value ev_local(VM *vm, Node *n)
+{
+    Value v = vm->frame->slots[n->u.var.slot];
+    if (v.t == T_UNBOUND) return eval_name_error(vm, n);
+    incref(v);
+    return v;
+}
+
+static Value ev_global(VM *vm, Node *n)
+{
+    Value v = vm->mod->globals[n->u.var.slot];
+    if (v.t == T_UNBOUND) return eval_name_error(vm, n);
+    incref(v);
+    return v;
+}
+
+static Value ev_localcell(VM *vm, Node *n)
+{
+    Value v = AS_CELL(vm->frame->slots[n->u.var.slot])->v;
+    if (v.t == T_UNBOUND) return eval_name_error(vm, n);
+    incref(v);
+    return v;
+}
+
+static Value ev_upval(VM *vm, Node *n)
+{
+    Value v = vm->frame->fn->up[n->u.var.slot]->v;
+    if (v.t == T_UNBOUND) return eval_name_error(vm, n);
+    incref(v);
+    return v;
+}
+
+static Value ev_builtin(VM *vm, Node *n) { (void)vm; return builtin_value(n->u.var.slot); }
+
+static Value ev_self(VM *vm, Node *n)
+{
+    (void)n;
+    Value v = v_obj(&vm->frame->fn->h);
+    incref(v);
+    return v;
+}
+
+static Value ev_slice(VM *vm, Node *n) { return vm_error(vm, n, "a slice is only allowed inside [ ]"); }
+
+/* ---------------------------------------------------------------- operators */
+
+/* any operands: the dispatcher (takes the references) */
+static __attribute__((noinline)) Value binop_slow(VM *vm, Node *n, Value a, Value b)
+{
+    Value r = (a.t == T_NUM && b.t == T_NUM) ? arith_num(vm, (BinOp)n->op, a.n, b.n, n)
+                                             : tp_binop(vm, (BinOp)n->op, a, b, n);
+    decref(a);
+    decref(b);
+    return r;
+}
+
+/* One handler per operator: both operands, then the number case inline
+ * (the code given must return the result for two numbers x and y, or fall to the
+ * general path for the cases it leaves out: errors, complex results). */
+#define BINOP(name, ...)                                                    \
+    static Value name(VM *vm, Node *n)                                      \
+    {                                                                       \
+        Value a = operand(vm, n->u.bin.a, OPD_A(n));                        \
+        if (IS_EXC(a)) return a;                                            \
+        Value b = operand(vm, n->u.bin.b, OPD_B(n));                        \
+        if (IS_EXC(b)) { decref(a); return b; }                             \
+        if (a.t == T_NUM && b.t == T_NUM) {                                 \
+            double x = a.n, y = b.n;                                        \
+            __VA_ARGS__                                                     \
+        }                                                                   \
+        return binop_slow(vm, n, a, b);                                     \
+    }
+
+BINOP(ev_add, return v_num(x + y);)
+BINOP(ev_sub, return v_num(x - y);)
+BINOP(ev_mul, return v_num(x * y);)
+BINOP(ev_div, if (y != 0) return v_num(x / y);)
+BINOP(ev_idiv, if (y != 0) return v_num(floor(x / y));)
+BINOP(ev_mod,
+      if (y > 0 && x >= 0 && x < NUM_INT53 && y < NUM_INT53 && x == (double)(int64_t)x && y == (double)(int64_t)y)
+          return v_num((double)((int64_t)x % (int64_t)y));
+      if (y != 0) { double r = fmod(x, y); if (r != 0 && ((r < 0) != (y < 0))) r += y; return v_num(r); })
+BINOP(ev_pow,
+      if (y == 2) return v_num(x * x);
+      if (!(x < 0 && y != floor(y)) && !(x == 0 && y < 0)) return v_num(pow(x, y));)
+BINOP(ev_lt, return v_bool(x < y);)
+BINOP(ev_le, return v_bool(x <= y);)
+BINOP(ev_gt, return v_bool(x > y);)
+BINOP(ev_ge, return v_bool(x >= y);)
+BINOP(ev_eq, return v_bool(x == y);)
+BINOP(ev_ne, return v_bool(x != y);)
+BINOP(ev_band, int64_t i, j; if (num_int53(x, &i) && num_int53(y, &j)) return v_num((double)(i & j));)
+BINOP(ev_bor, int64_t i, j; if (num_int53(x, &i) && num_int53(y, &j)) return v_num((double)(i | j));)
+BINOP(ev_bxor, int64_t i, j; if (num_int53(x, &i) && num_int53(y, &j)) return v_num((double)(i ^ j));)
+BINOP(ev_shl,
+      int64_t i, j;
+      if (num_int53(x, &i) && num_int53(y, &j) && j >= 0 && j < 53 && (i < 0 ? -i : i) < ((int64_t)1 << (53 - j)))
+          return v_num((double)(int64_t)((uint64_t)i << j));)
+BINOP(ev_shr,
+      int64_t i, j;
+      if (num_int53(x, &i) && num_int53(y, &j) && j >= 0 && j < 63) return v_num((double)(i >= 0 ? i >> j : ~(~i >> j)));)
+/* in, not in, @: the dispatcher */
+BINOP(ev_binop, (void)x; (void)y;)
+
+static Value ev_unary(VM *vm, Node *n)
+{
+    Value a = EVAL(vm, n->u.bin.a);
+    if (IS_EXC(a)) return a;
+    if (a.t == T_NUM && n->op != OP_INVERT) return v_num(n->op == OP_NEG ? -a.n : a.n);
+    Value r = tp_unop(vm, (BinOp)n->op, a, n);
+    decref(a);
+    return r;
+}
+
+static Value ev_not(VM *vm, Node *n)
+{
+    int t = truth(vm, n->u.bin.a);
+    return t < 0 ? v_exc() : v_bool(!t);
+}
+
+static Value ev_andor(VM *vm, Node *n)
+{
+    Value a = EVAL(vm, n->u.bin.a);
+    if (IS_EXC(a)) return a;
+    bool err = false;
+    bool t = a.t == T_BOOL ? a.b : tp_truthy(vm, a, n, &err);
+    if (err) { decref(a); return v_exc(); }
+    if ((n->kind == N_AND) != t) {
+        /* short circuit: the operand decides, and is the value (resolved) */
+        if (!is_lazy(a)) return a;
+        Value r = tp_force(vm, a, n);
+        decref(a);
+        return r;
+    }
+    decref(a);
+    return EVAL(vm, n->u.bin.b);
+}
+
+static Value ev_cond(VM *vm, Node *n)
+{
+    int t = truth(vm, n->u.ifs.cond);
+    if (t < 0) return v_exc();
+    return t ? EVAL(vm, n->u.ifs.then) : EVAL(vm, n->u.ifs.els);
+}
+
+/* ---------------------------------------------------------------- containers */
+
+static Value ev_list(VM *vm, Node *n)
+{
+    ObjList *l = list_new((size_t)n->u.list.n);
+    for (int i = 0; i < n->u.list.n; i++) {
+        Value v = EVAL(vm, n->u.list.items[i]);
+        if (IS_EXC(v)) { decref(v_list(l)); return v; }
+        l->v[l->len++] = v;
+    }
+    return v_list(l);
+}
+
+static Value ev_dict(VM *vm, Node *n)
+{
+    ObjDict *d = dict_new_sized((size_t)n->u.dict.n);
+    Value dv = v_obj(&d->h);
+    for (int i = 0; i < n->u.dict.n; i++) {
+        Value kk = eval_forced(vm, n->u.dict.keys[i]);
+        if (IS_EXC(kk)) { decref(dv); return kk; }
+        if (!key_ok(kk)) {
+            Value e = vm_error(vm, n->u.dict.keys[i], "dict keys are numbers, strings or bools, not %s", type_name(kk));
+            decref(kk); decref(dv);
+            return e;
+        }
+        Value v = EVAL(vm, n->u.dict.vals[i]);
+        if (IS_EXC(v)) { decref(kk); decref(dv); return v; }
+        dict_set(d, kk, v);
+        decref(kk); decref(v);
+    }
+    return dv;
+}
+
+/* ---------------------------------------------------------------- indexing */
+
+/* d[k] for a constant string key k (an interned constant, so the entry
+ * that holds it is found by pointer): the entry, through the node's cache
+ * of where it was last time, or NULL if the key is missing. */
+static inline DictEnt *dict_entry_const(ObjDict *d, Node *n, ObjStr *key)
+{
+    unsigned c = (unsigned)__atomic_load_n(&n->u.index.cache, __ATOMIC_RELAXED);
+    if (c < d->nent) {
+        DictEnt *e = &d->ent[c];
+        if (e->key.o == &key->h && e->live) return e;
+    }
+    long i = dict_index(d, v_obj(&key->h));
+    if (i < 0) return NULL;
+    __atomic_store_n(&n->u.index.cache, (int)i, __ATOMIC_RELAXED);
+    return &d->ent[i];
+}
+
+/* the element a list or dict holds for one plain subscript value, or NULL
+ * when the general path must decide (out of range, missing key, errors,
+ * other kinds) */
+static inline Value *elem_fast(Node *n, Value obj, Value i)
+{
+    if (obj.t == T_LIST && i.t == T_NUM) {
+        ObjList *l = AS_LIST(obj);
+        double d = i.n;
+        if (d < 0) d += (double)l->len;
+        if (d >= 0 && d < (double)l->len && d == (double)(size_t)d) return &l->v[(size_t)d];
+        return NULL;
+    }
+    if (obj.t == T_DICT && i.t == T_STR) {
+        Node *ix = n->u.index.idx[0];
+        if (ix->kind == N_STR) {
+            DictEnt *e = dict_entry_const(AS_DICT(obj), n, ix->u.str);
+            return e ? &e->val : NULL;
+        }
+        Value *out = NULL;
+        long k = dict_index(AS_DICT(obj), i);
+        if (k >= 0) out = &AS_DICT(obj)->ent[k].val;
+        return out;
+    }
+    return NULL;
+}
+
+/* obj[i, ...] in general: slices, several subscripts, any kind */
+static __attribute__((noinline)) Value index_general(VM *vm, Node *n, Value obj)
+{
+    int ni = n->u.index.nidx;
+    Value idx[ni];
+    if (!eval_subscripts(vm, n, idx)) return v_exc();
+    Value r = tp_index(vm, obj, ni, idx, n, n->u.index.idx);
+    for (int i = 0; i < ni; i++) decref(idx[i]);
+    return r;
+}
+
+/* the container of an index node: borrowed when it is a variable (*own
+ * false), else evaluated */
+static inline Value index_obj(VM *vm, Node *o, bool *own)
+{
+    if (o->kind == N_LOCAL) {
+        Value v = vm->frame->slots[o->u.var.slot];
+        if (v.t == T_LIST || v.t == T_DICT) { *own = false; return v; }
+    } else if (o->kind == N_GLOBAL) {
+        Value v = vm->mod->globals[o->u.var.slot];
+        if (v.t == T_LIST || v.t == T_DICT) { *own = false; return v; }
+    }
+    *own = true;
+    return EVAL(vm, o);
+}
+
+/* obj[i] with one plain subscript */
+static Value ev_index1(VM *vm, Node *n)
+{
+    bool own;
+    Value obj = index_obj(vm, n->u.index.obj, &own);
+    if (IS_EXC(obj)) return obj;
+    Node *ix = n->u.index.idx[0];
+    Value i = operand(vm, ix, OPD_B(n));
+    if (IS_EXC(i)) { if (own) decref(obj); return i; }
+    Value *e = elem_fast(n, obj, i);
+    Value r;
+    if (e) {
+        r = *e;
+        incref(r);
+    } else {
+        Value iv = is_lazy(i) ? tp_force(vm, i, ix) : (incref(i), i);
+        if (IS_EXC(iv)) r = iv;
+        else { r = tp_index(vm, obj, 1, &iv, n, n->u.index.idx); decref(iv); }
+    }
+    decref(i);
+    if (own) decref(obj);
+    return r;
+}
+
+static Value ev_index(VM *vm, Node *n)
+{
+    Value obj = EVAL(vm, n->u.index.obj);
+    if (IS_EXC(obj)) return obj;
+    Value r = index_general(vm, n, obj);
+    decref(obj);
+    return r;
+}
+
+static Value ev_member(VM *vm, Node *n)
+{
+    Value obj = EVAL(vm, n->u.member.obj);
+    if (IS_EXC(obj)) return obj;
+    Value r = tp_member(vm, obj, n->u.member.key, n);
+    decref(obj);
+    return r;
 }
 
 /* ---------------------------------------------------------------- closures */
@@ -97,7 +438,7 @@ static Value make_closure(VM *vm, FnProto *p)
         for (int i = 0; i < p->nparams; i++) f->defaults[i] = v_unbound();
         for (int i = 0; i < p->nparams; i++) {
             if (!p->defaults[i]) continue;
-            Value d = eval(vm, p->defaults[i]);
+            Value d = EVAL(vm, p->defaults[i]);
             if (IS_EXC(d)) { decref(fv); return d; }
             f->defaults[i] = d;
         }
@@ -125,12 +466,39 @@ static Value make_closure(VM *vm, FnProto *p)
     return fv;
 }
 
-/* ---------------------------------------------------------------- comprehensions */
+static Value ev_fnexpr(VM *vm, Node *n) { return make_closure(vm, n->u.fn); }
 
-static bool store(VM *vm, Node *t, Value v);
-static bool destructure(VM *vm, Node **targets, int n, Value v, const Node *site);
-static bool is_range_call(const Node *it);
-static bool range_args(VM *vm, Node *it, double *start, double *stop, double *step);
+/* ---------------------------------------------------------------- iteration */
+
+static bool is_range_call(const Node *it)
+{
+    return it->kind == N_CALL && it->u.call.fn->kind == N_BUILTIN &&
+           strcmp(builtin_get(it->u.call.fn->u.var.slot)->name, "range") == 0 &&
+           it->u.call.nkw == 0 && it->u.call.nargs >= 1 && it->u.call.nargs <= 3;
+}
+
+/* the bounds of range(...) called directly (a for loop or a comprehension) */
+static bool range_args(VM *vm, Node *it, double *start, double *stop, double *step)
+{
+    double a[3] = { 0, 0, 0 };
+    for (int i = 0; i < it->u.call.nargs; i++) {
+        Value v = eval_forced(vm, it->u.call.args[i]);
+        if (IS_EXC(v)) return false;
+        if (v.t != T_NUM || v.n != floor(v.n)) {
+            vm_error(vm, it->u.call.args[i], "range() arguments must be integers, not %s", v.t == T_NUM ? "a fraction" : type_name(v));
+            decref(v);
+            return false;
+        }
+        a[i] = v.n;
+    }
+    *start = 0; *step = 1;
+    if (it->u.call.nargs == 1) *stop = a[0];
+    else { *start = a[0]; *stop = a[1]; if (it->u.call.nargs == 3) *step = a[2]; }
+    if (*step == 0) { vm_error(vm, it, "range() step must not be zero"); return false; }
+    return true;
+}
+
+/* ---------------------------------------------------------------- comprehensions */
 
 /* what a comprehension's `for` clause walks: range(...) called directly (no
  * list is built), or any iterable through the dispatcher */
@@ -206,23 +574,17 @@ static bool comp_clause(VM *vm, Node *n, int ci, Value acc)
         else { ok = destructure(vm, c->vars, c->nvars, v, c->iter); decref(v); }
         if (!ok) break;
         bool pass = true;
-        for (int k = 0; k < c->nconds && pass && ok; k++) {
-            Value cv = eval(vm, c->conds[k]);
-            if (IS_EXC(cv)) { ok = false; break; }
-            if (cv.t == T_BOOL) pass = cv.b;
-            else {
-                bool err = false;
-                pass = tp_truthy(vm, cv, c->conds[k], &err);
-                decref(cv);
-                if (err) ok = false;
-            }
+        for (int k = 0; k < c->nconds && pass; k++) {
+            int t = truth(vm, c->conds[k]);
+            if (t < 0) { ok = false; break; }
+            pass = t;
         }
         if (!ok) break;
         if (pass) {
             if (ci + 1 < n->u.comp.nclauses) {
                 ok = comp_clause(vm, n, ci + 1, acc);
             } else if (n->kind == N_LISTCOMP) {
-                Value e = eval(vm, n->u.comp.elt);
+                Value e = EVAL(vm, n->u.comp.elt);
                 if (IS_EXC(e)) ok = false;
                 else list_push(AS_LIST(acc), e);
             } else {
@@ -233,7 +595,7 @@ static bool comp_clause(VM *vm, Node *n, int ci, Value acc)
                     decref(k);
                     ok = false;
                 } else {
-                    Value e = eval(vm, n->u.comp.elt);
+                    Value e = EVAL(vm, n->u.comp.elt);
                     if (IS_EXC(e)) ok = false;
                     else { dict_set(AS_DICT(acc), k, e); decref(e); }
                     decref(k);
@@ -250,7 +612,7 @@ static bool comp_clause(VM *vm, Node *n, int ci, Value acc)
 /* [elt for ...] and {key: elt for ...}. At the module level the outermost
  * comprehension runs in a frame of its own that holds its variables (the
  * resolver sized it); elsewhere they are slots of the running frame. */
-static __attribute__((noinline)) Value eval_comp(VM *vm, Node *n)
+static Value ev_comp(VM *vm, Node *n)
 {
     Frame fr;
     size_t base = vm->sp;
@@ -276,288 +638,70 @@ static __attribute__((noinline)) Value eval_comp(VM *vm, Node *n)
     return acc;
 }
 
-/* ---------------------------------------------------------------- expressions */
-
-/* obj[i, ...] outside the list[number] fast path */
-static __attribute__((noinline)) Value eval_index(VM *vm, Node *n)
-{
-    Value obj = eval(vm, n->u.index.obj);
-    if (IS_EXC(obj)) return obj;
-    int ni = n->u.index.nidx;
-    if (ni == 1 && obj.t == T_LIST && n->u.index.idx[0]->kind != N_SLICE) {
-        /* list[expression] */
-        Value i = eval(vm, n->u.index.idx[0]);
-        if (IS_EXC(i)) { decref(obj); return i; }
-        if (i.t == T_NUM) {
-            ObjList *l = AS_LIST(obj);
-            double d = i.n;
-            if (d >= 0 && d < (double)l->len && d == (double)(size_t)d) {
-                Value r = l->v[(size_t)d];
-                incref(r);
-                decref(obj);
-                return r;
-            }
-        }
-        Value iv = tp_force(vm, i, n->u.index.idx[0]);
-        decref(i);
-        if (IS_EXC(iv)) { decref(obj); return iv; }
-        Value r = tp_index(vm, obj, 1, &iv, n, n->u.index.idx);
-        decref(iv); decref(obj);
-        return r;
-    }
-    Value idx[ni];
-    if (!eval_subscripts(vm, n, idx)) { decref(obj); return v_exc(); }
-    Value r = tp_index(vm, obj, ni, idx, n, n->u.index.idx);
-    for (int i = 0; i < ni; i++) decref(idx[i]);
-    decref(obj);
-    return r;
-}
-
-/* the kinds eval() does not handle */
-__attribute__((noinline))
-static Value eval_cold(VM *vm, Node *n)
-{
-    switch ((NodeKind)n->kind) {
-    case N_IMAG: return v_complex(0, n->u.num);
-    case N_STR: return v_obj(&n->u.str->h);
-    case N_TRUE: return v_bool(true);
-    case N_FALSE: return v_bool(false);
-    case N_NIL: return v_nil();
-    case N_LOCALCELL: {
-        Value v = AS_CELL(vm->frame->slots[n->u.var.slot])->v;
-        if (v.t == T_UNBOUND) return eval_name_error(vm, n);
-        incref(v);
-        return v;
-    }
-    case N_UPVAL: {
-        Value v = vm->frame->fn->up[n->u.var.slot]->v;
-        if (v.t == T_UNBOUND) return eval_name_error(vm, n);
-        incref(v);
-        return v;
-    }
-    case N_BUILTIN: return builtin_value(n->u.var.slot);
-    case N_UNARY: {
-        Value a = eval(vm, n->u.bin.a);
-        if (IS_EXC(a)) return a;
-        Value r = tp_unop(vm, (BinOp)n->op, a, n);
-        decref(a);
-        return r;
-    }
-    case N_NOT: {
-        Value a = eval(vm, n->u.bin.a);
-        if (IS_EXC(a)) return a;
-        bool err = false;
-        bool t = tp_truthy(vm, a, n, &err);
-        decref(a);
-        return err ? v_exc() : v_bool(!t);
-    }
-    case N_AND: case N_OR: {
-        Value a = eval(vm, n->u.bin.a);
-        if (IS_EXC(a)) return a;
-        bool err = false;
-        bool t = tp_truthy(vm, a, n, &err);
-        if (err) { decref(a); return v_exc(); }
-        if ((n->kind == N_AND) != t) {
-            /* short circuit: the operand decides, and is the value (resolved) */
-            Value r = tp_force(vm, a, n);
-            decref(a);
-            return r;
-        }
-        decref(a);
-        return eval(vm, n->u.bin.b);
-    }
-    case N_LIST: {
-        ObjList *l = list_new((size_t)n->u.list.n);
-        for (int i = 0; i < n->u.list.n; i++) {
-            Value v = eval(vm, n->u.list.items[i]);
-            if (IS_EXC(v)) { decref(v_list(l)); return v; }
-            l->v[l->len++] = v;
-        }
-        return v_list(l);
-    }
-    case N_DICT: {
-        ObjDict *d = dict_new_sized((size_t)n->u.dict.n);
-        Value dv = v_obj(&d->h);
-        for (int i = 0; i < n->u.dict.n; i++) {
-            Value kk = eval_forced(vm, n->u.dict.keys[i]);
-            if (IS_EXC(kk)) { decref(dv); return kk; }
-            if (!key_ok(kk)) {
-                Value e = vm_error(vm, n->u.dict.keys[i], "dict keys are numbers, strings or bools, not %s", type_name(kk));
-                decref(kk); decref(dv);
-                return e;
-            }
-            Value v = eval(vm, n->u.dict.vals[i]);
-            if (IS_EXC(v)) { decref(kk); decref(dv); return v; }
-            dict_set(d, kk, v);
-            decref(kk); decref(v);
-        }
-        return dv;
-    }
-    case N_MEMBER: {
-        Value obj = eval(vm, n->u.member.obj);
-        if (IS_EXC(obj)) return obj;
-        Value r = tp_member(vm, obj, n->u.member.key, n);
-        decref(obj);
-        return r;
-    }
-    case N_FNEXPR: return make_closure(vm, n->u.fn);
-    case N_COND: {
-        bool err = false;
-        bool t = condition(vm, n->u.ifs.cond, &err);
-        if (err) return v_exc();
-        return eval(vm, t ? n->u.ifs.then : n->u.ifs.els);
-    }
-    case N_LISTCOMP: case N_DICTCOMP: return eval_comp(vm, n);
-    case N_SLICE: return vm_error(vm, n, "a slice is only allowed inside [ ]");
-    /* handled by eval(), or never evaluated (statements, unresolved names) */
-    case N_NUM: case N_LOCAL: case N_GLOBAL: case N_SELF: case N_BINARY: case N_CALL: case N_INDEX:
-    case N_NAME: case N_EXPRSTMT: case N_ASSIGN: case N_AUGASSIGN: case N_DESTRUCT: case N_IF:
-    case N_WHILE: case N_FOR: case N_BREAK: case N_CONTINUE: case N_RETURN: case N_FNDEF: case N_TRY:
-    case N_IMPORT: case N_GLOBALDECL: case N_BLOCK: case N_PASS: case N_NKINDS:
-        qh_unreachable();
-    }
-    qh_unreachable();
-}
-
-/* The hot kinds stay here, small, so a recursive evaluation costs little;
- * everything else is in eval_cold. */
-static Value eval(VM *vm, Node *n)
-{
-    switch (n->kind) {
-    case N_NUM: return v_num(n->u.num);
-    case N_LOCAL: {
-        Value v = vm->frame->slots[n->u.var.slot];
-        if (v.t == T_UNBOUND) return eval_name_error(vm, n);
-        incref(v);
-        return v;
-    }
-    case N_GLOBAL: {
-        Value v = vm->mod->globals[n->u.var.slot];
-        if (v.t == T_UNBOUND) return eval_name_error(vm, n);
-        incref(v);
-        return v;
-    }
-    case N_BINARY: {
-        Value a, b;
-        double x, y;
-        if (leaf_number(vm, n->u.bin.a, &x)) a = v_num(x);
-        else { a = eval(vm, n->u.bin.a); if (IS_EXC(a)) return a; }
-        if (leaf_number(vm, n->u.bin.b, &y)) b = v_num(y);
-        else { b = eval(vm, n->u.bin.b); if (IS_EXC(b)) { decref(a); return b; } }
-        if (a.t == T_NUM && b.t == T_NUM) {
-            x = a.n; y = b.n;
-            switch (n->op) {
-            case OP_ADD: return v_num(x + y);
-            case OP_SUB: return v_num(x - y);
-            case OP_MUL: return v_num(x * y);
-            case OP_LT: return v_bool(x < y);
-            case OP_LE: return v_bool(x <= y);
-            case OP_GT: return v_bool(x > y);
-            case OP_GE: return v_bool(x >= y);
-            case OP_EQ: return v_bool(x == y);
-            case OP_NE: return v_bool(x != y);
-            case OP_MOD:
-                if (y > 0 && x >= 0 && x < 9007199254740992.0 && y < 9007199254740992.0 && x == (double)(int64_t)x && y == (double)(int64_t)y)
-                    return v_num((double)((int64_t)x % (int64_t)y));
-                return arith_num(vm, (BinOp)n->op, x, y, n);
-            default: return arith_num(vm, (BinOp)n->op, x, y, n);
-            }
-        }
-        Value r = tp_binop(vm, (BinOp)n->op, a, b, n);
-        decref(a); decref(b);
-        return r;
-    }
-    case N_CALL: return eval_call(vm, n);
-    case N_SELF: {
-        Value v = v_obj(&vm->frame->fn->h);
-        incref(v);
-        return v;
-    }
-    case N_INDEX: {
-        /* list[number] */
-        const Node *o = n->u.index.obj;
-        double d;
-        if (n->u.index.nidx != 1 || (o->kind != N_LOCAL && o->kind != N_GLOBAL) ||
-            !leaf_number(vm, n->u.index.idx[0], &d)) return eval_index(vm, n);
-        Value lv = o->kind == N_LOCAL ? vm->frame->slots[o->u.var.slot] : vm->mod->globals[o->u.var.slot];
-        if (lv.t != T_LIST) return eval_index(vm, n);
-        ObjList *l = AS_LIST(lv);
-        if (d >= 0 && d < (double)l->len && d == (double)(size_t)d) {
-            Value r = l->v[(size_t)d];
-            incref(r);
-            return r;
-        }
-        return eval_index(vm, n);
-    }
-    default: return eval_cold(vm, n);
-    }
-}
-
 /* ---------------------------------------------------------------- assignment */
 
-static bool store_cold(VM *vm, Node *t, Value v);
-
-/* binds a target: the common kinds inline, the rest in store_cold */
-static inline bool store(VM *vm, Node *t, Value v)     /* takes the reference */
+/* the slot a variable target names */
+static inline Value *var_slot(VM *vm, Node *t)
 {
-    Value *slot;
-    if (t->kind == N_LOCAL) slot = &vm->frame->slots[t->u.var.slot];
-    else if (t->kind == N_GLOBAL && !vm->is_task) slot = &vm->mod->globals[t->u.var.slot];
-    else if (t->kind == N_INDEX && t->u.index.nidx == 1 &&
-             (t->u.index.obj->kind == N_LOCAL || t->u.index.obj->kind == N_GLOBAL)) {
-        /* list[number] = v */
-        const Node *o = t->u.index.obj;
-        Value lv = o->kind == N_LOCAL ? vm->frame->slots[o->u.var.slot] : vm->mod->globals[o->u.var.slot];
-        double d;
-        if (lv.t != T_LIST || !leaf_number(vm, t->u.index.idx[0], &d)) return store_cold(vm, t, v);
-        ObjList *l = AS_LIST(lv);
-        if (!(d >= 0 && d < (double)l->len && d == (double)(size_t)d)) return store_cold(vm, t, v);
-        slot = &l->v[(size_t)d];
-    }
-    else return store_cold(vm, t, v);
-    Value old = *slot;
-    *slot = v;
-    decref(old);
-    return true;
-}
-
-static __attribute__((noinline)) void global_in_task(VM *vm, const Node *t)
-{
-    vm_error(vm, t, "cannot assign the global variable '%s' inside a quantum function: a qfn may not print, "
-             "read input, import or assign globals (here through a function value)", t->u.var.name);
-}
-
-/* the targets store() does not handle */
-__attribute__((noinline))
-static bool store_cold(VM *vm, Node *t, Value v)     /* takes the reference */
-{
-    Value *slot;
     switch (t->kind) {
-    case N_LOCALCELL: slot = &AS_CELL(vm->frame->slots[t->u.var.slot])->v; break;
-    case N_UPVAL: slot = &vm->frame->fn->up[t->u.var.slot]->v; break;
-    case N_GLOBAL:
-        /* in a task (store() takes the main program's): only a function
-         * value can bring such an assignment there; it would change the
-         * task's copy, never the program's variable */
-        qh_assert(vm->is_task);
-        decref(v);
-        global_in_task(vm, t);
-        return false;
-    case N_INDEX: {
-        Value obj = eval(vm, t->u.index.obj);
+    case N_LOCAL: return &vm->frame->slots[t->u.var.slot];
+    case N_GLOBAL: return &vm->mod->globals[t->u.var.slot];
+    case N_LOCALCELL: return &AS_CELL(vm->frame->slots[t->u.var.slot])->v;
+    case N_UPVAL: return &vm->frame->fn->up[t->u.var.slot]->v;
+    default: return NULL;
+    }
+}
+
+/* obj[i] = v (takes the reference to v) */
+static bool store_index(VM *vm, Node *t, Value v)
+{
+    bool own = false;
+    Value obj;
+    if (t->u.index.nidx == 1 && t->u.index.idx[0]->kind != N_SLICE) {
+        obj = index_obj(vm, t->u.index.obj, &own);
         if (IS_EXC(obj)) { decref(v); return false; }
-        int ni = t->u.index.nidx;
-        Value idx[ni];
-        if (!eval_subscripts(vm, t, idx)) { decref(obj); decref(v); return false; }
-        bool ok = tp_setindex(vm, obj, ni, idx, v, t, t->u.index.idx);
-        for (int i = 0; i < ni; i++) decref(idx[i]);
-        decref(obj);
-        decref(v);
+        Node *ix = t->u.index.idx[0];
+        Value i = operand(vm, ix, OPD_B(t));
+        if (IS_EXC(i)) { if (own) decref(obj); decref(v); return false; }
+        Value *e = elem_fast(t, obj, i);
+        bool ok = true;
+        if (e) {
+            Value old = *e;
+            *e = v;
+            decref(old);
+        } else if (obj.t == T_DICT && ix->kind == N_STR) {
+            /* a new key: its entry is cached for the next time */
+            dict_set(AS_DICT(obj), i, v);
+            decref(v);
+        } else {
+            Value iv = is_lazy(i) ? tp_force(vm, i, ix) : (incref(i), i);
+            if (IS_EXC(iv)) ok = false;
+            else { ok = tp_setindex(vm, obj, 1, &iv, v, t, t->u.index.idx); decref(iv); }
+            decref(v);
+        }
+        decref(i);
+        if (own) decref(obj);
         return ok;
     }
-    default:
-        /* the resolver only makes assignable targets */
-        qh_unreachable();
+    obj = EVAL(vm, t->u.index.obj);
+    if (IS_EXC(obj)) { decref(v); return false; }
+    int ni = t->u.index.nidx;
+    Value idx[ni];
+    if (!eval_subscripts(vm, t, idx)) { decref(obj); decref(v); return false; }
+    bool ok = tp_setindex(vm, obj, ni, idx, v, t, t->u.index.idx);
+    for (int i = 0; i < ni; i++) decref(idx[i]);
+    decref(obj);
+    decref(v);
+    return ok;
+}
+
+/* binds a target (takes the reference) */
+static bool store(VM *vm, Node *t, Value v)
+{
+    Value *slot = var_slot(vm, t);
+    if (!slot) {
+        qh_assert(t->kind == N_INDEX);      /* the resolver only makes assignable targets */
+        return store_index(vm, t, v);
     }
     Value old = *slot;
     *slot = v;
@@ -612,64 +756,106 @@ done:
     return ok;
 }
 
-static ExecStatus aug_assign(VM *vm, Node *s)
+static ExecStatus ex_assign_local(VM *vm, Node *s)
 {
-    Node *t = s->u.assign.target;
-    BinOp op = (BinOp)s->op;
-    if (t->kind == N_LOCAL || (t->kind == N_GLOBAL && !vm->is_task)) {
-        /* number op= number on a plain variable: in place */
-        Value *slot = t->kind == N_LOCAL ? &vm->frame->slots[t->u.var.slot] : &vm->mod->globals[t->u.var.slot];
-        if (slot->t == T_NUM) {
-            double y;
-            Value rv;
-            if (leaf_number(vm, s->u.assign.value, &y)) rv = v_num(y);
-            else { rv = eval(vm, s->u.assign.value); if (IS_EXC(rv)) return S_ERR; }
-            /* the slot may have changed while the value was evaluated */
-            slot = t->kind == N_LOCAL ? &vm->frame->slots[t->u.var.slot] : &vm->mod->globals[t->u.var.slot];
-            if (rv.t == T_NUM && slot->t == T_NUM) {
-                double x = slot->n;
-                switch (op) {
-                case OP_ADD: slot->n = x + rv.n; return S_OK;
-                case OP_SUB: slot->n = x - rv.n; return S_OK;
-                case OP_MUL: slot->n = x * rv.n; return S_OK;
-                default: {
-                    Value r = arith_num(vm, op, x, rv.n, s);
-                    if (IS_EXC(r)) return S_ERR;
-                    *slot = r;
-                    return S_OK;
-                }
-                }
-            }
-            Value cur = *slot;
-            if (cur.t == T_UNBOUND) { decref(rv); eval_name_error(vm, t); return S_ERR; }
-            incref(cur);
-            Value r = tp_binop(vm, op, cur, rv, s);
-            decref(cur); decref(rv);
-            if (IS_EXC(r)) return S_ERR;
-            return store(vm, t, r) ? S_OK : S_ERR;
-        }
-    }
-    Value rhs = eval(vm, s->u.assign.value);
-    if (IS_EXC(rhs)) return S_ERR;
-    if (t->kind == N_INDEX) {
-        Value obj = eval(vm, t->u.index.obj);
-        if (IS_EXC(obj)) { decref(rhs); return S_ERR; }
-        int ni = t->u.index.nidx;
-        Value idx[ni];
-        if (!eval_subscripts(vm, t, idx)) { decref(obj); decref(rhs); return S_ERR; }
-        Value cur = tp_index(vm, obj, ni, idx, t, t->u.index.idx);
-        bool ok = false;
-        if (!IS_EXC(cur)) {
-            Value r = (cur.t == T_NUM && rhs.t == T_NUM) ? arith_num(vm, op, cur.n, rhs.n, s) : tp_binop(vm, op, cur, rhs, s);
-            decref(cur);
-            if (!IS_EXC(r)) { ok = tp_setindex(vm, obj, ni, idx, r, t, t->u.index.idx); decref(r); }
-        }
-        for (int i = 0; i < ni; i++) decref(idx[i]);
-        decref(obj); decref(rhs);
+    Value v = EVAL(vm, s->u.assign.value);
+    if (IS_EXC(v)) return S_ERR;
+    Value *slot = &vm->frame->slots[s->u.assign.target->u.var.slot];
+    Value old = *slot;
+    *slot = v;
+    decref(old);
+    return S_OK;
+}
+
+static ExecStatus ex_assign_global(VM *vm, Node *s)
+{
+    Value v = EVAL(vm, s->u.assign.value);
+    if (IS_EXC(v)) return S_ERR;
+    Value *slot = &vm->mod->globals[s->u.assign.target->u.var.slot];
+    Value old = *slot;
+    *slot = v;
+    decref(old);
+    return S_OK;
+}
+
+static ExecStatus ex_assign(VM *vm, Node *s)
+{
+    Value v = EVAL(vm, s->u.assign.value);
+    if (IS_EXC(v)) return S_ERR;
+    return store(vm, s->u.assign.target, v) ? S_OK : S_ERR;
+}
+
+/* `s = s + t` on a string variable that nothing else holds: appended in
+ * place, as `s += t` is (the Python idiom; see ex_aug_var) */
+static bool append_in_place(VM *vm, Value *slot, ObjStr *old, Value rhs, const Node *site);
+
+static ExecStatus ex_assign_concat(VM *vm, Node *s)
+{
+    Node *t = s->u.assign.target, *add = s->u.assign.value;
+    Value *slot = var_slot(vm, t);
+    if (slot->t != T_STR || slot->o->rc != 1) return ex_assign(vm, s);
+    /* hold the old string while the right operand runs: it may rebind t */
+    Value old = *slot;
+    incref(old);
+    Value b = EVAL(vm, add->u.bin.b);
+    if (IS_EXC(b)) { decref(old); return S_ERR; }
+    slot = var_slot(vm, t);
+    if (slot->o == old.o && old.o->rc == 2 && b.t == T_STR) {
+        decref(old);
+        bool ok = append_in_place(vm, slot, AS_STR(old), b, add);
+        decref(b);
         return ok ? S_OK : S_ERR;
     }
-    Value cur = eval(vm, t);
-    if (IS_EXC(cur)) { decref(rhs); return S_ERR; }
+    Value r = tp_binop(vm, OP_ADD, old, b, add);
+    decref(old); decref(b);
+    if (IS_EXC(r)) return S_ERR;
+    return store(vm, t, r) ? S_OK : S_ERR;
+}
+
+/* a, b = x, y: no list is made; every value is computed before any target
+ * is assigned */
+static ExecStatus ex_destruct_list(VM *vm, Node *s)
+{
+    int n = s->u.destruct.n;
+    Node **items = s->u.destruct.value->u.list.items;
+    Value tmp[n];
+    for (int i = 0; i < n; i++) {
+        tmp[i] = EVAL(vm, items[i]);
+        if (IS_EXC(tmp[i])) { for (int j = 0; j < i; j++) decref(tmp[j]); return S_ERR; }
+    }
+    for (int i = 0; i < n; i++) {
+        if (!store(vm, s->u.destruct.targets[i], tmp[i])) {
+            for (int j = i + 1; j < n; j++) decref(tmp[j]);
+            return S_ERR;
+        }
+    }
+    return S_OK;
+}
+
+static ExecStatus ex_destruct(VM *vm, Node *s)
+{
+    Value v = EVAL(vm, s->u.destruct.value);
+    if (IS_EXC(v)) return S_ERR;
+    bool ok = destructure(vm, s->u.destruct.targets, s->u.destruct.n, v, s->u.destruct.value);
+    decref(v);
+    return ok ? S_OK : S_ERR;
+}
+
+/* ---------------------------------------------------------------- augmented assignment */
+
+static bool append_in_place(VM *vm, Value *slot, ObjStr *old, Value rhs, const Node *site)
+{
+    qh_assert(slot->o == &old->h && old->h.rc == 1);
+    ObjStr *r = str_append(old, AS_STR(rhs));
+    if (!r) { vm_error(vm, site, "string too long"); return false; }
+    slot->o = &r->h;
+    return true;
+}
+
+/* cur op rhs (references taken) */
+static Value aug_value(VM *vm, Node *s, Value cur, Value rhs)
+{
+    BinOp op = (BinOp)s->op;
     Value r;
     if (cur.t == T_NUM && rhs.t == T_NUM) r = arith_num(vm, op, cur.n, rhs.n, s);
     else if (op == OP_ADD && cur.t == T_LIST && rhs.t == T_LIST) {
@@ -680,8 +866,123 @@ static ExecStatus aug_assign(VM *vm, Node *s)
         r = cur; incref(r);
     } else r = tp_binop(vm, op, cur, rhs, s);
     decref(cur); decref(rhs);
+    return r;
+}
+
+/* x op= v on a variable: numbers in place; a string that nothing else
+ * holds is appended to in place (amortised: `s += t` in a loop is linear) */
+static ExecStatus ex_aug_var(VM *vm, Node *s)
+{
+    Node *t = s->u.assign.target;
+    BinOp op = (BinOp)s->op;
+    Value *slot = var_slot(vm, t);
+    if (slot->t == T_NUM) {
+        Value rv = operand(vm, s->u.assign.value, OPD_B(s));
+        if (IS_EXC(rv)) return S_ERR;
+        /* the slot may have changed while the value was evaluated */
+        slot = var_slot(vm, t);
+        if (rv.t == T_NUM && slot->t == T_NUM) {
+            double x = slot->n, y = rv.n;
+            switch (op) {
+            case OP_ADD: slot->n = x + y; return S_OK;
+            case OP_SUB: slot->n = x - y; return S_OK;
+            case OP_MUL: slot->n = x * y; return S_OK;
+            default: {
+                Value r = arith_num(vm, op, x, y, s);
+                if (IS_EXC(r)) return S_ERR;
+                *slot = r;
+                return S_OK;
+            }
+            }
+        }
+        Value cur = *slot;
+        if (cur.t == T_UNBOUND) { decref(rv); eval_name_error(vm, t); return S_ERR; }
+        incref(cur);
+        Value r = aug_value(vm, s, cur, rv);
+        if (IS_EXC(r)) return S_ERR;
+        return store(vm, t, r) ? S_OK : S_ERR;
+    }
+    if (slot->t == T_UNBOUND) { eval_name_error(vm, t); return S_ERR; }
+    Value cur = *slot;
+    incref(cur);
+    Value rhs = EVAL(vm, s->u.assign.value);
+    if (IS_EXC(rhs)) { decref(cur); return S_ERR; }
+    if (op == OP_ADD && cur.t == T_STR && rhs.t == T_STR) {
+        slot = var_slot(vm, t);
+        if (slot->o == cur.o && cur.o->rc == 2) {
+            decref(cur);
+            bool ok = append_in_place(vm, slot, AS_STR(cur), rhs, s);
+            decref(rhs);
+            return ok ? S_OK : S_ERR;
+        }
+    }
+    Value r = aug_value(vm, s, cur, rhs);
     if (IS_EXC(r)) return S_ERR;
     return store(vm, t, r) ? S_OK : S_ERR;
+}
+
+/* obj[i] op= v: the container and subscript are evaluated once */
+static ExecStatus ex_aug_index(VM *vm, Node *s)
+{
+    Node *t = s->u.assign.target;
+    Value rhs = EVAL(vm, s->u.assign.value);
+    if (IS_EXC(rhs)) return S_ERR;
+    if (t->u.index.nidx == 1 && t->u.index.idx[0]->kind != N_SLICE) {
+        bool own;
+        Value obj = index_obj(vm, t->u.index.obj, &own);
+        if (IS_EXC(obj)) { decref(rhs); return S_ERR; }
+        Node *ix = t->u.index.idx[0];
+        Value i = operand(vm, ix, OPD_B(t));
+        if (IS_EXC(i)) { if (own) decref(obj); decref(rhs); return S_ERR; }
+        Value *e = elem_fast(t, obj, i);
+        bool ok = true;
+        if (e && e->t == T_NUM && rhs.t == T_NUM) {
+            double x = e->n, y = rhs.n;
+            switch ((BinOp)s->op) {
+            case OP_ADD: e->n = x + y; break;
+            case OP_SUB: e->n = x - y; break;
+            case OP_MUL: e->n = x * y; break;
+            default: {
+                Value r = arith_num(vm, (BinOp)s->op, x, y, s);
+                if (IS_EXC(r)) ok = false;
+                else *e = r;
+            }
+            }
+        } else {
+            Value iv = is_lazy(i) ? tp_force(vm, i, ix) : (incref(i), i);
+            if (IS_EXC(iv)) ok = false;
+            else {
+                Value cur = tp_index(vm, obj, 1, &iv, t, t->u.index.idx);
+                if (IS_EXC(cur)) ok = false;
+                else {
+                    incref(rhs);
+                    Value r = aug_value(vm, s, cur, rhs);
+                    if (IS_EXC(r)) ok = false;
+                    else { ok = tp_setindex(vm, obj, 1, &iv, r, t, t->u.index.idx); decref(r); }
+                }
+                decref(iv);
+            }
+        }
+        decref(i);
+        if (own) decref(obj);
+        decref(rhs);
+        return ok ? S_OK : S_ERR;
+    }
+    Value obj = EVAL(vm, t->u.index.obj);
+    if (IS_EXC(obj)) { decref(rhs); return S_ERR; }
+    int ni = t->u.index.nidx;
+    Value idx[ni];
+    if (!eval_subscripts(vm, t, idx)) { decref(obj); decref(rhs); return S_ERR; }
+    Value cur = tp_index(vm, obj, ni, idx, t, t->u.index.idx);
+    bool ok = false;
+    if (!IS_EXC(cur)) {
+        Value r = aug_value(vm, s, cur, rhs);
+        rhs = v_nil();
+        if (!IS_EXC(r)) { ok = tp_setindex(vm, obj, ni, idx, r, t, t->u.index.idx); decref(r); }
+    }
+    for (int i = 0; i < ni; i++) decref(idx[i]);
+    decref(obj); decref(rhs);
+    return ok ? S_OK : S_ERR;
 }
 
 /* ---------------------------------------------------------------- loops */
@@ -701,41 +1002,13 @@ static ExecStatus for_body(VM *vm, Node *s, Value v)
     return st;
 }
 
-static bool is_range_call(const Node *it)
-{
-    return it->kind == N_CALL && it->u.call.fn->kind == N_BUILTIN &&
-           strcmp(builtin_get(it->u.call.fn->u.var.slot)->name, "range") == 0 &&
-           it->u.call.nkw == 0 && it->u.call.nargs >= 1 && it->u.call.nargs <= 3;
-}
-
-/* the bounds of range(...) called directly (a for loop or a comprehension) */
-static bool range_args(VM *vm, Node *it, double *start, double *stop, double *step)
-{
-    double a[3] = { 0, 0, 0 };
-    for (int i = 0; i < it->u.call.nargs; i++) {
-        Value v = eval_forced(vm, it->u.call.args[i]);
-        if (IS_EXC(v)) return false;
-        if (v.t != T_NUM || v.n != floor(v.n)) {
-            vm_error(vm, it->u.call.args[i], "range() arguments must be integers, not %s", v.t == T_NUM ? "a fraction" : type_name(v));
-            decref(v);
-            return false;
-        }
-        a[i] = v.n;
-    }
-    *start = 0; *step = 1;
-    if (it->u.call.nargs == 1) *stop = a[0];
-    else { *start = a[0]; *stop = a[1]; if (it->u.call.nargs == 3) *step = a[2]; }
-    if (*step == 0) { vm_error(vm, it, "range() step must not be zero"); return false; }
-    return true;
-}
-
 /* for i in range(...): no list is built */
-static ExecStatus exec_for_range(VM *vm, Node *s)
+static ExecStatus ex_for_range(VM *vm, Node *s)
 {
     double start, stop, step;
     if (!range_args(vm, s->u.fors.iter, &start, &stop, &step)) return S_ERR;
     Node *var = s->u.fors.var;
-    bool fast = s->u.fors.nvars == 1 && (var->kind == N_LOCAL || (var->kind == N_GLOBAL && !vm->is_task));
+    bool fast = s->u.fors.nvars == 1 && (var->kind == N_LOCAL || var->kind == N_GLOBAL);
     unsigned tick = 0;
     for (double x = start; step > 0 ? x < stop : x > stop; x += step) {
         ExecStatus st;
@@ -755,10 +1028,9 @@ static ExecStatus exec_for_range(VM *vm, Node *s)
     return S_OK;
 }
 
-static ExecStatus exec_for(VM *vm, Node *s)
+static ExecStatus ex_for(VM *vm, Node *s)
 {
     Node *it = s->u.fors.iter;
-    if (is_range_call(it)) return exec_for_range(vm, s);
     Value coll = eval_forced(vm, it);
     if (IS_EXC(coll)) return S_ERR;
     ExecStatus result = S_OK;
@@ -789,146 +1061,99 @@ static ExecStatus exec_for(VM *vm, Node *s)
     return result;
 }
 
+static ExecStatus ex_while(VM *vm, Node *s)
+{
+    for (;;) {
+        int t = truth(vm, s->u.whiles.cond);
+        if (t < 0) return S_ERR;
+        if (!t) return S_OK;
+        ExecStatus st = block(vm, s->u.whiles.body);
+        if (st == S_BREAK) return S_OK;
+        if (st == S_RETURN || st == S_ERR) return st;
+        if (atomic_load_explicit(&vm->in->sigint, memory_order_relaxed) && vm_check_interrupt(vm)) return S_ERR;
+    }
+}
+
 /* ---------------------------------------------------------------- statements */
 
-static ExecStatus exec_stmt_cold(VM *vm, Node *s);
-
-static bool condition(VM *vm, Node *cond, bool *err)
+static ExecStatus ex_if(VM *vm, Node *s)
 {
-    Value c = eval(vm, cond);
-    if (IS_EXC(c)) { *err = true; return false; }
-    if (c.t == T_BOOL) return c.b;
-    bool t = tp_truthy(vm, c, cond, err);
-    decref(c);
-    return t;
-}
-
-/* The statements of inner loops inline; the rest in exec_stmt_cold. */
-static ExecStatus stmt(VM *vm, Node *s)
-{
-    switch (s->kind) {
-    case N_ASSIGN: {
-        Value v = eval(vm, s->u.assign.value);
-        if (IS_EXC(v)) return S_ERR;
-        return store(vm, s->u.assign.target, v) ? S_OK : S_ERR;
-    }
-    case N_AUGASSIGN: return aug_assign(vm, s);
-    case N_IF: {
-        bool err = false;
-        bool t = condition(vm, s->u.ifs.cond, &err);
-        if (err) return S_ERR;
+    for (;;) {
+        int t = truth(vm, s->u.ifs.cond);
+        if (t < 0) return S_ERR;
         if (t) return block(vm, s->u.ifs.then);
-        if (!s->u.ifs.els) return S_OK;
-        return s->u.ifs.els->kind == N_IF ? stmt(vm, s->u.ifs.els) : block(vm, s->u.ifs.els);
-    }
-    case N_RETURN: {
-        if (!vm->frame || !vm->frame->fn) return exec_stmt_cold(vm, s);
-        Value v = s->u.expr.expr ? eval(vm, s->u.expr.expr) : v_nil();
-        if (IS_EXC(v)) return S_ERR;
-        decref(vm->ret);
-        vm->ret = v;
-        return S_RETURN;
-    }
-    default: return exec_stmt_cold(vm, s);
+        Node *e = s->u.ifs.els;
+        if (!e) return S_OK;
+        if (e->kind != N_IF) return block(vm, e);
+        s = e;
     }
 }
 
-/* the statements exec_stmt does not handle */
-__attribute__((noinline))
-static ExecStatus exec_stmt_cold(VM *vm, Node *s)
+static ExecStatus ex_return(VM *vm, Node *s)
 {
-    switch ((NodeKind)s->kind) {
-    case N_EXPRSTMT: {
-        Value v = eval(vm, s->u.expr.expr);
-        if (IS_EXC(v)) return S_ERR;
-        if (is_lazy(v) && (vm->q || vm->is_task)) {
-            /* inside a quantum function the value decides (an operator a
-             * call returned applies); a task's futures are all finished.
-             * The main program lets a dropped call's future run on. */
-            Value r = tp_force(vm, v, s);
-            decref(v);
-            if (IS_EXC(r)) return S_ERR;
-            v = r;
-        }
-        const TypeOps *t = type_of(v);
-        if (t->stmt) {
-            /* a value with an effect of its own as a statement (an operator applies) */
-            Value r = t->stmt(vm, v, s);
-            decref(v);
-            if (IS_EXC(r)) return S_ERR;
-            decref(r);
-            return S_OK;
-        }
-        decref(v);
-        return S_OK;
-    }
-    case N_DESTRUCT: {
-        Value v = eval(vm, s->u.destruct.value);
-        if (IS_EXC(v)) return S_ERR;
-        bool ok = destructure(vm, s->u.destruct.targets, s->u.destruct.n, v, s->u.destruct.value);
-        decref(v);
-        return ok ? S_OK : S_ERR;
-    }
-    case N_WHILE: {
-        for (;;) {
-            bool err = false;
-            bool t = condition(vm, s->u.whiles.cond, &err);
-            if (err) return S_ERR;
-            if (!t) return S_OK;
-            ExecStatus st = block(vm, s->u.whiles.body);
-            if (st == S_BREAK) return S_OK;
-            if (st == S_RETURN || st == S_ERR) return st;
-            if (atomic_load(&vm->in->sigint) && vm_check_interrupt(vm)) return S_ERR;
-        }
-    }
-    case N_FOR: return exec_for(vm, s);
-    case N_BREAK: return S_BREAK;
-    case N_CONTINUE: return S_CONTINUE;
-    case N_RETURN:      /* exec_stmt runs it inside a function */
+    if (!vm->frame || !vm->frame->fn) {
         vm_error(vm, s, "'return' outside a function");
         return S_ERR;
-    case N_FNDEF: {
-        Value f = make_closure(vm, s->u.fn);
-        if (IS_EXC(f)) return S_ERR;
-        return store(vm, s->u.fn->binding, f) ? S_OK : S_ERR;
     }
-    case N_TRY: {
-        size_t sp = vm->sp;
-        Frame *fr = vm->frame;
-        int depth = vm->depth;
-        ObjModule *mod = vm->mod;
-        ExecStatus st = block(vm, s->u.tries.body);
-        if (st != S_ERR) return st;
-        if (vm->err.interrupted) return S_ERR;
-        /* unwind to the try's own frame */
-        while (vm->sp > sp) decref(vm->stack[--vm->sp]);
-        vm->frame = fr; vm->depth = depth; vm->mod = mod;
-        if (s->u.tries.var && !store(vm, s->u.tries.var, v_str(vm->err.msg))) return S_ERR;
-        return block(vm, s->u.tries.handler);
+    Value v = s->u.expr.expr ? EVAL(vm, s->u.expr.expr) : v_nil();
+    if (IS_EXC(v)) return S_ERR;
+    decref(vm->ret);
+    vm->ret = v;
+    return S_RETURN;
+}
+
+/* an expression for its effect; a value with an effect of its own as a
+ * statement (an operator applies) through its kind's stmt slot */
+static ExecStatus ex_expr(VM *vm, Node *s)
+{
+    Value v = EVAL(vm, s->u.expr.expr);
+    if (IS_EXC(v)) return S_ERR;
+    if (v.t < T_FIRST_OBJ) return S_OK;
+    const TypeOps *t = type_of(v);
+    if (t->stmt) {
+        Value r = t->stmt(vm, v, s);
+        decref(v);
+        if (IS_EXC(r)) return S_ERR;
+        decref(r);
+        return S_OK;
     }
-    case N_IMPORT: {
-        if (!vm->in->hooks.import) { vm_error(vm, s, "import is not available here"); return S_ERR; }
-        if (vm->is_task) {
-            vm_error(vm, s, "cannot import inside a quantum function: a qfn may not print, read input, import or "
-                     "assign globals (here through a function value)");
-            return S_ERR;
-        }
-        Value m = vm->in->hooks.import(vm, s->u.import.name, s);
-        if (IS_EXC(m)) return S_ERR;
-        return store(vm, s->u.import.var, m) ? S_OK : S_ERR;
-    }
-    case N_GLOBALDECL: case N_PASS: return S_OK;
-    case N_BLOCK: return block(vm, s);
-    /* handled by exec_stmt, or expressions (never statements) */
-    case N_ASSIGN: case N_AUGASSIGN: case N_IF:
-    case N_NUM: case N_IMAG: case N_STR: case N_TRUE: case N_FALSE: case N_NIL: case N_NAME:
-    case N_LOCAL: case N_LOCALCELL: case N_UPVAL: case N_GLOBAL: case N_BUILTIN: case N_SELF:
-    case N_LIST: case N_DICT: case N_UNARY: case N_BINARY: case N_AND: case N_OR: case N_NOT:
-    case N_CALL: case N_INDEX: case N_SLICE: case N_MEMBER: case N_FNEXPR: case N_NKINDS:
-    case N_COND: case N_LISTCOMP: case N_DICTCOMP:
-        qh_unreachable();
-    }
-    qh_unreachable();
+    decref(v);
+    return S_OK;
+}
+
+static ExecStatus ex_break(VM *vm, Node *s) { (void)vm; (void)s; return S_BREAK; }
+static ExecStatus ex_continue(VM *vm, Node *s) { (void)vm; (void)s; return S_CONTINUE; }
+static ExecStatus ex_pass(VM *vm, Node *s) { (void)vm; (void)s; return S_OK; }
+
+static ExecStatus ex_fndef(VM *vm, Node *s)
+{
+    Value f = make_closure(vm, s->u.fn);
+    if (IS_EXC(f)) return S_ERR;
+    return store(vm, s->u.fn->binding, f) ? S_OK : S_ERR;
+}
+
+static ExecStatus ex_try(VM *vm, Node *s)
+{
+    size_t sp = vm->sp;
+    Frame *fr = vm->frame;
+    int depth = vm->depth;
+    ObjModule *mod = vm->mod;
+    ExecStatus st = block(vm, s->u.tries.body);
+    if (st != S_ERR) return st;
+    if (vm->err.interrupted) return S_ERR;
+    /* unwind to the try's own frame */
+    while (vm->sp > sp) decref(vm->stack[--vm->sp]);
+    vm->frame = fr; vm->depth = depth; vm->mod = mod;
+    if (s->u.tries.var && !store(vm, s->u.tries.var, v_str(vm->err.msg))) return S_ERR;
+    return block(vm, s->u.tries.handler);
+}
+
+static ExecStatus ex_import(VM *vm, Node *s)
+{
+    if (!vm->in->hooks.import) { vm_error(vm, s, "import is not available here"); return S_ERR; }
+    Value m = vm->in->hooks.import(vm, s->u.import.name, s);
+    if (IS_EXC(m)) return S_ERR;
+    return store(vm, s->u.import.var, m) ? S_OK : S_ERR;
 }
 
 static ExecStatus block(VM *vm, Node *b)
@@ -936,10 +1161,190 @@ static ExecStatus block(VM *vm, Node *b)
     Node **items = b->u.list.items;
     int n = b->u.list.n;
     for (int i = 0; i < n; i++) {
-        ExecStatus st = stmt(vm, items[i]);
+        ExecStatus st = EXEC(vm, items[i]);
         if (st != S_OK) return st;
     }
     return S_OK;
+}
+
+static ExecStatus ex_block(VM *vm, Node *s) { return block(vm, s); }
+
+/* ---------------------------------------------------------------- prepare */
+
+static void prepare_list(Node **v, int n) { for (int i = 0; i < n; i++) prepare(v[i]); }
+
+static void prepare_fn(FnProto *f)
+{
+    for (int i = 0; i < f->nparams; i++) if (f->defaults[i]) prepare(f->defaults[i]);
+    if (f->device) prepare(f->device);
+    prepare(f->body);
+}
+
+/* t and v name the same variable */
+static bool var_kind_same(const Node *t, const Node *v)
+{
+    return t->kind == v->kind && t->u.var.slot == v->u.var.slot &&
+           (t->kind == N_LOCAL || t->kind == N_GLOBAL || t->kind == N_LOCALCELL || t->kind == N_UPVAL);
+}
+
+static EvalFn binop_handler(BinOp op)
+{
+    switch (op) {
+    case OP_ADD: return ev_add;
+    case OP_SUB: return ev_sub;
+    case OP_MUL: return ev_mul;
+    case OP_DIV: return ev_div;
+    case OP_IDIV: return ev_idiv;
+    case OP_MOD: return ev_mod;
+    case OP_POW: return ev_pow;
+    case OP_LT: return ev_lt;
+    case OP_LE: return ev_le;
+    case OP_GT: return ev_gt;
+    case OP_GE: return ev_ge;
+    case OP_EQ: return ev_eq;
+    case OP_NE: return ev_ne;
+    case OP_BAND: return ev_band;
+    case OP_BOR: return ev_bor;
+    case OP_BXOR: return ev_bxor;
+    case OP_SHL: return ev_shl;
+    case OP_SHR: return ev_shr;
+    case OP_MATMUL: case OP_IN: case OP_NOTIN: return ev_binop;
+    case OP_NEG: case OP_POS: case OP_INVERT: case OP_NOPS: break;
+    }
+    qh_unreachable();
+}
+
+/* Chooses the handler of n (and of everything under it) from its kind and
+ * shape. Idempotent. */
+static void prepare(Node *n)
+{
+    if (!n) return;
+    switch ((NodeKind)n->kind) {
+    case N_NUM: n->run.ev = ev_num; return;
+    case N_IMAG: n->run.ev = ev_imag; return;
+    case N_STR: n->run.ev = ev_str; return;
+    case N_TRUE: n->run.ev = ev_true; return;
+    case N_FALSE: n->run.ev = ev_false; return;
+    case N_NIL: n->run.ev = ev_nil; return;
+    case N_LOCAL: n->run.ev = ev_local; return;
+    case N_LOCALCELL: n->run.ev = ev_localcell; return;
+    case N_UPVAL: n->run.ev = ev_upval; return;
+    case N_GLOBAL: n->run.ev = ev_global; return;
+    case N_BUILTIN: n->run.ev = ev_builtin; return;
+    case N_SELF: n->run.ev = ev_self; return;
+    case N_LIST: prepare_list(n->u.list.items, n->u.list.n); n->run.ev = ev_list; return;
+    case N_DICT:
+        prepare_list(n->u.dict.keys, n->u.dict.n);
+        prepare_list(n->u.dict.vals, n->u.dict.n);
+        n->run.ev = ev_dict;
+        return;
+    case N_UNARY: prepare(n->u.bin.a); n->run.ev = ev_unary; return;
+    case N_NOT: prepare(n->u.bin.a); n->run.ev = ev_not; return;
+    case N_AND: case N_OR: prepare(n->u.bin.a); prepare(n->u.bin.b); n->run.ev = ev_andor; return;
+    case N_BINARY:
+        prepare(n->u.bin.a);
+        prepare(n->u.bin.b);
+        n->flag = (uint8_t)(operand_shape(n->u.bin.a) | operand_shape(n->u.bin.b) << 2);
+        n->run.ev = binop_handler((BinOp)n->op);
+        return;
+    case N_CALL:
+        prepare(n->u.call.fn);
+        prepare_list(n->u.call.args, n->u.call.nargs);
+        for (int i = 0; i < n->u.call.nkw; i++) prepare(n->u.call.kw[i].value);
+        n->run.ev = eval_call;
+        return;
+    case N_INDEX:
+        prepare(n->u.index.obj);
+        for (int i = 0; i < n->u.index.nidx; i++) {
+            Node *s = n->u.index.idx[i];
+            if (s->kind == N_SLICE) { prepare(s->u.slice.lo); prepare(s->u.slice.hi); prepare(s->u.slice.step); }
+            prepare(s);
+        }
+        if (n->u.index.nidx == 1 && n->u.index.idx[0]->kind != N_SLICE) {
+            n->flag = (uint8_t)(operand_shape(n->u.index.idx[0]) << 2);
+            n->run.ev = ev_index1;
+        } else {
+            n->run.ev = ev_index;
+        }
+        return;
+    case N_SLICE: n->run.ev = ev_slice; return;
+    case N_MEMBER: prepare(n->u.member.obj); n->run.ev = ev_member; return;
+    case N_FNEXPR: prepare_fn(n->u.fn); n->run.ev = ev_fnexpr; return;
+    case N_COND:
+        prepare(n->u.ifs.cond); prepare(n->u.ifs.then); prepare(n->u.ifs.els);
+        n->run.ev = ev_cond;
+        return;
+    case N_LISTCOMP: case N_DICTCOMP:
+        for (int i = 0; i < n->u.comp.nclauses; i++) {
+            CompClause *c = &n->u.comp.clauses[i];
+            prepare_list(c->vars, c->nvars);
+            prepare(c->iter);
+            prepare_list(c->conds, c->nconds);
+        }
+        prepare(n->u.comp.key);
+        prepare(n->u.comp.elt);
+        n->run.ev = ev_comp;
+        return;
+    /* statements */
+    case N_EXPRSTMT: prepare(n->u.expr.expr); n->run.ex = ex_expr; return;
+    case N_RETURN: prepare(n->u.expr.expr); n->run.ex = ex_return; return;
+    case N_ASSIGN: {
+        Node *t = n->u.assign.target, *v = n->u.assign.value;
+        prepare(t);
+        prepare(v);
+        if (v->kind == N_BINARY && v->op == OP_ADD && var_kind_same(t, v->u.bin.a)) n->run.ex = ex_assign_concat;
+        else if (t->kind == N_LOCAL) n->run.ex = ex_assign_local;
+        else if (t->kind == N_GLOBAL) n->run.ex = ex_assign_global;
+        else n->run.ex = ex_assign;
+        return;
+    }
+    case N_AUGASSIGN: {
+        Node *t = n->u.assign.target;
+        prepare(t);
+        prepare(n->u.assign.value);
+        n->flag = (uint8_t)(operand_shape(n->u.assign.value) << 2);
+        n->run.ex = t->kind == N_INDEX ? ex_aug_index : ex_aug_var;
+        return;
+    }
+    case N_DESTRUCT: {
+        Node *v = n->u.destruct.value;
+        prepare_list(n->u.destruct.targets, n->u.destruct.n);
+        prepare(v);
+        n->run.ex = v->kind == N_LIST && v->u.list.n == n->u.destruct.n ? ex_destruct_list : ex_destruct;
+        return;
+    }
+    case N_IF: prepare(n->u.ifs.cond); prepare(n->u.ifs.then); prepare(n->u.ifs.els); n->run.ex = ex_if; return;
+    case N_WHILE: prepare(n->u.whiles.cond); prepare(n->u.whiles.body); n->run.ex = ex_while; return;
+    case N_FOR:
+        prepare_list(n->u.fors.vars, n->u.fors.nvars);
+        prepare(n->u.fors.iter);
+        prepare(n->u.fors.body);
+        n->run.ex = is_range_call(n->u.fors.iter) ? ex_for_range : ex_for;
+        return;
+    case N_BREAK: n->run.ex = ex_break; return;
+    case N_CONTINUE: n->run.ex = ex_continue; return;
+    case N_FNDEF: prepare(n->u.fn->binding); prepare_fn(n->u.fn); n->run.ex = ex_fndef; return;
+    case N_TRY:
+        prepare(n->u.tries.body); prepare(n->u.tries.var); prepare(n->u.tries.handler);
+        n->run.ex = ex_try;
+        return;
+    case N_IMPORT: prepare(n->u.import.var); n->run.ex = ex_import; return;
+    case N_GLOBALDECL: case N_PASS: n->run.ex = ex_pass; return;
+    case N_BLOCK: prepare_list(n->u.list.items, n->u.list.n); n->run.ex = ex_block; return;
+    case N_NAME: return;        /* unresolved: never run (an error stopped the pipeline) */
+    case N_NKINDS: break;
+    }
+    qh_unreachable();
+}
+
+/* Prepares a module's code once, on the main thread before it runs: the
+ * top-level statements and every function defined in the file. */
+static void prepare_module(ModInfo *m)
+{
+    if (m->prepared) return;
+    prepare(m->body);
+    for (int i = 0; i < m->nprotos; i++) prepare_fn(m->protos[i]);
+    m->prepared = true;
 }
 
 /* ---------------------------------------------------------------- frames */
@@ -962,6 +1367,7 @@ Value eval_run_body(VM *vm, ObjFunc *f, Value *slots, const Node *site)
         for (int i = 0; i < p->nlocals; i++) decref(slots[i]);
         return v_exc();
     }
+    if (__builtin_expect(!p->body->run.ex, 0)) prepare_fn(p);
     if (p->has_cells)
         for (int i = 0; i < p->nlocals; i++)
             if (p->local_is_cell[i]) slots[i] = v_obj(&cell_new(slots[i])->h);
@@ -980,10 +1386,25 @@ Value eval_run_body(VM *vm, ObjFunc *f, Value *slots, const Node *site)
     return v_nil();
 }
 
-/* the entry points for call.c and the rooms above */
-Value eval_expr(VM *vm, Node *e) { return eval(vm, e); }
-ExecStatus exec_stmt(VM *vm, Node *s) { return stmt(vm, s); }
-ExecStatus exec_block(VM *vm, Node *b) { return block(vm, b); }
+/* the entry points for call.c and the rooms above (a REPL entry's code is
+ * prepared the first time it runs) */
+Value eval_expr(VM *vm, Node *e)
+{
+    if (__builtin_expect(!e->run.ev, 0)) prepare(e);
+    return EVAL(vm, e);
+}
+
+ExecStatus exec_stmt(VM *vm, Node *s)
+{
+    if (__builtin_expect(!s->run.ex, 0)) prepare(s);
+    return EXEC(vm, s);
+}
+
+ExecStatus exec_block(VM *vm, Node *b)
+{
+    if (__builtin_expect(!b->run.ex, 0)) prepare(b);
+    return block(vm, b);
+}
 
 /* ---------------------------------------------------------------- running a module */
 
@@ -998,6 +1419,7 @@ static void trace_stmt(Trace *t, int line, double ts_us)
 
 bool vm_run_module(VM *vm, ObjModule *m)
 {
+    prepare_module(m->info);
     const Source *saved_top = vm->top_src;
     vm->top_src = NULL;             /* a module's own statements report its own source */
     ObjModule *saved = vm->mod;
@@ -1012,7 +1434,7 @@ bool vm_run_module(VM *vm, ObjModule *m)
         int saved_line = vm->cur_line;
         vm->cur_line = s->line;
         double ts = trace ? trace_now_us(trace) : 0;
-        ExecStatus st = stmt(vm, s);
+        ExecStatus st = EXEC(vm, s);
         if (trace) trace_stmt(trace, s->line, ts);
         vm->cur_line = saved_line;
         if (st == S_ERR) { ok = false; break; }

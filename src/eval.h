@@ -12,13 +12,17 @@
 /* ---- eval.c ---- */
 /* Runs a module's top-level statements; false on an uncaught error. */
 bool vm_run_module(VM *vm, ObjModule *m);
-/* An expression's value (a new reference or v_exc()); a statement. */
+/* An expression's value (a new reference or v_exc()); a statement. These
+ * prepare code that has not run before (a REPL entry). */
 Value eval_expr(VM *vm, Node *e);
 ExecStatus exec_stmt(VM *vm, Node *s);
 ExecStatus exec_block(VM *vm, Node *b);
 /* Runs a function body in a fresh frame whose slots are already bound
  * (references taken); checks the recursion limits. */
 Value eval_run_body(VM *vm, ObjFunc *f, Value *slots, const Node *site);
+
+/* An expression of prepared code (inside the evaluator: call.c) */
+static inline Value eval_node(VM *vm, Node *e) { return e->run.ev(vm, e); }
 
 /* ---- call.c ---- */
 /* N_CALL: evaluates callee and arguments, calls. */

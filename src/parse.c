@@ -26,6 +26,7 @@ typedef struct Parser {
     FILE *diag;
     jmp_buf fail;
     FnProto **protos; int nprotos, capprotos;
+    ObjStr **interned; size_t ninterned, capinterned;   /* string constants, one object per content */
 } Parser;
 
 static _Noreturn void error_tok(Parser *p, const Token *t, const char *fmt, ...)
@@ -84,15 +85,45 @@ static Node *node(Parser *p, NodeKind k, const Token *t)
     return n;
 }
 
+/* String constants are interned per file: equal constants are one object,
+ * so a dict built with {"x": ...} and read with p["x"] finds its key by
+ * pointer (and the evaluator can cache where it was). The table grows in
+ * the arena, so a syntax error leaks nothing. */
 static ObjStr *const_str(Parser *p, const char *s, size_t len)
 {
+    uint32_t h = str_hash(s, len);
+    if (p->capinterned) {
+        size_t mask = p->capinterned - 1;
+        for (size_t i = h & mask; p->interned[i]; i = (i + 1) & mask) {
+            ObjStr *c = p->interned[i];
+            if (c->hash == h && c->len == len && memcmp(c->s, s, len) == 0) return c;
+        }
+    }
+    if ((p->ninterned + 1) * 2 > p->capinterned) {
+        size_t nc = p->capinterned ? p->capinterned * 2 : 64;
+        ObjStr **nt = arena_alloc(p->ar, nc * sizeof(ObjStr *));
+        for (size_t i = 0; i < p->capinterned; i++) {
+            ObjStr *c = p->interned[i];
+            if (!c) continue;
+            size_t j = c->hash & (nc - 1);
+            while (nt[j]) j = (j + 1) & (nc - 1);
+            nt[j] = c;
+        }
+        p->interned = nt;
+        p->capinterned = nc;
+    }
     ObjStr *o = arena_alloc(p->ar, sizeof(ObjStr) + len + 1);
     o->h.rc = OBJ_IMMORTAL;
     o->h.type = T_STR;
     o->len = (uint32_t)len;
+    o->cap = (uint32_t)len;
     memcpy(o->s, s, len);
     str_finish(o);
     str_nchars(o);          /* counted now: shared strings are never written later */
+    size_t j = h & (p->capinterned - 1);
+    while (p->interned[j]) j = (j + 1) & (p->capinterned - 1);
+    p->interned[j] = o;
+    p->ninterned++;
     return o;
 }
 

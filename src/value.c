@@ -164,6 +164,8 @@ static _Thread_local size_t npending, cappending;
 static _Thread_local int freeing;
 
 static void free_one(Obj *o);
+/* a list whose elements still sit in its own allocation (list_new) */
+static inline bool list_inline(const ObjList *l) { return l->v == (const Value *)(l + 1); }
 
 void obj_free(Obj *o)
 {
@@ -198,7 +200,7 @@ static void free_one(Obj *o)
     case T_LIST: {
         ObjList *l = (ObjList *)o;
         for (size_t i = 0; i < l->len; i++) decref(l->v[i]);
-        free(l->v);
+        if (!list_inline(l)) free(l->v);
         break;
     }
     case T_DICT: {
@@ -319,8 +321,33 @@ ObjStr *str_alloc(size_t n)
     ObjStr *s = xmalloc(sizeof(ObjStr) + n + 1);
     s->h.rc = 1; s->h.type = T_STR;
     s->len = (uint32_t)n;
+    s->cap = (uint32_t)n;
     s->nchars = -1;
     s->s[n] = 0;
+    return s;
+}
+
+ObjStr *str_append(ObjStr *s, const ObjStr *t)
+{
+    size_t need = (size_t)s->len + t->len;
+    if (need > 0xfffffff0u) return NULL;
+    if (need > s->cap) {
+        size_t nc = need < 2 * (size_t)s->len ? 2 * (size_t)s->len : need;
+        if (nc < 32) nc = 32;
+        if (nc > 0xfffffff0u) nc = need;
+        s = xrealloc(s, sizeof(ObjStr) + nc + 1);
+        s->cap = (uint32_t)nc;
+    }
+    /* t may be s itself (s += s): read its bytes before the length changes */
+    size_t tl = t->len;
+    memmove(s->s + s->len, t == s ? s->s : t->s, tl);
+    uint32_t h = s->hash;                     /* FNV-1a goes on byte by byte */
+    for (size_t i = 0; i < tl; i++) { h ^= (unsigned char)s->s[s->len + i]; h *= 16777619u; }
+    s->hash = h;
+    s->nchars = s->nchars >= 0 && t->nchars >= 0 ? s->nchars + t->nchars : -1;
+    s->ascii = s->ascii && t->ascii;
+    s->len = (uint32_t)need;
+    s->s[need] = 0;
     return s;
 }
 
@@ -375,17 +402,30 @@ bool str_eq(const ObjStr *a, const ObjStr *b)
 
 ObjList *list_new(size_t cap)
 {
-    ObjList *l = (ObjList *)obj_alloc(sizeof(ObjList), T_LIST);
+    /* one allocation: the header and room for cap elements (not zeroed) */
+    if (cap > ((size_t)1 << 40)) { fputs("qh: list too large\n", stderr); abort(); }
+    ObjList *l = xmalloc(sizeof(ObjList) + cap * sizeof(Value));
+    memset(l, 0, sizeof *l);
+    l->h.rc = 1;
+    l->h.type = T_LIST;
+    if (track.on) track_add(&l->h);
     l->cap = cap;
-    l->v = cap ? xmalloc(cap * sizeof(Value)) : NULL;
+    l->v = cap ? (Value *)(l + 1) : NULL;
     return l;
 }
 
 void list_push(ObjList *l, Value v)
 {
     if (l->len == l->cap) {
-        l->cap = l->cap ? l->cap * 2 : 4;
-        l->v = xrealloc(l->v, l->cap * sizeof(Value));
+        size_t nc = l->cap ? l->cap * 2 : 4;
+        if (list_inline(l)) {
+            Value *nv = xmalloc(nc * sizeof(Value));
+            memcpy(nv, l->v, l->len * sizeof(Value));
+            l->v = nv;
+        } else {
+            l->v = xrealloc(l->v, nc * sizeof(Value));
+        }
+        l->cap = nc;
     }
     l->v[l->len++] = v;
 }
@@ -478,6 +518,8 @@ static void dict_rebuild(ObjDict *d, size_t idxcap)
         d->idx[k] = (int32_t)i;
     }
 }
+
+long dict_index(ObjDict *d, Value key) { return dict_find(d, key, value_hash(key), NULL); }
 
 bool dict_get(ObjDict *d, Value key, Value *out)
 {
@@ -819,6 +861,7 @@ Value value_copy_deep(Value v, CopyCtx *cc)
         ObjStr *n = str_alloc(s->len);
         memcpy(n->s, s->s, s->len);
         n->hash = s->hash; n->ascii = s->ascii; n->nchars = s->ascii ? (int32_t)s->len : -1;
+        n->s[n->len] = 0;
         copy_memo_put(cc, s, n);
         return v_obj(&n->h);
     }

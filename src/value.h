@@ -62,12 +62,15 @@ typedef struct Value {
 typedef struct ObjStr {
     Obj h;
     uint32_t len;       /* bytes */
-    uint32_t hash;
+    uint32_t hash;      /* FNV-1a of the bytes (str_append continues it) */
     int32_t nchars;     /* code points, -1 until counted */
+    uint32_t cap;       /* bytes s can hold before the NUL (>= len; str_append grows it) */
     bool ascii;
     char s[];           /* NUL-terminated */
 } ObjStr;
 
+/* A list made with a known length holds its elements in the same
+ * allocation (v points just past the header) until it outgrows them. */
 typedef struct ObjList {
     Obj h;
     size_t len, cap;
@@ -139,6 +142,11 @@ ObjStr *str_new(const char *s, size_t n);
 ObjStr *str_from(const char *s);
 ObjStr *str_alloc(size_t n);          /* caller fills s[0..n), then str_finish */
 void str_finish(ObjStr *s);
+/* Appends n bytes to s in place, growing its capacity geometrically (so
+ * `s += t` in a loop is amortised linear). Only for a string its caller
+ * holds alone (count 1, not immortal): it may move, the result is the
+ * string. NULL (s untouched) if the result would exceed 4 GiB. */
+ObjStr *str_append(ObjStr *s, const ObjStr *t);
 Value v_str(const char *s);
 Value v_strn(const char *s, size_t n);
 size_t str_nchars(ObjStr *s);
@@ -157,6 +165,8 @@ ObjDict *dict_new_sized(size_t n);   /* room for n entries */
 bool dict_get(ObjDict *d, Value key, Value *out);   /* borrowed */
 void dict_set(ObjDict *d, Value key, Value val);    /* increfs both */
 bool dict_del(ObjDict *d, Value key, Value *out);   /* out: owned */
+/* The entry index of key in d->ent, or -1 (for callers that cache it). */
+long dict_index(ObjDict *d, Value key);
 bool key_ok(Value k);                               /* numbers, strings, bools */
 
 Value v_complex(double re, double im);

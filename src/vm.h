@@ -128,7 +128,6 @@ struct VM {
     const Source *top_src;      /* REPL: the input being run, for its top-level messages */
 };
 
-typedef enum ExecStatus { S_OK, S_BREAK, S_CONTINUE, S_RETURN, S_ERR } ExecStatus;
 
 /* ---- lifecycle ---- */
 void vm_init(VM *vm, Interp *in, bool is_task);
