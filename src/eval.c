@@ -241,6 +241,90 @@ BINOP(ev_shr,
 /* in, not in, @: the dispatcher */
 BINOP(ev_binop, (void)x; (void)y;)
 
+/* Handlers made for one operand shape (K a constant number, L a local, G
+ * a global, X anything else): the leaves are read in place, without a
+ * call. When the operands are not two numbers, or the fast case does not
+ * apply (COND false: a division by zero...), they hand over to the
+ * operator's general handler, or finish with binop_slow once a non-leaf
+ * operand has been evaluated (it must not be evaluated twice). A leaf on
+ * the left is read before the right operand runs, as evaluation order
+ * requires. */
+#define LEAF_K(vm, c, x, gen) x = (c)->u.num;
+#define LEAF_L(vm, c, x, gen) { const Value *p_ = &(vm)->frame->slots[(c)->u.var.slot]; \
+                                if (p_->t != T_NUM) { return gen(vm, n); } x = p_->n; }
+#define LEAF_G(vm, c, x, gen) { const Value *p_ = &(vm)->mod->globals[(c)->u.var.slot]; \
+                                if (p_->t != T_NUM) { return gen(vm, n); } x = p_->n; }
+
+#define BIN_LL(name, gen, A, B, COND, EXPR)                                 \
+    static Value name(VM *vm, Node *n)                                      \
+    {                                                                       \
+        double x, y;                                                        \
+        LEAF_##A(vm, n->u.bin.a, x, gen)                                    \
+        LEAF_##B(vm, n->u.bin.b, y, gen)                                    \
+        if (COND) return EXPR;                                              \
+        return gen(vm, n);                                                  \
+    }
+#define BIN_XL(name, gen, B, COND, EXPR)                                    \
+    static Value name(VM *vm, Node *n)                                      \
+    {                                                                       \
+        Value a = EVAL(vm, n->u.bin.a);                                     \
+        if (IS_EXC(a)) return a;                                            \
+        Node *cb = n->u.bin.b;                                              \
+        if (a.t == T_NUM) {                                                 \
+            double x = a.n, y;                                              \
+            LEAF_##B##_OR(vm, cb, y)                                        \
+            if (COND) return EXPR;                                          \
+        }                                                                   \
+    slow_b: __attribute__((unused));                                        \
+        Value b = EVAL(vm, cb);                                             \
+        if (IS_EXC(b)) { decref(a); return b; }                             \
+        return binop_slow(vm, n, a, b);                                     \
+    }
+#define BIN_LX(name, gen, A, COND, EXPR)                                    \
+    static Value name(VM *vm, Node *n)                                      \
+    {                                                                       \
+        double x, y;                                                        \
+        LEAF_##A(vm, n->u.bin.a, x, gen)                                    \
+        Value b = EVAL(vm, n->u.bin.b);                                     \
+        if (IS_EXC(b)) return b;                                            \
+        if (b.t == T_NUM) { y = b.n; if (COND) return EXPR; }               \
+        return binop_slow(vm, n, v_num(x), b);                              \
+    }
+/* the right leaf of an X-leaf handler: a number, or on to the slow path */
+#define LEAF_K_OR(vm, c, y) y = (c)->u.num;
+#define LEAF_L_OR(vm, c, y) { const Value *p_ = &(vm)->frame->slots[(c)->u.var.slot]; \
+                              if (p_->t == T_NUM) { y = p_->n; } else goto slow_b; }
+#define LEAF_G_OR(vm, c, y) { const Value *p_ = &(vm)->mod->globals[(c)->u.var.slot]; \
+                              if (p_->t == T_NUM) { y = p_->n; } else goto slow_b; }
+
+/* every shape of one operator: NAME_KL, NAME_LL, ... (NAME itself is XX) */
+#define BIN_SHAPES(nm, COND, EXPR)                                          \
+    BIN_LL(nm##_KL, nm, K, L, COND, EXPR) BIN_LL(nm##_KG, nm, K, G, COND, EXPR) \
+    BIN_LL(nm##_LK, nm, L, K, COND, EXPR) BIN_LL(nm##_LL, nm, L, L, COND, EXPR) \
+    BIN_LL(nm##_LG, nm, L, G, COND, EXPR) BIN_LL(nm##_GK, nm, G, K, COND, EXPR) \
+    BIN_LL(nm##_GL, nm, G, L, COND, EXPR) BIN_LL(nm##_GG, nm, G, G, COND, EXPR) \
+    BIN_XL(nm##_XK, nm, K, COND, EXPR) BIN_XL(nm##_XL, nm, L, COND, EXPR)    \
+    BIN_XL(nm##_XG, nm, G, COND, EXPR)                                      \
+    BIN_LX(nm##_KX, nm, K, COND, EXPR) BIN_LX(nm##_LX, nm, L, COND, EXPR)    \
+    BIN_LX(nm##_GX, nm, G, COND, EXPR)                                      \
+    static const EvalFn nm##_shapes[4][4] = {                               \
+        /* a: X */ { nm, nm##_XK, nm##_XL, nm##_XG },                       \
+        /* a: K */ { nm##_KX, nm, nm##_KL, nm##_KG },                       \
+        /* a: L */ { nm##_LX, nm##_LK, nm##_LL, nm##_LG },                  \
+        /* a: G */ { nm##_GX, nm##_GK, nm##_GL, nm##_GG },                  \
+    };
+
+BIN_SHAPES(ev_add, 1, v_num(x + y))
+BIN_SHAPES(ev_sub, 1, v_num(x - y))
+BIN_SHAPES(ev_mul, 1, v_num(x * y))
+BIN_SHAPES(ev_div, y != 0, v_num(x / y))
+BIN_SHAPES(ev_lt, 1, v_bool(x < y))
+BIN_SHAPES(ev_le, 1, v_bool(x <= y))
+BIN_SHAPES(ev_gt, 1, v_bool(x > y))
+BIN_SHAPES(ev_ge, 1, v_bool(x >= y))
+BIN_SHAPES(ev_eq, 1, v_bool(x == y))
+BIN_SHAPES(ev_ne, 1, v_bool(x != y))
+
 static Value ev_unary(VM *vm, Node *n)
 {
     Value a = EVAL(vm, n->u.bin.a);
@@ -351,15 +435,69 @@ static inline Value *elem_fast(Node *n, Value obj, Value i)
             DictEnt *e = dict_entry_const(AS_DICT(obj), n, ix->u.str);
             return e ? &e->val : NULL;
         }
-        Value *out = NULL;
         long k = dict_index(AS_DICT(obj), i);
-        if (k >= 0) out = &AS_DICT(obj)->ent[k].val;
-        return out;
+        return k >= 0 ? &AS_DICT(obj)->ent[k].val : NULL;
     }
     return NULL;
 }
 
-/* obj[i, ...] in general: slices, several subscripts, any kind */
+/* An index node with one plain subscript notes its shape in its flag:
+ * bits 0-1 the container (OPD_LOCAL, OPD_GLOBAL or OPD_ANY), bits 2-4 the
+ * subscript (IX_*). When the subscript is a leaf, nothing runs between
+ * reading the container and using the element, so a container held by a
+ * variable is borrowed, not counted. */
+enum { IX_ANY, IX_NUM, IX_LOCAL, IX_GLOBAL, IX_STR };
+#define IX_OBJ(n) ((unsigned)(n)->flag & 3u)
+#define IX_SUB(n) (((unsigned)(n)->flag >> 2) & 7u)
+
+static unsigned subscript_shape(const Node *c)
+{
+    switch (c->kind) {
+    case N_NUM: return IX_NUM;
+    case N_LOCAL: return IX_LOCAL;
+    case N_GLOBAL: return IX_GLOBAL;
+    case N_STR: return IX_STR;
+    default: return IX_ANY;
+    }
+}
+
+/* obj[leaf] for a list and a number, or a dict and a constant key; NULL
+ * when the general path must decide */
+static inline Value *elem_leaf(VM *vm, Node *n, Value obj)
+{
+    Node *ix = n->u.index.idx[0];
+    unsigned si = IX_SUB(n);
+    if (obj.t == T_LIST) {
+        const Value *iv;
+        double d;
+        switch (si) {
+        case IX_NUM: d = ix->u.num; goto have;
+        case IX_LOCAL: iv = &vm->frame->slots[ix->u.var.slot]; break;
+        case IX_GLOBAL: iv = &vm->mod->globals[ix->u.var.slot]; break;
+        default: return NULL;
+        }
+        if (iv->t != T_NUM) return NULL;
+        d = iv->n;
+    have: ;
+        ObjList *l = AS_LIST(obj);
+        if (d < 0) d += (double)l->len;
+        if (d >= 0 && d < (double)l->len && d == (double)(size_t)d) return &l->v[(size_t)d];
+        return NULL;
+    }
+    if (obj.t == T_DICT && si == IX_STR) {
+        DictEnt *e = dict_entry_const(AS_DICT(obj), n, ix->u.str);
+        return e ? &e->val : NULL;
+    }
+    return NULL;
+}
+
+/* the variable a container shape names (borrowed) */
+static inline Value ix_var(VM *vm, Node *o, unsigned so)
+{
+    return so == OPD_LOCAL ? vm->frame->slots[o->u.var.slot] : vm->mod->globals[o->u.var.slot];
+}
+
+/* obj[i] in general: slices, several subscripts, any kind */
 static __attribute__((noinline)) Value index_general(VM *vm, Node *n, Value obj)
 {
     int ni = n->u.index.nidx;
@@ -370,43 +508,37 @@ static __attribute__((noinline)) Value index_general(VM *vm, Node *n, Value obj)
     return r;
 }
 
-/* the container of an index node: borrowed when it is a variable (*own
- * false), else evaluated */
-static inline Value index_obj(VM *vm, Node *o, bool *own)
+/* obj[i] with one plain subscript, past the fast paths (takes obj) */
+static __attribute__((noinline)) Value index1_slow(VM *vm, Node *n, Value obj)
 {
-    if (o->kind == N_LOCAL) {
-        Value v = vm->frame->slots[o->u.var.slot];
-        if (v.t == T_LIST || v.t == T_DICT) { *own = false; return v; }
-    } else if (o->kind == N_GLOBAL) {
-        Value v = vm->mod->globals[o->u.var.slot];
-        if (v.t == T_LIST || v.t == T_DICT) { *own = false; return v; }
-    }
-    *own = true;
-    return EVAL(vm, o);
+    Node *ix = n->u.index.idx[0];
+    Value i = eval_forced(vm, ix);
+    if (IS_EXC(i)) { decref(obj); return i; }
+    Value *e = elem_fast(n, obj, i);
+    Value r;
+    if (e) { r = *e; incref(r); }
+    else r = tp_index(vm, obj, 1, &i, n, n->u.index.idx);
+    decref(i);
+    decref(obj);
+    return r;
 }
 
 /* obj[i] with one plain subscript */
 static Value ev_index1(VM *vm, Node *n)
 {
-    bool own;
-    Value obj = index_obj(vm, n->u.index.obj, &own);
-    if (IS_EXC(obj)) return obj;
-    Node *ix = n->u.index.idx[0];
-    Value i = operand(vm, ix, OPD_B(n));
-    if (IS_EXC(i)) { if (own) decref(obj); return i; }
-    Value *e = elem_fast(n, obj, i);
-    Value r;
-    if (e) {
-        r = *e;
-        incref(r);
-    } else {
-        Value iv = is_lazy(i) ? tp_force(vm, i, ix) : (incref(i), i);
-        if (IS_EXC(iv)) r = iv;
-        else { r = tp_index(vm, obj, 1, &iv, n, n->u.index.idx); decref(iv); }
+    Node *o = n->u.index.obj;
+    unsigned so = IX_OBJ(n);
+    if (so != OPD_ANY && IX_SUB(n) != IX_ANY) {
+        Value *e = elem_leaf(vm, n, ix_var(vm, o, so));
+        if (e) { Value r = *e; incref(r); return r; }
     }
-    decref(i);
-    if (own) decref(obj);
-    return r;
+    Value obj = EVAL(vm, o);
+    if (IS_EXC(obj)) return obj;
+    if (IX_SUB(n) != IX_ANY) {
+        Value *e = elem_leaf(vm, n, obj);
+        if (e) { Value r = *e; incref(r); decref(obj); return r; }
+    }
+    return index1_slow(vm, n, obj);
 }
 
 static Value ev_index(VM *vm, Node *n)
@@ -652,47 +784,53 @@ static inline Value *var_slot(VM *vm, Node *t)
     }
 }
 
-/* obj[i] = v (takes the reference to v) */
-static bool store_index(VM *vm, Node *t, Value v)
+/* obj[i] = v past the fast path (takes the reference to v) */
+static __attribute__((noinline)) bool store_index_slow(VM *vm, Node *t, Value v)
 {
-    bool own = false;
-    Value obj;
+    Value obj = EVAL(vm, t->u.index.obj);
+    if (IS_EXC(obj)) { decref(v); return false; }
+    bool ok;
     if (t->u.index.nidx == 1 && t->u.index.idx[0]->kind != N_SLICE) {
-        obj = index_obj(vm, t->u.index.obj, &own);
-        if (IS_EXC(obj)) { decref(v); return false; }
         Node *ix = t->u.index.idx[0];
-        Value i = operand(vm, ix, OPD_B(t));
-        if (IS_EXC(i)) { if (own) decref(obj); decref(v); return false; }
+        Value i = eval_forced(vm, ix);
+        if (IS_EXC(i)) { decref(obj); decref(v); return false; }
         Value *e = elem_fast(t, obj, i);
-        bool ok = true;
+        ok = true;
         if (e) {
             Value old = *e;
             *e = v;
             decref(old);
-        } else if (obj.t == T_DICT && ix->kind == N_STR) {
-            /* a new key: its entry is cached for the next time */
-            dict_set(AS_DICT(obj), i, v);
-            decref(v);
         } else {
-            Value iv = is_lazy(i) ? tp_force(vm, i, ix) : (incref(i), i);
-            if (IS_EXC(iv)) ok = false;
-            else { ok = tp_setindex(vm, obj, 1, &iv, v, t, t->u.index.idx); decref(iv); }
+            ok = tp_setindex(vm, obj, 1, &i, v, t, t->u.index.idx);
             decref(v);
         }
         decref(i);
-        if (own) decref(obj);
-        return ok;
+    } else {
+        int ni = t->u.index.nidx;
+        Value idx[ni];
+        if (!eval_subscripts(vm, t, idx)) { decref(obj); decref(v); return false; }
+        ok = tp_setindex(vm, obj, ni, idx, v, t, t->u.index.idx);
+        for (int i = 0; i < ni; i++) decref(idx[i]);
+        decref(v);
     }
-    obj = EVAL(vm, t->u.index.obj);
-    if (IS_EXC(obj)) { decref(v); return false; }
-    int ni = t->u.index.nidx;
-    Value idx[ni];
-    if (!eval_subscripts(vm, t, idx)) { decref(obj); decref(v); return false; }
-    bool ok = tp_setindex(vm, obj, ni, idx, v, t, t->u.index.idx);
-    for (int i = 0; i < ni; i++) decref(idx[i]);
     decref(obj);
-    decref(v);
     return ok;
+}
+
+/* obj[i] = v (takes the reference to v) */
+static inline bool store_index(VM *vm, Node *t, Value v)
+{
+    unsigned so = IX_OBJ(t);
+    if (so != OPD_ANY && IX_SUB(t) != IX_ANY) {
+        Value *e = elem_leaf(vm, t, ix_var(vm, t->u.index.obj, so));
+        if (e) {
+            Value old = *e;
+            *e = v;
+            decref(old);
+            return true;
+        }
+    }
+    return store_index_slow(vm, t, v);
 }
 
 /* binds a target (takes the reference) */
@@ -776,6 +914,13 @@ static ExecStatus ex_assign_global(VM *vm, Node *s)
     *slot = v;
     decref(old);
     return S_OK;
+}
+
+static ExecStatus ex_assign_index(VM *vm, Node *s)
+{
+    Value v = EVAL(vm, s->u.assign.value);
+    if (IS_EXC(v)) return S_ERR;
+    return store_index(vm, s->u.assign.target, v) ? S_OK : S_ERR;
 }
 
 static ExecStatus ex_assign(VM *vm, Node *s)
@@ -921,68 +1066,59 @@ static ExecStatus ex_aug_var(VM *vm, Node *s)
     return store(vm, t, r) ? S_OK : S_ERR;
 }
 
-/* obj[i] op= v: the container and subscript are evaluated once */
-static ExecStatus ex_aug_index(VM *vm, Node *s)
+/* obj[i] op= v past the fast path: the container and subscript are
+ * evaluated once (takes rhs) */
+static __attribute__((noinline)) ExecStatus aug_index_slow(VM *vm, Node *s, Value rhs)
 {
     Node *t = s->u.assign.target;
-    Value rhs = EVAL(vm, s->u.assign.value);
-    if (IS_EXC(rhs)) return S_ERR;
-    if (t->u.index.nidx == 1 && t->u.index.idx[0]->kind != N_SLICE) {
-        bool own;
-        Value obj = index_obj(vm, t->u.index.obj, &own);
-        if (IS_EXC(obj)) { decref(rhs); return S_ERR; }
-        Node *ix = t->u.index.idx[0];
-        Value i = operand(vm, ix, OPD_B(t));
-        if (IS_EXC(i)) { if (own) decref(obj); decref(rhs); return S_ERR; }
-        Value *e = elem_fast(t, obj, i);
-        bool ok = true;
-        if (e && e->t == T_NUM && rhs.t == T_NUM) {
-            double x = e->n, y = rhs.n;
-            switch ((BinOp)s->op) {
-            case OP_ADD: e->n = x + y; break;
-            case OP_SUB: e->n = x - y; break;
-            case OP_MUL: e->n = x * y; break;
-            default: {
-                Value r = arith_num(vm, (BinOp)s->op, x, y, s);
-                if (IS_EXC(r)) ok = false;
-                else *e = r;
-            }
-            }
-        } else {
-            Value iv = is_lazy(i) ? tp_force(vm, i, ix) : (incref(i), i);
-            if (IS_EXC(iv)) ok = false;
-            else {
-                Value cur = tp_index(vm, obj, 1, &iv, t, t->u.index.idx);
-                if (IS_EXC(cur)) ok = false;
-                else {
-                    incref(rhs);
-                    Value r = aug_value(vm, s, cur, rhs);
-                    if (IS_EXC(r)) ok = false;
-                    else { ok = tp_setindex(vm, obj, 1, &iv, r, t, t->u.index.idx); decref(r); }
-                }
-                decref(iv);
-            }
-        }
-        decref(i);
-        if (own) decref(obj);
-        decref(rhs);
-        return ok ? S_OK : S_ERR;
-    }
     Value obj = EVAL(vm, t->u.index.obj);
     if (IS_EXC(obj)) { decref(rhs); return S_ERR; }
     int ni = t->u.index.nidx;
     Value idx[ni];
     if (!eval_subscripts(vm, t, idx)) { decref(obj); decref(rhs); return S_ERR; }
-    Value cur = tp_index(vm, obj, ni, idx, t, t->u.index.idx);
     bool ok = false;
-    if (!IS_EXC(cur)) {
-        Value r = aug_value(vm, s, cur, rhs);
-        rhs = v_nil();
-        if (!IS_EXC(r)) { ok = tp_setindex(vm, obj, ni, idx, r, t, t->u.index.idx); decref(r); }
+    Value *e = ni == 1 && t->u.index.idx[0]->kind != N_SLICE ? elem_fast(t, obj, idx[0]) : NULL;
+    if (e && e->t == T_NUM && rhs.t == T_NUM) {
+        Value r = arith_num(vm, (BinOp)s->op, e->n, rhs.n, s);
+        if (!IS_EXC(r)) { *e = r; ok = true; }
+    } else {
+        Value cur = tp_index(vm, obj, ni, idx, t, t->u.index.idx);
+        if (!IS_EXC(cur)) {
+            Value r = aug_value(vm, s, cur, rhs);
+            rhs = v_nil();
+            if (!IS_EXC(r)) { ok = tp_setindex(vm, obj, ni, idx, r, t, t->u.index.idx); decref(r); }
+        }
     }
     for (int i = 0; i < ni; i++) decref(idx[i]);
     decref(obj); decref(rhs);
     return ok ? S_OK : S_ERR;
+}
+
+/* obj[i] op= v; numbers in a list or a dict record in place */
+static ExecStatus ex_aug_index(VM *vm, Node *s)
+{
+    Node *t = s->u.assign.target;
+    Value rhs = operand(vm, s->u.assign.value, OPD_B(s));
+    if (IS_EXC(rhs)) return S_ERR;
+    unsigned so = IX_OBJ(t);
+    if (rhs.t == T_NUM && so != OPD_ANY && IX_SUB(t) != IX_ANY) {
+        Value *e = elem_leaf(vm, t, ix_var(vm, t->u.index.obj, so));
+        if (e && e->t == T_NUM) {
+            double x = e->n, y = rhs.n;
+            switch ((BinOp)s->op) {
+            case OP_ADD: e->n = x + y; return S_OK;
+            case OP_SUB: e->n = x - y; return S_OK;
+            case OP_MUL: e->n = x * y; return S_OK;
+            default: {
+                Value r = arith_num(vm, (BinOp)s->op, x, y, s);
+                if (IS_EXC(r)) return S_ERR;
+                *e = r;
+                return S_OK;
+            }
+            }
+        }
+    }
+    return aug_index_slow(vm, s, rhs);
 }
 
 /* ---------------------------------------------------------------- loops */
@@ -1187,22 +1323,22 @@ static bool var_kind_same(const Node *t, const Node *v)
            (t->kind == N_LOCAL || t->kind == N_GLOBAL || t->kind == N_LOCALCELL || t->kind == N_UPVAL);
 }
 
-static EvalFn binop_handler(BinOp op)
+static EvalFn binop_handler(BinOp op, unsigned sa, unsigned sb)
 {
     switch (op) {
-    case OP_ADD: return ev_add;
-    case OP_SUB: return ev_sub;
-    case OP_MUL: return ev_mul;
-    case OP_DIV: return ev_div;
+    case OP_ADD: return ev_add_shapes[sa][sb];
+    case OP_SUB: return ev_sub_shapes[sa][sb];
+    case OP_MUL: return ev_mul_shapes[sa][sb];
+    case OP_DIV: return ev_div_shapes[sa][sb];
     case OP_IDIV: return ev_idiv;
     case OP_MOD: return ev_mod;
     case OP_POW: return ev_pow;
-    case OP_LT: return ev_lt;
-    case OP_LE: return ev_le;
-    case OP_GT: return ev_gt;
-    case OP_GE: return ev_ge;
-    case OP_EQ: return ev_eq;
-    case OP_NE: return ev_ne;
+    case OP_LT: return ev_lt_shapes[sa][sb];
+    case OP_LE: return ev_le_shapes[sa][sb];
+    case OP_GT: return ev_gt_shapes[sa][sb];
+    case OP_GE: return ev_ge_shapes[sa][sb];
+    case OP_EQ: return ev_eq_shapes[sa][sb];
+    case OP_NE: return ev_ne_shapes[sa][sb];
     case OP_BAND: return ev_band;
     case OP_BOR: return ev_bor;
     case OP_BXOR: return ev_bxor;
@@ -1245,7 +1381,7 @@ static void prepare(Node *n)
         prepare(n->u.bin.a);
         prepare(n->u.bin.b);
         n->flag = (uint8_t)(operand_shape(n->u.bin.a) | operand_shape(n->u.bin.b) << 2);
-        n->run.ev = binop_handler((BinOp)n->op);
+        n->run.ev = binop_handler((BinOp)n->op, OPD_A(n), OPD_B(n));
         return;
     case N_CALL:
         prepare(n->u.call.fn);
@@ -1261,7 +1397,9 @@ static void prepare(Node *n)
             prepare(s);
         }
         if (n->u.index.nidx == 1 && n->u.index.idx[0]->kind != N_SLICE) {
-            n->flag = (uint8_t)(operand_shape(n->u.index.idx[0]) << 2);
+            unsigned so = operand_shape(n->u.index.obj);
+            n->flag = (uint8_t)((so == OPD_LOCAL || so == OPD_GLOBAL ? so : OPD_ANY) |
+                                subscript_shape(n->u.index.idx[0]) << 2);
             n->run.ev = ev_index1;
         } else {
             n->run.ev = ev_index;
@@ -1295,6 +1433,7 @@ static void prepare(Node *n)
         if (v->kind == N_BINARY && v->op == OP_ADD && var_kind_same(t, v->u.bin.a)) n->run.ex = ex_assign_concat;
         else if (t->kind == N_LOCAL) n->run.ex = ex_assign_local;
         else if (t->kind == N_GLOBAL) n->run.ex = ex_assign_global;
+        else if (t->kind == N_INDEX) n->run.ex = ex_assign_index;
         else n->run.ex = ex_assign;
         return;
     }
