@@ -417,18 +417,24 @@ static inline DictEnt *dict_entry_const(ObjDict *d, Node *n, ObjStr *key)
     return &d->ent[i];
 }
 
+/* the element of list l at index d (negative from the end), or NULL if d
+ * is not an integer in range */
+static inline Value *list_at(ObjList *l, double d)
+{
+    if (!(d > -9e15 && d < 9e15)) return NULL;
+    int64_t k = (int64_t)d;
+    if ((double)k != d) return NULL;
+    if (k < 0) k += (int64_t)l->len;
+    if ((uint64_t)k >= l->len) return NULL;
+    return &l->v[k];
+}
+
 /* the element a list or dict holds for one plain subscript value, or NULL
  * when the general path must decide (out of range, missing key, errors,
  * other kinds) */
 static inline Value *elem_fast(Node *n, Value obj, Value i)
 {
-    if (obj.t == T_LIST && i.t == T_NUM) {
-        ObjList *l = AS_LIST(obj);
-        double d = i.n;
-        if (d < 0) d += (double)l->len;
-        if (d >= 0 && d < (double)l->len && d == (double)(size_t)d) return &l->v[(size_t)d];
-        return NULL;
-    }
+    if (obj.t == T_LIST && i.t == T_NUM) return list_at(AS_LIST(obj), i.n);
     if (obj.t == T_DICT && i.t == T_STR) {
         Node *ix = n->u.index.idx[0];
         if (ix->kind == N_STR) {
@@ -478,11 +484,8 @@ static inline Value *elem_leaf(VM *vm, Node *n, Value obj)
         }
         if (iv->t != T_NUM) return NULL;
         d = iv->n;
-    have: ;
-        ObjList *l = AS_LIST(obj);
-        if (d < 0) d += (double)l->len;
-        if (d >= 0 && d < (double)l->len && d == (double)(size_t)d) return &l->v[(size_t)d];
-        return NULL;
+    have:
+        return list_at(AS_LIST(obj), d);
     }
     if (obj.t == T_DICT && si == IX_STR) {
         DictEnt *e = dict_entry_const(AS_DICT(obj), n, ix->u.str);
