@@ -84,6 +84,7 @@ static bool eval_subscripts(VM *vm, Node *n, Value *out)
         } else {
             out[k] = eval_forced(vm, s);
             if (IS_EXC(out[k])) goto fail;
+            if (!tp_resolve_in(vm, out[k], s)) { decref(out[k]); goto fail; }   /* a list of indices is read */
         }
         continue;
     fail:
@@ -517,6 +518,7 @@ static __attribute__((noinline)) Value index1_slow(VM *vm, Node *n, Value obj)
     Node *ix = n->u.index.idx[0];
     Value i = eval_forced(vm, ix);
     if (IS_EXC(i)) { decref(obj); return i; }
+    if (!tp_resolve_in(vm, i, ix)) { decref(i); decref(obj); return v_exc(); }   /* a list of indices is read */
     Value *e = elem_fast(n, obj, i);
     Value r;
     if (e) { r = *e; incref(r); }
@@ -775,12 +777,23 @@ static Value ev_comp(VM *vm, Node *n)
 
 /* ---------------------------------------------------------------- assignment */
 
-/* the slot a variable target names */
+/* A global assigned inside a task: only a function value can bring such an
+ * assignment there (the analysis rejects qfn bodies that do it); it would
+ * change the task's copy, never the program's variable. */
+static __attribute__((noinline)) bool global_in_task(VM *vm, const Node *t)
+{
+    vm_error(vm, t, "cannot assign the global variable '%s' inside a quantum function: a qfn may not print, "
+             "read input, import or assign globals (here through a function value)", t->u.var.name);
+    return false;
+}
+
+/* the slot a variable target names (NULL: a global inside a task, or not
+ * a variable) */
 static inline Value *var_slot(VM *vm, Node *t)
 {
     switch (t->kind) {
     case N_LOCAL: return &vm->frame->slots[t->u.var.slot];
-    case N_GLOBAL: return &vm->mod->globals[t->u.var.slot];
+    case N_GLOBAL: return vm->is_task ? NULL : &vm->mod->globals[t->u.var.slot];
     case N_LOCALCELL: return &AS_CELL(vm->frame->slots[t->u.var.slot])->v;
     case N_UPVAL: return &vm->frame->fn->up[t->u.var.slot]->v;
     default: return NULL;
@@ -797,6 +810,7 @@ static __attribute__((noinline)) bool store_index_slow(VM *vm, Node *t, Value v)
         Node *ix = t->u.index.idx[0];
         Value i = eval_forced(vm, ix);
         if (IS_EXC(i)) { decref(obj); decref(v); return false; }
+        if (!tp_resolve_in(vm, i, ix)) { decref(i); decref(obj); decref(v); return false; }
         Value *e = elem_fast(t, obj, i);
         ok = true;
         if (e) {
@@ -841,6 +855,7 @@ static bool store(VM *vm, Node *t, Value v)
 {
     Value *slot = var_slot(vm, t);
     if (!slot) {
+        if (t->kind == N_GLOBAL) { decref(v); return global_in_task(vm, t); }
         qh_assert(t->kind == N_INDEX);      /* the resolver only makes assignable targets */
         return store_index(vm, t, v);
     }
@@ -912,6 +927,7 @@ static ExecStatus ex_assign_global(VM *vm, Node *s)
 {
     Value v = EVAL(vm, s->u.assign.value);
     if (IS_EXC(v)) return S_ERR;
+    if (vm->is_task) { decref(v); global_in_task(vm, s->u.assign.target); return S_ERR; }
     Value *slot = &vm->mod->globals[s->u.assign.target->u.var.slot];
     Value old = *slot;
     *slot = v;
@@ -941,14 +957,14 @@ static ExecStatus ex_assign_concat(VM *vm, Node *s)
 {
     Node *t = s->u.assign.target, *add = s->u.assign.value;
     Value *slot = var_slot(vm, t);
-    if (slot->t != T_STR || slot->o->rc != 1) return ex_assign(vm, s);
+    if (!slot || slot->t != T_STR || slot->o->rc != 1) return ex_assign(vm, s);
     /* hold the old string while the right operand runs: it may rebind t */
     Value old = *slot;
     incref(old);
     Value b = EVAL(vm, add->u.bin.b);
     if (IS_EXC(b)) { decref(old); return S_ERR; }
     slot = var_slot(vm, t);
-    if (slot->o == old.o && old.o->rc == 2 && b.t == T_STR) {
+    if (slot && slot->o == old.o && old.o->rc == 2 && b.t == T_STR) {
         decref(old);
         bool ok = append_in_place(vm, slot, AS_STR(old), b, add);
         decref(b);
@@ -1024,6 +1040,7 @@ static ExecStatus ex_aug_var(VM *vm, Node *s)
     Node *t = s->u.assign.target;
     BinOp op = (BinOp)s->op;
     Value *slot = var_slot(vm, t);
+    if (!slot) return global_in_task(vm, t) ? S_OK : S_ERR;
     if (slot->t == T_NUM) {
         Value rv = operand(vm, s->u.assign.value, OPD_B(s));
         if (IS_EXC(rv)) return S_ERR;
@@ -1057,7 +1074,7 @@ static ExecStatus ex_aug_var(VM *vm, Node *s)
     if (IS_EXC(rhs)) { decref(cur); return S_ERR; }
     if (op == OP_ADD && cur.t == T_STR && rhs.t == T_STR) {
         slot = var_slot(vm, t);
-        if (slot->o == cur.o && cur.o->rc == 2) {
+        if (slot && slot->o == cur.o && cur.o->rc == 2) {
             decref(cur);
             bool ok = append_in_place(vm, slot, AS_STR(cur), rhs, s);
             decref(rhs);
@@ -1147,7 +1164,7 @@ static ExecStatus ex_for_range(VM *vm, Node *s)
     double start, stop, step;
     if (!range_args(vm, s->u.fors.iter, &start, &stop, &step)) return S_ERR;
     Node *var = s->u.fors.var;
-    bool fast = s->u.fors.nvars == 1 && (var->kind == N_LOCAL || var->kind == N_GLOBAL);
+    bool fast = s->u.fors.nvars == 1 && (var->kind == N_LOCAL || (var->kind == N_GLOBAL && !vm->is_task));
     unsigned tick = 0;
     for (double x = start; step > 0 ? x < stop : x > stop; x += step) {
         ExecStatus st;
@@ -1248,6 +1265,15 @@ static ExecStatus ex_expr(VM *vm, Node *s)
     Value v = EVAL(vm, s->u.expr.expr);
     if (IS_EXC(v)) return S_ERR;
     if (v.t < T_FIRST_OBJ) return S_OK;
+    if (is_lazy(v) && (vm->q || vm->is_task)) {
+        /* inside a quantum function the value decides (an operator a call
+         * returned applies); a task's futures are all finished. The main
+         * program lets a dropped call's future run on. */
+        Value r = tp_force(vm, v, s);
+        decref(v);
+        if (IS_EXC(r)) return S_ERR;
+        v = r;
+    }
     const TypeOps *t = type_of(v);
     if (t->stmt) {
         Value r = t->stmt(vm, v, s);
@@ -1290,6 +1316,11 @@ static ExecStatus ex_try(VM *vm, Node *s)
 static ExecStatus ex_import(VM *vm, Node *s)
 {
     if (!vm->in->hooks.import) { vm_error(vm, s, "import is not available here"); return S_ERR; }
+    if (vm->is_task) {
+        vm_error(vm, s, "cannot import inside a quantum function: a qfn may not print, read input, import or "
+                 "assign globals (here through a function value)");
+        return S_ERR;
+    }
     Value m = vm->in->hooks.import(vm, s->u.import.name, s);
     if (IS_EXC(m)) return S_ERR;
     return store(vm, s->u.import.var, m) ? S_OK : S_ERR;
