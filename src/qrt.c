@@ -51,6 +51,7 @@ typedef struct ObjOp {
     cplx *kraus;        /* OPK_CHAN: Kraus matrices (QubitChannel, PauliError), owned */
     int nkraus;
     char paulis[8];     /* OPK_CHAN PauliError: its operators */
+    double cparams[4];  /* OPK_CHAN: its parameters (op.nparams of them) */
     cplx *matrix;       /* QubitUnitary: owned copy */
     double *tangent;    /* grad: d params / d inputs, nparams * ntan, or NULL */
     int ntan;
@@ -188,7 +189,7 @@ static void op_repr(Buf *b, Value v, bool quoted)
         buf_printf(b, "%s(", ci->name);
         if (p->chan == DM_PAULIERROR) buf_printf(b, "\"%s\", ", p->paulis);
         if (p->chan == DM_QUBITCHANNEL) buf_printf(b, "<%d Kraus matrices>, ", p->nkraus);
-        for (int i = 0; i < p->op.nparams; i++) { fmt_num(b, p->op.params[i]); buf_puts(b, ", "); }
+        for (int i = 0; i < p->op.nparams; i++) { fmt_num(b, p->cparams[i]); buf_puts(b, ", "); }
         buf_puts(b, "wires=[");
         for (int i = 0; i < p->op.nwires; i++) buf_printf(b, "%s%d", i ? ", " : "", p->op.wires[i]);
         buf_puts(b, "])");
@@ -945,7 +946,7 @@ static Value bi_matrix(VM *vm, Args *a)
 
 
 /* Why: draw/specs/matrix/to_qasm see what a call applies. */
-static void rec_op(QCtx *q, QasmKind kind, const SvOp *op, int chan)
+static void rec_op(QCtx *q, QasmKind kind, const SvOp *op, int chan, const double *cparams)
 {
     int w[2 * SV_MAX_WIRES];
     int n = 0;
@@ -956,7 +957,7 @@ static void rec_op(QCtx *q, QasmKind kind, const SvOp *op, int chan)
     o->gate = op->gate;
     o->adjoint = op->adjoint;
     o->nparams = op->nparams;
-    for (int i = 0; i < op->nparams && i < 3; i++) o->params[i] = op->params[i];
+    for (int i = 0; i < op->nparams && i < 4; i++) o->params[i] = cparams ? cparams[i] : op->params[i];
     o->bits = op->bits;
     o->chan = chan;
 }
@@ -1046,9 +1047,9 @@ static Value chan_stmt(VM *vm, ObjOp *p, const Node *site)
     char err[256];
     int rc;
     if (p->kraus) rc = dm_apply_kraus(q->dm, p->op.wires, p->op.nwires, p->nkraus, p->kraus, err, sizeof err);
-    else rc = dm_apply_channel(q->dm, (DmChannel)p->chan, p->op.params, p->op.wires[0], err, sizeof err);
+    else rc = dm_apply_channel(q->dm, (DmChannel)p->chan, p->cparams, p->op.wires[0], err, sizeof err);
     if (rc) return vm_error(vm, site, "%s", strncmp(err, "channel:", 8) == 0 ? err + 9 : err);
-    if (q->rec) rec_op(q, QASM_CHANNEL, &p->op, p->chan);
+    if (q->rec) rec_op(q, QASM_CHANNEL, &p->op, p->chan, p->cparams);
     return v_nil();
 }
 
@@ -1073,7 +1074,7 @@ static Value op_stmt(VM *vm, Value opv, const Node *site)
         o->gate = p->op.gate;
         o->adjoint = p->op.adjoint;
         o->nparams = p->op.nparams;
-        memcpy(o->params, p->op.params, sizeof o->params);
+        memcpy(o->params, p->op.params, sizeof p->op.params);
         o->bits = p->op.bits;
         if (p->op.gate == SV_QUBITUNITARY) return vm_error(vm, site, "QubitUnitary inside adjoint(f) or ctrl(f): apply adjoint(QubitUnitary(...)) directly");
         return v_nil();
@@ -1089,7 +1090,7 @@ static Value op_stmt(VM *vm, Value opv, const Node *site)
     int rc = q->dm ? dm_apply(q->dm, use, err, sizeof err) : sv_apply(q->s, use, err, sizeof err);
     if (rc != 0) return vm_error(vm, site, "%s", err);
     if (q->tape) grad_record(q->tape, &p->op, p->tangent, p->ntan);
-    if (q->rec) rec_op(q, QASM_GATE, &p->op, 0);
+    if (q->rec) rec_op(q, QASM_GATE, &p->op, 0, NULL);
     atomic_fetch_add_explicit(&vm->in->qrt->gates, 1, memory_order_relaxed);
     if (q->dm && q->dev->noise.t == T_FUNC && !q->in_noise) return apply_noise(vm, q, opv, site);
     return v_nil();
@@ -1107,7 +1108,7 @@ static Value op_member(VM *vm, Value v, const ObjStr *name, const Node *site)
         ObjList *l = list_new(4);
         if (n[0] == 'w') for (int i = 0; i < p->op.nwires; i++) list_push(l, v_num(p->op.wires[i]));
         else if (n[0] == 'c') for (int i = 0; i < p->op.nctrl; i++) list_push(l, v_num(p->op.ctrl[i]));
-        else for (int i = 0; i < p->op.nparams; i++) list_push(l, v_num(p->op.params[i]));
+        else for (int i = 0; i < p->op.nparams; i++) list_push(l, v_num(p->kind == OPK_CHAN ? p->cparams[i] : p->op.params[i]));
         return v_obj(&l->h);
     }
     if (strcmp(n, "adjoint") == 0) return v_bool(p->kind == OPK_GATE && p->op.adjoint);
@@ -1428,7 +1429,7 @@ static Value bi_channel(VM *vm, Args *a)
     for (int i = 0; i < ci->nparams; i++, pos++) {
         double d;
         if (!grad_param_value(a->v[pos], &d)) { decref(pv); return vm_error(vm, a->site, "%s: parameter %d must be a real number, not %s", ci->name, i + 1, type_name(a->v[pos])); }
-        p->op.params[i] = d;
+        p->cparams[i] = d;
     }
     Value *wk = arg_kw(a, "wires");
     int nw;
@@ -1455,7 +1456,7 @@ static Value bi_channel(VM *vm, Args *a)
         if (nw != 1) { decref(pv); return vm_error(vm, a->site, "%s acts on 1 wire, but %d were given", ci->name, nw); }
         cplx k[DM_MAX_KRAUS * 4];
         int nk;
-        if (dm_channel_kraus((DmChannel)ci->ch, p->op.params, k, &nk, err, sizeof err) != 0) { decref(pv); return vm_error(vm, a->site, "%s", err); }
+        if (dm_channel_kraus((DmChannel)ci->ch, p->cparams, k, &nk, err, sizeof err) != 0) { decref(pv); return vm_error(vm, a->site, "%s", err); }
         return pv;
     }
     if (nw > DM_MAX_KRAUS_WIRES) { decref(pv); return vm_error(vm, a->site, "%s: at most %d wires, got %d", ci->name, DM_MAX_KRAUS_WIRES, nw); }
@@ -1467,7 +1468,7 @@ static Value bi_channel(VM *vm, Args *a)
         snprintf(p->paulis, sizeof p->paulis, "%s", ops);
         p->kraus = malloc(2 * d * d * sizeof(cplx));
         p->nkraus = 2;
-        if (dm_pauli_error_kraus(ops, p->op.params[0], p->kraus, err, sizeof err) != 0) { decref(pv); return vm_error(vm, a->site, "%s", err); }
+        if (dm_pauli_error_kraus(ops, p->cparams[0], p->kraus, err, sizeof err) != 0) { decref(pv); return vm_error(vm, a->site, "%s", err); }
         return pv;
     }
     /* QubitChannel: a list of 2^k x 2^k arrays (or nested lists) */

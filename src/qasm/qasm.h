@@ -53,7 +53,7 @@ typedef struct QasmOp {
     SvGate gate;          /* QASM_GATE */
     int adjoint;
     int nparams;
-    double params[3];
+    double params[4];     /* gates use 3 at most; ThermalRelaxationError 4 */
     int nctrl, nwires;    /* wires[0..nctrl) are controls, then nwires targets */
     int *wires;           /* points into the circuit's pool */
     uint64_t bits;        /* BasisState (sv.h's SvOp.bits) */
