@@ -539,44 +539,47 @@ static void merge_sort(SortCtx *c, Value *v, Value *k, Value *tv, Value *tk, siz
     memcpy(k, tk, n * sizeof(Value));
 }
 
+/* sorted(xs, key=, reverse=): a new list. Why the shape: the key function
+ * is program code and may change xs (pop, append), raise, or return
+ * futures that fail; so the elements are taken into the result first (a
+ * snapshot, as Python's sorted copies its iterable), every key is owned by
+ * the keys array, and every exit releases exactly what was made. */
 static Value bi_sorted(VM *vm, Args *a)
 {
-    Value src = a->v[0];
-    ObjList *l;
-    if (src.t == T_LIST) l = AS_LIST(src);
-    else if (src.t == T_DICT) {
-        Value ks = bi_keys(vm, a);
-        l = AS_LIST(ks);
-        src = ks;
-        incref(src);
-        decref(ks);
-    } else return vm_error(vm, a->site, "sorted() needs a list, not %s", type_name(src));
-    if (src.t != T_LIST) return v_exc();
+    Value items;
+    if (a->v[0].t == T_LIST) {
+        ObjList *l = AS_LIST(a->v[0]), *c = list_new(l->len);
+        for (size_t i = 0; i < l->len; i++) { incref(l->v[i]); c->v[c->len++] = l->v[i]; }
+        items = v_list(c);
+    } else if (a->v[0].t == T_DICT) {
+        items = bi_keys(vm, a);
+        if (IS_EXC(items)) return items;
+    } else return vm_error(vm, a->site, "sorted() needs a list, not %s", type_name(a->v[0]));
+    ObjList *r = AS_LIST(items);
     SortCtx c = { vm, a->site, v_nil(), false, false };
     Value *kw = arg_kw(a, "key"), *rv = arg_kw(a, "reverse");
-    if (rv) { bool e = false; c.reverse = tp_truthy(vm, *rv, a->site, &e); if (e) return v_exc(); }
-    size_t n = l->len;
-    ObjList *r = list_new(n);
-    Value *keys = malloc((n + 1) * sizeof(Value)), *tv = malloc((n + 1) * sizeof(Value)), *tk = malloc((n + 1) * sizeof(Value));
-    for (size_t i = 0; i < n; i++) {
-        Value e = tp_force(vm, l->v[i], a->site);
-        if (IS_EXC(e)) { c.err = true; r->len = i; break; }
+    Value key = kw ? *kw : v_nil();
+    if (rv) c.reverse = tp_truthy(vm, *rv, a->site, &c.err);
+    size_t n = r->len;
+    Value *keys = xcalloc(n + 1, sizeof(Value)), *tv = xmalloc((n + 1) * sizeof(Value)), *tk = xmalloc((n + 1) * sizeof(Value));
+    for (size_t i = 0; i < n && !c.err; i++) {   /* keys[i] stays nil (no reference) until set */
+        Value e = tp_force(vm, r->v[i], a->site);
+        if (IS_EXC(e)) { c.err = true; break; }
+        decref(r->v[i]);
         r->v[i] = e;
-        r->len = i + 1;
-        if (kw && kw->t != T_NIL) {
-            Value k = vm_call(vm, *kw, 1, &e, a->site);
+        if (key.t != T_NIL) {
+            incref(key);                        /* the call may drop the caller's reference */
+            Value k = vm_call(vm, key, 1, &e, a->site);
+            decref(key);
             if (IS_EXC(k)) { c.err = true; break; }
             keys[i] = k;
         } else { incref(e); keys[i] = e; }
     }
-    size_t nk = r->len;
-    if (c.err && kw && kw->t != T_NIL) nk = r->len - 1;
     if (!c.err) merge_sort(&c, r->v, keys, tv, tk, n);
-    for (size_t i = 0; i < nk; i++) decref(keys[i]);
+    for (size_t i = 0; i < n; i++) decref(keys[i]);
     free(keys); free(tv); free(tk);
-    if (a->v[0].t == T_DICT) decref(src);
-    if (c.err) { decref(v_list(r)); return v_exc(); }
-    return v_list(r);
+    if (c.err) { decref(items); return v_exc(); }
+    return items;
 }
 
 static Value bi_reversed(VM *vm, Args *a)
