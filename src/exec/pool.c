@@ -15,6 +15,7 @@
  *
  * Must not know: what an instance is, the executor, the language. */
 #include "pool.h"
+#include "memlimit.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -73,30 +74,16 @@ char *pool_format_bytes(char *buf, size_t cap, size_t bytes)
     return buf;
 }
 
-/* Why: reads one number from a cgroup file; 0 when absent or "max". */
-static size_t read_limit(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return 0;
-    unsigned long long v = 0;
-    int ok = fscanf(f, "%llu", &v) == 1;
-    fclose(f);
-    return ok && v < (unsigned long long)SIZE_MAX ? (size_t)v : 0;
-}
-
-/* Why: the default budget: half of what we may use, so a statevector
- * request that does not fit is an error or a wait, not an OOM kill. */
+/* Why: the default budget: half of what we may use (the tightest limit of
+ * our own cgroup and its ancestors, else physical memory), so a
+ * statevector request that does not fit is an error or a wait, not an OOM
+ * kill. */
 size_t pool_default_budget(void)
 {
-    long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
-    size_t phys = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz : (size_t)4 << 30;
-    size_t lim = read_limit("/sys/fs/cgroup/memory.max");
-    if (!lim)
-        lim = read_limit("/sys/fs/cgroup/memory/memory.limit_in_bytes");
-    if (lim && lim < phys)
-        phys = lim;
-    return phys / 2;
+    MemLimit m;
+    mem_limit(&m);
+    uint64_t half = m.bytes / 2;
+    return half < (uint64_t)SIZE_MAX ? (size_t)half : SIZE_MAX;
 }
 
 /* Why: one pool per program (or per test); vt tells it how to make,

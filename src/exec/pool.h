@@ -76,8 +76,9 @@ typedef struct PoolStats {
 } PoolStats;
 void pool_stats(Pool *p, PoolStats *out);
 
-/* Half of the memory this process may use: physical memory (sysconf), or
- * the cgroup limit when that is lower (containers). */
+/* Half of the memory this process may use: the tightest memory limit of
+ * its own cgroup and their ancestors (v1 and v2), else physical memory
+ * (src/util/memlimit.h). */
 size_t pool_default_budget(void);
 /* "16.0 GiB"-style text of a byte count; returns buf. */
 char *pool_format_bytes(char *buf, size_t cap, size_t bytes);
