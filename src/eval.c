@@ -3,7 +3,11 @@
  * before, so nothing here looks a name up by string on the hot path. The
  * kinds of the value room (numbers, lists, dicts, strings) have inline
  * fast paths; every other operation goes through the dispatcher (types.h),
- * which forces futures where a value is needed. Calls are call.c's.
+ * which forces futures where a value is needed. Calls (evaluating the
+ * callee and arguments, binding, the call slots) are call.c's; running a
+ * bound frame's body (eval_run_body) is here, where the statement loop can
+ * be inlined into it (measured: a call costs about 11 instructions more
+ * across files).
  *
  * The tree stays what runs, but each node carries a handler (Node.run)
  * chosen once by prepare() from its kind and shape: an addition whose
@@ -1326,7 +1330,9 @@ static ExecStatus ex_import(VM *vm, Node *s)
     return store(vm, s->u.import.var, m) ? S_OK : S_ERR;
 }
 
-static ExecStatus block(VM *vm, Node *b)
+/* inlined into every loop, branch and body (with the hot statement switch
+ * a call away): callgrind, 1 to 3% fewer instructions on loops and calls */
+static inline __attribute__((always_inline)) ExecStatus block(VM *vm, Node *b)
 {
     Node **items = b->u.list.items;
     int n = b->u.list.n;
