@@ -58,7 +58,7 @@ static const struct { const char *w; const char *hint; } not_qh[] = {
 
 const char *lex_kind_name(TokKind k)
 {
-    static const char *names[TK_NKINDS] = {
+    static const char *const names[TK_NKINDS] = {
         [TK_EOF] = "end of file", [TK_NEWLINE] = "newline", [TK_ERROR] = "error",
         [TK_NAME] = "name", [TK_NUM] = "number", [TK_IMAG] = "number", [TK_STR] = "string",
         [TK_LPAREN] = "'('", [TK_RPAREN] = "')'", [TK_LBRACK] = "'['", [TK_RBRACK] = "']'",
