@@ -680,7 +680,7 @@ static void fmt_axis(Sb *b, const Array *a, int axis, size_t off)
     sb_put(b, "]", 1);
 }
 
-/* Why: str(a) per LANGUAGE.md §3, every element, nested lists per axis. */
+/* Why: str(a) per lang/values.md, every element, nested lists per axis. */
 char *ar_format(const Array *a)
 {
     Sb b = { NULL, 0, 0, 0 };

@@ -1,6 +1,6 @@
 /* array.h — the dense-array room of qh (prefix ar_): n-dimensional float64 /
  * complex128 arrays with NumPy-style broadcasting, BLAS matrix products and
- * LAPACK Hermitian eigenvalues (LANGUAGE.md §7), printed per §3.
+ * LAPACK Hermitian eigenvalues (lang/arrays.md), printed per lang/values.md.
  *
  * Must not know about the interpreter's values, the executor or quantum: it
  * is pure C on OpenBLAS, plus src/util (numfmt for printing, rng for random

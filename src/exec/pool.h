@@ -1,5 +1,5 @@
 /* pool.h — a pool of reusable instances keyed by a string, under a memory
- * budget (the device pool of ARCHITECTURE.md).
+ * budget (the device pool of lang/async.md).
  *
  * A task acquires an instance for its specification (the key), uses it and
  * releases it; the next task with the same key gets the same instance back

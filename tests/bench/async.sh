@@ -3,8 +3,8 @@
 #
 #   tests/bench/async.sh [PATH/TO/qh]
 #
-# Prints a Markdown report in three parts (ARCHITECTURE.md, "Figures to
-# reach"):
+# Prints a Markdown report in three parts (the figures of the async
+# issue):
 #
 # 1. Overlap. Each scenario of tests/bench/async/ is run RUNS times with
 #    --sync and RUNS times without (interleaved, so background load hits

@@ -1,4 +1,4 @@
-/* test_grad.c — Check unit tests of gradients (LANGUAGE.md §8 grad,
+/* test_grad.c — Check unit tests of gradients (lang/quantum.md, grad;
  * src/grad.c): qh programs run in-process through the interpreter's API
  * (as src/main.c and src/run.c run them), their printed numbers compared.
  *

@@ -1,4 +1,4 @@
-/* test_lex.c — Check unit tests of the lexer (src/lex.c, LANGUAGE.md §2):
+/* test_lex.c — Check unit tests of the lexer (src/lex.c, lang/lexical.md):
  * every token kind, keywords against names, number and string literals
  * with every escape, errors with their messages, comments, the shebang
  * line, newline tokens and line/column positions. */

@@ -1,5 +1,5 @@
 /* test_parse.c — Check unit tests of the parser (src/parse.c): the shape of
- * the AST for every construct of LANGUAGE.md §2 and §4, operator
+ * the AST for every construct of lang/lexical.md and lang/statements.md, operator
  * precedence and associativity, syntax errors with their exact
  * FILE:LINE:COL and message (§5), the nesting guard, and parse_incomplete
  * (what the REPL uses to ask for more lines).

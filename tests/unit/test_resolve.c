@@ -1,6 +1,6 @@
 /* test_resolve.c — Check unit tests of the resolver (src/resolve.c) and the
  * analyser (src/analyse.c): every name to the right kind of slot under
- * Python's scoping rule (LANGUAGE.md §4), closures through cells and
+ * Python's scoping rule (lang/statements.md), closures through cells and
  * upvalues, builtins and their shadowing, frame sizes; then purity of
  * functions, the qfn body rules (§8) and the per-statement dependency facts
  * (§9). */
@@ -822,7 +822,7 @@ START_TEST(qfn_accepted)
 END_TEST
 
 /* A function defined inside a qfn body is part of that body: if it prints
- * and the qfn calls it, the qfn prints (LANGUAGE.md §8). */
+ * and the qfn calls it, the qfn prints (lang/quantum.md). */
 START_TEST(qfn_with_printing_closure_is_rejected)
 {
     Res r = analysed("qfn q() {\n  f = fn () { print(1) }\n  f()\n}\n");

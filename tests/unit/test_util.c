@@ -1,5 +1,5 @@
 /* test_util.c — Check unit tests of src/util: the number printing rules of
- * LANGUAGE.md §3 (numfmt) and the xoshiro256** generator (rng.h).
+ * lang/values.md (numfmt) and the xoshiro256** generator (rng.h).
  *
  * Expected strings are Python's repr of the same double (the rule the
  * design names), except that integer values below 1e15 print with no

@@ -1,5 +1,5 @@
 /* test_value.c — Check unit tests of the values (src/value.c): strings,
- * lists, insertion-ordered dicts, equality, printing (LANGUAGE.md §3),
+ * lists, insertion-ordered dicts, equality, printing (lang/values.md),
  * deep copy (shared structure, cycles, independence) and reference counts.
  *
  * Reference counts are checked two ways: by reading `rc`, and by counting
