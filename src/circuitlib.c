@@ -77,27 +77,46 @@ static Value circ_call(VM *vm, Value v, Args *a)
     }
     if (qc->nqubits > 4096) return vm_error(vm, a->site, "circuit too wide");
     int *bits = calloc((size_t)qc->nclbits + 1, sizeof(int));
-    if (!bits) return vm_error(vm, a->site, "out of memory");
+    int *recbit = calloc((size_t)qc->nclbits + 1, sizeof(int));   /* the recorder's number of each bit */
+    if (!bits || !recbit) { free(bits); free(recbit); return vm_error(vm, a->site, "out of memory"); }
+    for (int k = 0; k < qc->nclbits; k++) recbit[k] = -1;
     Value out = v_nil();
     for (size_t i = 0; i < qc->nops && !IS_EXC(out); i++) {
         const QasmOp *o = &qc->ops[i];
-        if (o->cond >= 0) {
-            const QasmCond *cd = &qc->conds[o->cond];
-            uint64_t val = 0;
-            for (int k = 0; k < cd->nbits && k < 64; k++) val |= (uint64_t)(bits[cd->bits[k]] & 1) << k;
-            if ((val == cd->value) == (bool)cd->negate) continue;
-        }
         QasmOp m = *o;
         int w[128];
         int nw = o->nctrl + o->nwires;
         if (nw > 128) { out = vm_error(vm, a->site, "circuit op too wide"); break; }
         for (int k = 0; k < nw; k++) w[k] = map[o->wires[k]];
         m.wires = w;
+        m.cond = -1;
+        if (o->cond >= 0) {
+            const QasmCond *cd = &qc->conds[o->cond];
+            uint64_t val = 0;
+            bool known = true;
+            for (int k = 0; k < cd->nbits && k < 64; k++) {
+                val |= (uint64_t)(bits[cd->bits[k]] & 1) << k;
+                if (recbit[cd->bits[k]] < 0) known = false;
+            }
+            bool run = (val == cd->value) != (bool)cd->negate;
+            if (known && o->kind == QASM_GATE) {   /* drawings show the condition */
+                QasmCond rc = *cd;
+                for (int k = 0; k < rc.nbits; k++) rc.bits[k] = recbit[cd->bits[k]];
+                qrt_record_condition(vm, &m, &rc);
+                if (!run) continue;
+                Value r = qrt_apply_circuit_op_quiet(vm, &m, a->site);
+                if (IS_EXC(r)) { out = r; break; }
+                decref(r);
+                continue;
+            }
+            if (!run) continue;
+        }
         Value r = qrt_apply_circuit_op(vm, &m, a->site);
         if (IS_EXC(r)) { out = r; break; }
-        if (o->kind == QASM_MEASURE && r.t == T_NUM) bits[o->clbit] = (int)r.n;
+        if (o->kind == QASM_MEASURE && r.t == T_NUM) { bits[o->clbit] = (int)r.n; recbit[o->clbit] = qrt_recorded_bit(vm); }
         decref(r);
     }
+    free(recbit);
     if (!IS_EXC(out) && qc->nclbits > 0) {
         ObjList *l = list_new((size_t)qc->nclbits);
         for (int i = 0; i < qc->nclbits; i++) list_push(l, v_num(bits[i]));
@@ -359,6 +378,7 @@ static Value bi_draw(VM *vm, Args *a)
     /* layers: an op goes after every op that touches its wire span */
     size_t nops = rec.c.nops;
     int *layer_of = calloc(nops + 1, sizeof(int));
+    int *mlayer = calloc((size_t)rec.c.nclbits + 1, sizeof(int));   /* layer of each mid-circuit measurement */
     int last[65] = { 0 }, nlayers = 0;
     for (size_t i = 0; i < nops; i++) {
         const QasmOp *o = &rec.c.ops[i];
@@ -368,6 +388,14 @@ static Value bi_draw(VM *vm, Args *a)
         for (int k = 0; k < nw; k++) { if (o->wires[k] < lo) lo = o->wires[k]; if (o->wires[k] > hi) hi = o->wires[k]; }
         int l = 0;
         for (int w = lo; w <= hi; w++) if (last[w] > l) l = last[w];
+        if (o->cond >= 0 && (size_t)o->cond < rec.c.nconds) {   /* after the measurements it reads */
+            const QasmCond *cd = &rec.c.conds[o->cond];
+            for (int k = 0; k < cd->nbits; k++) {
+                int b = cd->bits[k];
+                if (b >= 0 && b < rec.c.nclbits && mlayer[b] + 1 > l) l = mlayer[b] + 1;
+            }
+        }
+        if (o->kind == QASM_MEASURE && o->clbit >= 0 && o->clbit < rec.c.nclbits) mlayer[o->clbit] = l;
         layer_of[i] = l;
         for (int w = lo; w <= hi; w++) last[w] = l + 1;
         if (l + 1 > nlayers) nlayers = l + 1;
@@ -395,7 +423,16 @@ static Value bi_draw(VM *vm, Args *a)
                 }
                 snprintf(pbuf + at, sizeof pbuf - at, ")");
             }
-            snprintf(label, sizeof label, "%s%s%s", base, pbuf, o->adjoint ? "\xe2\x80\xa0" : "");   /* † */
+            char cbuf[96] = "";
+            if (o->cond >= 0 && (size_t)o->cond < rec.c.nconds) {   /* [m0=1]: the measurement's number and value */
+                const QasmCond *cd = &rec.c.conds[o->cond];
+                size_t at = (size_t)snprintf(cbuf, sizeof cbuf, "[");
+                for (int k = cd->nbits - 1; k >= 0 && at < sizeof cbuf; k--)
+                    at += (size_t)snprintf(cbuf + at, sizeof cbuf - at, "m%d%s", cd->bits[k], k ? "," : "");
+                if (at < sizeof cbuf)
+                    snprintf(cbuf + at, sizeof cbuf - at, "%s%llu]", cd->negate ? "\xe2\x89\xa0" : "=", (unsigned long long)cd->value);
+            }
+            snprintf(label, sizeof label, "%s%s%s%s", base, pbuf, o->adjoint ? "\xe2\x80\xa0" : "", cbuf);   /* † */
         }
         int ownc = o->kind == QASM_GATE ? own_controls(o->gate) : 0;
         bool multi = hi > lo;
@@ -453,6 +490,7 @@ static Value bi_draw(VM *vm, Args *a)
     free(end);
     free(cells);
     free(layer_of);
+    free(mlayer);
     qrt_record_free(&rec);
     return s;
 }

@@ -1189,6 +1189,35 @@ Value qrt_apply_circuit_op(VM *vm, const QasmOp *o, const Node *site)
     return vm_error(vm, site, "a circuit op that cannot be applied");
 }
 
+void qrt_record_condition(VM *vm, const QasmOp *o, const QasmCond *cond)
+{
+    QCtx *q = vm->q;
+    if (!q || !q->rec || q->capture || o->kind != QASM_GATE) return;
+    int ci = qasm_add_cond(&q->rec->c, cond);
+    if (ci < 0) return;
+    SvOp op;
+    svop_of(o, &op);
+    rec_op(q, QASM_GATE, &op, 0, NULL);
+    q->rec->c.ops[q->rec->c.nops - 1].cond = ci;
+}
+
+Value qrt_apply_circuit_op_quiet(VM *vm, const QasmOp *op, const Node *site)
+{
+    QCtx *q = vm->q;
+    QRecord *saved = q ? q->rec : NULL;
+    if (q) q->rec = NULL;
+    Value r = qrt_apply_circuit_op(vm, op, site);
+    if (q) q->rec = saved;
+    return r;
+}
+
+int qrt_recorded_bit(VM *vm)
+{
+    QCtx *q = vm->q;
+    if (!q || !q->rec || q->rec->c.nclbits == 0) return -1;
+    return q->rec->c.nclbits - 1;
+}
+
 typedef struct ObjMod {
     Obj h;
     Value fn;

@@ -48,5 +48,13 @@ void qrt_record_free(QRecord *rec);
  * wires already mapped) to the running qfn's device, as a statement would;
  * measure returns its bit. bits: the classical bits so far (conditions). */
 Value qrt_apply_circuit_op(VM *vm, const QasmOp *op, const Node *site);
+/* While recording (draw, specs, to_qasm): a conditional circuit op is
+ * recorded with its condition on the recorded bits (cond's bits already
+ * mapped to them), whether it ran or not; nothing is applied. */
+void qrt_record_condition(VM *vm, const QasmOp *op, const QasmCond *cond);
+/* qrt_apply_circuit_op without recording it (it was, with its condition). */
+Value qrt_apply_circuit_op_quiet(VM *vm, const QasmOp *op, const Node *site);
+/* The recorded bit of the last mid-circuit measurement, or -1 when not recording. */
+int qrt_recorded_bit(VM *vm);
 
 #endif
