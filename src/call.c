@@ -85,6 +85,11 @@ Value eval_call(VM *vm, Node *n)
 {
     Value callee = eval_node(vm, n->u.call.fn);
     if (IS_EXC(callee)) return callee;
+    return eval_call_callee(vm, n, callee);
+}
+
+Value eval_call_callee(VM *vm, Node *n, Value callee)
+{
     int nargs = n->u.call.nargs;
     if (callee.t == T_BUILTIN && !n->u.call.nkw) {
         const BuiltinDef *bd = callee.bi;
@@ -127,8 +132,10 @@ Value eval_call(VM *vm, Node *n)
         vm->stack[vm->sp++] = v;
     }
     vm->sp = base + (size_t)nl;
-    if (nargs < p->nparams || nl > nargs) {
+    if (nargs < p->nparams) {
         if (!eval_bind_args(vm, f, slots, nargs, NULL, n)) { vm->sp = base; decref(callee); return v_exc(); }
+    } else {
+        for (int i = nargs; i < nl; i++) slots[i] = v_unbound();
     }
     Value r = eval_run_body(vm, f, slots, n);
     vm->sp = base;

@@ -35,6 +35,7 @@
 
 static void prepare(Node *n);
 static ExecStatus block(VM *vm, Node *b);
+static Value ev_call(VM *vm, Node *n);
 static bool store(VM *vm, Node *t, Value v);
 static bool destructure(VM *vm, Node **targets, int n, Value v, const Node *site);
 
@@ -1427,7 +1428,7 @@ static void prepare(Node *n)
         prepare(n->u.call.fn);
         prepare_list(n->u.call.args, n->u.call.nargs);
         for (int i = 0; i < n->u.call.nkw; i++) prepare(n->u.call.kw[i].value);
-        n->run.ev = eval_call;
+        n->run.ev = ev_call;
         return;
     case N_INDEX:
         prepare(n->u.index.obj);
@@ -1539,7 +1540,8 @@ static bool check_stack(VM *vm, const Node *site)
     return true;
 }
 
-Value eval_run_body(VM *vm, ObjFunc *f, Value *slots, const Node *site)
+/* runs f's body in a frame of bound slots (their references are taken) */
+static inline Value run_body(VM *vm, ObjFunc *f, Value *slots, const Node *site)
 {
     FnProto *p = f->p;
     if (!check_stack(vm, site)) {
@@ -1563,6 +1565,39 @@ Value eval_run_body(VM *vm, ObjFunc *f, Value *slots, const Node *site)
     if (st == S_ERR) { vm_tb_push(vm, site); return v_exc(); }
     if (st == S_RETURN) { Value r = vm->ret; vm->ret = v_nil(); return r; }
     return v_nil();
+}
+
+Value eval_run_body(VM *vm, ObjFunc *f, Value *slots, const Node *site) { return run_body(vm, f, slots, site); }
+
+/* f(args): a plain function with as many positional arguments as it has
+ * parameters, whose evaluated arguments become its frame in place and
+ * whose body runs here; every other call through call.c */
+static Value ev_call(VM *vm, Node *n)
+{
+    Value callee = EVAL(vm, n->u.call.fn);
+    if (callee.t != T_FUNC) return IS_EXC(callee) ? callee : eval_call_callee(vm, n, callee);
+    ObjFunc *f = AS_FUNC(callee);
+    FnProto *p = f->p;
+    int na = n->u.call.nargs, nl = p->nlocals;
+    size_t base = vm->sp;
+    if (na != p->nparams || n->u.call.nkw || p->is_qfn || base + (size_t)nl + 8 >= vm->cap)
+        return eval_call_callee(vm, n, callee);
+    Value *slots = vm->stack + base;
+    for (int i = 0; i < na; i++) {
+        Value v = EVAL(vm, n->u.call.args[i]);
+        if (IS_EXC(v)) {
+            while (vm->sp > base) decref(vm->stack[--vm->sp]);
+            decref(callee);
+            return v;
+        }
+        vm->stack[vm->sp++] = v;
+    }
+    for (int i = na; i < nl; i++) slots[i] = v_unbound();
+    vm->sp = base + (size_t)nl;
+    Value r = run_body(vm, f, slots, n);
+    vm->sp = base;
+    decref(callee);
+    return r;
 }
 
 /* the entry points for call.c and the rooms above (a REPL entry's code is

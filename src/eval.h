@@ -27,6 +27,8 @@ static inline Value eval_node(VM *vm, Node *e) { return e->run.ev(vm, e); }
 /* ---- call.c ---- */
 /* N_CALL: evaluates callee and arguments, calls. */
 Value eval_call(VM *vm, Node *n);
+/* The same once the callee is evaluated (takes the reference). */
+Value eval_call_callee(VM *vm, Node *n, Value callee);
 /* Frame binding of a call: fills slots[0..p->nlocals) from positional and
  * keyword arguments and the function's defaults; false (error set) on a
  * mismatch. Takes the references in args. */
