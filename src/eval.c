@@ -199,6 +199,18 @@ static __attribute__((noinline)) Value binop_slow(VM *vm, Node *n, Value a, Valu
     return r;
 }
 
+/* the bitwise operators: integers of magnitude below 2^53 in, and out */
+static inline bool i53(double d) { return d > -NUM_INT53 && d < NUM_INT53 && d == (double)(int64_t)d; }
+static inline bool shl_ok(double x, double y)
+{
+    return i53(x) && i53(y) && y >= 0 && y < 53 && (x < 0 ? -x : x) < (double)((int64_t)1 << (53 - (int)y));
+}
+static inline double shr53(double x, double y)
+{
+    int64_t i = (int64_t)x;
+    int k = y < 62 ? (int)y : 62;
+    return (double)(i >= 0 ? i >> k : ~(~i >> k));
+}
 /* One handler per operator: both operands, then the number case inline
  * (the code given must return the result for two numbers x and y, or fall to the
  * general path for the cases it leaves out: errors, complex results). */
@@ -234,16 +246,11 @@ BINOP(ev_gt, return v_bool(x > y);)
 BINOP(ev_ge, return v_bool(x >= y);)
 BINOP(ev_eq, return v_bool(x == y);)
 BINOP(ev_ne, return v_bool(x != y);)
-BINOP(ev_band, int64_t i, j; if (num_int53(x, &i) && num_int53(y, &j)) return v_num((double)(i & j));)
-BINOP(ev_bor, int64_t i, j; if (num_int53(x, &i) && num_int53(y, &j)) return v_num((double)(i | j));)
-BINOP(ev_bxor, int64_t i, j; if (num_int53(x, &i) && num_int53(y, &j)) return v_num((double)(i ^ j));)
-BINOP(ev_shl,
-      int64_t i, j;
-      if (num_int53(x, &i) && num_int53(y, &j) && j >= 0 && j < 53 && (i < 0 ? -i : i) < ((int64_t)1 << (53 - j)))
-          return v_num((double)(int64_t)((uint64_t)i << j));)
-BINOP(ev_shr,
-      int64_t i, j;
-      if (num_int53(x, &i) && num_int53(y, &j) && j >= 0 && j < 63) return v_num((double)(i >= 0 ? i >> j : ~(~i >> j)));)
+BINOP(ev_band, if (i53(x) && i53(y)) return v_num((double)((int64_t)x & (int64_t)y));)
+BINOP(ev_bor, if (i53(x) && i53(y)) return v_num((double)((int64_t)x | (int64_t)y));)
+BINOP(ev_bxor, if (i53(x) && i53(y)) return v_num((double)((int64_t)x ^ (int64_t)y));)
+BINOP(ev_shl, if (shl_ok(x, y)) return v_num((double)(int64_t)((uint64_t)(int64_t)x << (int)y));)
+BINOP(ev_shr, if (i53(x) && i53(y) && y >= 0) return v_num(shr53(x, y));)
 /* in, not in, @: the dispatcher */
 BINOP(ev_binop, (void)x; (void)y;)
 
@@ -330,6 +337,12 @@ BIN_SHAPES(ev_gt, 1, v_bool(x > y))
 BIN_SHAPES(ev_ge, 1, v_bool(x >= y))
 BIN_SHAPES(ev_eq, 1, v_bool(x == y))
 BIN_SHAPES(ev_ne, 1, v_bool(x != y))
+
+BIN_SHAPES(ev_band, i53(x) && i53(y), v_num((double)((int64_t)x & (int64_t)y)))
+BIN_SHAPES(ev_bor, i53(x) && i53(y), v_num((double)((int64_t)x | (int64_t)y)))
+BIN_SHAPES(ev_bxor, i53(x) && i53(y), v_num((double)((int64_t)x ^ (int64_t)y)))
+BIN_SHAPES(ev_shl, shl_ok(x, y), v_num((double)(int64_t)((uint64_t)(int64_t)x << (int)y)))
+BIN_SHAPES(ev_shr, i53(x) && i53(y) && y >= 0, v_num(shr53(x, y)))
 
 static Value ev_unary(VM *vm, Node *n)
 {
@@ -1196,12 +1209,35 @@ static ExecStatus ex_for(VM *vm, Node *s)
     if (IS_EXC(coll)) return S_ERR;
     ExecStatus result = S_OK;
     if (coll.t == T_LIST) {
+        /* a list: its elements bound directly (a local in place; several
+         * names from an element that is a list of as many) */
         ObjList *l = AS_LIST(coll);
+        Node *var = s->u.fors.var;
+        int nv = s->u.fors.nvars;
         for (size_t i = 0; i < l->len; i++) {
-            incref(l->v[i]);
-            ExecStatus st = for_body(vm, s, l->v[i]);
-            if (st == S_BREAK) break;
-            if (st != S_OK) { result = st; break; }
+            Value x = l->v[i];
+            incref(x);
+            bool ok = true;
+            if (nv == 1) {
+                if (var->kind == N_LOCAL) {
+                    Value *slot = &vm->frame->slots[var->u.var.slot];
+                    Value old = *slot;
+                    *slot = x;
+                    decref(old);
+                } else ok = store(vm, var, x);
+            } else if (x.t == T_LIST && AS_LIST(x)->len == (size_t)nv) {
+                ObjList *e = AS_LIST(x);
+                for (int k = 0; k < nv && ok; k++) { incref(e->v[k]); ok = store(vm, s->u.fors.vars[k], e->v[k]); }
+                decref(x);
+            } else {
+                ok = destructure(vm, s->u.fors.vars, nv, x, it);
+                decref(x);
+            }
+            if (!ok) { result = S_ERR; break; }
+            ExecStatus st = block(vm, s->u.fors.body);
+            if (st == S_CONTINUE || st == S_OK) continue;
+            if (st != S_BREAK) result = st;
+            break;
         }
         decref(coll);
         return result;
@@ -1380,11 +1416,11 @@ static EvalFn binop_handler(BinOp op, unsigned sa, unsigned sb)
     case OP_GE: return ev_ge_shapes[sa][sb];
     case OP_EQ: return ev_eq_shapes[sa][sb];
     case OP_NE: return ev_ne_shapes[sa][sb];
-    case OP_BAND: return ev_band;
-    case OP_BOR: return ev_bor;
-    case OP_BXOR: return ev_bxor;
-    case OP_SHL: return ev_shl;
-    case OP_SHR: return ev_shr;
+    case OP_BAND: return ev_band_shapes[sa][sb];
+    case OP_BOR: return ev_bor_shapes[sa][sb];
+    case OP_BXOR: return ev_bxor_shapes[sa][sb];
+    case OP_SHL: return ev_shl_shapes[sa][sb];
+    case OP_SHR: return ev_shr_shapes[sa][sb];
     case OP_MATMUL: case OP_IN: case OP_NOTIN: return ev_binop;
     case OP_NEG: case OP_POS: case OP_INVERT: case OP_NOPS: break;
     }
