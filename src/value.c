@@ -331,6 +331,7 @@ ObjStr *str_append(ObjStr *s, const ObjStr *t)
 {
     size_t need = (size_t)s->len + t->len;
     if (need > 0xfffffff0u) return NULL;
+    bool self = t == s;         /* s += s: s may move below */
     if (need > s->cap) {
         size_t nc = need < 2 * (size_t)s->len ? 2 * (size_t)s->len : need;
         if (nc < 32) nc = 32;
@@ -338,14 +339,13 @@ ObjStr *str_append(ObjStr *s, const ObjStr *t)
         s = xrealloc(s, sizeof(ObjStr) + nc + 1);
         s->cap = (uint32_t)nc;
     }
-    /* t may be s itself (s += s): read its bytes before the length changes */
-    size_t tl = t->len;
-    memmove(s->s + s->len, t == s ? s->s : t->s, tl);
+    size_t tl = self ? s->len : t->len;
+    memmove(s->s + s->len, self ? s->s : t->s, tl);
     uint32_t h = s->hash;                     /* FNV-1a goes on byte by byte */
     for (size_t i = 0; i < tl; i++) { h ^= (unsigned char)s->s[s->len + i]; h *= 16777619u; }
     s->hash = h;
-    s->nchars = s->nchars >= 0 && t->nchars >= 0 ? s->nchars + t->nchars : -1;
-    s->ascii = s->ascii && t->ascii;
+    if (self) { s->nchars = s->nchars >= 0 ? 2 * s->nchars : -1; }
+    else { s->nchars = s->nchars >= 0 && t->nchars >= 0 ? s->nchars + t->nchars : -1; s->ascii = s->ascii && t->ascii; }
     s->len = (uint32_t)need;
     s->s[need] = 0;
     return s;
