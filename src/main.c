@@ -5,7 +5,10 @@
 #include "qh_assert.h"
 #include "repl.h"
 
+#include "opts.h"
+
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,7 +29,8 @@ static const char usage_text[] =
     "  --seed N            program seed for random draws, a non-negative integer\n"
     "                      (default: a fixed seed, so runs repeat)\n"
     "  --max-memory SIZE   memory budget for quantum devices, e.g. 4G, 512M, 1.5GiB\n"
-    "                      (default: half of physical memory)\n"
+    "                      (default: half of the memory qh may use: the limit of its\n"
+    "                      cgroup, else physical memory)\n"
     "  --trace FILE        write a Chrome trace-event timeline of the run (Perfetto)\n"
     "  --stats             print task, wait and overlap statistics to stderr at exit\n"
     "  --deps              print the dependency analysis and exit\n"
@@ -40,12 +44,24 @@ static const char usage_text[] =
     "  QH_PATH               colon-separated directories searched by import\n"
     "  XDG_STATE_HOME, HOME  where the REPL keeps its history\n"
     "  OPENBLAS_NUM_THREADS  read by OpenBLAS at start-up only; use --workers\n"
+    "  QH_WORKERS            background threads when --workers is not given, 1 to 1024\n"
     "  QH_SIMD               c, avx2 or avx512: the widest simulator kernels used\n"
     "\n"
     "With no FILE and a terminal on standard input, qh starts the interactive REPL.\n"
-    "Exit status: 0 success; 1 runtime error or a failed task nobody needed;\n"
-    "2 usage, syntax or analysis error; 130 interrupted.\n"
+    "Exit status: 0 success; 1 runtime error, a failed task nobody needed or\n"
+    "output that could not be written; 2 usage, syntax or analysis error;\n"
+    "130 interrupted (Ctrl-C); 141 broken pipe; 143 SIGTERM.\n"
     "Reference: man qh, and lang/ in the source tree.\n";
+
+/* --help, --version: what could not be written is an error (status 1) */
+static int printed(void)
+{
+    errno = 0;
+    if (fflush(stdout) == 0 && !ferror(stdout)) return 0;
+    if (errno == EPIPE) return 128 + 13;
+    fprintf(stderr, "qh: cannot write to standard output: %s\n", strerror(errno ? errno : EIO));
+    return 1;
+}
 
 static int usage_error(const char *fmt, const char *arg)
 {
@@ -55,26 +71,35 @@ static int usage_error(const char *fmt, const char *arg)
     return 2;
 }
 
-static bool parse_size(const char *s, size_t *out)
+/* The environment variables qh reads, checked once at start-up with the
+ * same rules as the options (opts.h): a bad value is a usage error, never
+ * quietly replaced by a default. QH_PATH, XDG_STATE_HOME and HOME are
+ * paths (anything goes); OPENBLAS_NUM_THREADS belongs to OpenBLAS. */
+static const char *const simd_levels[] = { "c", "avx2", "avx512", NULL };
+static int check_environment(qh_Config *cfg)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (end == s || v < 0 || errno) return false;
-    double mult = 1;
-    switch (*end) {
-    case 0: break;
-    case 'k': case 'K': mult = 1024.0; end++; break;
-    case 'm': case 'M': mult = 1024.0 * 1024; end++; break;
-    case 'g': case 'G': mult = 1024.0 * 1024 * 1024; end++; break;
-    case 't': case 'T': mult = 1024.0 * 1024 * 1024 * 1024; end++; break;
-    default: return false;
+    const char *w = getenv("QH_WORKERS");
+    long long n;
+    if (w && *w) {                      /* empty: unset, as Python's PYTHON* variables */
+        if (!opt_int(w, 1, 1024, &n)) return usage_error("QH_WORKERS needs a number from 1 to 1024, not '%s'", w);
+        if (!cfg->workers) cfg->workers = (int)n;     /* --workers wins */
     }
-    if (*end == 'i' || *end == 'I') end++;
-    if (*end == 'b' || *end == 'B') end++;
-    if (*end) return false;
-    *out = (size_t)(v * mult);
-    return true;
+    const char *simd = getenv("QH_SIMD");
+    if (simd && *simd && opt_choice(simd, simd_levels) < 0) return usage_error("QH_SIMD needs c, avx2 or avx512, not '%s'", simd);
+    return 0;
+}
+
+/* --trace FILE: refused at start-up when it cannot be written (the trace
+ * itself is written at exit; the file is not truncated here). */
+static int check_trace_path(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        fprintf(stderr, "qh: cannot write trace file '%s': %s\n", path, strerror(errno));
+        return 2;
+    }
+    close(fd);
+    return 0;
 }
 
 static char *exe_relative(const char *rel)
@@ -124,8 +149,21 @@ static int launcher_rank(void)
     return -1;
 }
 
+/* A standard descriptor closed by the caller (`qh prog >&-`) is taken by
+ * /dev/null opened the wrong way round, so reads or writes on it fail
+ * (and are reported) instead of landing in the next file qh opens. */
+static void hold_closed_std_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+        int got = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+        if (got >= 0 && got != fd) { dup2(got, fd); close(got); }
+    }
+}
+
 int main(int argc, char **argv)
 {
+    hold_closed_std_fds();
     if (launcher_rank() > 0) return 0;   /* rank 0 alone evaluates, prints, reads and writes */
     qh_Config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -136,8 +174,8 @@ int main(int argc, char **argv)
         const char *a = argv[i];
         if (a[0] != '-' || strcmp(a, "-") == 0) break;
         if (strcmp(a, "--") == 0) { i++; break; }
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { fputs(usage_text, stdout); return 0; }
-        if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) { printf("qh %s\n", QH_VERSION); return 0; }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { fputs(usage_text, stdout); return printed(); }
+        if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) { printf("qh %s\n", QH_VERSION); return printed(); }
         if (strcmp(a, "-i") == 0) { interactive = true; continue; }
         if (strcmp(a, "--sync") == 0) { cfg.sync = true; continue; }
         if (strcmp(a, "--stats") == 0) { cfg.stats = true; continue; }
@@ -153,33 +191,37 @@ int main(int argc, char **argv)
         }
         if (which < 0) return usage_error("unknown option '%s'", a);
         if (which == 0) { code = val; i++; break; }     /* -e CODE ends the options: the rest is argv */
-        char *end;
+        long long n;
+        uint64_t u;
         switch (which) {
-        case 1: {
-            long w = strtol(val, &end, 10);
-            if (*end || w < 1 || w > 1024) return usage_error("--workers needs a number from 1 to 1024, not '%s'", val);
-            cfg.workers = (int)w;
+        case 1:
+            if (!opt_int(val, 1, 1024, &n)) return usage_error("--workers needs a number from 1 to 1024, not '%s'", val);
+            cfg.workers = (int)n;
             break;
-        }
-        case 2: {
-            errno = 0;
-            unsigned long long s = strtoull(val, &end, 10);
-            if (*end || errno || val[0] == '-') return usage_error("--seed needs a non-negative integer, not '%s'", val);
-            cfg.seed = s;
+        case 2:
+            if (!opt_u64(val, &u)) return usage_error("--seed needs a non-negative integer, not '%s'", val);
+            cfg.seed = u;
             cfg.seed_given = true;
             break;
-        }
-        case 3: cfg.trace_path = val; break;
+        case 3:
+            if (!*val) return usage_error("--trace needs a file name%s", "");
+            cfg.trace_path = val;
+            break;
         case 4:
-            if (!parse_size(val, &cfg.max_memory) || cfg.max_memory == 0) return usage_error("--max-memory needs a size like 4G or 512M, not '%s'", val);
+            if (!opt_size(val, &u) || u > SIZE_MAX) return usage_error("--max-memory needs a size like 4G or 512M, not '%s'", val);
+            cfg.max_memory = (size_t)u;
             break;
         default: qh_unreachable();
         }
     }
+    int bad = check_environment(&cfg);
+    if (!bad && cfg.trace_path) bad = check_trace_path(cfg.trace_path);
+    if (bad) return bad;
     if (!code && i < argc) file = argv[i++];
     cfg.argc = argc - i;
     cfg.argv = argv + i;
-    bool from_stdin = !code && (file ? strcmp(file, "-") == 0 : !isatty(0));
+    /* qh -i alone is the REPL, reading a pipe too (as python3 -i) */
+    bool from_stdin = !code && (file ? strcmp(file, "-") == 0 : !isatty(0) && !interactive);
     bool repl_only = !code && !file && !from_stdin;
     if (repl_only && (check || deps)) {
         fprintf(stderr, "qh: --check and --deps need a script\n");
@@ -205,8 +247,12 @@ int main(int argc, char **argv)
         buf_init(&b);
         char chunk[65536];
         size_t n;
+        errno = 0;
         while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0) buf_put(&b, chunk, n);
-        p = qh_compile(Q, "<stdin>", b.p ? b.p : "", b.len, stderr);
+        if (ferror(stdin)) {        /* `qh < /`: a directory, a closed descriptor, an I/O error */
+            fprintf(stderr, "qh: cannot read standard input: %s\n", strerror(errno ? errno : EIO));
+            p = NULL;
+        } else p = qh_compile(Q, "<stdin>", b.p ? b.p : "", b.len, stderr);
         buf_free(&b);
     }
     int status;

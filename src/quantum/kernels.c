@@ -14,6 +14,7 @@
  * the matrices came from.
  */
 #include "sv_impl.h"
+#include "opts.h"
 
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -40,11 +41,9 @@ int sv_simd_level(void)
     }
 #endif
     const char *env = getenv("QH_SIMD");
-    if (env) {
-        int cap = strcmp(env, "c") == 0 ? SV_SIMD_C : strcmp(env, "avx2") == 0 ? SV_SIMD_AVX2
-                : SV_SIMD_AVX512;
-        if (cap < lv) lv = cap;
-    }
+    static const char *const levels[] = { "c", "avx2", "avx512", NULL };   /* SV_SIMD_* order */
+    int cap = env ? opt_choice(env, levels) : -1;      /* the qh command refuses other values */
+    if (cap >= 0 && cap < lv) lv = cap;
     atomic_store_explicit(&cached, lv, memory_order_relaxed);
     return lv;
 }
