@@ -15,6 +15,7 @@
 #include "eval.h"
 #include "exec.h"
 #include "lookahead.h"
+#include "opts.h"
 #include "pool.h"
 #include "qh_assert.h"
 #include "qrt.h"
@@ -402,7 +403,9 @@ static Value future_force(VM *vm, Value v, const Node *site)
         incref(out);
         return out;
     }
-    if (st == FUT_CANCELLED && ((vm->watch_interrupt && atomic_load(&in->interrupt)) || atomic_load(&in->sigint)))
+    /* cancelled, or failed because the interrupt reached it first: the
+     * interruption itself (nothing printed), as --sync would stop there */
+    if (((vm->watch_interrupt && atomic_load(&in->interrupt)) || atomic_load(&in->sigint)))
         return vm_interrupted(vm, site);
     const char *err = fut_error(f->fut);
     return vm_error(vm, site, "%s%s() called at %s:%d failed: %s", f->prefix, f->name,
@@ -741,12 +744,19 @@ static const BuiltinDef builtins_async[] = {
  * pointer is file-scope (set once before the handler is installed). */
 static Interp *sig_interp;
 
+/* SIGINT (Ctrl-C) and SIGTERM: the running statement and the tasks in
+ * flight are cancelled and qh ends in order (output flushed); SIGTERM also
+ * ends a REPL session, with status 143. A second signal of the same kind
+ * while the first is handled leaves at once. */
 static void on_sigint(int sig)
 {
-    (void)sig;
     Interp *in = sig_interp;
-    if (!in) _exit(130);
-    if (atomic_load(&in->sigint)) _exit(130);        /* a second Ctrl-C: leave now */
+    int status = 128 + sig;
+    if (!in) _exit(status);
+    if (sig == SIGTERM) {
+        if (atomic_load(&in->terminate)) _exit(status);
+        atomic_store(&in->terminate, 1);
+    } else if (atomic_load(&in->sigint)) _exit(status);   /* a second Ctrl-C: leave now */
     atomic_store(&in->sigint, 1);
     atomic_store(&in->interrupt, 1);
     if (in->exec) exec_interrupt(in->exec);
@@ -760,6 +770,7 @@ void async_install_sigint(Interp *in)
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
 }
 
 void async_start(Interp *in, const char *trace_path)
@@ -768,7 +779,8 @@ void async_start(Interp *in, const char *trace_path)
     in->async->run_start = mono();
     if (!in->nworkers) {
         const char *w = getenv("QH_WORKERS");
-        in->nworkers = w && atoi(w) > 0 ? atoi(w) : (int)in->ncpu;
+        long long n;                /* the rules of --workers (opts.h); the qh command refuses bad values */
+        in->nworkers = w && opt_int(w, 1, 1024, &n) ? (int)n : (int)in->ncpu;
     }
     if (!in->max_memory) in->max_memory = pool_default_budget();
     qrt_start(in);

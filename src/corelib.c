@@ -101,9 +101,9 @@ static Value bi_print(VM *vm, Args *a)
         if (!tp_repr(vm, &b, a->v[i], false, a->site)) { buf_free(&b); return v_exc(); }
     }
     buf_put(&b, end, endlen);
-    fwrite(b.p, 1, b.len, vm->in->out);
+    bool ok = vm_write_out(vm, b.p, b.len, false, a->site);
     buf_free(&b);
-    return v_nil();
+    return ok ? v_nil() : v_exc();
 }
 
 static Value bi_str(VM *vm, Args *a)
@@ -654,14 +654,23 @@ static Value bi_input(VM *vm, Args *a)
         Buf b;
         buf_init(&b);
         if (!tp_repr(vm, &b, a->v[0], false, a->site)) { buf_free(&b); return v_exc(); }
-        fwrite(b.p, 1, b.len, vm->in->out);
+        bool ok = vm_write_out(vm, b.p, b.len, false, a->site);
         buf_free(&b);
+        if (!ok) return v_exc();
     }
-    fflush(vm->in->out);
+    if (!vm_write_out(vm, NULL, 0, true, a->site)) return v_exc();
     Buf line;
     buf_init(&line);
     int c;
+    errno = 0;
     while ((c = getchar()) != EOF && c != '\n') buf_putc(&line, (char)c);
+    if (c == EOF && ferror(stdin)) {        /* a directory, a closed descriptor, a signal */
+        int e = errno ? errno : EIO;
+        clearerr(stdin);
+        buf_free(&line);
+        if (vm_check_interrupt(vm)) return v_exc();
+        return vm_error(vm, a->site, "input(): cannot read standard input: %s", strerror(e));
+    }
     if (c == EOF && line.len == 0) { buf_free(&line); return v_nil(); }
     Value r = v_strn(line.p ? line.p : "", line.len);
     buf_free(&line);

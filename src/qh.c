@@ -24,6 +24,7 @@
 #include "qrt.h"
 #include "resolve.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,16 +142,35 @@ static void free_part(ModInfo *m)
     source_free(src);
 }
 
+/* Flushes the program's output: what could not be written is an error
+ * (status 1, as Python), a reader gone away ends quietly. */
+static int flush_out(Interp *in, int status)
+{
+    errno = 0;
+    if (fflush(in->out) == 0 && !ferror(in->out)) return status;
+    int e = errno ? errno : EIO;
+    clearerr(in->out);
+    if (e == EPIPE) in->out_errno = EPIPE;
+    if (in->out_errno == EPIPE) return status;
+    fprintf(in->err, "qh: cannot write to %s: %s\n", in->out == stdout ? "standard output" : "the output", strerror(e));
+    in->out_lost = true;
+    return status == 0 ? 1 : status;
+}
+
+bool qh_ended(qh_State *Q) { return Q->in.out_errno == EPIPE || atomic_load(&Q->in.terminate); }
+
 int qh_close(qh_State *Q, int status)
 {
     Interp *in = &Q->in;
     ModInfo *table = Q->main ? Q->main->info : NULL;    /* entries' functions are in its list */
-    fflush(in->out);
+    status = flush_out(in, status);
     if (Q->started) {
-        int unobserved = async_finish(in, &Q->vm, status != 0);
+        bool stop = status != 0 || qh_ended(Q);
+        int unobserved = async_finish(in, &Q->vm, stop);
         if (status == 0 && unobserved) status = 1;
     }
-    if (atomic_load(&in->sigint)) status = 130;      /* Ctrl-C: whatever failed because of it */
+    /* Ctrl-C, SIGTERM, a broken pipe: whatever failed because of it */
+    if (atomic_load(&in->sigint) || qh_ended(Q)) status = vm_stop_status(in);
     /* break every cycle reachable from the program's modules, then release them */
     size_t nm = in->modules ? in->modules->nent : 0, k = 0;
     Value *roots = xmalloc((nm + 1) * sizeof(Value));
@@ -182,7 +202,9 @@ int qh_close(qh_State *Q, int status)
     if (Q->session_info) free_part(Q->session_info);
     if (Q->hide) resolve_hide_free(Q->hide);
     if (Q->argv) decref(v_list(Q->argv));
-    fflush(in->out);
+    status = flush_out(in, status);
+    if (in->out_errno == EPIPE) status = vm_stop_status(in);
+    else if (in->out_lost && status == 0) status = 1;  /* output lost, even if the program went on */
     free(Q);
     return status;
 }
@@ -307,13 +329,13 @@ bool qh_print_entry_deps(qh_State *Q, qh_Program *entry, FILE *out)
 static int report(qh_State *Q)
 {
     VM *vm = &Q->vm;
-    fflush(Q->in.out);
+    int status = flush_out(&Q->in, 1);
     while (vm->sp) decref(vm->stack[--vm->sp]);
     vm->depth = 0;
     vm->frame = NULL;
-    if (vm->err.interrupted) return 130;
+    if (vm->err.interrupted) return vm_stop_status(&Q->in);
     vm_print_error(vm, Q->in.err);
-    return 1;
+    return status;
 }
 
 int qh_run(qh_State *Q, qh_Program *p)
@@ -324,8 +346,7 @@ int qh_run(qh_State *Q, qh_Program *p)
     start(Q);
     ObjModule *m = main_module(Q, p->info);
     int status = vm_run_module(&Q->vm, m) ? 0 : report(Q);
-    fflush(Q->in.out);
-    return status;
+    return flush_out(&Q->in, status);
 }
 
 bool qh_run_entry(qh_State *Q, qh_Program *entry, unsigned flags)
@@ -360,11 +381,12 @@ bool qh_run_entry(qh_State *Q, qh_Program *entry, unsigned flags)
                 else decref(x);
             } else if (!(flags & QH_WAIT) && async_pending_text(v, since, &b)) {
                 /* an earlier entry's call still running: show it, do not wait (:wait does) */
-                fwrite(b.p, 1, b.len, in->out);
-                fputc('\n', in->out);
+                buf_putc(&b, '\n');
+                ok = vm_write_out(vm, b.p, b.len, false, s);
             } else if (v.t != T_NIL) {
                 if (tp_repr(vm, &b, v, false, s)) {
-                    if (b.len || v.t != T_STR) { fwrite(b.p ? b.p : "", 1, b.len, in->out); fputc('\n', in->out); }
+                    buf_putc(&b, '\n');
+                    if (b.len > 1 || v.t != T_STR) ok = vm_write_out(vm, b.p, b.len, false, s);
                 } else ok = false;
             }
             buf_free(&b);
@@ -374,12 +396,14 @@ bool qh_run_entry(qh_State *Q, qh_Program *entry, unsigned flags)
             if (st == S_ERR) ok = false;
             else if (st == S_BREAK || st == S_CONTINUE) { vm_error(vm, s, "'break' or 'continue' outside a loop"); ok = false; }
         }
-        fflush(in->out);
+        if (ok) ok = vm_write_out(vm, NULL, 0, true, s);
         if (!ok) {
             while (vm->sp) decref(vm->stack[--vm->sp]);
             vm->depth = 0;
             vm->frame = NULL;
-            if (vm->err.interrupted || atomic_load(&in->sigint)) {
+            if (in->out_errno == EPIPE || atomic_load(&in->terminate)) {
+                async_cancel_all(in);           /* the session ends (the REPL sees qh_ended) */
+            } else if (vm->err.interrupted || atomic_load(&in->sigint)) {
                 fprintf(in->err, "interrupted\n");
                 async_cancel_all(in);
             } else {

@@ -93,6 +93,9 @@ bool qh_print_entry_deps(qh_State *Q, qh_Program *entry, FILE *out);
 /* Ctrl-C: cancels the running statement and the tasks in flight. Only
  * atomic stores: safe in a signal handler. */
 void qh_interrupt(qh_State *Q);
+/* The session must end: SIGTERM arrived, or the reader of the output is
+ * gone (a broken pipe). qh_close then gives 143 or 141. */
+bool qh_ended(qh_State *Q);
 /* Pending background tasks with their call sites (REPL :tasks). */
 void qh_print_tasks(qh_State *Q, FILE *out);
 /* Seconds the main thread has spent waiting for results so far. */

@@ -11,6 +11,7 @@
 #include "parse.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <readline/history.h>
 #include <readline/readline.h>
 #include <signal.h>
@@ -126,6 +127,13 @@ static Buf *pending;         /* lines typed so far of an unfinished statement */
 
 static int on_signal_event(void)
 {
+    if (sig_q && qh_ended(sig_q)) {
+        /* SIGTERM at the prompt: readline keeps reading after a signal, so
+         * its input becomes the end of input (the session is over anyway) */
+        int fd = open("/dev/null", O_RDONLY);
+        if (fd >= 0) { dup2(fd, 0); close(fd); }
+        return 0;
+    }
     if (prompt_sigint) {
         /* Ctrl-C at the prompt: drop the line and any pending lines, fresh prompt */
         prompt_sigint = 0;
@@ -276,6 +284,37 @@ static void handle(Repl *r, const char *text)
     if (p) qh_run_entry(r->Q, p, QH_ECHO);
 }
 
+/* A line from a pipe or file (no readline, no history), as python -i
+ * reads one: the prompt goes to standard error, Ctrl-C drops what was
+ * typed so far, SIGTERM or the end of input ends. NULL at the end. */
+static char *read_plain(const char *prompt)
+{
+    fputs(prompt, stderr);
+    fflush(stderr);
+    char *line = NULL;
+    size_t cap = 0;
+    for (;;) {
+        errno = 0;
+        ssize_t n = getline(&line, &cap, stdin);
+        if (n >= 0) {
+            if (n > 0 && line[n - 1] == '\n') line[n - 1] = 0;
+            return line;
+        }
+        bool again = errno == EINTR && !qh_ended(sig_q) && !feof(stdin);
+        clearerr(stdin);
+        if (!again) break;
+        if (prompt_sigint) {
+            prompt_sigint = 0;
+            if (pending) { pending->len = 0; if (pending->p) pending->p[0] = 0; }
+            fputs("\n", stderr);
+            fputs("qh> ", stderr);
+            fflush(stderr);
+        }
+    }
+    free(line);
+    return NULL;
+}
+
 int repl_run(qh_State *Q, bool fresh)
 {
     Repl r;
@@ -300,19 +339,22 @@ int repl_run(qh_State *Q, bool fresh)
         rl_event_hook = on_signal_event;
         rl_set_keyboard_input_timeout(50000);
     }
-    r.history = history_path();
+    r.history = tty ? history_path() : NULL;    /* piped input is not history */
     history_load(r.history);
     if (tty && fresh) printf("qh %s — :help for help, Ctrl-D to quit\n", QH_VERSION);
     Buf acc;
     buf_init(&acc);
     pending = &acc;
-    while (!r.quit) {
+    while (!r.quit && !qh_ended(Q)) {
         at_prompt = 1;
         prompt_sigint = 0;
-        char *line = readline(acc.len ? "... " : "qh> ");
+        const char *prompt = acc.len ? "... " : "qh> ";
+        char *line = tty ? readline(prompt) : read_plain(prompt);
         at_prompt = 0;
-        if (!line) {
+        if (!line || qh_ended(Q)) {
+            free(line);
             if (tty) putchar('\n');
+            else fputc('\n', stderr);
             break;
         }
         if (acc.len) buf_putc(&acc, '\n');
@@ -322,7 +364,7 @@ int repl_run(qh_State *Q, bool fresh)
         bool blank = true;
         for (size_t i = 0; i < acc.len; i++) if (acc.p[i] != ' ' && acc.p[i] != '\t' && acc.p[i] != '\n') blank = false;
         if (!blank) {
-            add_history(acc.p);
+            if (tty) add_history(acc.p);
             history_append(r.history, acc.p);
             handle(&r, acc.p);
             r.counter++;

@@ -4,7 +4,9 @@
 #include "vm.h"
 #include "diag.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,4 +175,29 @@ bool vm_check_interrupt(VM *vm)
         return true;
     }
     return false;
+}
+
+bool vm_write_out(VM *vm, const char *p, size_t n, bool flush, const Node *site)
+{
+    FILE *f = vm->in->out;
+    errno = 0;
+    if ((n == 0 || fwrite(p, 1, n, f) == n) && (!flush || fflush(f) == 0) && !ferror(f)) return true;
+    int e = errno ? errno : EIO;
+    clearerr(f);                /* a caught error: later writes try again */
+    if (e == EPIPE) {
+        vm->in->out_errno = EPIPE;
+        vm_interrupted(vm, site);
+        snprintf(vm->err.msg, sizeof vm->err.msg, "broken pipe");
+        return false;
+    }
+    vm->in->out_lost = true;
+    vm_error(vm, site, "cannot write to %s: %s", f == stdout ? "standard output" : "the output", strerror(e));
+    return false;
+}
+
+int vm_stop_status(Interp *in)
+{
+    if (in->out_errno == EPIPE) return 128 + SIGPIPE;
+    if (atomic_load(&in->terminate)) return 128 + SIGTERM;
+    return 130;
 }

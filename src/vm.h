@@ -82,12 +82,15 @@ typedef struct Interp {
     /* Ctrl-C: set from the signal handler, read everywhere */
     atomic_int sigint;          /* lock-free: safe in the signal handler, read by workers */
     atomic_int interrupt;
+    atomic_int terminate;       /* SIGTERM: like Ctrl-C, and the session ends (exit 143) */
     atomic_int main_waiting;    /* the main thread is blocked on a future: its core is free */
     /* main-thread only */
     struct AsyncState *async;   /* calls dispatched, waiting and timing counters (async.c) */
     ObjDict *modules;           /* name -> module */
     void *preloaded;            /* modules parsed before the run (load.c) */
     FILE *out;                  /* what the program prints */
+    int out_errno;              /* main-thread only: EPIPE once the reader of out is gone */
+    bool out_lost;              /* main-thread only: a write to out failed (exit status 1) */
     FILE *err;                  /* runtime errors and warnings */
 } Interp;
 
@@ -147,6 +150,15 @@ void vm_print_error(VM *vm, FILE *out);
 void vm_tb_push(VM *vm, const Node *site);
 /* Ctrl-C or cancellation pending: records the error and returns true. */
 bool vm_check_interrupt(VM *vm);
+/* Writes the program's output (print, input's prompt, the REPL's echo) to
+ * in->out, flushing it if asked, and checks it. A failed write is a
+ * runtime error at site ("cannot write to standard output: REASON"); a
+ * broken pipe (the reader is gone) ends the program quietly: an
+ * uncatchable error, and in->out_errno = EPIPE. */
+bool vm_write_out(VM *vm, const char *p, size_t n, bool flush, const Node *site);
+/* The exit status of a run that stopped without an error to report:
+ * 141 for a broken pipe, 143 for SIGTERM, 130 for Ctrl-C. */
+int vm_stop_status(Interp *in);
 /* The source of the code running now (for messages and task records). */
 const Source *vm_source(VM *vm);
 
