@@ -171,6 +171,19 @@ AdNode ad_s2(AdTape *t, AdNode a, double ca, AdNode b, double cb)
 {
     if (a == AD_NONE && b == AD_NONE) return AD_NONE;
     if (bad(t, a) || bad(t, b)) return AD_ERR;
+    if (t->len < t->cap && t->len < (size_t)INT32_MAX) {   /* the common case inline */
+        Nd *d = &t->v[t->len];
+        d->kind = K_S;
+        d->ndim = 0;
+        d->a = a;
+        d->b = b;
+        d->n = 1;
+        d->off = t->total++;
+        d->ca = ca;
+        d->cb = cb;
+        d->aux = NULL;
+        return (AdNode)t->len++;
+    }
     AdNode r = push(t, K_S, a, b, 1, 0, NULL);
     if (r >= 0) {
         t->v[r].ca = ca;
@@ -593,9 +606,16 @@ int ad_backward(AdTape *t, AdNode out, const double *seed, AdGrad *g)
     g->touched[out] = 1;
     uint8_t *mask = NULL;
     size_t maskn = 0;
+    uint8_t *touched = g->touched;
     for (AdNode i = out; i >= 0; i--) {
-        if (!g->touched[i]) continue;
+        if (!touched[i]) continue;
         const Nd *d = &t->v[i];
+        if (d->kind == K_S) {           /* the common case: a number from one or two numbers */
+            double gv = adj[d->off];
+            if (d->a >= 0) { adj[t->v[d->a].off] += d->ca * gv; touched[d->a] = 1; }
+            if (d->b >= 0) { adj[t->v[d->b].off] += d->cb * gv; touched[d->b] = 1; }
+            continue;
+        }
         const double *gi = adj + d->off;
         double *ga = d->a >= 0 ? adj + t->v[d->a].off : NULL;
         double *gb = d->b >= 0 ? adj + t->v[d->b].off : NULL;
