@@ -110,7 +110,8 @@ Value eval_call_callee(VM *vm, Node *n, Value callee)
         if ((bd->flags & BI_IMPURE) && vm->is_task) { pop_to(vm, base); return impure_in_task(vm, bd, n); }
         if (!builtin_resolve(vm, bd, vm->stack + base, nargs, n)) { pop_to(vm, base); return v_exc(); }
         Args a = { nargs, vm->stack + base, 0, NULL, NULL, n, bd };
-        Value r = bd->fn(vm, &a);
+        Value r = tp_intercepts(&a) ? tp_builtin(vm, bd, &a) : v_notimpl();
+        if (r.t == T_NOTIMPL) r = bd->fn(vm, &a);
         pop_to(vm, base);
         return r;
     }
@@ -251,6 +252,10 @@ static Value builtin_call(VM *vm, Value fn, Args *a)
     if ((bd->flags & BI_IMPURE) && vm->is_task) return impure_in_task(vm, bd, a->site);
     if (!builtin_resolve(vm, bd, a->v, a->n, a->site) || !builtin_resolve(vm, bd, a->kw, a->nkw, a->site)) return v_exc();
     a->def = bd;
+    if (tp_intercepts(a)) {      /* differentiated values: their kind decides first */
+        Value r = tp_builtin(vm, bd, a);
+        if (r.t != T_NOTIMPL) return r;
+    }
     return bd->fn(vm, a);
 }
 

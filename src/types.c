@@ -590,6 +590,25 @@ Value tp_math(VM *vm, MathFn fn, Value v, long arg, const Node *site)
     return t->math ? t->math(vm, fn, v, arg, site) : v_notimpl();
 }
 
+bool tp_intercepts(const Args *a)
+{
+    for (int i = 0; i < a->n + a->nkw; i++) {
+        Value v = i < a->n ? a->v[i] : a->kw[i - a->n];
+        if (v.t >= T_FIRST_OBJ && (type_of(v)->flags & TF_INTERCEPT)) return true;
+    }
+    return false;
+}
+
+Value tp_builtin(VM *vm, const struct BuiltinDef *bd, Args *a)
+{
+    for (int i = 0; i < a->n + a->nkw; i++) {
+        Value v = i < a->n ? a->v[i] : a->kw[i - a->n];
+        const TypeOps *t = type_of(v);
+        if (v.t >= T_FIRST_OBJ && (t->flags & TF_INTERCEPT) && t->builtin) return t->builtin(vm, bd, a);
+    }
+    return v_notimpl();
+}
+
 Value tp_reduce(VM *vm, ReduceFn fn, Value v, Args *a)
 {
     qh_assert((unsigned)fn < R_NFUNCS);

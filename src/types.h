@@ -65,6 +65,11 @@ bool tp_number(Value v, double *out);
  * when it does not (the builtin then says what it accepts). */
 Value tp_math(VM *vm, MathFn fn, Value v, long arg, const Node *site);
 Value tp_reduce(VM *vm, ReduceFn fn, Value v, Args *a);
+/* A builtin's arguments hold a TF_INTERCEPT kind: that kind's builtin
+ * slot's answer (v_notimpl(): the builtin runs as usual). Cheap check
+ * first: tp_intercepts. */
+bool tp_intercepts(const Args *a);
+Value tp_builtin(VM *vm, const struct BuiltinDef *bd, Args *a);
 /* The symbol of an operator, for messages. */
 const char *op_symbol(BinOp op);
 

@@ -25,7 +25,7 @@ typedef enum ValType {
     T_NIL, T_BOOL, T_NUM, T_BUILTIN, T_UNBOUND, T_EXC, T_NOTIMPL,   /* immediate */
     T_STR, T_LIST, T_DICT, T_COMPLEX, T_CELL, T_SLICE,             /* heap: this room's kinds */
     T_FUNC, T_MODULE,                                             /* heap: the evaluator's */
-    T_ARRAY, T_DEVICE, T_OP, T_FUTURE, T_GRADFN, T_DUAL,          /* heap: other rooms' */
+    T_ARRAY, T_DEVICE, T_OP, T_FUTURE, T_GRADFN,                  /* heap: other rooms' */
     T_NTYPES,                   /* tags from here on: type_register_new */
     T_MAXTYPES = 256
 } ValType;
@@ -227,6 +227,7 @@ enum {
     TF_CODE = 2,        /* functions and modules: shared or refused by copies (CopyCtx) */
     TF_TRACK = 4,       /* a container that may form cycles: tasks sweep it (value_track_*) */
     TF_DEVICE = 8,      /* can be a qfn's device (`qfn f() on DEVICE`) */
+    TF_INTERCEPT = 16,  /* builtins called with it go to its builtin slot first */
 };
 
 typedef struct TypeOps {
@@ -260,6 +261,10 @@ typedef struct TypeOps {
     Value (*math)(VM *vm, MathFn fn, Value v, long arg, const Node *site);  /* arg: round's digits */
     Value (*reduce)(VM *vm, ReduceFn fn, Value v, Args *a);               /* a: the builtin's arguments */
     Value (*stmt)(VM *vm, Value v, const Node *site);   /* the value as an expression statement */
+    /* TF_INTERCEPT: a builtin called with a value of this kind among its
+     * arguments (positional or keyword): the result, or v_notimpl() to let
+     * the builtin run as usual (differentiated values: grad's tracked kinds) */
+    Value (*builtin)(VM *vm, const struct BuiltinDef *bd, Args *a);
 } TypeOps;
 
 /* The table, indexed by tag; every tag a live value can carry has an entry.

@@ -129,6 +129,7 @@ struct VM {
     double wait_time;           /* seconds the main thread spent waiting */
     int cur_line;               /* line of the top-level statement running (trace) */
     const Source *top_src;      /* REPL: the input being run, for its top-level messages */
+    struct AdCtx *ad;           /* the differentiation running on this VM (track.h), or NULL */
 };
 
 
