@@ -216,6 +216,12 @@ static bool array_setindex(VM *vm, Value a, int nidx, const Value *idx, Value v,
         if (e) { decref(fv); return false; }
         k = ar_assign_array(AS_ARR(a), ix, nidx, x, err);
         ar_free(x);
+    } else if (fv.t >= T_FIRST_OBJ && (type_of(fv)->flags & TF_INTERCEPT)) {
+        /* a differentiated value: it would lose its derivative here */
+        vm_error(vm, site, "cannot store a differentiated %s in an array made outside the differentiated code "
+                 "(build the array with array([...]) from the values, or keep them in a list)", type_name(fv));
+        decref(fv);
+        return false;
     } else {
         vm_error(vm, site, "cannot store %s in an array", type_name(fv));
         decref(fv);
@@ -224,6 +230,15 @@ static bool array_setindex(VM *vm, Value a, int nidx, const Value *idx, Value v,
     decref(fv);
     if (k == AR_ERR) { vm_error(vm, site, "%s", err); return false; }
     return true;
+}
+
+bool arr_subscript(VM *vm, Value v, const Node *site, void *ix) { return to_ix(vm, v, site, ix); }
+
+Array *arr_from_list(VM *vm, Value list, const Node *site)
+{
+    bool e = false;
+    Array *a = list_to_array(vm, list, site, &e);
+    return e ? NULL : a;
 }
 
 static Value array_contains(VM *vm, Value a, Value x, const Node *site)
@@ -314,7 +329,7 @@ static Value array_reduce(VM *vm, ReduceFn fn, Value a, Args *args)
 
 /* ---------------------------------------------------------------- array(list) */
 
-typedef struct Flat { double *re, *im; size_t n, cap; bool cplx; int ndim; size_t shape[AR_MAXDIM]; } Flat;
+typedef struct Flat { double *re, *im; size_t n, cap; bool cplx; int ndim; size_t shape[AR_MAXDIM]; Value foreign; } Flat;
 
 static bool flat_put(Flat *f, double re, double im)
 {
@@ -361,9 +376,10 @@ static bool flatten(VM *vm, Value v, int depth, Flat *f, const Node *site)
         return true;
     }
     ArScalar s;
-    double num;
-    if (v.t != T_NUM && tp_number(v, &num)) {
-        vm_error(vm, site, "array(): a differentiated number cannot go into an array (inside grad, keep such numbers in lists)");
+    if (v.t >= T_FIRST_OBJ && (type_of(v)->flags & TF_INTERCEPT)) {
+        /* a differentiated value: its kind builds the array (bi_array) */
+        f->foreign = v;
+        vm_error(vm, site, "a differentiated %s cannot go into an array here: make the array with array([...])", type_name(v));
         return false;
     }
     if (!to_scalar(v, &s)) { vm_error(vm, site, "array(): elements must be numbers, not %s", type_name(v)); return false; }
@@ -421,7 +437,14 @@ static Value bi_array(VM *vm, Args *a)
     bool err = false;
     Array *r = NULL;
     if (v.t != T_LIST && v.t != T_ARRAY) { return vm_error(vm, a->site, "array() needs a list or array, not %s", type_name(v)); }
-    if (!flatten(vm, v, 0, &f, a->site)) err = true;
+    if (!flatten(vm, v, 0, &f, a->site)) {
+        err = true;
+        const TypeOps *ft = f.foreign.t >= T_FIRST_OBJ ? type_of(f.foreign) : NULL;
+        if (ft && ft->builtin) {   /* differentiated elements: their kind makes the array */
+            free(f.re); free(f.im);
+            return ft->builtin(vm, a->def, a);
+        }
+    }
     else r = flat_to_array(vm, &f, cplx, a->site, &err);
     free(f.re); free(f.im);
     if (err) return v_exc();

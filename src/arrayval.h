@@ -14,6 +14,11 @@ typedef struct ObjArray { Obj h; struct Array *a; } ObjArray;
 Value arr_wrap(struct Array *a);
 /* Row i of an array (an element of a 1-d one). */
 Value arr_row(VM *vm, Value a, size_t i, const Node *site);
+/* For rooms that mirror arrays (gradients' tracked arrays): a subscript
+ * (integer or slice value) as the array room's index, and a nested list of
+ * numbers as an array (false / NULL with the error recorded). */
+bool arr_subscript(VM *vm, Value v, const Node *site, void *ix /* ArIndex * */);
+struct Array *arr_from_list(VM *vm, Value list, const Node *site);
 /* Registers the array kind and the array builtins (start-up). */
 void arrayval_open(void);
 

@@ -1,114 +1,636 @@
-/* grad.c — gradients of quantum functions (lang/quantum.md, grad): the
- * function grad(f) returns (a kind with a call slot), and the three methods
- * computed on whichever VM runs the call: adjoint (one forward and one
- * backward sweep), parameter-shift (two or four shifted runs per gate
- * parameter, shared with idle workers) and finite differences. A gradient
- * call is dispatched like a qfn call (async.h) with this room's body.
- * Knows values, the evaluator's call binding, the quantum runtime's entry,
- * dual numbers and the tape, arrays, and the executor for helper tasks. */
+/* grad.c — derivatives of whole programs (lang/quantum.md, "Gradients"):
+ * the builtins grad, jacobian, hessian and metric_tensor, the kind of the
+ * functions they return, and evaluating them. A call of such a function is
+ * dispatched like a qfn call (a task, a future); its body evaluates f once
+ * with the differentiated arguments replaced by tracked values (track.h),
+ * so every operation the evaluation performs records onto a tape; qfn calls
+ * made with tracked arguments become Jacobian nodes computed on the
+ * workers (diffq.h); one backward sweep per output gives the derivatives.
+ * hessian differentiates the exact gradient by central differences.
+ * Knows values, the evaluator's call binding, async dispatch, arrays, the
+ * tape, the tracked kinds and the quantum side's interface.
+ */
 #include "grad.h"
 #include "array.h"
 #include "arrayval.h"
 #include "async.h"
-#include "dual.h"
+#include "diffq.h"
 #include "eval.h"
-#include "exec.h"
 #include "qh_assert.h"
-#include "qrt.h"
+#include "track.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
-
-#include <complex.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* ---------------------------------------------------------------- the grad function object */
+#define MAX_ARGNUMS 16
 
-typedef struct ObjGrad { Obj h; Value f; int argnum; GradMethod method; } ObjGrad;
-#define AS_GRAD(v) ((ObjGrad *)(v).o)
-
+typedef enum DKind { D_GRAD, D_JAC, D_HESS, D_METRIC, D_NKINDS } DKind;
+static const char *const kind_names[D_NKINDS] = { "grad", "jacobian", "hessian", "metric_tensor" };
+/* the future's label prefix: static (a future keeps the pointer) */
+static const char *const kind_prefix[D_NKINDS] = { "grad ", "jacobian ", "hessian ", "metric_tensor " };
 static const char *const method_names[GRAD_NMETHODS] = {
     [GRAD_ADJOINT] = "adjoint", [GRAD_SHIFT] = "parameter-shift", [GRAD_FD] = "finite-diff",
 };
 
-static void grad_free(Obj *o) { decref(((ObjGrad *)o)->f); free(o); }
-static void grad_clear(Obj *o) { ObjGrad *g = (ObjGrad *)o; Value f = g->f; g->f = v_nil(); decref(f); }
-static void grad_traverse(Obj *o, void (*visit)(Value, void *), void *ud) { visit(((ObjGrad *)o)->f, ud); }
-static void grad_repr(Buf *b, Value v, bool quoted)
+/* What a derivative function computes (also the task body's argument). */
+typedef struct DSpec {
+    DKind kind;
+    int nargnum;
+    int argnum[MAX_ARGNUMS];
+    bool argnum_list;           /* argnum= was a list: one result per position */
+    GradMethod method;
+    bool diag;                  /* metric_tensor(approx="diag") */
+} DSpec;
+
+typedef struct ObjGrad { Obj h; Value f; DSpec s; } ObjGrad;
+#define AS_GRAD(v) ((ObjGrad *)(v).o)
+
+/* ---------------------------------------------------------------- the function kind */
+
+static void gfn_free(Obj *o) { decref(((ObjGrad *)o)->f); free(o); }
+static void gfn_clear(Obj *o) { ObjGrad *g = (ObjGrad *)o; Value f = g->f; g->f = v_nil(); decref(f); }
+static void gfn_traverse(Obj *o, void (*visit)(Value, void *), void *ud) { visit(((ObjGrad *)o)->f, ud); }
+
+static void gfn_repr(Buf *b, Value v, bool quoted)
 {
     (void)quoted;
     ObjGrad *g = AS_GRAD(v);
-    if (g->f.t != T_FUNC) { buf_puts(b, "<grad>"); return; }
-    buf_printf(b, "<grad of %s, argnum=%d, method=\"%s\">", AS_FUNC(g->f)->p->name, g->argnum, method_names[g->method]);
+    if (g->f.t != T_FUNC) { buf_printf(b, "<%s>", kind_names[g->s.kind]); return; }
+    buf_printf(b, "<%s of %s, argnum=", kind_names[g->s.kind], AS_FUNC(g->f)->p->name);
+    if (g->s.argnum_list) {
+        buf_putc(b, '[');
+        for (int i = 0; i < g->s.nargnum; i++) buf_printf(b, "%s%d", i ? ", " : "", g->s.argnum[i]);
+        buf_putc(b, ']');
+    } else {
+        buf_printf(b, "%d", g->s.argnum[0]);
+    }
+    if (g->s.kind == D_METRIC) buf_printf(b, ", approx=\"%s\">", g->s.diag ? "diag" : "block-diag");
+    else buf_printf(b, ", method=\"%s\">", method_names[g->s.method]);
 }
-static Value grad_copy(Value v, CopyCtx *cc)
+
+static Value gfn_copy(Value v, CopyCtx *cc)
 {
     ObjGrad *g = AS_GRAD(v), *n = (ObjGrad *)obj_alloc(sizeof(ObjGrad), T_GRADFN);
     copy_memo_put(cc, g, n);
-    n->argnum = g->argnum;
-    n->method = g->method;
+    n->s = g->s;
     n->f = value_copy_deep(g->f, cc);
     return v_obj(&n->h);
 }
 
-static Value bi_grad(VM *vm, Args *a)
+/* grad(f, argnum=0, method="adjoint") and its siblings */
+static Value make_dfn(VM *vm, Args *a, DKind kind)
 {
+    const char *who = kind_names[kind];
     Value f = a->v[0];
-    if (f.t != T_FUNC || !AS_FUNC(f)->p->is_qfn || AS_FUNC(f)->device.t != T_DEVICE)
-        return vm_error(vm, a->site, "grad() needs a quantum function with a device (qfn ... on DEVICE), not %s",
-                        f.t == T_FUNC ? "a plain function" : type_name(f));
-    Value *an = arg_kw(a, "argnum"), *m = arg_kw(a, "method");
-    int argnum = 0;
-    GradMethod method = GRAD_ADJOINT;
-    if (an) {
-        if (an->t != T_NUM || an->n != floor(an->n) || an->n < 0 || an->n > 1e6) return vm_error(vm, a->site, "grad(): argnum must be a non-negative integer");
-        argnum = (int)an->n;
-        if (argnum >= AS_FUNC(f)->p->nparams)
-            return vm_error(vm, a->site, "grad(): argnum=%d but %s() has %d parameter%s", argnum, AS_FUNC(f)->p->name,
-                            AS_FUNC(f)->p->nparams, AS_FUNC(f)->p->nparams == 1 ? "" : "s");
-    } else if (AS_FUNC(f)->p->nparams == 0) {
-        return vm_error(vm, a->site, "grad(): %s() has no parameters to differentiate", AS_FUNC(f)->p->name);
+    if (f.t == T_BUILTIN)
+        return vm_error(vm, a->site, "%s() cannot differentiate the builtin %s() itself: wrap it, fn(x) { return %s(x) }", who, f.bi->name, f.bi->name);
+    if (f.t != T_FUNC)
+        return vm_error(vm, a->site, "%s() needs a function (fn or qfn), not %s", who, type_name(f));
+    FnProto *p = AS_FUNC(f)->p;
+    if (kind == D_METRIC && (!p->is_qfn || AS_FUNC(f)->device.t != T_DEVICE))
+        return vm_error(vm, a->site, "metric_tensor() needs a quantum function with a device (qfn ... on DEVICE)");
+    if (!p->pure) {
+        const char *why = p->impure_why ? p->impure_why : "has side effects";
+        return vm_error(vm, a->site, "%s(): %s() %s (line %d); a differentiated function runs as a task and must not "
+                        "print, read input, import or assign globals", who, p->name, why, p->impure_line);
     }
+    DSpec s;
+    memset(&s, 0, sizeof s);
+    s.kind = kind;
+    s.method = GRAD_ADJOINT;
+    Value *an = arg_kw(a, "argnum"), *m = arg_kw(a, "method"), *ap = arg_kw(a, "approx");
+    if (an && an->t == T_LIST) {
+        ObjList *l = AS_LIST(*an);
+        if (l->len == 0 || l->len > MAX_ARGNUMS) return vm_error(vm, a->site, "%s(): argnum= needs 1 to %d positions", who, MAX_ARGNUMS);
+        s.argnum_list = true;
+        s.nargnum = (int)l->len;
+        for (size_t i = 0; i < l->len; i++) {
+            Value x = l->v[i];
+            if (x.t != T_NUM || x.n != floor(x.n) || x.n < 0 || x.n > 1e6) return vm_error(vm, a->site, "%s(): argnum must be non-negative integers", who);
+            s.argnum[i] = (int)x.n;
+            for (size_t j = 0; j < i; j++)
+                if (s.argnum[j] == s.argnum[i]) return vm_error(vm, a->site, "%s(): argnum %d given twice", who, s.argnum[i]);
+        }
+    } else if (an) {
+        if (an->t != T_NUM || an->n != floor(an->n) || an->n < 0 || an->n > 1e6)
+            return vm_error(vm, a->site, "%s(): argnum must be a non-negative integer or a list of them", who);
+        s.nargnum = 1;
+        s.argnum[0] = (int)an->n;
+    } else {
+        if (p->nparams == 0) return vm_error(vm, a->site, "%s(): %s() has no parameters to differentiate", who, p->name);
+        s.nargnum = 1;
+    }
+    for (int i = 0; i < s.nargnum; i++)
+        if (s.argnum[i] >= p->nparams)
+            return vm_error(vm, a->site, "%s(): argnum=%d but %s() has %d parameter%s", who, s.argnum[i], p->name,
+                            p->nparams, p->nparams == 1 ? "" : "s");
+    if ((kind == D_HESS) && s.argnum_list)
+        return vm_error(vm, a->site, "hessian(): argnum must be one position");
     if (m) {
-        if (m->t != T_STR) return vm_error(vm, a->site, "grad(): method must be a string");
+        if (kind == D_METRIC) return vm_error(vm, a->site, "metric_tensor() got an unexpected keyword argument 'method'");
+        if (m->t != T_STR) return vm_error(vm, a->site, "%s(): method must be a string", who);
         int k;
         for (k = 0; k < GRAD_NMETHODS; k++) if (strcmp(AS_STR(*m)->s, method_names[k]) == 0) break;
-        if (k == GRAD_NMETHODS) return vm_error(vm, a->site, "grad(): unknown method \"%.40s\" (adjoint, parameter-shift, finite-diff)", AS_STR(*m)->s);
-        method = (GradMethod)k;
+        if (k == GRAD_NMETHODS) return vm_error(vm, a->site, "%s(): unknown method \"%.40s\" (adjoint, parameter-shift, finite-diff)", who, AS_STR(*m)->s);
+        s.method = (GradMethod)k;
+    }
+    if (ap) {
+        if (ap->t != T_STR || (strcmp(AS_STR(*ap)->s, "block-diag") != 0 && strcmp(AS_STR(*ap)->s, "diag") != 0))
+            return vm_error(vm, a->site, "metric_tensor(): approx must be \"block-diag\" or \"diag\"");
+        s.diag = strcmp(AS_STR(*ap)->s, "diag") == 0;
     }
     ObjGrad *g = (ObjGrad *)obj_alloc(sizeof(ObjGrad), T_GRADFN);
     g->f = f;
     incref(f);
-    g->argnum = argnum;
-    g->method = method;
+    g->s = s;
     return v_obj(&g->h);
 }
 
-/* ---------------------------------------------------------------- computing a gradient */
+static Value bi_grad(VM *vm, Args *a) { return make_dfn(vm, a, D_GRAD); }
+static Value bi_jacobian(VM *vm, Args *a) { return make_dfn(vm, a, D_JAC); }
+static Value bi_hessian(VM *vm, Args *a) { return make_dfn(vm, a, D_HESS); }
+static Value bi_metric(VM *vm, Args *a) { return make_dfn(vm, a, D_METRIC); }
 
-typedef struct GradArg { int argnum; GradMethod method; } GradArg;
-static Value grad_compute(VM *vm, ObjFunc *f, Value *params, int argnum, GradMethod method, uint64_t seed, uint64_t index, const Node *site);
+/* ---------------------------------------------------------------- inputs and outputs */
 
-/* the body of a gradient task: the bound parameters (references taken) */
-static Value grad_body(VM *vm, ObjFunc *f, Value *params, uint64_t seed, uint64_t index, const Node *site, const void *arg)
+/* The structure of one differentiated argument: a number, an array or a
+ * list of those, with its tape nodes and its place in the flat input. */
+typedef struct Leaf {
+    enum { L_NUM, L_ARR, L_LIST } kind;
+    AdNode node;
+    int ndim;
+    size_t shape[AR_MAXDIM];
+    size_t size, off;           /* scalars, and the first one's flat position */
+    int nkids;
+    struct Leaf *kids;
+} Leaf;
+
+static void leaf_free(Leaf *L)
 {
-    const GradArg *ga = arg;
-    /* a gradient reads its arguments: futures passed in (finished: the task
+    for (int i = 0; i < L->nkids; i++) leaf_free(&L->kids[i]);
+    free(L->kids);
+    L->kids = NULL;
+    L->nkids = 0;
+}
+
+/* The structure and plain values of argument v (no tape yet): x gets the
+ * flat values. */
+static bool leaf_shape(VM *vm, Value v, Leaf *L, size_t *off, double **x, size_t *cap, const char *fname, int argnum, const Node *site)
+{
+    memset(L, 0, sizeof *L);
+    L->off = *off;
+    size_t n = 0;
+    const double *src = NULL;
+    double one;
+    if (v.t == T_NUM || v.t == T_BOOL) {
+        L->kind = L_NUM;
+        one = v.t == T_NUM ? v.n : v.b;
+        src = &one;
+        n = 1;
+    } else if (v.t == T_ARRAY && !ar_is_complex(AS_ARR(v))) {
+        L->kind = L_ARR;
+        L->ndim = ar_ndim(AS_ARR(v));
+        memcpy(L->shape, ar_shape(AS_ARR(v)), (size_t)L->ndim * sizeof(size_t));
+        src = ar_f64_ro(AS_ARR(v));
+        n = ar_size(AS_ARR(v));
+    } else if (v.t == T_LIST) {
+        ObjList *l = AS_LIST(v);
+        L->kind = L_LIST;
+        L->nkids = (int)l->len;
+        L->kids = calloc(l->len + 1, sizeof(Leaf));
+        for (size_t i = 0; i < l->len; i++)
+            if (!leaf_shape(vm, l->v[i], &L->kids[i], off, x, cap, fname, argnum, site)) return false;
+        L->size = *off - L->off;
+        return true;
+    } else {
+        vm_error(vm, site, "argument %d of %s() must be a number, a float array or a list of them to be differentiated, not %s",
+                 argnum, fname, v.t == T_ARRAY ? "a complex array" : type_name(v));
+        return false;
+    }
+    if (*off + n > *cap) {
+        while (*off + n > *cap) *cap = *cap ? *cap * 2 : 16;
+        *x = realloc(*x, *cap * sizeof(double));
+    }
+    if (n) memcpy(*x + *off, src, n * sizeof(double));
+    L->size = n;
+    *off += n;
+    return true;
+}
+
+/* The tracked argument with the structure of L and the values x (flat):
+ * new inputs on vm's tape. */
+static Value leaf_make(VM *vm, Leaf *L, const double *x, const Node *site)
+{
+    AdTape *t = vm->ad->tape;
+    switch (L->kind) {
+    case L_NUM:
+        L->node = ad_input(t, 0, NULL);
+        return track_num(vm, x[L->off], L->node, site);
+    case L_ARR: {
+        char err[AR_ERRLEN];
+        Array *a = ar_from_data(AR_F64, L->ndim, L->shape, x + L->off, err);
+        if (!a) return vm_error(vm, site, "%s", err);
+        L->node = ad_input(t, L->ndim, L->shape);
+        return track_arr(vm, a, L->node, site);
+    }
+    case L_LIST: {
+        ObjList *l = list_new((size_t)L->nkids);
+        Value lv = v_list(l);
+        for (int i = 0; i < L->nkids; i++) {
+            Value e = leaf_make(vm, &L->kids[i], x, site);
+            if (IS_EXC(e)) { decref(lv); return e; }
+            l->v[l->len++] = e;
+        }
+        return lv;
+    }
+    }
+    qh_unreachable();
+}
+
+/* The inputs' adjoints, flat (L->size values at out + L->off). */
+static void leaf_adjoint(const Leaf *L, AdGrad *g, double *out)
+{
+    if (L->kind == L_LIST) {
+        for (int i = 0; i < L->nkids; i++) leaf_adjoint(&L->kids[i], g, out);
+        return;
+    }
+    const double *a = ad_adjoint(g, L->node);
+    for (size_t i = 0; i < L->size; i++) out[L->off + i] = a ? a[i] : 0;
+}
+
+/* Flat values in the structure of L: a number, an array, a list. */
+static Value leaf_value(VM *vm, const Leaf *L, const double *x, const Node *site)
+{
+    switch (L->kind) {
+    case L_NUM: return v_num(x[L->off]);
+    case L_ARR: {
+        char err[AR_ERRLEN];
+        Array *a = ar_from_data(AR_F64, L->ndim, L->shape, x + L->off, err);
+        return a ? arr_wrap(a) : vm_error(vm, site, "%s", err);
+    }
+    case L_LIST: {
+        ObjList *l = list_new((size_t)L->nkids);
+        Value lv = v_list(l);
+        for (int i = 0; i < L->nkids; i++) {
+            Value e = leaf_value(vm, &L->kids[i], x, site);
+            if (IS_EXC(e)) { decref(lv); return e; }
+            l->v[l->len++] = e;
+        }
+        return lv;
+    }
+    }
+    qh_unreachable();
+}
+
+/* The shape a leaf contributes to a Jacobian or Hessian: its own for a
+ * number or an array, the flat length for a list. */
+static int leaf_dims(const Leaf *L, size_t *shape)
+{
+    if (L->kind == L_NUM) return 0;
+    if (L->kind == L_ARR) { memcpy(shape, L->shape, (size_t)L->ndim * sizeof(size_t)); return L->ndim; }
+    shape[0] = L->size;
+    return 1;
+}
+
+/* ---------------------------------------------------------------- one recorded evaluation */
+
+typedef struct Eval {
+    int nin;
+    Leaf leaf[MAX_ARGNUMS];
+    double *x;                  /* flat input values (all differentiated arguments) */
+    size_t n;
+    AdCtx *ctx;
+    Value out;                  /* f's result on the tape */
+} Eval;
+
+static void eval_free(VM *vm, Eval *e)
+{
+    decref(e->out);
+    e->out = v_nil();
+    if (e->ctx) {
+        if (e->ctx->dq) diffq_free(e->ctx->dq);
+        track_end(vm, e->ctx);
+    }
+    e->ctx = NULL;
+    for (int i = 0; i < e->nin; i++) leaf_free(&e->leaf[i]);
+    free(e->x);
+    e->x = NULL;
+}
+
+/* The structures of the differentiated arguments and their values. */
+static bool eval_inputs(VM *vm, ObjFunc *f, Value *params, const DSpec *s, Eval *e, const Node *site)
+{
+    memset(e, 0, sizeof *e);
+    e->out = v_nil();
+    size_t cap = 0;
+    e->nin = s->nargnum;
+    for (int i = 0; i < s->nargnum; i++) {
+        Value v = tp_force(vm, params[s->argnum[i]], site);
+        if (IS_EXC(v)) { e->nin = i; return false; }
+        bool ok = leaf_shape(vm, v, &e->leaf[i], &e->n, &e->x, &cap, f->p->name, s->argnum[i], site);
+        decref(v);
+        if (!ok) { e->nin = i + 1; return false; }
+    }
+    return true;
+}
+
+/* f on the tape at inputs x (e->x when x is NULL): e->out, or false. */
+static bool eval_record(VM *vm, ObjFunc *f, Value *params, const DSpec *s, Eval *e, const double *x, const Node *site)
+{
+    if (!x) x = e->x;
+    e->ctx = track_begin(vm);
+    if (!e->ctx) { vm_error(vm, site, "grad: out of memory"); return false; }
+    e->ctx->dq = diffq_new(vm, s->method);
+    FnProto *p = f->p;
+    size_t base = vm->sp;
+    if (base + (size_t)p->nlocals + 8 >= vm->cap) { vm_error(vm, site, "maximum recursion depth exceeded (value stack full)"); return false; }
+    Value *fr = vm->stack + base;
+    for (int i = 0; i < p->nlocals; i++) { fr[i] = params[i]; incref(fr[i]); }
+    vm->sp = base + (size_t)p->nlocals;
+    for (int i = 0; i < s->nargnum; i++) {
+        Value t = leaf_make(vm, &e->leaf[i], x, site);
+        if (IS_EXC(t)) {
+            for (int k = 0; k < p->nlocals; k++) decref(fr[k]);
+            vm->sp = base;
+            return false;
+        }
+        decref(fr[s->argnum[i]]);
+        fr[s->argnum[i]] = t;
+    }
+    Value r;
+    if (p->is_qfn) r = vm->in->hooks.qfn_call(vm, f, fr, site);
+    else r = eval_run_body(vm, f, fr, site);
+    vm->sp = base;
+    if (IS_EXC(r)) return false;
+    if (is_lazy(r)) {
+        Value fr2 = tp_force(vm, r, site);
+        decref(r);
+        if (IS_EXC(fr2)) return false;
+        r = fr2;
+    }
+    e->out = r;
+    /* the Jacobians of its quantum calls, before any sweep */
+    if (e->ctx->dq && !diffq_finish(e->ctx->dq, vm, site)) return false;
+    return true;
+}
+
+/* The scalars of a result: (node, position) pairs and the result's shape
+ * (a number: ndim 0). Plain numbers count with node AD_NONE. */
+typedef struct Outs { AdNode *node; size_t *pos; size_t n, cap; int ndim; size_t shape[AR_MAXDIM]; } Outs;
+
+static bool outs_add(Outs *o, AdNode n, size_t p)
+{
+    if (o->n == o->cap) {
+        o->cap = o->cap ? o->cap * 2 : 16;
+        o->node = realloc(o->node, o->cap * sizeof(AdNode));
+        o->pos = realloc(o->pos, o->cap * sizeof(size_t));
+        if (!o->node || !o->pos) return false;
+    }
+    o->node[o->n] = n;
+    o->pos[o->n++] = p;
+    return true;
+}
+
+static bool outs_walk(VM *vm, Value v, int depth, Outs *o, const char *fname, const Node *site)
+{
+    if (is_lazy(v)) {
+        Value r = tp_force(vm, v, site);
+        if (IS_EXC(r)) return false;
+        bool ok = outs_walk(vm, r, depth, o, fname, site);
+        decref(r);
+        return ok;
+    }
+    if (v.t == T_LIST) {
+        ObjList *l = AS_LIST(v);
+        if (depth >= AR_MAXDIM) { vm_error(vm, site, "jacobian: %s() returned lists nested too deeply", fname); return false; }
+        if (depth == o->ndim && o->n == 0) { o->ndim = depth + 1; o->shape[depth] = l->len; }
+        else if (depth >= o->ndim || o->shape[depth] != l->len) { vm_error(vm, site, "jacobian: %s() returned ragged lists", fname); return false; }
+        for (size_t i = 0; i < l->len; i++) if (!outs_walk(vm, l->v[i], depth + 1, o, fname, site)) return false;
+        return true;
+    }
+    const Array *A = NULL;
+    AdNode an = AD_NONE;
+    if (v.t == T_ARRAY) A = AS_ARR(v);
+    else if (track_is_arr(v)) { A = track_array(v); an = track_node(v); }
+    if (A) {
+        if (ar_is_complex(A)) { vm_error(vm, site, "jacobian: %s() returned a complex array", fname); return false; }
+        int nd = ar_ndim(A);
+        if (depth == o->ndim && o->n == 0) {
+            if (depth + nd > AR_MAXDIM) { vm_error(vm, site, "jacobian: result has too many dimensions"); return false; }
+            for (int i = 0; i < nd; i++) o->shape[depth + i] = ar_shape(A)[i];
+            o->ndim = depth + nd;
+        } else {
+            bool same = o->ndim == depth + nd;
+            for (int i = 0; same && i < nd; i++) same = o->shape[depth + i] == ar_shape(A)[i];
+            if (!same) { vm_error(vm, site, "jacobian: %s() returned ragged results", fname); return false; }
+        }
+        for (size_t i = 0; i < ar_size(A); i++) if (!outs_add(o, an, i)) return false;
+        return true;
+    }
+    double x;
+    AdNode n;
+    bool err;
+    if (!track_number(vm, v, &x, &n, site, &err)) {
+        if (!err) vm_error(vm, site, "jacobian: %s() must return numbers, a list or an array of them, not %s", fname, type_name(v));
+        return false;
+    }
+    if (depth != o->ndim) { vm_error(vm, site, "jacobian: %s() returned ragged results", fname); return false; }
+    return outs_add(o, n, 0);
+}
+
+/* The gradient of output scalar (node, pos) with respect to every input,
+ * flat: g->n values into row. */
+static bool sweep(VM *vm, Eval *e, AdGrad *g, AdNode node, size_t pos, double *row, const Node *site)
+{
+    memset(row, 0, e->n * sizeof(double));
+    if (node == AD_NONE) return true;
+    AdTape *t = e->ctx->tape;
+    size_t m = ad_size(t, node);
+    double *seed = calloc(m ? m : 1, sizeof(double));
+    if (!seed) { vm_error(vm, site, "grad: out of memory"); return false; }
+    seed[pos] = 1;
+    int rc = ad_backward(t, node, seed, g);
+    free(seed);
+    if (rc != 0) { vm_error(vm, site, "grad: %s", ad_error(t)); return false; }
+    for (int i = 0; i < e->nin; i++) leaf_adjoint(&e->leaf[i], g, row);
+    return true;
+}
+
+/* The result of a scalar-valued f on the tape: its node (AD_NONE: does not
+ * depend on the inputs). */
+static bool scalar_out(VM *vm, Value r, AdNode *node, const char *who, const char *fname, const Node *site)
+{
+    double x;
+    bool err;
+    if (track_number(vm, r, &x, node, site, &err)) return true;
+    if (!err) {
+        const char *hint = (r.t == T_LIST || r.t == T_ARRAY || track_is_arr(r)) ? "; use jacobian() for lists and arrays" : "";
+        vm_error(vm, site, "%s: %s() must return a number (a scalar cost), not %s%s", who, fname, type_name(r), hint);
+    }
+    return false;
+}
+
+/* grad: the gradients in the structure of each differentiated argument */
+static Value run_grad(VM *vm, ObjFunc *f, Value *params, const DSpec *s, const Node *site)
+{
+    Eval e;
+    Value result = v_exc();
+    AdGrad *g = ad_grad_new();
+    if (!eval_inputs(vm, f, params, s, &e, site) || !eval_record(vm, f, params, s, &e, NULL, site)) goto done;
+    AdNode out;
+    if (!scalar_out(vm, e.out, &out, "grad", f->p->name, site)) goto done;
+    double *row = calloc(e.n + 1, sizeof(double));
+    if (!sweep(vm, &e, g, out, 0, row, site)) { free(row); goto done; }
+    if (!s->argnum_list) result = leaf_value(vm, &e.leaf[0], row, site);
+    else {
+        ObjList *l = list_new((size_t)e.nin);
+        result = v_list(l);
+        for (int i = 0; i < e.nin; i++) {
+            Value gi = leaf_value(vm, &e.leaf[i], row, site);
+            if (IS_EXC(gi)) { decref(result); result = gi; break; }
+            l->v[l->len++] = gi;
+        }
+    }
+    free(row);
+done:
+    ad_grad_free(g);
+    eval_free(vm, &e);
+    return result;
+}
+
+/* An array of shape (oshape..., ishape...) from rows (out x in, flat); a
+ * number when both shapes are empty. */
+static Value shaped(VM *vm, const double *v, int ond, const size_t *oshape, int ind, const size_t *ishape, const Node *site)
+{
+    if (ond + ind == 0) return v_num(v[0]);
+    if (ond + ind > AR_MAXDIM) return vm_error(vm, site, "jacobian: the result would have more than %d dimensions", AR_MAXDIM);
+    size_t shape[AR_MAXDIM];
+    memcpy(shape, oshape, (size_t)ond * sizeof(size_t));
+    memcpy(shape + ond, ishape, (size_t)ind * sizeof(size_t));
+    char err[AR_ERRLEN];
+    Array *a = ar_from_data(AR_F64, ond + ind, shape, v, err);
+    return a ? arr_wrap(a) : vm_error(vm, site, "%s", err);
+}
+
+/* jacobian: d out / d in, shape (out..., in...) per differentiated argument */
+static Value run_jacobian(VM *vm, ObjFunc *f, Value *params, const DSpec *s, const Node *site)
+{
+    Eval e;
+    Outs o;
+    memset(&o, 0, sizeof o);
+    Value result = v_exc();
+    AdGrad *g = ad_grad_new();
+    double *J = NULL, *row = NULL;
+    if (!eval_inputs(vm, f, params, s, &e, site) || !eval_record(vm, f, params, s, &e, NULL, site)) goto done;
+    if (!outs_walk(vm, e.out, 0, &o, f->p->name, site)) goto done;
+    J = calloc(o.n * e.n + 1, sizeof(double));
+    row = calloc(e.n + 1, sizeof(double));
+    if (!J || !row) { vm_error(vm, site, "jacobian: out of memory"); goto done; }
+    for (size_t i = 0; i < o.n; i++) {
+        if (!sweep(vm, &e, g, o.node[i], o.pos[i], row, site)) goto done;
+        memcpy(J + i * e.n, row, e.n * sizeof(double));
+    }
+    ObjList *l = s->argnum_list ? list_new((size_t)e.nin) : NULL;
+    for (int k = 0; k < e.nin; k++) {
+        const Leaf *L = &e.leaf[k];
+        size_t ish[AR_MAXDIM];
+        int ind = leaf_dims(L, ish);
+        double *blk = malloc((o.n * L->size + 1) * sizeof(double));
+        for (size_t i = 0; i < o.n; i++) memcpy(blk + i * L->size, J + i * e.n + L->off, L->size * sizeof(double));
+        Value jk = shaped(vm, blk, o.ndim, o.shape, ind, ish, site);
+        free(blk);
+        if (IS_EXC(jk)) { if (l) decref(v_list(l)); goto done; }
+        if (!l) { result = jk; break; }
+        l->v[l->len++] = jk;
+    }
+    if (l) result = v_list(l);
+done:
+    free(J);
+    free(row);
+    free(o.node);
+    free(o.pos);
+    ad_grad_free(g);
+    eval_free(vm, &e);
+    return result;
+}
+
+/* hessian: central differences of the exact gradient, symmetrised:
+ * H[:, j] = (g(x + h e_j) - g(x - h e_j)) / 2h with h = 1e-5 (|x_j| + 1) */
+static Value run_hessian(VM *vm, ObjFunc *f, Value *params, const DSpec *s, const Node *site)
+{
+    Eval e;
+    Value result = v_exc();
+    AdGrad *g = ad_grad_new();
+    double *H = NULL, *gp = NULL, *gm = NULL, *x = NULL;
+    if (!eval_inputs(vm, f, params, s, &e, site)) goto done;
+    size_t n = e.n;
+    H = calloc(n * n + 1, sizeof(double));
+    gp = calloc(n + 1, sizeof(double));
+    gm = calloc(n + 1, sizeof(double));
+    x = malloc((n + 1) * sizeof(double));
+    if (!H || !gp || !gm || !x) { vm_error(vm, site, "hessian: out of memory"); goto done; }
+    for (size_t j = 0; j < n; j++) {
+        double h = 1e-5 * (fabs(e.x[j]) + 1);
+        for (int side = 0; side < 2; side++) {
+            memcpy(x, e.x, n * sizeof(double));
+            x[j] += side ? -h : h;
+            Eval k = e;            /* the same inputs' structure, a fresh tape */
+            k.ctx = NULL;
+            k.out = v_nil();
+            bool ok = eval_record(vm, f, params, s, &k, x, site);
+            AdNode out = AD_NONE;
+            ok = ok && scalar_out(vm, k.out, &out, "hessian", f->p->name, site);
+            ok = ok && sweep(vm, &k, g, out, 0, side ? gm : gp, site);
+            decref(k.out);
+            if (k.ctx) { if (k.ctx->dq) diffq_free(k.ctx->dq); track_end(vm, k.ctx); }
+            if (!ok) goto done;
+        }
+        for (size_t i = 0; i < n; i++) H[i * n + j] = (gp[i] - gm[i]) / (2 * h);
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++) {
+            double v = 0.5 * (H[i * n + j] + H[j * n + i]);
+            H[i * n + j] = H[j * n + i] = v;
+        }
+    size_t sh[AR_MAXDIM];
+    int nd = leaf_dims(&e.leaf[0], sh);
+    result = shaped(vm, H, nd, sh, nd, sh, site);
+done:
+    free(H); free(gp); free(gm); free(x);
+    ad_grad_free(g);
+    eval_free(vm, &e);
+    return result;
+}
+
+/* ---------------------------------------------------------------- calls */
+
+static Value dfn_body(VM *vm, ObjFunc *f, Value *params, uint64_t seed, uint64_t index, const Node *site, const void *arg)
+{
+    (void)seed;
+    (void)index;
+    const DSpec *s = arg;
+    Value r;
+    /* a derivative reads its arguments: futures passed in (finished: the task
      * depended on them) are resolved here, in the task */
     if (!tp_force_args(vm, params, f->p->nparams, site, NULL, true)) {
         for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
         return v_exc();
     }
-    Value r = grad_compute(vm, f, params, ga->argnum, ga->method, seed, index, site);
+    switch (s->kind) {
+    case D_GRAD: r = run_grad(vm, f, params, s, site); break;
+    case D_JAC: r = run_jacobian(vm, f, params, s, site); break;
+    case D_HESS: r = run_hessian(vm, f, params, s, site); break;
+    case D_METRIC: r = diffq_metric(vm, f, params, s->argnum, s->nargnum, s->argnum_list, s->diag, site); break;
+    case D_NKINDS: default: qh_unreachable();
+    }
     for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
     return r;
 }
 
 /* grad(f)(args...): bound like a call of f, dispatched like one (futures
  * among the arguments chain, never block) */
-static Value gradfn_call(VM *vm, Value gv, Args *a)
+static Value dfn_call(VM *vm, Value gv, Args *a)
 {
     ObjGrad *g = AS_GRAD(gv);
     ObjFunc *f = AS_FUNC(g->f);
@@ -116,407 +638,32 @@ static Value gradfn_call(VM *vm, Value gv, Args *a)
     size_t need = (size_t)(f->p->nlocals > a->n ? f->p->nlocals : a->n) + 4;
     if (base + need >= vm->cap) return vm_error(vm, a->site, "maximum recursion depth exceeded (value stack full)");
     Value *slots = vm->stack + base;
-    /* futures are passed on: the gradient's task chains on them like a qfn call */
+    /* futures are passed on: the derivative's task chains on them like a qfn call */
     for (int i = 0; i < a->n; i++) { incref(a->v[i]); slots[i] = a->v[i]; }
     Value kwv[a->nkw ? a->nkw : 1];
     for (int i = 0; i < a->nkw; i++) { incref(a->kw[i]); kwv[i] = a->kw[i]; }
     Args kw = { 0, NULL, a->nkw, a->kwname, kwv, a->site, NULL };
     vm->sp = base + need - 4;
     if (!eval_bind_args(vm, f, slots, a->n, &kw, a->site)) { vm->sp = base; return v_exc(); }
-    GradArg ga = { g->argnum, g->method };
-    Value r = async_dispatch(vm, f, slots, a->site, grad_body, &ga, sizeof ga, "grad ");
+    Value r = async_dispatch(vm, f, slots, a->site, dfn_body, &g->s, sizeof g->s, kind_prefix[g->s.kind]);
     vm->sp = base;
     return r;
-}
-
-/* the input as numbers: a number or a real float array (any shape) */
-typedef struct Input { double *x; size_t n; int ndim; size_t shape[AR_MAXDIM]; bool scalar; } Input;
-
-static bool read_input(VM *vm, Value v, Input *in, const Node *site, const char *fname, int argnum)
-{
-    memset(in, 0, sizeof *in);
-    if (v.t == T_NUM || v.t == T_BOOL) {
-        in->scalar = true;
-        in->n = 1;
-        in->x = malloc(sizeof(double));
-        in->x[0] = v.t == T_NUM ? v.n : v.b;
-        return true;
-    }
-    Value arr = v;
-    bool tmp = false;
-    if (v.t == T_LIST) {
-        arr = vm_call(vm, builtin_named("array"), 1, &v, (Node *)site);
-        if (IS_EXC(arr)) return false;
-        tmp = true;
-    }
-    if (arr.t != T_ARRAY || ar_is_complex(AS_ARR(arr))) {
-        if (tmp) decref(arr);
-        vm_error(vm, site, "grad: argument %d of %s() must be a number or a float array, not %s", argnum, fname, type_name(v));
-        return false;
-    }
-    Array *A = AS_ARR(arr);
-    in->n = ar_size(A);
-    in->ndim = ar_ndim(A);
-    memcpy(in->shape, ar_shape(A), (size_t)in->ndim * sizeof(size_t));
-    in->x = malloc((in->n + 1) * sizeof(double));
-    memcpy(in->x, ar_f64_ro(A), in->n * sizeof(double));
-    if (tmp) decref(arr);
-    return true;
-}
-
-/* the input as the function sees it: duals (ntan tangents, input j seeds
- * tangent j), nested as lists for arrays; or plain numbers with x[j] moved by h */
-static Value build_arg(const Input *in, int ntan, long moved, double h, size_t *pos, int depth)
-{
-    if (in->scalar || depth == in->ndim) {
-        size_t j = *pos;
-        (*pos)++;
-        double x = in->x[j] + ((long)j == moved ? h : 0);
-        if (ntan == 0) return v_num(x);
-        ObjDual *d = dual_alloc(x, ntan);
-        d->d[j] = 1;
-        return v_obj(&d->h);
-    }
-    if (ntan == 0 && depth == 0) {
-        /* plain runs keep the argument an array */
-        char err[AR_ERRLEN];
-        Array *a = ar_from_data(AR_F64, in->ndim, in->shape, in->x, err);
-        if (!a) return v_nil();
-        if (moved >= 0) ar_f64(a)[moved] += h;
-        *pos += in->n;
-        return arr_wrap(a);
-    }
-    size_t len = in->shape[depth];
-    ObjList *l = list_new(len);
-    for (size_t i = 0; i < len; i++) l->v[l->len++] = build_arg(in, ntan, moved, h, pos, depth + 1);
-    return v_list(l);
-}
-
-/* one run of f on this VM with the argument replaced; the result as a value */
-static Value run_once(VM *vm, ObjFunc *f, Value *params, int argnum, Value arg, uint64_t seed, uint64_t index,
-                      const Node *site, QTape *tape)
-{
-    FnProto *p = f->p;
-    size_t base = vm->sp;
-    size_t need = (size_t)p->nlocals + 4;
-    if (base + need >= vm->cap) { decref(arg); return vm_error(vm, site, "maximum recursion depth exceeded"); }
-    Value *slots = vm->stack + base;
-    CopyCtx cc;
-    copy_init(&cc);
-    cc.share_code = true;
-    for (int i = 0; i < p->nparams; i++) slots[i] = i == argnum ? arg : value_copy_deep(params[i], &cc);
-    copy_done(&cc);
-    for (int i = p->nparams; i < p->nlocals; i++) slots[i] = v_unbound();
-    vm->sp = base + (size_t)p->nlocals;
-    Value r = qrt_run_with(vm, f, seed, index, slots, site, tape);
-    vm->sp = base;
-    return r;
-}
-
-static bool result_number(VM *vm, Value r, double *v, const double **d, int *n, const char *fname, const Node *site)
-{
-    *d = NULL;
-    *n = 0;
-    if (r.t == T_NUM) { *v = r.n; return true; }
-    if (r.t == T_DUAL) { *v = AS_DUAL(r)->v; *d = AS_DUAL(r)->d; *n = AS_DUAL(r)->n; return true; }
-    vm_error(vm, site, "grad: %s() must return a number (a scalar cost), not %s", fname, type_name(r));
-    return false;
-}
-
-static Value make_result(VM *vm, const Input *in, const double *g, const Node *site)
-{
-    if (in->scalar) return v_num(g[0]);
-    char err[AR_ERRLEN];
-    Array *a = ar_from_data(AR_F64, in->ndim, in->shape, g, err);
-    if (!a) return vm_error(vm, site, "%s", err);
-    return arr_wrap(a);
-}
-
-/* ---- parameter-shift evaluations shared among workers ----
- * A job is a list of shifted runs; the gradient task and helper tasks on
- * idle workers claim runs from an atomic counter. The gradient task never
- * waits for a queued helper, only for runs in progress, so no worker can
- * block another. The master copies of the function and its arguments are
- * read (copied) by every runner and changed by none. */
-typedef struct ShiftJob {
-    atomic_int refs;
-    atomic_int next, active;
-    int total;
-    int *op, *param;        /* run i: gate op[i], parameter param[i] moved by shift[i] */
-    double *shift;
-    double *out;            /* run i: the values of its expvals, nexp each */
-    int nexp;
-    uint64_t shape;         /* the forward pass's gates: every shifted run must repeat them */
-    Value fn;               /* master copies */
-    Value *params; int nparams;
-    int argnum;
-    Input in;
-    uint64_t seed, index;
-    Interp *interp;
-    CopyCtx mods;           /* modules of the master copies */
-    char err[1100];
-    atomic_int failed;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-} ShiftJob;
-
-static void job_release(void *p)
-{
-    ShiftJob *j = p;
-    if (atomic_fetch_sub_explicit(&j->refs, 1, memory_order_acq_rel) != 1) return;
-    for (int i = 0; i < j->nparams; i++) decref(j->params[i]);
-    copy_release_modules(&j->mods);
-    decref(j->fn);
-    free(j->params); free(j->op); free(j->param); free(j->out); free(j->in.x);
-    pthread_mutex_destroy(&j->mu);
-    pthread_cond_destroy(&j->cv);
-    free(j);
-}
-
-/* claims and runs shifted evaluations until none is left */
-static void job_work(ShiftJob *j, VM *vm)
-{
-    for (;;) {
-        atomic_fetch_add(&j->active, 1);
-        int i = atomic_fetch_add(&j->next, 1);
-        if (i >= j->total || atomic_load(&j->failed)) {
-            pthread_mutex_lock(&j->mu);
-            atomic_fetch_sub(&j->active, 1);
-            pthread_cond_broadcast(&j->cv);
-            pthread_mutex_unlock(&j->mu);
-            return;
-        }
-        CopyCtx cc;
-        copy_init(&cc);
-        Value fn = value_copy_deep(j->fn, &cc);
-        Value *params = malloc((size_t)(j->nparams + 1) * sizeof(Value));
-        for (int k = 0; k < j->nparams; k++) params[k] = value_copy_deep(j->params[k], &cc);
-        copy_done(&cc);
-        QTape st;
-        memset(&st, 0, sizeof st);
-        double evals[GRAD_MAX_EXPVALS];
-        st.method = GRAD_SHIFT;
-        st.shift_op = j->op[i];
-        st.shift_param = j->param[i];
-        st.shift = j->shift[i];
-        st.evals = evals;
-        size_t p0 = 0;
-        Value plain = build_arg(&j->in, 0, -1, 0, &p0, 0);
-        Value r = run_once(vm, AS_FUNC(fn), params, j->argnum, plain, j->seed, j->index, NULL, &st);
-        tape_free(&st);
-        if (IS_EXC(r)) {
-            if (!atomic_exchange(&j->failed, 1)) snprintf(j->err, sizeof j->err, "%s", vm->err.msg);
-        } else if (st.nevals != j->nexp || st.shape != j->shape) {
-            if (!atomic_exchange(&j->failed, 1))
-                snprintf(j->err, sizeof j->err, "grad(method=\"parameter-shift\"): the circuit changes when a gate angle is shifted "
-                         "(it depends on a measured value); use method=\"finite-diff\"");
-        } else {
-            memcpy(j->out + (size_t)i * (size_t)j->nexp, evals, (size_t)j->nexp * sizeof(double));
-        }
-        if (!IS_EXC(r)) decref(r);
-        for (int k = 0; k < j->nparams; k++) decref(params[k]);
-        free(params);
-        copy_release_modules(&cc);
-        decref(fn);
-        pthread_mutex_lock(&j->mu);
-        atomic_fetch_sub(&j->active, 1);
-        pthread_cond_broadcast(&j->cv);
-        pthread_mutex_unlock(&j->mu);
-    }
-}
-
-static void job_helper_run(void *p, ExecTask *t)
-{
-    ShiftJob *j = p;
-    VM vm;
-    vm_init(&vm, j->interp, true);
-    vm.cancel = exec_task_cancel_flag(t);
-    job_work(j, &vm);
-    vm_free(&vm);
-    exec_task_done(t, NULL, NULL);
-}
-
-/* runs every shifted evaluation, on idle workers too when there are any */
-static bool run_shifts(VM *vm, ObjFunc *f, Value *params, int argnum, const Input *in, int *ops, int *prm,
-                       double *shifts, int nruns, double *out, int nexp, uint64_t shape,
-                       uint64_t seed, uint64_t index, const Node *site)
-{
-    ShiftJob *j = calloc(1, sizeof *j);
-    atomic_init(&j->refs, 1);
-    j->total = nruns;
-    j->nexp = nexp;
-    j->shape = shape;
-    j->op = ops; j->param = prm; j->shift = shifts; j->out = out;
-    j->argnum = argnum;
-    j->in = *in;
-    j->in.x = malloc((in->n + 1) * sizeof(double));
-    memcpy(j->in.x, in->x, in->n * sizeof(double));
-    j->seed = seed; j->index = index;
-    j->interp = vm->in;
-    pthread_mutex_init(&j->mu, NULL);
-    pthread_cond_init(&j->cv, NULL);
-    CopyCtx cc;
-    copy_init(&cc);
-    /* the master copies may be freed by a helper thread: not this task's garbage */
-    bool tracked = value_track_pause();
-    j->fn = value_copy_deep(v_obj(&f->h), &cc);
-    j->nparams = f->p->nparams;
-    j->params = malloc((size_t)(j->nparams + 1) * sizeof(Value));
-    for (int k = 0; k < j->nparams; k++) j->params[k] = value_copy_deep(params[k], &cc);
-    copy_done(&cc);
-    copy_move_modules(&j->mods, &cc);
-    value_track_resume(tracked);
-    Exec *e = vm->in->exec;
-    if (e && vm->is_task && j->total > 1) {
-        int helpers = exec_nworkers(e) - 1;
-        if (helpers > j->total - 1) helpers = j->total - 1;
-        for (int h = 0; h < helpers; h++) {
-            atomic_fetch_add(&j->refs, 1);
-            Fut *hf = exec_submit(e, job_helper_run, j, job_release, NULL, 0, "grad shift", site ? site->line : 0);
-            if (hf) fut_release(hf);
-        }
-    }
-    job_work(j, vm);
-    pthread_mutex_lock(&j->mu);
-    while (atomic_load(&j->active) > 0) pthread_cond_wait(&j->cv, &j->mu);
-    pthread_mutex_unlock(&j->mu);
-    bool ok = !atomic_load(&j->failed);
-    if (!ok) vm_error(vm, site, "%s", j->err);
-    j->op = NULL; j->param = NULL; j->shift = NULL; j->out = NULL;     /* the caller's arrays */
-    job_release(j);
-    return ok;
-}
-
-/* Computes grad(f)(params) on this VM. params: the bound parameters
- * (borrowed; each run copies them). */
-static Value grad_compute(VM *vm, ObjFunc *f, Value *params, int argnum, GradMethod method, uint64_t seed, uint64_t index, const Node *site)
-{
-    const char *fname = f->p->name;
-    Input in;
-    if (!read_input(vm, params[argnum], &in, site, fname, argnum)) return v_exc();
-    size_t n = in.n;
-    double *g = calloc(n + 1, sizeof(double));
-    Value result = v_nil();
-    QTape tape;
-    memset(&tape, 0, sizeof tape);
-    tape.ninputs = (int)n;
-    if (method == GRAD_ADJOINT || method == GRAD_SHIFT) {
-        /* the forward pass: inputs and expvals carry tangents */
-        tape.method = method;
-        tape.ntan = (int)n + GRAD_MAX_EXPVALS;
-        tape.record = true;
-        size_t pos = 0;
-        Value arg = build_arg(&in, tape.ntan, -1, 0, &pos, 0);
-        Value r = run_once(vm, f, params, argnum, arg, seed, index, site, &tape);
-        if (IS_EXC(r)) goto fail;
-        double v;
-        const double *d;
-        int nd;
-        if (!result_number(vm, r, &v, &d, &nd, fname, site)) { decref(r); goto fail; }
-        for (size_t j = 0; j < n; j++) g[j] = d ? d[j] : 0;      /* the explicit dependence */
-        double dr[GRAD_MAX_EXPVALS];                              /* d result / d expval_k */
-        for (int k = 0; k < tape.nobs; k++) dr[k] = d ? d[n + (size_t)k] : 0;
-        decref(r);
-        if (tape.nondiff) {
-            vm_error(vm, site, "grad(method=\"%s\") cannot follow %s(); use method=\"finite-diff\"",
-                     method_names[method], tape.nondiff);
-            goto fail;
-        }
-        if (method == GRAD_ADJOINT) {
-            for (int k = 0; k < tape.nobs; k++)
-                for (size_t j = 0; j < n; j++) g[j] += dr[k] * tape.adj[(size_t)k * n + j];
-            goto done;
-        }
-        int nexp = tape.nobs;
-        /* the runs: two-term rule (generator eigenvalues +-1/2, or 0 and 1),
-         * or the four-term rule where the spectrum is {0, +-1/2} (controlled
-         * rotations, Single/DoubleExcitation):
-         * f' = c+ [f(t+pi/2) - f(t-pi/2)] - c- [f(t+3pi/2) - f(t-3pi/2)] */
-        int nruns = 0, cap = 32;
-        int *ops = malloc((size_t)cap * sizeof(int)), *prm = malloc((size_t)cap * sizeof(int));
-        double *sh = malloc((size_t)cap * sizeof(double)), *coef = malloc((size_t)cap * sizeof(double));
-        const double cp = (M_SQRT2 + 1) / (4 * M_SQRT2), cm = (M_SQRT2 - 1) / (4 * M_SQRT2);
-        for (int k = 0; k < tape.nops; k++) {
-            TapeOp *o = &tape.ops[k];
-            if (!o->tan) continue;
-            const SvGateInfo *gi = sv_gate_info(o->op.gate);
-            bool phase_like = o->op.gate == SV_PHASESHIFT || o->op.gate == SV_CPHASE;
-            bool four = o->op.nctrl ? !phase_like : !gi->shift_rule;
-            for (int p = 0; p < o->op.nparams; p++) {
-                bool any = false;
-                for (size_t j = 0; j < n; j++) if (o->tan[(size_t)p * (size_t)tape.ntan + j] != 0) any = true;
-                if (!any || !nexp) continue;
-                if (nruns + 4 > cap) {
-                    cap *= 2;
-                    ops = realloc(ops, (size_t)cap * sizeof(int)); prm = realloc(prm, (size_t)cap * sizeof(int));
-                    sh = realloc(sh, (size_t)cap * sizeof(double)); coef = realloc(coef, (size_t)cap * sizeof(double));
-                }
-                double s4[4] = { M_PI_2, -M_PI_2, 3 * M_PI_2, -3 * M_PI_2 };
-                double c4[4] = { cp, -cp, -cm, cm };
-                double c2[2] = { 0.5, -0.5 };
-                int k_runs = four ? 4 : 2;
-                for (int r = 0; r < k_runs; r++) {
-                    ops[nruns] = k; prm[nruns] = p; sh[nruns] = s4[r];
-                    coef[nruns] = four ? c4[r] : c2[r];
-                    nruns++;
-                }
-            }
-        }
-        double *e = malloc((size_t)(nruns * nexp + 1) * sizeof(double));
-        if (nruns && !run_shifts(vm, f, params, argnum, &in, ops, prm, sh, nruns, e, nexp, tape.shape, seed, index, site)) {
-            free(ops); free(prm); free(sh); free(coef); free(e);
-            goto fail;
-        }
-        for (int r = 0; r < nruns; r++) {
-            TapeOp *o = &tape.ops[ops[r]];
-            double w = 0;                       /* d result / d angle, through every expval */
-            for (int k = 0; k < nexp; k++) w += dr[k] * e[(size_t)r * (size_t)nexp + (size_t)k];
-            w *= coef[r];
-            for (size_t j = 0; j < n; j++) g[j] += w * o->tan[(size_t)prm[r] * (size_t)tape.ntan + j];
-        }
-        free(ops); free(prm); free(sh); free(coef); free(e);
-    } else {
-        double h = 1e-6;
-        for (size_t j = 0; j < n; j++) {
-            double e[2];
-            for (int s = 0; s < 2; s++) {
-                size_t p0 = 0;
-                Value plain = build_arg(&in, 0, (long)j, s == 0 ? h : -h, &p0, 0);
-                Value rr = run_once(vm, f, params, argnum, plain, seed, index, site, NULL);
-                if (IS_EXC(rr)) goto fail;
-                double vv;
-                const double *dd;
-                int nn;
-                if (!result_number(vm, rr, &vv, &dd, &nn, fname, site)) { decref(rr); goto fail; }
-                decref(rr);
-                e[s] = vv;
-            }
-            g[j] = (e[0] - e[1]) / (2 * h);
-        }
-    }
-done:
-    result = make_result(vm, &in, g, site);
-    tape_free(&tape);
-    free(g);
-    free(in.x);
-    return result;
-fail:
-    tape_free(&tape);
-    free(g);
-    free(in.x);
-    return v_exc();
 }
 
 static const char *const kw_grad[] = { "argnum", "method", NULL };
+static const char *const kw_metric[] = { "argnum", "approx", NULL };
 static const BuiltinDef builtins_grad[] = {
     { "grad", bi_grad, 1, 1, 0, kw_grad, 0 },
+    { "jacobian", bi_jacobian, 1, 1, 0, kw_grad, 0 },
+    { "hessian", bi_hessian, 1, 1, 0, kw_grad, 0 },
+    { "metric_tensor", bi_metric, 1, 1, 0, kw_metric, 0 },
     { NULL, NULL, 0, 0, 0, NULL, 0 },
 };
 
 static const TypeOps gradfn_ops = {
     .name = "function", .flags = TF_CODE,
-    .free = grad_free, .clear = grad_clear, .traverse = grad_traverse,
-    .copy = grad_copy, .repr = grad_repr, .call = gradfn_call,
+    .free = gfn_free, .clear = gfn_clear, .traverse = gfn_traverse,
+    .copy = gfn_copy, .repr = gfn_repr, .call = dfn_call,
 };
 
 void grad_open(void)

@@ -13,7 +13,7 @@
 #include "corelib.h"
 #include "cpus.h"
 #include "diag.h"
-#include "dual.h"
+#include "diffq.h"
 #include "eval.h"
 #include "grad.h"
 #include "iolib.h"
@@ -42,12 +42,13 @@ static void init_rooms(void)
     func_open();            /* modules */
     corelib_open();         /* the core builtins */
     arrayval_open();        /* arrays */
-    dual_open();            /* dual numbers */
+    track_open();           /* differentiated numbers and arrays */
     qrt_open();             /* devices, operators, quantum builtins */
     iolib_open();           /* files and data (io.h) */
     circuitlib_open();      /* OpenQASM, draw, specs */
     async_open();           /* futures, ready/wait/sync */
-    grad_open();            /* gradient functions, grad */
+    diffq_open();           /* differentiated quantum calls */
+    grad_open();            /* gradient functions: grad, jacobian, hessian, metric_tensor */
 }
 
 void qh_init(void) { pthread_once(&init_once, init_rooms); }
@@ -101,6 +102,7 @@ qh_State *qh_open(const qh_Config *cfg)
     in->qh_path = cfg->qh_path;
     in->ncpu = qh_cpus();
     async_attach(in);
+    diffq_attach(in);       /* qfn calls with differentiated arguments */
     module_attach(in);
     Q->argv = list_new(0);
     for (int i = 0; i < cfg->argc; i++) list_push(Q->argv, v_str(cfg->argv[i]));

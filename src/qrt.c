@@ -3,12 +3,14 @@
  * running qfn's device), measurements, and running a qfn call on a pooled
  * device instance. Validates user input and names the gate or wire in
  * errors, then hands the simulator (sv_) plain structs. Knows values, the
- * evaluator's entry, arrays, dual numbers and the tape, the pool and sv.h;
+ * evaluator's entry, arrays, the tracked kinds and the recording interface
+ * of differentiated runs (qrec.h), the pool and sv.h;
  * nothing of the executor's scheduling. */
 #include "qrt.h"
 #include "arrayval.h"
 #include "array.h"
-#include "dual.h"
+#include "qrec.h"
+#include "track.h"
 #include "eval.h"
 #include "exec.h"
 #include "pool.h"
@@ -53,8 +55,9 @@ typedef struct ObjOp {
     char paulis[8];     /* OPK_CHAN PauliError: its operators */
     double cparams[4];  /* OPK_CHAN: its parameters (op.nparams of them) */
     cplx *matrix;       /* QubitUnitary: owned copy */
-    double *tangent;    /* grad: d params / d inputs, nparams * ntan, or NULL */
-    int ntan;
+    AdNode pnode[3];    /* the tape nodes of tracked parameters (AD_NONE: a constant) */
+    bool tracked;       /* some parameter is tracked */
+    uint64_t ptape;     /* the evaluation whose tape pnode refers to */
     SvPauli *terms;     /* OPK_OBS */
     uint64_t *idw;      /* OPK_OBS, per term: the wires an Identity factor names (never in x|z);
                            they change no value, only the printed form and matrix()'s size */
@@ -87,7 +90,7 @@ typedef struct QCtx {
     QasmCircuit *capture;  /* adjoint/ctrl of a function: gates are collected, not applied */
     const ObjDevice *dev;
     Rng rng;
-    struct QTape *tape;         /* grad.c: recorded operations, or NULL */
+    QRec *grec;                 /* a differentiated run (diffq.c), or NULL */
 } QCtx;
 
 static void device_free(Obj *o) { decref(((ObjDevice *)o)->noise); free(o); }
@@ -130,7 +133,6 @@ static void op_free(Obj *o)
     free(p->matrix);
     free(p->terms);
     free(p->idw);
-    free(p->tangent);
     free(p->kraus);
     free(p);
 }
@@ -139,6 +141,7 @@ static ObjOp *op_new(int kind)
 {
     ObjOp *p = (ObjOp *)obj_alloc(sizeof(ObjOp), T_OP);
     p->kind = kind;
+    p->pnode[0] = p->pnode[1] = p->pnode[2] = AD_NONE;
     return p;
 }
 
@@ -161,10 +164,6 @@ static ObjOp *op_clone(const ObjOp *p)
     if (p->idw) {
         n->idw = malloc((size_t)p->nterms * sizeof(uint64_t) + 1);
         memcpy(n->idw, p->idw, (size_t)p->nterms * sizeof(uint64_t));
-    }
-    if (p->tangent) {
-        n->tangent = malloc((size_t)(p->op.nparams * p->ntan) * sizeof(double));
-        memcpy(n->tangent, p->tangent, (size_t)(p->op.nparams * p->ntan) * sizeof(double));
     }
     if (p->kraus) {
         size_t d = (size_t)1 << p->op.nwires;
@@ -364,19 +363,19 @@ static bool sleep_latency(VM *vm, double secs)
 
 Value qrt_run(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site)
 {
-    return qrt_run_with(vm, f, seed, index, slots, site, NULL);
+    return qrt_run_rec(vm, f, seed, index, slots, site, NULL);
 }
 
 static Value run_inner(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site,
-                       struct QTape *tape, QRecord *rec);
+                       QRec *grec, QRecord *rec);
 
-Value qrt_run_with(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site, struct QTape *tape)
+Value qrt_run_rec(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site, QRec *grec)
 {
-    return run_inner(vm, f, seed, index, slots, site, tape, NULL);
+    return run_inner(vm, f, seed, index, slots, site, grec, NULL);
 }
 
 static Value run_inner(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site,
-                       struct QTape *tape, QRecord *rec)
+                       QRec *grec, QRecord *rec)
 {
     QRuntime *q = vm->in->qrt;
     if (f->device.t != T_DEVICE) {
@@ -394,10 +393,6 @@ static Value run_inner(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value 
         return v_exc();
     }
     char key[64], err[256];
-    if (dev->mixed && tape && tape->method == GRAD_ADJOINT) {
-        for (int i = 0; i < f->p->nlocals; i++) decref(slots[i]);
-        return vm_error(vm, site, "grad(method=\"adjoint\") needs the statevector device; on the mixed device use method=\"parameter-shift\" or \"finite-diff\"");
-    }
     snprintf(key, sizeof key, "%s:%d", dev->mixed ? "mixed" : "statevector", dev->wires);
     InstArg ia = { dev->wires, dev->mixed };
     int nq = dev->wires;
@@ -425,17 +420,17 @@ static Value run_inner(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value 
     ctx.dm = inst->mixed ? &inst->d : NULL;
     ctx.nq = nq;
     ctx.dev = dev;
-    ctx.tape = tape;
+    ctx.grec = grec;
     ctx.rec = rec;
     rng_seed2(&ctx.rng, dev->has_seed ? dev->seed : seed, index);
-    if (tape) tape->shots = dev->shots != 0;
+    if (grec) qrec_shots(grec, dev->shots != 0);
     QCtx *saved = vm->q;
     vm->q = &ctx;
     Value r = eval_run_body(vm, f, slots, site);
     vm->q = saved;
-    if (tape && !IS_EXC(r) && !grad_after_body(tape, s)) {
+    if (grec && !IS_EXC(r) && !qrec_after_body(grec, inst->mixed ? NULL : s, nq)) {
         decref(r);
-        r = vm_error(vm, site, "%s", tape->err);
+        r = vm_error(vm, site, "%s", qrec_error(grec));
     }
     sv_set_threads(s, NULL, 1);
     vm->dev_bytes -= bytes;
@@ -547,18 +542,17 @@ static Value bi_gate(VM *vm, Args *a)
     for (int i = 0; i < gi->nparams; i++, pos++) {
         Value v = a->v[pos];
         double d;
-        if (!grad_param_value(v, &d)) {
+        AdNode node;
+        bool terr;
+        if (!track_number(vm, v, &d, &node, a->site, &terr)) {
             decref(pv);
+            if (terr) return v_exc();
             return vm_error(vm, a->site, "%s: parameter %d must be a real number, not %s", gi->name, i + 1, type_name(v));
         }
         if (!isfinite(d)) { decref(pv); return vm_error(vm, a->site, "%s: parameter %d is not finite (%g)", gi->name, i + 1, d); }
         op->params[i] = d;
-        int nt = 0;
-        const double *t = grad_param_tangent(v, &nt);
-        if (t) {
-            if (!p->tangent) { p->ntan = nt; p->tangent = calloc((size_t)(gi->nparams * nt), sizeof(double)); }
-            if (nt == p->ntan) memcpy(p->tangent + (size_t)i * (size_t)nt, t, (size_t)nt * sizeof(double));
-        }
+        p->pnode[i] = node;
+        if (node != AD_NONE) { p->tracked = true; p->ptape = vm->ad->id; }
     }
     Value special_arg = v_nil();
     if (special) special_arg = a->v[pos++];
@@ -597,6 +591,7 @@ static Value bi_gate(VM *vm, Args *a)
             if (IS_EXC(arr)) { decref(pv); return arr; }
             m = arr;
         } else incref(m);
+        if (track_is(m)) { decref(m); decref(pv); return vm_error(vm, a->site, "QubitUnitary: a matrix made from differentiated values cannot be differentiated (use rotation gates)"); }
         if (m.t != T_ARRAY) { decref(m); decref(pv); return vm_error(vm, a->site, "QubitUnitary: the matrix must be an array"); }
         Array *ar = AS_ARR(m);
         size_t d = (size_t)1 << nw;
@@ -1066,6 +1061,9 @@ static Value op_stmt(VM *vm, Value opv, const Node *site)
     const char *name = sv_gate_info(p->op.gate)->name;
     if (!q) return vm_error(vm, site, "%s applied outside a quantum function (gates apply to the device of a running qfn)", name);
     if (q->capture) {   /* inside adjoint(f)/ctrl(f)/matrix(f): collected, applied later */
+        if (p->tracked)
+            return vm_error(vm, site, "%s: a differentiated gate parameter inside adjoint(), ctrl() or matrix() "
+                            "(the collected circuit keeps numbers only): apply the gate directly, or its adjoint form", name);
         int w[2 * SV_MAX_WIRES], n = 0;
         for (int i = 0; i < p->op.nctrl; i++) w[n++] = p->op.ctrl[i];
         for (int i = 0; i < p->op.nwires; i++) w[n++] = p->op.wires[i];
@@ -1086,10 +1084,18 @@ static Value op_stmt(VM *vm, Value opv, const Node *site)
     const SvOp *use = &p->op;
     SvState *vec = q->dm ? &q->dm->v : q->s;
     if (vec->nq >= SV_PAR_QUBITS) give_threads(vm, vec);   /* other tasks may have started or ended */
-    if (q->tape && grad_shift(q->tape, &p->op, &tmp)) use = &tmp;
+    if (p->tracked && (!vm->ad || vm->ad->id != p->ptape))
+        return vm_error(vm, site, "%s: a gate made from a differentiated value outside this quantum call; "
+                        "make the gate inside the quantum function from its arguments", name);
+    if (q->grec) {
+        use = qrec_gate(q->grec, &p->op, p->pnode, &tmp);
+        if (!use) return vm_error(vm, site, "%s", qrec_error(q->grec));
+    } else if (p->tracked) {
+        return vm_error(vm, site, "%s: a differentiated gate parameter on a device that is not being differentiated "
+                        "(a quantum function called from another one, or one that captured the value): pass it as an argument", name);
+    }
     int rc = q->dm ? dm_apply(q->dm, use, err, sizeof err) : sv_apply(q->s, use, err, sizeof err);
     if (rc != 0) return vm_error(vm, site, "%s", err);
-    if (q->tape) grad_record(q->tape, &p->op, p->tangent, p->ntan);
     if (q->rec) rec_op(q, QASM_GATE, &p->op, 0, NULL);
     atomic_fetch_add_explicit(&vm->in->qrt->gates, 1, memory_order_relaxed);
     if (q->dm && q->dev->noise.t == T_FUNC && !q->in_noise) return apply_noise(vm, q, opv, site);
@@ -1176,7 +1182,7 @@ Value qrt_apply_circuit_op(VM *vm, const QasmOp *o, const Node *site)
                       : sv_measure(q->s, w, o->kind == QASM_RESET, &q->rng, err, sizeof err);
             if (r < 0) return vm_error(vm, site, "measure: %s", err);
         }
-        if (q->tape) { q->tape->measured = true; grad_note_nondiff(q->tape, "measure"); }
+        if (q->grec) qrec_nondiff(q->grec, "measure", true);
         if (q->rec) {
             QasmOp *ro = qasm_add(&q->rec->c, o->kind, &w, 0, 1);
             if (ro && o->kind == QASM_MEASURE) ro->clbit = q->rec->c.nclbits++;
@@ -1457,7 +1463,9 @@ static Value bi_channel(VM *vm, Args *a)
     p->op.nparams = ci->nparams;
     for (int i = 0; i < ci->nparams; i++, pos++) {
         double d;
-        if (!grad_param_value(a->v[pos], &d)) { decref(pv); return vm_error(vm, a->site, "%s: parameter %d must be a real number, not %s", ci->name, i + 1, type_name(a->v[pos])); }
+        if (track_is(a->v[pos])) { decref(pv); return vm_error(vm, a->site, "%s: a channel's parameters cannot be differentiated", ci->name); }
+        if (a->v[pos].t != T_NUM && a->v[pos].t != T_BOOL) { decref(pv); return vm_error(vm, a->site, "%s: parameter %d must be a real number, not %s", ci->name, i + 1, type_name(a->v[pos])); }
+        d = a->v[pos].t == T_NUM ? a->v[pos].n : a->v[pos].b;
         p->cparams[i] = d;
     }
     Value *wk = arg_kw(a, "wires");
@@ -1526,6 +1534,15 @@ static Value bi_channel(VM *vm, Args *a)
 
 /* ---------------------------------------------------------------- measurements */
 
+/* A Pauli sum as observable terms (for the recording interface). */
+static SvTerm *pauli_terms(const SvPauli *t, int n)
+{
+    SvTerm *r = calloc((size_t)(n ? n : 1), sizeof(SvTerm));
+    if (!r) return NULL;
+    for (int i = 0; i < n; i++) { r[i].coeff = t[i].coeff; r[i].x = t[i].x; r[i].z = t[i].z; r[i].kind = SVB_NONE; }
+    return r;
+}
+
 static QCtx *need_q(VM *vm, Args *a)
 {
     if (!vm->q) {
@@ -1574,7 +1591,12 @@ static Value bi_expval(VM *vm, Args *a)
     double e;
     if (q->dm) e = q->dev->shots ? dm_expval_shots(q->dm, t, n, (size_t)q->dev->shots, &q->rng) : dm_expval(q->dm, t, n);
     else e = q->dev->shots ? sv_expval_shots(q->s, t, n, (size_t)q->dev->shots, &q->rng) : sv_expval(q->s, t, n);
-    Value r = q->tape ? grad_expval(vm, q->tape, q->s, t, n, e, a->site) : v_num(e);
+    Value r = v_num(e);
+    if (q->grec) {
+        SvTerm *tt = pauli_terms(t, n);
+        r = tt ? qrec_expval(vm, q->grec, tt, n, e, a->site) : vm_error(vm, a->site, "expval(): out of memory");
+        free(tt);
+    }
     free(t);
     return r;
 }
@@ -1587,9 +1609,29 @@ static Value bi_var(VM *vm, Args *a)
     if (!q) return v_exc();
     if (q->rec) { char lb[96], l2[112]; int ws[64], nw; obs_label(t, n, lb, sizeof lb, ws, &nw); snprintf(l2, sizeof l2, "Var[%s]", lb); rec_meas(q, l2, ws, nw); }
     double v;
+    if (q->grec) {
+        /* a differentiated run follows <O> and <O^2> */
+        SvPauli *sq = NULL;
+        int nsq = sv_pauli_square(t, n, &sq);
+        SvTerm *tt = pauli_terms(t, n);
+        if (nsq < 0 || !tt) { free(sq); free(tt); free(t); return vm_error(vm, a->site, "var(): out of memory"); }
+        size_t shots = (size_t)q->dev->shots;
+        double e, e2;
+        if (q->dm) {
+            e = shots ? dm_expval_shots(q->dm, t, n, shots, &q->rng) : dm_expval(q->dm, t, n);
+            e2 = shots ? dm_expval_shots(q->dm, sq, nsq, shots, &q->rng) : dm_expval(q->dm, sq, nsq);
+        } else {
+            e = shots ? sv_expval_shots(q->s, t, n, shots, &q->rng) : sv_expval(q->s, t, n);
+            e2 = shots ? sv_expval_shots(q->s, sq, nsq, shots, &q->rng) : sv_expval(q->s, sq, nsq);
+        }
+        Value r = qrec_var(vm, q->grec, tt, n, e, e2, a->site);
+        free(sq);
+        free(tt);
+        free(t);
+        return r;
+    }
     if (q->dm) v = q->dev->shots ? dm_var_shots(q->dm, t, n, (size_t)q->dev->shots, &q->rng) : dm_var(q->dm, t, n);
     else v = q->dev->shots ? sv_var_shots(q->s, t, n, (size_t)q->dev->shots, &q->rng) : sv_var(q->s, t, n);
-    if (q->tape) grad_note_nondiff(q->tape, "var");
     free(t);
     if (isnan(v)) return vm_error(vm, a->site, "var(): out of memory");
     return v_num(v);
@@ -1609,7 +1651,6 @@ static Value bi_probs(VM *vm, Args *a)
     }
     int outw = nw ? nw : q->nq;
     if (outw > 30) return vm_error(vm, a->site, "probs(): at most 30 wires");
-    if (q->tape) grad_note_nondiff(q->tape, "probs");
     if (q->rec) {
         int all[64];
         for (int i = 0; i < q->nq && i < 64; i++) all[i] = i;
@@ -1624,11 +1665,11 @@ static Value bi_probs(VM *vm, Args *a)
     if (q->dm) {
         if (dm_probs(q->dm, ws, nw, out, e2, sizeof e2) != 0) { ar_free(r); return vm_error(vm, a->site, "%s", e2); }
         if (q->dev->shots) dm_probs_shots(q->dm, ws, nw, (size_t)q->dev->shots, &q->rng, out);
-        return arr_wrap(r);
+        return q->grec ? qrec_probs(vm, q->grec, ws, nw, q->nq, r, a->site) : arr_wrap(r);
     }
     if (sv_probs(q->s, ws, nw, out, e2, sizeof e2) != 0) { ar_free(r); return vm_error(vm, a->site, "probs(): %s", e2); }
     if (q->dev->shots) sv_probs_shots(q->s, ws, nw, (size_t)q->dev->shots, &q->rng, out);
-    return arr_wrap(r);
+    return q->grec ? qrec_probs(vm, q->grec, ws, nw, q->nq, r, a->site) : arr_wrap(r);
 }
 
 static Value bi_state(VM *vm, Args *a)
@@ -1638,7 +1679,7 @@ static Value bi_state(VM *vm, Args *a)
     if (q->dm) return vm_error(vm, a->site, "state() needs the statevector device: the mixed device has a density matrix (use density_matrix())");
     size_t shape[1] = { q->s->dim };
     char err[AR_ERRLEN];
-    if (q->tape) grad_note_nondiff(q->tape, "state");
+    if (q->grec) qrec_nondiff(q->grec, "state", false);
     if (q->rec) { int all[64]; for (int i = 0; i < q->nq && i < 64; i++) all[i] = i; rec_meas(q, "State", all, q->nq); }
     Array *r = ar_from_data(AR_C128, 1, shape, q->s->amp, err);
     if (!r) return vm_error(vm, a->site, "%s", err);
@@ -1660,7 +1701,7 @@ static Value bi_sample(VM *vm, Args *a)
     if (!q) return v_exc();
     long shots = need_shots(vm, q, a);
     if (shots < 0) return v_exc();
-    if (q->tape) grad_note_nondiff(q->tape, "sample");
+    if (q->grec) qrec_nondiff(q->grec, "sample", false);
     if (q->rec) { int all[64]; for (int i = 0; i < q->nq && i < 64; i++) all[i] = i; rec_meas(q, "Sample", all, q->nq); }
     char err[AR_ERRLEN];
     if (a->n > 0) {
@@ -1707,7 +1748,7 @@ static Value bi_counts(VM *vm, Args *a)
     if (!q) return v_exc();
     long shots = need_shots(vm, q, a);
     if (shots < 0) return v_exc();
-    if (q->tape) grad_note_nondiff(q->tape, "counts");
+    if (q->grec) qrec_nondiff(q->grec, "counts", false);
     if (q->rec) { int all[64]; for (int i = 0; i < q->nq && i < 64; i++) all[i] = i; rec_meas(q, "Counts", all, q->nq); }
     uint64_t *idx = malloc((size_t)shots * sizeof(uint64_t));
     if (!idx) return vm_error(vm, a->site, "counts(): out of memory");
@@ -1744,7 +1785,7 @@ static Value bi_measure(VM *vm, Args *a)
     else if (rk) reset = tp_truthy(vm, *rk, a->site, &e);
     if (e) return v_exc();
     char err[256];
-    if (q->tape) { q->tape->measured = true; grad_note_nondiff(q->tape, "measure"); }
+    if (q->grec) qrec_nondiff(q->grec, "measure", true);
     int r = q->dm ? dm_measure(q->dm, w, reset, &q->rng, err, sizeof err) : sv_measure(q->s, w, reset, &q->rng, err, sizeof err);
     if (r < 0) return vm_error(vm, a->site, "measure: %s", err);
     if (q->rec) {
@@ -1797,7 +1838,7 @@ static Value bi_density_matrix(VM *vm, Args *a)
     int ws[64];
     int nw = rdm_wires(vm, q, a, ws);
     if (nw < 0) return v_exc();
-    if (q->tape) grad_note_nondiff(q->tape, "density_matrix");
+    if (q->grec) qrec_nondiff(q->grec, "density_matrix", false);
     if (q->rec) rec_meas(q, "DensityMatrix", ws, nw);
     cplx *m = reduced(vm, q, a, ws, nw);
     if (!m) return v_exc();
@@ -1816,7 +1857,7 @@ static Value bi_purity(VM *vm, Args *a)
     int ws[64];
     int nw = rdm_wires(vm, q, a, ws);
     if (nw < 0) return v_exc();
-    if (q->tape) grad_note_nondiff(q->tape, "purity");
+    if (q->grec) qrec_nondiff(q->grec, "purity", false);
     if (q->rec) rec_meas(q, "Purity", ws, nw);
     cplx *m = reduced(vm, q, a, ws, nw);
     if (!m) return v_exc();
@@ -1838,7 +1879,7 @@ static Value bi_vn_entropy(VM *vm, Args *a)
         if (lb->t != T_NUM || !(lb->n > 0) || lb->n == 1) return vm_error(vm, a->site, "vn_entropy(): log_base must be a positive number other than 1");
         base = lb->n;
     }
-    if (q->tape) grad_note_nondiff(q->tape, "vn_entropy");
+    if (q->grec) qrec_nondiff(q->grec, "vn_entropy", false);
     if (q->rec) rec_meas(q, "Entropy", ws, nw);
     cplx *m = reduced(vm, q, a, ws, nw);
     if (!m) return v_exc();

@@ -21,9 +21,9 @@ void qrt_stats(Interp *in, FILE *out);
  * rule of application in force, gives the instance back. slots are the
  * bound frame (references taken). Reentrant: each call has its own state. */
 Value qrt_run(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site);
-/* The same, recording onto a gradient tape (grad.h). */
-struct QTape;
-Value qrt_run_with(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site, struct QTape *tape);
+/* The same, reporting to a differentiated run (qrec.h; NULL: none). */
+struct QRec;
+Value qrt_run_rec(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site, struct QRec *rec);
 
 /* Recording the circuit of one call (draw, specs, matrix, to_qasm): the
  * call runs on this VM as usual (simulated, so mid-circuit measurements

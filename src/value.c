@@ -33,7 +33,7 @@ const TypeOps *value_types[T_MAXTYPES] = {
     [T_CELL] = &cell_ops, [T_SLICE] = &slice_ops,
     [T_FUNC] = &unregistered_ops, [T_MODULE] = &unregistered_ops, [T_ARRAY] = &unregistered_ops,
     [T_DEVICE] = &unregistered_ops, [T_OP] = &unregistered_ops, [T_FUTURE] = &unregistered_ops,
-    [T_GRADFN] = &unregistered_ops, [T_DUAL] = &unregistered_ops,
+    [T_GRADFN] = &unregistered_ops,
 };
 unsigned char value_flags[T_MAXTYPES] = {
     [T_LIST] = TF_TRACK, [T_DICT] = TF_TRACK, [T_CELL] = TF_TRACK,

@@ -554,7 +554,8 @@ START_TEST(test_errors)
            "e(\"unitary-adjoint\", grad(qu), 0.3)\n"
            /* whole-array arithmetic on a differentiated argument */
            "qfn whole(x) on dev { RX((x * 2)[0], 0); return expval(PauliZ(0)) }\n"
-           "e(\"whole-array\", grad(whole), array([0.1, 0.2]))\n"
+           "wa = grad(whole)(array([0.1, 0.2]))\n"
+           "print(\"whole\", fmt(\"%.15f %.15f\", wa[0], wa[1]))\n"
            /* the shot-based parameter-shift gradient still runs (a number) */
            "print(\"shots-ps\", type(grad(shots, method=\"parameter-shift\")(0.3)))\n"
            "print(\"two-ps\", fmt(\"%.12f %.12f\", grad(two, method=\"parameter-shift\")(0.3), -sin(0.3)))\n",
@@ -564,19 +565,22 @@ START_TEST(test_errors)
     assert_close("adjoint with two expvals", "d/dx (<Z> + <X>) = -sin x", va[0], va[1], 1e-10);
     expect_error(out, "shots", "exact device");
     expect_error(out, "measure", "measure");
-    expect_error(out, "plain-fn", "quantum function");
-    expect_error(out, "hybrid", "quantum function");
-    expect_error(out, "builtin", "quantum function");
-    expect_error(out, "probs", "probs");
+    /* plain and hybrid functions are differentiated like qfns (whole programs) */
+    ck_assert_msg(strstr(out, "plain-fn-ok\n2\n2\n"), "grad of a plain fn and of a hybrid qfn:\n%s", out);
+    expect_error(out, "builtin", "builtin sin()");
+    expect_error(out, "probs", "jacobian()");
     expect_error(out, "method", "unknown method");
     expect_error(out, "argnum", "argnum");
-    expect_error(out, "string-arg", "must be a number or a float array");
-    expect_error(out, "complex-arg", "must be a number or a float array");
+    expect_error(out, "string-arg", "must be a number, a float array or a list");
+    expect_error(out, "complex-arg", "not a complex array");
     /* no gate is left without a shift rule except QubitUnitary, whose
      * matrix cannot carry a derivative: an error, not a silent 0 */
-    expect_error(out, "unitary-ps", "grad qu()");
-    expect_error(out, "unitary-adjoint", "grad qu()");
-    expect_error(out, "whole-array", "differentiated array");
+    expect_error(out, "unitary-ps", "QubitUnitary: a matrix made from differentiated values");
+    expect_error(out, "unitary-adjoint", "QubitUnitary: a matrix made from differentiated values");
+    double wa[2];
+    numbers(out, "whole", wa, 2, "whole-array arithmetic");
+    assert_close("whole-array arithmetic", "d/dx0 cos(2 x0)", wa[0], -2 * sin(0.2), 1e-12);
+    assert_close("whole-array arithmetic", "d/dx1", wa[1], 0, 0);
     ck_assert_msg(strstr(out, "shots-ps number"), "parameter-shift on a shots device did not give a number:\n%s", out);
     double v[2];
     numbers(out, "two-ps", v, 2, "parameter-shift with two expvals");
@@ -662,6 +666,181 @@ START_TEST(test_bug_branch_on_expval)
 }
 END_TEST
 
+
+/* ================================================================ whole programs */
+
+/* A small deterministic generator for the random programs. */
+static uint64_t ws;
+static unsigned wr(unsigned n) { ws = ws * 6364136223846793005ULL + 1442695040888963407ULL; return (unsigned)((ws >> 33) % n); }
+static double wrf(double lo, double hi) { return lo + (hi - lo) * (double)wr(1000000) / 1e6; }
+
+/* Appends printf-style text to buf (PROG_CAP). */
+static void add(char *buf, const char *fmt, ...)
+{
+    size_t n = strlen(buf);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + n, PROG_CAP - n, fmt, ap);
+    va_end(ap);
+}
+
+/* A random angle expression of the qfn's inputs: a (number), v (an array of 4). */
+static void angle(char *b, bool has_a)
+{
+    switch (wr(5)) {
+    case 0: add(b, "v[%u] * %.3f", wr(4), wrf(-1.5, 1.5)); break;
+    case 1: add(b, "sin(v[%u]) + %.3f", wr(4), wrf(-1, 1)); break;
+    case 2: add(b, "v[%u] * v[%u] + 0.3", wr(4), wr(4)); break;
+    case 3: add(b, has_a ? "a * %.3f + v[0]" : "v[1] ** 2 * %.3f", wrf(-1, 1)); break;
+    default: add(b, "%.3f", wrf(-2, 2)); break;      /* a constant angle */
+    }
+}
+
+/* A random circuit of n gates on 3 wires, then the measurement. */
+static void circuit(char *b, int n, bool has_a)
+{
+    static const char *const one[] = { "RX", "RY", "RZ", "PhaseShift" };
+    static const char *const two[] = { "CRX", "CRY", "CRZ", "IsingXX", "IsingYY", "IsingZZ", "ControlledPhaseShift", "SingleExcitation" };
+    for (int i = 0; i < n; i++) {
+        unsigned w = wr(3), w2 = (w + 1 + wr(2)) % 3;
+        switch (wr(7)) {
+        case 0: case 1: add(b, "    %s(", one[wr(4)]); angle(b, has_a); add(b, ", %u)\n", w); break;
+        case 2: add(b, "    %s(", two[wr(8)]); angle(b, has_a); add(b, ", wires=[%u, %u])\n", w, w2); break;
+        case 3: add(b, "    Rot("); angle(b, has_a); add(b, ", "); angle(b, has_a); add(b, ", "); angle(b, has_a); add(b, ", %u)\n", w); break;
+        case 4: add(b, "    MultiRZ("); angle(b, has_a); add(b, ", wires=[0, 1, 2])\n"); break;
+        case 5: add(b, "    CNOT(%u, %u)\n", w, w2); break;
+        default: add(b, "    Hadamard(%u)\n", w); break;
+        }
+    }
+}
+
+static void observable(char *b)
+{
+    static const char *const p[] = { "PauliX", "PauliY", "PauliZ" };
+    add(b, "%.3f * %s(%u) + %s(%u) @ %s(%u)", wrf(-1, 1), p[wr(3)], wr(3), p[wr(3)], 0u, p[wr(3)], 1 + wr(2));
+}
+
+/* A random hybrid program: three qfns (a number, a list, an array), a
+ * classical helper with a branch, and a cost mixing them with array
+ * operations; prints each method's gradient and its largest difference
+ * from central differences of the cost itself. */
+static void make_program(char *b, unsigned seed)
+{
+    ws = seed * 2654435761u + 17;
+    b[0] = 0;
+    add(b, "dev = device(\"statevector\", wires=3)\n");
+    add(b, "qfn qa(a, v) on dev {\n");
+    circuit(b, 4 + (int)wr(3), true);
+    add(b, "    return expval("); observable(b); add(b, ") * a\n}\n");
+    add(b, "qfn qb(v) on dev {\n");
+    circuit(b, 4 + (int)wr(3), false);
+    add(b, "    e = expval("); observable(b); add(b, ")\n");
+    add(b, "    return [e, var(PauliZ(%u)) + e ** 2]\n}\n", wr(3));
+    add(b, "qfn qc(v) on dev {\n");
+    circuit(b, 3 + (int)wr(3), false);
+    add(b, "    return probs([%u, %u])\n}\n", 0u, 1 + wr(2));
+    add(b, "fn helper(x, k) { if x > k { return x * x - k } else { return sin(x) + k * x } }\n");
+    add(b, "M = array([[%.3f, %.3f], [%.3f, %.3f]])\n", wrf(-1, 1), wrf(-1, 1), wrf(-1, 1), wrf(-1, 1));
+    add(b, "fn cost(w) {\n");
+    add(b, "    t = w[0] * w[1] + cos(w[2]) / (1 + w[3] ** 2)\n");
+    add(b, "    s = 0\n");
+    add(b, "    outs = []\n");
+    add(b, "    for i in range(2) { append(outs, qa(t * %.3f + i, w * %.3f)) }\n", wrf(-1, 1), wrf(0.5, 1.5));
+    add(b, "    for i in range(2) { s = s + outs[i] * helper(w[i], %.3f) }\n", wrf(-0.5, 0.5));
+    add(b, "    r = qb(w * %.3f + array([0.1, -0.2, 0.3, 0.05]))\n", wrf(0.5, 1.5));
+    add(b, "    s = s + r[0] * r[1] - r[0] ** 2\n");
+    add(b, "    p = qc(array([w[3], w[2], w[1], w[0]]) + t)\n");
+    add(b, "    s = s + dot(p, array([0.3, -0.2, 0.5, 0.1])) + sum(w * w) * %.3f\n", wrf(0, 0.3));
+    add(b, "    m = reshape(w, 2, 2) @ M\n");
+    add(b, "    s = s + m[1, 0] * m[0, 1] + max(w) - 0.5 * min(w) + mean(exp(w * 0.3))\n");
+    add(b, "    return s\n}\n");
+    add(b, "x = array([%.4f, %.4f, %.4f, %.4f])\n", wrf(-1, 1), wrf(-1, 1), wrf(-1, 1), wrf(-1, 1));
+    add(b, "fn fd(f, x) {\n    h = 1e-6\n    g = zeros(len(x))\n"
+           "    for i in range(len(x)) { e = zeros(len(x)); e[i] = h; g[i] = (f(x + e) - f(x - e)) / (2 * h) }\n"
+           "    return g\n}\n");
+    add(b, "ref = fd(cost, x)\n");
+    add(b, "for m in [\"adjoint\", \"parameter-shift\", \"finite-diff\"] {\n"
+           "    g = grad(cost, method=m)(x)\n"
+           "    print(m, fmt(\"%%.3e %%.12f %%.12f %%.12f %%.12f\", max(abs(g - ref)), g[0], g[1], g[2], g[3]))\n"
+           "}\n");
+    add(b, "print(\"scale\", fmt(\"%%.6f\", max(abs(ref))))\n");
+}
+
+/* Random hybrid programs: every method within 1e-7 of central differences
+ * of the same program, the same numbers with --sync and with workers. */
+START_TEST(test_random_programs)
+{
+    char *prog = malloc(PROG_CAP), *out_sync = malloc(OUT_CAP), *out_async = malloc(OUT_CAP);
+    for (unsigned seed = 0; seed < 12; seed++) {
+        make_program(prog, seed + 100u * (unsigned)_i);
+        char what[64];
+        snprintf(what, sizeof what, "random program %u", seed + 100u * (unsigned)_i);
+        g_sync = true;
+        run_ok(what, prog, out_sync);
+        g_sync = false;
+        run_ok(what, prog, out_async);
+        ck_assert_msg(strcmp(out_sync, out_async) == 0, "%s: --sync and workers differ:\n%s\n---\n%s\n--- program:\n%s",
+                      what, out_sync, out_async, prog);
+        double scale;
+        numbers(out_sync, "scale", &scale, 1, what);
+        ck_assert_msg(scale > 1e-3, "%s: the gradient is (nearly) zero: the program tests nothing\n%s", what, prog);
+        static const char *const methods[] = { "adjoint", "parameter-shift", "finite-diff" };
+        for (int k = 0; k < 3; k++) {
+            double v[5];
+            numbers(out_sync, methods[k], v, 5, what);
+            ck_assert_msg(v[0] <= 1e-7, "%s: %s is %.3g away from finite differences of the program\n%s\n--- program:\n%s",
+                          what, methods[k], v[0], out_sync, prog);
+        }
+    }
+    free(prog);
+    free(out_sync);
+    free(out_async);
+}
+END_TEST
+
+/* Jacobians of list and array results against gradients of each output. */
+START_TEST(test_jacobian_columns)
+{
+    char *out = malloc(OUT_CAP);
+    run_ok("jacobian",
+           "dev = device(\"statevector\", wires=2)\n"
+           "qfn q(v) on dev { RX(v[0], 0); RY(v[1] * v[2], 1); CNOT(0, 1); RZ(v[2], 1)\n"
+           "    return [expval(PauliZ(0)), expval(PauliX(1) @ PauliZ(0)), var(PauliY(1))] }\n"
+           "fn f(w) { r = q(w * 2); return array([r[0] * w[1], r[1] + r[2], sin(w[0]) * r[2]]) + w[2] }\n"
+           "fn pr(w) { return probs_of(w) }\n"
+           "qfn probs_of(w) on dev { RY(w[0], 0); CRX(w[1], wires=[0, 1]); return probs() }\n"
+           "x = array([0.3, -0.7, 0.4])\n"
+           "for m in [\"adjoint\", \"parameter-shift\", \"finite-diff\"] {\n"
+           "    for g in [f, pr] {\n"
+           "        J = jacobian(g, method=m)(x)\n"
+           "        worst = 0\n"
+           "        for i in range(shape(J)[0]) {\n"
+           "            gi = grad(fn(w) { return g(w)[i] }, method=m)(x)\n"
+           "            worst = max(worst, max(abs(J[i] - gi)))\n"
+           "        }\n"
+           "        print(m, fmt(\"%.3e\", worst), shape(J))\n"
+           "    }\n"
+           "}\n"
+           "print(\"jl\", jacobian(fn(t) { return [[t ** 2, t], [3 * t, 1]] })(2))\n"
+           "try { print(jacobian(fn(t) { return [t ** 2, [t, 3 * t]] })(2)) } catch e { print(\"ragged:\", e) }\n", out);
+    static const char *const methods[] = { "adjoint", "parameter-shift", "finite-diff" };
+    for (int k = 0; k < 3; k++) {
+        const char *p = out;
+        for (int rep = 0; rep < 2; rep++) {
+            p = strstr(p, methods[k]);
+            ck_assert_msg(p, "jacobian: no line for %s:\n%s", methods[k], out);
+            double v = strtod(p + strlen(methods[k]), NULL);
+            ck_assert_msg(v <= 1e-12, "jacobian (%s): a row differs from the gradient of its output by %g\n%s", methods[k], v, out);
+            p += strlen(methods[k]);
+        }
+    }
+    ck_assert_msg(strstr(out, "jl array([[4, 1], [3, 0]])"), "jacobian of a nested list:\n%s", out);
+    ck_assert_msg(strstr(out, "ragged: jacobian <anonymous>() called at t.qh:20 failed: jacobian: <anonymous>() returned ragged lists"),
+                  "jacobian of a ragged list:\n%s", out);
+    free(out);
+}
+END_TEST
+
 /* ================================================================ suite */
 
 /* every test starts in --sync mode (CK_FORK=no runs them in one process) */
@@ -685,6 +864,13 @@ static Suite *grad_suite(void)
     tcase_add_test(tc, test_argnum);
     tcase_add_test(tc, test_no_dependence);
     tcase_add_test(tc, test_chain);
+    suite_add_tcase(s, tc);
+
+    tc = tcase_create("whole");
+    tcase_set_timeout(tc, 300);
+    tcase_add_checked_fixture(tc, setup_sync, NULL);
+    tcase_add_loop_test(tc, test_random_programs, 0, 2);
+    tcase_add_test(tc, test_jacobian_columns);
     suite_add_tcase(s, tc);
 
     tc = tcase_create("errors");
