@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -126,7 +127,7 @@ struct SvTeam {
     SvPartFn fn;                 /* the job, written under mu */
     void *ctx;
     int nparts;
-    atomic_llong spin_ns;        /* how long an idle worker spins before it sleeps */
+    atomic_llong spin_ns;        /* fixed spin budget of idle workers; < 0: adaptive */
 };
 
 /* Parts of a big pass (sv_nparts): fixed, so results do not depend on how
@@ -169,21 +170,53 @@ static void run_parts(SvTeam *t, unsigned g, SvPartFn fn, void *ctx, int np)
     }
 }
 
-/* Why: a worker waits for the next generation (spinning briefly, then
-   asleep), takes the job's description under the lock, claims parts. */
+/* The spin policy (tests/bench/README.md has the measurements). An idle
+   worker first spins with pause for SV_SPIN_PAUSE, then keeps checking
+   between sched_yield calls (its core stays awake, yet any runnable
+   thread gets it at once), then sleeps on the condition variable. The
+   default budget adapts to the program: gaps between the gates of one
+   circuit are microseconds, gaps between calls are the classical work in
+   between. A worker keeps a running average of its gaps over
+   SV_SPIN_SHORT; while that average is under SV_SPIN_MAX it waits up to
+   twice the average (calls that come a few milliseconds apart find it
+   awake: no wake-up, no cold core), else only SV_SPIN_SHORT (long
+   classical phases do not pay for spinning). sv_team_set_spin fixes the
+   budget instead. */
+#define SV_SPIN_PAUSE 50e-6
+#define SV_SPIN_SHORT 200e-6
+#define SV_SPIN_MAX 10e-3
+
+static double spin_budget(const SvTeam *t, double long_gap)
+{
+    long long fixed = atomic_load_explicit(&t->spin_ns, memory_order_relaxed);
+    if (fixed >= 0) return 1e-9 * (double)fixed;
+    if (long_gap >= SV_SPIN_MAX) return SV_SPIN_SHORT;
+    double b = 2 * long_gap;
+    return b < SV_SPIN_SHORT ? SV_SPIN_SHORT : b > SV_SPIN_MAX ? SV_SPIN_MAX : b;
+}
+
+/* Why: a worker waits for the next generation (spinning, then asleep:
+   see spin_budget), takes the job's description under the lock, claims
+   parts. */
 static void *worker_main(void *arg)
 {
     SvTeam *t = arg;
     unsigned seen = 0;
+    double long_gap = 1e30;   /* average gap over SV_SPIN_SHORT; none yet */
     for (;;) {
-        double budget = 1e-9 * (double)atomic_load_explicit(&t->spin_ns, memory_order_relaxed);
-        double t0 = budget > 0 ? mono_now() : 0;
+        double budget = spin_budget(t, long_gap), t0 = mono_now();
+        int yielding = 0;
         for (unsigned i = 1; budget > 0; i++) {
             if (atomic_load_explicit(&t->gen, memory_order_acquire) != seen ||
                 atomic_load_explicit(&t->stop, memory_order_relaxed))
                 break;
-            cpu_relax();
-            if ((i & 63) == 0 && mono_now() - t0 >= budget) break;
+            if ((i & 63) == 0 || yielding) {
+                double el = mono_now() - t0;
+                if (el >= budget) break;
+                yielding = el >= SV_SPIN_PAUSE;
+            }
+            if (yielding) sched_yield();
+            else cpu_relax();
         }
         pthread_mutex_lock(&t->mu);
         while (atomic_load(&t->gen) == seen && !atomic_load(&t->stop))
@@ -194,6 +227,8 @@ static void *worker_main(void *arg)
         void *ctx = t->ctx;
         int np = t->nparts;
         pthread_mutex_unlock(&t->mu);
+        double gap = mono_now() - t0;
+        if (gap > SV_SPIN_SHORT) long_gap = long_gap > 1e29 ? gap : 0.5 * (long_gap + gap);
         run_parts(t, seen, fn, ctx, np);
     }
     return NULL;
@@ -216,8 +251,7 @@ SvTeam *sv_team_new(int nthreads)
     atomic_init(&t->claim, 0);
     atomic_init(&t->done, 0);
     atomic_init(&t->stop, 0);
-    atomic_init(&t->spin_ns, 0);
-    sv_team_set_spin(t, SV_SPIN_DEFAULT);
+    atomic_init(&t->spin_ns, -1);
     for (int i = 1; i < nthreads; i++) {
         if (pthread_create(&t->th[i], NULL, worker_main, t) != 0) {
             sv_team_free(t);   /* joins the ones already started */
@@ -244,14 +278,14 @@ void sv_team_free(SvTeam *t)
     free(t);
 }
 
-/* Why: the spin budget is a trade between waking fast and giving the
-   core away (tests/bench/README.md has the figures it was chosen from). */
+/* Why: benchmarks compare spin budgets; the default (negative) is the
+   adaptive policy of spin_budget. */
 void sv_team_set_spin(SvTeam *t, double seconds)
 {
     if (!t) return;
-    if (seconds < 0 || seconds != seconds) seconds = SV_SPIN_CHOSEN;
-    if (seconds > 10) seconds = 10;
-    atomic_store_explicit(&t->spin_ns, (long long)(seconds * 1e9), memory_order_relaxed);
+    long long ns = -1;   /* the adaptive default */
+    if (seconds >= 0) ns = (long long)((seconds > 10 ? 10 : seconds) * 1e9);
+    atomic_store_explicit(&t->spin_ns, ns, memory_order_relaxed);
 }
 
 /* Participants, the caller included. */

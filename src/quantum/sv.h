@@ -60,10 +60,11 @@ void sv_reset(SvState *s);                 /* back to |0..0> */
 SvTeam *sv_team_new(int nthreads);
 void sv_team_free(SvTeam *team);
 int  sv_team_size(const SvTeam *team);
-/* How long a team's idle workers spin (waiting for the next job) before
-   they sleep, in seconds; SV_SPIN_DEFAULT (any negative value) restores
-   the default. Spinning keeps the core awake for the next gates, sleeping
-   gives it to other work (tests/bench/README.md: the measured trade). */
+/* How long a team's idle workers wait awake for the next job before they
+   sleep, in seconds (at most 10); SV_SPIN_DEFAULT (any negative value)
+   restores the default, which adapts to the gaps between jobs. Waiting
+   awake keeps the core ready for the next gates, sleeping gives it to
+   other work (statevector.c; tests/bench/README.md: the measured trade). */
 #define SV_SPIN_DEFAULT (-1.0)
 void sv_team_set_spin(SvTeam *team, double seconds);
 /* Use up to nthreads of team for this state's big kernels;

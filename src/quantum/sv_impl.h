@@ -24,9 +24,6 @@
 #endif
 
 #define SV_MAX_TEAM 64
-/* The default spin of an idle team worker before it sleeps, in seconds
-   (sv_team_set_spin; chosen in statevector.c from the measurements). */
-#define SV_SPIN_CHOSEN 100e-6
 
 /* Wide kernels are compiled per function for their instruction set and
    only run after a run-time check (sv_level): the build stays portable. */

@@ -497,9 +497,10 @@ static int cmp_double(const void *a, const void *b)
 
 /* Why: the cost of waking an idle team (tests/bench/README.md): calls
    after `gap` of classical work on the calling thread, with the team's
-   idle workers spinning for several budgets before they sleep, and on one
-   thread; median call time and the CPU time per call beyond the
-   classical work (the call's own and the spinning). */
+   idle workers waiting awake for several fixed budgets before they sleep,
+   with the default (adaptive) policy, and on one thread; median call time
+   and the CPU time per call beyond the classical work (the call's own and
+   the waiting). */
 static int wake_mode(int nq)
 {
     SvState s;
@@ -508,7 +509,7 @@ static int wake_mode(int nq)
     if (!team) return 1;
     enum { CALLS = 40 };
     double gaps[] = { 0, 0.0005, 0.002, 0.005, 0.02 };
-    double spins[] = { -2, 0, 0.0001, 0.001, 0.005, 0.02 };   /* -2: one thread */
+    double spins[] = { -2, 0, 0.0001, 0.001, 0.005, 0.02, -1 };   /* -2: one thread; -1: default */
     int ng = (int)(sizeof gaps / sizeof gaps[0]);
     double load[3] = { 0, 0, 0 };
     FILE *la = fopen("/proc/loadavg", "r");
@@ -526,6 +527,10 @@ static int wake_mode(int nq)
         if (spins[k] < -1) {
             sv_set_threads(&s, NULL, 1);
             printf("%-13s", "1 thread");
+        } else if (spins[k] < 0) {
+            sv_set_threads(&s, team, 2);
+            sv_team_set_spin(team, SV_SPIN_DEFAULT);
+            printf("%-13s", "default");
         } else {
             sv_set_threads(&s, team, 2);
             sv_team_set_spin(team, spins[k]);
