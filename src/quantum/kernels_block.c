@@ -168,9 +168,8 @@ SV_INLINE void tuples_c(const Plan *P, uint64_t a, uint64_t b, const int d, cons
     /* the 2x2 in scalars: kept in registers across the stores */
     const double m0 = m[0], m1 = m[1], m2 = m[2], m3 = m[3], m4 = m[4], m5 = m[5], m6 = m[6],
                  m7 = m[7];
-    const int pf = !swap || P->cursor;   /* see SWAP_PF */
     WALK(P, a, b, p, q, {
-        if (pf) PF(q);
+        (void)q;   /* no software prefetch at this level: the arithmetic is slow enough */
         for (int t = 0; t < NT; t++) {
             if (d == 4) {
                 mul4(m, p, off[t]);
