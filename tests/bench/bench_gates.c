@@ -551,6 +551,11 @@ static int wake_mode(int nq)
         }
         printf("\n");
     }
+    la = fopen("/proc/loadavg", "r");
+    if (la) {
+        if (fscanf(la, "%lf", &load[0]) == 1) printf("load average at the end %.2f\n", load[0]);
+        fclose(la);
+    }
     sv_team_set_spin(team, SV_SPIN_DEFAULT);
     sv_team_free(team);
     sv_free(&s);
