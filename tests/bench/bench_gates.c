@@ -17,9 +17,9 @@
  *
  * Each figure is the best of --reps samples; the samples go round all
  * placements so that a burst of load from other processes does not spoil
- * every sample of one row; a scale pass runs before each round (and an
- * untimed gate after it, so that the first row finds the state where the
- * others do).
+ * every sample of one row; a scale pass runs before each round (and
+ * three untimed gates after it, so that the first row finds the state
+ * where the others do).
  *
  *   bench_gates [--quick] [--qubits N[,N..]] [--threads T[,T..]] [--reps R]
  *               [--gates NAME[,NAME..]] [--simd c|avx2|avx512]
@@ -313,8 +313,11 @@ static void time_block(SvState *s, Stream *st, int th, const Place *pl, int np, 
     for (int k = 0; k < reps; k++) {
         double b = pass_bw(st, th);
         if (b > *bw_best) *bw_best = b;
-        SvOp warm = place_op(&pl[np - 1], s->nq);   /* the scale pass evicted the state: */
-        apply_or_die(s, &warm);                     /* bring it back before the first row */
+        /* the scale pass evicted the state and left the cache full of its
+           dirty lines: three untimed gates write those back and bring the
+           state in again before the first row */
+        SvOp warm = place_op(&pl[np - 1], s->nq);
+        for (int w = 0; w < 3; w++) apply_or_die(s, &warm);
         for (int i = 0; i < np; i++) {
             SvOp op = place_op(&pl[i], s->nq);
             double t0 = now();
