@@ -564,6 +564,32 @@ static Value ev_index1(VM *vm, Node *n)
     return index1_slow(vm, n, obj);
 }
 
+/* obj[i] for each shape of a variable container (L, G) and a leaf number
+ * subscript (K, L, G): a list element without a call or a branch on shapes;
+ * anything else to ev_index1 */
+#define IXOBJ_L(vm, o) ((vm)->frame->slots[(o)->u.var.slot])
+#define IXOBJ_G(vm, o) ((vm)->mod->globals[(o)->u.var.slot])
+#define IXNUM_K(vm, c, d) d = (c)->u.num;
+#define IXNUM_L(vm, c, d) { const Value *p_ = &(vm)->frame->slots[(c)->u.var.slot]; \
+                            if (p_->t != T_NUM) { return ev_index1(vm, n); } d = p_->n; }
+#define IXNUM_G(vm, c, d) { const Value *p_ = &(vm)->mod->globals[(c)->u.var.slot]; \
+                            if (p_->t != T_NUM) { return ev_index1(vm, n); } d = p_->n; }
+#define IX_READ(name, O, I)                                                 \
+    static Value name(VM *vm, Node *n)                                      \
+    {                                                                       \
+        Value obj = IXOBJ_##O(vm, n->u.index.obj);                          \
+        if (obj.t != T_LIST) return ev_index1(vm, n);                       \
+        double d;                                                           \
+        IXNUM_##I(vm, n->u.index.idx[0], d)                                 \
+        Value *e = list_at(AS_LIST(obj), d);                                \
+        if (!e) return ev_index1(vm, n);                                    \
+        Value r = *e;                                                       \
+        incref(r);                                                          \
+        return r;                                                           \
+    }
+IX_READ(ev_index_LK, L, K) IX_READ(ev_index_LL, L, L) IX_READ(ev_index_LG, L, G)
+IX_READ(ev_index_GK, G, K) IX_READ(ev_index_GL, G, L) IX_READ(ev_index_GG, G, G)
+
 static Value ev_index(VM *vm, Node *n)
 {
     Value obj = EVAL(vm, n->u.index.obj);
@@ -1104,6 +1130,37 @@ static ExecStatus ex_aug_var(VM *vm, Node *s)
     return store(vm, t, r) ? S_OK : S_ERR;
 }
 
+/* x op= leaf for a local or global x and a constant or variable operand,
+ * + - * on numbers in place; anything else to ex_aug_var */
+#define AUGT_L(vm, t) (&(vm)->frame->slots[(t)->u.var.slot])
+#define AUGT_G(vm, t) ((vm)->is_task ? NULL : &(vm)->mod->globals[(t)->u.var.slot])
+#define AUGV_K(vm, c, y) y = (c)->u.num;
+#define AUGV_L(vm, c, y) { const Value *p_ = &(vm)->frame->slots[(c)->u.var.slot]; \
+                           if (p_->t != T_NUM) { return ex_aug_var(vm, s); } y = p_->n; }
+#define AUGV_G(vm, c, y) { const Value *p_ = &(vm)->mod->globals[(c)->u.var.slot]; \
+                           if (p_->t != T_NUM) { return ex_aug_var(vm, s); } y = p_->n; }
+#define AUG_VAR(name, T, V, OPX)                                            \
+    static ExecStatus name(VM *vm, Node *s)                                 \
+    {                                                                       \
+        Value *slot = AUGT_##T(vm, s->u.assign.target);                     \
+        if (!slot || slot->t != T_NUM) return ex_aug_var(vm, s);            \
+        double y;                                                           \
+        AUGV_##V(vm, s->u.assign.value, y)                                  \
+        slot->n = slot->n OPX y;                                            \
+        return S_OK;                                                        \
+    }
+#define AUG_VARS(op, OPX)                                                   \
+    AUG_VAR(ex_aug_##op##_LK, L, K, OPX) AUG_VAR(ex_aug_##op##_LL, L, L, OPX) \
+    AUG_VAR(ex_aug_##op##_LG, L, G, OPX) AUG_VAR(ex_aug_##op##_GK, G, K, OPX) \
+    AUG_VAR(ex_aug_##op##_GL, G, L, OPX) AUG_VAR(ex_aug_##op##_GG, G, G, OPX) \
+    static const ExecFn ex_aug_##op##_shapes[4][4] = {                      \
+        [OPD_LOCAL] = { [OPD_NUM] = ex_aug_##op##_LK, [OPD_LOCAL] = ex_aug_##op##_LL, [OPD_GLOBAL] = ex_aug_##op##_LG }, \
+        [OPD_GLOBAL] = { [OPD_NUM] = ex_aug_##op##_GK, [OPD_LOCAL] = ex_aug_##op##_GL, [OPD_GLOBAL] = ex_aug_##op##_GG }, \
+    };
+AUG_VARS(add, +)
+AUG_VARS(sub, -)
+AUG_VARS(mul, *)
+
 /* obj[i] op= v past the fast path: the container and subscript are
  * evaluated once (takes rhs) */
 static __attribute__((noinline)) ExecStatus aug_index_slow(VM *vm, Node *s, Value rhs)
@@ -1475,9 +1532,13 @@ static void prepare(Node *n)
         }
         if (n->u.index.nidx == 1 && n->u.index.idx[0]->kind != N_SLICE) {
             unsigned so = operand_shape(n->u.index.obj);
-            n->flag = (uint8_t)((so == OPD_LOCAL || so == OPD_GLOBAL ? so : OPD_ANY) |
-                                subscript_shape(n->u.index.idx[0]) << 2);
-            n->run.ev = ev_index1;
+            unsigned si = subscript_shape(n->u.index.idx[0]);
+            n->flag = (uint8_t)((so == OPD_LOCAL || so == OPD_GLOBAL ? so : OPD_ANY) | si << 2);
+            static const EvalFn shaped[4][5] = {
+                [OPD_LOCAL] = { [IX_NUM] = ev_index_LK, [IX_LOCAL] = ev_index_LL, [IX_GLOBAL] = ev_index_LG },
+                [OPD_GLOBAL] = { [IX_NUM] = ev_index_GK, [IX_LOCAL] = ev_index_GL, [IX_GLOBAL] = ev_index_GG },
+            };
+            n->run.ev = shaped[so][si] ? shaped[so][si] : ev_index1;
         } else {
             n->run.ev = ev_index;
         }
@@ -1520,6 +1581,10 @@ static void prepare(Node *n)
         prepare(n->u.assign.value);
         n->flag = (uint8_t)(operand_shape(n->u.assign.value) << 2);
         n->run.ex = t->kind == N_INDEX ? ex_aug_index : ex_aug_var;
+        unsigned st = operand_shape(t), sv = operand_shape(n->u.assign.value);
+        const ExecFn *row = n->op == OP_ADD ? ex_aug_add_shapes[st] : n->op == OP_SUB ? ex_aug_sub_shapes[st]
+                          : n->op == OP_MUL ? ex_aug_mul_shapes[st] : NULL;
+        if (row && row[sv]) n->run.ex = row[sv];
         return;
     }
     case N_DESTRUCT: {
