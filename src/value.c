@@ -6,6 +6,7 @@
 #include "qh_assert.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,9 +146,65 @@ void value_track_end(void)
     free(all);
 }
 
+/* ---- small objects: per-thread free lists ----
+ * Blocks of up to 128 bytes (numbers of 16) freed by this room's kinds
+ * wait on the freeing thread's list of their size for the next object of
+ * that size, as CPython's allocator keeps them: a tree of small lists is
+ * made and dropped without malloc. A block is always a malloc'd block of
+ * exactly its class's size, so a list may hand it to any thread and
+ * free() may take it; each list is bounded, and a thread's lists are
+ * returned to malloc when the thread ends. */
+#define SMALL_CLASSES 8
+#define SMALL_KEEP 1024
+typedef struct SmallBlock { struct SmallBlock *next; } SmallBlock;
+typedef struct SmallCache { SmallBlock *head[SMALL_CLASSES + 1]; unsigned n[SMALL_CLASSES + 1]; bool keyed; } SmallCache;
+static _Thread_local SmallCache small;
+static pthread_key_t small_key;
+static pthread_once_t small_once = PTHREAD_ONCE_INIT;
+
+static void small_release(void *unused)
+{
+    (void)unused;
+    for (int c = 1; c <= SMALL_CLASSES; c++)
+        while (small.head[c]) { SmallBlock *b = small.head[c]; small.head[c] = b->next; free(b); }
+    memset(&small, 0, sizeof small);
+}
+static void small_key_init(void) { pthread_key_create(&small_key, small_release); }
+
+static inline size_t small_class(size_t size) { return (size + 15) >> 4; }
+
+static inline void *small_alloc(size_t size)
+{
+    size_t c = small_class(size);
+    if (c > SMALL_CLASSES) return xmalloc(size);
+    SmallBlock *b = small.head[c];
+    if (!b) return xmalloc(c << 4);
+    small.head[c] = b->next;
+    small.n[c]--;
+    return b;
+}
+
+static inline void small_free(void *p, size_t size)
+{
+    size_t c = small_class(size);
+    if (c > SMALL_CLASSES || small.n[c] >= SMALL_KEEP) { free(p); return; }
+    if (!small.keyed) {
+        /* the thread's lists are released when it ends */
+        pthread_once(&small_once, small_key_init);
+        pthread_setspecific(small_key, &small);
+        small.keyed = true;
+    }
+    SmallBlock *b = p;
+    b->next = small.head[c];
+    small.head[c] = b;
+    small.n[c]++;
+}
+
+void value_thread_cleanup(void) { small_release(NULL); }
+
 Obj *obj_alloc(size_t size, ValType type)
 {
-    Obj *o = xmalloc(size);
+    Obj *o = small_alloc(size);
     memset(o, 0, size);
     o->rc = 1;
     o->type = (uint8_t)type;
@@ -190,17 +247,21 @@ void obj_free(Obj *o)
 static void free_one(Obj *o)
 {
     if (track.cap) track_remove(o);
+    size_t size;
     switch (o->type) {
-    case T_STR: case T_COMPLEX: break;
+    case T_STR: size = sizeof(ObjStr) + ((ObjStr *)o)->cap + 1; break;
+    case T_COMPLEX: size = sizeof(ObjComplex); break;
     case T_SLICE: {
         ObjSlice *sl = (ObjSlice *)o;
         decref(sl->lo); decref(sl->hi); decref(sl->step);
+        size = sizeof(ObjSlice);
         break;
     }
     case T_LIST: {
         ObjList *l = (ObjList *)o;
         for (size_t i = 0; i < l->len; i++) decref(l->v[i]);
-        if (!list_inline(l)) free(l->v);
+        if (list_inline(l)) size = sizeof(ObjList) + l->cap * sizeof(Value);
+        else { free(l->v); size = sizeof(ObjList) + l->icap * sizeof(Value); }
         break;
     }
     case T_DICT: {
@@ -208,14 +269,16 @@ static void free_one(Obj *o)
         for (size_t i = 0; i < d->nent; i++)
             if (d->ent[i].live) { decref(d->ent[i].key); decref(d->ent[i].val); }
         free(d->ent); free(d->idx);
+        size = sizeof(ObjDict);
         break;
     }
-    case T_CELL: decref(((ObjCell *)o)->v); break;
+    case T_CELL: decref(((ObjCell *)o)->v); size = sizeof(ObjCell); break;
     default:
         if (value_types[o->type]->free) { value_types[o->type]->free(o); return; }
-        break;
+        free(o);
+        return;
     }
-    free(o);
+    small_free(o, size);
 }
 
 /* ---- children: traversal and clearing ---- */
@@ -318,7 +381,7 @@ uint32_t str_hash(const char *s, size_t n)
 ObjStr *str_alloc(size_t n)
 {
     if (n > 0xfffffff0u) { fputs("qh: string too large\n", stderr); abort(); }
-    ObjStr *s = xmalloc(sizeof(ObjStr) + n + 1);
+    ObjStr *s = small_alloc(sizeof(ObjStr) + n + 1);
     s->h.rc = 1; s->h.type = T_STR;
     s->len = (uint32_t)n;
     s->cap = (uint32_t)n;
@@ -336,7 +399,10 @@ ObjStr *str_append(ObjStr *s, const ObjStr *t)
         size_t nc = need < 2 * (size_t)s->len ? 2 * (size_t)s->len : need;
         if (nc < 32) nc = 32;
         if (nc > 0xfffffff0u) nc = need;
-        s = xrealloc(s, sizeof(ObjStr) + nc + 1);
+        /* a whole number of 16 bytes, as small blocks are (value.c, small objects) */
+        size_t total = (sizeof(ObjStr) + nc + 1 + 15) & ~(size_t)15;
+        nc = total - sizeof(ObjStr) - 1;
+        s = xrealloc(s, total);
         s->cap = (uint32_t)nc;
     }
     size_t tl = self ? s->len : t->len;
@@ -404,12 +470,12 @@ ObjList *list_new(size_t cap)
 {
     /* one allocation: the header and room for cap elements (not zeroed) */
     if (cap > ((size_t)1 << 40)) { fputs("qh: list too large\n", stderr); abort(); }
-    ObjList *l = xmalloc(sizeof(ObjList) + cap * sizeof(Value));
+    ObjList *l = small_alloc(sizeof(ObjList) + cap * sizeof(Value));
     memset(l, 0, sizeof *l);
     l->h.rc = 1;
     l->h.type = T_LIST;
     if (track.on) track_add(&l->h);
-    l->cap = cap;
+    l->cap = l->icap = cap;
     l->v = cap ? (Value *)(l + 1) : NULL;
     return l;
 }

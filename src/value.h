@@ -75,6 +75,7 @@ typedef struct ObjList {
     Obj h;
     size_t len, cap;
     Value *v;
+    size_t icap;        /* elements the allocation itself holds (list_new) */
 } ObjList;
 
 typedef struct DictEnt { Value key, val; uint32_t hash; bool live; } DictEnt;
@@ -131,6 +132,9 @@ static inline void decref(Value v)
 #define AS_CELL(v) ((ObjCell *)(v).o)
 #define AS_SLICE(v) ((ObjSlice *)(v).o)
 
+/* Returns this thread's cache of small blocks to malloc (threads that
+ * made values call it as they end; it also runs by itself then). */
+void value_thread_cleanup(void);
 /* Allocation of a zeroed object of the given size and type (count 1). */
 Obj *obj_alloc(size_t size, ValType type);
 /* Turns a freshly made object into an immortal one (for AST constants). */
