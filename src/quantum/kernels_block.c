@@ -439,9 +439,12 @@ static void make_plan(Plan *P, const SvJob *j, uint64_t dim, int level)
        1/32 of the prefetches land in a skipped run when they are above
        10. A fixed bit in between skips runs of 8-64 KiB, where 8 KiB
        ahead often lands in a skipped run (a line fetched, never used):
-       there the walk steps a second index, 128 lines of groups ahead. */
-    P->pfd = 128;
-    P->cursor = (P->fmask & 0x780) != 0;
+       there the walk steps a second index, 128 lines of groups ahead.
+       States under 16 MiB stay in the caches between gates: no prefetch
+       (a distance of 0 is the line being read) and no second index. */
+    int far = dim >= ((uint64_t)1 << 20);
+    P->pfd = far ? 128 : 0;
+    P->cursor = far && (P->fmask & 0x780) != 0;
     int line[4];
     P->nb = 0;
     for (int r = 0; r < d; r++) {

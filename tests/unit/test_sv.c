@@ -508,7 +508,8 @@ static void line_op(SvOp *op, int gi, int nc, int nq, const int *bits, int nbits
    `cases` random placements per gate and control count drawn from bits[],
    each against ref_apply; with a team when given (nq >= SV_PAR_QUBITS:
    the parts split the walks mid-run). */
-static void line_sweep(int nq, const int *bits, int nbits, int cases, SvTeam *team, Rng *r)
+static void line_sweep(int nq, const int *bits, int nbits, int cases, int maxk, SvTeam *team,
+                       Rng *r)
 {
     size_t D = (size_t)1 << nq;
     cplx *psi = malloc(D * sizeof(cplx)), *want = malloc(D * sizeof(cplx));
@@ -518,6 +519,7 @@ static void line_sweep(int nq, const int *bits, int nbits, int cases, SvTeam *te
     for (size_t gi = 0; gi < sizeof line_gates / sizeof line_gates[0]; gi++)
         for (int nc = 0; nc <= 2; nc++) {
             if (line_gates[gi].k + nc > nbits || line_gates[gi].k + nc > nq) continue;
+            if (line_gates[gi].k + nc > maxk) continue;
             for (int c = 0; c < cases; c++) {
                 SvOp op;
                 line_op(&op, (int)gi, nc, nq, bits, nbits, r);
@@ -548,13 +550,14 @@ START_TEST(test_line_kernels_small)
     Rng r;
     rng_seed(&r, 19);
     int bits[6] = { 0, 1, 2, 3, 4, 5 };
-    for (int nq = 2; nq <= 6; nq++) line_sweep(nq, bits, nq, 24, NULL, &r);
+    for (int nq = 2; nq <= 6; nq++) line_sweep(nq, bits, nq, 24, 6, NULL, &r);
 }
 END_TEST
 
 /* Bigger states, bits {0, 1, 2, 3, mid, top}: the walks between fixed
-   high bits (stepping, runs, one run, and the prefetch cursor a fixed
-   bit 9..12 turns on), serial and on a team of 2. */
+   high bits (stepping, runs, one run, and on states of 2^20 amplitudes
+   the prefetch cursor a fixed bit 9..12 turns on), serial and on a team
+   of 2. */
 START_TEST(test_line_kernels_large)
 {
     Rng r;
@@ -562,8 +565,12 @@ START_TEST(test_line_kernels_large)
     SvTeam *team = sv_team_new(2);
     ck_assert_ptr_nonnull(team);
     int b10[6] = { 0, 1, 2, 3, 5, 9 }, b16[6] = { 0, 1, 2, 3, 10, 15 };
-    line_sweep(10, b10, 6, 6, NULL, &r);
-    line_sweep(16, b16, 6, 3, team, &r);
+    line_sweep(10, b10, 6, 6, 6, NULL, &r);
+    line_sweep(16, b16, 6, 3, 6, team, &r);
+    /* from 2^20 amplitudes on the kernels prefetch; bit 9 or 11 fixed:
+       through the second index */
+    int b20[6] = { 0, 1, 2, 9, 11, 19 };
+    line_sweep(20, b20, 6, 1, 3, team, &r);
     sv_team_free(team);
     /* the levels: 0 portable, 1 AVX2, 2 AVX-512; the CPU may have fewer */
     ck_assert_int_ge(sv_simd_level(), SV_SIMD_C);
