@@ -97,7 +97,6 @@ typedef struct ObjFuture {
 typedef struct TaskCtx {
     Interp *in;
     Value fn;
-    Value *args;
     int nargs;
     uint64_t seed, index;
     const char *prefix, *name;
@@ -105,6 +104,7 @@ typedef struct TaskCtx {
     TaskBody body;              /* what the task runs */
     void *arg;                  /* the body's argument (a copy) */
     CopyCtx mods;               /* the modules copied for the task: released at its end */
+    Value args[];               /* nargs */
 } TaskCtx;
 
 static double mono(void)
@@ -421,7 +421,6 @@ static void ctx_free(void *p)
     for (int i = 0; i < c->nargs; i++) { decref(c->args[i]); c->args[i] = v_nil(); }
     copy_release_modules(&c->mods);
     decref(c->fn);
-    free(c->args);
     free(c->arg);
     free(c);
 }
@@ -542,7 +541,7 @@ static Value dispatch_inline(VM *vm, ObjFunc *f, Value *params, const Node *site
  * the arguments. Futures still running become dependencies. */
 static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const char **cerr)
 {
-    TaskCtx *c = xcalloc(1, sizeof *c);
+    TaskCtx *c = xcalloc(1, sizeof *c + (size_t)(f->p->nparams + 1) * sizeof(Value));
     c->in = vm->in;
     CopyCtx cc;
     copy_init(&cc);
@@ -552,7 +551,6 @@ static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const
     c->fn = value_copy_deep(v_obj(&f->h), &cc);
     decref(v_obj(&tm->h));              /* the copied function holds it */
     c->nargs = f->p->nparams;
-    c->args = xmalloc((size_t)(c->nargs + 1) * sizeof(Value));
     for (int i = 0; i < c->nargs; i++) c->args[i] = value_copy_deep(params[i], &cc);
     *cerr = cc.error;
     copy_done(&cc);
@@ -612,6 +610,16 @@ static Fut *run_now(Interp *in, TaskCtx *c)
     return fut;
 }
 
+/* "grad f() early" into buf (64 bytes, truncated): no snprintf per call */
+static void task_label(char *buf, const char *prefix, const char *name, bool early)
+{
+    const char *parts[4] = { prefix, name, "()", early ? " early" : "" };
+    size_t k = 0;
+    for (int i = 0; i < 4; i++)
+        for (const char *c = parts[i]; *c && k < 63; c++) buf[k++] = *c;
+    buf[k] = 0;
+}
+
 Fut *async_submit(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body, const void *arg,
                   size_t argsize, const char *prefix, uint64_t index, bool early, const char **cerr)
 {
@@ -632,8 +640,8 @@ Fut *async_submit(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody 
         for (int i = 0; i < deps.n; i++) fut_wait(deps.v[i]);
         fut = run_now(in, c);
     } else {
-        char label[160];
-        snprintf(label, sizeof label, "%s%s()%s", prefix, f->p->name, early ? " early" : "");
+        char label[64];
+        task_label(label, prefix, f->p->name, early);
         fut = exec_submit(in->exec, run_task, c, ctx_free, (Fut *const *)deps.v, deps.n, label, c->line);
     }
     free(deps.v);

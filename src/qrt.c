@@ -41,6 +41,7 @@ typedef struct ObjDevice {
     double latency;
     bool mixed;         /* "mixed": a density matrix (dm.h) */
     Value noise;        /* mixed: fn(op) -> channels to apply after each gate, or nil */
+    char key[48];       /* its instances' key in the pool: "statevector:N", "mixed:N" */
 } ObjDevice;
 #define AS_DEV(v) ((ObjDevice *)(v).o)
 
@@ -392,8 +393,8 @@ static Value run_inner(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value 
         for (int i = 0; i < f->p->nlocals; i++) decref(slots[i]);
         return v_exc();
     }
-    char key[64], err[256];
-    snprintf(key, sizeof key, "%s:%d", dev->mixed ? "mixed" : "statevector", dev->wires);
+    char err[256];
+    const char *key = dev->key;
     InstArg ia = { dev->wires, dev->mixed };
     int nq = dev->wires;
     const atomic_int *cancel = vm->cancel ? vm->cancel : &vm->in->interrupt;
@@ -468,6 +469,7 @@ static Value bi_device(VM *vm, Args *a)
     snprintf(d->name, sizeof d->name, "%s", name);
     d->wires = (int)wires.n;
     d->mixed = mixed;
+    snprintf(d->key, sizeof d->key, "%s:%d", mixed ? "mixed" : "statevector", d->wires);
     d->noise = v_nil();
     if (nz && nz->t == T_FUNC) { incref(*nz); d->noise = *nz; }
     Value dv = v_obj(&d->h);
@@ -524,10 +526,12 @@ static int collect_wires(VM *vm, Value v, int *out, int max, const char *gate, c
 
 
 /* Gate makers: PARAMS..., WIRES... | wires=[...] */
+/* the gate of a gate builtin (looked up by name once, at start-up) */
+static const SvGateInfo *gate_of(const BuiltinDef *d);
+
 static Value bi_gate(VM *vm, Args *a)
 {
-    const char *name = a->def->name;
-    const SvGateInfo *gi = sv_gate_by_name(name);
+    const SvGateInfo *gi = gate_of(a->def);
     ObjOp *p = op_new(OPK_GATE);
     Value pv = v_obj(&p->h);
     SvOp *op = &p->op;
@@ -1944,10 +1948,21 @@ static const TypeOps mod_ops = {
     .call = mod_call,
 };
 
+static const SvGateInfo *gate_info[128];       /* one-time init (qrt_open), by entry */
+static const SvGateInfo *gate_of(const BuiltinDef *d)
+{
+    uintptr_t at = (uintptr_t)d, lo = (uintptr_t)builtins_quantum;
+    size_t i = (at - lo) / sizeof *d;
+    if (at >= lo && i < sizeof gate_info / sizeof gate_info[0] && gate_info[i]) return gate_info[i];
+    return sv_gate_by_name(d->name);
+}
+
 void qrt_open(void)
 {
     T_MODFN = type_register_new(&mod_ops);
     type_register(T_DEVICE, &device_ops);
     type_register(T_OP, &op_ops);
     builtins_add(builtins_quantum);
+    for (size_t i = 0; builtins_quantum[i].name && i < sizeof gate_info / sizeof gate_info[0]; i++)
+        if (builtins_quantum[i].fn == bi_gate) gate_info[i] = sv_gate_by_name(builtins_quantum[i].name);
 }

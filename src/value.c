@@ -216,6 +216,7 @@ void obj_make_immortal(Obj *o) { o->rc = OBJ_IMMORTAL; }
 
 /* Children whose count reaches zero while a parent is being freed wait
  * here, so freeing a million-deep nest of lists takes no deep recursion. */
+static _Thread_local Obj *pending_small[64];     /* the common case: no allocation */
 static _Thread_local Obj **pending;
 static _Thread_local size_t npending, cappending;
 static _Thread_local int freeing;
@@ -228,8 +229,17 @@ void obj_free(Obj *o)
 {
     if (freeing) {
         if (npending == cappending) {
-            cappending = cappending ? cappending * 2 : 64;
-            pending = xrealloc(pending, cappending * sizeof(Obj *));
+            if (!pending) {
+                pending = pending_small;
+                cappending = sizeof pending_small / sizeof pending_small[0];
+            } else {
+                size_t nc = cappending * 2;
+                Obj **np = xmalloc(nc * sizeof(Obj *));
+                memcpy(np, pending, npending * sizeof(Obj *));
+                if (pending != pending_small) free(pending);
+                pending = np;
+                cappending = nc;
+            }
         }
         pending[npending++] = o;
         return;
@@ -238,7 +248,7 @@ void obj_free(Obj *o)
     free_one(o);
     while (npending) free_one(pending[--npending]);
     freeing = 0;
-    free(pending);
+    if (pending != pending_small) free(pending);
     pending = NULL;
     cappending = 0;
 }
@@ -838,8 +848,19 @@ static void repr_rec(Buf *b, Value v, bool quoted, const ReprStack *st)
 
 /* ---- deep copy ---- */
 
-void copy_init(CopyCtx *cc) { memset(cc, 0, sizeof *cc); }
-void copy_done(CopyCtx *cc) { free(cc->from); free(cc->to); cc->from = cc->to = NULL; cc->cap = cc->n = 0; }
+void copy_init(CopyCtx *cc)
+{
+    memset(cc, 0, sizeof *cc);
+    cc->from = cc->sfrom;       /* a small copy needs no allocation */
+    cc->to = cc->sto;
+    cc->cap = COPY_SMALL;
+}
+void copy_done(CopyCtx *cc)
+{
+    if (cc->from != cc->sfrom) { free(cc->from); free(cc->to); }
+    cc->from = cc->to = NULL;
+    cc->cap = cc->n = 0;
+}
 
 void copy_note_module(CopyCtx *cc, Obj *mod)
 {
@@ -853,6 +874,13 @@ void copy_note_module(CopyCtx *cc, Obj *mod)
 
 void copy_move_modules(CopyCtx *dst, CopyCtx *cc)
 {
+    if (!dst->nmods) {
+        /* the list itself moves */
+        free(dst->mods);
+        dst->mods = cc->mods; dst->nmods = cc->nmods; dst->capmods = cc->capmods;
+        cc->mods = NULL; cc->nmods = cc->capmods = 0;
+        return;
+    }
     for (size_t i = 0; i < cc->nmods; i++) {
         copy_note_module(dst, cc->mods[i]);
         Value v = v_obj(cc->mods[i]);
@@ -900,7 +928,7 @@ void copy_memo_put(CopyCtx *cc, const void *from, void *to)
             while (nf[j]) j = (j + 1) & (ncap - 1);
             nf[j] = cc->from[i]; nt[j] = cc->to[i];
         }
-        free(cc->from); free(cc->to);
+        if (cc->from != cc->sfrom) { free(cc->from); free(cc->to); }
         cc->from = nf; cc->to = nt; cc->cap = ncap;
     }
     size_t i = ptr_hash(from) & (cc->cap - 1);

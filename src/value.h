@@ -310,9 +310,11 @@ void value_track_adopt(Value v);      /* containers made for the task elsewhere 
 /* Deep copy for moving values between threads. The memo keeps shared
  * structure shared and cycles finite. Futures met inside are handed to
  * cc->on_future (the copier decides: record a dependency, or resolve). */
+#define COPY_SMALL 8
 struct CopyCtx {
-    void **from, **to;          /* memo, open addressing */
+    void **from, **to;          /* memo, open addressing (the inline arrays first) */
     size_t cap, n;
+    void *sfrom[COPY_SMALL], *sto[COPY_SMALL];
     void *user;
     /* modules copied (strong references): their globals hold functions
      * that hold them, a cycle the copier breaks with copy_release_modules
@@ -326,7 +328,8 @@ struct CopyCtx {
     bool no_code;               /* functions and modules may not be copied (task results) */
 };
 void copy_init(CopyCtx *cc);
-/* Frees the memo; the module list stays (see copy_release_modules). */
+/* Frees the memo; the module list stays (see copy_release_modules). A
+ * CopyCtx points into itself: never copy one by value. */
 void copy_done(CopyCtx *cc);
 /* Records a module copied by cc (a new reference is taken). */
 void copy_note_module(CopyCtx *cc, Obj *mod);

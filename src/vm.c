@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,15 @@ static size_t fallback_stack(bool is_task)
 
 void vm_init(VM *vm, Interp *in, bool is_task)
 {
-    memset(vm, 0, sizeof *vm);
+    /* everything zero but the error record's buffers (kilobytes, written
+     * before they are read): a task's VM is made per call */
+    memset(vm, 0, offsetof(VM, err));
+    memset((char *)vm + offsetof(VM, err) + sizeof vm->err, 0, sizeof *vm - offsetof(VM, err) - sizeof vm->err);
+    vm->err.msg[0] = 0;
+    vm->err.src = NULL;
+    vm->err.line = vm->err.col = 0;
+    vm->err.ntb = vm->err.dropped = 0;
+    vm->err.interrupted = false;
     vm->in = in;
     vm->is_task = is_task;
     vm->cap = STACK_VALUES;

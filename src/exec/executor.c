@@ -49,7 +49,7 @@ struct ExecTask {
     int npending;               /* under e->mu */
     TState state;               /* under e->mu */
     unsigned long seq;
-    char *label;
+    char label[64];             /* a copy, truncated (no allocation per task) */
     int line;
     int worker;
     double t_submit;
@@ -93,6 +93,16 @@ struct Exec {
 };
 
 static _Thread_local int tl_worker = -1;
+
+/* Why: a label is copied on every submission: no snprintf, no malloc. */
+static void copy_label(char dst[64], const char *src)
+{
+    size_t n = strlen(src);
+    if (n > 63)
+        n = 63;
+    memcpy(dst, src, n);
+    dst[n] = 0;
+}
 
 /* ------------------------------------------------------------ run queue */
 
@@ -219,7 +229,6 @@ static void task_end(ExecTask *t, bool ran, double dur)
 
     free(t->deps);
     free(t->waiters);
-    free(t->label);
     free(t);
 }
 
@@ -471,12 +480,12 @@ Fut *exec_submit(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void *),
     t->free_ctx = free_ctx;
     t->line = line;
     t->worker = -1;
-    t->label = strdup(label ? label : "task");
+    copy_label(t->label, label ? label : "task");
     if (nd) {
         t->deps = malloc((size_t)nd * sizeof *t->deps);
         t->waiters = calloc((size_t)nd, sizeof *t->waiters);
     }
-    if (!t->label || (nd && (!t->deps || !t->waiters)))
+    if (nd && (!t->deps || !t->waiters))
         abort();
     for (int i = 0, k = 0; i < ndeps; i++) {
         if (!deps[i])
@@ -513,7 +522,6 @@ Fut *exec_submit(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void *),
             fut_release(t->deps[i]);
         free(t->deps);
         free(t->waiters);
-        free(t->label);
         free(t);
         if (free_ctx && ctx)
             free_ctx(ctx);
@@ -783,7 +791,7 @@ int exec_pending_tasks(Exec *e, ExecTaskInfo *out, int max)
             continue;
         ExecTaskInfo *o = &out[n];
         o->fut = t->fut;
-        snprintf(o->label, sizeof o->label, "%s", t->label);
+        copy_label(o->label, t->label);
         o->line = t->line;
         o->state = t->state == T_RUNNING ? EXEC_RUNNING
                  : t->state == T_QUEUED  ? EXEC_QUEUED : EXEC_PARKED;
