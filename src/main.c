@@ -1,6 +1,8 @@
 /* main.c — the command line of lang/command-line.md: options, choosing the
  * source (file, -, -e, stdin), --check/--deps, running the main module,
  * exit statuses. Knows every room's entry point, none of their insides. */
+#include "bigstack.h"
+#include "exec.h"
 #include "qh.h"
 #include "qh_assert.h"
 #include "repl.h"
@@ -161,9 +163,20 @@ static void hold_closed_std_fds(void)
     }
 }
 
+static int qh_main(int argc, char **argv);
+
+/* The interpreter runs on a thread with twice a worker's stack (bigstack.h):
+ * room for the program's deepest recursion and, below it, a task run on the
+ * main thread with its own (--sync, or a queued call needed at once), so a
+ * deep recursion behaves the same there as on a worker. */
 int main(int argc, char **argv)
 {
     hold_closed_std_fds();
+    return run_on_big_stack(2 * EXEC_STACK_SIZE, qh_main, argc, argv);
+}
+
+static int qh_main(int argc, char **argv)
+{
     if (launcher_rank() > 0) return 0;   /* rank 0 alone evaluates, prints, reads and writes */
     qh_Config cfg;
     memset(&cfg, 0, sizeof cfg);
