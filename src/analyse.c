@@ -3,6 +3,7 @@
  * afterwards the AST is never written again. Knows the AST and the builtin
  * flags, not evaluation. */
 #include "analyse.h"
+#include "laplan.h"
 #include "diag.h"
 #include "builtins.h"
 
@@ -302,6 +303,7 @@ bool analyse_body(ModInfo *m, Node *body, int first_proto, FILE *diag)
         s->dep = d;
         free_walk(&w);
     }
+    laplan_analyse(m, body, first_proto);   /* which loops may start their calls early */
     return ok;
 }
 
@@ -426,6 +428,7 @@ void analyse_deps_part(ModInfo *m, const Source *src, Node *body, int first_prot
         }
         if (out && !any) fprintf(out, " -");
         if (out) fputc('\n', out);
+        if (out) laplan_print(s, at, out);      /* calls a loop may start early */
         /* waits: value-needing reads of globals that may hold futures */
         for (int k = 0; k < d->nreads; k++) {
             Origin *o = &holds[d->reads[k]];

@@ -87,7 +87,8 @@ struct Node {
         struct { Node *elt; Node *key; CompClause *clauses; int nclauses;
                  int frame; } comp;     /* key: N_DICTCOMP only; frame: slots of its own frame (module level), else 0 */
         struct { Node *cond; Node *body; } whiles;
-        struct { Node *var; Node **vars; int nvars; Node *iter; Node *body; } fors;
+        struct { Node *var; Node **vars; int nvars; Node *iter; Node *body;
+                 struct LaPlan *plan; } fors;  /* plan: lookahead (laplan.h), or NULL */
         struct { Node *body; Node *var; Node *handler; } tries;
         struct { const char *name; Node *var; } import;
         struct { const char **names; int n; } global;

@@ -1,0 +1,53 @@
+/* laplan.h — the parse-time half of lookahead dispatch (lang/async.md,
+ * "Lookahead"): which `for` loops may have their next iterations' quantum
+ * calls started early, and how their arguments are computed. A loop gets a
+ * plan when the analysis proves that each iteration makes the same calls in
+ * the same order, with arguments computable without side effects from the
+ * loop's variables, values the body never rebinds, and assignments of the
+ * body that are themselves such computations:
+ *   - no break, continue or return can leave an iteration early (a break
+ *     or continue inside an inner loop is the inner loop's);
+ *   - every quantum call site sits at a place each iteration evaluates
+ *     exactly once (not under if, while, an inner for, try, and/or, a
+ *     conditional expression or a comprehension), calls a qfn bound to a
+ *     global the body never rebinds, and has pure arguments (constants,
+ *     names, operators, indexing, value builtins such as sin or array;
+ *     no calls of functions, nothing that waits, draws random numbers or
+ *     reads the clock);
+ *   - the other calls of the body are builtins, or pure functions that make
+ *     no quantum calls (so the calls of an iteration are counted exactly);
+ *   - what the qfn takes along is rebound in the body only by such pure
+ *     assignments or the loop itself.
+ * Containers changed in place are checked at run time (lookahead.c).
+ * Knows the AST and the builtin table; not evaluation. */
+#ifndef QH_LAPLAN_H
+#define QH_LAPLAN_H
+
+#include <stdio.h>
+#include "ast.h"
+
+typedef enum LaStepKind { LA_ASSIGN, LA_SITE } LaStepKind;
+
+/* One thing an iteration does that the lookahead repeats ahead of time, in
+ * body order: a pure assignment `target = expr`, or a quantum call site
+ * (expr is the N_CALL; target the plain name it is assigned to, or NULL). */
+typedef struct LaStep {
+    LaStepKind kind;
+    Node *target;
+    Node *expr;
+} LaStep;
+
+typedef struct LaPlan {
+    LaStep *steps;          /* up to the last call site */
+    int nsteps;
+    int nsites;             /* quantum calls each iteration makes */
+} LaPlan;
+
+/* Attaches a plan (u.fors.plan, in m's arena) to every `for` of body and of
+ * the functions m->protos[first_proto..] that qualifies. */
+void laplan_analyse(ModInfo *m, Node *body, int first_proto);
+/* --deps: a line for each loop with a plan in stmt (a top-level statement,
+ * function definitions included), labelled `at`. */
+void laplan_print(const Node *stmt, const char *at, FILE *out);
+
+#endif
