@@ -388,6 +388,7 @@ static Value future_force(VM *vm, Value v, const Node *site)
     if (f->resolved) { incref(f->cached); return f->cached; }
     Interp *in = vm->in;
     if (!fut_ready(f->fut)) {
+        if (vm->la_sandbox) return vm_error(vm, site, "lookahead: would wait");   /* never wait ahead */
         if (vm->is_task) fut_wait(f->fut);     /* a dependency: finished before the task began */
         else if (!main_wait(vm, f, site)) return vm_interrupted(vm, site);
     }
@@ -539,7 +540,8 @@ static Value dispatch_inline(VM *vm, ObjFunc *f, Value *params, const Node *site
 /* The task's copies: the function (its module copied with only the globals
  * it reads, and what the function values it reaches read, transitively),
  * the arguments. Futures still running become dependencies. */
-static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const char **cerr)
+static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const char **cerr,
+                         int **taken, int *ntaken)
 {
     TaskCtx *c = xcalloc(1, sizeof *c + (size_t)(f->p->nparams + 1) * sizeof(Value));
     c->in = vm->in;
@@ -553,6 +555,18 @@ static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const
     c->nargs = f->p->nparams;
     for (int i = 0; i < c->nargs; i++) c->args[i] = value_copy_deep(params[i], &cc);
     *cerr = cc.error;
+    if (taken) {
+        /* the globals of f's module the copies took; -1 if they reached
+         * anything whose later changes a copy of globals cannot show (a
+         * closure's cell, another module) */
+        bool opaque = cc.nmods > 1;
+        for (size_t i = 0; i < cc.cap && !opaque; i++)
+            if (cc.from[i] && ((const Obj *)cc.from[i])->type == T_CELL) opaque = true;
+        int *t = xmalloc((size_t)(tm->nglobals + 1) * sizeof *t), k = 0;
+        for (int g = 0; g < tm->nglobals; g++) if (tm->globals[g].t != T_UNBOUND) t[k++] = g;
+        *taken = t;
+        *ntaken = opaque ? -1 : k;
+    }
     copy_done(&cc);
     copy_move_modules(&c->mods, &cc);
     return c;
@@ -621,12 +635,13 @@ static void task_label(char *buf, const char *prefix, const char *name, bool ear
 }
 
 Fut *async_submit(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body, const void *arg,
-                  size_t argsize, const char *prefix, uint64_t index, bool early, const char **cerr)
+                  size_t argsize, const char *prefix, uint64_t index, bool early, const char **cerr,
+                  int **taken, int *ntaken)
 {
     Interp *in = vm->in;
     DepList deps = { NULL, 0, 0 };
     *cerr = NULL;
-    TaskCtx *c = make_ctx(vm, f, params, &deps, cerr);
+    TaskCtx *c = make_ctx(vm, f, params, &deps, cerr, taken, ntaken);
     c->seed = vm->stream_seed;
     c->index = index;
     c->body = body;
@@ -653,6 +668,7 @@ Value async_dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBo
 {
     const char *prefix = label_prefix ? label_prefix : "";
     if (vm->is_task) return dispatch_inline(vm, f, params, site, body, arg);
+    if (vm->la_sandbox) return lookahead_start(vm, f, params, site, body);
     /* the call's random stream: (device seed or program seed, position in program order) */
     uint64_t index = vm->qcall_seq;
     Fut *fut = lookahead_claim(vm, f, params, site, body, index);
@@ -664,7 +680,7 @@ Value async_dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBo
     }
     vm->qcall_seq++;
     const char *cerr = NULL;
-    fut = async_submit(vm, f, params, site, body, arg, argsize, prefix, index, false, &cerr);
+    fut = async_submit(vm, f, params, site, body, arg, argsize, prefix, index, false, &cerr, NULL, NULL);
     for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
     if (cerr) return vm_error(vm, site, "%s(): cannot pass %s to a quantum function", f->p->name, cerr);
     if (!fut) return vm_interrupted(vm, site);
@@ -1037,7 +1053,9 @@ int async_finish(Interp *in, VM *main_vm, bool cancel)
                 "overlap %.3f s (%.0f%% of task time ran alongside the main thread)\n",
                 ntasks, task_s, as->main_wait_seconds, wall, overlap, task_s > 0 ? 100.0 * overlap / task_s : 0.0);
         qrt_stats(in, in->err);
+        lookahead_stats(in, in->err);
     }
+    lookahead_free(in);
     RecList *lists[3] = { &as->live, &as->orphans, &as->failed };
     for (int k = 0; k < 3; k++) {
         while (lists[k]->head) {
@@ -1071,8 +1089,18 @@ void async_open(void)
     builtins_add(builtins_async);
 }
 
-void async_attach(Interp *in) { in->hooks.qfn_call = qfn_call; }
+void async_attach(Interp *in)
+{
+    in->hooks.qfn_call = qfn_call;
+    lookahead_attach(in);
+}
 
 /* ---- for lookahead.c: futures it starts and hands back ---- */
 
 Fut *async_future_fut(Value v) { return v.t == T_FUTURE && !AS_FUT(v)->resolved ? AS_FUT(v)->fut : NULL; }
+Fut *async_fut_of(Value v) { return v.t == T_FUTURE ? AS_FUT(v)->fut : NULL; }
+
+Value async_future_value(Fut *fut, const char *name, const Source *src, int line)
+{
+    return future_new(fut_retain(fut), NULL, "", name, src, line);
+}

@@ -32,7 +32,16 @@ Value async_dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBo
  * refused it (Ctrl-C) or, with *cerr set, if an argument cannot be copied.
  * params are borrowed. early marks it in traces. For the lookahead. */
 Fut *async_submit(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body, const void *arg,
-                  size_t argsize, const char *prefix, uint64_t index, bool early, const char **cerr);
+                  size_t argsize, const char *prefix, uint64_t index, bool early, const char **cerr,
+                  int **taken, int *ntaken);
+/* (taken, if not NULL: receives a malloc'd array of the slots of f's
+ * module whose globals the task took along, *ntaken of them; -1 when the
+ * copies reached a closure's cell or another module.) */
+/* A future value on fut (a reference is taken) without a record: the
+ * lookahead's placeholder for a call started early. */
+Value async_future_value(Fut *fut, const char *name, const Source *src, int line);
+/* The call any future value stands for (resolved or not), else NULL. */
+Fut *async_fut_of(Value v);
 /* The body of a plain qfn call. */
 TaskBody async_qfn_body(void);
 /* The call a pending future value stands for, else NULL (borrowed). */

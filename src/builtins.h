@@ -40,7 +40,8 @@ enum {
     BI_CONST = 16,      /* a number, not a function */
     BI_SHALLOW = 32,    /* reads only its arguments' top level (len, keys, pop, ...): futures
                            inside containers are passed along, not waited for */
-    BI_MUTATES = 64,    /* changes a container it is given (append, insert, pop) */
+    BI_MUTATES = 64,    /* changes the container given as its first argument (append, insert,
+                           pop): never computed ahead (laplan.c) */
 };
 
 /* Adds a room's table (terminated by name NULL) at start-up, before any

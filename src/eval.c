@@ -1233,11 +1233,47 @@ static ExecStatus for_body(VM *vm, Node *s, Value v)
     return st;
 }
 
+/* A loop with a lookahead plan (laplan.h) run by the main program: it
+ * records where its iterations stand (VM.loops) so that calls of the next
+ * iterations can start while the program waits (lookahead.c). coll: the
+ * list iterated, or nil for a range (start, stop, step). */
+static __attribute__((noinline)) ExecStatus ex_for_planned(VM *vm, Node *s, Value coll, double start, double stop, double step)
+{
+    LoopCtx lc = { s, vm->frame, 0, vm->qcall_seq, coll, 0, start, step, stop, vm->loops };
+    vm->loops = &lc;
+    ExecStatus result = S_OK;
+    unsigned tick = 0;
+    if (coll.t == T_LIST) {
+        ObjList *l = AS_LIST(coll);
+        for (size_t i = 0; i < l->len; i++, lc.iter++) {
+            lc.pos = i;
+            lc.iter_seq = vm->qcall_seq;
+            incref(l->v[i]);
+            ExecStatus st = for_body(vm, s, l->v[i]);
+            if (st == S_BREAK) break;
+            if (st != S_OK) { result = st; break; }
+        }
+    } else {
+        for (double x = start; step > 0 ? x < stop : x > stop; x += step, lc.iter++) {
+            lc.x = x;
+            lc.iter_seq = vm->qcall_seq;
+            ExecStatus st = for_body(vm, s, v_num(x));
+            if (st == S_BREAK) break;
+            if (st != S_OK) { result = st; break; }
+            if (((++tick & 1023) == 0) && atomic_load(&vm->in->sigint) && vm_check_interrupt(vm)) { result = S_ERR; break; }
+        }
+    }
+    vm->loops = lc.up;
+    if (vm->la_watch && vm->in->hooks.loop_exit) vm->in->hooks.loop_exit(vm, &lc);
+    return result;
+}
+
 /* for i in range(...): no list is built */
 static ExecStatus ex_for_range(VM *vm, Node *s)
 {
     double start, stop, step;
     if (!range_args(vm, s->u.fors.iter, &start, &stop, &step)) return S_ERR;
+    if (s->u.fors.plan && vm->la_on) return ex_for_planned(vm, s, v_nil(), start, stop, step);
     Node *var = s->u.fors.var;
     bool fast = s->u.fors.nvars == 1 && (var->kind == N_LOCAL || (var->kind == N_GLOBAL && !vm->is_task));
     unsigned tick = 0;
@@ -1265,6 +1301,11 @@ static ExecStatus ex_for(VM *vm, Node *s)
     Value coll = eval_forced(vm, it);
     if (IS_EXC(coll)) return S_ERR;
     ExecStatus result = S_OK;
+    if (coll.t == T_LIST && s->u.fors.plan && vm->la_on) {
+        result = ex_for_planned(vm, s, coll, 0, 0, 0);
+        decref(coll);
+        return result;
+    }
     if (coll.t == T_LIST) {
         /* a list: its elements bound directly (a local in place; several
          * names from an element that is a list of as many) */

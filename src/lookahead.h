@@ -15,5 +15,16 @@ void lookahead_run(VM *vm);
 Fut *lookahead_claim(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body, uint64_t index);
 /* Cancels and forgets every call started early that was not claimed. */
 void lookahead_drop(Interp *in);
+/* The sandbox's qfn call (async_dispatch while VM.la_sandbox): the call
+ * started early as number VM.la_index, and a future on it; params: the
+ * bound frame (references taken). An error (the sandbox stops) if it
+ * cannot be started early. */
+Value lookahead_start(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body);
+/* --stats: calls started early, used and dropped. */
+void lookahead_stats(Interp *in, FILE *out);
+/* Drops everything and frees the state (at the end of a run). */
+void lookahead_free(Interp *in);
+/* Installs the evaluator's hooks (loop ends, in-place changes). */
+void lookahead_attach(Interp *in);
 
 #endif

@@ -80,6 +80,7 @@ void vm_init(VM *vm, Interp *in, bool is_task)
     if (!vm->stack) { fputs("qh: out of memory\n", stderr); exit(70); }
     vm->max_depth = MAX_DEPTH;
     vm->watch_interrupt = !is_task;
+    vm->la_on = !is_task && !in->sync && !in->no_lookahead;
     char here;
     vm->stack_base = &here;
     /* what is left of this thread's own stack, whichever thread it is (a

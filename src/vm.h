@@ -51,6 +51,8 @@ typedef struct VMError {
     bool interrupted;   /* Ctrl-C: not catchable */
 } VMError;
 
+struct LoopCtx;
+
 /* What the evaluator reaches in rooms above it: each room installs its
  * entry when the interpreter is opened (qh_open), before any thread. */
 typedef struct InterpHooks {
@@ -59,13 +61,31 @@ typedef struct InterpHooks {
     Value (*qfn_call)(VM *vm, ObjFunc *f, Value *params, const Node *site);
     /* `import NAME` (load.c): the module value, or v_exc() */
     Value (*import)(VM *vm, const char *name, const Node *site);
+    /* lookahead (lookahead.c): a loop with a plan ended (any way) while
+     * calls started early are outstanding (VM.la_watch) */
+    void (*loop_exit)(VM *vm, struct LoopCtx *lc);
 } InterpHooks;
 
-struct Exec; struct Trace; struct QRuntime; struct AsyncState; struct QCtx;
+struct Exec; struct Trace; struct QRuntime; struct AsyncState; struct QCtx; struct Lookahead;
+
+/* A `for` loop with a lookahead plan (laplan.h) that the main program is
+ * running: where its iterations stand, for lookahead.c. Lives on the C
+ * stack of exec_for (eval.c), linked innermost first from VM.loops. */
+typedef struct LoopCtx {
+    const Node *loop;           /* the N_FOR */
+    struct Frame *frame;        /* the frame its body runs in */
+    uint64_t iter;              /* the running iteration (from 0) */
+    uint64_t iter_seq;          /* VM.qcall_seq when it began */
+    Value coll;                 /* the list iterated (borrowed), or nil for a range */
+    size_t pos;                 /* list: the running element's index */
+    double x, step, stop;       /* range: the running value, its step and end */
+    struct LoopCtx *up;
+} LoopCtx;
 
 typedef struct Interp {
     /* set before any thread starts, then read-only */
     bool sync;
+    bool no_lookahead;          /* --no-lookahead */
     int nworkers;
     long ncpu;                  /* CPUs this process may use */
     uint64_t seed;
@@ -86,6 +106,7 @@ typedef struct Interp {
     atomic_int main_waiting;    /* the main thread is blocked on a future: its core is free */
     /* main-thread only */
     struct AsyncState *async;   /* calls dispatched, waiting and timing counters (async.c) */
+    struct Lookahead *la;       /* calls started early (lookahead.c) */
     ObjDict *modules;           /* name -> module */
     void *preloaded;            /* modules parsed before the run (load.c) */
     FILE *out;                  /* what the program prints */
@@ -122,6 +143,11 @@ struct VM {
     struct QCtx *q;             /* the running quantum function's device, if any */
     size_t dev_bytes;           /* device states the calls running on this VM hold:
                                    a nested call runs within them (qrt.c) */
+    LoopCtx *loops;             /* main VM: loops with a lookahead plan running, innermost first */
+    bool la_on;                 /* main VM, not --sync nor --no-lookahead: loops record themselves */
+    bool la_watch;              /* calls started early are outstanding */
+    int la_sandbox;             /* lookahead.c is evaluating ahead: never wait, calls start early */
+    uint64_t la_index;          /* in the sandbox: the number the next call started early takes */
     const atomic_int *cancel;   /* task cancellation flag, or NULL */
     bool watch_interrupt;       /* answers Ctrl-C: the main program, and tasks run on
                                    the main thread (others stop when cancelled) */
