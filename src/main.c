@@ -27,6 +27,8 @@ static const char usage_text[] =
     "  -e CODE             run CODE (named <-e> in messages)\n"
     "  -i                  after the script, enter the REPL with its globals\n"
     "  --sync              run every quantum call to completion before going on\n"
+    "  --no-lookahead      start a quantum call only when its statement runs, never\n"
+    "                      while an earlier statement waits (lookahead dispatch)\n"
     "  --workers N         background threads, 1 to 1024 (default: the CPUs qh may use)\n"
     "  --seed N            program seed for random draws, a non-negative integer\n"
     "                      (default: a fixed seed, so runs repeat)\n"
@@ -191,6 +193,7 @@ static int qh_main(int argc, char **argv)
         if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) { printf("qh %s\n", QH_VERSION); return printed(); }
         if (strcmp(a, "-i") == 0) { interactive = true; continue; }
         if (strcmp(a, "--sync") == 0) { cfg.sync = true; continue; }
+        if (strcmp(a, "--no-lookahead") == 0) { cfg.no_lookahead = true; continue; }
         if (strcmp(a, "--stats") == 0) { cfg.stats = true; continue; }
         if (strcmp(a, "--deps") == 0) { deps = true; continue; }
         if (strcmp(a, "--check") == 0) { check = true; continue; }

@@ -92,6 +92,7 @@ qh_State *qh_open(const qh_Config *cfg)
     in->out = cfg->out ? cfg->out : stdout;
     in->err = cfg->err ? cfg->err : stderr;
     in->sync = cfg->sync;
+    in->no_lookahead = cfg->no_lookahead;
     in->nworkers = cfg->workers;
     in->seed = cfg->seed_given ? cfg->seed : 0x5eed;     /* a fixed default: runs repeat */
     in->seed_given = cfg->seed_given;

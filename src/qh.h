@@ -29,6 +29,7 @@ typedef struct qh_Config {
     FILE *out;                  /* what the program prints (NULL: stdout) */
     FILE *err;                  /* runtime errors, tracebacks, warnings (NULL: stderr) */
     bool sync;                  /* --sync: every quantum call runs to completion first */
+    bool no_lookahead;          /* --no-lookahead: calls start only when their statement runs */
     int workers;                /* background threads (0: QH_WORKERS, else the CPUs) */
     uint64_t seed;              /* program seed (seed_given false: a fixed default) */
     bool seed_given;

@@ -21,9 +21,13 @@ printf 'print(undefined_thing)\n' > "$tmp/rt.qh"
 check version 0 "qh " "" -- "$qh" --version
 check version-short 0 "qh " "" -- "$qh" -V
 check help 0 "--workers N" "" -- "$qh" --help
-for opt in -e -i --sync --workers --seed --trace --stats --deps --check --max-memory --version --help; do
+for opt in -e -i --sync --no-lookahead --workers --seed --trace --stats --deps --check --max-memory --version --help; do
   check "help lists $opt" 0 "$opt" "" -- "$qh" -h
 done
+printf 'slow = device("statevector", wires=1, latency=0.02)\nqfn c(t) on slow { RY(t, 0); return expval(PauliZ(0)) }\nfor t in [0.1, 0.2, 0.3] { print(c(t)) }\n' > "$tmp/la.qh"
+check deps-lookahead 0 "may start c() (line 3) of its next iterations early" "" -- "$qh" --deps "$tmp/la.qh"
+check trace-marks-early 0 "early" "" -- bash -c "'$qh' --trace '$tmp/la.json' '$tmp/la.qh' >/dev/null && cat '$tmp/la.json'"
+check no-lookahead-trace 1 "" "" -- bash -c "'$qh' --no-lookahead --trace '$tmp/nla.json' '$tmp/la.qh' >/dev/null && grep -q early '$tmp/nla.json'"
 check unknown-option 2 "" "unknown option '--bogus'" -- "$qh" --bogus
 check missing-value 2 "" "needs a value" -- "$qh" --workers
 check bad-workers 2 "" "--workers needs" -- "$qh" --workers zero x.qh
