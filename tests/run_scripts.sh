@@ -9,6 +9,7 @@
 #   # async-only       skip the --sync rerun (the test looks at time)
 #   # flags: F         extra interpreter options
 #   # workers: N M     also run with --workers N, --workers M (scheduling must not matter)
+#   # also: OPTS       also run with these options (repeatable)
 #   # same-stderr      every run's stderr must equal the first run's, byte for byte
 #   # same-stdout      likewise for stdout (for output that may differ between
 #                      machines, e.g. last bits, kept without a NAME.out)
@@ -32,6 +33,7 @@ for t in "$dir"/*.qh; do
   stdin_text=$(sed -n 's/^# stdin: *//p' "$t")
   modes=("" "--sync"); grep -q '^# async-only' "$t" && modes=("")
   for w in $(sed -n 's/^# workers: *//p' "$t" | head -1); do modes+=("--workers $w"); done
+  while IFS= read -r extra; do [ -n "$extra" ] && modes+=("$extra"); done < <(sed -n 's/^# also: *//p' "$t")
   same_err=0; grep -q '^# same-stderr' "$t" && same_err=1; first=1
   same_out=0; grep -q '^# same-stdout' "$t" && same_out=1
   for mode in "${modes[@]}"; do
