@@ -47,7 +47,7 @@ static const char usage_text[] =
     "environment:\n"
     "  QH_PATH               colon-separated directories searched by import\n"
     "  XDG_STATE_HOME, HOME  where the REPL keeps its history\n"
-    "  OPENBLAS_NUM_THREADS  read by OpenBLAS at start-up only; use --workers\n"
+    "  OPENBLAS_NUM_THREADS  threads of every BLAS call (default: the CPUs qh may use)\n"
     "  QH_WORKERS            background threads when --workers is not given, 1 to 1024\n"
     "  QH_SIMD               c, avx2 or avx512: the widest simulator kernels used\n"
     "\n"
