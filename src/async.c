@@ -11,6 +11,7 @@
  * runtime's entry (a plain qfn call's body); other task bodies (gradients)
  * are given by their rooms. */
 #include "async.h"
+#include "bigstack.h"
 #include "diag.h"
 #include "eval.h"
 #include "exec.h"
@@ -774,6 +775,7 @@ static Interp *sig_interp;
  * while the first is handled leaves at once. */
 static void on_sigint(int sig)
 {
+    if (signal_forward(sig)) return;        /* it lands where the interpreter runs (bigstack.h) */
     Interp *in = sig_interp;
     int status = 128 + sig;
     if (!in) _exit(status);

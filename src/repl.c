@@ -7,6 +7,7 @@
  * one growing global table (qh_compile_entry). Knows qh.h, the parser's
  * continuation check, and readline. */
 #include "repl.h"
+#include "bigstack.h"
 #include "diag.h"
 #include "parse.h"
 
@@ -118,7 +119,7 @@ static volatile sig_atomic_t prompt_sigint;
  * event hook readline calls when a read is interrupted. */
 static void on_sigint(int sig)
 {
-    (void)sig;
+    if (signal_forward(sig)) return;        /* to the interpreter's thread, reading (bigstack.h) */
     if (at_prompt) { prompt_sigint = 1; return; }
     if (sig_q) qh_interrupt(sig_q);
 }
