@@ -714,12 +714,15 @@ static Value run_call(VM *vm, QCall *c, MarkMap *mm, DRec *rec)
         for (int i = 0; i < nl; i++) decref(slots[i]);
         r = vm_error(vm, c->site, "grad: out of memory");
     } else {
-        uint64_t saved_seed = vm->stream_seed, saved_seq = vm->qcall_seq;
-        vm->stream_seed = c->seed ^ ((c->index + 1) * 0xbf58476d1ce4e5b9ULL);   /* as async_dispatch */
+        /* as a nested call in async.c: its own calls are numbered from its id */
+        uint64_t saved_seed = vm->stream_seed, saved_seq = vm->qcall_seq, saved_id = vm->call_id;
+        vm->stream_seed = c->seed;
+        vm->call_id = c->index;
         vm->qcall_seq = 0;
         r = qrt_run_rec(vm, f, c->seed, c->index, slots, c->site, &rec->head);
         vm->stream_seed = saved_seed;
         vm->qcall_seq = saved_seq;
+        vm->call_id = saved_id;
     }
     vm->sp = base;
     copy_release_modules(&cc);
