@@ -361,8 +361,11 @@ static bool main_wait(VM *vm, ObjFuture *f, const Node *site)
     Interp *in = vm->in;
     if (in->exec) {
         lookahead_run(vm);
-        /* still queued: run it here rather than wait for a worker to start it */
-        if (!fut_ready(f->fut)) exec_run_inline(in->exec, f->fut);
+        /* still queued: run it here rather than wait for a worker to start it
+         * (only a call of the running REPL entry: Ctrl-C stops what runs
+         * here, and an earlier entry's calls are not the statement's to stop) */
+        int here = vm->top_src ? vm->top_src->entry : 0, made = f->src ? f->src->entry : 0;
+        if (!fut_ready(f->fut) && here == made) exec_run_inline(in->exec, f->fut);
     }
     if (fut_ready(f->fut)) return true;
     double t0 = mono();

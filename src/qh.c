@@ -408,7 +408,7 @@ bool qh_run_entry(qh_State *Q, qh_Program *entry, unsigned flags)
                 async_cancel_all(in);           /* the session ends (the REPL sees qh_ended) */
             } else if (vm->err.interrupted || atomic_load(&in->sigint)) {
                 fprintf(in->err, "interrupted\n");
-                async_cancel_all(in);
+                async_cancel_entry(in, entry->part->src->entry);   /* its own calls, not earlier entries' */
             } else {
                 vm_print_error(vm, in->err);
             }
@@ -429,6 +429,10 @@ void qh_interrupt(qh_State *Q)
 }
 
 void qh_print_tasks(qh_State *Q, FILE *out) { async_print_tasks(&Q->in, Q->main, out); }
+
+int qh_pending(qh_State *Q) { return Q->started ? async_pending(&Q->in) : 0; }
+
+void qh_describe_pending(qh_State *Q, FILE *out) { if (Q->started) async_describe_pending(&Q->in, out); }
 
 double qh_wait_seconds(qh_State *Q) { return Q->started ? Q->vm.wait_time : 0; }
 

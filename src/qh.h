@@ -99,6 +99,11 @@ void qh_interrupt(qh_State *Q);
 bool qh_ended(qh_State *Q);
 /* Pending background tasks with their call sites (REPL :tasks). */
 void qh_print_tasks(qh_State *Q, FILE *out);
+/* The calls not finished yet (0 before the first run or under --sync). */
+int qh_pending(qh_State *Q);
+/* One line: what the interpreter waits for before it can end, and that
+ * Ctrl-C abandons it (the REPL at Ctrl-D). */
+void qh_describe_pending(qh_State *Q, FILE *out);
 /* Seconds the main thread has spent waiting for results so far. */
 double qh_wait_seconds(qh_State *Q);
 /* Completion candidates for text: "mod.prefix" gives the module's members

@@ -228,7 +228,7 @@ static void cmd_help(void)
     puts("qh REPL: type statements; an expression's value is printed.\n"
          "  :help          this help\n"
          "  :quit          leave (or Ctrl-D)\n"
-         "  :tasks         pending background tasks and the entries that called them\n"
+         "  :tasks         pending background tasks, the entries that called them, their holders\n"
          "  :wait [EXPR]   wait for EXPR and print its value; alone: wait for every task\n"
          "  :time STMT     run STMT, then show wall time and time spent waiting\n"
          "  :deps [STMT]   the dependency analysis of the last entry, or of STMT without running it\n"
@@ -236,7 +236,9 @@ static void cmd_help(void)
          "Entries are numbered from 1 as typed. A value that needs a quantum call is\n"
          "waited for, except a call an earlier entry made that still runs: it shows as\n"
          "<future NAME() from entry N: running>; :wait, or any use of the value, waits.\n"
-         "Ctrl-C cancels the running statement and every pending task; at the prompt it clears the line.");
+         "Ctrl-C cancels the running statement and the calls it made (earlier entries' calls go on);\n"
+         "at the prompt it clears the line. Ctrl-D with calls still running waits for them (Ctrl-C\n"
+         "abandons them).");
 }
 
 static void handle(Repl *r, const char *text)
@@ -356,6 +358,8 @@ int repl_run(qh_State *Q, bool fresh)
             free(line);
             if (tty) putchar('\n');
             else fputc('\n', stderr);
+            /* Ctrl-D: the calls still running are waited for; say so */
+            if (!line && !qh_ended(Q) && qh_pending(Q)) { fflush(stdout); qh_describe_pending(Q, stderr); }
             break;
         }
         if (acc.len) buf_putc(&acc, '\n');
