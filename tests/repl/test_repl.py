@@ -315,7 +315,7 @@ def case_ctrl_c_call(ctx, r):
     out = r.line("y", timeout=3)
     want(len(out) == 1 and re.fullmatch(r"<future slow\(\) from entry 6: (running|queued)>", out[0]),
          "y while slow() runs: %r" % out)
-    # Ctrl-C on :wait cancels it, y is left failed/cancelled, the session goes on
+    # Ctrl-C on :wait stops the waiting; y, an earlier entry's call, goes on
     r.send(":wait y\r")
     r.expect(r":wait y\n", what="the echo of :wait y")
     time.sleep(0.3)
@@ -324,7 +324,7 @@ def case_ctrl_c_call(ctx, r):
     r.prompt(timeout=8)
     want(time.monotonic() - t0 < 5, "waiting for y: the prompt came back late")
     out = r.line(":tasks")
-    want(not any("slow()" in l for l in out), ":tasks after Ctrl-C: the cancelled task is still listed: %r" % out)
+    want(any("slow()" in l for l in out), ":tasks after Ctrl-C of :wait: y's call should go on: %r" % out)
     want_out(r.line("2 + 2"), ["4"], "the session after cancelling y")
 
 
@@ -717,6 +717,65 @@ def case_history_xdg_default(ctx, r_unused):
     want(not os.path.exists(os.path.join(home, ".qh_history")), "~/.qh_history was written too")
 
 
+# ---- issue 13: the REPL's tasks (async) ----
+
+SLOW2 = 'qfn slow2(t) on device("statevector", wires=1, latency=2) { return t }'
+
+
+def case_ctrl_c_own_tasks(ctx, r):
+    """Ctrl-C cancels the running statement and the calls it made, not
+    those of earlier entries."""
+    want_out(r.line(SLOW2), [], "slow2")
+    want_out(r.line("x = slow2(1)"), [], "x = slow2(1): entry 2")
+    r.send("y = slow2(2); sleep(5)\r")
+    r.expect(r"sleep\(5\)\n", what="the echo of the sleep")
+    time.sleep(0.3)
+    r.send("\x03")
+    out = r.prompt(timeout=8)
+    want("interrupted" in out, "expected 'interrupted', got %r" % out)
+    out = r.line(":tasks")
+    want(any(re.match(r"\s*slow2\(\) from entry 2: ", l) for l in out), ":tasks: entry 2's call should go on: %r" % out)
+    want(not any("entry 3" in l for l in out), ":tasks: entry 3's call should be cancelled: %r" % out)
+    want_out(r.line(":wait x", timeout=8), ["1"], "x, from before the Ctrl-C")
+
+
+def case_tasks_names_holder(ctx, r):
+    """:tasks names the variable holding each future and its entry."""
+    want_out(r.line(SLOW2), [], "slow2")
+    want_out(r.line("res = [slow2(1)]; z = slow2(3)"), [], "two calls: entry 2")
+    out = r.line(":tasks")
+    want(any(re.match(r"\s*slow2\(\) from entry 2: .*held by res\[0\]", l) for l in out), ":tasks: res[0]: %r" % out)
+    want(any(re.match(r"\s*slow2\(\) from entry 2: .*held by z$", l) for l in out), ":tasks: z: %r" % out)
+
+
+def case_ctrl_d_pending(ctx, r):
+    """Ctrl-D with calls running: says what it waits for and that Ctrl-C
+    abandons them; it ends once they are done."""
+    want_out(r.line(SLOW2), [], "slow2")
+    want_out(r.line("x = slow2(1)"), [], "x = slow2(1)")
+    t0 = time.monotonic()
+    r.send("\x04")
+    r.expect(r"waiting for 1 background task \(slow2\(\) from entry 2\); Ctrl-C abandons them",
+             what="what Ctrl-D waits for")
+    want(r.wait_exit(timeout=10) == 0, "Ctrl-D: the session did not end 0 once x was done")
+    want(time.monotonic() - t0 >= 0.5, "Ctrl-D did not wait for x")
+    # Ctrl-C abandons them
+    r2 = ctx.start()
+    try:
+        want_out(r2.line(SLOW2.replace("latency=2", "latency=30")), [], "slow2 (30 s)")
+        want_out(r2.line("x = slow2(1)"), [], "x = slow2(1)")
+        r2.send("\x04")
+        r2.expect(r"Ctrl-C abandons them", what="the Ctrl-D message")
+        time.sleep(0.3)
+        t0 = time.monotonic()
+        r2.send("\x03")
+        st = r2.wait_exit(timeout=8)
+        want(time.monotonic() - t0 < 5, "Ctrl-C after Ctrl-D: the session did not end promptly")
+        want(st == 130, "Ctrl-C after Ctrl-D: status %r, expected 130" % st)
+    finally:
+        r2.close()
+
+
 CASES = [
     (1, "values", case_values),
     (2, "multi-line input", case_multiline),
@@ -739,6 +798,9 @@ CASES = [
     (19, "a global that hides a builtin, across entries", case_hidden_builtin),
     (20, "qh -i after a runtime error; a syntax error", case_dash_i_error),
     (21, "history in ~/.local/state/qh when it exists", case_history_xdg_default),
+    (22, "Ctrl-C cancels only the statement's own calls", case_ctrl_c_own_tasks),
+    (23, ":tasks names the variable holding each future", case_tasks_names_holder),
+    (24, "Ctrl-D with calls running says what it waits for", case_ctrl_d_pending),
 ]
 
 
