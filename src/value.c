@@ -173,15 +173,22 @@ static void small_key_init(void) { pthread_key_create(&small_key, small_release)
 
 static inline size_t small_class(size_t size) { return (size + 15) >> 4; }
 
-static inline void *small_alloc(size_t size)
+/* NULL when memory runs out (the caller decides: fatal or located) */
+static inline void *small_alloc_try(size_t size)
 {
     size_t c = small_class(size);
-    if (c > SMALL_CLASSES) return xmalloc(size);
+    if (c > SMALL_CLASSES) return malloc(size);
     SmallBlock *b = small.head[c];
-    if (!b) return xmalloc(c << 4);
+    if (!b) return malloc(c << 4);
     small.head[c] = b->next;
     small.n[c]--;
     return b;
+}
+static inline void *small_alloc(size_t size)
+{
+    void *p = small_alloc_try(size);
+    if (__builtin_expect(!p, 0)) qh_out_of_memory();
+    return p;
 }
 
 static inline void small_free(void *p, size_t size)
@@ -388,15 +395,24 @@ uint32_t str_hash(const char *s, size_t n)
     return h;
 }
 
-ObjStr *str_alloc(size_t n)
+ObjStr *str_alloc_try(size_t n)
 {
-    if (n > 0xfffffff0u) { fputs("qh: string too large\n", stderr); abort(); }
-    ObjStr *s = small_alloc(sizeof(ObjStr) + n + 1);
+    if (n > 0xfffffff0u) return NULL;
+    ObjStr *s = small_alloc_try(sizeof(ObjStr) + n + 1);
+    if (!s) return NULL;
     s->h.rc = 1; s->h.type = T_STR;
     s->len = (uint32_t)n;
     s->cap = (uint32_t)n;
     s->nchars = -1;
     s->s[n] = 0;
+    return s;
+}
+
+ObjStr *str_alloc(size_t n)
+{
+    qh_assert(n <= 0xfffffff0u);
+    ObjStr *s = str_alloc_try(n);
+    if (!s) qh_out_of_memory();
     return s;
 }
 
@@ -412,7 +428,9 @@ ObjStr *str_append(ObjStr *s, const ObjStr *t)
         /* a whole number of 16 bytes, as small blocks are (value.c, small objects) */
         size_t total = (sizeof(ObjStr) + nc + 1 + 15) & ~(size_t)15;
         nc = total - sizeof(ObjStr) - 1;
-        s = xrealloc(s, total);
+        ObjStr *g = realloc(s, total);
+        if (!g) return NULL;        /* s is unchanged */
+        s = g;
         s->cap = (uint32_t)nc;
     }
     size_t tl = self ? s->len : t->len;
@@ -476,11 +494,12 @@ bool str_eq(const ObjStr *a, const ObjStr *b)
 
 /* ---- lists ---- */
 
-ObjList *list_new(size_t cap)
+ObjList *list_new_try(size_t cap)
 {
     /* one allocation: the header and room for cap elements (not zeroed) */
-    if (cap > ((size_t)1 << 40)) { fputs("qh: list too large\n", stderr); abort(); }
-    ObjList *l = small_alloc(sizeof(ObjList) + cap * sizeof(Value));
+    if (cap > ((size_t)1 << 40)) return NULL;
+    ObjList *l = small_alloc_try(sizeof(ObjList) + cap * sizeof(Value));
+    if (!l) return NULL;
     memset(l, 0, sizeof *l);
     l->h.rc = 1;
     l->h.type = T_LIST;
@@ -490,20 +509,43 @@ ObjList *list_new(size_t cap)
     return l;
 }
 
+ObjList *list_new(size_t cap)
+{
+    ObjList *l = list_new_try(cap);
+    if (!l) qh_out_of_memory();
+    return l;
+}
+
+bool list_reserve(ObjList *l, size_t n)
+{
+    if (n <= l->cap) return true;
+    size_t nc = l->cap ? l->cap * 2 : 4;
+    if (nc < n) nc = n;
+    if (nc > ((size_t)1 << 40)) return false;
+    Value *nv;
+    if (list_inline(l)) {
+        nv = malloc(nc * sizeof(Value));
+        if (!nv) return false;
+        memcpy(nv, l->v, l->len * sizeof(Value));
+    } else {
+        nv = realloc(l->v, nc * sizeof(Value));
+        if (!nv) return false;
+    }
+    l->v = nv;
+    l->cap = nc;
+    return true;
+}
+
+bool list_push_try(ObjList *l, Value v)
+{
+    if (l->len == l->cap && !list_reserve(l, l->len + 1)) return false;
+    l->v[l->len++] = v;
+    return true;
+}
+
 void list_push(ObjList *l, Value v)
 {
-    if (l->len == l->cap) {
-        size_t nc = l->cap ? l->cap * 2 : 4;
-        if (list_inline(l)) {
-            Value *nv = xmalloc(nc * sizeof(Value));
-            memcpy(nv, l->v, l->len * sizeof(Value));
-            l->v = nv;
-        } else {
-            l->v = xrealloc(l->v, nc * sizeof(Value));
-        }
-        l->cap = nc;
-    }
-    l->v[l->len++] = v;
+    if (!list_push_try(l, v)) qh_out_of_memory();
 }
 
 Value v_list(ObjList *l) { return v_obj(&l->h); }
@@ -578,21 +620,24 @@ static long dict_find(ObjDict *d, Value key, uint32_t h, size_t *slot)
     }
 }
 
-static void dict_rebuild(ObjDict *d, size_t idxcap)
+static bool dict_rebuild(ObjDict *d, size_t idxcap)
 {
+    int32_t *idx = malloc(idxcap * sizeof(int32_t));
+    if (!idx) return false;
     /* compact the entries and rebuild the index */
     size_t j = 0;
     for (size_t i = 0; i < d->nent; i++) if (d->ent[i].live) d->ent[j++] = d->ent[i];
     d->nent = j;
     free(d->idx);
     d->idxcap = idxcap;
-    d->idx = xmalloc(idxcap * sizeof(int32_t));
+    d->idx = idx;
     for (size_t i = 0; i < idxcap; i++) d->idx[i] = -1;
     for (size_t i = 0; i < d->nent; i++) {
         size_t k = d->ent[i].hash & (idxcap - 1);
         while (d->idx[k] != -1) k = (k + 1) & (idxcap - 1);
         d->idx[k] = (int32_t)i;
     }
+    return true;
 }
 
 long dict_index(ObjDict *d, Value key) { return dict_find(d, key, value_hash(key), NULL); }
@@ -605,16 +650,15 @@ bool dict_get(ObjDict *d, Value key, Value *out)
     return true;
 }
 
-void dict_set(ObjDict *d, Value key, Value val)
+bool dict_set_try(ObjDict *d, Value key, Value val)
 {
     uint32_t h = value_hash(key);
     long e = dict_find(d, key, h, NULL);
-    incref(val);
-    if (e >= 0) { decref(d->ent[e].val); d->ent[e].val = val; return; }
+    if (e >= 0) { incref(val); decref(d->ent[e].val); d->ent[e].val = val; return true; }
     if (d->idxcap ? (d->nent + 1) * 4 > d->idxcap * 3 : d->nent + 1 > DICT_SMALL) {
         size_t c = 16;
         while (c * 3 < (d->len + 1) * 4 * 2) c *= 2;
-        dict_rebuild(d, c);
+        if (!dict_rebuild(d, c)) return false;
     } else if (!d->idxcap && d->nent == d->cap && d->nent > d->len) {
         /* small and full of deleted entries: compact */
         size_t j = 0;
@@ -622,9 +666,13 @@ void dict_set(ObjDict *d, Value key, Value val)
         d->nent = j;
     }
     if (d->nent == d->cap) {
-        d->cap = d->cap ? d->cap * 2 : 4;
-        d->ent = xrealloc(d->ent, d->cap * sizeof(DictEnt));
+        size_t nc = d->cap ? d->cap * 2 : 4;
+        DictEnt *ne = realloc(d->ent, nc * sizeof(DictEnt));
+        if (!ne) return false;
+        d->ent = ne;
+        d->cap = nc;
     }
+    incref(val);
     incref(key);
     d->ent[d->nent] = (DictEnt){ key, val, h, true };
     if (d->idxcap) {
@@ -634,6 +682,12 @@ void dict_set(ObjDict *d, Value key, Value val)
     }
     d->nent++;
     d->len++;
+    return true;
+}
+
+void dict_set(ObjDict *d, Value key, Value val)
+{
+    if (!dict_set_try(d, key, val)) qh_out_of_memory();
 }
 
 bool dict_del(ObjDict *d, Value key, Value *out)
@@ -716,19 +770,26 @@ static bool eq_rec(Value a, Value b, int depth)
 
 /* ---- buffers ---- */
 
-void buf_init(Buf *b) { b->p = NULL; b->len = b->cap = 0; }
-static void buf_grow(Buf *b, size_t n)
+void buf_init(Buf *b) { b->p = NULL; b->len = b->cap = 0; b->failed = false; }
+bool buf_failed(const Buf *b) { return b->failed; }
+/* room for n more bytes and the NUL; false (and the buffer marked) when
+ * memory runs out: what follows is dropped, the caller reports it */
+static bool buf_grow(Buf *b, size_t n)
 {
+    if (b->failed) return false;
     if (b->len + n + 1 > b->cap) {
         size_t c = b->cap ? b->cap : 64;
-        while (c < b->len + n + 1) c *= 2;
-        b->p = xrealloc(b->p, c);
+        while (c < b->len + n + 1 && c < ((size_t)1 << 62)) c *= 2;
+        char *p = c >= b->len + n + 1 ? realloc(b->p, c) : NULL;
+        if (!p) { b->failed = true; return false; }
+        b->p = p;
         b->cap = c;
     }
+    return true;
 }
 void buf_put(Buf *b, const char *s, size_t n)
 {
-    buf_grow(b, n);
+    if (!buf_grow(b, n)) return;
     memcpy(b->p + b->len, s, n);
     b->len += n;
     b->p[b->len] = 0;
@@ -742,8 +803,7 @@ void buf_printf(Buf *b, const char *fmt, ...)
     va_copy(ap2, ap);
     int n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (n > 0) {
-        buf_grow(b, (size_t)n);
+    if (n > 0 && buf_grow(b, (size_t)n)) {
         vsnprintf(b->p + b->len, (size_t)n + 1, fmt, ap2);
         b->len += (size_t)n;
     }

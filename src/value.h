@@ -146,10 +146,19 @@ ObjStr *str_new(const char *s, size_t n);
 ObjStr *str_from(const char *s);
 ObjStr *str_alloc(size_t n);          /* caller fills s[0..n), then str_finish */
 void str_finish(ObjStr *s);
+
+/* Memory: the functions that allocate (str_alloc, str_new, list_new,
+ * list_push, dict_set, obj_alloc, ...) treat running out as fatal
+ * ("qh: out of memory", exit 70): right for sizes the program does not
+ * choose. Where the program chooses the size (repetition, concatenation,
+ * growth by append or assignment, join, range ...) use the _try forms and
+ * report a located "out of memory" (vm_oom). */
+ObjStr *str_alloc_try(size_t n);      /* NULL when out of memory (or n > 4 GiB) */
 /* Appends n bytes to s in place, growing its capacity geometrically (so
  * `s += t` in a loop is amortised linear). Only for a string its caller
  * holds alone (count 1, not immortal): it may move, the result is the
- * string. NULL (s untouched) if the result would exceed 4 GiB. */
+ * string. NULL (s untouched) if the result would exceed 4 GiB or memory
+ * runs out. */
 ObjStr *str_append(ObjStr *s, const ObjStr *t);
 Value v_str(const char *s);
 Value v_strn(const char *s, size_t n);
@@ -161,6 +170,9 @@ bool str_eq(const ObjStr *a, const ObjStr *b);
 /* lists */
 ObjList *list_new(size_t cap);
 void list_push(ObjList *l, Value v);  /* takes the reference */
+ObjList *list_new_try(size_t cap);    /* NULL when out of memory */
+bool list_push_try(ObjList *l, Value v);  /* false (v still the caller's) when out of memory */
+bool list_reserve(ObjList *l, size_t n);  /* room for n elements in all; false when out of memory */
 Value v_list(ObjList *l);
 
 /* dicts */
@@ -168,6 +180,7 @@ ObjDict *dict_new(void);
 ObjDict *dict_new_sized(size_t n);   /* room for n entries */
 bool dict_get(ObjDict *d, Value key, Value *out);   /* borrowed */
 void dict_set(ObjDict *d, Value key, Value val);    /* increfs both */
+bool dict_set_try(ObjDict *d, Value key, Value val);  /* false (nothing taken) when out of memory */
 bool dict_del(ObjDict *d, Value key, Value *out);   /* out: owned */
 /* The entry index of key in d->ent, or -1 (for callers that cache it). */
 long dict_index(ObjDict *d, Value key);
@@ -182,13 +195,15 @@ bool value_eq(Value a, Value b);
 uint32_t value_hash(Value v);
 
 /* growable byte buffer for printing */
-typedef struct Buf { char *p; size_t len, cap; } Buf;
+typedef struct Buf { char *p; size_t len, cap; bool failed; } Buf;
 void buf_init(Buf *b);
 void buf_put(Buf *b, const char *s, size_t n);
 void buf_puts(Buf *b, const char *s);
 void buf_putc(Buf *b, char c);
 void buf_printf(Buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void buf_free(Buf *b);
+/* Memory ran out while it grew: its contents are incomplete. */
+bool buf_failed(const Buf *b);
 
 /* str(v) written into b; quoted: strings inside containers. Futures must
  * have been resolved by the caller (the printer knows nothing of waiting). */

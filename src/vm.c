@@ -2,6 +2,7 @@
  * errors: the message, where it happened, the traceback, Ctrl-C. Knows
  * values, the AST and diagnostics; nothing of evaluation. */
 #include "vm.h"
+#include "qh_assert.h"
 #include "diag.h"
 
 #include <errno.h>
@@ -76,8 +77,7 @@ void vm_init(VM *vm, Interp *in, bool is_task)
         spare_stack = NULL;
         pthread_setspecific(spare_key, NULL);
     }
-    else vm->stack = malloc(vm->cap * sizeof(Value));
-    if (!vm->stack) { fputs("qh: out of memory\n", stderr); exit(70); }
+    else vm->stack = xmalloc(vm->cap * sizeof(Value));
     vm->max_depth = MAX_DEPTH;
     vm->watch_interrupt = !is_task;
     vm->la_on = !is_task && !in->sync && !in->no_lookahead;
@@ -147,6 +147,8 @@ Value vm_error(VM *vm, const Node *n, const char *fmt, ...)
     e->tb[e->ntb++] = (TraceEnt){ e->src, e->line, cur_fn_name(vm) };
     return v_exc();
 }
+
+Value vm_oom(VM *vm, const Node *n) { return vm_error(vm, n, "out of memory"); }
 
 Value vm_interrupted(VM *vm, const Node *n)
 {

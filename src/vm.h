@@ -169,6 +169,9 @@ void vm_thread_cleanup(void);
 /* Records a runtime error at node n (or the current statement when NULL);
  * returns v_exc() for convenience. */
 Value vm_error(VM *vm, const Node *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "out of memory" at n: a located, catchable error where the program
+ * chose the size of what could not be allocated. */
+Value vm_oom(VM *vm, const Node *n);
 /* The same, marked as an interruption (Ctrl-C, cancellation): not catchable. */
 Value vm_interrupted(VM *vm, const Node *n);
 /* Prints the pending error with its source line and traceback. */

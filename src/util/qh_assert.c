@@ -26,3 +26,17 @@ char *xstrdup(const char *s)
     if (!p) qh_out_of_memory();
     return p;
 }
+
+char *xstrndup(const char *s, size_t n)
+{
+    char *p = strndup(s, n);
+    if (!p) qh_out_of_memory();
+    return p;
+}
+
+void *xcalloc(size_t n, size_t size)
+{
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) qh_out_of_memory();
+    return p;
+}

@@ -34,12 +34,7 @@ static inline void *xmalloc(size_t n)
     if (__builtin_expect(!p, 0)) qh_out_of_memory();
     return p;
 }
-static inline void *xcalloc(size_t n, size_t size)
-{
-    void *p = calloc(n ? n : 1, size ? size : 1);
-    if (__builtin_expect(!p, 0)) qh_out_of_memory();
-    return p;
-}
+void *xcalloc(size_t n, size_t size);
 static inline void *xrealloc(void *p, size_t n)
 {
     p = realloc(p, n ? n : 1);
@@ -47,5 +42,6 @@ static inline void *xrealloc(void *p, size_t n)
     return p;
 }
 char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
 
 #endif
