@@ -170,7 +170,8 @@ static Value str_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
         switch (op) {
         case OP_ADD: {
             if ((size_t)x->len + y->len > 0xfffffff0u) return vm_error(vm, site, "string too long");
-            ObjStr *r = str_alloc((size_t)x->len + y->len);
+            ObjStr *r = str_alloc_try((size_t)x->len + y->len);
+            if (!r) return vm_oom(vm, site);
             memcpy(r->s, x->s, x->len);
             memcpy(r->s + x->len, y->s, y->len);
             str_finish(r);
@@ -207,7 +208,8 @@ static Value seq_repeat(VM *vm, Value seq, double times, const Node *site)
     if (seq.t == T_STR) {
         ObjStr *s = AS_STR(seq);
         if (n && (double)s->len * (double)n > 2e9) return vm_error(vm, site, "string too long (%.0f bytes)", (double)s->len * (double)n);
-        ObjStr *r = str_alloc(s->len * (size_t)n);
+        ObjStr *r = str_alloc_try(s->len * (size_t)n);
+        if (!r) return vm_oom(vm, site);
         for (long i = 0; i < n; i++) memcpy(r->s + (size_t)i * s->len, s->s, s->len);
         str_finish(r);
         return v_obj(&r->h);
@@ -215,7 +217,8 @@ static Value seq_repeat(VM *vm, Value seq, double times, const Node *site)
     ObjList *l = AS_LIST(seq);
     if (holds_derived_numbers(l)) return vm_error(vm, site, WHOLE_GRAD_ARRAY);
     if (n && (double)l->len * (double)n > 1e9) return vm_error(vm, site, "list too long");
-    ObjList *r = list_new(l->len * (size_t)n);
+    ObjList *r = list_new_try(l->len * (size_t)n);
+    if (!r) return vm_oom(vm, site);
     for (long i = 0; i < n; i++)
         for (size_t k = 0; k < l->len; k++) { incref(l->v[k]); r->v[r->len++] = l->v[k]; }
     return v_list(r);
@@ -227,7 +230,8 @@ static Value list_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
         ObjList *x = AS_LIST(a), *y = AS_LIST(b);
         if (op == OP_ADD) {
             if (holds_derived_numbers(x) || holds_derived_numbers(y)) return vm_error(vm, site, WHOLE_GRAD_ARRAY);
-            ObjList *r = list_new(x->len + y->len);
+            ObjList *r = list_new_try(x->len + y->len);
+            if (!r) return vm_oom(vm, site);
             for (size_t i = 0; i < x->len; i++) { incref(x->v[i]); r->v[r->len++] = x->v[i]; }
             for (size_t i = 0; i < y->len; i++) { incref(y->v[i]); r->v[r->len++] = y->v[i]; }
             return v_list(r);

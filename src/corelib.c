@@ -26,6 +26,35 @@ static bool force_arg(VM *vm, Args *a, int i)
     return true;
 }
 
+/* a string made from a buffer the program filled (freed here): the string,
+ * or a located error when memory ran out or it is too long */
+static Value buf_result(VM *vm, Buf *b, const Node *site)
+{
+    Value r;
+    if (buf_failed(b)) r = vm_oom(vm, site);
+    else if (b->len > 0xfffffff0u) r = vm_error(vm, site, "string too long");
+    else {
+        ObjStr *s = str_alloc_try(b->len);
+        if (!s) r = vm_oom(vm, site);
+        else {
+            if (b->len) memcpy(s->s, b->p, b->len);
+            str_finish(s);
+            r = v_obj(&s->h);
+        }
+    }
+    buf_free(b);
+    return r;
+}
+
+/* list_push for elements the program makes: false after a located error (x released) */
+static bool push_or_oom(VM *vm, ObjList *l, Value x, const Node *site)
+{
+    if (list_push_try(l, x)) return true;
+    decref(x);
+    vm_oom(vm, site);
+    return false;
+}
+
 static bool want(VM *vm, Args *a, int i, ValType t, const char *fn)
 {
     if (a->v[i].t == t) return true;
@@ -101,6 +130,7 @@ static Value bi_print(VM *vm, Args *a)
         if (!tp_repr(vm, &b, a->v[i], false, a->site)) { buf_free(&b); return v_exc(); }
     }
     buf_put(&b, end, endlen);
+    if (buf_failed(&b)) { buf_free(&b); return vm_oom(vm, a->site); }
     bool ok = vm_write_out(vm, b.p, b.len, false, a->site);
     buf_free(&b);
     return ok ? v_nil() : v_exc();
@@ -118,9 +148,7 @@ static Value bi_str(VM *vm, Args *a)
     Buf b;
     buf_init(&b);
     if (!tp_repr(vm, &b, a->v[0], false, a->site)) { buf_free(&b); return v_exc(); }
-    Value r = v_strn(b.p ? b.p : "", b.len);
-    buf_free(&b);
-    return r;
+    return buf_result(vm, &b, a->site);
 }
 
 /* fmt(format, args...): C printf for %d %i %f %e %g %s %x (and %X %o %c %E %G %%) */
@@ -164,7 +192,8 @@ static Value bi_fmt(VM *vm, Args *a)
             if (!tp_repr(vm, &s, v, false, a->site)) { buf_free(&s); buf_free(&b); return v_exc(); }
             spec[sn++] = 's'; spec[sn] = 0;
             int need = snprintf(NULL, 0, spec, s.p ? s.p : "");
-            char *tmp = malloc((size_t)need + 1);
+            char *tmp = need >= 0 ? malloc((size_t)need + 1) : NULL;
+            if (!tmp) { buf_free(&s); buf_free(&b); return vm_oom(vm, a->site); }
             snprintf(tmp, (size_t)need + 1, spec, s.p ? s.p : "");
             buf_put(&b, tmp, (size_t)need);
             free(tmp);
@@ -222,9 +251,7 @@ static Value bi_fmt(VM *vm, Args *a)
         buf_puts(&b, out);
     }
     if (argi < a->n) { buf_free(&b); return vm_error(vm, a->site, "fmt(): too many arguments for the format"); }
-    Value r = v_strn(b.p ? b.p : "", b.len);
-    buf_free(&b);
-    return r;
+    return buf_result(vm, &b, a->site);
 }
 
 /* ---------------------------------------------------------------- conversion */
@@ -311,7 +338,8 @@ static Value bi_range(VM *vm, Args *a)
     double count = step > 0 ? ceil((double)(stop - start) / (double)step) : ceil((double)(start - stop) / (double)-step);
     if (count < 0) count = 0;
     if (count > 2e8) return vm_error(vm, a->site, "range() of %.0f elements is too large for a list (loop over it with for instead)", count);
-    ObjList *l = list_new((size_t)count);
+    ObjList *l = list_new_try((size_t)count);
+    if (!l) return vm_oom(vm, a->site);
     for (long i = start; step > 0 ? i < stop : i > stop; i += step) l->v[l->len++] = v_num((double)i);
     return v_list(l);
 }
@@ -322,8 +350,8 @@ static Value bi_append(VM *vm, Args *a)
     if (!want(vm, a, 0, T_LIST, "append")) return v_exc();
     ObjList *l = AS_LIST(a->v[0]);
     if (l->len >= ((size_t)1 << 31)) return vm_error(vm, a->site, "list too long");
+    if (!list_push_try(l, a->v[1])) return vm_oom(vm, a->site);
     incref(a->v[1]);
-    list_push(l, a->v[1]);
     return v_nil();
 }
 
@@ -337,8 +365,8 @@ static Value bi_insert(VM *vm, Args *a)
     if (i < 0) i += (long)l->len;
     if (i < 0) i = 0;
     if (i > (long)l->len) i = (long)l->len;
+    if (!list_push_try(l, v_nil())) return vm_oom(vm, a->site);
     incref(a->v[2]);
-    list_push(l, v_nil());
     memmove(l->v + i + 1, l->v + i, (l->len - 1 - (size_t)i) * sizeof(Value));
     l->v[i] = a->v[2];
     return v_nil();
@@ -401,7 +429,7 @@ static bool elements(VM *vm, Value coll, Value *out, const Node *site)
         int k = tp_iter_next(vm, coll, &it, &x, site);
         if (k == 0) break;
         if (k < 0) { tp_iter_end(&it); decref(v_list(l)); return false; }
-        list_push(l, x);
+        if (!list_push_try(l, x)) { decref(x); tp_iter_end(&it); decref(v_list(l)); vm_oom(vm, site); return false; }
     }
     tp_iter_end(&it);
     *out = v_list(l);
@@ -411,6 +439,7 @@ static bool elements(VM *vm, Value coll, Value *out, const Node *site)
 /* enumerate(xs, start=0): the list of [index, element] pairs */
 static Value bi_enumerate(VM *vm, Args *a)
 {
+    qh_assert(a->n >= 1 && a->v);
     double start = 0;
     Value *sv = a->n > 1 ? &a->v[1] : arg_kw(a, "start");
     if (sv) {
@@ -419,7 +448,9 @@ static Value bi_enumerate(VM *vm, Args *a)
     }
     Value xs;
     if (!elements(vm, a->v[0], &xs, a->site)) return v_exc();
-    ObjList *l = AS_LIST(xs), *r = list_new(l->len);
+    ObjList *l = AS_LIST(xs), *r = list_new_try(l->len);
+    if (!r) { decref(xs); return vm_oom(vm, a->site); }
+    qh_assert(l->len == 0 || l->v);
     for (size_t i = 0; i < l->len; i++) {
         ObjList *p = list_new(2);
         incref(l->v[i]);
@@ -441,7 +472,8 @@ static Value bi_zip(VM *vm, Args *a)
         if (AS_LIST(seqs[i])->len < len) len = AS_LIST(seqs[i])->len;
     }
     if (!n) len = 0;
-    ObjList *r = list_new(len);
+    ObjList *r = list_new_try(len);
+    if (!r) { for (int i = 0; i < n; i++) decref(seqs[i]); return vm_oom(vm, a->site); }
     for (size_t k = 0; k < len; k++) {
         ObjList *t = list_new((size_t)n);
         for (int i = 0; i < n; i++) { Value x = AS_LIST(seqs[i])->v[k]; incref(x); t->v[t->len++] = x; }
@@ -479,7 +511,8 @@ static Value bi_keys(VM *vm, Args *a)
 {
     if (!want(vm, a, 0, T_DICT, "keys")) return v_exc();
     ObjDict *d = AS_DICT(a->v[0]);
-    ObjList *l = list_new(d->len);
+    ObjList *l = list_new_try(d->len);
+    if (!l) return vm_oom(vm, a->site);
     for (size_t i = 0; i < d->nent; i++) if (d->ent[i].live) { incref(d->ent[i].key); l->v[l->len++] = d->ent[i].key; }
     return v_list(l);
 }
@@ -488,7 +521,8 @@ static Value bi_values(VM *vm, Args *a)
 {
     if (!want(vm, a, 0, T_DICT, "values")) return v_exc();
     ObjDict *d = AS_DICT(a->v[0]);
-    ObjList *l = list_new(d->len);
+    ObjList *l = list_new_try(d->len);
+    if (!l) return vm_oom(vm, a->site);
     for (size_t i = 0; i < d->nent; i++) if (d->ent[i].live) { incref(d->ent[i].val); l->v[l->len++] = d->ent[i].val; }
     return v_list(l);
 }
@@ -497,7 +531,8 @@ static Value bi_items(VM *vm, Args *a)
 {
     if (!want(vm, a, 0, T_DICT, "items")) return v_exc();
     ObjDict *d = AS_DICT(a->v[0]);
-    ObjList *l = list_new(d->len);
+    ObjList *l = list_new_try(d->len);
+    if (!l) return vm_oom(vm, a->site);
     for (size_t i = 0; i < d->nent; i++) {
         if (!d->ent[i].live) continue;
         ObjList *p = list_new(2);
@@ -548,7 +583,8 @@ static Value bi_sorted(VM *vm, Args *a)
 {
     Value items;
     if (a->v[0].t == T_LIST) {
-        ObjList *l = AS_LIST(a->v[0]), *c = list_new(l->len);
+        ObjList *l = AS_LIST(a->v[0]), *c = list_new_try(l->len);
+        if (!c) return vm_oom(vm, a->site);
         for (size_t i = 0; i < l->len; i++) { incref(l->v[i]); c->v[c->len++] = l->v[i]; }
         items = v_list(c);
     } else if (a->v[0].t == T_DICT) {
@@ -561,7 +597,8 @@ static Value bi_sorted(VM *vm, Args *a)
     Value key = kw ? *kw : v_nil();
     if (rv) c.reverse = tp_truthy(vm, *rv, a->site, &c.err);
     size_t n = r->len;
-    Value *keys = xcalloc(n + 1, sizeof(Value)), *tv = xmalloc((n + 1) * sizeof(Value)), *tk = xmalloc((n + 1) * sizeof(Value));
+    Value *keys = calloc(n + 1, sizeof(Value)), *tv = malloc((n + 1) * sizeof(Value)), *tk = malloc((n + 1) * sizeof(Value));
+    if (!keys || !tv || !tk) { free(keys); free(tv); free(tk); decref(items); return vm_oom(vm, a->site); }
     for (size_t i = 0; i < n && !c.err; i++) {   /* keys[i] stays nil (no reference) until set */
         Value e = tp_force(vm, r->v[i], a->site);
         if (IS_EXC(e)) { c.err = true; break; }
@@ -586,13 +623,15 @@ static Value bi_reversed(VM *vm, Args *a)
 {
     Value v = a->v[0];
     if (v.t == T_LIST) {
-        ObjList *l = AS_LIST(v), *r = list_new(l->len);
+        ObjList *l = AS_LIST(v), *r = list_new_try(l->len);
+        if (!r) return vm_oom(vm, a->site);
         for (size_t i = l->len; i-- > 0;) { incref(l->v[i]); r->v[r->len++] = l->v[i]; }
         return v_list(r);
     }
     if (v.t == T_STR) {
         ObjStr *s = AS_STR(v);
-        ObjStr *r = str_alloc(s->len);
+        ObjStr *r = str_alloc_try(s->len);
+        if (!r) return vm_oom(vm, a->site);
         size_t o = 0, i = s->len;
         while (i > 0) {
             size_t e = i;
@@ -654,6 +693,7 @@ static Value bi_input(VM *vm, Args *a)
         Buf b;
         buf_init(&b);
         if (!tp_repr(vm, &b, a->v[0], false, a->site)) { buf_free(&b); return v_exc(); }
+        if (buf_failed(&b)) { buf_free(&b); return vm_oom(vm, a->site); }
         bool ok = vm_write_out(vm, b.p, b.len, false, a->site);
         buf_free(&b);
         if (!ok) return v_exc();
@@ -671,10 +711,8 @@ static Value bi_input(VM *vm, Args *a)
         if (vm_check_interrupt(vm)) return v_exc();
         return vm_error(vm, a->site, "input(): cannot read standard input: %s", strerror(e));
     }
-    if (c == EOF && line.len == 0) { buf_free(&line); return v_nil(); }
-    Value r = v_strn(line.p ? line.p : "", line.len);
-    buf_free(&line);
-    return r;
+    if (c == EOF && line.len == 0 && !buf_failed(&line)) { buf_free(&line); return v_nil(); }
+    return buf_result(vm, &line, a->site);
 }
 
 /* ---------------------------------------------------------------- strings */
@@ -701,9 +739,7 @@ static Value bi_join(VM *vm, Args *a)
         else { buf_free(&b); Value err = vm_error(vm, a->site, "join(): element %zu is %s, not a string", i, type_name(e)); decref(e); return err; }
         decref(e);
     }
-    Value r = v_strn(b.p ? b.p : "", b.len);
-    buf_free(&b);
-    return r;
+    return buf_result(vm, &b, a->site);
 }
 
 static Value bi_split(VM *vm, Args *a)
@@ -720,7 +756,7 @@ static Value bi_split(VM *vm, Args *a)
             if (i >= s->len) break;
             size_t j = i;
             while (j < s->len && !isspace((unsigned char)s->s[j])) j++;
-            list_push(l, v_strn(s->s + i, j - i));
+            if (!push_or_oom(vm, l, v_strn(s->s + i, j - i), a->site)) { decref(v_list(l)); return v_exc(); }
             i = j;
         }
         return v_list(l);
@@ -731,8 +767,8 @@ static Value bi_split(VM *vm, Args *a)
     const char *cur = s->s, *end = s->s + s->len;
     for (;;) {
         const char *f = memmem(cur, (size_t)(end - cur), p->s, p->len);
-        if (!f) { list_push(l, v_strn(cur, (size_t)(end - cur))); break; }
-        list_push(l, v_strn(cur, (size_t)(f - cur)));
+        if (!f) { if (!push_or_oom(vm, l, v_strn(cur, (size_t)(end - cur)), a->site)) { decref(v_list(l)); return v_exc(); } break; }
+        if (!push_or_oom(vm, l, v_strn(cur, (size_t)(f - cur)), a->site)) { decref(v_list(l)); return v_exc(); }
         cur = f + p->len;
     }
     return v_list(l);
@@ -753,16 +789,15 @@ static Value bi_replace(VM *vm, Args *a)
         buf_put(&b, n->s, n->len);
         cur = f + o->len;
     }
-    Value r = v_strn(b.p ? b.p : "", b.len);
-    buf_free(&b);
-    return r;
+    return buf_result(vm, &b, a->site);
 }
 
 static Value case_map(VM *vm, Args *a, int up)
 {
     if (!want(vm, a, 0, T_STR, up ? "upper" : "lower")) return v_exc();
     ObjStr *s = AS_STR(a->v[0]);
-    ObjStr *r = str_alloc(s->len);
+    ObjStr *r = str_alloc_try(s->len);
+    if (!r) return vm_oom(vm, a->site);
     for (uint32_t i = 0; i < s->len; i++) {
         unsigned char c = (unsigned char)s->s[i];
         r->s[i] = (char)(c < 0x80 ? (up ? toupper(c) : tolower(c)) : c);

@@ -767,7 +767,7 @@ static bool comp_clause(VM *vm, Node *n, int ci, Value acc)
             } else if (n->kind == N_LISTCOMP) {
                 Value e = EVAL(vm, n->u.comp.elt);
                 if (IS_EXC(e)) ok = false;
-                else list_push(AS_LIST(acc), e);
+                else if (!list_push_try(AS_LIST(acc), e)) { decref(e); vm_oom(vm, n); ok = false; }
             } else {
                 Value k = eval_forced(vm, n->u.comp.key);
                 if (IS_EXC(k)) ok = false;
@@ -778,7 +778,10 @@ static bool comp_clause(VM *vm, Node *n, int ci, Value acc)
                 } else {
                     Value e = EVAL(vm, n->u.comp.elt);
                     if (IS_EXC(e)) ok = false;
-                    else { dict_set(AS_DICT(acc), k, e); decref(e); }
+                    else {
+                        if (!dict_set_try(AS_DICT(acc), k, e)) { vm_oom(vm, n); ok = false; }
+                        decref(e);
+                    }
                     decref(k);
                 }
             }
@@ -1055,7 +1058,11 @@ static bool append_in_place(VM *vm, Value *slot, ObjStr *old, Value rhs, const N
 {
     qh_assert(slot->o == &old->h && old->h.rc == 1);
     ObjStr *r = str_append(old, AS_STR(rhs));
-    if (!r) { vm_error(vm, site, "string too long"); return false; }
+    if (!r) {
+        if ((size_t)old->len + AS_STR(rhs)->len > 0xfffffff0u) vm_error(vm, site, "string too long");
+        else vm_oom(vm, site);
+        return false;
+    }
     slot->o = &r->h;
     return true;
 }
@@ -1070,8 +1077,11 @@ static Value aug_value(VM *vm, Node *s, Value cur, Value rhs)
         /* xs += ys extends in place, as in Python */
         ObjList *l = AS_LIST(cur), *y = AS_LIST(rhs);
         size_t ny = y->len;
-        for (size_t i = 0; i < ny; i++) { incref(y->v[i]); list_push(l, y->v[i]); }
-        r = cur; incref(r);
+        if (!list_reserve(l, l->len + ny)) r = vm_oom(vm, s);
+        else {
+            for (size_t i = 0; i < ny; i++) { incref(y->v[i]); l->v[l->len++] = y->v[i]; }
+            r = cur; incref(r);
+        }
     } else r = tp_binop(vm, op, cur, rhs, s);
     decref(cur); decref(rhs);
     return r;

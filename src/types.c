@@ -326,8 +326,11 @@ static Value index_list(VM *vm, ObjList *l, Value i, const Node *site, const Nod
     if (i.t == T_SLICE) {
         long a, b, s;
         if (!slice_indices(vm, AS_SLICE(i), (long)l->len, &a, &b, &s, site)) return v_exc();
-        ObjList *r = list_new(0);
-        for (long k = a; s > 0 ? k < b : k > b; k += s) { incref(l->v[k]); list_push(r, l->v[k]); }
+        size_t n = s > 0 ? (b > a ? (size_t)((b - a + s - 1) / s) : 0) : (a > b ? (size_t)((a - b - s - 1) / -s) : 0);
+        ObjList *r = list_new_try(n);
+        if (!r) return vm_oom(vm, site);
+        for (long k = a; s > 0 ? k < b : k > b; k += s) { incref(l->v[k]); r->v[r->len++] = l->v[k]; }
+        qh_assert(r->len == n);
         return v_list(r);
     }
     long k;
@@ -352,7 +355,8 @@ static Value index_str(VM *vm, ObjStr *s, Value i, const Node *site, const Node 
             size_t o1 = str_offset(s, (size_t)k), o2 = str_offset(s, (size_t)k + 1);
             buf_put(&bf, s->s + o1, o2 - o1);
         }
-        Value r = v_strn(bf.p ? bf.p : "", bf.len);
+        if (buf_failed(&bf)) { buf_free(&bf); return vm_oom(vm, site); }
+        Value r = v_strn(bf.len ? bf.p : "", bf.len);
         buf_free(&bf);
         return r;
     }
@@ -424,7 +428,7 @@ bool tp_setindex(VM *vm, Value obj, int nidx, const Value *idx, Value v, const N
             return true;
         }
         if (!key_ok(idx[0])) { vm_error(vm, isite_at(isite, 0, site), "dict keys are numbers, strings or bools, not %s", type_name(idx[0])); return false; }
-        dict_set(AS_DICT(obj), idx[0], v);
+        if (!dict_set_try(AS_DICT(obj), idx[0], v)) { vm_oom(vm, site); return false; }
         return true;
     case T_STR:
         if (nidx != 1) { vm_error(vm, site, "a %s takes one index, not %d", type_name(obj), nidx); return false; }
@@ -481,7 +485,8 @@ bool tp_iter_begin(VM *vm, Value coll, Iter *it, const Node *site)
     case T_DICT: {
         /* a snapshot of the keys: the body may change the dict */
         ObjDict *d = AS_DICT(coll);
-        ObjList *keys = list_new(d->len);
+        ObjList *keys = list_new_try(d->len);
+        if (!keys) { vm_oom(vm, site); return false; }
         for (size_t i = 0; i < d->nent; i++) if (d->ent[i].live) { incref(d->ent[i].key); keys->v[keys->len++] = d->ent[i].key; }
         it->aux = v_list(keys);
         return true;
@@ -668,7 +673,9 @@ static bool repr_rec(VM *vm, Buf *b, Value v, bool quoted, const Node *site, con
 
 bool tp_repr(VM *vm, Buf *b, Value v, bool quoted, const Node *site)
 {
-    return repr_rec(vm, b, v, quoted, site, NULL);
+    if (!repr_rec(vm, b, v, quoted, site, NULL)) return false;
+    if (buf_failed(b)) { vm_oom(vm, site); return false; }
+    return true;
 }
 
 /* ---------------------------------------------------------------- builtin arguments */
