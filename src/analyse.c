@@ -4,6 +4,7 @@
  * flags, not evaluation. */
 #include "analyse.h"
 #include "laplan.h"
+#include "qh_assert.h"
 #include "diag.h"
 #include "builtins.h"
 
@@ -15,7 +16,7 @@ typedef struct IntSet { int *v; int n, cap; } IntSet;
 static void set_add(IntSet *s, int x)
 {
     for (int i = 0; i < s->n; i++) if (s->v[i] == x) return;
-    if (s->n == s->cap) { s->cap = s->cap ? s->cap * 2 : 8; s->v = realloc(s->v, (size_t)s->cap * sizeof(int)); }
+    if (s->n == s->cap) { s->cap = s->cap ? s->cap * 2 : 8; s->v = xrealloc(s->v, (size_t)s->cap * sizeof(int)); }
     s->v[s->n++] = x;
 }
 static bool set_has(const IntSet *s, int x) { for (int i = 0; i < s->n; i++) if (s->v[i] == x) return true; return false; }
@@ -167,7 +168,7 @@ static int *dup_ints(const IntSet *s, int *n)
 {
     *n = s->n;
     if (!s->n) return NULL;
-    int *v = malloc((size_t)s->n * sizeof(int));
+    int *v = xmalloc((size_t)s->n * sizeof(int));
     memcpy(v, s->v, (size_t)s->n * sizeof(int));
     return v;
 }
@@ -294,7 +295,7 @@ bool analyse_body(ModInfo *m, Node *body, int first_proto, FILE *diag)
         memset(&w, 0, sizeof w);
         w.m = m;
         walk(&w, s, true);
-        DepInfo *d = calloc(1, sizeof *d);
+        DepInfo *d = xcalloc(1, sizeof *d);
         d->writes = dup_ints(&w.writes, &d->nwrites);
         d->reads = dup_ints(&w.reads, &d->nreads);
         d->passes = dup_ints(&w.passes, &d->npasses);
@@ -331,7 +332,7 @@ typedef struct Origin {
 
 struct DepsState { Origin *holds; int n; };
 
-DepsState *analyse_deps_new(void) { return calloc(1, sizeof(DepsState)); }
+DepsState *analyse_deps_new(void) { return xcalloc(1, sizeof(DepsState)); }
 void analyse_deps_free(DepsState *st)
 {
     if (!st) return;
@@ -367,7 +368,7 @@ void analyse_deps_part(ModInfo *m, const Source *src, Node *body, int first_prot
     DepsState own = { NULL, 0 };
     if (!st) st = &own;
     if (st->n < m->nglobals) {
-        st->holds = realloc(st->holds, (size_t)m->nglobals * sizeof(Origin));
+        st->holds = xrealloc(st->holds, (size_t)m->nglobals * sizeof(Origin));
         memset(st->holds + st->n, 0, (size_t)(m->nglobals - st->n) * sizeof(Origin));
         st->n = m->nglobals;
     }

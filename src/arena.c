@@ -1,6 +1,7 @@
 /* arena.c — bump allocation for the nodes and names of one source file.
  * Freed all at once with the module. Knows nothing else. */
 #include "ast.h"
+#include "qh_assert.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,15 +10,14 @@
 typedef struct Chunk { struct Chunk *next; size_t used, cap; max_align_t data[]; } Chunk;
 struct Arena { Chunk *head; };
 
-Arena *arena_new(void) { return calloc(1, sizeof(Arena)); }
+Arena *arena_new(void) { return xcalloc(1, sizeof(Arena)); }
 
 void *arena_alloc(Arena *a, size_t n)
 {
     n = (n + 15) & ~(size_t)15;
     if (!a->head || a->head->used + n > a->head->cap) {
         size_t cap = n > 65536 ? n : 65536;
-        Chunk *c = malloc(sizeof(Chunk) + cap);
-        if (!c) { fputs("qh: out of memory\n", stderr); abort(); }
+        Chunk *c = xmalloc(sizeof(Chunk) + cap);
         c->next = a->head; c->used = 0; c->cap = cap;
         a->head = c;
     }

@@ -473,7 +473,9 @@ static bool shape_args(VM *vm, Args *a, int from, int *nd, size_t *shape, const 
     return true;
 }
 
-static Value maker(VM *vm, Args *a, int kind, const char *fn)
+typedef enum MakerKind { MK_ZEROS, MK_ONES, MK_RANDN, MK_RAND } MakerKind;
+
+static Value maker(VM *vm, Args *a, MakerKind kind, const char *fn)
 {
     int nd;
     size_t shape[AR_MAXDIM];
@@ -483,9 +485,9 @@ static Value maker(VM *vm, Args *a, int kind, const char *fn)
     Value *dt = arg_kw(a, "dtype");
     ArType t = dt && dt->t == T_STR && strcmp(AS_STR(*dt)->s, "complex") == 0 ? AR_C128 : AR_F64;
     switch (kind) {
-    case 0: r = ar_zeros(t, nd, shape, err); break;
-    case 1: r = ar_ones(t, nd, shape, err); break;
-    case 2: case 3: {
+    case MK_ZEROS: r = ar_zeros(t, nd, shape, err); break;
+    case MK_ONES: r = ar_ones(t, nd, shape, err); break;
+    case MK_RANDN: case MK_RAND: {
         Value *sk = arg_kw(a, "seed");
         Rng local, *rng = &vm->rng;
         if (sk && sk->t != T_NIL) {
@@ -493,7 +495,7 @@ static Value maker(VM *vm, Args *a, int kind, const char *fn)
             rng_seed(&local, (uint64_t)(int64_t)sk->n);
             rng = &local;
         }
-        r = kind == 2 ? ar_randn(nd, shape, rng, err) : ar_rand(nd, shape, rng, err);
+        r = kind == MK_RANDN ? ar_randn(nd, shape, rng, err) : ar_rand(nd, shape, rng, err);
         break;
     }
     }
@@ -501,10 +503,10 @@ static Value maker(VM *vm, Args *a, int kind, const char *fn)
 }
 static const char *const kw_dtype[] = { "dtype", NULL };
 static const char *const kw_seed[] = { "seed", NULL };
-static Value bi_zeros(VM *vm, Args *a) { return maker(vm, a, 0, "zeros"); }
-static Value bi_ones(VM *vm, Args *a) { return maker(vm, a, 1, "ones"); }
-static Value bi_randn(VM *vm, Args *a) { return maker(vm, a, 2, "randn"); }
-static Value bi_rand(VM *vm, Args *a) { return maker(vm, a, 3, "rand"); }
+static Value bi_zeros(VM *vm, Args *a) { return maker(vm, a, MK_ZEROS, "zeros"); }
+static Value bi_ones(VM *vm, Args *a) { return maker(vm, a, MK_ONES, "ones"); }
+static Value bi_randn(VM *vm, Args *a) { return maker(vm, a, MK_RANDN, "randn"); }
+static Value bi_rand(VM *vm, Args *a) { return maker(vm, a, MK_RAND, "rand"); }
 
 static Value bi_eye(VM *vm, Args *a)
 {
@@ -642,6 +644,7 @@ static Value bi_dot(VM *vm, Args *a)
     Value x = v_nil(), y = v_nil(), t[2];
     Value e = two_arrays(vm, a, "dot", &x, &y, t);
     if (IS_EXC(e)) return e;
+    qh_assert(x.t == T_ARRAY && y.t == T_ARRAY);
     char err[AR_ERRLEN];
     Array *out = NULL;
     ArScalar s;
@@ -656,6 +659,7 @@ static Value bi_kron(VM *vm, Args *a)
     Value x = v_nil(), y = v_nil(), t[2];
     Value e = two_arrays(vm, a, "kron", &x, &y, t);
     if (IS_EXC(e)) return e;
+    qh_assert(x.t == T_ARRAY && y.t == T_ARRAY);
     char err[AR_ERRLEN];
     Value r = wrap_or_error(vm, ar_kron(AS_ARR(x), AS_ARR(y), err), err, a->site);
     decref(t[0]); decref(t[1]);

@@ -129,6 +129,9 @@ static void list_push_rec(RecList *l, TaskRec *r, unsigned char where)
 
 static void list_unlink(RecList *l, TaskRec *r)
 {
+    qh_assert(r->prev != r && r->next != r);
+    qh_assert(r->prev ? r->prev->next == r : l->head == r);
+    qh_assert(r->next ? r->next->prev == r : l->tail == r);
     if (r->prev) r->prev->next = r->next; else l->head = r->next;
     if (r->next) r->next->prev = r->prev; else l->tail = r->prev;
     r->prev = r->next = NULL;

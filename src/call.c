@@ -154,7 +154,7 @@ static Value eval_call_general(VM *vm, Node *n, Value callee)
         callee = r;
     }
     int nargs = n->u.call.nargs, nkw = n->u.call.nkw;
-    qh_assert(nkw <= MAX_KWARGS);
+    qh_assert(nargs >= 0 && nkw >= 0 && nkw <= MAX_KWARGS);
     ObjStr *kwnames[MAX_KWARGS];
     size_t base = vm->sp;
     size_t need = (size_t)nargs + (size_t)nkw + 8;

@@ -6,6 +6,7 @@
  * application, the qasm and io rooms, dm.h's channel names; nothing of
  * the evaluator or the executor. */
 #include "circuitlib.h"
+#include "qh_assert.h"
 #include "builtins.h"
 #include "dm.h"
 #include "io.h"
@@ -229,8 +230,8 @@ static Value bi_specs(VM *vm, Args *a)
     if (IS_EXC(r)) { qrt_record_free(&rec); return r; }
     decref(r);
     ObjDict *types = dict_new(), *sizes = dict_new();
-    int *layer = calloc((size_t)rec.wires + 1, sizeof(int));
-    bool *used = calloc((size_t)rec.wires + 1, sizeof(bool));
+    int *layer = xcalloc((size_t)rec.wires + 1, sizeof(int));
+    bool *used = xcalloc((size_t)rec.wires + 1, sizeof(bool));
     int depth = 0, nparams = 0;
     size_t nops = 0;
     for (size_t i = 0; i < rec.c.nops; i++) {
@@ -377,8 +378,8 @@ static Value bi_draw(VM *vm, Args *a)
     if (n > 64) { qrt_record_free(&rec); return vm_error(vm, a->site, "draw(): at most 64 wires"); }
     /* layers: an op goes after every op that touches its wire span */
     size_t nops = rec.c.nops;
-    int *layer_of = calloc(nops + 1, sizeof(int));
-    int *mlayer = calloc((size_t)rec.c.nclbits + 1, sizeof(int));   /* layer of each mid-circuit measurement */
+    int *layer_of = xcalloc(nops + 1, sizeof(int));
+    int *mlayer = xcalloc((size_t)rec.c.nclbits + 1, sizeof(int));   /* layer of each mid-circuit measurement */
     int last[65] = { 0 }, nlayers = 0;
     for (size_t i = 0; i < nops; i++) {
         const QasmOp *o = &rec.c.ops[i];
@@ -400,7 +401,7 @@ static Value bi_draw(VM *vm, Args *a)
         for (int w = lo; w <= hi; w++) last[w] = l + 1;
         if (l + 1 > nlayers) nlayers = l + 1;
     }
-    Cell *cells = calloc((size_t)(nlayers ? nlayers : 1) * (size_t)n, sizeof(Cell));
+    Cell *cells = xcalloc((size_t)(nlayers ? nlayers : 1) * (size_t)n, sizeof(Cell));
     for (size_t i = 0; i < nops; i++) {
         const QasmOp *o = &rec.c.ops[i];
         int L = layer_of[i];
@@ -448,7 +449,7 @@ static Value bi_draw(VM *vm, Args *a)
         }
     }
     /* terminal measurements per wire */
-    char (*end)[128] = calloc((size_t)n, sizeof *end);
+    char (*end)[128] = xcalloc((size_t)n, sizeof *end);
     for (int i = 0; i < rec.nmeas; i++) {
         const QMeasRec *m = &rec.meas[i];
         int lo = 64, hi = -1;
@@ -461,7 +462,7 @@ static Value bi_draw(VM *vm, Args *a)
         }
     }
     /* column widths */
-    int *cw = calloc((size_t)(nlayers ? nlayers : 1), sizeof(int));
+    int *cw = xcalloc((size_t)(nlayers ? nlayers : 1), sizeof(int));
     for (int L = 0; L < nlayers; L++)
         for (int w = 0; w < n; w++) { int x = width(cells[(size_t)L * (size_t)n + (size_t)w].t); if (x > cw[L]) cw[L] = x; }
     int lw = 0;

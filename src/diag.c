@@ -1,6 +1,7 @@
 /* diag.c — printing diagnostics with source line and caret, and reading
  * sources. Knows sources, not values or evaluation. */
 #include "diag.h"
+#include "qh_assert.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -61,9 +62,9 @@ const char *diag_where(char *buf, size_t n, const Source *src, int line)
 
 Source *source_from_text(const char *name, const char *text, size_t len)
 {
-    Source *s = calloc(1, sizeof *s);
-    s->name = strdup(name);
-    s->text = malloc(len + 1);
+    Source *s = xcalloc(1, sizeof *s);
+    s->name = xstrdup(name);
+    s->text = xmalloc(len + 1);
     memcpy(s->text, text, len);
     s->text[len] = 0;
     s->len = len;
@@ -91,12 +92,12 @@ Source *source_from_file(const char *path, const char *shown, char *err, size_t 
         free(buf); fclose(f); return NULL;
     }
     fclose(f);
-    Source *s = calloc(1, sizeof *s);
-    s->name = strdup(shown ? shown : path);
-    s->path = strdup(path);
+    Source *s = xcalloc(1, sizeof *s);
+    s->name = xstrdup(shown ? shown : path);
+    s->path = xstrdup(path);
     s->text = buf;
     s->len = n;
-    buf = realloc(buf, n + 1);
+    buf = xrealloc(buf, n + 1);
     s->text = buf;
     s->text[n] = 0;
     return s;

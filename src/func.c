@@ -3,6 +3,7 @@
  * traversal, deep copies for tasks, printing, and module members.
  * Knows values, the AST and vm.h; nothing of calls or evaluation. */
 #include "func.h"
+#include "qh_assert.h"
 #include "builtins.h"
 
 #include <stdlib.h>
@@ -46,11 +47,11 @@ Value func_copy(Value v, CopyCtx *cc)
     n->p = f->p;
     n->device = v_nil();
     if (f->defaults) {
-        n->defaults = malloc((size_t)f->p->nparams * sizeof(Value));
+        n->defaults = xmalloc((size_t)f->p->nparams * sizeof(Value));
         for (int i = 0; i < f->p->nparams; i++) n->defaults[i] = value_copy_deep(f->defaults[i], cc);
     }
     if (f->p->nupvals) {
-        n->up = calloc((size_t)f->p->nupvals, sizeof(ObjCell *));
+        n->up = xcalloc((size_t)f->p->nupvals, sizeof(ObjCell *));
         for (int i = 0; i < f->p->nupvals; i++) {
             Value c = value_copy_deep(v_obj(&f->up[i]->h), cc);
             n->up[i] = (ObjCell *)c.o;
@@ -131,7 +132,7 @@ ObjModule *module_copy_some(ObjModule *m, const bool *want, CopyCtx *cc)
     n->loaded = true;
     n->partial = want != NULL;   /* filled as its functions are copied */
     n->nglobals = m->nglobals;
-    n->globals = malloc((size_t)(m->nglobals + 1) * sizeof(Value));
+    n->globals = xmalloc((size_t)(m->nglobals + 1) * sizeof(Value));
     for (int i = 0; i < m->nglobals; i++) n->globals[i] = v_unbound();
     for (int i = 0; i < m->nglobals; i++) {
         Value g = m->globals[i];
@@ -152,7 +153,7 @@ ObjModule *module_copy_partial(ObjModule *m, CopyCtx *cc)
     n->loaded = true;
     n->partial = true;
     n->nglobals = m->nglobals;
-    n->globals = malloc((size_t)(m->nglobals + 1) * sizeof(Value));
+    n->globals = xmalloc((size_t)(m->nglobals + 1) * sizeof(Value));
     for (int i = 0; i < m->nglobals; i++) n->globals[i] = v_unbound();
     return n;
 }
@@ -178,7 +179,7 @@ void module_grow(ObjModule *m)
 {
     int n = m->info->nglobals;
     if (n <= m->nglobals) return;
-    m->globals = realloc(m->globals, (size_t)(n + 1) * sizeof(Value));
+    m->globals = xrealloc(m->globals, (size_t)(n + 1) * sizeof(Value));
     for (int i = m->nglobals; i < n; i++) {
         int bi = m->info->gbuiltin[i];
         m->globals[i] = bi >= 0 ? builtin_value(bi) : v_unbound();

@@ -198,7 +198,7 @@ static bool leaf_shape(VM *vm, Value v, Leaf *L, size_t *off, double **x, size_t
         ObjList *l = AS_LIST(v);
         L->kind = L_LIST;
         L->nkids = (int)l->len;
-        L->kids = calloc(l->len + 1, sizeof(Leaf));
+        L->kids = xcalloc(l->len + 1, sizeof(Leaf));
         for (size_t i = 0; i < l->len; i++)
             if (!leaf_shape(vm, l->v[i], &L->kids[i], off, x, cap, fname, argnum, site)) return false;
         L->size = *off - L->off;
@@ -210,7 +210,7 @@ static bool leaf_shape(VM *vm, Value v, Leaf *L, size_t *off, double **x, size_t
     }
     if (*off + n > *cap) {
         while (*off + n > *cap) *cap = *cap ? *cap * 2 : 16;
-        *x = realloc(*x, *cap * sizeof(double));
+        *x = xrealloc(*x, *cap * sizeof(double));
     }
     if (n) memcpy(*x + *off, src, n * sizeof(double));
     L->size = n;
@@ -536,7 +536,7 @@ static Value run_jacobian(VM *vm, ObjFunc *f, Value *params, const DSpec *s, con
         const Leaf *L = &e.leaf[k];
         size_t ish[AR_MAXDIM];
         int ind = leaf_dims(L, ish);
-        double *blk = malloc((o.n * L->size + 1) * sizeof(double));
+        double *blk = xmalloc((o.n * L->size + 1) * sizeof(double));
         for (size_t i = 0; i < o.n; i++) memcpy(blk + i * L->size, J + i * e.n + L->off, L->size * sizeof(double));
         Value jk = shaped(vm, blk, o.ndim, o.shape, ind, ish, site);
         free(blk);

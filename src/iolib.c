@@ -5,6 +5,7 @@
  * keeps them out of quantum functions and tasks (as print). Knows values,
  * arrays and io.h; nothing of the evaluator or the executor. */
 #include "iolib.h"
+#include "qh_assert.h"
 #include "array.h"
 #include "arrayval.h"
 #include "builtins.h"
@@ -201,7 +202,7 @@ static Value from_json(const IoJson *j)
         return v_obj(&d->h);
     }
     }
-    return v_nil();
+    qh_unreachable();
 }
 
 static Value bi_json_parse(VM *vm, Args *a)
@@ -233,7 +234,7 @@ static char *keep(JB *b, char *s)
 {
     if (b->nowned == b->capowned) {
         b->capowned = b->capowned ? 2 * b->capowned : 8;
-        b->owned = realloc(b->owned, b->capowned * sizeof(char *));
+        b->owned = xrealloc(b->owned, b->capowned * sizeof(char *));
     }
     b->owned[b->nowned++] = s;
     return s;
@@ -251,7 +252,7 @@ static bool to_json(JB *b, Value v, IoJson *out, int depth)
     case T_LIST: {
         ObjList *l = AS_LIST(v);
         out->kind = IOJ_ARRAY;
-        out->items = calloc(l->len ? l->len : 1, sizeof(IoJson));
+        out->items = xcalloc(l->len ? l->len : 1, sizeof(IoJson));
         for (size_t i = 0; i < l->len; i++) {
             if (!to_json(b, l->v[i], &out->items[i], depth + 1)) { out->n = i + 1; return false; }
             out->n = i + 1;
@@ -261,9 +262,9 @@ static bool to_json(JB *b, Value v, IoJson *out, int depth)
     case T_DICT: {
         ObjDict *d = AS_DICT(v);
         out->kind = IOJ_OBJECT;
-        out->items = calloc(d->len ? d->len : 1, sizeof(IoJson));
-        out->keys = calloc(d->len ? d->len : 1, sizeof(char *));
-        out->keylens = calloc(d->len ? d->len : 1, sizeof(size_t));
+        out->items = xcalloc(d->len ? d->len : 1, sizeof(IoJson));
+        out->keys = xcalloc(d->len ? d->len : 1, sizeof(char *));
+        out->keylens = xcalloc(d->len ? d->len : 1, sizeof(size_t));
         for (size_t i = 0; i < d->nent; i++) {
             if (!d->ent[i].live) continue;
             Value k = d->ent[i].key;

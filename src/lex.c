@@ -2,6 +2,7 @@
  * the line (so a #! line is one); newlines are tokens, and the parser decides
  * where they end statements. Knows nothing of the AST or of values. */
 #include "lex.h"
+#include "qh_assert.h"
 
 #include <ctype.h>
 #include <stdbool.h>
@@ -98,7 +99,7 @@ static Token make(Lexer *lx, TokKind k, const char *start)
 static Token error_at(Lexer *lx, const char *start, const char *msg)
 {
     Token t = make(lx, TK_ERROR, start);
-    t.str = strdup(msg);
+    t.str = xstrdup(msg);
     return t;
 }
 
@@ -128,9 +129,9 @@ static Token lex_string(Lexer *lx, const char *start)
 {
     char q = *lx->p++;
     size_t cap = 32, n = 0;
-    char *o = malloc(cap);
+    char *o = xmalloc(cap);
     for (;;) {
-        if (n + 8 > cap) { cap *= 2; o = realloc(o, cap); }
+        if (n + 8 > cap) { cap *= 2; o = xrealloc(o, cap); }
         if (lx->p >= lx->end || *lx->p == '\n') {
             free(o);
             return error_at(lx, start, "unterminated string");

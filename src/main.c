@@ -116,7 +116,7 @@ static char *exe_relative(const char *rel)
     if (!slash) return NULL;
     *slash = 0;
     size_t len = strlen(buf) + strlen(rel) + 2;
-    char *p = malloc(len);
+    char *p = xmalloc(len);
     snprintf(p, len, "%s/%s", buf, rel);
     char *real = realpath(p, NULL);
     free(p);
@@ -130,8 +130,8 @@ static char *find_stdlib(void)
     char *p = exe_relative("../share/qh/stdlib");
     if (p && access(p, R_OK) == 0) return p;
     free(p);
-    if (access(QH_STDLIB_DIR, R_OK) == 0) return strdup(QH_STDLIB_DIR);
-    if (access(QH_SOURCE_STDLIB, R_OK) == 0) return strdup(QH_SOURCE_STDLIB);
+    if (access(QH_STDLIB_DIR, R_OK) == 0) return xstrdup(QH_STDLIB_DIR);
+    if (access(QH_SOURCE_STDLIB, R_OK) == 0) return xstrdup(QH_SOURCE_STDLIB);
     return NULL;
 }
 

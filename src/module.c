@@ -88,15 +88,15 @@ bool module_compile(Interp *in, Source *src, LoadKind kind, ModInfo *session, Hi
 static char *dir_of(const char *path)
 {
     const char *slash = strrchr(path, '/');
-    if (!slash) return strdup(".");
-    if (slash == path) return strdup("/");
-    return strndup(path, (size_t)(slash - path));
+    if (!slash) return xstrdup(".");
+    if (slash == path) return xstrdup("/");
+    return xstrndup(path, (size_t)(slash - path));
 }
 
 static char *try_dir(const char *dir, const char *name)
 {
     size_t n = strlen(dir) + strlen(name) + 8;
-    char *p = malloc(n);
+    char *p = xmalloc(n);
     snprintf(p, n, "%s/%s.qh", dir, name);
     if (access(p, R_OK) == 0) return p;
     free(p);
@@ -117,7 +117,7 @@ static char *find_module_from(Interp *in, const Source *from, const char *name)
     if (found) return found;
     const char *qp = in->qh_path;
     if (qp && *qp) {
-        char *copy = strdup(qp), *save = NULL;
+        char *copy = xstrdup(qp), *save = NULL;
         for (char *d = strtok_r(copy, ":", &save); d && !found; d = strtok_r(NULL, ":", &save))
             if (*d) found = try_dir(d, name);
         free(copy);

@@ -4,6 +4,7 @@
  * function names the grammar rule it implements (lang/grammar.ebnf).
  * Knows the lexer and the AST, not resolution or evaluation. */
 #include "parse.h"
+#include "qh_assert.h"
 #include "diag.h"
 #include "lex.h"
 
@@ -197,7 +198,7 @@ static FnProto *new_proto(Parser *p, const Token *t, const char *name)
     f->mod = p->mod;
     if (p->nprotos == p->capprotos) {
         p->capprotos = p->capprotos ? p->capprotos * 2 : 16;
-        p->protos = realloc(p->protos, (size_t)p->capprotos * sizeof(FnProto *));
+        p->protos = xrealloc(p->protos, (size_t)p->capprotos * sizeof(FnProto *));
     }
     p->protos[p->nprotos++] = f;
     return f;
@@ -1040,9 +1041,9 @@ ModInfo *parse_source(Source *src, FILE *diag)
     Lexer lx;
     lex_init(&lx, src->text, src->len);
     int cap = 256;
-    p.toks = malloc((size_t)cap * sizeof(Token));
+    p.toks = xmalloc((size_t)cap * sizeof(Token));
     for (;;) {
-        if (p.ntok + 2 >= cap) { cap *= 2; p.toks = realloc(p.toks, (size_t)cap * sizeof(Token)); }
+        if (p.ntok + 2 >= cap) { cap *= 2; p.toks = xrealloc(p.toks, (size_t)cap * sizeof(Token)); }
         Token t = lex_next(&lx);
         p.toks[p.ntok++] = t;
         if (t.kind == TK_EOF) break;
@@ -1057,7 +1058,7 @@ ModInfo *parse_source(Source *src, FILE *diag)
     p.toks[p.ntok] = p.toks[p.ntok - 1];   /* one spare EOF for 2-token lookahead */
     p.toks[p.ntok].str = NULL;
     p.ar = arena_new();
-    ModInfo *m = calloc(1, sizeof *m);
+    ModInfo *m = xcalloc(1, sizeof *m);
     m->src = src;
     m->arena = p.ar;
     p.mod = m;

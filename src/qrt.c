@@ -154,21 +154,21 @@ static ObjOp *op_clone(const ObjOp *p)
     n->h = h;
     if (p->matrix) {
         size_t d = (size_t)1 << p->op.nwires;
-        n->matrix = malloc(d * d * sizeof(cplx));
+        n->matrix = xmalloc(d * d * sizeof(cplx));
         memcpy(n->matrix, p->matrix, d * d * sizeof(cplx));
         n->op.matrix = n->matrix;
     }
     if (p->terms) {
-        n->terms = malloc((size_t)p->nterms * sizeof(SvPauli));
+        n->terms = xmalloc((size_t)p->nterms * sizeof(SvPauli));
         memcpy(n->terms, p->terms, (size_t)p->nterms * sizeof(SvPauli));
     }
     if (p->idw) {
-        n->idw = malloc((size_t)p->nterms * sizeof(uint64_t) + 1);
+        n->idw = xmalloc((size_t)p->nterms * sizeof(uint64_t) + 1);
         memcpy(n->idw, p->idw, (size_t)p->nterms * sizeof(uint64_t));
     }
     if (p->kraus) {
         size_t d = (size_t)1 << p->op.nwires;
-        n->kraus = malloc((size_t)p->nkraus * d * d * sizeof(cplx));
+        n->kraus = xmalloc((size_t)p->nkraus * d * d * sizeof(cplx));
         memcpy(n->kraus, p->kraus, (size_t)p->nkraus * d * d * sizeof(cplx));
     }
     return n;
@@ -293,11 +293,11 @@ void qrt_start(Interp *in)
      * says otherwise */
     if (!getenv("OPENBLAS_NUM_THREADS") && in->ncpu > 0 && ar_blas_threads() != (int)in->ncpu)
         ar_set_blas_threads((int)in->ncpu);
-    QRuntime *q = calloc(1, sizeof *q);
+    QRuntime *q = xcalloc(1, sizeof *q);
     q->ncpu = in->ncpu > 0 ? in->ncpu : 1;
     q->pool = pool_new(in->max_memory ? in->max_memory : pool_default_budget(), &pool_vt);
     q->nteams = (in->sync ? 0 : in->nworkers) + 1;
-    q->teams = calloc((size_t)q->nteams, sizeof(SvTeam *));
+    q->teams = xcalloc((size_t)q->nteams, sizeof(SvTeam *));
     in->qrt = q;
 }
 
@@ -605,7 +605,7 @@ static Value bi_gate(VM *vm, Args *a)
             decref(m); decref(pv);
             return vm_error(vm, a->site, "QubitUnitary: a matrix of shape %s does not fit %d wire%s (needs (%zu, %zu))", sh, nw, nw == 1 ? "" : "s", d, d);
         }
-        p->matrix = malloc(d * d * sizeof(cplx));
+        p->matrix = xmalloc(d * d * sizeof(cplx));
         for (size_t i = 0; i < d * d; i++) { ArScalar s = ar_item(ar, i); p->matrix[i] = s.re + (s.is_complex ? s.im : 0) * I; }
         decref(m);
         op->matrix = p->matrix;
@@ -698,7 +698,7 @@ static bool as_terms_gate(VM *vm, Value v, SvPauli **terms, int *n, uint64_t *id
         return false;
     }
     uint64_t m = (uint64_t)1 << o->wires[0];
-    *terms = malloc(2 * sizeof(SvPauli));
+    *terms = xmalloc(2 * sizeof(SvPauli));
     *n = 1;
     switch (o->gate) {
     case SV_IDENTITY: (*terms)[0] = (SvPauli){ 1, 0, 0 }; *id = m; break;
@@ -721,16 +721,16 @@ static bool as_terms(VM *vm, Value v, SvPauli **terms, uint64_t **idw, int *n, c
     if (idw) *idw = NULL;
     uint64_t id = 0;
     if (v.t == T_NUM) {
-        *terms = malloc(sizeof(SvPauli));
+        *terms = xmalloc(sizeof(SvPauli));
         (*terms)[0] = (SvPauli){ v.n, 0, 0 };
         *n = 1;
     } else if (v.t == T_OP && AS_OP(v)->kind == OPK_OBS) {
         ObjOp *p = AS_OP(v);
-        *terms = malloc((size_t)(p->nterms + 1) * sizeof(SvPauli));
+        *terms = xmalloc((size_t)(p->nterms + 1) * sizeof(SvPauli));
         memcpy(*terms, p->terms, (size_t)p->nterms * sizeof(SvPauli));
         *n = p->nterms;
         if (idw) {
-            *idw = calloc((size_t)p->nterms + 1, sizeof(uint64_t));
+            *idw = xcalloc((size_t)p->nterms + 1, sizeof(uint64_t));
             if (p->idw) memcpy(*idw, p->idw, (size_t)p->nterms * sizeof(uint64_t));
         }
         return true;
@@ -738,7 +738,7 @@ static bool as_terms(VM *vm, Value v, SvPauli **terms, uint64_t **idw, int *n, c
         return false;
     }
     if (idw) {
-        *idw = calloc((size_t)*n + 1, sizeof(uint64_t));
+        *idw = xcalloc((size_t)*n + 1, sizeof(uint64_t));
         for (int i = 0; i < *n; i++) (*idw)[i] = id;
     }
     return true;
@@ -800,8 +800,8 @@ static Value op_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
         if (!as_terms(vm, b, &tb, &ib, &nb, site)) { free(ta); free(ia); return v_exc(); }
         if (op == OP_MATMUL) {
             if ((size_t)na * (size_t)nb > 1000000) { free(ta); free(tb); free(ia); free(ib); return vm_error(vm, site, "tensor product too large"); }
-            SvPauli *t = malloc((size_t)(na * nb + 1) * sizeof(SvPauli));
-            uint64_t *id = malloc((size_t)(na * nb + 1) * sizeof(uint64_t));
+            SvPauli *t = xmalloc((size_t)(na * nb + 1) * sizeof(SvPauli));
+            uint64_t *id = xmalloc((size_t)(na * nb + 1) * sizeof(uint64_t));
             int k = 0;
             for (int i = 0; i < na; i++)
                 for (int j = 0; j < nb; j++) {
@@ -817,8 +817,8 @@ static Value op_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
             free(ta); free(tb); free(ia); free(ib);
             return make_obs(t, id, k);
         }
-        SvPauli *t = malloc((size_t)(na + nb + 1) * sizeof(SvPauli));
-        uint64_t *id = malloc((size_t)(na + nb + 1) * sizeof(uint64_t));
+        SvPauli *t = xmalloc((size_t)(na + nb + 1) * sizeof(SvPauli));
+        uint64_t *id = xmalloc((size_t)(na + nb + 1) * sizeof(uint64_t));
         memcpy(t, ta, (size_t)na * sizeof(SvPauli));
         memcpy(id, ia, (size_t)na * sizeof(uint64_t));
         for (int j = 0; j < nb; j++) {
@@ -850,8 +850,8 @@ static Value bi_hamiltonian(VM *vm, Args *a)
     if (cl.t != T_LIST || o.t != T_LIST) { decref(tmp); return vm_error(vm, a->site, "hamiltonian(coeffs, ops) needs two lists"); }
     ObjList *cs = AS_LIST(cl), *os = AS_LIST(o);
     if (cs->len != os->len) { decref(tmp); return vm_error(vm, a->site, "hamiltonian(): %zu coefficients for %zu operators", cs->len, os->len); }
-    SvPauli *all = malloc((os->len * 2 + 1) * sizeof(SvPauli));
-    uint64_t *ids = malloc((os->len * 2 + 1) * sizeof(uint64_t));
+    SvPauli *all = xmalloc((os->len * 2 + 1) * sizeof(SvPauli));
+    uint64_t *ids = xmalloc((os->len * 2 + 1) * sizeof(uint64_t));
     int n = 0, cap = (int)os->len * 2 + 1;
     for (size_t i = 0; i < os->len; i++) {
         if (cs->v[i].t != T_NUM) { free(all); free(ids); decref(tmp); return vm_error(vm, a->site, "hamiltonian(): coefficients must be real numbers"); }
@@ -861,8 +861,8 @@ static Value bi_hamiltonian(VM *vm, Args *a)
         if (!as_terms(vm, os->v[i], &t, &id, &k, a->site)) { free(all); free(ids); decref(tmp); return v_exc(); }
         if (n + k > cap) {
             cap = (n + k) * 2;
-            all = realloc(all, (size_t)cap * sizeof(SvPauli));
-            ids = realloc(ids, (size_t)cap * sizeof(uint64_t));
+            all = xrealloc(all, (size_t)cap * sizeof(SvPauli));
+            ids = xrealloc(ids, (size_t)cap * sizeof(uint64_t));
         }
         for (int j = 0; j < k; j++) { t[j].coeff *= cs->v[i].n; ids[n] = id[j]; all[n++] = t[j]; }
         free(t);
@@ -966,7 +966,7 @@ static void rec_meas(QCtx *q, const char *label, const int *wires, int nw)
     QRecord *r = q->rec;
     if (r->nmeas == r->capmeas) {
         r->capmeas = r->capmeas ? 2 * r->capmeas : 4;
-        r->meas = realloc(r->meas, (size_t)r->capmeas * sizeof(QMeasRec));
+        r->meas = xrealloc(r->meas, (size_t)r->capmeas * sizeof(QMeasRec));
     }
     QMeasRec *m = &r->meas[r->nmeas++];
     snprintf(m->label, sizeof m->label, "%s", label);
@@ -1136,7 +1136,7 @@ static Value apply_svop(VM *vm, const SvOp *op, const Node *site)
     p->op = *op;
     if (op->matrix) {
         size_t d = (size_t)1 << op->nwires;
-        p->matrix = malloc(d * d * sizeof(cplx));
+        p->matrix = xmalloc(d * d * sizeof(cplx));
         memcpy(p->matrix, op->matrix, d * d * sizeof(cplx));
         p->op.matrix = p->matrix;
     }
@@ -1507,7 +1507,7 @@ static Value bi_channel(VM *vm, Args *a)
         const char *ops = AS_STR(opsv)->s;
         if ((int)strlen(ops) != nw) { decref(pv); return vm_error(vm, a->site, "PauliError: %zu operators for %d wires", strlen(ops), nw); }
         snprintf(p->paulis, sizeof p->paulis, "%s", ops);
-        p->kraus = malloc(2 * d * d * sizeof(cplx));
+        p->kraus = xmalloc(2 * d * d * sizeof(cplx));
         p->nkraus = 2;
         if (dm_pauli_error_kraus(ops, p->cparams[0], p->kraus, err, sizeof err) != 0) { decref(pv); return vm_error(vm, a->site, "%s", err); }
         return pv;
@@ -1517,7 +1517,7 @@ static Value bi_channel(VM *vm, Args *a)
     ObjList *ks = AS_LIST(kl);
     if (ks->len > 4096) { decref(pv); return vm_error(vm, a->site, "QubitChannel: too many Kraus matrices (%zu)", ks->len); }
     p->nkraus = (int)ks->len;
-    p->kraus = malloc((size_t)p->nkraus * d * d * sizeof(cplx));
+    p->kraus = xmalloc((size_t)p->nkraus * d * d * sizeof(cplx));
     for (size_t i = 0; i < ks->len; i++) {
         Value m = ks->v[i];
         if (m.t == T_LIST) {

@@ -8,6 +8,7 @@
  * continuation check, and readline. */
 #include "repl.h"
 #include "bigstack.h"
+#include "qh_assert.h"
 #include "diag.h"
 #include "parse.h"
 
@@ -48,14 +49,14 @@ static char *history_path(void)
         snprintf(buf, sizeof buf, "%s/qh", xdg);
         mkdir(buf, 0700);
         snprintf(buf, sizeof buf, "%s/qh/history", xdg);
-        return strdup(buf);
+        return xstrdup(buf);
     }
     if (home && *home) {
         /* the XDG default place if it is in use, else the classic dot file */
         snprintf(buf, sizeof buf, "%s/.local/state/qh/history", home);
-        if (access(buf, F_OK) == 0) return strdup(buf);
+        if (access(buf, F_OK) == 0) return xstrdup(buf);
         snprintf(buf, sizeof buf, "%s/.qh_history", home);
-        return strdup(buf);
+        return xstrdup(buf);
     }
     return NULL;
 }
@@ -69,10 +70,10 @@ static void cand_add(const char *s, const char *prefix, size_t plen, const char 
 {
     if (strncmp(s, prefix, plen) != 0) return;
     size_t n = strlen(lead) + strlen(s) + 1;
-    char *c = malloc(n);
+    char *c = xmalloc(n);
     snprintf(c, n, "%s%s", lead, s);
     for (int i = 0; i < ncands; i++) if (strcmp(cands[i], c) == 0) { free(c); return; }
-    if (ncands == capcands) { capcands = capcands ? capcands * 2 : 64; cands = realloc(cands, (size_t)capcands * sizeof(char *)); }
+    if (ncands == capcands) { capcands = capcands ? capcands * 2 : 64; cands = xrealloc(cands, (size_t)capcands * sizeof(char *)); }
     cands[ncands++] = c;
 }
 
@@ -99,7 +100,7 @@ static char *gen(const char *text, int state)
                 for (int i = 0; keywords[i]; i++) cand_add(keywords[i], text, strlen(text), "");
         }
     }
-    if (idx < ncands) return strdup(cands[idx++]);
+    if (idx < ncands) return xstrdup(cands[idx++]);
     return NULL;
 }
 
@@ -195,8 +196,8 @@ static void history_trim(const char *path)
     char *line = NULL;
     size_t lcap = 0;
     while (getline(&line, &lcap, f) > 0) {
-        if (n == cap) { cap = cap ? cap * 2 : 256; lines = realloc(lines, cap * sizeof(char *)); }
-        lines[n++] = strdup(line);
+        if (n == cap) { cap = cap ? cap * 2 : 256; lines = xrealloc(lines, cap * sizeof(char *)); }
+        lines[n++] = xstrdup(line);
     }
     free(line);
     fclose(f);

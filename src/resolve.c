@@ -2,6 +2,7 @@
  * Runs once per source after parsing; rewrites N_NAME nodes in place and
  * fills each FnProto's frame layout. Knows the AST, not evaluation. */
 #include "resolve.h"
+#include "qh_assert.h"
 #include "diag.h"
 
 #include <stdlib.h>
@@ -37,7 +38,7 @@ static void *grow(void *p, int *cap, int need, size_t elt)
     if (need <= *cap) return p;
     int c = *cap ? *cap : 8;
     while (c < need) c *= 2;
-    p = realloc(p, (size_t)c * elt);
+    p = xrealloc(p, (size_t)c * elt);
     *cap = c;
     return p;
 }
@@ -311,8 +312,8 @@ static void resolve_fn(Resolver *r, Scope *outer, FnProto *f)
     for (int i = 0; i < s.nrefs; i++)
         if (s.is_cell[s.refs[i]->u.var.slot]) s.refs[i]->kind = N_LOCALCELL;
     f->nlocals = s.nlocals;
-    f->local_is_cell = malloc((size_t)(s.nlocals + 1) * sizeof(bool));
-    f->local_names = malloc((size_t)(s.nlocals + 1) * sizeof(char *));
+    f->local_is_cell = xmalloc((size_t)(s.nlocals + 1) * sizeof(bool));
+    f->local_names = xmalloc((size_t)(s.nlocals + 1) * sizeof(char *));
     f->has_cells = false;
     for (int i = 0; i < s.nlocals; i++) {
         f->local_is_cell[i] = s.is_cell[i];
@@ -320,7 +321,7 @@ static void resolve_fn(Resolver *r, Scope *outer, FnProto *f)
         if (s.is_cell[i]) f->has_cells = true;
     }
     f->nupvals = s.nup;
-    f->upvals = malloc((size_t)(s.nup + 1) * sizeof(UpvalDesc));
+    f->upvals = xmalloc((size_t)(s.nup + 1) * sizeof(UpvalDesc));
     if (s.nup) memcpy(f->upvals, s.up, (size_t)s.nup * sizeof(UpvalDesc));
     free_scope(&s);
 }
@@ -495,7 +496,7 @@ bool resolve_module(ModInfo *m, Node *body, BuiltinLookup builtins, FILE *diag, 
     resolve_node(&r, &top, body);
     free_scope(&top);
     if (warn_unbound && r.ok) {
-        bool *warned = calloc((size_t)m->nglobals + 1, sizeof(bool));
+        bool *warned = xcalloc((size_t)m->nglobals + 1, sizeof(bool));
         for (int i = 0; i < r.nunbound; i++) {
             Node *n = r.unbound[i];
             int g = n->u.var.slot;
@@ -531,7 +532,7 @@ struct HideMemo {
     bool *warned;
 };
 
-HideMemo *resolve_hide_new(void) { return calloc(1, sizeof(HideMemo)); }
+HideMemo *resolve_hide_new(void) { return xcalloc(1, sizeof(HideMemo)); }
 
 void resolve_hide_free(HideMemo *h)
 {
@@ -542,9 +543,9 @@ void resolve_hide_free(HideMemo *h)
 static void hide_grow(HideMemo *h, int n)
 {
     if (n <= h->n) return;
-    h->bind = realloc(h->bind, (size_t)n * sizeof(HideSite));
-    h->call = realloc(h->call, (size_t)n * sizeof(HideSite));
-    h->warned = realloc(h->warned, (size_t)n * sizeof(bool));
+    h->bind = xrealloc(h->bind, (size_t)n * sizeof(HideSite));
+    h->call = xrealloc(h->call, (size_t)n * sizeof(HideSite));
+    h->warned = xrealloc(h->warned, (size_t)n * sizeof(bool));
     for (int i = h->n; i < n; i++) {
         h->bind[i] = (HideSite){ NULL, 0, 0 };
         h->call[i] = (HideSite){ NULL, 0, 0 };
@@ -557,6 +558,7 @@ typedef struct HideWalk { ModInfo *m; HideMemo *h; BuiltinLookup builtins; FILE 
 
 static void hide_note(HideSite *site, const HideWalk *w, const Node *n)
 {
+    qh_assert(site);
     if (!site->src) *site = (HideSite){ w->m->src, n->line, n->col };
 }
 
@@ -641,7 +643,7 @@ static void hide_fn(HideWalk *w, const FnProto *f)
     hide_walk(w, f->device);
     hide_walk(w, f->body);
     if (!w->diag || f->nlocals == 0) return;
-    LocalHide lh = { f, calloc((size_t)f->nlocals, sizeof(HideSite)), calloc((size_t)f->nlocals, sizeof(HideSite)) };
+    LocalHide lh = { f, xcalloc((size_t)f->nlocals, sizeof(HideSite)), xcalloc((size_t)f->nlocals, sizeof(HideSite)) };
     local_walk(w, &lh, f->body);
     for (int i = 0; i < f->nlocals; i++) {
         const char *name = f->local_names[i];
