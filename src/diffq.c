@@ -719,7 +719,7 @@ static Value run_call(VM *vm, QCall *c, MarkMap *mm, DRec *rec)
         vm->stream_seed = c->seed;
         vm->call_id = c->index;
         vm->qcall_seq = 0;
-        r = qrt_run_rec(vm, f, c->seed, c->index, slots, c->site, &rec->head);
+        r = qrt_run_rec(vm, f, c->seed, c->index, slots, c->site, rec ? &rec->head : NULL);
         vm->stream_seed = saved_seed;
         vm->qcall_seq = saved_seq;
         vm->call_id = saved_id;
