@@ -590,6 +590,20 @@ static Value ev_index1(VM *vm, Node *n)
 IX_READ(ev_index_LK, L, K) IX_READ(ev_index_LL, L, L) IX_READ(ev_index_LG, L, G)
 IX_READ(ev_index_GK, G, K) IX_READ(ev_index_GL, G, L) IX_READ(ev_index_GG, G, G)
 
+/* d["key"] for a variable holding a dict record: the cached entry */
+#define IX_KEY(name, O)                                                     \
+    static Value name(VM *vm, Node *n)                                      \
+    {                                                                       \
+        Value obj = IXOBJ_##O(vm, n->u.index.obj);                          \
+        if (obj.t != T_DICT) return ev_index1(vm, n);                       \
+        DictEnt *e = dict_entry_const(AS_DICT(obj), n, n->u.index.idx[0]->u.str); \
+        if (!e) return ev_index1(vm, n);                                    \
+        Value r = e->val;                                                   \
+        incref(r);                                                          \
+        return r;                                                           \
+    }
+IX_KEY(ev_index_LS, L) IX_KEY(ev_index_GS, G)
+
 static Value ev_index(VM *vm, Node *n)
 {
     Value obj = EVAL(vm, n->u.index.obj);
@@ -1095,45 +1109,38 @@ static ExecStatus ex_aug_var(VM *vm, Node *s)
     BinOp op = (BinOp)s->op;
     Value *slot = var_slot(vm, t);
     if (!slot) return global_in_task(vm, t) ? S_OK : S_ERR;
-    if (slot->t == T_NUM) {
-        Value rv = operand(vm, s->u.assign.value, OPD_B(s));
-        if (IS_EXC(rv)) return S_ERR;
-        /* the slot may have changed while the value was evaluated */
-        slot = var_slot(vm, t);
-        if (rv.t == T_NUM && slot->t == T_NUM) {
-            double x = slot->n, y = rv.n;
-            switch (op) {
-            case OP_ADD: slot->n = x + y; return S_OK;
-            case OP_SUB: slot->n = x - y; return S_OK;
-            case OP_MUL: slot->n = x * y; return S_OK;
-            default: {
-                Value r = arith_num(vm, op, x, y, s);
-                if (IS_EXC(r)) return S_ERR;
-                *slot = r;
-                return S_OK;
-            }
-            }
-        }
-        Value cur = *slot;
-        if (cur.t == T_UNBOUND) { decref(rv); eval_name_error(vm, t); return S_ERR; }
-        incref(cur);
-        Value r = aug_value(vm, s, cur, rv);
-        if (IS_EXC(r)) return S_ERR;
-        return store(vm, t, r) ? S_OK : S_ERR;
-    }
-    if (slot->t == T_UNBOUND) { eval_name_error(vm, t); return S_ERR; }
+    /* x's value is read before the operand runs (which may rebind x) */
     Value cur = *slot;
+    if (cur.t == T_UNBOUND) { eval_name_error(vm, t); return S_ERR; }
     incref(cur);
-    Value rhs = EVAL(vm, s->u.assign.value);
+    Value rhs = operand(vm, s->u.assign.value, OPD_B(s));
     if (IS_EXC(rhs)) { decref(cur); return S_ERR; }
-    if (op == OP_ADD && cur.t == T_STR && rhs.t == T_STR) {
-        slot = var_slot(vm, t);
-        if (slot && slot->o == cur.o && cur.o->rc == 2) {
-            decref(cur);
-            bool ok = append_in_place(vm, slot, AS_STR(cur), rhs, s);
-            decref(rhs);
-            return ok ? S_OK : S_ERR;
+    slot = var_slot(vm, t);
+    if (cur.t == T_NUM && rhs.t == T_NUM) {
+        double x = cur.n, y = rhs.n, r;
+        switch (op) {
+        case OP_ADD: r = x + y; break;
+        case OP_SUB: r = x - y; break;
+        case OP_MUL: r = x * y; break;
+        default: {
+            Value v = arith_num(vm, op, x, y, s);
+            if (IS_EXC(v)) return S_ERR;
+            Value old = *slot;
+            *slot = v;
+            decref(old);
+            return S_OK;
         }
+        }
+        Value old = *slot;
+        *slot = v_num(r);
+        decref(old);
+        return S_OK;
+    }
+    if (op == OP_ADD && cur.t == T_STR && rhs.t == T_STR && slot->t == T_STR && slot->o == cur.o && cur.o->rc == 2) {
+        decref(cur);
+        bool ok = append_in_place(vm, slot, AS_STR(cur), rhs, s);
+        decref(rhs);
+        return ok ? S_OK : S_ERR;
     }
     Value r = aug_value(vm, s, cur, rhs);
     if (IS_EXC(r)) return S_ERR;
@@ -1586,8 +1593,10 @@ static void prepare(Node *n)
             unsigned si = subscript_shape(n->u.index.idx[0]);
             n->flag = (uint8_t)((so == OPD_LOCAL || so == OPD_GLOBAL ? so : OPD_ANY) | si << 2);
             static const EvalFn shaped[4][5] = {
-                [OPD_LOCAL] = { [IX_NUM] = ev_index_LK, [IX_LOCAL] = ev_index_LL, [IX_GLOBAL] = ev_index_LG },
-                [OPD_GLOBAL] = { [IX_NUM] = ev_index_GK, [IX_LOCAL] = ev_index_GL, [IX_GLOBAL] = ev_index_GG },
+                [OPD_LOCAL] = { [IX_NUM] = ev_index_LK, [IX_LOCAL] = ev_index_LL, [IX_GLOBAL] = ev_index_LG,
+                                [IX_STR] = ev_index_LS },
+                [OPD_GLOBAL] = { [IX_NUM] = ev_index_GK, [IX_LOCAL] = ev_index_GL, [IX_GLOBAL] = ev_index_GG,
+                                 [IX_STR] = ev_index_GS },
             };
             n->run.ev = shaped[so][si] ? shaped[so][si] : ev_index1;
         } else {
