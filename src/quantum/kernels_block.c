@@ -1,17 +1,18 @@
-/* kernels_block.c — gates whose target or controls sit in the lowest bits.
+/* kernels_block.c — the line kernels: 2x2, exchange and 4x4 jobs.
  *
- * A pair, exchange or 4x4 job with a fixed bit among bits 0 and 1 would
- * walk runs of one or two amplitudes (a loop per pair). Here the state is
- * read as lines of 4 amplitudes (64 bytes: one cache line, one AVX-512
- * register, two AVX2 registers): bits 0 and 1 are lanes, the fixed bits
+ * A job with a target or control among bits 0 and 1 would walk runs of
+ * one or two amplitudes (a loop per pair). Here the state is read as
+ * lines of 4 amplitudes (64 bytes: one cache line, one AVX-512 register,
+ * two AVX2 registers): bits 0 and 1 are lanes, the fixed bits
  * >= 2 pick the lines of a group (1, 2 or 4 lines: one per value of the
  * high targets, high controls at 1). Every output line is a sum of a few
  * input lines of its group, each permuted by a lane xor (the low targets)
  * and multiplied lane by lane by a coefficient vector; lanes whose low
  * controls are 0 get the identity. The vectors are built once per job
  * (the plan). Exchanges (X, CNOT, Toffoli, SWAP, ...) are lane selections
- * without arithmetic. Portable C, AVX2 and AVX-512 versions, picked by
- * the level the caller passes (sv_level).
+ * without arithmetic. AVX2 and AVX-512 versions take every such job (the
+ * same loop serves high placements too); the portable C version takes
+ * those with a fixed bit inside a line. The level comes from sv_level.
  * Knows nothing of gate names; the job was validated above.
  */
 #include "sv_impl.h"
@@ -24,9 +25,10 @@
 
 #define SV_INLINE static inline __attribute__((always_inline))
 
-/* Software prefetch of a line the walk will reach (q, from WALK) with
-   write intent: every line read is written. Measured on this machine: up
-   to 2x faster on big states than the hardware prefetcher alone. */
+/* Software prefetch of a line the walk will reach (q, from WALK; the
+   write hint becomes PREFETCHW only where the target has it). Measured on
+   this machine: up to 2x faster on big states than the hardware
+   prefetcher alone. */
 #define PF(x) __builtin_prefetch((x), 1)
 /* SWAP_PF: exchanges prefetch only where the walk steps a cursor (runs of
    8-64 KiB): elsewhere the hardware prefetcher keeps up with them and
@@ -466,7 +468,8 @@ static void make_plan(Plan *P, const SvJob *j, uint64_t dim, int level)
     sv_assert(P->nb == shape_nb(P->shape, P->D));
     P->ahead = 128 / (uint64_t)P->nb;
     if (level == SV_SIMD_C) {   /* tuples: one per value of the free lane bits */
-        if (!P->swap) memcpy(P->mat, j->mat, sizeof P->mat);
+        if (P->swap) memset(P->mat, 0, sizeof P->mat);   /* an exchange has none */
+        else memcpy(P->mat, j->mat, sizeof P->mat);
         P->ntup = 0;
         for (uint64_t f = 0; f < 4; f++) {
             if (f & Lf) continue;
