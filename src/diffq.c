@@ -350,7 +350,7 @@ static bool rec_after_body(QRec *rq, const SvState *s, int nq)
             snprintf(r->err, sizeof r->err, "grad(method=\"adjoint\") needs an exact device (no shots); use method=\"parameter-shift\"");
             return false;
         }
-        r->final = malloc(s->dim * sizeof(cplx));
+        r->final = aligned_alloc(64, s->dim * sizeof(cplx) < 64 ? 64 : s->dim * sizeof(cplx));
         if (!r->final) { snprintf(r->err, sizeof r->err, "grad: out of memory keeping the final state"); return false; }
         memcpy(r->final, s->amp, s->dim * sizeof(cplx));
     }
@@ -914,7 +914,7 @@ static int do_sweep(Work *w, QCall *c, VM *vm)
         fin.amp = r->final;
         fin.nthreads = 1;
         fin.simd = sv_simd_level();
-        if (R && sv_adjoint(&fin, ops, r->nops, want, R, obs, nt, pos, out, err, sizeof err) != 0) ok = false;
+        if (R && sv_adjoint_inplace(&fin, ops, r->nops, want, R, obs, nt, pos, out, err, sizeof err) != 0) ok = false;
     }
     /* each quantity's rows by its parameters (slot s = gate op, param p) */
     int row = 0;

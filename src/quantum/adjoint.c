@@ -65,39 +65,103 @@ typedef struct BiCtx {
     double part[2 * SV_MAX_TEAM];
 } BiCtx;
 
+/* Two complex numbers (re, im, re, im) as one vector: the compiler's vector
+   extension, SSE2 at the baseline, AVX2 in the SV_AVX2 copy. */
+typedef double v4d __attribute__((vector_size(32)));
+#if defined(__clang__)
+#define SWAP_RI(v) __builtin_shufflevector((v), (v), 1, 0, 3, 2)
+#define SWAP_HALVES(v) __builtin_shufflevector((v), (v), 2, 3, 0, 1)
+#else
+typedef long long v4l __attribute__((vector_size(32)));
+#define SWAP_RI(v) __builtin_shuffle((v), (v4l){ 1, 0, 3, 2 })
+#define SWAP_HALVES(v) __builtin_shuffle((v), (v4l){ 2, 3, 0, 1 })
+#endif
+#define LD4(v, p) memcpy(&(v), (p), sizeof(v4d))
+
 /* Why: the rotation gates of one wire (RX RY RZ PhaseShift) touch one bit
    q: over the pairs (i0, i1 = i0 | 2^q) the form is two contiguous complex
    dot products, w0 conj(bra[p0]) ket[i0] + w1 conj(bra[p1]) ket[i1], with
    the partners swapped when X has the bit and the weights from the control
-   (PhaseShift: i0 does not count) and Z (i1 counts negated). */
-static void bi_pair_part(void *vctx, int part, int np)
+   (PhaseShift: i0 does not count) and Z (i1 counts negated). Two complex
+   numbers a step in vectors: P sums conj-free products (re re, im im),
+   M the crossed ones (re im, im re); conj(b) x = (P0 + P1) + i (M0 - M1).
+   q = 0 (pairs adjacent): one vector holds a pair, its halves are i0, i1. */
+static inline __attribute__((always_inline)) void bi_pair_body(BiCtx *c, int part, int np)
 {
-    BiCtx *c = vctx;
     const Gen *g = &c->g;
     uint64_t Q = (uint64_t)1 << c->q, half = c->dim / 2, lo, hi;
     sv_slice(half, part, np, &lo, &hi);
     double w0 = g->ctrl ? 0 : 1, w1 = g->Z ? -1 : 1;
     bool swap = g->X != 0;
     double ar = 0, ai = 0, br = 0, bi = 0;
-    for (uint64_t k = lo; k < hi;) {
-        /* a run of pairs whose i0 are contiguous: the low q bits vary */
-        uint64_t j = k & (Q - 1), len = Q - j;
-        if (len > hi - k) len = hi - k;
-        uint64_t i0 = ((k >> c->q) << (c->q + 1)) | j, i1 = i0 | Q;
-        const double *k0 = c->ket + 2 * i0, *k1 = c->ket + 2 * i1;
-        const double *b0 = c->bra + 2 * (swap ? i1 : i0), *b1 = c->bra + 2 * (swap ? i0 : i1);
-        for (uint64_t t = 0; t < len; t++) {
-            /* conj(b) * x = (br xr + bi xi) + i (br xi - bi xr) */
-            ar += b0[2 * t] * k0[2 * t] + b0[2 * t + 1] * k0[2 * t + 1];
-            ai += b0[2 * t] * k0[2 * t + 1] - b0[2 * t + 1] * k0[2 * t];
-            br += b1[2 * t] * k1[2 * t] + b1[2 * t + 1] * k1[2 * t + 1];
-            bi += b1[2 * t] * k1[2 * t + 1] - b1[2 * t + 1] * k1[2 * t];
+    v4d P0 = { 0, 0, 0, 0 }, M0 = P0, P1 = P0, M1 = P0;
+    if (c->q == 0) {
+        const double *kp = c->ket, *bp = c->bra;
+        uint64_t k = lo;
+        for (; k + 2 <= hi; k += 2) {
+            v4d x0, y0, x1, y1;
+            LD4(x0, kp + 4 * k);
+            LD4(y0, bp + 4 * k);
+            LD4(x1, kp + 4 * k + 4);
+            LD4(y1, bp + 4 * k + 4);
+            if (swap) { y0 = SWAP_HALVES(y0); y1 = SWAP_HALVES(y1); }
+            P0 += y0 * x0;
+            M0 += y0 * SWAP_RI(x0);
+            P1 += y1 * x1;
+            M1 += y1 * SWAP_RI(x1);
         }
-        k += len;
+        P0 += P1;
+        M0 += M1;
+        ar = P0[0] + P0[1];
+        ai = M0[0] - M0[1];
+        br = P0[2] + P0[3];
+        bi = M0[2] - M0[3];
+        for (; k < hi; k++) {
+            const double *x = kp + 4 * k, *y0 = bp + 4 * k + (swap ? 2 : 0), *y1 = bp + 4 * k + (swap ? 0 : 2);
+            ar += y0[0] * x[0] + y0[1] * x[1];
+            ai += y0[0] * x[1] - y0[1] * x[0];
+            br += y1[0] * x[2] + y1[1] * x[3];
+            bi += y1[0] * x[3] - y1[1] * x[2];
+        }
+    } else {
+        for (uint64_t k = lo; k < hi;) {
+            /* a run of pairs whose i0 are contiguous: the low q bits vary */
+            uint64_t j = k & (Q - 1), len = Q - j;
+            if (len > hi - k) len = hi - k;
+            uint64_t i0 = ((k >> c->q) << (c->q + 1)) | j, i1 = i0 | Q;
+            const double *k0 = c->ket + 2 * i0, *k1 = c->ket + 2 * i1;
+            const double *b0 = c->bra + 2 * (swap ? i1 : i0), *b1 = c->bra + 2 * (swap ? i0 : i1);
+            uint64_t t = 0;
+            for (; t + 2 <= len; t += 2) {
+                v4d x0, y0, x1, y1;
+                LD4(x0, k0 + 2 * t);
+                LD4(y0, b0 + 2 * t);
+                LD4(x1, k1 + 2 * t);
+                LD4(y1, b1 + 2 * t);
+                P0 += y0 * x0;
+                M0 += y0 * SWAP_RI(x0);
+                P1 += y1 * x1;
+                M1 += y1 * SWAP_RI(x1);
+            }
+            for (; t < len; t++) {
+                ar += b0[2 * t] * k0[2 * t] + b0[2 * t + 1] * k0[2 * t + 1];
+                ai += b0[2 * t] * k0[2 * t + 1] - b0[2 * t + 1] * k0[2 * t];
+                br += b1[2 * t] * k1[2 * t] + b1[2 * t + 1] * k1[2 * t + 1];
+                bi += b1[2 * t] * k1[2 * t + 1] - b1[2 * t + 1] * k1[2 * t];
+            }
+            k += len;
+        }
+        ar += (P0[0] + P0[1]) + (P0[2] + P0[3]);
+        ai += (M0[0] - M0[1]) + (M0[2] - M0[3]);
+        br += (P1[0] + P1[1]) + (P1[2] + P1[3]);
+        bi += (M1[0] - M1[1]) + (M1[2] - M1[3]);
     }
     c->part[2 * part] = w0 * ar + w1 * br;
     c->part[2 * part + 1] = w0 * ai + w1 * bi;
 }
+
+static void bi_pair_part(void *vctx, int part, int np) { bi_pair_body(vctx, part, np); }
+SV_AVX2 static void bi_pair_part_avx2(void *vctx, int part, int np) { bi_pair_body(vctx, part, np); }
 
 /* Why: any other generator: runs of 2^r indices (r = the lowest control
    bit) share the control test; per element the partner and the sign. */
@@ -136,7 +200,7 @@ static cplx bilinear(const SvState *s, const cplx *bra, const cplx *ket, const G
     c.g = *g;
     uint64_t all = g->X | g->Z | g->ctrl;
     c.q = all && !(all & (all - 1)) && s->dim >= 2 ? __builtin_ctzll(all) : -1;
-    int np = sv_parallel(s, c.q >= 0 ? bi_pair_part : bi_part, &c);
+    int np = sv_parallel(s, c.q < 0 ? bi_part : sv_use_avx2(s) ? bi_pair_part_avx2 : bi_pair_part, &c);
     double re = 0, im = 0;
     for (int p = 0; p < np; p++) { re += c.part[2 * p]; im += c.part[2 * p + 1]; }
     static const cplx ipow[4] = { 1, I, -1, -I };
@@ -185,60 +249,63 @@ static int state_like(const SvState *final, SvState *s)
     return 0;
 }
 
-int sv_adjoint(const SvState *final, const SvOp *ops, int nops, const uint8_t *want,
-               int nobs, const SvTerm *const *obs, const int *nterms, const int *pos,
-               double *out, char *err, size_t errlen)
+/* Why: the sweep runs on psi in place (the caller's copy or its own). */
+static int adjoint_sweep(SvState *psi, const SvOp *ops, int nops, const uint8_t *want,
+                         int nobs, const SvTerm *const *obs, const int *nterms, const int *pos,
+                         double *out, char *err, size_t errlen)
 {
     const char *name = "adjoint";
-    if (!final || !final->amp) return sv_err(err, errlen, SV_E_NOSTATE, name);
-    if (nops < 0 || nobs < 0 || (nops && !ops) || (nobs && (!obs || !nterms)) || !out)
-        return sv_err(err, errlen, SV_E_NOMAT, name);
     size_t slots = (size_t)nops * 3;
-    memset(out, 0, (size_t)nobs * slots * sizeof(double));
-    for (int j = 0; j < nobs; j++) {
-        int at = pos ? pos[j] : nops;
-        if (at < 0 || at > nops) return sv_err(err, errlen, E_NOBS, j, at, nops);
+    /* gates before the first wanted parameter need not be undone */
+    int first = nops;
+    for (int k = 0; k < nops && first == nops; k++) {
+        uint8_t w = want ? want[k] : (uint8_t)((1u << ops[k].nparams) - 1);
+        if (w & ((1u << ops[k].nparams) - 1)) first = k;
     }
-    if (nobs == 0) return 0;
-    SvState psi;
-    if (state_like(final, &psi) != 0) return sv_err(err, errlen, SV_E_NOMEM, name);
-    memcpy(psi.amp, final->amp, final->dim * sizeof(cplx));
     SvState *lam = calloc((size_t)nobs, sizeof(SvState));
     uint8_t *active = calloc((size_t)nobs, 1);
     cplx *G = NULL;          /* a dense generator, when a gate needs one */
     int rc = 0;
     if (!lam || !active) rc = sv_err(err, errlen, SV_E_NOMEM, name);
     for (int j = 0; j < nobs && rc == 0; j++)
-        if (state_like(final, &lam[j]) != 0) rc = sv_err(err, errlen, SV_E_NOMEM, name);
-    for (int k = nops; k >= 0 && rc == 0; k--) {
+        if (state_like(psi, &lam[j]) != 0) rc = sv_err(err, errlen, SV_E_NOMEM, name);
+    for (int k = nops; k > first && rc == 0; k--) {
         /* psi is the state after k gates: bras of the observables measured here */
         for (int j = 0; j < nobs && rc == 0; j++)
             if ((pos ? pos[j] : nops) == k) {
-                if (sv_obs_apply(&psi, obs[j], nterms[j], lam[j].amp, err, errlen) != 0) rc = -1;
+                if (sv_obs_apply(psi, obs[j], nterms[j], lam[j].amp, err, errlen) != 0) rc = -1;
                 active[j] = 1;
             }
-        if (k == 0 || rc) break;
+        if (rc) break;
         const SvOp *op = &ops[k - 1];
+        uint8_t w = want ? want[k - 1] : (uint8_t)((1u << op->nparams) - 1);
+        /* A one-parameter rotation commutes with its generator: its
+           derivative reads the states after it as well as before it, so the
+           first one needs no undoing. Others are undone first. */
+        Gen g;
+        bool after = (w & 1) && op->nparams == 1 && fast_gen(op, 0, psi->nq, &g);
+        if (after)
+            for (int j = 0; j < nobs; j++)
+                if (active[j]) out[(size_t)j * slots + (size_t)(k - 1) * 3] = -2 * cimag(bilinear(psi, lam[j].amp, psi->amp, &g));
+        if (after && k - 1 == first) break;
         SvOp inv = *op;
         inv.adjoint = !op->adjoint;
-        if (sv_apply(&psi, &inv, err, errlen) != 0) { rc = -1; break; }
+        if (sv_apply(psi, &inv, err, errlen) != 0) { rc = -1; break; }
         for (int j = 0; j < nobs && rc == 0; j++)
             if (active[j] && sv_apply(&lam[j], &inv, err, errlen) != 0) rc = -1;
-        uint8_t w = want ? want[k - 1] : (uint8_t)((1u << op->nparams) - 1);
-        for (int p = 0; p < op->nparams && p < 3 && rc == 0; p++) {
+        for (int p = 0; p < op->nparams && p < 3 && rc == 0 && !after; p++) {
             if (!((w >> p) & 1)) continue;
-            Gen g;
-            int fast = fast_gen(op, p, final->nq, &g);
+            int fast = fast_gen(op, p, psi->nq, &g);
             for (int j = 0; j < nobs && rc == 0; j++) {
                 if (!active[j]) continue;
                 cplx z = 0;
-                if (fast) z = bilinear(&psi, lam[j].amp, psi.amp, &g);
+                if (fast) z = bilinear(psi, lam[j].amp, psi->amp, &g);
                 else {
                     if (!G && !(G = malloc(((size_t)1 << SV_MAX_DENSE) * ((size_t)1 << SV_MAX_DENSE) * sizeof(cplx)))) {
                         rc = sv_err(err, errlen, SV_E_NOMEM, name);
                         break;
                     }
-                    if (dense_bilinear(&psi, lam[j].amp, psi.amp, op, p, G, &z, err, errlen) != 0) { rc = -1; break; }
+                    if (dense_bilinear(psi, lam[j].amp, psi->amp, op, p, G, &z, err, errlen) != 0) { rc = -1; break; }
                 }
                 out[(size_t)j * slots + (size_t)(k - 1) * 3 + (size_t)p] = -2 * cimag(z);
             }
@@ -248,6 +315,43 @@ int sv_adjoint(const SvState *final, const SvOp *ops, int nops, const uint8_t *w
     free(lam);
     free(active);
     free(G);
+    return rc;
+}
+
+static int adjoint_check(const SvState *final, int nops, const SvOp *ops, int nobs, const SvTerm *const *obs,
+                         const int *nterms, const int *pos, double *out, char *err, size_t errlen)
+{
+    const char *name = "adjoint";
+    if (!final || !final->amp) return sv_err(err, errlen, SV_E_NOSTATE, name);
+    if (nops < 0 || nobs < 0 || (nops && !ops) || (nobs && (!obs || !nterms)) || !out)
+        return sv_err(err, errlen, SV_E_NOMAT, name);
+    memset(out, 0, (size_t)nobs * (size_t)nops * 3 * sizeof(double));
+    for (int j = 0; j < nobs; j++) {
+        int at = pos ? pos[j] : nops;
+        if (at < 0 || at > nops) return sv_err(err, errlen, E_NOBS, j, at, nops);
+    }
+    return 0;
+}
+
+int sv_adjoint(const SvState *final, const SvOp *ops, int nops, const uint8_t *want,
+               int nobs, const SvTerm *const *obs, const int *nterms, const int *pos,
+               double *out, char *err, size_t errlen)
+{
+    if (adjoint_check(final, nops, ops, nobs, obs, nterms, pos, out, err, errlen) != 0) return -1;
+    if (nobs == 0) return 0;
+    SvState psi;
+    if (state_like(final, &psi) != 0) return sv_err(err, errlen, SV_E_NOMEM, "adjoint");
+    memcpy(psi.amp, final->amp, final->dim * sizeof(cplx));
+    int rc = adjoint_sweep(&psi, ops, nops, want, nobs, obs, nterms, pos, out, err, errlen);
     sv_free(&psi);
     return rc;
+}
+
+int sv_adjoint_inplace(SvState *final, const SvOp *ops, int nops, const uint8_t *want,
+                       int nobs, const SvTerm *const *obs, const int *nterms, const int *pos,
+                       double *out, char *err, size_t errlen)
+{
+    if (adjoint_check(final, nops, ops, nobs, obs, nterms, pos, out, err, errlen) != 0) return -1;
+    if (nobs == 0) return 0;
+    return adjoint_sweep(final, ops, nops, want, nobs, obs, nterms, pos, out, err, errlen);
 }

@@ -188,6 +188,47 @@ static void word_part(void *vctx, int part, int np)
     }
 }
 
+/* Diagonal words (no X): at most this many in one pass. */
+#define DIAG_MAX 16
+typedef struct DiagCtx { const double *in; double *out; int m; uint64_t Z[DIAG_MAX]; cplx c[DIAG_MAX]; int acc; uint64_t dim; } DiagCtx;
+
+/* Why: several diagonal words in one pass: over runs of 2^r indices (r =
+   the lowest bit of any Z) every sign is constant, so the run has one
+   coefficient. */
+static void diag_part(void *vctx, int part, int np)
+{
+    DiagCtx *c = vctx;
+    uint64_t a, b, all = 0;
+    sv_slice(c->dim, part, np, &a, &b);
+    for (int k = 0; k < c->m; k++) all |= c->Z[k];
+    uint64_t R = all ? (uint64_t)1 << __builtin_ctzll(all) : c->dim;
+    const double *in = c->in;
+    double *out = c->out;
+    for (uint64_t i = a; i < b;) {
+        uint64_t len = R - (i & (R - 1));
+        if (len > b - i) len = b - i;
+        double dr = 0, di = 0;
+        for (int k = 0; k < c->m; k++) {
+            double sg = __builtin_parityll(i & c->Z[k]) ? -1.0 : 1.0;
+            dr += sg * creal(c->c[k]);
+            di += sg * cimag(c->c[k]);
+        }
+        if (c->acc)
+            for (uint64_t t = i; t < i + len; t++) {
+                double xr = in[2 * t], xi = in[2 * t + 1];
+                out[2 * t] += dr * xr - di * xi;
+                out[2 * t + 1] += dr * xi + di * xr;
+            }
+        else
+            for (uint64_t t = i; t < i + len; t++) {
+                double xr = in[2 * t], xi = in[2 * t + 1];
+                out[2 * t] = dr * xr - di * xi;
+                out[2 * t + 1] = dr * xi + di * xr;
+            }
+        i += len;
+    }
+}
+
 /* out (=|+=) coeff W in, over the state's dimension. */
 static void word_apply(const SvState *s, Word w, const cplx *in, cplx *out, int acc)
 {
@@ -344,16 +385,34 @@ int sv_obs_apply(const SvState *s, const SvTerm *t, int n, cplx *out, char *err,
     const char *name = "observable";
     if (!s || !s->amp) return sv_err(err, errlen, SV_E_NOSTATE, name);
     if (!out) return sv_err(err, errlen, SV_E_NOMAT, name);
-    memset(out, 0, s->dim * sizeof(cplx));
     cplx *tmp = NULL;
+    int written = 0;         /* out holds a sum already (else the first pass writes it) */
+    /* the diagonal Pauli words, DIAG_MAX at a time, in one pass each */
+    DiagCtx dc = { (const double *)s->amp, (double *)out, 0, { 0 }, { 0 }, 0, s->dim };
+    for (int i = 0; i <= n; i++) {
+        if (i < n && t[i].kind == SVB_NONE && !t[i].x) {
+            Word w = word_of(s->nq, 1.0, 0, t[i].z);
+            dc.Z[dc.m] = w.Z;
+            dc.c[dc.m++] = w.ph * t[i].coeff;
+        }
+        if (dc.m && (i == n || dc.m == DIAG_MAX)) {
+            dc.acc = written;
+            sv_parallel(s, diag_part, &dc);
+            written = 1;
+            dc.m = 0;
+        }
+    }
     for (int i = 0; i < n; i++) {
         const SvTerm *u = &t[i];
+        if (u->kind == SVB_NONE && !u->x) continue;
         Word w = word_of(s->nq, 1.0, u->x, u->z);
         if (u->kind == SVB_NONE) {
             w.ph *= u->coeff;
-            word_apply(s, w, s->amp, out, 1);
+            word_apply(s, w, s->amp, out, written);
+            written = 1;
             continue;
         }
+        if (!written) { memset(out, 0, s->dim * sizeof(cplx)); written = 1; }
         Blk b;
         if (blk_init(&b, s->nq, u) != 0) { free(tmp); return sv_err(err, errlen, SV_E_NOMEM, name); }
         const cplx *src = s->amp;
@@ -365,6 +424,7 @@ int sv_obs_apply(const SvState *s, const SvTerm *t, int n, cplx *out, char *err,
         blk_apply(s, &b, u->coeff, src, out);
         blk_free(&b);
     }
+    if (!written) memset(out, 0, s->dim * sizeof(cplx));
     free(tmp);
     return 0;
 }

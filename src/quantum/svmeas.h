@@ -175,7 +175,7 @@ int sv_metric_tensor(int nq, const SvOp *ops, int nops, const uint8_t *train, in
  * among them); observable j (obs[j], nterms[j] terms) was measured after
  * the first pos[j] gates (pos NULL: all at the end). want[k] has bit p set
  * for each parameter p of gate k whose derivative is wanted (NULL: all);
- * every gate is undone whatever want says. out is nobs x (3 nops): entry
+ * the gates before the first wanted one are not undone. out is nobs x (3 nops): entry
  * [j][3k + p] = d<O_j>/d(params[p] of gate k) (0 where not wanted). One
  * backward sweep for all observables: 1 + nobs state-sized buffers. The
  * rotation gates (RX RY RZ PhaseShift CRX CRY CRZ ControlledPhaseShift
@@ -185,6 +185,11 @@ int sv_metric_tensor(int nq, const SvOp *ops, int nops, const uint8_t *train, in
 int sv_adjoint(const SvState *final, const SvOp *ops, int nops, const uint8_t *want,
                int nobs, const SvTerm *const *obs, const int *nterms, const int *pos,
                double *out, char *err, size_t errlen);
+/* The same on the final state itself, which it overwrites (no copy; its
+   amplitudes 64-byte aligned, as sv_init makes them). */
+int sv_adjoint_inplace(SvState *final, const SvOp *ops, int nops, const uint8_t *want,
+                       int nobs, const SvTerm *const *obs, const int *nterms, const int *pos,
+                       double *out, char *err, size_t errlen);
 
 /* ---- batches (parameter broadcasting) -----------------------------------
  * n states of nq qubits in one allocation, each member an SvState view of

@@ -967,12 +967,21 @@ START_TEST(test_adjoint)
         }
         uint8_t want[24];
         for (int k = 0; k < n; k++) want[k] = (uint8_t)rng_below(&r, 8);
+        if (trial % 2)      /* a prefix with nothing wanted: not undone */
+            for (int k = 0; k < n / 3; k++) want[k] = 0;
         SvState s;
         sv_init(&s, nq);
         for (int k = 0; k < n; k++) ck_assert_int_eq(sv_apply(&s, &ops[k], NULL, 0), 0);
-        double out[3 * 3 * 24];
+        double out[3 * 3 * 24], out2[3 * 3 * 24];
         char err[200];
         ck_assert_msg(sv_adjoint(&s, ops, n, want, 3, obs, nt, pos, out, err, sizeof err) == 0, "%s", err);
+        /* in place: the same numbers, the state overwritten */
+        SvState c;
+        sv_init(&c, nq);
+        memcpy(c.amp, s.amp, s.dim * sizeof(cplx));
+        ck_assert_msg(sv_adjoint_inplace(&c, ops, n, want, 3, obs, nt, pos, out2, err, sizeof err) == 0, "%s", err);
+        ck_assert(memcmp(out, out2, sizeof(double) * 3 * 3 * (size_t)n) == 0);
+        sv_free(&c);
         const double h = 1e-5;
         for (int j = 0; j < 3; j++)
             for (int k = 0; k < n; k++)
