@@ -87,7 +87,7 @@ static Value tape_error(VM *vm, const Node *site)
     return vm_error(vm, site, "grad: %s", e && *e ? e : "recording the derivative failed");
 }
 
-Value track_num(VM *vm, double x, AdNode node, const Node *site)
+static inline __attribute__((always_inline)) Value tnum_new(VM *vm, double x, AdNode node, const Node *site)
 {
     if (node == AD_NONE) return v_num(x);
     if (node == AD_ERR) return tape_error(vm, site);
@@ -107,6 +107,8 @@ Value track_num(VM *vm, double x, AdNode node, const Node *site)
     o->id = vm->ad->id;
     return v_obj(&o->h);
 }
+
+Value track_num(VM *vm, double x, AdNode node, const Node *site) { return tnum_new(vm, x, node, site); }
 
 Value track_arr(VM *vm, Array *a, AdNode node, const Node *site)
 {
@@ -296,9 +298,9 @@ static Value array_result(VM *vm, Array *out, AdNode n, const char *err, const N
 
 /* ---------------------------------------------------------------- numbers */
 
-static Value scalar_op(VM *vm, BinOp op, Opd *A, Opd *B, const Node *site)
+static inline __attribute__((always_inline)) Value scalar_op(VM *vm, BinOp op, double x, AdNode na, double y, AdNode nb,
+                                                             const Node *site)
 {
-    double x = A->x, y = B->x;
     switch (op) {
     case OP_LT: return v_bool(x < y);
     case OP_LE: return v_bool(x <= y);
@@ -325,11 +327,11 @@ static Value scalar_op(VM *vm, BinOp op, Opd *A, Opd *B, const Node *site)
         r = x - y * q; ca = 1; cb = -q; break;
     }
     case OP_POW:
-        if (x < 0 && y != floor(y) && B->n != AD_NONE)
+        if (x < 0 && y != floor(y) && nb != AD_NONE)
             return vm_error(vm, site, "a negative number to a differentiated fractional power");
         r = pow(x, y);
         ca = y == 0 ? 0 : y * pow(x, y - 1);
-        cb = B->n != AD_NONE ? (x > 0 ? r * log(x) : 0) : 0;
+        cb = nb != AD_NONE ? (x > 0 ? r * log(x) : 0) : 0;
         break;
     case OP_MATMUL:
         return vm_error(vm, site, "@ needs two arrays, not numbers");
@@ -338,7 +340,7 @@ static Value scalar_op(VM *vm, BinOp op, Opd *A, Opd *B, const Node *site)
         return vm_error(vm, site, "unsupported operation %s on a differentiated number", op_symbol(op));
     default: qh_unreachable();
     }
-    return track_num(vm, r, ad_s2(tape(vm), A->n, ca, B->n, cb), site);
+    return tnum_new(vm, r, ad_s2(tape(vm), na, ca, nb, cb), site);
 }
 
 /* ---------------------------------------------------------------- arrays */
@@ -419,9 +421,9 @@ static Value track_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
     if ((a.t == T_TNUM || a.t == T_NUM) && (b.t == T_TNUM || b.t == T_NUM) && vm->ad) {
         uint64_t id = vm->ad->id;
         if ((a.t != T_TNUM || TNUM(a)->id == id) && (b.t != T_TNUM || TNUM(b)->id == id)) {
-            Opd A = { false, a.t == T_NUM ? a.n : TNUM(a)->x, NULL, a.t == T_NUM ? AD_NONE : TNUM(a)->n, { 0 } };
-            Opd B = { false, b.t == T_NUM ? b.n : TNUM(b)->x, NULL, b.t == T_NUM ? AD_NONE : TNUM(b)->n, { 0 } };
-            return scalar_op(vm, op, &A, &B, site);
+            if (a.t == T_NUM) return scalar_op(vm, op, a.n, AD_NONE, TNUM(b)->x, TNUM(b)->n, site);
+            if (b.t == T_NUM) return scalar_op(vm, op, TNUM(a)->x, TNUM(a)->n, b.n, AD_NONE, site);
+            return scalar_op(vm, op, TNUM(a)->x, TNUM(a)->n, TNUM(b)->x, TNUM(b)->n, site);
         }
     }
     Opd A, B;
@@ -430,7 +432,7 @@ static Value track_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
     if (ka == 0) return v_notimpl();
     int kb = operand(vm, b, &B, site);
     if (kb <= 0) { decref(A.hold); return kb < 0 ? v_exc() : v_notimpl(); }
-    Value r = (!A.arr && !B.arr) ? scalar_op(vm, op, &A, &B, site) : array_op(vm, op, &A, &B, site);
+    Value r = (!A.arr && !B.arr) ? scalar_op(vm, op, A.x, A.n, B.x, B.n, site) : array_op(vm, op, &A, &B, site);
     decref(A.hold);
     decref(B.hold);
     return r;
@@ -1060,17 +1062,34 @@ static const char *const own_way[] = {
  * added its table): a call compares pointers. */
 enum { BK_OWN, BK_PLAIN, BK_NUM, BK_ARRAY, BK_ATAN2, BK_DOT, BK_RESHAPE, BK_TRANSPOSE, BK_TOLIST,
        BK_SHAPE, BK_MEAN, BK_NORM, BK_KRON, BK_IDENT, BK_IMAG };
-static struct { const BuiltinDef *bd; int kind; } bk[96];
+#define BK_SLOTS 256          /* a power of two, well above the ~80 names */
+static struct { const BuiltinDef *bd; int kind; } bk[BK_SLOTS];   /* open addressing by pointer */
 static int nbk;
 static pthread_once_t bk_once = PTHREAD_ONCE_INIT;
+
+static unsigned bk_hash(const BuiltinDef *bd)
+{
+    return (unsigned)((((uintptr_t)bd >> 3) * UINT64_C(0x9e3779b97f4a7c15)) >> 56) & (BK_SLOTS - 1);
+}
 
 static void bk_add(const char *name, int kind)
 {
     int i = builtin_lookup(name);
-    if (i < 0 || nbk >= (int)(sizeof bk / sizeof bk[0])) return;
-    bk[nbk].bd = builtin_get(i);
-    bk[nbk].kind = kind;
-    nbk++;
+    if (i < 0 || nbk >= BK_SLOTS / 2) return;
+    const BuiltinDef *bd = builtin_get(i);
+    unsigned h = bk_hash(bd);
+    while (bk[h].bd && bk[h].bd != bd) h = (h + 1) & (BK_SLOTS - 1);
+    if (!bk[h].bd) nbk++;
+    bk[h].bd = bd;
+    bk[h].kind = kind;
+}
+
+static int bk_kind(const BuiltinDef *bd)
+{
+    for (unsigned h = bk_hash(bd);; h = (h + 1) & (BK_SLOTS - 1)) {
+        if (bk[h].bd == bd) return bk[h].kind;
+        if (!bk[h].bd) return -1;
+    }
 }
 
 static void bk_init(void)
@@ -1090,8 +1109,7 @@ static Value track_builtin(VM *vm, const BuiltinDef *bd, Args *a)
 {
     if (bd->flags & (BI_GATE | BI_QUANTUM)) return v_notimpl();   /* the quantum runtime reads tracked parameters */
     pthread_once(&bk_once, bk_init);
-    int kind = -1;
-    for (int i = 0; i < nbk; i++) if (bk[i].bd == bd) { kind = bk[i].kind; break; }
+    int kind = bk_kind(bd);
     switch (kind) {
     case BK_OWN: return v_notimpl();
     case BK_NUM:
@@ -1133,14 +1151,14 @@ static Value track_builtin(VM *vm, const BuiltinDef *bd, Args *a)
 /* ---------------------------------------------------------------- registration */
 
 static const TypeOps tnum_ops = {
-    .name = "number", .flags = TF_INTERCEPT,
+    .name = "number", .flags = TF_INTERCEPT | TF_LEAF,
     .free = tnum_free, .copy = tnum_copy, .repr = tnum_repr, .eq = tnum_eq,
     .binop = track_binop, .unop = track_unop, .truthy = tnum_truthy,
     .math = track_math, .builtin = track_builtin,
 };
 
 static const TypeOps tarr_ops = {
-    .name = "array", .flags = TF_INTERCEPT,
+    .name = "array", .flags = TF_INTERCEPT | TF_LEAF,
     .free = tarr_free, .copy = tarr_copy, .repr = tarr_repr, .eq = tarr_eq,
     .binop = track_binop, .unop = track_unop, .truthy = tarr_truthy,
     .index = tarr_index, .setindex = tarr_setindex, .len = tarr_len, .iter = tarr_iter,

@@ -234,6 +234,7 @@ static inline bool list_inline(const ObjList *l) { return l->v == (const Value *
 
 void obj_free(Obj *o)
 {
+    if (value_flags[o->type] & TF_LEAF) { value_types[o->type]->free(o); return; }   /* nothing inside */
     if (freeing) {
         if (npending == cappending) {
             if (!pending) {

@@ -247,6 +247,8 @@ enum {
     TF_TRACK = 4,       /* a container that may form cycles: tasks sweep it (value_track_*) */
     TF_DEVICE = 8,      /* can be a qfn's device (`qfn f() on DEVICE`) */
     TF_INTERCEPT = 16,  /* builtins called with it go to its builtin slot first */
+    TF_LEAF = 32,       /* holds no values (its free slot releases no reference, it is not
+                           TF_TRACK): freed by that slot at once, no pending list */
 };
 
 typedef struct TypeOps {

@@ -50,8 +50,50 @@ AdNode ad_input(AdTape *t, int ndim, const size_t *shape);
 /* ---- numbers ---------------------------------------------------------------
  * out = f(a) or f(a, b) for numbers; ca = df/da, cb = df/db. Operands may
  * be AD_NONE (constants); if both are, AD_NONE comes back (a constant). */
-AdNode ad_s1(AdTape *t, AdNode a, double ca);
-AdNode ad_s2(AdTape *t, AdNode a, double ca, AdNode b, double cb);
+AdNode ad_s1_slow(AdTape *t, AdNode a, double ca);
+AdNode ad_s2_slow(AdTape *t, AdNode a, double ca, AdNode b, double cb);
+
+/* The tape's layout, for the inline scalar append (classical code makes one
+ * per operation; tape.c owns everything else). */
+struct AdAux;
+typedef struct AdNd {
+    uint8_t kind, ndim;
+    AdNode a, b;
+    size_t n, off;
+    double ca, cb;
+    struct AdAux *aux;
+} AdNd;
+struct AdTape {
+    AdNd *v;
+    size_t len, cap;
+    size_t total;                /* sum of node sizes: the adjoint buffer */
+    char err[256];
+};
+#define AD_KIND_S 1              /* a scalar node (tape.c's K_S) */
+
+/* x is AD_NONE or a node of the tape */
+static inline int ad_ok_(const AdTape *t, AdNode x) { return (size_t)(uint32_t)(x + 1) <= t->len; }
+
+static inline AdNode ad_s2(AdTape *t, AdNode a, double ca, AdNode b, double cb)
+{
+    if (a == AD_NONE && b == AD_NONE) return AD_NONE;
+    if (t->len < t->cap && t->len < (size_t)INT32_MAX && ad_ok_(t, a) && ad_ok_(t, b)) {
+        AdNd *d = &t->v[t->len];
+        d->kind = AD_KIND_S;
+        d->ndim = 0;
+        d->a = a;
+        d->b = b;
+        d->n = 1;
+        d->off = t->total++;
+        d->ca = ca;
+        d->cb = cb;
+        d->aux = NULL;
+        return (AdNode)t->len++;
+    }
+    return ad_s2_slow(t, a, ca, b, cb);
+}
+
+static inline AdNode ad_s1(AdTape *t, AdNode a, double ca) { return ad_s2(t, a, ca, AD_NONE, 0); }
 
 /* The derivative of a math function at x (y = f(x) already computed):
  * sin -> cos x, sqrt -> 1/(2y), log10 -> 1/(x ln 10), ...; floor, ceil and

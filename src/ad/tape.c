@@ -18,7 +18,7 @@
 
 enum { K_INPUT, K_S, K_SCALE, K_MAP, K_EW, K_MATMUL, K_SUM, K_GATHER, K_CONCAT, K_SET, K_JAC };
 
-typedef struct Aux {
+typedef struct AdAux {
     size_t shape[AR_MAXDIM];
     Array *A, *B, *out;          /* kept operands (shared copies) */
     double xa, xb;               /* numeric operands when A or B is NULL */
@@ -31,22 +31,11 @@ typedef struct Aux {
     size_t *sizes;
     double *J;                   /* jac: m x width, NULL until set */
     size_t width;
-} Aux;
+} AdAux;
+typedef AdAux Aux;
 
-typedef struct Nd {
-    uint8_t kind, ndim;
-    AdNode a, b;
-    size_t n, off;
-    double ca, cb;
-    Aux *aux;
-} Nd;
-
-struct AdTape {
-    Nd *v;
-    size_t len, cap;
-    size_t total;                /* sum of node sizes: the adjoint buffer */
-    char err[256];
-};
+typedef AdNd Nd;
+_Static_assert(K_S == AD_KIND_S, "ad.h's inline append writes K_S");
 
 struct AdGrad {
     const AdTape *t;             /* of the last sweep */
@@ -81,7 +70,8 @@ static void aux_free(Aux *x)
 void ad_free(AdTape *t)
 {
     if (!t) return;
-    for (size_t i = 0; i < t->len; i++) aux_free(t->v[i].aux);
+    for (size_t i = 0; i < t->len; i++)
+        if (t->v[i].aux) aux_free(t->v[i].aux);
     free(t->v);
     free(t);
 }
@@ -158,32 +148,12 @@ AdNode ad_input(AdTape *t, int ndim, const size_t *shape)
     return push(t, K_INPUT, AD_NONE, AD_NONE, ndim ? shape_size(ndim, shape) : 1, ndim, x);
 }
 
-AdNode ad_s1(AdTape *t, AdNode a, double ca)
-{
-    if (a == AD_NONE) return AD_NONE;
-    if (bad(t, a)) return AD_ERR;
-    AdNode r = push(t, K_S, a, AD_NONE, 1, 0, NULL);
-    if (r >= 0) t->v[r].ca = ca;
-    return r;
-}
+AdNode ad_s1_slow(AdTape *t, AdNode a, double ca) { return ad_s2_slow(t, a, ca, AD_NONE, 0); }
 
-AdNode ad_s2(AdTape *t, AdNode a, double ca, AdNode b, double cb)
+AdNode ad_s2_slow(AdTape *t, AdNode a, double ca, AdNode b, double cb)
 {
     if (a == AD_NONE && b == AD_NONE) return AD_NONE;
     if (bad(t, a) || bad(t, b)) return AD_ERR;
-    if (t->len < t->cap && t->len < (size_t)INT32_MAX) {   /* the common case inline */
-        Nd *d = &t->v[t->len];
-        d->kind = K_S;
-        d->ndim = 0;
-        d->a = a;
-        d->b = b;
-        d->n = 1;
-        d->off = t->total++;
-        d->ca = ca;
-        d->cb = cb;
-        d->aux = NULL;
-        return (AdNode)t->len++;
-    }
     AdNode r = push(t, K_S, a, b, 1, 0, NULL);
     if (r >= 0) {
         t->v[r].ca = ca;
