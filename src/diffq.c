@@ -81,85 +81,12 @@ typedef struct DRec {
     char err[300];
 } DRec;
 
-static void terms_free(SvTerm *t, int n)
-{
-    for (int i = 0; t && i < n; i++) { free((void *)t[i].m); free((void *)t[i].ket); }
-    free(t);
-}
-
-/* An owned copy of an observable (its blocks copied too). */
-static SvTerm *terms_dup(const SvTerm *t, int n)
-{
-    SvTerm *c = malloc((size_t)(n ? n : 1) * sizeof(SvTerm));
-    if (!c) return NULL;
-    memcpy(c, t, (size_t)n * sizeof(SvTerm));
-    for (int i = 0; i < n; i++) {
-        size_t d = (size_t)1 << (c[i].k < 30 ? c[i].k : 0);
-        c[i].m = NULL;
-        c[i].ket = NULL;
-        if (t[i].kind == SVB_DENSE && t[i].m) {
-            cplx *m = malloc(d * d * sizeof(cplx));
-            if (m) memcpy(m, t[i].m, d * d * sizeof(cplx));
-            c[i].m = m;
-        }
-        if (t[i].kind == SVB_KET && t[i].ket) {
-            cplx *k = malloc(d * sizeof(cplx));
-            if (k) memcpy(k, t[i].ket, d * sizeof(cplx));
-            c[i].ket = k;
-        }
-    }
-    return c;
-}
-
-/* O^2 as an observable: a Pauli sum squared, or the square of O's dense
- * matrix on its support (at most SV_MAX_DENSE wires). */
-static SvTerm *terms_square(const SvTerm *t, int n, int *n2, char *err, size_t errlen)
-{
-    bool pauli = true;
-    for (int i = 0; i < n; i++) pauli &= t[i].kind == SVB_NONE;
-    if (pauli) {
-        SvPauli *p = malloc((size_t)(n > 0 ? n : 1) * sizeof(SvPauli)), *sq = NULL;
-        if (!p) return NULL;
-        for (int i = 0; i < n; i++) p[i] = (SvPauli){ t[i].coeff, t[i].x, t[i].z };
-        int m = sv_pauli_square(p, n, &sq);
-        free(p);
-        if (m < 0) return NULL;
-        SvTerm *r = calloc((size_t)(m ? m : 1), sizeof(SvTerm));
-        if (!r) { free(sq); return NULL; }
-        for (int i = 0; i < m; i++) { r[i].coeff = sq[i].coeff; r[i].x = sq[i].x; r[i].z = sq[i].z; r[i].kind = SVB_NONE; }
-        free(sq);
-        *n2 = m;
-        return r;
-    }
-    int wires[SV_MAX_WIRES];
-    int k = sv_obs_support(t, n, wires);
-    if (k > SV_MAX_DENSE) { snprintf(err, errlen, "var() of an observable on %d wires cannot be differentiated (at most %d)", k, SV_MAX_DENSE); return NULL; }
-    size_t d = (size_t)1 << k;
-    cplx *m = malloc(d * d * sizeof(cplx)), *m2 = malloc(d * d * sizeof(cplx));
-    SvTerm *r = calloc(1, sizeof(SvTerm));
-    if (!m || !m2 || !r || sv_obs_matrix(t, n, wires, k, m, err, errlen) != 0) { free(m); free(m2); free(r); return NULL; }
-    for (size_t i = 0; i < d; i++)
-        for (size_t j = 0; j < d; j++) {
-            cplx s = 0;
-            for (size_t q = 0; q < d; q++) s += m[i * d + q] * m[q * d + j];
-            m2[i * d + j] = s;
-        }
-    free(m);
-    r->coeff = 1;
-    r->kind = SVB_DENSE;
-    r->k = k;
-    memcpy(r->wires, wires, (size_t)k * sizeof(int));
-    r->m = m2;
-    *n2 = 1;
-    return r;
-}
-
 static void qrec_free(DRec *r)
 {
     for (int i = 0; i < r->nops; i++) free(r->ops[i].matrix);
     free(r->ops);
     free(r->slots);
-    for (int i = 0; i < r->nquant; i++) { terms_free(r->q[i].t, r->q[i].n); terms_free(r->q[i].t2, r->q[i].n2); }
+    for (int i = 0; i < r->nquant; i++) { sv_terms_free(r->q[i].t, r->q[i].n); sv_terms_free(r->q[i].t2, r->q[i].n2); }
     free(r->q);
     free(r->vals);
     free(r->final);
@@ -278,7 +205,7 @@ static Value rec_expval(VM *vm, QRec *rq, const SvTerm *t, int n, double e, cons
     }
     if (r->mode != QR_RECORD) return v_num(e);
     Quant *q = new_quant(r, Q_EXPVAL, 1);
-    if (!q || !(q->t = terms_dup(t, n))) return vm_error(vm, site, "grad: out of memory");
+    if (!q || !(q->t = sv_terms_dup(t, n))) return vm_error(vm, site, "grad: out of memory");
     q->n = n;
     if (!q->nslots) return v_num(e);
     q->node[0] = quant_node(r, q->nslots, 0, NULL);
@@ -297,10 +224,10 @@ static Value rec_var(VM *vm, QRec *rq, const SvTerm *t, int n, double e, double 
     }
     if (r->mode != QR_RECORD) return v_num(v);
     Quant *q = new_quant(r, Q_VAR, 2);
-    if (!q || !(q->t = terms_dup(t, n))) return vm_error(vm, site, "grad: out of memory");
+    if (!q || !(q->t = sv_terms_dup(t, n))) return vm_error(vm, site, "grad: out of memory");
     q->n = n;
     char err[200] = "out of memory";
-    if (!(q->t2 = terms_square(t, n, &q->n2, err, sizeof err))) return vm_error(vm, site, "grad: %s", err);
+    if (!(q->t2 = sv_terms_square(t, n, &q->n2, err, sizeof err))) return vm_error(vm, site, "grad: %s", err);
     if (!q->nslots) return v_num(v);
     q->node[0] = quant_node(r, q->nslots, 0, NULL);
     q->node[1] = quant_node(r, q->nslots, 0, NULL);

@@ -35,7 +35,10 @@ typedef struct ObjDevice {
     Obj h;
     char name[32];
     int wires;
-    long shots;         /* 0: exact */
+    long shots;         /* 0: exact; a shot vector: their sum */
+#define MAX_SHOTV 64
+    long shotv[MAX_SHOTV];  /* a shot vector (shots=[10, 100, [5, 3]]), entries expanded */
+    int nshotv;         /* 0: none */
     uint64_t seed;
     bool has_seed;
     double latency;
@@ -59,7 +62,9 @@ typedef struct ObjOp {
     AdNode pnode[3];    /* the tape nodes of tracked parameters (AD_NONE: a constant) */
     bool tracked;       /* some parameter is tracked */
     uint64_t ptape;     /* the evaluation whose tape pnode refers to */
-    SvPauli *terms;     /* OPK_OBS */
+    double *bcast;      /* parameter broadcasting: nparams x nb values (param i, member b at [i * nb + b]), owned */
+    int nb;             /* its batch size (0: none) */
+    SvTerm *terms;      /* OPK_OBS: owned (blocks copied: sv_terms_dup) */
     uint64_t *idw;      /* OPK_OBS, per term: the wires an Identity factor names (never in x|z);
                            they change no value, only the printed form and matrix()'s size */
     int nterms;
@@ -91,6 +96,8 @@ typedef struct QCtx {
     QasmCircuit *capture;  /* adjoint/ctrl of a function: gates are collected, not applied */
     const ObjDevice *dev;
     Rng rng;
+    long shots;                 /* this run's shots (0: exact); a shot vector's entry */
+    int bsize, bidx;            /* parameter broadcasting: the batch size (0: none) and this run's member */
     QRec *grec;                 /* a differentiated run (diffq.c), or NULL */
 } QCtx;
 
@@ -102,7 +109,11 @@ static void device_repr(Buf *b, Value v, bool quoted)
     (void)quoted;
     ObjDevice *d = AS_DEV(v);
     buf_printf(b, "device(\"%s\", wires=%d", d->name, d->wires);
-    if (d->shots) buf_printf(b, ", shots=%ld", d->shots);
+    if (d->nshotv) {
+        buf_puts(b, ", shots=[");
+        for (int i = 0; i < d->nshotv; i++) buf_printf(b, "%s%ld", i ? ", " : "", d->shotv[i]);
+        buf_putc(b, ']');
+    } else if (d->shots) buf_printf(b, ", shots=%ld", d->shots);
     if (d->has_seed) buf_printf(b, ", seed=%llu", (unsigned long long)d->seed);
     if (d->latency > 0) buf_printf(b, ", latency=%g", d->latency);
     if (d->noise.t == T_FUNC) buf_printf(b, ", noise=%s", AS_FUNC(d->noise)->p->name);
@@ -123,7 +134,8 @@ static Value device_copy(Value v, CopyCtx *cc)
 static bool device_eq(Value a, Value b)
 {
     ObjDevice *x = AS_DEV(a), *y = AS_DEV(b);
-    return strcmp(x->name, y->name) == 0 && x->wires == y->wires && x->shots == y->shots &&
+    return strcmp(x->name, y->name) == 0 && x->wires == y->wires && x->shots == y->shots && x->nshotv == y->nshotv &&
+           memcmp(x->shotv, y->shotv, sizeof x->shotv) == 0 &&
            x->has_seed == y->has_seed && x->seed == y->seed && x->latency == y->latency &&
            x->mixed == y->mixed && x->noise.t == y->noise.t && (x->noise.t != T_FUNC || x->noise.o == y->noise.o);
 }
@@ -132,7 +144,8 @@ static void op_free(Obj *o)
 {
     ObjOp *p = (ObjOp *)o;
     free(p->matrix);
-    free(p->terms);
+    free(p->bcast);
+    sv_terms_free(p->terms, p->nterms);
     free(p->idw);
     free(p->kraus);
     free(p);
@@ -158,9 +171,10 @@ static ObjOp *op_clone(const ObjOp *p)
         memcpy(n->matrix, p->matrix, d * d * sizeof(cplx));
         n->op.matrix = n->matrix;
     }
-    if (p->terms) {
-        n->terms = xmalloc((size_t)p->nterms * sizeof(SvPauli));
-        memcpy(n->terms, p->terms, (size_t)p->nterms * sizeof(SvPauli));
+    if (p->terms) n->terms = sv_terms_dup(p->terms, p->nterms);
+    if (p->bcast) {
+        n->bcast = xmalloc((size_t)p->op.nparams * (size_t)p->nb * sizeof(double));
+        memcpy(n->bcast, p->bcast, (size_t)p->op.nparams * (size_t)p->nb * sizeof(double));
     }
     if (p->idw) {
         n->idw = xmalloc((size_t)p->nterms * sizeof(uint64_t) + 1);
@@ -178,6 +192,20 @@ static void fmt_num(Buf *b, double d)
 {
     Value v = v_num(d);
     value_repr(b, v, false);
+}
+
+/* Hermitian(<matrix>, wires=[0, 1]), Projector([1, 0], wires=[0, 1]), Projector(<state>, wires=[0]) */
+static void block_repr(Buf *b, const SvTerm *w)
+{
+    if (w->kind == SVB_DENSE) buf_puts(b, "Hermitian(<matrix>, wires=[");
+    else if (w->kind == SVB_KET) buf_puts(b, "Projector(<state>, wires=[");
+    else {
+        buf_puts(b, "Projector([");
+        for (int i = 0; i < w->k; i++) buf_printf(b, "%s%d", i ? ", " : "", (int)((w->bits >> i) & 1));
+        buf_puts(b, "], wires=[");
+    }
+    for (int i = 0; i < w->k; i++) buf_printf(b, "%s%d", i ? ", " : "", w->wires[i]);
+    buf_puts(b, "])");
 }
 
 static void op_repr(Buf *b, Value v, bool quoted)
@@ -201,7 +229,15 @@ static void op_repr(Buf *b, Value v, bool quoted)
         if (p->op.nctrl) buf_puts(b, "ctrl(");
         buf_printf(b, "%s(", gi->name);
         bool first = true;
-        for (int i = 0; i < p->op.nparams; i++) { if (!first) buf_puts(b, ", "); fmt_num(b, p->op.params[i]); first = false; }
+        for (int i = 0; i < p->op.nparams; i++) {
+            if (!first) buf_puts(b, ", ");
+            if (p->nb) {     /* broadcast: every parameter as the array of its values */
+                buf_puts(b, "array([");
+                for (int m = 0; m < p->nb; m++) { if (m) buf_puts(b, ", "); fmt_num(b, p->bcast[i * p->nb + m]); }
+                buf_puts(b, "])");
+            } else fmt_num(b, p->op.params[i]);
+            first = false;
+        }
         if (p->op.gate == SV_QUBITUNITARY) { if (!first) buf_puts(b, ", "); buf_puts(b, "<matrix>"); first = false; }
         if (p->op.gate == SV_BASISSTATE) {
             if (!first) buf_puts(b, ", ");
@@ -224,16 +260,24 @@ static void op_repr(Buf *b, Value v, bool quoted)
     }
     if (p->nterms == 0) { buf_puts(b, "0"); return; }
     for (int t = 0; t < p->nterms; t++) {
-        SvPauli *w = &p->terms[t];
+        const SvTerm *w = &p->terms[t];
         uint64_t id = p->idw ? p->idw[t] : 0;
         double c = w->coeff;
         if (t) buf_puts(b, c < 0 ? " - " : " + ");
         else if (c < 0) buf_putc(b, '-');
         double ac = fabs(c);
-        bool bare = !w->x && !w->z && !id;          /* a constant: no factor at all */
+        bool bare = !w->x && !w->z && !id && w->kind == SVB_NONE;    /* a constant: no factor at all */
         if (ac != 1 || bare) { fmt_num(b, ac); if (!bare) buf_puts(b, " * "); }
+        int bw = 64;                  /* the block goes where its lowest wire is */
+        for (int i = 0; w->kind != SVB_NONE && i < w->k; i++) if (w->wires[i] < bw) bw = w->wires[i];
         bool firstf = true;
-        for (int wire = 0; wire < 64; wire++) {
+        for (int wire = 0; wire <= 64; wire++) {
+            if (w->kind != SVB_NONE && wire == bw) {
+                if (!firstf) buf_puts(b, " @ ");
+                block_repr(b, w);
+                firstf = false;
+            }
+            if (wire == 64) break;
             uint64_t m = (uint64_t)1 << wire;
             bool x = (w->x & m) != 0, z = (w->z & m) != 0, i = (id & m) != 0;
             if (!x && !z && !i) continue;
@@ -367,6 +411,49 @@ Value qrt_run(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, c
     return qrt_run_rec(vm, f, seed, index, slots, site, NULL);
 }
 
+/* The results of a broadcast call's members stacked: numbers into a 1-d
+ * array, arrays of one shape into one array with the batch first, lists of
+ * one length element by element; anything else as a list. */
+static Value stack_members(VM *vm, const Value *res, int n, const Node *site)
+{
+    bool nums = true, arrs = true, lists = true;
+    for (int i = 0; i < n; i++) {
+        nums &= res[i].t == T_NUM || res[i].t == T_BOOL;
+        arrs &= res[i].t == T_ARRAY;
+        lists &= res[i].t == T_LIST && AS_LIST(res[i])->len == AS_LIST(res[0])->len;
+    }
+    if (arrs) {
+        for (int i = 1; i < n && arrs; i++) {
+            const Array *x = AS_ARR(res[0]), *y = AS_ARR(res[i]);
+            arrs = ar_ndim(x) == ar_ndim(y) && memcmp(ar_shape(x), ar_shape(y), (size_t)ar_ndim(x) * sizeof(size_t)) == 0;
+        }
+    }
+    ObjList *l = list_new((size_t)n);
+    for (int i = 0; i < n; i++) { incref(res[i]); list_push(l, res[i]); }
+    Value lv = v_obj(&l->h);
+    if (nums || arrs) {
+        Value r = vm_call(vm, builtin_named("array"), 1, &lv, (Node *)site);
+        decref(lv);
+        return r;
+    }
+    if (lists) {
+        size_t m = AS_LIST(res[0])->len;
+        ObjList *o = list_new(m);
+        Value ov = v_obj(&o->h);
+        Value *col = xmalloc((size_t)n * sizeof(Value));
+        for (size_t j = 0; j < m; j++) {
+            for (int i = 0; i < n; i++) col[i] = AS_LIST(res[i])->v[j];
+            Value c = stack_members(vm, col, n, site);
+            if (IS_EXC(c)) { free(col); decref(ov); decref(lv); return c; }
+            list_push(o, c);
+        }
+        free(col);
+        decref(lv);
+        return ov;
+    }
+    return lv;
+}
+
 static Value run_inner(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site,
                        QRec *grec, QRecord *rec);
 
@@ -424,10 +511,67 @@ static Value run_inner(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value 
     ctx.grec = grec;
     ctx.rec = rec;
     rng_seed2(&ctx.rng, dev->has_seed ? dev->seed : seed, index);
-    if (grec) qrec_shots(grec, dev->shots != 0);
+    ctx.shots = dev->shots;
+    if (grec) qrec_shots(grec, ctx.shots != 0);
     QCtx *saved = vm->q;
     vm->q = &ctx;
-    Value r = eval_run_body(vm, f, slots, site);
+    Value r;
+    if (dev->nshotv && grec) {
+        for (int i = 0; i < f->p->nlocals; i++) decref(slots[i]);
+        r = vm_error(vm, site, "a device with a shot vector cannot be differentiated; use one number of shots");
+    } else if (grec || rec) {
+        r = eval_run_body(vm, f, slots, site);
+    } else {
+        /* A shot vector runs the body once per entry (a fresh state, that
+         * many shots), the results in a list. A gate given an array of
+         * parameters (broadcasting) makes the run member 0 of a batch: the
+         * other members run after it, each from a fresh state with its own
+         * values, and the results are stacked. */
+        int np = f->p->nparams, nl = f->p->nlocals;
+        Value *args = xmalloc(((size_t)np + 1) * sizeof(Value));
+        for (int i = 0; i < np; i++) { args[i] = slots[i]; incref(args[i]); }
+        int nrun = dev->nshotv ? dev->nshotv : 1;
+        ObjList *out = dev->nshotv ? list_new((size_t)nrun) : NULL;
+        r = v_nil();
+        for (int e = 0; e < nrun; e++) {
+            if (e > 0) {
+                inst_reset(inst);
+                for (int i = 0; i < nl; i++) slots[i] = i < np ? args[i] : v_unbound();
+                for (int i = 0; i < np; i++) incref(args[i]);
+            }
+            ctx.shots = dev->nshotv ? dev->shotv[e] : dev->shots;
+            ctx.bsize = ctx.bidx = 0;
+            Value x = eval_run_body(vm, f, slots, site);
+            if (!IS_EXC(x) && ctx.bsize > 1) {
+                Value *res = xmalloc((size_t)ctx.bsize * sizeof(Value));
+                res[0] = x;
+                int got = 1;
+                for (int b = 1; b < ctx.bsize; b++, got++) {
+                    inst_reset(inst);
+                    for (int i = 0; i < nl; i++) slots[i] = i < np ? args[i] : v_unbound();
+                    for (int i = 0; i < np; i++) incref(args[i]);
+                    ctx.shots = dev->nshotv ? dev->shotv[e] : dev->shots;
+                    ctx.bidx = b;
+                    res[b] = eval_run_body(vm, f, slots, site);
+                    if (IS_EXC(res[b])) break;
+                }
+                if (got < ctx.bsize) {
+                    x = res[got];
+                    for (int i = 0; i < got; i++) decref(res[i]);
+                } else {
+                    x = stack_members(vm, res, ctx.bsize, site);
+                    for (int i = 0; i < ctx.bsize; i++) decref(res[i]);
+                }
+                free(res);
+            }
+            if (IS_EXC(x)) { if (out) decref(v_obj(&out->h)); out = NULL; r = x; break; }
+            if (out) list_push(out, x);
+            else r = x;
+        }
+        if (out) r = v_obj(&out->h);
+        for (int i = 0; i < np; i++) decref(args[i]);
+        free(args);
+    }
     vm->q = saved;
     if (grec && !IS_EXC(r) && !qrec_after_body(grec, inst->mixed ? NULL : s, nq)) {
         decref(r);
@@ -473,8 +617,30 @@ static Value bi_device(VM *vm, Args *a)
     d->noise = v_nil();
     if (nz && nz->t == T_FUNC) { incref(*nz); d->noise = *nz; }
     Value dv = v_obj(&d->h);
-    if (sh && sh->t != T_NIL) {
-        if (sh->t != T_NUM || sh->n != floor(sh->n) || sh->n < 1 || sh->n > 1e9) { decref(dv); return vm_error(vm, a->site, "device(): shots must be a positive integer (at most 1e9)"); }
+    if (sh && sh->t == T_LIST) {       /* a shot vector: one result per entry; [n, copies] repeats n */
+        ObjList *l = AS_LIST(*sh);
+        double total = 0;
+        if (l->len == 0) { decref(dv); return vm_error(vm, a->site, "device(): a shot vector needs at least one entry"); }
+        for (size_t i = 0; i < l->len; i++) {
+            Value e = l->v[i];
+            double n = 0, copies = 1;
+            if (e.t == T_NUM) n = e.n;
+            else if (e.t == T_LIST && AS_LIST(e)->len == 2 && AS_LIST(e)->v[0].t == T_NUM && AS_LIST(e)->v[1].t == T_NUM) {
+                n = AS_LIST(e)->v[0].n;
+                copies = AS_LIST(e)->v[1].n;
+            } else { decref(dv); return vm_error(vm, a->site, "device(): a shot vector's entries are numbers of shots or [shots, copies] pairs"); }
+            if (n != floor(n) || n < 1 || n > 1e9 || copies != floor(copies) || copies < 1) {
+                decref(dv);
+                return vm_error(vm, a->site, "device(): shot vector entry %zu: shots and copies must be positive integers (shots at most 1e9)", i);
+            }
+            if (d->nshotv + copies > MAX_SHOTV) { decref(dv); return vm_error(vm, a->site, "device(): a shot vector of more than %d entries", MAX_SHOTV); }
+            for (int c = 0; c < (int)copies; c++) d->shotv[d->nshotv++] = (long)n;
+            total += n * copies;
+        }
+        if (total > 1e9) { decref(dv); return vm_error(vm, a->site, "device(): at most 1e9 shots in all"); }
+        d->shots = (long)total;
+    } else if (sh && sh->t != T_NIL) {
+        if (sh->t != T_NUM || sh->n != floor(sh->n) || sh->n < 1 || sh->n > 1e9) { decref(dv); return vm_error(vm, a->site, "device(): shots must be a positive integer (at most 1e9), or a list of them (a shot vector)"); }
         d->shots = (long)sh->n;
     }
     if (sd && sd->t != T_NIL) {
@@ -543,7 +709,38 @@ static Value bi_gate(VM *vm, Args *a)
         decref(pv);
         return vm_error(vm, a->site, "%s needs %d parameter%s and its wires", gi->name, gi->nparams + special, gi->nparams + special == 1 ? "" : "s");
     }
-    for (int i = 0; i < gi->nparams; i++, pos++) {
+    /* parameter broadcasting: a 1-d array of values for a parameter */
+    for (int i = 0; i < gi->nparams; i++) {
+        Value v = a->v[i];
+        if (track_is_arr(v)) { decref(pv); return vm_error(vm, a->site, "%s: a differentiated array as a parameter (broadcasting) cannot be differentiated: call the function once per value", gi->name); }
+        if (v.t != T_ARRAY) continue;
+        Array *ar = AS_ARR(v);
+        if (ar_ndim(ar) != 1 || ar_is_complex(ar) || ar_size(ar) == 0 || ar_size(ar) > 1000000) {
+            char sh[64];
+            ar_shape_str(ar, sh, sizeof sh);
+            decref(pv);
+            return vm_error(vm, a->site, "%s: parameter %d: an array of parameters (broadcasting) must be 1-d, real and not empty, not of shape %s", gi->name, i + 1, sh);
+        }
+        int nb = (int)ar_size(ar);
+        if (p->nb && nb != p->nb) { decref(pv); return vm_error(vm, a->site, "%s: broadcast parameters of different sizes (%d and %d)", gi->name, p->nb, nb); }
+        p->nb = nb;
+    }
+    if (p->nb) {
+        p->bcast = xmalloc((size_t)gi->nparams * (size_t)p->nb * sizeof(double));
+        for (int i = 0; i < gi->nparams; i++) {
+            Value v = a->v[i];
+            for (int m = 0; m < p->nb; m++) {
+                double d = v.t == T_ARRAY ? ar_item(AS_ARR(v), (size_t)m).re : v.t == T_NUM ? v.n : v.t == T_BOOL ? v.b : NAN;
+                if (track_is(v)) { decref(pv); return vm_error(vm, a->site, "%s: a differentiated parameter beside a broadcast one cannot be differentiated", gi->name); }
+                if (v.t != T_ARRAY && v.t != T_NUM && v.t != T_BOOL) { decref(pv); return vm_error(vm, a->site, "%s: parameter %d must be a real number, not %s", gi->name, i + 1, type_name(v)); }
+                if (!isfinite(d)) { decref(pv); return vm_error(vm, a->site, "%s: parameter %d is not finite (%g)", gi->name, i + 1, d); }
+                p->bcast[i * p->nb + m] = d;
+            }
+            op->params[i] = p->bcast[i * p->nb];
+        }
+        pos = gi->nparams;
+    }
+    for (int i = 0; i < gi->nparams && !p->nb; i++, pos++) {
         Value v = a->v[pos];
         double d;
         AdNode node;
@@ -683,7 +880,7 @@ static Value bi_ctrl(VM *vm, Args *a)
 
 /* A gate that is an observable (I, X, Y, Z, H on one wire; H = (X + Z)/sqrt 2)
  * as Pauli terms; *id: Identity's wire bit */
-static bool as_terms_gate(VM *vm, Value v, SvPauli **terms, int *n, uint64_t *id, const Node *site)
+static bool as_terms_gate(VM *vm, Value v, SvTerm **terms, int *n, uint64_t *id, const Node *site)
 {
     if (v.t != T_OP) { vm_error(vm, site, "expected an observable, not %s", type_name(v)); return false; }
     ObjOp *p = AS_OP(v);
@@ -698,16 +895,18 @@ static bool as_terms_gate(VM *vm, Value v, SvPauli **terms, int *n, uint64_t *id
         return false;
     }
     uint64_t m = (uint64_t)1 << o->wires[0];
-    *terms = xmalloc(2 * sizeof(SvPauli));
+    *terms = xcalloc(2, sizeof(SvTerm));
     *n = 1;
+    SvTerm *t = *terms;
     switch (o->gate) {
-    case SV_IDENTITY: (*terms)[0] = (SvPauli){ 1, 0, 0 }; *id = m; break;
-    case SV_PAULIX: (*terms)[0] = (SvPauli){ 1, m, 0 }; break;
-    case SV_PAULIY: (*terms)[0] = (SvPauli){ 1, m, m }; break;
-    case SV_PAULIZ: (*terms)[0] = (SvPauli){ 1, 0, m }; break;
+    case SV_IDENTITY: t[0].coeff = 1; *id = m; break;
+    case SV_PAULIX: t[0].coeff = 1; t[0].x = m; break;
+    case SV_PAULIY: t[0].coeff = 1; t[0].x = t[0].z = m; break;
+    case SV_PAULIZ: t[0].coeff = 1; t[0].z = m; break;
     default:
-        (*terms)[0] = (SvPauli){ M_SQRT1_2, m, 0 };
-        (*terms)[1] = (SvPauli){ M_SQRT1_2, 0, m };
+        t[0].coeff = t[1].coeff = M_SQRT1_2;
+        t[0].x = m;
+        t[1].z = m;
         *n = 2;
     }
     return true;
@@ -716,18 +915,18 @@ static bool as_terms_gate(VM *vm, Value v, SvPauli **terms, int *n, uint64_t *id
 /* The Pauli-sum form of an operator: a number, an observable as it is, or
  * an observable gate, and each term's Identity wires (*idw: a new array,
  * like *terms; NULL when not wanted). */
-static bool as_terms(VM *vm, Value v, SvPauli **terms, uint64_t **idw, int *n, const Node *site)
+static bool as_terms(VM *vm, Value v, SvTerm **terms, uint64_t **idw, int *n, const Node *site)
 {
     if (idw) *idw = NULL;
     uint64_t id = 0;
     if (v.t == T_NUM) {
-        *terms = xmalloc(sizeof(SvPauli));
-        (*terms)[0] = (SvPauli){ v.n, 0, 0 };
+        *terms = xcalloc(1, sizeof(SvTerm));
+        (*terms)[0].coeff = v.n;
         *n = 1;
     } else if (v.t == T_OP && AS_OP(v)->kind == OPK_OBS) {
         ObjOp *p = AS_OP(v);
-        *terms = xmalloc((size_t)(p->nterms + 1) * sizeof(SvPauli));
-        memcpy(*terms, p->terms, (size_t)p->nterms * sizeof(SvPauli));
+        *terms = sv_terms_dup(p->terms, p->nterms);
+        if (!*terms) { vm_error(vm, site, "out of memory"); return false; }
         *n = p->nterms;
         if (idw) {
             *idw = xcalloc((size_t)p->nterms + 1, sizeof(uint64_t));
@@ -744,24 +943,30 @@ static bool as_terms(VM *vm, Value v, SvPauli **terms, uint64_t **idw, int *n, c
     return true;
 }
 
-/* merges equal Pauli words (their Identity wires too) and drops zero terms */
-static int simplify(SvPauli *t, uint64_t *idw, int n)
+/* merges equal Pauli words (their Identity wires too; terms with a block
+ * stay apart) and drops zero terms */
+static int simplify(SvTerm *t, uint64_t *idw, int n)
 {
     int k = 0;
     for (int i = 0; i < n; i++) {
-        int j;
-        for (j = 0; j < k; j++)
-            if (t[j].x == t[i].x && t[j].z == t[i].z) { t[j].coeff += t[i].coeff; idw[j] |= idw[i]; break; }
+        int j = k;
+        if (t[i].kind == SVB_NONE)
+            for (j = 0; j < k; j++)
+                if (t[j].kind == SVB_NONE && t[j].x == t[i].x && t[j].z == t[i].z) { t[j].coeff += t[i].coeff; idw[j] |= idw[i]; break; }
         if (j == k) { t[k] = t[i]; idw[k] = idw[i]; k++; }
     }
     int m = 0;
-    for (int i = 0; i < k; i++)
-        if (t[i].coeff != 0) { t[m] = t[i]; idw[m] = idw[i] & ~(t[i].x | t[i].z); m++; }
+    for (int i = 0; i < k; i++) {
+        if (t[i].coeff == 0) { free((void *)t[i].m); free((void *)t[i].ket); continue; }
+        t[m] = t[i];
+        idw[m] = idw[i] & ~(t[i].x | t[i].z);
+        m++;
+    }
     return m;
 }
 
 /* takes t and idw (n entries each) */
-static Value make_obs(SvPauli *t, uint64_t *idw, int n)
+static Value make_obs(SvTerm *t, uint64_t *idw, int n)
 {
     ObjOp *p = op_new(OPK_OBS);
     p->terms = t;
@@ -774,7 +979,7 @@ static Value make_obs(SvPauli *t, uint64_t *idw, int n)
  * other partner is not ours (== compares identity, by default) */
 static Value op_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
 {
-    SvPauli *ta = NULL, *tb = NULL;
+    SvTerm *ta = NULL, *tb = NULL;
     uint64_t *ia = NULL, *ib = NULL;
     int na = 0, nb = 0;
     bool known_a = a.t == T_OP || a.t == T_NUM || a.t == T_COMPLEX, known_b = b.t == T_OP || b.t == T_NUM || b.t == T_COMPLEX;
@@ -797,29 +1002,30 @@ static Value op_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
     if (op == OP_ADD || op == OP_SUB || op == OP_MATMUL) {
         if (op == OP_MATMUL && (a.t == T_NUM || b.t == T_NUM)) return vm_error(vm, site, "@ of an operator needs another operator (use * for a coefficient)");
         if (!as_terms(vm, a, &ta, &ia, &na, site)) return v_exc();
-        if (!as_terms(vm, b, &tb, &ib, &nb, site)) { free(ta); free(ia); return v_exc(); }
+        if (!as_terms(vm, b, &tb, &ib, &nb, site)) { sv_terms_free(ta, na); free(ia); return v_exc(); }
         if (op == OP_MATMUL) {
-            if ((size_t)na * (size_t)nb > 1000000) { free(ta); free(tb); free(ia); free(ib); return vm_error(vm, site, "tensor product too large"); }
-            SvPauli *t = xmalloc((size_t)(na * nb + 1) * sizeof(SvPauli));
-            uint64_t *id = xmalloc((size_t)(na * nb + 1) * sizeof(uint64_t));
+            if ((size_t)na * (size_t)nb > 1000000) {
+                sv_terms_free(ta, na); sv_terms_free(tb, nb); free(ia); free(ib);
+                return vm_error(vm, site, "tensor product too large");
+            }
+            SvTerm *t = xcalloc((size_t)na * (size_t)nb + 1, sizeof(SvTerm));
+            uint64_t *id = xmalloc(((size_t)na * (size_t)nb + 1) * sizeof(uint64_t));
             int k = 0;
+            char err[256];
             for (int i = 0; i < na; i++)
                 for (int j = 0; j < nb; j++) {
-                    uint64_t wa = ta[i].x | ta[i].z, wb = tb[j].x | tb[j].z;
-                    if (wa & wb) {
-                        free(ta); free(tb); free(ia); free(ib); free(t); free(id);
-                        int w = __builtin_ctzll(wa & wb);
-                        return vm_error(vm, site, "tensor product of operators on the same wire (%d)", w);
+                    if (sv_term_tensor(&ta[i], &tb[j], &t[k], err, sizeof err) != 0) {
+                        sv_terms_free(ta, na); sv_terms_free(tb, nb); free(ia); free(ib); sv_terms_free(t, k); free(id);
+                        return vm_error(vm, site, "%s", err);
                     }
-                    t[k] = (SvPauli){ ta[i].coeff * tb[j].coeff, ta[i].x | tb[j].x, ta[i].z | tb[j].z };
                     id[k++] = ia[i] | ib[j];        /* an Identity on a Pauli's wire is that Pauli */
                 }
-            free(ta); free(tb); free(ia); free(ib);
+            sv_terms_free(ta, na); sv_terms_free(tb, nb); free(ia); free(ib);
             return make_obs(t, id, k);
         }
-        SvPauli *t = xmalloc((size_t)(na + nb + 1) * sizeof(SvPauli));
+        SvTerm *t = xmalloc((size_t)(na + nb + 1) * sizeof(SvTerm));
         uint64_t *id = xmalloc((size_t)(na + nb + 1) * sizeof(uint64_t));
-        memcpy(t, ta, (size_t)na * sizeof(SvPauli));
+        memcpy(t, ta, (size_t)na * sizeof(SvTerm));       /* the blocks move over */
         memcpy(id, ia, (size_t)na * sizeof(uint64_t));
         for (int j = 0; j < nb; j++) {
             t[na + j] = tb[j];
@@ -850,18 +1056,18 @@ static Value bi_hamiltonian(VM *vm, Args *a)
     if (cl.t != T_LIST || o.t != T_LIST) { decref(tmp); return vm_error(vm, a->site, "hamiltonian(coeffs, ops) needs two lists"); }
     ObjList *cs = AS_LIST(cl), *os = AS_LIST(o);
     if (cs->len != os->len) { decref(tmp); return vm_error(vm, a->site, "hamiltonian(): %zu coefficients for %zu operators", cs->len, os->len); }
-    SvPauli *all = xmalloc((os->len * 2 + 1) * sizeof(SvPauli));
+    SvTerm *all = xmalloc((os->len * 2 + 1) * sizeof(SvTerm));
     uint64_t *ids = xmalloc((os->len * 2 + 1) * sizeof(uint64_t));
     int n = 0, cap = (int)os->len * 2 + 1;
     for (size_t i = 0; i < os->len; i++) {
-        if (cs->v[i].t != T_NUM) { free(all); free(ids); decref(tmp); return vm_error(vm, a->site, "hamiltonian(): coefficients must be real numbers"); }
-        SvPauli *t;
+        if (cs->v[i].t != T_NUM) { sv_terms_free(all, n); free(ids); decref(tmp); return vm_error(vm, a->site, "hamiltonian(): coefficients must be real numbers"); }
+        SvTerm *t;
         uint64_t *id;
         int k;
-        if (!as_terms(vm, os->v[i], &t, &id, &k, a->site)) { free(all); free(ids); decref(tmp); return v_exc(); }
+        if (!as_terms(vm, os->v[i], &t, &id, &k, a->site)) { sv_terms_free(all, n); free(ids); decref(tmp); return v_exc(); }
         if (n + k > cap) {
             cap = (n + k) * 2;
-            all = xrealloc(all, (size_t)cap * sizeof(SvPauli));
+            all = xrealloc(all, (size_t)cap * sizeof(SvTerm));
             ids = xrealloc(ids, (size_t)cap * sizeof(uint64_t));
         }
         for (int j = 0; j < k; j++) { t[j].coeff *= cs->v[i].n; ids[n] = id[j]; all[n++] = t[j]; }
@@ -870,6 +1076,126 @@ static Value bi_hamiltonian(VM *vm, Args *a)
     }
     decref(tmp);
     return make_obs(all, ids, n);
+}
+
+/* The wires of Hermitian/Projector: trailing arguments from index pos, or wires= */
+static int obs_wires(VM *vm, Args *a, int pos, int *ws, const char *name)
+{
+    Value *wk = arg_kw(a, "wires");
+    int nw = 0;
+    if (wk) {
+        if (pos < a->n) { vm_error(vm, a->site, "%s: give wires either as arguments or as wires=, not both", name); return -1; }
+        nw = collect_wires(vm, *wk, ws, SV_MAX_WIRES, name, a->site);
+    } else if (pos == a->n - 1 && a->v[pos].t != T_NUM) {
+        nw = collect_wires(vm, a->v[pos], ws, SV_MAX_WIRES, name, a->site);
+    } else {
+        for (; pos < a->n; pos++) {
+            if (nw >= SV_MAX_WIRES) { vm_error(vm, a->site, "%s: too many wires", name); return -1; }
+            if (!wire_value(vm, a->v[pos], &ws[nw++], name, a->site)) return -1;
+        }
+    }
+    if (nw < 0) return -1;
+    if (nw == 0) { vm_error(vm, a->site, "%s needs its wires", name); return -1; }
+    for (int i = 0; i < nw; i++)
+        for (int j = i + 1; j < nw; j++)
+            if (ws[i] == ws[j]) { vm_error(vm, a->site, "%s: wires must be distinct (wire %d twice)", name, ws[i]); return -1; }
+    return nw;
+}
+
+/* A 1-d or 2-d numeric value (array, or nested lists) as an array (new reference). */
+static Value as_array_arg(VM *vm, Value v, const char *name, const char *what, const Node *site)
+{
+    if (v.t == T_ARRAY) { incref(v); return v; }
+    if (v.t == T_LIST) {
+        Value r = vm_call(vm, builtin_named("array"), 1, &v, (Node *)site);
+        if (IS_EXC(r) || r.t == T_ARRAY) return r;
+        decref(r);
+    }
+    return vm_error(vm, site, "%s: %s must be an array or a list of numbers, not %s", name, what, type_name(v));
+}
+
+static Value one_term_obs(SvTerm *t)
+{
+    uint64_t *id = xcalloc(2, sizeof(uint64_t));
+    return make_obs(t, id, 1);
+}
+
+/* Hermitian(A, wires): the observable A (2^k x 2^k, Hermitian as NumPy's
+ * allclose sees it) on k wires, the first one its most significant bit. */
+static Value bi_hermitian(VM *vm, Args *a)
+{
+    int ws[SV_MAX_WIRES];
+    int k = obs_wires(vm, a, 1, ws, "Hermitian");
+    if (k < 0) return v_exc();
+    if (k > SV_MAX_DENSE) return vm_error(vm, a->site, "Hermitian: at most %d wires, got %d", SV_MAX_DENSE, k);
+    Value mv = as_array_arg(vm, a->v[0], "Hermitian", "the matrix", a->site);
+    if (IS_EXC(mv)) return mv;
+    Array *ar = AS_ARR(mv);
+    size_t d = (size_t)1 << k;
+    if (ar_ndim(ar) != 2 || ar_shape(ar)[0] != d || ar_shape(ar)[1] != d) {
+        decref(mv);
+        return vm_error(vm, a->site, "Hermitian: a matrix on %d wire%s must be %zux%zu", k, k == 1 ? "" : "s", d, d);
+    }
+    cplx *m = xmalloc(d * d * sizeof(cplx));
+    for (size_t e = 0; e < d * d; e++) { ArScalar sc = ar_item(ar, e); m[e] = sc.re + (sc.is_complex ? sc.im : 0) * I; }
+    decref(mv);
+    SvTerm *t = xcalloc(2, sizeof(SvTerm));
+    t->coeff = 1;
+    t->kind = SVB_DENSE;
+    t->k = k;
+    memcpy(t->wires, ws, (size_t)k * sizeof(int));
+    t->m = m;
+    char err[256];
+    if (sv_obs_check(t, 1, SV_MAX_WIRES, "Hermitian", err, sizeof err) != 0) {
+        sv_terms_free(t, 1);
+        return vm_error(vm, a->site, "%s", err);
+    }
+    return one_term_obs(t);
+}
+
+/* Projector(state, wires): |b><b| for a basis state b (k bits) or
+ * |phi><phi| for a state vector phi (2^k amplitudes, used as given). */
+static Value bi_projector(VM *vm, Args *a)
+{
+    int ws[SV_MAX_WIRES];
+    int k = obs_wires(vm, a, 1, ws, "Projector");
+    if (k < 0) return v_exc();
+    Value sv = as_array_arg(vm, a->v[0], "Projector", "the state", a->site);
+    if (IS_EXC(sv)) return sv;
+    Array *ar = AS_ARR(sv);
+    size_t len = ar_size(ar);
+    SvTerm *t = xcalloc(2, sizeof(SvTerm));
+    t->coeff = 1;
+    t->k = k;
+    memcpy(t->wires, ws, (size_t)k * sizeof(int));
+    if (ar_ndim(ar) == 1 && len == (size_t)k) {
+        t->kind = SVB_BASIS;
+        for (size_t i = 0; i < len; i++) {
+            ArScalar sc = ar_item(ar, i);
+            if ((sc.re != 0 && sc.re != 1) || (sc.is_complex && sc.im != 0)) {
+                decref(sv);
+                free(t);
+                return vm_error(vm, a->site, "Projector: a basis state has entries 0 and 1 (entry %zu is not)", i);
+            }
+            if (sc.re == 1) t->bits |= (uint64_t)1 << i;
+        }
+    } else if (ar_ndim(ar) == 1 && k <= SV_MAX_KET && len == (size_t)1 << k) {
+        t->kind = SVB_KET;
+        cplx *v = xmalloc(len * sizeof(cplx));
+        double nrm = 0;
+        for (size_t i = 0; i < len; i++) { ArScalar sc = ar_item(ar, i); v[i] = sc.re + (sc.is_complex ? sc.im : 0) * I; nrm += creal(v[i] * conj(v[i])); }
+        t->ket = v;
+        if (!(nrm > 0)) { decref(sv); sv_terms_free(t, 1); return vm_error(vm, a->site, "Projector: the state vector is zero"); }
+    } else {
+        decref(sv);
+        free(t);
+        return vm_error(vm, a->site, "Projector: for %d wire%s the state must have %d entries (a basis state) or %.0f (a state vector), got %zu",
+                        k, k == 1 ? "" : "s", k, ldexp(1, k), len);
+    }
+    decref(sv);
+    char err[256];
+    if (sv_obs_check(t, 1, SV_MAX_WIRES, "Projector", err, sizeof err) != 0) { sv_terms_free(t, 1); return vm_error(vm, a->site, "%s", err); }
+    return one_term_obs(t);
 }
 
 /* matrix(op, wires=n): the dense 2^n x 2^n matrix (complex array) */
@@ -893,6 +1219,8 @@ static Value bi_matrix(VM *vm, Args *a)
         for (int i = 0; i < p->nterms; i++) {
             uint64_t m = p->terms[i].x | p->terms[i].z | (p->idw ? p->idw[i] : 0);
             if (m) { int hi = 64 - __builtin_clzll(m); if (hi > maxw) maxw = hi; }
+            for (int j = 0; p->terms[i].kind != SVB_NONE && j < p->terms[i].k; j++)
+                if (p->terms[i].wires[j] + 1 > maxw) maxw = p->terms[i].wires[j] + 1;
         }
     }
     int n = maxw ? maxw : 1;
@@ -908,9 +1236,17 @@ static Value bi_matrix(VM *vm, Args *a)
     Array *m = ar_zeros(AR_C128, 2, shape, err);
     if (!m) return vm_error(vm, a->site, "%s", err);
     cplx *out = ar_c128(m);
-    if (p->kind == OPK_OBS) {
+    bool blocks = false;
+    for (int t = 0; p->kind == OPK_OBS && t < p->nterms; t++) blocks |= p->terms[t].kind != SVB_NONE;
+    if (p->kind == OPK_OBS && blocks) {
+        if (n > SV_MAX_DENSE) { ar_free(m); return vm_error(vm, a->site, "matrix(): an observable with Hermitian or Projector factors on %d wires (at most %d)", n, SV_MAX_DENSE); }
+        int ws[SV_MAX_DENSE];
+        for (int i = 0; i < n; i++) ws[i] = i;
+        char e2[256];
+        if (sv_obs_matrix(p->terms, p->nterms, ws, n, out, e2, sizeof e2) != 0) { ar_free(m); return vm_error(vm, a->site, "matrix(): %s", e2); }
+    } else if (p->kind == OPK_OBS) {
         for (int t = 0; t < p->nterms; t++) {
-            SvPauli w = p->terms[t];
+            SvTerm w = p->terms[t];
             uint64_t xm = 0, zm = 0;
             int ny = 0;
             for (int wire = 0; wire < n; wire++) {
@@ -974,23 +1310,39 @@ static void rec_meas(QCtx *q, const char *label, const int *wires, int nw)
     for (int i = 0; i < m->nwires; i++) m->wires[i] = wires[i];
 }
 
-/* The label of an observable for drawing: Z, Z@Z, X@Y, H (sums). */
-static void obs_label(const SvPauli *t, int n, char *out, size_t len, int *wires, int *nw)
+/* The label of an observable for drawing: Z, Z@Z, X@Y, 𝓗 (sums and
+ * Hermitian), |10⟩⟨10| (basis projectors), P (state projectors). */
+static void obs_label(const SvTerm *t, int n, char *out, size_t len, int *wires, int *nw)
 {
     uint64_t all = 0;
-    for (int i = 0; i < n; i++) all |= t[i].x | t[i].z;
+    for (int i = 0; i < n; i++) {
+        all |= t[i].x | t[i].z;
+        for (int j = 0; t[i].kind != SVB_NONE && j < t[i].k; j++) if (t[i].wires[j] < 64) all |= (uint64_t)1 << t[i].wires[j];
+    }
     *nw = 0;
     for (int w = 0; w < 64; w++) if ((all >> w) & 1) wires[(*nw)++] = w;
     if (n != 1) { snprintf(out, len, "\xf0\x9d\x93\x97"); return; }   /* script H */
     size_t at = 0;
     out[0] = 0;
-    if (!t[0].x && !t[0].z) { snprintf(out, len, "I"); return; }
+    if (!t[0].x && !t[0].z && t[0].kind == SVB_NONE) { snprintf(out, len, "I"); return; }
     for (int w = 0; w < 64; w++) {
         bool x = (t[0].x >> w) & 1, z = (t[0].z >> w) & 1;
         if (!x && !z) continue;
         int k = snprintf(out + at, len - at, "%s%s", at ? "@" : "", x && z ? "Y" : x ? "X" : "Z");
         if (k < 0 || (size_t)k >= len - at) break;
         at += (size_t)k;
+    }
+    if (t[0].kind != SVB_NONE && at < len) {
+        char blk[80];
+        if (t[0].kind == SVB_DENSE) snprintf(blk, sizeof blk, "𝓗");
+        else if (t[0].kind == SVB_KET || t[0].k > 16) snprintf(blk, sizeof blk, "P");
+        else {
+            char bits[17];
+            for (int i = 0; i < t[0].k; i++) bits[i] = (char)('0' + ((t[0].bits >> i) & 1));
+            bits[t[0].k] = 0;
+            snprintf(blk, sizeof blk, "|%s⟩⟨%s|", bits, bits);
+        }
+        snprintf(out + at, len - at, "%s%s", at ? "@" : "", blk);
     }
     if (t[0].coeff != 1) {
         char tmp[96];
@@ -1065,6 +1417,7 @@ static Value op_stmt(VM *vm, Value opv, const Node *site)
     const char *name = sv_gate_info(p->op.gate)->name;
     if (!q) return vm_error(vm, site, "%s applied outside a quantum function (gates apply to the device of a running qfn)", name);
     if (q->capture) {   /* inside adjoint(f)/ctrl(f)/matrix(f): collected, applied later */
+        if (p->nb) return vm_error(vm, site, "%s: broadcast parameters inside adjoint(), ctrl() or matrix()", name);
         if (p->tracked)
             return vm_error(vm, site, "%s: a differentiated gate parameter inside adjoint(), ctrl() or matrix() "
                             "(the collected circuit keeps numbers only): apply the gate directly, or its adjoint form", name);
@@ -1091,6 +1444,14 @@ static Value op_stmt(VM *vm, Value opv, const Node *site)
     if (p->tracked && (!vm->ad || vm->ad->id != p->ptape))
         return vm_error(vm, site, "%s: a gate made from a differentiated value outside this quantum call; "
                         "make the gate inside the quantum function from its arguments", name);
+    if (p->nb) {     /* broadcasting: this run is member q->bidx of the batch */
+        if (q->grec) return vm_error(vm, site, "%s: broadcast parameters cannot be differentiated: call the function once per value", name);
+        if (!q->bsize) q->bsize = p->nb;
+        else if (p->nb != q->bsize) return vm_error(vm, site, "%s: broadcast over %d values in a circuit broadcast over %d", name, p->nb, q->bsize);
+        tmp = p->op;
+        for (int i = 0; i < tmp.nparams; i++) tmp.params[i] = p->bcast[i * p->nb + q->bidx];
+        use = &tmp;
+    }
     if (q->grec) {
         use = qrec_gate(q->grec, &p->op, p->pnode, &tmp);
         if (!use) return vm_error(vm, site, "%s", qrec_error(q->grec));
@@ -1538,13 +1899,14 @@ static Value bi_channel(VM *vm, Args *a)
 
 /* ---------------------------------------------------------------- measurements */
 
-/* A Pauli sum as observable terms (for the recording interface). */
-static SvTerm *pauli_terms(const SvPauli *t, int n)
+/* The Pauli form of an observable without blocks (NULL: it has one). */
+static SvPauli *pauli_of(const SvTerm *t, int n)
 {
-    SvTerm *r = calloc((size_t)(n ? n : 1), sizeof(SvTerm));
-    if (!r) return NULL;
-    for (int i = 0; i < n; i++) { r[i].coeff = t[i].coeff; r[i].x = t[i].x; r[i].z = t[i].z; r[i].kind = SVB_NONE; }
-    return r;
+    if (n < 0) return NULL;
+    for (int i = 0; i < n; i++) if (t[i].kind != SVB_NONE) return NULL;
+    SvPauli *p = xmalloc(((size_t)n + 1) * sizeof(SvPauli));
+    for (int i = 0; i < n; i++) p[i] = (SvPauli){ t[i].coeff, t[i].x, t[i].z };
+    return p;
 }
 
 static QCtx *need_q(VM *vm, Args *a)
@@ -1560,85 +1922,184 @@ static QCtx *need_q(VM *vm, Args *a)
     return vm->q;
 }
 
-static bool check_terms(VM *vm, QCtx *q, SvPauli *t, const uint64_t *idw, int n, const Node *site)
+static bool check_terms(VM *vm, QCtx *q, const SvTerm *t, const uint64_t *idw, int n, const Node *site)
 {
     uint64_t all = 0;
-    for (int i = 0; i < n; i++) all |= t[i].x | t[i].z | (idw ? idw[i] : 0);
-    if (q->nq < 64 && (all >> q->nq)) {
-        int w = 63 - __builtin_clzll(all);
-        vm_error(vm, site, "observable on wire %d, outside the %d-wire device", w, q->nq);
+    int far = -1;
+    for (int i = 0; i < n; i++) {
+        all |= t[i].x | t[i].z | (idw ? idw[i] : 0);
+        for (int j = 0; t[i].kind != SVB_NONE && j < t[i].k; j++) if (t[i].wires[j] > far) far = t[i].wires[j];
+    }
+    if (all) { int hi = 63 - __builtin_clzll(all); if (hi > far) far = hi; }
+    if (far >= q->nq) {
+        vm_error(vm, site, "observable on wire %d, outside the %d-wire device", far, q->nq);
         return false;
     }
     return true;
 }
 
-
-/* the observable of expval/var, checked against the running device */
-static QCtx *obs_arg(VM *vm, Args *a, SvPauli **t, int *n)
+/* the observable of expval/var/sample/counts, checked against the running device */
+static QCtx *obs_arg(VM *vm, Args *a, SvTerm **t, int *n)
 {
     QCtx *q = need_q(vm, a);
     uint64_t *idw;
     if (!q || !as_terms(vm, a->v[0], t, &idw, n, a->site)) return NULL;
     bool ok = check_terms(vm, q, *t, idw, *n, a->site);
     free(idw);
-    if (!ok) { free(*t); return NULL; }
+    if (!ok) { sv_terms_free(*t, *n); return NULL; }
     return q;
+}
+
+/* The eigen-decomposition of an observable and the probability of each
+ * eigenvector on the running device (either kind): what sampling it draws
+ * from. false with the error recorded. */
+static bool obs_spectrum(VM *vm, QCtx *q, const SvTerm *t, int n, SvSpectrum *sp, double **pj, const Node *site)
+{
+    char err[256];
+    *pj = NULL;
+    if (sv_obs_spectrum(t, n, q->nq, sp, err, sizeof err) != 0) { vm_error(vm, site, "%s", err); return false; }
+    *pj = xmalloc((size_t)sp->d * sizeof(double));
+    int rc;
+    if (!q->dm) rc = sv_spectrum_probs(q->s, sp, *pj, err, sizeof err);
+    else if (sp->word) {
+        SvPauli w = { 1.0, sp->w.x, sp->w.z };
+        double e = dm_expval(q->dm, &w, 1), nrm = dm_trace(q->dm);
+        double pp = fmax(0, 0.5 * (nrm + e)), pm = fmax(0, 0.5 * (nrm - e));
+        (*pj)[0] = sp->w.coeff >= 0 ? pm : pp;
+        (*pj)[1] = sp->w.coeff >= 0 ? pp : pm;
+        rc = 0;
+    } else if (sp->k == 0) {
+        (*pj)[0] = 1;
+        rc = 0;
+    } else {
+        size_t d = (size_t)sp->d;
+        cplx *rho = xmalloc(d * d * sizeof(cplx));
+        rc = dm_reduced(q->dm, sp->wires, sp->k, rho, err, sizeof err);
+        if (rc == 0) rc = sv_spectrum_probs_rho(sp, rho, *pj, err, sizeof err);
+        free(rho);
+    }
+    if (rc != 0) { free(*pj); *pj = NULL; sv_spectrum_free(sp); vm_error(vm, site, "%s", err); return false; }
+    return true;
+}
+
+/* <O> and <O^2> estimated from shots draws of O's eigenvalues. */
+static bool obs_shots(VM *vm, QCtx *q, const SvTerm *t, int n, long shots, double *e, double *e2, const Node *site)
+{
+    SvSpectrum sp;
+    double *pj;
+    if (!obs_spectrum(vm, q, t, n, &sp, &pj, site)) return false;
+    uint64_t *cnt = xcalloc((size_t)sp.d, sizeof(uint64_t));
+    sv_multinomial(&q->rng, pj, (size_t)sp.d, (uint64_t)shots, cnt);
+    double s1 = 0, s2 = 0;
+    for (int j = 0; j < sp.d; j++) { s1 += (double)cnt[j] * sp.vals[j]; s2 += (double)cnt[j] * sp.vals[j] * sp.vals[j]; }
+    *e = s1 / (double)shots;
+    *e2 = s2 / (double)shots;
+    free(cnt);
+    free(pj);
+    sv_spectrum_free(&sp);
+    return true;
+}
+
+/* Exact <O> and <O^2> of an observable with Hermitian or Projector
+ * factors: the state vector's own kernels, or on the mixed device
+ * Tr(rho_S M) and Tr(rho_S M^2) with M its matrix on its support S. */
+static bool obs_exact(VM *vm, QCtx *q, const SvTerm *t, int n, double *e, double *e2, const Node *site)
+{
+    char err[256];
+    if (!q->dm) {
+        *e = sv_obs_expval(q->s, t, n, err, sizeof err);
+        double v = isnan(*e) ? NAN : sv_obs_var(q->s, t, n, err, sizeof err);
+        if (isnan(*e) || isnan(v)) { vm_error(vm, site, "%s", err); return false; }
+        *e2 = v + *e * *e;
+        return true;
+    }
+    int ws[SV_MAX_WIRES];
+    int k = sv_obs_support(t, n, ws);
+    if (k > SV_MAX_DENSE) { vm_error(vm, site, "an observable with Hermitian or Projector factors on %d wires on the mixed device (at most %d)", k, SV_MAX_DENSE); return false; }
+    size_t d = (size_t)1 << k;
+    cplx *m = xmalloc(d * d * sizeof(cplx)), *rho = xmalloc(d * d * sizeof(cplx));
+    bool ok = sv_obs_matrix(t, n, ws, k, m, err, sizeof err) == 0 && (k == 0 || dm_reduced(q->dm, ws, k, rho, err, sizeof err) == 0);
+    if (ok) {
+        if (k == 0) rho[0] = dm_trace(q->dm);
+        double s1 = 0, s2 = 0;
+        for (size_t r = 0; r < d; r++)
+            for (size_t c = 0; c < d; c++) {
+                s1 += creal(rho[c * d + r] * m[r * d + c]);      /* Tr(rho M) */
+                cplx m2 = 0;                                      /* (M^2)[r][c] */
+                for (size_t j = 0; j < d; j++) m2 += m[r * d + j] * m[j * d + c];
+                s2 += creal(rho[c * d + r] * m2);
+            }
+        *e = s1;
+        *e2 = s2;
+    } else vm_error(vm, site, "%s", err);
+    free(m);
+    free(rho);
+    return ok;
+}
+
+/* <O> and <O^2> (want_sq) as the device measures them: exact, or
+ * estimated from its shots. */
+static bool obs_moments(VM *vm, QCtx *q, const SvTerm *t, int n, bool want_sq, double *e, double *e2, const Node *site)
+{
+    SvPauli *pw = pauli_of(t, n);
+    size_t shots = (size_t)q->shots;
+    *e2 = 0;
+    if (pw) {
+        if (q->dm) *e = shots ? dm_expval_shots(q->dm, pw, n, shots, &q->rng) : dm_expval(q->dm, pw, n);
+        else *e = shots ? sv_expval_shots(q->s, pw, n, shots, &q->rng) : sv_expval(q->s, pw, n);
+        if (want_sq) {
+            SvPauli *sq = NULL;
+            int nsq = sv_pauli_square(pw, n, &sq);
+            if (nsq < 0) { free(pw); vm_error(vm, site, "%s(): out of memory", "var"); return false; }
+            if (q->dm) *e2 = shots ? dm_expval_shots(q->dm, sq, nsq, shots, &q->rng) : dm_expval(q->dm, sq, nsq);
+            else *e2 = shots ? sv_expval_shots(q->s, sq, nsq, shots, &q->rng) : sv_expval(q->s, sq, nsq);
+            free(sq);
+        }
+        free(pw);
+        return true;
+    }
+    if (shots) return obs_shots(vm, q, t, n, (long)shots, e, e2, site);
+    return obs_exact(vm, q, t, n, e, e2, site);
 }
 
 static Value bi_expval(VM *vm, Args *a)
 {
-    SvPauli *t;
+    SvTerm *t;
     int n;
     QCtx *q = obs_arg(vm, a, &t, &n);
     if (!q) return v_exc();
     if (q->rec) { char lb[96], l2[112]; int ws[64], nw; obs_label(t, n, lb, sizeof lb, ws, &nw); snprintf(l2, sizeof l2, "<%s>", lb); rec_meas(q, l2, ws, nw); }
-    double e;
-    if (q->dm) e = q->dev->shots ? dm_expval_shots(q->dm, t, n, (size_t)q->dev->shots, &q->rng) : dm_expval(q->dm, t, n);
-    else e = q->dev->shots ? sv_expval_shots(q->s, t, n, (size_t)q->dev->shots, &q->rng) : sv_expval(q->s, t, n);
-    Value r = v_num(e);
-    if (q->grec) {
-        SvTerm *tt = pauli_terms(t, n);
-        r = tt ? qrec_expval(vm, q->grec, tt, n, e, a->site) : vm_error(vm, a->site, "expval(): out of memory");
-        free(tt);
-    }
-    free(t);
+    double e, e2;
+    if (!obs_moments(vm, q, t, n, false, &e, &e2, a->site)) { sv_terms_free(t, n); return v_exc(); }
+    Value r = q->grec ? qrec_expval(vm, q->grec, t, n, e, a->site) : v_num(e);
+    sv_terms_free(t, n);
     return r;
 }
 
 static Value bi_var(VM *vm, Args *a)
 {
-    SvPauli *t;
+    SvTerm *t;
     int n;
     QCtx *q = obs_arg(vm, a, &t, &n);
     if (!q) return v_exc();
     if (q->rec) { char lb[96], l2[112]; int ws[64], nw; obs_label(t, n, lb, sizeof lb, ws, &nw); snprintf(l2, sizeof l2, "Var[%s]", lb); rec_meas(q, l2, ws, nw); }
-    double v;
-    if (q->grec) {
-        /* a differentiated run follows <O> and <O^2> */
-        SvPauli *sq = NULL;
-        int nsq = sv_pauli_square(t, n, &sq);
-        SvTerm *tt = pauli_terms(t, n);
-        if (nsq < 0 || !tt) { free(sq); free(tt); free(t); return vm_error(vm, a->site, "var(): out of memory"); }
-        size_t shots = (size_t)q->dev->shots;
-        double e, e2;
-        if (q->dm) {
-            e = shots ? dm_expval_shots(q->dm, t, n, shots, &q->rng) : dm_expval(q->dm, t, n);
-            e2 = shots ? dm_expval_shots(q->dm, sq, nsq, shots, &q->rng) : dm_expval(q->dm, sq, nsq);
-        } else {
-            e = shots ? sv_expval_shots(q->s, t, n, shots, &q->rng) : sv_expval(q->s, t, n);
-            e2 = shots ? sv_expval_shots(q->s, sq, nsq, shots, &q->rng) : sv_expval(q->s, sq, nsq);
-        }
-        Value r = qrec_var(vm, q->grec, tt, n, e, e2, a->site);
-        free(sq);
-        free(tt);
-        free(t);
-        return r;
+    SvPauli *pw = q->grec ? NULL : pauli_of(t, n);
+    if (pw) {       /* the Pauli kernels' own variance (one pass; shots: one sample) */
+        double v;
+        if (q->dm) v = q->shots ? dm_var_shots(q->dm, pw, n, (size_t)q->shots, &q->rng) : dm_var(q->dm, pw, n);
+        else v = q->shots ? sv_var_shots(q->s, pw, n, (size_t)q->shots, &q->rng) : sv_var(q->s, pw, n);
+        free(pw);
+        sv_terms_free(t, n);
+        if (isnan(v)) return vm_error(vm, a->site, "var(): out of memory");
+        return v_num(v);
     }
-    if (q->dm) v = q->dev->shots ? dm_var_shots(q->dm, t, n, (size_t)q->dev->shots, &q->rng) : dm_var(q->dm, t, n);
-    else v = q->dev->shots ? sv_var_shots(q->s, t, n, (size_t)q->dev->shots, &q->rng) : sv_var(q->s, t, n);
-    free(t);
-    if (isnan(v)) return vm_error(vm, a->site, "var(): out of memory");
-    return v_num(v);
+    /* a differentiated run follows <O> and <O^2> */
+    double e, e2;
+    if (!obs_moments(vm, q, t, n, true, &e, &e2, a->site)) { sv_terms_free(t, n); return v_exc(); }
+    double v = e2 - e * e;
+    Value r = q->grec ? qrec_var(vm, q->grec, t, n, e, e2, a->site) : v_num(v < 0 ? 0 : v);
+    sv_terms_free(t, n);
+    return r;
 }
 
 static Value bi_probs(VM *vm, Args *a)
@@ -1668,11 +2129,11 @@ static Value bi_probs(VM *vm, Args *a)
     char e2[256];
     if (q->dm) {
         if (dm_probs(q->dm, ws, nw, out, e2, sizeof e2) != 0) { ar_free(r); return vm_error(vm, a->site, "%s", e2); }
-        if (q->dev->shots) dm_probs_shots(q->dm, ws, nw, (size_t)q->dev->shots, &q->rng, out);
+        if (q->shots) dm_probs_shots(q->dm, ws, nw, (size_t)q->shots, &q->rng, out);
         return q->grec ? qrec_probs(vm, q->grec, ws, nw, q->nq, r, a->site) : arr_wrap(r);
     }
     if (sv_probs(q->s, ws, nw, out, e2, sizeof e2) != 0) { ar_free(r); return vm_error(vm, a->site, "probs(): %s", e2); }
-    if (q->dev->shots) sv_probs_shots(q->s, ws, nw, (size_t)q->dev->shots, &q->rng, out);
+    if (q->shots) sv_probs_shots(q->s, ws, nw, (size_t)q->shots, &q->rng, out);
     return q->grec ? qrec_probs(vm, q->grec, ws, nw, q->nq, r, a->site) : arr_wrap(r);
 }
 
@@ -1692,11 +2153,11 @@ static Value bi_state(VM *vm, Args *a)
 
 static long need_shots(VM *vm, QCtx *q, Args *a)
 {
-    if (!q->dev->shots) {
+    if (!q->shots) {
         vm_error(vm, a->site, "%s() needs a device with shots, e.g. device(\"%s\", wires=%d, shots=1000)", a->def->name, q->dev->name, q->nq);
         return -1;
     }
-    return q->dev->shots;
+    return q->shots;
 }
 
 static Value bi_sample(VM *vm, Args *a)
@@ -1709,20 +2170,33 @@ static Value bi_sample(VM *vm, Args *a)
     if (q->rec) { int all[64]; for (int i = 0; i < q->nq && i < 64; i++) all[i] = i; rec_meas(q, "Sample", all, q->nq); }
     char err[AR_ERRLEN];
     if (a->n > 0) {
-        SvPauli *t;
+        SvTerm *t;
         int n;
         uint64_t *idw;
         if (!as_terms(vm, a->v[0], &t, &idw, &n, a->site)) return v_exc();
         bool ok = check_terms(vm, q, t, idw, n, a->site);
         free(idw);
-        if (!ok) { free(t); return v_exc(); }
-        if (n != 1 || t[0].coeff != 1) { free(t); return vm_error(vm, a->site, "sample(obs): obs must be a single Pauli word (a product of PauliX/Y/Z/Identity)"); }
+        if (!ok) { sv_terms_free(t, n); return v_exc(); }
         size_t shape[1] = { (size_t)shots };
         Array *r = ar_new(AR_F64, 1, shape, err);
-        if (!r) { free(t); return vm_error(vm, a->site, "%s", err); }
-        if (q->dm) dm_sample_pauli(q->dm, &t[0], (size_t)shots, &q->rng, ar_f64(r));
-        else sv_sample_pauli(q->s, &t[0], (size_t)shots, &q->rng, ar_f64(r));
-        free(t);
+        if (!r) { sv_terms_free(t, n); return vm_error(vm, a->site, "%s", err); }
+        if (n == 1 && t[0].kind == SVB_NONE && t[0].coeff == 1) {     /* a Pauli word: its own sampler */
+            SvPauli w = { 1, t[0].x, t[0].z };
+            if (q->dm) dm_sample_pauli(q->dm, &w, (size_t)shots, &q->rng, ar_f64(r));
+            else sv_sample_pauli(q->s, &w, (size_t)shots, &q->rng, ar_f64(r));
+        } else {        /* any observable: its eigenvalues, drawn with their probabilities */
+            SvSpectrum sp;
+            double *pj;
+            if (!obs_spectrum(vm, q, t, n, &sp, &pj, a->site)) { ar_free(r); sv_terms_free(t, n); return v_exc(); }
+            uint64_t *idx = xmalloc((size_t)shots * sizeof(uint64_t));
+            sv_draw(&q->rng, pj, (size_t)sp.d, (size_t)shots, idx);
+            double *out = ar_f64(r);
+            for (long i = 0; i < shots; i++) out[i] = sp.vals[idx[i]];
+            free(idx);
+            free(pj);
+            sv_spectrum_free(&sp);
+        }
+        sv_terms_free(t, n);
         return arr_wrap(r);
     }
     size_t shape[2] = { (size_t)shots, (size_t)q->nq };
@@ -1754,6 +2228,28 @@ static Value bi_counts(VM *vm, Args *a)
     if (shots < 0) return v_exc();
     if (q->grec) qrec_nondiff(q->grec, "counts", false);
     if (q->rec) { int all[64]; for (int i = 0; i < q->nq && i < 64; i++) all[i] = i; rec_meas(q, "Counts", all, q->nq); }
+    if (a->n > 0) {       /* counts of an observable's eigenvalues: {value: count}, ascending */
+        SvTerm *t;
+        int n;
+        uint64_t *idw;
+        if (!as_terms(vm, a->v[0], &t, &idw, &n, a->site)) return v_exc();
+        bool ok = check_terms(vm, q, t, idw, n, a->site);
+        free(idw);
+        SvSpectrum sp;
+        double *pj;
+        if (!ok || !obs_spectrum(vm, q, t, n, &sp, &pj, a->site)) { sv_terms_free(t, n); return v_exc(); }
+        sv_terms_free(t, n);
+        double *lv = xmalloc((size_t)sp.d * sizeof(double)), *lp = xmalloc((size_t)sp.d * sizeof(double));
+        int m = sv_spectrum_levels(&sp, pj, lv, lp);
+        uint64_t *cnt = xcalloc((size_t)(m ? m : 1), sizeof(uint64_t));
+        sv_multinomial(&q->rng, lp, (size_t)m, (uint64_t)shots, cnt);
+        ObjDict *d = dict_new();
+        for (int j = 0; j < m; j++)
+            if (cnt[j]) dict_set(d, v_num(lv[j]), v_num((double)cnt[j]));
+        free(cnt); free(lv); free(lp); free(pj);
+        sv_spectrum_free(&sp);
+        return v_obj(&d->h);
+    }
     uint64_t *idx = malloc((size_t)shots * sizeof(uint64_t));
     if (!idx) return vm_error(vm, a->site, "counts(): out of memory");
     if (q->dm) dm_sample(q->dm, (size_t)shots, &q->rng, idx);
@@ -1776,22 +2272,74 @@ static Value bi_counts(VM *vm, Args *a)
     return v_obj(&d->h);
 }
 
+/* A postselected outcome of probability 0: every later result is NaN, as
+ * in PennyLane (the state has no meaning left). */
+static void poison_state(QCtx *q)
+{
+    SvState *v = q->dm ? &q->dm->v : q->s;
+    for (size_t i = 0; i < v->dim; i++) v->amp[i] = NAN;
+}
+
+/* measure(w) on the mixed device, kept only for the outcome b: rho -> P rho P / p */
+static int dm_postselect(DmState *d, int w, int b, double *prob, char *err, size_t errlen)
+{
+    double pr[2];
+    if (dm_probs(d, &w, 1, pr, err, errlen) != 0) return -1;
+    *prob = pr[b];
+    if (!(pr[b] > 0)) return 0;
+    double f = 1 / sqrt(pr[b]);
+    cplx k[4] = { b == 0 ? f : 0, 0, 0, b == 1 ? f : 0 };
+    return dm_apply_kraus(d, &w, 1, 1, k, err, errlen);
+}
+
 static Value bi_measure(VM *vm, Args *a)
 {
     QCtx *q = need_q(vm, a);
     if (!q) return v_exc();
     int w;
     if (!wire_value(vm, a->v[0], &w, "measure", a->site)) return v_exc();
-    Value *rk = arg_kw(a, "reset");
+    if (w >= q->nq) return vm_error(vm, a->site, "measure: wire %d out of range for a %d-wire device", w, q->nq);
+    Value *rk = arg_kw(a, "reset"), *pk = arg_kw(a, "postselect");
     bool reset = false;
     bool e = false;
     if (a->n > 1) reset = tp_truthy(vm, a->v[1], a->site, &e);
     else if (rk) reset = tp_truthy(vm, *rk, a->site, &e);
     if (e) return v_exc();
+    int post = -1;
+    if (pk && pk->t != T_NIL) {
+        if (pk->t != T_NUM || (pk->n != 0 && pk->n != 1)) return vm_error(vm, a->site, "measure: postselect must be 0, 1 or nil");
+        post = (int)pk->n;
+    }
     char err[256];
     if (q->grec) qrec_nondiff(q->grec, "measure", true);
-    int r = q->dm ? dm_measure(q->dm, w, reset, &q->rng, err, sizeof err) : sv_measure(q->s, w, reset, &q->rng, err, sizeof err);
-    if (r < 0) return vm_error(vm, a->site, "measure: %s", err);
+    int r;
+    if (post < 0) {
+        r = q->dm ? dm_measure(q->dm, w, reset, &q->rng, err, sizeof err) : sv_measure(q->s, w, reset, &q->rng, err, sizeof err);
+        if (r < 0) return vm_error(vm, a->site, "measure: %s", err);
+    } else {
+        double prob = 0;
+        int rc;
+        if (q->dm) {
+            rc = dm_postselect(q->dm, w, post, &prob, err, sizeof err);
+            if (rc == 0 && prob > 0 && reset && post == 1) {
+                SvOp x = { .gate = SV_PAULIX, .nwires = 1, .wires = { w } };
+                rc = dm_apply(q->dm, &x, err, sizeof err);
+            }
+        } else {
+            rc = sv_measure_post(q->s, w, post, reset, &prob, err, sizeof err);
+            if (rc != 0 && !(prob > 0)) rc = 0;          /* probability 0: see below */
+        }
+        if (rc != 0) return vm_error(vm, a->site, "measure: %s", err);
+        if (!(prob > 0)) poison_state(q);
+        else if (q->shots) {     /* the shots that saw the outcome are kept */
+            double pp[2] = { prob, 1 - prob };
+            uint64_t c[2];
+            sv_multinomial(&q->rng, pp, 2, (uint64_t)q->shots, c);
+            q->shots = (long)c[0];
+            if (q->shots == 0) { poison_state(q); q->shots = 1; }
+        }
+        r = post;
+    }
     if (q->rec) {
         QasmOp *o = qasm_add(&q->rec->c, QASM_MEASURE, &w, 0, 1);
         if (o) o->clbit = q->rec->c.nclbits++;
@@ -1893,11 +2441,53 @@ static Value bi_vn_entropy(VM *vm, Args *a)
     return v_num(h);
 }
 
+/* mutual_info(wires0, wires1, log_base=nil): S(A) + S(B) - S(AB) */
+static Value bi_mutual_info(VM *vm, Args *a)
+{
+    QCtx *q = need_q(vm, a);
+    if (!q) return v_exc();
+    int w0[64], w1[64], all[128];
+    int n0 = collect_wires(vm, a->v[0], w0, 64, "mutual_info", a->site);
+    if (n0 < 0) return v_exc();
+    int n1 = collect_wires(vm, a->v[1], w1, 64, "mutual_info", a->site);
+    if (n1 < 0) return v_exc();
+    if (n0 < 1 || n1 < 1) return vm_error(vm, a->site, "mutual_info(): each group needs at least one wire");
+    if (n0 + n1 > 14) return vm_error(vm, a->site, "mutual_info(): at most 14 wires in all, got %d", n0 + n1);
+    memcpy(all, w0, (size_t)n0 * sizeof(int));
+    memcpy(all + n0, w1, (size_t)n1 * sizeof(int));
+    for (int i = 0; i < n0 + n1; i++) {
+        if (all[i] >= q->nq) return vm_error(vm, a->site, "mutual_info(): wire %d out of range for a %d-wire device", all[i], q->nq);
+        for (int j = 0; j < i; j++)
+            if (all[i] == all[j]) return vm_error(vm, a->site, "mutual_info(): the wires must be distinct and the groups disjoint (wire %d twice)", all[i]);
+    }
+    Value *lb = arg_kw(a, "log_base");
+    double base = 0;
+    if (lb && lb->t != T_NIL) {
+        if (lb->t != T_NUM || !(lb->n > 0) || lb->n == 1) return vm_error(vm, a->site, "mutual_info(): log_base must be a positive number other than 1");
+        base = lb->n;
+    }
+    if (q->grec) qrec_nondiff(q->grec, "mutual_info", false);
+    if (q->rec) rec_meas(q, "MutualInfo", all, n0 + n1);
+    double h[3];
+    const int *ws[3] = { w0, w1, all };
+    int ns[3] = { n0, n1, n0 + n1 };
+    for (int k = 0; k < 3; k++) {
+        cplx *m = reduced(vm, q, a, ws[k], ns[k]);
+        if (!m) return v_exc();
+        h[k] = dm_matrix_entropy(m, ns[k], base);
+        free(m);
+        if (isnan(h[k])) return vm_error(vm, a->site, "mutual_info(): the eigenvalue solver failed");
+    }
+    double r = h[0] + h[1] - h[2];
+    return v_num(r < 0 && r > -1e-12 ? 0 : r);
+}
+
 static const char *const kw_wires[] = { "wires", NULL };
 static const char *const kw_device[] = { "wires", "shots", "seed", "latency", "noise", NULL };
 static const char *const kw_ctrl[] = { "control", NULL };
-static const char *const kw_reset[] = { "reset", NULL };
+static const char *const kw_reset[] = { "reset", "postselect", NULL };
 static const char *const kw_entropy[] = { "wires", "log_base", NULL };
+static const char *const kw_log_base[] = { "log_base", NULL };
 
 #define GATE(nm) { nm, bi_gate, 0, -1, BI_GATE, kw_wires, 0 }
 #define CHAN(nm) { nm, bi_channel, 0, -1, BI_GATE, kw_wires, 0 }
@@ -1913,17 +2503,20 @@ static const BuiltinDef builtins_quantum[] = {
     { "adjoint", bi_adjoint, 1, 1, 0, NULL, 0 },
     { "ctrl", bi_ctrl, 1, 2, 0, kw_ctrl, 0 },
     { "hamiltonian", bi_hamiltonian, 2, 2, 0, NULL, 0 },
+    { "Hermitian", bi_hermitian, 1, -1, 0, kw_wires, 0 },
+    { "Projector", bi_projector, 1, -1, 0, kw_wires, 0 },
     { "matrix", bi_matrix, 1, -1, 0, kw_wires, 0 },
     { "expval", bi_expval, 1, 1, BI_QUANTUM, NULL, 0 },
     { "var", bi_var, 1, 1, BI_QUANTUM, NULL, 0 },
     { "probs", bi_probs, 0, 1, BI_QUANTUM, kw_wires, 0 },
     { "state", bi_state, 0, 0, BI_QUANTUM, NULL, 0 },
     { "sample", bi_sample, 0, 1, BI_QUANTUM, NULL, 0 },
-    { "counts", bi_counts, 0, 0, BI_QUANTUM, NULL, 0 },
+    { "counts", bi_counts, 0, 1, BI_QUANTUM, NULL, 0 },
     { "measure", bi_measure, 1, 2, BI_QUANTUM, kw_reset, 0 },
     { "density_matrix", bi_density_matrix, 0, 1, BI_QUANTUM, kw_wires, 0 },
     { "purity", bi_purity, 0, 1, BI_QUANTUM, kw_wires, 0 },
     { "vn_entropy", bi_vn_entropy, 0, 1, BI_QUANTUM, kw_entropy, 0 },
+    { "mutual_info", bi_mutual_info, 2, 2, BI_QUANTUM, kw_log_base, 0 },
     CHAN("BitFlip"), CHAN("PhaseFlip"), CHAN("DepolarizingChannel"), CHAN("AmplitudeDamping"),
     CHAN("GeneralizedAmplitudeDamping"), CHAN("PhaseDamping"), CHAN("ThermalRelaxationError"),
     CHAN("ResetError"), CHAN("PauliError"), CHAN("QubitChannel"),

@@ -13,6 +13,7 @@
 #include "sv_impl.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -588,5 +589,159 @@ int sv_obs_matrix(const SvTerm *t, int n, const int *wires, int k, cplx *out, ch
             }
         }
     }
+    return 0;
+}
+void sv_terms_free(SvTerm *t, int n)
+{
+    for (int i = 0; t && i < n; i++) { free((void *)t[i].m); free((void *)t[i].ket); }
+    free(t);
+}
+
+/* An owned copy of an observable (its blocks copied too). */
+SvTerm *sv_terms_dup(const SvTerm *t, int n)
+{
+    SvTerm *c = malloc((size_t)(n ? n : 1) * sizeof(SvTerm));
+    if (!c) return NULL;
+    memcpy(c, t, (size_t)n * sizeof(SvTerm));
+    for (int i = 0; i < n; i++) {
+        size_t d = (size_t)1 << (c[i].k < 30 ? c[i].k : 0);
+        c[i].m = NULL;
+        c[i].ket = NULL;
+        if (t[i].kind == SVB_DENSE && t[i].m) {
+            cplx *m = malloc(d * d * sizeof(cplx));
+            if (m) memcpy(m, t[i].m, d * d * sizeof(cplx));
+            c[i].m = m;
+        }
+        if (t[i].kind == SVB_KET && t[i].ket) {
+            cplx *k = malloc(d * sizeof(cplx));
+            if (k) memcpy(k, t[i].ket, d * sizeof(cplx));
+            c[i].ket = k;
+        }
+    }
+    return c;
+}
+
+/* O^2 as an observable: a Pauli sum squared, or the square of O's dense
+ * matrix on its support (at most SV_MAX_DENSE wires). */
+SvTerm *sv_terms_square(const SvTerm *t, int n, int *n2, char *err, size_t errlen)
+{
+    bool pauli = true;
+    for (int i = 0; i < n; i++) pauli &= t[i].kind == SVB_NONE;
+    if (pauli) {
+        SvPauli *p = malloc((size_t)(n > 0 ? n : 1) * sizeof(SvPauli)), *sq = NULL;
+        if (!p) return NULL;
+        for (int i = 0; i < n; i++) p[i] = (SvPauli){ t[i].coeff, t[i].x, t[i].z };
+        int m = sv_pauli_square(p, n, &sq);
+        free(p);
+        if (m < 0) return NULL;
+        SvTerm *r = calloc((size_t)(m ? m : 1), sizeof(SvTerm));
+        if (!r) { free(sq); return NULL; }
+        for (int i = 0; i < m; i++) { r[i].coeff = sq[i].coeff; r[i].x = sq[i].x; r[i].z = sq[i].z; r[i].kind = SVB_NONE; }
+        free(sq);
+        *n2 = m;
+        return r;
+    }
+    int wires[SV_MAX_WIRES];
+    int k = sv_obs_support(t, n, wires);
+    if (k > SV_MAX_DENSE) { sv_err(err, errlen, "the square of an observable on %d wires (at most %d)", k, SV_MAX_DENSE); return NULL; }
+    size_t d = (size_t)1 << k;
+    cplx *m = malloc(d * d * sizeof(cplx)), *m2 = malloc(d * d * sizeof(cplx));
+    SvTerm *r = calloc(1, sizeof(SvTerm));
+    if (!m || !m2 || !r || sv_obs_matrix(t, n, wires, k, m, err, errlen) != 0) { free(m); free(m2); free(r); return NULL; }
+    for (size_t i = 0; i < d; i++)
+        for (size_t j = 0; j < d; j++) {
+            cplx s = 0;
+            for (size_t q = 0; q < d; q++) s += m[i * d + q] * m[q * d + j];
+            m2[i * d + j] = s;
+        }
+    free(m);
+    r->coeff = 1;
+    r->kind = SVB_DENSE;
+    r->k = k;
+    memcpy(r->wires, wires, (size_t)k * sizeof(int));
+    r->m = m2;
+    *n2 = 1;
+    return r;
+}
+
+/* A block as a dense matrix on its own wires (d x d, wires[0] the most
+   significant bit), into a new buffer. */
+static cplx *block_dense(const SvTerm *t)
+{
+    size_t d = (size_t)1 << t->k;
+    cplx *m = calloc(d * d, sizeof(cplx));
+    if (!m) return NULL;
+    if (t->kind == SVB_DENSE) memcpy(m, t->m, d * d * sizeof(cplx));
+    else if (t->kind == SVB_BASIS) {
+        size_t idx = 0;
+        for (int i = 0; i < t->k; i++) if ((t->bits >> i) & 1) idx |= (size_t)1 << (t->k - 1 - i);
+        m[idx * d + idx] = 1;
+    } else
+        for (size_t r = 0; r < d; r++)
+            for (size_t c = 0; c < d; c++) m[r * d + c] = t->ket[r] * conj(t->ket[c]);
+    return m;
+}
+
+int sv_term_tensor(const SvTerm *a, const SvTerm *b, SvTerm *out, char *err, size_t errlen)
+{
+    const char *name = "tensor product";
+    uint64_t wa = a->x | a->z, wb = b->x | b->z;
+    for (int i = 0; i < a->k; i++) if (a->wires[i] < 64) wa |= (uint64_t)1 << a->wires[i];
+    for (int i = 0; i < b->k; i++) if (b->wires[i] < 64) wb |= (uint64_t)1 << b->wires[i];
+    if (wa & wb) return sv_err(err, errlen, "tensor product of operators on the same wire (%d)", __builtin_ctzll(wa & wb));
+    memset(out, 0, sizeof *out);
+    out->coeff = a->coeff * b->coeff;
+    out->x = a->x | b->x;
+    out->z = a->z | b->z;
+    const SvTerm *one = a->kind == SVB_NONE ? b : b->kind == SVB_NONE ? a : NULL;
+    if (one) {
+        if (one->kind == SVB_NONE) return 0;
+        SvTerm *c = sv_terms_dup(one, 1);
+        if (!c || (one->kind == SVB_DENSE && !c->m) || (one->kind == SVB_KET && !c->ket)) {
+            sv_terms_free(c, 1);
+            return sv_err(err, errlen, SV_E_NOMEM, name);
+        }
+        SvTerm keep = *out;
+        *out = *c;
+        out->coeff = keep.coeff;
+        out->x = keep.x;
+        out->z = keep.z;
+        free(c);
+        return 0;
+    }
+    int k = a->k + b->k;
+    out->k = k;
+    memcpy(out->wires, a->wires, (size_t)a->k * sizeof(int));
+    memcpy(out->wires + a->k, b->wires, (size_t)b->k * sizeof(int));
+    if (a->kind == SVB_BASIS && b->kind == SVB_BASIS) {
+        if (k > 64) return sv_err(err, errlen, "tensor product: a projector on more than 64 wires");
+        out->kind = SVB_BASIS;
+        out->bits = a->bits | (b->k < 64 ? b->bits << a->k : 0);
+        return 0;
+    }
+    size_t da = (size_t)1 << a->k, db = (size_t)1 << b->k;
+    if (a->kind == SVB_KET && b->kind == SVB_KET) {
+        if (k > SV_MAX_KET) return sv_err(err, errlen, "tensor product: a projector on %d wires (at most %d)", k, SV_MAX_KET);
+        cplx *v = malloc(da * db * sizeof(cplx));
+        if (!v) return sv_err(err, errlen, SV_E_NOMEM, name);
+        for (size_t i = 0; i < da; i++)
+            for (size_t j = 0; j < db; j++) v[i * db + j] = a->ket[i] * b->ket[j];
+        out->kind = SVB_KET;
+        out->ket = v;
+        return 0;
+    }
+    if (k > SV_MAX_DENSE) return sv_err(err, errlen, SV_E_BIGOP, name, k, SV_MAX_DENSE);
+    cplx *ma = block_dense(a), *mb = block_dense(b), *m = malloc(da * db * da * db * sizeof(cplx));
+    if (!ma || !mb || !m) { free(ma); free(mb); free(m); return sv_err(err, errlen, SV_E_NOMEM, name); }
+    size_t d = da * db;
+    for (size_t ra = 0; ra < da; ra++)
+        for (size_t rb = 0; rb < db; rb++)
+            for (size_t ca = 0; ca < da; ca++)
+                for (size_t cb = 0; cb < db; cb++)
+                    m[(ra * db + rb) * d + ca * db + cb] = ma[ra * da + ca] * mb[rb * db + cb];
+    free(ma);
+    free(mb);
+    out->kind = SVB_DENSE;
+    out->m = m;
     return 0;
 }

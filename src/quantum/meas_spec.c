@@ -204,3 +204,21 @@ int sv_spectrum_levels(const SvSpectrum *sp, const double *pj, double *vals, dou
     }
     return m;
 }
+
+int sv_spectrum_probs_rho(const SvSpectrum *sp, const cplx *rho, double *p, char *err, size_t errlen)
+{
+    const char *name = "sample";
+    if (!sp || !rho || !p || !sp->vals || sp->word) return sv_err(err, errlen, SV_E_NOMAT, name);
+    int d = sp->d;
+    if (sp->k == 0) { p[0] = creal(rho[0]); return 0; }
+    for (int j = 0; j < d; j++) {
+        double acc = 0;
+        for (int r = 0; r < d; r++) {
+            cplx rv = 0;          /* (rho v_j)[r] */
+            for (int c = 0; c < d; c++) rv += rho[(size_t)r * d + c] * sp->vecs[(size_t)c * d + j];
+            acc += creal(conj(sp->vecs[(size_t)r * d + j]) * rv);
+        }
+        p[j] = acc > 0 ? acc : 0;
+    }
+    return 0;
+}

@@ -76,6 +76,19 @@ int sv_obs_support(const SvTerm *t, int n, int *wires);
  * support; k <= SV_MAX_DENSE): 2^k x 2^k into out. 0 or -1. */
 int sv_obs_matrix(const SvTerm *t, int n, const int *wires, int k, cplx *out, char *err, size_t errlen);
 
+/* Owned observables: each term's block (m, ket) a heap copy of its own. */
+SvTerm *sv_terms_dup(const SvTerm *t, int n);        /* NULL when out of memory */
+void sv_terms_free(SvTerm *t, int n);                /* NULL is fine */
+/* O^2 as an owned observable: a Pauli sum squared (sv_pauli_square), or
+ * the square of O's dense matrix on its support (<= SV_MAX_DENSE wires). */
+SvTerm *sv_terms_square(const SvTerm *t, int n, int *n2, char *err, size_t errlen);
+/* The tensor product a (x) b of two terms on disjoint wires, into *out
+ * (which owns its block): Pauli words multiply, blocks join a's wires
+ * first (basis with basis stays a basis projector, ket with ket a ket,
+ * anything else becomes one dense block of at most SV_MAX_DENSE wires).
+ * 0 or -1 ("tensor product of operators on the same wire (w)", ...). */
+int sv_term_tensor(const SvTerm *a, const SvTerm *b, SvTerm *out, char *err, size_t errlen);
+
 /* ---- spectra and sampling ----------------------------------------------
  * An observable on its support (k <= SV_MAX_DENSE wires), diagonalised:
  * eigenvalues ascending and orthonormal eigenvectors (column j of vecs,
@@ -97,6 +110,10 @@ int  sv_obs_spectrum(const SvTerm *t, int n, int nq, SvSpectrum *sp, char *err, 
 void sv_spectrum_free(SvSpectrum *sp);
 /* p[j] for j < sp->d (sums to the state's norm). 0 or -1. */
 int  sv_spectrum_probs(const SvState *s, const SvSpectrum *sp, double *p, char *err, size_t errlen);
+/* The same from a density matrix rho on the spectrum's wires (2^k x 2^k,
+ * as sv_density_matrix makes it): p[j] = <v_j| rho |v_j>. Not for a word
+ * spectrum (sp->word). 0 or -1. */
+int  sv_spectrum_probs_rho(const SvSpectrum *sp, const cplx *rho, double *p, char *err, size_t errlen);
 /* The distinct eigenvalues (merged within 1e-9 of the spread, exact for
  * Pauli words), with the probability of each: vals/p have room for d.
  * Returns their number. Used by counts(obs) and shot estimates. */
