@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""Random valid qh programs for the differential test (tests/diff/run.py).
+
+usage: gen.py SEED            writes one program to standard output
+
+Each program mixes what the asynchronous runtime must keep equal to a
+sequential run (lang/async.md): classical code, quantum functions on small
+devices (some with a latency, so calls really overlap), futures kept in
+lists and dicts and compared, searched, summed and printed there, calls that
+fail (used under try, or never used: reported at exit), nested calls,
+function values passed into calls, gradients with future arguments, devices
+with shots and seeds, and sweep loops that lookahead may run ahead. Every
+value printed is printed in full (%.17g): the modes must agree bit for bit.
+The program itself is deterministic: only qh's scheduling differs between
+the runs the test compares.
+"""
+import random
+import sys
+
+GATES1 = ["H", "PauliX", "PauliY", "PauliZ", "S", "T", "SX"]
+ROT1 = ["RX", "RY", "RZ", "PhaseShift"]
+GATES2 = ["CNOT", "CZ", "SWAP", "CY"]
+ROT2 = ["CRX", "CRY", "CRZ", "IsingXX", "IsingZZ"]
+
+
+class Gen:
+    def __init__(self, seed):
+        self.r = random.Random(seed)
+        self.lines = []
+        self.nq = self.r.randint(1, 4)          # wires of the main device
+        self.qfns = []                          # (name, nparams, kind) kind: num | list | dict | fails
+        self.names = 0
+
+    def fresh(self, base):
+        self.names += 1
+        return "%s%d" % (base, self.names)
+
+    def emit(self, s=""):
+        self.lines.append(s)
+
+    def angle(self, var=None):
+        a = "%.3f" % self.r.uniform(-3, 3)
+        if var and self.r.random() < 0.7:
+            return "%s * %s + %s" % (var, "%.2f" % self.r.uniform(-2, 2), a)
+        return a
+
+    def gates(self, var, n, nq):
+        out = []
+        for _ in range(n):
+            k = self.r.random()
+            if k < 0.3:
+                out.append("%s(%d)" % (self.r.choice(GATES1), self.r.randrange(nq)))
+            elif k < 0.7:
+                out.append("%s(%s, %d)" % (self.r.choice(ROT1), self.angle(var), self.r.randrange(nq)))
+            elif nq >= 2:
+                a, b = self.r.sample(range(nq), 2)
+                if self.r.random() < 0.5:
+                    out.append("%s(wires=[%d, %d])" % (self.r.choice(GATES2), a, b))
+                else:
+                    out.append("%s(%s, wires=[%d, %d])" % (self.r.choice(ROT2), self.angle(var), a, b))
+            else:
+                out.append("RY(%s, 0)" % self.angle(var))
+        return out
+
+    def obs(self, nq):
+        ws = self.r.sample(range(nq), self.r.randint(1, nq))
+        return " @ ".join("%s(%d)" % (self.r.choice(["PauliZ", "PauliX", "PauliY"]), w) for w in ws)
+
+    # ---- the program's parts ----
+    def header(self):
+        lat = self.r.choice([0, 0, 0.002, 0.005])
+        self.emit('dev = device("statevector", wires=%d%s)' % (self.nq, ", latency=%g" % lat if lat else ""))
+        self.emit('shots = device("statevector", wires=2, shots=%d, seed=%d)' % (self.r.choice([8, 16, 32]), self.r.randrange(100)))
+        self.emit('big = device("statevector", wires=%d)' % self.r.choice([5, 6]))
+        self.emit("k = %s" % self.angle())
+        self.emit("scale = %d" % self.r.randint(1, 3))
+        self.emit('fn f17(x) { return fmt("%.17g", x) }')
+        self.emit("fn show(x) { if type(x) == \"number\" { return f17(x) }; return str(x) }")
+        self.emit("fn ang() { return k * scale }")
+
+    def qfn(self):
+        name = self.fresh("q")
+        kind = self.r.choice(["num", "num", "num", "list", "dict", "fails", "probs", "hybrid", "shots", "fnarg"])
+        nq = self.nq
+        if kind == "fails":
+            self.emit("qfn %s(t) on dev {" % name)
+            for g in self.gates("t", self.r.randint(1, 3), nq):
+                self.emit("    " + g)
+            self.emit("    if t > %.2f { PauliX(%d) }" % (self.r.uniform(-1, 1), nq + 3))
+            self.emit("    return expval(%s)" % self.obs(nq))
+            self.emit("}")
+        elif kind == "hybrid" and self.qfns:
+            inner = self.r.choice([q for q in self.qfns if q[1] in ("num", "fails", "shots")] or self.qfns)
+            self.emit("qfn %s(t) {" % name)
+            self.emit("    a = %s(t)" % inner[0])
+            self.emit("    b = %s(t + 0.5)" % inner[0])
+            self.emit("    return [a, b]")
+            self.emit("}")
+            kind = "list"
+        elif kind == "shots":
+            self.emit("qfn %s(t) on shots {" % name)
+            self.emit("    H(0)")
+            for g in self.gates("t", self.r.randint(1, 3), 2):
+                self.emit("    " + g)
+            self.emit("    return join(tolist((sample(PauliZ(0) @ PauliZ(1)) + 1) / 2))")
+            self.emit("}")
+        elif kind == "fnarg":
+            self.emit("qfn %s(f, t) { return f() + t }" % name)
+        else:
+            self.emit("qfn %s(t) on dev {" % name)
+            for g in self.gates("t", self.r.randint(1, 5), nq):
+                self.emit("    " + g)
+            if kind == "num":
+                self.emit("    return expval(%s)" % self.obs(nq))
+            elif kind == "list":
+                self.emit("    return [expval(%s), t, var(%s)]" % (self.obs(nq), self.obs(nq)))
+            elif kind == "dict":
+                self.emit('    return {"e": expval(%s), "t": t}' % self.obs(nq))
+            else:
+                self.emit("    return probs(wires=[%d])" % self.r.randrange(nq))
+            self.emit("}")
+        self.qfns.append((name, kind))
+
+    def call(self, arg):
+        name, kind = self.r.choice(self.qfns)
+        if kind == "fnarg":
+            return "%s(ang, %s)" % (name, arg), "num"
+        return "%s(%s)" % (name, arg), kind
+
+    def stmt_calls(self):
+        """calls kept in variables and containers, used in various ways"""
+        v = self.fresh("x")
+        c, kind = self.call(self.angle())
+        self.emit("%s = %s" % (v, c))
+        safe = kind not in ("fails",)
+        use = self.r.random()
+        wrap = lambda e: e if safe else None
+        if kind in ("num",):
+            if use < 0.3:
+                self.emit("print(f17(%s * 2 + 1))" % v)
+            elif use < 0.6:
+                self.emit("print([%s, 1] == [%s, 1], %s in [0, %s])" % (v, v, v, v))
+            else:
+                self.emit("ys = [%s, %s, %s]" % (v, self.call(self.angle())[0] if self.r.random() < 0.5 else "1.5", v))
+                self.emit("try { print(f17(sum([y for y in ys if type(y) == \"number\"]))) } catch e { print(\"error:\", e) }")
+        elif kind == "fails":
+            if use < 0.5:
+                self.emit("try { print(show(%s)) } catch e { print(\"caught:\", e) }" % v)
+            elif use < 0.8:
+                self.emit("# %s is never read: reported at exit" % v)
+            else:
+                self.emit("try { print(show(%s + 0)) } catch e { print(\"caught:\", e) }" % v)
+        elif kind == "shots":
+            self.emit("print(%s)" % v)
+        else:
+            self.emit("try { print(str(%s)) } catch e { print(\"error:\", e) }" % v)
+
+    def stmt_containers(self):
+        d = self.fresh("d")
+        c1, k1 = self.call(self.angle())
+        c2, k2 = self.call(self.angle())
+        self.emit('%s = {"a": %s, "b": [%s, %d]}' % (d, c1, c2, self.r.randint(0, 5)))
+        self.emit("print(len(%s), keys(%s))" % (d, d))
+        if "fails" not in (k1, k2):
+            self.emit('try { print(%s == {"a": 0, "b": [0, 0]}, str(%s)) } catch e { print("error:", e) }' % (d, d))
+        else:
+            self.emit('try { print(str(%s["b"])) } catch e { print("caught:", e) }' % d)
+
+    def stmt_sweep(self):
+        ts = ", ".join("%.3f" % self.r.uniform(-2, 2) for _ in range(self.r.randint(2, 6)))
+        name, kind = self.r.choice([q for q in self.qfns if q[1] != "fnarg"] or self.qfns)
+        if kind == "fnarg":
+            return
+        var = self.fresh("t")
+        style = self.r.random()
+        if style < 0.4:
+            self.emit("for %s in [%s] { print(show(%s(%s))) }" % (var, ts, name, var))
+        elif style < 0.7:
+            self.emit("for %s in range(%d) {" % (var, self.r.randint(2, 5)))
+            self.emit("    th = %s * %.2f + k" % (var, self.r.uniform(-1, 1)))
+            self.emit("    r = %s(th)" % name)
+            self.emit("    try { print(show(r)) } catch e { print(\"caught:\", e) }")
+            self.emit("}")
+        else:
+            acc = self.fresh("acc")
+            self.emit("%s = []" % acc)
+            self.emit("for %s in [%s] { append(%s, %s(%s)) }" % (var, ts, acc, name, var))
+            self.emit("try { print(str(%s)) } catch e { print(\"caught:\", e) }" % acc)
+
+    def stmt_grad(self):
+        name = self.fresh("g")
+        nq = self.nq
+        self.emit("qfn %s(t) on dev {" % name)
+        for g in self.gates("t", self.r.randint(1, 3), nq):
+            self.emit("    " + g)
+        self.emit("    return expval(%s)" % self.obs(nq))
+        self.emit("}")
+        c, kind = self.call(self.angle())
+        arg = c if kind == "num" else self.angle()
+        method = self.r.choice(["adjoint", "parameter-shift", "finite-diff"])
+        self.emit('print(f17(grad(%s, method="%s")(%s)))' % (name, method, arg))
+
+    def stmt_classical(self):
+        v = self.fresh("c")
+        self.emit("%s = 0" % v)
+        self.emit("for i in range(%d) { %s = %s + i * %d }" % (self.r.randint(1, 30), v, v, self.r.randint(1, 9)))
+        self.emit("print(%s, sorted([%s %% 7, 3, %s %% 5]))" % (v, v, v))
+
+    def stmt_big(self):
+        name = self.fresh("b")
+        self.emit("qfn %s(t) on big {" % name)
+        self.emit("    for w in range(5) { RY(t + w, w) }")
+        self.emit("    for w in range(4) { CNOT(wires=[w, w + 1]) }")
+        self.emit("    return expval(PauliZ(0) @ PauliZ(4))")
+        self.emit("}")
+        self.emit("print(f17(%s(%s)))" % (name, self.angle()))
+
+    def program(self):
+        self.header()
+        for _ in range(self.r.randint(2, 5)):
+            self.qfn()
+        parts = [self.stmt_calls, self.stmt_calls, self.stmt_containers, self.stmt_sweep, self.stmt_sweep,
+                 self.stmt_grad, self.stmt_classical, self.stmt_big]
+        for _ in range(self.r.randint(3, 9)):
+            self.r.choice(parts)()
+        if self.r.random() < 0.3:
+            self.emit("sync()")
+        self.emit('print("end")')
+        return "\n".join(self.lines) + "\n"
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    sys.stdout.write(Gen(int(sys.argv[1])).program())
+
+
+if __name__ == "__main__":
+    main()
