@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Asynchronous-execution benchmark: overlap, dispatch cost and memory bounds.
+# Asynchronous-execution benchmark: overlap, sweep lookahead, dispatch cost,
+# kept futures and memory bounds.
 #
 #   tests/bench/async.sh [PATH/TO/qh]
 #
-# Prints a Markdown report in three parts (the figures of the async
-# issue):
+# Prints a Markdown report in five parts and a list of verdicts, one per
+# figure of the async issue (lang/async.md):
 #
 # 1. Overlap. Each scenario of tests/bench/async/ is run RUNS times with
 #    --sync and RUNS times without (interleaved, so background load hits
@@ -12,7 +13,10 @@
 #    speedup sync/async, the ideal speedup and the percentage of the ideal
 #    reached. Every run must exit 0 and print the same checksum line(s) as
 #    the others, with and without --sync; anything else is a FAIL.
-#      A  two independent heavy 20-wire circuits         ideal 2 (target >= 1.8)
+#      A  two independent heavy 20-wire circuits         target: speedup >= 0.95
+#         of the machine ceiling (two --sync runs side by side, same run)
+#      A14  the same with 14-wire circuits (states fit in cache: compute-bound)
+#                                                        target: speedup >= 1.8
 #      B  circuit; matrix work on the main thread;
 #         chained circuit; independent circuit          ideal modelled (>= 90%)
 #      C  200 small 12-wire circuits, then a reduction   ideal modelled (>= 90%)
@@ -38,14 +42,26 @@
 #    beside it. For A the ideal is taken as 2 (two equal independent tasks);
 #    the same model's value, which also charges R, is shown in the details.
 #
-# 2. Dispatch cost: tests/bench/async/dispatch.qh calls a trivial 1-wire qfn
+# 2. Sweep: tests/bench/async/sweep.qh, `for t in ts { print(circuit(t)) }`
+#    with SWEEP_CALLS (40) calls of a 14-wire circuit: `qh --workers 2`
+#    against `qh --sync` (and `--workers 2 --no-lookahead` for comparison),
+#    RUNS interleaved runs, best wall time of each; every run must print the
+#    same bytes as --sync. Target: >= 1.8x.
+#
+# 3. Dispatch cost: tests/bench/async/dispatch.qh calls a trivial 1-wire qfn
 #    DISPATCH_CALLS times, each result needed at once (`s += t(0.1)`), and
 #    times the loop with clock() inside qh; the median over DISPATCH_RUNS
 #    processes x 5 repetitions is compared with CPython's
 #    ThreadPoolExecutor submit(f).result() of a trivial function, timed the
 #    same way in this process. Target: <= 5 us per call.
 #
-# 3. Memory: tests/bench/async/memory.qh dispatches MEM_CALLS calls of a
+# 4. Kept futures: tests/bench/async/keep.qh runs KEEP_CALLS (200,000) calls
+#    of a trivial qfn whose futures are kept in a list, and the same calls
+#    with the futures dropped at once (RUNS interleaved pairs); the ratio of
+#    the best process wall times (start to exit, teardown included) must be
+#    <= 2. The loop-only ratio (clock() inside qh) is shown beside it.
+#
+# 5. Memory: tests/bench/async/memory.qh dispatches MEM_CALLS calls of a
 #    20-wire qfn (16 MiB of state each) far faster than they finish; peak RSS
 #    (/usr/bin/time -f %M, else wait4) must stay within the device budget +
 #    the interpreter's baseline (+32 MiB slack), never MEM_CALLS x 16 MiB. Run
@@ -64,9 +80,10 @@
 #
 # Environment: RUNS (default 3); WORKERS (pass --workers N to qh and model
 # N cores; default: qh's default, the online CPUs); BENCH_TIMEOUT (seconds
-# per run, default 300); DISPATCH_CALLS (20000); DISPATCH_RUNS (3);
-# MEM_CALLS (10000); MEM_KILL_MIB (4096); ONLY (space-separated subset of
-# "overlap dispatch memory"); PYTHON (default /usr/bin/python3); PRIORITY
+# per run, default 300); SWEEP_CALLS (40); DISPATCH_CALLS (20000);
+# DISPATCH_RUNS (3); KEEP_CALLS (200000); MEM_CALLS (10000); MEM_KILL_MIB
+# (4096); ONLY (space-separated subset of "overlap sweep dispatch keep
+# memory"); PYTHON (default /usr/bin/python3); PRIORITY
 # (e.g. -10, root only, for a machine shared with other work: raises the
 # CPU weight of this session's autogroup, which a plain nice does not
 # cross, and the nice value, for the run; the autogroup's value is restored
@@ -103,7 +120,9 @@ DISPATCH_RUNS = int(os.environ.get("DISPATCH_RUNS", "3"))
 DISPATCH_REPS = 5
 MEM_CALLS = int(os.environ.get("MEM_CALLS", "10000"))
 MEM_KILL_MIB = float(os.environ.get("MEM_KILL_MIB", "4096"))
-ONLY = os.environ.get("ONLY", "").split() or ["overlap", "dispatch", "memory"]
+SWEEP_CALLS = int(os.environ.get("SWEEP_CALLS", "40"))
+KEEP_CALLS = int(os.environ.get("KEEP_CALLS", "200000"))
+ONLY = os.environ.get("ONLY", "").split() or ["overlap", "sweep", "dispatch", "keep", "memory"]
 WORKERS = os.environ.get("WORKERS", "")
 QH = [qh] + (["--workers", WORKERS] if WORKERS else [])
 P = int(WORKERS) if WORKERS else (os.cpu_count() or 1)
@@ -135,6 +154,18 @@ def run(args, timeout=TIMEOUT):
                 "err": "timeout after %gs" % timeout}
     return {"wall": time.perf_counter() - t0, "rc": p.returncode,
             "out": p.stdout.decode(errors="replace"), "err": p.stderr.decode(errors="replace")}
+
+
+def run_plain(cmd, timeout=TIMEOUT):
+    """Runs cmd as given (no QH options); returns dict(wall, rc, out, err), out as bytes."""
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"wall": time.perf_counter() - t0, "rc": None, "out": b"", "err": "timeout after %gs" % timeout}
+    return {"wall": time.perf_counter() - t0, "rc": p.returncode, "out": p.stdout,
+            "err": p.stderr.decode(errors="replace")}
 
 
 def run_pair(args, timeout=TIMEOUT):
@@ -225,7 +256,10 @@ def schedule_a(c, p):
 
 SCENARIOS = [
     # key, file, description, ideal (None: modelled), model, target kind, target value
-    ("A", "a_independent.qh", "two independent 20-wire circuits", 2.0, schedule_a, "speedup", 1.8),
+    # ("ceiling": the speedup over the machine ceiling measured in the same run)
+    ("A", "a_independent.qh", "two independent 20-wire circuits", 2.0, schedule_a, "ceiling", 0.95),
+    ("A14", "a14_independent.qh", "two independent 14-wire circuits (compute-bound)", 2.0, schedule_a,
+     "speedup", 1.8),
     ("B", "b_chain.qh", "circuit; 600x600 matrix work; chained circuit; independent circuit", None, schedule_b, "pct", 0.90),
     ("C", "c_many.qh", "200 small 12-wire circuits feeding a reduction", None, schedule_c, "pct", 0.90),
 ]
@@ -307,23 +341,27 @@ def overlap_section():
             mk, model_ideal = None, None
         ideal = min(float(P), fixed_ideal) if fixed_ideal is not None else model_ideal
         pct = speed / ideal if ideal else None
+        pair_ok = [x for x in pair if x]
+        ceil = 2 * S / min(pair_ok) if pair_ok else None
         if tkind == "speedup":
             met = speed >= tval
             tdesc = "speedup >= %.1f" % tval
+        elif tkind == "ceiling":
+            met = ceil is not None and speed >= tval * ceil
+            tdesc = "speedup >= %.2f of the machine ceiling (%s)" % (
+                tval, "speedup/ceiling %.2f" % (speed / ceil) if ceil else "no ceiling measured")
         else:
             met = pct is not None and pct >= tval
             tdesc = ">= %d%% of ideal" % round(tval * 100)
-        pair_ok = [x for x in pair if x]
         rows.append([key, "%.3f" % S, "%.3f" % A, "%.2f" % speed,
                      "%.2f" % ideal if ideal else "—",
                      "%.0f%%" % (pct * 100) if pct else "—",
-                     "%.2f" % (2 * S / min(pair_ok)) if pair_ok else "—", status])
-        pair_ok = [x for x in pair if x]
+                     "%.2f" % ceil if ceil else "—", status])
         verdicts.append("- %s (%s): %s: **%s** (speedup %.2f, %s of ideal %.2f)%s" % (
             key, desc, tdesc, "YES" if met else "NO", speed,
             "%.0f%%" % (pct * 100) if pct else "?", ideal or float("nan"),
             "" if status == "ok" else "; times taken from runs that failed but printed the right output")
-            + ("; machine ceiling for this workload right now %.2f" % (2 * S / min(pair_ok)) if pair_ok else ""))
+            + ("; machine ceiling for this workload right now %.2f" % ceil if ceil else ""))
         d = ["**%s** — %s (`%s`): checksum `%s`" % (key, desc, fname, " ".join(ref or []))]
         d.append("  - --sync parts (s): " + ", ".join(
             "%s %s" % (k, ("%.0f" % v) if k == "calls" else "%.3f" % v) for k, v in comp.items())
@@ -334,9 +372,7 @@ def overlap_section():
         if key == "B" and "matrix" in acomp:
             d.append("  - matrix work measured inside the asynchronous run: %.3f s (%.3f s under --sync)" % (
                 acomp["matrix"], comp.get("matrix", float("nan"))))
-        pair_ok = [x for x in pair if x]
-        if pair_ok:
-            ceil = 2 * S / min(pair_ok)
+        if ceil:
             d.append("  - machine ceiling: two `--sync` processes side by side take %.3f s (best of %d): %.2f" % (
                          min(pair_ok), len(pair_ok), ceil))
         for l in stats_lines(ba["err"]):
@@ -433,6 +469,102 @@ def dispatch_section():
             "YES" if m <= 5.0 else "NO", m, med(py)))
     else:
         verdicts.append("- dispatch + resolve of a trivial qfn <= 5 µs median: **UNKNOWN** (no successful run)")
+
+
+# -------------------------------------------------------------------- sweep
+def sweep_section():
+    """The sweep of lang/async.md "Lookahead": 40 calls of a 14-wire circuit,
+    each value printed in its iteration; --workers 2 against --sync (and
+    --no-lookahead for comparison), interleaved; the bytes must be equal."""
+    path = os.path.join(bench_dir, "sweep.qh")
+    modes = [("sync", ["--sync"]), ("async", ["--workers", "2"]),
+             ("no-lookahead", ["--workers", "2", "--no-lookahead"])]
+    runs = {m: [] for m, _ in modes}
+    for i in range(RUNS):
+        for m, opts in modes:
+            r = run_plain([qh] + opts + [path, str(SWEEP_CALLS)])
+            runs[m].append(r)
+            log("  sweep %-12s run %d: %.3f s%s" % (m, i + 1, r["wall"],
+                "" if r["rc"] == 0 else "  FAIL " + describe_fail(r)))
+    ref = None
+    for r in runs["sync"]:
+        if r["rc"] == 0:
+            ref = r["out"]
+            break
+    bad = []
+    for m, _ in modes:
+        for r in runs[m]:
+            if r["rc"] != 0:
+                bad.append("%s: %s" % (m, describe_fail(r)))
+            elif ref is None or r["out"] != ref:
+                bad.append("%s printed other bytes than --sync" % m)
+    if ref is not None and len(ref.splitlines()) != SWEEP_CALLS:
+        bad.append("--sync printed %d lines, expected %d" % (len(ref.splitlines()), SWEEP_CALLS))
+    if bad:
+        failures.append("sweep.qh: " + "; ".join(sorted(set(bad))[:3]))
+    best = {m: min((r["wall"] for r in runs[m] if r["rc"] == 0), default=None) for m in runs}
+    print("## Sweep (`for t in ts { print(circuit(t)) }`, %d calls of a 14-wire circuit, best of %d)" % (
+        SWEEP_CALLS, RUNS))
+    print()
+    print("| run | wall s | speedup over --sync | same bytes as --sync |")
+    print("|---|---:|---:|---|")
+    for m, opts in modes:
+        b = best[m]
+        same = all(r["rc"] == 0 and r["out"] == ref for r in runs[m]) and ref is not None
+        print("| `qh %s` | %s | %s | %s |" % (" ".join(opts), "%.3f" % b if b else "—",
+              "%.2f" % (best["sync"] / b) if b and best["sync"] else "—", "yes" if same else "**NO**"))
+    print()
+    if best["sync"] and best["async"]:
+        sp = best["sync"] / best["async"]
+        verdicts.append("- sweep of %d 14-wire calls, --workers 2 vs --sync >= 1.8x, same bytes: **%s** "
+                        "(%.2fx%s; without lookahead %s)" % (
+                            SWEEP_CALLS, "YES" if sp >= 1.8 and not bad else "NO", sp,
+                            "" if not bad else ", output differs or a run failed",
+                            "%.2fx" % (best["sync"] / best["no-lookahead"]) if best["no-lookahead"] else "?"))
+    else:
+        verdicts.append("- sweep: **UNKNOWN** (no successful run of each mode)")
+
+
+# --------------------------------------------------------------------- keep
+def keep_section():
+    """KEEP_CALLS calls of a trivial qfn whose futures are kept in a list,
+    against the same calls with the futures dropped at once (interleaved)."""
+    path = os.path.join(bench_dir, "keep.qh")
+    n = KEEP_CALLS
+    runs = {"keep": [], "drop": []}
+    for i in range(RUNS):
+        for m in ("keep", "drop"):
+            r = run([path, str(n), m])
+            exp = "checksum %d" % (n * (n - 1) // 2 if m == "keep" else 0)
+            sec = re.search(r"^seconds (\S+)$", r["out"], re.M)
+            if r["rc"] != 0 or exp not in r["out"].splitlines() or not sec:
+                failures.append("keep.qh %d %s: %s" % (n, m, describe_fail(r) if r["rc"] != 0 else
+                                "expected `%s`, got %r" % (exp, r["out"][-200:])))
+                log("  keep %s run %d FAIL" % (m, i + 1))
+                continue
+            r["loop"] = float(sec.group(1))
+            runs[m].append(r)
+            log("  keep %s run %d: %.3f s (loop %.3f s)" % (m, i + 1, r["wall"], r["loop"]))
+    print("## Kept futures (%d calls of a trivial qfn, best of %d)" % (n, RUNS))
+    print()
+    print("| futures | process wall s | dispatch loop + wait s |")
+    print("|---|---:|---:|")
+    best = {}
+    for m in ("keep", "drop"):
+        if runs[m]:
+            best[m] = (min(r["wall"] for r in runs[m]), min(r["loop"] for r in runs[m]))
+            print("| %s | %.3f | %.3f |" % ("kept in a list" if m == "keep" else "dropped at once",
+                                            best[m][0], best[m][1]))
+        else:
+            print("| %s | — | — |" % m)
+    print()
+    if len(best) == 2:
+        ratio = best["keep"][0] / best["drop"][0]
+        verdicts.append("- %d calls with kept futures within 2x of dropped ones: **%s** "
+                        "(process wall time ratio %.2f; loop-only ratio %.2f)" % (
+                            n, "YES" if ratio <= 2.0 else "NO", ratio, best["keep"][1] / best["drop"][1]))
+    else:
+        verdicts.append("- kept futures: **UNKNOWN** (no successful run of each mode)")
 
 
 # ------------------------------------------------------------------- memory
@@ -655,8 +787,12 @@ print()
 t_start = time.perf_counter()
 if "overlap" in ONLY:
     overlap_section()
+if "sweep" in ONLY:
+    sweep_section()
 if "dispatch" in ONLY:
     dispatch_section()
+if "keep" in ONLY:
+    keep_section()
 if "memory" in ONLY:
     memory_section()
 par1, la1 = parallelism(min(P, 2) if P > 1 else 1), loadavg()
