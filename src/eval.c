@@ -530,12 +530,17 @@ static __attribute__((noinline)) Value index_general(VM *vm, Node *n, Value obj)
     return r;
 }
 
-/* obj[i] with one plain subscript, past the fast paths (takes obj) */
-static __attribute__((noinline)) Value index1_slow(VM *vm, Node *n, Value obj)
+/* obj[i] with one plain subscript, past the fast paths, the subscript
+ * evaluated (takes obj and i) */
+static __attribute__((noinline)) Value index1_take(VM *vm, Node *n, Value obj, Value i)
 {
     Node *ix = n->u.index.idx[0];
-    Value i = eval_forced(vm, ix);
-    if (IS_EXC(i)) { decref(obj); return i; }
+    if (is_lazy(i)) {
+        Value f = tp_force(vm, i, ix);
+        decref(i);
+        i = f;
+        if (IS_EXC(i)) { decref(obj); return i; }
+    }
     if (!tp_resolve_in(vm, i, ix)) { decref(i); decref(obj); return v_exc(); }   /* a list of indices is read */
     Value *e = elem_fast(n, obj, i);
     Value r;
@@ -544,6 +549,14 @@ static __attribute__((noinline)) Value index1_slow(VM *vm, Node *n, Value obj)
     decref(i);
     decref(obj);
     return r;
+}
+
+/* obj[i] with one plain subscript, past the fast paths (takes obj) */
+static Value index1_slow(VM *vm, Node *n, Value obj)
+{
+    Value i = EVAL(vm, n->u.index.idx[0]);
+    if (IS_EXC(i)) { decref(obj); return i; }
+    return index1_take(vm, n, obj, i);
 }
 
 /* obj[i] with one plain subscript */
@@ -589,6 +602,26 @@ static Value ev_index1(VM *vm, Node *n)
     }
 IX_READ(ev_index_LK, L, K) IX_READ(ev_index_LL, L, L) IX_READ(ev_index_LG, L, G)
 IX_READ(ev_index_GK, G, K) IX_READ(ev_index_GL, G, L) IX_READ(ev_index_GG, G, G)
+
+/* xs[e] for a local list and a subscript that is not a leaf (xs[k - 1]):
+ * the subscript runs, then the list is read. Nothing the subscript runs
+ * can rebind a local (a variable a closure captures is a cell, not
+ * N_LOCAL), so the order is the general path's; the slot is read again
+ * after the subscript since a call may move the frame's slots. */
+static Value ev_index_LX(VM *vm, Node *n)
+{
+    int slot = n->u.index.obj->u.var.slot;
+    if (vm->frame->slots[slot].t != T_LIST) return ev_index1(vm, n);
+    Value i = EVAL(vm, n->u.index.idx[0]);
+    Value obj = vm->frame->slots[slot];
+    if (i.t == T_NUM && obj.t == T_LIST) {
+        Value *e = list_at(AS_LIST(obj), i.n);
+        if (e) { Value r = *e; incref(r); return r; }
+    }
+    if (IS_EXC(i)) return i;
+    incref(obj);
+    return index1_take(vm, n, obj, i);
+}
 
 /* d["key"] for a variable holding a dict record: the cached entry */
 #define IX_KEY(name, O)                                                     \
@@ -861,6 +894,31 @@ static inline Value *var_slot(VM *vm, Node *t)
     }
 }
 
+/* obj[i] = v with one plain subscript, past the fast paths, the subscript
+ * evaluated (takes obj, i and v) */
+static __attribute__((noinline)) bool store_index1_take(VM *vm, Node *t, Value obj, Value i, Value v)
+{
+    Node *ix = t->u.index.idx[0];
+    if (is_lazy(i)) {
+        Value f = tp_force(vm, i, ix);
+        decref(i);
+        i = f;
+    }
+    bool ok = !IS_EXC(i) && tp_resolve_in(vm, i, ix);
+    Value *e = ok ? elem_fast(t, obj, i) : NULL;
+    if (e) {
+        Value old = *e;
+        *e = v;
+        decref(old);
+    } else {
+        if (ok) ok = tp_setindex(vm, obj, 1, &i, v, t, t->u.index.idx);
+        decref(v);
+    }
+    if (!IS_EXC(i)) decref(i);
+    decref(obj);
+    return ok;
+}
+
 /* obj[i] = v past the fast path (takes the reference to v) */
 static __attribute__((noinline)) bool store_index_slow(VM *vm, Node *t, Value v)
 {
@@ -868,21 +926,9 @@ static __attribute__((noinline)) bool store_index_slow(VM *vm, Node *t, Value v)
     if (IS_EXC(obj)) { decref(v); return false; }
     bool ok;
     if (t->u.index.nidx == 1 && t->u.index.idx[0]->kind != N_SLICE) {
-        Node *ix = t->u.index.idx[0];
-        Value i = eval_forced(vm, ix);
+        Value i = EVAL(vm, t->u.index.idx[0]);
         if (IS_EXC(i)) { decref(obj); decref(v); return false; }
-        if (!tp_resolve_in(vm, i, ix)) { decref(i); decref(obj); decref(v); return false; }
-        Value *e = elem_fast(t, obj, i);
-        ok = true;
-        if (e) {
-            Value old = *e;
-            *e = v;
-            decref(old);
-        } else {
-            ok = tp_setindex(vm, obj, 1, &i, v, t, t->u.index.idx);
-            decref(v);
-        }
-        decref(i);
+        return store_index1_take(vm, t, obj, i, v);
     } else {
         int ni = t->u.index.nidx;
         Value idx[ni];
@@ -893,6 +939,26 @@ static __attribute__((noinline)) bool store_index_slow(VM *vm, Node *t, Value v)
     }
     decref(obj);
     return ok;
+}
+
+/* xs[e] = v for a local list and a subscript that is not a leaf: the
+ * subscript runs, then the list is read (see ev_index_LX) */
+static __attribute__((noinline)) bool store_index_LX(VM *vm, Node *t, Value v)
+{
+    int slot = t->u.index.obj->u.var.slot;
+    if (vm->frame->slots[slot].t != T_LIST) return store_index_slow(vm, t, v);
+    Value i = EVAL(vm, t->u.index.idx[0]);
+    Value obj = vm->frame->slots[slot];
+    Value *e = i.t == T_NUM && obj.t == T_LIST ? list_at(AS_LIST(obj), i.n) : NULL;
+    if (e) {
+        Value old = *e;
+        *e = v;
+        decref(old);
+        return true;
+    }
+    if (IS_EXC(i)) { decref(v); return false; }
+    incref(obj);
+    return store_index1_take(vm, t, obj, i, v);
 }
 
 /* obj[i] = v (takes the reference to v) */
@@ -907,6 +973,8 @@ static inline bool store_index(VM *vm, Node *t, Value v)
             decref(old);
             return true;
         }
+    } else if (so == OPD_LOCAL) {
+        return store_index_LX(vm, t, v);
     }
     return store_index_slow(vm, t, v);
 }
@@ -1593,8 +1661,8 @@ static void prepare(Node *n)
             unsigned si = subscript_shape(n->u.index.idx[0]);
             n->flag = (uint8_t)((so == OPD_LOCAL || so == OPD_GLOBAL ? so : OPD_ANY) | si << 2);
             static const EvalFn shaped[4][5] = {
-                [OPD_LOCAL] = { [IX_NUM] = ev_index_LK, [IX_LOCAL] = ev_index_LL, [IX_GLOBAL] = ev_index_LG,
-                                [IX_STR] = ev_index_LS },
+                [OPD_LOCAL] = { [IX_ANY] = ev_index_LX, [IX_NUM] = ev_index_LK, [IX_LOCAL] = ev_index_LL,
+                                [IX_GLOBAL] = ev_index_LG, [IX_STR] = ev_index_LS },
                 [OPD_GLOBAL] = { [IX_NUM] = ev_index_GK, [IX_LOCAL] = ev_index_GL, [IX_GLOBAL] = ev_index_GG,
                                  [IX_STR] = ev_index_GS },
             };
