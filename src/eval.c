@@ -49,14 +49,16 @@ static __attribute__((noinline)) Value eval_name_error(VM *vm, Node *n)
 }
 
 /* evaluates and forces one subexpression */
-static Value eval_forced(VM *vm, Node *n)
+/* v itself, or its value when it is lazy (takes v) */
+static Value forced(VM *vm, Value v, Node *site)
 {
-    Value raw = EVAL(vm, n);
-    if (IS_EXC(raw) || !is_lazy(raw)) return raw;
-    Value v = tp_force(vm, raw, n);
-    decref(raw);
-    return v;
+    if (IS_EXC(v) || !is_lazy(v)) return v;
+    Value f = tp_force(vm, v, site);
+    decref(v);
+    return f;
 }
+
+static Value eval_forced(VM *vm, Node *n) { return forced(vm, EVAL(vm, n), n); }
 
 /* a condition's truth: 1, 0, or -1 on an error */
 static inline int truth(VM *vm, Node *c)
@@ -535,12 +537,8 @@ static __attribute__((noinline)) Value index_general(VM *vm, Node *n, Value obj)
 static __attribute__((noinline)) Value index1_take(VM *vm, Node *n, Value obj, Value i)
 {
     Node *ix = n->u.index.idx[0];
-    if (is_lazy(i)) {
-        Value f = tp_force(vm, i, ix);
-        decref(i);
-        i = f;
-        if (IS_EXC(i)) { decref(obj); return i; }
-    }
+    i = forced(vm, i, ix);
+    if (IS_EXC(i)) { decref(obj); return i; }
     if (!tp_resolve_in(vm, i, ix)) { decref(i); decref(obj); return v_exc(); }   /* a list of indices is read */
     Value *e = elem_fast(n, obj, i);
     Value r;
@@ -899,11 +897,7 @@ static inline Value *var_slot(VM *vm, Node *t)
 static __attribute__((noinline)) bool store_index1_take(VM *vm, Node *t, Value obj, Value i, Value v)
 {
     Node *ix = t->u.index.idx[0];
-    if (is_lazy(i)) {
-        Value f = tp_force(vm, i, ix);
-        decref(i);
-        i = f;
-    }
+    i = forced(vm, i, ix);
     bool ok = !IS_EXC(i) && tp_resolve_in(vm, i, ix);
     Value *e = ok ? elem_fast(t, obj, i) : NULL;
     if (e) {
