@@ -178,6 +178,14 @@ static void small_key_init(void) { pthread_key_create(&small_key, small_release)
  * small strings). Objects are never smaller than 17 bytes. */
 static inline size_t small_class(size_t size) { return size <= 24 ? 1 : (size + 7) >> 4; }
 static inline size_t small_size(size_t c) { return (c << 4) + 8; }
+/* the size a block for `size` bytes has: its class's, or `size` past the
+ * classes. An object that grows in place (str_append) asks for this, so
+ * that its block's size is the one free_one computes back from it. */
+static inline size_t small_round(size_t size)
+{
+    size_t c = small_class(size);
+    return c > SMALL_CLASSES ? size : small_size(c);
+}
 
 /* NULL when memory runs out (the caller decides: fatal or located) */
 static inline void *small_alloc_try(size_t size)
@@ -432,8 +440,7 @@ ObjStr *str_append(ObjStr *s, const ObjStr *t)
         size_t nc = need < 2 * (size_t)s->len ? 2 * (size_t)s->len : need;
         if (nc < 32) nc = 32;
         if (nc > 0xfffffff0u) nc = need;
-        /* a whole number of 16 bytes, as small blocks are (value.c, small objects) */
-        size_t total = (sizeof(ObjStr) + nc + 1 + 15) & ~(size_t)15;
+        size_t total = small_round(sizeof(ObjStr) + nc + 1);
         nc = total - sizeof(ObjStr) - 1;
         ObjStr *g = realloc(s, total);
         if (!g) return NULL;        /* s is unchanged */
