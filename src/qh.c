@@ -472,23 +472,60 @@ void qh_complete(qh_State *Q, const char *text, void (*cand)(const char *name, v
 
 bool qh_get_global(qh_State *Q, const char *name, Value *out)
 {
-    if (!Q->main) return false;
-    int slot = resolve_global_slot(Q->main->info, name);
-    if (slot < 0 || slot >= Q->main->nglobals || Q->main->globals[slot].t == T_UNBOUND) return false;
-    *out = Q->main->globals[slot];
-    incref(*out);
+    if (Q->main) {
+        int slot = resolve_global_slot(Q->main->info, name);
+        if (slot >= 0 && slot < Q->main->nglobals && Q->main->globals[slot].t != T_UNBOUND) {
+            *out = Q->main->globals[slot];
+            incref(*out);
+            return true;
+        }
+    }
+    int b = builtin_lookup(name);       /* the names every program sees */
+    if (b < 0) return false;
+    *out = builtin_value(b);
     return true;
+}
+
+/* a host's call or force: on the main VM, in the main module; an error
+ * leaves the VM as it found it */
+static void host_enter(qh_State *Q, ObjModule **saved)
+{
+    start(Q);
+    *saved = Q->vm.mod;
+    if (!Q->vm.mod) Q->vm.mod = Q->main;
+}
+static Value host_leave(qh_State *Q, ObjModule *saved, size_t sp, Value r)
+{
+    VM *vm = &Q->vm;
+    if (IS_EXC(r)) {
+        while (vm->sp > sp) decref(vm->stack[--vm->sp]);
+        vm->frame = NULL;
+        vm->depth = 0;
+    }
+    vm->mod = saved;
+    return r;
 }
 
 Value qh_call(qh_State *Q, Value fn, int nargs, Value *args)
 {
-    VM *vm = &Q->vm;
-    start(Q);
-    ObjModule *saved = vm->mod;
-    if (!vm->mod) vm->mod = Q->main;
-    Value r = vm_call(vm, fn, nargs, args, NULL);
-    vm->mod = saved;
-    return r;
+    ObjModule *saved;
+    host_enter(Q, &saved);
+    size_t sp = Q->vm.sp;
+    /* the callee may replace arguments in place (futures resolved): it
+     * gets its own references, the host's stay borrowed */
+    Value small[8], *own = nargs <= 8 ? small : xmalloc((size_t)nargs * sizeof(Value));
+    for (int i = 0; i < nargs; i++) { own[i] = args[i]; incref(own[i]); }
+    Value r = vm_call(&Q->vm, fn, nargs, own, NULL);
+    for (int i = 0; i < nargs; i++) decref(own[i]);
+    if (own != small) free(own);
+    return host_leave(Q, saved, sp, r);
+}
+
+Value qh_force(qh_State *Q, Value v)
+{
+    ObjModule *saved;
+    host_enter(Q, &saved);
+    return host_leave(Q, saved, Q->vm.sp, tp_force(&Q->vm, v, NULL));
 }
 
 const char *qh_error_message(qh_State *Q) { return Q->started ? Q->vm.err.msg : ""; }

@@ -111,11 +111,15 @@ double qh_wait_seconds(qh_State *Q);
 void qh_complete(qh_State *Q, const char *text, void (*cand)(const char *name, void *ud), void *ud);
 
 /* ---- values, for hosts and tests ---- */
-/* A global of the main module (a new reference), or false if unbound. */
+/* A global of the main module, or else the builtin of that name (print,
+ * len, ...): a new reference; false if the name is bound to nothing. */
 bool qh_get_global(qh_State *Q, const char *name, Value *out);
 /* Calls any callable value with positional arguments (borrowed): a new
  * reference, or v_exc() with the message in qh_error_message. */
 Value qh_call(qh_State *Q, Value fn, int nargs, Value *args);
+/* The value v stands for: a future's result, waited for (v itself for
+ * any other value); a new reference, or v_exc() if the call failed. */
+Value qh_force(qh_State *Q, Value v);
 /* The message of the last runtime error. */
 const char *qh_error_message(qh_State *Q);
 

@@ -259,7 +259,7 @@ Value tp_contains(VM *vm, Value coll, Value x, const Node *site)
     }
     const TypeOps *t = type_of(coll);
     if (t->contains) return t->contains(vm, coll, x, site);
-    return vm_error(vm, site, "'in' needs a list, dict, string or array on the right, not %s", type_name(coll));
+    return vm_error(vm, site, "'in' needs a collection (a list, dict, string or array) on the right, not %s", type_name(coll));
 }
 
 /* ---------------------------------------------------------------- indexing */
@@ -569,7 +569,7 @@ Value tp_member(VM *vm, Value obj, const ObjStr *name, const Node *site)
     }
     const TypeOps *t = type_of(obj);
     if (t->member) return t->member(vm, obj, name, site);
-    return vm_error(vm, site, "%s has no member '%s' (members are for modules)", type_name(obj), name->s);
+    return vm_error(vm, site, "%s has no member '%s'", type_name(obj), name->s);
 }
 
 /* ---------------------------------------------------------------- numbers and math */

@@ -1,8 +1,9 @@
 /* qh_assert.h — stated invariants and the memory policy for fixed-size
  * internal allocations.
  *
- * qh_assert(c): checked in debug and sanitizer builds (NDEBUG unset), free
- * in release builds. qh_unreachable(): the default of a switch that covers
+ * qh_assert(c): checked in debug and sanitizer builds (NDEBUG unset: the
+ * top meson.build undefines it under b_sanitize whatever the buildtype),
+ * free in release builds. qh_unreachable(): the default of a switch that covers
  * every case; it aborts with a message in every build (it costs nothing
  * where it is never reached, and a broken invariant must not run on).
  *
