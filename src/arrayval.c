@@ -267,8 +267,7 @@ static int array_iter(VM *vm, Value a, Iter *it, Value *out, const Node *site)
     return IS_EXC(*out) ? -1 : 1;
 }
 
-/* the array room's function for a math builtin */
-static ArFunc array_func(MathFn fn)
+ArFunc arr_math_func(MathFn fn)
 {
     switch (fn) {
     case M_ABS: return AR_ABS;
@@ -298,7 +297,7 @@ static Value array_math(VM *vm, MathFn fn, Value a, long arg, const Node *site)
     Array *r;
     if (fn == M_ROUND && arg > 300) r = ar_copy(AS_ARR(a), err);    /* beyond a double's digits */
     else if (fn == M_ROUND) r = ar_round(AS_ARR(a), arg < -308 ? -308 : (int)arg, err);
-    else r = ar_map(array_func(fn), AS_ARR(a), err);
+    else r = ar_map(arr_math_func(fn), AS_ARR(a), err);
     return wrap_or_error(vm, r, err, site);
 }
 

@@ -4,6 +4,7 @@
 #ifndef QH_ARRAYVAL_H
 #define QH_ARRAYVAL_H
 
+#include "array.h"
 #include "vm.h"
 
 struct Array;
@@ -19,6 +20,9 @@ Value arr_row(VM *vm, Value a, size_t i, const Node *site);
  * numbers as an array (false / NULL with the error recorded). */
 bool arr_subscript(VM *vm, Value v, const Node *site, void *ix /* ArIndex * */);
 struct Array *arr_from_list(VM *vm, Value list, const Node *site);
+/* The array room's function for a math builtin (arrays and the rooms that
+ * mirror them). */
+ArFunc arr_math_func(MathFn fn);
 /* Registers the array kind and the array builtins (start-up). */
 void arrayval_open(void);
 

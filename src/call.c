@@ -214,19 +214,27 @@ fail:
 /* ---------------------------------------------------------------- call slots */
 
 /* a function called with evaluated arguments (borrowed) */
-static Value func_call(VM *vm, Value fn, Args *a)
+Value *eval_bind_frame(VM *vm, ObjFunc *f, Args *a, size_t *base)
 {
-    ObjFunc *f = AS_FUNC(fn);
-    size_t base = vm->sp;
+    *base = vm->sp;
     size_t need = (size_t)(f->p->nlocals > a->n ? f->p->nlocals : a->n) + 4;
-    if (base + need >= vm->cap) return vm_error(vm, a->site, "maximum recursion depth exceeded (value stack full)");
-    Value *slots = vm->stack + base;
+    if (*base + need >= vm->cap) { vm_error(vm, a->site, "maximum recursion depth exceeded (value stack full)"); return NULL; }
+    Value *slots = vm->stack + *base;
     for (int i = 0; i < a->n; i++) { incref(a->v[i]); slots[i] = a->v[i]; }
     Value kwv[a->nkw ? a->nkw : 1];
     for (int i = 0; i < a->nkw; i++) { incref(a->kw[i]); kwv[i] = a->kw[i]; }
     Args kw = { 0, NULL, a->nkw, a->kwname, kwv, a->site, NULL };
-    vm->sp = base + need - 4;
-    if (!eval_bind_args(vm, f, slots, a->n, &kw, a->site)) { vm->sp = base; return v_exc(); }
+    vm->sp = *base + need - 4;
+    if (!eval_bind_args(vm, f, slots, a->n, &kw, a->site)) { vm->sp = *base; return NULL; }
+    return slots;
+}
+
+static Value func_call(VM *vm, Value fn, Args *a)
+{
+    ObjFunc *f = AS_FUNC(fn);
+    size_t base;
+    Value *slots = eval_bind_frame(vm, f, a, &base);
+    if (!slots) return v_exc();
     Value r = run_bound(vm, f, slots, a->site);
     vm->sp = base;
     return r;

@@ -33,6 +33,10 @@ Value eval_call_callee(VM *vm, Node *n, Value callee);
  * keyword arguments and the function's defaults; false (error set) on a
  * mismatch. Takes the references in args. */
 bool eval_bind_args(VM *vm, ObjFunc *f, Value *slots, int nargs, Args *kw, const Node *site);
+/* A call made from C (a call slot): a's arguments copied onto the value
+ * stack and bound as f's frame. The frame's slots, or NULL (error set);
+ * after running the body, vm->sp = *base. */
+Value *eval_bind_frame(VM *vm, ObjFunc *f, Args *a, size_t *base);
 /* Registers the callable kinds: functions and builtins (start-up). */
 void call_open(void);
 

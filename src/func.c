@@ -122,7 +122,8 @@ static void module_traverse(Obj *o, void (*visit)(Value child, void *ud), void *
     for (int k = 0; k < m->nglobals; k++) visit(m->globals[k], ud);
 }
 
-ObjModule *module_copy_some(ObjModule *m, const bool *want, CopyCtx *cc)
+/* a copy of m with every global unbound, noted in cc */
+static ObjModule *module_shell(ObjModule *m, bool partial, CopyCtx *cc)
 {
     ObjModule *n = (ObjModule *)obj_alloc(sizeof(ObjModule), T_MODULE);
     copy_memo_put(cc, m, n);
@@ -130,10 +131,16 @@ ObjModule *module_copy_some(ObjModule *m, const bool *want, CopyCtx *cc)
     n->info = m->info;
     n->name = m->name;
     n->loaded = true;
-    n->partial = want != NULL;   /* filled as its functions are copied */
+    n->partial = partial;
     n->nglobals = m->nglobals;
     n->globals = xmalloc((size_t)(m->nglobals + 1) * sizeof(Value));
     for (int i = 0; i < m->nglobals; i++) n->globals[i] = v_unbound();
+    return n;
+}
+
+ObjModule *module_copy_some(ObjModule *m, const bool *want, CopyCtx *cc)
+{
+    ObjModule *n = module_shell(m, want != NULL, cc);   /* partial: filled as its functions are copied */
     for (int i = 0; i < m->nglobals; i++) {
         Value g = m->globals[i];
         if (g.t == T_UNBOUND || (want && !want[i]) || n->globals[i].t != T_UNBOUND) continue;
@@ -143,20 +150,7 @@ ObjModule *module_copy_some(ObjModule *m, const bool *want, CopyCtx *cc)
     return n;
 }
 
-ObjModule *module_copy_partial(ObjModule *m, CopyCtx *cc)
-{
-    ObjModule *n = (ObjModule *)obj_alloc(sizeof(ObjModule), T_MODULE);
-    copy_memo_put(cc, m, n);
-    copy_note_module(cc, &n->h);
-    n->info = m->info;
-    n->name = m->name;
-    n->loaded = true;
-    n->partial = true;
-    n->nglobals = m->nglobals;
-    n->globals = xmalloc((size_t)(m->nglobals + 1) * sizeof(Value));
-    for (int i = 0; i < m->nglobals; i++) n->globals[i] = v_unbound();
-    return n;
-}
+ObjModule *module_copy_partial(ObjModule *m, CopyCtx *cc) { return module_shell(m, true, cc); }
 
 /* a module copied into a task: its globals copied deep (shared by memo) */
 static Value module_copy(Value v, CopyCtx *cc)

@@ -634,17 +634,10 @@ static Value dfn_call(VM *vm, Value gv, Args *a)
 {
     ObjGrad *g = AS_GRAD(gv);
     ObjFunc *f = AS_FUNC(g->f);
-    size_t base = vm->sp;
-    size_t need = (size_t)(f->p->nlocals > a->n ? f->p->nlocals : a->n) + 4;
-    if (base + need >= vm->cap) return vm_error(vm, a->site, "maximum recursion depth exceeded (value stack full)");
-    Value *slots = vm->stack + base;
+    size_t base;
     /* futures are passed on: the derivative's task chains on them like a qfn call */
-    for (int i = 0; i < a->n; i++) { incref(a->v[i]); slots[i] = a->v[i]; }
-    Value kwv[a->nkw ? a->nkw : 1];
-    for (int i = 0; i < a->nkw; i++) { incref(a->kw[i]); kwv[i] = a->kw[i]; }
-    Args kw = { 0, NULL, a->nkw, a->kwname, kwv, a->site, NULL };
-    vm->sp = base + need - 4;
-    if (!eval_bind_args(vm, f, slots, a->n, &kw, a->site)) { vm->sp = base; return v_exc(); }
+    Value *slots = eval_bind_frame(vm, f, a, &base);
+    if (!slots) return v_exc();
     Value r = async_dispatch(vm, f, slots, a->site, dfn_body, &g->s, sizeof g->s, kind_prefix[g->s.kind]);
     vm->sp = base;
     return r;

@@ -451,29 +451,6 @@ static Value track_unop(VM *vm, BinOp op, Value a, const Node *site)
 
 /* ---------------------------------------------------------------- math */
 
-static ArFunc func_of(MathFn fn)
-{
-    switch (fn) {
-    case M_ABS: return AR_ABS;
-    case M_SQRT: return AR_SQRT;
-    case M_SIN: return AR_SIN;
-    case M_COS: return AR_COS;
-    case M_TAN: return AR_TAN;
-    case M_ASIN: return AR_ASIN;
-    case M_ACOS: return AR_ACOS;
-    case M_ATAN: return AR_ATAN;
-    case M_EXP: return AR_EXP;
-    case M_LOG: return AR_LOG;
-    case M_LOG2: return AR_LOG2;
-    case M_LOG10: return AR_LOG10;
-    case M_FLOOR: return AR_FLOOR;
-    case M_CEIL: return AR_CEIL;
-    case M_ROUND: return AR_ROUND;
-    case M_NFUNCS: break;
-    }
-    qh_unreachable();
-}
-
 static Value track_math(VM *vm, MathFn fn, Value v, long arg, const Node *site)
 {
     if (!mine(vm, v, site)) return v_exc();
@@ -501,19 +478,19 @@ static Value track_math(VM *vm, MathFn fn, Value v, long arg, const Node *site)
         }
         case M_NFUNCS: default: qh_unreachable();
         }
-        return track_num(vm, r, ad_s1(tape(vm), TNUM(v)->n, ad_dmath(func_of(fn), x, r)), site);
+        return track_num(vm, r, ad_s1(tape(vm), TNUM(v)->n, ad_dmath(arr_math_func(fn), x, r)), site);
     }
     char err[AR_ERRLEN];
     const Array *a = TARR(v)->a;
     if (fn == M_FLOOR || fn == M_CEIL || fn == M_ROUND) {
-        Array *r = fn == M_ROUND ? ar_round(a, arg > 300 ? 300 : arg < -308 ? -308 : (int)arg, err) : ar_map(func_of(fn), a, err);
+        Array *r = fn == M_ROUND ? ar_round(a, arg > 300 ? 300 : arg < -308 ? -308 : (int)arg, err) : ar_map(arr_math_func(fn), a, err);
         return r ? arr_wrap(r) : vm_error(vm, site, "%s", err);
     }
-    Array *out = ar_map(func_of(fn), a, err), *d = out ? ar_copy(out, err) : NULL;
+    Array *out = ar_map(arr_math_func(fn), a, err), *d = out ? ar_copy(out, err) : NULL;
     if (!out || !d) { ar_free(out); return vm_error(vm, site, "%s", err); }
     double *dp = ar_f64(d);
     const double *x = ar_f64_ro(a), *y = ar_f64_ro(out);
-    for (size_t i = 0; i < ar_size(out); i++) dp[i] = ad_dmath(func_of(fn), x[i], y[i]);
+    for (size_t i = 0; i < ar_size(out); i++) dp[i] = ad_dmath(arr_math_func(fn), x[i], y[i]);
     AdNode n = ad_map(tape(vm), TARR(v)->n, d);
     ar_free(d);
     return track_arr(vm, out, n, site);

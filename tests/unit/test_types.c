@@ -249,6 +249,8 @@ START_TEST(slots_consistent)
         ck_assert_msg(!o->setindex || o->index, "%s: setindex without index", n);
         ck_assert_msg(!(o->flags & TF_INTERCEPT) || o->builtin, "%s: TF_INTERCEPT without builtin slot", n);
         ck_assert_msg(!o->builtin || (o->flags & TF_INTERCEPT), "%s: builtin slot without TF_INTERCEPT", n);
+        ck_assert_msg(!(o->flags & TF_LEAF) || (!o->traverse && !(o->flags & (TF_TRACK | TF_LAZY))),
+                      "%s: TF_LEAF holds no values", n);
     }
 }
 END_TEST
