@@ -713,6 +713,17 @@ static Value bi_gate(VM *vm, Args *a)
     for (int i = 0; i < gi->nparams; i++) {
         Value v = a->v[i];
         if (track_is_arr(v)) { decref(pv); return vm_error(vm, a->site, "%s: a differentiated array as a parameter (broadcasting) cannot be differentiated: call the function once per value", gi->name); }
+        if (v.t == T_LIST) {     /* a list of numbers broadcasts like an array of them */
+            ObjList *l = AS_LIST(v);
+            bool nums = l->len > 0;
+            for (size_t j = 0; j < l->len && nums; j++) nums = l->v[j].t == T_NUM || l->v[j].t == T_BOOL;
+            if (!nums) continue;      /* refused below as a parameter that is not a number */
+            if (l->len > 1000000) { decref(pv); return vm_error(vm, a->site, "%s: parameter %d: more than 1000000 broadcast values", gi->name, i + 1); }
+            int nb = (int)l->len;
+            if (p->nb && nb != p->nb) { decref(pv); return vm_error(vm, a->site, "%s: broadcast parameters of different sizes (%d and %d)", gi->name, p->nb, nb); }
+            p->nb = nb;
+            continue;
+        }
         if (v.t != T_ARRAY) continue;
         Array *ar = AS_ARR(v);
         if (ar_ndim(ar) != 1 || ar_is_complex(ar) || ar_size(ar) == 0 || ar_size(ar) > 1000000) {
@@ -730,9 +741,10 @@ static Value bi_gate(VM *vm, Args *a)
         for (int i = 0; i < gi->nparams; i++) {
             Value v = a->v[i];
             for (int m = 0; m < p->nb; m++) {
-                double d = v.t == T_ARRAY ? ar_item(AS_ARR(v), (size_t)m).re : v.t == T_NUM ? v.n : v.t == T_BOOL ? v.b : NAN;
+                Value e = v.t == T_LIST && (size_t)m < AS_LIST(v)->len ? AS_LIST(v)->v[m] : v;
+                double d = e.t == T_ARRAY ? ar_item(AS_ARR(e), (size_t)m).re : e.t == T_NUM ? e.n : e.t == T_BOOL ? e.b : NAN;
                 if (track_is(v)) { decref(pv); return vm_error(vm, a->site, "%s: a differentiated parameter beside a broadcast one cannot be differentiated", gi->name); }
-                if (v.t != T_ARRAY && v.t != T_NUM && v.t != T_BOOL) { decref(pv); return vm_error(vm, a->site, "%s: parameter %d must be a real number, not %s", gi->name, i + 1, type_name(v)); }
+                if (e.t != T_ARRAY && e.t != T_NUM && e.t != T_BOOL) { decref(pv); return vm_error(vm, a->site, "%s: parameter %d must be a real number, not %s", gi->name, i + 1, type_name(v)); }
                 if (!isfinite(d)) { decref(pv); return vm_error(vm, a->site, "%s: parameter %d is not finite (%g)", gi->name, i + 1, d); }
                 p->bcast[i * p->nb + m] = d;
             }
@@ -2383,16 +2395,25 @@ static cplx *reduced(VM *vm, QCtx *q, Args *a, const int *ws, int nw)
     return m;
 }
 
-static Value bi_density_matrix(VM *vm, Args *a)
+/* The reduced density matrix a builtin of the wires argument measures
+ * (density_matrix, purity): its wires checked, the measurement noted for
+ * a differentiated run (not differentiable) and for drawing (label). */
+static cplx *reduced_arg(VM *vm, Args *a, const char *label, int *nw)
 {
     QCtx *q = need_q(vm, a);
-    if (!q) return v_exc();
+    if (!q) return NULL;
     int ws[64];
-    int nw = rdm_wires(vm, q, a, ws);
-    if (nw < 0) return v_exc();
-    if (q->grec) qrec_nondiff(q->grec, "density_matrix", false);
-    if (q->rec) rec_meas(q, "DensityMatrix", ws, nw);
-    cplx *m = reduced(vm, q, a, ws, nw);
+    *nw = rdm_wires(vm, q, a, ws);
+    if (*nw < 0) return NULL;
+    if (q->grec) qrec_nondiff(q->grec, a->def->name, false);
+    if (q->rec) rec_meas(q, label, ws, *nw);
+    return reduced(vm, q, a, ws, *nw);
+}
+
+static Value bi_density_matrix(VM *vm, Args *a)
+{
+    int nw;
+    cplx *m = reduced_arg(vm, a, "DensityMatrix", &nw);
     if (!m) return v_exc();
     size_t d = (size_t)1 << nw, shape[2] = { d, d };
     char err[AR_ERRLEN];
@@ -2404,14 +2425,8 @@ static Value bi_density_matrix(VM *vm, Args *a)
 
 static Value bi_purity(VM *vm, Args *a)
 {
-    QCtx *q = need_q(vm, a);
-    if (!q) return v_exc();
-    int ws[64];
-    int nw = rdm_wires(vm, q, a, ws);
-    if (nw < 0) return v_exc();
-    if (q->grec) qrec_nondiff(q->grec, "purity", false);
-    if (q->rec) rec_meas(q, "Purity", ws, nw);
-    cplx *m = reduced(vm, q, a, ws, nw);
+    int nw;
+    cplx *m = reduced_arg(vm, a, "Purity", &nw);
     if (!m) return v_exc();
     double pu = dm_matrix_purity(m, nw);
     free(m);

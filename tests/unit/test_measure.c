@@ -537,7 +537,8 @@ START_TEST(test_broadcast)
         put(&b, "qfn f(x, y) on device(\"statevector\", wires=2) { RX(x, 0); RY(y, 1); CNOT(0, 1); IsingZZ(x, 0, 1); return [expval(PauliZ(1)), probs(0)] }\n"
                 "xs = array([0.1, -0.7, 2.5, 1.0])\nr = f(xs, 0.3)\n"
                 "s = \"\"\nt = \"\"\nfor i in range(4) { one = f(xs[i], 0.3); s = s + fmt(\" %%.17g %%.17g\", r[0][i], one[0]); t = t + fmt(\" %%.17g %%.17g\", r[1][i, 1], one[1][1]) }\n"
-                "print(\"pairs\", s)\nprint(\"probs\", t)\nprint(\"shape\", shape(r[1]))\n");
+                "print(\"pairs\", s)\nprint(\"probs\", t)\nprint(\"shape\", shape(r[1]))\n"
+                "print(\"list\", tolist(f([0.1, -0.7, 2.5, 1.0], 0.3)[0]) == tolist(r[0]))\n");
         run_ok("broadcast", prog, out);
         double pr[8], pp[8];
         numbers(out, "pairs", pr, 8, "broadcast");
@@ -547,6 +548,7 @@ START_TEST(test_broadcast)
             ck_assert_msg(pp[2 * i] == pp[2 * i + 1], "member %d probs: %.17g vs %.17g", i, pp[2 * i], pp[2 * i + 1]);
         }
         ck_assert_msg(strstr(out, "shape [4, 2]"), "%s", out);
+        ck_assert_msg(strstr(out, "list true"), "a list of numbers broadcasts as an array: %s", out);
     }
     g_sync = true;
 }
