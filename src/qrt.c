@@ -62,7 +62,8 @@ typedef struct ObjOp {
     AdNode pnode[3];    /* the tape nodes of tracked parameters (AD_NONE: a constant) */
     bool tracked;       /* some parameter is tracked */
     uint64_t ptape;     /* the evaluation whose tape pnode refers to */
-    double *bcast;      /* parameter broadcasting: nparams x nb values (param i, member b at [i * nb + b]), owned */
+    Value bsrc[3];      /* parameter broadcasting: parameter i's 1-d array or list of values, held
+                           (nil: op.params[i] for every member); read per member by op_stmt */
     int nb;             /* its batch size (0: none) */
     SvTerm *terms;      /* OPK_OBS: owned (blocks copied: sv_terms_dup) */
     uint64_t *idw;      /* OPK_OBS, per term: the wires an Identity factor names (never in x|z);
@@ -144,7 +145,7 @@ static void op_free(Obj *o)
 {
     ObjOp *p = (ObjOp *)o;
     free(p->matrix);
-    free(p->bcast);
+    for (int i = 0; i < 3; i++) decref(p->bsrc[i]);
     sv_terms_free(p->terms, p->nterms);
     free(p->idw);
     free(p->kraus);
@@ -172,10 +173,7 @@ static ObjOp *op_clone(const ObjOp *p)
         n->op.matrix = n->matrix;
     }
     if (p->terms) n->terms = sv_terms_dup(p->terms, p->nterms);
-    if (p->bcast) {
-        n->bcast = xmalloc((size_t)p->op.nparams * (size_t)p->nb * sizeof(double));
-        memcpy(n->bcast, p->bcast, (size_t)p->op.nparams * (size_t)p->nb * sizeof(double));
-    }
+    for (int i = 0; i < 3; i++) incref(n->bsrc[i]);
     if (p->idw) {
         n->idw = xmalloc((size_t)p->nterms * sizeof(uint64_t) + 1);
         memcpy(n->idw, p->idw, (size_t)p->nterms * sizeof(uint64_t));
@@ -231,11 +229,8 @@ static void op_repr(Buf *b, Value v, bool quoted)
         bool first = true;
         for (int i = 0; i < p->op.nparams; i++) {
             if (!first) buf_puts(b, ", ");
-            if (p->nb) {     /* broadcast: every parameter as the array of its values */
-                buf_puts(b, "array([");
-                for (int m = 0; m < p->nb; m++) { if (m) buf_puts(b, ", "); fmt_num(b, p->bcast[i * p->nb + m]); }
-                buf_puts(b, "])");
-            } else fmt_num(b, p->op.params[i]);
+            if (p->bsrc[i].t != T_NIL) value_repr(b, p->bsrc[i], false);     /* broadcast: its values */
+            else fmt_num(b, p->op.params[i]);
             first = false;
         }
         if (p->op.gate == SV_QUBITUNITARY) { if (!first) buf_puts(b, ", "); buf_puts(b, "<matrix>"); first = false; }
@@ -695,6 +690,24 @@ static int collect_wires(VM *vm, Value v, int *out, int max, const char *gate, c
 /* the gate of a gate builtin (looked up by name once, at start-up) */
 static const SvGateInfo *gate_of(const BuiltinDef *d);
 
+/* Parameter i of a broadcast gate for member m: its source's entry m, or
+ * the shared value. false when that entry is not a finite real number. */
+static bool bcast_param(const ObjOp *p, int i, int m, double *d)
+{
+    Value v = p->bsrc[i];
+    if (v.t == T_NIL) { *d = p->op.params[i]; return isfinite(*d); }
+    if (v.t == T_ARRAY) {
+        ArScalar sc = ar_item(AS_ARR(v), (size_t)m);
+        *d = sc.re;
+        return isfinite(sc.re);
+    }
+    qh_assert(v.t == T_LIST);
+    Value e = (size_t)m < AS_LIST(v)->len ? AS_LIST(v)->v[m] : v_nil();
+    if (e.t == T_BOOL) { *d = e.b; return true; }
+    *d = e.t == T_NUM ? e.n : NAN;
+    return isfinite(*d);
+}
+
 static Value bi_gate(VM *vm, Args *a)
 {
     const SvGateInfo *gi = gate_of(a->def);
@@ -714,10 +727,8 @@ static Value bi_gate(VM *vm, Args *a)
         Value v = a->v[i];
         if (track_is_arr(v)) { decref(pv); return vm_error(vm, a->site, "%s: a differentiated array as a parameter (broadcasting) cannot be differentiated: call the function once per value", gi->name); }
         if (v.t == T_LIST) {     /* a list of numbers broadcasts like an array of them */
-            ObjList *l = AS_LIST(v);
-            bool nums = l->len > 0;
-            for (size_t j = 0; j < l->len && nums; j++) nums = l->v[j].t == T_NUM || l->v[j].t == T_BOOL;
-            if (!nums) continue;      /* refused below as a parameter that is not a number */
+            ObjList *l = AS_LIST(v);      /* (its other entries are checked by the member that reads them) */
+            if (l->len == 0 || (l->v[0].t != T_NUM && l->v[0].t != T_BOOL)) continue;    /* refused below: not a number */
             if (l->len > 1000000) { decref(pv); return vm_error(vm, a->site, "%s: parameter %d: more than 1000000 broadcast values", gi->name, i + 1); }
             int nb = (int)l->len;
             if (p->nb && nb != p->nb) { decref(pv); return vm_error(vm, a->site, "%s: broadcast parameters of different sizes (%d and %d)", gi->name, p->nb, nb); }
@@ -736,19 +747,13 @@ static Value bi_gate(VM *vm, Args *a)
         if (p->nb && nb != p->nb) { decref(pv); return vm_error(vm, a->site, "%s: broadcast parameters of different sizes (%d and %d)", gi->name, p->nb, nb); }
         p->nb = nb;
     }
-    if (p->nb) {
-        p->bcast = xmalloc((size_t)gi->nparams * (size_t)p->nb * sizeof(double));
+    if (p->nb) {      /* the sources are held, not copied: a member reads its own entry (op_stmt) */
         for (int i = 0; i < gi->nparams; i++) {
             Value v = a->v[i];
-            for (int m = 0; m < p->nb; m++) {
-                Value e = v.t == T_LIST && (size_t)m < AS_LIST(v)->len ? AS_LIST(v)->v[m] : v;
-                double d = e.t == T_ARRAY ? ar_item(AS_ARR(e), (size_t)m).re : e.t == T_NUM ? e.n : e.t == T_BOOL ? e.b : NAN;
-                if (track_is(v)) { decref(pv); return vm_error(vm, a->site, "%s: a differentiated parameter beside a broadcast one cannot be differentiated", gi->name); }
-                if (e.t != T_ARRAY && e.t != T_NUM && e.t != T_BOOL) { decref(pv); return vm_error(vm, a->site, "%s: parameter %d must be a real number, not %s", gi->name, i + 1, type_name(v)); }
-                if (!isfinite(d)) { decref(pv); return vm_error(vm, a->site, "%s: parameter %d is not finite (%g)", gi->name, i + 1, d); }
-                p->bcast[i * p->nb + m] = d;
-            }
-            op->params[i] = p->bcast[i * p->nb];
+            if (track_is(v)) { decref(pv); return vm_error(vm, a->site, "%s: a differentiated parameter beside a broadcast one cannot be differentiated", gi->name); }
+            if (v.t == T_ARRAY || v.t == T_LIST) { incref(v); p->bsrc[i] = v; }
+            else if (v.t != T_NUM && v.t != T_BOOL) { decref(pv); return vm_error(vm, a->site, "%s: parameter %d must be a real number, not %s", gi->name, i + 1, type_name(v)); }
+            if (!bcast_param(p, i, 0, &op->params[i])) { decref(pv); return vm_error(vm, a->site, "%s: parameter %d is not a finite real number", gi->name, i + 1); }
         }
         pos = gi->nparams;
     }
@@ -1461,7 +1466,9 @@ static Value op_stmt(VM *vm, Value opv, const Node *site)
         if (!q->bsize) q->bsize = p->nb;
         else if (p->nb != q->bsize) return vm_error(vm, site, "%s: broadcast over %d values in a circuit broadcast over %d", name, p->nb, q->bsize);
         tmp = p->op;
-        for (int i = 0; i < tmp.nparams; i++) tmp.params[i] = p->bcast[i * p->nb + q->bidx];
+        for (int i = 0; i < tmp.nparams; i++)
+            if (!bcast_param(p, i, q->bidx, &tmp.params[i]))
+                return vm_error(vm, site, "%s: parameter %d of broadcast member %d is not a finite real number", name, i + 1, q->bidx);
         use = &tmp;
     }
     if (q->grec) {
