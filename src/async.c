@@ -451,20 +451,22 @@ static bool task_execute(TaskCtx *c, const atomic_int *cancel, void *task, Value
     tvm.mod = f->mod;
     Value *slots = tvm.stack;
     int nl = f->p->nlocals > c->nargs ? f->p->nlocals : c->nargs;
+    value_track_adopt(c->fn);           /* the copies made for this task join its thread's heap */
     for (int i = 0; i < c->nargs; i++) { slots[i] = c->args[i]; c->args[i] = v_nil(); value_track_adopt(slots[i]); }
     for (int i = c->nargs; i < nl; i++) slots[i] = v_unbound();
     tvm.sp = (size_t)nl;
     Value r = c->body(&tvm, f, slots, c->seed, c->index, NULL, c->arg);
     tvm.sp = 0;
     bool ok = !IS_EXC(r);
-    value_track_pause();                /* the result's copy is not the task's garbage */
     if (ok) {
+        bool tracked = value_track_pause();     /* the result's copy belongs to whoever reads it */
         CopyCtx cc;
         copy_init(&cc);
         cc.no_code = true;
         *result = value_copy_deep(r, &cc);
         const char *cerr = cc.error;
         copy_done(&cc);
+        value_track_resume(tracked);
         decref(r);
         if (cerr) {
             decref(*result);
@@ -552,6 +554,7 @@ static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const
 {
     TaskCtx *c = xcalloc(1, sizeof *c + (size_t)(f->p->nparams + 1) * sizeof(Value));
     c->in = vm->in;
+    bool tracked = value_track_pause();     /* the copies belong to the task's thread (value.h) */
     CopyCtx cc;
     copy_init(&cc);
     cc.user = deps;
@@ -576,6 +579,7 @@ static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const
     }
     copy_done(&cc);
     copy_move_modules(&c->mods, &cc);
+    value_track_resume(tracked);
     return c;
 }
 

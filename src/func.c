@@ -28,7 +28,7 @@ void func_free(Obj *o)
     if (f->up) { for (int i = 0; i < f->p->nupvals; i++) if (f->up[i]) decref(v_obj(&f->up[i]->h)); free(f->up); }
     decref(f->device);
     if (f->mod) decref(v_obj(&f->mod->h));
-    free(f);
+    obj_dealloc(o);                         /* a tracked kind: its header goes too */
 }
 
 void func_repr(Buf *b, Value v, bool quoted)
@@ -47,7 +47,7 @@ Value func_copy(Value v, CopyCtx *cc)
     n->p = f->p;
     n->device = v_nil();
     if (f->defaults) {
-        n->defaults = xmalloc((size_t)f->p->nparams * sizeof(Value));
+        n->defaults = xcalloc((size_t)f->p->nparams, sizeof(Value));   /* nil until copied */
         for (int i = 0; i < f->p->nparams; i++) n->defaults[i] = value_copy_deep(f->defaults[i], cc);
     }
     if (f->p->nupvals) {
@@ -102,7 +102,7 @@ static void module_free(Obj *o)
     ObjModule *m = (ObjModule *)o;
     for (int i = 0; i < m->nglobals; i++) decref(m->globals[i]);
     free(m->globals);
-    free(m);
+    obj_dealloc(o);
 }
 
 static void module_repr(Buf *b, Value v, bool quoted) { (void)quoted; buf_printf(b, "<module %s>", AS_MOD(v)->name); }

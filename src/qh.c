@@ -183,6 +183,7 @@ int qh_close(qh_State *Q, int status)
     free(roots);
     if (Q->main) decref(v_obj(&Q->main->h));
     module_free_all(in);
+    value_gc_collect(true);         /* cycles dropped since the last collection */
     if (Q->started) {
         vm_free(&Q->vm);
         vm_thread_cleanup();

@@ -2,6 +2,7 @@
  * and the per-kind operation table. Must not know the evaluator, parser or
  * executor: kinds owned by other rooms plug in through their TypeOps. */
 #include "value.h"
+#include "gc.h"
 #include "numfmt.h"
 #include "qh_assert.h"
 
@@ -57,95 +58,6 @@ ValType type_register_new(const TypeOps *ops)
     return (ValType)next_tag++;
 }
 
-/* ---- the containers a task made (see value_track_begin) ---- */
-static _Thread_local struct Track { Obj **slot; size_t cap, n; bool on; } track;
-#define TRACK_GONE ((Obj *)1)
-
-static size_t track_hash(const Obj *o) { return (size_t)(((uintptr_t)o >> 4) * 0x9e3779b97f4a7c15ULL); }
-
-static void track_add(Obj *o)
-{
-    if ((track.n + 1) * 2 > track.cap) {
-        size_t nc = track.cap ? track.cap * 2 : 1024;
-        Obj **ns = calloc(nc, sizeof(Obj *));
-        if (!ns) { fputs("qh: out of memory\n", stderr); abort(); }
-        size_t kept = 0;
-        for (size_t i = 0; i < track.cap; i++) {
-            Obj *x = track.slot[i];
-            if (!x || x == TRACK_GONE) continue;
-            size_t j = track_hash(x) & (nc - 1);
-            while (ns[j]) j = (j + 1) & (nc - 1);
-            ns[j] = x;
-            kept++;
-        }
-        free(track.slot);
-        track.slot = ns;
-        track.cap = nc;
-        track.n = kept;
-    }
-    size_t j = track_hash(o) & (track.cap - 1);
-    while (track.slot[j] && track.slot[j] != TRACK_GONE) j = (j + 1) & (track.cap - 1);
-    track.slot[j] = o;
-    track.n++;
-}
-
-static void track_remove(Obj *o)
-{
-    size_t j = track_hash(o) & (track.cap - 1);
-    while (track.slot[j]) {
-        if (track.slot[j] == o) { track.slot[j] = TRACK_GONE; return; }
-        j = (j + 1) & (track.cap - 1);
-    }
-}
-
-void value_track_begin(void) { track.on = true; }
-
-static bool track_has(const Obj *o)
-{
-    if (!track.cap) return false;
-    size_t j = track_hash(o) & (track.cap - 1);
-    while (track.slot[j]) {
-        if (track.slot[j] == o) return true;
-        j = (j + 1) & (track.cap - 1);
-    }
-    return false;
-}
-
-/* Containers made elsewhere for this task (its copied arguments) become
- * the task's to sweep. */
-static void adopt_visit(Value child, void *ud) { (void)ud; value_track_adopt(child); }
-void value_track_adopt(Value v)
-{
-    if (!track.on || !is_obj(v) || v.o->rc == OBJ_IMMORTAL) return;
-    if (v.t != T_LIST && v.t != T_DICT && v.t != T_CELL) return;
-    if (track_has(v.o)) return;
-    track_add(v.o);
-    value_traverse(v.o, adopt_visit, NULL);
-}
-bool value_track_pause(void) { bool was = track.on; track.on = false; return was; }
-void value_track_resume(bool was_on) { track.on = was_on; }
-
-void value_track_end(void)
-{
-    track.on = false;
-    Obj **all = NULL;
-    size_t n = 0;
-    if (track.cap) {
-        all = xmalloc(track.cap * sizeof(Obj *));
-        for (size_t i = 0; i < track.cap; i++)
-            if (track.slot[i] && track.slot[i] != TRACK_GONE) all[n++] = track.slot[i];
-    }
-    free(track.slot);
-    track.slot = NULL;
-    track.cap = track.n = 0;
-    /* everything left is unreachable garbage (cycles): keep each alive
-     * while all are emptied, then let them go */
-    for (size_t i = 0; i < n; i++) all[i]->rc++;
-    for (size_t i = 0; i < n; i++) value_clear(all[i]);
-    for (size_t i = 0; i < n; i++) decref(v_obj(all[i]));
-    free(all);
-}
-
 /* ---- small objects: per-thread free lists ----
  * Blocks of up to 136 bytes (16c + 8 for class c) freed by this room's kinds
  * wait on the freeing thread's list of their size for the next object of
@@ -198,12 +110,6 @@ static inline void *small_alloc_try(size_t size)
     small.n[c]--;
     return b;
 }
-static inline void *small_alloc(size_t size)
-{
-    void *p = small_alloc_try(size);
-    if (__builtin_expect(!p, 0)) qh_out_of_memory();
-    return p;
-}
 
 static inline void small_free(void *p, size_t size)
 {
@@ -223,17 +129,50 @@ static inline void small_free(void *p, size_t size)
 
 void value_thread_cleanup(void) { small_release(NULL); }
 
-Obj *obj_alloc(size_t size, ValType type)
+/* Kinds that can form cycles get the collector's header in front (gc.h). */
+static Obj *obj_alloc_part_try(size_t size, size_t zeroed, ValType type)
 {
-    Obj *o = small_alloc(size);
-    memset(o, 0, size);
+    size_t head = (value_flags[type] & TF_TRACK) ? GC_HEAD : 0;
+    char *p = small_alloc_try(head + size);
+    if (!p) return NULL;
+    Obj *o = (Obj *)(p + head);
+    if (zeroed) memset(o, 0, zeroed);
     o->rc = 1;
     o->type = (uint8_t)type;
-    if (track.on && (value_flags[type] & TF_TRACK)) track_add(o);
+    if (head) gc_track(o);
     return o;
 }
 
-void obj_make_immortal(Obj *o) { o->rc = OBJ_IMMORTAL; }
+Obj *obj_alloc_part(size_t size, size_t zeroed, ValType type)
+{
+    Obj *o = obj_alloc_part_try(size, zeroed, type);
+    if (__builtin_expect(!o, 0)) qh_out_of_memory();
+    return o;
+}
+
+Obj *obj_alloc(size_t size, ValType type) { return obj_alloc_part(size, size, type); }
+
+void obj_dealloc(Obj *o)
+{
+    if (!(value_flags[o->type] & TF_TRACK)) { free(o); return; }
+    gc_untrack(o);
+    free((char *)o - GC_HEAD);
+}
+
+/* this room's kinds: the block back to the small lists */
+static inline void dealloc_sized(Obj *o, size_t size)
+{
+    if (value_flags[o->type] & TF_TRACK) {
+        gc_untrack(o);
+        small_free((char *)o - GC_HEAD, GC_HEAD + size);
+    } else small_free(o, size);
+}
+
+void obj_make_immortal(Obj *o)
+{
+    o->rc = OBJ_IMMORTAL;
+    if (value_flags[o->type] & TF_TRACK) gc_untrack(o);   /* read by every thread, never collected */
+}
 
 /* Children whose count reaches zero while a parent is being freed wait
  * here, so freeing a million-deep nest of lists takes no deep recursion. */
@@ -278,7 +217,6 @@ void obj_free(Obj *o)
 /* Frees one object whose count reached zero, releasing what it holds. */
 static void free_one(Obj *o)
 {
-    if (track.cap) track_remove(o);
     size_t size;
     switch (o->type) {
     case T_STR: size = sizeof(ObjStr) + ((ObjStr *)o)->cap + 1; break;
@@ -307,11 +245,13 @@ static void free_one(Obj *o)
     case T_CELL: decref(((ObjCell *)o)->v); size = sizeof(ObjCell); break;
     default:
         if (value_types[o->type]->free) { value_types[o->type]->free(o); return; }
-        free(o);
+        obj_dealloc(o);
         return;
     }
-    small_free(o, size);
+    dealloc_sized(o, size);
 }
+
+bool obj_freeing(void) { return freeing != 0; }
 
 /* ---- children: traversal and clearing ---- */
 
@@ -512,12 +452,9 @@ ObjList *list_new_try(size_t cap)
 {
     /* one allocation: the header and room for cap elements (not zeroed) */
     if (cap > ((size_t)1 << 40)) return NULL;
-    ObjList *l = small_alloc_try(sizeof(ObjList) + cap * sizeof(Value));
+    ObjList *l = (ObjList *)obj_alloc_part_try(sizeof(ObjList) + cap * sizeof(Value), 0, T_LIST);
     if (!l) return NULL;
-    memset(l, 0, sizeof *l);
-    l->h.rc = 1;
-    l->h.type = T_LIST;
-    if (track.on) track_add(&l->h);
+    l->len = 0;
     l->cap = l->icap = cap;
     l->v = cap ? (Value *)(l + 1) : NULL;
     return l;

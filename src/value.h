@@ -137,7 +137,8 @@ static inline void decref(Value v)
 void value_thread_cleanup(void);
 /* Allocation of a zeroed object of the given size and type (count 1). */
 Obj *obj_alloc(size_t size, ValType type);
-/* Turns a freshly made object into an immortal one (for AST constants). */
+/* Turns a freshly made object into an immortal one (for AST constants; it
+ * is no longer collected). */
 void obj_make_immortal(Obj *o);
 
 /* strings */
@@ -314,15 +315,29 @@ void value_clear(Obj *o);
  * use), so that releasing the roots frees everything. */
 void value_break_cycles(const Value *roots, int nroots);
 
-/* Cycle sweeping for a task: between begin and end, containers made on
- * this thread are remembered; at end every one still alive is garbage
- * (the task's result was copied out first) and is emptied, which frees
- * reference cycles counting cannot. pause stops remembering new ones. */
-void value_track_begin(void);
-bool value_track_pause(void);           /* returns whether it was on */
+/* ---- cycle collection (gc.c) ----
+ * Kinds that can form cycles (TF_TRACK) are tracked by the collector:
+ * their objects carry a header in front (so a TF_TRACK kind's free slot
+ * must release the object with obj_dealloc, never free) and are linked
+ * into the heap of the thread that made them. Each thread collects its
+ * own heap only (CPython's trial deletion through the traverse and clear
+ * slots, two generations, run by allocation pressure): an object is
+ * counted, changed and freed only by the thread whose heap holds it.
+ * Values handed to another thread are deep copies made between
+ * value_track_pause and value_track_resume (untracked), and that thread
+ * links them into its heap with value_track_adopt. */
+Obj *obj_alloc_part(size_t size, size_t zeroed, ValType type);   /* only the first zeroed bytes zeroed */
+void obj_dealloc(Obj *o);               /* the memory of an object (a free slot's last step) */
+bool obj_freeing(void);                 /* objects wait to be freed on this thread now */
+void value_track_begin(void);           /* a task starts on this thread */
+bool value_track_pause(void);           /* objects made from now on are untracked; returns whether it was on */
 void value_track_resume(bool was_on);
-void value_track_end(void);
-void value_track_adopt(Value v);      /* containers made for the task elsewhere */
+void value_track_end(void);             /* a task ended: collect what it left in cycles */
+void value_track_adopt(Value v);        /* link the untracked objects reachable from v into this thread's heap */
+void value_gc_collect(bool full);       /* collect this thread's heap now */
+void value_gc_thread_end(void);         /* the thread ends: collect, untrack the rest */
+typedef struct ValueGcStats { unsigned long collections, freed; size_t tracked; } ValueGcStats;
+void value_gc_stats(ValueGcStats *out);
 
 /* Deep copy for moving values between threads. The memo keeps shared
  * structure shared and cycles finite. Futures met inside are handed to
