@@ -242,6 +242,7 @@ static Value module_import(VM *vm, const char *name, const Node *site)
         if (!src) { free(path); decref(key); return vm_error(vm, site, "import %s: %s", name, err); }
         bool ok = module_compile(in, src, LOAD_MODULE, NULL, NULL, in->err, &info);
         if (!info) source_free(src);
+        else if (!ok) free_info(info);      /* nothing refers to a parse that never ran */
         else remember(in, xstrdup(path), info, true);
         if (!ok) {
             free(path);
@@ -255,9 +256,15 @@ static Value module_import(VM *vm, const char *name, const Node *site)
     dict_set(in->modules, key, mv);         /* registered first: circular imports see it */
     bool ok = vm_run_module(vm, m);
     if (!ok) {
+        /* the module is dropped (the cycle collector frees it with the
+         * functions it made); its parse stays for the next try, so a retry
+         * loop parses it once (a parse is freed only at exit: functions
+         * made from it may still be alive) */
+        for (Preload *p = in->preloaded; p; p = p->next) if (p->info == info) p->taken = false;
         Value dummy;
         dict_del(in->modules, key, &dummy);
         decref(dummy);
+        decref(mv);                         /* this function's own reference */
         decref(key);
         vm_tb_push(vm, site);
         return v_exc();
