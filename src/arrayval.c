@@ -176,7 +176,8 @@ static bool to_ix(VM *vm, Value v, const Node *n, ArIndex *ix)
         return true;
     }
     if (v.t != T_NUM || v.n != floor(v.n) || !isfinite(v.n)) {
-        vm_error(vm, n, "array index must be an integer, not %s", v.t == T_NUM ? "a fraction" : type_name(v));
+        if (v.t == T_NUM) vm_error(vm, n, "array index must be an integer, got %g", v.n);
+        else vm_error(vm, n, "array index must be an integer, not %s", type_name(v));
         return false;
     }
     *ix = ar_ix(clamp_index(v.n));

@@ -388,6 +388,61 @@ static bool main_wait(VM *vm, ObjFuture *f, const Node *site)
     return st != FUT_PENDING && st != FUT_RUNNING;
 }
 
+/* A failed call's error where its value is needed. A failure that passes
+ * through several calls (a task needing the value of a failed one) keeps
+ * one line per hop, as a traceback: the cause stays the first line and
+ * each call it passed through adds a line "  via f() called at F:L (needed
+ * at F:L)", outermost first; past MAX_HOPS lines the middle ones are
+ * counted, not kept. On the main thread the outermost call heads the
+ * first line: "f() called at F:L failed: CAUSE". */
+#define MAX_HOPS 8
+static Value fail_chain(VM *vm, ObjFuture *f, const Node *site, const char *err)
+{
+    const char *where = f->src ? f->src->name : "?";
+    const char *nl = strchr(err, '\n');
+    int first = nl ? (int)(nl - err) : (int)strlen(err);
+    if (!vm->is_task)
+        return vm_error(vm, site, "%s%s() called at %s:%d failed: %.*s%s", f->prefix, f->name, where, f->line,
+                        first, err, nl ? nl : "");
+    /* the hop lines: this one, then the earlier ones (an elision line among them counts its hops) */
+    const char *lines[MAX_HOPS + 2];
+    int lens[MAX_HOPS + 2], n = 0, elided = 0, tail = -1;
+    char hop[256];
+    const Source *here = vm_source(vm);
+    snprintf(hop, sizeof hop, "  via %s%s() called at %s:%d (needed at %s:%d)", f->prefix, f->name, where, f->line,
+             here ? here->name : "?", site ? site->line : vm->cur_line);
+    lines[n] = hop; lens[n++] = (int)strlen(hop);
+    for (const char *p = nl; p; ) {
+        const char *s = p + 1, *e = strchr(s, '\n');
+        int len = e ? (int)(e - s) : (int)strlen(s);
+        int k;
+        if (sscanf(s, "  ... (%d more)", &k) == 1) { elided += k; tail = n; }
+        else if (n < MAX_HOPS + 1) { lines[n] = s; lens[n++] = len; }
+        else elided++;
+        p = e;
+    }
+    /* too many: drop hops before the innermost (or before the kept tail) */
+    while (n > MAX_HOPS - 1) {
+        int drop = tail >= 0 ? tail - 1 : n - 2;
+        if (drop < 1) break;
+        for (int i = drop; i + 1 < n; i++) { lines[i] = lines[i + 1]; lens[i] = lens[i + 1]; }
+        n--;
+        elided++;
+        tail = drop;
+    }
+    Buf b;
+    buf_init(&b);
+    buf_printf(&b, "%.*s", first, err);
+    for (int i = 0; i < n; i++) {
+        if (i == tail && elided) buf_printf(&b, "\n  ... (%d more)", elided);
+        buf_printf(&b, "\n%.*s", lens[i], lines[i]);
+    }
+    vm_error(vm, site, "%s", b.failed ? err : b.p);
+    buf_free(&b);
+    vm->err.chained = true;
+    return v_exc();
+}
+
 /* the force slot: the value, waiting for the call (or running it) */
 static Value future_force(VM *vm, Value v, const Node *site)
 {
@@ -416,8 +471,7 @@ static Value future_force(VM *vm, Value v, const Node *site)
     if (((vm->watch_interrupt && atomic_load(&in->interrupt)) || atomic_load(&in->sigint)))
         return vm_interrupted(vm, site);
     const char *err = fut_error(f->fut);
-    return vm_error(vm, site, "%s%s() called at %s:%d failed: %s", f->prefix, f->name,
-                    f->src ? f->src->name : "?", f->line, err ? err : "failed");
+    return fail_chain(vm, f, site, err ? err : "failed");
 }
 
 /* ---------------------------------------------------------------- running a task */
@@ -475,7 +529,8 @@ static bool task_execute(TaskCtx *c, const atomic_int *cancel, void *task, Value
         }
     } else {
         VMError *e = &tvm.err;
-        if (e->src && e->line > 0) snprintf(err, errlen, "%s (%s:%d)", e->msg, e->src->name, e->line);
+        if (e->chained) snprintf(err, errlen, "%s", e->msg);        /* its hop line says where */
+        else if (e->src && e->line > 0) snprintf(err, errlen, "%s (%s:%d)", e->msg, e->src->name, e->line);
         else snprintf(err, errlen, "%s", e->msg);
     }
     vm_free(&tvm);

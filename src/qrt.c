@@ -655,7 +655,8 @@ static Value bi_device(VM *vm, Args *a)
 static bool wire_value(VM *vm, Value v, int *w, const char *gate, const Node *site)
 {
     if (v.t != T_NUM || v.n != floor(v.n) || !isfinite(v.n)) {
-        vm_error(vm, site, "%s: wires must be integers, not %s", gate, v.t == T_NUM ? "a fraction" : type_name(v));
+        if (v.t == T_NUM) vm_error(vm, site, "%s: wires must be integers, got %g", gate, v.n);
+        else vm_error(vm, site, "%s: wires must be integers, not %s", gate, type_name(v));
         return false;
     }
     if (v.n < 0 || v.n >= 64) { vm_error(vm, site, "%s: wire %g out of range", gate, v.n); return false; }
@@ -1564,7 +1565,7 @@ Value qrt_apply_circuit_op(VM *vm, const QasmOp *o, const Node *site)
         } else {
             r = q->dm ? dm_measure(q->dm, w, o->kind == QASM_RESET, &q->rng, err, sizeof err)
                       : sv_measure(q->s, w, o->kind == QASM_RESET, &q->rng, err, sizeof err);
-            if (r < 0) return vm_error(vm, site, "measure: %s", err);
+            if (r < 0) return vm_error_from(vm, site, "measure", err);
         }
         if (q->grec) qrec_nondiff(q->grec, "measure", true);
         if (q->rec) {
@@ -1767,7 +1768,7 @@ static Value unitary_of(VM *vm, const QasmCircuit *c, int n, const char *who, co
             if (c->ops[i].kind == QASM_GPHASE) { ph *= cexp(I * c->ops[i].params[0]); continue; }
             SvOp op;
             svop_of(&c->ops[i], &op);
-            if (sv_apply(&s, &op, e2, sizeof e2) != 0) { sv_free(&s); ar_free(m); return vm_error(vm, site, "%s: %s", who, e2); }
+            if (sv_apply(&s, &op, e2, sizeof e2) != 0) { sv_free(&s); ar_free(m); return vm_error_from(vm, site, who, e2); }
         }
         for (size_t row = 0; row < d; row++) out[row * d + col] = ph * s.amp[row];
     }
@@ -2147,11 +2148,11 @@ static Value bi_probs(VM *vm, Args *a)
     double *out = ar_f64(r);
     char e2[256];
     if (q->dm) {
-        if (dm_probs(q->dm, ws, nw, out, e2, sizeof e2) != 0) { ar_free(r); return vm_error(vm, a->site, "%s", e2); }
+        if (dm_probs(q->dm, ws, nw, out, e2, sizeof e2) != 0) { ar_free(r); return vm_error_from(vm, a->site, "probs()", e2); }
         if (q->shots) dm_probs_shots(q->dm, ws, nw, (size_t)q->shots, &q->rng, out);
         return q->grec ? qrec_probs(vm, q->grec, ws, nw, q->nq, r, a->site) : arr_wrap(r);
     }
-    if (sv_probs(q->s, ws, nw, out, e2, sizeof e2) != 0) { ar_free(r); return vm_error(vm, a->site, "probs(): %s", e2); }
+    if (sv_probs(q->s, ws, nw, out, e2, sizeof e2) != 0) { ar_free(r); return vm_error_from(vm, a->site, "probs()", e2); }
     if (q->shots) sv_probs_shots(q->s, ws, nw, (size_t)q->shots, &q->rng, out);
     return q->grec ? qrec_probs(vm, q->grec, ws, nw, q->nq, r, a->site) : arr_wrap(r);
 }
@@ -2334,7 +2335,7 @@ static Value bi_measure(VM *vm, Args *a)
     int r;
     if (post < 0) {
         r = q->dm ? dm_measure(q->dm, w, reset, &q->rng, err, sizeof err) : sv_measure(q->s, w, reset, &q->rng, err, sizeof err);
-        if (r < 0) return vm_error(vm, a->site, "measure: %s", err);
+        if (r < 0) return vm_error_from(vm, a->site, "measure", err);
     } else {
         double prob = 0;
         int rc;
@@ -2348,7 +2349,7 @@ static Value bi_measure(VM *vm, Args *a)
             rc = sv_measure_post(q->s, w, post, reset, &prob, err, sizeof err);
             if (rc != 0 && !(prob > 0)) rc = 0;          /* probability 0: see below */
         }
-        if (rc != 0) return vm_error(vm, a->site, "measure: %s", err);
+        if (rc != 0) return vm_error_from(vm, a->site, "measure", err);
         if (!(prob > 0)) poison_state(q);
         else if (q->shots) {     /* the shots that saw the outcome are kept */
             double pp[2] = { prob, 1 - prob };
@@ -2398,7 +2399,7 @@ static cplx *reduced(VM *vm, QCtx *q, Args *a, const int *ws, int nw)
     char err[256];
     if (!m) { vm_error(vm, a->site, "%s(): out of memory", a->def->name); return NULL; }
     int rc = q->dm ? dm_reduced(q->dm, ws, nw, m, err, sizeof err) : sv_density_matrix(q->s, ws, nw, m, err, sizeof err);
-    if (rc != 0) { free(m); vm_error(vm, a->site, "%s(): %s", a->def->name, err); return NULL; }
+    if (rc != 0) { free(m); char who[80]; snprintf(who, sizeof who, "%s()", a->def->name); vm_error_from(vm, a->site, who, err); return NULL; }
     return m;
 }
 

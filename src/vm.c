@@ -144,8 +144,21 @@ Value vm_error(VM *vm, const Node *n, const char *fmt, ...)
     e->ntb = 0;
     e->dropped = 0;
     e->interrupted = false;
+    e->chained = false;
     e->tb[e->ntb++] = (TraceEnt){ e->src, e->line, cur_fn_name(vm) };
     return v_exc();
+}
+
+Value vm_error_from(VM *vm, const Node *n, const char *who, const char *err)
+{
+    size_t k = strlen(who);
+    if (k > 2 && who[k - 2] == '(' && who[k - 1] == ')') k -= 2;     /* "probs()" names "probs" */
+    if (strncmp(err, who, k) == 0) {
+        const char *r = err + k;
+        if (r[0] == '(' && r[1] == ')') r += 2;
+        if (r[0] == ':') { r++; while (*r == ' ') r++; err = r; }
+    }
+    return vm_error(vm, n, "%s: %s", who, err);
 }
 
 Value vm_oom(VM *vm, const Node *n) { return vm_error(vm, n, "out of memory"); }

@@ -49,6 +49,7 @@ typedef struct VMError {
     TraceEnt tb[64];
     int ntb, dropped;
     bool interrupted;   /* Ctrl-C: not catchable */
+    bool chained;       /* a failed future's error: its hop line says where (async.c) */
 } VMError;
 
 struct LoopCtx;
@@ -169,6 +170,10 @@ void vm_thread_cleanup(void);
 /* Records a runtime error at node n (or the current statement when NULL);
  * returns v_exc() for convenience. */
 Value vm_error(VM *vm, const Node *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* "WHO: ERR" at n for an error message ERR from a lower room, which may
+ * already name the operation ("measure: wire 5 out of range"): the name is
+ * then not repeated. WHO is "measure" or "probs()". */
+Value vm_error_from(VM *vm, const Node *n, const char *who, const char *err);
 /* "out of memory" at n: a located, catchable error where the program
  * chose the size of what could not be allocated. */
 Value vm_oom(VM *vm, const Node *n);
