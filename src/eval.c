@@ -33,7 +33,8 @@
 #define EVAL(vm, n) ((n)->run.ev((vm), (n)))
 #define EXEC(vm, s) ((s)->run.ex((vm), (s)))
 
-static void prepare(Node *n);
+static void prepare_at(Node *n, int depth);
+static inline void prepare(Node *n) { prepare_at(n, 0); }
 static ExecStatus block(VM *vm, Node *b);
 static Value ev_call(VM *vm, Node *n);
 static bool store(VM *vm, Node *t, Value v);
@@ -711,7 +712,8 @@ static bool range_args(VM *vm, Node *it, double *start, double *stop, double *st
         Value v = eval_forced(vm, it->u.call.args[i]);
         if (IS_EXC(v)) return false;
         if (v.t != T_NUM || v.n != floor(v.n)) {
-            vm_error(vm, it->u.call.args[i], "range() arguments must be integers, not %s", v.t == T_NUM ? "a fraction" : type_name(v));
+            if (v.t == T_NUM) vm_error(vm, it->u.call.args[i], "range() argument must be an integer, got %g", v.n);
+            else vm_error(vm, it->u.call.args[i], "range() argument must be an integer, not %s", type_name(v));
             decref(v);
             return false;
         }
@@ -1562,6 +1564,7 @@ static ExecStatus ex_block(VM *vm, Node *s) { return block(vm, s); }
 /* ---------------------------------------------------------------- prepare */
 
 static void prepare_list(Node **v, int n) { for (int i = 0; i < n; i++) prepare(v[i]); }
+static void prepare_list_at(int depth, Node **v, int n) { for (int i = 0; i < n; i++) prepare_at(v[i], depth); }
 
 static void prepare_fn(FnProto *f)
 {
@@ -1604,10 +1607,47 @@ static EvalFn binop_handler(BinOp op, unsigned sa, unsigned sb)
     qh_unreachable();
 }
 
-/* Chooses the handler of n (and of everything under it) from its kind and
- * shape. Idempotent. */
-static void prepare(Node *n)
+/* Expression depth. Only calls check the C stack (check_stack), but one
+ * expression can nest 20,000 operators deep (parse.c's chains) and would
+ * overflow the stack where a deep recursion left less than that: every
+ * DEEP_EVERY-th level of an expression below its statement runs through
+ * ev_deep, which checks the stack like a call and then runs the kind's
+ * general handler. Ordinary expressions are never that deep: no cost. */
+#define DEEP_EVERY 64
+
+/* the general handler of an expression kind that evaluates children; NULL
+ * for leaves (nothing below them) */
+static EvalFn deep_handler(const Node *n)
 {
+    switch ((NodeKind)n->kind) {
+    case N_BINARY: return binop_handler((BinOp)n->op, OPD_A(n), OPD_B(n));
+    case N_AND: case N_OR: return ev_andor;
+    case N_UNARY: return ev_unary;
+    case N_NOT: return ev_not;
+    case N_CALL: return ev_call;
+    case N_INDEX: return ev_index;
+    case N_MEMBER: return ev_member;
+    case N_COND: return ev_cond;
+    case N_LIST: return ev_list;
+    case N_DICT: return ev_dict;
+    case N_LISTCOMP: case N_DICTCOMP: return ev_comp;
+    default: return NULL;
+    }
+}
+
+static inline size_t stack_used(const VM *vm);
+static Value ev_deep(VM *vm, Node *n)
+{
+    if (stack_used(vm) > vm->stack_limit)
+        return vm_error(vm, n, "maximum recursion depth exceeded (an expression nested too deeply, %d calls deep)", vm->depth);
+    return deep_handler(n)(vm, n);
+}
+
+/* Chooses the handler of n (and of everything under it) from its kind and
+ * shape; depth is n's distance from its statement (see ev_deep). Idempotent. */
+static void prepare_node(Node *n, int depth)
+{
+#define SUB(x) prepare_at((x), depth + 1)
     if (!n) return;
     switch ((NodeKind)n->kind) {
     case N_NUM: n->run.ev = ev_num; return;
@@ -1622,33 +1662,33 @@ static void prepare(Node *n)
     case N_GLOBAL: n->run.ev = ev_global; return;
     case N_BUILTIN: n->run.ev = ev_builtin; return;
     case N_SELF: n->run.ev = ev_self; return;
-    case N_LIST: prepare_list(n->u.list.items, n->u.list.n); n->run.ev = ev_list; return;
+    case N_LIST: prepare_list_at(depth + 1, n->u.list.items, n->u.list.n); n->run.ev = ev_list; return;
     case N_DICT:
-        prepare_list(n->u.dict.keys, n->u.dict.n);
-        prepare_list(n->u.dict.vals, n->u.dict.n);
+        prepare_list_at(depth + 1, n->u.dict.keys, n->u.dict.n);
+        prepare_list_at(depth + 1, n->u.dict.vals, n->u.dict.n);
         n->run.ev = ev_dict;
         return;
-    case N_UNARY: prepare(n->u.bin.a); n->run.ev = ev_unary; return;
-    case N_NOT: prepare(n->u.bin.a); n->run.ev = ev_not; return;
-    case N_AND: case N_OR: prepare(n->u.bin.a); prepare(n->u.bin.b); n->run.ev = ev_andor; return;
+    case N_UNARY: SUB(n->u.bin.a); n->run.ev = ev_unary; return;
+    case N_NOT: SUB(n->u.bin.a); n->run.ev = ev_not; return;
+    case N_AND: case N_OR: SUB(n->u.bin.a); SUB(n->u.bin.b); n->run.ev = ev_andor; return;
     case N_BINARY:
-        prepare(n->u.bin.a);
-        prepare(n->u.bin.b);
+        SUB(n->u.bin.a);
+        SUB(n->u.bin.b);
         n->flag = (uint8_t)(operand_shape(n->u.bin.a) | operand_shape(n->u.bin.b) << 2);
         n->run.ev = binop_handler((BinOp)n->op, OPD_A(n), OPD_B(n));
         return;
     case N_CALL:
-        prepare(n->u.call.fn);
-        prepare_list(n->u.call.args, n->u.call.nargs);
-        for (int i = 0; i < n->u.call.nkw; i++) prepare(n->u.call.kw[i].value);
+        SUB(n->u.call.fn);
+        prepare_list_at(depth + 1, n->u.call.args, n->u.call.nargs);
+        for (int i = 0; i < n->u.call.nkw; i++) SUB(n->u.call.kw[i].value);
         n->run.ev = ev_call;
         return;
     case N_INDEX:
-        prepare(n->u.index.obj);
+        SUB(n->u.index.obj);
         for (int i = 0; i < n->u.index.nidx; i++) {
             Node *s = n->u.index.idx[i];
-            if (s->kind == N_SLICE) { prepare(s->u.slice.lo); prepare(s->u.slice.hi); prepare(s->u.slice.step); }
-            prepare(s);
+            if (s->kind == N_SLICE) { SUB(s->u.slice.lo); SUB(s->u.slice.hi); SUB(s->u.slice.step); }
+            SUB(s);
         }
         if (n->u.index.nidx == 1 && n->u.index.idx[0]->kind != N_SLICE) {
             unsigned so = operand_shape(n->u.index.obj);
@@ -1666,21 +1706,21 @@ static void prepare(Node *n)
         }
         return;
     case N_SLICE: n->run.ev = ev_slice; return;
-    case N_MEMBER: prepare(n->u.member.obj); n->run.ev = ev_member; return;
+    case N_MEMBER: SUB(n->u.member.obj); n->run.ev = ev_member; return;
     case N_FNEXPR: prepare_fn(n->u.fn); n->run.ev = ev_fnexpr; return;
     case N_COND:
-        prepare(n->u.ifs.cond); prepare(n->u.ifs.then); prepare(n->u.ifs.els);
+        SUB(n->u.ifs.cond); SUB(n->u.ifs.then); SUB(n->u.ifs.els);
         n->run.ev = ev_cond;
         return;
     case N_LISTCOMP: case N_DICTCOMP:
         for (int i = 0; i < n->u.comp.nclauses; i++) {
             CompClause *c = &n->u.comp.clauses[i];
-            prepare_list(c->vars, c->nvars);
-            prepare(c->iter);
-            prepare_list(c->conds, c->nconds);
+            prepare_list_at(depth + 1, c->vars, c->nvars);
+            SUB(c->iter);
+            prepare_list_at(depth + 1, c->conds, c->nconds);
         }
-        prepare(n->u.comp.key);
-        prepare(n->u.comp.elt);
+        SUB(n->u.comp.key);
+        SUB(n->u.comp.elt);
         n->run.ev = ev_comp;
         return;
     /* statements */
@@ -1737,7 +1777,18 @@ static void prepare(Node *n)
     case N_NAME: return;        /* unresolved: never run (an error stopped the pipeline) */
     case N_NKINDS: break;
     }
+#undef SUB
     qh_unreachable();
+}
+
+static void prepare_at(Node *n, int depth)
+{
+    if (!n) return;
+    prepare_node(n, depth);
+    if (depth >= DEEP_EVERY && depth % DEEP_EVERY == 0) {
+        EvalFn h = deep_handler(n);
+        if (h) n->run.ev = ev_deep;
+    }
 }
 
 /* Prepares a module's code once, on the main thread before it runs: the
@@ -1752,10 +1803,16 @@ static void prepare_module(ModInfo *m)
 
 /* ---------------------------------------------------------------- frames */
 
-static bool check_stack(VM *vm, const Node *site)
+/* bytes of this thread's C stack in use below the VM's base */
+static inline size_t stack_used(const VM *vm)
 {
     char here;
-    size_t used = (size_t)(vm->stack_base > &here ? vm->stack_base - &here : &here - vm->stack_base);
+    return (size_t)(vm->stack_base > &here ? vm->stack_base - &here : &here - vm->stack_base);
+}
+
+static bool check_stack(VM *vm, const Node *site)
+{
+    size_t used = stack_used(vm);
     if (vm->depth >= vm->max_depth || used > vm->stack_limit) {
         vm_error(vm, site, "maximum recursion depth exceeded (%d calls deep)", vm->depth);
         return false;

@@ -10,6 +10,8 @@
 #   - a directory (or closed descriptor) on standard input is an error
 #   - every option and environment value is checked by the same rules
 #   - qh -i on a pipe reads lines without readline and ends at the end
+#   - an expression 20,000 operators deep inside a recursion runs or stops
+#     with "maximum recursion depth exceeded", never crashes
 # Usage: edges.sh PATH/TO/qh [CASE-PATTERN]
 set -u
 qh=${1:?usage: edges.sh PATH/TO/qh [CASE-PATTERN]}
@@ -154,6 +156,24 @@ if want repl-pipe; then
   printf 'print(1)' | timeout 20 "$qh" -i >out 2>err; expect "repl last line without newline" 0 $? 1 -
   printf 'fn f() {\n' | timeout 20 "$qh" -i >out 2>err; expect "repl ends inside a block" 0 $? "" -
   timeout 20 "$qh" -i </dev/null >out 2>err; expect "repl at once at end" 0 $? "" -
+fi
+
+# Deep expressions inside recursion (the guard at calls alone lets each level's
+# expression run past the stack): runs, or "maximum recursion depth exceeded".
+if want deep; then
+  # chain K OP FIRST LEAF: FIRST OP LEAF OP LEAF ... (K operands; FIRST is the deepest)
+  chain() { local k=$1 op=$2 first=$3 leaf=$4 i; printf '%s' "$first"; for ((i = 1; i < k; i++)); do printf ' %s %s' "$op" "$leaf"; done; }
+  { printf 'fn f(n) { if n == 0 { return 0 }; x = '; chain 20000 + n n; printf '; return f(n - 1) + 1 }\nprint(f(5))\n'; } >deep1.qh
+  timeout 120 "$qh" deep1.qh >out 2>err; expect "20,000 operators in a recursion 5 deep" 0 $? "5" EMPTY
+  # the recursive call at the bottom of each level's 20,000-deep expression
+  { printf 'fn f(n) { if n == 0 { return 0 }; return '; chain 20000 + 'f(n - 1)' n; printf ' }\nprint(f(3))\nprint(f(100000))\n'; } >deep2.qh
+  for mode in "" --sync; do
+    timeout 120 "$qh" $mode deep2.qh >out 2>err; expect "recursion inside deep expressions $mode" 1 $? "-" "maximum recursion depth exceeded"
+  done
+  { printf 'fn f(n) { if n == 0 { return true }; return '; chain 20000 and 'f(n - 1)' true; printf ' }\ntry { print(f(100000)) } catch e { print("caught") }\nprint("after")\n'; } >deep3.qh
+  timeout 120 "$qh" deep3.qh >out 2>err; expect "deep and-chains, caught" 0 $? "$(printf 'caught\nafter')" -
+  { printf 'xs = [[1]]\nfn f(n) { if n == 0 { return xs }; return f(n - 1)'; for ((i = 0; i < 19990; i++)); do printf "[0]"; done; printf ' }\nprint(f(100000))\n'; } >deep4.qh
+  timeout 120 "$qh" deep4.qh >out 2>err; expect "deep subscripts in recursion" 1 $? "-" "maximum recursion depth exceeded"
 fi
 
 echo "edges: $pass passed, $fail failed"
