@@ -13,4 +13,4 @@ if [ ! -f "$dir/build.ninja" ]; then
     -Dc_args=-fsanitize=fuzzer-no-link >"$dir.setup.log" 2>&1 \
     || { cat "$dir.setup.log" >&2; exit 1; }
 fi
-ninja -C "$dir" tests/fuzz/fuzz_parse tests/fuzz/fuzz_run
+ninja -C "$dir" tests/fuzz/fuzz_parse tests/fuzz/fuzz_run tests/fuzz/fuzz_gen

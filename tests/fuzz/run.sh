@@ -2,7 +2,7 @@
 # Runs the libFuzzer targets for a bounded time each.
 # Usage: tests/fuzz/run.sh [BUILD_DIR] [TARGET...]
 #   BUILD_DIR     a directory made by tests/fuzz/build.sh (default: build-fuzz)
-#   TARGET        fuzz_parse and/or fuzz_run (default: both)
+#   TARGET        fuzz_parse, fuzz_run, fuzz_gen (default: all three)
 #   FUZZ_SECONDS  seconds per target (default 60)
 #   FUZZ_JOBS     fork-mode jobs for fuzz_run (default 1)
 # The corpus of each target lives in tests/fuzz/corpus-TARGET/ (ignored by
@@ -17,7 +17,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${1:-$root/build-fuzz}
 dir=$(cd "$dir" && pwd)
 shift || true
-targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(fuzz_parse fuzz_run)
+targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(fuzz_parse fuzz_run fuzz_gen)
 secs=${FUZZ_SECONDS:-60}
 jobs=${FUZZ_JOBS:-1}
 
@@ -49,6 +49,7 @@ for t in "${targets[@]}"; do
   case "$t" in
     fuzz_parse) opts+=(-max_len=8192) ;;
     fuzz_run)   opts+=(-max_len=2048 -fork="$jobs" -ignore_timeouts=1 -ignore_ooms=1) ;;
+    fuzz_gen)   opts+=(-max_len=256 -fork="$jobs" -ignore_timeouts=1 -ignore_ooms=1) ;;
   esac
   touch "$art/.start"
   start=$(date +%s)
