@@ -460,7 +460,13 @@ static Value future_force(VM *vm, Value v, const Node *site)
         CopyCtx cc;
         copy_init(&cc);
         Value out = fut_value_copy(f->fut, &cc);
+        const char *cerr = cc.error;
         copy_done(&cc);
+        if (cerr) {                             /* out of memory for the copy: nothing cached, a later use tries again */
+            decref(out);
+            return vm_error(vm, site, "%s%s() called at %s:%d: cannot copy its result: %s", f->prefix, f->name,
+                            f->src ? f->src->name : "?", f->line, cerr);
+        }
         f->cached = out;
         f->resolved = true;
         incref(out);

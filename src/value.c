@@ -963,7 +963,8 @@ Value value_copy_deep(Value v, CopyCtx *cc)
     switch (v.t) {
     case T_STR: {
         ObjStr *s = AS_STR(v);
-        ObjStr *n = str_alloc(s->len);
+        ObjStr *n = str_alloc_try(s->len);
+        if (!n) { cc->error = "a string (out of memory)"; return v_nil(); }
         memcpy(n->s, s->s, s->len);
         n->hash = s->hash; n->ascii = s->ascii; n->nchars = s->ascii ? (int32_t)s->len : -1;
         n->s[n->len] = 0;
@@ -972,7 +973,8 @@ Value value_copy_deep(Value v, CopyCtx *cc)
     }
     case T_COMPLEX: return v_complex(AS_CPLX(v)->re, AS_CPLX(v)->im);
     case T_LIST: {
-        ObjList *l = AS_LIST(v), *n = list_new(l->len);
+        ObjList *l = AS_LIST(v), *n = list_new_try(l->len);
+        if (!n) { cc->error = "a list (out of memory)"; return v_nil(); }
         copy_memo_put(cc, l, n);
         cc->depth++;
         for (size_t i = 0; i < l->len; i++) n->v[n->len++] = value_copy_deep(l->v[i], cc);
