@@ -8,11 +8,15 @@
 #   2. Failing imports: peak RSS of 1,000, 10,000 and 30,000 imports of a
 #      module whose code raises (300 functions, then error()), each caught,
 #      against 1,000. Bar: flat within 5 MB.
+#   3. Fuzzing: executions per libFuzzer target (fuzz_parse, fuzz_run,
+#      fuzz_gen) in FUZZ_SECONDS each (default 60; 0 skips), crashes found.
+#      Needs clang; builds build-fuzz with tests/fuzz/build.sh if missing.
 #
 # Usage: tests/bench/reliability.sh [PATH/TO/qh]     (default build/src/qh)
 # Peak RSS is GNU time's %M (KiB) of the whole process; each figure is the
 # best of RUNS (default 3) runs.
 set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
 qh=${1:-build/src/qh}
 qh=$(cd "$(dirname "$qh")" && pwd)/$(basename "$qh")
 runs=${RUNS:-3}
@@ -97,3 +101,22 @@ for n in 1000 10000 30000; do
   ok=$([ "$d" -le 5120 ] && echo ok || echo MISSED)
   echo "| $n | $m | $d | $ok |"
 done
+
+fuzz_secs=${FUZZ_SECONDS:-60}
+echo
+echo "## fuzzing: executions per target in ${fuzz_secs}s each (tests/fuzz/run.sh)"
+echo
+if [ "$fuzz_secs" = 0 ]; then echo "skipped (FUZZ_SECONDS=0)"
+elif ! command -v clang >/dev/null; then echo "skipped: no clang"
+else
+  fdir=${FUZZ_BUILD:-$root/build-fuzz}
+  if [ ! -x "$fdir/tests/fuzz/fuzz_gen" ] || [ ! -x "$fdir/tests/fuzz/fuzz_run" ]; then
+    bash "$root/tests/fuzz/build.sh" "$fdir" >"$tmp/fuzz-build.log" 2>&1 || { echo "fuzz build failed:"; tail -20 "$tmp/fuzz-build.log"; exit 1; }
+  fi
+  echo "| target | result |"
+  echo "|---|---|"
+  for t in fuzz_parse fuzz_run fuzz_gen; do
+    line=$(FUZZ_SECONDS=$fuzz_secs bash "$root/tests/fuzz/run.sh" "$fdir" "$t" 2>&1 | grep -E "^$t: |artifact:" | tr '\n' ' ')
+    echo "| $t | $line |"
+  done
+fi
