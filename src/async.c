@@ -409,8 +409,10 @@ static Value fail_chain(VM *vm, ObjFuture *f, const Node *site, const char *err)
     int lens[MAX_HOPS + 2], n = 0, elided = 0, tail = -1;
     char hop[256];
     const Source *here = vm_source(vm);
-    snprintf(hop, sizeof hop, "  via %s%s() called at %s:%d (needed at %s:%d)", f->prefix, f->name, where, f->line,
-             here ? here->name : "?", site ? site->line : vm->cur_line);
+    int need = site ? site->line : vm->cur_line;
+    int k = snprintf(hop, sizeof hop, "  via %s%s() called at %s:%d", f->prefix, f->name, where, f->line);
+    if (need > 0 && k > 0 && (size_t)k < sizeof hop)         /* where the task needed it, when known */
+        snprintf(hop + k, sizeof hop - (size_t)k, " (needed at %s:%d)", here ? here->name : "?", need);
     lines[n] = hop; lens[n++] = (int)strlen(hop);
     for (const char *p = nl; p; ) {
         const char *s = p + 1, *e = strchr(s, '\n');
