@@ -58,6 +58,7 @@ typedef struct Plan {
     uint64_t loff[4];          /* the group's lines, in lines from its first */
     int m, pos[SV_MAX_WIRES];  /* fixed line-index bits, ascending */
     int shape, D, nb, nt, swap, level;
+    int live;                  /* exchanges, AVX2: the halves that change (bit h: lanes 2h, 2h+1) */
 } Plan;
 
 /* ---- the shapes' terms ------------------------------------------------ */
@@ -224,16 +225,24 @@ static void range_c(const Plan *P, uint64_t a, uint64_t b)
     case SH_QUAD * 4 + 3: F(__VA_ARGS__, SH_QUAD, 3); return;                  \
     default: break;                                                            \
     }
-/* Exchanges: PAIR1 with D 1..3, PAIR2 with D 0..3. */
+/* Exchanges (AVX2): PAIR1 with D 1..3, PAIR2 with D 0..3; where the
+   lane xor stays inside a half (D 0 or 1), also the halves that change
+   (live: bit h for half h; a lane and its partner change together). */
 #define SV_SWAPS(F, ...)                                                       \
-    switch (P->nb * 4 + P->D) {                                                \
-    case 5: F(__VA_ARGS__, 1, 1); return;                                      \
-    case 6: F(__VA_ARGS__, 1, 2); return;                                      \
-    case 7: F(__VA_ARGS__, 1, 3); return;                                      \
-    case 8: F(__VA_ARGS__, 2, 0); return;                                      \
-    case 9: F(__VA_ARGS__, 2, 1); return;                                      \
-    case 10: F(__VA_ARGS__, 2, 2); return;                                     \
-    case 11: F(__VA_ARGS__, 2, 3); return;                                     \
+    switch ((P->nb * 4 + P->D) * 4 + (P->D < 2 ? P->live : 3)) {               \
+    case 5 * 4 + 1: F(__VA_ARGS__, 1, 1, 1); return;                           \
+    case 5 * 4 + 2: F(__VA_ARGS__, 1, 1, 2); return;                           \
+    case 5 * 4 + 3: F(__VA_ARGS__, 1, 1, 3); return;                           \
+    case 6 * 4 + 3: F(__VA_ARGS__, 1, 2, 3); return;                           \
+    case 7 * 4 + 3: F(__VA_ARGS__, 1, 3, 3); return;                           \
+    case 8 * 4 + 1: F(__VA_ARGS__, 2, 0, 1); return;                           \
+    case 8 * 4 + 2: F(__VA_ARGS__, 2, 0, 2); return;                           \
+    case 8 * 4 + 3: F(__VA_ARGS__, 2, 0, 3); return;                           \
+    case 9 * 4 + 1: F(__VA_ARGS__, 2, 1, 1); return;                           \
+    case 9 * 4 + 2: F(__VA_ARGS__, 2, 1, 2); return;                           \
+    case 9 * 4 + 3: F(__VA_ARGS__, 2, 1, 3); return;                           \
+    case 10 * 4 + 3: F(__VA_ARGS__, 2, 2, 3); return;                          \
+    case 11 * 4 + 3: F(__VA_ARGS__, 2, 3, 3); return;                          \
     default: break;                                                            \
     }
 
@@ -289,8 +298,11 @@ SV_AVX2_INLINE void terms_avx2(const Plan *P, uint64_t a, uint64_t b, const int 
 }
 
 /* Why: exchanges: each output half is its own half or the partner's,
-   per lane (blend). */
-SV_AVX2_INLINE void swap_avx2(const Plan *P, uint64_t a, uint64_t b, const int nb, const int D)
+   per lane (blend); halves that do not change are neither read nor
+   written (CNOT with control bit 1, target bit 0: one load, one lane
+   permutation, one blend and one store per line). */
+SV_AVX2_INLINE void swap_avx2(const Plan *P, uint64_t a, uint64_t b, const int nb, const int D,
+                              const int live)
 {
     const int pf = P->cursor;   /* see SWAP_PF */
     uint64_t loff[2] = { 8 * P->loff[0], nb > 1 ? 8 * P->loff[1] : 0 };
@@ -301,10 +313,12 @@ SV_AVX2_INLINE void swap_avx2(const Plan *P, uint64_t a, uint64_t b, const int n
         __m256d in[2][2];
         for (int l = 0; l < nb; l++) {
             if (pf) PF(q + loff[l]);
-            for (int h = 0; h < 2; h++) in[l][h] = _mm256_loadu_pd(p + loff[l] + 4 * h);
+            for (int h = 0; h < 2; h++)
+                if (live >> (h ^ (D >> 1)) & 1) in[l][h] = _mm256_loadu_pd(p + loff[l] + 4 * h);
         }
         for (int o = 0; o < nb; o++)
             for (int h = 0; h < 2; h++) {
+                if (!(live >> h & 1)) continue;
                 __m256d part = xperm2(in[nb == 1 ? 0 : 1 - o], D, h);
                 _mm256_storeu_pd(p + loff[o] + 4 * h, _mm256_blendv_pd(in[o][h], part, msk[o][h]));
             }
@@ -488,14 +502,17 @@ static void make_plan(Plan *P, const SvJob *j, uint64_t dim, int level)
             row[ol][q] = ((uint64_t)q & Lc) == Lc && ((uint64_t)q & Lz) == 0
                              ? rowof[4 * ol + (int)((uint64_t)q & Lt)] : -1;
     if (P->swap) {   /* a row lane takes its partner: the other row, lane xor D */
+        P->live = 0;
         for (int ol = 0; ol < P->nb; ol++)
             for (int q = 0; q < 4; q++) {
                 int r = row[ol][q], L = r < 0 ? ol : line[1 - r], sq = r < 0 ? q : q ^ P->D;
+                if (r >= 0) P->live |= 1 << (q >> 1);
                 for (int h = 0; h < 2; h++) {
                     P->idx[ol][2 * q + h] = (P->nb == 1 ? 0 : 8 * L) + 2 * sq + h;
                     P->msk[ol][2 * q + h] = r < 0 ? 0.0 : -0.0;   /* sign bit: blendv takes the partner */
                 }
             }
+        sv_assert(P->live != 0);
         return;
     }
     for (int ol = 0; ol < P->nb; ol++) {
