@@ -24,16 +24,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$root" || exit 1
 ninja -C "$build" tests/bench/bench_gates >/dev/null || { echo "gates_compare.sh: cannot build $build/tests/bench/bench_gates" >&2; exit 1; }
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
-git archive "$base" | tar -x -C "$tmp" || { echo "gates_compare.sh: no commit $base" >&2; exit 1; }
-(meson setup "$tmp/build" "$tmp" -Dtests=disabled >"$tmp/setup.log" 2>&1 &&
- ninja -C "$tmp/build" src/quantum/libqhsv.a >"$tmp/ninja.log" 2>&1) ||
-  { tail -20 "$tmp/setup.log" "$tmp/ninja.log"; echo "gates_compare.sh: cannot build $base" >&2; exit 1; }
-libs="$tmp/build/src/quantum/libqhsv.a"
-[ -f "$tmp/build/src/util/libqhutil.a" ] && libs="$libs $tmp/build/src/util/libqhutil.a"
-# shellcheck disable=SC2086
-cc -O2 -std=c11 -D_GNU_SOURCE -I"$tmp/src/quantum" -I"$tmp/src/util" tests/bench/bench_gates.c \
-   $libs $(pkg-config --libs openblas 2>/dev/null) -lm -lpthread -o "$tmp/bench_before" ||
-  { echo "gates_compare.sh: cannot link the benchmark against $base" >&2; exit 1; }
+bash tests/bench/base_bench.sh "$base" "$tmp" || exit 1
 after=$build/tests/bench/bench_gates
 echo "before: $base ($(git log -1 --format='%h %s' "$base" | cut -c1-70))"
 echo "after:  $(git rev-parse --short HEAD) (this checkout, $build)"
