@@ -56,21 +56,11 @@ int sv_level(const SvState *s)
 
 /* ---- portable kernels ------------------------------------------------- */
 
-/* 2x2 on one pair (x, y); m is re/im interleaved row-major. */
-static inline void mul2(const double *m, double *x, double *y)
-{
-    double xr = x[0], xi = x[1], yr = y[0], yi = y[1];
-    x[0] = m[0] * xr - m[1] * xi + m[2] * yr - m[3] * yi;
-    x[1] = m[0] * xi + m[1] * xr + m[2] * yi + m[3] * yr;
-    y[0] = m[4] * xr - m[5] * xi + m[6] * yr - m[7] * yi;
-    y[1] = m[4] * xi + m[5] * xr + m[6] * yi + m[7] * yr;
-}
-
 /* Why: the general 1-qubit update over two contiguous streams. */
 static void pair_run_c(double *restrict lo, double *restrict hi, uint64_t len,
                        const double *m)
 {
-    for (uint64_t j = 0; j < len; j++) mul2(m, lo + 2 * j, hi + 2 * j);
+    for (uint64_t j = 0; j < len; j++) sv_mul2(m, lo + 2 * j, hi + 2 * j);
 }
 
 /* Why: X-like gates are exchanges of two streams, no arithmetic. A cache
@@ -115,23 +105,6 @@ static void blocks_c(double *a, uint64_t nblk, uint64_t S, const double *m)
     }
 }
 
-/* 4x4 on the four amplitudes p[0..3] (pointers to re): the scalar core
-   of two-qubit gates. */
-static inline void mul4(const double *m, double *const p[4])
-{
-    double vr[4], vi[4];
-    for (int c = 0; c < 4; c++) { vr[c] = p[c][0]; vi[c] = p[c][1]; }
-    for (int r = 0; r < 4; r++) {
-        const double *q = m + 8 * r;
-        double re = 0, im = 0;
-        for (int c = 0; c < 4; c++) {
-            re += q[2 * c] * vr[c] - q[2 * c + 1] * vi[c];
-            im += q[2 * c] * vi[c] + q[2 * c + 1] * vr[c];
-        }
-        p[r][0] = re;
-        p[r][1] = im;
-    }
-}
 
 /* Why: a run of 4x4 updates where the wide path does not apply. */
 static void quad_run_c(double *amp, const uint64_t *off, uint64_t base, uint64_t len,
@@ -140,7 +113,7 @@ static void quad_run_c(double *amp, const uint64_t *off, uint64_t base, uint64_t
     for (uint64_t j = 0; j < len; j++) {
         double *p[4];
         for (int c = 0; c < 4; c++) p[c] = amp + 2 * (base + off[c] + j);
-        mul4(m, p);
+        sv_mul4(m, p);
     }
 }
 
@@ -210,7 +183,7 @@ static void pair_range(const SvJob *jb, uint64_t a, uint64_t b)
                 lo[0] = hi[0]; lo[1] = hi[1];
                 hi[0] = r; hi[1] = im;
             } else {
-                mul2(m, lo, hi);
+                sv_mul2(m, lo, hi);
             }
             x = ((x | F) + 1) & ~F;
         }
@@ -254,7 +227,7 @@ static void pair_range(const SvJob *jb, uint64_t a, uint64_t b)
                     swap_run(lo, hi, len);
                 }
             } else if (len <= 2) {
-                for (uint64_t j = 0; j < len; j++) mul2(m, lo + 2 * j, hi + 2 * j);
+                for (uint64_t j = 0; j < len; j++) sv_mul2(m, lo + 2 * j, hi + 2 * j);
             } else {
                 pair_run_c(lo, hi, len, m);
             }

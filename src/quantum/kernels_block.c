@@ -141,24 +141,8 @@ SV_INLINE int term_del(int shape, int D, int o, int k)
 
 /* The portable kernels do not use lanes: each group holds 1 or 2 tuples
    (the amplitudes one 2x2 or 4x4 application mixes) at fixed offsets
-   from the group's first line, listed by the plan. */
-
-/* 4x4 on the amplitudes at p + off[0..3]. */
-SV_INLINE void mul4(const double *m, double *p, const uint64_t *off)
-{
-    double vr[4], vi[4];
-    for (int c = 0; c < 4; c++) { vr[c] = p[off[c]]; vi[c] = p[off[c] + 1]; }
-    for (int r = 0; r < 4; r++) {
-        const double *q = m + 8 * r;
-        double re = 0, im = 0;
-        for (int c = 0; c < 4; c++) {
-            re += q[2 * c] * vr[c] - q[2 * c + 1] * vi[c];
-            im += q[2 * c] * vi[c] + q[2 * c + 1] * vr[c];
-        }
-        p[off[r]] = re;
-        p[off[r] + 1] = im;
-    }
-}
+   from the group's first line, listed by the plan (the arithmetic:
+   sv_mul2, sv_mul4). */
 
 /* Why: every job in plain C; NT tuples per group, d amplitudes each
    (d = 2: a 2x2 or, with swap, an exchange; d = 4: a 4x4). */
@@ -168,26 +152,19 @@ SV_INLINE void tuples_c(const Plan *P, uint64_t a, uint64_t b, const int d, cons
     memcpy(off, P->toff, sizeof off);
     double m[32];
     memcpy(m, P->mat, sizeof m);
-    /* the 2x2 in scalars: kept in registers across the stores */
-    const double m0 = m[0], m1 = m[1], m2 = m[2], m3 = m[3], m4 = m[4], m5 = m[5], m6 = m[6],
-                 m7 = m[7];
     WALK(P, a, b, p, q, {
         (void)q;   /* no software prefetch at this level: the arithmetic is slow enough */
         for (int t = 0; t < NT; t++) {
             if (d == 4) {
-                mul4(m, p, off[t]);
+                double *const v[4] = { p + off[t][0], p + off[t][1], p + off[t][2], p + off[t][3] };
+                sv_mul4(m, v);
             } else if (swap) {
                 double *x = p + off[t][0], *y = p + off[t][1];
                 double r = x[0], i = x[1];
                 x[0] = y[0]; x[1] = y[1];
                 y[0] = r; y[1] = i;
             } else {
-                double *x = p + off[t][0], *y = p + off[t][1];
-                double xr = x[0], xi = x[1], yr = y[0], yi = y[1];
-                x[0] = m0 * xr - m1 * xi + m2 * yr - m3 * yi;
-                x[1] = m0 * xi + m1 * xr + m2 * yi + m3 * yr;
-                y[0] = m4 * xr - m5 * xi + m6 * yr - m7 * yi;
-                y[1] = m4 * xi + m5 * xr + m6 * yi + m7 * yr;
+                sv_mul2(m, p + off[t][0], p + off[t][1]);
             }
         }
     });

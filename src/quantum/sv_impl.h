@@ -59,6 +59,33 @@ static inline void sv_sort_ints(int *a, int m)
     }
 }
 
+/* The scalar cores of the portable kernels (m re/im interleaved,
+   row-major): a 2x2 on the amplitudes at x and y (pointers to re), a 4x4
+   on those at p[0..3]. */
+static inline void sv_mul2(const double *m, double *x, double *y)
+{
+    double xr = x[0], xi = x[1], yr = y[0], yi = y[1];
+    x[0] = m[0] * xr - m[1] * xi + m[2] * yr - m[3] * yi;
+    x[1] = m[0] * xi + m[1] * xr + m[2] * yi + m[3] * yr;
+    y[0] = m[4] * xr - m[5] * xi + m[6] * yr - m[7] * yi;
+    y[1] = m[4] * xi + m[5] * xr + m[6] * yi + m[7] * yr;
+}
+static inline void sv_mul4(const double *m, double *const p[4])
+{
+    double vr[4], vi[4];
+    for (int c = 0; c < 4; c++) { vr[c] = p[c][0]; vi[c] = p[c][1]; }
+    for (int r = 0; r < 4; r++) {
+        const double *q = m + 8 * r;
+        double re = 0, im = 0;
+        for (int c = 0; c < 4; c++) {
+            re += q[2 * c] * vr[c] - q[2 * c + 1] * vi[c];
+            im += q[2 * c] * vi[c] + q[2 * c + 1] * vr[c];
+        }
+        p[r][0] = re;
+        p[r][1] = im;
+    }
+}
+
 typedef enum SvJobKind {
     SVJ_PAIR,      /* 2x2 matrix on streams base+o1, base+o2 */
     SVJ_SWAP,      /* exchange streams base+o1, base+o2 */
