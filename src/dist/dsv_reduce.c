@@ -214,25 +214,7 @@ int dsv_probs_shots(Dsv *d, const int *wires, int nw, size_t shots, Rng *r, doub
     if (shots == 0) return 0;
     int n = nw ? nw : d->n;
     int here = d->rank == 0 || !(nw == 0 || nw == d->n);
-    if (here) {   /* the multinomial as a chain of binomials (as sv_probs_shots) */
-        size_t K = (size_t)1 << n;
-        double rest = 0;
-        for (size_t j = 0; j < K; j++) rest += out[j];
-        uint64_t left = shots;
-        for (size_t j = 0; j < K; j++) {
-            double pj = out[j];
-            uint64_t k = 0;
-            if (left > 0) {
-                double q = (j == K - 1 || rest <= 0) ? 1.0 : pj / rest;
-                if (q > 1) q = 1;
-                if (q < 0) q = 0;
-                k = sv_binomial(r, left, q);
-            }
-            rest -= pj;
-            left -= k;
-            out[j] = (double)k / (double)shots;
-        }
-    }
+    if (here) sv_freq_shots(r, out, (size_t)1 << n, shots);
     return here && !(nw == 0 || nw == d->n) ? 0 : share_rng(d, r, err, errlen);
 }
 

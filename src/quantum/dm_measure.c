@@ -330,8 +330,7 @@ int dm_probs(const DmState *d, const int *wires, int nw, double *out, char *err,
     return 0;
 }
 
-/* Why: probs with shots: one multinomial draw over the exact marginal, as
-   a chain of conditional binomials (as sv_probs_shots). */
+/* Why: probs with shots: one multinomial draw over the exact marginal. */
 void dm_probs_shots(const DmState *d, const int *wires, int nw, size_t shots, Rng *r, double *out)
 {
     if (!out || !d) return;
@@ -342,23 +341,7 @@ void dm_probs_shots(const DmState *d, const int *wires, int nw, size_t shots, Rn
             for (size_t j = 0; j < K; j++) out[j] = NAN;
         return;
     }
-    if (shots == 0) return;
-    double rest = 0;
-    for (size_t j = 0; j < K; j++) rest += out[j];
-    uint64_t left = shots;
-    for (size_t j = 0; j < K; j++) {
-        double pj = out[j];
-        uint64_t k = 0;
-        if (left > 0) {
-            double q = (j == K - 1 || rest <= 0) ? 1.0 : pj / rest;
-            if (q > 1) q = 1;
-            if (q < 0) q = 0;
-            k = sv_binomial(r, left, q);
-        }
-        rest -= pj;
-        left -= k;
-        out[j] = (double)k / (double)shots;
-    }
+    sv_freq_shots(r, out, K, shots);
 }
 
 /* Why: sample()/counts(): i.i.d. basis states, from sorted uniforms swept

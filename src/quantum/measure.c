@@ -128,8 +128,30 @@ int sv_probs(const SvState *s, const int *wires, int nw, double *out, char *err,
     return 0;
 }
 
-/* Why: probs with shots: a multinomial draw over the exact marginal, as a
-   chain of conditional binomials (exact, O(2^nw)). */
+/* Why: probs with shots on every simulator (statevector, density matrix,
+   distributed): one multinomial draw over the exact marginal, as a chain
+   of conditional binomials (exact, O(K)). */
+void sv_freq_shots(Rng *r, double *p, size_t K, size_t shots)
+{
+    if (!p || shots == 0) return;
+    double rest = 0;
+    for (size_t j = 0; j < K; j++) rest += p[j];
+    uint64_t left = shots;
+    for (size_t j = 0; j < K; j++) {
+        double pj = p[j];
+        uint64_t k = 0;
+        if (left > 0) {
+            double q = (j == K - 1 || rest <= 0) ? 1.0 : pj / rest;
+            if (q > 1) q = 1;
+            if (q < 0) q = 0;
+            k = sv_binomial(r, left, q);
+        }
+        rest -= pj;
+        left -= k;
+        p[j] = (double)k / (double)shots;
+    }
+}
+
 void sv_probs_shots(const SvState *s, const int *wires, int nw, size_t shots, Rng *r, double *out)
 {
     if (!out) return;
@@ -140,23 +162,7 @@ void sv_probs_shots(const SvState *s, const int *wires, int nw, size_t shots, Rn
             for (size_t j = 0; j < K; j++) out[j] = NAN;
         return;
     }
-    if (shots == 0) return;
-    double rest = 0;
-    for (size_t j = 0; j < K; j++) rest += out[j];
-    uint64_t left = shots;
-    for (size_t j = 0; j < K; j++) {
-        double pj = out[j];
-        uint64_t k = 0;
-        if (left > 0) {
-            double q = (j == K - 1 || rest <= 0) ? 1.0 : pj / rest;
-            if (q > 1) q = 1;
-            if (q < 0) q = 0;
-            k = sv_binomial(r, left, q);
-        }
-        rest -= pj;
-        left -= k;
-        out[j] = (double)k / (double)shots;
-    }
+    sv_freq_shots(r, out, K, shots);
 }
 
 /* ---- basis samples ---------------------------------------------------- */

@@ -166,6 +166,10 @@ int  sv_probs(const SvState *s, const int *wires, int nw, double *out, char *err
    shots = 0 gives the exact probabilities. Bad wires: out is all NaN
    (validate with sv_probs). */
 void sv_probs_shots(const SvState *s, const int *wires, int nw, size_t shots, Rng *r, double *out);
+/* p[0..K) (probabilities, their sum is used) becomes the frequencies k/shots
+   of one exact multinomial draw of shots; shots = 0 leaves p. Shared by
+   every simulator's probs with shots, so a seed draws the same on each. */
+void sv_freq_shots(Rng *r, double *p, size_t K, size_t shots);
 /* Computational-basis samples, i.i.d. in random order: out[i] = basis
    index (wire 0 = MSB). O(2^nq + shots) time, no extra memory. */
 void sv_sample(const SvState *s, size_t shots, Rng *r, uint64_t *out);
