@@ -421,16 +421,6 @@ static int term_vals(Dsv *d, PTerm *t, int n, double *vals, char *err, size_t er
     return rc;
 }
 
-/* Estimate of <W> from shots +/-1 outcomes with mean v (as sv). */
-static double est(double v, size_t shots, Rng *r)
-{
-    double p = (1 + v) / 2;
-    if (p < 0) p = 0;
-    if (p > 1) p = 1;
-    uint64_t k = sv_binomial(r, shots, p);
-    return (2.0 * (double)k - (double)shots) / (double)shots;
-}
-
 /* sum c <W>, exact or estimated, in the sorted order. */
 static int weighted(Dsv *d, const SvPauli *in, int n, size_t shots, Rng *r, double *out,
                     char *err, size_t errlen)
@@ -447,7 +437,7 @@ static int weighted(Dsv *d, const SvPauli *in, int n, size_t shots, Rng *r, doub
         double sum = 0;
         for (int i = 0; i < n; i++) {
             double v = vals[i];
-            if (r && shots && (t[i].X || t[i].Z)) v = est(v, shots, r);
+            if (r && shots && (t[i].X || t[i].Z)) v = sv_word_estimate(v, shots, r);
             sum += t[i].c * v;
         }
         *out = sum;

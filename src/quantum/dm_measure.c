@@ -91,16 +91,6 @@ static double word_val(const DmState *d, const SvPauli *t)
     }
 }
 
-/* An estimate of <W> from shots +/-1 outcomes of mean v (one binomial). */
-static double est(double v, size_t shots, Rng *r)
-{
-    double p = (1 + v) / 2;
-    if (p < 0) p = 0;
-    if (p > 1) p = 1;
-    uint64_t k = sv_binomial(r, shots, p);
-    return (2.0 * (double)k - (double)shots) / (double)shots;
-}
-
 static int is_identity(const SvPauli *t) { return !t->x && !t->z; }
 
 /* Why: exact and shot expectations share one loop over the terms. */
@@ -109,7 +99,7 @@ static double weighted(const DmState *d, const SvPauli *t, int n, size_t shots, 
     double sum = 0;
     for (int i = 0; i < n; i++) {
         double v = word_val(d, &t[i]);
-        if (r && shots && !is_identity(&t[i])) v = est(v, shots, r);
+        if (r && shots && !is_identity(&t[i])) v = sv_word_estimate(v, shots, r);
         sum += t[i].coeff * v;
     }
     return sum;

@@ -260,9 +260,9 @@ uint64_t sv_binomial(Rng *r, uint64_t n, double p)
     return flip ? n - k : k;
 }
 
-/* Estimate of <W> from shots +/-1 outcomes with mean v. */
-/* Why: a word's outcomes are +/-1, so N shots are one binomial draw. */
-static double est(double v, size_t shots, Rng *r)
+/* Why: a word's outcomes are +/-1, so N shots are one binomial draw
+   (every simulator's shot estimate of a Pauli word). */
+double sv_word_estimate(double v, size_t shots, Rng *r)
 {
     double p = (1 + v) / 2;
     if (p < 0) p = 0;
@@ -286,7 +286,7 @@ static double weighted(const SvState *s, NTerm *t, int n, size_t shots, Rng *r, 
     double sum = 0;
     for (int i = 0; i < n; i++) {
         double v = vals[i];
-        if (r && shots && (t[i].X || t[i].Z)) v = est(v, shots, r);
+        if (r && shots && (t[i].X || t[i].Z)) v = sv_word_estimate(v, shots, r);
         sum += t[i].c * v;
     }
     if (vals != stack) free(vals);

@@ -181,5 +181,8 @@ int  sv_measure(SvState *s, int wire, int reset, Rng *r, char *err, size_t errle
 /* Exact binomial draw (BTRS / inversion); exposed for the estimators of
    other rooms and for tests. */
 uint64_t sv_binomial(Rng *r, uint64_t n, double p);
+/* An estimate of a Pauli word's <W> from shots +/-1 outcomes of exact
+   mean v: one binomial draw (every simulator's shot estimates use it). */
+double sv_word_estimate(double v, size_t shots, Rng *r);
 
 #endif
