@@ -334,8 +334,15 @@ void dm_probs_shots(const DmState *d, const int *wires, int nw, size_t shots, Rn
     sv_freq_shots(r, out, K, shots);
 }
 
-/* Why: sample()/counts(): i.i.d. basis states, from sorted uniforms swept
-   once over the diagonal, then shuffled (as sv_sample). */
+/* rho's diagonal, n entries from a. */
+static void diag_fill(const void *src, uint64_t a, size_t n, double *w)
+{
+    const DmState *d = src;
+    for (size_t j = 0; j < n; j++) w[j] = creal(el(d, a + j, a + j));
+}
+
+/* Why: sample()/counts(): i.i.d. basis states drawn from the diagonal as
+   the statevector room draws them (sv_sweep_draw). */
 void dm_sample(const DmState *d, size_t shots, Rng *r, uint64_t *out)
 {
     if (!d || !d->v.amp || !out || shots == 0) return;
@@ -344,27 +351,7 @@ void dm_sample(const DmState *d, size_t shots, Rng *r, uint64_t *out)
         double p = creal(el(d, b, b));
         if (p > 0) T += p;
     }
-    uint64_t dim = d->dim, i = 0, lastnz = 0;
-    double p0 = creal(el(d, 0, 0));
-    double cum = 0, pi = p0 > 0 ? p0 : 0, x = 1;
-    for (size_t k = shots; k >= 1; k--) {
-        x *= pow(1.0 - rng_uniform(r), 1.0 / (double)k);
-        double u = (1.0 - x) * T;
-        while (cum + pi <= u && i + 1 < dim) {
-            if (pi > 0) lastnz = i;
-            cum += pi;
-            i++;
-            double q = creal(el(d, i, i));
-            pi = q > 0 ? q : 0;
-        }
-        out[shots - k] = pi > 0 ? i : lastnz;
-    }
-    for (size_t k = shots - 1; k >= 1; k--) {
-        size_t j = (size_t)rng_below(r, k + 1);
-        uint64_t t = out[k];
-        out[k] = out[j];
-        out[j] = t;
-    }
+    sv_sweep_draw(r, shots, d->dim, T, diag_fill, d, out);
 }
 
 /* Why: measure(w, reset) on the mixed device: Born draw from the

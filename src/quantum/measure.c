@@ -189,17 +189,21 @@ static double total_norm(const SvState *s)
     return t;
 }
 
-/* Why: sample()/counts(): shots i.i.d. draws of basis states. Uniforms are
-   produced already sorted (descending order statistics, X_k = X_{k+1}
-   V^{1/k}) and matched against one sweep of the amplitudes; a final
-   shuffle restores i.i.d. order. */
-void sv_sample(const SvState *s, size_t shots, Rng *r, uint64_t *out)
+/* Why: sample()/counts() on every simulator: shots i.i.d. draws of an
+   index in [0, dim). Uniforms are produced already sorted (descending
+   order statistics, X_k = X_{k+1} V^{1/k}) and matched against one sweep
+   of the weights, which fill() hands over a chunk at a time (one indirect
+   call per chunk, not per index); a final shuffle restores i.i.d. order.
+   Never an index of weight 0, even when rounding runs past the end. */
+void sv_sweep_draw(Rng *r, size_t shots, uint64_t dim, double T, SvWeightFill fill,
+                   const void *src, uint64_t *out)
 {
-    if (!s || !s->amp || !out || shots == 0) return;
-    const double *p = (const double *)s->amp;
-    double T = total_norm(s);
-    uint64_t dim = s->dim, i = 0, lastnz = 0;
-    double cum = 0, pi = amp2(p, 0), x = 1;
+    if (!r || !fill || !out || shots == 0 || dim == 0) return;
+    enum { CHUNK = 256 };
+    double w[CHUNK];
+    uint64_t base = 0, len = dim < CHUNK ? dim : CHUNK, i = 0, lastnz = 0;
+    fill(src, 0, (size_t)len, w);
+    double cum = 0, pi = w[0] > 0 ? w[0] : 0, x = 1;
     for (size_t k = shots; k >= 1; k--) {
         x *= pow(1.0 - rng_uniform(r), 1.0 / (double)k);
         double u = (1.0 - x) * T;
@@ -207,7 +211,13 @@ void sv_sample(const SvState *s, size_t shots, Rng *r, uint64_t *out)
             if (pi > 0) lastnz = i;
             cum += pi;
             i++;
-            pi = amp2(p, i);
+            if (i - base == len) {
+                base = i;
+                len = dim - base < CHUNK ? dim - base : CHUNK;
+                fill(src, base, (size_t)len, w);
+            }
+            double q = w[i - base];
+            pi = q > 0 ? q : 0;
         }
         out[shots - k] = pi > 0 ? i : lastnz;
     }
@@ -217,6 +227,19 @@ void sv_sample(const SvState *s, size_t shots, Rng *r, uint64_t *out)
         out[k] = out[j];
         out[j] = t;
     }
+}
+
+/* |amp|^2 of n amplitudes from a. */
+static void amp2_fill(const void *src, uint64_t a, size_t n, double *w)
+{
+    const double *p = (const double *)((const SvState *)src)->amp;
+    for (size_t j = 0; j < n; j++) w[j] = amp2(p, a + j);
+}
+
+void sv_sample(const SvState *s, size_t shots, Rng *r, uint64_t *out)
+{
+    if (!s || !s->amp || !out || shots == 0) return;
+    sv_sweep_draw(r, shots, s->dim, total_norm(s), amp2_fill, s, out);
 }
 
 /* ---- mid-circuit measurement ------------------------------------------ */

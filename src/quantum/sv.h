@@ -173,6 +173,12 @@ void sv_freq_shots(Rng *r, double *p, size_t K, size_t shots);
 /* Computational-basis samples, i.i.d. in random order: out[i] = basis
    index (wire 0 = MSB). O(2^nq + shots) time, no extra memory. */
 void sv_sample(const SvState *s, size_t shots, Rng *r, uint64_t *out);
+/* The draw behind sv_sample, for every simulator: shots i.i.d. indices in
+   [0, dim) with weights fill(src, a, n, w) (w[j] = weight of index a + j;
+   negative or NaN count as 0) of total T, in random order. */
+typedef void (*SvWeightFill)(const void *src, uint64_t a, size_t n, double *w);
+void sv_sweep_draw(Rng *r, size_t shots, uint64_t dim, double T, SvWeightFill fill,
+                   const void *src, uint64_t *out);
 /* Mid-circuit measurement of one wire: returns 0/1 drawn with the Born
    rule, collapses and renormalises; reset=1 then flips the wire back to
    |0>. -1 + err on a bad wire or a zero state. */
