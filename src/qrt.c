@@ -2436,7 +2436,7 @@ static Value bi_purity(VM *vm, Args *a)
     int nw;
     cplx *m = reduced_arg(vm, a, "Purity", &nw);
     if (!m) return v_exc();
-    double pu = dm_matrix_purity(m, nw);
+    double pu = sv_purity_of(m, 1 << nw);
     free(m);
     return v_num(pu);
 }
@@ -2458,7 +2458,8 @@ static Value bi_vn_entropy(VM *vm, Args *a)
     if (q->rec) rec_meas(q, "Entropy", ws, nw);
     cplx *m = reduced(vm, q, a, ws, nw);
     if (!m) return v_exc();
-    double h = dm_matrix_entropy(m, nw, base);
+    double h = sv_entropy_of(m, 1 << nw, NULL, 0);
+    if (base > 0) h /= log(base);
     free(m);
     if (isnan(h)) return vm_error(vm, a->site, "vn_entropy(): the eigenvalue solver failed");
     return v_num(h);

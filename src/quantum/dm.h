@@ -20,8 +20,8 @@
  * PennyLane checks them, and a user Kraus set must be complete
  * (sum K^dagger K = I).
  *
- * Pure C: knows sv.h (and through it rng.h) and LAPACK's zheevd_ (for the
- * entropy), nothing of the language, values, devices or the executor.
+ * Pure C: knows sv.h (and through it rng.h) and svmeas.h (the entropy's
+ * eigenvalues), nothing of the language, values, devices or the executor.
  * Thread safety: as SvState (one thread at a time per state).
  */
 #ifndef QH_DM_H
@@ -149,9 +149,6 @@ double dm_purity(const DmState *d, const int *wires, int nw);
 /* -sum lambda log(lambda) / log(base) over the eigenvalues of rho_W
    (base <= 0: natural log). NaN on error. */
 double dm_vn_entropy(const DmState *d, const int *wires, int nw, double base);
-/* The same two for a given Hermitian matrix of dimension 2^k (used for
-   the statevector device's reduced states too). */
-double dm_matrix_purity(const cplx *rho, int k);
-double dm_matrix_entropy(const cplx *rho, int k, double base);
+/* (For a given matrix: sv_purity_of, sv_entropy_of in svmeas.h.) */
 
 #endif

@@ -7,22 +7,16 @@
  * and samples draw exactly as the statevector room does (binomials,
  * sorted uniforms), a mid-circuit measurement is a Kraus map of one
  * projector, reduced states trace out the other wires, the entropy takes
- * the eigenvalues from LAPACK. Must not know about the language.
+ * the eigenvalues from LAPACK (sv_entropy_of). Must not know about the language.
  */
 #include "dm.h"
+#include "svmeas.h"
 
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* LAPACK's Hermitian eigensolver (OpenBLAS); hidden lengths of the
-   character arguments last, as gfortran-built libraries expect. */
-extern void zheevd_(const char *jobz, const char *uplo, const int *n, cplx *a, const int *lda,
-                    double *w, cplx *work, const int *lwork, double *rwork, const int *lrwork,
-                    int *iwork, const int *liwork, int *info, size_t jobz_len,
-                    size_t uplo_len);
 
 static int me_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -190,55 +184,6 @@ int dm_reduced(const DmState *d, const int *wires, int nw, cplx *out, char *err,
     return 0;
 }
 
-/* Why: purity of a given density matrix: sum |rho_ij|^2 = Tr(rho^2). */
-double dm_matrix_purity(const cplx *rho, int k)
-{
-    size_t D = (size_t)1 << k;
-    double s = 0;
-    for (size_t i = 0; i < D * D; i++) s += creal(rho[i]) * creal(rho[i]) + cimag(rho[i]) * cimag(rho[i]);
-    return s;
-}
-
-/* Why: the entropy needs the spectrum; LAPACK's zheevd (row-major is the
-   conjugate of what it reads, which has the same eigenvalues). */
-double dm_matrix_entropy(const cplx *rho, int k, double base)
-{
-    int n = 1 << k, info = 0, lwork = -1, lrwork = -1, liwork = -1, iwq = 0;
-    size_t D = (size_t)n;
-    cplx *a = malloc(D * D * sizeof(cplx));
-    double *w = malloc(D * sizeof(double));
-    if (!a || !w) { free(a); free(w); return NAN; }
-    memcpy(a, rho, D * D * sizeof(cplx));
-    cplx wq = 0;
-    double rq = 0;
-    zheevd_("N", "U", &n, a, &n, w, &wq, &lwork, &rq, &lrwork, &iwq, &liwork, &info, 1, 1);
-    double h = NAN;
-    if (info == 0) {
-        lwork = creal(wq) > 1 ? (int)creal(wq) : 1;
-        lrwork = rq > 1 ? (int)rq : 1;
-        liwork = iwq > 1 ? iwq : 1;
-        cplx *work = malloc((size_t)lwork * sizeof *work);
-        double *rwork = malloc((size_t)lrwork * sizeof *rwork);
-        int *iwork = malloc((size_t)liwork * sizeof *iwork);
-        if (work && rwork && iwork)
-            zheevd_("N", "U", &n, a, &n, w, work, &lwork, rwork, &lrwork, iwork, &liwork, &info, 1, 1);
-        else
-            info = -1000;
-        free(work);
-        free(rwork);
-        free(iwork);
-        if (info == 0) {
-            h = 0;
-            for (int i = 0; i < n; i++)
-                if (w[i] > 1e-15) h -= w[i] * log(w[i]);
-            if (base > 0) h /= log(base);
-        }
-    }
-    free(a);
-    free(w);
-    return h;
-}
-
 /* The reduced state of the wires (all of them when nw = 0) on the heap. */
 static cplx *reduced_heap(const DmState *d, const int *wires, int nw, int *k)
 {
@@ -260,12 +205,12 @@ static cplx *reduced_heap(const DmState *d, const int *wires, int nw, int *k)
 double dm_purity(const DmState *d, const int *wires, int nw)
 {
     if (nw == 0 && d && d->v.amp) {   /* the whole state: no copy */
-        return dm_matrix_purity(d->v.amp, d->n);
+        return sv_purity_of(d->v.amp, (int)d->dim);
     }
     int k;
     cplx *m = reduced_heap(d, wires, nw, &k);
     if (!m) return NAN;
-    double p = dm_matrix_purity(m, k);
+    double p = sv_purity_of(m, 1 << k);
     free(m);
     return p;
 }
@@ -275,7 +220,8 @@ double dm_vn_entropy(const DmState *d, const int *wires, int nw, double base)
     int k;
     cplx *m = reduced_heap(d, wires, nw, &k);
     if (!m) return NAN;
-    double h = dm_matrix_entropy(m, k, base);
+    double h = sv_entropy_of(m, 1 << k, NULL, 0);
+    if (base > 0) h /= log(base);
     free(m);
     return h;
 }
