@@ -37,12 +37,12 @@ int io_csv_parse(const char *text, size_t len, const char *name, char delim, lon
 {
     memset(out, 0, sizeof *out);
     if (!name) name = "<csv>";
-    if (skip < 0) return io_err(err, errlen, "'%s': skip must be >= 0, got %ld", name, skip);
+    if (skip < 0) return qh_errf(err, errlen, "'%s': skip must be >= 0, got %ld", name, skip);
     if (delim == '\n' || delim == '\r' || delim == '#' || delim == '"' || delim == 0)
-        return io_err(err, errlen, "'%s': bad delimiter", name);
+        return qh_errf(err, errlen, "'%s': bad delimiter", name);
     size_t cap = 64, n = 0, cols = 0, rows = 0;
     double *v = malloc(cap * sizeof(double));
-    if (!v) return io_err(err, errlen, "'%s': out of memory", name);
+    if (!v) return qh_errf(err, errlen, "'%s': out of memory", name);
     size_t i = 0, line = 0;
     while (i < len) {
         size_t a = i;
@@ -67,14 +67,14 @@ int io_csv_parse(const char *text, size_t len, const char *name, char delim, lon
             if (n == cap) {
                 cap *= 2;
                 double *nv = realloc(v, cap * sizeof(double));
-                if (!nv) { free(v); return io_err(err, errlen, "'%s': out of memory", name); }
+                if (!nv) { free(v); return qh_errf(err, errlen, "'%s': out of memory", name); }
                 v = nv;
             }
             if (field(f, g, &v[n]) != 0) {
                 const char *fa = f, *fb = g;
                 while (fa < fb && blank(*fa)) fa++;
                 while (fb > fa && blank(fb[-1])) fb--;
-                io_err(err, errlen, "'%s': line %zu, field %zu: '%.*s' is not a number", name, line, k + 1,
+                qh_errf(err, errlen, "'%s': line %zu, field %zu: '%.*s' is not a number", name, line, k + 1,
                        (int)(fb - fa > 40 ? 40 : fb - fa), fa);
                 free(v);
                 return -1;
@@ -91,7 +91,7 @@ int io_csv_parse(const char *text, size_t len, const char *name, char delim, lon
         if (rows == 0) cols = k;
         else if (k != cols) {
             free(v);
-            return io_err(err, errlen, "'%s': line %zu: expected %zu field%s, got %zu", name, line, cols,
+            return qh_errf(err, errlen, "'%s': line %zu: expected %zu field%s, got %zu", name, line, cols,
                           cols == 1 ? "" : "s", k);
         }
         rows++;

@@ -15,17 +15,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int io_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 void io_array_free(IoArray *a)
 {
     if (!a) return;
@@ -41,24 +30,24 @@ void io_array_free(IoArray *a)
    "Is a directory"). */
 char *io_read_file(const char *path, size_t *len, char *err, size_t errlen)
 {
-    if (!path) { io_err(err, errlen, "no path"); return NULL; }
+    if (!path) { qh_errf(err, errlen, "no path"); return NULL; }
     FILE *f = fopen(path, "rb");
-    if (!f) { io_err(err, errlen, "'%s': %s", path, strerror(errno)); return NULL; }
+    if (!f) { qh_errf(err, errlen, "'%s': %s", path, strerror(errno)); return NULL; }
     struct stat st;
     if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
         fclose(f);
-        io_err(err, errlen, "'%s': %s", path, strerror(EISDIR));
+        qh_errf(err, errlen, "'%s': %s", path, strerror(EISDIR));
         return NULL;
     }
     size_t cap = 4096, n = 0;
     if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) cap = (size_t)st.st_size + 1;
     char *buf = malloc(cap);
-    if (!buf) { fclose(f); io_err(err, errlen, "'%s': out of memory", path); return NULL; }
+    if (!buf) { fclose(f); qh_errf(err, errlen, "'%s': out of memory", path); return NULL; }
     for (;;) {
         if (n + 1 >= cap) {
             size_t nc = cap * 2;
             char *nb = realloc(buf, nc);
-            if (!nb) { free(buf); fclose(f); io_err(err, errlen, "'%s': out of memory", path); return NULL; }
+            if (!nb) { free(buf); fclose(f); qh_errf(err, errlen, "'%s': out of memory", path); return NULL; }
             buf = nb;
             cap = nc;
         }
@@ -70,7 +59,7 @@ char *io_read_file(const char *path, size_t *len, char *err, size_t errlen)
         int e = errno;
         free(buf);
         fclose(f);
-        io_err(err, errlen, "'%s': %s", path, e ? strerror(e) : "read error");
+        qh_errf(err, errlen, "'%s': %s", path, e ? strerror(e) : "read error");
         return NULL;
     }
     fclose(f);
@@ -81,13 +70,13 @@ char *io_read_file(const char *path, size_t *len, char *err, size_t errlen)
 
 int io_write_file(const char *path, const char *data, size_t len, int append, char *err, size_t errlen)
 {
-    if (!path) return io_err(err, errlen, "no path");
+    if (!path) return qh_errf(err, errlen, "no path");
     FILE *f = fopen(path, append ? "ab" : "wb");
-    if (!f) return io_err(err, errlen, "'%s': %s", path, strerror(errno));
+    if (!f) return qh_errf(err, errlen, "'%s': %s", path, strerror(errno));
     size_t put = len ? fwrite(data, 1, len, f) : 0;
     int e = errno;
     if (fclose(f) != 0 || put != len)
-        return io_err(err, errlen, "'%s': %s", path, strerror(put != len ? e : errno));
+        return qh_errf(err, errlen, "'%s': %s", path, strerror(put != len ? e : errno));
     return 0;
 }
 
@@ -199,46 +188,46 @@ int io_npy_parse(const unsigned char *buf, size_t len, const char *name, IoArray
     memset(out, 0, sizeof *out);
     if (!name) name = "<npy>";
     if (len < 10 || memcmp(buf, "\x93NUMPY", 6) != 0)
-        return io_err(err, errlen, "'%s': not a .npy file (bad magic string)", name);
+        return qh_errf(err, errlen, "'%s': not a .npy file (bad magic string)", name);
     int major = buf[6];
     size_t hl, off;
     if (major == 1) { hl = (size_t)buf[8] | (size_t)buf[9] << 8; off = 10; }
     else if (major == 2 || major == 3) {
-        if (len < 12) return io_err(err, errlen, "'%s': bad .npy header (truncated)", name);
+        if (len < 12) return qh_errf(err, errlen, "'%s': bad .npy header (truncated)", name);
         hl = (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
         off = 12;
     } else {
-        return io_err(err, errlen, "'%s': unsupported .npy version %d.%d", name, major, buf[7]);
+        return qh_errf(err, errlen, "'%s': unsupported .npy version %d.%d", name, major, buf[7]);
     }
-    if (hl > len - off) return io_err(err, errlen, "'%s': bad .npy header (truncated)", name);
+    if (hl > len - off) return qh_errf(err, errlen, "'%s': bad .npy header (truncated)", name);
     const char *h = (const char *)buf + off, *he = h + hl;
     const char *pd = dict_value(h, hl, "descr"), *pf = dict_value(h, hl, "fortran_order"),
                *ps = dict_value(h, hl, "shape");
     if (!pd || !pf || !ps)
-        return io_err(err, errlen, "'%s': bad .npy header (needs descr, fortran_order and shape)", name);
+        return qh_errf(err, errlen, "'%s': bad .npy header (needs descr, fortran_order and shape)", name);
     Dtype dt;
     char code[32] = "";
     if (parse_descr(pd, he, &dt, code, sizeof code) != 0)
-        return io_err(err, errlen, "'%s': unsupported dtype '%s' (numbers only: float, complex, int, bool)", name, code);
+        return qh_errf(err, errlen, "'%s': unsupported dtype '%s' (numbers only: float, complex, int, bool)", name, code);
     int fortran;
     if (he - pf >= 4 && memcmp(pf, "True", 4) == 0) fortran = 1;
     else if (he - pf >= 5 && memcmp(pf, "False", 5) == 0) fortran = 0;
-    else return io_err(err, errlen, "'%s': bad .npy header (fortran_order)", name);
-    if (*ps != '(') return io_err(err, errlen, "'%s': bad .npy header (shape)", name);
+    else return qh_errf(err, errlen, "'%s': bad .npy header (fortran_order)", name);
+    if (*ps != '(') return qh_errf(err, errlen, "'%s': bad .npy header (shape)", name);
     ps++;
     int nd = 0;
     size_t n = 1;
     for (;;) {
         while (ps < he && (*ps == ' ' || *ps == ',')) ps++;
         if (ps < he && *ps == ')') break;
-        if (ps >= he || *ps < '0' || *ps > '9') return io_err(err, errlen, "'%s': bad .npy header (shape)", name);
-        if (nd == IO_MAX_DIMS) return io_err(err, errlen, "'%s': more than %d dimensions", name, IO_MAX_DIMS);
+        if (ps >= he || *ps < '0' || *ps > '9') return qh_errf(err, errlen, "'%s': bad .npy header (shape)", name);
+        if (nd == IO_MAX_DIMS) return qh_errf(err, errlen, "'%s': more than %d dimensions", name, IO_MAX_DIMS);
         char *e;
         unsigned long long v = strtoull(ps, &e, 10);
         ps = e;
         if (ps < he && *ps == 'L') ps++;
         out->shape[nd++] = (size_t)v;
-        if (v && n > SIZE_MAX / 16 / v) return io_err(err, errlen, "'%s': shape too large", name);
+        if (v && n > SIZE_MAX / 16 / v) return qh_errf(err, errlen, "'%s': shape too large", name);
         n *= (size_t)v;
     }
     out->ndim = nd;
@@ -246,11 +235,11 @@ int io_npy_parse(const unsigned char *buf, size_t len, const char *name, IoArray
     out->is_complex = dt.kind == 'c';
     size_t need = n * (size_t)dt.size, have = len - off - hl;
     if (have < need)
-        return io_err(err, errlen, "'%s': bad .npy data: %zu bytes, the shape and dtype '%s' need %zu", name,
+        return qh_errf(err, errlen, "'%s': bad .npy data: %zu bytes, the shape and dtype '%s' need %zu", name,
                       have, code, need);
     size_t nd_out = out->is_complex ? 2 * n : n;
     out->data = malloc((nd_out ? nd_out : 1) * sizeof(double));
-    if (!out->data) return io_err(err, errlen, "'%s': out of memory", name);
+    if (!out->data) return qh_errf(err, errlen, "'%s': out of memory", name);
     const unsigned char *d = buf + off + hl;
     int es = out->is_complex ? dt.size / 2 : dt.size;
     /* element k of the file is element idx(k) of C order */
@@ -295,7 +284,7 @@ int io_npy_read(const char *path, IoArray *out, char *err, size_t errlen)
 
 unsigned char *io_npy_encode(const IoArray *a, size_t *len, char *err, size_t errlen)
 {
-    if (!a || a->ndim < 0 || a->ndim > IO_MAX_DIMS) { io_err(err, errlen, "bad array"); return NULL; }
+    if (!a || a->ndim < 0 || a->ndim > IO_MAX_DIMS) { qh_errf(err, errlen, "bad array"); return NULL; }
     char dict[64 + 24 * IO_MAX_DIMS];
     int at = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
                       a->is_complex ? "<c16" : "<f8");
@@ -310,7 +299,7 @@ unsigned char *io_npy_encode(const IoArray *a, size_t *len, char *err, size_t er
     if (v2) { pre = 12; total = pre + (size_t)at + 1; pad = (64 - total % 64) % 64; hl = (size_t)at + 1 + pad; }
     size_t es = a->is_complex ? 16 : 8, bytes = a->n * es;
     unsigned char *buf = malloc(pre + hl + bytes);
-    if (!buf) { io_err(err, errlen, "out of memory"); return NULL; }
+    if (!buf) { qh_errf(err, errlen, "out of memory"); return NULL; }
     memcpy(buf, "\x93NUMPY", 6);
     buf[6] = v2 ? 2 : 1;
     buf[7] = 0;

@@ -35,7 +35,7 @@ static void fail(P *p, const char *what)
         if (*q == '\n') { line++; col = 1; }
         else if (((unsigned char)*q & 0xC0) != 0x80) col++;
     }
-    io_err(p->err, p->errlen, "line %zu, column %zu: %s", line, col, what);
+    qh_errf(p->err, p->errlen, "line %zu, column %zu: %s", line, col, what);
 }
 
 static void ws(P *p)
@@ -279,7 +279,7 @@ IoJson *io_json_parse(const char *text, size_t len, char *err, size_t errlen)
 {
     P p = { text, text + len, text, err, errlen, 0 };
     IoJson *j = calloc(1, sizeof *j);
-    if (!j) { io_err(err, errlen, "out of memory"); return NULL; }
+    if (!j) { qh_errf(err, errlen, "out of memory"); return NULL; }
     if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) p.p += 3;   /* a UTF-8 BOM */
     if (value(&p, j, 0) == 0) {
         ws(&p);
@@ -380,12 +380,12 @@ char *io_json_dump(const IoJson *j, int indent, size_t *len, char *err, size_t e
     put(&b, "", 0);
     if (!j || dump(&b, j, indent, 0) != 0) {
         free(b.d);
-        io_err(err, errlen, "nested deeper than %d", JSON_MAX_DEPTH);
+        qh_errf(err, errlen, "nested deeper than %d", JSON_MAX_DEPTH);
         return NULL;
     }
     if (b.oom) {
         free(b.d);
-        io_err(err, errlen, "out of memory");
+        qh_errf(err, errlen, "out of memory");
         return NULL;
     }
     if (len) *len = b.n;

@@ -6,9 +6,9 @@
  * a Kraus set is applied (density.c) or anything of the language.
  */
 #include "dm.h"
+#include "errf.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -39,24 +39,11 @@ const DmChannelInfo *dm_channel_by_name(const char *name)
     return NULL;
 }
 
-static int ch_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int ch_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
-
 /* Why: PennyLane's probability checks, with the value in the message. */
 static int prob(const char *ch, const char *what, double v, char *err, size_t errlen)
 {
     if (!(v >= 0.0 && v <= 1.0))
-        return ch_err(err, errlen, "%s: %s must be in the interval [0,1], got %.17g", ch, what, v);
+        return qh_errf(err, errlen, "%s: %s must be in the interval [0,1], got %.17g", ch, what, v);
     return 0;
 }
 
@@ -79,15 +66,15 @@ static int thermal(const double *p, cplx *out, int *nk, char *err, size_t errlen
 {
     const char *n = "ThermalRelaxationError";
     double pe = p[0], t1 = p[1], t2 = p[2], tg = p[3];
-    if (!(pe >= 0 && pe <= 1)) return ch_err(err, errlen, "%s: pe must be between 0 and 1, got %.17g", n, pe);
-    if (!(tg >= 0)) return ch_err(err, errlen, "%s: invalid gate time tq (%.17g < 0)", n, tg);
-    if (!(t1 > 0)) return ch_err(err, errlen, "%s: invalid T_1 relaxation time: T_1 <= 0 (%.17g)", n, t1);
-    if (!(t2 > 0)) return ch_err(err, errlen, "%s: invalid T_2 relaxation time: T_2 <= 0 (%.17g)", n, t2);
+    if (!(pe >= 0 && pe <= 1)) return qh_errf(err, errlen, "%s: pe must be between 0 and 1, got %.17g", n, pe);
+    if (!(tg >= 0)) return qh_errf(err, errlen, "%s: invalid gate time tq (%.17g < 0)", n, tg);
+    if (!(t1 > 0)) return qh_errf(err, errlen, "%s: invalid T_1 relaxation time: T_1 <= 0 (%.17g)", n, t1);
+    if (!(t2 > 0)) return qh_errf(err, errlen, "%s: invalid T_2 relaxation time: T_2 <= 0 (%.17g)", n, t2);
     if (t2 - 2 * t1 > 0)
-        return ch_err(err, errlen, "%s: invalid T_2 relaxation time: T_2 greater than 2 * T_1 (%.17g > %.17g)",
+        return qh_errf(err, errlen, "%s: invalid T_2 relaxation time: T_2 greater than 2 * T_1 (%.17g > %.17g)",
                       n, t2, 2 * t1);
     if (!isfinite(t1) || !isfinite(t2) || !isfinite(tg))
-        return ch_err(err, errlen, "%s: parameters must be finite", n);
+        return qh_errf(err, errlen, "%s: parameters must be finite", n);
     double eT1 = exp(-tg / t1), pr = 1 - eT1, eT2 = exp(-tg / t2);
     if (t2 <= t1) {
         double pz = (1 - pr) * (1 - eT2 / eT1) / 2, pr0 = (1 - pe) * pr, pr1 = pe * pr;
@@ -119,10 +106,10 @@ static int thermal(const double *p, cplx *out, int *nk, char *err, size_t errlen
 int dm_channel_kraus(DmChannel ch, const double *p, cplx *out, int *nk, char *err, size_t errlen)
 {
     const DmChannelInfo *info = dm_channel_info(ch);
-    if (!info) return ch_err(err, errlen, "unknown channel %d", (int)ch);
-    if (info->nwires != 1) return ch_err(err, errlen, "%s: has no fixed Kraus set", info->name);
+    if (!info) return qh_errf(err, errlen, "unknown channel %d", (int)ch);
+    if (info->nwires != 1) return qh_errf(err, errlen, "%s: has no fixed Kraus set", info->name);
     for (int i = 0; i < info->nparams; i++)
-        if (isnan(p[i])) return ch_err(err, errlen, "%s: parameter %d is not a number", info->name, i + 1);
+        if (isnan(p[i])) return qh_errf(err, errlen, "%s: parameter %d is not a number", info->name, i + 1);
     const char *n = info->name;
     const cplx J = _Complex_I;
     switch (ch) {
@@ -173,7 +160,7 @@ int dm_channel_kraus(DmChannel ch, const double *p, cplx *out, int *nk, char *er
     case DM_RESETERROR: {
         if (prob(n, "p_0", p[0], err, errlen) || prob(n, "p_1", p[1], err, errlen)) return -1;
         if (!(p[0] + p[1] <= 1.0))
-            return ch_err(err, errlen, "%s: p_0 + p_1 must be in the interval [0,1], got %.17g", n, p[0] + p[1]);
+            return qh_errf(err, errlen, "%s: p_0 + p_1 must be in the interval [0,1], got %.17g", n, p[0] + p[1]);
         put(out, 0, rt(1 - p[0] - p[1]), 1, 0, 0, 1);
         put(out, 1, rt(p[0]), 1, 0, 0, 0);
         put(out, 2, rt(p[0]), 0, 1, 0, 0);
@@ -185,21 +172,21 @@ int dm_channel_kraus(DmChannel ch, const double *p, cplx *out, int *nk, char *er
     case DM_PAULIERROR: case DM_QUBITCHANNEL: case DM_NCHANNELS:
         break;
     }
-    return ch_err(err, errlen, "%s: has no fixed Kraus set", n);
+    return qh_errf(err, errlen, "%s: has no fixed Kraus set", n);
 }
 
 /* Why: PauliError's second Kraus matrix is a Kronecker product of Paulis. */
 int dm_pauli_error_kraus(const char *ops, double p, cplx *out, char *err, size_t errlen)
 {
     const char *n = "PauliError";
-    if (!ops) return ch_err(err, errlen, "%s: no operators", n);
+    if (!ops) return qh_errf(err, errlen, "%s: no operators", n);
     int k = (int)strlen(ops);
-    if (k < 1) return ch_err(err, errlen, "%s: needs at least one operator", n);
+    if (k < 1) return qh_errf(err, errlen, "%s: needs at least one operator", n);
     if (k > DM_MAX_KRAUS_WIRES)
-        return ch_err(err, errlen, "%s: at most %d wires, got %d", n, DM_MAX_KRAUS_WIRES, k);
+        return qh_errf(err, errlen, "%s: at most %d wires, got %d", n, DM_MAX_KRAUS_WIRES, k);
     for (int i = 0; i < k; i++)
         if (ops[i] != 'X' && ops[i] != 'Y' && ops[i] != 'Z')
-            return ch_err(err, errlen, "%s: the operators must be X, Y or Z, got '%s'", n, ops);
+            return qh_errf(err, errlen, "%s: the operators must be X, Y or Z, got '%s'", n, ops);
     if (prob(n, "p", p, err, errlen)) return -1;
     size_t d = (size_t)1 << k;
     cplx *k0 = out, *k1 = out + d * d;
@@ -229,12 +216,12 @@ int dm_kraus_check(const char *name, int k, int nk, const cplx *kraus, char *err
 {
     if (!name) name = "QubitChannel";
     if (k < 1 || k > DM_MAX_KRAUS_WIRES)
-        return ch_err(err, errlen, "%s: Kraus matrices on 1 to %d wires, got %d", name, DM_MAX_KRAUS_WIRES, k);
-    if (nk < 1 || !kraus) return ch_err(err, errlen, "%s: needs at least one Kraus matrix", name);
+        return qh_errf(err, errlen, "%s: Kraus matrices on 1 to %d wires, got %d", name, DM_MAX_KRAUS_WIRES, k);
+    if (nk < 1 || !kraus) return qh_errf(err, errlen, "%s: needs at least one Kraus matrix", name);
     size_t d = (size_t)1 << k;
     for (size_t i = 0; i < (size_t)nk * d * d; i++)
         if (!isfinite(creal(kraus[i])) || !isfinite(cimag(kraus[i])))
-            return ch_err(err, errlen, "%s: Kraus matrix entries must be finite", name);
+            return qh_errf(err, errlen, "%s: Kraus matrix entries must be finite", name);
     double worst = 0, excess = 0;
     for (size_t r = 0; r < d; r++)
         for (size_t c = 0; c < d; c++) {
@@ -249,7 +236,7 @@ int dm_kraus_check(const char *name, int k, int nk, const cplx *kraus, char *err
             if (ex > excess) excess = ex;
         }
     if (excess > 0)
-        return ch_err(err, errlen,
+        return qh_errf(err, errlen,
                       "%s: Kraus matrices are not trace preserving (max |sum K^dagger K - I| = %.3g)",
                       name, worst);
     return 0;

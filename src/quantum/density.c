@@ -10,26 +10,12 @@
  * (channels.c turns names and parameters into Kraus matrices).
  */
 #include "dm.h"
+#include "errf.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* Format into err if there is one; always -1. */
-static int dm_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int dm_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* ---- states --------------------------------------------------------------- */
 
@@ -70,8 +56,8 @@ void dm_set_threads(DmState *d, SvTeam *team, int nthreads)
 /* Why: StatePrep-like preparation and the tests' random pure states. */
 int dm_set_pure(DmState *d, const cplx *psi, char *err, size_t errlen)
 {
-    if (!d || !d->v.amp) return dm_err(err, errlen, "set_state: no state");
-    if (!psi) return dm_err(err, errlen, "set_state: no vector");
+    if (!d || !d->v.amp) return qh_errf(err, errlen, "set_state: no state");
+    if (!psi) return qh_errf(err, errlen, "set_state: no vector");
     size_t D = d->dim;
     for (size_t r = 0; r < D; r++)
         for (size_t c = 0; c < D; c++) d->v.amp[r * D + c] = psi[r] * conj(psi[c]);
@@ -81,8 +67,8 @@ int dm_set_pure(DmState *d, const cplx *psi, char *err, size_t errlen)
 /* Why: tests start from random mixed states. */
 int dm_set_matrix(DmState *d, const cplx *m, char *err, size_t errlen)
 {
-    if (!d || !d->v.amp) return dm_err(err, errlen, "set_state: no state");
-    if (!m) return dm_err(err, errlen, "set_state: no matrix");
+    if (!d || !d->v.amp) return qh_errf(err, errlen, "set_state: no state");
+    if (!m) return qh_errf(err, errlen, "set_state: no matrix");
     memcpy(d->v.amp, m, d->dim * d->dim * sizeof(cplx));
     return 0;
 }
@@ -96,11 +82,11 @@ static int check_range(const DmState *d, const char *name, const int *w, int nw,
 {
     for (int i = 0; i < nw; i++)
         if (w[i] < 0 || w[i] >= d->n)
-            return dm_err(err, errlen, "%s: wire %d out of range for a %d-wire device",
+            return qh_errf(err, errlen, "%s: wire %d out of range for a %d-wire device",
                           name, w[i], d->n);
     for (int i = 0; i < nc; i++)
         if (c[i] < 0 || c[i] >= d->n)
-            return dm_err(err, errlen, "%s: control wire %d out of range for a %d-wire device",
+            return qh_errf(err, errlen, "%s: control wire %d out of range for a %d-wire device",
                           name, c[i], d->n);
     return 0;
 }
@@ -112,7 +98,7 @@ static int check_distinct(const char *name, const int *w, int k, char *err, size
     for (int i = 0; i < k; i++)
         for (int j = i + 1; j < k; j++)
             if (w[i] == w[j])
-                return dm_err(err, errlen, "%s: wires must be distinct (%d, %d)", name, w[i], w[j]);
+                return qh_errf(err, errlen, "%s: wires must be distinct (%d, %d)", name, w[i], w[j]);
     return 0;
 }
 
@@ -161,10 +147,10 @@ static int conj_op(const SvOp *op, int n, SvOp *c, cplx **buf, char *err, size_t
     base.adjoint = 0;
     int k = op->nwires;
     if (op->gate == SV_CY) { base.gate = SV_PAULIY; base.nwires = 1; base.wires[0] = op->wires[1]; k = 1; }
-    if (k > SV_MAX_DENSE) return dm_err(err, errlen, "%s: too many wires (%d)", sv_gate_info(op->gate)->name, k);
+    if (k > SV_MAX_DENSE) return qh_errf(err, errlen, "%s: too many wires (%d)", sv_gate_info(op->gate)->name, k);
     size_t D = (size_t)1 << k;
     cplx *m = malloc(D * D * sizeof(cplx));
-    if (!m) return dm_err(err, errlen, "%s: out of memory", sv_gate_info(op->gate)->name);
+    if (!m) return qh_errf(err, errlen, "%s: out of memory", sv_gate_info(op->gate)->name);
     if (sv_op_matrix(&base, m, err, errlen) != 0) { free(m); return -1; }
     for (size_t i = 0; i < D * D; i++) m[i] = conj(m[i]);
     if (op->gate == SV_CY) {       /* control (first wire) becomes a control */
@@ -205,10 +191,10 @@ static int apply_super1(DmState *d, int w, const cplx *m, char *err, size_t errl
 /* Why: every gate of the statevector device works on rho. */
 int dm_apply(DmState *d, const SvOp *op, char *err, size_t errlen)
 {
-    if (!d || !d->v.amp) return dm_err(err, errlen, "dm_apply: no state");
-    if (!op) return dm_err(err, errlen, "dm_apply: no operation");
+    if (!d || !d->v.amp) return qh_errf(err, errlen, "dm_apply: no state");
+    if (!op) return qh_errf(err, errlen, "dm_apply: no operation");
     const SvGateInfo *info = sv_gate_info(op->gate);
-    if (!info) return dm_err(err, errlen, "unknown gate %d", (int)op->gate);
+    if (!info) return qh_errf(err, errlen, "unknown gate %d", (int)op->gate);
     if (op->nwires < 0 || op->nwires > SV_MAX_WIRES || op->nctrl < 0 || op->nctrl > SV_MAX_WIRES)
         return sv_apply(&d->v, op, err, errlen);   /* its message */
     if (check_range(d, info->name, op->wires, op->nwires, op->ctrl, op->nctrl, err, errlen))
@@ -243,11 +229,11 @@ int dm_apply_kraus(DmState *d, const int *wires, int k, int nk, const cplx *krau
                    char *err, size_t errlen)
 {
     const char *name = "channel";
-    if (!d || !d->v.amp) return dm_err(err, errlen, "%s: no state", name);
-    if (k < 1 || !wires) return dm_err(err, errlen, "%s: needs at least one wire", name);
+    if (!d || !d->v.amp) return qh_errf(err, errlen, "%s: no state", name);
+    if (k < 1 || !wires) return qh_errf(err, errlen, "%s: needs at least one wire", name);
     if (k > DM_MAX_KRAUS_WIRES)
-        return dm_err(err, errlen, "%s: at most %d wires, got %d", name, DM_MAX_KRAUS_WIRES, k);
-    if (nk < 1 || !kraus) return dm_err(err, errlen, "%s: no Kraus matrices", name);
+        return qh_errf(err, errlen, "%s: at most %d wires, got %d", name, DM_MAX_KRAUS_WIRES, k);
+    if (nk < 1 || !kraus) return qh_errf(err, errlen, "%s: no Kraus matrices", name);
     if (check_range(d, name, wires, k, NULL, 0, err, errlen)) return -1;
     if (check_distinct(name, wires, k, err, errlen)) return -1;
     size_t dd = (size_t)1 << k, D = dd * dd;
@@ -258,7 +244,7 @@ int dm_apply_kraus(DmState *d, const int *wires, int k, int nk, const cplx *krau
         return sv_apply_matrix(&d->v, w2, 2, s, err, errlen);
     }
     cplx *s = calloc(D * D, sizeof(cplx));
-    if (!s) return dm_err(err, errlen, "%s: out of memory", name);
+    if (!s) return qh_errf(err, errlen, "%s: out of memory", name);
     for (int i = 0; i < nk; i++) add_super(kraus + (size_t)i * D, dd, s);
     int w2[2 * DM_MAX_KRAUS_WIRES];
     for (int i = 0; i < k; i++) {

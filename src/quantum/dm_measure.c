@@ -10,26 +10,13 @@
  * the eigenvalues from LAPACK (sv_entropy_of). Must not know about the language.
  */
 #include "dm.h"
+#include "errf.h"
 #include "svmeas.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int me_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int me_err(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* rho[r][c] */
 static inline cplx el(const DmState *d, uint64_t r, uint64_t c) { return d->v.amp[r * d->dim + c]; }
@@ -38,15 +25,15 @@ static inline cplx el(const DmState *d, uint64_t r, uint64_t c) { return d->v.am
 static int check_wires(const DmState *d, const char *name, const int *w, int nw, int maxw,
                        char *err, size_t errlen)
 {
-    if (!d || !d->v.amp) return me_err(err, errlen, "%s: no state", name);
+    if (!d || !d->v.amp) return qh_errf(err, errlen, "%s: no state", name);
     if (nw < 0 || nw > maxw || nw > d->n)
-        return me_err(err, errlen, "%s: %d wires asked, at most %d", name, nw, d->n < maxw ? d->n : maxw);
-    if (nw > 0 && !w) return me_err(err, errlen, "%s: needs at least one wire", name);
+        return qh_errf(err, errlen, "%s: %d wires asked, at most %d", name, nw, d->n < maxw ? d->n : maxw);
+    if (nw > 0 && !w) return qh_errf(err, errlen, "%s: needs at least one wire", name);
     for (int i = 0; i < nw; i++) {
         if (w[i] < 0 || w[i] >= d->n)
-            return me_err(err, errlen, "%s: wire %d out of range for a %d-wire device", name, w[i], d->n);
+            return qh_errf(err, errlen, "%s: wire %d out of range for a %d-wire device", name, w[i], d->n);
         for (int j = 0; j < i; j++)
-            if (w[i] == w[j]) return me_err(err, errlen, "%s: wires must be distinct (%d, %d)", name, w[j], w[i]);
+            if (w[i] == w[j]) return qh_errf(err, errlen, "%s: wires must be distinct (%d, %d)", name, w[j], w[i]);
     }
     return 0;
 }
@@ -147,8 +134,8 @@ int dm_reduced(const DmState *d, const int *wires, int nw, cplx *out, char *err,
 {
     const char *name = "density_matrix";
     if (check_wires(d, name, wires, nw, 14, err, errlen)) return -1;
-    if (nw == 0) return me_err(err, errlen, "%s: needs at least one wire", name);
-    if (!out) return me_err(err, errlen, "%s: no output", name);
+    if (nw == 0) return qh_errf(err, errlen, "%s: needs at least one wire", name);
+    if (!out) return qh_errf(err, errlen, "%s: no output", name);
     int n = d->n, no = n - nw, other[64], isw[64] = { 0 };
     for (int i = 0; i < nw; i++) isw[wires[i]] = 1;
     for (int w = 0, j = 0; w < n; w++)
@@ -158,7 +145,7 @@ int dm_reduced(const DmState *d, const int *wires, int nw, cplx *out, char *err,
     if (!offa || !offb) {
         free(offa);
         free(offb);
-        return me_err(err, errlen, "%s: out of memory", name);
+        return qh_errf(err, errlen, "%s: out of memory", name);
     }
     for (size_t a = 0; a < A; a++) {
         uint64_t o = 0;
@@ -246,7 +233,7 @@ int dm_probs(const DmState *d, const int *wires, int nw, double *out, char *err,
 {
     const char *name = "probs";
     if (check_wires(d, name, wires, nw, 30, err, errlen)) return -1;
-    if (!out) return me_err(err, errlen, "%s: no output", name);
+    if (!out) return qh_errf(err, errlen, "%s: no output", name);
     int n = d->n;
     if (nw == 0) {
         for (uint64_t b = 0; b < d->dim; b++) {
@@ -317,7 +304,7 @@ int dm_measure(DmState *d, int wire, int reset, Rng *r, char *err, size_t errlen
     if (p0 < 0) p0 = 0;
     if (p1 < 0) p1 = 0;
     double tot = p0 + p1;
-    if (!(tot > 0) || !isfinite(tot)) return me_err(err, errlen, "%s: the state has zero trace", name);
+    if (!(tot > 0) || !isfinite(tot)) return qh_errf(err, errlen, "%s: the state has zero trace", name);
     int outcome = rng_uniform(r) * tot < p1;
     double s = 1.0 / sqrt(outcome ? p1 : p0);
     cplx m[4] = { 0, 0, 0, 0 };

@@ -13,6 +13,7 @@
 #include <assert.h>
 #include <stdlib.h>
 
+#include "errf.h"
 #include "sv.h"
 
 /* Invariants: checked in debug and sanitizer builds (NDEBUG unset). */
@@ -181,9 +182,9 @@ int sv_blk_run(const SvState *s, const SvJob *j, int level);
 #define SV_E_NWMEAS    "%s: %d wires asked, at most %d"
 #define SV_E_ZERONORM  "%s: the state has zero norm"
 
-/* Errors: format into err if it is not NULL. Always returns -1. */
-int sv_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* Errors: format into err if it is not NULL. Always returns -1. The
+   room's name for util's one formatter (errf.h). */
+#define sv_err qh_errf
 
 /* Sum of |amp|^2 over [a, b) (kernels.c, simd-aware). */
 double sv_norm_range(const SvState *s, uint64_t a, uint64_t b);
