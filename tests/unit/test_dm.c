@@ -22,66 +22,23 @@
 
 #include "dm.h"
 #include "svmeas.h"
+#include "dense_ref.h"
 
 #define TOL 1e-12
 
 /* ---- dense helpers -------------------------------------------------------- */
-
-static double randn(Rng *r) { return rng_normal(r); }
-
-/* c = a b (D x D) */
-static void mm(const cplx *a, const cplx *b, cplx *c, int D)
-{
-    cplx *t = calloc((size_t)D * D, sizeof(cplx));
-    for (int i = 0; i < D; i++)
-        for (int k = 0; k < D; k++) {
-            cplx x = a[i * D + k];
-            if (x == 0) continue;
-            for (int j = 0; j < D; j++) t[i * D + j] += x * b[k * D + j];
-        }
-    memcpy(c, t, (size_t)D * D * sizeof(cplx));
-    free(t);
-}
-
-/* out = a^dagger */
-static void dagger(const cplx *a, cplx *out, int D)
-{
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) out[j * D + i] = conj(a[i * D + j]);
-}
 
 /* out += K rho K^dagger */
 static void add_conj(const cplx *k, const cplx *rho, cplx *out, int D)
 {
     cplx *t = malloc((size_t)D * D * sizeof(cplx)), *kd = calloc((size_t)D * D, sizeof(cplx));
     ck_assert(t && kd);
-    mm(k, rho, t, D);
+    matmul(k, rho, t, D);
     dagger(k, kd, D);
-    mm(t, kd, t, D);
+    matmul(t, kd, t, D);
     for (int i = 0; i < D * D; i++) out[i] += t[i];
     free(t);
     free(kd);
-}
-
-/* The full operator of u (2^na x 2^na) acting on wires aw (aw[0] = MSB). */
-static void embed(const cplx *u, const int *aw, int na, int n, cplx *full)
-{
-    int D = 1 << n, d = 1 << na;
-    unsigned amask = 0;
-    for (int i = 0; i < na; i++) amask |= 1u << (n - 1 - aw[i]);
-    for (int r = 0; r < D; r++)
-        for (int c = 0; c < D; c++) {
-            cplx v = 0;
-            if (((unsigned)r & ~amask) == ((unsigned)c & ~amask)) {
-                int sr = 0, sc = 0;
-                for (int i = 0; i < na; i++) {
-                    sr = (sr << 1) | ((r >> (n - 1 - aw[i])) & 1);
-                    sc = (sc << 1) | ((c >> (n - 1 - aw[i])) & 1);
-                }
-                v = u[sr * d + sc];
-            }
-            full[r * D + c] = v;
-        }
 }
 
 /* A random density matrix: A A^dagger / Tr for a complex Gaussian A. */
@@ -89,53 +46,14 @@ static void rand_rho(int n, Rng *r, cplx *rho)
 {
     int D = 1 << n;
     cplx *a = malloc((size_t)D * D * sizeof(cplx)), *ad = malloc((size_t)D * D * sizeof(cplx));
-    for (int i = 0; i < D * D; i++) a[i] = randn(r) + I * randn(r);
+    for (int i = 0; i < D * D; i++) a[i] = rng_normal(r) + I * rng_normal(r);
     dagger(a, ad, D);
-    mm(a, ad, rho, D);
+    matmul(a, ad, rho, D);
     double tr = 0;
     for (int i = 0; i < D; i++) tr += creal(rho[i * D + i]);
     for (int i = 0; i < D * D; i++) rho[i] /= tr;
     free(a);
     free(ad);
-}
-
-/* Orthonormal columns (Gram-Schmidt) of a random rows x cols matrix. */
-static void rand_isometry(int rows, int cols, Rng *r, cplx *v)
-{
-    for (int i = 0; i < rows * cols; i++) v[i] = randn(r) + I * randn(r);
-    for (int c = 0; c < cols; c++) {
-        for (int p = 0; p < c; p++) {
-            cplx dot = 0;
-            for (int i = 0; i < rows; i++) dot += conj(v[i * cols + p]) * v[i * cols + c];
-            for (int i = 0; i < rows; i++) v[i * cols + c] -= dot * v[i * cols + p];
-        }
-        double nn = 0;
-        for (int i = 0; i < rows; i++) nn += creal(v[i * cols + c] * conj(v[i * cols + c]));
-        for (int i = 0; i < rows; i++) v[i * cols + c] /= sqrt(nn);
-    }
-}
-
-static double maxdiff(const cplx *a, const cplx *b, size_t n)
-{
-    double m = 0;
-    for (size_t i = 0; i < n; i++) {
-        double e = cabs(a[i] - b[i]);
-        if (e > m) m = e;
-    }
-    return m;
-}
-
-/* Distinct random wires of n. */
-static void rand_wires(Rng *r, int n, int k, int *w)
-{
-    int perm[32];
-    for (int i = 0; i < n; i++) perm[i] = i;
-    for (int i = n - 1; i > 0; i--) {
-        int j = (int)rng_below(r, (uint64_t)i + 1), t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
-    for (int i = 0; i < k; i++) w[i] = perm[i];
 }
 
 /* ---- gates ---------------------------------------------------------------- */
@@ -155,12 +73,12 @@ static void check_gate(SvGate g, int n, int adj, int nctrl, Rng *r)
     op.adjoint = adj;
     op.nctrl = nctrl;
     int w[16];
-    rand_wires(r, n, op.nwires + nctrl, w);
+    random_wires(w, op.nwires + nctrl, n, r);
     for (int i = 0; i < nctrl; i++) op.ctrl[i] = w[i];
     for (int i = 0; i < op.nwires; i++) op.wires[i] = w[nctrl + i];
     cplx qu[64];
     if (g == SV_QUBITUNITARY) {
-        rand_isometry(1 << op.nwires, 1 << op.nwires, r, qu);
+        random_isometry(qu, 1 << op.nwires, 1 << op.nwires, r);
         op.matrix = qu;
     }
     if (g == SV_BASISSTATE) op.bits = rng_below(r, (uint64_t)1 << op.nwires);
@@ -349,10 +267,10 @@ START_TEST(test_qubit_channel_and_pauli_error)
         for (int nk = 1; nk <= 4; nk++) {
             int d = 1 << k;
             cplx *v = malloc((size_t)nk * d * d * sizeof(cplx));
-            rand_isometry(nk * d, d, &r, v);   /* stacked Kraus matrices: V^dagger V = I */
+            random_isometry(v, nk * d, d, &r);   /* stacked Kraus matrices: V^dagger V = I */
             ck_assert_int_eq(dm_kraus_check("QubitChannel", k, nk, v, NULL, 0), 0);
             int w[8];
-            rand_wires(&r, n, k, w);
+            random_wires(w, k, n, &r);
             rand_rho(n, &r, rho);
             ref_channel(v, nk, w, k, n, rho, want);
             DmState dm;
@@ -425,10 +343,10 @@ START_TEST(test_pure_circuit_agrees)
             op.adjoint = (int)rng_below(&r, 2);
             op.nctrl = op.nwires < 4 ? (int)rng_below(&r, 2) : 0;
             int w[8];
-            rand_wires(&r, n, op.nwires + op.nctrl, w);
+            random_wires(w, op.nwires + op.nctrl, n, &r);
             for (int i = 0; i < op.nctrl; i++) op.ctrl[i] = w[i];
             for (int i = 0; i < op.nwires; i++) op.wires[i] = w[op.nctrl + i];
-            if (g == SV_QUBITUNITARY) { rand_isometry(1 << op.nwires, 1 << op.nwires, &r, qu); op.matrix = qu; }
+            if (g == SV_QUBITUNITARY) { random_isometry(qu, 1 << op.nwires, 1 << op.nwires, &r); op.matrix = qu; }
             if (g == SV_BASISSTATE) op.bits = rng_below(&r, (uint64_t)1 << op.nwires);
             char err[256] = "";
             ck_assert_msg(sv_apply(&sv, &op, err, sizeof err) == 0, "%s", err);
@@ -499,12 +417,12 @@ START_TEST(test_expval_var_probs)
         SvPauli t[5];
         int nt = 1 + (int)rng_below(&r, 5);
         for (int k = 0; k < nt; k++) {
-            t[k].coeff = randn(&r);
+            t[k].coeff = rng_normal(&r);
             t[k].x = rng_below(&r, 16);
             t[k].z = rng_below(&r, 16);
         }
         pauli_matrix(t, nt, n, h);
-        mm(h, h, h2, D);
+        matmul(h, h, h2, D);
         double e = trace_prod(rho, h, D), e2 = trace_prod(rho, h2, D);
         ck_assert_msg(fabs(dm_expval(&dm, t, nt) - e) <= TOL, "expval %g vs %g", dm_expval(&dm, t, nt), e);
         ck_assert(fabs(dm_var(&dm, t, nt) - (e2 - e * e)) <= 1e-11);
@@ -513,7 +431,7 @@ START_TEST(test_expval_var_probs)
         cplx hs[16];
         for (int i = 0; i < 4; i++)
             for (int j = 0; j <= i; j++) {
-                hs[i * 4 + j] = randn(&r) + (i == j ? 0 : I * randn(&r));
+                hs[i * 4 + j] = rng_normal(&r) + (i == j ? 0 : I * rng_normal(&r));
                 hs[j * 4 + i] = conj(hs[i * 4 + j]);
             }
         cplx full[256];
@@ -547,11 +465,11 @@ START_TEST(test_reduced_purity_entropy)
         double l[4], s = 0;
         for (int i = 0; i < A; i++) { l[i] = rep == 0 && i ? 0 : rng_uniform(&r); s += l[i]; }
         cplx u[16], ud[16], dl[16] = { 0 }, ra[16], sig[16], rho[256];
-        rand_isometry(A, A, &r, u);
+        random_isometry(u, A, A, &r);
         dagger(u, ud, A);
         for (int i = 0; i < A; i++) { l[i] /= s; dl[i * A + i] = l[i]; }
-        mm(u, dl, ra, A);
-        mm(ra, ud, ra, A);
+        matmul(u, dl, ra, A);
+        matmul(ra, ud, ra, A);
         rand_rho(nb, &r, sig);
         for (int i = 0; i < A; i++)
             for (int j = 0; j < A; j++)
@@ -774,11 +692,4 @@ static Suite *dm_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(dm_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return run_suite(dm_suite()); }

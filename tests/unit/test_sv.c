@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "sv.h"
+#include "dense_ref.h"
 
 #define TOL 1e-12
 #define MAXQ 8
@@ -31,32 +32,8 @@ static void mat_id(cplx *u, int d)
     for (int i = 0; i < d; i++) u[i * d + i] = 1;
 }
 
-static void mat_mul(const cplx *a, const cplx *b, cplx *c, int d)
-{
-    cplx t[64 * 64];
-    for (int i = 0; i < d; i++)
-        for (int j = 0; j < d; j++) {
-            cplx s = 0;
-            for (int k = 0; k < d; k++) s += a[i * d + k] * b[k * d + j];
-            t[i * d + j] = s;
-        }
-    memcpy(c, t, (size_t)d * d * sizeof(cplx));
-}
-
-static void kron(const cplx *a, int da, const cplx *b, int db, cplx *c)
-{
-    int d = da * db;
-    for (int i = 0; i < da; i++)
-        for (int j = 0; j < da; j++)
-            for (int k = 0; k < db; k++)
-                for (int l = 0; l < db; l++)
-                    c[(i * db + k) * d + (j * db + l)] = a[i * da + j] * b[k * db + l];
-}
-
 static void dag(cplx *u, int d)
 {
-    cplx t[MAXD];
-    (void)t;
     for (int i = 0; i < d; i++)
         for (int j = i; j < d; j++) {
             cplx a = u[i * d + j], b = u[j * d + i];
@@ -64,11 +41,6 @@ static void dag(cplx *u, int d)
             u[j * d + i] = conj(a);
         }
 }
-
-static const cplx P_I[4] = { 1, 0, 0, 1 };
-static const cplx P_X[4] = { 0, 1, 1, 0 };
-static const cplx P_Y[4] = { 0, -I, I, 0 };
-static const cplx P_Z[4] = { 1, 0, 0, -1 };
 
 /* cos(t/2) 1 - i sin(t/2) G for an involutory G of size d */
 static void rot_exp(const cplx *g, int d, double t, cplx *u)
@@ -107,7 +79,7 @@ static int ref_small(SvGate g, const double *p, int k, const cplx *qu, uint64_t 
     case SV_PHASESHIFT: u[0] = 1; u[3] = cexp(I * p[0]); break;
     case SV_ROT: /* RZ(omega) RY(theta) RZ(phi) */
         rot_exp(P_Z, 2, p[2], a); rot_exp(P_Y, 2, p[1], b); rot_exp(P_Z, 2, p[0], c);
-        mat_mul(a, b, u, 2); mat_mul(u, c, u, 2);
+        matmul(a, b, u, 2); matmul(u, c, u, 2);
         break;
     case SV_U3:
         u[0] = cos(p[0] / 2);
@@ -172,84 +144,6 @@ static int ref_small(SvGate g, const double *p, int k, const cplx *qu, uint64_t 
     default: return -1;
     }
     return 0;
-}
-
-/* Full 2^nq operator of u acting on wires aw[0..na) (aw[0] = MSB of u). */
-static void embed(const cplx *u, const int *aw, int na, int nq, cplx *full)
-{
-    int D = 1 << nq, d = 1 << na;
-    uint64_t amask = 0;
-    for (int i = 0; i < na; i++) amask |= 1u << (nq - 1 - aw[i]);
-    for (int r = 0; r < D; r++)
-        for (int c = 0; c < D; c++) {
-            cplx v = 0;
-            if (((unsigned)r & ~amask) == ((unsigned)c & ~amask)) {
-                int sr = 0, sc = 0;
-                for (int i = 0; i < na; i++) {
-                    sr = (sr << 1) | ((r >> (nq - 1 - aw[i])) & 1);
-                    sc = (sc << 1) | ((c >> (nq - 1 - aw[i])) & 1);
-                }
-                v = u[sr * d + sc];
-            }
-            full[r * D + c] = v;
-        }
-}
-
-static void matvec(const cplx *m, const cplx *x, cplx *y, int D)
-{
-    for (int r = 0; r < D; r++) {
-        cplx s = 0;
-        for (int c = 0; c < D; c++) s += m[r * D + c] * x[c];
-        y[r] = s;
-    }
-}
-
-static double maxdiff(const cplx *a, const cplx *b, size_t n)
-{
-    double m = 0;
-    for (size_t i = 0; i < n; i++) {
-        double e = cabs(a[i] - b[i]);
-        if (!(e <= m)) m = e;
-    }
-    return m;
-}
-
-static void random_state(cplx *psi, size_t dim, Rng *r)
-{
-    double n = 0;
-    for (size_t i = 0; i < dim; i++) {
-        psi[i] = rng_normal(r) + I * rng_normal(r);
-        n += creal(psi[i] * conj(psi[i]));
-    }
-    for (size_t i = 0; i < dim; i++) psi[i] /= sqrt(n);
-}
-
-/* Random unitary: Gram-Schmidt on a complex Gaussian matrix. */
-static void random_unitary(cplx *u, int d, Rng *r)
-{
-    for (int i = 0; i < d * d; i++) u[i] = rng_normal(r) + I * rng_normal(r);
-    for (int c = 0; c < d; c++) {
-        for (int p = 0; p < c; p++) {
-            cplx dot = 0;
-            for (int i = 0; i < d; i++) dot += conj(u[i * d + p]) * u[i * d + c];
-            for (int i = 0; i < d; i++) u[i * d + c] -= dot * u[i * d + p];
-        }
-        double n = 0;
-        for (int i = 0; i < d; i++) n += creal(u[i * d + c] * conj(u[i * d + c]));
-        for (int i = 0; i < d; i++) u[i * d + c] /= sqrt(n);
-    }
-}
-
-static void random_wires(int *w, int n, int nq, Rng *r)
-{
-    int perm[64];
-    for (int i = 0; i < nq; i++) perm[i] = i;
-    for (int i = nq - 1; i > 0; i--) {
-        int j = (int)rng_below(r, (uint64_t)i + 1), t = perm[i];
-        perm[i] = perm[j];
-        perm[j] = t;
-    }
-    memcpy(w, perm, (size_t)n * sizeof(int));
 }
 
 static int gate_k(SvGate g, Rng *r, int room)
@@ -1285,11 +1179,4 @@ static Suite *sv_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(sv_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return run_suite(sv_suite()); }

@@ -19,22 +19,13 @@
 #include <string.h>
 
 #include "svmeas.h"
+#include "dense_ref.h"
 
 #define TOL 1e-11
 #define MAXQ 6
 #define MAXD (1 << MAXQ)
 
 /* ---- dense helpers --------------------------------------------------------- */
-
-static void random_state(cplx *psi, size_t dim, Rng *r)
-{
-    double n = 0;
-    for (size_t i = 0; i < dim; i++) {
-        psi[i] = rng_normal(r) + I * rng_normal(r);
-        n += creal(psi[i] * conj(psi[i]));
-    }
-    for (size_t i = 0; i < dim; i++) psi[i] /= sqrt(n);
-}
 
 static void random_herm(cplx *m, int d, Rng *r)
 {
@@ -46,68 +37,6 @@ static void random_herm(cplx *m, int d, Rng *r)
         }
 }
 
-static void random_wires(int *w, int k, int nq, Rng *r)
-{
-    for (int i = 0; i < k; i++) {
-        int ok;
-        do {
-            w[i] = (int)rng_below(r, (uint64_t)nq);
-            ok = 1;
-            for (int j = 0; j < i; j++) ok &= w[j] != w[i];
-        } while (!ok);
-    }
-}
-
-/* Full matrix of a k-wire operator m on wires w of an nq-wire space: the
-   entry (i, j) is m[a(i)][a(j)] when i and j agree off the wires. */
-static void embed(const cplx *m, const int *w, int k, int nq, cplx *full)
-{
-    int D = 1 << nq, d = 1 << k;
-    uint64_t wm = 0;
-    for (int q = 0; q < k; q++) wm |= (uint64_t)1 << (nq - 1 - w[q]);
-    for (int i = 0; i < D; i++)
-        for (int j = 0; j < D; j++) {
-            if (((uint64_t)i & ~wm) != ((uint64_t)j & ~wm)) { full[i * D + j] = 0; continue; }
-            int a = 0, b = 0;
-            for (int q = 0; q < k; q++) {
-                a = (a << 1) | ((i >> (nq - 1 - w[q])) & 1);
-                b = (b << 1) | ((j >> (nq - 1 - w[q])) & 1);
-            }
-            full[i * D + j] = m[a * d + b];
-        }
-}
-
-static void kron(const cplx *a, int da, const cplx *b, int db, cplx *c)
-{
-    int d = da * db;
-    for (int i = 0; i < da; i++)
-        for (int j = 0; j < da; j++)
-            for (int k = 0; k < db; k++)
-                for (int l = 0; l < db; l++) c[(i * db + k) * d + (j * db + l)] = a[i * da + j] * b[k * db + l];
-}
-
-static void matmul(const cplx *a, const cplx *b, cplx *c, int d)
-{
-    cplx *t = malloc((size_t)d * d * sizeof(cplx));
-    for (int i = 0; i < d; i++)
-        for (int j = 0; j < d; j++) {
-            cplx s = 0;
-            for (int q = 0; q < d; q++) s += a[i * d + q] * b[q * d + j];
-            t[i * d + j] = s;
-        }
-    memcpy(c, t, (size_t)d * d * sizeof(cplx));
-    free(t);
-}
-
-static void matvec(const cplx *a, const cplx *v, cplx *out, int d)
-{
-    for (int i = 0; i < d; i++) {
-        cplx s = 0;
-        for (int q = 0; q < d; q++) s += a[i * d + q] * v[q];
-        out[i] = s;
-    }
-}
-
 static cplx inner(const cplx *a, const cplx *b, int d)
 {
     cplx s = 0;
@@ -115,22 +44,6 @@ static cplx inner(const cplx *a, const cplx *b, int d)
     return s;
 }
 
-static double maxdiff(const cplx *a, const cplx *b, size_t n)
-{
-    double m = 0;
-    for (size_t i = 0; i < n; i++) {
-        double e = cabs(a[i] - b[i]);
-        if (e > m) m = e;
-    }
-    return m;
-}
-
-static const cplx P_I[4] = { 1, 0, 0, 1 };
-static const cplx P_X[4] = { 0, 1, 1, 0 };
-static const cplx P_Y[4] = { 0, -I, I, 0 };
-static const cplx P_Z[4] = { 1, 0, 0, -1 };
-
-/* Full matrix of coeff * W(x, z) by Kronecker products, wire 0 leftmost. */
 static void word_full(double c, uint64_t x, uint64_t z, int nq, cplx *full)
 {
     cplx a[MAXD * MAXD], b[MAXD * MAXD];
@@ -1168,11 +1081,4 @@ static Suite *svmeas_suite(void)
     return s;
 }
 
-int main(void)
-{
-    SRunner *sr = srunner_create(svmeas_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
+int main(void) { return run_suite(svmeas_suite()); }
