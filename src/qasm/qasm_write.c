@@ -108,6 +108,15 @@ static void wires(W *w, const int *q, int n)
     out(w, ";\n");
 }
 
+/* Why: CCZ has no qelib1 name (a PauliZ with two controls, a CZ with
+   one): H on the target, CCX, H. */
+static void ccz(W *w, const int *q)
+{
+    call(w, "h", NULL, 0, 0, 0); wires(w, q + 2, 1);
+    call(w, "ccx", NULL, 0, 0, 0); wires(w, q, 3);
+    call(w, "h", NULL, 0, 0, 0); wires(w, q + 2, 1);
+}
+
 static void cond_prefix(W *w, const QasmCircuit *c, const QasmOp *op)
 {
     if (op->cond < 0) return;
@@ -173,10 +182,8 @@ static int gate(W *w, const QasmCircuit *c, const QasmOp *op)
         if (nc == 0) { call(w, b, NULL, 0, 0, 0); wires(w, q, 1); return 0; }
         if (nc == 1) { char n2[4] = { 'c', b[0], 0, 0 }; call(w, n2, NULL, 0, 0, 0); wires(w, q, 2); return 0; }
         if (v3) { call(w, b, NULL, 0, nc, 0); wires(w, q, nc + 1); return 0; }
-        if (op->gate == SV_PAULIZ && nc == 2) {    /* CCZ = H CCX H */
-            call(w, "h", NULL, 0, 0, 0); wires(w, q + 2, 1);
-            call(w, "ccx", NULL, 0, 0, 0); wires(w, q, 3);
-            call(w, "h", NULL, 0, 0, 0); wires(w, q + 2, 1);
+        if (op->gate == SV_PAULIZ && nc == 2) {
+            ccz(w, q);
             return 0;
         }
         bad2 = info->name;
@@ -187,9 +194,7 @@ static int gate(W *w, const QasmCircuit *c, const QasmOp *op)
         if (nc == 0) { call(w, b, NULL, 0, 0, 0); wires(w, q, 2); return 0; }
         if (v3) { call(w, b + 1, NULL, 0, nc + 1, 0); wires(w, q, nc + 2); return 0; }
         if (op->gate == SV_CZ && nc == 1) {
-            call(w, "h", NULL, 0, 0, 0); wires(w, q + 2, 1);
-            call(w, "ccx", NULL, 0, 0, 0); wires(w, q, 3);
-            call(w, "h", NULL, 0, 0, 0); wires(w, q + 2, 1);
+            ccz(w, q);
             return 0;
         }
         bad2 = info->name;
