@@ -1527,21 +1527,6 @@ static Value apply_svop(VM *vm, const SvOp *op, const Node *site)
     return r;
 }
 
-/* An SvOp from a circuit op (gate ops only). */
-static void svop_of(const QasmOp *o, SvOp *op)
-{
-    memset(op, 0, sizeof *op);
-    op->gate = o->gate;
-    op->adjoint = o->adjoint;
-    op->nparams = o->nparams;
-    memcpy(op->params, o->params, sizeof op->params);
-    op->bits = o->bits;
-    op->nctrl = o->nctrl;
-    op->nwires = o->nwires;
-    for (int k = 0; k < o->nctrl; k++) op->ctrl[k] = o->wires[k];
-    for (int k = 0; k < o->nwires; k++) op->wires[k] = o->wires[o->nctrl + k];
-}
-
 Value qrt_apply_circuit_op(VM *vm, const QasmOp *o, const Node *site)
 {
     QCtx *q = vm->q;
@@ -1549,7 +1534,7 @@ Value qrt_apply_circuit_op(VM *vm, const QasmOp *o, const Node *site)
     switch (o->kind) {
     case QASM_GATE: {
         SvOp op;
-        svop_of(o, &op);
+        qasm_svop(o, &op);
         return apply_svop(vm, &op, site);
     }
     case QASM_GPHASE:
@@ -1587,7 +1572,7 @@ void qrt_record_condition(VM *vm, const QasmOp *o, const QasmCond *cond)
     int ci = qasm_add_cond(&q->rec->c, cond);
     if (ci < 0) return;
     SvOp op;
-    svop_of(o, &op);
+    qasm_svop(o, &op);
     rec_op(q, QASM_GATE, &op, 0, NULL);
     q->rec->c.ops[q->rec->c.nops - 1].cond = ci;
 }
@@ -1671,7 +1656,7 @@ static Value mod_call(VM *vm, Value fv, Args *a)
     for (size_t k = 0; k < cap.nops && !IS_EXC(out); k++) {
         const QasmOp *o = &cap.ops[m->adjoint ? cap.nops - 1 - k : k];
         SvOp op;
-        svop_of(o, &op);
+        qasm_svop(o, &op);
         if (m->adjoint) op.adjoint = !op.adjoint;
         for (int i = 0; i < m->nctrl; i++) {
             for (int j = 0; j < op.nwires; j++)
@@ -1767,7 +1752,7 @@ static Value unitary_of(VM *vm, const QasmCircuit *c, int n, const char *who, co
         for (size_t i = 0; i < c->nops; i++) {
             if (c->ops[i].kind == QASM_GPHASE) { ph *= cexp(I * c->ops[i].params[0]); continue; }
             SvOp op;
-            svop_of(&c->ops[i], &op);
+            qasm_svop(&c->ops[i], &op);
             if (sv_apply(&s, &op, e2, sizeof e2) != 0) { sv_free(&s); ar_free(m); return vm_error_from(vm, site, who, e2); }
         }
         for (size_t row = 0; row < d; row++) out[row * d + col] = ph * s.amp[row];

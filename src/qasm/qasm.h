@@ -78,6 +78,9 @@ typedef struct QasmCircuit {
     int version;          /* 2 or 3, from the header */
 } QasmCircuit;
 
+/* The statevector op of a gate op (kind QASM_GATE): controls first. */
+void qasm_svop(const QasmOp *o, SvOp *op);
+
 /* Parse and expand; 0, or -1 with "line N: reason" in err. The circuit
    is empty (qasm_free is still right) after a failure. */
 int  qasm_parse(const char *text, size_t len, QasmCircuit *c, char *err, size_t errlen);

@@ -261,6 +261,20 @@ static int expr(Rd *r, const Env *env, double *v)
 
 /* ---- circuits ------------------------------------------------------------- */
 
+void qasm_svop(const QasmOp *o, SvOp *op)
+{
+    memset(op, 0, sizeof *op);
+    op->gate = o->gate;
+    op->adjoint = o->adjoint;
+    op->nparams = o->nparams;
+    memcpy(op->params, o->params, sizeof op->params);
+    op->bits = o->bits;
+    op->nctrl = o->nctrl;
+    op->nwires = o->nwires;
+    for (int k = 0; k < o->nctrl; k++) op->ctrl[k] = o->wires[k];
+    for (int k = 0; k < o->nwires; k++) op->wires[k] = o->wires[o->nctrl + k];
+}
+
 void qasm_init(QasmCircuit *c, int nqubits, int nclbits)
 {
     memset(c, 0, sizeof *c);

@@ -42,16 +42,7 @@ int main(int argc, char **argv)
         if (o->kind == QASM_MEASURE) continue;
         if (o->kind == QASM_GPHASE) { phase *= cexp(I * o->params[0]); continue; }
         SvOp op;
-        memset(&op, 0, sizeof op);
-        op.gate = o->gate;
-        op.adjoint = o->adjoint;
-        op.nparams = o->nparams;
-        memcpy(op.params, o->params, sizeof op.params);
-        op.bits = o->bits;
-        op.nctrl = o->nctrl;
-        op.nwires = o->nwires;
-        for (int k = 0; k < o->nctrl; k++) op.ctrl[k] = o->wires[k];
-        for (int k = 0; k < o->nwires; k++) op.wires[k] = o->wires[o->nctrl + k];
+        qasm_svop(o, &op);
         if (sv_apply(&s, &op, err, sizeof err) != 0) { fprintf(stderr, "line %d: %s\n", o->line, err); return 1; }
     }
     printf("%d\n", c.nqubits);

@@ -201,16 +201,7 @@ static void circuit_unitary(const QasmCircuit *c, int n, cplx *u)
             if (o->kind == QASM_GPHASE) { ph *= cexp(I * o->params[0]); continue; }
             ck_assert_int_eq(o->kind, QASM_GATE);
             SvOp op;
-            memset(&op, 0, sizeof op);
-            op.gate = o->gate;
-            op.adjoint = o->adjoint;
-            op.nparams = o->nparams;
-            memcpy(op.params, o->params, sizeof op.params);
-            op.nctrl = o->nctrl;
-            op.nwires = o->nwires;
-            op.bits = o->bits;
-            for (int k = 0; k < o->nctrl; k++) op.ctrl[k] = o->wires[k];
-            for (int k = 0; k < o->nwires; k++) op.wires[k] = o->wires[o->nctrl + k];
+            qasm_svop(o, &op);
             char err[256];
             ck_assert_msg(sv_apply(&s, &op, err, sizeof err) == 0, "%s", err);
         }
