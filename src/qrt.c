@@ -2146,12 +2146,12 @@ static Value bi_state(VM *vm, Args *a)
 {
     QCtx *q = need_q(vm, a);
     if (!q) return v_exc();
-    if (q->dm) return vm_error(vm, a->site, "state() needs the statevector device: the mixed device has a density matrix (use density_matrix())");
-    size_t shape[1] = { q->s->dim };
     char err[AR_ERRLEN];
     if (q->grec) qrec_nondiff(q->grec, "state", false);
     if (q->rec) { int all[64]; for (int i = 0; i < q->nq && i < 64; i++) all[i] = i; rec_meas(q, "State", all, q->nq); }
-    Array *r = ar_from_data(AR_C128, 1, shape, q->s->amp, err);
+    /* the mixed device's state is its density matrix, as default.mixed's qml.state() */
+    size_t shape[2] = { q->dm ? q->dm->dim : q->s->dim, q->dm ? q->dm->dim : 0 };
+    Array *r = q->dm ? ar_from_data(AR_C128, 2, shape, q->dm->v.amp, err) : ar_from_data(AR_C128, 1, shape, q->s->amp, err);
     if (!r) return vm_error(vm, a->site, "%s", err);
     return arr_wrap(r);
 }

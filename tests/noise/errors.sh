@@ -42,9 +42,6 @@ check 1 'BitFlip applied outside a quantum function' 'BitFlip(0.1, 0)'
 check 1 'AmplitudeDamping: wire 3 out of range for a 2-wire device' "$M"'
 qfn f() on mix { AmplitudeDamping(0.1, 3); return 0 }
 print(f())'
-check 1 'state() needs the statevector device' "$M"'
-qfn f() on mix { return state() }
-print(f())'
 check 1 'grad(method="adjoint") needs the statevector device' "$M"'
 qfn f(t) on mix { RX(t, 0); return expval(PauliZ(0)) }
 print(grad(f)(0.1))'
