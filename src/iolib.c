@@ -154,11 +154,29 @@ static Value bi_save(VM *vm, Args *a)
     return v_nil();
 }
 
+/* Why: optional parameters may come by position or by name, as in Python
+   (load_csv(path, ";", 1) or load_csv(path, delimiter=";", skip=1)).
+   *out: the value, or NULL when neither is given. */
+static bool opt_arg(VM *vm, Args *a, int i, const char *name, Value **out)
+{
+    Value *k = arg_kw(a, name);
+    *out = k;
+    if (a->n > i) {
+        if (k) {
+            vm_error(vm, a->site, "%s() got multiple values for argument '%s'", a->def->name, name);
+            return false;
+        }
+        *out = &a->v[i];
+    }
+    return true;
+}
+
 static Value bi_load_csv(VM *vm, Args *a)
 {
     const char *path;
     if (!path_arg(vm, a, &path)) return v_exc();
-    Value *dk = arg_kw(a, "delimiter"), *sk = arg_kw(a, "skip");
+    Value *dk, *sk;
+    if (!opt_arg(vm, a, 1, "delimiter", &dk) || !opt_arg(vm, a, 2, "skip", &sk)) return v_exc();
     char delim = ',';
     if (dk && dk->t != T_NIL) {
         if (dk->t != T_STR || AS_STR(*dk)->len != 1)
@@ -305,7 +323,8 @@ static bool to_json(JB *b, Value v, IoJson *out, int depth)
 
 static Value bi_json_dump(VM *vm, Args *a)
 {
-    Value *ik = arg_kw(a, "indent");
+    Value *ik;
+    if (!opt_arg(vm, a, 1, "indent", &ik)) return v_exc();
     int indent = -1;
     if (ik && ik->t != T_NIL) {
         if (ik->t != T_NUM || ik->n != floor(ik->n) || ik->n < 0 || ik->n > 64)
@@ -339,9 +358,9 @@ static const BuiltinDef builtins_io[] = {
     { "write_text", bi_write_text, 2, 2, BI_IMPURE, kw_write, 0 },
     { "load", bi_load, 1, 1, BI_IMPURE, NULL, 0 },
     { "save", bi_save, 2, 2, BI_IMPURE, NULL, 0 },
-    { "load_csv", bi_load_csv, 1, 1, BI_IMPURE, kw_csv, 0 },
+    { "load_csv", bi_load_csv, 1, 3, BI_IMPURE, kw_csv, 0 },
     { "json_parse", bi_json_parse, 1, 1, 0, NULL, 0 },
-    { "json_dump", bi_json_dump, 1, 1, 0, kw_json, 0 },
+    { "json_dump", bi_json_dump, 1, 2, 0, kw_json, 0 },
     { NULL, NULL, 0, 0, 0, NULL, 0 },
 };
 

@@ -27,6 +27,8 @@ print(read_lines("t.txt"), len(read_text("t.txt")), split(read_text("t.txt"), "\
 run csv 'array([[0.5, 1, 0], [-2, 3, 1], [0.001, 4, 0]]) [3, 3]' 'write_text("d.csv", "x;y;label\n# comment\n0.5; 1 ;0\r\n-2;3;1\n\n1e-3;\"4\";0 # tail\n")
 a = load_csv("d.csv", delimiter=";", skip=1)
 print(a, shape(a))'
+run csv-positional 'true true' 'write_text("p.csv", "h|k\n1|2\n3|4\n")
+print(norm(load_csv("p.csv", "|", 1) - load_csv("p.csv", delimiter="|", skip=1)) == 0 and shape(load_csv("p.csv", "|", 1)) == [2, 2], json_dump([1, {"a": 2}], 2) == json_dump([1, {"a": 2}], indent=2))'
 printf '{"a": [1, 2.5, true, null],\n "b": {"c": "x\\"y"}}' > j.json
 run json '{"a": [1, 2.5, true, nil], "b": {"c": "x\"y"}} [1, 2.5, true, null]
 {"a": [1, 2.5, true, null], "b": {"c": "x\"y"}}' 'v = json_parse(read_text("j.json"))
@@ -71,9 +73,13 @@ errs jsondump "json_dump(): cannot write function as JSON" 'fn f() { return 1 }
 print(json_dump([f]))'
 errs nodir "write_text(): 'no/such/dir.txt': No such file or directory" 'write_text("no/such/dir.txt", "x")'
 errs savebad "save() writes an array, a list of numbers or a number, not string" 'save("x.npy", "text")'
+errs twice "load_csv() got multiple values for argument 'skip'" 'print(load_csv("d.csv", ";", 1, skip=1))'
 errs delim "load_csv(): delimiter must be a one-character string" 'print(load_csv("d.csv", delimiter=";;"))'
 printf 'qfn f() on device("statevector", wires=1) { save("x.npy", 1); return 0 }\n' > q.qh
 "$qh" q.qh >/dev/null 2>"$tmp/err"
 if [ "$?" = 2 ] && grep -q "reads or writes files" "$tmp/err"; then pass=$((pass+1)); else echo "FAIL qfn I/O: $(cat "$tmp/err")"; fail=$((fail+1)); fi
+printf 'fn helper() { return read_text("t.txt") }\nqfn f() on device("statevector", wires=1) { x = helper(); return 0 }\nprint(f())\n' > q2.qh
+"$qh" q2.qh >/dev/null 2>"$tmp/err"
+if [ "$?" = 2 ] && grep -q "calls 'helper', which prints, reads input, reads or writes files" "$tmp/err"; then pass=$((pass+1)); else echo "FAIL qfn I/O through a call: $(cat "$tmp/err")"; fail=$((fail+1)); fi
 echo "io files: $pass passed, $fail failed"
 [ "$fail" = 0 ]
