@@ -278,11 +278,11 @@ bool analyse_body(ModInfo *m, Node *body, int first_proto, FILE *diag)
         if (!f->is_qfn || f->pure) continue;
         char msg[400];
         if (f->impure_line > 0) {
-            snprintf(msg, sizeof msg, "quantum function '%s' %s: a qfn body may not print, read input, import or assign globals",
+            snprintf(msg, sizeof msg, "quantum function '%s' %s: a qfn body may not print, read input, read or write files, import or assign globals",
                      f->name, f->impure_why);
             diag_print(diag, m->src, f->impure_line, f->impure_col, "error", msg);
         } else {
-            snprintf(msg, sizeof msg, "quantum function '%s' calls '%s', which prints, reads input, imports or assigns globals",
+            snprintf(msg, sizeof msg, "quantum function '%s' calls '%s', which prints, reads input, reads or writes files, imports or assigns globals",
                      f->name, f->impure_why);
             diag_print(diag, m->src, f->line, f->col, "error", msg);
         }

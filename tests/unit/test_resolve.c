@@ -763,7 +763,7 @@ START_TEST(qfn_that_prints_is_rejected)
     Res r = analysed("dev = 1\nqfn q(x) on dev {\n  y = x\n  print(y)\n  return y\n}\n");
     ck_assert(!r.analysed);
     ck_assert_msg(strstr(r.diag, "t.qh:4:3: error: quantum function 'q' prints: a qfn body may not print, "
-                                 "read input, import or assign globals") != NULL, "%s", r.diag);
+                                 "read input, read or write files, import or assign globals") != NULL, "%s", r.diag);
     ck_assert_msg(strstr(r.diag, "    4 |   print(y)") != NULL, "%s", r.diag);
     res_free(&r);
 }
@@ -791,7 +791,7 @@ START_TEST(qfn_calling_impure_fn_is_rejected)
     Res r = analysed("fn say(x) { print(x) }\nqfn q() {\n  say(1)\n}\n");
     ck_assert(!r.analysed);
     ck_assert_msg(strstr(r.diag, "t.qh:2:1: error: quantum function 'q' calls 'say', which prints, reads input, "
-                                 "imports or assigns globals") != NULL, "%s", r.diag);
+                                 "reads or writes files, imports or assigns globals") != NULL, "%s", r.diag);
     res_free(&r);
     /* through a chain of calls, defined in any order */
     r = analysed("qfn q() { b() }\nfn b() { return a() }\nfn a() { print(1) }\n");
