@@ -127,7 +127,9 @@ static Value circ_call(VM *vm, Value v, Args *a)
     return out;
 }
 
-static Value make_circuit(VM *vm, const char *text, size_t len, const char *name, const Node *site, const char *who)
+/* path: the file as given (named in errors, as the I/O builtins do), or NULL for text. */
+static Value make_circuit(VM *vm, const char *text, size_t len, const char *name, const char *path,
+                          const Node *site, const char *who)
 {
     ObjCircuit *c = (ObjCircuit *)obj_alloc(sizeof(ObjCircuit), T_CIRCUIT);
     snprintf(c->name, sizeof c->name, "%s", name);
@@ -136,7 +138,8 @@ static Value make_circuit(VM *vm, const char *text, size_t len, const char *name
         qasm_init(&c->c, 0, 0);
         Value cv = v_obj(&c->h);
         decref(cv);
-        return vm_error(vm, site, "%s: %s: %s", who, name, err);
+        if (path) return vm_error(vm, site, "%s: '%s': %s", who, path, err);
+        return vm_error(vm, site, "%s: %s", who, err);
     }
     return v_obj(&c->h);
 }
@@ -144,7 +147,7 @@ static Value make_circuit(VM *vm, const char *text, size_t len, const char *name
 static Value bi_qasm(VM *vm, Args *a)
 {
     if (a->v[0].t != T_STR) return vm_error(vm, a->site, "qasm() needs the OpenQASM text (a string), not %s (for a file use qasm_file)", type_name(a->v[0]));
-    return make_circuit(vm, AS_STR(a->v[0])->s, AS_STR(a->v[0])->len, "qasm", a->site, "qasm()");
+    return make_circuit(vm, AS_STR(a->v[0])->s, AS_STR(a->v[0])->len, "qasm", NULL, a->site, "qasm()");
 }
 
 static Value bi_qasm_file(VM *vm, Args *a)
@@ -156,7 +159,7 @@ static Value bi_qasm_file(VM *vm, Args *a)
     char *t = io_read_file(path, &n, err, sizeof err);
     if (!t) return vm_error(vm, a->site, "qasm_file(): %s", err);
     const char *base = strrchr(path, '/');
-    Value r = make_circuit(vm, t, n, base ? base + 1 : path, a->site, "qasm_file()");
+    Value r = make_circuit(vm, t, n, base ? base + 1 : path, path, a->site, "qasm_file()");
     free(t);
     return r;
 }

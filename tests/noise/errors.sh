@@ -54,6 +54,9 @@ check 1 'the noise function nz() must return a channel, a list of channels or ni
 qfn f() on device("mixed", wires=1, noise=nz) { Hadamard(0); return 0 }
 print(f())'
 check 1 'device(): 30 wires is too many for the mixed device' 'print(device("mixed", wires=30))'
+check 1 "qasm(): line 3: unknown gate 'foo'" 'c = qasm("OPENQASM 2.0;\nqreg q[1];\nfoo q[0];\n")'
+check 1 "qasm_file(): 'b.qasm': line 4: index 5 out of range for 'q' of size 2" 'write_text("b.qasm", "OPENQASM 2.0;\ninclude \"qelib1.inc\";\nqreg q[2];\ncx q[0], q[5];\n")
+c = qasm_file("b.qasm")'
 check 1 'unknown device "dense" (available: "statevector", "mixed")' 'print(device("dense", wires=1))'
 check 1 'vn_entropy(): wire 2 out of range for a 2-wire device' "$M"'
 qfn f() on mix { return vn_entropy([2]) }
