@@ -65,6 +65,7 @@ typedef struct DRec {
     QRMode mode;
     VM *vm;
     bool adjoint;               /* keep the final state */
+    bool best, to_shift;        /* adjoint not asked for; it cannot run: use parameter-shift */
     RecOp *ops; int nops, capops;
     Slot *slots; int nslots, capslots;
     Quant *q; int nquant, capq;
@@ -268,6 +269,11 @@ static bool rec_after_body(QRec *rq, const SvState *s, int nq)
                      r->adjoint ? "adjoint" : "parameter-shift", r->nondiff);
         return false;
     }
+    if (r->mode == QR_RECORD && r->adjoint && r->best && (!s || (r->shots && r->nquant))) {
+        r->adjoint = false;     /* the mixed device or shots: parameter-shift */
+        r->to_shift = true;
+        return true;
+    }
     if (r->mode == QR_RECORD && r->adjoint) {
         if (!s) {
             snprintf(r->err, sizeof r->err, "grad(method=\"adjoint\") needs the statevector device; on the mixed device use method=\"parameter-shift\" or \"finite-diff\"");
@@ -453,6 +459,7 @@ typedef struct QCall {
     CopyCtx mods;
     uint64_t seed, index;
     GradMethod method;
+    bool best;                  /* the method was not asked for */
     const Node *site;
     char name[64];
     int nin;                    /* inputs (tracked values in the arguments) */
@@ -490,6 +497,7 @@ typedef struct Work {
 
 struct DiffQ {
     GradMethod method;
+    bool best;                  /* no method asked for (diffq_new) */
     AdCtx *ctx;
     Work *w;
 };
@@ -714,6 +722,7 @@ static int do_forward(Work *w, QCall *c, VM *vm)
         mm.leaf = c->subin;
         qrec_init(&c->rec, QR_RECORD, vm);
         c->rec.adjoint = c->method == GRAD_ADJOINT;
+        c->rec.best = c->best;
     }
     Value r = run_call(vm, c, &mm, record ? &c->rec : NULL);
     if (IS_EXC(r)) {
@@ -746,6 +755,7 @@ static int do_forward(Work *w, QCall *c, VM *vm)
         free(c->subout); free(c->suboutpos);
         c->subout = NULL; c->suboutpos = NULL;
     }
+    if (record && c->rec.to_shift) c->method = GRAD_SHIFT;
     if (!plan_runs(w, c)) { fail(w, c, "grad of %s(): %s", "out of memory"); return -1; }
     return 0;
 }
@@ -952,11 +962,12 @@ static const JobSetVt work_vt = { work_begin, work_end, work_run, work_free };
 
 /* ================================================================ the owner's side */
 
-DiffQ *diffq_new(VM *vm, GradMethod method)
+DiffQ *diffq_new(VM *vm, GradMethod method, bool best)
 {
     DiffQ *dq = calloc(1, sizeof *dq);
     if (!dq) return NULL;
     dq->method = method;
+    dq->best = best;
     dq->ctx = vm->ad;
     return dq;
 }
@@ -1121,6 +1132,7 @@ static Value diffq_call(VM *vm, ObjFunc *f, Value *params, const Node *site)
     if (!c) return vm_error(vm, site, "grad: out of memory");
     snprintf(c->name, sizeof c->name, "%s", f->p->name);
     c->method = dq->method;
+    c->best = dq->best;
     c->site = site;
     c->index = vm->qcall_seq++;
     c->seed = vm->stream_seed;

@@ -27,8 +27,10 @@ void diffq_open(void);
 void diffq_attach(Interp *in);
 
 /* The quantum calls of one recorded evaluation on vm (its context is
- * vm->ad). */
-DiffQ *diffq_new(VM *vm, GradMethod method);
+ * vm->ad). best: the method was not asked for: a call that cannot use the
+ * adjoint method (the mixed device, shots) uses parameter-shift, as
+ * PennyLane's diff_method="best" does. */
+DiffQ *diffq_new(VM *vm, GradMethod method, bool best);
 void diffq_free(DiffQ *dq);
 /* Every call's Jacobian computed and set on the evaluation's tape (before
  * a backward sweep): false with the error recorded. */

@@ -40,6 +40,7 @@ typedef struct DSpec {
     int argnum[MAX_ARGNUMS];
     bool argnum_list;           /* argnum= was a list: one result per position */
     GradMethod method;
+    bool method_given;          /* method= was given (else adjoint where it can run) */
     bool diag;                  /* metric_tensor(approx="diag") */
 } DSpec;
 
@@ -134,6 +135,7 @@ static Value make_dfn(VM *vm, Args *a, DKind kind)
         for (k = 0; k < GRAD_NMETHODS; k++) if (strcmp(AS_STR(*m)->s, method_names[k]) == 0) break;
         if (k == GRAD_NMETHODS) return vm_error(vm, a->site, "%s(): unknown method \"%.40s\" (adjoint, parameter-shift, finite-diff)", who, AS_STR(*m)->s);
         s.method = (GradMethod)k;
+        s.method_given = true;
     }
     if (ap) {
         if (ap->t != T_STR || (strcmp(AS_STR(*ap)->s, "block-diag") != 0 && strcmp(AS_STR(*ap)->s, "diag") != 0))
@@ -341,7 +343,7 @@ static bool eval_record(VM *vm, ObjFunc *f, Value *params, const DSpec *s, Eval 
     if (!x) x = e->x;
     e->ctx = track_begin(vm);
     if (!e->ctx) { vm_error(vm, site, "grad: out of memory"); return false; }
-    e->ctx->dq = diffq_new(vm, s->method);
+    e->ctx->dq = diffq_new(vm, s->method, !s->method_given);
     FnProto *p = f->p;
     size_t base = vm->sp;
     if (base + (size_t)p->nlocals + 8 >= vm->cap) { vm_error(vm, site, "maximum recursion depth exceeded (value stack full)"); return false; }

@@ -44,7 +44,7 @@ qfn f() on mix { AmplitudeDamping(0.1, 3); return 0 }
 print(f())'
 check 1 'grad(method="adjoint") needs the statevector device' "$M"'
 qfn f(t) on mix { RX(t, 0); return expval(PauliZ(0)) }
-print(grad(f)(0.1))'
+print(grad(f, method="adjoint")(0.1))'
 check 1 'device(): noise= needs the mixed device' 'd = device("statevector", wires=1, noise=nil)
 fn nz(op) { return nil }
 print(device("statevector", wires=1, noise=nz))'
