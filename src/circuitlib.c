@@ -451,19 +451,39 @@ static Value bi_draw(VM *vm, Args *a)
             else snprintf(c->t, sizeof c->t, "%s%s", pre, label);
         }
     }
-    /* terminal measurements per wire */
-    char (*end)[128] = xcalloc((size_t)n, sizeof *end);
+    /* terminal measurements in columns, as qml.draw: a measurement goes into
+       the first column where its span of wires is free; wires it passes
+       over get a │ */
+    int nm = rec.nmeas > 0 ? rec.nmeas : 1, ncol = 0;
+    Cell *end = xcalloc((size_t)nm * (size_t)n, sizeof *end);
     for (int i = 0; i < rec.nmeas; i++) {
         const QMeasRec *m = &rec.meas[i];
-        int lo = 64, hi = -1;
-        for (int k = 0; k < m->nwires; k++) { if (m->wires[k] < lo) lo = m->wires[k]; if (m->wires[k] > hi) hi = m->wires[k]; }
-        for (int k = 0; k < m->nwires; k++) {
-            int w = m->wires[k];
-            if (w < 0 || w >= n || end[w][0]) continue;
-            const char *pre = lo == hi ? "" : w == lo ? "\xe2\x95\xad" : w == hi ? "\xe2\x95\xb0" : "\xe2\x94\x9c";
-            snprintf(end[w], sizeof end[w], "%s%s", pre, m->label);
+        int lo = n, hi = -1;
+        for (int k = 0; k < m->nwires; k++)
+            if (m->wires[k] >= 0 && m->wires[k] < n) {
+                if (m->wires[k] < lo) lo = m->wires[k];
+                if (m->wires[k] > hi) hi = m->wires[k];
+            }
+        if (hi < 0) continue;
+        int col = 0;
+        for (;; col++) {
+            bool free_span = true;
+            for (int w = lo; w <= hi && free_span; w++) free_span = !end[(size_t)col * (size_t)n + (size_t)w].t[0];
+            if (free_span) break;
+        }
+        if (col + 1 > ncol) ncol = col + 1;
+        for (int w = lo; w <= hi; w++) {
+            bool on = false;
+            for (int k = 0; k < m->nwires; k++) on |= m->wires[k] == w;
+            const char *pre = lo == hi ? "" : w == lo ? "\xe2\x95\xad" : w == hi ? "\xe2\x95\xb0" : "\xe2\x94\x9c";   /* ╭ ╰ ├ */
+            Cell *c = &end[(size_t)col * (size_t)n + (size_t)w];
+            if (on) snprintf(c->t, sizeof c->t, "%s%s", pre, m->label);
+            else snprintf(c->t, sizeof c->t, "\xe2\x94\x82");                                       /* │ */
         }
     }
+    int *mw = xcalloc((size_t)(ncol ? ncol : 1), sizeof(int));
+    for (int col = 0; col < ncol; col++)
+        for (int w = 0; w < n; w++) { int x = width(end[(size_t)col * (size_t)n + (size_t)w].t); if (x > mw[col]) mw[col] = x; }
     /* column widths */
     int *cw = xcalloc((size_t)(nlayers ? nlayers : 1), sizeof(int));
     for (int L = 0; L < nlayers; L++)
@@ -485,12 +505,20 @@ static Value bi_draw(VM *vm, Args *a)
             sput(&out, "\xe2\x94\x80");
         }
         sput(&out, "\xe2\x94\xa4");                              /* ┤ */
-        if (end[w][0]) { sput(&out, "  "); sput(&out, end[w]); }
+        int last = -1;   /* the wire's last column with something (no trailing blanks) */
+        for (int col = 0; col < ncol; col++) if (end[(size_t)col * (size_t)n + (size_t)w].t[0]) last = col;
+        for (int col = 0; col <= last; col++) {
+            const char *t = end[(size_t)col * (size_t)n + (size_t)w].t;
+            sput(&out, col == 0 ? "  " : " ");
+            sput(&out, t);
+            if (col < last) for (int k = width(t); k < mw[col]; k++) sput(&out, " ");
+        }
         if (w + 1 < n) sput(&out, "\n");
     }
     Value s = v_strn(out.p ? out.p : "", out.n);
     free(out.p);
     free(cw);
+    free(mw);
     free(end);
     free(cells);
     free(layer_of);
