@@ -2483,7 +2483,8 @@ static Value bi_mutual_info(VM *vm, Args *a)
     for (int k = 0; k < 3; k++) {
         cplx *m = reduced(vm, q, a, ws[k], ns[k]);
         if (!m) return v_exc();
-        h[k] = dm_matrix_entropy(m, ns[k], base);
+        h[k] = sv_entropy_of(m, 1 << ns[k], NULL, 0);
+        if (base > 0) h[k] /= log(base);
         free(m);
         if (isnan(h[k])) return vm_error(vm, a->site, "mutual_info(): the eigenvalue solver failed");
     }
