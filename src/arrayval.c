@@ -9,6 +9,7 @@
 #include "arrayval.h"
 #include "array.h"
 #include "qh_assert.h"
+#include "serial.h"
 #include "types.h"
 
 #include <complex.h>
@@ -39,6 +40,43 @@ static Value array_copy(Value v, CopyCtx *cc)
     Value r = arr_wrap(a);
     copy_memo_put(cc, v.o, r.o);
     return r;
+}
+
+/* dtype, shape, then the elements' bytes */
+static bool array_ser(Value v, SerCtx *sc)
+{
+    const Array *a = AS_ARR(v);
+    int nd = ar_ndim(a);
+    ser_u8(sc, (unsigned)ar_type(a));
+    ser_u8(sc, (unsigned)nd);
+    for (int i = 0; i < nd; i++) ser_u64(sc, ar_shape(a)[i]);
+    size_t n = ar_size(a);
+    if (ar_type(a) == AR_F64) ser_bytes(sc, ar_f64_ro(a), n * sizeof(double));
+    else ser_bytes(sc, ar_c128_ro(a), n * 2 * sizeof(double));
+    return true;
+}
+
+static Value array_deser(SerCtx *sc, ValType t, size_t id)
+{
+    (void)t; (void)id;
+    uint8_t ty, nd;
+    size_t shape[AR_MAXDIM], n = 1;
+    if (!des_u8(sc, &ty) || !des_u8(sc, &nd)) return v_exc();
+    if (ty > AR_C128 || nd < 1 || nd > AR_MAXDIM) return des_fail(sc, "array");
+    for (int i = 0; i < nd; i++) {
+        uint64_t d;
+        if (!des_u64(sc, &d)) return v_exc();
+        shape[i] = (size_t)d;
+        if (d && n > (sc->len - sc->pos) / d) return des_fail(sc, "array shape");
+        n *= (size_t)d;
+    }
+    size_t bytes = n * (ty == AR_F64 ? 1 : 2) * sizeof(double);
+    if (bytes > sc->len - sc->pos) return des_fail(sc, "array data");
+    char err[AR_ERRLEN];
+    Array *a = ar_new((ArType)ty, nd, shape, err);
+    if (!a) { ser_fail(sc, "%s", err); return v_exc(); }
+    des_bytes(sc, ty == AR_F64 ? (void *)ar_f64(a) : (void *)ar_c128(a), bytes);
+    return arr_wrap(a);
 }
 
 static bool array_eq(Value a, Value b) { return ar_equal(AS_ARR(a), AS_ARR(b)) != 0; }
@@ -749,8 +787,8 @@ static const BuiltinDef builtins_array[] = {
 
 static const TypeOps array_ops = {
     .name = "array",
-    .free = array_free, .copy = array_copy, .repr = array_repr, .eq = array_eq,
-    .binop = array_binop, .unop = array_unop, .truthy = array_truthy,
+    .free = array_free, .copy = array_copy, .ser = array_ser, .deser = array_deser,
+    .repr = array_repr, .eq = array_eq, .binop = array_binop, .unop = array_unop, .truthy = array_truthy,
     .index = array_index, .setindex = array_setindex, .len = array_len, .iter = array_iter,
     .contains = array_contains, .math = array_math, .reduce = array_reduce,
 };

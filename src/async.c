@@ -20,8 +20,10 @@
 #include "pool.h"
 #include "qh_assert.h"
 #include "qrt.h"
+#include "serial.h"
 #include "trace.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,6 +317,71 @@ static Value future_copy(Value v, CopyCtx *cc)
     Value n = future_new(fut_retain(f->fut), NULL, f->prefix, f->name, f->src, f->line);
     copy_memo_put(cc, f, n.o);
     return n;
+}
+
+/* ---------------------------------------------------------------- other processes */
+
+/* Names a future read from another process keeps (its function's name,
+ * the call's prefix): the object wants strings that live as long as the
+ * program, so each distinct one is kept once. */
+static pthread_mutex_t names_mu = PTHREAD_MUTEX_INITIALIZER;
+static char **names_kept;
+static size_t nnames_kept;
+
+static const char *keep_name(const char *s)
+{
+    pthread_mutex_lock(&names_mu);
+    const char *r = NULL;
+    for (size_t i = 0; i < nnames_kept && !r; i++) if (strcmp(names_kept[i], s) == 0) r = names_kept[i];
+    if (!r) {
+        names_kept = xrealloc(names_kept, (nnames_kept + 1) * sizeof(char *));
+        r = names_kept[nnames_kept++] = xstrdup(s);
+    }
+    pthread_mutex_unlock(&names_mu);
+    return r;
+}
+
+/* A finished future travels as its value; a failed or cancelled one as
+ * its call and error, so that only a use of it fails, with the message a
+ * use gives here. One still running cannot travel (a task's dependencies
+ * have finished before it is sent). */
+static bool future_ser(Value v, SerCtx *sc)
+{
+    ObjFuture *f = AS_FUT(v);
+    if (f->resolved) { ser_u8(sc, 0); return ser_value(sc, f->cached); }
+    FutState st = fut_state(f->fut);
+    if (st == FUT_DONE) { ser_u8(sc, 0); return ser_value(sc, *(Value *)fut_result(f->fut)); }
+    if (st != FUT_FAILED && st != FUT_CANCELLED) return ser_fail(sc, "a future still running cannot be sent to another rank");
+    const char *err = fut_error(f->fut);
+    const char *src = f->src ? f->src->name : "";
+    ser_u8(sc, st == FUT_FAILED ? 1 : 2);
+    ser_str(sc, err ? err : "failed", strlen(err ? err : "failed"));
+    ser_str(sc, f->prefix, strlen(f->prefix));
+    ser_str(sc, f->name, strlen(f->name));
+    ser_str(sc, src, strlen(src));
+    ser_u32(sc, (uint32_t)f->line);
+    return true;
+}
+
+static Value future_deser(SerCtx *sc, ValType t, size_t id)
+{
+    (void)t; (void)id;
+    uint8_t kind;
+    if (!des_u8(sc, &kind)) return v_exc();
+    if (kind == 0) return des_value(sc);
+    const char *err = des_str(sc, NULL), *prefix = des_str(sc, NULL), *name = des_str(sc, NULL), *src = des_str(sc, NULL);
+    uint32_t line;
+    if (!err || !prefix || !name || !src || !des_u32(sc, &line)) return v_exc();
+    if (kind > 2) return des_fail(sc, "future");
+    /* the call's source: the same file among the program's */
+    const Source *where = NULL;
+    const SerCode *code = sc->code;
+    for (int i = 0; code && i < code->nmods && !where; i++)
+        if (strcmp(code->mods[i]->src->name, src) == 0) where = code->mods[i]->src;
+    Fut *fut = fut_new();
+    if (kind == 1) fut_fail(fut, err);
+    else fut_cancel(fut);
+    return future_new(fut, NULL, keep_name(prefix), keep_name(name), where, (int)line);
 }
 
 typedef struct DepList { Fut **v; int n, cap; } DepList;
@@ -1155,7 +1222,7 @@ int async_finish(Interp *in, VM *main_vm, bool cancel)
 static const TypeOps future_ops = {
     .name = "future", .flags = TF_LAZY,
     .free = future_free, .clear = future_clear, .traverse = future_traverse,
-    .copy = future_copy, .repr = future_repr, .force = future_force,
+    .copy = future_copy, .ser = future_ser, .deser = future_deser, .repr = future_repr, .force = future_force,
 };
 
 void async_open(void)

@@ -7,6 +7,7 @@
  * statements are run by eval.c. */
 #include "eval.h"
 #include "qh_assert.h"
+#include "serial.h"
 
 #include <string.h>
 
@@ -267,13 +268,30 @@ static Value builtin_call(VM *vm, Value fn, Args *a)
     return bd->fn(vm, a);
 }
 
+/* a builtin travels as its index in the builtin table (the same on every rank) */
+static bool builtin_ser(Value v, SerCtx *sc)
+{
+    for (int i = 0; i < builtin_count(); i++)
+        if (builtin_get(i) == v.bi) { ser_u32(sc, (uint32_t)i); return true; }
+    return ser_fail(sc, "a builtin missing from the table cannot be sent to another rank");
+}
+
+static Value builtin_deser(SerCtx *sc, ValType t, size_t id)
+{
+    (void)t; (void)id;
+    uint32_t i;
+    if (!des_u32(sc, &i)) return v_exc();
+    if (i >= (uint32_t)builtin_count() || (builtin_get((int)i)->flags & BI_CONST)) return des_fail(sc, "builtin");
+    return builtin_value((int)i);
+}
+
 static const TypeOps func_ops = {
     .name = "function", .flags = TF_CODE | TF_TRACK,
     .free = func_free, .clear = func_clear, .traverse = func_traverse,
-    .copy = func_copy, .repr = func_repr, .call = func_call,
+    .copy = func_copy, .ser = func_ser, .deser = func_deser, .repr = func_repr, .call = func_call,
 };
 
-static const TypeOps builtin_ops = { .name = "function", .call = builtin_call };
+static const TypeOps builtin_ops = { .name = "function", .ser = builtin_ser, .deser = builtin_deser, .call = builtin_call };
 
 void call_open(void)
 {

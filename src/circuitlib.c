@@ -12,6 +12,7 @@
 #include "io.h"
 #include "qasm.h"
 #include "qrt.h"
+#include "serial.h"
 #include "types.h"
 #include "vm.h"
 
@@ -38,6 +39,90 @@ static Value circ_copy(Value v, CopyCtx *cc)
     if (qasm_copy(&c->c, &n->c) != 0) qasm_init(&n->c, 0, 0);
     copy_memo_put(cc, c, n);
     return v_obj(&n->h);
+}
+
+/* the tables of the circuit; an op's wires as an offset into the pool */
+static bool circ_ser(Value v, SerCtx *sc)
+{
+    const ObjCircuit *o = AS_CIRC(v);
+    const QasmCircuit *c = &o->c;
+    ser_bytes(sc, o->name, sizeof o->name);
+    ser_u32(sc, (uint32_t)c->nqubits);
+    ser_u32(sc, (uint32_t)c->nclbits);
+    ser_u32(sc, (uint32_t)c->version);
+    ser_u32(sc, (uint32_t)c->nqregs);
+    ser_bytes(sc, c->qregs, (size_t)c->nqregs * sizeof(QasmReg));
+    ser_u32(sc, (uint32_t)c->ncregs);
+    ser_bytes(sc, c->cregs, (size_t)c->ncregs * sizeof(QasmReg));
+    ser_u64(sc, c->npool);
+    ser_bytes(sc, c->pool, c->npool * sizeof(int));
+    ser_u64(sc, c->nconds);
+    ser_bytes(sc, c->conds, c->nconds * sizeof(QasmCond));
+    ser_u64(sc, c->nops);
+    for (size_t i = 0; i < c->nops; i++) {
+        QasmOp op = c->ops[i];
+        int64_t at = op.wires ? (int64_t)(op.wires - c->pool) : -1;
+        op.wires = NULL;
+        ser_bytes(sc, &op, sizeof op);
+        ser_u64(sc, (uint64_t)at);
+    }
+    return true;
+}
+
+static Value circ_deser(SerCtx *sc, ValType t, size_t id)
+{
+    (void)id;
+    ObjCircuit *o = (ObjCircuit *)obj_alloc(sizeof(ObjCircuit), t);
+    QasmCircuit *c = &o->c;
+    Value ov = v_obj(&o->h);
+    uint32_t nq, nc, ver, nqr, ncr;
+    uint64_t npool, nconds, nops;
+    qasm_init(c, 0, 0);
+    bool ok = des_bytes(sc, o->name, sizeof o->name) && des_u32(sc, &nq) && des_u32(sc, &nc) && des_u32(sc, &ver) &&
+              des_u32(sc, &nqr) && nqr < (1u << 20);
+    if (ok && o->name[sizeof o->name - 1]) { des_fail(sc, "circuit"); ok = false; }
+    if (ok) {
+        c->nqubits = (int)nq;
+        c->nclbits = (int)nc;
+        c->version = (int)ver;
+        c->qregs = malloc(((size_t)nqr + 1) * sizeof(QasmReg));
+        c->nqregs = (int)nqr;
+        ok = c->qregs && des_bytes(sc, c->qregs, (size_t)nqr * sizeof(QasmReg)) && des_u32(sc, &ncr) && ncr < (1u << 20);
+    }
+    if (ok) {
+        c->cregs = malloc(((size_t)ncr + 1) * sizeof(QasmReg));
+        c->ncregs = (int)ncr;
+        ok = c->cregs && des_bytes(sc, c->cregs, (size_t)ncr * sizeof(QasmReg)) && des_count(sc, &npool, sizeof(int));
+    }
+    if (ok) {
+        c->pool = malloc(((size_t)npool + 1) * sizeof(int));
+        c->npool = c->cappool = (size_t)npool;
+        ok = c->pool && des_bytes(sc, c->pool, (size_t)npool * sizeof(int)) && des_count(sc, &nconds, sizeof(QasmCond));
+    }
+    if (ok) {
+        c->conds = malloc(((size_t)nconds + 1) * sizeof(QasmCond));
+        c->nconds = c->capconds = (size_t)nconds;
+        ok = c->conds && des_bytes(sc, c->conds, (size_t)nconds * sizeof(QasmCond)) && des_count(sc, &nops, sizeof(QasmOp) + 8);
+    }
+    if (ok) {
+        c->ops = malloc(((size_t)nops + 1) * sizeof(QasmOp));
+        ok = c->ops != NULL;
+        for (uint64_t i = 0; ok && i < nops; i++) {
+            QasmOp *op = &c->ops[i];
+            uint64_t at;
+            ok = des_bytes(sc, op, sizeof *op) && des_u64(sc, &at);
+            op->wires = NULL;
+            c->nops = c->capops = (size_t)i + (ok ? 1 : 0);
+            if (!ok) break;
+            size_t nw = (size_t)op->nctrl + (size_t)op->nwires;
+            if (op->nctrl < 0 || op->nwires < 0 || op->nparams < 0 || op->nparams > 3 ||
+                (op->cond >= 0 && (uint64_t)op->cond >= nconds) || (at != UINT64_MAX && (at > npool || nw > npool - at)))
+                { des_fail(sc, "circuit"); ok = false; break; }
+            if (at != UINT64_MAX) op->wires = c->pool + at;
+        }
+    }
+    if (!ok) { if (!sc->failed) ser_fail(sc, "out of memory"); decref(ov); return v_exc(); }
+    return ov;
 }
 
 static void circ_repr(Buf *b, Value v, bool quoted)
@@ -541,7 +626,7 @@ static const BuiltinDef builtins_circuit[] = {
 
 static const TypeOps circuit_ops = {
     .name = "circuit",
-    .free = circ_free, .copy = circ_copy, .repr = circ_repr, .call = circ_call,
+    .free = circ_free, .copy = circ_copy, .ser = circ_ser, .deser = circ_deser, .repr = circ_repr, .call = circ_call,
 };
 
 void circuitlib_open(void)

@@ -5,6 +5,7 @@
 #include "func.h"
 #include "qh_assert.h"
 #include "builtins.h"
+#include "serial.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -194,10 +195,126 @@ static Value module_member(VM *vm, Value obj, const ObjStr *name, const Node *si
     return vm_error(vm, site, "module '%s' has no member '%s'", m->name, name->s);
 }
 
+/* ---------------------------------------------------------------- other processes */
+
+static int code_module(const SerCode *code, const ModInfo *info)
+{
+    for (int i = 0; code && i < code->nmods; i++) if (code->mods[i] == info) return i;
+    return -1;
+}
+
+static ModInfo *code_info(SerCtx *sc, uint32_t id)
+{
+    const SerCode *code = sc->code;
+    if (!code || id >= (uint32_t)code->nmods) { des_fail(sc, "module"); return NULL; }
+    return code->mods[id];
+}
+
+static bool module_ser(Value v, SerCtx *sc)
+{
+    ObjModule *m = AS_MOD(v);
+    int id = code_module(sc->code, m->info);
+    if (id < 0) return ser_fail(sc, "module '%s' was loaded after the start and cannot be sent to another rank", m->name);
+    ser_u32(sc, (uint32_t)id);
+    ser_u8(sc, (unsigned)m->loaded | (unsigned)m->partial << 1);
+    ser_u32(sc, (uint32_t)m->nglobals);
+    for (int i = 0; i < m->nglobals; i++) if (!ser_value(sc, m->globals[i])) return false;
+    return true;
+}
+
+/* The module is noted in sc->memo's module list (copy_note_module): the
+ * reader breaks the cycles of what it read as a task's copies are. */
+static Value module_deser(SerCtx *sc, ValType t, size_t id)
+{
+    (void)t;
+    uint32_t mid, n;
+    uint8_t flags;
+    if (!des_u32(sc, &mid) || !des_u8(sc, &flags) || !des_u32(sc, &n)) return v_exc();
+    ModInfo *info = code_info(sc, mid);
+    if (!info) return v_exc();
+    if ((int)n != info->nglobals) return des_fail(sc, "globals");
+    ObjModule *m = (ObjModule *)obj_alloc(sizeof(ObjModule), T_MODULE);
+    m->info = info;
+    m->name = ((const SerCode *)sc->code)->names[mid];
+    m->loaded = flags & 1;
+    m->partial = (flags & 2) != 0;
+    m->nglobals = (int)n;
+    m->globals = malloc(((size_t)n + 1) * sizeof(Value));
+    for (uint32_t i = 0; i < n; i++) m->globals[i] = v_unbound();
+    des_note(sc, id, &m->h);
+    copy_note_module(&sc->memo, &m->h);
+    Value mv = v_obj(&m->h);
+    for (uint32_t i = 0; i < n; i++) {
+        Value g = des_value(sc);
+        if (IS_EXC(g)) { decref(mv); return g; }
+        m->globals[i] = g;
+    }
+    return mv;
+}
+
+bool func_ser(Value v, SerCtx *sc)
+{
+    ObjFunc *f = AS_FUNC(v);
+    int mid = code_module(sc->code, f->p->mod);
+    int pi = -1;
+    for (int i = 0; mid >= 0 && i < f->p->mod->nprotos; i++) if (f->p->mod->protos[i] == f->p) { pi = i; break; }
+    if (pi < 0) return ser_fail(sc, "function %s() was defined outside the program's files and cannot be sent to another rank", f->p->name);
+    ser_u32(sc, (uint32_t)mid);
+    ser_u32(sc, (uint32_t)pi);
+    ser_u8(sc, f->defaults != NULL);
+    if (!ser_value(sc, v_obj(&f->mod->h))) return false;
+    for (int i = 0; f->defaults && i < f->p->nparams; i++) if (!ser_value(sc, f->defaults[i])) return false;
+    for (int i = 0; i < f->p->nupvals; i++) if (!ser_value(sc, v_obj(&f->up[i]->h))) return false;
+    return ser_value(sc, f->device);
+}
+
+Value func_deser(SerCtx *sc, ValType t, size_t id)
+{
+    (void)t;
+    uint32_t mid, pi;
+    uint8_t hasdef;
+    if (!des_u32(sc, &mid) || !des_u32(sc, &pi) || !des_u8(sc, &hasdef)) return v_exc();
+    ModInfo *info = code_info(sc, mid);
+    if (!info) return v_exc();
+    if (pi >= (uint32_t)info->nprotos) return des_fail(sc, "function");
+    FnProto *p = info->protos[pi];
+    ObjFunc *f = (ObjFunc *)obj_alloc(sizeof(ObjFunc), T_FUNC);
+    f->p = p;
+    f->device = v_nil();
+    des_note(sc, id, &f->h);
+    Value fv = v_obj(&f->h);
+    Value mv = des_value(sc);
+    if (IS_EXC(mv)) { decref(fv); return mv; }
+    if (mv.t != T_MODULE || AS_MOD(mv)->info != info) { decref(mv); decref(fv); return des_fail(sc, "module of a function"); }
+    f->mod = AS_MOD(mv);
+    if (hasdef) {
+        f->defaults = malloc((size_t)(p->nparams ? p->nparams : 1) * sizeof(Value));
+        for (int i = 0; i < p->nparams; i++) f->defaults[i] = v_unbound();
+        for (int i = 0; i < p->nparams; i++) {
+            Value d = des_value(sc);
+            if (IS_EXC(d)) { decref(fv); return d; }
+            f->defaults[i] = d;
+        }
+    }
+    if (p->nupvals) {
+        f->up = calloc((size_t)p->nupvals, sizeof(ObjCell *));
+        for (int i = 0; i < p->nupvals; i++) {
+            Value c = des_value(sc);
+            if (IS_EXC(c)) { decref(fv); return c; }
+            if (c.t != T_CELL) { decref(c); decref(fv); return des_fail(sc, "cell"); }
+            f->up[i] = (ObjCell *)c.o;
+        }
+    }
+    Value d = des_value(sc);
+    if (IS_EXC(d)) { decref(fv); return d; }
+    f->device = d;
+    return fv;
+}
+
 static const TypeOps module_ops = {
     .name = "module", .flags = TF_CODE | TF_TRACK,
     .free = module_free, .clear = module_clear, .traverse = module_traverse,
-    .copy = module_copy, .repr = module_repr, .member = module_member,
+    .copy = module_copy, .ser = module_ser, .deser = module_deser, .repr = module_repr, .member = module_member,
 };
 
 void func_open(void) { type_register(T_MODULE, &module_ops); }

@@ -33,6 +33,20 @@ ObjModule *module_copy_partial(ObjModule *m, CopyCtx *cc);
  * function values it reaches, not only the names its qfn spells. */
 void module_copy_reads(ObjModule *m, ObjModule *copy, const FnProto *p, CopyCtx *cc);
 
+/* ---- functions and modules for another process (serial.h) ----
+ * They travel by reference to the code every rank parsed from the same
+ * sources: a module as its number in the code table (with its globals'
+ * values), a function as (module number, index among its module's
+ * functions) with its defaults, cells and device. The table lists the
+ * same modules in the same order on every rank. */
+typedef struct SerCode {
+    ModInfo **mods;             /* 0: the program, then its imports */
+    const char **names;         /* what each module is called ("__main__", import names) */
+    int nmods;
+} SerCode;
+bool func_ser(Value v, SerCtx *sc);
+Value func_deser(SerCtx *sc, ValType t, size_t id);
+
 /* Registers the module kind (start-up). */
 void func_open(void);
 

@@ -274,4 +274,36 @@ static Value module_import(VM *vm, const char *name, const Node *site)
     return mv;
 }
 
+void module_code_table(Interp *in, ModInfo *main, SerCode *out)
+{
+    int n = 1;
+    for (Preload *p = in->preloaded; p; p = p->next) n += p->info != NULL;
+    out->mods = xcalloc((size_t)n, sizeof(ModInfo *));
+    out->names = xcalloc((size_t)n, sizeof(char *));
+    out->nmods = 0;
+    out->mods[out->nmods] = main;
+    out->names[out->nmods++] = xstrdup("__main__");
+    /* the list is newest first: the loader's order is its reverse */
+    int k = n;
+    for (Preload *p = in->preloaded; p; p = p->next) {
+        if (!p->info) continue;
+        k--;
+        const char *base = strrchr(p->path, '/');
+        base = base ? base + 1 : p->path;
+        size_t len = strlen(base);
+        if (len > 3 && strcmp(base + len - 3, ".qh") == 0) len -= 3;
+        out->mods[k] = p->info;
+        out->names[k] = strndup(base, len);
+    }
+    out->nmods = n;
+}
+
+void module_code_free(SerCode *code)
+{
+    for (int i = 0; i < code->nmods; i++) free((char *)code->names[i]);
+    free(code->names);
+    free(code->mods);
+    memset(code, 0, sizeof *code);
+}
+
 void module_attach(Interp *in) { in->hooks.import = module_import; }

@@ -6,6 +6,7 @@
 #define QH_MODULE_H
 
 #include <stdio.h>
+#include "func.h"
 #include "resolve.h"
 #include "vm.h"
 
@@ -31,6 +32,11 @@ void module_forget_protos(ModInfo *session, int first);
 /* Releases the imported modules (their cycles broken before) and frees
  * every parse the loader made. */
 void module_free_all(Interp *in);
+/* The code table of a program (func.h SerCode): main first, then every
+ * module loaded so far, in the order the loader met them (the same on every
+ * process that compiled the same sources). Free with module_code_free. */
+void module_code_table(Interp *in, ModInfo *main, SerCode *out);
+void module_code_free(SerCode *code);
 /* Installs the evaluator's import hook in an interpreter. */
 void module_attach(Interp *in);
 

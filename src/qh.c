@@ -530,3 +530,13 @@ Value qh_force(qh_State *Q, Value v)
 }
 
 const char *qh_error_message(qh_State *Q) { return Q->started ? Q->vm.err.msg : ""; }
+
+Interp *qh_interp(qh_State *Q) { return &Q->in; }
+ModInfo *qh_program_info(const qh_Program *p) { return p->info; }
+const char *qh_program_text(const qh_Program *p, const char **name, size_t *len)
+{
+    *name = p->part->src->name;
+    *len = p->part->src->len;
+    return p->part->src->text;
+}
+void qh_start(qh_State *Q) { start(Q); }

@@ -123,4 +123,17 @@ Value qh_force(qh_State *Q, Value v);
 /* The message of the last runtime error. */
 const char *qh_error_message(qh_State *Q);
 
+/* ---- for the interpreter's own rooms (remote.c: running under mpirun)
+ * and white-box tests; not for hosts ---- */
+struct Interp;
+struct ModInfo;
+struct Interp *qh_interp(qh_State *Q);
+/* The program's parse (its module table). */
+struct ModInfo *qh_program_info(const qh_Program *p);
+/* The program's source: its name and text. */
+const char *qh_program_text(const qh_Program *p, const char **name, size_t *len);
+/* Starts the background runtime without running a program (a rank that
+ * only serves tasks). */
+void qh_start(qh_State *Q);
+
 #endif

@@ -15,6 +15,7 @@
 #include "exec.h"
 #include "pool.h"
 #include "qh_assert.h"
+#include "serial.h"
 #include "sv.h"
 #include "dm.h"
 #include "svmeas.h"
@@ -139,6 +140,48 @@ static bool device_eq(Value a, Value b)
            memcmp(x->shotv, y->shotv, sizeof x->shotv) == 0 &&
            x->has_seed == y->has_seed && x->seed == y->seed && x->latency == y->latency &&
            x->mixed == y->mixed && x->noise.t == y->noise.t && (x->noise.t != T_FUNC || x->noise.o == y->noise.o);
+}
+
+/* the fields of a device (name, sizes, flags), then its noise function */
+static bool device_ser(Value v, SerCtx *sc)
+{
+    ObjDevice *d = AS_DEV(v);
+    ser_str(sc, d->name, strlen(d->name));
+    ser_u32(sc, (uint32_t)d->wires);
+    ser_u64(sc, (uint64_t)d->shots);
+    ser_u64(sc, d->seed);
+    ser_u8(sc, (unsigned)d->has_seed | (unsigned)d->mixed << 1);
+    ser_f64(sc, d->latency);
+    return ser_value(sc, d->noise);
+}
+
+static Value device_deser(SerCtx *sc, ValType t, size_t id)
+{
+    (void)t;
+    uint32_t nl, wires;
+    uint64_t shots, seed;
+    uint8_t flags;
+    double lat;
+    const char *name = des_str(sc, &nl);
+    if (!name || !des_u32(sc, &wires) || !des_u64(sc, &shots) || !des_u64(sc, &seed) || !des_u8(sc, &flags) ||
+        !des_f64(sc, &lat))
+        return v_exc();
+    if (nl >= sizeof ((ObjDevice *)0)->name || wires < 1 || wires > MAX_QUBITS) return des_fail(sc, "device");
+    ObjDevice *d = (ObjDevice *)obj_alloc(sizeof(ObjDevice), T_DEVICE);
+    memcpy(d->name, name, nl + 1);
+    d->wires = (int)wires;
+    d->shots = (long)shots;
+    d->seed = seed;
+    d->has_seed = flags & 1;
+    d->mixed = (flags & 2) != 0;
+    d->latency = lat;
+    d->noise = v_nil();
+    des_note(sc, id, &d->h);
+    Value dv = v_obj(&d->h);
+    Value nz = des_value(sc);
+    if (IS_EXC(nz)) { decref(dv); return nz; }
+    d->noise = nz;
+    return dv;
 }
 
 static void op_free(Obj *o)
@@ -288,6 +331,91 @@ static Value op_copy(Value v, CopyCtx *cc)
     ObjOp *n = op_clone(AS_OP(v));
     copy_memo_put(cc, v.o, n);
     return v_obj(&n->h);
+}
+
+/* the SvOp (its matrix pointer aside), then each owned array with its length */
+static void ser_array(SerCtx *sc, const void *p, size_t bytes)
+{
+    ser_u64(sc, p ? bytes : 0);
+    ser_u8(sc, p != NULL);
+    if (p) ser_bytes(sc, p, bytes);
+}
+
+/* an array of exactly `bytes` bytes (or none) into *out (owned) */
+static bool des_array(SerCtx *sc, void **out, size_t bytes)
+{
+    uint64_t n;
+    uint8_t has;
+    *out = NULL;
+    if (!des_count(sc, &n, 1) || !des_u8(sc, &has)) return false;
+    if (!has) return n == 0 || ser_fail(sc, "malformed task data (operator)");
+    if (n != bytes) return ser_fail(sc, "malformed task data (operator)");
+    *out = malloc(n ? (size_t)n : 1);
+    if (!*out) return ser_fail(sc, "out of memory");
+    return des_bytes(sc, *out, (size_t)n);
+}
+
+static bool op_ser(Value v, SerCtx *sc)
+{
+    const ObjOp *p = AS_OP(v);
+    SvOp op = p->op;
+    op.matrix = NULL;
+    size_t d = (size_t)1 << p->op.nwires;
+    ser_u32(sc, (uint32_t)p->kind);
+    ser_bytes(sc, &op, sizeof op);
+    ser_u32(sc, (uint32_t)p->chan);
+    ser_u32(sc, (uint32_t)p->nkraus);
+    ser_bytes(sc, p->paulis, sizeof p->paulis);
+    ser_u32(sc, (uint32_t)p->ntan);
+    ser_u32(sc, (uint32_t)p->nterms);
+    ser_array(sc, p->kraus, (size_t)p->nkraus * d * d * sizeof(cplx));
+    ser_array(sc, p->matrix, d * d * sizeof(cplx));
+    ser_array(sc, p->tangent, (size_t)(p->op.nparams * p->ntan) * sizeof(double));
+    ser_array(sc, p->terms, (size_t)p->nterms * sizeof(SvPauli));
+    ser_array(sc, p->idw, (size_t)p->nterms * sizeof(uint64_t));
+    return true;
+}
+
+static Value op_deser(SerCtx *sc, ValType t, size_t id)
+{
+    (void)t; (void)id;
+    uint32_t kind, chan, nkraus, ntan, nterms;
+    SvOp op;
+    char paulis[sizeof ((ObjOp *)0)->paulis];
+    if (!des_u32(sc, &kind) || !des_bytes(sc, &op, sizeof op) || !des_u32(sc, &chan) || !des_u32(sc, &nkraus) ||
+        !des_bytes(sc, paulis, sizeof paulis) || !des_u32(sc, &ntan) || !des_u32(sc, &nterms))
+        return v_exc();
+    if (kind > OPK_CHAN || op.nwires < 0 || op.nwires > SV_MAX_WIRES || op.nparams < 0 || op.nparams > 3 ||
+        op.nctrl < 0 || op.nctrl > SV_MAX_WIRES || nkraus > 64 || ntan > (1u << 20) || nterms > (1u << 24) ||
+        paulis[sizeof paulis - 1])
+        return des_fail(sc, "operator");
+    size_t d = (size_t)1 << op.nwires;
+    ObjOp *p = op_new((int)kind);
+    Value pv = v_obj(&p->h);
+    p->op = op;
+    p->chan = (int)chan;
+    p->nkraus = (int)nkraus;
+    p->ntan = (int)ntan;
+    p->nterms = (int)nterms;
+    memcpy(p->paulis, paulis, sizeof paulis);
+    void *kraus = NULL, *matrix = NULL, *tangent = NULL, *terms = NULL, *idw = NULL;
+    bool ok = des_array(sc, &kraus, (size_t)nkraus * d * d * sizeof(cplx));
+    p->kraus = kraus;
+    ok = ok && des_array(sc, &matrix, d * d * sizeof(cplx));
+    p->matrix = matrix;
+    p->op.matrix = p->matrix;
+    ok = ok && des_array(sc, &tangent, (size_t)op.nparams * ntan * sizeof(double));
+    p->tangent = tangent;
+    ok = ok && des_array(sc, &terms, (size_t)nterms * sizeof(SvPauli));
+    p->terms = terms;
+    ok = ok && des_array(sc, &idw, (size_t)nterms * sizeof(uint64_t));
+    p->idw = idw;
+    if (!ok) { decref(pv); return v_exc(); }
+    if ((p->kraus == NULL) != (nkraus == 0) || (nterms && !p->terms) || (op.gate == SV_QUBITUNITARY && !p->matrix)) {
+        decref(pv);
+        return des_fail(sc, "operator");
+    }
+    return pv;
 }
 
 /* ---------------------------------------------------------------- runtime */
@@ -1618,6 +1746,32 @@ static Value mod_copy(Value v, CopyCtx *cc)
     n->fn = value_copy_deep(m->fn, cc);
     return v_obj(&n->h);
 }
+static bool mod_ser(Value v, SerCtx *sc)
+{
+    ObjMod *m = AS_MODFN(v);
+    ser_u8(sc, m->adjoint);
+    ser_u32(sc, (uint32_t)m->nctrl);
+    ser_bytes(sc, m->ctrl, (size_t)m->nctrl * sizeof(int));
+    return ser_value(sc, m->fn);
+}
+static Value mod_deser(SerCtx *sc, ValType t, size_t id)
+{
+    uint8_t adj;
+    uint32_t nctrl;
+    if (!des_u8(sc, &adj) || !des_u32(sc, &nctrl)) return v_exc();
+    if (nctrl > SV_MAX_WIRES) return des_fail(sc, "ctrl");
+    ObjMod *m = (ObjMod *)obj_alloc(sizeof(ObjMod), t);
+    m->fn = v_nil();
+    m->adjoint = adj != 0;
+    m->nctrl = (int)nctrl;
+    Value mv = v_obj(&m->h);
+    if (!des_bytes(sc, m->ctrl, (size_t)nctrl * sizeof(int))) { decref(mv); return v_exc(); }
+    des_note(sc, id, &m->h);
+    Value f = des_value(sc);
+    if (IS_EXC(f)) { decref(mv); return f; }
+    m->fn = f;
+    return mv;
+}
 static void mod_repr(Buf *b, Value v, bool quoted)
 {
     ObjMod *m = AS_MODFN(v);
@@ -2536,18 +2690,19 @@ static const BuiltinDef builtins_quantum[] = {
 static const TypeOps device_ops = {
     .name = "device", .flags = TF_DEVICE,
     .free = device_free, .clear = device_clear, .traverse = device_traverse,
-    .copy = device_copy, .repr = device_repr, .eq = device_eq,
+    .copy = device_copy, .ser = device_ser, .deser = device_deser, .repr = device_repr, .eq = device_eq,
 };
 
 static const TypeOps op_ops = {
     .name = "operator",
-    .free = op_free, .copy = op_copy, .repr = op_repr,
+    .free = op_free, .copy = op_copy, .ser = op_ser, .deser = op_deser, .repr = op_repr,
     .binop = op_binop, .unop = op_unop, .stmt = op_stmt, .member = op_member,
 };
 
 static const TypeOps mod_ops = {
     .name = "function",
-    .free = mod_free, .clear = mod_clear, .traverse = mod_traverse, .copy = mod_copy, .repr = mod_repr,
+    .free = mod_free, .clear = mod_clear, .traverse = mod_traverse, .copy = mod_copy, .ser = mod_ser, .deser = mod_deser,
+    .repr = mod_repr,
     .call = mod_call,
 };
 

@@ -228,6 +228,7 @@ typedef struct VM VM;
 typedef struct Node Node;
 typedef struct Args Args;
 typedef struct CopyCtx CopyCtx;
+typedef struct SerCtx SerCtx;
 
 /* math builtins a kind may implement (abs(x), sqrt(x), ..., round(x, d)) */
 typedef enum MathFn {
@@ -260,6 +261,10 @@ typedef struct TypeOps {
     void (*clear)(Obj *o);                      /* drop the references it holds (breaks cycles) */
     void (*traverse)(Obj *o, void (*visit)(Value child, void *ud), void *ud);  /* its children */
     Value (*copy)(Value v, CopyCtx *cc);        /* deep copy for another thread */
+    /* bytes for another process (serial.h): write what v holds; read it back
+     * (a new reference, or v_exc()). NULL: cannot be sent to another rank */
+    bool (*ser)(Value v, SerCtx *sc);
+    Value (*deser)(SerCtx *sc, ValType t, size_t id);
     void (*repr)(Buf *b, Value v, bool quoted); /* str(v) */
     bool (*eq)(Value a, Value b);               /* a and b of this kind: equal values? (identity if NULL) */
     uint32_t (*hash)(Value v);                  /* usable as a dict key (with eq) */
