@@ -133,6 +133,26 @@ void exec_free(Exec *e);
 Fut *exec_submit(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void *),
                  Fut *const *deps, int ndeps, const char *label, int line);
 
+/* ---- remote slots: tasks that other processes may run ----
+ * A task submitted with EXEC_REMOTE may be taken by a remote slot as well
+ * as by a worker. A remote slot is one more thread (made by
+ * exec_add_remote) that takes only such tasks, oldest first like the
+ * workers, and calls their run function: exec_task_remote(t) then says
+ * which slot runs it, and the run function sends the work to another
+ * process and waits for its answer (a remote slot is not counted among
+ * the busy workers). Before it runs a task a slot asks usable(ud, slot);
+ * once that says no (its process died) the slot puts the task back for
+ * the others and its thread ends. Futures, dependencies, cancellation and
+ * statistics are the same for every task. */
+enum { EXEC_REMOTE = 1 };
+Fut *exec_submit_flags(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void *),
+                       Fut *const *deps, int ndeps, const char *label, int line, unsigned flags);
+/* Makes nslots remote slots, once (their trace tracks follow the workers',
+ * named names[i]); returns how many threads were made, -1 if called twice. */
+int exec_add_remote(Exec *e, int nslots, bool (*usable)(void *ud, int slot), void *ud, const char *const *names);
+/* The remote slot running t, or -1 (a worker, or the calling thread). */
+int exec_task_remote(const ExecTask *t);
+
 /* Ends the task with a result (owned by the future from now; free_result
  * may be NULL). Only the first of done/fail counts; a later result is
  * freed. Both are called from inside the run function, on its worker; the

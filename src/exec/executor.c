@@ -49,6 +49,8 @@ struct ExecTask {
     int npending;               /* under e->mu */
     TState state;               /* under e->mu */
     unsigned long seq;
+    unsigned flags;             /* EXEC_REMOTE: a remote slot may take it */
+    int remote;                 /* the remote slot running it, or -1 */
     char label[64];             /* a copy, truncated (no allocation per task) */
     int line;
     int worker;
@@ -65,17 +67,21 @@ struct ExecTask {
 typedef struct Worker {
     Exec *e;
     int idx;
+    int slot;                   /* a remote slot's number, or -1 for a worker */
     pthread_t th;
 } Worker;
+
+/* A min-heap of runnable tasks on their submission numbers. */
+typedef struct Heap { ExecTask **v; size_t n, cap; } Heap;
 
 struct Exec {
     pthread_mutex_t mu;
     pthread_cond_t work;        /* workers: a task is queued, or shutdown */
     pthread_cond_t space;       /* submitters: below the bound */
     pthread_cond_t idle;        /* wait_all: nothing unfinished */
-    ExecTask **heap;            /* runnable tasks, min-heap on seq */
-    size_t nheap, capheap;
-    atomic_int nready;          /* nheap, for idle workers spinning without the lock */
+    Heap heap;                  /* runnable tasks only workers take */
+    Heap rheap;                 /* runnable EXEC_REMOTE tasks: workers and remote slots take them */
+    atomic_int nready;          /* both heaps' sizes, for idle workers spinning without the lock */
     ExecTask *head, *tail;      /* all unfinished tasks */
     int unfinished;
     size_t bound;
@@ -88,6 +94,11 @@ struct Exec {
     _Atomic(Trace *) trace;
     int nworkers;
     Worker *workers;
+    pthread_cond_t rwork;       /* remote slots: an EXEC_REMOTE task is queued, or shutdown */
+    int nremote;                /* remote slot threads made */
+    Worker *remotes;
+    bool (*remote_usable)(void *ud, int slot);
+    void *remote_ud;
     double t0;
     ExecStats st;               /* under mu; wall/nworkers filled on read */
 };
@@ -106,65 +117,104 @@ static void copy_label(char dst[64], const char *src)
 
 /* ------------------------------------------------------------ run queue */
 
+static void count_ready(Exec *e)
+{
+    atomic_store_explicit(&e->nready, (int)(e->heap.n + e->rheap.n), memory_order_relaxed);
+}
+
 /* Why: runnable tasks go in submission order even when a dependent
  * becomes runnable after later work was queued: the oldest work first
  * keeps the main thread's next wait short. */
-static void heap_push(Exec *e, ExecTask *t)
+static void heap_push(Exec *e, Heap *h, ExecTask *t)
 {
-    if (e->nheap == e->capheap) {
-        size_t cap = e->capheap ? 2 * e->capheap : 64;
-        ExecTask **h = realloc(e->heap, cap * sizeof *h);
-        if (!h)
+    if (h->n == h->cap) {
+        size_t cap = h->cap ? 2 * h->cap : 64;
+        ExecTask **v = realloc(h->v, cap * sizeof *v);
+        if (!v)
             abort();
-        e->heap = h;
-        e->capheap = cap;
+        h->v = v;
+        h->cap = cap;
     }
-    size_t i = e->nheap++;
+    size_t i = h->n++;
     while (i > 0) {
         size_t p = (i - 1) / 2;
-        if (e->heap[p]->seq <= t->seq)
+        if (h->v[p]->seq <= t->seq)
             break;
-        e->heap[i] = e->heap[p];
+        h->v[i] = h->v[p];
         i = p;
     }
-    e->heap[i] = t;
-    atomic_store_explicit(&e->nready, (int)e->nheap, memory_order_relaxed);
+    h->v[i] = t;
+    count_ready(e);
 }
 
 /* Why: a task the main thread is about to wait for leaves the queue to
  * run on the main thread itself (exec_run_inline). Moves the last entry
  * into the hole and sifts it whichever way it must go. */
-static void heap_remove_at(Exec *e, size_t i)
+static void heap_remove_at(Exec *e, Heap *h, size_t i)
 {
-    ExecTask *last = e->heap[--e->nheap];
-    size_t n = e->nheap;
+    ExecTask *last = h->v[--h->n];
+    size_t n = h->n;
     if (i < n) {
-        while (i > 0 && e->heap[(i - 1) / 2]->seq > last->seq) {
-            e->heap[i] = e->heap[(i - 1) / 2];
+        while (i > 0 && h->v[(i - 1) / 2]->seq > last->seq) {
+            h->v[i] = h->v[(i - 1) / 2];
             i = (i - 1) / 2;
         }
         for (;;) {
             size_t c = 2 * i + 1;
             if (c >= n)
                 break;
-            if (c + 1 < n && e->heap[c + 1]->seq < e->heap[c]->seq)
+            if (c + 1 < n && h->v[c + 1]->seq < h->v[c]->seq)
                 c++;
-            if (last->seq <= e->heap[c]->seq)
+            if (last->seq <= h->v[c]->seq)
                 break;
-            e->heap[i] = e->heap[c];
+            h->v[i] = h->v[c];
             i = c;
         }
-        e->heap[i] = last;
+        h->v[i] = last;
     }
-    atomic_store_explicit(&e->nready, (int)n, memory_order_relaxed);
+    count_ready(e);
 }
 
-/* Why: the worker takes the oldest runnable task. */
-static ExecTask *heap_pop(Exec *e)
+static ExecTask *heap_pop(Exec *e, Heap *h)
 {
-    ExecTask *top = e->heap[0];
-    heap_remove_at(e, 0);
+    ExecTask *top = h->v[0];
+    heap_remove_at(e, h, 0);
     return top;
+}
+
+/* Why: a worker takes the oldest runnable task of either heap. */
+static ExecTask *pop_oldest(Exec *e)
+{
+    Heap *h = &e->heap;
+    if (!h->n || (e->rheap.n && e->rheap.v[0]->seq < h->v[0]->seq))
+        h = &e->rheap;
+    return heap_pop(e, h);
+}
+
+/* Why: a runnable task goes where the threads that may run it look, and
+ * wakes one of them. */
+static void make_runnable(Exec *e, ExecTask *t)
+{
+    if (t->flags & EXEC_REMOTE) {
+        heap_push(e, &e->rheap, t);
+        pthread_cond_signal(&e->rwork);
+    } else {
+        heap_push(e, &e->heap, t);
+    }
+    pthread_cond_signal(&e->work);
+}
+
+/* Why: exec_run_inline and exec_cancel_task take one queued task out. */
+static bool heap_take(Exec *e, ExecTask *t)
+{
+    Heap *hs[2] = { &e->heap, &e->rheap };
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < hs[k]->n; i++)
+            if (hs[k]->v[i] == t) {
+                heap_remove_at(e, hs[k], i);
+                return true;
+            }
+    return false;
 }
 
 /* --------------------------------------------------------- task ending */
@@ -274,8 +324,7 @@ static void dep_settled(ExecTask *t)
     }
     if (t->state == T_PARKED) {
         t->state = T_QUEUED;
-        heap_push(e, t);
-        pthread_cond_signal(&e->work);
+        make_runnable(e, t);
         pthread_mutex_unlock(&e->mu);
         return;
     }
@@ -301,11 +350,15 @@ static void run_one(Exec *e, ExecTask *t, int idx)
         task_end(t, false, 0);
         return;
     }
-    atomic_fetch_add_explicit(&e->busy, 1, memory_order_relaxed);
+    /* a remote slot waits for another process: it keeps no core busy */
+    bool local = t->remote < 0;
+    if (local)
+        atomic_fetch_add_explicit(&e->busy, 1, memory_order_relaxed);
     double start = exec_clock();
     t->run(t->ctx, t);
     double end = exec_clock();
-    atomic_fetch_sub_explicit(&e->busy, 1, memory_order_relaxed);
+    if (local)
+        atomic_fetch_sub_explicit(&e->busy, 1, memory_order_relaxed);
 
     Trace *tr = atomic_load_explicit(&e->trace, memory_order_acquire);
     if (tr) {
@@ -317,8 +370,9 @@ static void run_one(Exec *e, ExecTask *t, int idx)
                  "{\"line\":%d,\"seq\":%lu,\"outcome\":\"%s\",\"queued_ms\":%.3f}",
                  t->line, t->seq, what, (start - t->t_submit) * 1e3);
         double ts = trace_mono_to_us(tr, start);
-        trace_flow_end(tr, idx + 1, t->seq, ts + 0.001);   /* inside the slice */
-        trace_complete(tr, idx + 1, t->label, "task", ts, (end - start) * 1e6, args);
+        int tid = idx + 1;                  /* remote slots: after the workers' tracks */
+        trace_flow_end(tr, tid, t->seq, ts + 0.001);   /* inside the slice */
+        trace_complete(tr, tid, t->label, t->remote >= 0 ? "remote" : "task", ts, (end - start) * 1e6, args);
     }
     task_end(t, true, end - start);
 }
@@ -336,7 +390,7 @@ static void *worker_main(void *arg)
     pthread_setname_np(pthread_self(), name);
     pthread_mutex_lock(&e->mu);
     for (;;) {
-        if (e->nheap == 0 && !e->shutdown) {
+        if (e->heap.n + e->rheap.n == 0 && !e->shutdown) {
             /* Spin a little before sleeping: a burst of small tasks then
              * costs neither side a futex call. */
             pthread_mutex_unlock(&e->mu);
@@ -344,13 +398,50 @@ static void *worker_main(void *arg)
                 exec_cpu_relax();
             pthread_mutex_lock(&e->mu);
         }
-        while (e->nheap == 0 && !e->shutdown)
+        while (e->heap.n + e->rheap.n == 0 && !e->shutdown)
             pthread_cond_wait(&e->work, &e->mu);
-        if (e->nheap == 0)
+        if (e->heap.n + e->rheap.n == 0)
             break;
-        ExecTask *t = heap_pop(e);
+        ExecTask *t = pop_oldest(e);
         t->state = T_RUNNING;
         t->worker = w->idx;
+        pthread_mutex_unlock(&e->mu);
+        run_one(e, t, w->idx);
+        pthread_mutex_lock(&e->mu);
+    }
+    pthread_mutex_unlock(&e->mu);
+    return NULL;
+}
+
+/* Why: a remote slot's loop: like a worker's, on EXEC_REMOTE tasks only;
+ * it leaves for good when its slot is no longer usable (its process died),
+ * putting back a task it took, so that nothing more is sent there. */
+static void *remote_main(void *arg)
+{
+    Worker *w = arg;
+    Exec *e = w->e;
+    tl_worker = w->idx;
+    char name[32];
+    snprintf(name, sizeof name, "qh-remote-%d", w->slot + 1);
+    name[15] = 0;
+    pthread_setname_np(pthread_self(), name);
+    pthread_mutex_lock(&e->mu);
+    for (;;) {
+        while (e->rheap.n == 0 && !e->shutdown)
+            pthread_cond_wait(&e->rwork, &e->mu);
+        if (e->rheap.n == 0)
+            break;
+        ExecTask *t = heap_pop(e, &e->rheap);
+        pthread_mutex_unlock(&e->mu);
+        bool usable = !e->remote_usable || e->remote_usable(e->remote_ud, w->slot);
+        pthread_mutex_lock(&e->mu);
+        if (!usable) {
+            make_runnable(e, t);
+            break;
+        }
+        t->state = T_RUNNING;
+        t->worker = w->idx;
+        t->remote = w->slot;
         pthread_mutex_unlock(&e->mu);
         run_one(e, t, w->idx);
         pthread_mutex_lock(&e->mu);
@@ -370,11 +461,14 @@ bool exec_run_inline(Exec *e, Fut *f)
         return false;
     pthread_mutex_lock(&e->mu);
     ExecTask *t = NULL;
-    for (size_t i = 0; i < e->nheap; i++) {
-        if (e->heap[i]->fut == f) {
-            t = e->heap[i];
-            heap_remove_at(e, i);
-            break;
+    Heap *hs[2] = { &e->heap, &e->rheap };
+    for (int k = 0; k < 2 && !t; k++) {
+        for (size_t i = 0; i < hs[k]->n; i++) {
+            if (hs[k]->v[i]->fut == f) {
+                t = hs[k]->v[i];
+                heap_remove_at(e, hs[k], i);
+                break;
+            }
         }
     }
     if (t) {
@@ -405,6 +499,7 @@ Exec *exec_new(int nworkers, size_t queue_bound)
     }
     pthread_mutex_init(&e->mu, NULL);
     exec_cond_init(&e->work);
+    exec_cond_init(&e->rwork);
     exec_cond_init(&e->space);
     exec_cond_init(&e->idle);
     atomic_init(&e->interrupt, 0);
@@ -422,6 +517,7 @@ Exec *exec_new(int nworkers, size_t queue_bound)
     for (; made < nworkers; made++) {
         ws[made].e = e;
         ws[made].idx = made;
+        ws[made].slot = -1;
         if (pthread_create(&ws[made].th, &attr, worker_main, &ws[made]) != 0)
             break;
     }
@@ -449,12 +545,18 @@ void exec_free(Exec *e)
         pthread_cond_wait(&e->idle, &e->mu);
     e->shutdown = 1;
     pthread_cond_broadcast(&e->work);
+    pthread_cond_broadcast(&e->rwork);
     pthread_mutex_unlock(&e->mu);
     for (int i = 0; i < e->nworkers; i++)
         pthread_join(e->workers[i].th, NULL);
-    free(e->heap);
+    for (int i = 0; i < e->nremote; i++)
+        pthread_join(e->remotes[i].th, NULL);
+    free(e->heap.v);
+    free(e->rheap.v);
     free(e->workers);
+    free(e->remotes);
     pthread_cond_destroy(&e->work);
+    pthread_cond_destroy(&e->rwork);
     pthread_cond_destroy(&e->space);
     pthread_cond_destroy(&e->idle);
     pthread_mutex_destroy(&e->mu);
@@ -466,6 +568,12 @@ void exec_free(Exec *e)
  * it, and a guard in npending keeps the task parked until all are hung. */
 Fut *exec_submit(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void *),
                  Fut *const *deps, int ndeps, const char *label, int line)
+{
+    return exec_submit_flags(e, run, ctx, free_ctx, deps, ndeps, label, line, 0);
+}
+
+Fut *exec_submit_flags(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void *),
+                       Fut *const *deps, int ndeps, const char *label, int line, unsigned flags)
 {
     double t_enter = exec_clock();
     int nd = 0;
@@ -480,6 +588,8 @@ Fut *exec_submit(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void *),
     t->free_ctx = free_ctx;
     t->line = line;
     t->worker = -1;
+    t->remote = -1;
+    t->flags = flags;
     copy_label(t->label, label ? label : "task");
     if (nd) {
         t->deps = malloc((size_t)nd * sizeof *t->deps);
@@ -613,6 +723,7 @@ const atomic_int *exec_task_cancel_flag(const ExecTask *t)
 /* Why: what a runner needs about its own task (worker slot for per-worker
  * scratch, deps to read, call site for messages). */
 int exec_task_worker(const ExecTask *t) { return t->worker; }
+int exec_task_remote(const ExecTask *t) { return t->remote; }
 int exec_task_ndeps(const ExecTask *t) { return t->ndeps; }
 Fut *exec_task_dep(const ExecTask *t, int i) { return i >= 0 && i < t->ndeps ? t->deps[i] : NULL; }
 Fut *exec_task_fut(const ExecTask *t) { return t->fut; }
@@ -638,8 +749,8 @@ void exec_cancel_all(Exec *e)
             }
         }
     }
-    while (e->nheap) {
-        ExecTask *t = heap_pop(e);
+    while (e->heap.n + e->rheap.n) {
+        ExecTask *t = pop_oldest(e);
         t->state = T_DOOMED;
         t->link = ending;
         ending = t;
@@ -671,12 +782,7 @@ bool exec_cancel_task(Exec *e, Fut *f)
             if (t->npending == 0)
                 ending = t;
         } else if (t->state == T_QUEUED) {
-            for (size_t i = 0; i < e->nheap; i++) {
-                if (e->heap[i] == t) {
-                    heap_remove_at(e, i);
-                    break;
-                }
-            }
+            heap_take(e, t);
             t->state = T_DOOMED;
             ending = t;
         }
@@ -740,6 +846,43 @@ bool exec_wait_all_interruptible(Exec *e, const atomic_int *interrupt)
 bool exec_on_worker(void) { return tl_worker >= 0; }
 int exec_current_worker(void) { return tl_worker; }
 int exec_nworkers(const Exec *e) { return e->nworkers; }
+
+/* Why: tasks that may run on other processes (MPI ranks) are taken by a
+ * thread per slot there that only waits for the answer. Made once, after
+ * the workers; tids and indices follow the workers'. */
+int exec_add_remote(Exec *e, int nslots, bool (*usable)(void *ud, int slot), void *ud, const char *const *names)
+{
+    pthread_mutex_lock(&e->mu);
+    bool made_before = e->remotes != NULL;
+    pthread_mutex_unlock(&e->mu);
+    if (made_before || nslots < 1)
+        return made_before ? -1 : 0;
+    Worker *rs = calloc((size_t)nslots, sizeof *rs);
+    if (!rs)
+        return -1;
+    e->remote_usable = usable;
+    e->remote_ud = ud;
+    e->remotes = rs;
+    Trace *tr = atomic_load_explicit(&e->trace, memory_order_acquire);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, EXEC_STACK_SIZE);
+    int made = 0;
+    for (; made < nslots; made++) {
+        rs[made].e = e;
+        rs[made].idx = e->nworkers + made;
+        rs[made].slot = made;
+        if (tr)
+            trace_thread_name(tr, e->nworkers + made + 1, names && names[made] ? names[made] : "remote");
+        if (pthread_create(&rs[made].th, &attr, remote_main, &rs[made]) != 0)
+            break;
+    }
+    pthread_attr_destroy(&attr);
+    pthread_mutex_lock(&e->mu);
+    e->nremote = made;
+    pthread_mutex_unlock(&e->mu);
+    return made;
+}
 
 /* Why: BLAS/kernel thread budgeting: N workers mean N busy cores. */
 int exec_busy_workers(const Exec *e)

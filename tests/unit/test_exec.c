@@ -612,6 +612,135 @@ END_TEST
 
 /* exec_cancel_task ends one task (parked, queued or running) and leaves
  * the others alone. */
+/* ================================================================ remote slots */
+
+/* A task records where it ran: on a worker (-1) or a remote slot. */
+typedef struct Where { int slot; int worker; atomic_int *gate; } Where;
+
+static void run_where(void *ctx, ExecTask *t)
+{
+    Where *w = ctx;
+    w->slot = exec_task_remote(t);
+    w->worker = exec_task_worker(t);
+    if (w->gate)
+        while (!atomic_load(w->gate) && !exec_task_cancelled(t))
+            sleep_ms(1);
+    if (exec_task_cancelled(t)) { exec_task_fail(t, "cancelled"); return; }
+    exec_task_done(t, NULL, NULL);
+}
+
+static atomic_int usable_slots;   /* bit i: slot i may take work */
+static bool slot_usable(void *ud, int slot)
+{
+    (void)ud;
+    return (atomic_load(&usable_slots) >> slot) & 1;
+}
+
+START_TEST(exec_remote_only_flagged)
+{
+    /* tasks without EXEC_REMOTE never reach a remote slot; flagged ones
+     * reach both kinds of thread */
+    atomic_store(&usable_slots, 3);
+    Exec *e = exec_new(1, 256);
+    ck_assert_int_eq(exec_add_remote(e, 2, slot_usable, NULL, NULL), 2);
+    ck_assert_int_eq(exec_add_remote(e, 1, slot_usable, NULL, NULL), -1);
+    enum { N = 200 };
+    Where w[N];
+    Fut *f[N];
+    for (int i = 0; i < N; i++) {
+        w[i].slot = -2;
+        w[i].gate = NULL;
+        f[i] = exec_submit_flags(e, run_where, &w[i], NULL, NULL, 0, "w", i, i % 2 ? EXEC_REMOTE : 0);
+    }
+    int remote = 0;
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(must_finish(f[i]), FUT_DONE);
+        fut_release(f[i]);
+        if (i % 2 == 0) ck_assert_int_eq(w[i].slot, -1);
+        else {
+            ck_assert(w[i].slot >= -1 && w[i].slot < 2);
+            if (w[i].slot >= 0) { remote++; ck_assert_int_eq(w[i].worker, 1 + w[i].slot); }
+        }
+    }
+    exec_free(e);
+    (void)remote;   /* how many went remote depends on timing */
+}
+END_TEST
+
+START_TEST(exec_remote_takes_work_while_workers_busy)
+{
+    /* the only worker is held: a flagged task still runs, on a slot, and a
+     * plain one waits for the worker */
+    atomic_store(&usable_slots, 1);
+    Exec *e = exec_new(1, 64);
+    exec_add_remote(e, 1, slot_usable, NULL, NULL);
+    atomic_int gate = 0;
+    Where hold = { -2, -2, &gate };
+    Fut *h = exec_submit(e, run_where, &hold, NULL, NULL, 0, "hold", 1);
+    sleep_ms(20);
+    Where a = { -2, -2, NULL }, b = { -2, -2, NULL };
+    Fut *fa = exec_submit_flags(e, run_where, &a, NULL, NULL, 0, "a", 2, EXEC_REMOTE);
+    Fut *fb = exec_submit(e, run_where, &b, NULL, NULL, 0, "b", 3);
+    ck_assert_int_eq(must_finish(fa), FUT_DONE);
+    ck_assert_int_eq(a.slot, 0);
+    ck_assert(!fut_ready(fb));
+    atomic_store(&gate, 1);
+    ck_assert_int_eq(must_finish(fb), FUT_DONE);
+    ck_assert_int_eq(b.slot, -1);
+    must_finish(h);
+    fut_release(h); fut_release(fa); fut_release(fb);
+    exec_free(e);
+}
+END_TEST
+
+START_TEST(exec_remote_slot_gone)
+{
+    /* a slot that becomes unusable puts its task back and ends: the work
+     * runs on the workers */
+    atomic_store(&usable_slots, 0);
+    Exec *e = exec_new(1, 64);
+    exec_add_remote(e, 1, slot_usable, NULL, NULL);
+    enum { N = 20 };
+    Where w[N];
+    Fut *f[N];
+    for (int i = 0; i < N; i++) {
+        w[i].slot = -2;
+        w[i].gate = NULL;
+        f[i] = exec_submit_flags(e, run_where, &w[i], NULL, NULL, 0, "w", i, EXEC_REMOTE);
+    }
+    for (int i = 0; i < N; i++) {
+        ck_assert_int_eq(must_finish(f[i]), FUT_DONE);
+        ck_assert_int_eq(w[i].slot, -1);
+        fut_release(f[i]);
+    }
+    exec_free(e);
+}
+END_TEST
+
+START_TEST(exec_remote_cancel)
+{
+    /* cancelling reaches a task a slot runs, and queued flagged tasks */
+    atomic_store(&usable_slots, 1);
+    Exec *e = exec_new(1, 64);
+    exec_add_remote(e, 1, slot_usable, NULL, NULL);
+    atomic_int gate = 0;
+    Where w[4];
+    Fut *f[4];
+    for (int i = 0; i < 4; i++) {
+        w[i] = (Where){ -2, -2, &gate };
+        f[i] = exec_submit_flags(e, run_where, &w[i], NULL, NULL, 0, "w", i, EXEC_REMOTE);
+    }
+    sleep_ms(30);
+    exec_cancel_all(e);
+    for (int i = 0; i < 4; i++) {
+        ck_assert_int_eq(must_finish(f[i]), FUT_CANCELLED);
+        fut_release(f[i]);
+    }
+    exec_wait_all(e);
+    exec_free(e);
+}
+END_TEST
+
 START_TEST(exec_cancel_one_task)
 {
     atomic_store(&ran_count, 0);
@@ -1480,6 +1609,10 @@ static Suite *exec_suite(void)
     tcase_add_test(te, exec_stress);
     tcase_add_test(te, exec_cancel_one_task);
     tcase_add_test(te, exec_pending_names_futures);
+    tcase_add_test(te, exec_remote_only_flagged);
+    tcase_add_test(te, exec_remote_takes_work_while_workers_busy);
+    tcase_add_test(te, exec_remote_slot_gone);
+    tcase_add_test(te, exec_remote_cancel);
     suite_add_tcase(s, te);
 
     TCase *tp = tcase_create("pool");
