@@ -19,6 +19,7 @@ struct Trace {
     char *buf;
     size_t len, cap;
     size_t count;
+    int pid;                    /* the Perfetto process of every event (1 unless set) */
     struct timespec t0;
 };
 
@@ -30,6 +31,7 @@ Trace *trace_new(void)
         return NULL;
     pthread_mutex_init(&tr->mu, NULL);
     clock_gettime(CLOCK_MONOTONIC, &tr->t0);
+    tr->pid = 1;
     return tr;
 }
 
@@ -165,13 +167,19 @@ void trace_complete(Trace *tr, int tid, const char *name, const char *cat,
     if (dur_us < 0)
         dur_us = 0;
     if (args_json && *args_json)
-        emitf(tr, "{\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"name\":%s,\"cat\":%s,"
+        emitf(tr, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"name\":%s,\"cat\":%s,"
                   "\"ts\":%.3f,\"dur\":%.3f,\"args\":%s}",
-              tid, jn, jc, ts_us, dur_us, args_json);
+              tr->pid, tid, jn, jc, ts_us, dur_us, args_json);
     else
-        emitf(tr, "{\"ph\":\"X\",\"pid\":1,\"tid\":%d,\"name\":%s,\"cat\":%s,"
+        emitf(tr, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"name\":%s,\"cat\":%s,"
                   "\"ts\":%.3f,\"dur\":%.3f}",
-              tid, jn, jc, ts_us, dur_us);
+              tr->pid, tid, jn, jc, ts_us, dur_us);
+}
+
+/* Why: flow ids are global in a file; each rank numbers its own from 1. */
+static unsigned long long flow_id(const Trace *tr, unsigned long id)
+{
+    return (unsigned long long)(tr->pid - 1) << 40 | id;
 }
 
 /* Why: the dispatch end of a dispatch-to-start arrow. */
@@ -179,9 +187,9 @@ void trace_flow_start(Trace *tr, int tid, unsigned long id, double ts_us)
 {
     if (!tr)
         return;
-    emitf(tr, "{\"ph\":\"s\",\"pid\":1,\"tid\":%d,\"name\":\"dispatch\",\"cat\":\"flow\","
-              "\"id\":%lu,\"ts\":%.3f}",
-          tid, id, ts_us);
+    emitf(tr, "{\"ph\":\"s\",\"pid\":%d,\"tid\":%d,\"name\":\"dispatch\",\"cat\":\"flow\","
+              "\"id\":%llu,\"ts\":%.3f}",
+          tr->pid, tid, flow_id(tr, id), ts_us);
 }
 
 /* Why: the task end of the arrow; "bp":"e" binds it to the task slice
@@ -190,9 +198,9 @@ void trace_flow_end(Trace *tr, int tid, unsigned long id, double ts_us)
 {
     if (!tr)
         return;
-    emitf(tr, "{\"ph\":\"f\",\"bp\":\"e\",\"pid\":1,\"tid\":%d,\"name\":\"dispatch\","
+    emitf(tr, "{\"ph\":\"f\",\"bp\":\"e\",\"pid\":%d,\"tid\":%d,\"name\":\"dispatch\","
               "\"cat\":\"flow\",\"id\":%lu,\"ts\":%.3f}",
-          tid, id, ts_us);
+          tr->pid, tid, id, ts_us);
 }
 
 /* Why: marks a moment (Ctrl-C, a cancellation). */
@@ -203,8 +211,8 @@ void trace_instant(Trace *tr, int tid, const char *name, const char *cat, double
     char jn[256], jc[64];
     trace_json_string(jn, sizeof jn, name);
     trace_json_string(jc, sizeof jc, cat ? cat : "qh");
-    emitf(tr, "{\"ph\":\"i\",\"s\":\"t\",\"pid\":1,\"tid\":%d,\"name\":%s,\"cat\":%s,\"ts\":%.3f}",
-          tid, jn, jc, ts_us);
+    emitf(tr, "{\"ph\":\"i\",\"s\":\"t\",\"pid\":%d,\"tid\":%d,\"name\":%s,\"cat\":%s,\"ts\":%.3f}",
+          tr->pid, tid, jn, jc, ts_us);
 }
 
 /* Why: tracks read "main", "worker 1", ... instead of bare numbers. */
@@ -214,8 +222,43 @@ void trace_thread_name(Trace *tr, int tid, const char *name)
         return;
     char jn[256];
     trace_json_string(jn, sizeof jn, name);
-    emitf(tr, "{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":%s}}",
-          tid, jn);
+    emitf(tr, "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":%s}}",
+          tr->pid, tid, jn);
+}
+
+/* Why: under mpirun each rank is a Perfetto process of its own; set before
+ * any event is recorded. */
+void trace_set_process(Trace *tr, int pid, const char *name)
+{
+    if (!tr)
+        return;
+    tr->pid = pid;
+    char jn[256];
+    trace_json_string(jn, sizeof jn, name);
+    emitf(tr, "{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_name\",\"args\":{\"name\":%s}}", pid, jn);
+    emitf(tr, "{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":%d}}",
+          pid, pid);
+}
+
+/* Why: a serving rank's events travel to rank 0, which writes one file. */
+char *trace_events(Trace *tr, size_t *len)
+{
+    pthread_mutex_lock(&tr->mu);
+    char *out = malloc(tr->len + 1);
+    if (out) {
+        if (tr->len)
+            memcpy(out, tr->buf, tr->len);
+        out[tr->len] = 0;
+        *len = tr->len;
+    }
+    pthread_mutex_unlock(&tr->mu);
+    return out;
+}
+
+void trace_append_events(Trace *tr, const char *events, size_t len)
+{
+    if (tr && len)
+        append(tr, events, len);
 }
 
 /* Why: tests and --stats can tell whether anything was recorded. */

@@ -1,7 +1,8 @@
 /* trace.h — a timeline of a run in Chrome trace-event JSON (--trace FILE).
  *
  * The file opens in Perfetto (ui.perfetto.dev) or chrome://tracing: one
- * track per thread (tid 0 = the main thread, 1..N = executor workers),
+ * track per thread (tid 0 = the main thread, 1..N = executor workers, then
+ * remote slots; under mpirun one process per rank),
  * complete slices ("X") for statements, waits and tasks, and flow arrows
  * ("s" -> "f") from a dispatch to the start of its task. Appends are short
  * and take one mutex, so any thread may record. Times are microseconds on
@@ -37,6 +38,15 @@ void trace_flow_end(Trace *tr, int tid, unsigned long id, double ts_us);
 void trace_instant(Trace *tr, int tid, const char *name, const char *cat, double ts_us);
 /* Names a track (metadata "M", thread_name). */
 void trace_thread_name(Trace *tr, int tid, const char *name);
+
+/* Under mpirun: every event of this trace belongs to Perfetto process
+ * `pid` (1 by default), named `name`. Set before recording. */
+void trace_set_process(Trace *tr, int pid, const char *name);
+/* The events recorded so far as one text (malloc'd; *len its length), and
+ * such a text from another trace appended as is (another process's events,
+ * on the same time origin). */
+char *trace_events(Trace *tr, size_t *len);
+void trace_append_events(Trace *tr, const char *events, size_t len);
 
 /* Number of events recorded so far. */
 size_t trace_count(Trace *tr);
