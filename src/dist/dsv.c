@@ -16,8 +16,6 @@
 #include <string.h>
 #include <time.h>
 
-#define DSV_XBUF_DEFAULT ((size_t)4 << 20)
-#define DSV_XBUF_MIN ((size_t)64 << 10)
 #define DSV_MSG_MAX ((size_t)1 << 30)      /* bytes per MPI message */
 
 /* ---- errors ----------------------------------------------------------- */
@@ -234,7 +232,11 @@ int dsv_new(Dsv **out, int nq, MPI_Comm comm, const DsvConfig *cfg, char *err, s
                      nq, R, rb);
         return -1;
     }
-    Dsv *d = calloc(1, sizeof *d);
+    /* this rank's share, within its budget first */
+    size_t need = dsv_bytes_per_rank(nq, R, cfg ? cfg->xbuf_bytes : 0);
+    char rmsg[200] = "";
+    int reserved = cfg && cfg->reserve ? cfg->reserve(cfg->mem_ctx, need, rmsg, sizeof rmsg) == 0 : 1;
+    Dsv *d = reserved ? calloc(1, sizeof *d) : NULL;
     int ok = d != NULL;
     if (d) {
         d->n = nq;
@@ -277,12 +279,15 @@ int dsv_new(Dsv **out, int nq, MPI_Comm comm, const DsvConfig *cfg, char *err, s
             free(d->xbuf);
             free(d);
         }
-        if (err && errlen)
-            snprintf(err, errlen, "cannot allocate a %d-wire distributed state (%s of %zu bytes per rank)",
-                     nq, R > 1 ? "a chunk and an exchange buffer" : "a state",
-                     dsv_bytes_per_rank(nq, R, cfg ? cfg->xbuf_bytes : 0));
+        if (reserved && cfg && cfg->reserve && cfg->release) cfg->release(cfg->mem_ctx, need);
+        if (err && errlen && rmsg[0])
+            snprintf(err, errlen, "cannot hold a %d-wire distributed state: %s", nq, rmsg);
+        else if (err && errlen)
+            snprintf(err, errlen, "cannot allocate a %d-wire distributed state (%s of %zu bytes per rank, within "
+                     "each rank's memory budget)", nq, R > 1 ? "a chunk and an exchange buffer" : "a state", need);
         return -1;
     }
+    d->held = need;
     *out = d;
     return 0;
 }
@@ -301,6 +306,7 @@ void dsv_free(Dsv *d)
     sv_free(&d->loc);
     free(d->xbuf);
     if (d->comm != MPI_COMM_NULL) MPI_Comm_free(&d->comm);
+    if (d->cfg.reserve && d->cfg.release) d->cfg.release(d->cfg.mem_ctx, d->held);
     free(d);
 }
 

@@ -60,6 +60,9 @@
 /* Reduction blocks: 2^DSV_RB amplitudes (fewer when n < DSV_RB). A state
    is distributed only with at least that many local wires. */
 #define DSV_RB 10
+/* The exchange buffer: its default and smallest size. */
+#define DSV_XBUF_DEFAULT ((size_t)4 << 20)
+#define DSV_XBUF_MIN ((size_t)64 << 10)
 /* Ops queued for look-ahead before they run. */
 #define DSV_QUEUE 64
 
@@ -74,6 +77,12 @@ typedef struct DsvConfig {
        abandons the operation with the message abort_msg writes (may be NULL) */
     int (*abort)(void *ctx, char *msg, size_t len);
     void *abort_ctx;
+    /* memory accounting (may be NULL): dsv_new reserves what this rank will
+       hold (dsv_bytes_per_rank) before allocating it, and dsv_free releases
+       it. A refusal (0 ok, -1 with a message) fails the state on every rank. */
+    int (*reserve)(void *ctx, size_t bytes, char *msg, size_t len);
+    void (*release)(void *ctx, size_t bytes);
+    void *mem_ctx;
 } DsvConfig;
 
 typedef struct DsvStats {

@@ -32,6 +32,7 @@ struct Dsv {
     int perm[SV_MAX_WIRES], inv[SV_MAX_WIRES];
     DsvConfig cfg;
     DsvStats st;
+    size_t held;          /* bytes reserved through cfg.reserve */
     int broken;
     char why[256];
     int nqueue;

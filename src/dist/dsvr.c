@@ -264,7 +264,7 @@ static int need_state(Dsvr *r, char *err, size_t errlen)
     return -1;
 }
 
-int dsvr_new(Dsvr *r, int nq, char *err, size_t errlen)
+int dsvr_new(Dsvr *r, int nq, size_t xbuf_bytes, char *err, size_t errlen)
 {
     if (r->d) {
         if (err && errlen) snprintf(err, errlen, "a distributed state already exists");
@@ -275,9 +275,11 @@ int dsvr_new(Dsvr *r, int nq, char *err, size_t errlen)
     h.cmd = C_NEW;
     h.a = nq;
     h.b = r->cfg.relabel;
-    h.n1 = r->cfg.xbuf_bytes;
+    h.n1 = xbuf_bytes ? xbuf_bytes : r->cfg.xbuf_bytes;
     if (call(r, &h, NULL, err, errlen)) return -1;
-    return dsv_new(&r->d, nq, r->comm, &r->cfg, err, errlen);
+    DsvConfig c = r->cfg;
+    c.xbuf_bytes = (size_t)h.n1;
+    return dsv_new(&r->d, nq, r->comm, &c, err, errlen);
 }
 
 int dsvr_free(Dsvr *r, char *err, size_t errlen)

@@ -29,8 +29,9 @@ void dsvr_close(Dsvr *r);
    (the leader died: the abort hook said so). */
 int dsvr_serve(MPI_Comm comm, const DsvConfig *cfg, char *err, size_t errlen);
 
-/* Leader: the state's life; dsvr_new fails if one exists. */
-int dsvr_new(Dsvr *r, int nq, char *err, size_t errlen);
+/* Leader: the state's life; dsvr_new fails if one exists. xbuf_bytes:
+   its exchange buffer (0: the DsvConfig's). */
+int dsvr_new(Dsvr *r, int nq, size_t xbuf_bytes, char *err, size_t errlen);
 int dsvr_free(Dsvr *r, char *err, size_t errlen);
 int dsvr_reset(Dsvr *r, char *err, size_t errlen);
 Dsv *dsvr_state(Dsvr *r);          /* the leader's part (stats, rank count), or NULL */

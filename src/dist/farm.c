@@ -201,7 +201,7 @@ static void dispatch(Farm *f, int src, int tag, const char *buf, size_t len)
     case TAG_CANCEL: if (f->cb.cancel) f->cb.cancel(f->cb.ctx, f, id); break;
     case TAG_STOP:   /* id 1: some rank died, collectives would hang */
         if (id) f->ndied = 1;
-        worker_stop(f, "stopped by rank 0");
+        worker_stop(f, id ? FARM_STOPPED " (a rank died)" : FARM_STOPPED);
         enqueue(f, 0, TAG_BYE, 0, NULL, 0);
         break;
     default: break;

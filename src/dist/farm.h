@@ -49,10 +49,13 @@ typedef struct FarmCallbacks {
     void (*task)(void *ctx, Farm *f, uint64_t id, const void *blob, size_t len);
     /* worker: the master cancelled task id (reply is then optional) */
     void (*cancel)(void *ctx, Farm *f, uint64_t id);
-    /* worker: the master said stop, or died (why says which) */
+    /* worker: the master said stop, or died (why says which: exactly
+       FARM_STOPPED for a clean end without deaths) */
     void (*stop)(void *ctx, Farm *f, const char *why);
     void *ctx;
 } FarmCallbacks;
+
+#define FARM_STOPPED "stopped by rank 0"
 
 typedef struct FarmConfig {
     double heartbeat;   /* seconds between heartbeats (0: 0.1) */

@@ -30,8 +30,8 @@ static void lead(void)
     for (int si = 0; si < 3; si++) {
         int n = sizes[si];
         uint64_t dim = (uint64_t)1 << n;
-        CHECK(dsvr_new(r, n, err, sizeof err) == 0, "new %d: %s", n, err);
-        CHECK(dsvr_new(r, n, err, sizeof err) == -1, "a second state accepted");
+        CHECK(dsvr_new(r, n, 0, err, sizeof err) == 0, "new %d: %s", n, err);
+        CHECK(dsvr_new(r, n, 0, err, sizeof err) == -1, "a second state accepted");
         SvState ref;
         sv_init(&ref, n);
         Rng g;
