@@ -81,6 +81,10 @@ typedef struct AsyncState {
     double run_start;
     unsigned long sync_tasks;   /* --sync: calls run, and their time */
     double sync_task_seconds;
+    const AsyncRemote *remote;  /* under mpirun: other ranks run tasks too */
+    atomic_ulong unsent;        /* tasks that could not be packed (run here) */
+    char unsent_why[320];       /* the first reason (written once, under unsent_mu) */
+    pthread_mutex_t unsent_mu;
 } AsyncState;
 
 typedef struct ObjFuture {
@@ -109,6 +113,16 @@ typedef struct TaskCtx {
     CopyCtx mods;               /* the modules copied for the task: released at its end */
     Value args[];               /* nargs */
 } TaskCtx;
+
+/* the interpreter's AsyncState, made on first need */
+static AsyncState *async_state(Interp *in)
+{
+    if (!in->async) {
+        in->async = xcalloc(1, sizeof *in->async);
+        pthread_mutex_init(&in->async->unsent_mu, NULL);
+    }
+    return in->async;
+}
 
 static double mono(void)
 {
@@ -616,9 +630,14 @@ static bool task_execute(TaskCtx *c, const atomic_int *cancel, void *task, Value
     return ok;
 }
 
+static bool ship_task(TaskCtx *c, ExecTask *t, int slot);
+static Value qfn_body(VM *vm, ObjFunc *f, Value *params, uint64_t seed, uint64_t index, const Node *site, const void *arg);
+
 static void run_task(void *p, ExecTask *t)
 {
     TaskCtx *c = p;
+    int slot = exec_task_remote(t);
+    if (slot >= 0 && ship_task(c, t, slot)) return;     /* else it could not travel: run here */
     Value result;
     char err[1200];
     if (task_execute(c, exec_task_cancel_flag(t), t, &result, err, sizeof err)) {
@@ -628,6 +647,157 @@ static void run_task(void *p, ExecTask *t)
     } else {
         exec_task_fail(t, err);
     }
+}
+
+/* ---------------------------------------------------------------- tasks on other ranks */
+
+/* A packed task: its stream (seed, index), names for messages, then the
+ * function (by reference, with the module copy holding the globals it takes
+ * along) and the arguments. Only plain qfn calls travel (other bodies have
+ * arguments of their own). */
+static bool pack_task(const TaskCtx *c, SerCtx *sc)
+{
+    ser_u64(sc, c->seed);
+    ser_u64(sc, c->index);
+    ser_str(sc, c->prefix, strlen(c->prefix));
+    ser_str(sc, c->name, strlen(c->name));
+    ser_u32(sc, (uint32_t)c->line);
+    if (!ser_value(sc, c->fn)) return false;
+    ser_u32(sc, (uint32_t)c->nargs);
+    for (int i = 0; i < c->nargs; i++) if (!ser_value(sc, c->args[i])) return false;
+    return true;
+}
+
+static TaskCtx *unpack_task(Interp *in, SerCtx *sc)
+{
+    TaskCtx *c = xcalloc(1, sizeof *c);
+    c->in = in;
+    c->fn = v_nil();
+    c->body = qfn_body;
+    uint32_t line, nargs;
+    const char *prefix, *name;
+    bool ok = des_u64(sc, &c->seed) && des_u64(sc, &c->index) && (prefix = des_str(sc, NULL)) != NULL &&
+              (name = des_str(sc, NULL)) != NULL && des_u32(sc, &line);
+    if (ok) {
+        c->prefix = keep_name(prefix);
+        c->name = keep_name(name);
+        c->line = (int)line;
+        c->fn = des_value(sc);
+        ok = !IS_EXC(c->fn) && c->fn.t == T_FUNC;
+        if (!ok && !IS_EXC(c->fn)) des_fail(sc, "task function");
+        if (IS_EXC(c->fn)) c->fn = v_nil();
+    }
+    ok = ok && des_u32(sc, &nargs) && nargs == (uint32_t)AS_FUNC(c->fn)->p->nparams;
+    if (ok) {
+        c->args = xmalloc(((size_t)nargs + 1) * sizeof(Value));
+        for (uint32_t i = 0; i < nargs && ok; i++) {
+            Value a = des_value(sc);
+            ok = !IS_EXC(a);
+            if (ok) c->args[c->nargs++] = a;
+        }
+    }
+    if (!ok || !des_at_end(sc)) {
+        if (!sc->failed) des_fail(sc, "task");
+        ctx_free(c);
+        return NULL;
+    }
+    copy_move_modules(&c->mods, &sc->memo);     /* released at the task's end, as a local task's */
+    return c;
+}
+
+static void note_unsent(AsyncState *as, const char *why)
+{
+    pthread_mutex_lock(&as->unsent_mu);
+    if (!as->unsent_why[0]) snprintf(as->unsent_why, sizeof as->unsent_why, "%s", why);
+    pthread_mutex_unlock(&as->unsent_mu);
+    atomic_fetch_add(&as->unsent, 1);
+}
+
+/* A remote slot's run: the task packed and shipped, its answer unpacked.
+ * False if it cannot be packed: the caller runs it here. */
+static bool ship_task(TaskCtx *c, ExecTask *t, int slot)
+{
+    AsyncState *as = c->in->async;
+    const AsyncRemote *r = as->remote;
+    SerCtx sc;
+    ser_init(&sc, r->code);
+    if (!pack_task(c, &sc)) {
+        char why[300];
+        snprintf(why, sizeof why, "%s%s(): %s", c->prefix, c->name, sc.error);
+        note_unsent(as, why);
+        ser_free(&sc);
+        return false;
+    }
+    Buf ans;
+    buf_init(&ans);
+    int rc = r->ship(r->ud, slot, sc.out.p, sc.out.len, exec_task_cancel_flag(t), &ans);
+    ser_free(&sc);
+    if (rc == 1) {
+        SerCtx rd;
+        des_init(&rd, ans.p, ans.len, NULL);
+        Value v = des_value(&rd);
+        if (!IS_EXC(v) && des_at_end(&rd)) {
+            Value *box = xmalloc(sizeof(Value));
+            *box = v;
+            exec_task_done(t, box, free_box);
+        } else {
+            if (!IS_EXC(v)) decref(v);
+            char msg[300];
+            snprintf(msg, sizeof msg, "%s%s(): the answer from another rank could not be read: %s", c->prefix, c->name,
+                     rd.error[0] ? rd.error : "extra bytes");
+            exec_task_fail(t, msg);
+        }
+        ser_free(&rd);
+    } else {
+        exec_task_fail(t, rc == 0 && ans.p ? ans.p : "cancelled");
+    }
+    buf_free(&ans);
+    return true;
+}
+
+void async_set_remote(Interp *in, const AsyncRemote *r)
+{
+    async_state(in)->remote = r;
+}
+
+bool async_run_packed(Interp *in, const void *task, size_t len, const atomic_int *cancel, const SerCode *code, Buf *out)
+{
+    SerCtx sc;
+    des_init(&sc, task, len, code);
+    TaskCtx *c = unpack_task(in, &sc);
+    if (!c) {
+        buf_puts(out, sc.error);
+        ser_free(&sc);
+        return false;
+    }
+    ser_free(&sc);
+    Value result;
+    char err[1200];
+    bool ok = task_execute(c, cancel, NULL, &result, err, sizeof err);
+    if (!ok) { buf_puts(out, err); ctx_free(c); return false; }
+    SerCtx w;
+    ser_init(&w, NULL);
+    ok = ser_value(&w, result);
+    decref(result);
+    if (ok) buf_put(out, w.out.p, w.out.len);
+    else {
+        /* what a task returns can always be copied; a kind that cannot travel says so */
+        char msg[400];
+        snprintf(msg, sizeof msg, "%s%s() returned a value that cannot be sent back to rank 0: %s", c->prefix, c->name, w.error);
+        buf_puts(out, msg);
+    }
+    ser_free(&w);
+    ctx_free(c);
+    return ok;
+}
+
+unsigned long async_unsent(Interp *in, const char **why)
+{
+    AsyncState *as = in->async;
+    if (!as) { *why = NULL; return 0; }
+    unsigned long n = atomic_load(&as->unsent);
+    *why = n ? as->unsent_why : NULL;
+    return n;
 }
 
 /* ---------------------------------------------------------------- dispatch */
@@ -798,7 +968,9 @@ Fut *async_submit(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody 
     } else {
         char label[64];
         task_label(label, prefix, f->p->name, early);
-        fut = exec_submit(in->exec, run_task, c, ctx_free, (Fut *const *)deps.v, deps.n, label, c->line);
+        /* another rank may run a plain qfn call whose device can live there */
+        unsigned flags = in->async->remote && body == qfn_body && qrt_may_travel(in, f) ? EXEC_REMOTE : 0;
+        fut = exec_submit_flags(in->exec, run_task, c, ctx_free, (Fut *const *)deps.v, deps.n, label, c->line, flags);
     }
     free(deps.v);
     return fut;
@@ -941,8 +1113,7 @@ void async_install_sigint(Interp *in)
 
 void async_start(Interp *in, const char *trace_path)
 {
-    if (!in->async) in->async = xcalloc(1, sizeof *in->async);
-    in->async->run_start = mono();
+    async_state(in)->run_start = mono();
     if (!in->nworkers) {
         const char *w = getenv("QH_WORKERS");
         long long n;                /* the rules of --workers (opts.h); the qh command refuses bad values */
@@ -951,13 +1122,15 @@ void async_start(Interp *in, const char *trace_path)
     if (!in->max_memory) in->max_memory = pool_default_budget();
     qrt_start(in);
     if (trace_path) {
-        in->trace = trace_new();
+        if (!in->trace) in->trace = trace_new();   /* under mpirun it was made when the ranks met */
         in->trace_path = trace_path;
         if (in->sync) trace_thread_name(in->trace, 0, "main");   /* else the executor names its threads */
     }
     if (!in->sync) {
         in->exec = exec_new(in->nworkers, (size_t)(in->nworkers * 16 > 64 ? in->nworkers * 16 : 64));
         if (in->trace) exec_set_trace(in->exec, in->trace);
+        const AsyncRemote *r = in->async->remote;
+        if (r && r->nslots > 0) exec_add_remote(in->exec, r->nslots, r->usable, r->ud, r->slot_names);
     }
 }
 
@@ -1208,12 +1381,16 @@ int async_finish(Interp *in, VM *main_vm, bool cancel)
         }
     }
     if (in->exec) { exec_free(in->exec); in->exec = NULL; }
+    if (as->remote && as->remote->finish) as->remote->finish(as->remote->ud, in);   /* the other ranks' part */
     if (in->trace) {
-        if (trace_write(in->trace, in->trace_path) != 0) fprintf(in->err, "qh: cannot write trace file '%s'\n", in->trace_path);
+        /* a serving rank hands its events to rank 0 instead of writing them */
+        if (in->trace_path && trace_write(in->trace, in->trace_path) != 0)
+            fprintf(in->err, "qh: cannot write trace file '%s'\n", in->trace_path);
         trace_free(in->trace);
         in->trace = NULL;
     }
     qrt_finish(in);
+    pthread_mutex_destroy(&as->unsent_mu);
     free(as);
     in->async = NULL;
     return unobserved;

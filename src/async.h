@@ -47,6 +47,41 @@ TaskBody async_qfn_body(void);
 /* The call a pending future value stands for, else NULL (borrowed). */
 Fut *async_future_fut(Value v);
 
+/* ---- other processes (under mpirun, remote.c) ----
+ * A plain qfn call may run on another rank: rank 0's executor gets remote
+ * slots (exec.h) that pack the task (its function by reference, its copied
+ * arguments and the globals they take along, its seed and place in the
+ * call tree: serial.h) and hand it to ship, which waits for the answer.
+ * A task that cannot be packed (a value with no ser slot) runs on rank 0
+ * instead; the reason is counted for --stats. */
+struct SerCode;
+typedef struct AsyncRemote {
+    /* Runs a packed task on the process behind remote slot `slot` and waits
+     * for its answer: 1 with the result's bytes in *out, 0 with the error
+     * message in *out, -1 when *cancel rose first (the remote task is asked
+     * to stop). */
+    int (*ship)(void *ud, int slot, const void *task, size_t len, const atomic_int *cancel, Buf *out);
+    bool (*usable)(void *ud, int slot);     /* false once the slot's process is gone */
+    /* At the end, before the trace is written: the others' trace events and
+     * statistics (may be NULL). */
+    void (*finish)(void *ud, Interp *in);
+    int nslots;
+    const char *const *slot_names;          /* their trace tracks */
+    const struct SerCode *code;
+    void *ud;
+} AsyncRemote;
+/* Rank 0, before the first run: tasks may run elsewhere (r must outlive
+ * the run). */
+void async_set_remote(Interp *in, const AsyncRemote *r);
+/* A serving rank: runs a packed task on the calling thread (with *cancel as
+ * its cancellation flag). True and the result's bytes in *out, or false and
+ * the error message. */
+bool async_run_packed(Interp *in, const void *task, size_t len, const atomic_int *cancel,
+                      const struct SerCode *code, Buf *out);
+/* Tasks rank 0 ran itself because they could not be packed, and the first
+ * reason (NULL if none). */
+unsigned long async_unsent(Interp *in, const char **why);
+
 /* Registers the future kind and the async builtins (start-up). */
 void async_open(void);
 /* Installs the evaluator's qfn call hook in an interpreter. */

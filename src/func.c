@@ -257,7 +257,8 @@ bool func_ser(Value v, SerCtx *sc)
     ObjFunc *f = AS_FUNC(v);
     int mid = code_module(sc->code, f->p->mod);
     int pi = -1;
-    for (int i = 0; mid >= 0 && i < f->p->mod->nprotos; i++) if (f->p->mod->protos[i] == f->p) { pi = i; break; }
+    const SerCode *code = sc->code;
+    for (int i = 0; mid >= 0 && i < code->nprotos[mid]; i++) if (f->p->mod->protos[i] == f->p) { pi = i; break; }
     if (pi < 0) return ser_fail(sc, "function %s() was defined outside the program's files and cannot be sent to another rank", f->p->name);
     ser_u32(sc, (uint32_t)mid);
     ser_u32(sc, (uint32_t)pi);
@@ -276,7 +277,7 @@ Value func_deser(SerCtx *sc, ValType t, size_t id)
     if (!des_u32(sc, &mid) || !des_u32(sc, &pi) || !des_u8(sc, &hasdef)) return v_exc();
     ModInfo *info = code_info(sc, mid);
     if (!info) return v_exc();
-    if (pi >= (uint32_t)info->nprotos) return des_fail(sc, "function");
+    if (pi >= (uint32_t)((const SerCode *)sc->code)->nprotos[mid]) return des_fail(sc, "function");
     FnProto *p = info->protos[pi];
     ObjFunc *f = (ObjFunc *)obj_alloc(sizeof(ObjFunc), T_FUNC);
     f->p = p;

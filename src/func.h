@@ -42,6 +42,7 @@ void module_copy_reads(ObjModule *m, ObjModule *copy, const FnProto *p, CopyCtx 
 typedef struct SerCode {
     ModInfo **mods;             /* 0: the program, then its imports */
     const char **names;         /* what each module is called ("__main__", import names) */
+    int *nprotos;               /* the functions each had then (REPL entries add more on one rank only) */
     int nmods;
 } SerCode;
 bool func_ser(Value v, SerCtx *sc);

@@ -5,6 +5,7 @@
 #include "exec.h"
 #include "qh.h"
 #include "qh_assert.h"
+#include "remote.h"
 #include "repl.h"
 
 #include "opts.h"
@@ -57,6 +58,10 @@ static const char usage_text[] =
     "130 interrupted (Ctrl-C); 141 broken pipe; 143 SIGTERM.\n"
     "Reference: man qh, and lang/ in the source tree.\n";
 
+/* Ranks above 0 of an MPI job parse the same command line without a word:
+ * rank 0 speaks for the job. */
+static bool quiet;
+
 /* --help, --version: what could not be written is an error (status 1) */
 static int printed(void)
 {
@@ -69,6 +74,7 @@ static int printed(void)
 
 static int usage_error(const char *fmt, const char *arg)
 {
+    if (quiet) return 2;
     fprintf(stderr, "qh: ");
     fprintf(stderr, fmt, arg);
     fprintf(stderr, "\nTry 'qh --help' for more information.\n");
@@ -135,24 +141,6 @@ static char *find_stdlib(void)
     return NULL;
 }
 
-/* The rank this process has when an MPI launcher (mpirun, mpiexec)
- * started it, or -1. Why: `mpirun -n R qh prog.qh` runs the program once,
- * on rank 0 (doc/distributed.md); until the other ranks serve quantum
- * calls, they end at once instead of running the program a second time. */
-static int launcher_rank(void)
-{
-    const char *names[] = { "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK" };
-    for (int k = 0; k < 3; k++) {
-        const char *v = getenv(names[k]);
-        if (v && *v) {
-            char *end;
-            long r = strtol(v, &end, 10);
-            if (!*end && r >= 0) return (int)r;
-        }
-    }
-    return -1;
-}
-
 /* A standard descriptor closed by the caller (`qh prog >&-`) is taken by
  * /dev/null opened the wrong way round, so reads or writes on it fail
  * (and are reported) instead of landing in the next file qh opens. */
@@ -165,38 +153,32 @@ static void hold_closed_std_fds(void)
     }
 }
 
-static int qh_main(int argc, char **argv);
-
-/* The interpreter runs on a thread with twice a worker's stack (bigstack.h):
- * room for the program's deepest recursion and, below it, a task run on the
- * main thread with its own (--sync, or a queued call needed at once), so a
- * deep recursion behaves the same there as on a worker. */
-int main(int argc, char **argv)
-{
-    hold_closed_std_fds();
-    return run_on_big_stack(2 * EXEC_STACK_SIZE, qh_main, argc, argv);
-}
-
-static int qh_main(int argc, char **argv)
-{
-    if (launcher_rank() > 0) return 0;   /* rank 0 alone evaluates, prints, reads and writes */
+/* What the command line asks for. */
+typedef struct Opts {
     qh_Config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    const char *code = NULL, *file = NULL;
-    bool interactive = false, check = false, deps = false;
+    const char *code, *file;
+    bool interactive, check, deps;
+} Opts;
+
+/* Reads the options into o: -1 to go on, else the exit status (--help,
+ * --version, a usage error). */
+static int parse_options(int argc, char **argv, Opts *o)
+{
+    memset(o, 0, sizeof *o);
+    qh_Config *c = &o->cfg;
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
         if (a[0] != '-' || strcmp(a, "-") == 0) break;
         if (strcmp(a, "--") == 0) { i++; break; }
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { fputs(usage_text, stdout); return printed(); }
-        if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) { printf("qh %s\n", QH_VERSION); return printed(); }
-        if (strcmp(a, "-i") == 0) { interactive = true; continue; }
-        if (strcmp(a, "--sync") == 0) { cfg.sync = true; continue; }
-        if (strcmp(a, "--no-lookahead") == 0) { cfg.no_lookahead = true; continue; }
-        if (strcmp(a, "--stats") == 0) { cfg.stats = true; continue; }
-        if (strcmp(a, "--deps") == 0) { deps = true; continue; }
-        if (strcmp(a, "--check") == 0) { check = true; continue; }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { if (quiet) return 0; fputs(usage_text, stdout); return printed(); }
+        if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) { if (quiet) return 0; printf("qh %s\n", QH_VERSION); return printed(); }
+        if (strcmp(a, "-i") == 0) { o->interactive = true; continue; }
+        if (strcmp(a, "--sync") == 0) { c->sync = true; continue; }
+        if (strcmp(a, "--no-lookahead") == 0) { c->no_lookahead = true; continue; }
+        if (strcmp(a, "--stats") == 0) { c->stats = true; continue; }
+        if (strcmp(a, "--deps") == 0) { o->deps = true; continue; }
+        if (strcmp(a, "--check") == 0) { o->check = true; continue; }
         const char *val = NULL;
         const char *names[] = { "-e", "--workers", "--seed", "--trace", "--max-memory" };
         int which = -1;
@@ -206,36 +188,52 @@ static int qh_main(int argc, char **argv)
             if (k > 0 && strncmp(a, names[k], nl) == 0 && a[nl] == '=') { which = k; val = a + nl + 1; break; }
         }
         if (which < 0) return usage_error("unknown option '%s'", a);
-        if (which == 0) { code = val; i++; break; }     /* -e CODE ends the options: the rest is argv */
+        if (which == 0) { o->code = val; i++; break; }     /* -e CODE ends the options: the rest is argv */
         long long n;
         uint64_t u;
         switch (which) {
         case 1:
             if (!opt_int(val, 1, 1024, &n)) return usage_error("--workers needs a number from 1 to 1024, not '%s'", val);
-            cfg.workers = (int)n;
+            c->workers = (int)n;
             break;
         case 2:
             if (!opt_u64(val, &u)) return usage_error("--seed needs a non-negative integer, not '%s'", val);
-            cfg.seed = u;
-            cfg.seed_given = true;
+            c->seed = u;
+            c->seed_given = true;
             break;
         case 3:
             if (!*val) return usage_error("--trace needs a file name%s", "");
-            cfg.trace_path = val;
+            c->trace_path = val;
             break;
         case 4:
             if (!opt_size(val, &u) || u > SIZE_MAX) return usage_error("--max-memory needs a size like 4G or 512M, not '%s'", val);
-            cfg.max_memory = (size_t)u;
+            c->max_memory = (size_t)u;
             break;
         default: qh_unreachable();
         }
     }
+    if (!o->code && i < argc) o->file = argv[i++];
+    c->argc = argc - i;
+    c->argv = argv + i;
+    return -1;
+}
+
+/* This process's part of an MPI job (NULL outside one): made by main()
+ * before the interpreter's thread starts. */
+static Remote *remote;
+
+/* Everything rank 0 (or a process outside MPI) does. */
+static int run(int argc, char **argv)
+{
+    Opts o;
+    int st = parse_options(argc, argv, &o);
+    if (st >= 0) return st;
+    qh_Config cfg = o.cfg;
+    const char *code = o.code, *file = o.file;
+    bool interactive = o.interactive, check = o.check, deps = o.deps;
     int bad = check_environment(&cfg);
     if (!bad && cfg.trace_path) bad = check_trace_path(cfg.trace_path);
     if (bad) return bad;
-    if (!code && i < argc) file = argv[i++];
-    cfg.argc = argc - i;
-    cfg.argv = argv + i;
     /* qh -i alone is the REPL, reading a pipe too (as python3 -i) */
     bool from_stdin = !code && (file ? strcmp(file, "-") == 0 : !isatty(0) && !interactive);
     bool repl_only = !code && !file && !from_stdin;
@@ -276,6 +274,8 @@ static int qh_main(int argc, char **argv)
     else if (check || deps) {
         if (deps) qh_print_deps(p, stdout);
         status = 0;
+    } else if (!remote_lead(remote, Q, p, stderr)) {
+        status = 2;             /* the ranks do not run the same program */
     } else {
         status = qh_run(Q, p);
         /* qh -i: the REPL, with the globals as the script left them, even
@@ -285,4 +285,34 @@ static int qh_main(int argc, char **argv)
     status = qh_close(Q, status);
     free(stdlib);
     return status;
+}
+
+/* A rank above 0 of an MPI job: serves rank 0 until it ends. */
+static int follow(int argc, char **argv)
+{
+    Opts o;
+    parse_options(argc, argv, &o);
+    char *stdlib = find_stdlib();
+    o.cfg.stdlib_dir = stdlib;
+    o.cfg.qh_path = getenv("QH_PATH");
+    int st = remote_follow(remote, &o.cfg);
+    free(stdlib);
+    return st;
+}
+
+/* The interpreter runs on a thread with twice a worker's stack (bigstack.h):
+ * room for the program's deepest recursion and, below it, a task run on the
+ * main thread with its own (--sync, or a queued call needed at once), so a
+ * deep recursion behaves the same there as on a worker. Under mpirun
+ * (doc/distributed.md) the program runs once, on rank 0; the other ranks
+ * serve its quantum calls and distributed states. */
+int main(int argc, char **argv)
+{
+    hold_closed_std_fds();
+    int rank = remote_init(&argc, &argv, &remote);
+    if (rank > 0) {
+        quiet = true;
+        return run_on_big_stack(2 * EXEC_STACK_SIZE, follow, argc, argv);
+    }
+    return remote_end(remote, run_on_big_stack(2 * EXEC_STACK_SIZE, run, argc, argv));
 }

@@ -280,6 +280,7 @@ void module_code_table(Interp *in, ModInfo *main, SerCode *out)
     for (Preload *p = in->preloaded; p; p = p->next) n += p->info != NULL;
     out->mods = xcalloc((size_t)n, sizeof(ModInfo *));
     out->names = xcalloc((size_t)n, sizeof(char *));
+    out->nprotos = xcalloc((size_t)n, sizeof(int));
     out->nmods = 0;
     out->mods[out->nmods] = main;
     out->names[out->nmods++] = xstrdup("__main__");
@@ -296,12 +297,14 @@ void module_code_table(Interp *in, ModInfo *main, SerCode *out)
         out->names[k] = strndup(base, len);
     }
     out->nmods = n;
+    for (int i = 0; i < n; i++) out->nprotos[i] = out->mods[i]->nprotos;
 }
 
 void module_code_free(SerCode *code)
 {
     for (int i = 0; i < code->nmods; i++) free((char *)code->names[i]);
     free(code->names);
+    free(code->nprotos);
     free(code->mods);
     memset(code, 0, sizeof *code);
 }

@@ -14,6 +14,7 @@
 #include "eval.h"
 #include "exec.h"
 #include "pool.h"
+#include "qdist.h"
 #include "qh_assert.h"
 #include "serial.h"
 #include "sv.h"
@@ -44,6 +45,7 @@ typedef struct ObjDevice {
     bool has_seed;
     double latency;
     bool mixed;         /* "mixed": a density matrix (dm.h) */
+    bool distributed;   /* distributed=true: split over MPI ranks (qdist.h) */
     Value noise;        /* mixed: fn(op) -> channels to apply after each gate, or nil */
     char key[48];       /* its instances' key in the pool: "statevector:N", "mixed:N" */
 } ObjDevice;
@@ -84,14 +86,16 @@ typedef struct QRuntime {
 /* A pooled device instance: a state vector, or a density matrix. */
 typedef struct QInst {
     bool mixed;
+    bool token;         /* only a reservation (qrt_reserve): memory held elsewhere */
     SvState s;
     DmState d;
 } QInst;
 
 /* The running qfn's device. */
 typedef struct QCtx {
-    SvState *s;         /* statevector device (NULL on the mixed device) */
+    SvState *s;         /* statevector device (NULL on the mixed device and a distributed one) */
     DmState *dm;        /* mixed device (NULL on the statevector device) */
+    QDState *ds;        /* a distributed statevector (qdist.h), else NULL */
     int nq;             /* wires */
     bool in_noise;      /* applying what the noise function returned */
     QRecord *rec;       /* recording the circuit (draw, specs, ...), or NULL */
@@ -118,6 +122,7 @@ static void device_repr(Buf *b, Value v, bool quoted)
     } else if (d->shots) buf_printf(b, ", shots=%ld", d->shots);
     if (d->has_seed) buf_printf(b, ", seed=%llu", (unsigned long long)d->seed);
     if (d->latency > 0) buf_printf(b, ", latency=%g", d->latency);
+    if (d->distributed) buf_puts(b, ", distributed=true");
     if (d->noise.t == T_FUNC) buf_printf(b, ", noise=%s", AS_FUNC(d->noise)->p->name);
     buf_putc(b, ')');
 }
@@ -139,7 +144,7 @@ static bool device_eq(Value a, Value b)
     return strcmp(x->name, y->name) == 0 && x->wires == y->wires && x->shots == y->shots && x->nshotv == y->nshotv &&
            memcmp(x->shotv, y->shotv, sizeof x->shotv) == 0 &&
            x->has_seed == y->has_seed && x->seed == y->seed && x->latency == y->latency &&
-           x->mixed == y->mixed && x->noise.t == y->noise.t && (x->noise.t != T_FUNC || x->noise.o == y->noise.o);
+           x->mixed == y->mixed && x->distributed == y->distributed && x->noise.t == y->noise.t && (x->noise.t != T_FUNC || x->noise.o == y->noise.o);
 }
 
 /* the fields of a device (name, sizes, flags), then its noise function */
@@ -150,7 +155,7 @@ static bool device_ser(Value v, SerCtx *sc)
     ser_u32(sc, (uint32_t)d->wires);
     ser_u64(sc, (uint64_t)d->shots);
     ser_u64(sc, d->seed);
-    ser_u8(sc, (unsigned)d->has_seed | (unsigned)d->mixed << 1);
+    ser_u8(sc, (unsigned)d->has_seed | (unsigned)d->mixed << 1 | (unsigned)d->distributed << 2);
     ser_f64(sc, d->latency);
     return ser_value(sc, d->noise);
 }
@@ -174,6 +179,7 @@ static Value device_deser(SerCtx *sc, ValType t, size_t id)
     d->seed = seed;
     d->has_seed = flags & 1;
     d->mixed = (flags & 2) != 0;
+    d->distributed = (flags & 4) != 0;
     d->latency = lat;
     d->noise = v_nil();
     des_note(sc, id, &d->h);
@@ -420,11 +426,17 @@ static Value op_deser(SerCtx *sc, ValType t, size_t id)
 
 /* ---------------------------------------------------------------- runtime */
 
-typedef struct InstArg { int nq; bool mixed; } InstArg;
+typedef struct InstArg { int nq; bool mixed; bool token; } InstArg;
 
 static void *inst_create(void *arg, char *err, size_t errlen)
 {
     InstArg *ia = arg;
+    if (ia->token) {
+        QInst *t = calloc(1, sizeof *t);
+        if (t) t->token = true;
+        else snprintf(err, errlen, "out of memory");
+        return t;
+    }
     QInst *q = calloc(1, sizeof *q);
     int rc = !q ? -1 : ia->mixed ? dm_init(&q->d, ia->nq) : sv_init(&q->s, ia->nq);
     if (rc != 0) {
@@ -439,12 +451,14 @@ static void *inst_create(void *arg, char *err, size_t errlen)
 static void inst_reset(void *p)
 {
     QInst *q = p;
+    if (q->token) return;
     if (q->mixed) dm_reset(&q->d);
     else sv_reset(&q->s);
 }
 static void inst_destroy(void *p)
 {
     QInst *q = p;
+    if (q->token) { free(q); return; }
     if (q->mixed) dm_free(&q->d);
     else sv_free(&q->s);
     free(q);
@@ -478,6 +492,34 @@ void qrt_finish(Interp *in)
     free(q);
     in->qrt = NULL;
 }
+
+void *qrt_reserve(Interp *in, size_t bytes, const atomic_int *cancel, char *err, size_t errlen)
+{
+    char key[48];
+    snprintf(key, sizeof key, "reserved:%zu", bytes);
+    InstArg ia = { 0, false, true };
+    return pool_acquire(in->qrt->pool, key, bytes, &ia, cancel, err, errlen);
+}
+
+void qrt_unreserve(Interp *in, void *token)
+{
+    if (token) pool_release(in->qrt->pool, token, 0);
+}
+
+size_t qrt_budget(Interp *in)
+{
+    if (in->qrt) return pool_budget(in->qrt->pool);
+    return in->max_memory ? in->max_memory : pool_default_budget();   /* before the runtime starts */
+}
+void qrt_counts(Interp *in, unsigned long *calls, unsigned long *gates, size_t *peak)
+{
+    QRuntime *q = in->qrt;
+    *calls = q ? atomic_load(&q->calls) : 0;
+    *gates = q ? atomic_load(&q->gates) : 0;
+    *peak = q ? pool_peak_bytes(q->pool) : 0;
+}
+
+size_t qrt_held(Interp *in) { return in->qrt ? pool_held_bytes(in->qrt->pool) : 0; }
 
 void qrt_stats(Interp *in, FILE *out)
 {
@@ -527,6 +569,17 @@ static bool sleep_latency(VM *vm, double secs)
         struct timespec d = { 0, (long)(left * 1e9) };
         nanosleep(&d, NULL);
     }
+}
+
+/* a state that goes distributed is led from rank 0 */
+static bool goes_distributed(Interp *in, const ObjDevice *dev)
+{
+    return !dev->mixed && qdist_wanted(in, dev->wires, dev->distributed);
+}
+
+bool qrt_may_travel(Interp *in, const ObjFunc *f)
+{
+    return f->device.t != T_DEVICE || !goes_distributed(in, AS_DEV(f->device));
 }
 
 Value qrt_run(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site)
@@ -585,6 +638,45 @@ Value qrt_run_rec(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slot
     return run_inner(vm, f, seed, index, slots, site, grec, NULL);
 }
 
+/* A call on a distributed statevector (qdist.h): the state instead of a
+ * pooled instance; the rest as any call. */
+static Value run_distributed(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site,
+                             QRec *grec, QRecord *rec)
+{
+    ObjDevice *dev = AS_DEV(f->device);
+    int nq = dev->wires;
+    if (grec || dev->nshotv) {
+        for (int i = 0; i < f->p->nlocals; i++) decref(slots[i]);
+        return vm_error(vm, site, "%s(): %s are not available on a distributed device", f->p->name,
+                        grec ? "gradients" : "shot vectors");
+    }
+    const atomic_int *cancel = vm->cancel ? vm->cancel : &vm->in->interrupt;
+    char err[400];
+    QDState *ds = qdist_acquire(vm->in, nq, cancel, err, sizeof err);
+    if (!ds) {
+        for (int i = 0; i < f->p->nlocals; i++) decref(slots[i]);
+        if (atomic_load(cancel)) { vm_error(vm, site, "interrupted"); vm->err.interrupted = true; return v_exc(); }
+        return vm_error(vm, site, "%s(): distributed device with %d wires: %s", f->p->name, nq, err);
+    }
+    size_t bytes = qdist_local_bytes(vm->in, nq);
+    vm->dev_bytes += bytes;
+    QCtx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.ds = ds;
+    ctx.nq = nq;
+    ctx.dev = dev;
+    ctx.shots = dev->shots;
+    ctx.rec = rec;
+    rng_seed2(&ctx.rng, dev->has_seed ? dev->seed : seed, index);
+    QCtx *saved = vm->q;
+    vm->q = &ctx;
+    Value r = eval_run_body(vm, f, slots, site);
+    vm->q = saved;
+    vm->dev_bytes -= bytes;
+    qdist_release(ds);
+    return r;
+}
+
 static Value run_inner(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site,
                        QRec *grec, QRecord *rec)
 {
@@ -604,8 +696,9 @@ static Value run_inner(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value 
         return v_exc();
     }
     char err[256];
+    if (goes_distributed(vm->in, dev)) return run_distributed(vm, f, seed, index, slots, site, grec, rec);
     const char *key = dev->key;
-    InstArg ia = { dev->wires, dev->mixed };
+    InstArg ia = { dev->wires, dev->mixed, false };
     int nq = dev->wires;
     const atomic_int *cancel = vm->cancel ? vm->cancel : &vm->in->interrupt;
     size_t bytes = dev->mixed ? dm_bytes(nq) : sv_bytes(nq);
@@ -716,7 +809,7 @@ static Value bi_device(VM *vm, Args *a)
     if (strcmp(name, "statevector") != 0 && !mixed)
         return vm_error(vm, a->site, "unknown device \"%.40s\" (available: \"statevector\", \"mixed\")", name);
     Value *w = arg_kw(a, "wires"), *sh = arg_kw(a, "shots"), *sd = arg_kw(a, "seed"), *lat = arg_kw(a, "latency");
-    Value *nz = arg_kw(a, "noise");
+    Value *nz = arg_kw(a, "noise"), *dist = arg_kw(a, "distributed");
     Value wires = a->n > 1 ? a->v[1] : (w ? *w : v_nil());
     if (wires.t != T_NUM || wires.n != floor(wires.n) || wires.n < 1)
         return vm_error(vm, a->site, "device(): wires must be a positive integer");
@@ -732,8 +825,16 @@ static Value bi_device(VM *vm, Args *a)
             return vm_error(vm, a->site, "device(): the noise function %s() %s; it runs inside quantum calls and must be pure",
                             AS_FUNC(*nz)->p->name, AS_FUNC(*nz)->p->impure_why ? AS_FUNC(*nz)->p->impure_why : "is not pure");
     }
+    bool distributed = false;
+    if (dist && dist->t != T_NIL) {
+        if (dist->t != T_BOOL) return vm_error(vm, a->site, "device(): distributed must be true or false, not %s", type_name(*dist));
+        distributed = dist->b;
+        if (distributed && mixed)
+            return vm_error(vm, a->site, "device(): distributed=true needs the statevector device (the mixed device is not distributed)");
+    }
     ObjDevice *d = (ObjDevice *)obj_alloc(sizeof(ObjDevice), T_DEVICE);
     snprintf(d->name, sizeof d->name, "%s", name);
+    d->distributed = distributed;
     d->wires = (int)wires.n;
     d->mixed = mixed;
     snprintf(d->key, sizeof d->key, "%s:%d", mixed ? "mixed" : "statevector", d->wires);
@@ -1586,7 +1687,7 @@ static Value op_stmt(VM *vm, Value opv, const Node *site)
     SvOp tmp;
     const SvOp *use = &p->op;
     SvState *vec = q->dm ? &q->dm->v : q->s;
-    if (vec->nq >= SV_PAR_QUBITS) give_threads(vm, vec);   /* other tasks may have started or ended */
+    if (vec && vec->nq >= SV_PAR_QUBITS) give_threads(vm, vec);   /* other tasks may have started or ended */
     if (p->tracked && (!vm->ad || vm->ad->id != p->ptape))
         return vm_error(vm, site, "%s: a gate made from a differentiated value outside this quantum call; "
                         "make the gate inside the quantum function from its arguments", name);
@@ -1607,7 +1708,8 @@ static Value op_stmt(VM *vm, Value opv, const Node *site)
         return vm_error(vm, site, "%s: a differentiated gate parameter on a device that is not being differentiated "
                         "(a quantum function called from another one, or one that captured the value): pass it as an argument", name);
     }
-    int rc = q->dm ? dm_apply(q->dm, use, err, sizeof err) : sv_apply(q->s, use, err, sizeof err);
+    int rc = q->ds ? qdist_apply(q->ds, use, err, sizeof err)
+           : q->dm ? dm_apply(q->dm, use, err, sizeof err) : sv_apply(q->s, use, err, sizeof err);
     if (rc != 0) return vm_error(vm, site, "%s", err);
     if (q->rec) rec_op(q, QASM_GATE, &p->op, 0, NULL);
     atomic_fetch_add_explicit(&vm->in->qrt->gates, 1, memory_order_relaxed);
@@ -1676,7 +1778,8 @@ Value qrt_apply_circuit_op(VM *vm, const QasmOp *o, const Node *site)
             if (dm_apply_kraus(q->dm, &w, 1, 2, k, err, sizeof err) != 0) return vm_error(vm, site, "%s", err);
             r = 0;
         } else {
-            r = q->dm ? dm_measure(q->dm, w, o->kind == QASM_RESET, &q->rng, err, sizeof err)
+            r = q->ds ? qdist_measure(q->ds, w, o->kind == QASM_RESET, &q->rng, err, sizeof err)
+              : q->dm ? dm_measure(q->dm, w, o->kind == QASM_RESET, &q->rng, err, sizeof err)
                       : sv_measure(q->s, w, o->kind == QASM_RESET, &q->rng, err, sizeof err);
             if (r < 0) return vm_error_from(vm, site, "measure", err);
         }
@@ -2116,6 +2219,10 @@ static bool obs_spectrum(VM *vm, QCtx *q, const SvTerm *t, int n, SvSpectrum *sp
 {
     char err[256];
     *pj = NULL;
+    if (q->ds) {
+        vm_error(vm, site, "an observable's samples on a distributed device: only sample() of a single Pauli word is available");
+        return false;
+    }
     if (sv_obs_spectrum(t, n, q->nq, sp, err, sizeof err) != 0) { vm_error(vm, site, "%s", err); return false; }
     *pj = xmalloc((size_t)sp->d * sizeof(double));
     int rc;
@@ -2203,6 +2310,26 @@ static bool obs_moments(VM *vm, QCtx *q, const SvTerm *t, int n, bool want_sq, d
     SvPauli *pw = pauli_of(t, n);
     size_t shots = (size_t)q->shots;
     *e2 = 0;
+    if (q->ds) {        /* a distributed state (qdist.h): Pauli words and their sums */
+        const char *fn = want_sq ? "var" : "expval";
+        if (!pw) {
+            vm_error(vm, site, "%s(): a Hermitian or Projector observable is not available on a distributed device "
+                     "(sums of Pauli words are)", fn);
+            return false;
+        }
+        char de[256];
+        int rc = qdist_expval(q->ds, pw, n, shots, &q->rng, e, de, sizeof de);
+        if (!rc && want_sq) {
+            SvPauli *sq = NULL;
+            int nsq = sv_pauli_square(pw, n, &sq);
+            rc = nsq < 0 ? (snprintf(de, sizeof de, "out of memory"), -1)
+                         : qdist_expval(q->ds, sq, nsq, shots, &q->rng, e2, de, sizeof de);
+            free(sq);
+        }
+        free(pw);
+        if (rc) { vm_error(vm, site, "%s(): %s", fn, de); return false; }
+        return true;
+    }
     if (pw) {
         if (q->dm) *e = shots ? dm_expval_shots(q->dm, pw, n, shots, &q->rng) : dm_expval(q->dm, pw, n);
         else *e = shots ? sv_expval_shots(q->s, pw, n, shots, &q->rng) : sv_expval(q->s, pw, n);
@@ -2245,7 +2372,12 @@ static Value bi_var(VM *vm, Args *a)
     SvPauli *pw = q->grec ? NULL : pauli_of(t, n);
     if (pw) {       /* the Pauli kernels' own variance (one pass; shots: one sample) */
         double v;
-        if (q->dm) v = q->shots ? dm_var_shots(q->dm, pw, n, (size_t)q->shots, &q->rng) : dm_var(q->dm, pw, n);
+        char de[256];
+        if (q->ds) {
+            int rc = qdist_var(q->ds, pw, n, (size_t)q->shots, &q->rng, &v, de, sizeof de);
+            if (rc) { free(pw); sv_terms_free(t, n); return vm_error(vm, a->site, "var(): %s", de); }
+        }
+        else if (q->dm) v = q->shots ? dm_var_shots(q->dm, pw, n, (size_t)q->shots, &q->rng) : dm_var(q->dm, pw, n);
         else v = q->shots ? sv_var_shots(q->s, pw, n, (size_t)q->shots, &q->rng) : sv_var(q->s, pw, n);
         free(pw);
         sv_terms_free(t, n);
@@ -2286,6 +2418,10 @@ static Value bi_probs(VM *vm, Args *a)
     if (!r) return vm_error(vm, a->site, "%s", err);
     double *out = ar_f64(r);
     char e2[256];
+    if (q->ds) {
+        if (qdist_probs(q->ds, ws, nw, (size_t)q->dev->shots, &q->rng, out, e2, sizeof e2) != 0) { ar_free(r); return vm_error(vm, a->site, "probs(): %s", e2); }
+        return arr_wrap(r);
+    }
     if (q->dm) {
         if (dm_probs(q->dm, ws, nw, out, e2, sizeof e2) != 0) { ar_free(r); return vm_error_from(vm, a->site, "probs()", e2); }
         if (q->shots) dm_probs_shots(q->dm, ws, nw, (size_t)q->shots, &q->rng, out);
@@ -2303,6 +2439,16 @@ static Value bi_state(VM *vm, Args *a)
     char err[AR_ERRLEN];
     if (q->grec) qrec_nondiff(q->grec, "state", false);
     if (q->rec) { int all[64]; for (int i = 0; i < q->nq && i < 64; i++) all[i] = i; rec_meas(q, "State", all, q->nq); }
+    if (q->ds) {
+        size_t dshape[1] = { (size_t)1 << q->nq };
+        char de[400];
+        cplx *amp;
+        if (qdist_state(q->ds, &amp, de, sizeof de)) return vm_error(vm, a->site, "state(): %s", de);
+        Array *r = ar_from_data(AR_C128, 1, dshape, amp, err);
+        free(amp);
+        if (!r) return vm_error(vm, a->site, "%s", err);
+        return arr_wrap(r);
+    }
     /* the mixed device's state is its density matrix, as default.mixed's qml.state() */
     size_t shape[2] = { q->dm ? q->dm->dim : q->s->dim, q->dm ? q->dm->dim : 0 };
     Array *r = q->dm ? ar_from_data(AR_C128, 2, shape, q->dm->v.amp, err) : ar_from_data(AR_C128, 1, shape, q->s->amp, err);
@@ -2341,7 +2487,13 @@ static Value bi_sample(VM *vm, Args *a)
         if (!r) { sv_terms_free(t, n); return vm_error(vm, a->site, "%s", err); }
         if (n == 1 && t[0].kind == SVB_NONE && t[0].coeff == 1) {     /* a Pauli word: its own sampler */
             SvPauli w = { 1, t[0].x, t[0].z };
-            if (q->dm) dm_sample_pauli(q->dm, &w, (size_t)shots, &q->rng, ar_f64(r));
+            char de[256];
+            if (q->ds) {
+                if (qdist_sample_pauli(q->ds, &w, (size_t)shots, &q->rng, ar_f64(r), de, sizeof de)) {
+                    sv_terms_free(t, n); ar_free(r); return vm_error(vm, a->site, "sample(): %s", de);
+                }
+            }
+            else if (q->dm) dm_sample_pauli(q->dm, &w, (size_t)shots, &q->rng, ar_f64(r));
             else sv_sample_pauli(q->s, &w, (size_t)shots, &q->rng, ar_f64(r));
         } else {        /* any observable: its eigenvalues, drawn with their probabilities */
             SvSpectrum sp;
@@ -2363,7 +2515,11 @@ static Value bi_sample(VM *vm, Args *a)
     if (!r) return vm_error(vm, a->site, "%s", err);
     uint64_t *idx = malloc((size_t)shots * sizeof(uint64_t));
     if (!idx) { ar_free(r); return vm_error(vm, a->site, "sample(): out of memory"); }
-    if (q->dm) dm_sample(q->dm, (size_t)shots, &q->rng, idx);
+    char de[256];
+    if (q->ds) {
+        if (qdist_sample(q->ds, (size_t)shots, &q->rng, idx, de, sizeof de)) { free(idx); ar_free(r); return vm_error(vm, a->site, "sample(): %s", de); }
+    }
+    else if (q->dm) dm_sample(q->dm, (size_t)shots, &q->rng, idx);
     else sv_sample(q->s, (size_t)shots, &q->rng, idx);
     double *out = ar_f64(r);
     int nq = q->nq;
@@ -2411,7 +2567,11 @@ static Value bi_counts(VM *vm, Args *a)
     }
     uint64_t *idx = malloc((size_t)shots * sizeof(uint64_t));
     if (!idx) return vm_error(vm, a->site, "counts(): out of memory");
-    if (q->dm) dm_sample(q->dm, (size_t)shots, &q->rng, idx);
+    char de[256];
+    if (q->ds) {
+        if (qdist_sample(q->ds, (size_t)shots, &q->rng, idx, de, sizeof de)) { free(idx); return vm_error(vm, a->site, "counts(): %s", de); }
+    }
+    else if (q->dm) dm_sample(q->dm, (size_t)shots, &q->rng, idx);
     else sv_sample(q->s, (size_t)shots, &q->rng, idx);
     qsort(idx, (size_t)shots, sizeof(uint64_t), cmp_u64);
     ObjDict *d = dict_new();
@@ -2473,7 +2633,8 @@ static Value bi_measure(VM *vm, Args *a)
     if (q->grec) qrec_nondiff(q->grec, "measure", true);
     int r;
     if (post < 0) {
-        r = q->dm ? dm_measure(q->dm, w, reset, &q->rng, err, sizeof err) : sv_measure(q->s, w, reset, &q->rng, err, sizeof err);
+        r = q->ds ? qdist_measure(q->ds, w, reset, &q->rng, err, sizeof err)
+          : q->dm ? dm_measure(q->dm, w, reset, &q->rng, err, sizeof err) : sv_measure(q->s, w, reset, &q->rng, err, sizeof err);
         if (r < 0) return vm_error_from(vm, a->site, "measure", err);
     } else {
         double prob = 0;
@@ -2510,6 +2671,10 @@ static Value bi_measure(VM *vm, Args *a)
 /* the wires= of the reduced-state measurements: nil means all of them */
 static int rdm_wires(VM *vm, QCtx *q, Args *a, int *ws)
 {
+    if (q->ds) {
+        vm_error(vm, a->site, "%s() is not available on a distributed device (use probs, expval or sample)", a->def->name);
+        return -1;
+    }
     Value *wk = arg_kw(a, "wires");
     Value wv = a->n > 0 ? a->v[0] : (wk ? *wk : v_nil());
     int nw;
@@ -2647,7 +2812,7 @@ static Value bi_mutual_info(VM *vm, Args *a)
 }
 
 static const char *const kw_wires[] = { "wires", NULL };
-static const char *const kw_device[] = { "wires", "shots", "seed", "latency", "noise", NULL };
+static const char *const kw_device[] = { "wires", "shots", "seed", "latency", "noise", "distributed", NULL };
 static const char *const kw_ctrl[] = { "control", NULL };
 static const char *const kw_reset[] = { "reset", "postselect", NULL };
 static const char *const kw_entropy[] = { "wires", "log_base", NULL };

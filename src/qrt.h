@@ -14,6 +14,19 @@ void qrt_open(void);
 void qrt_start(Interp *in);
 void qrt_finish(Interp *in);
 void qrt_stats(Interp *in, FILE *out);
+/* Memory held outside the pool's own states (a distributed state's part,
+ * qdist.h) counted against the budget: waits as a state would (polling
+ * *cancel, which may be NULL); NULL with a message when it cannot fit. */
+void *qrt_reserve(Interp *in, size_t bytes, const atomic_int *cancel, char *err, size_t errlen);
+void qrt_unreserve(Interp *in, void *token);
+size_t qrt_budget(Interp *in);
+size_t qrt_held(Interp *in);
+/* Quantum calls and gates run so far, and the most device memory held. */
+void qrt_counts(Interp *in, unsigned long *calls, unsigned long *gates, size_t *peak);
+
+/* Whether a call of f may run on another rank: not when its device is a
+ * distributed state (rank 0 leads those). */
+bool qrt_may_travel(Interp *in, const ObjFunc *f);
 
 /* Runs one call of f (a qfn) on this VM: takes a device instance from the
  * pool (waiting within the memory budget), seeds the call's random stream

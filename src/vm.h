@@ -67,7 +67,7 @@ typedef struct InterpHooks {
     void (*loop_exit)(VM *vm, struct LoopCtx *lc);
 } InterpHooks;
 
-struct Exec; struct Trace; struct QRuntime; struct AsyncState; struct QCtx; struct Lookahead;
+struct Exec; struct Trace; struct QRuntime; struct AsyncState; struct QCtx; struct Lookahead; struct QDist;
 
 /* A `for` loop with a lookahead plan (laplan.h) that the main program is
  * running: where its iterations stand, for lookahead.c. Lives on the C
@@ -100,6 +100,7 @@ typedef struct Interp {
     struct Exec *exec;          /* thread-safe */
     struct Trace *trace;        /* thread-safe */
     struct QRuntime *qrt;       /* the quantum runtime: pool, kernel threads (thread-safe) */
+    struct QDist *qdist;        /* under mpirun: the distributed-state service (thread-safe), or NULL */
     /* Ctrl-C: set from the signal handler, read everywhere */
     atomic_int sigint;          /* lock-free: safe in the signal handler, read by workers */
     atomic_int interrupt;

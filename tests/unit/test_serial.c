@@ -188,7 +188,7 @@ END_TEST
 START_TEST(test_refusals)
 {
     /* a module that is not in the table */
-    SerCode empty = { NULL, NULL, 0 };
+    SerCode empty = { NULL, NULL, NULL, 0 };
     SerCtx w;
     Value cl = global("cl");
     ser_init(&w, &empty);
