@@ -355,6 +355,43 @@ static const char *keep_name(const char *s)
     return r;
 }
 
+/* The failed futures a packed task carries (SerCtx.user while packing and
+ * unpacking on both sides): a failed future keeps its identity across the
+ * round trip (its origin: rank 0's Fut, which a result coming back refers
+ * to again), and a read of its error on the other rank counts as a read on
+ * rank 0 (a failure nobody read is reported at exit). */
+typedef struct FutLink { uint64_t origin; Fut *fut; } FutLink;
+typedef struct FutLinks { FutLink *v; size_t n, cap; } FutLinks;
+
+static void links_add(FutLinks *l, uint64_t origin, Fut *fut)
+{
+    for (size_t i = 0; i < l->n; i++) if (l->v[i].origin == origin) return;
+    if (l->n == l->cap) { l->cap = l->cap ? 2 * l->cap : 4; l->v = xrealloc(l->v, l->cap * sizeof *l->v); }
+    l->v[l->n].origin = origin;
+    l->v[l->n++].fut = fut_retain(fut);
+}
+
+static Fut *links_find(const FutLinks *l, uint64_t origin)
+{
+    for (size_t i = 0; l && i < l->n; i++) if (l->v[i].origin == origin) return l->v[i].fut;
+    return NULL;
+}
+
+static void links_free(FutLinks *l)
+{
+    for (size_t i = 0; i < l->n; i++) fut_release(l->v[i].fut);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
+
+/* rank 0's Fut is its own origin; a Fut made on another rank for it keeps
+ * the origin in its user slot */
+static uint64_t fut_origin(Fut *fut)
+{
+    void *u = fut_user(fut);
+    return u ? (uint64_t)(uintptr_t)u : (uint64_t)(uintptr_t)fut;
+}
+
 /* A finished future travels as its value; a failed or cancelled one as
  * its call and error, so that only a use of it fails, with the message a
  * use gives here. One still running cannot travel (a task's dependencies
@@ -368,7 +405,10 @@ static bool future_ser(Value v, SerCtx *sc)
     if (st != FUT_FAILED && st != FUT_CANCELLED) return ser_fail(sc, "a future still running cannot be sent to another rank");
     const char *err = fut_error(f->fut);
     const char *src = f->src ? f->src->name : "";
+    uint64_t origin = fut_origin(f->fut);
+    if (sc->user) links_add(sc->user, origin, f->fut);
     ser_u8(sc, st == FUT_FAILED ? 1 : 2);
+    ser_u64(sc, origin);
     ser_str(sc, err ? err : "failed", strlen(err ? err : "failed"));
     ser_str(sc, f->prefix, strlen(f->prefix));
     ser_str(sc, f->name, strlen(f->name));
@@ -383,6 +423,8 @@ static Value future_deser(SerCtx *sc, ValType t, size_t id)
     uint8_t kind;
     if (!des_u8(sc, &kind)) return v_exc();
     if (kind == 0) return des_value(sc);
+    uint64_t origin;
+    if (!des_u64(sc, &origin)) return v_exc();
     const char *err = des_str(sc, NULL), *prefix = des_str(sc, NULL), *name = des_str(sc, NULL), *src = des_str(sc, NULL);
     uint32_t line;
     if (!err || !prefix || !name || !src || !des_u32(sc, &line)) return v_exc();
@@ -392,9 +434,16 @@ static Value future_deser(SerCtx *sc, ValType t, size_t id)
     const SerCode *code = sc->code;
     for (int i = 0; code && i < code->nmods && !where; i++)
         if (strcmp(code->mods[i]->src->name, src) == 0) where = code->mods[i]->src;
-    Fut *fut = fut_new();
-    if (kind == 1) fut_fail(fut, err);
-    else fut_cancel(fut);
+    /* coming back to where it was sent from: the same call */
+    Fut *fut = links_find(sc->user, origin);
+    if (fut && fut_origin(fut) == origin) fut_retain(fut);
+    else {
+        fut = fut_new();
+        fut_set_user(fut, (void *)(uintptr_t)origin);
+        if (kind == 1) fut_fail(fut, err);
+        else fut_cancel(fut);
+        if (sc->user) links_add(sc->user, origin, fut);
+    }
     return future_new(fut, NULL, keep_name(prefix), keep_name(name), where, (int)line);
 }
 
@@ -713,30 +762,56 @@ static void note_unsent(AsyncState *as, const char *why)
     atomic_fetch_add(&as->unsent, 1);
 }
 
+/* An answer (async_run_packed's): the origins of the failed futures the
+ * task read, then the result's bytes or the error message. */
+static void answer_head(Buf *out, const FutLinks *l)
+{
+    uint32_t n = 0;
+    for (size_t i = 0; i < l->n; i++) n += fut_retrieved(l->v[i].fut);
+    buf_put(out, (const char *)&n, sizeof n);
+    for (size_t i = 0; i < l->n; i++)
+        if (fut_retrieved(l->v[i].fut)) buf_put(out, (const char *)&l->v[i].origin, sizeof(uint64_t));
+}
+
 /* A remote slot's run: the task packed and shipped, its answer unpacked.
  * False if it cannot be packed: the caller runs it here. */
 static bool ship_task(TaskCtx *c, ExecTask *t, int slot)
 {
     AsyncState *as = c->in->async;
     const AsyncRemote *r = as->remote;
+    FutLinks links = { NULL, 0, 0 };
     SerCtx sc;
     ser_init(&sc, r->code);
+    sc.user = &links;
     if (!pack_task(c, &sc)) {
         char why[300];
         snprintf(why, sizeof why, "%s%s(): %s", c->prefix, c->name, sc.error);
         note_unsent(as, why);
         ser_free(&sc);
+        links_free(&links);
         return false;
     }
     Buf ans;
     buf_init(&ans);
     int rc = r->ship(r->ud, slot, sc.out.p, sc.out.len, exec_task_cancel_flag(t), &ans);
     ser_free(&sc);
-    if (rc == 1) {
+    if (rc >= 0) {
+        /* the failed inputs the task read: read here too */
         SerCtx rd;
-        des_init(&rd, ans.p, ans.len, NULL);
-        Value v = des_value(&rd);
-        if (!IS_EXC(v) && des_at_end(&rd)) {
+        des_init(&rd, ans.p, ans.len, r->code);     /* no functions come back; sources name calls */
+        rd.user = &links;
+        uint32_t n = 0;
+        bool ok = des_u32(&rd, &n);
+        for (uint32_t i = 0; ok && i < n; i++) {
+            uint64_t o;
+            ok = des_u64(&rd, &o);
+            Fut *f = ok ? links_find(&links, o) : NULL;
+            if (f) fut_mark_retrieved(f);
+        }
+        Value v = ok && rc == 1 ? des_value(&rd) : v_exc();
+        if (ok && rc == 0) {
+            exec_task_fail(t, (const char *)rd.in + rd.pos);     /* the message (NUL-terminated by the Buf) */
+        } else if (!IS_EXC(v) && des_at_end(&rd)) {
             Value *box = xmalloc(sizeof(Value));
             *box = v;
             exec_task_done(t, box, free_box);
@@ -749,9 +824,10 @@ static bool ship_task(TaskCtx *c, ExecTask *t, int slot)
         }
         ser_free(&rd);
     } else {
-        exec_task_fail(t, rc == 0 && ans.p ? ans.p : "cancelled");
+        exec_task_fail(t, rc == -2 && ans.p ? ans.p : "cancelled");
     }
     buf_free(&ans);
+    links_free(&links);
     return true;
 }
 
@@ -762,21 +838,27 @@ void async_set_remote(Interp *in, const AsyncRemote *r)
 
 bool async_run_packed(Interp *in, const void *task, size_t len, const atomic_int *cancel, const SerCode *code, Buf *out)
 {
+    FutLinks links = { NULL, 0, 0 };
     SerCtx sc;
     des_init(&sc, task, len, code);
+    sc.user = &links;
     TaskCtx *c = unpack_task(in, &sc);
     if (!c) {
+        answer_head(out, &links);
         buf_puts(out, sc.error);
         ser_free(&sc);
+        links_free(&links);
         return false;
     }
     ser_free(&sc);
     Value result;
     char err[1200];
     bool ok = task_execute(c, cancel, NULL, &result, err, sizeof err);
-    if (!ok) { buf_puts(out, err); ctx_free(c); return false; }
+    answer_head(out, &links);
+    if (!ok) { buf_puts(out, err); ctx_free(c); links_free(&links); return false; }
     SerCtx w;
     ser_init(&w, NULL);
+    w.user = &links;
     ok = ser_value(&w, result);
     decref(result);
     if (ok) buf_put(out, w.out.p, w.out.len);
@@ -788,6 +870,7 @@ bool async_run_packed(Interp *in, const void *task, size_t len, const atomic_int
     }
     ser_free(&w);
     ctx_free(c);
+    links_free(&links);
     return ok;
 }
 

@@ -57,9 +57,10 @@ Fut *async_future_fut(Value v);
 struct SerCode;
 typedef struct AsyncRemote {
     /* Runs a packed task on the process behind remote slot `slot` and waits
-     * for its answer: 1 with the result's bytes in *out, 0 with the error
-     * message in *out, -1 when *cancel rose first (the remote task is asked
-     * to stop). */
+     * for its answer (async_run_packed's bytes): 1 when the task succeeded,
+     * 0 when it failed; -1 when *cancel rose first (the remote task is asked
+     * to stop); -2 with a message in *out when the rank could not answer
+     * (it died). */
     int (*ship)(void *ud, int slot, const void *task, size_t len, const atomic_int *cancel, Buf *out);
     bool (*usable)(void *ud, int slot);     /* false once the slot's process is gone */
     /* At the end, before the trace is written: the others' trace events and
@@ -74,8 +75,9 @@ typedef struct AsyncRemote {
  * the run). */
 void async_set_remote(Interp *in, const AsyncRemote *r);
 /* A serving rank: runs a packed task on the calling thread (with *cancel as
- * its cancellation flag). True and the result's bytes in *out, or false and
- * the error message. */
+ * its cancellation flag) and writes its answer into *out: what rank 0 must
+ * know about the inputs it read, then the result's bytes (true) or the
+ * error message (false). */
 bool async_run_packed(Interp *in, const void *task, size_t len, const atomic_int *cancel,
                       const struct SerCode *code, Buf *out);
 /* Tasks rank 0 ran itself because they could not be packed, and the first

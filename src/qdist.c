@@ -9,6 +9,7 @@
 #include "qdist.h"
 #include "dsvr.h"
 #include "farm.h"
+#include "pool.h"
 #include "qh_assert.h"
 #include "qrt.h"
 
@@ -198,11 +199,17 @@ int qdist_close(QDist *qd)
     if (qd->thread) pthread_join(qd->th, NULL);
     died |= atomic_load(&qd->dead);
     if (qd->svc != MPI_COMM_NULL && !died) MPI_Comm_free(&qd->svc);
-    qd->in->qdist = NULL;
+    qd->svc = MPI_COMM_NULL;
+    /* rank 0's interpreter is gone by now: in->qdist is not touched */
+    return died;
+}
+
+void qdist_free(QDist *qd)
+{
+    if (!qd) return;
     pthread_cond_destroy(&qd->cv);
     pthread_mutex_destroy(&qd->mu);
     free(qd);
-    return died;
 }
 
 /* ---------------------------------------------------------------- states for calls */
@@ -386,9 +393,13 @@ int qdist_state(QDState *s, cplx **out, char *err, size_t errlen)
     size_t bytes = sv_bytes(s->nq);
     size_t budget = qrt_budget(s->in), held = qrt_held(s->in);
     if (bytes == SIZE_MAX || held > budget || bytes > budget - held) {
-        snprintf(err, errlen, "the %d-wire distributed state is %.1f GiB; gathered on rank 0 it would not fit rank 0's "
-                 "memory budget (%.1f GiB, %.1f GiB of it in use: --max-memory); read it with probs(), expval() or "
-                 "sample() instead", s->nq, (double)bytes / (1 << 30), (double)budget / (1 << 30), (double)held / (1 << 30));
+        char b1[32], b2[32], b3[32];
+        pool_format_bytes(b1, sizeof b1, bytes);
+        pool_format_bytes(b2, sizeof b2, budget);
+        pool_format_bytes(b3, sizeof b3, held);
+        snprintf(err, errlen, "the %d-wire distributed state is %s; gathered on rank 0 it would not fit rank 0's "
+                 "memory budget (%s, %s of it in use: --max-memory); read it with probs(), expval() or sample() "
+                 "instead", s->nq, b1, b2, b3);
         return -1;
     }
     cplx *a = malloc(bytes);

@@ -40,9 +40,12 @@ void qdist_rank_died(QDist *qd, int rank, const char *why);   /* rank 0: waits a
 void qdist_leader_gone(QDist *qd, const char *why);           /* the others */
 /* Rank 0: --stats lines (out NULL: none). */
 void qdist_stats(QDist *qd, FILE *out);
-/* Ends the service (rank 0 tells the others); nonzero if a rank died
- * (then MPI must not be finalised). */
+/* Ends the service (rank 0 tells the others), after the interpreter has
+ * closed on rank 0 and before it closes elsewhere; nonzero if a rank died
+ * (then MPI must not be finalised). The farm may still report deaths
+ * until it is closed: qdist_free after that. */
 int qdist_close(QDist *qd);
+void qdist_free(QDist *qd);
 
 /* ---- a call's device (qrt.c) ---- */
 /* Whether an nq-wire statevector goes distributed: asked (distributed=true)

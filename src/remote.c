@@ -229,8 +229,9 @@ static void lead_died(void *ctx, Farm *f, int rank, const char *why)
     Remote *r = ctx;
     pthread_mutex_lock(&r->mu);
     snprintf(r->rs[rank].died, sizeof r->rs[rank].died, "%s", why);
+    QDist *qd = r->qd;
     pthread_mutex_unlock(&r->mu);
-    if (r->qd) qdist_rank_died(r->qd, rank, why);
+    if (qd) qdist_rank_died(qd, rank, why);
 }
 
 static bool slot_usable(void *ud, int slot)
@@ -298,18 +299,21 @@ static int ship(void *ud, int slot, const void *task, size_t len, const atomic_i
         buf_free(&w.answer);
         return -1;
     }
+    /* the farm's own error (the rank died), or [ok][seconds][the task's answer] */
     int ret;
-    if (w.ok && w.answer.len >= sizeof(double)) {
+    if (w.ok && w.answer.len >= 1 + sizeof(double)) {
         double secs;
-        memcpy(&secs, w.answer.p, sizeof secs);
+        memcpy(&secs, w.answer.p + 1, sizeof secs);
+        ret = w.answer.p[0] ? 1 : 0;
         pthread_mutex_lock(&r->mu);
         st->seconds += secs;
+        if (!ret) { st->ok--; st->failed++; }
         pthread_mutex_unlock(&r->mu);
-        buf_put(out, w.answer.p + sizeof secs, w.answer.len - sizeof secs);
-        ret = 1;
+        buf_put(out, w.answer.p + 1 + sizeof secs, w.answer.len - 1 - sizeof secs);
     } else {
-        buf_put(out, w.answer.p ? w.answer.p : "no answer", w.answer.p ? w.answer.len : 9);
-        ret = 0;
+        if (w.answer.p) buf_put(out, w.answer.p, w.answer.len);
+        else buf_puts(out, "no answer");
+        ret = -2;
     }
     buf_free(&w.answer);
     return ret;
@@ -414,7 +418,10 @@ bool remote_lead(Remote *r, qh_State *Q, qh_Program *p, FILE *err)
         fprintf(err, "qh: %s\n", ferr);
         return false;
     }
-    r->qd = qdist_lead(in, r->farm);
+    QDist *qd = qdist_lead(in, r->farm);
+    pthread_mutex_lock(&r->mu);
+    r->qd = qd;                 /* the farm's thread reads it */
+    pthread_mutex_unlock(&r->mu);
     /* one remote slot per task a rank runs at once, taken in turn */
     int nslots = 0, most = 0;
     for (int k = 1; k < r->size; k++) {
@@ -453,7 +460,8 @@ int remote_end(Remote *r, int status)
             MPI_Bcast(&h, (int)sizeof h, MPI_BYTE, 0, MPI_COMM_WORLD);
         }
         if (r->qd) died |= qdist_close(r->qd);
-        if (r->farm) died |= farm_close(r->farm);
+        if (r->farm) died |= farm_close(r->farm);     /* no callback runs after this */
+        qdist_free(r->qd);
     }
     if (!died) MPI_Finalize();
     if (r->code.mods) module_code_free(&r->code);
@@ -505,14 +513,18 @@ static void follow_stop(void *ctx, Farm *f, const char *why)
 {
     (void)f;
     Remote *r = ctx;
+    /* a clean end closed the distributed service first; otherwise (rank 0
+       silent, or a rank died) its waits must give up, before the main
+       thread, told to stop, closes it */
+    pthread_mutex_lock(&r->mu);
+    QDist *qd = r->qd;
+    pthread_mutex_unlock(&r->mu);
+    if (qd && strcmp(why, FARM_STOPPED) != 0) qdist_leader_gone(qd, why);
     pthread_mutex_lock(&r->mu);
     r->stop = true;
     snprintf(r->why, sizeof r->why, "%s", why);
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
-    /* a clean end closed the distributed service first; otherwise (rank 0
-       silent, or a rank died) its waits must give up */
-    if (r->qd && strcmp(why, FARM_STOPPED) != 0) qdist_leader_gone(r->qd, why);
 }
 
 /* A task on one of this rank's workers: run, answer, forget. */
@@ -524,15 +536,14 @@ static void serve_run(void *ctx, ExecTask *t)
     buf_init(&out);
     double t0 = mono();
     double secs = 0;
+    char ok = 0;
+    buf_put(&out, &ok, 1);                          /* [ok][seconds][the task's answer] */
     buf_put(&out, (const char *)&secs, sizeof secs);
-    bool ok = async_run_packed(r->in, run->blob, run->len, exec_task_cancel_flag(t), &r->code, &out);
+    ok = async_run_packed(r->in, run->blob, run->len, exec_task_cancel_flag(t), &r->code, &out);
     secs = mono() - t0;
-    if (ok) {
-        memcpy(out.p, &secs, sizeof secs);
-        farm_reply(r->farm, run->id, out.p, out.len);
-    } else {
-        farm_reply_error(r->farm, run->id, out.p + sizeof secs);
-    }
+    out.p[0] = ok;
+    memcpy(out.p + 1, &secs, sizeof secs);
+    farm_reply(r->farm, run->id, out.p, out.len);
     buf_free(&out);
     exec_task_done(t, NULL, NULL);
 }
@@ -669,7 +680,12 @@ int remote_follow(Remote *r, const qh_Config *cfg0)
     FarmCallbacks cb = { NULL, NULL, follow_task, follow_cancel, follow_stop, r };
     char ferr[200];
     r->farm = farm_new(MPI_COMM_WORLD, &fc, &cb, ferr, sizeof ferr);
-    if (r->farm) r->qd = qdist_follow(in, r->farm);
+    if (r->farm) {
+        QDist *qd = qdist_follow(in, r->farm);
+        pthread_mutex_lock(&r->mu);
+        r->qd = qd;             /* the farm's thread reads it */
+        pthread_mutex_unlock(&r->mu);
+    }
     /* serve until rank 0 says stop (or falls silent) */
     pthread_mutex_lock(&r->mu);
     while (r->farm) {
@@ -690,6 +706,7 @@ int remote_follow(Remote *r, const qh_Config *cfg0)
     if (r->qd) died |= qdist_close(r->qd);
     qh_close(Q, 0);
     if (r->farm) died |= farm_close(r->farm);
+    qdist_free(r->qd);
     while (r->inbox) { Item *it = r->inbox; r->inbox = it->next; free(it->blob); free(it); }
     fclose(null);
     if (r->code.mods) module_code_free(&r->code);

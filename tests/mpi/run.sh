@@ -15,7 +15,7 @@ export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 # Under AddressSanitizer: Open MPI allocates in components it unloads at
 # MPI_Finalize, so LeakSanitizer cannot even name those leaks; leak checks
 # of our code run in test_dsv_serial (no MPI) instead.
-if [ -n "${ASAN_OPTIONS:-}" ]; then export ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0"; fi
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 st=0
 for np in "${nps[@]}"; do
   if [ $digest = 0 ]; then
