@@ -15,7 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static int mt_rank, mt_size, mt_fails, mt_checks;
+static int mt_rank, mt_size;
+static _Atomic int mt_fails, mt_checks;     /* checks run on the farm's thread too */
 
 #define CHECK(cond, ...)                                                        \
     do {                                                                        \

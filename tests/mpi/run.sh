@@ -16,6 +16,8 @@ export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 # MPI_Finalize, so LeakSanitizer cannot even name those leaks; leak checks
 # of our code run in test_dsv_serial (no MPI) instead.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+# ... nor are its races (tsan.supp)
+export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}suppressions=$(cd "$(dirname "$0")" && pwd)/tsan.supp"
 st=0
 for np in "${nps[@]}"; do
   if [ $digest = 0 ]; then
