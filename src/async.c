@@ -719,30 +719,33 @@ static bool pack_task(const TaskCtx *c, SerCtx *sc)
 
 static TaskCtx *unpack_task(Interp *in, SerCtx *sc)
 {
-    TaskCtx *c = xcalloc(1, sizeof *c);
-    c->in = in;
-    c->fn = v_nil();
-    c->body = qfn_body;
+    uint64_t seed, index;
     uint32_t line, nargs;
-    const char *prefix, *name;
-    bool ok = des_u64(sc, &c->seed) && des_u64(sc, &c->index) && (prefix = des_str(sc, NULL)) != NULL &&
+    const char *prefix = NULL, *name = NULL;
+    Value fn = v_nil();
+    bool ok = des_u64(sc, &seed) && des_u64(sc, &index) && (prefix = des_str(sc, NULL)) != NULL &&
               (name = des_str(sc, NULL)) != NULL && des_u32(sc, &line);
     if (ok) {
+        fn = des_value(sc);
+        ok = !IS_EXC(fn) && fn.t == T_FUNC;
+        if (!ok && !IS_EXC(fn)) des_fail(sc, "task function");
+        if (IS_EXC(fn)) fn = v_nil();
+    }
+    ok = ok && des_u32(sc, &nargs) && nargs == (uint32_t)AS_FUNC(fn)->p->nparams;
+    TaskCtx *c = xcalloc(1, sizeof *c + ((size_t)(ok ? nargs : 0) + 1) * sizeof(Value));
+    c->in = in;
+    c->fn = fn;
+    c->body = qfn_body;
+    if (ok) {
+        c->seed = seed;
+        c->index = index;
         c->prefix = keep_name(prefix);
         c->name = keep_name(name);
         c->line = (int)line;
-        c->fn = des_value(sc);
-        ok = !IS_EXC(c->fn) && c->fn.t == T_FUNC;
-        if (!ok && !IS_EXC(c->fn)) des_fail(sc, "task function");
-        if (IS_EXC(c->fn)) c->fn = v_nil();
-    }
-    ok = ok && des_u32(sc, &nargs) && nargs == (uint32_t)AS_FUNC(c->fn)->p->nparams;
-    if (ok) {
-        c->args = xmalloc(((size_t)nargs + 1) * sizeof(Value));
         for (uint32_t i = 0; i < nargs && ok; i++) {
-            Value a = des_value(sc);
-            ok = !IS_EXC(a);
-            if (ok) c->args[c->nargs++] = a;
+            Value v = des_value(sc);
+            ok = !IS_EXC(v);
+            if (ok) c->args[c->nargs++] = v;
         }
     }
     if (!ok || !des_at_end(sc)) {

@@ -364,6 +364,8 @@ static bool des_array(SerCtx *sc, void **out, size_t bytes)
 static bool op_ser(Value v, SerCtx *sc)
 {
     const ObjOp *p = AS_OP(v);
+    /* its parameters are nodes of a differentiation running here */
+    if (p->tracked) return ser_fail(sc, "a gate made from a differentiated value cannot be sent to another rank");
     SvOp op = p->op;
     op.matrix = NULL;
     size_t d = (size_t)1 << p->op.nwires;
@@ -372,11 +374,10 @@ static bool op_ser(Value v, SerCtx *sc)
     ser_u32(sc, (uint32_t)p->chan);
     ser_u32(sc, (uint32_t)p->nkraus);
     ser_bytes(sc, p->paulis, sizeof p->paulis);
-    ser_u32(sc, (uint32_t)p->ntan);
+    ser_bytes(sc, p->cparams, sizeof p->cparams);
     ser_u32(sc, (uint32_t)p->nterms);
     ser_array(sc, p->kraus, (size_t)p->nkraus * d * d * sizeof(cplx));
     ser_array(sc, p->matrix, d * d * sizeof(cplx));
-    ser_array(sc, p->tangent, (size_t)(p->op.nparams * p->ntan) * sizeof(double));
     ser_array(sc, p->terms, (size_t)p->nterms * sizeof(SvPauli));
     ser_array(sc, p->idw, (size_t)p->nterms * sizeof(uint64_t));
     return true;
@@ -385,15 +386,15 @@ static bool op_ser(Value v, SerCtx *sc)
 static Value op_deser(SerCtx *sc, ValType t, size_t id)
 {
     (void)t; (void)id;
-    uint32_t kind, chan, nkraus, ntan, nterms;
+    uint32_t kind, chan, nkraus, nterms;
     SvOp op;
     char paulis[sizeof ((ObjOp *)0)->paulis];
+    double cparams[4];
     if (!des_u32(sc, &kind) || !des_bytes(sc, &op, sizeof op) || !des_u32(sc, &chan) || !des_u32(sc, &nkraus) ||
-        !des_bytes(sc, paulis, sizeof paulis) || !des_u32(sc, &ntan) || !des_u32(sc, &nterms))
+        !des_bytes(sc, paulis, sizeof paulis) || !des_bytes(sc, cparams, sizeof cparams) || !des_u32(sc, &nterms))
         return v_exc();
     if (kind > OPK_CHAN || op.nwires < 0 || op.nwires > SV_MAX_WIRES || op.nparams < 0 || op.nparams > 3 ||
-        op.nctrl < 0 || op.nctrl > SV_MAX_WIRES || nkraus > 64 || ntan > (1u << 20) || nterms > (1u << 24) ||
-        paulis[sizeof paulis - 1])
+        op.nctrl < 0 || op.nctrl > SV_MAX_WIRES || nkraus > 64 || nterms > (1u << 24) || paulis[sizeof paulis - 1])
         return des_fail(sc, "operator");
     size_t d = (size_t)1 << op.nwires;
     ObjOp *p = op_new((int)kind);
@@ -401,17 +402,15 @@ static Value op_deser(SerCtx *sc, ValType t, size_t id)
     p->op = op;
     p->chan = (int)chan;
     p->nkraus = (int)nkraus;
-    p->ntan = (int)ntan;
     p->nterms = (int)nterms;
     memcpy(p->paulis, paulis, sizeof paulis);
-    void *kraus = NULL, *matrix = NULL, *tangent = NULL, *terms = NULL, *idw = NULL;
+    memcpy(p->cparams, cparams, sizeof cparams);
+    void *kraus = NULL, *matrix = NULL, *terms = NULL, *idw = NULL;
     bool ok = des_array(sc, &kraus, (size_t)nkraus * d * d * sizeof(cplx));
     p->kraus = kraus;
     ok = ok && des_array(sc, &matrix, d * d * sizeof(cplx));
     p->matrix = matrix;
     p->op.matrix = p->matrix;
-    ok = ok && des_array(sc, &tangent, (size_t)op.nparams * ntan * sizeof(double));
-    p->tangent = tangent;
     ok = ok && des_array(sc, &terms, (size_t)nterms * sizeof(SvPauli));
     p->terms = terms;
     ok = ok && des_array(sc, &idw, (size_t)nterms * sizeof(uint64_t));
@@ -493,7 +492,7 @@ void qrt_finish(Interp *in)
     in->qrt = NULL;
 }
 
-void *qrt_reserve(Interp *in, size_t bytes, const atomic_int *cancel, char *err, size_t errlen)
+static void *mem_reserve(Interp *in, size_t bytes, const atomic_int *cancel, char *err, size_t errlen)
 {
     char key[48];
     snprintf(key, sizeof key, "reserved:%zu", bytes);
@@ -501,12 +500,12 @@ void *qrt_reserve(Interp *in, size_t bytes, const atomic_int *cancel, char *err,
     return pool_acquire(in->qrt->pool, key, bytes, &ia, cancel, err, errlen);
 }
 
-void qrt_unreserve(Interp *in, void *token)
+static void mem_unreserve(Interp *in, void *token)
 {
     if (token) pool_release(in->qrt->pool, token, 0);
 }
 
-size_t qrt_budget(Interp *in)
+static size_t mem_budget(Interp *in)
 {
     if (in->qrt) return pool_budget(in->qrt->pool);
     return in->max_memory ? in->max_memory : pool_default_budget();   /* before the runtime starts */
@@ -519,7 +518,15 @@ void qrt_counts(Interp *in, unsigned long *calls, unsigned long *gates, size_t *
     *peak = q ? pool_peak_bytes(q->pool) : 0;
 }
 
-size_t qrt_held(Interp *in) { return in->qrt ? pool_held_bytes(in->qrt->pool) : 0; }
+static size_t mem_held(Interp *in) { return in->qrt ? pool_held_bytes(in->qrt->pool) : 0; }
+
+void qrt_attach(Interp *in)
+{
+    in->hooks.mem_reserve = mem_reserve;
+    in->hooks.mem_unreserve = mem_unreserve;
+    in->hooks.mem_budget = mem_budget;
+    in->hooks.mem_held = mem_held;
+}
 
 void qrt_stats(Interp *in, FILE *out)
 {
