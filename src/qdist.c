@@ -1,17 +1,16 @@
 /* qdist.c — distributed statevector devices (qdist.h) on src/dist: the
  * service over the largest power of two of ranks (dsvr: rank 0 leads, a
  * thread serves on each other rank of it), one state at a time, each rank's
- * part reserved from its own memory budget (qrt_reserve); one-rank dsv
+ * part reserved from its own memory budget (Interp.hooks.mem_*); one-rank dsv
  * states where there is no service (no mpirun, another rank, a state too
  * small to split). Rank death and the leader's end abandon the service's
- * waits (DsvConfig.abort). Knows the Interp, qrt's reservations and
+ * waits (DsvConfig.abort). Knows the Interp (its memory hooks) and
  * src/dist; not the language's values. */
 #include "qdist.h"
 #include "dsvr.h"
 #include "farm.h"
 #include "pool.h"
 #include "qh_assert.h"
-#include "qrt.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -63,7 +62,7 @@ static int svc_reserve(void *ctx, size_t bytes, char *msg, size_t len)
 {
     QDist *qd = ctx;
     char e[200];
-    void *t = qrt_reserve(qd->in, bytes, NULL, e, sizeof e);
+    void *t = qd->in->hooks.mem_reserve(qd->in, bytes, NULL, e, sizeof e);
     if (!t) { snprintf(msg, len, "rank %d: %s (--max-memory)", qd->rank, e); return -1; }
     qd->token = t;
     return 0;
@@ -73,14 +72,14 @@ static void svc_release(void *ctx, size_t bytes)
 {
     (void)bytes;
     QDist *qd = ctx;
-    qrt_unreserve(qd->in, qd->token);
+    qd->in->hooks.mem_unreserve(qd->in, qd->token);
     qd->token = NULL;
 }
 
 static int one_reserve(void *ctx, size_t bytes, char *msg, size_t len)
 {
     QDState *s = ctx;
-    s->token = qrt_reserve(s->in, bytes, NULL, msg, len);
+    s->token = s->in->hooks.mem_reserve(s->in, bytes, NULL, msg, len);
     return s->token ? 0 : -1;
 }
 
@@ -88,7 +87,7 @@ static void one_release(void *ctx, size_t bytes)
 {
     (void)bytes;
     QDState *s = ctx;
-    qrt_unreserve(s->in, s->token);
+    s->in->hooks.mem_unreserve(s->in, s->token);
     s->token = NULL;
 }
 
@@ -120,7 +119,7 @@ static QDist *open_common(Interp *in)
     while (qd->nsvc * 2 <= size) qd->nsvc *= 2;
     pthread_mutex_init(&qd->mu, NULL);
     pthread_cond_init(&qd->cv, NULL);
-    unsigned long long mine = qrt_budget(in), least = 0;
+    unsigned long long mine = in->hooks.mem_budget(in), least = 0;
     MPI_Comm_split(MPI_COMM_WORLD, qd->rank < qd->nsvc ? 0 : MPI_UNDEFINED, qd->rank, &qd->svc);
     if (qd->svc != MPI_COMM_NULL) {
         MPI_Allreduce(&mine, &least, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, qd->svc);
@@ -243,7 +242,7 @@ bool qdist_wanted(Interp *in, int nq, bool asked)
     size_t whole = sv_bytes(nq);
     int R = split_ranks(qd, nq);
     size_t part = dsv_bytes_per_rank(nq, R, xbuf_for(nq, R));
-    return R > 1 && whole > qrt_budget(in) && part != SIZE_MAX && part <= qd->min_budget;
+    return R > 1 && whole > in->hooks.mem_budget(in) && part != SIZE_MAX && part <= qd->min_budget;
 }
 
 size_t qdist_local_bytes(Interp *in, int nq)
@@ -391,7 +390,7 @@ int qdist_state(QDState *s, cplx **out, char *err, size_t errlen)
 {
     *out = NULL;
     size_t bytes = sv_bytes(s->nq);
-    size_t budget = qrt_budget(s->in), held = qrt_held(s->in);
+    size_t budget = s->in->hooks.mem_budget(s->in), held = s->in->hooks.mem_held(s->in);
     if (bytes == SIZE_MAX || held > budget || bytes > budget - held) {
         char b1[32], b2[32], b3[32];
         pool_format_bytes(b1, sizeof b1, bytes);

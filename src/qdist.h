@@ -13,9 +13,9 @@
  * src/dist/xsum.h) are the same bytes whatever the rank count.
  *
  * Without the meson feature `mpi` (qdist_none.c) nothing is distributed:
- * distributed=true runs on the ordinary statevector. Knows the Interp, qrt's
- * memory reservations and src/dist; not the language's values. Prefix
- * qdist_. */
+ * distributed=true runs on the ordinary statevector. Knows the Interp (the
+ * memory budget through its hooks, qrt_attach) and src/dist; not qrt, not
+ * the language's values. Prefix qdist_. */
 #ifndef QH_QDIST_H
 #define QH_QDIST_H
 

@@ -103,6 +103,7 @@ qh_State *qh_open(const qh_Config *cfg)
     in->qh_path = cfg->qh_path;
     in->ncpu = qh_cpus();
     async_attach(in);
+    qrt_attach(in);         /* the memory budget, for distributed states */
     diffq_attach(in);       /* qfn calls with differentiated arguments */
     module_attach(in);
     Q->argv = list_new(0);

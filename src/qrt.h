@@ -14,13 +14,12 @@ void qrt_open(void);
 void qrt_start(Interp *in);
 void qrt_finish(Interp *in);
 void qrt_stats(Interp *in, FILE *out);
-/* Memory held outside the pool's own states (a distributed state's part,
- * qdist.h) counted against the budget: waits as a state would (polling
- * *cancel, which may be NULL); NULL with a message when it cannot fit. */
-void *qrt_reserve(Interp *in, size_t bytes, const atomic_int *cancel, char *err, size_t errlen);
-void qrt_unreserve(Interp *in, void *token);
-size_t qrt_budget(Interp *in);
-size_t qrt_held(Interp *in);
+/* Installs in->hooks.mem_*: memory held outside the pool's own states (a
+ * distributed state's part, qdist.h) counted against the budget. The
+ * reservation waits as a state would (polling *cancel, which may be NULL);
+ * NULL with a message when it cannot fit. The budget is known before the
+ * runtime starts too. Call when the interpreter is opened. */
+void qrt_attach(Interp *in);
 /* Quantum calls and gates run so far, and the most device memory held. */
 void qrt_counts(Interp *in, unsigned long *calls, unsigned long *gates, size_t *peak);
 

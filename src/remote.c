@@ -25,7 +25,7 @@
 #include <unistd.h>
 
 /* What rank 0 broadcasts first: end at once, or the program follows. */
-enum { MSG_EXIT = 0, MSG_PROGRAM = 1 };
+typedef enum { MSG_EXIT = 0, MSG_PROGRAM = 1 } MsgKind;
 typedef struct ProgHdr { int32_t kind; uint32_t namelen; uint64_t textlen; } ProgHdr;
 
 /* What every rank says after compiling (gathered by all). */
@@ -40,7 +40,7 @@ typedef struct Hello {
 
 /* A farm message's first byte: a task, or rank 0's request for a rank's
  * trace events at the end. */
-enum { REQ_TASK = 'T', REQ_COLLECT = 'C' };
+typedef enum { REQ_TASK = 'T', REQ_COLLECT = 'C' } ReqKind;
 
 /* Rank 0: a remote slot waiting for its answer. */
 typedef struct Wait {

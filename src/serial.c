@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-enum { TAG_REF = 0xff };        /* an object written before: its number follows */
+typedef enum { TAG_REF = 0xff } SerTag;        /* an object written before: its number follows */
 #define SER_MAX_DEPTH 2000      /* as deep copies */
 
 void ser_init(SerCtx *sc, const void *code)

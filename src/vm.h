@@ -52,7 +52,7 @@ typedef struct VMError {
     bool chained;       /* a failed future's error: its hop line says where (async.c) */
 } VMError;
 
-struct LoopCtx;
+struct LoopCtx; struct Interp;
 
 /* What the evaluator reaches in rooms above it: each room installs its
  * entry when the interpreter is opened (qh_open), before any thread. */
@@ -65,6 +65,12 @@ typedef struct InterpHooks {
     /* lookahead (lookahead.c): a loop with a plan ended (any way) while
      * calls started early are outstanding (VM.la_watch) */
     void (*loop_exit)(VM *vm, struct LoopCtx *lc);
+    /* the memory budget of device states (qrt.c, qrt_attach), for the
+     * distributed states of qdist.c, which holds states outside the pool */
+    void *(*mem_reserve)(struct Interp *in, size_t bytes, const atomic_int *cancel, char *err, size_t errlen);
+    void (*mem_unreserve)(struct Interp *in, void *token);
+    size_t (*mem_budget)(struct Interp *in);
+    size_t (*mem_held)(struct Interp *in);
 } InterpHooks;
 
 struct Exec; struct Trace; struct QRuntime; struct AsyncState; struct QCtx; struct Lookahead; struct QDist;
