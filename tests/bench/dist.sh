@@ -16,10 +16,19 @@
 #    thread, and on -n 2 with one worker per rank (rank 0's own and rank
 #    1's, tasks over the farm): the speed-up (bar >= 1.8) and the checksum of
 #    the answers (equal in both runs). Best of RUNS interleaved runs each.
+# 3. The same through qh itself: tests/bench/dist_farm.qh, TASKS calls of a
+#    Q-wire qfn started at once, as `qh --workers 1` (one worker thread; the
+#    program waits in sync(), so the main thread runs none of them) and as
+#    `mpirun -n 2 qh --workers 1` (the calls travel to rank 1's worker too).
+#    The program times itself from the first call to the last result (not
+#    mpirun's start-up); the speed-up (bar >= 1.8) and the printed sum (the
+#    same bytes in both runs). Best of RUNS interleaved runs each.
 set -u
 build=${1:-build}
 exe=$build/tests/bench/bench_dist
-ninja -C "$build" tests/bench/bench_dist >/dev/null || { echo "cannot build $exe (configure with -Dmpi=enabled)"; exit 2; }
+qh=$build/src/qh
+prog=$(cd "$(dirname "$0")" && pwd)/dist_farm.qh
+ninja -C "$build" tests/bench/bench_dist src/qh >/dev/null || { echo "cannot build $exe (configure with -Dmpi=enabled)"; exit 2; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader
 N=${N:-24} RUNS=${RUNS:-3} TASKS=${TASKS:-64} Q=${Q:-14} DEPTH=${DEPTH:-40}
@@ -69,3 +78,23 @@ sp=$(awk -v a="$best1" -v b="$best2" 'BEGIN{printf "%.2f", a/b}')
 ok=$(awk -v s="$sp" 'BEGIN{print (s >= 1.8 ? "PASS" : "FAIL")}')
 echo
 echo "speed-up -n 2 / one process: ${sp}x (bar >= 1.8): $ok; checksums $([ "$c1" = "$c2" ] && echo equal || echo DIFFER)"
+
+echo
+echo "## qh task farm: $TASKS calls of a $Q-wire qfn (depth $DEPTH), qh --workers 1 vs mpirun -n 2 qh --workers 1"
+best1=999999; best2=999999; o1=""; o2=""
+for i in $(seq "$RUNS"); do
+  a=$("$qh" --workers 1 "$prog" "$TASKS" "$Q" "$DEPTH"); b=$(run 2 "$qh" --workers 1 "$prog" "$TASKS" "$Q" "$DEPTH")
+  s1=$(echo "$a" | sed -n 's/^seconds //p'); s2=$(echo "$b" | sed -n 's/^seconds //p')
+  [ -n "$s1" ] && [ -n "$s2" ] || { echo "FAIL: dist_farm.qh did not run"; exit 1; }
+  o1=$(echo "$a" | head -1); o2=$(echo "$b" | head -1)
+  best1=$(awk -v a="$best1" -v b="$s1" 'BEGIN{print (b<a?b:a)}'); best2=$(awk -v a="$best2" -v b="$s2" 'BEGIN{print (b<a?b:a)}')
+done
+echo
+echo "| run | workers | best of $RUNS (s) | sum printed |"
+echo "|---|---|---|---|"
+echo "| qh | 1 | $best1 | $o1 |"
+echo "| mpirun -n 2 qh | 1 per rank | $best2 | $o2 |"
+sp=$(awk -v a="$best1" -v b="$best2" 'BEGIN{printf "%.2f", a/b}')
+ok=$(awk -v s="$sp" 'BEGIN{print (s >= 1.8 ? "PASS" : "FAIL")}')
+echo
+echo "qh speed-up -n 2 / one process: ${sp}x (bar >= 1.8): $ok; output $([ "$o1" = "$o2" ] && echo identical || echo DIFFERS)"
