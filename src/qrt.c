@@ -654,8 +654,9 @@ static Value run_distributed(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, 
     int nq = dev->wires;
     if (grec || dev->nshotv) {
         for (int i = 0; i < f->p->nlocals; i++) decref(slots[i]);
-        return vm_error(vm, site, "%s(): %s are not available on a distributed device", f->p->name,
-                        grec ? "gradients" : "shot vectors");
+        if (grec)   /* the differentiation's error names the function */
+            return vm_error(vm, site, "gradients are not available on a distributed device (distributed=true)");
+        return vm_error(vm, site, "%s(): shot vectors are not available on a distributed device", f->p->name);
     }
     const atomic_int *cancel = vm->cancel ? vm->cancel : &vm->in->interrupt;
     char err[400];
