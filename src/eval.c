@@ -1911,6 +1911,8 @@ static void trace_stmt(Trace *t, int line, double ts_us)
     trace_complete(t, 0, name, "statement", ts_us, trace_now_us(t) - ts_us, args);
 }
 
+void eval_prepare_module(ModInfo *m) { prepare_module(m); }
+
 bool vm_run_module(VM *vm, ObjModule *m)
 {
     prepare_module(m->info);

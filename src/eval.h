@@ -12,6 +12,10 @@
 /* ---- eval.c ---- */
 /* Runs a module's top-level statements; false on an uncaught error. */
 bool vm_run_module(VM *vm, ObjModule *m);
+/* Prepares a module's code without running it, once, before any thread
+ * may run it: a rank that serves the tasks of a program it does not run
+ * (remote.c) prepares every module before its workers start. */
+void eval_prepare_module(ModInfo *m);
 /* An expression's value (a new reference or v_exc()); a statement. These
  * prepare code that has not run before (a REPL entry). */
 Value eval_expr(VM *vm, Node *e);

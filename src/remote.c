@@ -8,6 +8,7 @@
 #include "remote.h"
 #include "async.h"
 #include "builtins.h"
+#include "eval.h"
 #include "farm.h"
 #include "module.h"
 #include "qdist.h"
@@ -660,7 +661,12 @@ int remote_follow(Remote *r, const qh_Config *cfg0)
     Interp *in = qh_interp(Q);
     r->Q = Q;
     r->in = in;
-    if (p) module_code_table(in, qh_program_info(p), &r->code);
+    if (p) {
+        module_code_table(in, qh_program_info(p), &r->code);
+        /* rank 0 prepares code as it runs it; here tasks are the first to
+         * run it, several at once: prepare it all now */
+        for (int i = 0; i < r->code.nmods; i++) eval_prepare_module(r->code.mods[i]);
+    }
     int workers = in->nworkers > 0 ? in->nworkers : (int)in->ncpu;
     char buf[400];
     if (handshake(r, p != NULL, workers, in->max_memory, buf, sizeof buf)) {
