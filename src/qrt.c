@@ -376,9 +376,20 @@ static bool op_ser(Value v, SerCtx *sc)
     ser_bytes(sc, p->paulis, sizeof p->paulis);
     ser_bytes(sc, p->cparams, sizeof p->cparams);
     ser_u32(sc, (uint32_t)p->nterms);
+    ser_u32(sc, (uint32_t)p->nb);
     ser_array(sc, p->kraus, (size_t)p->nkraus * d * d * sizeof(cplx));
     ser_array(sc, p->matrix, d * d * sizeof(cplx));
-    ser_array(sc, p->terms, (size_t)p->nterms * sizeof(SvPauli));
+    ser_array(sc, p->bcast, (size_t)p->op.nparams * (size_t)p->nb * sizeof(double));
+    ser_u8(sc, p->terms != NULL);
+    for (int i = 0; p->terms && i < p->nterms; i++) {     /* each term, then its block's own arrays */
+        SvTerm t = p->terms[i];
+        size_t bd = (size_t)1 << t.k;
+        t.m = NULL;
+        t.ket = NULL;
+        ser_bytes(sc, &t, sizeof t);
+        ser_array(sc, p->terms[i].m, t.kind == SVB_DENSE ? bd * bd * sizeof(cplx) : 0);
+        ser_array(sc, p->terms[i].ket, t.kind == SVB_KET ? bd * sizeof(cplx) : 0);
+    }
     ser_array(sc, p->idw, (size_t)p->nterms * sizeof(uint64_t));
     return true;
 }
@@ -386,15 +397,15 @@ static bool op_ser(Value v, SerCtx *sc)
 static Value op_deser(SerCtx *sc, ValType t, size_t id)
 {
     (void)t; (void)id;
-    uint32_t kind, chan, nkraus, nterms;
+    uint32_t kind, chan, nkraus, nterms, nb;
     SvOp op;
     char paulis[sizeof ((ObjOp *)0)->paulis];
     double cparams[4];
     if (!des_u32(sc, &kind) || !des_bytes(sc, &op, sizeof op) || !des_u32(sc, &chan) || !des_u32(sc, &nkraus) ||
-        !des_bytes(sc, paulis, sizeof paulis) || !des_bytes(sc, cparams, sizeof cparams) || !des_u32(sc, &nterms))
+        !des_bytes(sc, paulis, sizeof paulis) || !des_bytes(sc, cparams, sizeof cparams) || !des_u32(sc, &nterms) || !des_u32(sc, &nb))
         return v_exc();
     if (kind > OPK_CHAN || op.nwires < 0 || op.nwires > SV_MAX_WIRES || op.nparams < 0 || op.nparams > 3 ||
-        op.nctrl < 0 || op.nctrl > SV_MAX_WIRES || nkraus > 64 || nterms > (1u << 24) || paulis[sizeof paulis - 1])
+        op.nctrl < 0 || op.nctrl > SV_MAX_WIRES || nkraus > 64 || nterms > (1u << 24) || nb > (1u << 24) || paulis[sizeof paulis - 1])
         return des_fail(sc, "operator");
     size_t d = (size_t)1 << op.nwires;
     ObjOp *p = op_new((int)kind);
@@ -402,17 +413,42 @@ static Value op_deser(SerCtx *sc, ValType t, size_t id)
     p->op = op;
     p->chan = (int)chan;
     p->nkraus = (int)nkraus;
-    p->nterms = (int)nterms;
+    p->nb = (int)nb;
     memcpy(p->paulis, paulis, sizeof paulis);
     memcpy(p->cparams, cparams, sizeof cparams);
-    void *kraus = NULL, *matrix = NULL, *terms = NULL, *idw = NULL;
+    void *kraus = NULL, *matrix = NULL, *bcast = NULL, *idw = NULL;
+    uint8_t has_terms = 0;
     bool ok = des_array(sc, &kraus, (size_t)nkraus * d * d * sizeof(cplx));
     p->kraus = kraus;
     ok = ok && des_array(sc, &matrix, d * d * sizeof(cplx));
     p->matrix = matrix;
     p->op.matrix = p->matrix;
-    ok = ok && des_array(sc, &terms, (size_t)nterms * sizeof(SvPauli));
-    p->terms = terms;
+    ok = ok && des_array(sc, &bcast, (size_t)op.nparams * nb * sizeof(double));
+    p->bcast = bcast;
+    ok = ok && des_u8(sc, &has_terms);
+    if (ok && has_terms) {
+        /* the terms one by one, each counted as soon as its arrays are owned (sv_terms_free) */
+        p->terms = xcalloc(nterms ? nterms : 1, sizeof(SvTerm));
+        for (uint32_t i = 0; ok && i < nterms; i++) {
+            SvTerm t;
+            ok = des_bytes(sc, &t, sizeof t);
+            if (ok && ((unsigned)t.kind > SVB_KET || t.k < 0 || t.k > SV_MAX_KET ||
+                       (t.kind == SVB_DENSE && t.k > SV_MAX_DENSE))) {
+                des_fail(sc, "operator");
+                ok = false;
+            }
+            if (!ok) break;
+            size_t bd = (size_t)1 << t.k;
+            void *m = NULL, *ket = NULL;
+            ok = des_array(sc, &m, t.kind == SVB_DENSE ? bd * bd * sizeof(cplx) : 0);
+            ok = ok && des_array(sc, &ket, t.kind == SVB_KET ? bd * sizeof(cplx) : 0);
+            t.m = m;
+            t.ket = ket;
+            p->terms[i] = t;
+            p->nterms = (int)i + 1;
+        }
+    }
+    if (ok) p->nterms = (int)nterms;
     ok = ok && des_array(sc, &idw, (size_t)nterms * sizeof(uint64_t));
     p->idw = idw;
     if (!ok) { decref(pv); return v_exc(); }

@@ -35,6 +35,8 @@ static const char program[] =
     "g = RX(0.5, wires=[1])\n"
     "cg = ctrl(PauliX(2), control=[0])\n"
     "obs = 0.5 * PauliZ(0) @ PauliX(1) + PauliY(2)\n"
+    "hob = 2 * Hermitian(array([[1, 2j], [-2j, 3]]), wires=[1]) @ PauliZ(0) + Projector([1, 0], wires=[0, 2])\n"
+    "bg = RX(array([0.1, 0.2, 0.3]), wires=[0])\n"
     "u = QubitUnitary(array([[0, 1], [1, 0]]), wires=[0])\n"
     "adj = adjoint(circ)\n"
     "bi = len\n"
@@ -127,7 +129,7 @@ static void check_same(const char *name)
 
 START_TEST(test_plain_kinds)
 {
-    const char *names[] = { "x", "neg", "big", "s", "l", "d", "c", "a", "ca", "dev", "g", "cg", "obs", "u", "bi", "done" };
+    const char *names[] = { "x", "neg", "big", "s", "l", "d", "c", "a", "ca", "dev", "g", "cg", "obs", "hob", "bg", "u", "bi", "done" };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) check_same(names[i]);
 }
 END_TEST
@@ -209,7 +211,7 @@ END_TEST
  * is read without a crash: a clean failure (or, for corruption, any value). */
 START_TEST(test_truncated_and_corrupt)
 {
-    const char *names[] = { "l", "d", "a", "cl", "obs", "u", "dev", "adj" };
+    const char *names[] = { "l", "d", "a", "cl", "obs", "hob", "bg", "u", "dev", "adj" };
     for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
         Value v = global(names[k]);
         SerCtx w;
