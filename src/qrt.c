@@ -2742,6 +2742,10 @@ static int rdm_wires(VM *vm, QCtx *q, Args *a, int *ws)
 /* the reduced density matrix of the wires, on either device (heap) */
 static cplx *reduced(VM *vm, QCtx *q, Args *a, const int *ws, int nw)
 {
+    if (q->ds) {
+        vm_error(vm, a->site, "%s() is not available on a distributed device (use probs, expval or sample)", a->def->name);
+        return NULL;
+    }
     size_t d = (size_t)1 << nw;
     cplx *m = malloc(d * d * sizeof(cplx));
     char err[256];
