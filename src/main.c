@@ -49,6 +49,7 @@ static const char usage_text[] =
     "  QH_PATH               colon-separated directories searched by import\n"
     "  XDG_STATE_HOME, HOME  where the REPL keeps its history\n"
     "  OPENBLAS_NUM_THREADS  threads of every BLAS call (default: the CPUs qh may use)\n"
+    "  QH_MPI_TIMEOUT        under mpirun: seconds of silence before another host's rank counts as dead\n"
     "  QH_WORKERS            background threads when --workers is not given, 1 to 1024\n"
     "  QH_SIMD               c, avx2 or avx512: the widest simulator kernels used\n"
     "\n"
