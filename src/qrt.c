@@ -379,7 +379,7 @@ static bool op_ser(Value v, SerCtx *sc)
     ser_u32(sc, (uint32_t)p->nb);
     ser_array(sc, p->kraus, (size_t)p->nkraus * d * d * sizeof(cplx));
     ser_array(sc, p->matrix, d * d * sizeof(cplx));
-    ser_array(sc, p->bcast, (size_t)p->op.nparams * (size_t)p->nb * sizeof(double));
+    for (int i = 0; i < 3; i++) if (!ser_value(sc, p->bsrc[i])) return false;   /* broadcast sources (nil: none) */
     ser_u8(sc, p->terms != NULL);
     for (int i = 0; p->terms && i < p->nterms; i++) {     /* each term, then its block's own arrays */
         SvTerm t = p->terms[i];
@@ -416,15 +416,19 @@ static Value op_deser(SerCtx *sc, ValType t, size_t id)
     p->nb = (int)nb;
     memcpy(p->paulis, paulis, sizeof paulis);
     memcpy(p->cparams, cparams, sizeof cparams);
-    void *kraus = NULL, *matrix = NULL, *bcast = NULL, *idw = NULL;
+    void *kraus = NULL, *matrix = NULL, *idw = NULL;
     uint8_t has_terms = 0;
     bool ok = des_array(sc, &kraus, (size_t)nkraus * d * d * sizeof(cplx));
     p->kraus = kraus;
     ok = ok && des_array(sc, &matrix, d * d * sizeof(cplx));
     p->matrix = matrix;
     p->op.matrix = p->matrix;
-    ok = ok && des_array(sc, &bcast, (size_t)op.nparams * nb * sizeof(double));
-    p->bcast = bcast;
+    for (int i = 0; ok && i < 3; i++) {
+        Value b = des_value(sc);
+        ok = !IS_EXC(b) && (b.t == T_NIL || b.t == T_ARRAY || b.t == T_LIST);
+        if (!IS_EXC(b) && !ok) { decref(b); des_fail(sc, "operator"); }
+        if (ok) p->bsrc[i] = b;
+    }
     ok = ok && des_u8(sc, &has_terms);
     if (ok && has_terms) {
         /* the terms one by one, each counted as soon as its arrays are owned (sv_terms_free) */
