@@ -2687,6 +2687,7 @@ static Value bi_measure(VM *vm, Args *a)
     } else {
         double prob = 0;
         int rc;
+        if (q->ds) return vm_error(vm, a->site, "measure(): postselect is not available on a distributed device");
         if (q->dm) {
             rc = dm_postselect(q->dm, w, post, &prob, err, sizeof err);
             if (rc == 0 && prob > 0 && reset && post == 1) {
