@@ -105,6 +105,8 @@ typedef struct QCtx {
     long shots;                 /* this run's shots (0: exact); a shot vector's entry */
     int bsize, bidx;            /* parameter broadcasting: the batch size (0: none) and this run's member */
     QRec *grec;                 /* a differentiated run (diffq.c), or NULL */
+    void *copy_token;           /* the pool's reservation of results copied out (reserve_copy) */
+    size_t copy_bytes;          /* ... and its size */
 } QCtx;
 
 static void device_free(Obj *o) { decref(((ObjDevice *)o)->noise); free(o); }
@@ -844,6 +846,7 @@ static Value run_inner(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value 
     sv_set_threads(s, NULL, 1);
     vm->dev_bytes -= bytes;
     pool_release(q->pool, inst, !IS_EXC(r));
+    if (ctx.copy_token) pool_release(q->pool, ctx.copy_token, 0);
     return r;
 }
 
@@ -2441,6 +2444,36 @@ static Value bi_var(VM *vm, Args *a)
     return r;
 }
 
+/* A large result copied out of a call (state(), probs() of many wires) is
+ * memory the call holds beside its state until the call ends: it is
+ * reserved from the pool's budget as a nested call's state is, never
+ * waiting (lang/async.md, "Memory"). A budget that holds the state but not
+ * the state and its copy fails with the budget error, instead of the
+ * process being killed by the kernel. Small results are not counted. */
+#define COPY_RESERVE_MIN ((size_t)1 << 20)
+static bool reserve_copy(VM *vm, QCtx *q, size_t bytes, const char *what, const Node *site)
+{
+    QRuntime *rt = vm->in->qrt;
+    if (bytes < COPY_RESERVE_MIN || !rt || q->capture) return true;
+    size_t total = q->copy_bytes + bytes;
+    if (q->copy_token) pool_release(rt->pool, q->copy_token, 0);
+    q->copy_token = NULL;
+    q->copy_bytes = 0;
+    char key[48], err[256], b1[32], b2[32], b3[32];
+    snprintf(key, sizeof key, "reserved:%zu", total);
+    InstArg ia = { 0, false, true };
+    void *t = pool_acquire_nested(rt->pool, key, total, &ia, vm->dev_bytes, err, sizeof err);
+    if (!t) {
+        vm_error(vm, site, "%s(): its result needs %s beside the %s its call holds, and the budget is %s (--max-memory)",
+                 what, pool_format_bytes(b1, sizeof b1, total), pool_format_bytes(b2, sizeof b2, vm->dev_bytes),
+                 pool_format_bytes(b3, sizeof b3, pool_budget(rt->pool)));
+        return false;
+    }
+    q->copy_token = t;
+    q->copy_bytes = total;
+    return true;
+}
+
 static Value bi_probs(VM *vm, Args *a)
 {
     QCtx *q = need_q(vm, a);
@@ -2461,6 +2494,7 @@ static Value bi_probs(VM *vm, Args *a)
         rec_meas(q, "Probs", nw ? ws : all, nw ? nw : q->nq);
     }
     size_t shape[1] = { (size_t)1 << outw };
+    if (!reserve_copy(vm, q, shape[0] * sizeof(double), "probs", a->site)) return v_exc();
     char err[AR_ERRLEN];
     Array *r = ar_new(AR_F64, 1, shape, err);
     if (!r) return vm_error(vm, a->site, "%s", err);
@@ -2499,6 +2533,7 @@ static Value bi_state(VM *vm, Args *a)
     }
     /* the mixed device's state is its density matrix, as default.mixed's qml.state() */
     size_t shape[2] = { q->dm ? q->dm->dim : q->s->dim, q->dm ? q->dm->dim : 0 };
+    if (!reserve_copy(vm, q, (q->dm ? q->dm->v.dim : q->s->dim) * sizeof(cplx), "state", a->site)) return v_exc();
     Array *r = q->dm ? ar_from_data(AR_C128, 2, shape, q->dm->v.amp, err) : ar_from_data(AR_C128, 1, shape, q->s->amp, err);
     if (!r) return vm_error(vm, a->site, "%s", err);
     return arr_wrap(r);
