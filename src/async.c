@@ -811,7 +811,11 @@ static bool ship_task(TaskCtx *c, ExecTask *t, int slot)
             Fut *f = ok ? links_find(&links, o) : NULL;
             if (f) fut_mark_retrieved(f);
         }
+        /* the answer's values belong to whoever reads the result (as a
+         * local task's result copy): made untracked on this slot's thread */
+        bool tracked = value_track_pause();
         Value v = ok && rc == 1 ? des_value(&rd) : v_exc();
+        value_track_resume(tracked);
         if (ok && rc == 0) {
             exec_task_fail(t, (const char *)rd.in + rd.pos);     /* the message (NUL-terminated by the Buf) */
         } else if (!IS_EXC(v) && des_at_end(&rd)) {
