@@ -17,6 +17,7 @@ export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 # ... nor are its races (tsan.supp)
 export TSAN_OPTIONS="${TSAN_OPTIONS:+$TSAN_OPTIONS:}suppressions=$(cd "$(dirname "$0")" && pwd)/tsan.supp"
+symbolizer_noise='^LLVMSymbolizer: error reading file: '
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 fail=0; n=0
 header() { sed -n "s/^# $1: *//p" "$2" | head -1; }
@@ -46,7 +47,8 @@ for prog in "${progs[@]}"; do
   for r in $ranks; do
     n=$((n+1))
     (cd "$dir" && timeout 300 mpirun -q --oversubscribe --bind-to none -n "$r" "$qh" --stats $args "$name.qh" > "$tmp/got.out" 2> "$tmp/got.all"); st=$?
-    grep -v '^qh stats: ' "$tmp/got.all" > "$tmp/got.err"
+    # --stats lines, and the noise of TSan's symbolizer (see qh_mpirun.sh)
+    grep -v -e '^qh stats: ' -e "$symbolizer_noise" "$tmp/got.all" > "$tmp/got.err"
     what="$name on $r ranks"
     if [ "$st" != "$want_st" ]; then echo "FAIL $what: status $st, want $want_st"; head -20 "$tmp/got.all"; fail=1; continue; fi
     if ! cmp -s "$tmp/want.out" "$tmp/got.out"; then echo "FAIL $what: stdout differs"; diff "$tmp/want.out" "$tmp/got.out" | head -20; fail=1; continue; fi
