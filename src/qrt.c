@@ -2548,14 +2548,51 @@ static long need_shots(VM *vm, QCtx *q, Args *a)
     return q->shots;
 }
 
+/* sample()/counts() wires=: the wires read, in the order given (PennyLane's
+ * qml.sample(wires=...)); 0 when not given (every wire), -1 after an error.
+ * *one: a single wire given as a number, not a list (sample() then drops
+ * that axis, as NumPy's x[:, w] does; lang/quantum.md). */
+static int meas_wires(VM *vm, QCtx *q, Args *a, int *ws, bool *one)
+{
+    const char *who = a->def->name;
+    Value *wk = arg_kw(a, "wires");
+    *one = false;
+    if (!wk || wk->t == T_NIL) return 0;
+    if (a->n > 0) { vm_error(vm, a->site, "%s(): give an observable or wires=, not both", who); return -1; }
+    char what[32];
+    snprintf(what, sizeof what, "%s()", who);
+    int nw = collect_wires(vm, *wk, ws, 64, what, a->site);
+    if (nw < 0) return -1;
+    if (nw == 0) { vm_error(vm, a->site, "%s(): wires= is empty", who); return -1; }
+    for (int i = 0; i < nw; i++) {
+        if (ws[i] >= q->nq) { vm_error(vm, a->site, "%s(): wire %d out of range for a %d-wire device", who, ws[i], q->nq); return -1; }
+        for (int j = 0; j < i; j++)
+            if (ws[j] == ws[i]) { vm_error(vm, a->site, "%s(): wires must be distinct (wire %d twice)", who, ws[i]); return -1; }
+    }
+    *one = wk->t == T_NUM;
+    return nw;
+}
+
+/* the bits of basis index IDX on wires WS (wire 0 most significant, as in
+ * the full index), packed in that order into the low NW bits */
+static uint64_t index_on_wires(uint64_t idx, int nq, const int *ws, int nw)
+{
+    uint64_t r = 0;
+    for (int k = 0; k < nw; k++) r = (r << 1) | ((idx >> (nq - 1 - ws[k])) & 1);
+    return r;
+}
 static Value bi_sample(VM *vm, Args *a)
 {
     QCtx *q = need_q(vm, a);
     if (!q) return v_exc();
     long shots = need_shots(vm, q, a);
     if (shots < 0) return v_exc();
+    int ws[64];
+    bool one;
+    int nw = meas_wires(vm, q, a, ws, &one);
+    if (nw < 0) return v_exc();
     if (q->grec) qrec_nondiff(q->grec, "sample", false);
-    if (q->rec) { int all[64]; for (int i = 0; i < q->nq && i < 64; i++) all[i] = i; rec_meas(q, "Sample", all, q->nq); }
+    if (q->rec) { int all[64]; for (int i = 0; i < q->nq && i < 64; i++) all[i] = i; rec_meas(q, "Sample", nw ? ws : all, nw ? nw : q->nq); }
     char err[AR_ERRLEN];
     if (a->n > 0) {
         SvTerm *t;
@@ -2593,8 +2630,10 @@ static Value bi_sample(VM *vm, Args *a)
         sv_terms_free(t, n);
         return arr_wrap(r);
     }
-    size_t shape[2] = { (size_t)shots, (size_t)q->nq };
-    Array *r = ar_new(AR_F64, 2, shape, err);
+    int nq = q->nq, cols = nw ? nw : nq;
+    if (!nw) for (int w = 0; w < nq; w++) ws[w] = w;
+    size_t shape[2] = { (size_t)shots, (size_t)cols };
+    Array *r = ar_new(AR_F64, one ? 1 : 2, shape, err);
     if (!r) return vm_error(vm, a->site, "%s", err);
     uint64_t *idx = malloc((size_t)shots * sizeof(uint64_t));
     if (!idx) { ar_free(r); return vm_error(vm, a->site, "sample(): out of memory"); }
@@ -2605,9 +2644,8 @@ static Value bi_sample(VM *vm, Args *a)
     else if (q->dm) dm_sample(q->dm, (size_t)shots, &q->rng, idx);
     else sv_sample(q->s, (size_t)shots, &q->rng, idx);
     double *out = ar_f64(r);
-    int nq = q->nq;
     for (long i = 0; i < shots; i++)
-        for (int w = 0; w < nq; w++) out[(size_t)i * (size_t)nq + (size_t)w] = (double)((idx[i] >> (nq - 1 - w)) & 1);
+        for (int k = 0; k < cols; k++) out[(size_t)i * (size_t)cols + (size_t)k] = (double)((idx[i] >> (nq - 1 - ws[k])) & 1);
     free(idx);
     return arr_wrap(r);
 }
@@ -2624,8 +2662,12 @@ static Value bi_counts(VM *vm, Args *a)
     if (!q) return v_exc();
     long shots = need_shots(vm, q, a);
     if (shots < 0) return v_exc();
+    int ws[64];
+    bool one;
+    int nw = meas_wires(vm, q, a, ws, &one);
+    if (nw < 0) return v_exc();
     if (q->grec) qrec_nondiff(q->grec, "counts", false);
-    if (q->rec) { int all[64]; for (int i = 0; i < q->nq && i < 64; i++) all[i] = i; rec_meas(q, "Counts", all, q->nq); }
+    if (q->rec) { int all[64]; for (int i = 0; i < q->nq && i < 64; i++) all[i] = i; rec_meas(q, "Counts", nw ? ws : all, nw ? nw : q->nq); }
     if (a->n > 0) {       /* counts of an observable's eigenvalues: {value: count}, ascending */
         SvTerm *t;
         int n;
@@ -2656,15 +2698,16 @@ static Value bi_counts(VM *vm, Args *a)
     }
     else if (q->dm) dm_sample(q->dm, (size_t)shots, &q->rng, idx);
     else sv_sample(q->s, (size_t)shots, &q->rng, idx);
+    int nq = q->nq, cols = nw ? nw : nq;
+    if (nw) for (long i = 0; i < shots; i++) idx[i] = index_on_wires(idx[i], nq, ws, nw);
     qsort(idx, (size_t)shots, sizeof(uint64_t), cmp_u64);
     ObjDict *d = dict_new();
-    int nq = q->nq;
     char bits[65];
     for (long i = 0; i < shots;) {
         long j = i;
         while (j < shots && idx[j] == idx[i]) j++;
-        for (int w = 0; w < nq; w++) bits[w] = (char)('0' + ((idx[i] >> (nq - 1 - w)) & 1));
-        bits[nq] = 0;
+        for (int k = 0; k < cols; k++) bits[k] = (char)('0' + ((idx[i] >> (cols - 1 - k)) & 1));
+        bits[cols] = 0;
         Value k = v_str(bits);
         dict_set(d, k, v_num((double)(j - i)));
         decref(k);
@@ -2927,8 +2970,8 @@ static const BuiltinDef builtins_quantum[] = {
     { "var", bi_var, 1, 1, BI_QUANTUM, NULL, 0 },
     { "probs", bi_probs, 0, 1, BI_QUANTUM, kw_wires, 0 },
     { "state", bi_state, 0, 0, BI_QUANTUM, NULL, 0 },
-    { "sample", bi_sample, 0, 1, BI_QUANTUM, NULL, 0 },
-    { "counts", bi_counts, 0, 1, BI_QUANTUM, NULL, 0 },
+    { "sample", bi_sample, 0, 1, BI_QUANTUM, kw_wires, 0 },
+    { "counts", bi_counts, 0, 1, BI_QUANTUM, kw_wires, 0 },
     { "measure", bi_measure, 1, 2, BI_QUANTUM, kw_reset, 0 },
     { "density_matrix", bi_density_matrix, 0, 1, BI_QUANTUM, kw_wires, 0 },
     { "purity", bi_purity, 0, 1, BI_QUANTUM, kw_wires, 0 },
