@@ -197,6 +197,71 @@ static void set_err(char *err, size_t errlen, const char *msg)
         snprintf(err, errlen, "%s", msg);
 }
 
+/* Why: both acquire paths first look for an idle instance of the key, most
+ * recently released first. Under the lock; marks it in use. */
+static Entry *take_idle(Pool *p, const char *key)
+{
+    for (Entry *e = p->tail; e; e = e->prev)
+        if (!e->in_use && strcmp(e->key, key) == 0) {
+            e->in_use = 1;
+            p->in_use += e->bytes;
+            p->st.reused++;
+            return e;
+        }
+    return NULL;
+}
+
+/* Why: making room. Under the lock: unlinks idle instances, least recently
+ * used first, until bytes more fit in the budget or none is left; returns
+ * them for destroy_unlocked (their bytes stay counted until then). */
+static Entry *unlink_victims(Pool *p, size_t bytes)
+{
+    Entry *victims = NULL, **vt = &victims;
+    size_t gone = 0;
+    for (Entry *e = p->head, *next; e && p->held - gone + bytes > p->budget; e = next) {
+        next = e->next;
+        if (e->in_use)
+            continue;
+        unlink_entry(p, e);
+        gone += e->bytes;
+        *vt = e;
+        vt = &e->next;
+        p->st.evicted++;
+    }
+    return victims;
+}
+
+/* Why: the bytes are reserved (p->held counts them) and the lock is not
+ * held: creating takes time. Creates the instance and records it in use,
+ * or gives the reservation back and fails. */
+static void *create_reserved(Pool *p, const char *key, size_t bytes, void *create_arg, char *err, size_t errlen)
+{
+    void *inst = p->vt.create(create_arg, err, errlen);
+    pthread_mutex_lock(&p->mu);
+    if (!inst) {
+        p->held -= bytes;
+        p->st.failed++;
+        pthread_cond_broadcast(&p->cv);
+        pthread_mutex_unlock(&p->mu);
+        if (err && errlen && !err[0])
+            snprintf(err, errlen, "could not create an instance for %s", key);
+        return NULL;
+    }
+    Entry *e = calloc(1, sizeof *e);
+    char *k = strdup(key);
+    if (!e || !k)
+        abort();
+    e->key = k;
+    e->bytes = bytes;
+    e->inst = inst;
+    e->in_use = 1;
+    append_entry(p, e);
+    p->in_use += bytes;
+    p->st.created++;
+    pthread_mutex_unlock(&p->mu);
+    return inst;
+}
+
 /* Why: the heart of the device pool; see pool.h for the contract and the
  * file comment for the accounting. */
 void *pool_acquire(Pool *p, const char *key, size_t bytes, void *create_arg,
@@ -228,16 +293,8 @@ void *pool_acquire(Pool *p, const char *key, size_t bytes, void *create_arg,
             return NULL;
         }
         /* 1. An idle instance of the same key: most recently released. */
-        Entry *hit = NULL;
-        for (Entry *e = p->tail; e; e = e->prev)
-            if (!e->in_use && strcmp(e->key, key) == 0) {
-                hit = e;
-                break;
-            }
+        Entry *hit = take_idle(p, key);
         if (hit) {
-            hit->in_use = 1;
-            p->in_use += hit->bytes;
-            p->st.reused++;
             if (queued)
                 dequeue(p, &me);
             pthread_mutex_unlock(&p->mu);
@@ -261,30 +318,7 @@ void *pool_acquire(Pool *p, const char *key, size_t bytes, void *create_arg,
                     p->peak = p->held;
                 dequeue(p, &me);
                 pthread_mutex_unlock(&p->mu);
-                void *inst = p->vt.create(create_arg, err, errlen);
-                pthread_mutex_lock(&p->mu);
-                if (!inst) {
-                    p->held -= bytes;
-                    p->st.failed++;
-                    pthread_cond_broadcast(&p->cv);
-                    pthread_mutex_unlock(&p->mu);
-                    if (err && errlen && !err[0])
-                        snprintf(err, errlen, "could not create an instance for %s", key);
-                    return NULL;
-                }
-                Entry *e = calloc(1, sizeof *e);
-                char *k = strdup(key);
-                if (!e || !k)
-                    abort();
-                e->key = k;
-                e->bytes = bytes;
-                e->inst = inst;
-                e->in_use = 1;
-                append_entry(p, e);
-                p->in_use += bytes;
-                p->st.created++;
-                pthread_mutex_unlock(&p->mu);
-                return inst;
+                return create_reserved(p, key, bytes, create_arg, err, errlen);
             }
             /* 3. Fits once idle instances (of other keys: none of ours is
              * idle) are gone: evict the least recently used, then retry. */
@@ -293,18 +327,7 @@ void *pool_acquire(Pool *p, const char *key, size_t bytes, void *create_arg,
                 if (!e->in_use)
                     idle += e->bytes;
             if (idle && p->held - idle + bytes <= p->budget) {
-                Entry *victims = NULL, **vt = &victims;
-                size_t gone = 0;
-                for (Entry *e = p->head, *next; e && p->held - gone + bytes > p->budget; e = next) {
-                    next = e->next;
-                    if (e->in_use)
-                        continue;
-                    unlink_entry(p, e);
-                    gone += e->bytes;
-                    *vt = e;
-                    vt = &e->next;
-                    p->st.evicted++;
-                }
+                Entry *victims = unlink_victims(p, bytes);
                 pthread_mutex_unlock(&p->mu);
                 destroy_unlocked(p, victims);   /* still head: nobody takes the room */
                 pthread_mutex_lock(&p->mu);
@@ -348,59 +371,21 @@ void *pool_acquire_nested(Pool *p, const char *key, size_t bytes, void *create_a
                      pool_format_bytes(c, sizeof c, p->budget));
         return NULL;
     }
-    for (Entry *e = p->tail; e; e = e->prev) {
-        if (!e->in_use && strcmp(e->key, key) == 0) {
-            e->in_use = 1;
-            p->in_use += e->bytes;
-            p->st.reused++;
-            pthread_mutex_unlock(&p->mu);
-            if (p->vt.reset)
-                p->vt.reset(e->inst);
-            return e->inst;
-        }
+    Entry *hit = take_idle(p, key);
+    if (hit) {
+        pthread_mutex_unlock(&p->mu);
+        if (p->vt.reset)
+            p->vt.reset(hit->inst);
+        return hit->inst;
     }
-    Entry *victims = NULL, **vt = &victims;
-    size_t gone = 0;
-    for (Entry *e = p->head, *next; e && p->held - gone + bytes > p->budget; e = next) {
-        next = e->next;
-        if (e->in_use)
-            continue;
-        unlink_entry(p, e);
-        gone += e->bytes;
-        *vt = e;
-        vt = &e->next;
-        p->st.evicted++;
-    }
+    Entry *victims = unlink_victims(p, bytes);
     p->held += bytes;
     if (p->held > p->peak)
         p->peak = p->held;
     pthread_mutex_unlock(&p->mu);
     if (victims)
         destroy_unlocked(p, victims);
-    void *inst = p->vt.create(create_arg, err, errlen);
-    pthread_mutex_lock(&p->mu);
-    if (!inst) {
-        p->held -= bytes;
-        p->st.failed++;
-        pthread_cond_broadcast(&p->cv);
-        pthread_mutex_unlock(&p->mu);
-        if (err && errlen && !err[0])
-            snprintf(err, errlen, "could not create an instance for %s", key);
-        return NULL;
-    }
-    Entry *e = calloc(1, sizeof *e);
-    char *k = strdup(key);
-    if (!e || !k)
-        abort();
-    e->key = k;
-    e->bytes = bytes;
-    e->inst = inst;
-    e->in_use = 1;
-    append_entry(p, e);
-    p->in_use += bytes;
-    p->st.created++;
-    pthread_mutex_unlock(&p->mu);
-    return inst;
+    return create_reserved(p, key, bytes, create_arg, err, errlen);
 }
 
 /* Why: a finished task hands its instance back: kept for reuse if the
