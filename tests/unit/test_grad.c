@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qh.h"
+#include "qh_harness.h"
 
 /* ================================================================ running a program */
 
@@ -34,36 +34,14 @@
 
 static bool g_sync = true;      /* run() in --sync mode, or with background workers */
 
-/* Runs a qh program in-process through qh.h (as the qh command does). What
- * it prints goes to out (at most OUT_CAP bytes, NUL-terminated); an uncaught
- * runtime error, or a parse/resolve/analysis error, is appended to out too.
- * Returns true when the program ran to the end without an error. */
+/* Runs a qh program in-process through qh.h (as the qh command does), in
+ * the mode g_sync says. What it prints goes to out (at most OUT_CAP bytes,
+ * NUL-terminated); an uncaught runtime error, or a parse/resolve/analysis
+ * error, is in out too. Returns true when the program ran to the end
+ * without an error. */
 static bool run(const char *program, char *out)
 {
-    char *mem = NULL;
-    size_t memlen = 0;
-    FILE *f = open_memstream(&mem, &memlen);
-    ck_assert_ptr_nonnull(f);
-
-    qh_Config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.out = f;
-    cfg.err = f;
-    cfg.sync = g_sync;
-    cfg.workers = g_sync ? 0 : 4;
-    cfg.seed = 1;
-    cfg.seed_given = true;
-    cfg.max_memory = (size_t)1 << 30;
-    qh_State *Q = qh_open(&cfg);
-    qh_Program *p = qh_compile(Q, "t.qh", program, strlen(program), f);
-    int status = p ? qh_run(Q, p) : 2;
-    bool ok = qh_close(Q, status) == 0;
-    fclose(f);
-    size_t n = memlen < OUT_CAP - 1 ? memlen : OUT_CAP - 1;
-    memcpy(out, mem, n);
-    out[n] = 0;
-    free(mem);
-    return ok;
+    return run_merged(program, g_sync, 4, out, OUT_CAP);
 }
 
 /* Runs a program that must succeed. */
@@ -71,33 +49,6 @@ static void run_ok(const char *what, const char *program, char *out)
 {
     bool ok = run(program, out);
     ck_assert_msg(ok, "%s: the program failed:\n%s\n--- program:\n%s", what, out, program);
-}
-
-/* The numbers after `tag` on the line that starts with "tag " (n of them). */
-static void numbers(const char *out, const char *tag, double *v, int n, const char *what)
-{
-    size_t tl = strlen(tag);
-    const char *p = out;
-    while (p && *p) {
-        if (strncmp(p, tag, tl) == 0 && p[tl] == ' ') break;
-        p = strchr(p, '\n');
-        if (p) p++;
-    }
-    ck_assert_msg(p && *p, "%s: no line '%s ...' in the output:\n%s", what, tag, out);
-    p += tl;
-    for (int i = 0; i < n; i++) {
-        char *end;
-        v[i] = strtod(p, &end);
-        ck_assert_msg(end != p, "%s: line '%s' has fewer than %d numbers:\n%s", what, tag, n, out);
-        p = end;
-    }
-}
-
-static void assert_close(const char *what, const char *quantity, double got, double want, double tol)
-{
-    ck_assert_msg(isfinite(got) && fabs(got - want) <= tol,
-                  "%s: %s = %.15g, want %.15g (difference %.3g > %g)",
-                  what, quantity, got, want, fabs(got - want), tol);
 }
 
 /* ================================================================ generated circuits */
@@ -509,7 +460,7 @@ END_TEST
 /* ================================================================ errors */
 
 /* Each line of the program prints "TAG: message" from a catch. */
-static void expect_error(const char *out, const char *tag, const char *needle)
+static void expect_caught(const char *out, const char *tag, const char *needle)
 {
     char key[80];
     snprintf(key, sizeof key, "%s: ", tag);
@@ -563,20 +514,20 @@ START_TEST(test_errors)
     double va[2];
     numbers(out, "two-adjoint", va, 2, "adjoint with two expvals");
     assert_close("adjoint with two expvals", "d/dx (<Z> + <X>) = -sin x", va[0], va[1], 1e-10);
-    expect_error(out, "shots", "exact device");
-    expect_error(out, "measure", "measure");
+    expect_caught(out, "shots", "exact device");
+    expect_caught(out, "measure", "measure");
     /* plain and hybrid functions are differentiated like qfns (whole programs) */
     ck_assert_msg(strstr(out, "plain-fn-ok\n2\n2\n"), "grad of a plain fn and of a hybrid qfn:\n%s", out);
-    expect_error(out, "builtin", "builtin sin()");
-    expect_error(out, "probs", "jacobian()");
-    expect_error(out, "method", "unknown method");
-    expect_error(out, "argnum", "argnum");
-    expect_error(out, "string-arg", "must be a number, a float array or a list");
-    expect_error(out, "complex-arg", "not a complex array");
+    expect_caught(out, "builtin", "builtin sin()");
+    expect_caught(out, "probs", "jacobian()");
+    expect_caught(out, "method", "unknown method");
+    expect_caught(out, "argnum", "argnum");
+    expect_caught(out, "string-arg", "must be a number, a float array or a list");
+    expect_caught(out, "complex-arg", "not a complex array");
     /* no gate is left without a shift rule except QubitUnitary, whose
      * matrix cannot carry a derivative: an error, not a silent 0 */
-    expect_error(out, "unitary-ps", "QubitUnitary: a matrix made from differentiated values");
-    expect_error(out, "unitary-adjoint", "QubitUnitary: a matrix made from differentiated values");
+    expect_caught(out, "unitary-ps", "QubitUnitary: a matrix made from differentiated values");
+    expect_caught(out, "unitary-adjoint", "QubitUnitary: a matrix made from differentiated values");
     double wa[2];
     numbers(out, "whole", wa, 2, "whole-array arithmetic");
     assert_close("whole-array arithmetic", "d/dx0 cos(2 x0)", wa[0], -2 * sin(0.2), 1e-12);

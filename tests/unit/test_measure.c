@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "qh.h"
+#include "qh_harness.h"
 
 typedef double complex cplx;
 
@@ -28,63 +28,16 @@ typedef double complex cplx;
 
 static bool g_sync = true;
 
+/* runs program in the mode g_sync says (qh_harness.h's run_merged) */
 static bool run(const char *program, char *out)
 {
-    char *mem = NULL;
-    size_t memlen = 0;
-    FILE *f = open_memstream(&mem, &memlen);
-    ck_assert_ptr_nonnull(f);
-    qh_Config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.out = f;
-    cfg.err = f;
-    cfg.sync = g_sync;
-    cfg.workers = g_sync ? 0 : 3;
-    cfg.seed = 1;
-    cfg.seed_given = true;
-    cfg.max_memory = (size_t)1 << 30;
-    qh_State *Q = qh_open(&cfg);
-    qh_Program *p = qh_compile(Q, "t.qh", program, strlen(program), f);
-    int status = p ? qh_run(Q, p) : 2;
-    bool ok = qh_close(Q, status) == 0;
-    fclose(f);
-    size_t n = memlen < OUT_CAP - 1 ? memlen : OUT_CAP - 1;
-    memcpy(out, mem, n);
-    out[n] = 0;
-    free(mem);
-    return ok;
+    return run_merged(program, g_sync, 3, out, OUT_CAP);
 }
 
 static void run_ok(const char *what, const char *program, char *out)
 {
     bool ok = run(program, out);
     ck_assert_msg(ok, "%s: the program failed:\n%s\n--- program:\n%s", what, out, program);
-}
-
-/* The numbers after `tag` on the line that starts with "tag " (n of them). */
-static void numbers(const char *out, const char *tag, double *v, int n, const char *what)
-{
-    size_t tl = strlen(tag);
-    const char *p = out;
-    while (p && *p) {
-        if (strncmp(p, tag, tl) == 0 && p[tl] == ' ') break;
-        p = strchr(p, '\n');
-        if (p) p++;
-    }
-    ck_assert_msg(p && *p, "%s: no line '%s ...' in the output:\n%s", what, tag, out);
-    p += tl;
-    for (int i = 0; i < n; i++) {
-        char *end;
-        v[i] = strtod(p, &end);
-        ck_assert_msg(end != p, "%s: line '%s' has fewer than %d numbers:\n%s", what, tag, n, out);
-        p = end;
-    }
-}
-
-static void close_to(const char *what, const char *q, double got, double want, double tol)
-{
-    ck_assert_msg(isfinite(got) && fabs(got - want) <= tol, "%s: %s = %.15g, want %.15g (difference %.3g > %g)",
-                  what, q, got, want, fabs(got - want), tol);
 }
 
 typedef struct { char *s; size_t n; } PBuf;
@@ -384,13 +337,13 @@ START_TEST(test_observables_dense)
             for (int i = 0; i < 7; i++) {
                 char what[96];
                 snprintf(what, sizeof what, "trial %d %s", trial, dev ? "mixed" : "statevector");
-                close_to(what, names[i], got[i], want[i], 1e-9);
+                assert_close(what, names[i], got[i], want[i], 1e-9);
             }
             snprintf(tag, sizeof tag, "rho%d", dev);
             numbers(out, tag, rg, 32, "density_matrix");
             for (int i = 0; i < 16; i++) {
-                close_to("density_matrix", "re", rg[2 * i], creal(rho[i]), 1e-12);
-                close_to("density_matrix", "im", rg[2 * i + 1], cimag(rho[i]), 1e-12);
+                assert_close("density_matrix", "re", rg[2 * i], creal(rho[i]), 1e-12);
+                assert_close("density_matrix", "im", rg[2 * i + 1], cimag(rho[i]), 1e-12);
             }
         }
     }
@@ -425,9 +378,9 @@ START_TEST(test_grad_blocks)
         run_ok("grad of blocks", prog, out);
         double g[4];
         numbers(out, "g", g, 4, "grad");
-        close_to("grad of blocks", "adjoint vs central differences", g[0], g[3], 1e-7);
-        close_to("grad of blocks", "parameter-shift vs adjoint", g[1], g[0], 1e-10);
-        close_to("grad of blocks", "finite-diff vs adjoint", g[2], g[0], 1e-6);
+        assert_close("grad of blocks", "adjoint vs central differences", g[0], g[3], 1e-7);
+        assert_close("grad of blocks", "parameter-shift vs adjoint", g[1], g[0], 1e-10);
+        assert_close("grad of blocks", "finite-diff vs adjoint", g[2], g[0], 1e-6);
     }
     g_sync = true;
 }
@@ -462,12 +415,12 @@ START_TEST(test_sampling)
     numbers(out, "total", &tot, 1, "sampling");
     numbers(out, "vector", vec, 4, "sampling");
     double sd = sqrt(ex[1] / 40000);
-    for (int i = 0; i < 3; i++) close_to("sampling", "estimate of <A>", mn[i], ex[0], 6 * sd);
-    close_to("sampling", "counts total", tot, 40000, 0);
+    for (int i = 0; i < 3; i++) assert_close("sampling", "estimate of <A>", mn[i], ex[0], 6 * sd);
+    assert_close("sampling", "counts total", tot, 40000, 0);
     ck_assert_int_eq((int)vec[0], 3);
-    close_to("shot vector", "entry of 1000", vec[1], ex[0], 6 * sqrt(ex[1] / 1000));
-    close_to("shot vector", "entry of 4000", vec[2], ex[0], 6 * sqrt(ex[1] / 4000));
-    close_to("shot vector", "entry of 4000", vec[3], ex[0], 6 * sqrt(ex[1] / 4000));
+    assert_close("shot vector", "entry of 1000", vec[1], ex[0], 6 * sqrt(ex[1] / 1000));
+    assert_close("shot vector", "entry of 4000", vec[2], ex[0], 6 * sqrt(ex[1] / 4000));
+    assert_close("shot vector", "entry of 4000", vec[3], ex[0], 6 * sqrt(ex[1] / 4000));
     ck_assert_msg(vec[2] != vec[3], "the copies of a shot-vector entry are independent estimates");
     /* the keys of counts are eigenvalues of A */
     double ev[4], k[5];
@@ -478,7 +431,7 @@ START_TEST(test_sampling)
     for (int i = 1; i <= (int)k[0]; i++) {
         double best = 1e9;
         for (int j = 0; j < 4; j++) if (fabs(k[i] - ev[j]) < best) best = fabs(k[i] - ev[j]);
-        close_to("counts", "key against the nearest eigenvalue", best, 0, 1e-9);
+        assert_close("counts", "key against the nearest eigenvalue", best, 0, 1e-9);
     }
 }
 END_TEST
@@ -504,7 +457,7 @@ START_TEST(test_postselect)
     numbers(out, "after", s1, 16, "postselect");
     numbers(out, "rho", rho, 128, "postselect");
     numbers(out, "m", &m, 1, "postselect");
-    close_to("postselect", "outcome", m, 1, 0);
+    assert_close("postselect", "outcome", m, 1, 0);
     cplx psi[8];
     double p = 0;
     for (int i = 0; i < 8; i++) {
@@ -513,14 +466,14 @@ START_TEST(test_postselect)
     }
     for (int i = 0; i < 8; i++) {
         psi[i] /= sqrt(p);
-        close_to("postselect", "re", s1[2 * i], creal(psi[i]), 1e-12);
-        close_to("postselect", "im", s1[2 * i + 1], cimag(psi[i]), 1e-12);
+        assert_close("postselect", "re", s1[2 * i], creal(psi[i]), 1e-12);
+        assert_close("postselect", "im", s1[2 * i + 1], cimag(psi[i]), 1e-12);
     }
     for (int i = 0; i < 8; i++)
         for (int j = 0; j < 8; j++) {
             cplx want = psi[i] * conj(psi[j]);
-            close_to("postselect (mixed)", "re", rho[2 * (i * 8 + j)], creal(want), 1e-12);
-            close_to("postselect (mixed)", "im", rho[2 * (i * 8 + j) + 1], cimag(want), 1e-12);
+            assert_close("postselect (mixed)", "re", rho[2 * (i * 8 + j)], creal(want), 1e-12);
+            assert_close("postselect (mixed)", "im", rho[2 * (i * 8 + j) + 1], cimag(want), 1e-12);
         }
     ck_assert_msg(strstr(out, "never nan"), "probability 0: NaN results\n%s", out);
 }
