@@ -148,6 +148,7 @@ static Value complex_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
 static Value complex_unop(VM *vm, BinOp op, Value a, const Node *site)
 {
     (void)vm; (void)site;
+    if (op == OP_INVERT) return v_notimpl();
     if (op == OP_NEG) return v_complex(-AS_CPLX(a)->re, -AS_CPLX(a)->im);
     incref(a);
     return a;

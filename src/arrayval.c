@@ -108,8 +108,7 @@ static bool to_scalar(Value v, ArScalar *s)
     return false;
 }
 
-/* the array room's operator for a language operator, or false */
-static bool array_op(BinOp op, ArOp *out)
+bool arr_op_of(BinOp op, ArOp *out)
 {
     switch (op) {
     case OP_ADD: *out = AR_ADD; return true;
@@ -164,7 +163,7 @@ static Value array_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
             int k = ar_matmul(AS_ARR(a), AS_ARR(b), &out, &s, err);
             r = k == AR_ERR ? vm_error(vm, site, "%s", err) : k == AR_SCALAR ? scalar_value(s) : arr_wrap(out);
         }
-    } else if (!array_op(op, &aop)) {
+    } else if (!arr_op_of(op, &aop)) {
         r = vm_error(vm, site, "unsupported operation %s on arrays", op_symbol(op));
     } else if (a.t == T_ARRAY && b.t == T_ARRAY) {
         r = wrap_or_error(vm, ar_binop(aop, AS_ARR(a), AS_ARR(b), err), err, site);
@@ -181,6 +180,7 @@ static Value array_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
 
 static Value array_unop(VM *vm, BinOp op, Value a, const Node *site)
 {
+    if (op == OP_INVERT) return v_notimpl();
     if (op == OP_POS) { incref(a); return a; }
     char err[AR_ERRLEN];
     return wrap_or_error(vm, ar_neg(AS_ARR(a), err), err, site);

@@ -23,6 +23,9 @@ struct Array *arr_from_list(VM *vm, Value list, const Node *site);
 /* The array room's function for a math builtin (arrays and the rooms that
  * mirror them). */
 ArFunc arr_math_func(MathFn fn);
+/* The array room's element-wise operator for a language operator (arrays
+ * and the rooms that mirror them); false for one arrays do not have. */
+bool arr_op_of(BinOp op, ArOp *out);
 /* Registers the array kind and the array builtins (start-up). */
 void arrayval_open(void);
 

@@ -1338,6 +1338,7 @@ static Value op_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
 
 static Value op_unop(VM *vm, BinOp op, Value a, const Node *site)
 {
+    if (op == OP_INVERT) return v_notimpl();
     if (op == OP_POS) { incref(a); return a; }
     return op_binop(vm, OP_MUL, v_num(-1), a, site);
 }

@@ -11,6 +11,7 @@
  */
 #include "track.h"
 #include "array.h"
+#include "arith.h"
 #include "arrayval.h"
 #include "builtins.h"
 #include "qh_assert.h"
@@ -335,7 +336,11 @@ static inline __attribute__((always_inline)) Value scalar_op(VM *vm, BinOp op, d
         break;
     case OP_MATMUL:
         return vm_error(vm, site, "@ needs two arrays, not numbers");
-    case OP_IN: case OP_NOTIN: case OP_NEG: case OP_POS: case OP_NOPS:
+    case OP_BAND: case OP_BOR: case OP_BXOR: case OP_SHL: case OP_SHR:
+        /* integer operations: the plain result, a constant (its derivative
+         * is zero wherever it is defined, as for //; lang/quantum.md) */
+        return arith_num(vm, op, x, y, site);
+    case OP_IN: case OP_NOTIN: case OP_NEG: case OP_POS: case OP_INVERT: case OP_NOPS:
     case OP_LT: case OP_LE: case OP_GT: case OP_GE: case OP_EQ: case OP_NE:
         return vm_error(vm, site, "unsupported operation %s on a differentiated number", op_symbol(op));
     default: qh_unreachable();
@@ -344,27 +349,6 @@ static inline __attribute__((always_inline)) Value scalar_op(VM *vm, BinOp op, d
 }
 
 /* ---------------------------------------------------------------- arrays */
-
-static bool ar_op_of(BinOp op, ArOp *out)
-{
-    switch (op) {
-    case OP_ADD: *out = AR_ADD; return true;
-    case OP_SUB: *out = AR_SUB; return true;
-    case OP_MUL: *out = AR_MUL; return true;
-    case OP_DIV: *out = AR_DIV; return true;
-    case OP_POW: *out = AR_POW; return true;
-    case OP_EQ: *out = AR_EQ; return true;
-    case OP_NE: *out = AR_NE; return true;
-    case OP_LT: *out = AR_LT; return true;
-    case OP_LE: *out = AR_LE; return true;
-    case OP_GT: *out = AR_GT; return true;
-    case OP_GE: *out = AR_GE; return true;
-    case OP_IDIV: case OP_MOD: case OP_MATMUL: case OP_IN: case OP_NOTIN:
-    case OP_NEG: case OP_POS: case OP_NOPS:
-        return false;
-    default: qh_unreachable();
-    }
-}
 
 static AdVal val(const Opd *o) { return o->arr ? ad_arr(o->a) : ad_num(o->x); }
 
@@ -407,7 +391,7 @@ static Value array_op(VM *vm, BinOp op, Opd *A, Opd *B, const Node *site)
         return track_arr(vm, out, n, site);
     }
     ArOp aop;
-    if (!ar_op_of(op, &aop)) return vm_error(vm, site, "unsupported operation %s on arrays", op_symbol(op));
+    if (!arr_op_of(op, &aop)) return vm_error(vm, site, "unsupported operation %s on arrays", op_symbol(op));
     Array *out = plain_op(aop, A, B, err);
     if (!out) return vm_error(vm, site, "%s", err);
     if (aop >= AR_EQ) return arr_wrap(out);             /* comparisons: plain 0/1 */
@@ -442,6 +426,8 @@ static Value track_unop(VM *vm, BinOp op, Value a, const Node *site)
 {
     if (op == OP_POS) { incref(a); return a; }
     if (!mine(vm, a, site)) return v_exc();
+    if (op == OP_INVERT)        /* ~ of a number: a constant, as & | ^ << >> */
+        return a.t == T_TNUM ? tp_unop(vm, op, v_num(TNUM(a)->x), site) : v_notimpl();
     if (a.t == T_TNUM) return track_num(vm, -TNUM(a)->x, ad_s1(tape(vm), TNUM(a)->n, -1), site);
     char err[AR_ERRLEN];
     Array *out = ar_neg(TARR(a)->a, err);

@@ -179,9 +179,9 @@ Value tp_unop(VM *vm, BinOp op, Value a, const Node *site)
         decref(f);
         return r;
     }
-    /* ~ is for numbers only; the kinds' unop slots see - and + */
+    /* the kinds' unop slots see -, + and ~ (not implemented: the error below) */
     const TypeOps *t = type_of(a);
-    if (t->unop && op != OP_INVERT) {
+    if (t->unop) {
         Value r = t->unop(vm, op, a, site);
         if (r.t != T_NOTIMPL) return r;
     }

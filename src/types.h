@@ -28,7 +28,7 @@ bool tp_force_args(VM *vm, Value *v, int n, const Node *site, Node *const *vsite
 
 /* a op b; OP_IN/OP_NOTIN test b's contents. New reference or v_exc(). */
 Value tp_binop(VM *vm, BinOp op, Value a, Value b, const Node *site);
-/* -a, +a, ~a (~ on numbers only: the kinds' unop slots see - and +) */
+/* -a, +a, ~a (numbers here; other kinds through their unop slot) */
 Value tp_unop(VM *vm, BinOp op, Value a, const Node *site);
 /* The error of a bitwise operator whose operand x is not an integer of
  * magnitude below 2^53 (lang/values.md#bitwise-operators). */

@@ -274,7 +274,9 @@ typedef struct TypeOps {
     /* a op b where a or b is of this kind: a new reference, v_exc() after an
      * error, or v_notimpl() to let the other operand's kind try */
     Value (*binop)(VM *vm, BinOp op, Value a, Value b, const Node *site);
-    Value (*unop)(VM *vm, BinOp op, Value a, const Node *site);       /* OP_NEG, OP_POS */
+    /* -a, +a, ~a (OP_NEG, OP_POS, OP_INVERT): a result, or v_notimpl() for
+     * an operator the kind does not have (the caller reports it) */
+    Value (*unop)(VM *vm, BinOp op, Value a, const Node *site);
     bool (*truthy)(Value v);                                          /* true if NULL */
     /* obj[idx...]; isite[k] locates subscript k for messages (may be NULL) */
     Value (*index)(VM *vm, Value obj, int nidx, const Value *idx, const Node *site, Node *const *isite);

@@ -75,6 +75,7 @@ static Value vec_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
 static Value vec_unop(VM *vm, BinOp op, Value a, const Node *site)
 {
     (void)vm; (void)site;
+    if (op == OP_INVERT) return v_notimpl();
     double out[VEC_MAX];
     for (int i = 0; i < VEC(a)->n; i++) out[i] = op == OP_NEG ? -VEC(a)->x[i] : VEC(a)->x[i];
     return vec_make(VEC(a)->n, out);
