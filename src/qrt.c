@@ -513,8 +513,8 @@ void qrt_start(Interp *in)
      * --workers (how OpenBLAS splits a product or an eigensolver changes
      * its last bits): the CPUs qh may use, unless OPENBLAS_NUM_THREADS
      * says otherwise */
-    if (!getenv("OPENBLAS_NUM_THREADS") && in->ncpu > 0 && ar_blas_threads() != (int)in->ncpu)
-        ar_set_blas_threads((int)in->ncpu);
+    if (!getenv("OPENBLAS_NUM_THREADS") && in->ncpu > 0)
+        ar_set_blas_threads((int)in->ncpu);      /* applied when OpenBLAS loads (qblas.h) */
     QRuntime *q = xcalloc(1, sizeof *q);
     q->ncpu = in->ncpu > 0 ? in->ncpu : 1;
     q->pool = pool_new(in->max_memory ? in->max_memory : pool_default_budget(), &pool_vt);

@@ -9,7 +9,7 @@
  */
 #include "ad.h"
 
-#include <cblas.h>
+#include "qblas.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>

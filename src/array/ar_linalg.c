@@ -1,6 +1,6 @@
 /* ar_linalg.c — linear algebra on arrays: the @ operator and dot (BLAS
  * gemm/gemv/dot), kron, norm and Hermitian eigenvalues (LAPACK dsyevd_ /
- * zheevd_ from OpenBLAS, declared here: there is no lapacke.h).
+ * zheevd_ from OpenBLAS, declared in qblas.h: there is no lapacke.h).
  *
  * Validation names the operation and both shapes; the BLAS call then works
  * directly on the operands' buffers (arrays are contiguous row-major, so a
@@ -11,19 +11,9 @@
 #include <math.h>
 #include <string.h>
 
-#include <cblas.h>
+#include "qblas.h"
 
 typedef double _Complex cplx;
-
-/* LAPACK (Fortran) symbols; the trailing size_t are the hidden lengths of
- * the character arguments that gfortran-built libraries expect. */
-extern void dsyevd_(const char *jobz, const char *uplo, const int *n, double *a,
-                    const int *lda, double *w, double *work, const int *lwork, int *iwork,
-                    const int *liwork, int *info, size_t jobz_len, size_t uplo_len);
-extern void zheevd_(const char *jobz, const char *uplo, const int *n, cplx *a, const int *lda,
-                    double *w, cplx *work, const int *lwork, double *rwork, const int *lrwork,
-                    int *iwork, const int *liwork, int *info, size_t jobz_len,
-                    size_t uplo_len);
 
 /* Why: one message format for every non-conformable product. */
 static int not_aligned(const char *what, const Array *a, const Array *b, char *err)

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cblas.h>
+#include "qblas.h"
 
 #include "numfmt.h"
 
@@ -699,11 +699,11 @@ char *ar_format(const Array *a)
 /* Why: the executor decides how many cores BLAS may use next to its tasks. */
 void ar_set_blas_threads(int n)
 {
-    openblas_set_num_threads(n < 1 ? 1 : n);
+    qblas_set_threads(n);
 }
 
 /* Why: so the executor can restore what it changed. */
 int ar_blas_threads(void)
 {
-    return openblas_get_num_threads();
+    return qblas_threads();
 }

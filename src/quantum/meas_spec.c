@@ -13,10 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* LAPACK (Fortran); the trailing size_t are the hidden character lengths. */
-extern void zheevd_(const char *jobz, const char *uplo, const int *n, cplx *a, const int *lda,
-                    double *w, cplx *work, const int *lwork, double *rwork, const int *lrwork,
-                    int *iwork, const int *liwork, int *info, size_t jobz_len, size_t uplo_len);
+#include "qblas.h"
 
 #define E_EIGH "%s: the eigendecomposition failed (LAPACK info %d)"
 

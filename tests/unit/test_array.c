@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "array.h"
+#include "qblas.h"
 
 #define EPS 1e-12
 
@@ -1181,6 +1182,38 @@ START_TEST(t_blas_threads)
 }
 END_TEST
 
+/* OpenBLAS is loaded at its first use (src/util/qblas.h), not at start-up:
+ * element-wise work leaves it unloaded, a product loads it, and a thread
+ * count asked for before the load is the library's once it is loaded. */
+START_TEST(t_blas_lazy)
+{
+    const char *fork = getenv("CK_FORK");
+    if (fork && strcmp(fork, "no") == 0) return;    /* earlier tests in this process loaded it */
+    ck_assert_int_eq(qblas_loaded(), 0);
+    char err[AR_ERRLEN];
+    size_t shape[2] = { 2, 2 };
+    Array *a = ar_new(AR_F64, 2, shape, err);
+    ck_assert_ptr_nonnull(a);
+    double *p = ar_f64(a);
+    p[0] = 1; p[1] = 2; p[2] = 3; p[3] = 4;
+    Array *s = ar_binop(AR_ADD, a, a, err);
+    ck_assert_ptr_nonnull(s);
+    ck_assert_int_eq(qblas_loaded(), 0);
+    ar_set_blas_threads(1);
+    ck_assert_int_eq(qblas_loaded(), 0);
+    Array *m = NULL;
+    ArScalar sc;
+    ck_assert_int_eq(ar_matmul(a, s, &m, &sc, err), AR_ARRAY);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(qblas_loaded(), 1);
+    ck_assert(ar_f64(m)[0] == 14 && ar_f64(m)[1] == 20 && ar_f64(m)[2] == 30 && ar_f64(m)[3] == 44);
+    ck_assert_int_eq(ar_blas_threads(), 1);
+    ar_free(a);
+    ar_free(s);
+    ar_free(m);
+}
+END_TEST
+
 /* ---- threads and the buffer cache ---------------------------------------------- */
 
 typedef struct {
@@ -1343,6 +1376,7 @@ static Suite *array_suite(void)
     tcase_add_test(tc, t_convert_equal);
     tcase_add_test(tc, t_format);
     tcase_add_test(tc, t_blas_threads);
+    tcase_add_test(tc, t_blas_lazy);
     tcase_add_test(tc, t_alloc_failures);
     tcase_add_test(tc, t_threads_cow);
     tcase_add_test(tc, t_cache);
