@@ -423,18 +423,21 @@ bool remote_lead(Remote *r, qh_State *Q, qh_Program *p, FILE *err)
     pthread_mutex_lock(&r->mu);
     r->qd = qd;                 /* the farm's thread reads it */
     pthread_mutex_unlock(&r->mu);
-    /* one remote slot per task a rank runs at once, taken in turn */
+    /* one remote slot per task a rank runs at once, and one more: a task
+       queued there ahead, so that its workers do not wait a message's
+       round trip (two polls of the farm's threads) between tasks; taken in
+       turn */
     int nslots = 0, most = 0;
     for (int k = 1; k < r->size; k++) {
-        nslots += farm_slots(r->farm, k);
-        if (farm_slots(r->farm, k) > most) most = farm_slots(r->farm, k);
+        nslots += farm_slots(r->farm, k) + 1;
+        if (farm_slots(r->farm, k) + 1 > most) most = farm_slots(r->farm, k) + 1;
     }
     r->slot_rank = xcalloc((size_t)nslots + 1, sizeof(int));
     r->slot_names = xcalloc((size_t)nslots + 1, sizeof(char *));
     int s = 0;
     for (int j = 0; j < most; j++)
         for (int k = 1; k < r->size; k++)
-            if (farm_slots(r->farm, k) > j) {
+            if (farm_slots(r->farm, k) + 1 > j) {
                 char nm[64];
                 snprintf(nm, sizeof nm, "to rank %d (slot %d)", k, j + 1);
                 r->slot_rank[s] = k;

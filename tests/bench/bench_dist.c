@@ -13,7 +13,9 @@
  *                           one rank, one worker thread runs them all; on R
  *                           ranks, rank 0's own worker and one worker per
  *                           other rank share them through the task farm
- *                           (tasks travel as 16-byte blobs, answers as 8).
+ *                           (tasks travel as 16-byte blobs, answers as 8;
+ *                           two in flight per worker, as qh's remote slots
+ *                           keep one queued ahead).
  *                           Prints the wall time and a checksum of the
  *                           answers (equal on every rank count).
  * tests/bench/dist.sh runs both and prints the ratios.
@@ -223,7 +225,7 @@ static int farm_bench(int tasks)
     answers = calloc((size_t)tasks, sizeof(double));
     queue_ids = calloc((size_t)tasks, sizeof(uint64_t));
     FarmCallbacks cb = { m_answer, NULL, w_task, NULL, w_stop, NULL };
-    FarmConfig cfg = { .slots = 1 };
+    FarmConfig cfg = { .slots = 2 };     /* a worker's task and one queued ahead */
     char err[256];
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = now();
