@@ -205,11 +205,15 @@ static ModInfo *take_preloaded(Interp *in, const char *path)
 void module_free_all(Interp *in)
 {
     /* the modules first: their globals are released (cycles through
-     * functions were broken by the caller), then every parse */
+     * functions were broken by the caller); then the cycles nobody can
+     * reach any more, such as those of a module whose import failed
+     * (its functions and globals), since clearing a function reads its
+     * parse; then every parse */
     if (in->modules) {
         decref(v_obj(&in->modules->h));
         in->modules = NULL;
     }
+    value_gc_collect(true);
     Preload *p = in->preloaded;
     while (p) {
         Preload *n = p->next;
