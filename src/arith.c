@@ -2,7 +2,7 @@
  * their Python-like floor division, modulo and powers), complex numbers,
  * strings and lists (+, *, comparisons). Every slot answers "not
  * implemented" for an operand kind it does not know, so that the other
- * operand's kind (an array, an operator, a dual number ...) may. Knows
+ * operand's kind (an array, an operator, a tracked number ...) may. Knows
  * values and the dispatcher (types.h). */
 #include "arith.h"
 #include "qh_assert.h"
@@ -185,22 +185,15 @@ static Value str_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
         default: break;
         }
     }
-    if (op == OP_MUL && a.t == T_STR && b.t == T_NUM) return seq_repeat(vm, a, b.n, site);
-    if (op == OP_MUL && b.t == T_STR && a.t == T_NUM) return seq_repeat(vm, b, a.n, site);
+    double times;        /* a count: a number, or a kind standing for one (its plain value) */
+    if (op == OP_MUL && a.t == T_STR && tp_number(b, &times)) return seq_repeat(vm, a, times, site);
+    if (op == OP_MUL && b.t == T_STR && tp_number(a, &times)) return seq_repeat(vm, b, times, site);
     if (op == OP_MOD && a.t == T_STR) return vm_error(vm, site, "use fmt(format, args...) to format strings");
     return v_notimpl();
 }
 
 /* ---------------------------------------------------------------- lists */
 
-/* Inside grad an array argument is a list of differentiated numbers (a
- * kind with a number slot): whole-list arithmetic on it is a mistake that
- * concatenation or repetition would hide. */
-static bool holds_derived_numbers(const ObjList *l)
-{
-    return l->len && l->v[0].t != T_NUM && type_of(l->v[0])->number;
-}
-#define WHOLE_GRAD_ARRAY "arithmetic on a whole differentiated array: inside grad an array argument is a list of numbers, index its elements"
 
 static Value seq_repeat(VM *vm, Value seq, double times, const Node *site)
 {
@@ -216,7 +209,6 @@ static Value seq_repeat(VM *vm, Value seq, double times, const Node *site)
         return v_obj(&r->h);
     }
     ObjList *l = AS_LIST(seq);
-    if (holds_derived_numbers(l)) return vm_error(vm, site, WHOLE_GRAD_ARRAY);
     if (n && (double)l->len * (double)n > 1e9) return vm_error(vm, site, "list too long");
     ObjList *r = list_new_try(l->len * (size_t)n);
     if (!r) return vm_oom(vm, site);
@@ -230,7 +222,6 @@ static Value list_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
     if (a.t == T_LIST && b.t == T_LIST) {
         ObjList *x = AS_LIST(a), *y = AS_LIST(b);
         if (op == OP_ADD) {
-            if (holds_derived_numbers(x) || holds_derived_numbers(y)) return vm_error(vm, site, WHOLE_GRAD_ARRAY);
             ObjList *r = list_new_try(x->len + y->len);
             if (!r) return vm_oom(vm, site);
             for (size_t i = 0; i < x->len; i++) { incref(x->v[i]); r->v[r->len++] = x->v[i]; }
@@ -246,8 +237,9 @@ static Value list_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
             return arith_num(vm, op, (double)x->len, (double)y->len, site);
         }
     }
-    if (op == OP_MUL && a.t == T_LIST && b.t == T_NUM) return seq_repeat(vm, a, b.n, site);
-    if (op == OP_MUL && b.t == T_LIST && a.t == T_NUM) return seq_repeat(vm, b, a.n, site);
+    double times;
+    if (op == OP_MUL && a.t == T_LIST && tp_number(b, &times)) return seq_repeat(vm, a, times, site);
+    if (op == OP_MUL && b.t == T_LIST && tp_number(a, &times)) return seq_repeat(vm, b, times, site);
     return v_notimpl();
 }
 

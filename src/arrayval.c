@@ -213,6 +213,7 @@ static bool to_ix(VM *vm, Value v, const Node *n, ArIndex *ix)
         *ix = ar_ix_slice(parts[0], parts[1], parts[2]);
         return true;
     }
+    to_plain_number(&v);       /* a tracked number indexes by its value */
     if (v.t != T_NUM || v.n != floor(v.n) || !isfinite(v.n)) {
         if (v.t == T_NUM) vm_error(vm, n, "array index must be an integer, got %g", v.n);
         else vm_error(vm, n, "array index must be an integer, not %s", type_name(v));

@@ -1,6 +1,6 @@
 /* corelib.c — the core builtins (lang/builtins.md): printing, conversion,
  * containers, strings, math, time and input. Math and reductions on other
- * kinds (arrays, dual numbers) go through their math and reduce slots.
+ * kinds (arrays, tracked numbers) go through their math and reduce slots.
  * Knows values, the dispatcher and the builtin table; no other room. */
 #include "corelib.h"
 #include "numfmt.h"
@@ -281,7 +281,7 @@ static Value bi_num(VM *vm, Args *a)
 {
     Value v = a->v[0];
     if (v.t == T_NUM) return v;
-    if (type_of(v)->number) { incref(v); return v; }     /* a dual number stays one */
+    if (type_of(v)->number) { incref(v); return v; }     /* a tracked number stays one */
     if (v.t == T_BOOL) return v_num(v.b);
     if (v.t == T_STR) {
         double d;
@@ -407,7 +407,7 @@ static Value bi_get(VM *vm, Args *a)
 {
     if (!want(vm, a, 0, T_DICT, "get")) return v_exc();
     Value k = a->v[1];
-    if (!key_ok(k)) return vm_error(vm, a->site, "dict keys are numbers, strings or bools, not %s", type_name(k));
+    if (!key_ok(k) && !to_plain_number(&k)) return vm_error(vm, a->site, "dict keys are numbers, strings or bools, not %s", type_name(k));
     Value out;
     if (dict_get(AS_DICT(a->v[0]), k, &out)) { incref(out); return out; }
     Value *dv = a->n > 2 ? &a->v[2] : arg_kw(a, "default");
@@ -957,7 +957,7 @@ static Value bi_round(VM *vm, Args *a)
         if (!arg_int(vm, &t, 0, "round() digits", &digits)) return v_exc();
     }
     double x;
-    if (!tp_number(a->v[0], &x)) {       /* numbers, and dual numbers (rounded to plain ones) */
+    if (!tp_number(a->v[0], &x)) {       /* numbers, and tracked ones (rounded to plain ones) */
         Value r = tp_math(vm, M_ROUND, a->v[0], digits, a->site);
         if (r.t != T_NOTIMPL) return r;
         if (!arg_num(vm, a, 0, "round() argument", &x)) return v_exc();

@@ -408,6 +408,7 @@ static Value ev_dict(VM *vm, Node *n)
     for (int i = 0; i < n->u.dict.n; i++) {
         Value kk = eval_forced(vm, n->u.dict.keys[i]);
         if (IS_EXC(kk)) { decref(dv); return kk; }
+        if (!key_ok(kk)) { Value p = kk; if (to_plain_number(&p)) { decref(kk); kk = p; } }
         if (!key_ok(kk)) {
             Value e = vm_error(vm, n->u.dict.keys[i], "dict keys are numbers, strings or bools, not %s", type_name(kk));
             decref(kk); decref(dv);
@@ -817,6 +818,7 @@ static bool comp_clause(VM *vm, Node *n, int ci, Value acc)
                 else if (!list_push_try(AS_LIST(acc), e)) { decref(e); vm_oom(vm, n); ok = false; }
             } else {
                 Value k = eval_forced(vm, n->u.comp.key);
+                if (!IS_EXC(k) && !key_ok(k)) { Value p = k; if (to_plain_number(&p)) { decref(k); k = p; } }
                 if (IS_EXC(k)) ok = false;
                 else if (!key_ok(k)) {
                     vm_error(vm, n->u.comp.key, "dict keys are numbers, strings or bools, not %s", type_name(k));

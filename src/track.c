@@ -1113,9 +1113,17 @@ static Value track_builtin(VM *vm, const BuiltinDef *bd, Args *a)
 
 /* ---------------------------------------------------------------- registration */
 
+/* Where only its value is looked at (an index, a dict key, a repetition
+ * count) a tracked number stands for its plain value (lang/quantum.md). */
+static bool tnum_number(Value v, double *out)
+{
+    *out = TNUM(v)->x;
+    return true;
+}
+
 static const TypeOps tnum_ops = {
     .name = "number", .flags = TF_INTERCEPT | TF_LEAF,
-    .free = tnum_free, .copy = tnum_copy, .repr = tnum_repr, .eq = tnum_eq,
+    .free = tnum_free, .copy = tnum_copy, .repr = tnum_repr, .eq = tnum_eq, .number = tnum_number,
     .binop = track_binop, .unop = track_unop, .truthy = tnum_truthy,
     .math = track_math, .builtin = track_builtin,
 };

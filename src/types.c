@@ -241,7 +241,7 @@ Value tp_contains(VM *vm, Value coll, Value x, const Node *site)
         return v_bool(false);
     }
     case T_DICT: {
-        if (!key_ok(x)) return v_bool(false);
+        if (!key_ok(x) && !to_plain_number(&x)) return v_bool(false);
         Value o;
         return v_bool(dict_get(AS_DICT(coll), x, &o));
     }
@@ -387,9 +387,10 @@ Value tp_index(VM *vm, Value obj, int nidx, const Value *idx, const Node *site, 
     case T_DICT:
         if (nidx != 1) break;
         if (idx[0].t == T_SLICE) return vm_error(vm, site, "a dict cannot be sliced");
-        if (!key_ok(idx[0])) return vm_error(vm, isite_at(isite, 0, site), "dict keys are numbers, strings or bools, not %s", type_name(idx[0]));
+        Value key = idx[0];
+        if (!key_ok(key) && !to_plain_number(&key)) return vm_error(vm, isite_at(isite, 0, site), "dict keys are numbers, strings or bools, not %s", type_name(key));
         Value out;
-        if (!dict_get(AS_DICT(obj), idx[0], &out)) return key_missing(vm, idx[0], isite_at(isite, 0, site));
+        if (!dict_get(AS_DICT(obj), key, &out)) return key_missing(vm, key, isite_at(isite, 0, site));
         incref(out);
         return out;
     case T_STR:
@@ -427,8 +428,9 @@ bool tp_setindex(VM *vm, Value obj, int nidx, const Value *idx, Value v, const N
             decref(old);
             return true;
         }
-        if (!key_ok(idx[0])) { vm_error(vm, isite_at(isite, 0, site), "dict keys are numbers, strings or bools, not %s", type_name(idx[0])); return false; }
-        if (!dict_set_try(AS_DICT(obj), idx[0], v)) { vm_oom(vm, site); return false; }
+        Value key = idx[0];
+        if (!key_ok(key) && !to_plain_number(&key)) { vm_error(vm, isite_at(isite, 0, site), "dict keys are numbers, strings or bools, not %s", type_name(key)); return false; }
+        if (!dict_set_try(AS_DICT(obj), key, v)) { vm_oom(vm, site); return false; }
         return true;
     case T_STR:
         if (nidx != 1) { vm_error(vm, site, "a %s takes one index, not %d", type_name(obj), nidx); return false; }

@@ -522,6 +522,14 @@ ObjDict *dict_new_sized(size_t n)
 
 bool key_ok(Value k) { return k.t == T_NUM || k.t == T_STR || k.t == T_BOOL || value_types[k.t]->hash; }
 
+bool to_plain_number(Value *k)
+{
+    double d;
+    if (k->t == T_NUM || !value_types[k->t]->number || !value_types[k->t]->number(*k, &d)) return false;
+    *k = v_num(d);
+    return true;
+}
+
 uint32_t value_hash(Value v)
 {
     switch (v.t) {
@@ -668,10 +676,20 @@ ObjCell *cell_new(Value v)
     return c;
 }
 
+/* a slice bound as the slice keeps it: the plain value of a kind standing
+ * for a number (the reference taken is dropped) */
+static Value plain_bound(Value v)
+{
+    Value p = v;
+    if (!to_plain_number(&p)) return v;
+    decref(v);
+    return p;
+}
+
 Value v_slice(Value lo, Value hi, Value step)
 {
     ObjSlice *s = (ObjSlice *)obj_alloc(sizeof(ObjSlice), T_SLICE);
-    s->lo = lo; s->hi = hi; s->step = step;
+    s->lo = plain_bound(lo); s->hi = plain_bound(hi); s->step = plain_bound(step);
     return v_obj(&s->h);
 }
 

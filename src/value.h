@@ -186,6 +186,12 @@ bool dict_del(ObjDict *d, Value key, Value *out);   /* out: owned */
 /* The entry index of key in d->ent, or -1 (for callers that cache it). */
 long dict_index(ObjDict *d, Value key);
 bool key_ok(Value k);                               /* numbers, strings, bools */
+/* A value of a kind that stands for a real number (a number slot:
+ * differentiated numbers), where only its value counts (a dict key, a
+ * slice bound): *k becomes that plain number and true (the caller drops
+ * its reference to the old value if it held one); false for any other
+ * value, left as it is. */
+bool to_plain_number(Value *k);
 
 Value v_complex(double re, double im);
 ObjCell *cell_new(Value v);
@@ -268,7 +274,7 @@ typedef struct TypeOps {
     void (*repr)(Buf *b, Value v, bool quoted); /* str(v) */
     bool (*eq)(Value a, Value b);               /* a and b of this kind: equal values? (identity if NULL) */
     uint32_t (*hash)(Value v);                  /* usable as a dict key (with eq) */
-    bool (*number)(Value v, double *out);       /* stands for a real number (dual numbers) */
+    bool (*number)(Value v, double *out);       /* stands for a real number (tracked numbers): its plain value */
     /* ---- evaluation (types.h dispatches; the VM reports errors) ---- */
     Value (*force)(VM *vm, Value v, const Node *site);    /* TF_LAZY: the value, a new reference */
     /* a op b where a or b is of this kind: a new reference, v_exc() after an
