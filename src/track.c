@@ -1018,7 +1018,7 @@ static const char *const plain_builtins[] = {
 static const char *const own_way[] = {
     "len", "abs", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "exp", "log", "log2",
     "log10", "floor", "ceil", "round", "min", "max", "sum", "append", "pop", "insert", "keys", "values",
-    "items", "sorted", "reversed", "wait", "sync", "print", "num", NULL
+    "items", "sorted", "reversed", "wait", "sync", "print", "num", "get", NULL
 };
 
 /* The builtins by kind, looked up once by name (after every room has
