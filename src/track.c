@@ -1011,7 +1011,7 @@ static Value b_atan2(VM *vm, Args *a)
 /* Builtins whose result has no derivative: they run on the plain values. */
 static const char *const plain_builtins[] = {
     "fmt", "str", "int", "type", "range", "zeros", "ones", "eye", "linspace", "arange", "randn", "rand",
-    "device", "clock", "sleep", "error", "join", "find", "ready", NULL
+    "device", "clock", "sleep", "error", "join", "find", "ready", "chr", NULL
 };
 /* Builtins that dispatch back to the tracked kinds' slots, or only move
  * values around: they run as usual. */

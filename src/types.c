@@ -693,6 +693,7 @@ bool arg_num(VM *vm, Args *a, int i, const char *what, double *out)
 bool arg_int(VM *vm, Args *a, int i, const char *what, long *out)
 {
     Value v = a->v[i];
+    to_plain_number(&v);         /* an integer argument only counts: a tracked number's value */
     if (v.t != T_NUM) { vm_error(vm, a->site, "%s must be an integer, not %s", what, type_name(v)); return false; }
     if (v.n != floor(v.n) || fabs(v.n) > 9e15) { vm_error(vm, a->site, "%s must be an integer, got %g", what, v.n); return false; }
     *out = (long)v.n;
