@@ -966,6 +966,16 @@ static int collect_wires(VM *vm, Value v, int *out, int max, const char *gate, c
     return -1;
 }
 
+/* false, with "NAME: wires must be distinct" naming the first wire given
+ * twice, when ws repeats one */
+static bool wires_distinct(VM *vm, const int *ws, int nw, const char *name, const Node *site)
+{
+    for (int i = 0; i < nw; i++)
+        for (int j = i + 1; j < nw; j++)
+            if (ws[i] == ws[j]) { vm_error(vm, site, "%s: wires must be distinct (wire %d twice)", name, ws[i]); return false; }
+    return true;
+}
+
 
 /* Gate makers: PARAMS..., WIRES... | wires=[...] */
 /* the gate of a gate builtin (looked up by name once, at start-up) */
@@ -1076,13 +1086,7 @@ static Value bi_gate(VM *vm, Args *a)
         return vm_error(vm, a->site, "%s acts on %d wire%s, but %d %s given", gi->name, gi->nwires, gi->nwires == 1 ? "" : "s", nw, nw == 1 ? "was" : "were");
     }
     if (nw == 0) { decref(pv); return vm_error(vm, a->site, "%s needs at least one wire", gi->name); }
-    for (int i = 0; i < nw; i++)
-        for (int j = i + 1; j < nw; j++)
-            if (op->wires[i] == op->wires[j]) {
-                int w = op->wires[i];
-                decref(pv);
-                return vm_error(vm, a->site, "%s: wires must be distinct (wire %d twice)", gi->name, w);
-            }
+    if (!wires_distinct(vm, op->wires, nw, gi->name, a->site)) { decref(pv); return v_exc(); }
     if (gi->gate == SV_QUBITUNITARY) {
         Value m = special_arg;
         if (m.t == T_LIST) {
@@ -1395,10 +1399,7 @@ static int obs_wires(VM *vm, Args *a, int pos, int *ws, const char *name)
     }
     if (nw < 0) return -1;
     if (nw == 0) { vm_error(vm, a->site, "%s needs its wires", name); return -1; }
-    for (int i = 0; i < nw; i++)
-        for (int j = i + 1; j < nw; j++)
-            if (ws[i] == ws[j]) { vm_error(vm, a->site, "%s: wires must be distinct (wire %d twice)", name, ws[i]); return -1; }
-    return nw;
+    return wires_distinct(vm, ws, nw, name, a->site) ? nw : -1;
 }
 
 /* A 1-d or 2-d numeric value (array, or nested lists) as an array (new reference). */
@@ -2164,9 +2165,7 @@ static Value bi_channel(VM *vm, Args *a)
     if (nw < 0) { decref(pv); return v_exc(); }
     if (nw == 0) { decref(pv); return vm_error(vm, a->site, "%s needs its wire%s", ci->name, ci->nwires == 1 ? "" : "s"); }
     p->op.nwires = nw;
-    for (int i = 0; i < nw; i++)
-        for (int j = i + 1; j < nw; j++)
-            if (p->op.wires[i] == p->op.wires[j]) { int w = p->op.wires[i]; decref(pv); return vm_error(vm, a->site, "%s: wires must be distinct (wire %d twice)", ci->name, w); }
+    if (!wires_distinct(vm, p->op.wires, nw, ci->name, a->site)) { decref(pv); return v_exc(); }
     char err[256];
     if (ci->nwires == 1) {
         if (nw != 1) { decref(pv); return vm_error(vm, a->site, "%s acts on 1 wire, but %d were given", ci->name, nw); }
@@ -2549,6 +2548,18 @@ static long need_shots(VM *vm, QCtx *q, Args *a)
     return q->shots;
 }
 
+/* A measurement's wire list: each on the device and none twice, checked in
+ * order (the error names WHO()); false after the error. */
+static bool device_wires_ok(VM *vm, const QCtx *q, const int *ws, int nw, const char *who, const Node *site)
+{
+    for (int i = 0; i < nw; i++) {
+        if (ws[i] >= q->nq) { vm_error(vm, site, "%s(): wire %d out of range for a %d-wire device", who, ws[i], q->nq); return false; }
+        for (int j = 0; j < i; j++)
+            if (ws[i] == ws[j]) { vm_error(vm, site, "%s(): wires must be distinct (wire %d twice)", who, ws[i]); return false; }
+    }
+    return true;
+}
+
 /* sample()/counts() wires=: the wires read, in the order given (PennyLane's
  * qml.sample(wires=...)); 0 when not given (every wire), -1 after an error.
  * *one: a single wire given as a number, not a list (sample() then drops
@@ -2565,11 +2576,7 @@ static int meas_wires(VM *vm, QCtx *q, Args *a, int *ws, bool *one)
     int nw = collect_wires(vm, *wk, ws, 64, what, a->site);
     if (nw < 0) return -1;
     if (nw == 0) { vm_error(vm, a->site, "%s(): wires= is empty", who); return -1; }
-    for (int i = 0; i < nw; i++) {
-        if (ws[i] >= q->nq) { vm_error(vm, a->site, "%s(): wire %d out of range for a %d-wire device", who, ws[i], q->nq); return -1; }
-        for (int j = 0; j < i; j++)
-            if (ws[j] == ws[i]) { vm_error(vm, a->site, "%s(): wires must be distinct (wire %d twice)", who, ws[i]); return -1; }
-    }
+    if (!device_wires_ok(vm, q, ws, nw, who, a->site)) return -1;
     *one = wk->t == T_NUM;
     return nw;
 }
@@ -2815,12 +2822,7 @@ static int rdm_wires(VM *vm, QCtx *q, Args *a, int *ws)
     }
     if (nw > 14) { vm_error(vm, a->site, "%s(): at most 14 wires, got %d", a->def->name, nw); return -1; }
     if (nw < 1) { vm_error(vm, a->site, "%s(): needs at least one wire", a->def->name); return -1; }
-    for (int i = 0; i < nw; i++) {
-        if (ws[i] >= q->nq) { vm_error(vm, a->site, "%s(): wire %d out of range for a %d-wire device", a->def->name, ws[i], q->nq); return -1; }
-        for (int j = 0; j < i; j++)
-            if (ws[i] == ws[j]) { vm_error(vm, a->site, "%s(): wires must be distinct (wire %d twice)", a->def->name, ws[i]); return -1; }
-    }
-    return nw;
+    return device_wires_ok(vm, q, ws, nw, a->def->name, a->site) ? nw : -1;
 }
 
 /* the reduced density matrix of the wires, on either device (heap) */
