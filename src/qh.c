@@ -18,7 +18,7 @@
 #include "grad.h"
 #include "iolib.h"
 #include "circuitlib.h"
-#include "module.h"
+#include "load.h"
 #include "parse.h"
 #include "qh_assert.h"
 #include "qrt.h"

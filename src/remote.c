@@ -10,7 +10,7 @@
 #include "builtins.h"
 #include "eval.h"
 #include "farm.h"
-#include "module.h"
+#include "load.h"
 #include "qdist.h"
 #include "pool.h"
 #include "qh_assert.h"

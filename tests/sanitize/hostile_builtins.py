@@ -40,7 +40,7 @@ PER_PROGRAM = 2000
 
 def builtins(src):
     defs = []
-    for f in sorted(glob.glob(os.path.join(src, '*.c'))):
+    for f in sorted(glob.glob(os.path.join(src, '**', '*.c'), recursive=True)):
         text = open(f, encoding='utf-8').read()
         for m in re.finditer(r'^\s*\{ "([a-zA-Z_0-9]+)", ([a-zA-Z_0-9]+), (-?\d+), (-?\d+),', text, re.M):
             if m.group(2) != 'NULL':

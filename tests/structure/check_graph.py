@@ -1,22 +1,33 @@
 #!/usr/bin/env python3
-"""check_graph.py — the dependency graph of src/ has no cycle among the core
-rooms, and doc/internals.md shows it as it is.
+"""check_graph.py — the dependency graph of src/ keeps its three tiers, has
+no cycle among the core rooms, and doc/internals.md shows it as it is.
 
 A room is a file name without its extension (value.c and value.h are the
-room `value`); the files of src/ are the core rooms, the folders under src/
-(array, exec, quantum, util, ...) are the lower rooms. Two graphs are built:
+room `value`). The core rooms live in three tiers, each a folder:
+
+  * front  (src/front): text to an annotated AST. It knows only the values
+    (value, gc), the builtin table (builtins) and the lower rooms;
+  * interp (src/*.c but the hosts): the interpreter proper. It knows the
+    front end and the lower rooms, never a room of src/lib, except the
+    start-up (qh.c), which registers them;
+  * lib    (src/lib): the rooms that register kinds and builtins. They know
+    the interpreter and the front end, never a host;
+  * the hosts (main, repl, remote, remote_none) may know everything.
+
+The other folders under src/ (array, exec, quantum, util, ...) are the lower
+rooms: none includes a header of a core room. Two graphs are built:
 
   * includes: room A -> room B when a file of A includes B's header;
   * calls (with a build directory): room A -> room B when A's object file
     uses a symbol B's object file defines (nm), so a declaration written by
     hand (`void f(void);` in a .c file) cannot hide an edge.
 
-Both must be acyclic, except inside the groups named in GROUPS (one room
-split across files, e.g. the evaluator's eval.c and call.c, which recurse
-into each other by nature, like Lua's lvm.c and ldo.c). A lower room must not
-include a core header. The include graph, printed by --print, is the block
-between "<!-- graph -->" and "<!-- /graph -->" in doc/internals.md: the
-check fails when they differ (run with --print and paste to update).
+Both must respect the tiers and be acyclic, except inside the groups named
+in GROUPS (one room split across files, e.g. the evaluator's eval.c and
+call.c, which recurse into each other by nature, like Lua's lvm.c and
+ldo.c). The include graph, printed by --print, is the block between
+"<!-- graph -->" and "<!-- /graph -->" in doc/internals.md: the check fails
+when they differ (run with --print and paste to update).
 
 Usage: check_graph.py SRC_DIR DOC [BUILD_DIR]   check (exit 1 on a problem)
        check_graph.py --print SRC_DIR            the graph block
@@ -26,7 +37,11 @@ import re
 import subprocess
 import sys
 
-GROUPS = [{"eval", "call"}, {"async", "lookahead"}, {"value", "gc"}]     # one room in several files: mutual calls allowed
+GROUPS = [{"eval", "call"}, {"lib/async", "lib/lookahead"}, {"value", "gc"}]  # one room, several files
+HOSTS = {"main", "repl", "remote", "remote_none"}
+STARTUP = {"qh"}                      # the interpreter's start-up: registers the lib rooms
+FRONT_MAY_KNOW = {"value", "gc", "builtins"}
+TIER_DIRS = {"front": "front", "lib": "lib"}
 
 
 def group_of(room):
@@ -41,8 +56,34 @@ def includes(path):
     return re.findall(r'^\s*#\s*include\s+"([^"]+)"', text, re.M)
 
 
+def core_files(src):
+    """(path, room) of every file of the three tiers; a room of front or lib
+    is named with its folder (front/parse, lib/qrt)"""
+    out = []
+    for f in sorted(os.listdir(src)):
+        if f.endswith((".c", ".h")):
+            out.append((os.path.join(src, f), os.path.splitext(f)[0]))
+    for d in sorted(TIER_DIRS):
+        p = os.path.join(src, d)
+        if os.path.isdir(p):
+            for f in sorted(os.listdir(p)):
+                if f.endswith((".c", ".h")):
+                    out.append((os.path.join(p, f), d + "/" + os.path.splitext(f)[0]))
+    return out
+
+
 def core_rooms(src):
-    return sorted({os.path.splitext(f)[0] for f in os.listdir(src) if f.endswith((".c", ".h"))})
+    return sorted({r for _, r in core_files(src)})
+
+
+def tier(room):
+    if room.startswith("front/"):
+        return "front"
+    if room.startswith("lib/"):
+        return "lib"
+    if room in HOSTS:
+        return "host"
+    return "interp"
 
 
 def lower_rooms(src):
@@ -50,54 +91,80 @@ def lower_rooms(src):
     owner = {}
     for d in sorted(os.listdir(src)):
         p = os.path.join(src, d)
-        if os.path.isdir(p):
+        if os.path.isdir(p) and d not in TIER_DIRS:
             for f in os.listdir(p):
                 if f.endswith(".h"):
                     owner[f] = d
     return owner
 
 
+def tier_problem(a, b):
+    """why room a may not depend on core room b, or None"""
+    ta, tb = tier(a), tier(b)
+    if ta == "front" and tb != "front" and b not in FRONT_MAY_KNOW:
+        return "the front end knows only values, the builtin table and util/"
+    if ta == "interp" and tb == "lib" and a not in STARTUP:
+        return "the interpreter proper does not know the rooms of src/lib (only the start-up registers them)"
+    if ta in ("interp", "front", "lib") and tb == "host" :
+        return "no room knows a host (main, repl, remote)"
+    return None
+
+
 def include_graph(src):
-    core = set(core_rooms(src))
+    files = core_files(src)
+    by_header = {}
+    for path, room in files:
+        if path.endswith(".h"):
+            by_header[os.path.basename(path)] = room
     lower = lower_rooms(src)
     edges, problems = {}, []
-    for f in sorted(os.listdir(src)):
-        if not f.endswith((".c", ".h")):
-            continue
-        room = os.path.splitext(f)[0]
-        for h in includes(os.path.join(src, f)):
-            target = os.path.splitext(os.path.basename(h))[0]
-            if target in core and target != room:
+    for path, room in files:
+        for h in includes(path):
+            base = os.path.basename(h)
+            target = by_header.get(base)
+            if target is not None and target != room:
                 edges.setdefault(room, set()).add(target)
-            elif target not in core and os.path.basename(h) in lower:
-                edges.setdefault(room, set()).add(lower[os.path.basename(h)] + "/")
+                why = tier_problem(room, target)
+                if why:
+                    problems.append("%s includes %s: %s" % (os.path.relpath(path, os.path.dirname(src)), h, why))
+            elif target is None and base in lower:
+                edges.setdefault(room, set()).add(lower[base] + "/")
     for d in sorted(os.listdir(src)):
         p = os.path.join(src, d)
-        if not os.path.isdir(p):
+        if not os.path.isdir(p) or d in TIER_DIRS:
             continue
         for f in sorted(os.listdir(p)):
             if f.endswith((".c", ".h")):
                 for h in includes(os.path.join(p, f)):
-                    if os.path.splitext(os.path.basename(h))[0] in core and os.path.basename(h) not in lower:
+                    if os.path.basename(h) in by_header and os.path.basename(h) not in lower:
                         problems.append("lower room src/%s/%s includes the core header %s" % (d, f, h))
     return edges, problems
 
 
+def object_room(name):
+    """meson's object name (front_parse.c.o, qrt.c.o) -> room"""
+    stem = name[: -len(".c.o")]
+    for d in TIER_DIRS:
+        if stem.startswith(d + "_"):
+            return d + "/" + stem[len(d) + 1:]
+    return stem
+
+
 def call_graph(src, build):
     """room -> rooms whose definitions its object file uses (core rooms only)"""
-    objdir = None
+    rooms = set(core_rooms(src))
+    objs = []
     for root, dirs, files in os.walk(build):
-        if any(f.endswith(".c.o") and f.startswith("value.c") for f in files) and "qhcore" in root:
-            objdir = root
-            break
-    if not objdir:
+        if os.path.basename(root).startswith("libqh") and root.endswith(".a.p") \
+                and os.path.relpath(root, build).split(os.sep)[0] == "src":
+            for f in files:
+                if f.endswith(".c.o") and object_room(f) in rooms:
+                    objs.append((os.path.join(root, f), object_room(f)))
+    if not any(r == "value" for _, r in objs):
         return None
     defined, used = {}, {}
-    for f in os.listdir(objdir):
-        if not f.endswith(".c.o"):
-            continue
-        room = f[: -len(".c.o")].split("_")[-1] if False else os.path.splitext(f[: -len(".o")])[0]
-        out = subprocess.run(["nm", os.path.join(objdir, f)], capture_output=True, text=True).stdout
+    for path, room in objs:
+        out = subprocess.run(["nm", path], capture_output=True, text=True).stdout
         for line in out.splitlines():
             parts = line.split()
             if len(parts) == 3 and parts[1] in "TDBRC":
@@ -155,8 +222,8 @@ def cycles(edges):
 
 def render(edges):
     lines = []
-    for room in sorted(edges):
-        lines.append("%-10s -> %s" % (room, " ".join(sorted(edges[room]))))
+    for room in sorted(edges, key=lambda r: (["front", "interp", "lib", "host"].index(tier(r)), r)):
+        lines.append("%-16s -> %s" % (room, " ".join(sorted(edges[room]))))
     return "\n".join(lines)
 
 
@@ -190,11 +257,17 @@ def main():
             print("no object files of the core library under %s" % args[2])
             bad = True
         else:
+            for a in sorted(calls):
+                for b in sorted(calls[a]):
+                    why = tier_problem(a, b)
+                    if why:
+                        print("%s calls %s: %s" % (a, b, why))
+                        bad = True
             for c in cycles(calls):
                 print("call cycle among core rooms: %s" % " <-> ".join(c))
                 bad = True
     if not bad:
-        print("check_graph: %d core rooms, no include%s cycle, the documented graph is current"
+        print("check_graph: %d core rooms in three tiers, no include%s cycle, the documented graph is current"
               % (len(core_rooms(src)), " or call" if len(args) == 3 else ""))
     return 1 if bad else 0
 

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "func.h"
-#include "module.h"
+#include "load.h"
 #include "qh.h"
 #include "serial.h"
 

@@ -6,7 +6,7 @@
  * running it), which the evaluator reaches through the import hook; and
  * freeing what was loaded. Knows sources, the front end and the
  * evaluator's entry points. */
-#include "module.h"
+#include "load.h"
 #include "analyse.h"
 #include "diag.h"
 #include "eval.h"
