@@ -1,13 +1,14 @@
 /* builtins.h — the builtin table: what a builtin is (name, arity,
  * keywords, flags, C function) and the registry every room adds its
  * builtins to at start-up. The resolver and the analyser read it (names,
- * flags); the evaluator calls through it. Knows values and the AST, not
- * the VM (builtins receive it as an opaque pointer). */
+ * flags); the evaluator calls through it. Knows values (the AST only as
+ * a pointer to a node), not the VM (builtins receive it as an opaque pointer). */
 #ifndef QH_BUILTINS_H
 #define QH_BUILTINS_H
 
-#include "ast.h"
 #include "value.h"
+
+typedef struct Node Node;   /* the AST's node (front/ast.h): builtins only carry a pointer to it */
 
 /* Builtin calling convention: positional args and keyword args, already
  * evaluated: futures resolved unless the builtin is marked lazy, and

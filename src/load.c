@@ -1,4 +1,4 @@
-/* module.c — the loader: the pipeline from source text to an analysed
+/* load.c — the loader: the pipeline from source text to an analysed
  * module (parse, resolve, warn about hidden builtins, analyse, preload the
  * imports it can see), written once for programs, modules and REPL
  * entries; `import NAME` (finding NAME.qh in the importing file's folder,
@@ -32,7 +32,7 @@ static void free_info(ModInfo *m)
     source_free(src);
 }
 
-void module_forget_protos(ModInfo *session, int first)
+void load_forget_protos(ModInfo *session, int first)
 {
     for (int i = first; i < session->nprotos; i++) {
         FnProto *f = session->protos[i];
@@ -44,7 +44,7 @@ void module_forget_protos(ModInfo *session, int first)
     if (first < session->nprotos) session->nprotos = first;
 }
 
-bool module_compile(Interp *in, Source *src, LoadKind kind, ModInfo *session, HideMemo *memo, FILE *diag, ModInfo **out)
+bool load_compile(Interp *in, Source *src, LoadKind kind, ModInfo *session, HideMemo *memo, FILE *diag, ModInfo **out)
 {
     *out = NULL;
     ModInfo *m = parse_source(src, diag);
@@ -70,7 +70,7 @@ bool module_compile(Interp *in, Source *src, LoadKind kind, ModInfo *session, Hi
         ok = ok && analyse_body(session, m->body, first, diag);
         session->src = session_src;
         ok = ok && preload_stmt(in, m->src, m->body, diag);
-        if (!ok) module_forget_protos(session, first);     /* a rejected entry defines nothing */
+        if (!ok) load_forget_protos(session, first);     /* a rejected entry defines nothing */
         return ok;
     }
     if (kind == LOAD_MAIN) resolve_declare(m, "argv", builtin_lookup);
@@ -168,7 +168,7 @@ static bool preload_file(Interp *in, const Source *from, const char *name, int l
     /* its own imports are preloaded by the pipeline (a module seen twice is found in the list) */
     remember(in, path, NULL, false);
     Preload *me = in->preloaded;
-    bool ok = module_compile(in, src, LOAD_MODULE, NULL, NULL, diag, &info);
+    bool ok = load_compile(in, src, LOAD_MODULE, NULL, NULL, diag, &info);
     if (!info) { source_free(src); return false; }
     me->info = info;
     return ok;
@@ -202,7 +202,7 @@ static ModInfo *take_preloaded(Interp *in, const char *path)
     return NULL;
 }
 
-void module_free_all(Interp *in)
+void load_free_all(Interp *in)
 {
     /* the modules first: their globals are released (cycles through
      * functions were broken by the caller); then the cycles nobody can
@@ -225,7 +225,7 @@ void module_free_all(Interp *in)
     in->preloaded = NULL;
 }
 
-static Value module_import(VM *vm, const char *name, const Node *site)
+static Value load_import(VM *vm, const char *name, const Node *site)
 {
     Interp *in = vm->in;
     if (vm->is_task) return vm_error(vm, site, "import is not allowed inside a quantum function");
@@ -244,7 +244,7 @@ static Value module_import(VM *vm, const char *name, const Node *site)
         char err[512];
         Source *src = source_from_file(path, path, err, sizeof err);
         if (!src) { free(path); decref(key); return vm_error(vm, site, "import %s: %s", name, err); }
-        bool ok = module_compile(in, src, LOAD_MODULE, NULL, NULL, in->err, &info);
+        bool ok = load_compile(in, src, LOAD_MODULE, NULL, NULL, in->err, &info);
         if (!info) source_free(src);
         else if (!ok) free_info(info);      /* nothing refers to a parse that never ran */
         else remember(in, xstrdup(path), info, true);
@@ -278,7 +278,7 @@ static Value module_import(VM *vm, const char *name, const Node *site)
     return mv;
 }
 
-void module_code_table(Interp *in, ModInfo *main, SerCode *out)
+void load_code_table(Interp *in, ModInfo *main, SerCode *out)
 {
     int n = 1;
     for (Preload *p = in->preloaded; p; p = p->next) n += p->info != NULL;
@@ -304,7 +304,7 @@ void module_code_table(Interp *in, ModInfo *main, SerCode *out)
     for (int i = 0; i < n; i++) out->nprotos[i] = out->mods[i]->nprotos;
 }
 
-void module_code_free(SerCode *code)
+void load_code_free(SerCode *code)
 {
     for (int i = 0; i < code->nmods; i++) free((char *)code->names[i]);
     free(code->names);
@@ -313,4 +313,4 @@ void module_code_free(SerCode *code)
     memset(code, 0, sizeof *code);
 }
 
-void module_attach(Interp *in) { in->hooks.import = module_import; }
+void load_attach(Interp *in) { in->hooks.import = load_import; }

@@ -1,9 +1,9 @@
-/* module.h — the loader: the pipeline from source to an analysed module
+/* load.h — the loader: the pipeline from source to an analysed module
  * (written once: qh.h's compile functions and imports use it), finding
  * `import NAME` on disk, preloading the imports a program can see, and
  * running an import (the evaluator's import hook). */
-#ifndef QH_MODULE_H
-#define QH_MODULE_H
+#ifndef QH_LOAD_H
+#define QH_LOAD_H
 
 #include <stdio.h>
 #include "func.h"
@@ -24,20 +24,20 @@ typedef enum LoadKind {
  * later error (keep it: its nodes may be referenced; a rejected entry's
  * functions were taken out of the table again). Returns false on any
  * error. */
-bool module_compile(Interp *in, Source *src, LoadKind kind, ModInfo *session, HideMemo *memo, FILE *diag, ModInfo **out);
+bool load_compile(Interp *in, Source *src, LoadKind kind, ModInfo *session, HideMemo *memo, FILE *diag, ModInfo **out);
 /* Takes the functions from index first on out of a session's table again
  * (their tables freed; their nodes stay in their part's arena): an entry
  * that was rejected, or only analysed, defined nothing. */
-void module_forget_protos(ModInfo *session, int first);
+void load_forget_protos(ModInfo *session, int first);
 /* Releases the imported modules (their cycles broken before) and frees
  * every parse the loader made. */
-void module_free_all(Interp *in);
+void load_free_all(Interp *in);
 /* The code table of a program (func.h SerCode): main first, then every
  * module loaded so far, in the order the loader met them (the same on every
- * process that compiled the same sources). Free with module_code_free. */
-void module_code_table(Interp *in, ModInfo *main, SerCode *out);
-void module_code_free(SerCode *code);
+ * process that compiled the same sources). Free with load_code_free. */
+void load_code_table(Interp *in, ModInfo *main, SerCode *out);
+void load_code_free(SerCode *code);
 /* Installs the evaluator's import hook in an interpreter. */
-void module_attach(Interp *in);
+void load_attach(Interp *in);
 
 #endif

@@ -105,7 +105,7 @@ qh_State *qh_open(const qh_Config *cfg)
     async_attach(in);
     qrt_attach(in);         /* the memory budget, for distributed states */
     diffq_attach(in);       /* qfn calls with differentiated arguments */
-    module_attach(in);
+    load_attach(in);
     Q->argv = list_new(0);
     for (int i = 0; i < cfg->argc; i++) list_push(Q->argv, v_str(cfg->argv[i]));
     if (cfg->handle_sigint) async_install_sigint(in);
@@ -183,7 +183,7 @@ int qh_close(qh_State *Q, int status)
     value_break_cycles(roots, (int)k);
     free(roots);
     if (Q->main) decref(v_obj(&Q->main->h));
-    module_free_all(in);
+    load_free_all(in);
     value_gc_collect(true);         /* cycles dropped since the last collection */
     if (Q->started) {
         vm_free(&Q->vm);
@@ -235,7 +235,7 @@ qh_Program *qh_compile(qh_State *Q, const char *name, const char *text, size_t l
 {
     Source *src = source_from_text(name, text, len);
     ModInfo *m;
-    bool ok = module_compile(&Q->in, src, LOAD_MAIN, NULL, NULL, diag, &m);
+    bool ok = load_compile(&Q->in, src, LOAD_MAIN, NULL, NULL, diag, &m);
     if (!m) { source_free(src); return NULL; }
     qh_assert(ok);
     return keep(Q, m, m, false);
@@ -247,7 +247,7 @@ qh_Program *qh_compile_file(qh_State *Q, const char *path, FILE *diag)
     Source *src = source_from_file(path, path, err, sizeof err);
     if (!src) { fprintf(diag, "qh: %s\n", err); return NULL; }
     ModInfo *m;
-    bool ok = module_compile(&Q->in, src, LOAD_MAIN, NULL, NULL, diag, &m);
+    bool ok = load_compile(&Q->in, src, LOAD_MAIN, NULL, NULL, diag, &m);
     if (!m) { source_free(src); return NULL; }
     qh_assert(ok);
     return keep(Q, m, m, false);
@@ -262,7 +262,7 @@ static qh_Program *compile_entry(qh_State *Q, Source *src, bool dry, FILE *diag)
         /* a fresh session: an empty program declaring argv */
         Source *s = source_from_text("<repl>", "", 0);
         ModInfo *m;
-        bool ok = module_compile(&Q->in, s, LOAD_MAIN, NULL, NULL, diag, &m);
+        bool ok = load_compile(&Q->in, s, LOAD_MAIN, NULL, NULL, diag, &m);
         qh_assert(ok && m);
         (void)ok;
         Q->session_info = m;
@@ -276,7 +276,7 @@ static qh_Program *compile_entry(qh_State *Q, Source *src, bool dry, FILE *diag)
     }
     int first = table->nprotos;
     ModInfo *part;
-    bool ok = module_compile(&Q->in, src, LOAD_ENTRY, table, dry ? NULL : Q->hide, diag, &part);
+    bool ok = load_compile(&Q->in, src, LOAD_ENTRY, table, dry ? NULL : Q->hide, diag, &part);
     if (!part) { source_free(src); return NULL; }
     qh_Program *p = keep(Q, table, part, true);    /* kept: its nodes may be referenced */
     p->dry = dry;
@@ -322,7 +322,7 @@ bool qh_print_entry_deps(qh_State *Q, qh_Program *entry, FILE *out)
     if (entry->dry && entry->end_proto > entry->first_proto) {
         /* analysed only: its definitions are forgotten */
         qh_assert(table->nprotos == entry->end_proto);
-        module_forget_protos(table, entry->first_proto);
+        load_forget_protos(table, entry->first_proto);
         entry->end_proto = entry->first_proto;
     }
     return true;

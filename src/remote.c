@@ -397,7 +397,7 @@ bool remote_lead(Remote *r, qh_State *Q, qh_Program *p, FILE *err)
         at += n;
     }
     r->shared = true;
-    module_code_table(in, qh_program_info(p), &r->code);
+    load_code_table(in, qh_program_info(p), &r->code);
     int workers = in->nworkers > 0 ? in->nworkers : (int)in->ncpu;
     char buf[400];
     const char *bad = handshake(r, true, workers, in->max_memory, buf, sizeof buf);
@@ -468,7 +468,7 @@ int remote_end(Remote *r, int status)
         qdist_free(r->qd);
     }
     if (!died) MPI_Finalize();
-    if (r->code.mods) module_code_free(&r->code);
+    if (r->code.mods) load_code_free(&r->code);
     for (int i = 0; r->slot_names && r->slot_names[i]; i++) free(r->slot_names[i]);
     free(r->slot_names);
     free(r->slot_rank);
@@ -665,7 +665,7 @@ int remote_follow(Remote *r, const qh_Config *cfg0)
     r->Q = Q;
     r->in = in;
     if (p) {
-        module_code_table(in, qh_program_info(p), &r->code);
+        load_code_table(in, qh_program_info(p), &r->code);
         /* rank 0 prepares code as it runs it; here tasks are the first to
          * run it, several at once: prepare it all now */
         for (int i = 0; i < r->code.nmods; i++) eval_prepare_module(r->code.mods[i]);
@@ -718,7 +718,7 @@ int remote_follow(Remote *r, const qh_Config *cfg0)
     qdist_free(r->qd);
     while (r->inbox) { Item *it = r->inbox; r->inbox = it->next; free(it->blob); free(it); }
     fclose(null);
-    if (r->code.mods) module_code_free(&r->code);
+    if (r->code.mods) load_code_free(&r->code);
     free(r->hello);
     pthread_cond_destroy(&r->cv);
     pthread_mutex_destroy(&r->mu);

@@ -141,25 +141,28 @@ def include_graph(src):
     return edges, problems
 
 
-def object_room(name):
-    """meson's object name (front_parse.c.o, qrt.c.o) -> room"""
-    stem = name[: -len(".c.o")]
-    for d in TIER_DIRS:
-        if stem.startswith(d + "_"):
-            return d + "/" + stem[len(d) + 1:]
+def object_room(build, path):
+    """an object file of meson's (src/front/libqhfront.a.p/parse.c.o,
+    src/libqhinterp.a.p/eval.c.o) -> its room"""
+    parts = os.path.relpath(path, build).split(os.sep)
+    stem = parts[-1][: -len(".c.o")]
+    if len(parts) == 4 and parts[1] in TIER_DIRS:
+        return parts[1] + "/" + stem
     return stem
 
 
 def call_graph(src, build):
-    """room -> rooms whose definitions its object file uses (core rooms only)"""
+    """room -> rooms whose definitions its object file uses (core rooms
+    only; the hosts main and repl are left out, as they may use anything)"""
     rooms = set(core_rooms(src))
     objs = []
-    for root, dirs, files in os.walk(build):
-        if os.path.basename(root).startswith("libqh") and root.endswith(".a.p") \
-                and os.path.relpath(root, build).split(os.sep)[0] == "src":
+    for root, dirs, files in os.walk(os.path.join(build, "src")):
+        if os.path.basename(root).startswith("libqh") and root.endswith(".a.p"):
             for f in files:
-                if f.endswith(".c.o") and object_room(f) in rooms:
-                    objs.append((os.path.join(root, f), object_room(f)))
+                if f.endswith(".c.o"):
+                    room = object_room(build, os.path.join(root, f))
+                    if room in rooms:
+                        objs.append((os.path.join(root, f), room))
     if not any(r == "value" for _, r in objs):
         return None
     defined, used = {}, {}

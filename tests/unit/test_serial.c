@@ -61,14 +61,14 @@ static void setup(void)
     P = qh_compile(Q, "serial.qh", program, strlen(program), stderr);
     ck_assert_ptr_nonnull(P);
     ck_assert_int_eq(qh_run(Q, P), 0);
-    module_code_table(qh_interp(Q), qh_program_info(P), &code);
+    load_code_table(qh_interp(Q), qh_program_info(P), &code);
     copy_init(&kept);
 }
 
 static void teardown(void)
 {
     copy_release_modules(&kept);
-    module_code_free(&code);
+    load_code_free(&code);
     qh_close(Q, 0);
 }
 
