@@ -29,19 +29,22 @@ static Value bit_op(VM *vm, BinOp op, double a, double b, const Node *site)
     case OP_SHL:
         if (y < 0) return vm_error(vm, site, "negative shift count %lld", (long long)y);
         if (x != 0 && (y >= 53 || (x < 0 ? -x : x) >= ((int64_t)1 << (53 - y))))
-            return vm_error(vm, site, "%lld << %lld is out of range (integers must stay below 2**53)", (long long)x, (long long)y);
+            return vm_error(vm, site,
+                            "%lld << %lld is out of range (integers must stay below 2**53)",
+                            (long long)x, (long long)y);
         r = x == 0 ? 0 : (int64_t)((uint64_t)x << y);
         break;
     case OP_SHR:
         if (y < 0) return vm_error(vm, site, "negative shift count %lld", (long long)y);
         if (y > 62) y = 62;
-        r = x >= 0 ? x >> y : ~(~x >> y);       /* floor division by 2^y */
+        r = x >= 0 ? x >> y : ~(~x >> y); /* floor division by 2^y */
         break;
     default: qh_unreachable();
     }
     /* & | ^ of two such integers can reach -2^53 (e.g. -1 ^ (2^53 - 1)) */
     if (!((double)r > -NUM_INT53 && (double)r < NUM_INT53))
-        return vm_error(vm, site, "result of %s is out of range (integers must stay below 2**53)", op_symbol(op));
+        return vm_error(vm, site, "result of %s is out of range (integers must stay below 2**53)",
+                        op_symbol(op));
     return v_num((double)r);
 }
 
@@ -66,7 +69,8 @@ Value arith_num(VM *vm, BinOp op, double a, double b, const Node *site)
         return v_num(floor(a / b));
     case OP_MOD:
         if (b == 0) return vm_error(vm, site, "modulo by zero");
-        if (b > 0 && a >= 0 && a < 9007199254740992.0 && b < 9007199254740992.0 && a == (double)(int64_t)a && b == (double)(int64_t)b)
+        if (b > 0 && a >= 0 && a < 9007199254740992.0 && b < 9007199254740992.0 &&
+            a == (double)(int64_t)a && b == (double)(int64_t)b)
             return v_num((double)((int64_t)a % (int64_t)b));
         return v_num(py_mod(a, b));
     case OP_POW:
@@ -83,14 +87,26 @@ Value arith_num(VM *vm, BinOp op, double a, double b, const Node *site)
     case OP_GE: return v_bool(a >= b);
     case OP_EQ: return v_bool(a == b);
     case OP_NE: return v_bool(a != b);
-    case OP_BAND: case OP_BOR: case OP_BXOR: case OP_SHL: case OP_SHR: return bit_op(vm, op, a, b, site);
-    case OP_MATMUL: case OP_IN: case OP_NOTIN: case OP_NEG: case OP_POS: case OP_INVERT: case OP_NOPS:
-        return vm_error(vm, site, "unsupported operand types for %s: number and number", op_symbol(op));
+    case OP_BAND:
+    case OP_BOR:
+    case OP_BXOR:
+    case OP_SHL:
+    case OP_SHR: return bit_op(vm, op, a, b, site);
+    case OP_MATMUL:
+    case OP_IN:
+    case OP_NOTIN:
+    case OP_NEG:
+    case OP_POS:
+    case OP_INVERT:
+    case OP_NOPS:
+        return vm_error(vm, site, "unsupported operand types for %s: number and number",
+                        op_symbol(op));
     default: qh_unreachable();
     }
 }
 
-static Value complex_op(VM *vm, BinOp op, double ar, double ai, double br, double bi, const Node *site)
+static Value complex_op(VM *vm, BinOp op, double ar, double ai, double br, double bi,
+                        const Node *site)
 {
     switch (op) {
     case OP_ADD: return v_complex(ar + br, ai + bi);
@@ -112,16 +128,35 @@ static Value complex_op(VM *vm, BinOp op, double ar, double ai, double br, doubl
             /* exact integer powers, as Python does by repeated multiplication */
             double _Complex base = ar + ai * _Complex_I, acc = 1;
             long n = (long)fabs(br);
-            while (n) { if (n & 1) acc *= base; base *= base; n >>= 1; }
+            while (n) {
+                if (n & 1) acc *= base;
+                base *= base;
+                n >>= 1;
+            }
             z = br < 0 ? 1.0 / acc : acc;
         }
         return v_complex(creal(z), cimag(z));
     }
     case OP_EQ: return v_bool(ar == br && ai == bi);
     case OP_NE: return v_bool(!(ar == br && ai == bi));
-    case OP_IDIV: case OP_MOD: case OP_MATMUL: case OP_LT: case OP_LE: case OP_GT: case OP_GE:
-    case OP_IN: case OP_NOTIN: case OP_NEG: case OP_POS: case OP_NOPS:
-    case OP_BAND: case OP_BOR: case OP_BXOR: case OP_SHL: case OP_SHR: case OP_INVERT:
+    case OP_IDIV:
+    case OP_MOD:
+    case OP_MATMUL:
+    case OP_LT:
+    case OP_LE:
+    case OP_GT:
+    case OP_GE:
+    case OP_IN:
+    case OP_NOTIN:
+    case OP_NEG:
+    case OP_POS:
+    case OP_NOPS:
+    case OP_BAND:
+    case OP_BOR:
+    case OP_BXOR:
+    case OP_SHL:
+    case OP_SHR:
+    case OP_INVERT:
         return vm_error(vm, site, "unsupported operation %s on complex numbers", op_symbol(op));
     default: qh_unreachable();
     }
@@ -134,20 +169,23 @@ static Value num_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
 {
     if (a.t == T_NUM && b.t == T_NUM) return arith_num(vm, op, a.n, b.n, site);
     double ar, ai, br, bi;
-    if (as_complex(a, &ar, &ai) && as_complex(b, &br, &bi)) return complex_op(vm, op, ar, ai, br, bi, site);
+    if (as_complex(a, &ar, &ai) && as_complex(b, &br, &bi))
+        return complex_op(vm, op, ar, ai, br, bi, site);
     return v_notimpl();
 }
 
 static Value complex_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
 {
     double ar, ai, br, bi;
-    if (as_complex(a, &ar, &ai) && as_complex(b, &br, &bi)) return complex_op(vm, op, ar, ai, br, bi, site);
+    if (as_complex(a, &ar, &ai) && as_complex(b, &br, &bi))
+        return complex_op(vm, op, ar, ai, br, bi, site);
     return v_notimpl();
 }
 
 static Value complex_unop(VM *vm, BinOp op, Value a, const Node *site)
 {
-    (void)vm; (void)site;
+    (void)vm;
+    (void)site;
     if (op == OP_INVERT) return v_notimpl();
     if (op == OP_NEG) return v_complex(-AS_CPLX(a)->re, -AS_CPLX(a)->im);
     incref(a);
@@ -185,10 +223,11 @@ static Value str_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
         default: break;
         }
     }
-    double times;        /* a count: a number, or a kind standing for one (its plain value) */
+    double times; /* a count: a number, or a kind standing for one (its plain value) */
     if (op == OP_MUL && a.t == T_STR && tp_number(b, &times)) return seq_repeat(vm, a, times, site);
     if (op == OP_MUL && b.t == T_STR && tp_number(a, &times)) return seq_repeat(vm, b, times, site);
-    if (op == OP_MOD && a.t == T_STR) return vm_error(vm, site, "use fmt(format, args...) to format strings");
+    if (op == OP_MOD && a.t == T_STR)
+        return vm_error(vm, site, "use fmt(format, args...) to format strings");
     return v_notimpl();
 }
 
@@ -197,11 +236,13 @@ static Value str_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
 
 static Value seq_repeat(VM *vm, Value seq, double times, const Node *site)
 {
-    if (times != floor(times)) return vm_error(vm, site, "can only repeat a sequence an integer number of times");
+    if (times != floor(times))
+        return vm_error(vm, site, "can only repeat a sequence an integer number of times");
     long n = times < 0 ? 0 : times > 4e9 ? 4000000000L : (long)times;
     if (seq.t == T_STR) {
         ObjStr *s = AS_STR(seq);
-        if (n && (double)s->len * (double)n > 2e9) return vm_error(vm, site, "string too long (%.0f bytes)", (double)s->len * (double)n);
+        if (n && (double)s->len * (double)n > 2e9)
+            return vm_error(vm, site, "string too long (%.0f bytes)", (double)s->len * (double)n);
         ObjStr *r = str_alloc_try(s->len * (size_t)n);
         if (!r) return vm_oom(vm, site);
         for (long i = 0; i < n; i++) memcpy(r->s + (size_t)i * s->len, s->s, s->len);
@@ -213,7 +254,10 @@ static Value seq_repeat(VM *vm, Value seq, double times, const Node *site)
     ObjList *r = list_new_try(l->len * (size_t)n);
     if (!r) return vm_oom(vm, site);
     for (long i = 0; i < n; i++)
-        for (size_t k = 0; k < l->len; k++) { incref(l->v[k]); r->v[r->len++] = l->v[k]; }
+        for (size_t k = 0; k < l->len; k++) {
+            incref(l->v[k]);
+            r->v[r->len++] = l->v[k];
+        }
     return v_list(r);
 }
 
@@ -224,8 +268,14 @@ static Value list_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
         if (op == OP_ADD) {
             ObjList *r = list_new_try(x->len + y->len);
             if (!r) return vm_oom(vm, site);
-            for (size_t i = 0; i < x->len; i++) { incref(x->v[i]); r->v[r->len++] = x->v[i]; }
-            for (size_t i = 0; i < y->len; i++) { incref(y->v[i]); r->v[r->len++] = y->v[i]; }
+            for (size_t i = 0; i < x->len; i++) {
+                incref(x->v[i]);
+                r->v[r->len++] = x->v[i];
+            }
+            for (size_t i = 0; i < y->len; i++) {
+                incref(y->v[i]);
+                r->v[r->len++] = y->v[i];
+            }
             return v_list(r);
         }
         if (op >= OP_LT && op <= OP_GE) {
@@ -238,15 +288,19 @@ static Value list_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
         }
     }
     double times;
-    if (op == OP_MUL && a.t == T_LIST && tp_number(b, &times)) return seq_repeat(vm, a, times, site);
-    if (op == OP_MUL && b.t == T_LIST && tp_number(a, &times)) return seq_repeat(vm, b, times, site);
+    if (op == OP_MUL && a.t == T_LIST && tp_number(b, &times))
+        return seq_repeat(vm, a, times, site);
+    if (op == OP_MUL && b.t == T_LIST && tp_number(a, &times))
+        return seq_repeat(vm, b, times, site);
     return v_notimpl();
 }
 
 /* ---------------------------------------------------------------- registration */
 
 static const TypeOps num_ops = { .name = "number", .binop = num_binop };
-static const TypeOps complex_ops = { .name = "complex", .binop = complex_binop, .unop = complex_unop };
+static const TypeOps complex_ops = { .name = "complex",
+                                     .binop = complex_binop,
+                                     .unop = complex_unop };
 static const TypeOps str_ops = { .name = "string", .binop = str_binop };
 static const TypeOps list_ops = { .name = "list", .flags = TF_TRACK, .binop = list_binop };
 

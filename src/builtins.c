@@ -15,14 +15,18 @@ static int nall;
 void builtins_add(const BuiltinDef *t)
 {
     for (; t->name; t++) {
-        if (nall == (int)(sizeof all / sizeof all[0])) { fputs("qh: too many builtins\n", stderr); abort(); }
+        if (nall == (int)(sizeof all / sizeof all[0])) {
+            fputs("qh: too many builtins\n", stderr);
+            abort();
+        }
         all[nall++] = t;
     }
 }
 
 int builtin_lookup(const char *name)
 {
-    for (int i = 0; i < nall; i++) if (strcmp(all[i]->name, name) == 0) return i;
+    for (int i = 0; i < nall; i++)
+        if (strcmp(all[i]->name, name) == 0) return i;
     return -1;
 }
 
@@ -44,6 +48,9 @@ Value builtin_value(int i)
 Value builtin_named(const char *name)
 {
     int i = builtin_lookup(name);
-    if (i < 0) { fprintf(stderr, "qh: internal error: no builtin %s\n", name); abort(); }
+    if (i < 0) {
+        fprintf(stderr, "qh: internal error: no builtin %s\n", name);
+        abort();
+    }
     return builtin_value(i);
 }

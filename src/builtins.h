@@ -8,7 +8,7 @@
 
 #include "value.h"
 
-typedef struct Node Node;   /* the AST's node (front/ast.h): builtins only carry a pointer to it */
+typedef struct Node Node; /* the AST's node (front/ast.h): builtins only carry a pointer to it */
 
 /* Builtin calling convention: positional args and keyword args, already
  * evaluated: futures resolved unless the builtin is marked lazy, and
@@ -21,27 +21,27 @@ struct Args {
     int nkw;
     ObjStr **kwname;
     Value *kw;
-    Node *site;         /* the call node, for messages */
-    const struct BuiltinDef *def;   /* the builtin being called */
+    Node *site;                   /* the call node, for messages */
+    const struct BuiltinDef *def; /* the builtin being called */
 };
 typedef Value (*BuiltinFn)(VM *vm, Args *a);
 typedef struct BuiltinDef {
     const char *name;
     BuiltinFn fn;
-    int min, max;       /* positional arity; max -1 = any */
+    int min, max; /* positional arity; max -1 = any */
     unsigned flags;
-    const char *const *kwnames;   /* accepted keywords, NULL-terminated, or NULL */
-    double cval;        /* BI_CONST: the value (pi, e, inf, nan) */
+    const char *const *kwnames; /* accepted keywords, NULL-terminated, or NULL */
+    double cval;                /* BI_CONST: the value (pi, e, inf, nan) */
 } BuiltinDef;
 enum {
-    BI_LAZY = 1,        /* receives futures unresolved (ready, wait, append, ...) */
-    BI_IMPURE = 2,      /* prints, reads input: not allowed in a qfn */
-    BI_QUANTUM = 4,     /* needs a running quantum function (measurements) */
-    BI_GATE = 8,        /* makes an operator */
-    BI_CONST = 16,      /* a number, not a function */
-    BI_SHALLOW = 32,    /* reads only its arguments' top level (len, keys, pop, ...): futures
+    BI_LAZY = 1,     /* receives futures unresolved (ready, wait, append, ...) */
+    BI_IMPURE = 2,   /* prints, reads input: not allowed in a qfn */
+    BI_QUANTUM = 4,  /* needs a running quantum function (measurements) */
+    BI_GATE = 8,     /* makes an operator */
+    BI_CONST = 16,   /* a number, not a function */
+    BI_SHALLOW = 32, /* reads only its arguments' top level (len, keys, pop, ...): futures
                            inside containers are passed along, not waited for */
-    BI_MUTATES = 64,    /* changes the container given as its first argument (append, insert,
+    BI_MUTATES = 64, /* changes the container given as its first argument (append, insert,
                            pop): never computed ahead (laplan.c) */
 };
 

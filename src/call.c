@@ -16,17 +16,24 @@
 /* A builtin that prints or reads input, called inside a task: only a
  * function value can bring it there (the analysis rejects qfn bodies that
  * name one), and its effect would leave program order. */
-static __attribute__((noinline)) Value impure_in_task(VM *vm, const BuiltinDef *bd, const Node *site)
+static __attribute__((noinline)) Value impure_in_task(VM *vm, const BuiltinDef *bd,
+                                                      const Node *site)
 {
-    return vm_error(vm, site, "%s() cannot run inside a quantum function: a qfn may not print, read input, import or "
-                    "assign globals (here it came as a function value)", bd->name);
+    return vm_error(
+        vm, site,
+        "%s() cannot run inside a quantum function: a qfn may not print, read input, import or "
+        "assign globals (here it came as a function value)",
+        bd->name);
 }
 
 /* the futures inside a builtin's container arguments, resolved (in place) */
 static bool builtin_resolve(VM *vm, const BuiltinDef *bd, Value *v, int n, const Node *site)
 {
-    if (bd->flags & (BI_LAZY | BI_SHALLOW) || !atomic_load_explicit(&value_lazy_live, memory_order_relaxed)) return true;
-    for (int i = 0; i < n; i++) if (!tp_resolve_in(vm, v[i], site)) return false;
+    if (bd->flags & (BI_LAZY | BI_SHALLOW) ||
+        !atomic_load_explicit(&value_lazy_live, memory_order_relaxed))
+        return true;
+    for (int i = 0; i < n; i++)
+        if (!tp_resolve_in(vm, v[i], site)) return false;
     return true;
 }
 
@@ -35,20 +42,30 @@ bool eval_bind_args(VM *vm, ObjFunc *f, Value *slots, int nargs, Args *kw, const
     FnProto *p = f->p;
     if (nargs > p->nparams) {
         for (int i = 0; i < nargs; i++) decref(slots[i]);
-        if (kw) for (int j = 0; j < kw->nkw; j++) decref(kw->kw[j]);
-        vm_error(vm, site, "%s() takes %d argument%s but %d were given", p->name, p->nparams, p->nparams == 1 ? "" : "s", nargs);
+        if (kw)
+            for (int j = 0; j < kw->nkw; j++) decref(kw->kw[j]);
+        vm_error(vm, site, "%s() takes %d argument%s but %d were given", p->name, p->nparams,
+                 p->nparams == 1 ? "" : "s", nargs);
         return false;
     }
     for (int i = nargs; i < p->nlocals; i++) slots[i] = v_unbound();
     if (kw) {
         for (int k = 0; k < kw->nkw; k++) {
             int at = -1;
-            for (int i = 0; i < p->nparams; i++) if (str_eq(p->param_keys[i], kw->kwname[k])) { at = i; break; }
+            for (int i = 0; i < p->nparams; i++)
+                if (str_eq(p->param_keys[i], kw->kwname[k])) {
+                    at = i;
+                    break;
+                }
             if (at < 0 || slots[at].t != T_UNBOUND) {
                 for (int i = 0; i < p->nparams; i++) decref(slots[i]);
                 for (int j = k; j < kw->nkw; j++) decref(kw->kw[j]);
-                if (at < 0) vm_error(vm, site, "%s() got an unexpected keyword argument '%s'", p->name, kw->kwname[k]->s);
-                else vm_error(vm, site, "%s() got multiple values for argument '%s'", p->name, kw->kwname[k]->s);
+                if (at < 0)
+                    vm_error(vm, site, "%s() got an unexpected keyword argument '%s'", p->name,
+                             kw->kwname[k]->s);
+                else
+                    vm_error(vm, site, "%s() got multiple values for argument '%s'", p->name,
+                             kw->kwname[k]->s);
                 return false;
             }
             slots[at] = kw->kw[k];
@@ -56,7 +73,11 @@ bool eval_bind_args(VM *vm, ObjFunc *f, Value *slots, int nargs, Args *kw, const
     }
     for (int i = nargs; i < p->nparams; i++) {
         if (slots[i].t != T_UNBOUND) continue;
-        if (f->defaults && f->defaults[i].t != T_UNBOUND) { slots[i] = f->defaults[i]; incref(slots[i]); continue; }
+        if (f->defaults && f->defaults[i].t != T_UNBOUND) {
+            slots[i] = f->defaults[i];
+            incref(slots[i]);
+            continue;
+        }
         for (int j = 0; j < p->nparams; j++) decref(slots[j]);
         vm_error(vm, site, "%s() missing argument '%s'", p->name, p->params[i]);
         return false;
@@ -75,7 +96,10 @@ static Value run_bound(VM *vm, ObjFunc *f, Value *slots, const Node *site)
     return vm->in->hooks.qfn_call(vm, f, slots, site);
 }
 
-static void pop_to(VM *vm, size_t base) { while (vm->sp > base) decref(vm->stack[--vm->sp]); }
+static void pop_to(VM *vm, size_t base)
+{
+    while (vm->sp > base) decref(vm->stack[--vm->sp]);
+}
 
 /* call -> callee(args) in general: keywords, qfns, any callable kind */
 static Value eval_call_general(VM *vm, Node *n, Value callee);
@@ -94,22 +118,36 @@ Value eval_call_callee(VM *vm, Node *n, Value callee)
     int nargs = n->u.call.nargs;
     if (callee.t == T_BUILTIN && !n->u.call.nkw) {
         const BuiltinDef *bd = callee.bi;
-        if (nargs < bd->min || (bd->max >= 0 && nargs > bd->max) || !bd->fn) return eval_call_general(vm, n, callee);
+        if (nargs < bd->min || (bd->max >= 0 && nargs > bd->max) || !bd->fn)
+            return eval_call_general(vm, n, callee);
         size_t base = vm->sp;
-        if (base + (size_t)nargs + 8 >= vm->cap) return vm_error(vm, n, "maximum recursion depth exceeded (value stack full)");
+        if (base + (size_t)nargs + 8 >= vm->cap)
+            return vm_error(vm, n, "maximum recursion depth exceeded (value stack full)");
         for (int i = 0; i < nargs; i++) {
             Value v = eval_node(vm, n->u.call.args[i]);
-            if (IS_EXC(v)) { pop_to(vm, base); return v; }
+            if (IS_EXC(v)) {
+                pop_to(vm, base);
+                return v;
+            }
             if (is_lazy(v) && !(bd->flags & BI_LAZY)) {
                 Value r = tp_force(vm, v, n->u.call.args[i]);
                 decref(v);
-                if (IS_EXC(r)) { pop_to(vm, base); return r; }
+                if (IS_EXC(r)) {
+                    pop_to(vm, base);
+                    return r;
+                }
                 v = r;
             }
             vm->stack[vm->sp++] = v;
         }
-        if ((bd->flags & BI_IMPURE) && vm->is_task) { pop_to(vm, base); return impure_in_task(vm, bd, n); }
-        if (!builtin_resolve(vm, bd, vm->stack + base, nargs, n)) { pop_to(vm, base); return v_exc(); }
+        if ((bd->flags & BI_IMPURE) && vm->is_task) {
+            pop_to(vm, base);
+            return impure_in_task(vm, bd, n);
+        }
+        if (!builtin_resolve(vm, bd, vm->stack + base, nargs, n)) {
+            pop_to(vm, base);
+            return v_exc();
+        }
         Args a = { nargs, vm->stack + base, 0, NULL, NULL, n, bd };
         Value r = tp_intercepts(&a) ? tp_builtin(vm, bd, &a) : v_notimpl();
         if (r.t == T_NOTIMPL) r = bd->fn(vm, &a);
@@ -122,7 +160,10 @@ Value eval_call_callee(VM *vm, Node *n, Value callee)
     if (p->is_qfn || nargs > p->nparams) return eval_call_general(vm, n, callee);
     size_t base = vm->sp;
     int nl = p->nlocals;
-    if (base + (size_t)nl + 8 >= vm->cap) { decref(callee); return vm_error(vm, n, "maximum recursion depth exceeded (value stack full)"); }
+    if (base + (size_t)nl + 8 >= vm->cap) {
+        decref(callee);
+        return vm_error(vm, n, "maximum recursion depth exceeded (value stack full)");
+    }
     Value *slots = vm->stack + base;
     for (int i = 0; i < nargs; i++) {
         Value v = eval_node(vm, n->u.call.args[i]);
@@ -135,7 +176,11 @@ Value eval_call_callee(VM *vm, Node *n, Value callee)
     }
     vm->sp = base + (size_t)nl;
     if (nargs < p->nparams) {
-        if (!eval_bind_args(vm, f, slots, nargs, NULL, n)) { vm->sp = base; decref(callee); return v_exc(); }
+        if (!eval_bind_args(vm, f, slots, nargs, NULL, n)) {
+            vm->sp = base;
+            decref(callee);
+            return v_exc();
+        }
     } else {
         for (int i = nargs; i < nl; i++) slots[i] = v_unbound();
     }
@@ -145,8 +190,7 @@ Value eval_call_callee(VM *vm, Node *n, Value callee)
     return r;
 }
 
-__attribute__((noinline))
-static Value eval_call_general(VM *vm, Node *n, Value callee)
+__attribute__((noinline)) static Value eval_call_general(VM *vm, Node *n, Value callee)
 {
     if (is_lazy(callee)) {
         Value r = tp_force(vm, callee, n);
@@ -160,7 +204,10 @@ static Value eval_call_general(VM *vm, Node *n, Value callee)
     size_t base = vm->sp;
     size_t need = (size_t)nargs + (size_t)nkw + 8;
     if (callee.t == T_FUNC) need += (size_t)AS_FUNC(callee)->p->nlocals;
-    if (base + need >= vm->cap) { decref(callee); return vm_error(vm, n, "maximum recursion depth exceeded (value stack full)"); }
+    if (base + need >= vm->cap) {
+        decref(callee);
+        return vm_error(vm, n, "maximum recursion depth exceeded (value stack full)");
+    }
     for (int i = 0; i < nargs; i++) {
         Value v = eval_node(vm, n->u.call.args[i]);
         if (IS_EXC(v)) goto fail;
@@ -183,7 +230,11 @@ static Value eval_call_general(VM *vm, Node *n, Value callee)
         /* keywords sit after the positionals: move them out of the frame's way */
         memcpy(tmp, argv + nargs, (size_t)nkw * sizeof(Value));
         vm->sp = base + (size_t)(f->p->nlocals > nargs ? f->p->nlocals : nargs);
-        if (!eval_bind_args(vm, f, slots, nargs, nkw ? &kw : NULL, n)) { vm->sp = base; decref(callee); return v_exc(); }
+        if (!eval_bind_args(vm, f, slots, nargs, nkw ? &kw : NULL, n)) {
+            vm->sp = base;
+            decref(callee);
+            return v_exc();
+        }
         result = run_bound(vm, f, slots, n);
         vm->sp = base;
         decref(callee);
@@ -192,7 +243,8 @@ static Value eval_call_general(VM *vm, Node *n, Value callee)
     if (callee.t == T_BUILTIN && !(callee.bi->flags & BI_LAZY)) {
         for (int i = 0; i < nargs + nkw; i++) {
             if (is_lazy(argv[i])) {
-                Value r = tp_force(vm, argv[i], i < nargs ? n->u.call.args[i] : n->u.call.kw[i - nargs].value);
+                Value r = tp_force(vm, argv[i],
+                                   i < nargs ? n->u.call.args[i] : n->u.call.kw[i - nargs].value);
                 if (IS_EXC(r)) goto fail;
                 decref(argv[i]);
                 argv[i] = r;
@@ -219,14 +271,26 @@ Value *eval_bind_frame(VM *vm, ObjFunc *f, Args *a, size_t *base)
 {
     *base = vm->sp;
     size_t need = (size_t)(f->p->nlocals > a->n ? f->p->nlocals : a->n) + 4;
-    if (*base + need >= vm->cap) { vm_error(vm, a->site, "maximum recursion depth exceeded (value stack full)"); return NULL; }
+    if (*base + need >= vm->cap) {
+        vm_error(vm, a->site, "maximum recursion depth exceeded (value stack full)");
+        return NULL;
+    }
     Value *slots = vm->stack + *base;
-    for (int i = 0; i < a->n; i++) { incref(a->v[i]); slots[i] = a->v[i]; }
+    for (int i = 0; i < a->n; i++) {
+        incref(a->v[i]);
+        slots[i] = a->v[i];
+    }
     Value kwv[a->nkw ? a->nkw : 1];
-    for (int i = 0; i < a->nkw; i++) { incref(a->kw[i]); kwv[i] = a->kw[i]; }
+    for (int i = 0; i < a->nkw; i++) {
+        incref(a->kw[i]);
+        kwv[i] = a->kw[i];
+    }
     Args kw = { 0, NULL, a->nkw, a->kwname, kwv, a->site, NULL };
     vm->sp = *base + need - 4;
-    if (!eval_bind_args(vm, f, slots, a->n, &kw, a->site)) { vm->sp = *base; return NULL; }
+    if (!eval_bind_args(vm, f, slots, a->n, &kw, a->site)) {
+        vm->sp = *base;
+        return NULL;
+    }
     return slots;
 }
 
@@ -247,21 +311,29 @@ static Value builtin_call(VM *vm, Value fn, Args *a)
     const BuiltinDef *bd = fn.bi;
     if (a->n < bd->min || (bd->max >= 0 && a->n > bd->max)) {
         if (bd->min == bd->max)
-            return vm_error(vm, a->site, "%s() takes %d argument%s but %d were given", bd->name, bd->min, bd->min == 1 ? "" : "s", a->n);
+            return vm_error(vm, a->site, "%s() takes %d argument%s but %d were given", bd->name,
+                            bd->min, bd->min == 1 ? "" : "s", a->n);
         if (a->n < bd->min)
-            return vm_error(vm, a->site, "%s() takes at least %d argument%s but %d were given", bd->name, bd->min, bd->min == 1 ? "" : "s", a->n);
-        return vm_error(vm, a->site, "%s() takes at most %d argument%s but %d were given", bd->name, bd->max, bd->max == 1 ? "" : "s", a->n);
+            return vm_error(vm, a->site, "%s() takes at least %d argument%s but %d were given",
+                            bd->name, bd->min, bd->min == 1 ? "" : "s", a->n);
+        return vm_error(vm, a->site, "%s() takes at most %d argument%s but %d were given", bd->name,
+                        bd->max, bd->max == 1 ? "" : "s", a->n);
     }
     for (int k = 0; k < a->nkw; k++) {
         bool ok = false;
-        for (const char *const *w = bd->kwnames; w && *w; w++) if (strcmp(*w, a->kwname[k]->s) == 0) ok = true;
-        if (!ok) return vm_error(vm, a->site, "%s() got an unexpected keyword argument '%s'", bd->name, a->kwname[k]->s);
+        for (const char *const *w = bd->kwnames; w && *w; w++)
+            if (strcmp(*w, a->kwname[k]->s) == 0) ok = true;
+        if (!ok)
+            return vm_error(vm, a->site, "%s() got an unexpected keyword argument '%s'", bd->name,
+                            a->kwname[k]->s);
     }
     qh_assert(bd->fn);
     if ((bd->flags & BI_IMPURE) && vm->is_task) return impure_in_task(vm, bd, a->site);
-    if (!builtin_resolve(vm, bd, a->v, a->n, a->site) || !builtin_resolve(vm, bd, a->kw, a->nkw, a->site)) return v_exc();
+    if (!builtin_resolve(vm, bd, a->v, a->n, a->site) ||
+        !builtin_resolve(vm, bd, a->kw, a->nkw, a->site))
+        return v_exc();
     a->def = bd;
-    if (tp_intercepts(a)) {      /* differentiated values: their kind decides first */
+    if (tp_intercepts(a)) { /* differentiated values: their kind decides first */
         Value r = tp_builtin(vm, bd, a);
         if (r.t != T_NOTIMPL) return r;
     }
@@ -272,26 +344,40 @@ static Value builtin_call(VM *vm, Value fn, Args *a)
 static bool builtin_ser(Value v, SerCtx *sc)
 {
     for (int i = 0; i < builtin_count(); i++)
-        if (builtin_get(i) == v.bi) { ser_u32(sc, (uint32_t)i); return true; }
+        if (builtin_get(i) == v.bi) {
+            ser_u32(sc, (uint32_t)i);
+            return true;
+        }
     return ser_fail(sc, "a builtin missing from the table cannot be sent to another rank");
 }
 
 static Value builtin_deser(SerCtx *sc, ValType t, size_t id)
 {
-    (void)t; (void)id;
+    (void)t;
+    (void)id;
     uint32_t i;
     if (!des_u32(sc, &i)) return v_exc();
-    if (i >= (uint32_t)builtin_count() || (builtin_get((int)i)->flags & BI_CONST)) return des_fail(sc, "builtin");
+    if (i >= (uint32_t)builtin_count() || (builtin_get((int)i)->flags & BI_CONST))
+        return des_fail(sc, "builtin");
     return builtin_value((int)i);
 }
 
 static const TypeOps func_ops = {
-    .name = "function", .flags = TF_CODE | TF_TRACK,
-    .free = func_free, .clear = func_clear, .traverse = func_traverse,
-    .copy = func_copy, .ser = func_ser, .deser = func_deser, .repr = func_repr, .call = func_call,
+    .name = "function",
+    .flags = TF_CODE | TF_TRACK,
+    .free = func_free,
+    .clear = func_clear,
+    .traverse = func_traverse,
+    .copy = func_copy,
+    .ser = func_ser,
+    .deser = func_deser,
+    .repr = func_repr,
+    .call = func_call,
 };
 
-static const TypeOps builtin_ops = { .name = "function", .ser = builtin_ser, .deser = builtin_deser, .call = builtin_call };
+static const TypeOps builtin_ops = {
+    .name = "function", .ser = builtin_ser, .deser = builtin_deser, .call = builtin_call
+};
 
 void call_open(void)
 {

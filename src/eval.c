@@ -45,7 +45,8 @@ static bool destructure(VM *vm, Node **targets, int n, Value v, const Node *site
 static __attribute__((noinline)) Value eval_name_error(VM *vm, Node *n)
 {
     if (n->kind == N_GLOBAL) return vm_error(vm, n, "name '%s' is not defined", n->u.var.name);
-    if (n->kind == N_UPVAL) return vm_error(vm, n, "free variable '%s' used before it was assigned", n->u.var.name);
+    if (n->kind == N_UPVAL)
+        return vm_error(vm, n, "free variable '%s' used before it was assigned", n->u.var.name);
     return vm_error(vm, n, "local variable '%s' used before it was assigned", n->u.var.name);
 }
 
@@ -86,13 +87,19 @@ static bool eval_subscripts(VM *vm, Node *n, Value *out)
             for (int j = 0; j < 3; j++) {
                 if (!parts[j]) continue;
                 x[j] = eval_forced(vm, parts[j]);
-                if (IS_EXC(x[j])) { for (int i = 0; i < j; i++) decref(x[i]); goto fail; }
+                if (IS_EXC(x[j])) {
+                    for (int i = 0; i < j; i++) decref(x[i]);
+                    goto fail;
+                }
             }
             out[k] = v_slice(x[0], x[1], x[2]);
         } else {
             out[k] = eval_forced(vm, s);
             if (IS_EXC(out[k])) goto fail;
-            if (!tp_resolve_in(vm, out[k], s)) { decref(out[k]); goto fail; }   /* a list of indices is read */
+            if (!tp_resolve_in(vm, out[k], s)) {
+                decref(out[k]);
+                goto fail;
+            } /* a list of indices is read */
         }
         continue;
     fail:
@@ -139,12 +146,39 @@ static inline Value operand(VM *vm, Node *c, unsigned shape)
 
 /* ---------------------------------------------------------------- leaves */
 
-static Value ev_num(VM *vm, Node *n) { (void)vm; return v_num(n->u.num); }
-static Value ev_imag(VM *vm, Node *n) { (void)vm; return v_complex(0, n->u.num); }
-static Value ev_str(VM *vm, Node *n) { (void)vm; return v_obj(&n->u.str->h); }
-static Value ev_true(VM *vm, Node *n) { (void)vm; (void)n; return v_bool(true); }
-static Value ev_false(VM *vm, Node *n) { (void)vm; (void)n; return v_bool(false); }
-static Value ev_nil(VM *vm, Node *n) { (void)vm; (void)n; return v_nil(); }
+static Value ev_num(VM *vm, Node *n)
+{
+    (void)vm;
+    return v_num(n->u.num);
+}
+static Value ev_imag(VM *vm, Node *n)
+{
+    (void)vm;
+    return v_complex(0, n->u.num);
+}
+static Value ev_str(VM *vm, Node *n)
+{
+    (void)vm;
+    return v_obj(&n->u.str->h);
+}
+static Value ev_true(VM *vm, Node *n)
+{
+    (void)vm;
+    (void)n;
+    return v_bool(true);
+}
+static Value ev_false(VM *vm, Node *n)
+{
+    (void)vm;
+    (void)n;
+    return v_bool(false);
+}
+static Value ev_nil(VM *vm, Node *n)
+{
+    (void)vm;
+    (void)n;
+    return v_nil();
+}
 
 static Value ev_local(VM *vm, Node *n)
 {
@@ -178,7 +212,11 @@ static Value ev_upval(VM *vm, Node *n)
     return v;
 }
 
-static Value ev_builtin(VM *vm, Node *n) { (void)vm; return builtin_value(n->u.var.slot); }
+static Value ev_builtin(VM *vm, Node *n)
+{
+    (void)vm;
+    return builtin_value(n->u.var.slot);
+}
 
 static Value ev_self(VM *vm, Node *n)
 {
@@ -188,7 +226,10 @@ static Value ev_self(VM *vm, Node *n)
     return v;
 }
 
-static Value ev_slice(VM *vm, Node *n) { return vm_error(vm, n, "a slice is only allowed inside [ ]"); }
+static Value ev_slice(VM *vm, Node *n)
+{
+    return vm_error(vm, n, "a slice is only allowed inside [ ]");
+}
 
 /* ---------------------------------------------------------------- operators */
 
@@ -203,10 +244,14 @@ static __attribute__((noinline)) Value binop_slow(VM *vm, Node *n, Value a, Valu
 }
 
 /* the bitwise operators: integers of magnitude below 2^53 in, and out */
-static inline bool i53(double d) { return d > -NUM_INT53 && d < NUM_INT53 && d == (double)(int64_t)d; }
+static inline bool i53(double d)
+{
+    return d > -NUM_INT53 && d < NUM_INT53 && d == (double)(int64_t)d;
+}
 static inline bool shl_ok(double x, double y)
 {
-    return i53(x) && i53(y) && y >= 0 && y < 53 && (x < 0 ? -x : x) < (double)((int64_t)1 << (53 - (int)y));
+    return i53(x) && i53(y) && y >= 0 && y < 53 &&
+           (x < 0 ? -x : x) < (double)((int64_t)1 << (53 - (int)y));
 }
 static inline double shr53(double x, double y)
 {
@@ -217,18 +262,21 @@ static inline double shr53(double x, double y)
 /* One handler per operator: both operands, then the number case inline
  * (the code given must return the result for two numbers x and y, or fall to the
  * general path for the cases it leaves out: errors, complex results). */
-#define BINOP(name, ...)                                                    \
-    static Value name(VM *vm, Node *n)                                      \
-    {                                                                       \
-        Value a = operand(vm, n->u.bin.a, OPD_A(n));                        \
-        if (IS_EXC(a)) return a;                                            \
-        Value b = operand(vm, n->u.bin.b, OPD_B(n));                        \
-        if (IS_EXC(b)) { decref(a); return b; }                             \
-        if (a.t == T_NUM && b.t == T_NUM) {                                 \
-            double x = a.n, y = b.n;                                        \
-            __VA_ARGS__                                                     \
-        }                                                                   \
-        return binop_slow(vm, n, a, b);                                     \
+#define BINOP(name, ...)                             \
+    static Value name(VM *vm, Node *n)               \
+    {                                                \
+        Value a = operand(vm, n->u.bin.a, OPD_A(n)); \
+        if (IS_EXC(a)) return a;                     \
+        Value b = operand(vm, n->u.bin.b, OPD_B(n)); \
+        if (IS_EXC(b)) {                             \
+            decref(a);                               \
+            return b;                                \
+        }                                            \
+        if (a.t == T_NUM && b.t == T_NUM) {          \
+            double x = a.n, y = b.n;                 \
+            __VA_ARGS__                              \
+        }                                            \
+        return binop_slow(vm, n, a, b);              \
     }
 
 BINOP(ev_add, return v_num(x + y);)
@@ -236,13 +284,20 @@ BINOP(ev_sub, return v_num(x - y);)
 BINOP(ev_mul, return v_num(x * y);)
 BINOP(ev_div, if (y != 0) return v_num(x / y);)
 BINOP(ev_idiv, if (y != 0) return v_num(floor(x / y));)
+/* clang-format off */
 BINOP(ev_mod,
-      if (y > 0 && x >= 0 && x < NUM_INT53 && y < NUM_INT53 && x == (double)(int64_t)x && y == (double)(int64_t)y)
+      if (y > 0 && x >= 0 && x < NUM_INT53 && y < NUM_INT53 && x == (double)(int64_t)x &&
+          y == (double)(int64_t)y)
           return v_num((double)((int64_t)x % (int64_t)y));
-      if (y != 0) { double r = fmod(x, y); if (r != 0 && ((r < 0) != (y < 0))) r += y; return v_num(r); })
+      if (y != 0) {
+          double r = fmod(x, y);
+          if (r != 0 && ((r < 0) != (y < 0))) r += y;
+          return v_num(r);
+      })
 BINOP(ev_pow,
       if (y == 2) return v_num(x * x);
       if (!(x < 0 && y != floor(y)) && !(x == 0 && y < 0)) return v_num(pow(x, y));)
+/* clang-format on */
 BINOP(ev_lt, return v_bool(x < y);)
 BINOP(ev_le, return v_bool(x <= y);)
 BINOP(ev_gt, return v_bool(x > y);)
@@ -266,73 +321,102 @@ BINOP(ev_binop, (void)x; (void)y;)
  * the left is read before the right operand runs, as evaluation order
  * requires. */
 #define LEAF_K(vm, c, x, gen) x = (c)->u.num;
-#define LEAF_L(vm, c, x, gen) { const Value *p_ = &(vm)->frame->slots[(c)->u.var.slot]; \
-                                if (p_->t != T_NUM) { return gen(vm, n); } x = p_->n; }
-#define LEAF_G(vm, c, x, gen) { const Value *p_ = &(vm)->mod->globals[(c)->u.var.slot]; \
-                                if (p_->t != T_NUM) { return gen(vm, n); } x = p_->n; }
+#define LEAF_L(vm, c, x, gen)                                   \
+    {                                                           \
+        const Value *p_ = &(vm)->frame->slots[(c)->u.var.slot]; \
+        if (p_->t != T_NUM) { return gen(vm, n); }              \
+        x = p_->n;                                              \
+    }
+#define LEAF_G(vm, c, x, gen)                                   \
+    {                                                           \
+        const Value *p_ = &(vm)->mod->globals[(c)->u.var.slot]; \
+        if (p_->t != T_NUM) { return gen(vm, n); }              \
+        x = p_->n;                                              \
+    }
 
-#define BIN_LL(name, gen, A, B, COND, EXPR)                                 \
-    static Value name(VM *vm, Node *n)                                      \
-    {                                                                       \
-        double x, y;                                                        \
-        LEAF_##A(vm, n->u.bin.a, x, gen)                                    \
-        LEAF_##B(vm, n->u.bin.b, y, gen)                                    \
-        if (COND) return EXPR;                                              \
-        return gen(vm, n);                                                  \
+#define BIN_LL(name, gen, A, B, COND, EXPR)                                                      \
+    static Value name(VM *vm, Node *n)                                                           \
+    {                                                                                            \
+        double x, y;                                                                             \
+        LEAF_##A(vm, n->u.bin.a, x, gen) LEAF_##B(vm, n->u.bin.b, y, gen) if (COND) return EXPR; \
+        return gen(vm, n);                                                                       \
     }
-#define BIN_XL(name, gen, B, COND, EXPR)                                    \
-    static Value name(VM *vm, Node *n)                                      \
-    {                                                                       \
-        Value a = EVAL(vm, n->u.bin.a);                                     \
-        if (IS_EXC(a)) return a;                                            \
-        Node *cb = n->u.bin.b;                                              \
-        if (a.t == T_NUM) {                                                 \
-            double x = a.n, y;                                              \
-            LEAF_##B##_OR(vm, cb, y)                                        \
-            if (COND) return EXPR;                                          \
-        }                                                                   \
-    slow_b: __attribute__((unused));                                        \
-        Value b = EVAL(vm, cb);                                             \
-        if (IS_EXC(b)) { decref(a); return b; }                             \
-        return binop_slow(vm, n, a, b);                                     \
+#define BIN_XL(name, gen, B, COND, EXPR)                    \
+    static Value name(VM *vm, Node *n)                      \
+    {                                                       \
+        Value a = EVAL(vm, n->u.bin.a);                     \
+        if (IS_EXC(a)) return a;                            \
+        Node *cb = n->u.bin.b;                              \
+        if (a.t == T_NUM) {                                 \
+            double x = a.n, y;                              \
+            LEAF_##B##_OR(vm, cb, y) if (COND) return EXPR; \
+        }                                                   \
+    slow_b:                                                 \
+        __attribute__((unused));                            \
+        Value b = EVAL(vm, cb);                             \
+        if (IS_EXC(b)) {                                    \
+            decref(a);                                      \
+            return b;                                       \
+        }                                                   \
+        return binop_slow(vm, n, a, b);                     \
     }
-#define BIN_LX(name, gen, A, COND, EXPR)                                    \
-    static Value name(VM *vm, Node *n)                                      \
-    {                                                                       \
-        double x, y;                                                        \
-        LEAF_##A(vm, n->u.bin.a, x, gen)                                    \
-        Value b = EVAL(vm, n->u.bin.b);                                     \
-        if (IS_EXC(b)) return b;                                            \
-        if (b.t == T_NUM) { y = b.n; if (COND) return EXPR; }               \
-        return binop_slow(vm, n, v_num(x), b);                              \
+#define BIN_LX(name, gen, A, COND, EXPR)                                 \
+    static Value name(VM *vm, Node *n)                                   \
+    {                                                                    \
+        double x, y;                                                     \
+        LEAF_##A(vm, n->u.bin.a, x, gen) Value b = EVAL(vm, n->u.bin.b); \
+        if (IS_EXC(b)) return b;                                         \
+        if (b.t == T_NUM) {                                              \
+            y = b.n;                                                     \
+            if (COND) return EXPR;                                       \
+        }                                                                \
+        return binop_slow(vm, n, v_num(x), b);                           \
     }
 /* the right leaf of an X-leaf handler: a number, or on to the slow path */
 #define LEAF_K_OR(vm, c, y) y = (c)->u.num;
-#define LEAF_L_OR(vm, c, y) { const Value *p_ = &(vm)->frame->slots[(c)->u.var.slot]; \
-                              if (p_->t == T_NUM) { y = p_->n; } else goto slow_b; }
-#define LEAF_G_OR(vm, c, y) { const Value *p_ = &(vm)->mod->globals[(c)->u.var.slot]; \
-                              if (p_->t == T_NUM) { y = p_->n; } else goto slow_b; }
+#define LEAF_L_OR(vm, c, y)                                     \
+    {                                                           \
+        const Value *p_ = &(vm)->frame->slots[(c)->u.var.slot]; \
+        if (p_->t == T_NUM) {                                   \
+            y = p_->n;                                          \
+        } else                                                  \
+            goto slow_b;                                        \
+    }
+#define LEAF_G_OR(vm, c, y)                                     \
+    {                                                           \
+        const Value *p_ = &(vm)->mod->globals[(c)->u.var.slot]; \
+        if (p_->t == T_NUM) {                                   \
+            y = p_->n;                                          \
+        } else                                                  \
+            goto slow_b;                                        \
+    }
 
 /* every shape of one operator: NAME_KL, NAME_LL, ... (NAME itself is XX) */
-#define BIN_SHAPES(nm, COND, EXPR)                                          \
-    BIN_LL(nm##_KL, nm, K, L, COND, EXPR) BIN_LL(nm##_KG, nm, K, G, COND, EXPR) \
-    BIN_LL(nm##_LK, nm, L, K, COND, EXPR) BIN_LL(nm##_LL, nm, L, L, COND, EXPR) \
-    BIN_LL(nm##_LG, nm, L, G, COND, EXPR) BIN_LL(nm##_GK, nm, G, K, COND, EXPR) \
-    BIN_LL(nm##_GL, nm, G, L, COND, EXPR) BIN_LL(nm##_GG, nm, G, G, COND, EXPR) \
-    BIN_XL(nm##_XK, nm, K, COND, EXPR) BIN_XL(nm##_XL, nm, L, COND, EXPR)    \
-    BIN_XL(nm##_XG, nm, G, COND, EXPR)                                      \
-    BIN_LX(nm##_KX, nm, K, COND, EXPR) BIN_LX(nm##_LX, nm, L, COND, EXPR)    \
-    BIN_LX(nm##_GX, nm, G, COND, EXPR)                                      \
-    static const EvalFn nm##_shapes[4][4] = {                               \
-        /* a: X */ { nm, nm##_XK, nm##_XL, nm##_XG },                       \
-        /* a: K */ { nm##_KX, nm, nm##_KL, nm##_KG },                       \
-        /* a: L */ { nm##_LX, nm##_LK, nm##_LL, nm##_LG },                  \
-        /* a: G */ { nm##_GX, nm##_GK, nm##_GL, nm##_GG },                  \
+#define BIN_SHAPES(nm, COND, EXPR)                         \
+    BIN_LL(nm##_KL, nm, K, L, COND, EXPR)                  \
+    BIN_LL(nm##_KG, nm, K, G, COND, EXPR)                  \
+    BIN_LL(nm##_LK, nm, L, K, COND, EXPR)                  \
+    BIN_LL(nm##_LL, nm, L, L, COND, EXPR)                  \
+    BIN_LL(nm##_LG, nm, L, G, COND, EXPR)                  \
+    BIN_LL(nm##_GK, nm, G, K, COND, EXPR)                  \
+    BIN_LL(nm##_GL, nm, G, L, COND, EXPR)                  \
+    BIN_LL(nm##_GG, nm, G, G, COND, EXPR)                  \
+    BIN_XL(nm##_XK, nm, K, COND, EXPR)                     \
+    BIN_XL(nm##_XL, nm, L, COND, EXPR)                     \
+    BIN_XL(nm##_XG, nm, G, COND, EXPR)                     \
+    BIN_LX(nm##_KX, nm, K, COND, EXPR)                     \
+    BIN_LX(nm##_LX, nm, L, COND, EXPR)                     \
+    BIN_LX(nm##_GX, nm, G, COND, EXPR)                     \
+    static const EvalFn nm##_shapes[4][4] = {              \
+        /* a: X */ { nm, nm##_XK, nm##_XL, nm##_XG },      \
+        /* a: K */ { nm##_KX, nm, nm##_KL, nm##_KG },      \
+        /* a: L */ { nm##_LX, nm##_LK, nm##_LL, nm##_LG }, \
+        /* a: G */ { nm##_GX, nm##_GK, nm##_GL, nm##_GG }, \
     };
 
 BIN_SHAPES(ev_add, 1, v_num(x + y))
 BIN_SHAPES(ev_sub, 1, v_num(x - y))
-BIN_SHAPES(ev_mul, 1, v_num(x * y))
+BIN_SHAPES(ev_mul, 1, v_num((x) * (y)))
 BIN_SHAPES(ev_div, y != 0, v_num(x / y))
 BIN_SHAPES(ev_lt, 1, v_bool(x < y))
 BIN_SHAPES(ev_le, 1, v_bool(x <= y))
@@ -341,7 +425,7 @@ BIN_SHAPES(ev_ge, 1, v_bool(x >= y))
 BIN_SHAPES(ev_eq, 1, v_bool(x == y))
 BIN_SHAPES(ev_ne, 1, v_bool(x != y))
 
-BIN_SHAPES(ev_band, i53(x) && i53(y), v_num((double)((int64_t)x & (int64_t)y)))
+BIN_SHAPES(ev_band, i53(x) && i53(y), v_num((double)((int64_t)x &(int64_t)y)))
 BIN_SHAPES(ev_bor, i53(x) && i53(y), v_num((double)((int64_t)x | (int64_t)y)))
 BIN_SHAPES(ev_bxor, i53(x) && i53(y), v_num((double)((int64_t)x ^ (int64_t)y)))
 BIN_SHAPES(ev_shl, shl_ok(x, y), v_num((double)(int64_t)((uint64_t)(int64_t)x << (int)y)))
@@ -369,7 +453,10 @@ static Value ev_andor(VM *vm, Node *n)
     if (IS_EXC(a)) return a;
     bool err = false;
     bool t = a.t == T_BOOL ? a.b : tp_truthy(vm, a, n, &err);
-    if (err) { decref(a); return v_exc(); }
+    if (err) {
+        decref(a);
+        return v_exc();
+    }
     if ((n->kind == N_AND) != t) {
         /* short circuit: the operand decides, and is the value (resolved) */
         if (!is_lazy(a)) return a;
@@ -395,7 +482,10 @@ static Value ev_list(VM *vm, Node *n)
     ObjList *l = list_new((size_t)n->u.list.n);
     for (int i = 0; i < n->u.list.n; i++) {
         Value v = EVAL(vm, n->u.list.items[i]);
-        if (IS_EXC(v)) { decref(v_list(l)); return v; }
+        if (IS_EXC(v)) {
+            decref(v_list(l));
+            return v;
+        }
         l->v[l->len++] = v;
     }
     return v_list(l);
@@ -407,17 +497,33 @@ static Value ev_dict(VM *vm, Node *n)
     Value dv = v_obj(&d->h);
     for (int i = 0; i < n->u.dict.n; i++) {
         Value kk = eval_forced(vm, n->u.dict.keys[i]);
-        if (IS_EXC(kk)) { decref(dv); return kk; }
-        if (!key_ok(kk)) { Value p = kk; if (to_plain_number(&p)) { decref(kk); kk = p; } }
+        if (IS_EXC(kk)) {
+            decref(dv);
+            return kk;
+        }
         if (!key_ok(kk)) {
-            Value e = vm_error(vm, n->u.dict.keys[i], "dict keys are numbers, strings or bools, not %s", type_name(kk));
-            decref(kk); decref(dv);
+            Value p = kk;
+            if (to_plain_number(&p)) {
+                decref(kk);
+                kk = p;
+            }
+        }
+        if (!key_ok(kk)) {
+            Value e = vm_error(vm, n->u.dict.keys[i],
+                               "dict keys are numbers, strings or bools, not %s", type_name(kk));
+            decref(kk);
+            decref(dv);
             return e;
         }
         Value v = EVAL(vm, n->u.dict.vals[i]);
-        if (IS_EXC(v)) { decref(kk); decref(dv); return v; }
+        if (IS_EXC(v)) {
+            decref(kk);
+            decref(dv);
+            return v;
+        }
         dict_set(d, kk, v);
-        decref(kk); decref(v);
+        decref(kk);
+        decref(v);
     }
     return dv;
 }
@@ -540,12 +646,22 @@ static __attribute__((noinline)) Value index1_take(VM *vm, Node *n, Value obj, V
 {
     Node *ix = n->u.index.idx[0];
     i = forced(vm, i, ix);
-    if (IS_EXC(i)) { decref(obj); return i; }
-    if (!tp_resolve_in(vm, i, ix)) { decref(i); decref(obj); return v_exc(); }   /* a list of indices is read */
+    if (IS_EXC(i)) {
+        decref(obj);
+        return i;
+    }
+    if (!tp_resolve_in(vm, i, ix)) {
+        decref(i);
+        decref(obj);
+        return v_exc();
+    } /* a list of indices is read */
     Value *e = elem_fast(n, obj, i);
     Value r;
-    if (e) { r = *e; incref(r); }
-    else r = tp_index(vm, obj, 1, &i, n, n->u.index.idx);
+    if (e) {
+        r = *e;
+        incref(r);
+    } else
+        r = tp_index(vm, obj, 1, &i, n, n->u.index.idx);
     decref(i);
     decref(obj);
     return r;
@@ -555,7 +671,10 @@ static __attribute__((noinline)) Value index1_take(VM *vm, Node *n, Value obj, V
 static Value index1_slow(VM *vm, Node *n, Value obj)
 {
     Value i = EVAL(vm, n->u.index.idx[0]);
-    if (IS_EXC(i)) { decref(obj); return i; }
+    if (IS_EXC(i)) {
+        decref(obj);
+        return i;
+    }
     return index1_take(vm, n, obj, i);
 }
 
@@ -566,13 +685,22 @@ static Value ev_index1(VM *vm, Node *n)
     unsigned so = IX_OBJ(n);
     if (so != OPD_ANY && IX_SUB(n) != IX_ANY) {
         Value *e = elem_leaf(vm, n, ix_var(vm, o, so));
-        if (e) { Value r = *e; incref(r); return r; }
+        if (e) {
+            Value r = *e;
+            incref(r);
+            return r;
+        }
     }
     Value obj = EVAL(vm, o);
     if (IS_EXC(obj)) return obj;
     if (IX_SUB(n) != IX_ANY) {
         Value *e = elem_leaf(vm, n, obj);
-        if (e) { Value r = *e; incref(r); decref(obj); return r; }
+        if (e) {
+            Value r = *e;
+            incref(r);
+            decref(obj);
+            return r;
+        }
     }
     return index1_slow(vm, n, obj);
 }
@@ -580,28 +708,39 @@ static Value ev_index1(VM *vm, Node *n)
 /* obj[i] for each shape of a variable container (L, G) and a leaf number
  * subscript (K, L, G): a list element without a call or a branch on shapes;
  * anything else to ev_index1 */
-#define IXOBJ_L(vm, o) ((vm)->frame->slots[(o)->u.var.slot])
-#define IXOBJ_G(vm, o) ((vm)->mod->globals[(o)->u.var.slot])
+#define IXOBJ_L(vm, o)    ((vm)->frame->slots[(o)->u.var.slot])
+#define IXOBJ_G(vm, o)    ((vm)->mod->globals[(o)->u.var.slot])
 #define IXNUM_K(vm, c, d) d = (c)->u.num;
-#define IXNUM_L(vm, c, d) { const Value *p_ = &(vm)->frame->slots[(c)->u.var.slot]; \
-                            if (p_->t != T_NUM) { return ev_index1(vm, n); } d = p_->n; }
-#define IXNUM_G(vm, c, d) { const Value *p_ = &(vm)->mod->globals[(c)->u.var.slot]; \
-                            if (p_->t != T_NUM) { return ev_index1(vm, n); } d = p_->n; }
-#define IX_READ(name, O, I)                                                 \
-    static Value name(VM *vm, Node *n)                                      \
-    {                                                                       \
-        Value obj = IXOBJ_##O(vm, n->u.index.obj);                          \
-        if (obj.t != T_LIST) return ev_index1(vm, n);                       \
-        double d;                                                           \
-        IXNUM_##I(vm, n->u.index.idx[0], d)                                 \
-        Value *e = list_at(AS_LIST(obj), d);                                \
-        if (!e) return ev_index1(vm, n);                                    \
-        Value r = *e;                                                       \
-        incref(r);                                                          \
-        return r;                                                           \
+#define IXNUM_L(vm, c, d)                                       \
+    {                                                           \
+        const Value *p_ = &(vm)->frame->slots[(c)->u.var.slot]; \
+        if (p_->t != T_NUM) { return ev_index1(vm, n); }        \
+        d = p_->n;                                              \
     }
-IX_READ(ev_index_LK, L, K) IX_READ(ev_index_LL, L, L) IX_READ(ev_index_LG, L, G)
-IX_READ(ev_index_GK, G, K) IX_READ(ev_index_GL, G, L) IX_READ(ev_index_GG, G, G)
+#define IXNUM_G(vm, c, d)                                       \
+    {                                                           \
+        const Value *p_ = &(vm)->mod->globals[(c)->u.var.slot]; \
+        if (p_->t != T_NUM) { return ev_index1(vm, n); }        \
+        d = p_->n;                                              \
+    }
+#define IX_READ(name, O, I)                                                      \
+    static Value name(VM *vm, Node *n)                                           \
+    {                                                                            \
+        Value obj = IXOBJ_##O(vm, n->u.index.obj);                               \
+        if (obj.t != T_LIST) return ev_index1(vm, n);                            \
+        double d;                                                                \
+        IXNUM_##I(vm, n->u.index.idx[0], d) Value *e = list_at(AS_LIST(obj), d); \
+        if (!e) return ev_index1(vm, n);                                         \
+        Value r = *e;                                                            \
+        incref(r);                                                               \
+        return r;                                                                \
+    }
+IX_READ(ev_index_LK, L, K)
+IX_READ(ev_index_LL, L, L)
+IX_READ(ev_index_LG, L, G)
+IX_READ(ev_index_GK, G, K)
+IX_READ(ev_index_GL, G, L)
+IX_READ(ev_index_GG, G, G)
 
 /* xs[e] for a local list and a subscript that is not a leaf (xs[k - 1]):
  * the subscript runs, then the list is read. Nothing the subscript runs
@@ -616,7 +755,11 @@ static Value ev_index_LX(VM *vm, Node *n)
     Value obj = vm->frame->slots[slot];
     if (i.t == T_NUM && obj.t == T_LIST) {
         Value *e = list_at(AS_LIST(obj), i.n);
-        if (e) { Value r = *e; incref(r); return r; }
+        if (e) {
+            Value r = *e;
+            incref(r);
+            return r;
+        }
     }
     if (IS_EXC(i)) return i;
     incref(obj);
@@ -624,18 +767,19 @@ static Value ev_index_LX(VM *vm, Node *n)
 }
 
 /* d["key"] for a variable holding a dict record: the cached entry */
-#define IX_KEY(name, O)                                                     \
-    static Value name(VM *vm, Node *n)                                      \
-    {                                                                       \
-        Value obj = IXOBJ_##O(vm, n->u.index.obj);                          \
-        if (obj.t != T_DICT) return ev_index1(vm, n);                       \
+#define IX_KEY(name, O)                                                           \
+    static Value name(VM *vm, Node *n)                                            \
+    {                                                                             \
+        Value obj = IXOBJ_##O(vm, n->u.index.obj);                                \
+        if (obj.t != T_DICT) return ev_index1(vm, n);                             \
         DictEnt *e = dict_entry_const(AS_DICT(obj), n, n->u.index.idx[0]->u.str); \
-        if (!e) return ev_index1(vm, n);                                    \
-        Value r = e->val;                                                   \
-        incref(r);                                                          \
-        return r;                                                           \
+        if (!e) return ev_index1(vm, n);                                          \
+        Value r = e->val;                                                         \
+        incref(r);                                                                \
+        return r;                                                                 \
     }
-IX_KEY(ev_index_LS, L) IX_KEY(ev_index_GS, G)
+IX_KEY(ev_index_LS, L)
+IX_KEY(ev_index_GS, G)
 
 static Value ev_index(VM *vm, Node *n)
 {
@@ -667,7 +811,10 @@ static Value make_closure(VM *vm, FnProto *p)
         for (int i = 0; i < p->nparams; i++) {
             if (!p->defaults[i]) continue;
             Value d = EVAL(vm, p->defaults[i]);
-            if (IS_EXC(d)) { decref(fv); return d; }
+            if (IS_EXC(d)) {
+                decref(fv);
+                return d;
+            }
             f->defaults[i] = d;
         }
     }
@@ -675,17 +822,22 @@ static Value make_closure(VM *vm, FnProto *p)
         f->up = xcalloc((size_t)p->nupvals, sizeof(ObjCell *));
         for (int i = 0; i < p->nupvals; i++) {
             UpvalDesc d = p->upvals[i];
-            ObjCell *c = d.from_local ? AS_CELL(vm->frame->slots[d.index]) : vm->frame->fn->up[d.index];
+            ObjCell *c =
+                d.from_local ? AS_CELL(vm->frame->slots[d.index]) : vm->frame->fn->up[d.index];
             incref(v_obj(&c->h));
             f->up[i] = c;
         }
     }
     if (p->device) {
         Value dd = eval_forced(vm, p->device);
-        if (IS_EXC(dd)) { decref(fv); return dd; }
+        if (IS_EXC(dd)) {
+            decref(fv);
+            return dd;
+        }
         if (!(type_of(dd)->flags & TF_DEVICE)) {
             decref(fv);
-            Value e = vm_error(vm, p->device, "qfn %s: 'on' needs a device, not %s", p->name, type_name(dd));
+            Value e = vm_error(vm, p->device, "qfn %s: 'on' needs a device, not %s", p->name,
+                               type_name(dd));
             decref(dd);
             return e;
         }
@@ -713,17 +865,30 @@ static bool range_args(VM *vm, Node *it, double *start, double *stop, double *st
         Value v = eval_forced(vm, it->u.call.args[i]);
         if (IS_EXC(v)) return false;
         if (v.t != T_NUM || v.n != floor(v.n)) {
-            if (v.t == T_NUM) vm_error(vm, it->u.call.args[i], "range() argument must be an integer, got %g", v.n);
-            else vm_error(vm, it->u.call.args[i], "range() argument must be an integer, not %s", type_name(v));
+            if (v.t == T_NUM)
+                vm_error(vm, it->u.call.args[i], "range() argument must be an integer, got %g",
+                         v.n);
+            else
+                vm_error(vm, it->u.call.args[i], "range() argument must be an integer, not %s",
+                         type_name(v));
             decref(v);
             return false;
         }
         a[i] = v.n;
     }
-    *start = 0; *step = 1;
-    if (it->u.call.nargs == 1) *stop = a[0];
-    else { *start = a[0]; *stop = a[1]; if (it->u.call.nargs == 3) *step = a[2]; }
-    if (*step == 0) { vm_error(vm, it, "range() step must not be zero"); return false; }
+    *start = 0;
+    *step = 1;
+    if (it->u.call.nargs == 1)
+        *stop = a[0];
+    else {
+        *start = a[0];
+        *stop = a[1];
+        if (it->u.call.nargs == 3) *step = a[2];
+    }
+    if (*step == 0) {
+        vm_error(vm, it, "range() step must not be zero");
+        return false;
+    }
     return true;
 }
 
@@ -731,7 +896,13 @@ static bool range_args(VM *vm, Node *it, double *start, double *stop, double *st
 
 /* what a comprehension's `for` clause walks: range(...) called directly (no
  * list is built), or any iterable through the dispatcher */
-typedef struct CompIter { bool range; double x, stop, step; Value coll; Iter it; Node *site; } CompIter;
+typedef struct CompIter {
+    bool range;
+    double x, stop, step;
+    Value coll;
+    Iter it;
+    Node *site;
+} CompIter;
 
 static bool comp_iter_begin(VM *vm, Node *it, CompIter *ci)
 {
@@ -741,7 +912,10 @@ static bool comp_iter_begin(VM *vm, Node *it, CompIter *ci)
     if (ci->range) return range_args(vm, it, &ci->x, &ci->stop, &ci->step);
     ci->coll = eval_forced(vm, it);
     if (IS_EXC(ci->coll)) return false;
-    if (!tp_iter_begin(vm, ci->coll, &ci->it, it)) { decref(ci->coll); return false; }
+    if (!tp_iter_begin(vm, ci->coll, &ci->it, it)) {
+        decref(ci->coll);
+        return false;
+    }
     return true;
 }
 
@@ -777,7 +951,7 @@ static void comp_reset(VM *vm, Node *n, bool at_end)
             Value *slot = &vm->frame->slots[v->u.var.slot];
             Value old = *slot;
             if (v->kind == N_LOCALCELL) {
-                if (at_end) continue;           /* closures may hold it */
+                if (at_end) continue; /* closures may hold it */
                 *slot = v_obj(&cell_new(v_unbound())->h);
             } else {
                 *slot = v_unbound();
@@ -798,14 +972,24 @@ static bool comp_clause(VM *vm, Node *n, int ci, Value acc)
     for (;;) {
         Value v;
         int got = comp_iter_next(vm, &it, &v);
-        if (got <= 0) { ok = got == 0; break; }
-        if (c->nvars == 1) ok = store(vm, c->vars[0], v);
-        else { ok = destructure(vm, c->vars, c->nvars, v, c->iter); decref(v); }
+        if (got <= 0) {
+            ok = got == 0;
+            break;
+        }
+        if (c->nvars == 1)
+            ok = store(vm, c->vars[0], v);
+        else {
+            ok = destructure(vm, c->vars, c->nvars, v, c->iter);
+            decref(v);
+        }
         if (!ok) break;
         bool pass = true;
         for (int k = 0; k < c->nconds && pass; k++) {
             int t = truth(vm, c->conds[k]);
-            if (t < 0) { ok = false; break; }
+            if (t < 0) {
+                ok = false;
+                break;
+            }
             pass = t;
         }
         if (!ok) break;
@@ -814,21 +998,38 @@ static bool comp_clause(VM *vm, Node *n, int ci, Value acc)
                 ok = comp_clause(vm, n, ci + 1, acc);
             } else if (n->kind == N_LISTCOMP) {
                 Value e = EVAL(vm, n->u.comp.elt);
-                if (IS_EXC(e)) ok = false;
-                else if (!list_push_try(AS_LIST(acc), e)) { decref(e); vm_oom(vm, n); ok = false; }
+                if (IS_EXC(e))
+                    ok = false;
+                else if (!list_push_try(AS_LIST(acc), e)) {
+                    decref(e);
+                    vm_oom(vm, n);
+                    ok = false;
+                }
             } else {
                 Value k = eval_forced(vm, n->u.comp.key);
-                if (!IS_EXC(k) && !key_ok(k)) { Value p = k; if (to_plain_number(&p)) { decref(k); k = p; } }
-                if (IS_EXC(k)) ok = false;
+                if (!IS_EXC(k) && !key_ok(k)) {
+                    Value p = k;
+                    if (to_plain_number(&p)) {
+                        decref(k);
+                        k = p;
+                    }
+                }
+                if (IS_EXC(k))
+                    ok = false;
                 else if (!key_ok(k)) {
-                    vm_error(vm, n->u.comp.key, "dict keys are numbers, strings or bools, not %s", type_name(k));
+                    vm_error(vm, n->u.comp.key, "dict keys are numbers, strings or bools, not %s",
+                             type_name(k));
                     decref(k);
                     ok = false;
                 } else {
                     Value e = EVAL(vm, n->u.comp.elt);
-                    if (IS_EXC(e)) ok = false;
+                    if (IS_EXC(e))
+                        ok = false;
                     else {
-                        if (!dict_set_try(AS_DICT(acc), k, e)) { vm_oom(vm, n); ok = false; }
+                        if (!dict_set_try(AS_DICT(acc), k, e)) {
+                            vm_oom(vm, n);
+                            ok = false;
+                        }
                         decref(e);
                     }
                     decref(k);
@@ -836,7 +1037,10 @@ static bool comp_clause(VM *vm, Node *n, int ci, Value acc)
             }
             if (!ok) break;
         }
-        if (((++tick & 1023) == 0) && atomic_load(&vm->in->sigint) && vm_check_interrupt(vm)) { ok = false; break; }
+        if (((++tick & 1023) == 0) && atomic_load(&vm->in->sigint) && vm_check_interrupt(vm)) {
+            ok = false;
+            break;
+        }
     }
     comp_iter_end(&it);
     return ok;
@@ -851,7 +1055,8 @@ static Value ev_comp(VM *vm, Node *n)
     size_t base = vm->sp;
     int nslots = n->u.comp.frame;
     if (nslots) {
-        if (base + (size_t)nslots + 8 >= vm->cap) return vm_error(vm, n, "maximum recursion depth exceeded (value stack full)");
+        if (base + (size_t)nslots + 8 >= vm->cap)
+            return vm_error(vm, n, "maximum recursion depth exceeded (value stack full)");
         Value *slots = vm->stack + base;
         for (int i = 0; i < nslots; i++) slots[i] = v_unbound();
         vm->sp = base + (size_t)nslots;
@@ -867,7 +1072,10 @@ static Value ev_comp(VM *vm, Node *n)
         vm->frame = fr.parent;
         while (vm->sp > base) decref(vm->stack[--vm->sp]);
     }
-    if (!ok) { decref(acc); return v_exc(); }
+    if (!ok) {
+        decref(acc);
+        return v_exc();
+    }
     return acc;
 }
 
@@ -878,8 +1086,11 @@ static Value ev_comp(VM *vm, Node *n)
  * change the task's copy, never the program's variable. */
 static __attribute__((noinline)) bool global_in_task(VM *vm, const Node *t)
 {
-    vm_error(vm, t, "cannot assign the global variable '%s' inside a quantum function: a qfn may not print, "
-             "read input, import or assign globals (here through a function value)", t->u.var.name);
+    vm_error(
+        vm, t,
+        "cannot assign the global variable '%s' inside a quantum function: a qfn may not print, "
+        "read input, import or assign globals (here through a function value)",
+        t->u.var.name);
     return false;
 }
 
@@ -898,7 +1109,8 @@ static inline Value *var_slot(VM *vm, Node *t)
 
 /* obj[i] = v with one plain subscript, past the fast paths, the subscript
  * evaluated (takes obj, i and v) */
-static __attribute__((noinline)) bool store_index1_take(VM *vm, Node *t, Value obj, Value i, Value v)
+static __attribute__((noinline)) bool store_index1_take(VM *vm, Node *t, Value obj, Value i,
+                                                        Value v)
 {
     Node *ix = t->u.index.idx[0];
     i = forced(vm, i, ix);
@@ -921,16 +1133,27 @@ static __attribute__((noinline)) bool store_index1_take(VM *vm, Node *t, Value o
 static __attribute__((noinline)) bool store_index_slow(VM *vm, Node *t, Value v)
 {
     Value obj = EVAL(vm, t->u.index.obj);
-    if (IS_EXC(obj)) { decref(v); return false; }
+    if (IS_EXC(obj)) {
+        decref(v);
+        return false;
+    }
     bool ok;
     if (t->u.index.nidx == 1 && t->u.index.idx[0]->kind != N_SLICE) {
         Value i = EVAL(vm, t->u.index.idx[0]);
-        if (IS_EXC(i)) { decref(obj); decref(v); return false; }
+        if (IS_EXC(i)) {
+            decref(obj);
+            decref(v);
+            return false;
+        }
         return store_index1_take(vm, t, obj, i, v);
     } else {
         int ni = t->u.index.nidx;
         Value idx[ni];
-        if (!eval_subscripts(vm, t, idx)) { decref(obj); decref(v); return false; }
+        if (!eval_subscripts(vm, t, idx)) {
+            decref(obj);
+            decref(v);
+            return false;
+        }
         ok = tp_setindex(vm, obj, ni, idx, v, t, t->u.index.idx);
         for (int i = 0; i < ni; i++) decref(idx[i]);
         decref(v);
@@ -954,7 +1177,10 @@ static __attribute__((noinline)) bool store_index_LX(VM *vm, Node *t, Value v)
         decref(old);
         return true;
     }
-    if (IS_EXC(i)) { decref(v); return false; }
+    if (IS_EXC(i)) {
+        decref(v);
+        return false;
+    }
     incref(obj);
     return store_index1_take(vm, t, obj, i, v);
 }
@@ -982,8 +1208,11 @@ static bool store(VM *vm, Node *t, Value v)
 {
     Value *slot = var_slot(vm, t);
     if (!slot) {
-        if (t->kind == N_GLOBAL) { decref(v); return global_in_task(vm, t); }
-        qh_assert(t->kind == N_INDEX);      /* the resolver only makes assignable targets */
+        if (t->kind == N_GLOBAL) {
+            decref(v);
+            return global_in_task(vm, t);
+        }
+        qh_assert(t->kind == N_INDEX); /* the resolver only makes assignable targets */
         return store_index(vm, t, v);
     }
     Value old = *slot;
@@ -1019,7 +1248,8 @@ static bool destructure(VM *vm, Node **targets, int n, Value v, const Node *site
     }
     if ((int)len != n) {
         const char *nm = type_name(seq);
-        vm_error(vm, site, "cannot unpack %s %s of length %zu into %d names", strchr("aeiou", nm[0]) ? "an" : "a", nm, len, n);
+        vm_error(vm, site, "cannot unpack %s %s of length %zu into %d names",
+                 strchr("aeiou", nm[0]) ? "an" : "a", nm, len, n);
         goto done;
     }
     Iter it;
@@ -1031,7 +1261,8 @@ static bool destructure(VM *vm, Node **targets, int n, Value v, const Node *site
         if (k <= 0) {
             if (k == 0) vm_error(vm, site, "cannot unpack %s into %d names", type_name(seq), n);
             ok = false;
-        } else if (!store(vm, targets[i], x)) ok = false;
+        } else if (!store(vm, targets[i], x))
+            ok = false;
     }
     tp_iter_end(&it);
 done:
@@ -1054,7 +1285,11 @@ static ExecStatus ex_assign_global(VM *vm, Node *s)
 {
     Value v = EVAL(vm, s->u.assign.value);
     if (IS_EXC(v)) return S_ERR;
-    if (vm->is_task) { decref(v); global_in_task(vm, s->u.assign.target); return S_ERR; }
+    if (vm->is_task) {
+        decref(v);
+        global_in_task(vm, s->u.assign.target);
+        return S_ERR;
+    }
     Value *slot = &vm->mod->globals[s->u.assign.target->u.var.slot];
     Value old = *slot;
     *slot = v;
@@ -1089,7 +1324,10 @@ static ExecStatus ex_assign_concat(VM *vm, Node *s)
     Value old = *slot;
     incref(old);
     Value b = EVAL(vm, add->u.bin.b);
-    if (IS_EXC(b)) { decref(old); return S_ERR; }
+    if (IS_EXC(b)) {
+        decref(old);
+        return S_ERR;
+    }
     slot = var_slot(vm, t);
     if (slot && slot->o == old.o && old.o->rc == 2 && b.t == T_STR) {
         decref(old);
@@ -1098,7 +1336,8 @@ static ExecStatus ex_assign_concat(VM *vm, Node *s)
         return ok ? S_OK : S_ERR;
     }
     Value r = tp_binop(vm, OP_ADD, old, b, add);
-    decref(old); decref(b);
+    decref(old);
+    decref(b);
     if (IS_EXC(r)) return S_ERR;
     return store(vm, t, r) ? S_OK : S_ERR;
 }
@@ -1112,7 +1351,10 @@ static ExecStatus ex_destruct_list(VM *vm, Node *s)
     Value tmp[n];
     for (int i = 0; i < n; i++) {
         tmp[i] = EVAL(vm, items[i]);
-        if (IS_EXC(tmp[i])) { for (int j = 0; j < i; j++) decref(tmp[j]); return S_ERR; }
+        if (IS_EXC(tmp[i])) {
+            for (int j = 0; j < i; j++) decref(tmp[j]);
+            return S_ERR;
+        }
     }
     for (int i = 0; i < n; i++) {
         if (!store(vm, s->u.destruct.targets[i], tmp[i])) {
@@ -1139,8 +1381,10 @@ static bool append_in_place(VM *vm, Value *slot, ObjStr *old, Value rhs, const N
     qh_assert(slot->o == &old->h && old->h.rc == 1);
     ObjStr *r = str_append(old, AS_STR(rhs));
     if (!r) {
-        if ((size_t)old->len + AS_STR(rhs)->len > 0xfffffff0u) vm_error(vm, site, "string too long");
-        else vm_oom(vm, site);
+        if ((size_t)old->len + AS_STR(rhs)->len > 0xfffffff0u)
+            vm_error(vm, site, "string too long");
+        else
+            vm_oom(vm, site);
         return false;
     }
     slot->o = &r->h;
@@ -1152,18 +1396,26 @@ static Value aug_value(VM *vm, Node *s, Value cur, Value rhs)
 {
     BinOp op = (BinOp)s->op;
     Value r;
-    if (cur.t == T_NUM && rhs.t == T_NUM) r = arith_num(vm, op, cur.n, rhs.n, s);
+    if (cur.t == T_NUM && rhs.t == T_NUM)
+        r = arith_num(vm, op, cur.n, rhs.n, s);
     else if (op == OP_ADD && cur.t == T_LIST && rhs.t == T_LIST) {
         /* xs += ys extends in place, as in Python */
         ObjList *l = AS_LIST(cur), *y = AS_LIST(rhs);
         size_t ny = y->len;
-        if (!list_reserve(l, l->len + ny)) r = vm_oom(vm, s);
+        if (!list_reserve(l, l->len + ny))
+            r = vm_oom(vm, s);
         else {
-            for (size_t i = 0; i < ny; i++) { incref(y->v[i]); l->v[l->len++] = y->v[i]; }
-            r = cur; incref(r);
+            for (size_t i = 0; i < ny; i++) {
+                incref(y->v[i]);
+                l->v[l->len++] = y->v[i];
+            }
+            r = cur;
+            incref(r);
         }
-    } else r = tp_binop(vm, op, cur, rhs, s);
-    decref(cur); decref(rhs);
+    } else
+        r = tp_binop(vm, op, cur, rhs, s);
+    decref(cur);
+    decref(rhs);
     return r;
 }
 
@@ -1177,10 +1429,16 @@ static ExecStatus ex_aug_var(VM *vm, Node *s)
     if (!slot) return global_in_task(vm, t) ? S_OK : S_ERR;
     /* x's value is read before the operand runs (which may rebind x) */
     Value cur = *slot;
-    if (cur.t == T_UNBOUND) { eval_name_error(vm, t); return S_ERR; }
+    if (cur.t == T_UNBOUND) {
+        eval_name_error(vm, t);
+        return S_ERR;
+    }
     incref(cur);
     Value rhs = operand(vm, s->u.assign.value, OPD_B(s));
-    if (IS_EXC(rhs)) { decref(cur); return S_ERR; }
+    if (IS_EXC(rhs)) {
+        decref(cur);
+        return S_ERR;
+    }
     slot = var_slot(vm, t);
     if (cur.t == T_NUM && rhs.t == T_NUM) {
         double x = cur.n, y = rhs.n, r;
@@ -1202,7 +1460,8 @@ static ExecStatus ex_aug_var(VM *vm, Node *s)
         decref(old);
         return S_OK;
     }
-    if (op == OP_ADD && cur.t == T_STR && rhs.t == T_STR && slot->t == T_STR && slot->o == cur.o && cur.o->rc == 2) {
+    if (op == OP_ADD && cur.t == T_STR && rhs.t == T_STR && slot->t == T_STR && slot->o == cur.o &&
+        cur.o->rc == 2) {
         decref(cur);
         bool ok = append_in_place(vm, slot, AS_STR(cur), rhs, s);
         decref(rhs);
@@ -1215,30 +1474,44 @@ static ExecStatus ex_aug_var(VM *vm, Node *s)
 
 /* x op= leaf for a local or global x and a constant or variable operand,
  * + - * on numbers in place; anything else to ex_aug_var */
-#define AUGT_L(vm, t) (&(vm)->frame->slots[(t)->u.var.slot])
-#define AUGT_G(vm, t) ((vm)->is_task ? NULL : &(vm)->mod->globals[(t)->u.var.slot])
+#define AUGT_L(vm, t)    (&(vm)->frame->slots[(t)->u.var.slot])
+#define AUGT_G(vm, t)    ((vm)->is_task ? NULL : &(vm)->mod->globals[(t)->u.var.slot])
 #define AUGV_K(vm, c, y) y = (c)->u.num;
-#define AUGV_L(vm, c, y) { const Value *p_ = &(vm)->frame->slots[(c)->u.var.slot]; \
-                           if (p_->t != T_NUM) { return ex_aug_var(vm, s); } y = p_->n; }
-#define AUGV_G(vm, c, y) { const Value *p_ = &(vm)->mod->globals[(c)->u.var.slot]; \
-                           if (p_->t != T_NUM) { return ex_aug_var(vm, s); } y = p_->n; }
-#define AUG_VAR(name, T, V, OPX)                                            \
-    static ExecStatus name(VM *vm, Node *s)                                 \
-    {                                                                       \
-        Value *slot = AUGT_##T(vm, s->u.assign.target);                     \
-        if (!slot || slot->t != T_NUM) return ex_aug_var(vm, s);            \
-        double y;                                                           \
-        AUGV_##V(vm, s->u.assign.value, y)                                  \
-        slot->n = slot->n OPX y;                                            \
-        return S_OK;                                                        \
+#define AUGV_L(vm, c, y)                                        \
+    {                                                           \
+        const Value *p_ = &(vm)->frame->slots[(c)->u.var.slot]; \
+        if (p_->t != T_NUM) { return ex_aug_var(vm, s); }       \
+        y = p_->n;                                              \
     }
-#define AUG_VARS(op, OPX)                                                   \
-    AUG_VAR(ex_aug_##op##_LK, L, K, OPX) AUG_VAR(ex_aug_##op##_LL, L, L, OPX) \
-    AUG_VAR(ex_aug_##op##_LG, L, G, OPX) AUG_VAR(ex_aug_##op##_GK, G, K, OPX) \
-    AUG_VAR(ex_aug_##op##_GL, G, L, OPX) AUG_VAR(ex_aug_##op##_GG, G, G, OPX) \
-    static const ExecFn ex_aug_##op##_shapes[4][4] = {                      \
-        [OPD_LOCAL] = { [OPD_NUM] = ex_aug_##op##_LK, [OPD_LOCAL] = ex_aug_##op##_LL, [OPD_GLOBAL] = ex_aug_##op##_LG }, \
-        [OPD_GLOBAL] = { [OPD_NUM] = ex_aug_##op##_GK, [OPD_LOCAL] = ex_aug_##op##_GL, [OPD_GLOBAL] = ex_aug_##op##_GG }, \
+#define AUGV_G(vm, c, y)                                        \
+    {                                                           \
+        const Value *p_ = &(vm)->mod->globals[(c)->u.var.slot]; \
+        if (p_->t != T_NUM) { return ex_aug_var(vm, s); }       \
+        y = p_->n;                                              \
+    }
+#define AUG_VAR(name, T, V, OPX)                                    \
+    static ExecStatus name(VM *vm, Node *s)                         \
+    {                                                               \
+        Value *slot = AUGT_##T(vm, s->u.assign.target);             \
+        if (!slot || slot->t != T_NUM) return ex_aug_var(vm, s);    \
+        double y;                                                   \
+        AUGV_##V(vm, s->u.assign.value, y) slot->n = slot->n OPX y; \
+        return S_OK;                                                \
+    }
+#define AUG_VARS(op, OPX)                                   \
+    AUG_VAR(ex_aug_##op##_LK, L, K, OPX)                    \
+    AUG_VAR(ex_aug_##op##_LL, L, L, OPX)                    \
+    AUG_VAR(ex_aug_##op##_LG, L, G, OPX)                    \
+    AUG_VAR(ex_aug_##op##_GK, G, K, OPX)                    \
+    AUG_VAR(ex_aug_##op##_GL, G, L, OPX)                    \
+    AUG_VAR(ex_aug_##op##_GG, G, G, OPX)                    \
+    static const ExecFn ex_aug_##op##_shapes[4][4] = {      \
+        [OPD_LOCAL] = { [OPD_NUM] = ex_aug_##op##_LK,       \
+                        [OPD_LOCAL] = ex_aug_##op##_LL,     \
+                        [OPD_GLOBAL] = ex_aug_##op##_LG },  \
+        [OPD_GLOBAL] = { [OPD_NUM] = ex_aug_##op##_GK,      \
+                         [OPD_LOCAL] = ex_aug_##op##_GL,    \
+                         [OPD_GLOBAL] = ex_aug_##op##_GG }, \
     };
 AUG_VARS(add, +)
 AUG_VARS(sub, -)
@@ -1250,25 +1523,39 @@ static __attribute__((noinline)) ExecStatus aug_index_slow(VM *vm, Node *s, Valu
 {
     Node *t = s->u.assign.target;
     Value obj = EVAL(vm, t->u.index.obj);
-    if (IS_EXC(obj)) { decref(rhs); return S_ERR; }
+    if (IS_EXC(obj)) {
+        decref(rhs);
+        return S_ERR;
+    }
     int ni = t->u.index.nidx;
     Value idx[ni];
-    if (!eval_subscripts(vm, t, idx)) { decref(obj); decref(rhs); return S_ERR; }
+    if (!eval_subscripts(vm, t, idx)) {
+        decref(obj);
+        decref(rhs);
+        return S_ERR;
+    }
     bool ok = false;
     Value *e = ni == 1 && t->u.index.idx[0]->kind != N_SLICE ? elem_fast(t, obj, idx[0]) : NULL;
     if (e && e->t == T_NUM && rhs.t == T_NUM) {
         Value r = arith_num(vm, (BinOp)s->op, e->n, rhs.n, s);
-        if (!IS_EXC(r)) { *e = r; ok = true; }
+        if (!IS_EXC(r)) {
+            *e = r;
+            ok = true;
+        }
     } else {
         Value cur = tp_index(vm, obj, ni, idx, t, t->u.index.idx);
         if (!IS_EXC(cur)) {
             Value r = aug_value(vm, s, cur, rhs);
             rhs = v_nil();
-            if (!IS_EXC(r)) { ok = tp_setindex(vm, obj, ni, idx, r, t, t->u.index.idx); decref(r); }
+            if (!IS_EXC(r)) {
+                ok = tp_setindex(vm, obj, ni, idx, r, t, t->u.index.idx);
+                decref(r);
+            }
         }
     }
     for (int i = 0; i < ni; i++) decref(idx[i]);
-    decref(obj); decref(rhs);
+    decref(obj);
+    decref(rhs);
     return ok ? S_OK : S_ERR;
 }
 
@@ -1320,7 +1607,8 @@ static ExecStatus for_body(VM *vm, Node *s, Value v)
  * records where its iterations stand (VM.loops) so that calls of the next
  * iterations can start while the program waits (lookahead.c). coll: the
  * list iterated, or nil for a range (start, stop, step). */
-static __attribute__((noinline)) ExecStatus ex_for_planned(VM *vm, Node *s, Value coll, double start, double stop, double step)
+static __attribute__((noinline)) ExecStatus ex_for_planned(VM *vm, Node *s, Value coll,
+                                                           double start, double stop, double step)
 {
     LoopCtx lc = { s, vm->frame, 0, vm->qcall_seq, coll, 0, start, step, stop, vm->loops };
     vm->loops = &lc;
@@ -1334,7 +1622,10 @@ static __attribute__((noinline)) ExecStatus ex_for_planned(VM *vm, Node *s, Valu
             incref(l->v[i]);
             ExecStatus st = for_body(vm, s, l->v[i]);
             if (st == S_BREAK) break;
-            if (st != S_OK) { result = st; break; }
+            if (st != S_OK) {
+                result = st;
+                break;
+            }
         }
     } else {
         for (double x = start; step > 0 ? x < stop : x > stop; x += step, lc.iter++) {
@@ -1342,8 +1633,14 @@ static __attribute__((noinline)) ExecStatus ex_for_planned(VM *vm, Node *s, Valu
             lc.iter_seq = vm->qcall_seq;
             ExecStatus st = for_body(vm, s, v_num(x));
             if (st == S_BREAK) break;
-            if (st != S_OK) { result = st; break; }
-            if (((++tick & 1023) == 0) && atomic_load(&vm->in->sigint) && vm_check_interrupt(vm)) { result = S_ERR; break; }
+            if (st != S_OK) {
+                result = st;
+                break;
+            }
+            if (((++tick & 1023) == 0) && atomic_load(&vm->in->sigint) && vm_check_interrupt(vm)) {
+                result = S_ERR;
+                break;
+            }
         }
     }
     vm->loops = lc.up;
@@ -1358,12 +1655,14 @@ static ExecStatus ex_for_range(VM *vm, Node *s)
     if (!range_args(vm, s->u.fors.iter, &start, &stop, &step)) return S_ERR;
     if (s->u.fors.plan && vm->la_on) return ex_for_planned(vm, s, v_nil(), start, stop, step);
     Node *var = s->u.fors.var;
-    bool fast = s->u.fors.nvars == 1 && (var->kind == N_LOCAL || (var->kind == N_GLOBAL && !vm->is_task));
+    bool fast =
+        s->u.fors.nvars == 1 && (var->kind == N_LOCAL || (var->kind == N_GLOBAL && !vm->is_task));
     unsigned tick = 0;
     for (double x = start; step > 0 ? x < stop : x > stop; x += step) {
         ExecStatus st;
         if (fast) {
-            Value *slot = var->kind == N_LOCAL ? &vm->frame->slots[var->u.var.slot] : &vm->mod->globals[var->u.var.slot];
+            Value *slot = var->kind == N_LOCAL ? &vm->frame->slots[var->u.var.slot]
+                                               : &vm->mod->globals[var->u.var.slot];
             decref(*slot);
             *slot = v_num(x);
             st = block(vm, s->u.fors.body);
@@ -1373,7 +1672,8 @@ static ExecStatus ex_for_range(VM *vm, Node *s)
         }
         if (st == S_BREAK) return S_OK;
         if (st != S_OK) return st;
-        if (((++tick & 1023) == 0) && atomic_load(&vm->in->sigint) && vm_check_interrupt(vm)) return S_ERR;
+        if (((++tick & 1023) == 0) && atomic_load(&vm->in->sigint) && vm_check_interrupt(vm))
+            return S_ERR;
     }
     return S_OK;
 }
@@ -1405,16 +1705,23 @@ static ExecStatus ex_for(VM *vm, Node *s)
                     Value old = *slot;
                     *slot = x;
                     decref(old);
-                } else ok = store(vm, var, x);
+                } else
+                    ok = store(vm, var, x);
             } else if (x.t == T_LIST && AS_LIST(x)->len == (size_t)nv) {
                 ObjList *e = AS_LIST(x);
-                for (int k = 0; k < nv && ok; k++) { incref(e->v[k]); ok = store(vm, s->u.fors.vars[k], e->v[k]); }
+                for (int k = 0; k < nv && ok; k++) {
+                    incref(e->v[k]);
+                    ok = store(vm, s->u.fors.vars[k], e->v[k]);
+                }
                 decref(x);
             } else {
                 ok = destructure(vm, s->u.fors.vars, nv, x, it);
                 decref(x);
             }
-            if (!ok) { result = S_ERR; break; }
+            if (!ok) {
+                result = S_ERR;
+                break;
+            }
             ExecStatus st = block(vm, s->u.fors.body);
             if (st == S_CONTINUE || st == S_OK) continue;
             if (st != S_BREAK) result = st;
@@ -1424,15 +1731,24 @@ static ExecStatus ex_for(VM *vm, Node *s)
         return result;
     }
     Iter iter;
-    if (!tp_iter_begin(vm, coll, &iter, it)) { decref(coll); return S_ERR; }
+    if (!tp_iter_begin(vm, coll, &iter, it)) {
+        decref(coll);
+        return S_ERR;
+    }
     for (;;) {
         Value x;
         int k = tp_iter_next(vm, coll, &iter, &x, it);
-        if (k < 0) { result = S_ERR; break; }
+        if (k < 0) {
+            result = S_ERR;
+            break;
+        }
         if (k == 0) break;
         ExecStatus st = for_body(vm, s, x);
         if (st == S_BREAK) break;
-        if (st != S_OK) { result = st; break; }
+        if (st != S_OK) {
+            result = st;
+            break;
+        }
     }
     tp_iter_end(&iter);
     decref(coll);
@@ -1448,7 +1764,8 @@ static ExecStatus ex_while(VM *vm, Node *s)
         ExecStatus st = block(vm, s->u.whiles.body);
         if (st == S_BREAK) return S_OK;
         if (st == S_RETURN || st == S_ERR) return st;
-        if (atomic_load_explicit(&vm->in->sigint, memory_order_relaxed) && vm_check_interrupt(vm)) return S_ERR;
+        if (atomic_load_explicit(&vm->in->sigint, memory_order_relaxed) && vm_check_interrupt(vm))
+            return S_ERR;
     }
 }
 
@@ -1508,9 +1825,24 @@ static ExecStatus ex_expr(VM *vm, Node *s)
     return S_OK;
 }
 
-static ExecStatus ex_break(VM *vm, Node *s) { (void)vm; (void)s; return S_BREAK; }
-static ExecStatus ex_continue(VM *vm, Node *s) { (void)vm; (void)s; return S_CONTINUE; }
-static ExecStatus ex_pass(VM *vm, Node *s) { (void)vm; (void)s; return S_OK; }
+static ExecStatus ex_break(VM *vm, Node *s)
+{
+    (void)vm;
+    (void)s;
+    return S_BREAK;
+}
+static ExecStatus ex_continue(VM *vm, Node *s)
+{
+    (void)vm;
+    (void)s;
+    return S_CONTINUE;
+}
+static ExecStatus ex_pass(VM *vm, Node *s)
+{
+    (void)vm;
+    (void)s;
+    return S_OK;
+}
 
 static ExecStatus ex_fndef(VM *vm, Node *s)
 {
@@ -1530,17 +1862,24 @@ static ExecStatus ex_try(VM *vm, Node *s)
     if (vm->err.interrupted) return S_ERR;
     /* unwind to the try's own frame */
     while (vm->sp > sp) decref(vm->stack[--vm->sp]);
-    vm->frame = fr; vm->depth = depth; vm->mod = mod;
+    vm->frame = fr;
+    vm->depth = depth;
+    vm->mod = mod;
     if (s->u.tries.var && !store(vm, s->u.tries.var, v_str(vm->err.msg))) return S_ERR;
     return block(vm, s->u.tries.handler);
 }
 
 static ExecStatus ex_import(VM *vm, Node *s)
 {
-    if (!vm->in->hooks.import) { vm_error(vm, s, "import is not available here"); return S_ERR; }
+    if (!vm->in->hooks.import) {
+        vm_error(vm, s, "import is not available here");
+        return S_ERR;
+    }
     if (vm->is_task) {
-        vm_error(vm, s, "cannot import inside a quantum function: a qfn may not print, read input, import or "
-                 "assign globals (here through a function value)");
+        vm_error(
+            vm, s,
+            "cannot import inside a quantum function: a qfn may not print, read input, import or "
+            "assign globals (here through a function value)");
         return S_ERR;
     }
     Value m = vm->in->hooks.import(vm, s->u.import.name, s);
@@ -1565,12 +1904,19 @@ static ExecStatus ex_block(VM *vm, Node *s) { return block(vm, s); }
 
 /* ---------------------------------------------------------------- prepare */
 
-static void prepare_list(Node **v, int n) { for (int i = 0; i < n; i++) prepare(v[i]); }
-static void prepare_list_at(int depth, Node **v, int n) { for (int i = 0; i < n; i++) prepare_at(v[i], depth); }
+static void prepare_list(Node **v, int n)
+{
+    for (int i = 0; i < n; i++) prepare(v[i]);
+}
+static void prepare_list_at(int depth, Node **v, int n)
+{
+    for (int i = 0; i < n; i++) prepare_at(v[i], depth);
+}
 
 static void prepare_fn(FnProto *f)
 {
-    for (int i = 0; i < f->nparams; i++) if (f->defaults[i]) prepare(f->defaults[i]);
+    for (int i = 0; i < f->nparams; i++)
+        if (f->defaults[i]) prepare(f->defaults[i]);
     if (f->device) prepare(f->device);
     prepare(f->body);
 }
@@ -1579,7 +1925,8 @@ static void prepare_fn(FnProto *f)
 static bool var_kind_same(const Node *t, const Node *v)
 {
     return t->kind == v->kind && t->u.var.slot == v->u.var.slot &&
-           (t->kind == N_LOCAL || t->kind == N_GLOBAL || t->kind == N_LOCALCELL || t->kind == N_UPVAL);
+           (t->kind == N_LOCAL || t->kind == N_GLOBAL || t->kind == N_LOCALCELL ||
+            t->kind == N_UPVAL);
 }
 
 static EvalFn binop_handler(BinOp op, unsigned sa, unsigned sb)
@@ -1603,8 +1950,13 @@ static EvalFn binop_handler(BinOp op, unsigned sa, unsigned sb)
     case OP_BXOR: return ev_bxor_shapes[sa][sb];
     case OP_SHL: return ev_shl_shapes[sa][sb];
     case OP_SHR: return ev_shr_shapes[sa][sb];
-    case OP_MATMUL: case OP_IN: case OP_NOTIN: return ev_binop;
-    case OP_NEG: case OP_POS: case OP_INVERT: case OP_NOPS: break;
+    case OP_MATMUL:
+    case OP_IN:
+    case OP_NOTIN: return ev_binop;
+    case OP_NEG:
+    case OP_POS:
+    case OP_INVERT:
+    case OP_NOPS: break;
     }
     qh_unreachable();
 }
@@ -1623,7 +1975,8 @@ static EvalFn deep_handler(const Node *n)
 {
     switch ((NodeKind)n->kind) {
     case N_BINARY: return binop_handler((BinOp)n->op, OPD_A(n), OPD_B(n));
-    case N_AND: case N_OR: return ev_andor;
+    case N_AND:
+    case N_OR: return ev_andor;
     case N_UNARY: return ev_unary;
     case N_NOT: return ev_not;
     case N_CALL: return ev_call;
@@ -1632,7 +1985,8 @@ static EvalFn deep_handler(const Node *n)
     case N_COND: return ev_cond;
     case N_LIST: return ev_list;
     case N_DICT: return ev_dict;
-    case N_LISTCOMP: case N_DICTCOMP: return ev_comp;
+    case N_LISTCOMP:
+    case N_DICTCOMP: return ev_comp;
     default: return NULL;
     }
 }
@@ -1641,7 +1995,10 @@ static inline size_t stack_used(const VM *vm);
 static Value ev_deep(VM *vm, Node *n)
 {
     if (stack_used(vm) > vm->stack_limit)
-        return vm_error(vm, n, "maximum recursion depth exceeded (an expression nested too deeply, %d calls deep)", vm->depth);
+        return vm_error(
+            vm, n,
+            "maximum recursion depth exceeded (an expression nested too deeply, %d calls deep)",
+            vm->depth);
     return deep_handler(n)(vm, n);
 }
 
@@ -1664,15 +2021,29 @@ static void prepare_node(Node *n, int depth)
     case N_GLOBAL: n->run.ev = ev_global; return;
     case N_BUILTIN: n->run.ev = ev_builtin; return;
     case N_SELF: n->run.ev = ev_self; return;
-    case N_LIST: prepare_list_at(depth + 1, n->u.list.items, n->u.list.n); n->run.ev = ev_list; return;
+    case N_LIST:
+        prepare_list_at(depth + 1, n->u.list.items, n->u.list.n);
+        n->run.ev = ev_list;
+        return;
     case N_DICT:
         prepare_list_at(depth + 1, n->u.dict.keys, n->u.dict.n);
         prepare_list_at(depth + 1, n->u.dict.vals, n->u.dict.n);
         n->run.ev = ev_dict;
         return;
-    case N_UNARY: SUB(n->u.bin.a); n->run.ev = ev_unary; return;
-    case N_NOT: SUB(n->u.bin.a); n->run.ev = ev_not; return;
-    case N_AND: case N_OR: SUB(n->u.bin.a); SUB(n->u.bin.b); n->run.ev = ev_andor; return;
+    case N_UNARY:
+        SUB(n->u.bin.a);
+        n->run.ev = ev_unary;
+        return;
+    case N_NOT:
+        SUB(n->u.bin.a);
+        n->run.ev = ev_not;
+        return;
+    case N_AND:
+    case N_OR:
+        SUB(n->u.bin.a);
+        SUB(n->u.bin.b);
+        n->run.ev = ev_andor;
+        return;
     case N_BINARY:
         SUB(n->u.bin.a);
         SUB(n->u.bin.b);
@@ -1689,7 +2060,11 @@ static void prepare_node(Node *n, int depth)
         SUB(n->u.index.obj);
         for (int i = 0; i < n->u.index.nidx; i++) {
             Node *s = n->u.index.idx[i];
-            if (s->kind == N_SLICE) { SUB(s->u.slice.lo); SUB(s->u.slice.hi); SUB(s->u.slice.step); }
+            if (s->kind == N_SLICE) {
+                SUB(s->u.slice.lo);
+                SUB(s->u.slice.hi);
+                SUB(s->u.slice.step);
+            }
             SUB(s);
         }
         if (n->u.index.nidx == 1 && n->u.index.idx[0]->kind != N_SLICE) {
@@ -1697,9 +2072,14 @@ static void prepare_node(Node *n, int depth)
             unsigned si = subscript_shape(n->u.index.idx[0]);
             n->flag = (uint8_t)((so == OPD_LOCAL || so == OPD_GLOBAL ? so : OPD_ANY) | si << 2);
             static const EvalFn shaped[4][5] = {
-                [OPD_LOCAL] = { [IX_ANY] = ev_index_LX, [IX_NUM] = ev_index_LK, [IX_LOCAL] = ev_index_LL,
-                                [IX_GLOBAL] = ev_index_LG, [IX_STR] = ev_index_LS },
-                [OPD_GLOBAL] = { [IX_NUM] = ev_index_GK, [IX_LOCAL] = ev_index_GL, [IX_GLOBAL] = ev_index_GG,
+                [OPD_LOCAL] = { [IX_ANY] = ev_index_LX,
+                                [IX_NUM] = ev_index_LK,
+                                [IX_LOCAL] = ev_index_LL,
+                                [IX_GLOBAL] = ev_index_LG,
+                                [IX_STR] = ev_index_LS },
+                [OPD_GLOBAL] = { [IX_NUM] = ev_index_GK,
+                                 [IX_LOCAL] = ev_index_GL,
+                                 [IX_GLOBAL] = ev_index_GG,
                                  [IX_STR] = ev_index_GS },
             };
             n->run.ev = shaped[so][si] ? shaped[so][si] : ev_index1;
@@ -1708,13 +2088,22 @@ static void prepare_node(Node *n, int depth)
         }
         return;
     case N_SLICE: n->run.ev = ev_slice; return;
-    case N_MEMBER: SUB(n->u.member.obj); n->run.ev = ev_member; return;
-    case N_FNEXPR: prepare_fn(n->u.fn); n->run.ev = ev_fnexpr; return;
+    case N_MEMBER:
+        SUB(n->u.member.obj);
+        n->run.ev = ev_member;
+        return;
+    case N_FNEXPR:
+        prepare_fn(n->u.fn);
+        n->run.ev = ev_fnexpr;
+        return;
     case N_COND:
-        SUB(n->u.ifs.cond); SUB(n->u.ifs.then); SUB(n->u.ifs.els);
+        SUB(n->u.ifs.cond);
+        SUB(n->u.ifs.then);
+        SUB(n->u.ifs.els);
         n->run.ev = ev_cond;
         return;
-    case N_LISTCOMP: case N_DICTCOMP:
+    case N_LISTCOMP:
+    case N_DICTCOMP:
         for (int i = 0; i < n->u.comp.nclauses; i++) {
             CompClause *c = &n->u.comp.clauses[i];
             prepare_list_at(depth + 1, c->vars, c->nvars);
@@ -1726,17 +2115,28 @@ static void prepare_node(Node *n, int depth)
         n->run.ev = ev_comp;
         return;
     /* statements */
-    case N_EXPRSTMT: prepare(n->u.expr.expr); n->run.ex = ex_expr; return;
-    case N_RETURN: prepare(n->u.expr.expr); n->run.ex = ex_return; return;
+    case N_EXPRSTMT:
+        prepare(n->u.expr.expr);
+        n->run.ex = ex_expr;
+        return;
+    case N_RETURN:
+        prepare(n->u.expr.expr);
+        n->run.ex = ex_return;
+        return;
     case N_ASSIGN: {
         Node *t = n->u.assign.target, *v = n->u.assign.value;
         prepare(t);
         prepare(v);
-        if (v->kind == N_BINARY && v->op == OP_ADD && var_kind_same(t, v->u.bin.a)) n->run.ex = ex_assign_concat;
-        else if (t->kind == N_LOCAL) n->run.ex = ex_assign_local;
-        else if (t->kind == N_GLOBAL) n->run.ex = ex_assign_global;
-        else if (t->kind == N_INDEX) n->run.ex = ex_assign_index;
-        else n->run.ex = ex_assign;
+        if (v->kind == N_BINARY && v->op == OP_ADD && var_kind_same(t, v->u.bin.a))
+            n->run.ex = ex_assign_concat;
+        else if (t->kind == N_LOCAL)
+            n->run.ex = ex_assign_local;
+        else if (t->kind == N_GLOBAL)
+            n->run.ex = ex_assign_global;
+        else if (t->kind == N_INDEX)
+            n->run.ex = ex_assign_index;
+        else
+            n->run.ex = ex_assign;
         return;
     }
     case N_AUGASSIGN: {
@@ -1746,8 +2146,10 @@ static void prepare_node(Node *n, int depth)
         n->flag = (uint8_t)(operand_shape(n->u.assign.value) << 2);
         n->run.ex = t->kind == N_INDEX ? ex_aug_index : ex_aug_var;
         unsigned st = operand_shape(t), sv = operand_shape(n->u.assign.value);
-        const ExecFn *row = n->op == OP_ADD ? ex_aug_add_shapes[st] : n->op == OP_SUB ? ex_aug_sub_shapes[st]
-                          : n->op == OP_MUL ? ex_aug_mul_shapes[st] : NULL;
+        const ExecFn *row = n->op == OP_ADD   ? ex_aug_add_shapes[st]
+                            : n->op == OP_SUB ? ex_aug_sub_shapes[st]
+                            : n->op == OP_MUL ? ex_aug_mul_shapes[st]
+                                              : NULL;
         if (row && row[sv]) n->run.ex = row[sv];
         return;
     }
@@ -1755,11 +2157,21 @@ static void prepare_node(Node *n, int depth)
         Node *v = n->u.destruct.value;
         prepare_list(n->u.destruct.targets, n->u.destruct.n);
         prepare(v);
-        n->run.ex = v->kind == N_LIST && v->u.list.n == n->u.destruct.n ? ex_destruct_list : ex_destruct;
+        n->run.ex =
+            v->kind == N_LIST && v->u.list.n == n->u.destruct.n ? ex_destruct_list : ex_destruct;
         return;
     }
-    case N_IF: prepare(n->u.ifs.cond); prepare(n->u.ifs.then); prepare(n->u.ifs.els); n->run.ex = ex_if; return;
-    case N_WHILE: prepare(n->u.whiles.cond); prepare(n->u.whiles.body); n->run.ex = ex_while; return;
+    case N_IF:
+        prepare(n->u.ifs.cond);
+        prepare(n->u.ifs.then);
+        prepare(n->u.ifs.els);
+        n->run.ex = ex_if;
+        return;
+    case N_WHILE:
+        prepare(n->u.whiles.cond);
+        prepare(n->u.whiles.body);
+        n->run.ex = ex_while;
+        return;
     case N_FOR:
         prepare_list(n->u.fors.vars, n->u.fors.nvars);
         prepare(n->u.fors.iter);
@@ -1768,15 +2180,28 @@ static void prepare_node(Node *n, int depth)
         return;
     case N_BREAK: n->run.ex = ex_break; return;
     case N_CONTINUE: n->run.ex = ex_continue; return;
-    case N_FNDEF: prepare(n->u.fn->binding); prepare_fn(n->u.fn); n->run.ex = ex_fndef; return;
+    case N_FNDEF:
+        prepare(n->u.fn->binding);
+        prepare_fn(n->u.fn);
+        n->run.ex = ex_fndef;
+        return;
     case N_TRY:
-        prepare(n->u.tries.body); prepare(n->u.tries.var); prepare(n->u.tries.handler);
+        prepare(n->u.tries.body);
+        prepare(n->u.tries.var);
+        prepare(n->u.tries.handler);
         n->run.ex = ex_try;
         return;
-    case N_IMPORT: prepare(n->u.import.var); n->run.ex = ex_import; return;
-    case N_GLOBALDECL: case N_PASS: n->run.ex = ex_pass; return;
-    case N_BLOCK: prepare_list(n->u.list.items, n->u.list.n); n->run.ex = ex_block; return;
-    case N_NAME: return;        /* unresolved: never run (an error stopped the pipeline) */
+    case N_IMPORT:
+        prepare(n->u.import.var);
+        n->run.ex = ex_import;
+        return;
+    case N_GLOBALDECL:
+    case N_PASS: n->run.ex = ex_pass; return;
+    case N_BLOCK:
+        prepare_list(n->u.list.items, n->u.list.n);
+        n->run.ex = ex_block;
+        return;
+    case N_NAME: return; /* unresolved: never run (an error stopped the pipeline) */
     case N_NKINDS: break;
     }
 #undef SUB
@@ -1844,12 +2269,22 @@ static inline Value run_body(VM *vm, ObjFunc *f, Value *slots, const Node *site)
     vm->frame = fr.parent;
     vm->mod = saved_mod;
     for (int i = 0; i < p->nlocals; i++) decref(slots[i]);
-    if (st == S_ERR) { vm_tb_push(vm, site); return v_exc(); }
-    if (st == S_RETURN) { Value r = vm->ret; vm->ret = v_nil(); return r; }
+    if (st == S_ERR) {
+        vm_tb_push(vm, site);
+        return v_exc();
+    }
+    if (st == S_RETURN) {
+        Value r = vm->ret;
+        vm->ret = v_nil();
+        return r;
+    }
     return v_nil();
 }
 
-Value eval_run_body(VM *vm, ObjFunc *f, Value *slots, const Node *site) { return run_body(vm, f, slots, site); }
+Value eval_run_body(VM *vm, ObjFunc *f, Value *slots, const Node *site)
+{
+    return run_body(vm, f, slots, site);
+}
 
 /* f(args): a plain function with as many positional arguments as it has
  * parameters, whose evaluated arguments become its frame in place and
@@ -1919,7 +2354,7 @@ bool vm_run_module(VM *vm, ObjModule *m)
 {
     prepare_module(m->info);
     const Source *saved_top = vm->top_src;
-    vm->top_src = NULL;             /* a module's own statements report its own source */
+    vm->top_src = NULL; /* a module's own statements report its own source */
     ObjModule *saved = vm->mod;
     Frame *saved_frame = vm->frame;
     vm->mod = m;
@@ -1935,7 +2370,10 @@ bool vm_run_module(VM *vm, ObjModule *m)
         ExecStatus st = EXEC(vm, s);
         if (trace) trace_stmt(trace, s->line, ts);
         vm->cur_line = saved_line;
-        if (st == S_ERR) { ok = false; break; }
+        if (st == S_ERR) {
+            ok = false;
+            break;
+        }
         if (st == S_BREAK || st == S_CONTINUE) {
             vm_error(vm, s, "'break' or 'continue' outside a loop");
             ok = false;

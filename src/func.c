@@ -25,11 +25,18 @@ ObjFunc *func_new(FnProto *p, ObjModule *mod)
 void func_free(Obj *o)
 {
     ObjFunc *f = (ObjFunc *)o;
-    if (f->defaults) { for (int i = 0; i < f->p->nparams; i++) decref(f->defaults[i]); free(f->defaults); }
-    if (f->up) { for (int i = 0; i < f->p->nupvals; i++) if (f->up[i]) decref(v_obj(&f->up[i]->h)); free(f->up); }
+    if (f->defaults) {
+        for (int i = 0; i < f->p->nparams; i++) decref(f->defaults[i]);
+        free(f->defaults);
+    }
+    if (f->up) {
+        for (int i = 0; i < f->p->nupvals; i++)
+            if (f->up[i]) decref(v_obj(&f->up[i]->h));
+        free(f->up);
+    }
     decref(f->device);
     if (f->mod) decref(v_obj(&f->mod->h));
-    obj_dealloc(o);                         /* a tracked kind: its header goes too */
+    obj_dealloc(o); /* a tracked kind: its header goes too */
 }
 
 void func_repr(Buf *b, Value v, bool quoted)
@@ -48,8 +55,9 @@ Value func_copy(Value v, CopyCtx *cc)
     n->p = f->p;
     n->device = v_nil();
     if (f->defaults) {
-        n->defaults = xcalloc((size_t)f->p->nparams, sizeof(Value));   /* nil until copied */
-        for (int i = 0; i < f->p->nparams; i++) n->defaults[i] = value_copy_deep(f->defaults[i], cc);
+        n->defaults = xcalloc((size_t)f->p->nparams, sizeof(Value)); /* nil until copied */
+        for (int i = 0; i < f->p->nparams; i++)
+            n->defaults[i] = value_copy_deep(f->defaults[i], cc);
     }
     if (f->p->nupvals) {
         n->up = xcalloc((size_t)f->p->nupvals, sizeof(ObjCell *));
@@ -72,7 +80,7 @@ void module_copy_reads(ObjModule *m, ObjModule *copy, const FnProto *p, CopyCtx 
         if (g >= m->nglobals || g >= copy->nglobals || copy->globals[g].t != T_UNBOUND) continue;
         Value v = m->globals[g];
         if (v.t == T_UNBOUND) continue;
-        copy->globals[g] = v_nil();          /* taken: a function it holds may read it too */
+        copy->globals[g] = v_nil(); /* taken: a function it holds may read it too */
         copy->globals[g] = value_copy_deep(v, cc);
     }
 }
@@ -81,16 +89,31 @@ void module_copy_reads(ObjModule *m, ObjModule *copy, const FnProto *p, CopyCtx 
 void func_clear(Obj *o)
 {
     ObjFunc *f = (ObjFunc *)o;
-    if (f->defaults) for (int i = 0; i < f->p->nparams; i++) { Value v = f->defaults[i]; f->defaults[i] = v_unbound(); decref(v); }
-    if (f->up) for (int i = 0; i < f->p->nupvals; i++) { ObjCell *c = f->up[i]; f->up[i] = NULL; if (c) decref(v_obj(&c->h)); }
-    Value d = f->device; f->device = v_nil(); decref(d);
-    ObjModule *m = f->mod; f->mod = NULL; if (m) decref(v_obj(&m->h));
+    if (f->defaults)
+        for (int i = 0; i < f->p->nparams; i++) {
+            Value v = f->defaults[i];
+            f->defaults[i] = v_unbound();
+            decref(v);
+        }
+    if (f->up)
+        for (int i = 0; i < f->p->nupvals; i++) {
+            ObjCell *c = f->up[i];
+            f->up[i] = NULL;
+            if (c) decref(v_obj(&c->h));
+        }
+    Value d = f->device;
+    f->device = v_nil();
+    decref(d);
+    ObjModule *m = f->mod;
+    f->mod = NULL;
+    if (m) decref(v_obj(&m->h));
 }
 
 void func_traverse(Obj *o, void (*visit)(Value child, void *ud), void *ud)
 {
     ObjFunc *f = (ObjFunc *)o;
-    for (int k = 0; f->up && k < f->p->nupvals; k++) if (f->up[k]) visit(v_obj(&f->up[k]->h), ud);
+    for (int k = 0; f->up && k < f->p->nupvals; k++)
+        if (f->up[k]) visit(v_obj(&f->up[k]->h), ud);
     for (int k = 0; f->defaults && k < f->p->nparams; k++) visit(f->defaults[k], ud);
     visit(f->device, ud);
     if (f->mod) visit(v_obj(&f->mod->h), ud);
@@ -106,7 +129,11 @@ static void module_free(Obj *o)
     obj_dealloc(o);
 }
 
-static void module_repr(Buf *b, Value v, bool quoted) { (void)quoted; buf_printf(b, "<module %s>", AS_MOD(v)->name); }
+static void module_repr(Buf *b, Value v, bool quoted)
+{
+    (void)quoted;
+    buf_printf(b, "<module %s>", AS_MOD(v)->name);
+}
 
 /* empties the globals (a task's copy, or at exit): breaks the cycles its
  * functions make through it */
@@ -114,7 +141,11 @@ static void module_clear(Obj *o)
 {
     ObjModule *m = (ObjModule *)o;
     if (!m->globals) return;
-    for (int i = 0; i < m->nglobals; i++) { Value v = m->globals[i]; m->globals[i] = v_unbound(); decref(v); }
+    for (int i = 0; i < m->nglobals; i++) {
+        Value v = m->globals[i];
+        m->globals[i] = v_unbound();
+        decref(v);
+    }
 }
 
 static void module_traverse(Obj *o, void (*visit)(Value child, void *ud), void *ud)
@@ -141,11 +172,12 @@ static ObjModule *module_shell(ObjModule *m, bool partial, CopyCtx *cc)
 
 ObjModule *module_copy_some(ObjModule *m, const bool *want, CopyCtx *cc)
 {
-    ObjModule *n = module_shell(m, want != NULL, cc);   /* partial: filled as its functions are copied */
+    ObjModule *n =
+        module_shell(m, want != NULL, cc); /* partial: filled as its functions are copied */
     for (int i = 0; i < m->nglobals; i++) {
         Value g = m->globals[i];
         if (g.t == T_UNBOUND || (want && !want[i]) || n->globals[i].t != T_UNBOUND) continue;
-        n->globals[i] = v_nil();            /* taken (see module_copy_reads) */
+        n->globals[i] = v_nil(); /* taken (see module_copy_reads) */
         n->globals[i] = value_copy_deep(g, cc);
     }
     return n;
@@ -199,14 +231,18 @@ static Value module_member(VM *vm, Value obj, const ObjStr *name, const Node *si
 
 static int code_module(const SerCode *code, const ModInfo *info)
 {
-    for (int i = 0; code && i < code->nmods; i++) if (code->mods[i] == info) return i;
+    for (int i = 0; code && i < code->nmods; i++)
+        if (code->mods[i] == info) return i;
     return -1;
 }
 
 static ModInfo *code_info(SerCtx *sc, uint32_t id)
 {
     const SerCode *code = sc->code;
-    if (!code || id >= (uint32_t)code->nmods) { des_fail(sc, "module"); return NULL; }
+    if (!code || id >= (uint32_t)code->nmods) {
+        des_fail(sc, "module");
+        return NULL;
+    }
     return code->mods[id];
 }
 
@@ -214,11 +250,15 @@ static bool module_ser(Value v, SerCtx *sc)
 {
     ObjModule *m = AS_MOD(v);
     int id = code_module(sc->code, m->info);
-    if (id < 0) return ser_fail(sc, "module '%s' was loaded after the start and cannot be sent to another rank", m->name);
+    if (id < 0)
+        return ser_fail(sc,
+                        "module '%s' was loaded after the start and cannot be sent to another rank",
+                        m->name);
     ser_u32(sc, (uint32_t)id);
     ser_u8(sc, (unsigned)m->loaded | (unsigned)m->partial << 1);
     ser_u32(sc, (uint32_t)m->nglobals);
-    for (int i = 0; i < m->nglobals; i++) if (!ser_value(sc, m->globals[i])) return false;
+    for (int i = 0; i < m->nglobals; i++)
+        if (!ser_value(sc, m->globals[i])) return false;
     return true;
 }
 
@@ -246,7 +286,10 @@ static Value module_deser(SerCtx *sc, ValType t, size_t id)
     Value mv = v_obj(&m->h);
     for (uint32_t i = 0; i < n; i++) {
         Value g = des_value(sc);
-        if (IS_EXC(g)) { decref(mv); return g; }
+        if (IS_EXC(g)) {
+            decref(mv);
+            return g;
+        }
         m->globals[i] = g;
     }
     return mv;
@@ -258,14 +301,24 @@ bool func_ser(Value v, SerCtx *sc)
     int mid = code_module(sc->code, f->p->mod);
     int pi = -1;
     const SerCode *code = sc->code;
-    for (int i = 0; mid >= 0 && i < code->nprotos[mid]; i++) if (f->p->mod->protos[i] == f->p) { pi = i; break; }
-    if (pi < 0) return ser_fail(sc, "function %s() was defined outside the program's files and cannot be sent to another rank", f->p->name);
+    for (int i = 0; mid >= 0 && i < code->nprotos[mid]; i++)
+        if (f->p->mod->protos[i] == f->p) {
+            pi = i;
+            break;
+        }
+    if (pi < 0)
+        return ser_fail(sc,
+                        "function %s() was defined outside the program's files and cannot be sent "
+                        "to another rank",
+                        f->p->name);
     ser_u32(sc, (uint32_t)mid);
     ser_u32(sc, (uint32_t)pi);
     ser_u8(sc, f->defaults != NULL);
     if (!ser_value(sc, v_obj(&f->mod->h))) return false;
-    for (int i = 0; f->defaults && i < f->p->nparams; i++) if (!ser_value(sc, f->defaults[i])) return false;
-    for (int i = 0; i < f->p->nupvals; i++) if (!ser_value(sc, v_obj(&f->up[i]->h))) return false;
+    for (int i = 0; f->defaults && i < f->p->nparams; i++)
+        if (!ser_value(sc, f->defaults[i])) return false;
+    for (int i = 0; i < f->p->nupvals; i++)
+        if (!ser_value(sc, v_obj(&f->up[i]->h))) return false;
     return ser_value(sc, f->device);
 }
 
@@ -285,15 +338,25 @@ Value func_deser(SerCtx *sc, ValType t, size_t id)
     des_note(sc, id, &f->h);
     Value fv = v_obj(&f->h);
     Value mv = des_value(sc);
-    if (IS_EXC(mv)) { decref(fv); return mv; }
-    if (mv.t != T_MODULE || AS_MOD(mv)->info != info) { decref(mv); decref(fv); return des_fail(sc, "module of a function"); }
+    if (IS_EXC(mv)) {
+        decref(fv);
+        return mv;
+    }
+    if (mv.t != T_MODULE || AS_MOD(mv)->info != info) {
+        decref(mv);
+        decref(fv);
+        return des_fail(sc, "module of a function");
+    }
     f->mod = AS_MOD(mv);
     if (hasdef) {
         f->defaults = malloc((size_t)(p->nparams ? p->nparams : 1) * sizeof(Value));
         for (int i = 0; i < p->nparams; i++) f->defaults[i] = v_unbound();
         for (int i = 0; i < p->nparams; i++) {
             Value d = des_value(sc);
-            if (IS_EXC(d)) { decref(fv); return d; }
+            if (IS_EXC(d)) {
+                decref(fv);
+                return d;
+            }
             f->defaults[i] = d;
         }
     }
@@ -301,21 +364,38 @@ Value func_deser(SerCtx *sc, ValType t, size_t id)
         f->up = calloc((size_t)p->nupvals, sizeof(ObjCell *));
         for (int i = 0; i < p->nupvals; i++) {
             Value c = des_value(sc);
-            if (IS_EXC(c)) { decref(fv); return c; }
-            if (c.t != T_CELL) { decref(c); decref(fv); return des_fail(sc, "cell"); }
+            if (IS_EXC(c)) {
+                decref(fv);
+                return c;
+            }
+            if (c.t != T_CELL) {
+                decref(c);
+                decref(fv);
+                return des_fail(sc, "cell");
+            }
             f->up[i] = (ObjCell *)c.o;
         }
     }
     Value d = des_value(sc);
-    if (IS_EXC(d)) { decref(fv); return d; }
+    if (IS_EXC(d)) {
+        decref(fv);
+        return d;
+    }
     f->device = d;
     return fv;
 }
 
 static const TypeOps module_ops = {
-    .name = "module", .flags = TF_CODE | TF_TRACK,
-    .free = module_free, .clear = module_clear, .traverse = module_traverse,
-    .copy = module_copy, .ser = module_ser, .deser = module_deser, .repr = module_repr, .member = module_member,
+    .name = "module",
+    .flags = TF_CODE | TF_TRACK,
+    .free = module_free,
+    .clear = module_clear,
+    .traverse = module_traverse,
+    .copy = module_copy,
+    .ser = module_ser,
+    .deser = module_deser,
+    .repr = module_repr,
+    .member = module_member,
 };
 
 void func_open(void) { type_register(T_MODULE, &module_ops); }

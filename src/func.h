@@ -40,9 +40,9 @@ void module_copy_reads(ObjModule *m, ObjModule *copy, const FnProto *p, CopyCtx 
  * functions) with its defaults, cells and device. The table lists the
  * same modules in the same order on every rank. */
 typedef struct SerCode {
-    ModInfo **mods;             /* 0: the program, then its imports */
-    const char **names;         /* what each module is called ("__main__", import names) */
-    int *nprotos;               /* the functions each had then (REPL entries add more on one rank only) */
+    ModInfo **mods;     /* 0: the program, then its imports */
+    const char **names; /* what each module is called ("__main__", import names) */
+    int *nprotos;       /* the functions each had then (REPL entries add more on one rank only) */
     int nmods;
 } SerCode;
 bool func_ser(Value v, SerCtx *sc);

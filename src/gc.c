@@ -32,8 +32,8 @@
 
 _Static_assert(sizeof(GcHead) == GC_HEAD, "GC_HEAD is the header's size");
 
-#define GC_TENTATIVE (-1)           /* in the set, found unreachable so far */
-#define GC_FULL_SLACK 20000         /* old objects that never call for a full collection */
+#define GC_TENTATIVE  (-1)  /* in the set, found unreachable so far */
+#define GC_FULL_SLACK 20000 /* old objects that never call for a full collection */
 
 TLS_FAST _Thread_local GcHeap *gc_tls_heap;
 static pthread_key_t heap_key;
@@ -80,7 +80,8 @@ static void collect(GcHeap *h, bool full);
 GcHeap *gc_heap_due(void)
 {
     GcHeap *h = heap_get();
-    if (h->allocs >= GC_YOUNG) collect(h, h->nold > h->old_after_full + h->old_after_full / 2 + GC_FULL_SLACK);
+    if (h->allocs >= GC_YOUNG)
+        collect(h, h->nold > h->old_after_full + h->old_after_full / 2 + GC_FULL_SLACK);
     return h;
 }
 
@@ -100,15 +101,19 @@ static void visit_decref(Value child, void *ud)
     if (g && g->refs > 0) g->refs--;
 }
 
-typedef struct Reach { GcHeap *h; GcHead *set; } Reach;
+typedef struct Reach {
+    GcHeap *h;
+    GcHead *set;
+} Reach;
 
 static void visit_reach(Value child, void *ud)
 {
     Reach *r = ud;
     GcHead *g = in_set(child, r->h);
     if (!g) return;
-    if (g->refs == 0) g->refs = 1;                  /* not scanned yet: it will be, as reachable */
-    else if (g->refs == GC_TENTATIVE) {             /* thought unreachable: back, to be scanned */
+    if (g->refs == 0)
+        g->refs = 1;                    /* not scanned yet: it will be, as reachable */
+    else if (g->refs == GC_TENTATIVE) { /* thought unreachable: back, to be scanned */
         list_unlink(g);
         list_append(r->set, g);
         g->refs = 1;
@@ -124,7 +129,10 @@ static void collect(GcHeap *h, bool full)
     list_init(&set);
     list_init(&unreach);
     list_splice(&set, &h->young);
-    if (full) { list_splice(&set, &h->old); h->nold = 0; }
+    if (full) {
+        list_splice(&set, &h->old);
+        h->nold = 0;
+    }
     /* what the set holds of itself is subtracted from each count */
     for (GcHead *g = set.next; g != &set; g = g->next) g->refs = obj_of(g)->rc;
     for (GcHead *g = set.next; g != &set; g = g->next) value_traverse(obj_of(g), visit_decref, h);
@@ -144,7 +152,10 @@ static void collect(GcHeap *h, bool full)
     }
     /* the living become old */
     size_t n = 0;
-    for (GcHead *g = set.next; g != &set; g = g->next) { g->refs = GC_IN_OLD; n++; }
+    for (GcHead *g = set.next; g != &set; g = g->next) {
+        g->refs = GC_IN_OLD;
+        n++;
+    }
     list_splice(&h->old, &set);
     h->nold += n;
     if (full) h->old_after_full = h->nold;
@@ -153,7 +164,10 @@ static void collect(GcHeap *h, bool full)
     /* the rest are cycles nobody can reach: each kept alive while all are
      * emptied, then let go (freeing unlinks them from the old list) */
     size_t ng = 0;
-    for (GcHead *g = unreach.next; g != &unreach; g = g->next) { g->refs = GC_IN_OLD; ng++; }
+    for (GcHead *g = unreach.next; g != &unreach; g = g->next) {
+        g->refs = GC_IN_OLD;
+        ng++;
+    }
     if (ng) {
         Obj **garbage = xmalloc(ng * sizeof(Obj *));
         size_t k = 0;
@@ -162,17 +176,14 @@ static void collect(GcHeap *h, bool full)
         h->nold += ng;
         for (size_t i = 0; i < ng; i++) garbage[i]->rc++;
         for (size_t i = 0; i < ng; i++) value_clear(garbage[i]);
-        for (size_t i = 0; i < ng; i++) decref(v_obj(garbage[i]));   /* nold counts them down */
+        for (size_t i = 0; i < ng; i++) decref(v_obj(garbage[i])); /* nold counts them down */
         free(garbage);
         h->freed += ng;
     }
     h->collecting = false;
 }
 
-void value_gc_collect(bool full)
-{
-    collect(heap_get(), full);
-}
+void value_gc_collect(bool full) { collect(heap_get(), full); }
 
 void value_gc_stats(ValueGcStats *out)
 {
@@ -209,12 +220,13 @@ static void adopt_visit(Value v, void *ud)
     if (!is_obj(v) || v.o->rc == OBJ_IMMORTAL) return;
     if (tracked_kind(v.t)) {
         GcHead *g = head_of(v.o);
-        if (g->heap) return;                        /* tracked already (here): seen */
+        if (g->heap) return; /* tracked already (here): seen */
         g->heap = h;
         g->refs = GC_IN_YOUNG;
         list_append(&h->young, g);
         h->allocs++;
-    } else if (!value_types[v.t]->traverse && v.t != T_SLICE) return;   /* holds nothing */
+    } else if (!value_types[v.t]->traverse && v.t != T_SLICE)
+        return; /* holds nothing */
     value_traverse(v.o, adopt_visit, ud);
 }
 

@@ -13,24 +13,24 @@
 
 typedef struct GcHeap GcHeap;
 typedef struct GcHead {
-    struct GcHead *next, *prev;     /* in a heap's list; both NULL when untracked */
-    GcHeap *heap;                   /* the heap it is linked in, or NULL */
-    intptr_t refs;                  /* GC_IN_YOUNG or GC_IN_OLD outside a collection */
+    struct GcHead *next, *prev; /* in a heap's list; both NULL when untracked */
+    GcHeap *heap;               /* the heap it is linked in, or NULL */
+    intptr_t refs;              /* GC_IN_YOUNG or GC_IN_OLD outside a collection */
 } GcHead;
 /* bytes of the header before a tracked object (keeps malloc's 16-byte alignment) */
 #define GC_HEAD 32
 
 /* refs outside a collection: which generation (never a count) */
 #define GC_IN_YOUNG INTPTR_MIN
-#define GC_IN_OLD (INTPTR_MIN + 1)
-#define GC_YOUNG 16000              /* tracked objects made between collections */
+#define GC_IN_OLD   (INTPTR_MIN + 1)
+#define GC_YOUNG    16000 /* tracked objects made between collections */
 
 struct GcHeap {
-    GcHead young, old;              /* circular lists with sentinels */
-    size_t nold;                    /* objects in old (young ones: allocs) */
-    size_t old_after_full;          /* nold after the last full collection */
-    size_t allocs;                  /* tracked objects made since the last collection */
-    bool paused;                    /* objects made now are for another thread: untracked */
+    GcHead young, old;     /* circular lists with sentinels */
+    size_t nold;           /* objects in old (young ones: allocs) */
+    size_t old_after_full; /* nold after the last full collection */
+    size_t allocs;         /* tracked objects made since the last collection */
+    bool paused;           /* objects made now are for another thread: untracked */
     bool collecting;
     unsigned long collections, freed;
 };
@@ -38,14 +38,24 @@ struct GcHeap {
 /* initial-exec: one load off the thread pointer (the core library is
  * built position-independent, whose default TLS model calls a function) */
 #define TLS_FAST __attribute__((tls_model("initial-exec")))
-extern TLS_FAST _Thread_local GcHeap *gc_tls_heap;     /* this thread's heap (gc.c) */
+extern TLS_FAST _Thread_local GcHeap *gc_tls_heap; /* this thread's heap (gc.c) */
 
 /* The heap, made on first use, after a collection if one is due. */
 GcHeap *gc_heap_due(void);
 
 static inline GcHead *gc_head_of(Obj *o) { return (GcHead *)o - 1; }
-static inline void gc_list_unlink(GcHead *g) { g->prev->next = g->next; g->next->prev = g->prev; }
-static inline void gc_list_append(GcHead *s, GcHead *g) { g->prev = s->prev; g->next = s; s->prev->next = g; s->prev = g; }
+static inline void gc_list_unlink(GcHead *g)
+{
+    g->prev->next = g->next;
+    g->next->prev = g->prev;
+}
+static inline void gc_list_append(GcHead *s, GcHead *g)
+{
+    g->prev = s->prev;
+    g->next = s;
+    s->prev->next = g;
+    s->prev = g;
+}
 
 /* o was just made (its memory starts GC_HEAD bytes before it): link it
  * into this thread's heap, unless tracking is paused; may collect first. */
@@ -70,7 +80,7 @@ static inline void gc_untrack(Obj *o)
 {
     GcHead *g = gc_head_of(o);
     if (!g->heap) return;
-    qh_assert(g->heap == gc_tls_heap);          /* freed by the thread whose heap holds it */
+    qh_assert(g->heap == gc_tls_heap); /* freed by the thread whose heap holds it */
     if (g->refs == GC_IN_OLD) g->heap->nold--;
     gc_list_unlink(g);
     g->next = g->prev = NULL;

@@ -19,7 +19,12 @@
 
 /* Loaded modules' parses, kept until the end (functions point into them):
  * preloaded ones waiting for their import, and the ones taken. */
-typedef struct Preload { char *path; ModInfo *info; bool taken; struct Preload *next; } Preload;
+typedef struct Preload {
+    char *path;
+    ModInfo *info;
+    bool taken;
+    struct Preload *next;
+} Preload;
 
 static bool preload_stmt(Interp *in, const Source *from, Node *n, FILE *diag);
 
@@ -36,15 +41,22 @@ void load_forget_protos(ModInfo *session, int first)
 {
     for (int i = first; i < session->nprotos; i++) {
         FnProto *f = session->protos[i];
-        free(f->local_is_cell); free(f->local_names); free(f->upvals);
-        free(f->global_reads); free(f->global_calls);
-        f->local_is_cell = NULL; f->local_names = NULL; f->upvals = NULL;
-        f->global_reads = NULL; f->global_calls = NULL;
+        free(f->local_is_cell);
+        free(f->local_names);
+        free(f->upvals);
+        free(f->global_reads);
+        free(f->global_calls);
+        f->local_is_cell = NULL;
+        f->local_names = NULL;
+        f->upvals = NULL;
+        f->global_reads = NULL;
+        f->global_calls = NULL;
     }
     if (first < session->nprotos) session->nprotos = first;
 }
 
-bool load_compile(Interp *in, Source *src, LoadKind kind, ModInfo *session, HideMemo *memo, FILE *diag, ModInfo **out)
+bool load_compile(Interp *in, Source *src, LoadKind kind, ModInfo *session, HideMemo *memo,
+                  FILE *diag, ModInfo **out)
 {
     *out = NULL;
     ModInfo *m = parse_source(src, diag);
@@ -55,13 +67,14 @@ bool load_compile(Interp *in, Source *src, LoadKind kind, ModInfo *session, Hide
         int first = session->nprotos;
         for (int i = 0; i < m->nprotos; i++) {
             if (session->nprotos % 16 == 0)
-                session->protos = xrealloc(session->protos, (size_t)(session->nprotos + 16) * sizeof(FnProto *));
+                session->protos =
+                    xrealloc(session->protos, (size_t)(session->nprotos + 16) * sizeof(FnProto *));
             session->protos[session->nprotos++] = m->protos[i];
         }
         free(m->protos);
         m->protos = NULL;
         m->nprotos = 0;
-        *out = m;                   /* the caller keeps the part, whatever follows */
+        *out = m; /* the caller keeps the part, whatever follows */
         /* messages of resolve and analysis name the table's source: this input */
         Source *session_src = session->src;
         session->src = m->src;
@@ -70,16 +83,27 @@ bool load_compile(Interp *in, Source *src, LoadKind kind, ModInfo *session, Hide
         ok = ok && analyse_body(session, m->body, first, diag);
         session->src = session_src;
         ok = ok && preload_stmt(in, m->src, m->body, diag);
-        if (!ok) load_forget_protos(session, first);     /* a rejected entry defines nothing */
+        if (!ok) load_forget_protos(session, first); /* a rejected entry defines nothing */
         return ok;
     }
     if (kind == LOAD_MAIN) resolve_declare(m, "argv", builtin_lookup);
-    if (!resolve_module(m, m->body, builtin_lookup, diag, kind == LOAD_MAIN)) { parse_free(m); return false; }
+    if (!resolve_module(m, m->body, builtin_lookup, diag, kind == LOAD_MAIN)) {
+        parse_free(m);
+        return false;
+    }
     resolve_warn_hidden(m, m->body, builtin_lookup, NULL, diag);
-    if (!analyse_module(m, diag)) { analyse_free_body(m->body); parse_free(m); return false; }
+    if (!analyse_module(m, diag)) {
+        analyse_free_body(m->body);
+        parse_free(m);
+        return false;
+    }
     *out = m;
     if (!preload_stmt(in, m->src, m->body, diag)) {
-        if (kind == LOAD_MAIN) { analyse_free_body(m->body); parse_free(m); *out = NULL; }
+        if (kind == LOAD_MAIN) {
+            analyse_free_body(m->body);
+            parse_free(m);
+            *out = NULL;
+        }
         return false;
     }
     return true;
@@ -129,7 +153,8 @@ static char *find_module_from(Interp *in, const Source *from, const char *name)
 
 static char *find_module(VM *vm, const char *name)
 {
-    const Source *from = vm->frame && vm->frame->p ? vm->frame->p->mod->src : (vm->mod ? vm->mod->info->src : NULL);
+    const Source *from =
+        vm->frame && vm->frame->p ? vm->frame->p->mod->src : (vm->mod ? vm->mod->info->src : NULL);
     return find_module_from(vm->in, from, name);
 }
 
@@ -149,12 +174,16 @@ static void remember(Interp *in, char *path, ModInfo *info, bool taken)
     in->preloaded = p;
 }
 
-static bool preload_file(Interp *in, const Source *from, const char *name, int line, int col, FILE *diag)
+static bool preload_file(Interp *in, const Source *from, const char *name, int line, int col,
+                         FILE *diag)
 {
     char *path = find_module_from(in, from, name);
-    if (!path) return true;             /* reported when the import runs (it may be created first) */
+    if (!path) return true; /* reported when the import runs (it may be created first) */
     for (Preload *p = in->preloaded; p; p = p->next)
-        if (strcmp(p->path, path) == 0) { free(path); return true; }
+        if (strcmp(p->path, path) == 0) {
+            free(path);
+            return true;
+        }
     char err[512];
     Source *src = source_from_file(path, path, err, sizeof err);
     if (!src) {
@@ -169,7 +198,10 @@ static bool preload_file(Interp *in, const Source *from, const char *name, int l
     remember(in, path, NULL, false);
     Preload *me = in->preloaded;
     bool ok = load_compile(in, src, LOAD_MODULE, NULL, NULL, diag, &info);
-    if (!info) { source_free(src); return false; }
+    if (!info) {
+        source_free(src);
+        return false;
+    }
     me->info = info;
     return ok;
 }
@@ -179,13 +211,18 @@ static bool preload_stmt(Interp *in, const Source *from, Node *n, FILE *diag)
     if (!n) return true;
     switch (n->kind) {
     case N_BLOCK:
-        for (int i = 0; i < n->u.list.n; i++) if (!preload_stmt(in, from, n->u.list.items[i], diag)) return false;
+        for (int i = 0; i < n->u.list.n; i++)
+            if (!preload_stmt(in, from, n->u.list.items[i], diag)) return false;
         return true;
     case N_IMPORT: return preload_file(in, from, n->u.import.name, n->line, n->col, diag);
-    case N_IF: return preload_stmt(in, from, n->u.ifs.then, diag) && preload_stmt(in, from, n->u.ifs.els, diag);
+    case N_IF:
+        return preload_stmt(in, from, n->u.ifs.then, diag) &&
+               preload_stmt(in, from, n->u.ifs.els, diag);
     case N_WHILE: return preload_stmt(in, from, n->u.whiles.body, diag);
     case N_FOR: return preload_stmt(in, from, n->u.fors.body, diag);
-    case N_TRY: return preload_stmt(in, from, n->u.tries.body, diag) && preload_stmt(in, from, n->u.tries.handler, diag);
+    case N_TRY:
+        return preload_stmt(in, from, n->u.tries.body, diag) &&
+               preload_stmt(in, from, n->u.tries.handler, diag);
     case N_FNDEF: return preload_stmt(in, from, n->u.fn->body, diag);
     default: return true;
     }
@@ -231,23 +268,35 @@ static Value load_import(VM *vm, const char *name, const Node *site)
     if (vm->is_task) return vm_error(vm, site, "import is not allowed inside a quantum function");
     if (!in->modules) in->modules = dict_new();
     Value key = v_str(name), found;
-    if (dict_get(in->modules, key, &found)) { decref(key); incref(found); return found; }
+    if (dict_get(in->modules, key, &found)) {
+        decref(key);
+        incref(found);
+        return found;
+    }
     char *path = find_module(vm, name);
     if (!path) {
         decref(key);
-        return vm_error(vm, site, "no module named '%s' (looked in the script's folder, QH_PATH and %s)", name,
-                        in->stdlib_dir ? in->stdlib_dir : "the standard library");
+        return vm_error(vm, site,
+                        "no module named '%s' (looked in the script's folder, QH_PATH and %s)",
+                        name, in->stdlib_dir ? in->stdlib_dir : "the standard library");
     }
     ModInfo *info = take_preloaded(in, path);
     if (!info) {
         /* created after the program started: loaded now */
         char err[512];
         Source *src = source_from_file(path, path, err, sizeof err);
-        if (!src) { free(path); decref(key); return vm_error(vm, site, "import %s: %s", name, err); }
+        if (!src) {
+            free(path);
+            decref(key);
+            return vm_error(vm, site, "import %s: %s", name, err);
+        }
         bool ok = load_compile(in, src, LOAD_MODULE, NULL, NULL, in->err, &info);
-        if (!info) source_free(src);
-        else if (!ok) free_info(info);      /* nothing refers to a parse that never ran */
-        else remember(in, xstrdup(path), info, true);
+        if (!info)
+            source_free(src);
+        else if (!ok)
+            free_info(info); /* nothing refers to a parse that never ran */
+        else
+            remember(in, xstrdup(path), info, true);
         if (!ok) {
             free(path);
             decref(key);
@@ -257,18 +306,19 @@ static Value load_import(VM *vm, const char *name, const Node *site)
     free(path);
     ObjModule *m = module_new(info, arena_strndup(info->arena, name, strlen(name)));
     Value mv = v_obj(&m->h);
-    dict_set(in->modules, key, mv);         /* registered first: circular imports see it */
+    dict_set(in->modules, key, mv); /* registered first: circular imports see it */
     bool ok = vm_run_module(vm, m);
     if (!ok) {
         /* the module is dropped (the cycle collector frees it with the
          * functions it made); its parse stays for the next try, so a retry
          * loop parses it once (a parse is freed only at exit: functions
          * made from it may still be alive) */
-        for (Preload *p = in->preloaded; p; p = p->next) if (p->info == info) p->taken = false;
+        for (Preload *p = in->preloaded; p; p = p->next)
+            if (p->info == info) p->taken = false;
         Value dummy;
         dict_del(in->modules, key, &dummy);
         decref(dummy);
-        decref(mv);                         /* this function's own reference */
+        decref(mv); /* this function's own reference */
         decref(key);
         vm_tb_push(vm, site);
         return v_exc();

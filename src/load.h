@@ -11,9 +11,9 @@
 #include "vm.h"
 
 typedef enum LoadKind {
-    LOAD_MODULE,        /* an imported module */
-    LOAD_MAIN,          /* a program: declares argv, warns about names never bound */
-    LOAD_ENTRY,         /* a REPL entry: resolved into the session's table */
+    LOAD_MODULE, /* an imported module */
+    LOAD_MAIN,   /* a program: declares argv, warns about names never bound */
+    LOAD_ENTRY,  /* a REPL entry: resolved into the session's table */
 } LoadKind;
 
 /* Parses src, resolves its names (an entry into session's globals; memo:
@@ -24,7 +24,8 @@ typedef enum LoadKind {
  * later error (keep it: its nodes may be referenced; a rejected entry's
  * functions were taken out of the table again). Returns false on any
  * error. */
-bool load_compile(Interp *in, Source *src, LoadKind kind, ModInfo *session, HideMemo *memo, FILE *diag, ModInfo **out);
+bool load_compile(Interp *in, Source *src, LoadKind kind, ModInfo *session, HideMemo *memo,
+                  FILE *diag, ModInfo **out);
 /* Takes the functions from index first on out of a session's table again
  * (their tables freed; their nodes stay in their part's arena): an entry
  * that was rejected, or only analysed, defined nothing. */

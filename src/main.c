@@ -49,7 +49,8 @@ static const char usage_text[] =
     "  QH_PATH               colon-separated directories searched by import\n"
     "  XDG_STATE_HOME, HOME  where the REPL keeps its history\n"
     "  OPENBLAS_NUM_THREADS  threads of every BLAS call (default: the CPUs qh may use)\n"
-    "  QH_MPI_TIMEOUT        under mpirun: seconds of silence before another host's rank counts as dead\n"
+    "  QH_MPI_TIMEOUT        under mpirun: seconds of silence before another host's rank counts as "
+    "dead\n"
     "  QH_WORKERS            background threads when --workers is not given, 1 to 1024\n"
     "  QH_SIMD               c, avx2 or avx512: the widest simulator kernels used\n"
     "\n"
@@ -91,12 +92,14 @@ static int check_environment(qh_Config *cfg)
 {
     const char *w = getenv("QH_WORKERS");
     long long n;
-    if (w && *w) {                      /* empty: unset, as Python's PYTHON* variables */
-        if (!opt_int(w, 1, 1024, &n)) return usage_error("QH_WORKERS needs a number from 1 to 1024, not '%s'", w);
-        if (!cfg->workers) cfg->workers = (int)n;     /* --workers wins */
+    if (w && *w) { /* empty: unset, as Python's PYTHON* variables */
+        if (!opt_int(w, 1, 1024, &n))
+            return usage_error("QH_WORKERS needs a number from 1 to 1024, not '%s'", w);
+        if (!cfg->workers) cfg->workers = (int)n; /* --workers wins */
     }
     const char *simd = getenv("QH_SIMD");
-    if (simd && *simd && opt_choice(simd, simd_levels) < 0) return usage_error("QH_SIMD needs c, avx2 or avx512, not '%s'", simd);
+    if (simd && *simd && opt_choice(simd, simd_levels) < 0)
+        return usage_error("QH_SIMD needs c, avx2 or avx512, not '%s'", simd);
     return 0;
 }
 
@@ -150,7 +153,10 @@ static void hold_closed_std_fds(void)
     for (int fd = 0; fd <= 2; fd++) {
         if (fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
         int got = open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
-        if (got >= 0 && got != fd) { dup2(got, fd); close(got); }
+        if (got >= 0 && got != fd) {
+            dup2(got, fd);
+            close(got);
+        }
     }
 }
 
@@ -171,34 +177,78 @@ static int parse_options(int argc, char **argv, Opts *o)
     for (; i < argc; i++) {
         const char *a = argv[i];
         if (a[0] != '-' || strcmp(a, "-") == 0) break;
-        if (strcmp(a, "--") == 0) { i++; break; }
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { if (quiet) return 0; fputs(usage_text, stdout); return printed(); }
-        if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) { if (quiet) return 0; printf("qh %s\n", QH_VERSION); return printed(); }
-        if (strcmp(a, "-i") == 0) { o->interactive = true; continue; }
-        if (strcmp(a, "--sync") == 0) { c->sync = true; continue; }
-        if (strcmp(a, "--no-lookahead") == 0) { c->no_lookahead = true; continue; }
-        if (strcmp(a, "--stats") == 0) { c->stats = true; continue; }
-        if (strcmp(a, "--deps") == 0) { o->deps = true; continue; }
-        if (strcmp(a, "--check") == 0) { o->check = true; continue; }
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        }
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            if (quiet) return 0;
+            fputs(usage_text, stdout);
+            return printed();
+        }
+        if (strcmp(a, "-V") == 0 || strcmp(a, "--version") == 0) {
+            if (quiet) return 0;
+            printf("qh %s\n", QH_VERSION);
+            return printed();
+        }
+        if (strcmp(a, "-i") == 0) {
+            o->interactive = true;
+            continue;
+        }
+        if (strcmp(a, "--sync") == 0) {
+            c->sync = true;
+            continue;
+        }
+        if (strcmp(a, "--no-lookahead") == 0) {
+            c->no_lookahead = true;
+            continue;
+        }
+        if (strcmp(a, "--stats") == 0) {
+            c->stats = true;
+            continue;
+        }
+        if (strcmp(a, "--deps") == 0) {
+            o->deps = true;
+            continue;
+        }
+        if (strcmp(a, "--check") == 0) {
+            o->check = true;
+            continue;
+        }
         const char *val = NULL;
         const char *names[] = { "-e", "--workers", "--seed", "--trace", "--max-memory" };
         int which = -1;
         for (int k = 0; k < 5; k++) {
             size_t nl = strlen(names[k]);
-            if (strcmp(a, names[k]) == 0) { which = k; if (i + 1 >= argc) return usage_error("option '%s' needs a value", a); val = argv[++i]; break; }
-            if (k > 0 && strncmp(a, names[k], nl) == 0 && a[nl] == '=') { which = k; val = a + nl + 1; break; }
+            if (strcmp(a, names[k]) == 0) {
+                which = k;
+                if (i + 1 >= argc) return usage_error("option '%s' needs a value", a);
+                val = argv[++i];
+                break;
+            }
+            if (k > 0 && strncmp(a, names[k], nl) == 0 && a[nl] == '=') {
+                which = k;
+                val = a + nl + 1;
+                break;
+            }
         }
         if (which < 0) return usage_error("unknown option '%s'", a);
-        if (which == 0) { o->code = val; i++; break; }     /* -e CODE ends the options: the rest is argv */
+        if (which == 0) {
+            o->code = val;
+            i++;
+            break;
+        } /* -e CODE ends the options: the rest is argv */
         long long n;
         uint64_t u;
         switch (which) {
         case 1:
-            if (!opt_int(val, 1, 1024, &n)) return usage_error("--workers needs a number from 1 to 1024, not '%s'", val);
+            if (!opt_int(val, 1, 1024, &n))
+                return usage_error("--workers needs a number from 1 to 1024, not '%s'", val);
             c->workers = (int)n;
             break;
         case 2:
-            if (!opt_u64(val, &u)) return usage_error("--seed needs a non-negative integer, not '%s'", val);
+            if (!opt_u64(val, &u))
+                return usage_error("--seed needs a non-negative integer, not '%s'", val);
             c->seed = u;
             c->seed_given = true;
             break;
@@ -207,7 +257,8 @@ static int parse_options(int argc, char **argv, Opts *o)
             c->trace_path = val;
             break;
         case 4:
-            if (!opt_size(val, &u) || u > SIZE_MAX) return usage_error("--max-memory needs a size like 4G or 512M, not '%s'", val);
+            if (!opt_size(val, &u) || u > SIZE_MAX)
+                return usage_error("--max-memory needs a size like 4G or 512M, not '%s'", val);
             c->max_memory = (size_t)u;
             break;
         default: qh_unreachable();
@@ -255,8 +306,10 @@ static int run(int argc, char **argv)
     }
 
     qh_Program *p;
-    if (code) p = qh_compile(Q, "<-e>", code, strlen(code), stderr);
-    else if (!from_stdin) p = qh_compile_file(Q, file, stderr);
+    if (code)
+        p = qh_compile(Q, "<-e>", code, strlen(code), stderr);
+    else if (!from_stdin)
+        p = qh_compile_file(Q, file, stderr);
     else {
         Buf b;
         buf_init(&b);
@@ -264,19 +317,21 @@ static int run(int argc, char **argv)
         size_t n;
         errno = 0;
         while ((n = fread(chunk, 1, sizeof chunk, stdin)) > 0) buf_put(&b, chunk, n);
-        if (ferror(stdin)) {        /* `qh < /`: a directory, a closed descriptor, an I/O error */
+        if (ferror(stdin)) { /* `qh < /`: a directory, a closed descriptor, an I/O error */
             fprintf(stderr, "qh: cannot read standard input: %s\n", strerror(errno ? errno : EIO));
             p = NULL;
-        } else p = qh_compile(Q, "<stdin>", b.p ? b.p : "", b.len, stderr);
+        } else
+            p = qh_compile(Q, "<stdin>", b.p ? b.p : "", b.len, stderr);
         buf_free(&b);
     }
     int status;
-    if (!p) status = 2;
+    if (!p)
+        status = 2;
     else if (check || deps) {
         if (deps) qh_print_deps(p, stdout);
         status = 0;
     } else if (!remote_lead(remote, Q, p, stderr)) {
-        status = 2;             /* the ranks do not run the same program */
+        status = 2; /* the ranks do not run the same program */
     } else {
         status = qh_run(Q, p);
         /* qh -i: the REPL, with the globals as the script left them, even

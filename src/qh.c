@@ -37,18 +37,18 @@ static pthread_once_t init_once = PTHREAD_ONCE_INIT;
  * (hence the indices the resolver stores) follows it. */
 static void init_rooms(void)
 {
-    arith_open();           /* operator slots of numbers, strings, lists */
-    call_open();            /* functions and builtins: their call slots */
-    func_open();            /* modules */
-    corelib_open();         /* the core builtins */
-    arrayval_open();        /* arrays */
-    track_open();           /* differentiated numbers and arrays */
-    qrt_open();             /* devices, operators, quantum builtins */
-    iolib_open();           /* files and data (io.h) */
-    circuitlib_open();      /* OpenQASM, draw, specs */
-    async_open();           /* futures, ready/wait/sync */
-    diffq_open();           /* differentiated quantum calls */
-    grad_open();            /* gradient functions: grad, jacobian, hessian, metric_tensor */
+    arith_open();      /* operator slots of numbers, strings, lists */
+    call_open();       /* functions and builtins: their call slots */
+    func_open();       /* modules */
+    corelib_open();    /* the core builtins */
+    arrayval_open();   /* arrays */
+    track_open();      /* differentiated numbers and arrays */
+    qrt_open();        /* devices, operators, quantum builtins */
+    iolib_open();      /* files and data (io.h) */
+    circuitlib_open(); /* OpenQASM, draw, specs */
+    async_open();      /* futures, ready/wait/sync */
+    diffq_open();      /* differentiated quantum calls */
+    grad_open();       /* gradient functions: grad, jacobian, hessian, metric_tensor */
 }
 
 void qh_init(void) { pthread_once(&init_once, init_rooms); }
@@ -57,8 +57,8 @@ void qh_init(void) { pthread_once(&init_once, init_rooms); }
 
 struct qh_Program {
     qh_State *Q;
-    ModInfo *info;              /* the table its names resolve into (a program's own, or the session's) */
-    ModInfo *part;              /* its parse (owns the source and the arena) */
+    ModInfo *info; /* the table its names resolve into (a program's own, or the session's) */
+    ModInfo *part; /* its parse (owns the source and the arena) */
     bool entry;
     bool dry;                   /* an entry analysed only */
     bool ran;                   /* an entry that ran */
@@ -67,18 +67,18 @@ struct qh_Program {
 
 struct qh_State {
     Interp in;
-    VM vm;                      /* the main thread's */
-    bool started;               /* the background runtime is running */
-    bool ran;                   /* qh_run was called */
-    ObjModule *main;            /* the program's module, or the REPL session's */
-    ModInfo *session_info;      /* a fresh session's table (no program ran) */
-    int first_proto;            /* the main table's own functions (entries add theirs after) */
-    HideMemo *hide;             /* the session's record for the hidden-builtin warning */
-    ObjList *argv;              /* until the main module takes it */
-    qh_Program **progs;         /* every program and entry compiled, in order, freed at close */
+    VM vm;                 /* the main thread's */
+    bool started;          /* the background runtime is running */
+    bool ran;              /* qh_run was called */
+    ObjModule *main;       /* the program's module, or the REPL session's */
+    ModInfo *session_info; /* a fresh session's table (no program ran) */
+    int first_proto;       /* the main table's own functions (entries add theirs after) */
+    HideMemo *hide;        /* the session's record for the hidden-builtin warning */
+    ObjList *argv;         /* until the main module takes it */
+    qh_Program **progs;    /* every program and entry compiled, in order, freed at close */
     int nprogs, capprogs;
-    qh_Program *script;         /* the program run (qh -i FILE), or NULL */
-    qh_Program *last_run;       /* the entry :deps shows */
+    qh_Program *script;   /* the program run (qh -i FILE), or NULL */
+    qh_Program *last_run; /* the entry :deps shows */
 };
 
 qh_State *qh_open(const qh_Config *cfg)
@@ -94,7 +94,7 @@ qh_State *qh_open(const qh_Config *cfg)
     in->sync = cfg->sync;
     in->no_lookahead = cfg->no_lookahead;
     in->nworkers = cfg->workers;
-    in->seed = cfg->seed_given ? cfg->seed : 0x5eed;     /* a fixed default: runs repeat */
+    in->seed = cfg->seed_given ? cfg->seed : 0x5eed; /* a fixed default: runs repeat */
     in->seed_given = cfg->seed_given;
     in->max_memory = cfg->max_memory;
     in->trace_path = cfg->trace_path;
@@ -103,8 +103,8 @@ qh_State *qh_open(const qh_Config *cfg)
     in->qh_path = cfg->qh_path;
     in->ncpu = qh_cpus();
     async_attach(in);
-    qrt_attach(in);         /* the memory budget, for distributed states */
-    diffq_attach(in);       /* qfn calls with differentiated arguments */
+    qrt_attach(in);   /* the memory budget, for distributed states */
+    diffq_attach(in); /* qfn calls with differentiated arguments */
     load_attach(in);
     Q->argv = list_new(0);
     for (int i = 0; i < cfg->argc; i++) list_push(Q->argv, v_str(cfg->argv[i]));
@@ -156,7 +156,8 @@ static int flush_out(Interp *in, int status)
     clearerr(in->out);
     if (e == EPIPE) in->out_errno = EPIPE;
     if (in->out_errno == EPIPE) return status;
-    fprintf(in->err, "qh: cannot write to %s: %s\n", in->out == stdout ? "standard output" : "the output", strerror(e));
+    fprintf(in->err, "qh: cannot write to %s: %s\n",
+            in->out == stdout ? "standard output" : "the output", strerror(e));
     in->out_lost = true;
     return status == 0 ? 1 : status;
 }
@@ -166,7 +167,7 @@ bool qh_ended(qh_State *Q) { return Q->in.out_errno == EPIPE || atomic_load(&Q->
 int qh_close(qh_State *Q, int status)
 {
     Interp *in = &Q->in;
-    ModInfo *table = Q->main ? Q->main->info : NULL;    /* entries' functions are in its list */
+    ModInfo *table = Q->main ? Q->main->info : NULL; /* entries' functions are in its list */
     status = flush_out(in, status);
     if (Q->started) {
         bool stop = status != 0 || qh_ended(Q);
@@ -179,12 +180,13 @@ int qh_close(qh_State *Q, int status)
     size_t nm = in->modules ? in->modules->nent : 0, k = 0;
     Value *roots = xmalloc((nm + 1) * sizeof(Value));
     if (Q->main) roots[k++] = v_obj(&Q->main->h);
-    for (size_t i = 0; i < nm; i++) if (in->modules->ent[i].live) roots[k++] = in->modules->ent[i].val;
+    for (size_t i = 0; i < nm; i++)
+        if (in->modules->ent[i].live) roots[k++] = in->modules->ent[i].val;
     value_break_cycles(roots, (int)k);
     free(roots);
     if (Q->main) decref(v_obj(&Q->main->h));
     load_free_all(in);
-    value_gc_collect(true);         /* cycles dropped since the last collection */
+    value_gc_collect(true); /* cycles dropped since the last collection */
     if (Q->started) {
         vm_free(&Q->vm);
         vm_thread_cleanup();
@@ -194,8 +196,11 @@ int qh_close(qh_State *Q, int status)
     if (table) {
         for (int i = Q->first_proto; i < table->nprotos; i++) {
             FnProto *f = table->protos[i];
-            free(f->local_is_cell); free(f->local_names); free(f->upvals);
-            free(f->global_reads); free(f->global_calls);
+            free(f->local_is_cell);
+            free(f->local_names);
+            free(f->upvals);
+            free(f->global_reads);
+            free(f->global_calls);
         }
         table->nprotos = Q->first_proto;
     }
@@ -208,8 +213,10 @@ int qh_close(qh_State *Q, int status)
     if (Q->hide) resolve_hide_free(Q->hide);
     if (Q->argv) decref(v_list(Q->argv));
     status = flush_out(in, status);
-    if (in->out_errno == EPIPE) status = vm_stop_status(in);
-    else if (in->out_lost && status == 0) status = 1;  /* output lost, even if the program went on */
+    if (in->out_errno == EPIPE)
+        status = vm_stop_status(in);
+    else if (in->out_lost && status == 0)
+        status = 1; /* output lost, even if the program went on */
     free(Q);
     return status;
 }
@@ -236,7 +243,10 @@ qh_Program *qh_compile(qh_State *Q, const char *name, const char *text, size_t l
     Source *src = source_from_text(name, text, len);
     ModInfo *m;
     bool ok = load_compile(&Q->in, src, LOAD_MAIN, NULL, NULL, diag, &m);
-    if (!m) { source_free(src); return NULL; }
+    if (!m) {
+        source_free(src);
+        return NULL;
+    }
     qh_assert(ok);
     return keep(Q, m, m, false);
 }
@@ -245,15 +255,24 @@ qh_Program *qh_compile_file(qh_State *Q, const char *path, FILE *diag)
 {
     char err[600];
     Source *src = source_from_file(path, path, err, sizeof err);
-    if (!src) { fprintf(diag, "qh: %s\n", err); return NULL; }
+    if (!src) {
+        fprintf(diag, "qh: %s\n", err);
+        return NULL;
+    }
     ModInfo *m;
     bool ok = load_compile(&Q->in, src, LOAD_MAIN, NULL, NULL, diag, &m);
-    if (!m) { source_free(src); return NULL; }
+    if (!m) {
+        source_free(src);
+        return NULL;
+    }
     qh_assert(ok);
     return keep(Q, m, m, false);
 }
 
-void qh_print_deps(const qh_Program *p, FILE *out) { analyse_print_deps(p->info, p->part->body, out); }
+void qh_print_deps(const qh_Program *p, FILE *out)
+{
+    analyse_print_deps(p->info, p->part->body, out);
+}
 
 /* an entry from src (taken) into the session */
 static qh_Program *compile_entry(qh_State *Q, Source *src, bool dry, FILE *diag)
@@ -272,13 +291,17 @@ static qh_Program *compile_entry(qh_State *Q, Source *src, bool dry, FILE *diag)
     if (!Q->hide) {
         Q->hide = resolve_hide_new();
         /* what the script bound (it was warned about already) */
-        if (Q->script) resolve_warn_hidden(table, Q->script->part->body, builtin_lookup, Q->hide, NULL);
+        if (Q->script)
+            resolve_warn_hidden(table, Q->script->part->body, builtin_lookup, Q->hide, NULL);
     }
     int first = table->nprotos;
     ModInfo *part;
     bool ok = load_compile(&Q->in, src, LOAD_ENTRY, table, dry ? NULL : Q->hide, diag, &part);
-    if (!part) { source_free(src); return NULL; }
-    qh_Program *p = keep(Q, table, part, true);    /* kept: its nodes may be referenced */
+    if (!part) {
+        source_free(src);
+        return NULL;
+    }
+    qh_Program *p = keep(Q, table, part, true); /* kept: its nodes may be referenced */
     p->dry = dry;
     p->first_proto = first;
     p->end_proto = table->nprotos;
@@ -287,7 +310,8 @@ static qh_Program *compile_entry(qh_State *Q, Source *src, bool dry, FILE *diag)
     return p;
 }
 
-qh_Program *qh_compile_entry(qh_State *Q, const char *name, const char *text, size_t len, int number, bool dry, FILE *diag)
+qh_Program *qh_compile_entry(qh_State *Q, const char *name, const char *text, size_t len,
+                             int number, bool dry, FILE *diag)
 {
     Source *src = source_from_text(name, text, len);
     src->entry = number;
@@ -298,7 +322,10 @@ qh_Program *qh_compile_entry_file(qh_State *Q, const char *path, FILE *diag)
 {
     char err[600];
     Source *src = source_from_file(path, path, err, sizeof err);
-    if (!src) { fprintf(diag, "qh: %s\n", err); return NULL; }
+    if (!src) {
+        fprintf(diag, "qh: %s\n", err);
+        return NULL;
+    }
     return compile_entry(Q, src, false, diag);
 }
 
@@ -313,11 +340,14 @@ bool qh_print_entry_deps(qh_State *Q, qh_Program *entry, FILE *out)
     qh_assert(entry->entry);
     ModInfo *table = entry->info;
     DepsState *st = analyse_deps_new();
-    if (Q->script) analyse_deps_part(table, Q->script->part->src, Q->script->part->body, 0, 0, st, NULL);
+    if (Q->script)
+        analyse_deps_part(table, Q->script->part->src, Q->script->part->body, 0, 0, st, NULL);
     for (int i = 0; i < Q->nprogs && Q->progs[i] != entry; i++)
         if (Q->progs[i]->entry && Q->progs[i]->ran)
-            analyse_deps_part(table, Q->progs[i]->part->src, Q->progs[i]->part->body, 0, 0, st, NULL);
-    analyse_deps_part(table, entry->part->src, entry->part->body, entry->first_proto, entry->end_proto, st, out);
+            analyse_deps_part(table, Q->progs[i]->part->src, Q->progs[i]->part->body, 0, 0, st,
+                              NULL);
+    analyse_deps_part(table, entry->part->src, entry->part->body, entry->first_proto,
+                      entry->end_proto, st, out);
     analyse_deps_free(st);
     if (entry->dry && entry->end_proto > entry->first_proto) {
         /* analysed only: its definitions are forgotten */
@@ -363,8 +393,8 @@ bool qh_run_entry(qh_State *Q, qh_Program *entry, unsigned flags)
     Node *body = entry->part->body;
     entry->ran = true;
     Q->last_run = entry;
-    vm->top_src = entry->part->src;     /* messages point into this input */
-    unsigned long since = async_dispatches(in);     /* calls from here on are this entry's */
+    vm->top_src = entry->part->src;             /* messages point into this input */
+    unsigned long since = async_dispatches(in); /* calls from here on are this entry's */
     atomic_store(&in->interrupt, 0);
     atomic_store(&in->sigint, 0);
     bool all_ok = true;
@@ -378,12 +408,15 @@ bool qh_run_entry(qh_State *Q, qh_Program *entry, unsigned flags)
             Value v = eval_expr(vm, s->u.expr.expr);
             Buf b;
             buf_init(&b);
-            if (IS_EXC(v)) ok = false;
+            if (IS_EXC(v))
+                ok = false;
             else if (type_of(v)->stmt) {
                 /* a value with an effect as a statement (an operator applies) */
                 Value x = type_of(v)->stmt(vm, v, s);
-                if (IS_EXC(x)) ok = false;
-                else decref(x);
+                if (IS_EXC(x))
+                    ok = false;
+                else
+                    decref(x);
             } else if (!(flags & QH_WAIT) && async_pending_text(v, since, &b)) {
                 /* an earlier entry's call still running: show it, do not wait (:wait does) */
                 buf_putc(&b, '\n');
@@ -392,14 +425,19 @@ bool qh_run_entry(qh_State *Q, qh_Program *entry, unsigned flags)
                 if (tp_repr(vm, &b, v, false, s)) {
                     buf_putc(&b, '\n');
                     if (b.len > 1 || v.t != T_STR) ok = vm_write_out(vm, b.p, b.len, false, s);
-                } else ok = false;
+                } else
+                    ok = false;
             }
             buf_free(&b);
             decref(v);
         } else {
             ExecStatus st = exec_stmt(vm, s);
-            if (st == S_ERR) ok = false;
-            else if (st == S_BREAK || st == S_CONTINUE) { vm_error(vm, s, "'break' or 'continue' outside a loop"); ok = false; }
+            if (st == S_ERR)
+                ok = false;
+            else if (st == S_BREAK || st == S_CONTINUE) {
+                vm_error(vm, s, "'break' or 'continue' outside a loop");
+                ok = false;
+            }
         }
         if (ok) ok = vm_write_out(vm, NULL, 0, true, s);
         if (!ok) {
@@ -407,10 +445,11 @@ bool qh_run_entry(qh_State *Q, qh_Program *entry, unsigned flags)
             vm->depth = 0;
             vm->frame = NULL;
             if (in->out_errno == EPIPE || atomic_load(&in->terminate)) {
-                async_cancel_all(in);           /* the session ends (the REPL sees qh_ended) */
+                async_cancel_all(in); /* the session ends (the REPL sees qh_ended) */
             } else if (vm->err.interrupted || atomic_load(&in->sigint)) {
                 fprintf(in->err, "interrupted\n");
-                async_cancel_entry(in, entry->part->src->entry);   /* its own calls, not earlier entries' */
+                async_cancel_entry(
+                    in, entry->part->src->entry); /* its own calls, not earlier entries' */
             } else {
                 vm_print_error(vm, in->err);
             }
@@ -434,7 +473,10 @@ void qh_print_tasks(qh_State *Q, FILE *out) { async_print_tasks(&Q->in, Q->main,
 
 int qh_pending(qh_State *Q) { return Q->started ? async_pending(&Q->in) : 0; }
 
-void qh_describe_pending(qh_State *Q, FILE *out) { if (Q->started) async_describe_pending(&Q->in, out); }
+void qh_describe_pending(qh_State *Q, FILE *out)
+{
+    if (Q->started) async_describe_pending(&Q->in, out);
+}
 
 double qh_wait_seconds(qh_State *Q) { return Q->started ? Q->vm.wait_time : 0; }
 
@@ -457,7 +499,8 @@ void qh_complete(qh_State *Q, const char *text, void (*cand)(const char *name, v
         char full[600];
         for (int i = 0; i < m->nglobals; i++) {
             const char *g = m->info->gnames[i];
-            if (m->globals[i].t == T_UNBOUND || g[0] == '_' || strncmp(g, dot + 1, pl) != 0) continue;
+            if (m->globals[i].t == T_UNBOUND || g[0] == '_' || strncmp(g, dot + 1, pl) != 0)
+                continue;
             snprintf(full, sizeof full, "%s.%s", modname, g);
             cand(full, ud);
         }
@@ -465,7 +508,8 @@ void qh_complete(qh_State *Q, const char *text, void (*cand)(const char *name, v
     }
     if (mod)
         for (int i = 0; i < mod->nglobals && i < mod->info->nglobals; i++)
-            if (mod->globals[i].t != T_UNBOUND && strncmp(mod->info->gnames[i], text, n) == 0) cand(mod->info->gnames[i], ud);
+            if (mod->globals[i].t != T_UNBOUND && strncmp(mod->info->gnames[i], text, n) == 0)
+                cand(mod->info->gnames[i], ud);
     for (int i = 0; i < builtin_count(); i++)
         if (strncmp(builtin_get(i)->name, text, n) == 0) cand(builtin_get(i)->name, ud);
 }
@@ -482,7 +526,7 @@ bool qh_get_global(qh_State *Q, const char *name, Value *out)
             return true;
         }
     }
-    int b = builtin_lookup(name);       /* the names every program sees */
+    int b = builtin_lookup(name); /* the names every program sees */
     if (b < 0) return false;
     *out = builtin_value(b);
     return true;
@@ -516,7 +560,10 @@ Value qh_call(qh_State *Q, Value fn, int nargs, Value *args)
     /* the callee may replace arguments in place (futures resolved): it
      * gets its own references, the host's stay borrowed */
     Value small[8], *own = nargs <= 8 ? small : xmalloc((size_t)nargs * sizeof(Value));
-    for (int i = 0; i < nargs; i++) { own[i] = args[i]; incref(own[i]); }
+    for (int i = 0; i < nargs; i++) {
+        own[i] = args[i];
+        incref(own[i]);
+    }
     Value r = vm_call(&Q->vm, fn, nargs, own, NULL);
     for (int i = 0; i < nargs; i++) decref(own[i]);
     if (own != small) free(own);

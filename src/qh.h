@@ -26,21 +26,21 @@ typedef struct qh_State qh_State;
 typedef struct qh_Program qh_Program;
 
 typedef struct qh_Config {
-    FILE *out;                  /* what the program prints (NULL: stdout) */
-    FILE *err;                  /* runtime errors, tracebacks, warnings (NULL: stderr) */
-    bool sync;                  /* --sync: every quantum call runs to completion first */
-    bool no_lookahead;          /* --no-lookahead: calls start only when their statement runs */
-    int workers;                /* background threads (0: QH_WORKERS, else the CPUs) */
-    uint64_t seed;              /* program seed (seed_given false: a fixed default) */
+    FILE *out;         /* what the program prints (NULL: stdout) */
+    FILE *err;         /* runtime errors, tracebacks, warnings (NULL: stderr) */
+    bool sync;         /* --sync: every quantum call runs to completion first */
+    bool no_lookahead; /* --no-lookahead: calls start only when their statement runs */
+    int workers;       /* background threads (0: QH_WORKERS, else the CPUs) */
+    uint64_t seed;     /* program seed (seed_given false: a fixed default) */
     bool seed_given;
-    size_t max_memory;          /* device memory budget (0: half of physical memory) */
-    const char *trace_path;     /* --trace FILE, or NULL */
-    bool stats;                 /* --stats */
-    const char *stdlib_dir;     /* the standard library's folder, or NULL */
-    const char *qh_path;        /* QH_PATH, or NULL */
-    int argc;                   /* the program's argv list */
+    size_t max_memory;      /* device memory budget (0: half of physical memory) */
+    const char *trace_path; /* --trace FILE, or NULL */
+    bool stats;             /* --stats */
+    const char *stdlib_dir; /* the standard library's folder, or NULL */
+    const char *qh_path;    /* QH_PATH, or NULL */
+    int argc;               /* the program's argv list */
     char *const *argv;
-    bool handle_sigint;         /* install the Ctrl-C handler that cancels tasks */
+    bool handle_sigint; /* install the Ctrl-C handler that cancels tasks */
 } qh_Config;
 
 /* Process-wide initialisation, once (later calls return at once; safe
@@ -77,12 +77,14 @@ int qh_run(qh_State *Q, qh_Program *p);
  * only, never run (:deps STMT); its definitions are forgotten once its
  * analysis is printed. NULL (diagnostics printed, nothing defined) on an
  * error. */
-qh_Program *qh_compile_entry(qh_State *Q, const char *name, const char *text, size_t len, int number, bool dry, FILE *diag);
+qh_Program *qh_compile_entry(qh_State *Q, const char *name, const char *text, size_t len,
+                             int number, bool dry, FILE *diag);
 /* An entry from a file (:load FILE); an unreadable file prints "qh: MESSAGE". */
 qh_Program *qh_compile_entry_file(qh_State *Q, const char *path, FILE *diag);
 enum {
-    QH_ECHO = 1,        /* print each expression statement's value */
-    QH_WAIT = 2,        /* wait even for a future an earlier entry made (:wait); else it shows as running */
+    QH_ECHO = 1, /* print each expression statement's value */
+    QH_WAIT =
+        2, /* wait even for a future an earlier entry made (:wait); else it shows as running */
 };
 /* Runs an entry (QH_* flags). An error is printed and the session goes on:
  * false. */

@@ -27,15 +27,19 @@
 
 /* What rank 0 broadcasts first: end at once, or the program follows. */
 typedef enum { MSG_EXIT = 0, MSG_PROGRAM = 1 } MsgKind;
-typedef struct ProgHdr { int32_t kind; uint32_t namelen; uint64_t textlen; } ProgHdr;
+typedef struct ProgHdr {
+    int32_t kind;
+    uint32_t namelen;
+    uint64_t textlen;
+} ProgHdr;
 
 /* What every rank says after compiling (gathered by all). */
 typedef struct Hello {
-    int32_t compiled;           /* the program and its imports compiled */
-    int32_t slots;              /* tasks it runs at once (its workers) */
-    uint64_t build;             /* fingerprint of this qh: version, kinds, builtins */
-    uint64_t code;              /* fingerprint of the sources it compiled */
-    uint64_t budget;            /* its device memory budget */
+    int32_t compiled; /* the program and its imports compiled */
+    int32_t slots;    /* tasks it runs at once (its workers) */
+    uint64_t build;   /* fingerprint of this qh: version, kinds, builtins */
+    uint64_t code;    /* fingerprint of the sources it compiled */
+    uint64_t budget;  /* its device memory budget */
     char host[64];
 } Hello;
 
@@ -55,19 +59,21 @@ typedef struct Wait {
 /* Rank 0's counts per rank, for --stats. */
 typedef struct RankStats {
     unsigned long sent, ok, failed;
-    double seconds;             /* task time the rank reported */
+    double seconds; /* task time the rank reported */
     unsigned long long bytes_out, bytes_in;
-    uint64_t calls, gates, peak;    /* its quantum runtime's counts, at the end */
+    uint64_t calls, gates, peak; /* its quantum runtime's counts, at the end */
     char died[120];
 } RankStats;
 
 /* What a rank answers rank 0's REQ_COLLECT with: its counts, then its
  * trace events. */
-typedef struct Collected { uint64_t calls, gates, peak; } Collected;
+typedef struct Collected {
+    uint64_t calls, gates, peak;
+} Collected;
 
 /* A follower's inbox: what the farm's thread hands to the main thread. */
 typedef struct Item {
-    int kind;                   /* REQ_TASK, REQ_COLLECT, or 'X' cancel */
+    int kind; /* REQ_TASK, REQ_COLLECT, or 'X' cancel */
     uint64_t id;
     char *blob;
     size_t len;
@@ -80,21 +86,21 @@ typedef struct Running {
     uint64_t id;
     char *blob;
     size_t len;
-    Fut *fut;                   /* set once submitted (under r->mu) */
+    Fut *fut; /* set once submitted (under r->mu) */
     struct Running *next;
 } Running;
 
 struct Remote {
     int rank, size;
-    bool shared;                /* rank 0: the program went out (the others serve) */
-    bool multiple;              /* MPI gave MPI_THREAD_MULTIPLE */
+    bool shared;   /* rank 0: the program went out (the others serve) */
+    bool multiple; /* MPI gave MPI_THREAD_MULTIPLE */
     Farm *farm;
     QDist *qd;
     qh_State *Q;
     Interp *in;
     SerCode code;
-    Hello *hello;               /* every rank's */
-    double t_sync;              /* when the ranks met (monotonic): the traces' origin */
+    Hello *hello;  /* every rank's */
+    double t_sync; /* when the ranks met (monotonic): the traces' origin */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     /* rank 0 */
@@ -121,7 +127,10 @@ static double mono(void)
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
     const unsigned char *s = p;
-    for (size_t i = 0; i < n; i++) { h ^= s[i]; h *= 1099511628211ULL; }
+    for (size_t i = 0; i < n; i++) {
+        h ^= s[i];
+        h *= 1099511628211ULL;
+    }
     return h;
 }
 
@@ -130,8 +139,10 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 static uint64_t build_print(void)
 {
     uint64_t h = fnv(14695981039346656037ULL, QH_VERSION, strlen(QH_VERSION));
-    for (int t = 0; t < T_MAXTYPES && value_types[t]; t++) h = fnv(h, value_types[t]->name, strlen(value_types[t]->name) + 1);
-    for (int i = 0; i < builtin_count(); i++) h = fnv(h, builtin_get(i)->name, strlen(builtin_get(i)->name) + 1);
+    for (int t = 0; t < T_MAXTYPES && value_types[t]; t++)
+        h = fnv(h, value_types[t]->name, strlen(value_types[t]->name) + 1);
+    for (int i = 0; i < builtin_count(); i++)
+        h = fnv(h, builtin_get(i)->name, strlen(builtin_get(i)->name) + 1);
     return h;
 }
 
@@ -151,7 +162,8 @@ int remote_init(int *argc, char ***argv, Remote **out)
     *out = NULL;
     if (remote_launcher_rank() < 0) return -1;
     int provided = 0;
-    if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS) return remote_launcher_rank();
+    if (MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided) != MPI_SUCCESS)
+        return remote_launcher_rank();
     Remote *r = xcalloc(1, sizeof *r);
     MPI_Comm_rank(MPI_COMM_WORLD, &r->rank);
     MPI_Comm_size(MPI_COMM_WORLD, &r->size);
@@ -166,7 +178,8 @@ int remote_init(int *argc, char ***argv, Remote **out)
 
 /* Every rank: what it compiled, gathered by all; the same verdict
  * everywhere. NULL if all agree, else the reason (static or in buf). */
-static const char *handshake(Remote *r, bool compiled, int slots, size_t budget, char *buf, size_t len)
+static const char *handshake(Remote *r, bool compiled, int slots, size_t budget, char *buf,
+                             size_t len)
 {
     Hello me;
     memset(&me, 0, sizeof me);
@@ -177,22 +190,31 @@ static const char *handshake(Remote *r, bool compiled, int slots, size_t budget,
     me.budget = budget;
     gethostname(me.host, sizeof me.host - 1);
     r->hello = xcalloc((size_t)r->size, sizeof(Hello));
-    MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, r->hello, (int)sizeof me, MPI_BYTE, MPI_COMM_WORLD);
+    MPI_Allgather(&me, (int)sizeof me, MPI_BYTE, r->hello, (int)sizeof me, MPI_BYTE,
+                  MPI_COMM_WORLD);
     for (int k = 1; k < r->size; k++) {
         const Hello *h = &r->hello[k], *z = &r->hello[0];
         if (h->build != z->build) {
-            snprintf(buf, len, "rank %d (%s) runs a different build of qh than rank 0 (%s): every rank must run the same qh",
+            snprintf(buf, len,
+                     "rank %d (%s) runs a different build of qh than rank 0 (%s): every rank must "
+                     "run the same qh",
                      k, h->host, z->host);
             return buf;
         }
         if (!h->compiled) {
-            snprintf(buf, len, "rank %d (%s) could not compile the program: a module it imports is missing or "
-                     "differs there (every rank must see the same files)", k, h->host);
+            snprintf(
+                buf, len,
+                "rank %d (%s) could not compile the program: a module it imports is missing or "
+                "differs there (every rank must see the same files)",
+                k, h->host);
             return buf;
         }
         if (h->code != z->code) {
-            snprintf(buf, len, "rank %d (%s) loaded different sources than rank 0 (%s): the program and every module "
-                     "it imports must be the same files on every rank", k, h->host, z->host);
+            snprintf(buf, len,
+                     "rank %d (%s) loaded different sources than rank 0 (%s): the program and "
+                     "every module "
+                     "it imports must be the same files on every rank",
+                     k, h->host, z->host);
             return buf;
         }
     }
@@ -244,12 +266,16 @@ static bool slot_usable(void *ud, int slot)
 static void unlink_wait(Remote *r, Wait *w)
 {
     for (Wait **p = &r->waits; *p; p = &(*p)->next)
-        if (*p == w) { *p = w->next; break; }
+        if (*p == w) {
+            *p = w->next;
+            break;
+        }
 }
 
 /* AsyncRemote.ship: the task to the slot's rank, then wait for its answer
  * (the farm answers for a rank that died) or for cancellation. */
-static int ship(void *ud, int slot, const void *task, size_t len, const atomic_int *cancel, Buf *out)
+static int ship(void *ud, int slot, const void *task, size_t len, const atomic_int *cancel,
+                Buf *out)
 {
     Remote *r = ud;
     int rank = r->slot_rank[slot];
@@ -280,19 +306,27 @@ static int ship(void *ud, int slot, const void *task, size_t len, const atomic_i
     }
     bool cancelled = false;
     while (!w.done) {
-        if (atomic_load(cancel)) { cancelled = true; break; }
+        if (atomic_load(cancel)) {
+            cancelled = true;
+            break;
+        }
         struct timespec dl;
         clock_gettime(CLOCK_REALTIME, &dl);
         dl.tv_nsec += 10 * 1000 * 1000;
-        if (dl.tv_nsec >= 1000000000L) { dl.tv_sec++; dl.tv_nsec -= 1000000000L; }
+        if (dl.tv_nsec >= 1000000000L) {
+            dl.tv_sec++;
+            dl.tv_nsec -= 1000000000L;
+        }
         pthread_cond_timedwait(&r->cv, &r->mu, &dl);
     }
     unlink_wait(r, &w);
     RankStats *st = &r->rs[rank];
     if (!cancelled) {
         st->bytes_in += w.answer.len;
-        if (w.ok) st->ok++;
-        else st->failed++;
+        if (w.ok)
+            st->ok++;
+        else
+            st->failed++;
     }
     pthread_mutex_unlock(&r->mu);
     if (cancelled) {
@@ -308,12 +342,17 @@ static int ship(void *ud, int slot, const void *task, size_t len, const atomic_i
         ret = w.answer.p[0] ? 1 : 0;
         pthread_mutex_lock(&r->mu);
         st->seconds += secs;
-        if (!ret) { st->ok--; st->failed++; }
+        if (!ret) {
+            st->ok--;
+            st->failed++;
+        }
         pthread_mutex_unlock(&r->mu);
         buf_put(out, w.answer.p + 1 + sizeof secs, w.answer.len - 1 - sizeof secs);
     } else {
-        if (w.answer.p) buf_put(out, w.answer.p, w.answer.len);
-        else buf_puts(out, "no answer");
+        if (w.answer.p)
+            buf_put(out, w.answer.p, w.answer.len);
+        else
+            buf_puts(out, "no answer");
         ret = -2;
     }
     buf_free(&w.answer);
@@ -338,7 +377,8 @@ static void collect(Remote *r, Interp *in)
         char err[200];
         bool sent = farm_submit(r->farm, k, w.id, &req, 1, err, sizeof err) == 0;
         pthread_mutex_lock(&r->mu);
-        while (sent && !w.done) pthread_cond_wait(&r->cv, &r->mu);   /* the farm answers for a rank that dies */
+        while (sent && !w.done)
+            pthread_cond_wait(&r->cv, &r->mu); /* the farm answers for a rank that dies */
         unlink_wait(r, &w);
         pthread_mutex_unlock(&r->mu);
         if (w.ok && w.answer.len >= sizeof(Collected)) {
@@ -347,7 +387,8 @@ static void collect(Remote *r, Interp *in)
             r->rs[k].calls = c.calls;
             r->rs[k].gates = c.gates;
             r->rs[k].peak = c.peak;
-            if (in->trace) trace_append_events(in->trace, w.answer.p + sizeof c, w.answer.len - sizeof c);
+            if (in->trace)
+                trace_append_events(in->trace, w.answer.p + sizeof c, w.answer.len - sizeof c);
         }
         buf_free(&w.answer);
     }
@@ -365,20 +406,27 @@ static void lead_finish(void *ud, Interp *in)
         RankStats *s = &r->rs[k];
         char peak[32];
         pool_format_bytes(peak, sizeof peak, (size_t)s->peak);
-        fprintf(in->err, "qh stats: rank %d (%s, %d worker%s): %lu tasks (%lu done, %lu failed), %.3f s in tasks, "
-                "%llu quantum calls, %llu gates, device memory peak %s; %llu bytes sent to it, %llu back%s%s\n",
-                k, r->hello[k].host, r->hello[k].slots, r->hello[k].slots == 1 ? "" : "s", s->sent, s->ok, s->failed,
-                s->seconds, (unsigned long long)s->calls, (unsigned long long)s->gates, peak, s->bytes_out, s->bytes_in,
+        fprintf(in->err,
+                "qh stats: rank %d (%s, %d worker%s): %lu tasks (%lu done, %lu failed), %.3f s in "
+                "tasks, "
+                "%llu quantum calls, %llu gates, device memory peak %s; %llu bytes sent to it, "
+                "%llu back%s%s\n",
+                k, r->hello[k].host, r->hello[k].slots, r->hello[k].slots == 1 ? "" : "s", s->sent,
+                s->ok, s->failed, s->seconds, (unsigned long long)s->calls,
+                (unsigned long long)s->gates, peak, s->bytes_out, s->bytes_in,
                 s->died[0] ? "; died: " : "", s->died);
     }
-    if (unsent) fprintf(in->err, "qh stats: %lu tasks ran on rank 0 because they could not be sent: %s\n", unsent, why);
+    if (unsent)
+        fprintf(in->err, "qh stats: %lu tasks ran on rank 0 because they could not be sent: %s\n",
+                unsent, why);
 }
 
 bool remote_lead(Remote *r, qh_State *Q, qh_Program *p, FILE *err)
 {
     if (!r || r->size < 2) return true;
     if (!r->multiple) {
-        fprintf(err, "qh: this MPI does not provide MPI_THREAD_MULTIPLE: the program runs on rank 0 alone\n");
+        fprintf(err, "qh: this MPI does not provide MPI_THREAD_MULTIPLE: the program runs on rank "
+                     "0 alone\n");
         return true;
     }
     Interp *in = qh_interp(Q);
@@ -421,7 +469,7 @@ bool remote_lead(Remote *r, qh_State *Q, qh_Program *p, FILE *err)
     }
     QDist *qd = qdist_lead(in, r->farm);
     pthread_mutex_lock(&r->mu);
-    r->qd = qd;                 /* the farm's thread reads it */
+    r->qd = qd; /* the farm's thread reads it */
     pthread_mutex_unlock(&r->mu);
     /* one remote slot per task a rank runs at once, and one more: a task
        queued there ahead, so that its workers do not wait a message's
@@ -464,7 +512,7 @@ int remote_end(Remote *r, int status)
             MPI_Bcast(&h, (int)sizeof h, MPI_BYTE, 0, MPI_COMM_WORLD);
         }
         if (r->qd) died |= qdist_close(r->qd);
-        if (r->farm) died |= farm_close(r->farm);     /* no callback runs after this */
+        if (r->farm) died |= farm_close(r->farm); /* no callback runs after this */
         qdist_free(r->qd);
     }
     if (!died) MPI_Finalize();
@@ -493,8 +541,10 @@ static void inbox_put(Remote *r, int kind, uint64_t id, const void *blob, size_t
         it->len = len;
     }
     pthread_mutex_lock(&r->mu);
-    if (r->inbox_tail) r->inbox_tail->next = it;
-    else r->inbox = it;
+    if (r->inbox_tail)
+        r->inbox_tail->next = it;
+    else
+        r->inbox = it;
     r->inbox_tail = it;
     pthread_cond_broadcast(&r->cv);
     pthread_mutex_unlock(&r->mu);
@@ -541,7 +591,7 @@ static void serve_run(void *ctx, ExecTask *t)
     double t0 = mono();
     double secs = 0;
     char ok = 0;
-    buf_put(&out, &ok, 1);                          /* [ok][seconds][the task's answer] */
+    buf_put(&out, &ok, 1); /* [ok][seconds][the task's answer] */
     buf_put(&out, (const char *)&secs, sizeof secs);
     ok = async_run_packed(r->in, run->blob, run->len, exec_task_cancel_flag(t), &r->code, &out);
     secs = mono() - t0;
@@ -558,7 +608,10 @@ static void serve_free(void *ctx)
     Remote *r = run->r;
     pthread_mutex_lock(&r->mu);
     for (Running **p = &r->running; *p; p = &(*p)->next)
-        if (*p == run) { *p = run->next; break; }
+        if (*p == run) {
+            *p = run->next;
+            break;
+        }
     pthread_mutex_unlock(&r->mu);
     fut_release(run->fut);
     free(run->blob);
@@ -574,7 +627,8 @@ static int task_label(Remote *r, const Running *run, char *out, size_t cap)
     uint64_t seed, index;
     uint32_t line = 0;
     const char *prefix = NULL, *name = NULL;
-    if (des_u64(&sc, &seed) && des_u64(&sc, &index) && (prefix = des_str(&sc, NULL)) && (name = des_str(&sc, NULL)))
+    if (des_u64(&sc, &seed) && des_u64(&sc, &index) && (prefix = des_str(&sc, NULL)) &&
+        (name = des_str(&sc, NULL)))
         des_u32(&sc, &line);
     snprintf(out, cap, "%s%s() from rank 0", prefix ? prefix : "", name ? name : "?");
     ser_free(&sc);
@@ -606,13 +660,17 @@ static void serve_item(Remote *r, Item *it)
     if (it->kind == 'X') {
         pthread_mutex_lock(&r->mu);
         Fut *f = NULL;
-        for (Running *x = r->running; x; x = x->next) if (x->id == it->id) f = fut_retain(x->fut);
+        for (Running *x = r->running; x; x = x->next)
+            if (x->id == it->id) f = fut_retain(x->fut);
         pthread_mutex_unlock(&r->mu);
         if (f && in->exec) exec_cancel_task(in->exec, f);
         fut_release(f);
         return;
     }
-    if (!in->exec) { farm_reply_error(r->farm, it->id, "this rank runs no workers (--sync)"); return; }
+    if (!in->exec) {
+        farm_reply_error(r->farm, it->id, "this rank runs no workers (--sync)");
+        return;
+    }
     Running *run = xcalloc(1, sizeof *run);
     run->r = r;
     run->id = it->id;
@@ -627,7 +685,8 @@ static void serve_item(Remote *r, Item *it)
     pthread_mutex_unlock(&r->mu);
     Fut *f = exec_submit(in->exec, serve_run, run, serve_free, NULL, 0, label, line);
     pthread_mutex_lock(&r->mu);
-    for (Running *x = r->running; x; x = x->next) if (x == run) x->fut = fut_retain(f);
+    for (Running *x = r->running; x; x = x->next)
+        if (x == run) x->fut = fut_retain(f);
     pthread_mutex_unlock(&r->mu);
     fut_release(f);
 }
@@ -692,7 +751,7 @@ int remote_follow(Remote *r, const qh_Config *cfg0)
     if (r->farm) {
         QDist *qd = qdist_follow(in, r->farm);
         pthread_mutex_lock(&r->mu);
-        r->qd = qd;             /* the farm's thread reads it */
+        r->qd = qd; /* the farm's thread reads it */
         pthread_mutex_unlock(&r->mu);
     }
     /* serve until rank 0 says stop (or falls silent) */
@@ -716,7 +775,12 @@ int remote_follow(Remote *r, const qh_Config *cfg0)
     qh_close(Q, 0);
     if (r->farm) died |= farm_close(r->farm);
     qdist_free(r->qd);
-    while (r->inbox) { Item *it = r->inbox; r->inbox = it->next; free(it->blob); free(it); }
+    while (r->inbox) {
+        Item *it = r->inbox;
+        r->inbox = it->next;
+        free(it->blob);
+        free(it);
+    }
     fclose(null);
     if (r->code.mods) load_code_free(&r->code);
     free(r->hello);

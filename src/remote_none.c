@@ -5,20 +5,25 @@
 
 int remote_init(int *argc, char ***argv, Remote **out)
 {
-    (void)argc; (void)argv;
+    (void)argc;
+    (void)argv;
     *out = NULL;
     return remote_launcher_rank();
 }
 
 int remote_follow(Remote *r, const qh_Config *cfg)
 {
-    (void)r; (void)cfg;
+    (void)r;
+    (void)cfg;
     return 0;
 }
 
 bool remote_lead(Remote *r, qh_State *Q, qh_Program *p, FILE *err)
 {
-    (void)r; (void)Q; (void)p; (void)err;
+    (void)r;
+    (void)Q;
+    (void)p;
+    (void)err;
     return true;
 }
 

@@ -27,18 +27,19 @@
 typedef struct Repl {
     qh_State *Q;
     char *history;
-    int counter;            /* inputs so far; the one being handled is counter + 1 */
+    int counter; /* inputs so far; the one being handled is counter + 1 */
     bool quit;
 } Repl;
 
-static Repl *the_repl;      /* for readline's completion callback only */
+static Repl *the_repl; /* for readline's completion callback only */
 static volatile sig_atomic_t at_prompt;
 
-static const char *const keywords[] = {
-    "fn", "qfn", "on", "return", "if", "elif", "else", "while", "for", "in", "break", "continue",
-    "and", "or", "not", "true", "false", "nil", "import", "global", "try", "catch", NULL
-};
-static const char *const commands[] = { ":help", ":quit", ":tasks", ":wait", ":time", ":deps", ":load", NULL };
+static const char *const keywords[] = { "fn",     "qfn",    "on",  "return", "if",    "elif",
+                                        "else",   "while",  "for", "in",     "break", "continue",
+                                        "and",    "or",     "not", "true",   "false", "nil",
+                                        "import", "global", "try", "catch",  NULL };
+static const char *const commands[] = { ":help", ":quit", ":tasks", ":wait",
+                                        ":time", ":deps", ":load",  NULL };
 
 
 static char *history_path(void)
@@ -72,8 +73,15 @@ static void cand_add(const char *s, const char *prefix, size_t plen, const char 
     size_t n = strlen(lead) + strlen(s) + 1;
     char *c = xmalloc(n);
     snprintf(c, n, "%s%s", lead, s);
-    for (int i = 0; i < ncands; i++) if (strcmp(cands[i], c) == 0) { free(c); return; }
-    if (ncands == capcands) { capcands = capcands ? capcands * 2 : 64; cands = xrealloc(cands, (size_t)capcands * sizeof(char *)); }
+    for (int i = 0; i < ncands; i++)
+        if (strcmp(cands[i], c) == 0) {
+            free(c);
+            return;
+        }
+    if (ncands == capcands) {
+        capcands = capcands ? capcands * 2 : 64;
+        cands = xrealloc(cands, (size_t)capcands * sizeof(char *));
+    }
     cands[ncands++] = c;
 }
 
@@ -106,7 +114,8 @@ static char *gen(const char *text, int state)
 
 static char **complete(const char *text, int start, int end)
 {
-    (void)start; (void)end;
+    (void)start;
+    (void)end;
     rl_attempted_completion_over = 1;
     return rl_completion_matches(text, gen);
 }
@@ -120,12 +129,15 @@ static volatile sig_atomic_t prompt_sigint;
  * event hook readline calls when a read is interrupted. */
 static void on_sigint(int sig)
 {
-    if (signal_forward(sig)) return;        /* to the interpreter's thread, reading (bigstack.h) */
-    if (at_prompt) { prompt_sigint = 1; return; }
+    if (signal_forward(sig)) return; /* to the interpreter's thread, reading (bigstack.h) */
+    if (at_prompt) {
+        prompt_sigint = 1;
+        return;
+    }
     if (sig_q) qh_interrupt(sig_q);
 }
 
-static Buf *pending;         /* lines typed so far of an unfinished statement */
+static Buf *pending; /* lines typed so far of an unfinished statement */
 
 static int on_signal_event(void)
 {
@@ -133,13 +145,19 @@ static int on_signal_event(void)
         /* SIGTERM at the prompt: readline keeps reading after a signal, so
          * its input becomes the end of input (the session is over anyway) */
         int fd = open("/dev/null", O_RDONLY);
-        if (fd >= 0) { dup2(fd, 0); close(fd); }
+        if (fd >= 0) {
+            dup2(fd, 0);
+            close(fd);
+        }
         return 0;
     }
     if (prompt_sigint) {
         /* Ctrl-C at the prompt: drop the line and any pending lines, fresh prompt */
         prompt_sigint = 0;
-        if (pending) { pending->len = 0; if (pending->p) pending->p[0] = 0; }
+        if (pending) {
+            pending->len = 0;
+            if (pending->p) pending->p[0] = 0;
+        }
         rl_replace_line("", 0);
         rl_crlf();
         rl_set_prompt("qh> ");
@@ -162,9 +180,14 @@ static void history_load(const char *path)
         if (line[n - 1] == '\n') line[--n] = 0;
         char *o = line;
         for (char *i = line; *i; i++) {
-            if (*i == '\\' && i[1] == 'n') { *o++ = '\n'; i++; }
-            else if (*i == '\\' && i[1] == '\\') { *o++ = '\\'; i++; }
-            else *o++ = *i;
+            if (*i == '\\' && i[1] == 'n') {
+                *o++ = '\n';
+                i++;
+            } else if (*i == '\\' && i[1] == '\\') {
+                *o++ = '\\';
+                i++;
+            } else
+                *o++ = *i;
         }
         *o = 0;
         if (*line) add_history(line);
@@ -178,9 +201,12 @@ static void history_append(const char *path, const char *entry)
     FILE *f = path ? fopen(path, "a") : NULL;
     if (!f) return;
     for (const char *c = entry; *c; c++) {
-        if (*c == '\n') fputs("\\n", f);
-        else if (*c == '\\') fputs("\\\\", f);
-        else fputc(*c, f);
+        if (*c == '\n')
+            fputs("\\n", f);
+        else if (*c == '\\')
+            fputs("\\\\", f);
+        else
+            fputc(*c, f);
     }
     fputc('\n', f);
     fclose(f);
@@ -196,14 +222,20 @@ static void history_trim(const char *path)
     char *line = NULL;
     size_t lcap = 0;
     while (getline(&line, &lcap, f) > 0) {
-        if (n == cap) { cap = cap ? cap * 2 : 256; lines = xrealloc(lines, cap * sizeof(char *)); }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 256;
+            lines = xrealloc(lines, cap * sizeof(char *));
+        }
         lines[n++] = xstrdup(line);
     }
     free(line);
     fclose(f);
     if (n > 1000) {
         f = fopen(path, "w");
-        if (f) { for (size_t i = n - 1000; i < n; i++) fputs(lines[i], f); fclose(f); }
+        if (f) {
+            for (size_t i = n - 1000; i < n; i++) fputs(lines[i], f);
+            fclose(f);
+        }
     }
     for (size_t i = 0; i < n; i++) free(lines[i]);
     free(lines);
@@ -226,20 +258,23 @@ static qh_Program *compile_entry(Repl *r, const char *text, bool dry)
 
 static void cmd_help(void)
 {
-    puts("qh REPL: type statements; an expression's value is printed.\n"
-         "  :help          this help\n"
-         "  :quit          leave (or Ctrl-D)\n"
-         "  :tasks         pending background tasks, the entries that called them, their holders\n"
-         "  :wait [EXPR]   wait for EXPR and print its value; alone: wait for every task\n"
-         "  :time STMT     run STMT, then show wall time and time spent waiting\n"
-         "  :deps [STMT]   the dependency analysis of the last entry, or of STMT without running it\n"
-         "  :load FILE     run FILE's statements in this session\n"
-         "Entries are numbered from 1 as typed. A value that needs a quantum call is\n"
-         "waited for, except a call an earlier entry made that still runs: it shows as\n"
-         "<future NAME() from entry N: running>; :wait, or any use of the value, waits.\n"
-         "Ctrl-C cancels the running statement and the calls it made (earlier entries' calls go on);\n"
-         "at the prompt it clears the line. Ctrl-D with calls still running waits for them (Ctrl-C\n"
-         "abandons them).");
+    puts(
+        "qh REPL: type statements; an expression's value is printed.\n"
+        "  :help          this help\n"
+        "  :quit          leave (or Ctrl-D)\n"
+        "  :tasks         pending background tasks, the entries that called them, their holders\n"
+        "  :wait [EXPR]   wait for EXPR and print its value; alone: wait for every task\n"
+        "  :time STMT     run STMT, then show wall time and time spent waiting\n"
+        "  :deps [STMT]   the dependency analysis of the last entry, or of STMT without running "
+        "it\n"
+        "  :load FILE     run FILE's statements in this session\n"
+        "Entries are numbered from 1 as typed. A value that needs a quantum call is\n"
+        "waited for, except a call an earlier entry made that still runs: it shows as\n"
+        "<future NAME() from entry N: running>; :wait, or any use of the value, waits.\n"
+        "Ctrl-C cancels the running statement and the calls it made (earlier entries' calls go "
+        "on);\n"
+        "at the prompt it clears the line. Ctrl-D with calls still running waits for them (Ctrl-C\n"
+        "abandons them).");
 }
 
 static void handle(Repl *r, const char *text)
@@ -248,16 +283,27 @@ static void handle(Repl *r, const char *text)
     if (text[0] == ':') {
         char cmd[32];
         size_t k = 0;
-        while (text[k] && text[k] != ' ' && text[k] != '\t' && text[k] != '\n' && k < sizeof cmd - 1) { cmd[k] = text[k]; k++; }
+        while (text[k] && text[k] != ' ' && text[k] != '\t' && text[k] != '\n' &&
+               k < sizeof cmd - 1) {
+            cmd[k] = text[k];
+            k++;
+        }
         cmd[k] = 0;
         const char *arg = text + k;
         while (*arg == ' ' || *arg == '\t' || *arg == '\n') arg++;
         bool none = *arg == 0;
-        if (strcmp(cmd, ":help") == 0) cmd_help();
-        else if (strcmp(cmd, ":quit") == 0 || strcmp(cmd, ":q") == 0) { r->quit = true; }
-        else if (strcmp(cmd, ":tasks") == 0) qh_print_tasks(r->Q, stdout);
+        if (strcmp(cmd, ":help") == 0)
+            cmd_help();
+        else if (strcmp(cmd, ":quit") == 0 || strcmp(cmd, ":q") == 0) {
+            r->quit = true;
+        } else if (strcmp(cmd, ":tasks") == 0)
+            qh_print_tasks(r->Q, stdout);
         else if (strcmp(cmd, ":time") == 0) {
-            if (none) { fprintf(stderr, "usage: :time STMT (runs STMT, then prints its wall time and the time spent waiting)\n"); return; }
+            if (none) {
+                fprintf(stderr, "usage: :time STMT (runs STMT, then prints its wall time and the "
+                                "time spent waiting)\n");
+                return;
+            }
             qh_Program *p = compile_entry(r, arg, false);
             if (!p) return;
             double w0 = qh_wait_seconds(r->Q), t0 = now();
@@ -269,13 +315,17 @@ static void handle(Repl *r, const char *text)
             if (p) qh_run_entry(r->Q, p, QH_ECHO | QH_WAIT);
         } else if (strcmp(cmd, ":deps") == 0) {
             if (none) {
-                if (!qh_print_entry_deps(r->Q, NULL, stdout)) fprintf(stderr, "no entry has run yet (usage: :deps [STMT])\n");
+                if (!qh_print_entry_deps(r->Q, NULL, stdout))
+                    fprintf(stderr, "no entry has run yet (usage: :deps [STMT])\n");
             } else {
                 qh_Program *p = compile_entry(r, arg, true);
                 if (p) qh_print_entry_deps(r->Q, p, stdout);
             }
         } else if (strcmp(cmd, ":load") == 0) {
-            if (none) { fprintf(stderr, "usage: :load FILE (runs FILE's statements in this session)\n"); return; }
+            if (none) {
+                fprintf(stderr, "usage: :load FILE (runs FILE's statements in this session)\n");
+                return;
+            }
             qh_Program *p = qh_compile_entry_file(r->Q, arg, stderr);
             if (p) qh_run_entry(r->Q, p, 0);
         } else {
@@ -309,7 +359,10 @@ static char *read_plain(const char *prompt)
         if (!again) break;
         if (prompt_sigint) {
             prompt_sigint = 0;
-            if (pending) { pending->len = 0; if (pending->p) pending->p[0] = 0; }
+            if (pending) {
+                pending->len = 0;
+                if (pending->p) pending->p[0] = 0;
+            }
             fputs("\n", stderr);
             fputs("qh> ", stderr);
             fflush(stderr);
@@ -343,7 +396,7 @@ int repl_run(qh_State *Q, bool fresh)
         rl_event_hook = on_signal_event;
         rl_set_keyboard_input_timeout(50000);
     }
-    r.history = tty ? history_path() : NULL;    /* piped input is not history */
+    r.history = tty ? history_path() : NULL; /* piped input is not history */
     history_load(r.history);
     if (tty && fresh) printf("qh %s — :help for help, Ctrl-D to quit\n", QH_VERSION);
     Buf acc;
@@ -357,10 +410,15 @@ int repl_run(qh_State *Q, bool fresh)
         at_prompt = 0;
         if (!line || qh_ended(Q)) {
             free(line);
-            if (tty) putchar('\n');
-            else fputc('\n', stderr);
+            if (tty)
+                putchar('\n');
+            else
+                fputc('\n', stderr);
             /* Ctrl-D: the calls still running are waited for; say so */
-            if (!line && !qh_ended(Q) && qh_pending(Q)) { fflush(stdout); qh_describe_pending(Q, stderr); }
+            if (!line && !qh_ended(Q) && qh_pending(Q)) {
+                fflush(stdout);
+                qh_describe_pending(Q, stderr);
+            }
             break;
         }
         if (acc.len) buf_putc(&acc, '\n');
@@ -368,7 +426,8 @@ int repl_run(qh_State *Q, bool fresh)
         free(line);
         if (acc.p[0] != ':' && parse_incomplete(acc.p, acc.len)) continue;
         bool blank = true;
-        for (size_t i = 0; i < acc.len; i++) if (acc.p[i] != ' ' && acc.p[i] != '\t' && acc.p[i] != '\n') blank = false;
+        for (size_t i = 0; i < acc.len; i++)
+            if (acc.p[i] != ' ' && acc.p[i] != '\t' && acc.p[i] != '\n') blank = false;
         if (!blank) {
             if (tty) add_history(acc.p);
             history_append(r.history, acc.p);
@@ -387,5 +446,5 @@ int repl_run(qh_State *Q, bool fresh)
     ncands = capcands = 0;
     free(r.history);
     the_repl = NULL;
-    return 0;                   /* sig_q stays: Ctrl-C still cancels while qh_close waits */
+    return 0; /* sig_q stays: Ctrl-C still cancels while qh_close waits */
 }

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <string.h>
 
-typedef enum { TAG_REF = 0xff } SerTag;        /* an object written before: its number follows */
-#define SER_MAX_DEPTH 2000      /* as deep copies */
+typedef enum { TAG_REF = 0xff } SerTag; /* an object written before: its number follows */
+#define SER_MAX_DEPTH 2000              /* as deep copies */
 
 void ser_init(SerCtx *sc, const void *code)
 {
@@ -35,9 +35,10 @@ void ser_free(SerCtx *sc)
     buf_free(&sc->out);
     /* what a failed read made is garbage, cycles included */
     if (sc->failed && sc->nobjs) value_break_cycles(sc->objs, (int)sc->nobjs);
-    copy_release_modules(&sc->memo);    /* modules read and not moved elsewhere (func.c) */
+    copy_release_modules(&sc->memo); /* modules read and not moved elsewhere (func.c) */
     copy_done(&sc->memo);
-    for (size_t i = 0; i < sc->nobjs; i++) if (!IS_EXC(sc->objs[i])) decref(sc->objs[i]);
+    for (size_t i = 0; i < sc->nobjs; i++)
+        if (!IS_EXC(sc->objs[i])) decref(sc->objs[i]);
     free(sc->objs);
     sc->objs = NULL;
     sc->nobjs = sc->capobjs = 0;
@@ -64,8 +65,15 @@ bool des_at_end(const SerCtx *sc) { return !sc->failed && sc->pos == sc->len; }
 
 /* ---- primitives ---- */
 
-void ser_bytes(SerCtx *sc, const void *p, size_t n) { if (n) buf_put(&sc->out, p, n); }
-void ser_u8(SerCtx *sc, unsigned v) { unsigned char c = (unsigned char)v; ser_bytes(sc, &c, 1); }
+void ser_bytes(SerCtx *sc, const void *p, size_t n)
+{
+    if (n) buf_put(&sc->out, p, n);
+}
+void ser_u8(SerCtx *sc, unsigned v)
+{
+    unsigned char c = (unsigned char)v;
+    ser_bytes(sc, &c, 1);
+}
 void ser_u32(SerCtx *sc, uint32_t v) { ser_bytes(sc, &v, sizeof v); }
 void ser_u64(SerCtx *sc, uint64_t v) { ser_bytes(sc, &v, sizeof v); }
 void ser_f64(SerCtx *sc, double v) { ser_bytes(sc, &v, sizeof v); }
@@ -80,7 +88,10 @@ void ser_str(SerCtx *sc, const char *s, size_t n)
 bool des_bytes(SerCtx *sc, void *p, size_t n)
 {
     if (sc->failed) return false;
-    if (n > sc->len - sc->pos) { des_fail(sc, "truncated"); return false; }
+    if (n > sc->len - sc->pos) {
+        des_fail(sc, "truncated");
+        return false;
+    }
     if (n) memcpy(p, sc->in + sc->pos, n);
     sc->pos += n;
     return true;
@@ -94,7 +105,10 @@ const char *des_str(SerCtx *sc, uint32_t *n)
 {
     uint32_t len;
     if (!des_u32(sc, &len)) return NULL;
-    if ((size_t)len + 1 > sc->len - sc->pos || sc->in[sc->pos + len] != 0) { des_fail(sc, "string"); return NULL; }
+    if ((size_t)len + 1 > sc->len - sc->pos || sc->in[sc->pos + len] != 0) {
+        des_fail(sc, "string");
+        return NULL;
+    }
     const char *s = (const char *)sc->in + sc->pos;
     sc->pos += (size_t)len + 1;
     if (n) *n = len;
@@ -104,7 +118,10 @@ const char *des_str(SerCtx *sc, uint32_t *n)
 bool des_count(SerCtx *sc, uint64_t *n, size_t each)
 {
     if (!des_u64(sc, n)) return false;
-    if (each && *n > (sc->len - sc->pos) / each) { des_fail(sc, "count"); return false; }
+    if (each && *n > (sc->len - sc->pos) / each) {
+        des_fail(sc, "count");
+        return false;
+    }
     return true;
 }
 
@@ -121,11 +138,15 @@ static bool ser_obj(SerCtx *sc, Value v)
 {
     switch (v.t) {
     case T_STR: ser_str(sc, AS_STR(v)->s, AS_STR(v)->len); return true;
-    case T_COMPLEX: ser_f64(sc, AS_CPLX(v)->re); ser_f64(sc, AS_CPLX(v)->im); return true;
+    case T_COMPLEX:
+        ser_f64(sc, AS_CPLX(v)->re);
+        ser_f64(sc, AS_CPLX(v)->im);
+        return true;
     case T_LIST: {
         ObjList *l = AS_LIST(v);
         ser_u64(sc, l->len);
-        for (size_t i = 0; i < l->len; i++) if (!ser_value(sc, l->v[i])) return false;
+        for (size_t i = 0; i < l->len; i++)
+            if (!ser_value(sc, l->v[i])) return false;
         return true;
     }
     case T_DICT: {
@@ -138,10 +159,14 @@ static bool ser_obj(SerCtx *sc, Value v)
         return true;
     }
     case T_CELL: return ser_value(sc, AS_CELL(v)->v);
-    case T_SLICE: return ser_value(sc, AS_SLICE(v)->lo) && ser_value(sc, AS_SLICE(v)->hi) && ser_value(sc, AS_SLICE(v)->step);
+    case T_SLICE:
+        return ser_value(sc, AS_SLICE(v)->lo) && ser_value(sc, AS_SLICE(v)->hi) &&
+               ser_value(sc, AS_SLICE(v)->step);
     default: {
         const TypeOps *ops = type_of(v);
-        if (!ops->ser) return ser_fail(sc, "%s %s cannot be sent to another rank", strchr("aeiou", ops->name[0]) ? "an" : "a", ops->name);
+        if (!ops->ser)
+            return ser_fail(sc, "%s %s cannot be sent to another rank",
+                            strchr("aeiou", ops->name[0]) ? "an" : "a", ops->name);
         return ops->ser(v, sc);
     }
     }
@@ -151,13 +176,21 @@ bool ser_value(SerCtx *sc, Value v)
 {
     if (sc->failed) return false;
     switch (v.t) {
-    case T_NIL: case T_UNBOUND: ser_u8(sc, v.t); return true;
-    case T_BOOL: ser_u8(sc, v.t); ser_u8(sc, v.b); return true;
-    case T_NUM: ser_u8(sc, v.t); ser_f64(sc, v.n); return true;
-    case T_EXC: case T_NOTIMPL: return ser_fail(sc, "an internal marker cannot be sent");
+    case T_NIL:
+    case T_UNBOUND: ser_u8(sc, v.t); return true;
+    case T_BOOL:
+        ser_u8(sc, v.t);
+        ser_u8(sc, v.b);
+        return true;
+    case T_NUM:
+        ser_u8(sc, v.t);
+        ser_f64(sc, v.n);
+        return true;
+    case T_EXC:
+    case T_NOTIMPL: return ser_fail(sc, "an internal marker cannot be sent");
     default: break;
     }
-    if (!is_obj(v)) {               /* an immediate kind of another room (builtins) */
+    if (!is_obj(v)) { /* an immediate kind of another room (builtins) */
         const TypeOps *ops = type_of(v);
         if (!ops->ser) return ser_fail(sc, "a %s cannot be sent to another rank", ops->name);
         ser_u8(sc, v.t);
@@ -169,7 +202,9 @@ bool ser_value(SerCtx *sc, Value v)
         ser_u64(sc, (uint64_t)((uintptr_t)seen - 1));
         return true;
     }
-    if (sc->depth > SER_MAX_DEPTH) return ser_fail(sc, "a value nested more than %d levels deep cannot be sent", SER_MAX_DEPTH);
+    if (sc->depth > SER_MAX_DEPTH)
+        return ser_fail(sc, "a value nested more than %d levels deep cannot be sent",
+                        SER_MAX_DEPTH);
     qh_assert(v.t < TAG_REF);
     copy_memo_put(&sc->memo, v.o, (void *)(uintptr_t)(++sc->nwritten));
     ser_u8(sc, v.t);
@@ -189,7 +224,10 @@ static Value des_list(SerCtx *sc, size_t id)
     des_note(sc, id, &l->h);
     for (uint64_t i = 0; i < n; i++) {
         Value x = des_value(sc);
-        if (IS_EXC(x)) { decref(v_list(l)); return x; }
+        if (IS_EXC(x)) {
+            decref(v_list(l));
+            return x;
+        }
         l->v[l->len++] = x;
     }
     return v_list(l);
@@ -204,10 +242,22 @@ static Value des_dict(SerCtx *sc, size_t id)
     Value dv = v_obj(&d->h);
     for (uint64_t i = 0; i < n; i++) {
         Value k = des_value(sc);
-        if (IS_EXC(k)) { decref(dv); return k; }
+        if (IS_EXC(k)) {
+            decref(dv);
+            return k;
+        }
         Value x = des_value(sc);
-        if (IS_EXC(x)) { decref(k); decref(dv); return x; }
-        if (!key_ok(k)) { decref(k); decref(x); decref(dv); return des_fail(sc, "dict key"); }
+        if (IS_EXC(x)) {
+            decref(k);
+            decref(dv);
+            return x;
+        }
+        if (!key_ok(k)) {
+            decref(k);
+            decref(x);
+            decref(dv);
+            return des_fail(sc, "dict key");
+        }
         dict_set(d, k, x);
         decref(k);
         decref(x);
@@ -234,7 +284,10 @@ static Value des_obj(SerCtx *sc, ValType t, size_t id)
         ObjCell *c = cell_new(v_nil());
         des_note(sc, id, &c->h);
         Value x = des_value(sc);
-        if (IS_EXC(x)) { decref(v_obj(&c->h)); return x; }
+        if (IS_EXC(x)) {
+            decref(v_obj(&c->h));
+            return x;
+        }
         c->v = x;
         return v_obj(&c->h);
     }
@@ -264,8 +317,14 @@ Value des_value(SerCtx *sc)
     switch (t) {
     case T_NIL: return v_nil();
     case T_UNBOUND: return v_unbound();
-    case T_BOOL: { uint8_t b; return des_u8(sc, &b) ? v_bool(b != 0) : v_exc(); }
-    case T_NUM: { double d; return des_f64(sc, &d) ? v_num(d) : v_exc(); }
+    case T_BOOL: {
+        uint8_t b;
+        return des_u8(sc, &b) ? v_bool(b != 0) : v_exc();
+    }
+    case T_NUM: {
+        double d;
+        return des_f64(sc, &d) ? v_num(d) : v_exc();
+    }
     case TAG_REF: {
         uint64_t k;
         if (!des_u64(sc, &k)) return v_exc();
@@ -298,6 +357,9 @@ Value des_value(SerCtx *sc)
     }
     /* a kind may stand for another value (a finished future for its
        value): a later reference gets that value */
-    if (IS_EXC(sc->objs[id])) { sc->objs[id] = v; incref(v); }
+    if (IS_EXC(sc->objs[id])) {
+        sc->objs[id] = v;
+        incref(v);
+    }
     return v;
 }

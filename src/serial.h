@@ -30,19 +30,19 @@
 struct SerCtx {
     /* writing */
     Buf out;
-    CopyCtx memo;               /* object -> its number + 1 (as a pointer) */
-    size_t nwritten;            /* objects numbered so far */
+    CopyCtx memo;    /* object -> its number + 1 (as a pointer) */
+    size_t nwritten; /* objects numbered so far */
     /* reading */
     const unsigned char *in;
     size_t len, pos;
-    Value *objs;                /* values by number (references, released by ser_free) */
+    Value *objs; /* values by number (references, released by ser_free) */
     size_t nobjs, capobjs;
     /* both */
-    const void *code;           /* the code table (func.h SerCode), or NULL: no functions */
-    void *user;                 /* for the slots of kinds above this room */
+    const void *code; /* the code table (func.h SerCode), or NULL: no functions */
+    void *user;       /* for the slots of kinds above this room */
     int depth;
     bool failed;
-    char error[200];            /* why, once failed */
+    char error[200]; /* why, once failed */
 };
 
 /* Writing: ser_init, ser_value (any number of times), then the bytes are

@@ -13,9 +13,12 @@
 
 Value tp_force(VM *vm, Value v, const Node *site)
 {
-    if (!is_lazy(v)) { incref(v); return v; }
+    if (!is_lazy(v)) {
+        incref(v);
+        return v;
+    }
     Value r = type_of(v)->force(vm, v, site);
-    while (!IS_EXC(r) && is_lazy(r)) {        /* a future of a future */
+    while (!IS_EXC(r) && is_lazy(r)) { /* a future of a future */
         Value n = type_of(r)->force(vm, r, site);
         decref(r);
         r = n;
@@ -35,12 +38,13 @@ static bool resolve_slot(VM *vm, Value *slot, const Node *site, Value **st, size
     if (is_lazy(e)) {
         Value r = tp_force(vm, e, site);
         if (IS_EXC(r)) return false;
-        *slot = r;                              /* the value a resolved future stands for */
+        *slot = r; /* the value a resolved future stands for */
         decref(e);
         e = r;
     }
-    if (!is_container(e) || (e.t == T_LIST ? AS_LIST(e)->len == 0 : AS_DICT(e)->len == 0)) return true;
-    if (copy_memo_get(seen, e.o)) return true;  /* met before (shared, or a cycle) */
+    if (!is_container(e) || (e.t == T_LIST ? AS_LIST(e)->len == 0 : AS_DICT(e)->len == 0))
+        return true;
+    if (copy_memo_get(seen, e.o)) return true; /* met before (shared, or a cycle) */
     copy_memo_put(seen, e.o, e.o);
     if (*n == *cap) {
         size_t nc = *cap * 2;
@@ -56,7 +60,8 @@ static bool resolve_slot(VM *vm, Value *slot, const Node *site, Value **st, size
 
 bool tp_resolve_in(VM *vm, Value v, const Node *site)
 {
-    if (!is_container(v) || atomic_load_explicit(&value_lazy_live, memory_order_relaxed) == 0) return true;
+    if (!is_container(v) || atomic_load_explicit(&value_lazy_live, memory_order_relaxed) == 0)
+        return true;
     Value small[32], *st = small;
     size_t n = 0, cap = 32;
     CopyCtx seen;
@@ -69,11 +74,13 @@ bool tp_resolve_in(VM *vm, Value v, const Node *site)
         Value c = st[--n];
         if (c.t == T_LIST) {
             ObjList *l = AS_LIST(c);
-            for (size_t i = 0; i < l->len && ok; i++) ok = resolve_slot(vm, &l->v[i], site, &st, &n, &cap, small, &seen);
+            for (size_t i = 0; i < l->len && ok; i++)
+                ok = resolve_slot(vm, &l->v[i], site, &st, &n, &cap, small, &seen);
         } else {
             ObjDict *d = AS_DICT(c);
             for (size_t i = 0; i < d->nent && ok; i++)
-                if (d->ent[i].live) ok = resolve_slot(vm, &d->ent[i].val, site, &st, &n, &cap, small, &seen);
+                if (d->ent[i].live)
+                    ok = resolve_slot(vm, &d->ent[i].val, site, &st, &n, &cap, small, &seen);
         }
     }
     if (st != small) free(st);
@@ -102,8 +109,12 @@ static bool force2(VM *vm, Value *a, Value *b, const Node *site)
     Value fa = tp_force(vm, *a, site);
     if (IS_EXC(fa)) return false;
     Value fb = tp_force(vm, *b, site);
-    if (IS_EXC(fb)) { decref(fa); return false; }
-    *a = fa; *b = fb;
+    if (IS_EXC(fb)) {
+        decref(fa);
+        return false;
+    }
+    *a = fa;
+    *b = fb;
     return true;
 }
 
@@ -112,11 +123,12 @@ static bool force2(VM *vm, Value *a, Value *b, const Node *site)
 const char *op_symbol(BinOp op)
 {
     static const char *const s[OP_NOPS] = {
-        [OP_ADD] = "+", [OP_SUB] = "-", [OP_MUL] = "*", [OP_DIV] = "/", [OP_IDIV] = "//",
-        [OP_MOD] = "%", [OP_POW] = "**", [OP_MATMUL] = "@", [OP_EQ] = "==", [OP_NE] = "!=",
-        [OP_LT] = "<", [OP_LE] = "<=", [OP_GT] = ">", [OP_GE] = ">=", [OP_IN] = "in",
-        [OP_NOTIN] = "not in", [OP_NEG] = "-", [OP_POS] = "+", [OP_BAND] = "&", [OP_BOR] = "|",
-        [OP_BXOR] = "^", [OP_SHL] = "<<", [OP_SHR] = ">>", [OP_INVERT] = "~",
+        [OP_ADD] = "+",   [OP_SUB] = "-",  [OP_MUL] = "*",  [OP_DIV] = "/",
+        [OP_IDIV] = "//", [OP_MOD] = "%",  [OP_POW] = "**", [OP_MATMUL] = "@",
+        [OP_EQ] = "==",   [OP_NE] = "!=",  [OP_LT] = "<",   [OP_LE] = "<=",
+        [OP_GT] = ">",    [OP_GE] = ">=",  [OP_IN] = "in",  [OP_NOTIN] = "not in",
+        [OP_NEG] = "-",   [OP_POS] = "+",  [OP_BAND] = "&", [OP_BOR] = "|",
+        [OP_BXOR] = "^",  [OP_SHL] = "<<", [OP_SHR] = ">>", [OP_INVERT] = "~",
     };
     qh_assert((unsigned)op < OP_NOPS && s[op]);
     return s[op];
@@ -127,14 +139,17 @@ Value tp_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
     if (is_lazy(a) || is_lazy(b)) {
         if (!force2(vm, &a, &b, site)) return v_exc();
         Value r = tp_binop(vm, op, a, b, site);
-        decref(a); decref(b);
+        decref(a);
+        decref(b);
         return r;
     }
-    if ((is_container(a) || is_container(b)) && atomic_load_explicit(&value_lazy_live, memory_order_relaxed)) {
+    if ((is_container(a) || is_container(b)) &&
+        atomic_load_explicit(&value_lazy_live, memory_order_relaxed)) {
         /* the operator reads the elements, unless it only passes them along
          * (concatenation, repetition) */
-        bool along = (op == OP_ADD && a.t == T_LIST && b.t == T_LIST) ||
-                     (op == OP_MUL && ((a.t == T_LIST && b.t == T_NUM) || (a.t == T_NUM && b.t == T_LIST)));
+        bool along =
+            (op == OP_ADD && a.t == T_LIST && b.t == T_LIST) ||
+            (op == OP_MUL && ((a.t == T_LIST && b.t == T_NUM) || (a.t == T_NUM && b.t == T_LIST)));
         if (!along && (!tp_resolve_in(vm, a, site) || !tp_resolve_in(vm, b, site))) return v_exc();
     }
     if (op == OP_IN || op == OP_NOTIN) {
@@ -153,13 +168,15 @@ Value tp_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
     }
     if (op == OP_EQ) return v_bool(value_eq(a, b));
     if (op == OP_NE) return v_bool(!value_eq(a, b));
-    return vm_error(vm, site, "unsupported operand types for %s: %s and %s", op_symbol(op), type_name(a), type_name(b));
+    return vm_error(vm, site, "unsupported operand types for %s: %s and %s", op_symbol(op),
+                    type_name(a), type_name(b));
 }
 
 Value tp_bit_error(VM *vm, BinOp op, double x, const Node *site)
 {
     if (isnan(x) || isinf(x) || x == floor(x))
-        return vm_error(vm, site, "bitwise %s needs integers of magnitude below 2**53, got %.17g", op_symbol(op), x);
+        return vm_error(vm, site, "bitwise %s needs integers of magnitude below 2**53, got %.17g",
+                        op_symbol(op), x);
     return vm_error(vm, site, "bitwise %s needs integers, got %.17g", op_symbol(op), x);
 }
 
@@ -202,7 +219,10 @@ bool tp_truthy(VM *vm, Value v, const Node *site, bool *err)
     }
     if (is_lazy(v)) {
         Value r = tp_force(vm, v, site);
-        if (IS_EXC(r)) { *err = true; return false; }
+        if (IS_EXC(r)) {
+            *err = true;
+            return false;
+        }
         bool t = tp_truthy(vm, r, site, err);
         decref(r);
         return t;
@@ -246,8 +266,11 @@ Value tp_contains(VM *vm, Value coll, Value x, const Node *site)
         return v_bool(dict_get(AS_DICT(coll), x, &o));
     }
     case T_STR:
-        if (x.t != T_STR) return vm_error(vm, site, "'in <string>' needs a string on the left, not %s", type_name(x));
-        return v_bool(memmem(AS_STR(coll)->s, AS_STR(coll)->len, AS_STR(x)->s, AS_STR(x)->len) != NULL);
+        if (x.t != T_STR)
+            return vm_error(vm, site, "'in <string>' needs a string on the left, not %s",
+                            type_name(x));
+        return v_bool(memmem(AS_STR(coll)->s, AS_STR(coll)->len, AS_STR(x)->s, AS_STR(x)->len) !=
+                      NULL);
     default: break;
     }
     if (is_lazy(coll)) {
@@ -259,7 +282,9 @@ Value tp_contains(VM *vm, Value coll, Value x, const Node *site)
     }
     const TypeOps *t = type_of(coll);
     if (t->contains) return t->contains(vm, coll, x, site);
-    return vm_error(vm, site, "'in' needs a collection (a list, dict, string or array) on the right, not %s", type_name(coll));
+    return vm_error(vm, site,
+                    "'in' needs a collection (a list, dict, string or array) on the right, not %s",
+                    type_name(coll));
 }
 
 /* ---------------------------------------------------------------- indexing */
@@ -267,9 +292,16 @@ Value tp_contains(VM *vm, Value coll, Value x, const Node *site)
 bool num_to_index(VM *vm, Value v, long len, long *out, const Node *site, const char *what)
 {
     double d;
-    if (v.t == T_NUM) d = v.n;
-    else if (!tp_number(v, &d)) { vm_error(vm, site, "%s index must be a number, not %s", what, type_name(v)); return false; }
-    if (d != floor(d) || !isfinite(d)) { vm_error(vm, site, "%s index must be an integer, got %g", what, d); return false; }
+    if (v.t == T_NUM)
+        d = v.n;
+    else if (!tp_number(v, &d)) {
+        vm_error(vm, site, "%s index must be a number, not %s", what, type_name(v));
+        return false;
+    }
+    if (d != floor(d) || !isfinite(d)) {
+        vm_error(vm, site, "%s index must be an integer, got %g", what, d);
+        return false;
+    }
     double orig = d;
     if (d < 0) d += (double)len;
     if (d < 0 || d >= (double)len) {
@@ -280,7 +312,8 @@ bool num_to_index(VM *vm, Value v, long len, long *out, const Node *site, const 
     return true;
 }
 
-bool slice_indices(VM *vm, const ObjSlice *sl, long len, long *start, long *stop, long *st, const Node *site)
+bool slice_indices(VM *vm, const ObjSlice *sl, long len, long *start, long *stop, long *st,
+                   const Node *site)
 {
     long s = 1;
     if (sl->step.t != T_NIL) {
@@ -299,22 +332,36 @@ bool slice_indices(VM *vm, const ObjSlice *sl, long len, long *start, long *stop
             *outs[i] = i == 0 ? (s > 0 ? 0 : len - 1) : (s > 0 ? len : -1);
             continue;
         }
-        if (x.t != T_NUM || x.n != floor(x.n)) { vm_error(vm, site, "slice bounds must be integers"); return false; }
+        if (x.t != T_NUM || x.n != floor(x.n)) {
+            vm_error(vm, site, "slice bounds must be integers");
+            return false;
+        }
         double d = x.n;
         if (d < 0) d += (double)len;
-        if (s > 0) { if (d < 0) d = 0; if (d > (double)len) d = (double)len; }
-        else { if (d < -1) d = -1; if (d > (double)len - 1) d = (double)len - 1; }
+        if (s > 0) {
+            if (d < 0) d = 0;
+            if (d > (double)len) d = (double)len;
+        } else {
+            if (d < -1) d = -1;
+            if (d > (double)len - 1) d = (double)len - 1;
+        }
         *outs[i] = (long)d;
     }
-    *start = a; *stop = b; *st = s;
+    *start = a;
+    *stop = b;
+    *st = s;
     return true;
 }
 
-static const Node *isite_at(Node *const *isite, int k, const Node *site) { return isite && isite[k] ? isite[k] : site; }
+static const Node *isite_at(Node *const *isite, int k, const Node *site)
+{
+    return isite && isite[k] ? isite[k] : site;
+}
 
 static Value key_missing(VM *vm, Value key, const Node *site)
 {
-    Buf b; buf_init(&b);
+    Buf b;
+    buf_init(&b);
     value_repr(&b, key, true);
     vm_error(vm, site, "key %s not in dict", b.p);
     buf_free(&b);
@@ -326,10 +373,14 @@ static Value index_list(VM *vm, ObjList *l, Value i, const Node *site, const Nod
     if (i.t == T_SLICE) {
         long a, b, s;
         if (!slice_indices(vm, AS_SLICE(i), (long)l->len, &a, &b, &s, site)) return v_exc();
-        size_t n = s > 0 ? (b > a ? (size_t)((b - a + s - 1) / s) : 0) : (a > b ? (size_t)((a - b - s - 1) / -s) : 0);
+        size_t n = s > 0 ? (b > a ? (size_t)((b - a + s - 1) / s) : 0)
+                         : (a > b ? (size_t)((a - b - s - 1) / -s) : 0);
         ObjList *r = list_new_try(n);
         if (!r) return vm_oom(vm, site);
-        for (long k = a; s > 0 ? k < b : k > b; k += s) { incref(l->v[k]); r->v[r->len++] = l->v[k]; }
+        for (long k = a; s > 0 ? k < b : k > b; k += s) {
+            incref(l->v[k]);
+            r->v[r->len++] = l->v[k];
+        }
         qh_assert(r->len == n);
         return v_list(r);
     }
@@ -350,12 +401,16 @@ static Value index_str(VM *vm, ObjStr *s, Value i, const Node *site, const Node 
             size_t o1 = str_offset(s, (size_t)a), o2 = str_offset(s, (size_t)b);
             return v_strn(s->s + o1, o2 - o1);
         }
-        Buf bf; buf_init(&bf);
+        Buf bf;
+        buf_init(&bf);
         for (long k = a; st > 0 ? k < b : k > b; k += st) {
             size_t o1 = str_offset(s, (size_t)k), o2 = str_offset(s, (size_t)k + 1);
             buf_put(&bf, s->s + o1, o2 - o1);
         }
-        if (buf_failed(&bf)) { buf_free(&bf); return vm_oom(vm, site); }
+        if (buf_failed(&bf)) {
+            buf_free(&bf);
+            return vm_oom(vm, site);
+        }
         Value r = v_strn(bf.len ? bf.p : "", bf.len);
         buf_free(&bf);
         return r;
@@ -388,9 +443,12 @@ Value tp_index(VM *vm, Value obj, int nidx, const Value *idx, const Node *site, 
         if (nidx != 1) break;
         if (idx[0].t == T_SLICE) return vm_error(vm, site, "a dict cannot be sliced");
         Value key = idx[0];
-        if (!key_ok(key) && !to_plain_number(&key)) return vm_error(vm, isite_at(isite, 0, site), "dict keys are numbers, strings or bools, not %s", type_name(key));
+        if (!key_ok(key) && !to_plain_number(&key))
+            return vm_error(vm, isite_at(isite, 0, site),
+                            "dict keys are numbers, strings or bools, not %s", type_name(key));
         Value out;
-        if (!dict_get(AS_DICT(obj), key, &out)) return key_missing(vm, key, isite_at(isite, 0, site));
+        if (!dict_get(AS_DICT(obj), key, &out))
+            return key_missing(vm, key, isite_at(isite, 0, site));
         incref(out);
         return out;
     case T_STR:
@@ -412,16 +470,25 @@ Value tp_index(VM *vm, Value obj, int nidx, const Value *idx, const Node *site, 
     return vm_error(vm, site, "a %s takes one index, not %d", type_name(obj), nidx);
 }
 
-bool tp_setindex(VM *vm, Value obj, int nidx, const Value *idx, Value v, const Node *site, Node *const *isite)
+bool tp_setindex(VM *vm, Value obj, int nidx, const Value *idx, Value v, const Node *site,
+                 Node *const *isite)
 {
     switch (obj.t) {
-    case T_LIST: case T_DICT:
-        if (nidx != 1) { vm_error(vm, site, "a %s takes one index, not %d", type_name(obj), nidx); return false; }
-        if (idx[0].t == T_SLICE) { vm_error(vm, site, "slice assignment is only for arrays"); return false; }
+    case T_LIST:
+    case T_DICT:
+        if (nidx != 1) {
+            vm_error(vm, site, "a %s takes one index, not %d", type_name(obj), nidx);
+            return false;
+        }
+        if (idx[0].t == T_SLICE) {
+            vm_error(vm, site, "slice assignment is only for arrays");
+            return false;
+        }
         if (obj.t == T_LIST) {
             ObjList *l = AS_LIST(obj);
             long k;
-            if (!num_to_index(vm, idx[0], (long)l->len, &k, isite_at(isite, 0, site), "list")) return false;
+            if (!num_to_index(vm, idx[0], (long)l->len, &k, isite_at(isite, 0, site), "list"))
+                return false;
             incref(v);
             Value old = l->v[k];
             l->v[k] = v;
@@ -429,12 +496,25 @@ bool tp_setindex(VM *vm, Value obj, int nidx, const Value *idx, Value v, const N
             return true;
         }
         Value key = idx[0];
-        if (!key_ok(key) && !to_plain_number(&key)) { vm_error(vm, isite_at(isite, 0, site), "dict keys are numbers, strings or bools, not %s", type_name(key)); return false; }
-        if (!dict_set_try(AS_DICT(obj), key, v)) { vm_oom(vm, site); return false; }
+        if (!key_ok(key) && !to_plain_number(&key)) {
+            vm_error(vm, isite_at(isite, 0, site),
+                     "dict keys are numbers, strings or bools, not %s", type_name(key));
+            return false;
+        }
+        if (!dict_set_try(AS_DICT(obj), key, v)) {
+            vm_oom(vm, site);
+            return false;
+        }
         return true;
     case T_STR:
-        if (nidx != 1) { vm_error(vm, site, "a %s takes one index, not %d", type_name(obj), nidx); return false; }
-        if (idx[0].t == T_SLICE) { vm_error(vm, site, "slice assignment is only for arrays"); return false; }
+        if (nidx != 1) {
+            vm_error(vm, site, "a %s takes one index, not %d", type_name(obj), nidx);
+            return false;
+        }
+        if (idx[0].t == T_SLICE) {
+            vm_error(vm, site, "slice assignment is only for arrays");
+            return false;
+        }
         vm_error(vm, site, "strings are immutable");
         return false;
     default: {
@@ -450,13 +530,22 @@ bool tp_setindex(VM *vm, Value obj, int nidx, const Value *idx, Value v, const N
             /* other kinds read the value they store (arrays hold numbers) */
             Value fv = v;
             incref(fv);
-            if (!tp_force_args(vm, &fv, 1, site, NULL, true)) { decref(fv); return false; }
+            if (!tp_force_args(vm, &fv, 1, site, NULL, true)) {
+                decref(fv);
+                return false;
+            }
             bool ok = t->setindex(vm, obj, nidx, idx, fv, site, isite);
             decref(fv);
             return ok;
         }
-        if (nidx != 1) { vm_error(vm, site, "a %s takes one index, not %d", type_name(obj), nidx); return false; }
-        if (idx[0].t == T_SLICE) { vm_error(vm, site, "slice assignment is only for arrays"); return false; }
+        if (nidx != 1) {
+            vm_error(vm, site, "a %s takes one index, not %d", type_name(obj), nidx);
+            return false;
+        }
+        if (idx[0].t == T_SLICE) {
+            vm_error(vm, site, "slice assignment is only for arrays");
+            return false;
+        }
         vm_error(vm, site, "%s does not support element assignment", type_name(obj));
         return false;
     }
@@ -483,13 +572,21 @@ bool tp_iter_begin(VM *vm, Value coll, Iter *it, const Node *site)
     it->pos = 0;
     it->aux = v_nil();
     switch (coll.t) {
-    case T_LIST: case T_STR: return true;
+    case T_LIST:
+    case T_STR: return true;
     case T_DICT: {
         /* a snapshot of the keys: the body may change the dict */
         ObjDict *d = AS_DICT(coll);
         ObjList *keys = list_new_try(d->len);
-        if (!keys) { vm_oom(vm, site); return false; }
-        for (size_t i = 0; i < d->nent; i++) if (d->ent[i].live) { incref(d->ent[i].key); keys->v[keys->len++] = d->ent[i].key; }
+        if (!keys) {
+            vm_oom(vm, site);
+            return false;
+        }
+        for (size_t i = 0; i < d->nent; i++)
+            if (d->ent[i].live) {
+                incref(d->ent[i].key);
+                keys->v[keys->len++] = d->ent[i].key;
+            }
         it->aux = v_list(keys);
         return true;
     }
@@ -512,7 +609,7 @@ int tp_iter_next(VM *vm, Value coll, Iter *it, Value *out, const Node *site)
     }
     case T_STR: {
         ObjStr *s = AS_STR(coll);
-        size_t off = it->pos;                   /* a byte offset */
+        size_t off = it->pos; /* a byte offset */
         if (off >= s->len) return 0;
         size_t e = off + 1;
         while (e < s->len && ((unsigned char)s->s[e] & 0xc0) == 0x80) e++;
@@ -527,8 +624,7 @@ int tp_iter_next(VM *vm, Value coll, Iter *it, Value *out, const Node *site)
         incref(*out);
         return 1;
     }
-    default:
-        return type_of(coll)->iter(vm, coll, it, out, site);
+    default: return type_of(coll)->iter(vm, coll, it, out, site);
     }
 }
 
@@ -578,15 +674,26 @@ Value tp_member(VM *vm, Value obj, const ObjStr *name, const Node *site)
 
 bool tp_number(Value v, double *out)
 {
-    if (v.t == T_NUM) { *out = v.n; return true; }
+    if (v.t == T_NUM) {
+        *out = v.n;
+        return true;
+    }
     const TypeOps *t = type_of(v);
     return t->number && t->number(v, out);
 }
 
 bool as_complex(Value v, double *re, double *im)
 {
-    if (v.t == T_NUM) { *re = v.n; *im = 0; return true; }
-    if (v.t == T_COMPLEX) { *re = AS_CPLX(v)->re; *im = AS_CPLX(v)->im; return true; }
+    if (v.t == T_NUM) {
+        *re = v.n;
+        *im = 0;
+        return true;
+    }
+    if (v.t == T_COMPLEX) {
+        *re = AS_CPLX(v)->re;
+        *im = AS_CPLX(v)->im;
+        return true;
+    }
     return false;
 }
 
@@ -611,7 +718,8 @@ Value tp_builtin(VM *vm, const struct BuiltinDef *bd, Args *a)
     for (int i = 0; i < a->n + a->nkw; i++) {
         Value v = i < a->n ? a->v[i] : a->kw[i - a->n];
         const TypeOps *t = type_of(v);
-        if (v.t >= T_FIRST_OBJ && (t->flags & TF_INTERCEPT) && t->builtin) return t->builtin(vm, bd, a);
+        if (v.t >= T_FIRST_OBJ && (t->flags & TF_INTERCEPT) && t->builtin)
+            return t->builtin(vm, bd, a);
     }
     return v_notimpl();
 }
@@ -625,13 +733,19 @@ Value tp_reduce(VM *vm, ReduceFn fn, Value v, Args *a)
 
 /* ---------------------------------------------------------------- printing */
 
-typedef struct ReprUp { const Obj *o; const struct ReprUp *up; } ReprUp;
+typedef struct ReprUp {
+    const Obj *o;
+    const struct ReprUp *up;
+} ReprUp;
 
 static bool repr_rec(VM *vm, Buf *b, Value v, bool quoted, const Node *site, const ReprUp *st)
 {
     int depth = 0;
     for (const ReprUp *u = st; u; u = u->up, depth++)
-        if ((is_obj(v) && u->o == v.o) || depth > 500) { buf_puts(b, v.t == T_DICT ? "{...}" : "[...]"); return true; }
+        if ((is_obj(v) && u->o == v.o) || depth > 500) {
+            buf_puts(b, v.t == T_DICT ? "{...}" : "[...]");
+            return true;
+        }
     switch (v.t) {
     case T_LIST: {
         ObjList *l = AS_LIST(v);
@@ -676,7 +790,10 @@ static bool repr_rec(VM *vm, Buf *b, Value v, bool quoted, const Node *site, con
 bool tp_repr(VM *vm, Buf *b, Value v, bool quoted, const Node *site)
 {
     if (!repr_rec(vm, b, v, quoted, site, NULL)) return false;
-    if (buf_failed(b)) { vm_oom(vm, site); return false; }
+    if (buf_failed(b)) {
+        vm_oom(vm, site);
+        return false;
+    }
     return true;
 }
 
@@ -685,7 +802,10 @@ bool tp_repr(VM *vm, Buf *b, Value v, bool quoted, const Node *site)
 bool arg_num(VM *vm, Args *a, int i, const char *what, double *out)
 {
     Value v = a->v[i];
-    if (v.t != T_NUM) { vm_error(vm, a->site, "%s must be a number, not %s", what, type_name(v)); return false; }
+    if (v.t != T_NUM) {
+        vm_error(vm, a->site, "%s must be a number, not %s", what, type_name(v));
+        return false;
+    }
     *out = v.n;
     return true;
 }
@@ -693,15 +813,22 @@ bool arg_num(VM *vm, Args *a, int i, const char *what, double *out)
 bool arg_int(VM *vm, Args *a, int i, const char *what, long *out)
 {
     Value v = a->v[i];
-    to_plain_number(&v);         /* an integer argument only counts: a tracked number's value */
-    if (v.t != T_NUM) { vm_error(vm, a->site, "%s must be an integer, not %s", what, type_name(v)); return false; }
-    if (v.n != floor(v.n) || fabs(v.n) > 9e15) { vm_error(vm, a->site, "%s must be an integer, got %g", what, v.n); return false; }
+    to_plain_number(&v); /* an integer argument only counts: a tracked number's value */
+    if (v.t != T_NUM) {
+        vm_error(vm, a->site, "%s must be an integer, not %s", what, type_name(v));
+        return false;
+    }
+    if (v.n != floor(v.n) || fabs(v.n) > 9e15) {
+        vm_error(vm, a->site, "%s must be an integer, got %g", what, v.n);
+        return false;
+    }
     *out = (long)v.n;
     return true;
 }
 
 Value *arg_kw(Args *a, const char *name)
 {
-    for (int i = 0; i < a->nkw; i++) if (strcmp(a->kwname[i]->s, name) == 0) return &a->kw[i];
+    for (int i = 0; i < a->nkw; i++)
+        if (strcmp(a->kwname[i]->s, name) == 0) return &a->kw[i];
     return NULL;
 }

@@ -41,7 +41,8 @@ Value tp_contains(VM *vm, Value coll, Value x, const Node *site);
 /* obj[idx...] and obj[idx...] = v. Subscripts are forced values (slices as
  * T_SLICE); isite[k] locates subscript k in messages (NULL: site). */
 Value tp_index(VM *vm, Value obj, int nidx, const Value *idx, const Node *site, Node *const *isite);
-bool tp_setindex(VM *vm, Value obj, int nidx, const Value *idx, Value v, const Node *site, Node *const *isite);
+bool tp_setindex(VM *vm, Value obj, int nidx, const Value *idx, Value v, const Node *site,
+                 Node *const *isite);
 /* len(v): false (no error recorded) when the kind has no length. */
 bool tp_len(Value v, size_t *out);
 
@@ -78,7 +79,8 @@ bool as_complex(Value v, double *re, double *im);
 /* an integer index into a sequence of length len (negative from the end) */
 bool num_to_index(VM *vm, Value v, long len, long *out, const Node *site, const char *what);
 /* a slice's start, stop and step against a length */
-bool slice_indices(VM *vm, const ObjSlice *sl, long len, long *start, long *stop, long *step, const Node *site);
+bool slice_indices(VM *vm, const ObjSlice *sl, long len, long *start, long *stop, long *step,
+                   const Node *site);
 /* builtin arguments: a number, an integer, a keyword's value (or NULL) */
 bool arg_int(VM *vm, Args *a, int i, const char *what, long *out);
 bool arg_num(VM *vm, Args *a, int i, const char *what, double *out);

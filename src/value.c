@@ -14,45 +14,67 @@
 #include <string.h>
 
 
-
 /* ---- the per-kind table ----
  * Filled at start-up before any thread exists (one-time init), read-only
  * afterwards. This room's kinds have names from the start; their other
  * slots come from the evaluator's registration. */
 static const TypeOps nil_ops = { .name = "nil" }, bool_ops = { .name = "bool" },
-    num_ops = { .name = "number" }, builtin_ops = { .name = "function" },
-    unbound_ops = { .name = "unbound" }, exc_ops = { .name = "error" },
-    notimpl_ops = { .name = "not implemented" }, str_ops = { .name = "string" },
-    list_ops = { .name = "list", .flags = TF_TRACK }, dict_ops = { .name = "dict", .flags = TF_TRACK },
-    complex_ops = { .name = "complex" }, cell_ops = { .name = "cell", .flags = TF_TRACK },
-    slice_ops = { .name = "slice" };
+                     num_ops = { .name = "number" }, builtin_ops = { .name = "function" },
+                     unbound_ops = { .name = "unbound" }, exc_ops = { .name = "error" },
+                     notimpl_ops = { .name = "not implemented" }, str_ops = { .name = "string" },
+                     list_ops = { .name = "list", .flags = TF_TRACK },
+                     dict_ops = { .name = "dict", .flags = TF_TRACK },
+                     complex_ops = { .name = "complex" },
+                     cell_ops = { .name = "cell", .flags = TF_TRACK },
+                     slice_ops = { .name = "slice" };
 static const TypeOps unregistered_ops = { .name = "?" };
 
 const TypeOps *value_types[T_MAXTYPES] = {
-    [T_NIL] = &nil_ops, [T_BOOL] = &bool_ops, [T_NUM] = &num_ops, [T_BUILTIN] = &builtin_ops,
-    [T_UNBOUND] = &unbound_ops, [T_EXC] = &exc_ops, [T_NOTIMPL] = &notimpl_ops,
-    [T_STR] = &str_ops, [T_LIST] = &list_ops, [T_DICT] = &dict_ops, [T_COMPLEX] = &complex_ops,
-    [T_CELL] = &cell_ops, [T_SLICE] = &slice_ops,
-    [T_FUNC] = &unregistered_ops, [T_MODULE] = &unregistered_ops, [T_ARRAY] = &unregistered_ops,
-    [T_DEVICE] = &unregistered_ops, [T_OP] = &unregistered_ops, [T_FUTURE] = &unregistered_ops,
+    [T_NIL] = &nil_ops,
+    [T_BOOL] = &bool_ops,
+    [T_NUM] = &num_ops,
+    [T_BUILTIN] = &builtin_ops,
+    [T_UNBOUND] = &unbound_ops,
+    [T_EXC] = &exc_ops,
+    [T_NOTIMPL] = &notimpl_ops,
+    [T_STR] = &str_ops,
+    [T_LIST] = &list_ops,
+    [T_DICT] = &dict_ops,
+    [T_COMPLEX] = &complex_ops,
+    [T_CELL] = &cell_ops,
+    [T_SLICE] = &slice_ops,
+    [T_FUNC] = &unregistered_ops,
+    [T_MODULE] = &unregistered_ops,
+    [T_ARRAY] = &unregistered_ops,
+    [T_DEVICE] = &unregistered_ops,
+    [T_OP] = &unregistered_ops,
+    [T_FUTURE] = &unregistered_ops,
     [T_GRADFN] = &unregistered_ops,
 };
 unsigned char value_flags[T_MAXTYPES] = {
-    [T_LIST] = TF_TRACK, [T_DICT] = TF_TRACK, [T_CELL] = TF_TRACK,
+    [T_LIST] = TF_TRACK,
+    [T_DICT] = TF_TRACK,
+    [T_CELL] = TF_TRACK,
 };
 static unsigned next_tag = T_NTYPES;
 atomic_long value_lazy_live;
 
 void type_register(ValType t, const TypeOps *ops)
 {
-    if ((unsigned)t >= T_NTYPES || !ops || !ops->name || ops->flags > 0xff) { fputs("qh: bad type registration\n", stderr); abort(); }
+    if ((unsigned)t >= T_NTYPES || !ops || !ops->name || ops->flags > 0xff) {
+        fputs("qh: bad type registration\n", stderr);
+        abort();
+    }
     value_types[t] = ops;
     value_flags[t] = (unsigned char)ops->flags;
 }
 
 ValType type_register_new(const TypeOps *ops)
 {
-    if (next_tag >= T_MAXTYPES || !ops || !ops->name || ops->flags > 0xff) { fputs("qh: too many value kinds\n", stderr); abort(); }
+    if (next_tag >= T_MAXTYPES || !ops || !ops->name || ops->flags > 0xff) {
+        fputs("qh: too many value kinds\n", stderr);
+        abort();
+    }
     value_types[next_tag] = ops;
     value_flags[next_tag] = (unsigned char)ops->flags;
     return (ValType)next_tag++;
@@ -67,9 +89,15 @@ ValType type_register_new(const TypeOps *ops)
  * free() may take it; each list is bounded, and a thread's lists are
  * returned to malloc when the thread ends. */
 #define SMALL_CLASSES 8
-#define SMALL_KEEP 1024
-typedef struct SmallBlock { struct SmallBlock *next; } SmallBlock;
-typedef struct SmallCache { SmallBlock *head[SMALL_CLASSES + 1]; unsigned n[SMALL_CLASSES + 1]; bool keyed; } SmallCache;
+#define SMALL_KEEP    1024
+typedef struct SmallBlock {
+    struct SmallBlock *next;
+} SmallBlock;
+typedef struct SmallCache {
+    SmallBlock *head[SMALL_CLASSES + 1];
+    unsigned n[SMALL_CLASSES + 1];
+    bool keyed;
+} SmallCache;
 static _Thread_local SmallCache small;
 static pthread_key_t small_key;
 static pthread_once_t small_once = PTHREAD_ONCE_INIT;
@@ -78,7 +106,11 @@ static void small_release(void *unused)
 {
     (void)unused;
     for (int c = 1; c <= SMALL_CLASSES; c++)
-        while (small.head[c]) { SmallBlock *b = small.head[c]; small.head[c] = b->next; free(b); }
+        while (small.head[c]) {
+            SmallBlock *b = small.head[c];
+            small.head[c] = b->next;
+            free(b);
+        }
     memset(&small, 0, sizeof small);
 }
 static void small_key_init(void) { pthread_key_create(&small_key, small_release); }
@@ -114,7 +146,10 @@ static inline void *small_alloc_try(size_t size)
 static inline void small_free(void *p, size_t size)
 {
     size_t c = small_class(size);
-    if (c > SMALL_CLASSES || small.n[c] >= SMALL_KEEP) { free(p); return; }
+    if (c > SMALL_CLASSES || small.n[c] >= SMALL_KEEP) {
+        free(p);
+        return;
+    }
     if (!small.keyed) {
         /* the thread's lists are released when it ends */
         pthread_once(&small_once, small_key_init);
@@ -154,7 +189,10 @@ Obj *obj_alloc(size_t size, ValType type) { return obj_alloc_part(size, size, ty
 
 void obj_dealloc(Obj *o)
 {
-    if (!(value_flags[o->type] & TF_TRACK)) { free(o); return; }
+    if (!(value_flags[o->type] & TF_TRACK)) {
+        free(o);
+        return;
+    }
     gc_untrack(o);
     free((char *)o - GC_HEAD);
 }
@@ -165,18 +203,19 @@ static inline void dealloc_sized(Obj *o, size_t size)
     if (value_flags[o->type] & TF_TRACK) {
         gc_untrack(o);
         small_free((char *)o - GC_HEAD, GC_HEAD + size);
-    } else small_free(o, size);
+    } else
+        small_free(o, size);
 }
 
 void obj_make_immortal(Obj *o)
 {
     o->rc = OBJ_IMMORTAL;
-    if (value_flags[o->type] & TF_TRACK) gc_untrack(o);   /* read by every thread, never collected */
+    if (value_flags[o->type] & TF_TRACK) gc_untrack(o); /* read by every thread, never collected */
 }
 
 /* Children whose count reaches zero while a parent is being freed wait
  * here, so freeing a million-deep nest of lists takes no deep recursion. */
-static _Thread_local Obj *pending_small[64];     /* the common case: no allocation */
+static _Thread_local Obj *pending_small[64]; /* the common case: no allocation */
 static _Thread_local Obj **pending;
 static _Thread_local size_t npending, cappending;
 static _Thread_local int freeing;
@@ -187,7 +226,10 @@ static inline bool list_inline(const ObjList *l) { return l->v == (const Value *
 
 void obj_free(Obj *o)
 {
-    if (value_flags[o->type] & TF_LEAF) { value_types[o->type]->free(o); return; }   /* nothing inside */
+    if (value_flags[o->type] & TF_LEAF) {
+        value_types[o->type]->free(o);
+        return;
+    } /* nothing inside */
     if (freeing) {
         if (npending == cappending) {
             if (!pending) {
@@ -223,28 +265,44 @@ static void free_one(Obj *o)
     case T_COMPLEX: size = sizeof(ObjComplex); break;
     case T_SLICE: {
         ObjSlice *sl = (ObjSlice *)o;
-        decref(sl->lo); decref(sl->hi); decref(sl->step);
+        decref(sl->lo);
+        decref(sl->hi);
+        decref(sl->step);
         size = sizeof(ObjSlice);
         break;
     }
     case T_LIST: {
         ObjList *l = (ObjList *)o;
         for (size_t i = 0; i < l->len; i++) decref(l->v[i]);
-        if (list_inline(l)) size = sizeof(ObjList) + l->cap * sizeof(Value);
-        else { free(l->v); size = sizeof(ObjList) + l->icap * sizeof(Value); }
+        if (list_inline(l))
+            size = sizeof(ObjList) + l->cap * sizeof(Value);
+        else {
+            free(l->v);
+            size = sizeof(ObjList) + l->icap * sizeof(Value);
+        }
         break;
     }
     case T_DICT: {
         ObjDict *d = (ObjDict *)o;
         for (size_t i = 0; i < d->nent; i++)
-            if (d->ent[i].live) { decref(d->ent[i].key); decref(d->ent[i].val); }
-        free(d->ent); free(d->idx);
+            if (d->ent[i].live) {
+                decref(d->ent[i].key);
+                decref(d->ent[i].val);
+            }
+        free(d->ent);
+        free(d->idx);
         size = sizeof(ObjDict);
         break;
     }
-    case T_CELL: decref(((ObjCell *)o)->v); size = sizeof(ObjCell); break;
+    case T_CELL:
+        decref(((ObjCell *)o)->v);
+        size = sizeof(ObjCell);
+        break;
     default:
-        if (value_types[o->type]->free) { value_types[o->type]->free(o); return; }
+        if (value_types[o->type]->free) {
+            value_types[o->type]->free(o);
+            return;
+        }
         obj_dealloc(o);
         return;
     }
@@ -266,12 +324,22 @@ void value_traverse(Obj *o, void (*visit)(Value child, void *ud), void *ud)
     case T_DICT: {
         ObjDict *d = (ObjDict *)o;
         for (size_t i = 0; i < d->nent; i++)
-            if (d->ent[i].live) { visit(d->ent[i].key, ud); visit(d->ent[i].val, ud); }
+            if (d->ent[i].live) {
+                visit(d->ent[i].key, ud);
+                visit(d->ent[i].val, ud);
+            }
         return;
     }
     case T_CELL: visit(((ObjCell *)o)->v, ud); return;
-    case T_SLICE: { ObjSlice *s = (ObjSlice *)o; visit(s->lo, ud); visit(s->hi, ud); visit(s->step, ud); return; }
-    case T_STR: case T_COMPLEX: return;
+    case T_SLICE: {
+        ObjSlice *s = (ObjSlice *)o;
+        visit(s->lo, ud);
+        visit(s->hi, ud);
+        visit(s->step, ud);
+        return;
+    }
+    case T_STR:
+    case T_COMPLEX: return;
     default:
         if (value_types[o->type]->traverse) value_types[o->type]->traverse(o, visit, ud);
     }
@@ -290,11 +358,22 @@ void value_clear(Obj *o)
     case T_DICT: {
         ObjDict *d = (ObjDict *)o;
         for (size_t j = 0; j < d->nent; j++)
-            if (d->ent[j].live) { Value v = d->ent[j].val; d->ent[j].val = v_nil(); decref(v); }
+            if (d->ent[j].live) {
+                Value v = d->ent[j].val;
+                d->ent[j].val = v_nil();
+                decref(v);
+            }
         return;
     }
-    case T_CELL: { Value v = ((ObjCell *)o)->v; ((ObjCell *)o)->v = v_nil(); decref(v); return; }
-    case T_STR: case T_COMPLEX: case T_SLICE: return;
+    case T_CELL: {
+        Value v = ((ObjCell *)o)->v;
+        ((ObjCell *)o)->v = v_nil();
+        decref(v);
+        return;
+    }
+    case T_STR:
+    case T_COMPLEX:
+    case T_SLICE: return;
     default:
         if (value_types[o->type]->clear) value_types[o->type]->clear(o);
     }
@@ -302,13 +381,21 @@ void value_clear(Obj *o)
 
 /* Every object reachable from the roots that can hold references (seen
  * once, memo in a CopyCtx), then each one emptied. */
-typedef struct Sweep { Obj **v; size_t n, cap; CopyCtx seen; } Sweep;
+typedef struct Sweep {
+    Obj **v;
+    size_t n, cap;
+    CopyCtx seen;
+} Sweep;
 
 static bool holds_refs(const Obj *o)
 {
     switch (o->type) {
-    case T_LIST: case T_DICT: case T_CELL: return true;
-    case T_STR: case T_COMPLEX: case T_SLICE: return false;
+    case T_LIST:
+    case T_DICT:
+    case T_CELL: return true;
+    case T_STR:
+    case T_COMPLEX:
+    case T_SLICE: return false;
     default: return value_types[o->type]->clear != NULL;
     }
 }
@@ -345,8 +432,11 @@ void value_break_cycles(const Value *roots, int nroots)
 
 uint32_t str_hash(const char *s, size_t n)
 {
-    uint32_t h = 2166136261u;                 /* FNV-1a */
-    for (size_t i = 0; i < n; i++) { h ^= (unsigned char)s[i]; h *= 16777619u; }
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= 16777619u;
+    }
     return h;
 }
 
@@ -355,7 +445,8 @@ ObjStr *str_alloc_try(size_t n)
     if (n > 0xfffffff0u) return NULL;
     ObjStr *s = small_alloc_try(sizeof(ObjStr) + n + 1);
     if (!s) return NULL;
-    s->h.rc = 1; s->h.type = T_STR;
+    s->h.rc = 1;
+    s->h.type = T_STR;
     s->len = (uint32_t)n;
     s->cap = (uint32_t)n;
     s->nchars = -1;
@@ -375,7 +466,7 @@ ObjStr *str_append(ObjStr *s, const ObjStr *t)
 {
     size_t need = (size_t)s->len + t->len;
     if (need > 0xfffffff0u) return NULL;
-    bool self = t == s;         /* s += s: s may move below */
+    bool self = t == s; /* s += s: s may move below */
     if (need > s->cap) {
         size_t nc = need < 2 * (size_t)s->len ? 2 * (size_t)s->len : need;
         if (nc < 32) nc = 32;
@@ -383,17 +474,24 @@ ObjStr *str_append(ObjStr *s, const ObjStr *t)
         size_t total = small_round(sizeof(ObjStr) + nc + 1);
         nc = total - sizeof(ObjStr) - 1;
         ObjStr *g = realloc(s, total);
-        if (!g) return NULL;        /* s is unchanged */
+        if (!g) return NULL; /* s is unchanged */
         s = g;
         s->cap = (uint32_t)nc;
     }
     size_t tl = self ? s->len : t->len;
     memmove(s->s + s->len, self ? s->s : t->s, tl);
-    uint32_t h = s->hash;                     /* FNV-1a goes on byte by byte */
-    for (size_t i = 0; i < tl; i++) { h ^= (unsigned char)s->s[s->len + i]; h *= 16777619u; }
+    uint32_t h = s->hash; /* FNV-1a goes on byte by byte */
+    for (size_t i = 0; i < tl; i++) {
+        h ^= (unsigned char)s->s[s->len + i];
+        h *= 16777619u;
+    }
     s->hash = h;
-    if (self) { s->nchars = s->nchars >= 0 ? 2 * s->nchars : -1; }
-    else { s->nchars = s->nchars >= 0 && t->nchars >= 0 ? s->nchars + t->nchars : -1; s->ascii = s->ascii && t->ascii; }
+    if (self) {
+        s->nchars = s->nchars >= 0 ? 2 * s->nchars : -1;
+    } else {
+        s->nchars = s->nchars >= 0 && t->nchars >= 0 ? s->nchars + t->nchars : -1;
+        s->ascii = s->ascii && t->ascii;
+    }
     s->len = (uint32_t)need;
     s->s[need] = 0;
     return s;
@@ -404,7 +502,11 @@ void str_finish(ObjStr *s)
     s->s[s->len] = 0;
     s->hash = str_hash(s->s, s->len);
     bool ascii = true;
-    for (uint32_t i = 0; i < s->len; i++) if ((unsigned char)s->s[i] >= 0x80) { ascii = false; break; }
+    for (uint32_t i = 0; i < s->len; i++)
+        if ((unsigned char)s->s[i] >= 0x80) {
+            ascii = false;
+            break;
+        }
     s->ascii = ascii;
     s->nchars = ascii ? (int32_t)s->len : -1;
 }
@@ -424,8 +526,10 @@ size_t str_nchars(ObjStr *s)
 {
     if (s->nchars < 0) {
         size_t c = 0;
-        for (uint32_t i = 0; i < s->len; i++) if (((unsigned char)s->s[i] & 0xc0) != 0x80) c++;
-        s->nchars = (int32_t)c;      /* only on thread-owned strings: immortal ones are counted at creation */
+        for (uint32_t i = 0; i < s->len; i++)
+            if (((unsigned char)s->s[i] & 0xc0) != 0x80) c++;
+        s->nchars =
+            (int32_t)c; /* only on thread-owned strings: immortal ones are counted at creation */
     }
     return (size_t)s->nchars;
 }
@@ -435,7 +539,10 @@ size_t str_offset(ObjStr *s, size_t i)
     if (s->ascii) return i;
     size_t off = 0, c = 0;
     while (off < s->len) {
-        if (((unsigned char)s->s[off] & 0xc0) != 0x80) { if (c == i) return off; c++; }
+        if (((unsigned char)s->s[off] & 0xc0) != 0x80) {
+            if (c == i) return off;
+            c++;
+        }
         off++;
     }
     return s->len;
@@ -505,10 +612,7 @@ Value v_list(ObjList *l) { return v_obj(&l->h); }
 
 #define DICT_SMALL 8
 
-ObjDict *dict_new(void)
-{
-    return (ObjDict *)obj_alloc(sizeof(ObjDict), T_DICT);
-}
+ObjDict *dict_new(void) { return (ObjDict *)obj_alloc(sizeof(ObjDict), T_DICT); }
 
 ObjDict *dict_new_sized(size_t n)
 {
@@ -520,12 +624,16 @@ ObjDict *dict_new_sized(size_t n)
     return d;
 }
 
-bool key_ok(Value k) { return k.t == T_NUM || k.t == T_STR || k.t == T_BOOL || value_types[k.t]->hash; }
+bool key_ok(Value k)
+{
+    return k.t == T_NUM || k.t == T_STR || k.t == T_BOOL || value_types[k.t]->hash;
+}
 
 bool to_plain_number(Value *k)
 {
     double d;
-    if (k->t == T_NUM || !value_types[k->t]->number || !value_types[k->t]->number(*k, &d)) return false;
+    if (k->t == T_NUM || !value_types[k->t]->number || !value_types[k->t]->number(*k, &d))
+        return false;
     *k = v_num(d);
     return true;
 }
@@ -537,8 +645,11 @@ uint32_t value_hash(Value v)
     case T_BOOL: return v.b ? 0x9e3779b9u : 0x7f4a7c15u;
     case T_NUM: {
         double d = v.n == 0 ? 0.0 : v.n;
-        uint64_t u; memcpy(&u, &d, sizeof u);
-        u ^= u >> 33; u *= 0xff51afd7ed558ccdULL; u ^= u >> 33;
+        uint64_t u;
+        memcpy(&u, &d, sizeof u);
+        u ^= u >> 33;
+        u *= 0xff51afd7ed558ccdULL;
+        u ^= u >> 33;
         return (uint32_t)u;
     }
     default: return value_types[v.t]->hash ? value_types[v.t]->hash(v) : 0;
@@ -570,7 +681,10 @@ static long dict_find(ObjDict *d, Value key, uint32_t h, size_t *slot)
     size_t mask = d->idxcap - 1, i = h & mask;
     for (;;) {
         int32_t e = d->idx[i];
-        if (e == -1) { if (slot) *slot = i; return -1; }
+        if (e == -1) {
+            if (slot) *slot = i;
+            return -1;
+        }
         if (e >= 0 && d->ent[e].hash == h && key_eq(d->ent[e].key, key)) {
             if (slot) *slot = i;
             return e;
@@ -585,7 +699,8 @@ static bool dict_rebuild(ObjDict *d, size_t idxcap)
     if (!idx) return false;
     /* compact the entries and rebuild the index */
     size_t j = 0;
-    for (size_t i = 0; i < d->nent; i++) if (d->ent[i].live) d->ent[j++] = d->ent[i];
+    for (size_t i = 0; i < d->nent; i++)
+        if (d->ent[i].live) d->ent[j++] = d->ent[i];
     d->nent = j;
     free(d->idx);
     d->idxcap = idxcap;
@@ -613,7 +728,12 @@ bool dict_set_try(ObjDict *d, Value key, Value val)
 {
     uint32_t h = value_hash(key);
     long e = dict_find(d, key, h, NULL);
-    if (e >= 0) { incref(val); decref(d->ent[e].val); d->ent[e].val = val; return true; }
+    if (e >= 0) {
+        incref(val);
+        decref(d->ent[e].val);
+        d->ent[e].val = val;
+        return true;
+    }
     if (d->idxcap ? (d->nent + 1) * 4 > d->idxcap * 3 : d->nent + 1 > DICT_SMALL) {
         size_t c = 16;
         while (c * 3 < (d->len + 1) * 4 * 2) c *= 2;
@@ -621,7 +741,8 @@ bool dict_set_try(ObjDict *d, Value key, Value val)
     } else if (!d->idxcap && d->nent == d->cap && d->nent > d->len) {
         /* small and full of deleted entries: compact */
         size_t j = 0;
-        for (size_t i = 0; i < d->nent; i++) if (d->ent[i].live) d->ent[j++] = d->ent[i];
+        for (size_t i = 0; i < d->nent; i++)
+            if (d->ent[i].live) d->ent[j++] = d->ent[i];
         d->nent = j;
     }
     if (d->nent == d->cap) {
@@ -654,7 +775,7 @@ bool dict_del(ObjDict *d, Value key, Value *out)
     size_t slot;
     long e = dict_find(d, key, value_hash(key), &slot);
     if (e < 0) return false;
-    if (d->idxcap) d->idx[slot] = -2;  /* tombstone */
+    if (d->idxcap) d->idx[slot] = -2; /* tombstone */
     d->ent[e].live = false;
     decref(d->ent[e].key);
     *out = d->ent[e].val;
@@ -665,7 +786,8 @@ bool dict_del(ObjDict *d, Value key, Value *out)
 Value v_complex(double re, double im)
 {
     ObjComplex *c = (ObjComplex *)obj_alloc(sizeof(ObjComplex), T_COMPLEX);
-    c->re = re; c->im = im;
+    c->re = re;
+    c->im = im;
     return v_obj(&c->h);
 }
 
@@ -689,7 +811,9 @@ static Value plain_bound(Value v)
 Value v_slice(Value lo, Value hi, Value step)
 {
     ObjSlice *s = (ObjSlice *)obj_alloc(sizeof(ObjSlice), T_SLICE);
-    s->lo = plain_bound(lo); s->hi = plain_bound(hi); s->step = plain_bound(step);
+    s->lo = plain_bound(lo);
+    s->hi = plain_bound(hi);
+    s->step = plain_bound(step);
     return v_obj(&s->h);
 }
 
@@ -717,7 +841,8 @@ static bool eq_rec(Value a, Value b, int depth)
         ObjList *x = AS_LIST(a), *y = AS_LIST(b);
         if (x == y) return true;
         if (x->len != y->len || depth > 1000) return false;
-        for (size_t i = 0; i < x->len; i++) if (!eq_rec(x->v[i], y->v[i], depth + 1)) return false;
+        for (size_t i = 0; i < x->len; i++)
+            if (!eq_rec(x->v[i], y->v[i], depth + 1)) return false;
         return true;
     }
     case T_DICT: {
@@ -727,7 +852,8 @@ static bool eq_rec(Value a, Value b, int depth)
         for (size_t i = 0; i < x->nent; i++) {
             if (!x->ent[i].live) continue;
             Value o;
-            if (!dict_get(y, x->ent[i].key, &o) || !eq_rec(x->ent[i].val, o, depth + 1)) return false;
+            if (!dict_get(y, x->ent[i].key, &o) || !eq_rec(x->ent[i].val, o, depth + 1))
+                return false;
         }
         return true;
     }
@@ -739,7 +865,12 @@ static bool eq_rec(Value a, Value b, int depth)
 
 /* ---- buffers ---- */
 
-void buf_init(Buf *b) { b->p = NULL; b->len = b->cap = 0; b->failed = false; }
+void buf_init(Buf *b)
+{
+    b->p = NULL;
+    b->len = b->cap = 0;
+    b->failed = false;
+}
 bool buf_failed(const Buf *b) { return b->failed; }
 /* room for n more bytes and the NUL; false (and the buffer marked) when
  * memory runs out: what follows is dropped, the caller reports it */
@@ -750,7 +881,10 @@ static bool buf_grow(Buf *b, size_t n)
         size_t c = b->cap ? b->cap : 64;
         while (c < b->len + n + 1 && c < ((size_t)1 << 62)) c *= 2;
         char *p = c >= b->len + n + 1 ? realloc(b->p, c) : NULL;
-        if (!p) { b->failed = true; return false; }
+        if (!p) {
+            b->failed = true;
+            return false;
+        }
         b->p = p;
         b->cap = c;
     }
@@ -778,7 +912,11 @@ void buf_printf(Buf *b, const char *fmt, ...)
     }
     va_end(ap2);
 }
-void buf_free(Buf *b) { free(b->p); buf_init(b); }
+void buf_free(Buf *b)
+{
+    free(b->p);
+    buf_init(b);
+}
 
 /* ---- printing ---- */
 
@@ -796,8 +934,10 @@ static void repr_string(Buf *b, ObjStr *s)
         case '\t': buf_puts(b, "\\t"); break;
         case '\r': buf_puts(b, "\\r"); break;
         default:
-            if (c < 0x20 || c == 0x7f) buf_printf(b, "\\x%02x", c);
-            else buf_putc(b, (char)c);
+            if (c < 0x20 || c == 0x7f)
+                buf_printf(b, "\\x%02x", c);
+            else
+                buf_putc(b, (char)c);
         }
     }
     buf_putc(b, '"');
@@ -805,11 +945,15 @@ static void repr_string(Buf *b, ObjStr *s)
 
 /* containers being printed, outermost first: a container met again prints
  * as [...] or {...} (cycles of any length) */
-typedef struct ReprStack { const Obj *o; const struct ReprStack *up; } ReprStack;
+typedef struct ReprStack {
+    const Obj *o;
+    const struct ReprStack *up;
+} ReprStack;
 static bool repr_seen(const ReprStack *st, const Obj *o)
 {
     int depth = 0;
-    for (; st; st = st->up, depth++) if (st->o == o || depth > 500) return true;
+    for (; st; st = st->up, depth++)
+        if (st->o == o || depth > 500) return true;
     return false;
 }
 static void repr_rec(Buf *b, Value v, bool quoted, const ReprStack *st);
@@ -823,17 +967,27 @@ static void repr_rec(Buf *b, Value v, bool quoted, const ReprStack *st)
     case T_NIL: buf_puts(b, "nil"); break;
     case T_BOOL: buf_puts(b, v.b ? "true" : "false"); break;
     case T_NUM: {
-        double d = v.n == 0 ? 0.0 : v.n;   /* -0 prints as 0 */
-        numfmt_double(tmp, d); buf_puts(b, tmp); break;
+        double d = v.n == 0 ? 0.0 : v.n; /* -0 prints as 0 */
+        numfmt_double(tmp, d);
+        buf_puts(b, tmp);
+        break;
     }
-    case T_COMPLEX: numfmt_complex(tmp, AS_CPLX(v)->re, AS_CPLX(v)->im); buf_puts(b, tmp); break;
+    case T_COMPLEX:
+        numfmt_complex(tmp, AS_CPLX(v)->re, AS_CPLX(v)->im);
+        buf_puts(b, tmp);
+        break;
     case T_STR:
-        if (quoted) repr_string(b, AS_STR(v));
-        else buf_put(b, AS_STR(v)->s, AS_STR(v)->len);
+        if (quoted)
+            repr_string(b, AS_STR(v));
+        else
+            buf_put(b, AS_STR(v)->s, AS_STR(v)->len);
         break;
     case T_LIST: {
         ObjList *l = AS_LIST(v);
-        if (repr_seen(st, v.o)) { buf_puts(b, "[...]"); break; }
+        if (repr_seen(st, v.o)) {
+            buf_puts(b, "[...]");
+            break;
+        }
         ReprStack me = { v.o, st };
         buf_putc(b, '[');
         for (size_t i = 0; i < l->len; i++) {
@@ -845,7 +999,10 @@ static void repr_rec(Buf *b, Value v, bool quoted, const ReprStack *st)
     }
     case T_DICT: {
         ObjDict *d = AS_DICT(v);
-        if (repr_seen(st, v.o)) { buf_puts(b, "{...}"); break; }
+        if (repr_seen(st, v.o)) {
+            buf_puts(b, "{...}");
+            break;
+        }
         ReprStack me = { v.o, st };
         buf_putc(b, '{');
         bool first = true;
@@ -863,15 +1020,19 @@ static void repr_rec(Buf *b, Value v, bool quoted, const ReprStack *st)
     case T_SLICE: {
         ObjSlice *sl = AS_SLICE(v);
         buf_puts(b, "slice(");
-        repr_rec(b, sl->lo, true, st); buf_puts(b, ", ");
-        repr_rec(b, sl->hi, true, st); buf_puts(b, ", ");
+        repr_rec(b, sl->lo, true, st);
+        buf_puts(b, ", ");
+        repr_rec(b, sl->hi, true, st);
+        buf_puts(b, ", ");
         repr_rec(b, sl->step, true, st);
         buf_putc(b, ')');
         break;
     }
     default:
-        if (value_types[v.t]->repr) value_types[v.t]->repr(b, v, quoted);
-        else buf_printf(b, "<%s>", type_name(v));
+        if (value_types[v.t]->repr)
+            value_types[v.t]->repr(b, v, quoted);
+        else
+            buf_printf(b, "<%s>", type_name(v));
     }
 }
 
@@ -880,13 +1041,16 @@ static void repr_rec(Buf *b, Value v, bool quoted, const ReprStack *st)
 void copy_init(CopyCtx *cc)
 {
     memset(cc, 0, sizeof *cc);
-    cc->from = cc->sfrom;       /* a small copy needs no allocation */
+    cc->from = cc->sfrom; /* a small copy needs no allocation */
     cc->to = cc->sto;
     cc->cap = COPY_SMALL;
 }
 void copy_done(CopyCtx *cc)
 {
-    if (cc->from != cc->sfrom) { free(cc->from); free(cc->to); }
+    if (cc->from != cc->sfrom) {
+        free(cc->from);
+        free(cc->to);
+    }
     cc->from = cc->to = NULL;
     cc->cap = cc->n = 0;
 }
@@ -906,8 +1070,11 @@ void copy_move_modules(CopyCtx *dst, CopyCtx *cc)
     if (!dst->nmods) {
         /* the list itself moves */
         free(dst->mods);
-        dst->mods = cc->mods; dst->nmods = cc->nmods; dst->capmods = cc->capmods;
-        cc->mods = NULL; cc->nmods = cc->capmods = 0;
+        dst->mods = cc->mods;
+        dst->nmods = cc->nmods;
+        dst->capmods = cc->capmods;
+        cc->mods = NULL;
+        cc->nmods = cc->capmods = 0;
         return;
     }
     for (size_t i = 0; i < cc->nmods; i++) {
@@ -932,7 +1099,11 @@ void copy_release_modules(CopyCtx *cc)
     cc->nmods = cc->capmods = 0;
 }
 
-static size_t ptr_hash(const void *p) { uintptr_t u = (uintptr_t)p; return (size_t)((u >> 4) * 0x9e3779b97f4a7c15ULL); }
+static size_t ptr_hash(const void *p)
+{
+    uintptr_t u = (uintptr_t)p;
+    return (size_t)((u >> 4) * 0x9e3779b97f4a7c15ULL);
+}
 
 Obj *copy_memo_get(CopyCtx *cc, const void *from)
 {
@@ -950,41 +1121,69 @@ void copy_memo_put(CopyCtx *cc, const void *from, void *to)
     if ((cc->n + 1) * 2 > cc->cap) {
         size_t ncap = cc->cap ? cc->cap * 2 : 16;
         void **nf = calloc(ncap, sizeof(void *)), **nt = calloc(ncap, sizeof(void *));
-        if (!nf || !nt) { fputs("qh: out of memory\n", stderr); abort(); }
+        if (!nf || !nt) {
+            fputs("qh: out of memory\n", stderr);
+            abort();
+        }
         for (size_t i = 0; i < cc->cap; i++) {
             if (!cc->from[i]) continue;
             size_t j = ptr_hash(cc->from[i]) & (ncap - 1);
             while (nf[j]) j = (j + 1) & (ncap - 1);
-            nf[j] = cc->from[i]; nt[j] = cc->to[i];
+            nf[j] = cc->from[i];
+            nt[j] = cc->to[i];
         }
-        if (cc->from != cc->sfrom) { free(cc->from); free(cc->to); }
-        cc->from = nf; cc->to = nt; cc->cap = ncap;
+        if (cc->from != cc->sfrom) {
+            free(cc->from);
+            free(cc->to);
+        }
+        cc->from = nf;
+        cc->to = nt;
+        cc->cap = ncap;
     }
     size_t i = ptr_hash(from) & (cc->cap - 1);
     while (cc->from[i]) i = (i + 1) & (cc->cap - 1);
-    cc->from[i] = (void *)from; cc->to[i] = to;
+    cc->from[i] = (void *)from;
+    cc->to[i] = to;
     cc->n++;
 }
 
 Value value_copy_deep(Value v, CopyCtx *cc)
 {
     if (!is_obj(v)) return v;
-    if (cc->depth > 2000) { cc->error = "a value nested more than 2000 levels deep"; return v_nil(); }
-    if (v.o->rc == OBJ_IMMORTAL) return v;       /* constants are shared, never counted */
+    if (cc->depth > 2000) {
+        cc->error = "a value nested more than 2000 levels deep";
+        return v_nil();
+    }
+    if (v.o->rc == OBJ_IMMORTAL) return v; /* constants are shared, never counted */
     const TypeOps *ops = value_types[v.t];
     if (ops->flags & TF_CODE) {
-        if (cc->share_code) { incref(v); return v; }
-        if (cc->no_code) { cc->error = v.t == T_MODULE ? "a module" : "a function"; return v_nil(); }
+        if (cc->share_code) {
+            incref(v);
+            return v;
+        }
+        if (cc->no_code) {
+            cc->error = v.t == T_MODULE ? "a module" : "a function";
+            return v_nil();
+        }
     }
     Obj *seen = copy_memo_get(cc, v.o);
-    if (seen) { Value r = v_obj(seen); incref(r); return r; }
+    if (seen) {
+        Value r = v_obj(seen);
+        incref(r);
+        return r;
+    }
     switch (v.t) {
     case T_STR: {
         ObjStr *s = AS_STR(v);
         ObjStr *n = str_alloc_try(s->len);
-        if (!n) { cc->error = "a string (out of memory)"; return v_nil(); }
+        if (!n) {
+            cc->error = "a string (out of memory)";
+            return v_nil();
+        }
         memcpy(n->s, s->s, s->len);
-        n->hash = s->hash; n->ascii = s->ascii; n->nchars = s->ascii ? (int32_t)s->len : -1;
+        n->hash = s->hash;
+        n->ascii = s->ascii;
+        n->nchars = s->ascii ? (int32_t)s->len : -1;
         n->s[n->len] = 0;
         copy_memo_put(cc, s, n);
         return v_obj(&n->h);
@@ -992,7 +1191,10 @@ Value value_copy_deep(Value v, CopyCtx *cc)
     case T_COMPLEX: return v_complex(AS_CPLX(v)->re, AS_CPLX(v)->im);
     case T_LIST: {
         ObjList *l = AS_LIST(v), *n = list_new_try(l->len);
-        if (!n) { cc->error = "a list (out of memory)"; return v_nil(); }
+        if (!n) {
+            cc->error = "a list (out of memory)";
+            return v_nil();
+        }
         copy_memo_put(cc, l, n);
         cc->depth++;
         for (size_t i = 0; i < l->len; i++) n->v[n->len++] = value_copy_deep(l->v[i], cc);
@@ -1007,7 +1209,8 @@ Value value_copy_deep(Value v, CopyCtx *cc)
             if (!d->ent[i].live) continue;
             Value k = value_copy_deep(d->ent[i].key, cc), x = value_copy_deep(d->ent[i].val, cc);
             dict_set(n, k, x);
-            decref(k); decref(x);
+            decref(k);
+            decref(x);
         }
         cc->depth--;
         return v_obj(&n->h);
@@ -1020,7 +1223,8 @@ Value value_copy_deep(Value v, CopyCtx *cc)
     }
     case T_SLICE: {
         ObjSlice *sl = AS_SLICE(v);
-        return v_slice(value_copy_deep(sl->lo, cc), value_copy_deep(sl->hi, cc), value_copy_deep(sl->step, cc));
+        return v_slice(value_copy_deep(sl->lo, cc), value_copy_deep(sl->hi, cc),
+                       value_copy_deep(sl->step, cc));
     }
     default:
         if ((ops->flags & TF_LAZY) && cc->on_future) return cc->on_future(v, cc);

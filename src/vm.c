@@ -15,7 +15,7 @@
 #include <sys/resource.h>
 
 #define STACK_VALUES (1u << 18)
-#define MAX_DEPTH 2500
+#define MAX_DEPTH    2500
 
 /* A worker runs one task VM at a time: its value stack is kept for the
  * next task on the same thread instead of being mapped afresh each time.
@@ -63,7 +63,8 @@ void vm_init(VM *vm, Interp *in, bool is_task)
     /* everything zero but the error record's buffers (kilobytes, written
      * before they are read): a task's VM is made per call */
     memset(vm, 0, offsetof(VM, err));
-    memset((char *)vm + offsetof(VM, err) + sizeof vm->err, 0, sizeof *vm - offsetof(VM, err) - sizeof vm->err);
+    memset((char *)vm + offsetof(VM, err) + sizeof vm->err, 0,
+           sizeof *vm - offsetof(VM, err) - sizeof vm->err);
     vm->err.msg[0] = 0;
     vm->err.src = NULL;
     vm->err.line = vm->err.col = 0;
@@ -76,8 +77,8 @@ void vm_init(VM *vm, Interp *in, bool is_task)
         vm->stack = spare_stack;
         spare_stack = NULL;
         pthread_setspecific(spare_key, NULL);
-    }
-    else vm->stack = xmalloc(vm->cap * sizeof(Value));
+    } else
+        vm->stack = xmalloc(vm->cap * sizeof(Value));
     vm->max_depth = MAX_DEPTH;
     vm->watch_interrupt = !is_task;
     vm->la_on = !is_task && !in->sync && !in->no_lookahead;
@@ -103,7 +104,8 @@ void vm_free(VM *vm)
         /* freed when the thread ends */
         pthread_once(&spare_once, spare_init);
         pthread_setspecific(spare_key, spare_stack);
-    } else free(vm->stack);
+    } else
+        free(vm->stack);
     vm->stack = NULL;
 }
 
@@ -152,11 +154,15 @@ Value vm_error(VM *vm, const Node *n, const char *fmt, ...)
 Value vm_error_from(VM *vm, const Node *n, const char *who, const char *err)
 {
     size_t k = strlen(who);
-    if (k > 2 && who[k - 2] == '(' && who[k - 1] == ')') k -= 2;     /* "probs()" names "probs" */
+    if (k > 2 && who[k - 2] == '(' && who[k - 1] == ')') k -= 2; /* "probs()" names "probs" */
     if (strncmp(err, who, k) == 0) {
         const char *r = err + k;
         if (r[0] == '(' && r[1] == ')') r += 2;
-        if (r[0] == ':') { r++; while (*r == ' ') r++; err = r; }
+        if (r[0] == ':') {
+            r++;
+            while (*r == ' ') r++;
+            err = r;
+        }
     }
     return vm_error(vm, n, "%s: %s", who, err);
 }
@@ -175,8 +181,12 @@ void vm_tb_push(VM *vm, const Node *site)
 {
     VMError *e = &vm->err;
     TraceEnt t = { vm_source(vm), site ? site->line : 0, cur_fn_name(vm) };
-    if (e->ntb < (int)(sizeof e->tb / sizeof e->tb[0])) e->tb[e->ntb++] = t;
-    else { e->dropped++; e->tb[e->ntb - 1] = t; }
+    if (e->ntb < (int)(sizeof e->tb / sizeof e->tb[0]))
+        e->tb[e->ntb++] = t;
+    else {
+        e->dropped++;
+        e->tb[e->ntb - 1] = t;
+    }
 }
 
 void vm_print_error(VM *vm, FILE *out)
@@ -187,7 +197,8 @@ void vm_print_error(VM *vm, FILE *out)
         fprintf(out, "traceback (most recent call last):\n");
         for (int i = e->ntb - 1; i >= 0; i--) {
             if (i == 0 && e->dropped) fprintf(out, "  ... %d more calls ...\n", e->dropped);
-            fprintf(out, "  %s:%d: in %s\n", e->tb[i].src ? e->tb[i].src->name : "?", e->tb[i].line, e->tb[i].fn);
+            fprintf(out, "  %s:%d: in %s\n", e->tb[i].src ? e->tb[i].src->name : "?", e->tb[i].line,
+                    e->tb[i].fn);
         }
     }
 }
@@ -206,9 +217,10 @@ bool vm_write_out(VM *vm, const char *p, size_t n, bool flush, const Node *site)
 {
     FILE *f = vm->in->out;
     errno = 0;
-    if ((n == 0 || fwrite(p, 1, n, f) == n) && (!flush || fflush(f) == 0) && !ferror(f)) return true;
+    if ((n == 0 || fwrite(p, 1, n, f) == n) && (!flush || fflush(f) == 0) && !ferror(f))
+        return true;
     int e = errno ? errno : EIO;
-    clearerr(f);                /* a caught error: later writes try again */
+    clearerr(f); /* a caught error: later writes try again */
     if (e == EPIPE) {
         vm->in->out_errno = EPIPE;
         vm_interrupted(vm, site);
@@ -216,7 +228,8 @@ bool vm_write_out(VM *vm, const char *p, size_t n, bool flush, const Node *site)
         return false;
     }
     vm->in->out_lost = true;
-    vm_error(vm, site, "cannot write to %s: %s", f == stdout ? "standard output" : "the output", strerror(e));
+    vm_error(vm, site, "cannot write to %s: %s", f == stdout ? "standard output" : "the output",
+             strerror(e));
     return false;
 }
 

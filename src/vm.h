@@ -22,8 +22,8 @@ typedef struct ObjModule {
     Value *globals;
     int nglobals;
     const char *name;
-    bool loaded;        /* finished running */
-    bool partial;       /* a task's copy: only the globals its functions read are
+    bool loaded;  /* finished running */
+    bool partial; /* a task's copy: only the globals its functions read are
                            copied, and copying a function adds the ones it reads */
 } ObjModule;
 
@@ -31,16 +31,20 @@ typedef struct ObjFunc {
     Obj h;
     FnProto *p;
     ObjModule *mod;
-    Value *defaults;    /* p->nparams, T_UNBOUND where none */
-    ObjCell **up;       /* p->nupvals */
-    Value device;       /* qfn ... on DEVICE: the device value, else nil */
+    Value *defaults; /* p->nparams, T_UNBOUND where none */
+    ObjCell **up;    /* p->nupvals */
+    Value device;    /* qfn ... on DEVICE: the device value, else nil */
 } ObjFunc;
 
 #define AS_FUNC(v) ((ObjFunc *)(v).o)
-#define AS_MOD(v) ((ObjModule *)(v).o)
+#define AS_MOD(v)  ((ObjModule *)(v).o)
 
 /* One traceback line. */
-typedef struct TraceEnt { const Source *src; int line; const char *fn; } TraceEnt;
+typedef struct TraceEnt {
+    const Source *src;
+    int line;
+    const char *fn;
+} TraceEnt;
 
 typedef struct VMError {
     char msg[1024];
@@ -48,11 +52,12 @@ typedef struct VMError {
     int line, col;
     TraceEnt tb[64];
     int ntb, dropped;
-    bool interrupted;   /* Ctrl-C: not catchable */
-    bool chained;       /* a failed future's error: its hop line says where (async.c) */
+    bool interrupted; /* Ctrl-C: not catchable */
+    bool chained;     /* a failed future's error: its hop line says where (async.c) */
 } VMError;
 
-struct LoopCtx; struct Interp;
+struct LoopCtx;
+struct Interp;
 
 /* What the evaluator reaches in rooms above it: each room installs its
  * entry when the interpreter is opened (qh_open), before any thread. */
@@ -67,34 +72,41 @@ typedef struct InterpHooks {
     void (*loop_exit)(VM *vm, struct LoopCtx *lc);
     /* the memory budget of device states (qrt.c, qrt_attach), for the
      * distributed states of qdist.c, which holds states outside the pool */
-    void *(*mem_reserve)(struct Interp *in, size_t bytes, const atomic_int *cancel, char *err, size_t errlen);
+    void *(*mem_reserve)(struct Interp *in, size_t bytes, const atomic_int *cancel, char *err,
+                         size_t errlen);
     void (*mem_unreserve)(struct Interp *in, void *token);
     size_t (*mem_budget)(struct Interp *in);
     size_t (*mem_held)(struct Interp *in);
 } InterpHooks;
 
-struct Exec; struct Trace; struct QRuntime; struct AsyncState; struct QCtx; struct Lookahead; struct QDist;
+struct Exec;
+struct Trace;
+struct QRuntime;
+struct AsyncState;
+struct QCtx;
+struct Lookahead;
+struct QDist;
 
 /* A `for` loop with a lookahead plan (laplan.h) that the main program is
  * running: where its iterations stand, for lookahead.c. Lives on the C
  * stack of exec_for (eval.c), linked innermost first from VM.loops. */
 typedef struct LoopCtx {
-    const Node *loop;           /* the N_FOR */
-    struct Frame *frame;        /* the frame its body runs in */
-    uint64_t iter;              /* the running iteration (from 0) */
-    uint64_t iter_seq;          /* VM.qcall_seq when it began */
-    Value coll;                 /* the list iterated (borrowed), or nil for a range */
-    size_t pos;                 /* list: the running element's index */
-    double x, step, stop;       /* range: the running value, its step and end */
+    const Node *loop;     /* the N_FOR */
+    struct Frame *frame;  /* the frame its body runs in */
+    uint64_t iter;        /* the running iteration (from 0) */
+    uint64_t iter_seq;    /* VM.qcall_seq when it began */
+    Value coll;           /* the list iterated (borrowed), or nil for a range */
+    size_t pos;           /* list: the running element's index */
+    double x, step, stop; /* range: the running value, its step and end */
     struct LoopCtx *up;
 } LoopCtx;
 
 typedef struct Interp {
     /* set before any thread starts, then read-only */
     bool sync;
-    bool no_lookahead;          /* --no-lookahead */
+    bool no_lookahead; /* --no-lookahead */
     int nworkers;
-    long ncpu;                  /* CPUs this process may use */
+    long ncpu; /* CPUs this process may use */
     uint64_t seed;
     bool seed_given;
     size_t max_memory;
@@ -103,28 +115,28 @@ typedef struct Interp {
     bool stats;
     const char *trace_path;
     InterpHooks hooks;
-    struct Exec *exec;          /* thread-safe */
-    struct Trace *trace;        /* thread-safe */
-    struct QRuntime *qrt;       /* the quantum runtime: pool, kernel threads (thread-safe) */
-    struct QDist *qdist;        /* under mpirun: the distributed-state service (thread-safe), or NULL */
+    struct Exec *exec;    /* thread-safe */
+    struct Trace *trace;  /* thread-safe */
+    struct QRuntime *qrt; /* the quantum runtime: pool, kernel threads (thread-safe) */
+    struct QDist *qdist;  /* under mpirun: the distributed-state service (thread-safe), or NULL */
     /* Ctrl-C: set from the signal handler, read everywhere */
-    atomic_int sigint;          /* lock-free: safe in the signal handler, read by workers */
+    atomic_int sigint; /* lock-free: safe in the signal handler, read by workers */
     atomic_int interrupt;
-    atomic_int terminate;       /* SIGTERM: like Ctrl-C, and the session ends (exit 143) */
-    atomic_int main_waiting;    /* the main thread is blocked on a future: its core is free */
+    atomic_int terminate;    /* SIGTERM: like Ctrl-C, and the session ends (exit 143) */
+    atomic_int main_waiting; /* the main thread is blocked on a future: its core is free */
     /* main-thread only */
-    struct AsyncState *async;   /* calls dispatched, waiting and timing counters (async.c) */
-    struct Lookahead *la;       /* calls started early (lookahead.c) */
-    ObjDict *modules;           /* name -> module */
-    void *preloaded;            /* modules parsed before the run (load.c) */
-    FILE *out;                  /* what the program prints */
-    int out_errno;              /* main-thread only: EPIPE once the reader of out is gone */
-    bool out_lost;              /* main-thread only: a write to out failed (exit status 1) */
-    FILE *err;                  /* runtime errors and warnings */
+    struct AsyncState *async; /* calls dispatched, waiting and timing counters (async.c) */
+    struct Lookahead *la;     /* calls started early (lookahead.c) */
+    ObjDict *modules;         /* name -> module */
+    void *preloaded;          /* modules parsed before the run (load.c) */
+    FILE *out;                /* what the program prints */
+    int out_errno;            /* main-thread only: EPIPE once the reader of out is gone */
+    bool out_lost;            /* main-thread only: a write to out failed (exit status 1) */
+    FILE *err;                /* runtime errors and warnings */
 } Interp;
 
 typedef struct Frame {
-    FnProto *p;                 /* NULL at module level */
+    FnProto *p; /* NULL at module level */
     ObjFunc *fn;
     Value *slots;
     struct Frame *parent;
@@ -136,34 +148,34 @@ struct VM {
     Value *stack;
     size_t sp, cap;
     int depth, max_depth;
-    char *stack_base;           /* C stack guard: bytes usable below stack_base on */
-    size_t stack_limit;         /* the thread this VM was made on (its real stack) */
+    char *stack_base;   /* C stack guard: bytes usable below stack_base on */
+    size_t stack_limit; /* the thread this VM was made on (its real stack) */
     Frame *frame;
-    ObjModule *mod;             /* module whose globals are in scope */
-    Value ret;                  /* value of the last `return` */
+    ObjModule *mod; /* module whose globals are in scope */
+    Value ret;      /* value of the last `return` */
     VMError err;
-    Rng rng;                    /* the program generator (main) or the task's stream */
-    uint64_t qcall_seq;         /* quantum calls made so far by the running call
+    Rng rng;                  /* the program generator (main) or the task's stream */
+    uint64_t qcall_seq;       /* quantum calls made so far by the running call
                                    (main: by the program), in program order */
-    uint64_t call_id;           /* a task: the id of the call it runs (its random
+    uint64_t call_id;         /* a task: the id of the call it runs (its random
                                    stream); nested calls get ids from it */
-    uint64_t stream_seed;       /* seed of this VM's call streams (the program's) */
-    struct QCtx *q;             /* the running quantum function's device, if any */
-    size_t dev_bytes;           /* device states the calls running on this VM hold:
+    uint64_t stream_seed;     /* seed of this VM's call streams (the program's) */
+    struct QCtx *q;           /* the running quantum function's device, if any */
+    size_t dev_bytes;         /* device states the calls running on this VM hold:
                                    a nested call runs within them (qrt.c) */
-    LoopCtx *loops;             /* main VM: loops with a lookahead plan running, innermost first */
-    bool la_on;                 /* main VM, not --sync nor --no-lookahead: loops record themselves */
-    bool la_watch;              /* calls started early are outstanding */
-    int la_sandbox;             /* lookahead.c is evaluating ahead: never wait, calls start early */
-    uint64_t la_index;          /* in the sandbox: the number the next call started early takes */
-    const atomic_int *cancel;   /* task cancellation flag, or NULL */
-    bool watch_interrupt;       /* answers Ctrl-C: the main program, and tasks run on
+    LoopCtx *loops;           /* main VM: loops with a lookahead plan running, innermost first */
+    bool la_on;               /* main VM, not --sync nor --no-lookahead: loops record themselves */
+    bool la_watch;            /* calls started early are outstanding */
+    int la_sandbox;           /* lookahead.c is evaluating ahead: never wait, calls start early */
+    uint64_t la_index;        /* in the sandbox: the number the next call started early takes */
+    const atomic_int *cancel; /* task cancellation flag, or NULL */
+    bool watch_interrupt;     /* answers Ctrl-C: the main program, and tasks run on
                                    the main thread (others stop when cancelled) */
-    void *task;                 /* the executor's task, when running one */
-    double wait_time;           /* seconds the main thread spent waiting */
-    int cur_line;               /* line of the top-level statement running (trace) */
-    const Source *top_src;      /* REPL: the input being run, for its top-level messages */
-    struct AdCtx *ad;           /* the differentiation running on this VM (track.h), or NULL */
+    void *task;               /* the executor's task, when running one */
+    double wait_time;         /* seconds the main thread spent waiting */
+    int cur_line;             /* line of the top-level statement running (trace) */
+    const Source *top_src;    /* REPL: the input being run, for its top-level messages */
+    struct AdCtx *ad;         /* the differentiation running on this VM (track.h), or NULL */
 };
 
 

@@ -26,8 +26,8 @@
 #include "array.h"
 
 typedef int32_t AdNode;
-#define AD_NONE (-1)        /* a constant operand: no node, no adjoint */
-#define AD_ERR (-2)         /* the operation failed: see ad_error */
+#define AD_NONE (-1) /* a constant operand: no node, no adjoint */
+#define AD_ERR  (-2) /* the operation failed: see ad_error */
 
 typedef struct AdTape AdTape;
 
@@ -66,10 +66,10 @@ typedef struct AdNd {
 struct AdTape {
     AdNd *v;
     size_t len, cap;
-    size_t total;                /* sum of node sizes: the adjoint buffer */
+    size_t total; /* sum of node sizes: the adjoint buffer */
     char err[256];
 };
-#define AD_KIND_S 1              /* a scalar node (tape.c's K_S) */
+#define AD_KIND_S 1 /* a scalar node (tape.c's K_S) */
 
 /* x is AD_NONE or a node of the tape */
 static inline int ad_ok_(const AdTape *t, AdNode x) { return (size_t)(uint32_t)(x + 1) <= t->len; }
@@ -104,9 +104,20 @@ double ad_dmath(ArFunc f, double x, double y);
  * Operand values are passed as AdVal: an array (kept as a shared copy) or a
  * number. Results are the caller's to compute (with the array room); the
  * tape only needs shapes and what the backward sweep reads. */
-typedef struct AdVal { const Array *a; double x; } AdVal;   /* a NULL: the number x */
-static inline AdVal ad_arr(const Array *a) { AdVal v = { a, 0 }; return v; }
-static inline AdVal ad_num(double x) { AdVal v = { NULL, x }; return v; }
+typedef struct AdVal {
+    const Array *a;
+    double x;
+} AdVal; /* a NULL: the number x */
+static inline AdVal ad_arr(const Array *a)
+{
+    AdVal v = { a, 0 };
+    return v;
+}
+static inline AdVal ad_num(double x)
+{
+    AdVal v = { NULL, x };
+    return v;
+}
 
 /* out = A op B elementwise with NumPy broadcasting, op one of AR_ADD,
  * AR_SUB, AR_MUL, AR_DIV, AR_POW (out: the result, kept for DIV and POW). */
@@ -123,16 +134,18 @@ AdNode ad_sum(AdTape *t, AdNode a, int axis, double scale);
 /* out[k] = A[src[k]] (flat positions): indexing, slicing, reshape,
  * transpose, iteration, min/max. ndim 0 gives a number (nsrc 1). src NULL:
  * the identity (a reshape); then nsrc must equal A's size. */
-AdNode ad_gather(AdTape *t, AdNode a, size_t nsrc, const size_t *src, int ndim, const size_t *shape);
+AdNode ad_gather(AdTape *t, AdNode a, size_t nsrc, const size_t *src, int ndim,
+                 const size_t *shape);
 /* out = the concatenation of the parents' values, flat, in order, shaped
  * (ndim, shape): an array built from a list of numbers and arrays. parents
  * may hold AD_NONE for constants (size sizes[i] each). */
-AdNode ad_concat(AdTape *t, int nparents, const AdNode *parents, const size_t *sizes, int ndim, const size_t *shape);
+AdNode ad_concat(AdTape *t, int nparents, const AdNode *parents, const size_t *sizes, int ndim,
+                 const size_t *shape);
 /* out = base with the flat positions pos[0..npos) replaced by values from v:
  * v broadcast over them (vmap[k] = the flat position in v for pos[k]).
  * base or v may be AD_NONE; shape is base's. */
-AdNode ad_setitems(AdTape *t, AdNode base, int ndim, const size_t *shape, AdNode v,
-                   size_t npos, const size_t *pos, const size_t *vmap);
+AdNode ad_setitems(AdTape *t, AdNode base, int ndim, const size_t *shape, AdNode v, size_t npos,
+                   const size_t *pos, const size_t *vmap);
 
 /* ---- Jacobian nodes ------------------------------------------------------------
  * out (m values, shaped (ndim, shape); ndim 0 for a number) depends on the

@@ -20,16 +20,16 @@ enum { K_INPUT, K_S, K_SCALE, K_MAP, K_EW, K_MATMUL, K_SUM, K_GATHER, K_CONCAT, 
 
 typedef struct AdAux {
     size_t shape[AR_MAXDIM];
-    Array *A, *B, *out;          /* kept operands (shared copies) */
-    double xa, xb;               /* numeric operands when A or B is NULL */
+    Array *A, *B, *out; /* kept operands (shared copies) */
+    double xa, xb;      /* numeric operands when A or B is NULL */
     ArOp op;
     int axis;
     size_t nidx;
-    size_t *idx, *idx2;          /* gather: src; set: pos, vmap */
+    size_t *idx, *idx2; /* gather: src; set: pos, vmap */
     int np;
-    AdNode *parents;             /* concat, jac */
+    AdNode *parents; /* concat, jac */
     size_t *sizes;
-    double *J;                   /* jac: m x width, NULL until set */
+    double *J; /* jac: m x width, NULL until set */
     size_t width;
 } AdAux;
 typedef AdAux Aux;
@@ -38,7 +38,7 @@ typedef AdNd Nd;
 _Static_assert(K_S == AD_KIND_S, "ad.h's inline append writes K_S");
 
 struct AdGrad {
-    const AdTape *t;             /* of the last sweep */
+    const AdTape *t; /* of the last sweep */
     double *buf;
     size_t cap;
     uint8_t *touched;
@@ -104,11 +104,17 @@ static AdNode push(AdTape *t, int kind, AdNode a, AdNode b, size_t n, int ndim, 
     if (t->len == t->cap) {
         size_t cap = t->cap ? t->cap * 2 : 256;
         Nd *v = realloc(t->v, cap * sizeof *v);
-        if (!v) { aux_free(aux); return fail(t, "out of memory recording a gradient"); }
+        if (!v) {
+            aux_free(aux);
+            return fail(t, "out of memory recording a gradient");
+        }
         t->v = v;
         t->cap = cap;
     }
-    if (t->len >= (size_t)INT32_MAX) { aux_free(aux); return fail(t, "gradient tape too long"); }
+    if (t->len >= (size_t)INT32_MAX) {
+        aux_free(aux);
+        return fail(t, "gradient tape too long");
+    }
     Nd *d = &t->v[t->len];
     d->kind = (uint8_t)kind;
     d->ndim = (uint8_t)ndim;
@@ -133,7 +139,10 @@ static size_t shape_size(int ndim, const size_t *shape)
 static Aux *aux_new(AdTape *t, int ndim, const size_t *shape)
 {
     Aux *x = calloc(1, sizeof *x);
-    if (!x) { fail(t, "out of memory recording a gradient"); return NULL; }
+    if (!x) {
+        fail(t, "out of memory recording a gradient");
+        return NULL;
+    }
     if (ndim > 0) memcpy(x->shape, shape, (size_t)ndim * sizeof(size_t));
     return x;
 }
@@ -177,7 +186,9 @@ double ad_dmath(ArFunc f, double x, double y)
     case AR_LOG10: return 1 / (x * M_LN10);
     case AR_SQRT: return y == 0 ? 0 : 0.5 / y;
     case AR_ABS: return x > 0 ? 1 : x < 0 ? -1 : 0;
-    case AR_FLOOR: case AR_CEIL: case AR_ROUND: return 0;
+    case AR_FLOOR:
+    case AR_CEIL:
+    case AR_ROUND: return 0;
     case AR_NFUNCS: break;
     }
     return 0;
@@ -218,7 +229,8 @@ AdNode ad_ewise(AdTape *t, ArOp op, AdNode a, AdVal A, AdNode b, AdVal B, const 
     x->xa = A.x;
     x->xb = B.x;
     int need_out = op == AR_DIV || op == AR_POW;
-    if ((A.a && !(x->A = keep(t, A.a))) || (B.a && !(x->B = keep(t, B.a))) || (need_out && !(x->out = keep(t, out)))) {
+    if ((A.a && !(x->A = keep(t, A.a))) || (B.a && !(x->B = keep(t, B.a))) ||
+        (need_out && !(x->out = keep(t, out)))) {
         aux_free(x);
         return AD_ERR;
     }
@@ -229,10 +241,14 @@ AdNode ad_map(AdTape *t, AdNode a, const Array *deriv)
 {
     if (a == AD_NONE) return AD_NONE;
     if (bad(t, a)) return AD_ERR;
-    if (!deriv || ar_size(deriv) != t->v[a].n || ar_is_complex(deriv)) return fail(t, "derivative of the wrong size");
+    if (!deriv || ar_size(deriv) != t->v[a].n || ar_is_complex(deriv))
+        return fail(t, "derivative of the wrong size");
     Aux *x = aux_new(t, t->v[a].ndim, ad_shape(t, a));
     if (!x) return AD_ERR;
-    if (!(x->A = keep(t, deriv))) { aux_free(x); return AD_ERR; }
+    if (!(x->A = keep(t, deriv))) {
+        aux_free(x);
+        return AD_ERR;
+    }
     return push(t, K_MAP, a, AD_NONE, t->v[a].n, t->v[a].ndim, x);
 }
 
@@ -254,8 +270,10 @@ AdNode ad_matmul(AdTape *t, AdNode a, const Array *A, AdNode b, const Array *B)
     if (bad(t, a) || bad(t, b)) return AD_ERR;
     if (!A || !B) return fail(t, "no operands");
     int na = ar_ndim(A), nb = ar_ndim(B);
-    if (na > 2 || nb > 2) return fail(t, "@ of arrays with more than 2 dimensions cannot be differentiated");
-    if (ar_is_complex(A) || ar_is_complex(B)) return fail(t, "complex arrays cannot be differentiated");
+    if (na > 2 || nb > 2)
+        return fail(t, "@ of arrays with more than 2 dimensions cannot be differentiated");
+    if (ar_is_complex(A) || ar_is_complex(B))
+        return fail(t, "complex arrays cannot be differentiated");
     size_t k = ar_shape(A)[na - 1];
     size_t kb = ar_shape(B)[0];
     if (k != kb) return fail(t, "@: shapes do not match");
@@ -265,7 +283,10 @@ AdNode ad_matmul(AdTape *t, AdNode a, const Array *A, AdNode b, const Array *B)
     if (nb == 2) shape[nd++] = ar_shape(B)[1];
     Aux *x = aux_new(t, nd, shape);
     if (!x) return AD_ERR;
-    if (!(x->A = keep(t, A)) || !(x->B = keep(t, B))) { aux_free(x); return AD_ERR; }
+    if (!(x->A = keep(t, A)) || !(x->B = keep(t, B))) {
+        aux_free(x);
+        return AD_ERR;
+    }
     return push(t, K_MATMUL, a, b, nd ? shape_size(nd, shape) : 1, nd, x);
 }
 
@@ -276,7 +297,8 @@ AdNode ad_sum(AdTape *t, AdNode a, int axis, double scale)
     int nd = t->v[a].ndim;
     const size_t *sh = ad_shape(t, a);
     if (axis == AR_AXIS_ALL || nd <= 1) {
-        if (axis != AR_AXIS_ALL && axis != 0 && axis != -1) return fail(t, "axis %d out of range", axis);
+        if (axis != AR_AXIS_ALL && axis != 0 && axis != -1)
+            return fail(t, "axis %d out of range", axis);
         Aux *x = aux_new(t, 0, NULL);
         if (!x) return AD_ERR;
         x->axis = AR_AXIS_ALL;
@@ -311,9 +333,15 @@ AdNode ad_gather(AdTape *t, AdNode a, size_t nsrc, const size_t *src, int ndim, 
     if (!x) return AD_ERR;
     if (src) {
         x->idx = malloc((nsrc ? nsrc : 1) * sizeof(size_t));
-        if (!x->idx) { aux_free(x); return fail(t, "out of memory recording a gradient"); }
+        if (!x->idx) {
+            aux_free(x);
+            return fail(t, "out of memory recording a gradient");
+        }
         for (size_t k = 0; k < nsrc; k++) {
-            if (src[k] >= t->v[a].n) { aux_free(x); return fail(t, "gather: position %zu out of range", src[k]); }
+            if (src[k] >= t->v[a].n) {
+                aux_free(x);
+                return fail(t, "gather: position %zu out of range", src[k]);
+            }
             x->idx[k] = src[k];
         }
     }
@@ -321,7 +349,8 @@ AdNode ad_gather(AdTape *t, AdNode a, size_t nsrc, const size_t *src, int ndim, 
     return push(t, K_GATHER, a, AD_NONE, n, ndim, x);
 }
 
-AdNode ad_concat(AdTape *t, int np, const AdNode *parents, const size_t *sizes, int ndim, const size_t *shape)
+AdNode ad_concat(AdTape *t, int np, const AdNode *parents, const size_t *sizes, int ndim,
+                 const size_t *shape)
 {
     int any = 0;
     size_t tot = 0;
@@ -329,7 +358,9 @@ AdNode ad_concat(AdTape *t, int np, const AdNode *parents, const size_t *sizes, 
         if (bad(t, parents[i])) return AD_ERR;
         if (parents[i] != AD_NONE) {
             any = 1;
-            if (t->v[parents[i]].n != sizes[i]) return fail(t, "concat: part %d has %zu values, not %zu", i, t->v[parents[i]].n, sizes[i]);
+            if (t->v[parents[i]].n != sizes[i])
+                return fail(t, "concat: part %d has %zu values, not %zu", i, t->v[parents[i]].n,
+                            sizes[i]);
         }
         tot += sizes[i];
     }
@@ -341,14 +372,17 @@ AdNode ad_concat(AdTape *t, int np, const AdNode *parents, const size_t *sizes, 
     x->np = np;
     x->parents = malloc((size_t)(np ? np : 1) * sizeof(AdNode));
     x->sizes = malloc((size_t)(np ? np : 1) * sizeof(size_t));
-    if (!x->parents || !x->sizes) { aux_free(x); return fail(t, "out of memory recording a gradient"); }
+    if (!x->parents || !x->sizes) {
+        aux_free(x);
+        return fail(t, "out of memory recording a gradient");
+    }
     memcpy(x->parents, parents, (size_t)np * sizeof(AdNode));
     memcpy(x->sizes, sizes, (size_t)np * sizeof(size_t));
     return push(t, K_CONCAT, AD_NONE, AD_NONE, n, ndim, x);
 }
 
-AdNode ad_setitems(AdTape *t, AdNode base, int ndim, const size_t *shape, AdNode v,
-                   size_t npos, const size_t *pos, const size_t *vmap)
+AdNode ad_setitems(AdTape *t, AdNode base, int ndim, const size_t *shape, AdNode v, size_t npos,
+                   const size_t *pos, const size_t *vmap)
 {
     if (base == AD_NONE && v == AD_NONE) return AD_NONE;
     if (bad(t, base) || bad(t, v)) return AD_ERR;
@@ -359,10 +393,16 @@ AdNode ad_setitems(AdTape *t, AdNode base, int ndim, const size_t *shape, AdNode
     x->nidx = npos;
     x->idx = malloc((npos ? npos : 1) * sizeof(size_t));
     x->idx2 = malloc((npos ? npos : 1) * sizeof(size_t));
-    if (!x->idx || !x->idx2) { aux_free(x); return fail(t, "out of memory recording a gradient"); }
+    if (!x->idx || !x->idx2) {
+        aux_free(x);
+        return fail(t, "out of memory recording a gradient");
+    }
     size_t vn = v != AD_NONE ? t->v[v].n : (size_t)-1;
     for (size_t k = 0; k < npos; k++) {
-        if (pos[k] >= n || (v != AD_NONE && vmap[k] >= vn)) { aux_free(x); return fail(t, "setitems: position out of range"); }
+        if (pos[k] >= n || (v != AD_NONE && vmap[k] >= vn)) {
+            aux_free(x);
+            return fail(t, "setitems: position out of range");
+        }
         x->idx[k] = pos[k];
         x->idx2[k] = vmap ? vmap[k] : 0;
     }
@@ -373,7 +413,8 @@ AdNode ad_jac(AdTape *t, int np, const AdNode *parents, int ndim, const size_t *
 {
     size_t width = 0;
     for (int i = 0; i < np; i++) {
-        if (bad(t, parents[i]) || parents[i] == AD_NONE) return bad(t, parents[i]) ? AD_ERR : fail(t, "jac: a constant parent");
+        if (bad(t, parents[i]) || parents[i] == AD_NONE)
+            return bad(t, parents[i]) ? AD_ERR : fail(t, "jac: a constant parent");
         width += t->v[parents[i]].n;
     }
     Aux *x = aux_new(t, ndim, shape);
@@ -381,7 +422,10 @@ AdNode ad_jac(AdTape *t, int np, const AdNode *parents, int ndim, const size_t *
     x->np = np;
     x->width = width;
     x->parents = malloc((size_t)(np ? np : 1) * sizeof(AdNode));
-    if (!x->parents) { aux_free(x); return fail(t, "out of memory recording a gradient"); }
+    if (!x->parents) {
+        aux_free(x);
+        return fail(t, "out of memory recording a gradient");
+    }
     memcpy(x->parents, parents, (size_t)np * sizeof(AdNode));
     return push(t, K_JAC, AD_NONE, AD_NONE, ndim ? shape_size(ndim, shape) : 1, ndim, x);
 }
@@ -392,7 +436,10 @@ int ad_jac_set(AdTape *t, AdNode x, const double *J)
     Aux *a = t->v[x].aux;
     size_t cnt = t->v[x].n * a->width;
     double *c = malloc((cnt ? cnt : 1) * sizeof(double));
-    if (!c) { fail(t, "out of memory recording a gradient"); return -1; }
+    if (!c) {
+        fail(t, "out of memory recording a gradient");
+        return -1;
+    }
     if (cnt) memcpy(c, J, cnt * sizeof(double));
     free(a->J);
     a->J = c;
@@ -483,10 +530,22 @@ static void vjp_ewise(const AdTape *t, const Nd *d, const double *g, double *ga,
         double av = A ? A[ba.pos] : x->xa, bv = B ? B[bb.pos] : x->xb, gk = g[k];
         double da, db;
         switch (x->op) {
-        case AR_ADD: da = 1; db = 1; break;
-        case AR_SUB: da = 1; db = -1; break;
-        case AR_MUL: da = bv; db = av; break;
-        case AR_DIV: da = 1 / bv; db = -O[k] / bv; break;
+        case AR_ADD:
+            da = 1;
+            db = 1;
+            break;
+        case AR_SUB:
+            da = 1;
+            db = -1;
+            break;
+        case AR_MUL:
+            da = bv;
+            db = av;
+            break;
+        case AR_DIV:
+            da = 1 / bv;
+            db = -O[k] / bv;
+            break;
         case AR_POW:
             da = bv == 0 ? 0 : bv * pow(av, bv - 1);
             db = av > 0 ? O[k] * log(av) : 0;
@@ -508,9 +567,10 @@ static void vjp_matmul(const Nd *d, const double *g, double *ga, double *gb)
     size_t m = na == 2 ? ar_shape(x->A)[0] : 1, k = ar_shape(x->A)[na - 1];
     size_t n = nb == 2 ? ar_shape(x->B)[1] : 1;
     /* as matrices: A (m x k), B (k x n), G (m x n) */
-    if (ga) {   /* gA += G B^T */
+    if (ga) { /* gA += G B^T */
         if (m * n * k >= 4096)
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)k, (int)n, 1.0, g, (int)n, B, (int)n, 1.0, ga, (int)k);
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)m, (int)k, (int)n, 1.0, g,
+                        (int)n, B, (int)n, 1.0, ga, (int)k);
         else
             for (size_t i = 0; i < m; i++)
                 for (size_t q = 0; q < n; q++) {
@@ -519,9 +579,10 @@ static void vjp_matmul(const Nd *d, const double *g, double *ga, double *gb)
                     for (size_t j = 0; j < k; j++) ga[i * k + j] += gv * B[j * n + q];
                 }
     }
-    if (gb) {   /* gB += A^T G */
+    if (gb) { /* gB += A^T G */
         if (m * n * k >= 4096)
-            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)k, (int)n, (int)m, 1.0, A, (int)k, g, (int)n, 1.0, gb, (int)n);
+            cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)k, (int)n, (int)m, 1.0, A,
+                        (int)k, g, (int)n, 1.0, gb, (int)n);
         else
             for (size_t i = 0; i < m; i++)
                 for (size_t q = 0; q < n; q++) {
@@ -547,23 +608,33 @@ static void vjp_sum(const AdTape *t, const Nd *d, const double *g, double *ga)
     for (int i = ax + 1; i < a->ndim; i++) inner *= sh[i];
     for (size_t o = 0; o < outer; o++)
         for (size_t l = 0; l < len; l++)
-            for (size_t i = 0; i < inner; i++) ga[(o * len + l) * inner + i] += d->ca * g[o * inner + i];
+            for (size_t i = 0; i < inner; i++)
+                ga[(o * len + l) * inner + i] += d->ca * g[o * inner + i];
 }
 
 int ad_backward(AdTape *t, AdNode out, const double *seed, AdGrad *g)
 {
-    if (!valid(t, out)) { fail(t, "backward: no such node"); return -1; }
+    if (!valid(t, out)) {
+        fail(t, "backward: no such node");
+        return -1;
+    }
     const Nd *o = &t->v[out];
-    size_t need = t->total;       /* every node has its slice: later ones stay 0 */
+    size_t need = t->total; /* every node has its slice: later ones stay 0 */
     if (need > g->cap) {
         double *b = realloc(g->buf, need * sizeof(double));
-        if (!b) { fail(t, "out of memory in the backward sweep"); return -1; }
+        if (!b) {
+            fail(t, "out of memory in the backward sweep");
+            return -1;
+        }
         g->buf = b;
         g->cap = need;
     }
     if ((size_t)out + 1 > g->tcap) {
         uint8_t *tb = realloc(g->touched, (size_t)out + 1);
-        if (!tb) { fail(t, "out of memory in the backward sweep"); return -1; }
+        if (!tb) {
+            fail(t, "out of memory in the backward sweep");
+            return -1;
+        }
         g->touched = tb;
         g->tcap = (size_t)out + 1;
     }
@@ -571,8 +642,10 @@ int ad_backward(AdTape *t, AdNode out, const double *seed, AdGrad *g)
     memset(g->buf, 0, need * sizeof(double));
     memset(g->touched, 0, (size_t)out + 1);
     double *adj = g->buf;
-    if (seed) memcpy(adj + o->off, seed, o->n * sizeof(double));
-    else adj[o->off] = 1;
+    if (seed)
+        memcpy(adj + o->off, seed, o->n * sizeof(double));
+    else
+        adj[o->off] = 1;
     g->touched[out] = 1;
     uint8_t *mask = NULL;
     size_t maskn = 0;
@@ -580,10 +653,16 @@ int ad_backward(AdTape *t, AdNode out, const double *seed, AdGrad *g)
     for (AdNode i = out; i >= 0; i--) {
         if (!touched[i]) continue;
         const Nd *d = &t->v[i];
-        if (d->kind == K_S) {           /* the common case: a number from one or two numbers */
+        if (d->kind == K_S) { /* the common case: a number from one or two numbers */
             double gv = adj[d->off];
-            if (d->a >= 0) { adj[t->v[d->a].off] += d->ca * gv; touched[d->a] = 1; }
-            if (d->b >= 0) { adj[t->v[d->b].off] += d->cb * gv; touched[d->b] = 1; }
+            if (d->a >= 0) {
+                adj[t->v[d->a].off] += d->ca * gv;
+                touched[d->a] = 1;
+            }
+            if (d->b >= 0) {
+                adj[t->v[d->b].off] += d->cb * gv;
+                touched[d->b] = 1;
+            }
             continue;
         }
         const double *gi = adj + d->off;
@@ -631,7 +710,11 @@ int ad_backward(AdTape *t, AdNode out, const double *seed, AdGrad *g)
             if (ga) {
                 if (d->n > maskn) {
                     uint8_t *m = realloc(mask, d->n);
-                    if (!m) { free(mask); fail(t, "out of memory in the backward sweep"); return -1; }
+                    if (!m) {
+                        free(mask);
+                        fail(t, "out of memory in the backward sweep");
+                        return -1;
+                    }
                     mask = m;
                     maskn = d->n;
                 }
@@ -646,7 +729,11 @@ int ad_backward(AdTape *t, AdNode out, const double *seed, AdGrad *g)
         }
         case K_JAC: {
             const Aux *x = d->aux;
-            if (!x->J) { free(mask); fail(t, "internal error: a Jacobian node was not filled in"); return -1; }
+            if (!x->J) {
+                free(mask);
+                fail(t, "internal error: a Jacobian node was not filled in");
+                return -1;
+            }
             size_t col = 0;
             for (int p = 0; p < x->np; p++) {
                 AdNode q = x->parents[p];

@@ -14,15 +14,17 @@
 /* ---- broadcasting ------------------------------------------------------------ */
 
 /* Why: NumPy's rule — align shapes on the right; sizes must match or be 1. */
-int ar__bcast_shape(int na, const size_t *sa, int nb, const size_t *sb,
-                    int *nout, size_t *out)
+int ar__bcast_shape(int na, const size_t *sa, int nb, const size_t *sb, int *nout, size_t *out)
 {
     int n = na > nb ? na : nb;
     for (int i = 0; i < n; i++) {
         size_t x = i < na ? sa[na - 1 - i] : 1, y = i < nb ? sb[nb - 1 - i] : 1;
-        if (x == y || y == 1) out[n - 1 - i] = x;
-        else if (x == 1) out[n - 1 - i] = y;
-        else return -1;
+        if (x == y || y == 1)
+            out[n - 1 - i] = x;
+        else if (x == 1)
+            out[n - 1 - i] = y;
+        else
+            return -1;
     }
     *nout = n;
     return 0;
@@ -46,31 +48,39 @@ void ar__bcast_strides(int n, const size_t *s, int nout, const size_t *out, ptrd
 
 /* ---- binary kernels --------------------------------------------------------------- */
 
-typedef void (*Kernel)(void *o, const void *a, ptrdiff_t sa, const void *b, ptrdiff_t sb,
-                       size_t n);
+typedef void (*Kernel)(void *o, const void *a, ptrdiff_t sa, const void *b, ptrdiff_t sb, size_t n);
 
 /* One kernel per (operator, dtype): x and y are the operands in EXPR; the
  * stride cases let the compiler vectorise the contiguous and scalar ones. */
-#define KERNEL(name, TI, TO, EXPR)                                                   \
-    static void name(void *o_, const void *a_, ptrdiff_t sa, const void *b_,         \
-                     ptrdiff_t sb, size_t n)                                         \
-    {                                                                                \
-        TO *restrict o = o_;                                                         \
-        const TI *restrict a = a_, *restrict b = b_;                                 \
-        if (sa == 1 && sb == 1) {                                                    \
-            for (size_t i = 0; i < n; i++) { TI x = a[i], y = b[i]; o[i] = (EXPR); } \
-        } else if (sa == 1 && sb == 0) {                                             \
-            TI y = b[0];                                                             \
-            for (size_t i = 0; i < n; i++) { TI x = a[i]; o[i] = (EXPR); }           \
-        } else if (sa == 0 && sb == 1) {                                             \
-            TI x = a[0];                                                             \
-            for (size_t i = 0; i < n; i++) { TI y = b[i]; o[i] = (EXPR); }           \
-        } else {                                                                     \
-            for (size_t i = 0; i < n; i++) {                                         \
-                TI x = a[(ptrdiff_t)i * sa], y = b[(ptrdiff_t)i * sb];               \
-                o[i] = (EXPR);                                                       \
-            }                                                                        \
-        }                                                                            \
+#define KERNEL(name, TI, TO, EXPR)                                                         \
+    static void name(void *o_, const void *a_, ptrdiff_t sa, const void *b_, ptrdiff_t sb, \
+                     size_t n)                                                             \
+    {                                                                                      \
+        TO *restrict o = o_;                                                               \
+        const TI *restrict a = a_, *restrict b = b_;                                       \
+        if (sa == 1 && sb == 1) {                                                          \
+            for (size_t i = 0; i < n; i++) {                                               \
+                TI x = a[i], y = b[i];                                                     \
+                o[i] = (EXPR);                                                             \
+            }                                                                              \
+        } else if (sa == 1 && sb == 0) {                                                   \
+            TI y = b[0];                                                                   \
+            for (size_t i = 0; i < n; i++) {                                               \
+                TI x = a[i];                                                               \
+                o[i] = (EXPR);                                                             \
+            }                                                                              \
+        } else if (sa == 0 && sb == 1) {                                                   \
+            TI x = a[0];                                                                   \
+            for (size_t i = 0; i < n; i++) {                                               \
+                TI y = b[i];                                                               \
+                o[i] = (EXPR);                                                             \
+            }                                                                              \
+        } else {                                                                           \
+            for (size_t i = 0; i < n; i++) {                                               \
+                TI x = a[(ptrdiff_t)i * sa], y = b[(ptrdiff_t)i * sb];                     \
+                o[i] = (EXPR);                                                             \
+            }                                                                              \
+        }                                                                                  \
     }
 
 typedef double _Complex cplx;
@@ -108,7 +118,7 @@ static cplx cpow_q(cplx x, cplx y)
 
 KERNEL(k_add_ff, double, double, x + y)
 KERNEL(k_sub_ff, double, double, x - y)
-KERNEL(k_mul_ff, double, double, x * y)
+KERNEL(k_mul_ff, double, double, (x) * (y))
 KERNEL(k_div_ff, double, double, x / y)
 KERNEL(k_pow_ff, double, double, pow(x, y))
 KERNEL(k_eq_ff, double, double, (double)(x == y))
@@ -128,12 +138,12 @@ KERNEL(k_eq_cc, cplx, double, (double)(creal(x) == creal(y) && cimag(x) == cimag
 KERNEL(k_ne_cc, cplx, double, (double)(creal(x) != creal(y) || cimag(x) != cimag(y)))
 
 static const Kernel kern_ff[AR_NOPS] = {
-    k_add_ff, k_sub_ff, k_mul_ff, k_div_ff, k_pow_ff, k_eq_ff, k_ne_ff,
-    k_lt_ff, k_le_ff, k_gt_ff, k_ge_ff, k_atan2_ff,
+    k_add_ff, k_sub_ff, k_mul_ff, k_div_ff, k_pow_ff, k_eq_ff,
+    k_ne_ff,  k_lt_ff,  k_le_ff,  k_gt_ff,  k_ge_ff,  k_atan2_ff,
 };
 static const Kernel kern_cc[AR_NOPS] = {
-    k_add_cc, k_sub_cc, k_mul_cc, k_div_cc, k_pow_cc, k_eq_cc, k_ne_cc,
-    NULL, NULL, NULL, NULL, NULL,
+    k_add_cc, k_sub_cc, k_mul_cc, k_div_cc, k_pow_cc, k_eq_cc,
+    k_ne_cc,  NULL,     NULL,     NULL,     NULL,     NULL,
 };
 
 static const char *const op_names[AR_NOPS] = {
@@ -141,21 +151,15 @@ static const char *const op_names[AR_NOPS] = {
 };
 
 /* Why: the interpreter names the operator in its own messages. */
-const char *ar_op_name(ArOp op)
-{
-    return (unsigned)op < AR_NOPS ? op_names[op] : "?";
-}
+const char *ar_op_name(ArOp op) { return (unsigned)op < AR_NOPS ? op_names[op] : "?"; }
 
 /* Why: comparisons always produce float 0/1 arrays. */
-static int is_cmp(ArOp op)
-{
-    return op >= AR_EQ && op <= AR_GE;
-}
+static int is_cmp(ArOp op) { return op >= AR_EQ && op <= AR_GE; }
 
 /* Why: the validated, same-dtype core of every binary operation: broadcast
  * shape, one output allocation, kernel over innermost runs. */
-static Array *binop_typed(ArOp op, const Array *a, const Array *b, int nout,
-                          const size_t *oshape, char *err)
+static Array *binop_typed(ArOp op, const Array *a, const Array *b, int nout, const size_t *oshape,
+                          char *err)
 {
     ArType ot = is_cmp(op) ? AR_F64 : a->type;
     Kernel k = a->type == AR_C128 ? kern_cc[op] : kern_ff[op];
@@ -164,7 +168,7 @@ static Array *binop_typed(ArOp op, const Array *a, const Array *b, int nout,
     size_t ie = ar__esize(a->type), oe = ar__esize(ot);
     const char *pa = ar__data(a), *pb = ar__data(b);
     char *po = ar__data(r);
-    if (a->size == r->size && b->size == r->size) {   /* same shapes */
+    if (a->size == r->size && b->size == r->size) { /* same shapes */
         k(po, pa, 1, pb, 1, r->size);
         return r;
     }
@@ -182,8 +186,7 @@ static Array *binop_typed(ArOp op, const Array *a, const Array *b, int nout,
     size_t idx[AR_MAXDIM] = { 0 }, inner = oshape[nout - 1];
     ptrdiff_t oa = 0, ob = 0;
     for (;;) {
-        k(po, pa + oa * (ptrdiff_t)ie, sa[nout - 1], pb + ob * (ptrdiff_t)ie, sb[nout - 1],
-          inner);
+        k(po, pa + oa * (ptrdiff_t)ie, sa[nout - 1], pb + ob * (ptrdiff_t)ie, sb[nout - 1], inner);
         po += inner * oe;
         int d = nout - 2;
         for (; d >= 0; d--) {
@@ -209,9 +212,11 @@ Array *ar_binop(ArOp op, const Array *a, const Array *b, char *err)
     }
     int cx = a->type == AR_C128 || b->type == AR_C128;
     if (cx && !kern_cc[op]) {
-        if (op == AR_ATAN2) ar__err(err, "atan2 is not defined for complex arrays");
-        else ar__err(err, "ordering comparison '%s' is not defined for complex arrays",
-                     op_names[op]);
+        if (op == AR_ATAN2)
+            ar__err(err, "atan2 is not defined for complex arrays");
+        else
+            ar__err(err, "ordering comparison '%s' is not defined for complex arrays",
+                    op_names[op]);
         return NULL;
     }
     int nout;
@@ -220,8 +225,10 @@ Array *ar_binop(ArOp op, const Array *a, const Array *b, char *err)
         char sa[160], sb[160];
         ar__shape_fmt(sa, sizeof sa, a->ndim, a->shape);
         ar__shape_fmt(sb, sizeof sb, b->ndim, b->shape);
-        if (op == AR_ATAN2) ar__err(err, "shape mismatch: atan2(%s, %s)", sa, sb);
-        else ar__err(err, "shape mismatch: %s %s %s", sa, op_names[op], sb);
+        if (op == AR_ATAN2)
+            ar__err(err, "shape mismatch: atan2(%s, %s)", sa, sb);
+        else
+            ar__err(err, "shape mismatch: %s %s %s", sa, op_names[op], sb);
         return NULL;
     }
     if (!cx || (a->type == b->type)) return binop_typed(op, a, b, nout, oshape, err);
@@ -290,22 +297,19 @@ static cplx c_log10(cplx z)
 }
 
 static const char *const func_names[AR_NFUNCS] = {
-    "sin", "cos", "tan", "asin", "acos", "atan", "exp", "log", "log2", "log10",
-    "sqrt", "abs", "floor", "ceil", "round",
+    "sin",  "cos",   "tan",  "asin", "acos",  "atan", "exp",   "log",
+    "log2", "log10", "sqrt", "abs",  "floor", "ceil", "round",
 };
 static double (*const ffun[AR_NFUNCS])(double) = {
     sin, cos, tan, asin, acos, atan, exp, log, log2, log10, sqrt, fabs, floor, ceil, f_round,
 };
 static cplx (*const cfun[AR_NFUNCS])(cplx) = {
-    csin, ccos, ctan, casin, cacos, catan, cexp, clog, c_log2, c_log10, csqrt, NULL,
-    NULL, NULL, NULL,
+    csin,   ccos,    ctan,  casin, cacos, catan, cexp, clog,
+    c_log2, c_log10, csqrt, NULL,  NULL,  NULL,  NULL,
 };
 
 /* Why: for the interpreter's messages. */
-const char *ar_func_name(ArFunc f)
-{
-    return (unsigned)f < AR_NFUNCS ? func_names[f] : "?";
-}
+const char *ar_func_name(ArFunc f) { return (unsigned)f < AR_NFUNCS ? func_names[f] : "?"; }
 
 /* Why: the language's math builtins applied elementwise (§6, §7). */
 Array *ar_map(ArFunc f, const Array *a, char *err)
@@ -535,8 +539,7 @@ int ar_reduce(ArReduce r, const Array *a, int axis, Array **out, ArScalar *s, ch
             return ar__err(err, "%s: axis %d is out of range for a %d-d array", name, axis,
                            a->ndim);
         if (a->ndim > 1) {
-            if (r != AR_SUM && a->shape[ax] == 0)
-                return ar__err(err, "%s of an empty array", name);
+            if (r != AR_SUM && a->shape[ax] == 0) return ar__err(err, "%s of an empty array", name);
             Array *res = reduce_axis(r, a, ax, err);
             if (!res) return AR_ERR;
             *out = res;

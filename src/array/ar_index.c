@@ -16,31 +16,47 @@ typedef struct {
     size_t count[AR_MAXDIM];
     int keep[AR_MAXDIM];
     int nkeep;
-    size_t kshape[AR_MAXDIM];   /* shape of the result: kept axes' counts */
+    size_t kshape[AR_MAXDIM]; /* shape of the result: kept axes' counts */
 } Region;
 
 /* Why: Python's slice rules (clamping, negative bounds and steps) so that
  * a[1:100] or a[::-1] behave as users of lists expect. */
-static int norm_slice(const ArIndex *x, size_t len, int axis, size_t *start,
-                      ptrdiff_t *step, size_t *count, char *err)
+static int norm_slice(const ArIndex *x, size_t len, int axis, size_t *start, ptrdiff_t *step,
+                      size_t *count, char *err)
 {
     long st = x->step == AR_IX_NONE ? 1 : x->step;
     if (st == 0) return ar__err(err, "slice step cannot be zero (axis %d)", axis);
     long L = (long)len, b, e, n;
     if (st > 0) {
         b = x->start == AR_IX_NONE ? 0 : x->start;
-        if (b < 0) { b += L; if (b < 0) b = 0; } else if (b > L) b = L;
+        if (b < 0) {
+            b += L;
+            if (b < 0) b = 0;
+        } else if (b > L)
+            b = L;
         e = x->stop == AR_IX_NONE ? L : x->stop;
-        if (e < 0) { e += L; if (e < 0) e = 0; } else if (e > L) e = L;
+        if (e < 0) {
+            e += L;
+            if (e < 0) e = 0;
+        } else if (e > L)
+            e = L;
         n = e > b ? (e - b - 1) / st + 1 : 0;
     } else {
         b = x->start == AR_IX_NONE ? L - 1 : x->start;
-        if (b < 0) { b += L; if (b < 0) b = -1; } else if (b >= L) b = L - 1;
+        if (b < 0) {
+            b += L;
+            if (b < 0) b = -1;
+        } else if (b >= L)
+            b = L - 1;
         if (x->stop == AR_IX_NONE) {
             e = -1;
         } else {
             e = x->stop;
-            if (e < 0) { e += L; if (e < 0) e = -1; } else if (e >= L) e = L - 1;
+            if (e < 0) {
+                e += L;
+                if (e < 0) e = -1;
+            } else if (e >= L)
+                e = L - 1;
         }
         n = b > e ? (b - e - 1) / (-st) + 1 : 0;
     }
@@ -68,8 +84,8 @@ static int region_make(const Array *a, const ArIndex *ix, int nix, Region *r, ch
             long i = ix[d].i;
             long j = i < 0 ? i + (long)len : i;
             if (j < 0 || (size_t)j >= len)
-                return ar__err(err, "index %ld is out of range for axis %d with length %zu",
-                               i, d, len);
+                return ar__err(err, "index %ld is out of range for axis %d with length %zu", i, d,
+                               len);
             r->start[d] = (size_t)j;
             r->step[d] = 1;
             r->count[d] = 1;
@@ -94,7 +110,8 @@ typedef void (*RunFn)(void *ctx, const size_t *idx, ptrdiff_t off, size_t n, ptr
 static void region_walk(const Array *a, const Region *r, RunFn fn, void *ctx)
 {
     int nd = a->ndim;
-    for (int d = 0; d < nd; d++) if (r->count[d] == 0) return;
+    for (int d = 0; d < nd; d++)
+        if (r->count[d] == 0) return;
     ptrdiff_t st[AR_MAXDIM];
     st[nd - 1] = 1;
     for (int d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * (ptrdiff_t)a->shape[d + 1];
@@ -219,7 +236,7 @@ typedef struct {
     const char *src;
     ArType dt, vt;
     int nd;
-    ptrdiff_t sst[AR_MAXDIM];   /* source strides per axis of the target */
+    ptrdiff_t sst[AR_MAXDIM]; /* source strides per axis of the target */
 } Scatter;
 
 /* Why: copies one run of the (broadcast) source into the region,
@@ -261,8 +278,8 @@ int ar_assign_array(Array *a, const ArIndex *ix, int nix, const Array *v, char *
     }
     int nb;
     size_t bs[AR_MAXDIM];
-    int ok = ar__bcast_shape(v->ndim, v->shape, r.nkeep, r.kshape, &nb, bs) == 0 &&
-             nb == r.nkeep && memcmp(bs, r.kshape, (size_t)nb * sizeof *bs) == 0;
+    int ok = ar__bcast_shape(v->ndim, v->shape, r.nkeep, r.kshape, &nb, bs) == 0 && nb == r.nkeep &&
+             memcmp(bs, r.kshape, (size_t)nb * sizeof *bs) == 0;
     if (!ok) {
         char vs[160], ts[160];
         ar__shape_fmt(vs, sizeof vs, v->ndim, v->shape);
@@ -270,14 +287,13 @@ int ar_assign_array(Array *a, const ArIndex *ix, int nix, const Array *v, char *
         return ar__err(err, "could not broadcast array of shape %s into shape %s", vs, ts);
     }
     Array *hold = NULL;
-    if (v->buf == a->buf) {           /* keep v's data alive and unchanged */
+    if (v->buf == a->buf) { /* keep v's data alive and unchanged */
         hold = ar_copy(v, err);
         if (!hold) return AR_ERR;
     }
-    int rc = (v->type == AR_C128 && a->type == AR_F64) ? ar__promote(a, err)
-                                                       : ar__unique(a, err);
+    int rc = (v->type == AR_C128 && a->type == AR_F64) ? ar__promote(a, err) : ar__unique(a, err);
     if (rc == 0) {
-        const Array *src = hold ? hold : v;   /* v may be a itself */
+        const Array *src = hold ? hold : v; /* v may be a itself */
         Scatter s;
         s.dst = ar__data(a);
         s.src = ar__data(src);

@@ -11,27 +11,24 @@
 
 #include "array.h"
 
-#define AR_ALIGN 64   /* buffer alignment; also the buffer header's size */
+#define AR_ALIGN 64 /* buffer alignment; also the buffer header's size */
 
 /* The shared element block: header, then (at offset AR_ALIGN) the elements. */
 typedef struct ArBuf {
-    atomic_size_t rc;    /* number of Array headers pointing here */
-    size_t nbytes;       /* bytes of elements in use */
-    size_t cap;          /* bytes of elements the block can hold (>= nbytes) */
+    atomic_size_t rc; /* number of Array headers pointing here */
+    size_t nbytes;    /* bytes of elements in use */
+    size_t cap;       /* bytes of elements the block can hold (>= nbytes) */
 } ArBuf;
 
 struct Array {
     ArType type;
     int ndim;
-    size_t size;                 /* product of shape */
+    size_t size; /* product of shape */
     size_t shape[AR_MAXDIM];
     ArBuf *buf;
 };
 
-static inline void *ar__data(const Array *a)
-{
-    return (char *)a->buf + AR_ALIGN;
-}
+static inline void *ar__data(const Array *a) { return (char *)a->buf + AR_ALIGN; }
 static inline size_t ar__esize(ArType t)
 {
     return t == AR_C128 ? sizeof(double _Complex) : sizeof(double);
@@ -40,7 +37,10 @@ static inline size_t ar__esize(ArType t)
  * under clang with glibc). */
 static inline double _Complex ar__cx(double re, double im)
 {
-    union { double _Complex z; double d[2]; } u;
+    union {
+        double _Complex z;
+        double d[2];
+    } u;
     u.d[0] = re;
     u.d[1] = im;
     return u.z;
@@ -63,8 +63,7 @@ int ar__unique(Array *a, char *err);
 int ar__promote(Array *a, char *err);
 
 /* Broadcast shape of two shapes (NumPy rules); -1 if incompatible. */
-int ar__bcast_shape(int na, const size_t *sa, int nb, const size_t *sb,
-                    int *nout, size_t *out);
+int ar__bcast_shape(int na, const size_t *sa, int nb, const size_t *sb, int *nout, size_t *out);
 /* Element strides of an array of shape (n, s) viewed as broadcast to the
  * (nout, out) shape: right-aligned, 0 along broadcast axes. */
 void ar__bcast_strides(int n, const size_t *s, int nout, const size_t *out, ptrdiff_t *st);

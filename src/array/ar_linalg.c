@@ -25,10 +25,7 @@ static int not_aligned(const char *what, const Array *a, const Array *b, char *e
 }
 
 /* Why: BLAS takes int dimensions; bigger arrays must fail, not wrap. */
-static int blas_ok(size_t n)
-{
-    return n <= (size_t)INT_MAX;
-}
+static int blas_ok(size_t n) { return n <= (size_t)INT_MAX; }
 
 /* Why: C = A (m x k) @ B (k x n), row-major, dtype t; BLAS is skipped when
  * it has nothing to do (k == 0 leaves zeros, empty outputs nothing). */
@@ -48,8 +45,8 @@ static void gemm(ArType t, size_t m, size_t n, size_t k, const void *A, const vo
         } else if (m == 1) {
             cblas_dgemv(CblasRowMajor, CblasTrans, K, N, 1.0, B, N, A, 1, 0.0, C, 1);
         } else {
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0, A, K, B, N,
-                        0.0, C, N);
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0, A, K, B, N, 0.0, C,
+                        N);
         }
     } else {
         const cplx one = 1, zero = 0;
@@ -60,8 +57,8 @@ static void gemm(ArType t, size_t m, size_t n, size_t k, const void *A, const vo
         } else if (m == 1) {
             cblas_zgemv(CblasRowMajor, CblasTrans, K, N, &one, B, N, A, 1, &zero, C, 1);
         } else {
-            cblas_zgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, &one, A, K, B, N,
-                        &zero, C, N);
+            cblas_zgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, &one, A, K, B, N, &zero,
+                        C, N);
         }
     }
 }
@@ -79,7 +76,7 @@ static int matmul_typed(const Array *a, const Array *b, Array **out, ArScalar *s
     if (!blas_ok(m) || !blas_ok(n) || !blas_ok(ka))
         return ar__err(err, "matmul: dimensions too large for BLAS");
 
-    if (a->ndim == 1 && b->ndim == 1) {          /* inner product */
+    if (a->ndim == 1 && b->ndim == 1) { /* inner product */
         if (t == AR_F64) {
             double r = 0;
             gemm(t, 1, 1, ka, ar__data(a), ar__data(b), &r);
@@ -113,7 +110,7 @@ static int matmul_typed(const Array *a, const Array *b, Array **out, ArScalar *s
     }
     size_t nbatch = 1;
     for (int i = 0; i < nbt; i++) nbatch *= bsh[i];
-    ptrdiff_t sa[AR_MAXDIM], sb[AR_MAXDIM];   /* in matrices */
+    ptrdiff_t sa[AR_MAXDIM], sb[AR_MAXDIM]; /* in matrices */
     ar__bcast_strides(nba, a->shape, nbt, bsh, sa);
     ar__bcast_strides(nbb, b->shape, nbt, bsh, sb);
     size_t idx[AR_MAXDIM] = { 0 }, asz = m * ka * es, bsz = ka * n * es, csz = m * n * es;
@@ -158,8 +155,7 @@ int ar_dot(const Array *a, const Array *b, Array **out, ArScalar *s, char *err)
         char sa[160], sb[160];
         ar__shape_fmt(sa, sizeof sa, a->ndim, a->shape);
         ar__shape_fmt(sb, sizeof sb, b->ndim, b->shape);
-        return ar__err(err, "dot: only 1-d and 2-d arrays, got shapes %s and %s (use @)",
-                       sa, sb);
+        return ar__err(err, "dot: only 1-d and 2-d arrays, got shapes %s and %s (use @)", sa, sb);
     }
     int rc = ar_matmul(a, b, out, s, err);
     if (rc == AR_ERR && err && strncmp(err, "matmul:", 7) == 0) {
@@ -270,8 +266,10 @@ static int syevd(int n, double *m, double *w)
     liwork = iwq > 1 ? iwq : 1;
     double *work = ar__malloc((size_t)lwork * sizeof *work);
     int *iwork = ar__malloc((size_t)liwork * sizeof *iwork);
-    if (work && iwork) dsyevd_("N", "U", &n, m, &n, w, work, &lwork, iwork, &liwork, &info, 1, 1);
-    else info = -1000;
+    if (work && iwork)
+        dsyevd_("N", "U", &n, m, &n, w, work, &lwork, iwork, &liwork, &info, 1, 1);
+    else
+        info = -1000;
     ar__free(work);
     ar__free(iwork);
     return info;
@@ -292,8 +290,7 @@ static int heevd(int n, cplx *m, double *w)
     double *rwork = ar__malloc((size_t)lrwork * sizeof *rwork);
     int *iwork = ar__malloc((size_t)liwork * sizeof *iwork);
     if (work && rwork && iwork)
-        zheevd_("N", "U", &n, m, &n, w, work, &lwork, rwork, &lrwork, iwork, &liwork, &info, 1,
-                1);
+        zheevd_("N", "U", &n, m, &n, w, work, &lwork, rwork, &lrwork, iwork, &liwork, &info, 1, 1);
     else
         info = -1000;
     ar__free(work);
@@ -329,8 +326,8 @@ Array *ar_eigvalsh(const Array *a, char *err)
     size_t sh1[1] = { n };
     Array *w = ar__alloc(AR_F64, 1, sh1, err);
     if (!w || n == 0) return w;
-    Array *m = ar_copy(a, err);   /* shares a's buffer, so unique() copies it: */
-    if (!m || ar__unique(m, err)) {   /* LAPACK overwrites its input */
+    Array *m = ar_copy(a, err);     /* shares a's buffer, so unique() copies it: */
+    if (!m || ar__unique(m, err)) { /* LAPACK overwrites its input */
         ar_free(m);
         ar_free(w);
         return NULL;
@@ -339,9 +336,12 @@ Array *ar_eigvalsh(const Array *a, char *err)
                                  : heevd((int)n, ar__data(m), ar__data(w));
     ar_free(m);
     if (info) {
-        if (info == -1000) ar__err(err, "out of memory in eigvalsh");
-        else if (info > 0) ar__err(err, "eigvalsh: the eigenvalue algorithm did not converge");
-        else ar__err(err, "eigvalsh: LAPACK rejected argument %d", -info);
+        if (info == -1000)
+            ar__err(err, "out of memory in eigvalsh");
+        else if (info > 0)
+            ar__err(err, "eigvalsh: the eigenvalue algorithm did not converge");
+        else
+            ar__err(err, "eigvalsh: LAPACK rejected argument %d", -info);
         ar_free(w);
         return NULL;
     }

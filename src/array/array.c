@@ -22,10 +22,7 @@
 static _Thread_local long fail_countdown = -1;
 
 /* Why: lets the tests drive every allocation-failure path. */
-void ar_test_fail_alloc(long n)
-{
-    fail_countdown = n;
-}
+void ar_test_fail_alloc(long n) { fail_countdown = n; }
 
 /* Why: one place where the room allocates, so the failure hook sees all. */
 void *ar__malloc(size_t n)
@@ -38,10 +35,7 @@ void *ar__malloc(size_t n)
 }
 
 /* Why: the partner of ar__malloc, so the pairing stays visible. */
-void ar__free(void *p)
-{
-    free(p);
-}
+void ar__free(void *p) { free(p); }
 
 /* Why: 64-byte aligned buffers (cache lines, AVX-512 loads) for BLAS and the
  * elementwise kernels, under the same failure hook as ar__malloc. */
@@ -76,12 +70,11 @@ int ar__shape_fmt(char *buf, size_t cap, int ndim, const size_t *shape)
     int w = snprintf(buf, cap, "(");
     n += w > 0 ? (size_t)w : 0;
     for (int i = 0; i < ndim; i++) {
-        w = snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, "%s%zu",
-                     i ? ", " : "", shape[i]);
+        w = snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, "%s%zu", i ? ", " : "",
+                     shape[i]);
         n += w > 0 ? (size_t)w : 0;
     }
-    w = snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, "%s)",
-                 ndim == 1 ? "," : "");
+    w = snprintf(buf + (n < cap ? n : cap), n < cap ? cap - n : 0, "%s)", ndim == 1 ? "," : "");
     n += w > 0 ? (size_t)w : 0;
     return (int)n;
 }
@@ -100,14 +93,14 @@ int ar_shape_str(const Array *a, char *buf, size_t cap)
  * cache is thread-local (no locks; a buffer is parked by whichever thread
  * drops the last reference), small and bounded, and emptied at thread exit
  * or by ar_cache_trim(). */
-#define CACHE_MIN ((size_t)1 << 20)       /* smaller blocks: plain malloc */
+#define CACHE_MIN   ((size_t)1 << 20) /* smaller blocks: plain malloc */
 #define CACHE_SLOTS 4
-#define CACHE_LIMIT ((size_t)128 << 20)   /* bytes parked per thread, at most */
+#define CACHE_LIMIT ((size_t)128 << 20) /* bytes parked per thread, at most */
 
 typedef struct {
     ArBuf *blk[CACHE_SLOTS];
     int n;
-    int registered;            /* thread-exit destructor installed */
+    int registered; /* thread-exit destructor installed */
     size_t bytes;
 } BufCache;
 
@@ -136,8 +129,7 @@ static ArBuf *cache_take(size_t need)
     int best = -1;
     for (int i = 0; i < tcache.n; i++) {
         size_t cap = tcache.blk[i]->cap;
-        if (cap >= need && cap / 2 <= need && (best < 0 || cap < tcache.blk[best]->cap))
-            best = i;
+        if (cap >= need && cap / 2 <= need && (best < 0 || cap < tcache.blk[best]->cap)) best = i;
     }
     if (best < 0) return NULL;
     ArBuf *b = tcache.blk[best];
@@ -162,10 +154,7 @@ static int cache_put(ArBuf *b)
 }
 
 /* Why: lets the interpreter (and leak checkers) give parked memory back. */
-void ar_cache_trim(void)
-{
-    cache_drop(&tcache);
-}
+void ar_cache_trim(void) { cache_drop(&tcache); }
 
 /* Why: the buffer is the unit of sharing; it starts with one reference. */
 static ArBuf *buf_new(size_t nbytes, char *err)
@@ -208,7 +197,8 @@ static int check_shape(ArType t, int ndim, const size_t *shape, size_t *size, ch
     if (t != AR_F64 && t != AR_C128) return ar__err(err, "unknown array type %d", (int)t);
     size_t n = 1, lim = ((size_t)PTRDIFF_MAX - AR_ALIGN) / ar__esize(t);
     int zero = 0;
-    for (int i = 0; i < ndim; i++) if (shape[i] == 0) zero = 1;
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] == 0) zero = 1;
     for (int i = 0; i < ndim && !zero; i++) {
         if (n > lim / shape[i]) {
             char sh[160];
@@ -218,7 +208,7 @@ static int check_shape(ArType t, int ndim, const size_t *shape, size_t *size, ch
         n *= shape[i];
     }
     for (int i = 0; i < ndim; i++) {
-        if (shape[i] > (size_t)PTRDIFF_MAX / 16) {   /* keeps strides in range */
+        if (shape[i] > (size_t)PTRDIFF_MAX / 16) { /* keeps strides in range */
             char sh[160];
             ar__shape_fmt(sh, sizeof sh, ndim, shape);
             return ar__err(err, "array too large: shape %s", sh);
@@ -340,10 +330,7 @@ size_t ar_refcount(const Array *a)
 }
 
 /* Why: reading never needs a private buffer, so it never copies. */
-const double *ar_f64_ro(const Array *a)
-{
-    return a->type == AR_F64 ? ar__data(a) : NULL;
-}
+const double *ar_f64_ro(const Array *a) { return a->type == AR_F64 ? ar__data(a) : NULL; }
 
 const double _Complex *ar_c128_ro(const Array *a)
 {
@@ -437,8 +424,8 @@ Array *ar_linspace(double a, double b, long n, char *err)
 Array *ar_arange(double a, double b, double step, char *err)
 {
     if (step == 0 || isnan(step) || isnan(a) || isnan(b)) {
-        ar__err(err, step == 0 ? "arange: step must not be zero"
-                               : "arange: arguments must not be nan");
+        ar__err(err,
+                step == 0 ? "arange: step must not be zero" : "arange: arguments must not be nan");
         return NULL;
     }
     double len = ceil((b - a) / step);
@@ -521,7 +508,7 @@ Array *ar_reshape(const Array *a, int ndim, const long *shape, char *err)
         ar__err(err, "reshape: arrays have 1 to %d dimensions, not %d", AR_MAXDIM, ndim);
         return NULL;
     }
-    {   /* the requested shape as typed, -1 included */
+    { /* the requested shape as typed, -1 included */
         size_t n = 0;
         n += (size_t)snprintf(to, sizeof to, "(");
         for (int i = 0; i < ndim && n < sizeof to; i++)
@@ -545,9 +532,12 @@ Array *ar_reshape(const Array *a, int ndim, const long *shape, char *err)
             return NULL;
         }
         sh[i] = (size_t)shape[i];
-        if (sh[i] == 0) zero = 1;
-        else if (known > SIZE_MAX / sh[i]) known = SIZE_MAX;   /* saturate */
-        else known *= sh[i];
+        if (sh[i] == 0)
+            zero = 1;
+        else if (known > SIZE_MAX / sh[i])
+            known = SIZE_MAX; /* saturate */
+        else
+            known *= sh[i];
     }
     if (infer >= 0) {
         if (zero || a->size % known) {
@@ -609,7 +599,7 @@ Array *ar_transpose(const Array *a, char *err)
     size_t sst[AR_MAXDIM], idx[AR_MAXDIM] = { 0 };
     size_t st = 1;
     for (int i = a->ndim - 1; i >= 0; i--) {
-        sst[a->ndim - 1 - i] = st;   /* output axis k = source axis ndim-1-k */
+        sst[a->ndim - 1 - i] = st; /* output axis k = source axis ndim-1-k */
         st *= a->shape[i];
     }
     const char *s = ar__data(a);
@@ -697,13 +687,7 @@ char *ar_format(const Array *a)
 /* ---- BLAS threads ------------------------------------------------------------------ */
 
 /* Why: the executor decides how many cores BLAS may use next to its tasks. */
-void ar_set_blas_threads(int n)
-{
-    qblas_set_threads(n);
-}
+void ar_set_blas_threads(int n) { qblas_set_threads(n); }
 
 /* Why: so the executor can restore what it changed. */
-int ar_blas_threads(void)
-{
-    return qblas_threads();
-}
+int ar_blas_threads(void) { return qblas_threads(); }

@@ -24,12 +24,12 @@
 
 #include "rng.h"
 
-#define AR_MAXDIM 8      /* most dimensions an array may have */
-#define AR_ERRLEN 256    /* size of every err buffer */
+#define AR_MAXDIM 8   /* most dimensions an array may have */
+#define AR_ERRLEN 256 /* size of every err buffer */
 
 typedef enum { AR_F64 = 0, AR_C128 = 1 } ArType;
 
-typedef struct Array Array;   /* opaque; see array.c */
+typedef struct Array Array; /* opaque; see array.c */
 
 /* A number crossing the interface: complex when is_complex, else re alone. */
 typedef struct {
@@ -67,10 +67,10 @@ void ar_free(Array *a);
 ArType ar_type(const Array *a);
 int ar_is_complex(const Array *a);
 int ar_ndim(const Array *a);
-size_t ar_size(const Array *a);                /* number of elements */
-const size_t *ar_shape(const Array *a);        /* ar_ndim() entries */
-size_t ar_dim(const Array *a, int axis);       /* negative counts from the end */
-size_t ar_len(const Array *a);                 /* length of axis 0 (len(a)) */
+size_t ar_size(const Array *a);          /* number of elements */
+const size_t *ar_shape(const Array *a);  /* ar_ndim() entries */
+size_t ar_dim(const Array *a, int axis); /* negative counts from the end */
+size_t ar_len(const Array *a);           /* length of axis 0 (len(a)) */
 /* Shape as text, Python's tuple style: "(2, 3)", "(3,)". Returns length. */
 int ar_shape_str(const Array *a, char *buf, size_t cap);
 
@@ -112,7 +112,7 @@ Array *ar_astype(const Array *a, ArType t, char *err);
 /* ---- indexing ------------------------------------------------------------ */
 
 enum { AR_IX_INT = 0, AR_IX_SLICE = 1 };
-#define AR_IX_NONE LONG_MIN   /* an omitted slice bound or step */
+#define AR_IX_NONE LONG_MIN /* an omitted slice bound or step */
 
 /* One axis of an index: an integer (negative counts from the end) or a
  * Python slice start:stop:step (AR_IX_NONE for omitted parts). */
@@ -132,10 +132,7 @@ static inline ArIndex ar_ix_slice(long start, long stop, long step)
     ArIndex x = { AR_IX_SLICE, 0, start, stop, step };
     return x;
 }
-static inline ArIndex ar_ix_all(void)
-{
-    return ar_ix_slice(AR_IX_NONE, AR_IX_NONE, AR_IX_NONE);
-}
+static inline ArIndex ar_ix_all(void) { return ar_ix_slice(AR_IX_NONE, AR_IX_NONE, AR_IX_NONE); }
 
 /* a[ix...]: nix <= ndim axes; missing trailing axes are taken whole.
  * Returns AR_SCALAR with *s when every axis got an integer, else AR_ARRAY
@@ -161,9 +158,18 @@ Array *ar_transpose(const Array *a, char *err);
 /* ---- elementwise arithmetic ------------------------------------------------ */
 
 typedef enum {
-    AR_ADD, AR_SUB, AR_MUL, AR_DIV, AR_POW,
-    AR_EQ, AR_NE, AR_LT, AR_LE, AR_GT, AR_GE,
-    AR_ATAN2,                 /* atan2(a, b), float only */
+    AR_ADD,
+    AR_SUB,
+    AR_MUL,
+    AR_DIV,
+    AR_POW,
+    AR_EQ,
+    AR_NE,
+    AR_LT,
+    AR_LE,
+    AR_GT,
+    AR_GE,
+    AR_ATAN2, /* atan2(a, b), float only */
     AR_NOPS
 } ArOp;
 
@@ -211,9 +217,21 @@ int ar_max(const Array *a, ArScalar *s, char *err);
 /* ---- elementwise functions ------------------------------------------------- */
 
 typedef enum {
-    AR_SIN, AR_COS, AR_TAN, AR_ASIN, AR_ACOS, AR_ATAN,
-    AR_EXP, AR_LOG, AR_LOG2, AR_LOG10, AR_SQRT, AR_ABS,
-    AR_FLOOR, AR_CEIL, AR_ROUND,
+    AR_SIN,
+    AR_COS,
+    AR_TAN,
+    AR_ASIN,
+    AR_ACOS,
+    AR_ATAN,
+    AR_EXP,
+    AR_LOG,
+    AR_LOG2,
+    AR_LOG10,
+    AR_SQRT,
+    AR_ABS,
+    AR_FLOOR,
+    AR_CEIL,
+    AR_ROUND,
     AR_NFUNCS
 } ArFunc;
 

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#define DSV_MSG_MAX ((size_t)1 << 30)      /* bytes per MPI message */
+#define DSV_MSG_MAX ((size_t)1 << 30) /* bytes per MPI message */
 
 /* ---- errors ----------------------------------------------------------- */
 
@@ -81,14 +81,15 @@ int dsv_wait(Dsv *d, MPI_Request *rq, int n, char *err, size_t errlen)
             if (d->cfg.abort(d->cfg.abort_ctx, msg, sizeof msg))
                 return dsv_fail(d, err, errlen, "%s", msg);
         }
-        if (spin >= 256) {   /* long waits: stop burning a core another rank may need */
+        if (spin >= 256) { /* long waits: stop burning a core another rank may need */
             struct timespec ts = { 0, spin >= 4096 ? 200000 : 20000 };
             nanosleep(&ts, NULL);
         }
     }
 }
 
-int dsv_isend(Dsv *d, const void *buf, size_t bytes, int peer, MPI_Request *rq, char *err, size_t errlen)
+int dsv_isend(Dsv *d, const void *buf, size_t bytes, int peer, MPI_Request *rq, char *err,
+              size_t errlen)
 {
     int rc = MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, 7, d->comm, rq);
     if (rc != MPI_SUCCESS) return mpi_fail(d, rc, "MPI_Isend", err, errlen);
@@ -107,8 +108,8 @@ int dsv_irecv(Dsv *d, void *buf, size_t bytes, int peer, MPI_Request *rq, char *
 
 /* Why: every block exchange is a pair of equal-sized messages between two
    ranks; pieces of at most 1 GiB keep MPI's int counts safe. */
-int dsv_sendrecv(Dsv *d, const void *sbuf, size_t sbytes, void *rbuf, size_t rbytes,
-                 int peer, char *err, size_t errlen)
+int dsv_sendrecv(Dsv *d, const void *sbuf, size_t sbytes, void *rbuf, size_t rbytes, int peer,
+                 char *err, size_t errlen)
 {
     const char *s = sbuf;
     char *r = rbuf;
@@ -120,8 +121,10 @@ int dsv_sendrecv(Dsv *d, const void *sbuf, size_t sbytes, void *rbuf, size_t rby
         if (b && dsv_irecv(d, r, b, peer, &rq[n++], err, errlen)) return -1;
         if (a && dsv_isend(d, s, a, peer, &rq[n++], err, errlen)) return -1;
         if (dsv_wait(d, rq, n, err, errlen)) return -1;
-        s += a; sbytes -= a;
-        r += b; rbytes -= b;
+        s += a;
+        sbytes -= a;
+        r += b;
+        rbytes -= b;
     }
     return 0;
 }
@@ -164,7 +167,10 @@ int dsv_allreduce_f64(Dsv *d, double *buf, size_t n, char *err, size_t errlen)
 
 int dsv_allgather(Dsv *d, const void *mine, void *all, size_t bytes, char *err, size_t errlen)
 {
-    if (d->R == 1) { memmove(all, mine, bytes); return 0; }
+    if (d->R == 1) {
+        memmove(all, mine, bytes);
+        return 0;
+    }
     d->st.reductions++;
     MPI_Request rq;
     int rc = MPI_Iallgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, d->comm, &rq);
@@ -221,21 +227,25 @@ int dsv_new(Dsv **out, int nq, MPI_Comm comm, const DsvConfig *cfg, char *err, s
         MPI_Comm_rank(comm, &rank);
     }
     if (R & (R - 1)) {
-        if (err && errlen) snprintf(err, errlen, "a distributed state needs a power-of-two number of ranks, not %d", R);
+        if (err && errlen)
+            snprintf(err, errlen,
+                     "a distributed state needs a power-of-two number of ranks, not %d", R);
         return -1;
     }
     int k = __builtin_ctz((unsigned)R);
     int rb = nq < DSV_RB ? nq : DSV_RB;
     if (nq < 1 || nq > 59 || nq - k < rb) {
         if (err && errlen)
-            snprintf(err, errlen, "a %d-wire state cannot be split over %d ranks (each needs at least %d wires)",
+            snprintf(err, errlen,
+                     "a %d-wire state cannot be split over %d ranks (each needs at least %d wires)",
                      nq, R, rb);
         return -1;
     }
     /* this rank's share, within its budget first */
     size_t need = dsv_bytes_per_rank(nq, R, cfg ? cfg->xbuf_bytes : 0);
     char rmsg[200] = "";
-    int reserved = cfg && cfg->reserve ? cfg->reserve(cfg->mem_ctx, need, rmsg, sizeof rmsg) == 0 : 1;
+    int reserved =
+        cfg && cfg->reserve ? cfg->reserve(cfg->mem_ctx, need, rmsg, sizeof rmsg) == 0 : 1;
     Dsv *d = reserved ? calloc(1, sizeof *d) : NULL;
     int ok = d != NULL;
     if (d) {
@@ -253,10 +263,11 @@ int dsv_new(Dsv **out, int nq, MPI_Comm comm, const DsvConfig *cfg, char *err, s
         if (xb < DSV_XBUF_MIN) xb = DSV_XBUF_MIN;
         d->xamps = pow2_floor(xb / sizeof(cplx));
         d->lx = __builtin_ctzll(d->xamps);
-        if (sv_init(&d->loc, d->nl) != 0) ok = 0;
+        if (sv_init(&d->loc, d->nl) != 0)
+            ok = 0;
         else {
             sv_set_threads(&d->loc, d->cfg.team, d->cfg.nthreads);
-            if (rank != 0) d->loc.amp[0] = 0;   /* |0..0> lives on rank 0 */
+            if (rank != 0) d->loc.amp[0] = 0; /* |0..0> lives on rank 0 */
         }
         if (ok && R > 1) {
             void *p = NULL;
@@ -283,8 +294,11 @@ int dsv_new(Dsv **out, int nq, MPI_Comm comm, const DsvConfig *cfg, char *err, s
         if (err && errlen && rmsg[0])
             snprintf(err, errlen, "cannot hold a %d-wire distributed state: %s", nq, rmsg);
         else if (err && errlen)
-            snprintf(err, errlen, "cannot allocate a %d-wire distributed state (%s of %zu bytes per rank, within "
-                     "each rank's memory budget)", nq, R > 1 ? "a chunk and an exchange buffer" : "a state", need);
+            snprintf(
+                err, errlen,
+                "cannot allocate a %d-wire distributed state (%s of %zu bytes per rank, within "
+                "each rank's memory budget)",
+                nq, R > 1 ? "a chunk and an exchange buffer" : "a state", need);
         return -1;
     }
     d->held = need;
@@ -380,8 +394,8 @@ int dsv_swap_global_local(Dsv *d, int pg, int pl, char *err, size_t errlen)
 {
     int x = dsv_gbit(d, pg);
     int peer = d->rank ^ (1 << (d->k - 1 - pg));
-    int q = dsv_pbit(d, pl);                   /* local bit */
-    uint64_t run = (uint64_t)1 << q;           /* contiguous amplitudes with bit q fixed */
+    int q = dsv_pbit(d, pl);         /* local bit */
+    uint64_t run = (uint64_t)1 << q; /* contiguous amplitudes with bit q fixed */
     uint64_t nruns = d->loc.dim >> (q + 1);
     uint64_t half = d->xamps / 2;
     cplx *sb = d->xbuf, *rbuf = d->xbuf + half;
@@ -390,14 +404,15 @@ int dsv_swap_global_local(Dsv *d, int pg, int pl, char *err, size_t errlen)
     uint64_t total = nruns * run, done = 0;
     while (done < total) {
         uint64_t m = total - done < half ? total - done : half;
-        for (uint64_t t = 0; t < m;) {   /* pack */
+        for (uint64_t t = 0; t < m;) { /* pack */
             uint64_t g = done + t, r = g / run, o = g % run;
             uint64_t len = run - o < m - t ? run - o : m - t;
             memcpy(sb + t, a + (2 * r + (uint64_t)(1 - x)) * run + o, len * sizeof(cplx));
             t += len;
         }
-        if (dsv_sendrecv(d, sb, m * sizeof(cplx), rbuf, m * sizeof(cplx), peer, err, errlen)) return -1;
-        for (uint64_t t = 0; t < m;) {   /* unpack into the same places */
+        if (dsv_sendrecv(d, sb, m * sizeof(cplx), rbuf, m * sizeof(cplx), peer, err, errlen))
+            return -1;
+        for (uint64_t t = 0; t < m;) { /* unpack into the same places */
             uint64_t g = done + t, r = g / run, o = g % run;
             uint64_t len = run - o < m - t ? run - o : m - t;
             memcpy(a + (2 * r + (uint64_t)(1 - x)) * run + o, rbuf + t, len * sizeof(cplx));
@@ -440,11 +455,11 @@ int dsv_canonicalize(Dsv *d, char *err, size_t errlen)
     if (dsv_layout_is_identity(d)) return 0;
     for (int p = 0; p < d->k; p++) {
         if (d->inv[p] == p) continue;
-        int at = d->perm[p];                 /* where logical wire p lives */
+        int at = d->perm[p]; /* where logical wire p lives */
         if (at >= d->k) {
             if (dsv_swap_global_local(d, p, at, err, errlen)) return -1;
         } else {
-            int t = d->k;                    /* the highest local bit: relabelable */
+            int t = d->k; /* the highest local bit: relabelable */
             if (!dsv_is_relabelable(d, t))
                 return dsv_fail(d, err, errlen, "distributed state: layout cannot be restored");
             if (dsv_swap_global_local(d, at, t, err, errlen)) return -1;
@@ -460,7 +475,8 @@ int dsv_canonicalize(Dsv *d, char *err, size_t errlen)
         sw.nwires = 2;
         sw.wires[0] = p - d->k;
         sw.wires[1] = at - d->k;
-        if (sv_apply(&d->loc, &sw, err, errlen) != 0) return dsv_fail(d, err, errlen, "%s", err ? err : "swap failed");
+        if (sv_apply(&d->loc, &sw, err, errlen) != 0)
+            return dsv_fail(d, err, errlen, "%s", err ? err : "swap failed");
         int wp = d->inv[p], wa = d->inv[at];
         d->inv[p] = wa;
         d->inv[at] = wp;

@@ -62,17 +62,19 @@
 #define DSV_RB 10
 /* The exchange buffer: its default and smallest size. */
 #define DSV_XBUF_DEFAULT ((size_t)4 << 20)
-#define DSV_XBUF_MIN ((size_t)64 << 10)
+#define DSV_XBUF_MIN     ((size_t)64 << 10)
 /* Ops queued for look-ahead before they run. */
 #define DSV_QUEUE 64
 
 typedef struct Dsv Dsv;
 
 typedef struct DsvConfig {
-    size_t xbuf_bytes;        /* exchange buffer; 0: 4 MiB; rounded down to a power of two, at least 64 KiB */
-    SvTeam *team;             /* threads for the local kernels (may be NULL) */
+    /* exchange buffer; 0: 4 MiB; rounded down to a power of two, at least 64 KiB */
+    size_t xbuf_bytes;
+    SvTeam *team; /* threads for the local kernels (may be NULL) */
     int nthreads;
-    int relabel;              /* 1: swap-based relabelling allowed (default when cfg is NULL); 0: exchanges only */
+    /* 1: swap-based relabelling allowed (default when cfg is NULL); 0: exchanges only */
+    int relabel;
     /* polled while waiting for messages (about every millisecond); nonzero
        abandons the operation with the message abort_msg writes (may be NULL) */
     int (*abort)(void *ctx, char *msg, size_t len);
@@ -86,14 +88,14 @@ typedef struct DsvConfig {
 } DsvConfig;
 
 typedef struct DsvStats {
-    uint64_t bytes_sent, bytes_recv;   /* amplitude traffic of this rank */
-    uint64_t msgs;                     /* point-to-point messages sent */
-    uint64_t ops;                      /* ops applied */
-    uint64_t local_ops;                /* ... with all targets local */
-    uint64_t diag_global;              /* ... diagonal on a global wire (no traffic) */
-    uint64_t exchanges;                /* ... run by exchanging blocks */
-    uint64_t swaps;                    /* relabelling swaps (global <-> local wire) */
-    uint64_t reductions;               /* Allreduce / gather calls */
+    uint64_t bytes_sent, bytes_recv; /* amplitude traffic of this rank */
+    uint64_t msgs;                   /* point-to-point messages sent */
+    uint64_t ops;                    /* ops applied */
+    uint64_t local_ops;              /* ... with all targets local */
+    uint64_t diag_global;            /* ... diagonal on a global wire (no traffic) */
+    uint64_t exchanges;              /* ... run by exchanging blocks */
+    uint64_t swaps;                  /* relabelling swaps (global <-> local wire) */
+    uint64_t reductions;             /* Allreduce / gather calls */
 } DsvStats;
 
 /* Collective over comm (its size must be a power of two R = 2^k with
@@ -101,13 +103,13 @@ typedef struct DsvStats {
    without MPI. The state starts in |0..0>. 0, or -1 with a message
    (memory, bad sizes) — on every rank alike when the failure is global,
    and the allocation outcome is agreed with an Allreduce. */
-int  dsv_new(Dsv **out, int nq, MPI_Comm comm, const DsvConfig *cfg, char *err, size_t errlen);
-void dsv_free(Dsv *d);                       /* collective (frees the duplicated communicator) */
-int  dsv_reset(Dsv *d, char *err, size_t errlen);   /* back to |0..0> (the queue is dropped) */
+int dsv_new(Dsv **out, int nq, MPI_Comm comm, const DsvConfig *cfg, char *err, size_t errlen);
+void dsv_free(Dsv *d); /* collective (frees the duplicated communicator) */
+int dsv_reset(Dsv *d, char *err, size_t errlen); /* back to |0..0> (the queue is dropped) */
 
-int  dsv_nq(const Dsv *d);
-int  dsv_nranks(const Dsv *d);
-int  dsv_rank(const Dsv *d);
+int dsv_nq(const Dsv *d);
+int dsv_nranks(const Dsv *d);
+int dsv_rank(const Dsv *d);
 /* Bytes one rank holds for an nq-wire state on nranks ranks (chunk +
    exchange buffer); SIZE_MAX if it cannot be split that way. */
 size_t dsv_bytes_per_rank(int nq, int nranks, size_t xbuf_bytes);
@@ -125,20 +127,20 @@ int dsv_flush(Dsv *d, char *err, size_t errlen);
    same way everywhere). */
 int dsv_expval(Dsv *d, const SvPauli *t, int nterms, double *out, char *err, size_t errlen);
 int dsv_var(Dsv *d, const SvPauli *t, int nterms, double *out, char *err, size_t errlen);
-int dsv_expval_shots(Dsv *d, const SvPauli *t, int nterms, size_t shots, Rng *r,
-                     double *out, char *err, size_t errlen);
-int dsv_var_shots(Dsv *d, const SvPauli *t, int nterms, size_t shots, Rng *r,
-                  double *out, char *err, size_t errlen);
-int dsv_sample_pauli(Dsv *d, const SvPauli *word, size_t shots, Rng *r, double *out,
+int dsv_expval_shots(Dsv *d, const SvPauli *t, int nterms, size_t shots, Rng *r, double *out,
                      char *err, size_t errlen);
+int dsv_var_shots(Dsv *d, const SvPauli *t, int nterms, size_t shots, Rng *r, double *out,
+                  char *err, size_t errlen);
+int dsv_sample_pauli(Dsv *d, const SvPauli *word, size_t shots, Rng *r, double *out, char *err,
+                     size_t errlen);
 /* nw = 0: all wires. Over all wires in order the 2^n values are gathered
    on rank 0 only (out may be NULL elsewhere); otherwise on every rank.
    A subset of nw wires needs 2^nw accumulators of 56 bytes per rank: at
    most DSV_MAX_PROBS_WIRES wires. */
 #define DSV_MAX_PROBS_WIRES 20
 int dsv_probs(Dsv *d, const int *wires, int nw, double *out, char *err, size_t errlen);
-int dsv_probs_shots(Dsv *d, const int *wires, int nw, size_t shots, Rng *r, double *out,
-                    char *err, size_t errlen);
+int dsv_probs_shots(Dsv *d, const int *wires, int nw, size_t shots, Rng *r, double *out, char *err,
+                    size_t errlen);
 int dsv_sample(Dsv *d, size_t shots, Rng *r, uint64_t *out, char *err, size_t errlen);
 /* 0/1 outcome, or -1 with a message. */
 int dsv_measure(Dsv *d, int wire, int reset, Rng *r, char *err, size_t errlen);

@@ -28,9 +28,9 @@ enum { K_NONE, K_DIAG1, K_PERM1, K_PAIR1, K_PARITY, K_OTHER };
 
 /* An op as base gate + controls, in logical wires. */
 typedef struct Canon {
-    SvOp op;          /* base gate: wires = targets, ctrl = every control */
+    SvOp op; /* base gate: wires = targets, ctrl = every control */
     int kind;
-    cplx m[4];        /* 1-target gates: the 2x2 that sv_apply uses */
+    cplx m[4]; /* 1-target gates: the 2x2 that sv_apply uses */
 } Canon;
 
 /* Why: gate-intrinsic controls become ordinary controls so a global
@@ -40,18 +40,45 @@ static void canon(const SvOp *in, Canon *c)
 {
     SvOp *o = &c->op;
     *o = *in;
-    int nc0 = 0;        /* leading wires that are controls */
+    int nc0 = 0; /* leading wires that are controls */
     SvGate base = in->gate;
     switch (in->gate) {
-    case SV_CNOT: base = SV_PAULIX; nc0 = 1; break;
-    case SV_CY: base = SV_PAULIY; nc0 = 1; break;
-    case SV_CZ: base = SV_PAULIZ; nc0 = 1; break;
-    case SV_CRX: base = SV_RX; nc0 = 1; break;
-    case SV_CRY: base = SV_RY; nc0 = 1; break;
-    case SV_CRZ: base = SV_RZ; nc0 = 1; break;
-    case SV_CPHASE: base = SV_PHASESHIFT; nc0 = 1; break;
-    case SV_TOFFOLI: base = SV_PAULIX; nc0 = 2; break;
-    case SV_CSWAP: base = SV_SWAP; nc0 = 1; break;
+    case SV_CNOT:
+        base = SV_PAULIX;
+        nc0 = 1;
+        break;
+    case SV_CY:
+        base = SV_PAULIY;
+        nc0 = 1;
+        break;
+    case SV_CZ:
+        base = SV_PAULIZ;
+        nc0 = 1;
+        break;
+    case SV_CRX:
+        base = SV_RX;
+        nc0 = 1;
+        break;
+    case SV_CRY:
+        base = SV_RY;
+        nc0 = 1;
+        break;
+    case SV_CRZ:
+        base = SV_RZ;
+        nc0 = 1;
+        break;
+    case SV_CPHASE:
+        base = SV_PHASESHIFT;
+        nc0 = 1;
+        break;
+    case SV_TOFFOLI:
+        base = SV_PAULIX;
+        nc0 = 2;
+        break;
+    case SV_CSWAP:
+        base = SV_SWAP;
+        nc0 = 1;
+        break;
     case SV_ISINGZZ: base = SV_MULTIRZ; break;
     default: break;
     }
@@ -64,21 +91,33 @@ static void canon(const SvOp *in, Canon *c)
         o->gate = base;
     }
     c->kind = K_OTHER;
-    if (o->gate == SV_IDENTITY) { c->kind = K_NONE; return; }
-    if (o->gate == SV_MULTIRZ) { c->kind = K_PARITY; return; }
+    if (o->gate == SV_IDENTITY) {
+        c->kind = K_NONE;
+        return;
+    }
+    if (o->gate == SV_MULTIRZ) {
+        c->kind = K_PARITY;
+        return;
+    }
     int one = o->nwires == 1 && o->gate != SV_BASISSTATE && o->gate != SV_MULTIRZ;
     if (one) {
         SvOp b = *o;
         b.nctrl = 0;
         if (sv_op_matrix(&b, c->m, NULL, 0) != 0) return;
-        if (c->m[1] == 0 && c->m[2] == 0) c->kind = K_DIAG1;
-        else if (c->m[0] == 0 && c->m[3] == 0 && c->m[1] == 1 && c->m[2] == 1) c->kind = K_PERM1;
-        else c->kind = K_PAIR1;
+        if (c->m[1] == 0 && c->m[2] == 0)
+            c->kind = K_DIAG1;
+        else if (c->m[0] == 0 && c->m[3] == 0 && c->m[1] == 1 && c->m[2] == 1)
+            c->kind = K_PERM1;
+        else
+            c->kind = K_PAIR1;
     }
 }
 
 /* Whether a canonical op needs data from other ranks when target w is global. */
-static int moves_data(const Canon *c) { return c->kind != K_DIAG1 && c->kind != K_PARITY && c->kind != K_NONE; }
+static int moves_data(const Canon *c)
+{
+    return c->kind != K_DIAG1 && c->kind != K_PARITY && c->kind != K_NONE;
+}
 
 /* Why: relabelling pays off when the wire is a moving target again soon. */
 static int uses_ahead(const Dsv *d, int from, int w)
@@ -123,7 +162,7 @@ static int localize_controls(const Dsv *d, const SvOp *o, SvOp *out)
    to the same diagonal kernel, multiplying by the same number. */
 static int apply_scalar(Dsv *d, const SvOp *lo, cplx ph, char *err, size_t errlen)
 {
-    if (ph == 1) return 0;   /* the kernel skips rows of ones too */
+    if (ph == 1) return 0; /* the kernel skips rows of ones too */
     int t = -1;
     for (int w = d->nl - 1; w >= 0 && t < 0; w--) {
         int used = 0;
@@ -133,7 +172,7 @@ static int apply_scalar(Dsv *d, const SvOp *lo, cplx ph, char *err, size_t errle
     cplx m[4] = { ph, 0, 0, ph };
     SvOp u;
     memset(&u, 0, sizeof u);
-    if (t < 0) {   /* every local wire is a control: diag(1, ph) on one of them */
+    if (t < 0) { /* every local wire is a control: diag(1, ph) on one of them */
         t = lo->ctrl[lo->nctrl - 1];
         m[0] = 1;
         u.nctrl = lo->nctrl - 1;
@@ -145,7 +184,8 @@ static int apply_scalar(Dsv *d, const SvOp *lo, cplx ph, char *err, size_t errle
     u.nwires = 1;
     u.wires[0] = t;
     u.matrix = m;
-    if (sv_apply(&d->loc, &u, err, errlen) != 0) return dsv_fail(d, err, errlen, "%s", err ? err : "phase");
+    if (sv_apply(&d->loc, &u, err, errlen) != 0)
+        return dsv_fail(d, err, errlen, "%s", err ? err : "phase");
     return 0;
 }
 
@@ -165,12 +205,15 @@ static int apply_diag_global(Dsv *d, const Canon *c, char *err, size_t errlen)
     lo.nwires = 0;
     for (int i = 0; i < c->op.nwires; i++) {
         int p = d->perm[c->op.wires[i]];
-        if (p < d->k) par ^= dsv_gbit(d, p);
-        else lo.wires[lo.nwires++] = p - d->k;
+        if (p < d->k)
+            par ^= dsv_gbit(d, p);
+        else
+            lo.wires[lo.nwires++] = p - d->k;
     }
     if (lo.nwires > 0) {
         if (par) lo.params[0] = -lo.params[0];
-        if (sv_apply(&d->loc, &lo, err, errlen) != 0) return dsv_fail(d, err, errlen, "%s", err ? err : "MultiRZ");
+        if (sv_apply(&d->loc, &lo, err, errlen) != 0)
+            return dsv_fail(d, err, errlen, "%s", err ? err : "MultiRZ");
         return 0;
     }
     SvOp one = c->op;
@@ -178,7 +221,8 @@ static int apply_diag_global(Dsv *d, const Canon *c, char *err, size_t errlen)
     one.wires[0] = 0;
     one.nctrl = 0;
     cplx m[4];
-    if (sv_op_matrix(&one, m, err, errlen) != 0) return dsv_fail(d, err, errlen, "%s", err ? err : "MultiRZ");
+    if (sv_op_matrix(&one, m, err, errlen) != 0)
+        return dsv_fail(d, err, errlen, "%s", err ? err : "MultiRZ");
     return apply_scalar(d, &lo, par ? m[3] : m[0], err, errlen);
 }
 
@@ -189,7 +233,8 @@ static int apply_local(Dsv *d, const Canon *c, char *err, size_t errlen)
     if (!localize_controls(d, &c->op, &lo)) return 0;
     for (int i = 0; i < lo.nwires; i++) lo.wires[i] = d->perm[c->op.wires[i]] - d->k;
     d->st.local_ops++;
-    if (sv_apply(&d->loc, &lo, err, errlen) != 0) return dsv_fail(d, err, errlen, "%s", err ? err : "gate");
+    if (sv_apply(&d->loc, &lo, err, errlen) != 0)
+        return dsv_fail(d, err, errlen, "%s", err ? err : "gate");
     return 0;
 }
 
@@ -207,13 +252,18 @@ static int apply_exchange(Dsv *d, const Canon *c, char *err, size_t errlen)
     SvOp lo;
     if (!localize_controls(d, &c->op, &lo)) return 0;
     const SvOp *o = &c->op;
-    int g = 0, gp[SV_MAX_WIRES];             /* global targets: physical wires */
-    int lq[SV_MAX_WIRES], nlt = 0;           /* local targets: local bits */
-    int tslot[SV_MAX_WIRES];                 /* target i: 0 global, 1 local */
+    int g = 0, gp[SV_MAX_WIRES];   /* global targets: physical wires */
+    int lq[SV_MAX_WIRES], nlt = 0; /* local targets: local bits */
+    int tslot[SV_MAX_WIRES];       /* target i: 0 global, 1 local */
     for (int i = 0; i < o->nwires; i++) {
         int p = d->perm[o->wires[i]];
-        if (p < d->k) { gp[g++] = p; tslot[i] = 0; }
-        else { lq[nlt++] = dsv_pbit(d, p); tslot[i] = 1; }
+        if (p < d->k) {
+            gp[g++] = p;
+            tslot[i] = 0;
+        } else {
+            lq[nlt++] = dsv_pbit(d, p);
+            tslot[i] = 1;
+        }
     }
     /* the block: b low bits, h local targets above it, g + h + b <= lx */
     int b = d->nl < d->lx - g ? d->nl : d->lx - g, h = 0;
@@ -222,8 +272,10 @@ static int apply_exchange(Dsv *d, const Canon *c, char *err, size_t errlen)
         for (int i = 0; i < nlt; i++) h += lq[i] >= b;
         if (g + h + b <= d->lx || b == 0) break;
     }
-    if (g + h + b > d->lx) return dsv_fail(d, err, errlen, "distributed state: gate too large for the exchange buffer");
-    int hq[SV_MAX_WIRES], nh = 0;            /* local targets above the block, ascending */
+    if (g + h + b > d->lx)
+        return dsv_fail(d, err, errlen,
+                        "distributed state: gate too large for the exchange buffer");
+    int hq[SV_MAX_WIRES], nh = 0; /* local targets above the block, ascending */
     for (int q = b; q < d->nl; q++)
         for (int i = 0; i < nlt; i++)
             if (lq[i] == q) hq[nh++] = q;
@@ -232,10 +284,12 @@ static int apply_exchange(Dsv *d, const Canon *c, char *err, size_t errlen)
     int cl[SV_MAX_WIRES], ncl = 0;
     for (int i = 0; i < lo.nctrl; i++) {
         int q = d->nl - 1 - lo.ctrl[i];
-        if (q >= b) cmask_hi |= (uint64_t)1 << q;
-        else cl[ncl++] = q;
+        if (q >= b)
+            cmask_hi |= (uint64_t)1 << q;
+        else
+            cl[ncl++] = q;
     }
-    int sq = g + h + b;                      /* qubits of the gathered state */
+    int sq = g + h + b; /* qubits of the gathered state */
     uint64_t B = (uint64_t)1 << b, slot = (uint64_t)1 << (h + b);
     /* the op on the gathered state: wire = sq - 1 - bit */
     SvOp so = *o;
@@ -243,12 +297,13 @@ static int apply_exchange(Dsv *d, const Canon *c, char *err, size_t errlen)
     for (int i = 0; i < ncl; i++) so.ctrl[i] = sq - 1 - cl[i];
     for (int i = 0, gi = 0; i < o->nwires; i++) {
         int p = d->perm[o->wires[i]];
-        if (!tslot[i]) {                     /* global target gi: bit sq-1-gi (first = top) */
+        if (!tslot[i]) { /* global target gi: bit sq-1-gi (first = top) */
             for (gi = 0; gi < g && gp[gi] != p; gi++) {}
             so.wires[i] = gi;
         } else {
             int q = dsv_pbit(d, p);
-            if (q < b) so.wires[i] = sq - 1 - q;
+            if (q < b)
+                so.wires[i] = sq - 1 - q;
             else {
                 int j = 0;
                 while (hq[j] != q) j++;
@@ -300,11 +355,14 @@ static int apply_exchange(Dsv *d, const Canon *c, char *err, size_t errlen)
         int nr = 0;
         for (int m = 0; m < G; m++) {
             if (m == my) continue;
-            if (dsv_irecv(d, d->xbuf + (uint64_t)m * slot, slot * sizeof(cplx), peer[m], &rq[nr++], err, errlen)) return -1;
+            if (dsv_irecv(d, d->xbuf + (uint64_t)m * slot, slot * sizeof(cplx), peer[m], &rq[nr++],
+                          err, errlen))
+                return -1;
             if (dsv_isend(d, mine, slot * sizeof(cplx), peer[m], &rq[nr++], err, errlen)) return -1;
         }
         if (dsv_wait(d, rq, nr, err, errlen)) return -1;
-        if (sv_apply(&s, &so, err, errlen) != 0) return dsv_fail(d, err, errlen, "%s", err ? err : "gate");
+        if (sv_apply(&s, &so, err, errlen) != 0)
+            return dsv_fail(d, err, errlen, "%s", err ? err : "gate");
         for (uint64_t hv = 0; hv < ((uint64_t)1 << nh); hv++) {
             uint64_t off = base;
             for (int j = 0; j < nh; j++)
@@ -341,7 +399,10 @@ static int maybe_relabel(Dsv *d, int i, const Canon *c, char *err, size_t errlen
         for (int f = 0; f < nf; f++) {
             if (free_p[f] < 0) continue;
             int u = uses_ahead(d, i + 1, d->inv[free_p[f]]);
-            if (best < 0 || u < bu) { best = f; bu = u; }
+            if (best < 0 || u < bu) {
+                best = f;
+                bu = u;
+            }
         }
         int pl = free_p[best];
         free_p[best] = -1;
@@ -357,7 +418,7 @@ int dsv_exec(Dsv *d, int i, char *err, size_t errlen)
     canon(&d->queue[i].op, &c);
     d->st.ops++;
     if (c.kind == K_NONE) return 0;
-    if (c.op.gate == SV_BASISSTATE) {   /* X flips on the wires whose bit is 1 */
+    if (c.op.gate == SV_BASISSTATE) { /* X flips on the wires whose bit is 1 */
         for (int t = 0; t < c.op.nwires; t++) {
             if (!((c.op.bits >> t) & 1)) continue;
             SvOp x = c.op;
@@ -371,7 +432,8 @@ int dsv_exec(Dsv *d, int i, char *err, size_t errlen)
             int glob = d->perm[x.wires[0]] < d->k;
             if (glob && maybe_relabel(d, i, &cx, err, errlen)) return -1;
             glob = d->perm[x.wires[0]] < d->k;
-            if ((glob ? apply_exchange(d, &cx, err, errlen) : apply_local(d, &cx, err, errlen)) != 0)
+            if ((glob ? apply_exchange(d, &cx, err, errlen) : apply_local(d, &cx, err, errlen)) !=
+                0)
                 return -1;
         }
         return 0;

@@ -50,8 +50,8 @@ static int probs_subset(Dsv *d, const int *wires, int nw, double *out, char *err
     for (int r = 0; r < nw; r++)
         if (pos[r] < rb) lowr[nlow++] = r;
     uint64_t bsz = (uint64_t)1 << rb;
-    uint32_t *cbin = malloc(bsz * sizeof(uint32_t));   /* in-block offset -> compact low bin */
-    uint64_t *lowbin = malloc(((size_t)1 << nlow) * sizeof(uint64_t));   /* compact -> output bits */
+    uint32_t *cbin = malloc(bsz * sizeof(uint32_t)); /* in-block offset -> compact low bin */
+    uint64_t *lowbin = malloc(((size_t)1 << nlow) * sizeof(uint64_t)); /* compact -> output bits */
     double *part = malloc(((size_t)1 << nlow) * sizeof(double));
     /* bins whose free wires are all local live on one rank: doubles suffice */
     int free_global = 0;
@@ -62,7 +62,10 @@ static int probs_subset(Dsv *d, const int *wires, int nw, double *out, char *err
     }
     XSum *acc = calloc(K, sizeof(XSum));
     if (!cbin || !lowbin || !part || !acc) {
-        free(cbin); free(lowbin); free(part); free(acc);
+        free(cbin);
+        free(lowbin);
+        free(part);
+        free(acc);
         return dsv_fail(d, err, errlen, "probs: out of memory (%zu bins)", K);
     }
     for (uint64_t i = 0; i < bsz; i++) {
@@ -90,7 +93,8 @@ static int probs_subset(Dsv *d, const int *wires, int nw, double *out, char *err
         }
         memset(part, 0, ((size_t)1 << nlow) * sizeof(double));
         for (uint64_t i = 0; i < bsz; i++) part[cbin[i]] += amp2(a, i);
-        for (uint64_t c = 0; c < ((uint64_t)1 << nlow); c++) xsum_add(&acc[hi | lowbin[c]], part[c]);
+        for (uint64_t c = 0; c < ((uint64_t)1 << nlow); c++)
+            xsum_add(&acc[hi | lowbin[c]], part[c]);
     }
     free(cbin);
     free(lowbin);
@@ -116,7 +120,7 @@ static int probs_all(Dsv *d, const int *wires, double *out, char *err, size_t er
 {
     if (dsv_canonicalize(d, err, errlen)) return -1;
     uint64_t dim = d->loc.dim;
-    uint64_t piece = d->xamps * 2;            /* doubles per message: the buffer's bytes */
+    uint64_t piece = d->xamps * 2; /* doubles per message: the buffer's bytes */
     double *buf = (double *)d->xbuf;
     double *dst = d->rank == 0 ? out : NULL;
     if (d->R == 1) {
@@ -127,7 +131,9 @@ static int probs_all(Dsv *d, const int *wires, double *out, char *err, size_t er
             for (uint64_t s = 0; s < dim; s += piece) {
                 uint64_t m = dim - s < piece ? dim - s : piece;
                 MPI_Request rq;
-                if (dsv_irecv(d, dst + ((uint64_t)r << d->nl) + s, m * sizeof(double), r, &rq, err, errlen)) return -1;
+                if (dsv_irecv(d, dst + ((uint64_t)r << d->nl) + s, m * sizeof(double), r, &rq, err,
+                              errlen))
+                    return -1;
                 if (dsv_wait(d, &rq, 1, err, errlen)) return -1;
             }
     } else {
@@ -157,10 +163,13 @@ static int probs_all(Dsv *d, const int *wires, double *out, char *err, size_t er
 }
 
 /* Same checks and messages as sv_probs. */
-static int check_wires(const Dsv *d, const char *name, const int *wires, int nw, char *err, size_t errlen)
+static int check_wires(const Dsv *d, const char *name, const int *wires, int nw, char *err,
+                       size_t errlen)
 {
     if (nw < 0 || nw > 30 || nw > d->n) {
-        if (err && errlen) snprintf(err, errlen, "%s: %d wires asked, at most %d", name, nw, d->n < 30 ? d->n : 30);
+        if (err && errlen)
+            snprintf(err, errlen, "%s: %d wires asked, at most %d", name, nw,
+                     d->n < 30 ? d->n : 30);
         return -1;
     }
     if (nw > 0 && !wires) {
@@ -169,12 +178,16 @@ static int check_wires(const Dsv *d, const char *name, const int *wires, int nw,
     }
     for (int i = 0; i < nw; i++) {
         if (wires[i] < 0 || wires[i] >= d->n) {
-            if (err && errlen) snprintf(err, errlen, "%s: wire %d out of range for a %d-wire device", name, wires[i], d->n);
+            if (err && errlen)
+                snprintf(err, errlen, "%s: wire %d out of range for a %d-wire device", name,
+                         wires[i], d->n);
             return -1;
         }
         for (int j = 0; j < i; j++)
             if (wires[i] == wires[j]) {
-                if (err && errlen) snprintf(err, errlen, "%s: wires must be distinct (%d, %d)", name, wires[j], wires[i]);
+                if (err && errlen)
+                    snprintf(err, errlen, "%s: wires must be distinct (%d, %d)", name, wires[j],
+                             wires[i]);
                 return -1;
             }
     }
@@ -194,7 +207,8 @@ int dsv_probs(Dsv *d, const int *wires, int nw, double *out, char *err, size_t e
     }
     if (nw > DSV_MAX_PROBS_WIRES) {
         if (err && errlen)
-            snprintf(err, errlen, "probs: at most %d wires of a distributed state (or all %d), got %d",
+            snprintf(err, errlen,
+                     "probs: at most %d wires of a distributed state (or all %d), got %d",
                      DSV_MAX_PROBS_WIRES, d->n, nw);
         return -1;
     }
@@ -207,8 +221,8 @@ static int share_rng(Dsv *d, Rng *r, char *err, size_t errlen)
     return dsv_bcast(d, r, sizeof *r, 0, err, errlen);
 }
 
-int dsv_probs_shots(Dsv *d, const int *wires, int nw, size_t shots, Rng *r, double *out,
-                    char *err, size_t errlen)
+int dsv_probs_shots(Dsv *d, const int *wires, int nw, size_t shots, Rng *r, double *out, char *err,
+                    size_t errlen)
 {
     if (dsv_probs(d, wires, nw, out, err, errlen)) return -1;
     if (shots == 0) return 0;
@@ -234,7 +248,8 @@ int dsv_norm(Dsv *d, double *out, char *err, size_t errlen)
     XSum acc;
     xsum_zero(&acc);
     uint64_t bsz = (uint64_t)1 << d->rb, nblk = d->loc.dim >> d->rb;
-    for (uint64_t jb = 0; jb < nblk; jb++) xsum_add(&acc, block_norm(d->loc.amp + (jb << d->rb), bsz));
+    for (uint64_t jb = 0; jb < nblk; jb++)
+        xsum_add(&acc, block_norm(d->loc.amp + (jb << d->rb), bsz));
     if (dsv_xsum_allreduce(d, &acc, 1, err, errlen)) return -1;
     *out = xsum_value(&acc);
     return 0;
@@ -249,7 +264,9 @@ int dsv_measure(Dsv *d, int wire, int reset, Rng *r, char *err, size_t errlen)
     const char *name = "measure";
     if (ready(d, err, errlen)) return -1;
     if (wire < 0 || wire >= d->n) {
-        if (err && errlen) snprintf(err, errlen, "%s: wire %d out of range for a %d-wire device", name, wire, d->n);
+        if (err && errlen)
+            snprintf(err, errlen, "%s: wire %d out of range for a %d-wire device", name, wire,
+                     d->n);
         return -1;
     }
     int P = d->perm[wire], pos = dsv_pbit(d, P), rb = d->rb;
@@ -285,8 +302,13 @@ int dsv_measure(Dsv *d, int wire, int reset, Rng *r, char *err, size_t errlen)
     uint64_t dim = d->loc.dim;
     if (P >= d->k) {
         for (uint64_t i = 0; i < dim; i++) {
-            if ((int)((i >> pos) & 1) == outcome) { a[2 * i] = scale * a[2 * i]; a[2 * i + 1] = scale * a[2 * i + 1]; }
-            else { a[2 * i] = 0; a[2 * i + 1] = 0; }
+            if ((int)((i >> pos) & 1) == outcome) {
+                a[2 * i] = scale * a[2 * i];
+                a[2 * i + 1] = scale * a[2 * i + 1];
+            } else {
+                a[2 * i] = 0;
+                a[2 * i + 1] = 0;
+            }
         }
         if (reset && outcome) {
             uint64_t bit = (uint64_t)1 << pos;
@@ -315,7 +337,10 @@ int dsv_measure(Dsv *d, int wire, int reset, Rng *r, char *err, size_t errlen)
 
 /* A term with masks in logical index bits (wire w -> bit n-1-w), for the
    order of the sum, and in physical index bits, for the pass. */
-typedef struct PTerm { uint64_t X, Z, Xp, Zp; double c; } PTerm;
+typedef struct PTerm {
+    uint64_t X, Z, Xp, Zp;
+    double c;
+} PTerm;
 
 static int cmp_pterm(const void *pa, const void *pb)
 {
@@ -331,8 +356,14 @@ static PTerm pterm(const Dsv *d, const SvPauli *t)
     PTerm p = { 0, 0, 0, 0, t->coeff };
     for (int w = 0; w < d->n && w < 64; w++) {
         uint64_t lb = (uint64_t)1 << (d->n - 1 - w), pb = (uint64_t)1 << wbit(d, w);
-        if ((t->x >> w) & 1) { p.X |= lb; p.Xp |= pb; }
-        if ((t->z >> w) & 1) { p.Z |= lb; p.Zp |= pb; }
+        if ((t->x >> w) & 1) {
+            p.X |= lb;
+            p.Xp |= pb;
+        }
+        if ((t->z >> w) & 1) {
+            p.Z |= lb;
+            p.Zp |= pb;
+        }
     }
     return p;
 }
@@ -355,11 +386,12 @@ static int group_acc(Dsv *d, const PTerm *t, int ng, XSum *acc, char *err, size_
     uint64_t piece = Xg ? (d->xamps < dim ? d->xamps : dim) : dim;
     const cplx *a = d->loc.amp;
     for (uint64_t s = 0; s < dim; s += piece) {
-        const cplx *y = a;          /* y[j ^ Xl] is the partner of j, j in [s, s + piece) */
+        const cplx *y = a; /* y[j ^ Xl] is the partner of j, j in [s, s + piece) */
         uint64_t ybase = 0;
         if (Xg) {
             uint64_t sp = s ^ (Xl & ~(piece - 1));
-            if (dsv_sendrecv(d, a + sp, piece * sizeof(cplx), d->xbuf, piece * sizeof(cplx), peer, err, errlen)) {
+            if (dsv_sendrecv(d, a + sp, piece * sizeof(cplx), d->xbuf, piece * sizeof(cplx), peer,
+                             err, errlen)) {
                 free(w);
                 return -1;
             }
@@ -375,7 +407,7 @@ static int group_acc(Dsv *d, const PTerm *t, int ng, XSum *acc, char *err, size_
                     w[2 * i + 1] = 0;
                 } else {
                     const double *yy = (const double *)(y + (((b0 + i) ^ Xl) - ybase));
-                    w[2 * i] = yy[0] * x[2 * i] + yy[1] * x[2 * i + 1];       /* conj(y) x */
+                    w[2 * i] = yy[0] * x[2 * i] + yy[1] * x[2 * i + 1]; /* conj(y) x */
                     w[2 * i + 1] = yy[0] * x[2 * i + 1] - yy[1] * x[2 * i];
                 }
             }
@@ -384,8 +416,13 @@ static int group_acc(Dsv *d, const PTerm *t, int ng, XSum *acc, char *err, size_
                 double hs = sgn(g0 & Z & ~(bsz - 1)), sre = 0, sim = 0;
                 uint64_t zl = Z & (bsz - 1);
                 for (uint64_t i = 0; i < bsz; i++) {
-                    if (__builtin_parityll(i & zl)) { sre -= w[2 * i]; sim -= w[2 * i + 1]; }
-                    else { sre += w[2 * i]; sim += w[2 * i + 1]; }
+                    if (__builtin_parityll(i & zl)) {
+                        sre -= w[2 * i];
+                        sim -= w[2 * i + 1];
+                    } else {
+                        sre += w[2 * i];
+                        sim += w[2 * i + 1];
+                    }
                 }
                 int ny = __builtin_popcountll(Xp & Z) & 3;
                 double v = ny == 0 ? sre : ny == 1 ? -sim : ny == 2 ? -sre : sim;
@@ -422,13 +459,14 @@ static int term_vals(Dsv *d, PTerm *t, int n, double *vals, char *err, size_t er
 }
 
 /* sum c <W>, exact or estimated, in the sorted order. */
-static int weighted(Dsv *d, const SvPauli *in, int n, size_t shots, Rng *r, double *out,
-                    char *err, size_t errlen)
+static int weighted(Dsv *d, const SvPauli *in, int n, size_t shots, Rng *r, double *out, char *err,
+                    size_t errlen)
 {
     PTerm *t = malloc((size_t)(n > 0 ? n : 1) * sizeof *t);
     double *vals = malloc((size_t)(n > 0 ? n : 1) * sizeof *vals);
     if (!t || !vals) {
-        free(t); free(vals);
+        free(t);
+        free(vals);
         return dsv_fail(d, err, errlen, "expval: out of memory");
     }
     for (int i = 0; i < n; i++) t[i] = pterm(d, &in[i]);
@@ -452,8 +490,8 @@ int dsv_expval(Dsv *d, const SvPauli *t, int nterms, double *out, char *err, siz
     return dsv_expval_shots(d, t, nterms, 0, NULL, out, err, errlen);
 }
 
-int dsv_expval_shots(Dsv *d, const SvPauli *t, int nterms, size_t shots, Rng *r,
-                     double *out, char *err, size_t errlen)
+int dsv_expval_shots(Dsv *d, const SvPauli *t, int nterms, size_t shots, Rng *r, double *out,
+                     char *err, size_t errlen)
 {
     if (ready(d, err, errlen)) return -1;
     *out = 0;
@@ -468,8 +506,8 @@ int dsv_var(Dsv *d, const SvPauli *t, int nterms, double *out, char *err, size_t
 
 /* Why: var = <H^2> - <H>^2 with H^2 expanded into Pauli words (sv's own
    expansion), the square first as sv does (the order of random draws). */
-int dsv_var_shots(Dsv *d, const SvPauli *t, int nterms, size_t shots, Rng *r,
-                  double *out, char *err, size_t errlen)
+int dsv_var_shots(Dsv *d, const SvPauli *t, int nterms, size_t shots, Rng *r, double *out,
+                  char *err, size_t errlen)
 {
     if (ready(d, err, errlen)) return -1;
     *out = 0;
@@ -487,8 +525,8 @@ int dsv_var_shots(Dsv *d, const SvPauli *t, int nterms, size_t shots, Rng *r,
     return 0;
 }
 
-int dsv_sample_pauli(Dsv *d, const SvPauli *word, size_t shots, Rng *r, double *out,
-                     char *err, size_t errlen)
+int dsv_sample_pauli(Dsv *d, const SvPauli *word, size_t shots, Rng *r, double *out, char *err,
+                     size_t errlen)
 {
     if (ready(d, err, errlen)) return -1;
     PTerm t = pterm(d, word);
@@ -519,7 +557,10 @@ int dsv_sample(Dsv *d, size_t shots, Rng *r, uint64_t *out, char *err, size_t er
     XSum *tot = malloc((size_t)R * sizeof(XSum));
     double *first = malloc((size_t)R * sizeof(double));
     if (!bs || !bp || !tot || !first) {
-        free(bs); free(bp); free(tot); free(first);
+        free(bs);
+        free(bp);
+        free(tot);
+        free(first);
         return dsv_fail(d, err, errlen, "sample: out of memory");
     }
     XSum mine;
@@ -545,7 +586,10 @@ int dsv_sample(Dsv *d, size_t shots, Rng *r, uint64_t *out, char *err, size_t er
     }
     if (!rc) rc = dsv_allgather(d, &myfirst, first, sizeof myfirst, err, errlen);
     if (rc) {
-        free(bs); free(bp); free(tot); free(first);
+        free(bs);
+        free(bp);
+        free(tot);
+        free(first);
         return -1;
     }
     memset(out, 0, shots * sizeof(uint64_t));
@@ -559,14 +603,16 @@ int dsv_sample(Dsv *d, size_t shots, Rng *r, uint64_t *out, char *err, size_t er
         int owner = -1;
         for (int q = 0; q < R; q++)
             if (first[q] <= u) owner = q;
-        if (owner < 0) owner = 0;   /* u below every first block: the first mass */
+        if (owner < 0) owner = 0; /* u below every first block: the first mass */
         if (owner != d->rank) continue;
         /* the last block with mass whose prefix is <= u */
         while (jb + 1 < nblk) {
             uint64_t nx = jb + 1;
             while (nx < nblk && !(bs[nx] > 0)) nx++;
-            if (nx < nblk && bp[nx] <= u) jb = nx;
-            else break;
+            if (nx < nblk && bp[nx] <= u)
+                jb = nx;
+            else
+                break;
         }
         while (!(bs[jb] > 0) && jb + 1 < nblk) jb++;
         if ((int64_t)jb != cur_blk) {
@@ -583,7 +629,10 @@ int dsv_sample(Dsv *d, size_t shots, Rng *r, uint64_t *out, char *err, size_t er
         while (pick > (jb << rb) && !(amp2(d->loc.amp, pick) > 0)) pick--;
         out[shots - k] = dsv_gidx(d, pick);
     }
-    free(bs); free(bp); free(tot); free(first);
+    free(bs);
+    free(bp);
+    free(tot);
+    free(first);
     if (dsv_allreduce_u64(d, out, shots, err, errlen)) return -1;
     for (size_t k = shots - 1; k >= 1; k--) {
         size_t j = (size_t)rng_below(r, k + 1);
@@ -603,16 +652,19 @@ int dsv_gather(Dsv *d, int root, cplx *out, char *err, size_t errlen)
     uint64_t dim = d->loc.dim;
     if (d->rank == root) memcpy(out + ((uint64_t)d->rank << d->nl), d->loc.amp, dim * sizeof(cplx));
     if (d->R == 1) return 0;
-    uint64_t piece = (uint64_t)1 << 26;      /* amplitudes per message: 1 GiB */
+    uint64_t piece = (uint64_t)1 << 26; /* amplitudes per message: 1 GiB */
     for (int q = 0; q < d->R; q++) {
         if (q == root) continue;
         for (uint64_t s = 0; s < dim; s += piece) {
             uint64_t m = dim - s < piece ? dim - s : piece;
             MPI_Request rq;
             if (d->rank == root) {
-                if (dsv_irecv(d, out + ((uint64_t)q << d->nl) + s, m * sizeof(cplx), q, &rq, err, errlen)) return -1;
+                if (dsv_irecv(d, out + ((uint64_t)q << d->nl) + s, m * sizeof(cplx), q, &rq, err,
+                              errlen))
+                    return -1;
             } else if (d->rank == q) {
-                if (dsv_isend(d, d->loc.amp + s, m * sizeof(cplx), root, &rq, err, errlen)) return -1;
+                if (dsv_isend(d, d->loc.amp + s, m * sizeof(cplx), root, &rq, err, errlen))
+                    return -1;
             } else {
                 continue;
             }

@@ -14,8 +14,21 @@
 #include <string.h>
 #include <time.h>
 
-enum { C_NEW = 1, C_FREE, C_RESET, C_APPLY, C_EXPVAL, C_VAR, C_SPAULI, C_PROBS, C_SAMPLE,
-       C_MEASURE, C_NORM, C_GATHER, C_CLOSE };
+enum {
+    C_NEW = 1,
+    C_FREE,
+    C_RESET,
+    C_APPLY,
+    C_EXPVAL,
+    C_VAR,
+    C_SPAULI,
+    C_PROBS,
+    C_SAMPLE,
+    C_MEASURE,
+    C_NORM,
+    C_GATHER,
+    C_CLOSE
+};
 
 typedef struct Hdr {
     int32_t cmd, a, b, c;
@@ -23,14 +36,14 @@ typedef struct Hdr {
     Rng rng;
 } Hdr;
 
-#define BATCH_OPS DSV_QUEUE
+#define BATCH_OPS   DSV_QUEUE
 #define BATCH_BYTES ((size_t)1 << 20)
 
 struct Dsvr {
     MPI_Comm comm;
     DsvConfig cfg;
     Dsv *d;
-    char *batch;          /* serialised applies not yet sent */
+    char *batch; /* serialised applies not yet sent */
     size_t blen, bcap;
     int bops;
 };
@@ -62,7 +75,8 @@ static int bwait(MPI_Comm comm, const DsvConfig *cfg, MPI_Request *rq, char *err
     }
 }
 
-static int bcast(MPI_Comm comm, const DsvConfig *cfg, void *buf, size_t len, char *err, size_t errlen)
+static int bcast(MPI_Comm comm, const DsvConfig *cfg, void *buf, size_t len, char *err,
+                 size_t errlen)
 {
     char *p = buf;
     while (len) {
@@ -105,7 +119,7 @@ static int run_applies(Dsv *d, const char *p, size_t len, char *err, size_t errl
         if (op.gate == SV_QUBITUNITARY) {
             size_t mb = ((size_t)1 << (2 * op.nwires)) * sizeof(cplx);
             m = malloc(mb);
-            if (!m) return dsv_apply(d, &op, err, errlen);   /* reports the missing matrix */
+            if (!m) return dsv_apply(d, &op, err, errlen); /* reports the missing matrix */
             memcpy(m, p + at, mb);
             at += mb;
             op.matrix = m;
@@ -153,11 +167,21 @@ int dsvr_serve(MPI_Comm comm0, const DsvConfig *cfg0, char *err, size_t errlen)
     char e2[256];
     for (;;) {
         Hdr h;
-        if (bcast(comm, &cfg, &h, sizeof h, err, errlen)) { rc = -1; break; }
+        if (bcast(comm, &cfg, &h, sizeof h, err, errlen)) {
+            rc = -1;
+            break;
+        }
         free(pay);
         pay = h.len ? malloc(h.len) : NULL;
-        if (h.len && !pay) { rc = -1; if (err && errlen) snprintf(err, errlen, "out of memory"); break; }
-        if (h.len && bcast(comm, &cfg, pay, h.len, err, errlen)) { rc = -1; break; }
+        if (h.len && !pay) {
+            rc = -1;
+            if (err && errlen) snprintf(err, errlen, "out of memory");
+            break;
+        }
+        if (h.len && bcast(comm, &cfg, pay, h.len, err, errlen)) {
+            rc = -1;
+            break;
+        }
         if (h.cmd == C_CLOSE) break;
         Rng rng = h.rng;
         /* a follower's failure shows on the leader too (the collectives
@@ -170,15 +194,25 @@ int dsvr_serve(MPI_Comm comm0, const DsvConfig *cfg0, char *err, size_t errlen)
             if (dsv_new(&d, h.a, comm, &c, e2, sizeof e2)) d = NULL;
             break;
         }
-        case C_FREE: dsv_free(d); d = NULL; break;
-        case C_RESET: if (d) dsv_reset(d, e2, sizeof e2); break;
-        case C_APPLY: if (d) run_applies(d, pay, h.len, e2, sizeof e2); break;
-        case C_EXPVAL: case C_VAR: {
+        case C_FREE:
+            dsv_free(d);
+            d = NULL;
+            break;
+        case C_RESET:
+            if (d) dsv_reset(d, e2, sizeof e2);
+            break;
+        case C_APPLY:
+            if (d) run_applies(d, pay, h.len, e2, sizeof e2);
+            break;
+        case C_EXPVAL:
+        case C_VAR: {
             double v;
             int n = (int)(h.len / sizeof(SvPauli));
             if (!d) break;
-            if (h.cmd == C_EXPVAL) dsv_expval_shots(d, (SvPauli *)pay, n, (size_t)h.n1, &rng, &v, e2, sizeof e2);
-            else dsv_var_shots(d, (SvPauli *)pay, n, (size_t)h.n1, &rng, &v, e2, sizeof e2);
+            if (h.cmd == C_EXPVAL)
+                dsv_expval_shots(d, (SvPauli *)pay, n, (size_t)h.n1, &rng, &v, e2, sizeof e2);
+            else
+                dsv_var_shots(d, (SvPauli *)pay, n, (size_t)h.n1, &rng, &v, e2, sizeof e2);
             break;
         }
         case C_SPAULI: {
@@ -192,7 +226,8 @@ int dsvr_serve(MPI_Comm comm0, const DsvConfig *cfg0, char *err, size_t errlen)
             int all = nw == 0 || (d && nw == dsv_nq(d)), valid = nw <= 30;
             double *o = all || !valid ? NULL : malloc(((size_t)1 << nw) * sizeof(double));
             /* an invalid request fails before any traffic, as on the leader */
-            if (d && (all || o || !valid)) dsv_probs_shots(d, (int *)pay, nw, (size_t)h.n1, &rng, o, e2, sizeof e2);
+            if (d && (all || o || !valid))
+                dsv_probs_shots(d, (int *)pay, nw, (size_t)h.n1, &rng, o, e2, sizeof e2);
             free(o);
             break;
         }
@@ -202,9 +237,17 @@ int dsvr_serve(MPI_Comm comm0, const DsvConfig *cfg0, char *err, size_t errlen)
             free(o);
             break;
         }
-        case C_MEASURE: if (d) dsv_measure(d, h.a, h.b, &rng, e2, sizeof e2); break;
-        case C_NORM: { double v; if (d) dsv_norm(d, &v, e2, sizeof e2); break; }
-        case C_GATHER: if (d) dsv_gather(d, 0, NULL, e2, sizeof e2); break;
+        case C_MEASURE:
+            if (d) dsv_measure(d, h.a, h.b, &rng, e2, sizeof e2);
+            break;
+        case C_NORM: {
+            double v;
+            if (d) dsv_norm(d, &v, e2, sizeof e2);
+            break;
+        }
+        case C_GATHER:
+            if (d) dsv_gather(d, 0, NULL, e2, sizeof e2);
+            break;
         default: break;
         }
     }
@@ -326,15 +369,16 @@ int dsvr_apply(Dsvr *r, const SvOp *op, char *err, size_t errlen)
     SvOp c = *op;
     c.matrix = NULL;
     memcpy(r->batch + r->blen, &c, sizeof c);
-    if (op->gate == SV_QUBITUNITARY) memcpy(r->batch + r->blen + sizeof c, op->matrix, need - sizeof c);
+    if (op->gate == SV_QUBITUNITARY)
+        memcpy(r->batch + r->blen + sizeof c, op->matrix, need - sizeof c);
     r->blen += need;
     r->bops++;
     if (r->bops >= BATCH_OPS || r->blen >= BATCH_BYTES) return flush_batch(r, err, errlen);
     return 0;
 }
 
-static int pauli_call(Dsvr *r, int cmd, const SvPauli *t, int n, size_t shots, Rng *rng,
-                      char *err, size_t errlen)
+static int pauli_call(Dsvr *r, int cmd, const SvPauli *t, int n, size_t shots, Rng *rng, char *err,
+                      size_t errlen)
 {
     if (need_state(r, err, errlen)) return -1;
     Hdr h;
@@ -346,31 +390,41 @@ static int pauli_call(Dsvr *r, int cmd, const SvPauli *t, int n, size_t shots, R
     return call(r, &h, t, err, errlen);
 }
 
-int dsvr_expval(Dsvr *r, const SvPauli *t, int n, size_t shots, Rng *rng, double *out, char *err, size_t errlen)
+int dsvr_expval(Dsvr *r, const SvPauli *t, int n, size_t shots, Rng *rng, double *out, char *err,
+                size_t errlen)
 {
     Rng dummy;
     rng_seed(&dummy, 0);
-    if (!rng) { rng = &dummy; shots = 0; }
+    if (!rng) {
+        rng = &dummy;
+        shots = 0;
+    }
     if (pauli_call(r, C_EXPVAL, t, n, shots, rng, err, errlen)) return -1;
     return dsv_expval_shots(r->d, t, n, shots, rng, out, err, errlen);
 }
 
-int dsvr_var(Dsvr *r, const SvPauli *t, int n, size_t shots, Rng *rng, double *out, char *err, size_t errlen)
+int dsvr_var(Dsvr *r, const SvPauli *t, int n, size_t shots, Rng *rng, double *out, char *err,
+             size_t errlen)
 {
     Rng dummy;
     rng_seed(&dummy, 0);
-    if (!rng) { rng = &dummy; shots = 0; }
+    if (!rng) {
+        rng = &dummy;
+        shots = 0;
+    }
     if (pauli_call(r, C_VAR, t, n, shots, rng, err, errlen)) return -1;
     return dsv_var_shots(r->d, t, n, shots, rng, out, err, errlen);
 }
 
-int dsvr_sample_pauli(Dsvr *r, const SvPauli *word, size_t shots, Rng *rng, double *out, char *err, size_t errlen)
+int dsvr_sample_pauli(Dsvr *r, const SvPauli *word, size_t shots, Rng *rng, double *out, char *err,
+                      size_t errlen)
 {
     if (pauli_call(r, C_SPAULI, word, 1, shots, rng, err, errlen)) return -1;
     return dsv_sample_pauli(r->d, word, shots, rng, out, err, errlen);
 }
 
-int dsvr_probs(Dsvr *r, const int *wires, int nw, size_t shots, Rng *rng, double *out, char *err, size_t errlen)
+int dsvr_probs(Dsvr *r, const int *wires, int nw, size_t shots, Rng *rng, double *out, char *err,
+               size_t errlen)
 {
     if (need_state(r, err, errlen)) return -1;
     if (nw < 0 || (nw > 0 && !wires)) {
@@ -379,7 +433,10 @@ int dsvr_probs(Dsvr *r, const int *wires, int nw, size_t shots, Rng *rng, double
     }
     Rng dummy;
     rng_seed(&dummy, 0);
-    if (!rng) { rng = &dummy; shots = 0; }
+    if (!rng) {
+        rng = &dummy;
+        shots = 0;
+    }
     Hdr h;
     memset(&h, 0, sizeof h);
     h.cmd = C_PROBS;

@@ -34,14 +34,18 @@ int dsvr_serve(MPI_Comm comm, const DsvConfig *cfg, char *err, size_t errlen);
 int dsvr_new(Dsvr *r, int nq, size_t xbuf_bytes, char *err, size_t errlen);
 int dsvr_free(Dsvr *r, char *err, size_t errlen);
 int dsvr_reset(Dsvr *r, char *err, size_t errlen);
-Dsv *dsvr_state(Dsvr *r);          /* the leader's part (stats, rank count), or NULL */
+Dsv *dsvr_state(Dsvr *r); /* the leader's part (stats, rank count), or NULL */
 
 /* Leader: as in dsv.h (results on the leader). */
 int dsvr_apply(Dsvr *r, const SvOp *op, char *err, size_t errlen);
-int dsvr_expval(Dsvr *r, const SvPauli *t, int n, size_t shots, Rng *rng, double *out, char *err, size_t errlen);
-int dsvr_var(Dsvr *r, const SvPauli *t, int n, size_t shots, Rng *rng, double *out, char *err, size_t errlen);
-int dsvr_sample_pauli(Dsvr *r, const SvPauli *word, size_t shots, Rng *rng, double *out, char *err, size_t errlen);
-int dsvr_probs(Dsvr *r, const int *wires, int nw, size_t shots, Rng *rng, double *out, char *err, size_t errlen);
+int dsvr_expval(Dsvr *r, const SvPauli *t, int n, size_t shots, Rng *rng, double *out, char *err,
+                size_t errlen);
+int dsvr_var(Dsvr *r, const SvPauli *t, int n, size_t shots, Rng *rng, double *out, char *err,
+             size_t errlen);
+int dsvr_sample_pauli(Dsvr *r, const SvPauli *word, size_t shots, Rng *rng, double *out, char *err,
+                      size_t errlen);
+int dsvr_probs(Dsvr *r, const int *wires, int nw, size_t shots, Rng *rng, double *out, char *err,
+               size_t errlen);
 int dsvr_sample(Dsvr *r, size_t shots, Rng *rng, uint64_t *out, char *err, size_t errlen);
 int dsvr_measure(Dsvr *r, int wire, int reset, Rng *rng, char *err, size_t errlen);
 int dsvr_norm(Dsvr *r, double *out, char *err, size_t errlen);

@@ -34,15 +34,15 @@ typedef struct Out {
 
 typedef struct Hello {
     int pid, slots;
-    unsigned long long pidns;   /* inode of /proc/self/ns/pid: same host AND namespace */
+    unsigned long long pidns; /* inode of /proc/self/ns/pid: same host AND namespace */
     char host[64];
 } Hello;
 
 typedef struct Peer {
     Hello h;
-    int alive, bye, local;      /* local: same host and pid namespace */
-    double last;                /* monotonic time of its last message */
-    uint64_t *ids;              /* master: tasks in flight there */
+    int alive, bye, local; /* local: same host and pid namespace */
+    double last;           /* monotonic time of its last message */
+    uint64_t *ids;         /* master: tasks in flight there */
     int nids, cap;
 } Peer;
 
@@ -55,15 +55,15 @@ struct Farm {
     int started;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    Out *qhead, *qtail;         /* queued by any thread (mu) */
-    Out *pending;               /* started, not complete (thread only) */
-    Peer *peer;                 /* per rank (mu) */
-    int closing;                /* master: farm_close called (mu) */
-    int stopped;                /* worker: the master said stop or died (mu) */
-    int done;                   /* the thread has ended (mu) */
+    Out *qhead, *qtail; /* queued by any thread (mu) */
+    Out *pending;       /* started, not complete (thread only) */
+    Peer *peer;         /* per rank (mu) */
+    int closing;        /* master: farm_close called (mu) */
+    int stopped;        /* worker: the master said stop or died (mu) */
+    int done;           /* the thread has ended (mu) */
     int ndied;
-    double master_last;         /* worker: last message from the master */
-    char why[160];              /* worker: why it stopped */
+    double master_last; /* worker: last message from the master */
+    char why[160];      /* worker: why it stopped */
     FarmStats st;
 };
 
@@ -91,7 +91,7 @@ static int process_gone(int pid)
     size_t n = fread(buf, 1, sizeof buf - 1, fp);
     fclose(fp);
     buf[n] = 0;
-    const char *p = strrchr(buf, ')');   /* "pid (comm) S ..." */
+    const char *p = strrchr(buf, ')'); /* "pid (comm) S ..." */
     return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
 }
 
@@ -106,7 +106,11 @@ static void enqueue(Farm *f, int peer, int tag, uint64_t id, const void *p, size
 {
     Out *o = calloc(1, sizeof *o);
     char *b = malloc(8 + len);
-    if (!o || !b) { free(o); free(b); return; }   /* the peer's timeout still ends the wait */
+    if (!o || !b) {
+        free(o);
+        free(b);
+        return;
+    } /* the peer's timeout still ends the wait */
     memcpy(b, &id, 8);
     if (len) memcpy(b + 8, p, len);
     o->peer = peer;
@@ -114,8 +118,10 @@ static void enqueue(Farm *f, int peer, int tag, uint64_t id, const void *p, size
     o->buf = b;
     o->len = 8 + len;
     pthread_mutex_lock(&f->mu);
-    if (f->qtail) f->qtail->next = o;
-    else f->qhead = o;
+    if (f->qtail)
+        f->qtail->next = o;
+    else
+        f->qhead = o;
     f->qtail = o;
     pthread_mutex_unlock(&f->mu);
 }
@@ -128,7 +134,10 @@ static void declare_dead(Farm *f, int r, const char *why)
 {
     pthread_mutex_lock(&f->mu);
     Peer *p = &f->peer[r];
-    if (!p->alive) { pthread_mutex_unlock(&f->mu); return; }
+    if (!p->alive) {
+        pthread_mutex_unlock(&f->mu);
+        return;
+    }
     p->alive = 0;
     f->ndied++;
     f->st.died++;
@@ -190,16 +199,20 @@ static void dispatch(Farm *f, int src, int tag, const char *buf, size_t len)
         f->peer[src].last = t;
         if (tag == TAG_BYE) f->peer[src].bye = 1;
         pthread_mutex_unlock(&f->mu);
-        if (!alive) return;      /* declared dead: whatever it says now is too late */
+        if (!alive) return; /* declared dead: whatever it says now is too late */
         if ((tag == TAG_OK || tag == TAG_ERR) && forget(f, src, id) && f->cb.answer)
             f->cb.answer(f->cb.ctx, f, id, tag == TAG_OK, p, n);
         return;
     }
     f->master_last = t;
     switch (tag) {
-    case TAG_TASK: if (f->cb.task) f->cb.task(f->cb.ctx, f, id, p, n); break;
-    case TAG_CANCEL: if (f->cb.cancel) f->cb.cancel(f->cb.ctx, f, id); break;
-    case TAG_STOP:   /* id 1: some rank died, collectives would hang */
+    case TAG_TASK:
+        if (f->cb.task) f->cb.task(f->cb.ctx, f, id, p, n);
+        break;
+    case TAG_CANCEL:
+        if (f->cb.cancel) f->cb.cancel(f->cb.ctx, f, id);
+        break;
+    case TAG_STOP: /* id 1: some rank died, collectives would hang */
         if (id) f->ndied = 1;
         worker_stop(f, id ? FARM_STOPPED " (a rank died)" : FARM_STOPPED);
         enqueue(f, 0, TAG_BYE, 0, NULL, 0);
@@ -226,7 +239,8 @@ static int pump_out(Farm *f)
             alive = f->peer[o->peer].alive;
             pthread_mutex_unlock(&f->mu);
         }
-        if (!alive || MPI_Isend(o->buf, (int)o->len, MPI_BYTE, o->peer, o->tag, f->comm, &o->rq) != MPI_SUCCESS) {
+        if (!alive || MPI_Isend(o->buf, (int)o->len, MPI_BYTE, o->peer, o->tag, f->comm, &o->rq) !=
+                          MPI_SUCCESS) {
             free(o->buf);
             free(o);
             continue;
@@ -268,11 +282,17 @@ static int pump_in(Farm *f)
         int flag = 0;
         MPI_Message msg;
         MPI_Status st;
-        if (MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, f->comm, &flag, &msg, &st) != MPI_SUCCESS || !flag) break;
+        if (MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, f->comm, &flag, &msg, &st) != MPI_SUCCESS ||
+            !flag)
+            break;
         int count = 0;
         MPI_Get_count(&st, MPI_BYTE, &count);
         char *buf = malloc(count > 0 ? (size_t)count : 1);
-        if (!buf) { struct timespec ts = { 0, 1000000 }; nanosleep(&ts, NULL); continue; }
+        if (!buf) {
+            struct timespec ts = { 0, 1000000 };
+            nanosleep(&ts, NULL);
+            continue;
+        }
         MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
         dispatch(f, st.MPI_SOURCE, st.MPI_TAG, buf, (size_t)count);
         free(buf);
@@ -353,11 +373,12 @@ static void *farm_main(void *arg)
             pthread_mutex_lock(&f->mu);
             int stopped = f->stopped, queued = f->qhead != NULL;
             pthread_mutex_unlock(&f->mu);
-            if (stopped && !queued && !f->pending) break;   /* the goodbye went out */
+            if (stopped && !queued && !f->pending) break; /* the goodbye went out */
             if (stopped && close_at == 0) close_at = t;
             if (stopped && t - close_at > 2.0) break;
         }
-        if (did) idle = 0;
+        if (did)
+            idle = 0;
         else {
             /* Nothing happened: poll again after 50 us a few times (a quick
              * answer), then every 1 ms. Each wake-up of this thread takes
@@ -390,7 +411,8 @@ static void *farm_main(void *arg)
 
 /* ---- the interface ---------------------------------------------------- */
 
-Farm *farm_new(MPI_Comm comm, const FarmConfig *cfg, const FarmCallbacks *cb, char *err, size_t errlen)
+Farm *farm_new(MPI_Comm comm, const FarmConfig *cfg, const FarmCallbacks *cb, char *err,
+               size_t errlen)
 {
     Farm *f = calloc(1, sizeof *f);
     int size = 0;
@@ -454,7 +476,8 @@ int farm_close(Farm *f)
 {
     if (!f) return 0;
     pthread_mutex_lock(&f->mu);
-    if (f->rank == 0) f->closing = 1;
+    if (f->rank == 0)
+        f->closing = 1;
     else
         while (!f->stopped) pthread_cond_wait(&f->cv, &f->mu);
     pthread_mutex_unlock(&f->mu);
@@ -505,7 +528,8 @@ int farm_inflight(Farm *f, int rank)
     return n;
 }
 
-int farm_submit(Farm *f, int rank, uint64_t id, const void *blob, size_t len, char *err, size_t errlen)
+int farm_submit(Farm *f, int rank, uint64_t id, const void *blob, size_t len, char *err,
+                size_t errlen)
 {
     if (f->rank != 0 || rank <= 0 || rank >= f->size) {
         if (err && errlen) snprintf(err, errlen, "task farm: no worker rank %d", rank);
@@ -547,7 +571,10 @@ int farm_pick(Farm *f)
     for (int r = 1; r < f->size; r++) {
         Peer *p = &f->peer[r];
         if (!p->alive || p->nids >= p->h.slots) continue;
-        if (best < 0 || p->nids < bn) { best = r; bn = p->nids; }
+        if (best < 0 || p->nids < bn) {
+            best = r;
+            bn = p->nids;
+        }
     }
     pthread_mutex_unlock(&f->mu);
     return best;

@@ -58,15 +58,16 @@ typedef struct FarmCallbacks {
 #define FARM_STOPPED "stopped by rank 0"
 
 typedef struct FarmConfig {
-    double heartbeat;   /* seconds between heartbeats (0: 0.1) */
-    double timeout;     /* silence that means death (0: $QH_MPI_TIMEOUT or 10 s) */
-    int slots;          /* tasks this rank runs at once (announced to the master; >= 1) */
-    int no_pid_check;   /* 1: rely on the timeout alone (as for ranks on other hosts) */
+    double heartbeat; /* seconds between heartbeats (0: 0.1) */
+    double timeout;   /* silence that means death (0: $QH_MPI_TIMEOUT or 10 s) */
+    int slots;        /* tasks this rank runs at once (announced to the master; >= 1) */
+    int no_pid_check; /* 1: rely on the timeout alone (as for ranks on other hosts) */
 } FarmConfig;
 
 /* Collective over comm (all ranks, rank 0 = master). Starts the
    communication thread. NULL with a message on failure. */
-Farm *farm_new(MPI_Comm comm, const FarmConfig *cfg, const FarmCallbacks *cb, char *err, size_t errlen);
+Farm *farm_new(MPI_Comm comm, const FarmConfig *cfg, const FarmCallbacks *cb, char *err,
+               size_t errlen);
 /* Master: tells live workers to stop and waits (at most the timeout) for
    their goodbyes; worker: waits until the master said stop. Then joins the
    thread and frees. Returns nonzero when a rank died during the run (the
@@ -77,13 +78,14 @@ int farm_close(Farm *f);
 
 int farm_rank(const Farm *f);
 int farm_size(const Farm *f);
-int farm_alive(Farm *f, int rank);          /* master's view */
-int farm_slots(Farm *f, int rank);          /* what the rank announced */
-int farm_inflight(Farm *f, int rank);       /* master: tasks sent, not answered */
+int farm_alive(Farm *f, int rank);    /* master's view */
+int farm_slots(Farm *f, int rank);    /* what the rank announced */
+int farm_inflight(Farm *f, int rank); /* master: tasks sent, not answered */
 
 /* Master: send task id to rank (copies the blob). 0, or -1 with a message
    (dead rank, bad rank, closed). */
-int farm_submit(Farm *f, int rank, uint64_t id, const void *blob, size_t len, char *err, size_t errlen);
+int farm_submit(Farm *f, int rank, uint64_t id, const void *blob, size_t len, char *err,
+                size_t errlen);
 /* Master: ask the worker to cancel task id (best effort). */
 void farm_cancel(Farm *f, int rank, uint64_t id);
 /* Master: a live worker with a free slot, fewest tasks first, or -1. */

@@ -24,11 +24,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#define XSUM_FRAC 5                  /* fraction digits of 32 bits */
-#define XSUM_N (XSUM_FRAC + 2)       /* + the integer digit + the invalid count */
+#define XSUM_FRAC 5               /* fraction digits of 32 bits */
+#define XSUM_N    (XSUM_FRAC + 2) /* + the integer digit + the invalid count */
 
 typedef struct XSum {
-    int64_t d[XSUM_N];   /* d[0] integer part, d[1..5] fraction digits
+    int64_t d[XSUM_N]; /* d[0] integer part, d[1..5] fraction digits
                             (d[i] weighs 2^(-32 i)), d[6] invalid terms */
 } XSum;
 
@@ -39,20 +39,27 @@ static inline void xsum_zero(XSum *a) { memset(a, 0, sizeof *a); }
 static inline void xsum_add(XSum *a, double x)
 {
     if (x == 0) return;
-    if (!isfinite(x) || fabs(x) >= 0x1p30) { a->d[XSUM_N - 1]++; return; }
+    if (!isfinite(x) || fabs(x) >= 0x1p30) {
+        a->d[XSUM_N - 1]++;
+        return;
+    }
     int e;
-    double m = frexp(fabs(x), &e);              /* |x| = m 2^e, m in [0.5, 1) */
-    uint64_t M = (uint64_t)ldexp(m, 53);        /* exact 53-bit integer */
-    int sh = e - 53 + 32 * XSUM_FRAC;           /* |x| = M 2^(sh - 160) */
+    double m = frexp(fabs(x), &e);       /* |x| = m 2^e, m in [0.5, 1) */
+    uint64_t M = (uint64_t)ldexp(m, 53); /* exact 53-bit integer */
+    int sh = e - 53 + 32 * XSUM_FRAC;    /* |x| = M 2^(sh - 160) */
     int neg = x < 0;
     /* digit t (0 = lowest) weighs 2^(32 t - 160): bits [32t, 32t + 32) of M 2^sh */
     for (int t = 0; t <= XSUM_FRAC; t++) {
-        int lo = 32 * t - sh;                   /* bit of M that lands on the digit's bit 0 */
+        int lo = 32 * t - sh; /* bit of M that lands on the digit's bit 0 */
         uint64_t dig;
-        if (lo >= 64) dig = 0;
-        else if (lo >= 0) dig = (M >> lo) & 0xffffffffu;
-        else if (lo > -32) dig = (M << -lo) & 0xffffffffu;
-        else dig = 0;
+        if (lo >= 64)
+            dig = 0;
+        else if (lo >= 0)
+            dig = (M >> lo) & 0xffffffffu;
+        else if (lo > -32)
+            dig = (M << -lo) & 0xffffffffu;
+        else
+            dig = 0;
         if (dig) a->d[XSUM_FRAC - t] += neg ? -(int64_t)dig : (int64_t)dig;
     }
 }
@@ -66,7 +73,8 @@ static inline void xsum_merge(XSum *a, const XSum *b)
 /* floor(v / 2^32) for any int64. */
 static inline int64_t xsum_floor32(int64_t v)
 {
-    return v >= 0 ? v / ((int64_t)1 << 32) : -((-v + (((int64_t)1 << 32) - 1)) / ((int64_t)1 << 32));
+    return v >= 0 ? v / ((int64_t)1 << 32)
+                  : -((-v + (((int64_t)1 << 32) - 1)) / ((int64_t)1 << 32));
 }
 
 /* Canonical form: fraction digits in [0, 2^32), the integer digit signed.
@@ -88,12 +96,15 @@ static inline double xsum_value(const XSum *in)
     XSum a = *in;
     xsum_norm(&a);
     int neg = a.d[0] < 0;
-    if (neg) {   /* magnitude: negate the whole fixed-point number */
+    if (neg) { /* magnitude: negate the whole fixed-point number */
         int64_t borrow = 0;
         for (int i = XSUM_FRAC; i >= 1; i--) {
             int64_t v = -a.d[i] - borrow;
             borrow = 0;
-            if (v < 0) { v += (int64_t)1 << 32; borrow = 1; }
+            if (v < 0) {
+                v += (int64_t)1 << 32;
+                borrow = 1;
+            }
             a.d[i] = v;
         }
         a.d[0] = -a.d[0] - borrow;

@@ -22,11 +22,11 @@
 /* ---------------------------------------------------------------- futures */
 
 typedef enum FutState {
-    FUT_PENDING,    /* created or queued, not started                       */
-    FUT_RUNNING,    /* its producer has started                             */
-    FUT_DONE,       /* a result is there (fut_result / fut_take_result)     */
-    FUT_FAILED,     /* an error message is there (fut_error)                */
-    FUT_CANCELLED   /* cancelled before it produced anything; fut_error is "cancelled" */
+    FUT_PENDING,  /* created or queued, not started                       */
+    FUT_RUNNING,  /* its producer has started                             */
+    FUT_DONE,     /* a result is there (fut_result / fut_take_result)     */
+    FUT_FAILED,   /* an error message is there (fut_error)                */
+    FUT_CANCELLED /* cancelled before it produced anything; fut_error is "cancelled" */
 } FutState;
 
 typedef struct Fut Fut;
@@ -46,7 +46,7 @@ void fut_release(Fut *f);
  * be NULL (the result is then not owned). The caller must hold a reference
  * across the call. */
 bool fut_complete(Fut *f, void *result, void (*free_result)(void *));
-bool fut_fail(Fut *f, const char *msg);           /* copies msg */
+bool fut_fail(Fut *f, const char *msg); /* copies msg */
 /* Cancels a pending or running future at once (state CANCELLED, error
  * "cancelled", waiters woken) and raises its cancel flag so that a producer
  * already running sees it (fut_cancel_flag) and stops; whatever that
@@ -56,9 +56,9 @@ bool fut_cancel(Fut *f);
 bool fut_set_running(Fut *f);
 
 /* Consumer side. */
-FutState fut_state(const Fut *f);                  /* atomic load, no lock */
-bool fut_ready(const Fut *f);                      /* finished (DONE/FAILED/CANCELLED); never waits */
-FutState fut_wait(Fut *f);                         /* blocks until finished */
+FutState fut_state(const Fut *f); /* atomic load, no lock */
+bool fut_ready(const Fut *f);     /* finished (DONE/FAILED/CANCELLED); never waits */
+FutState fut_wait(Fut *f);        /* blocks until finished */
 /* Blocks until finished or until *interrupt becomes nonzero (polled at
  * least every 10 ms; interrupt may be NULL). Returns the state: still
  * PENDING or RUNNING when it was interrupted. */
@@ -100,7 +100,7 @@ typedef struct ExecTask ExecTask;
  * returns, so "the future is finished" implies "its task is over". */
 typedef void (*ExecRunFn)(void *ctx, ExecTask *t);
 
-#define EXEC_STACK_SIZE ((size_t)64 << 20)   /* worker stacks: recursive evaluator */
+#define EXEC_STACK_SIZE ((size_t)64 << 20) /* worker stacks: recursive evaluator */
 
 /* A fixed pool of nworkers threads (at least 1), created here once, each
  * with an EXEC_STACK_SIZE stack; at most queue_bound (at least 1)
@@ -127,11 +127,12 @@ void exec_free(Exec *e);
  * Backpressure: from a non-worker thread, blocks while queue_bound tasks
  * are unfinished. Returns NULL (nothing submitted) if, while it is blocked,
  * the interrupt flag is up (also if it already was when blocking began) or
- * exec_cancel_all is called, or if the executor is shutting down. From a worker thread it never blocks: such
+ * exec_cancel_all is called, or if the executor is shutting down. From a worker thread it never
+ * blocks: such
  * submissions bypass the bound (they are counted, but do not wait), so a
  * task submitting tasks cannot deadlock the pool. */
-Fut *exec_submit(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void *),
-                 Fut *const *deps, int ndeps, const char *label, int line);
+Fut *exec_submit(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void *), Fut *const *deps,
+                 int ndeps, const char *label, int line);
 
 /* ---- remote slots: tasks that other processes may run ----
  * A task submitted with EXEC_REMOTE may be taken by a remote slot as well
@@ -149,7 +150,8 @@ Fut *exec_submit_flags(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void 
                        Fut *const *deps, int ndeps, const char *label, int line, unsigned flags);
 /* Makes nslots remote slots, once (their trace tracks follow the workers',
  * named names[i]); returns how many threads were made, -1 if called twice. */
-int exec_add_remote(Exec *e, int nslots, bool (*usable)(void *ud, int slot), void *ud, const char *const *names);
+int exec_add_remote(Exec *e, int nslots, bool (*usable)(void *ud, int slot), void *ud,
+                    const char *const *names);
 /* The remote slot running t, or -1 (a worker, or the calling thread). */
 int exec_task_remote(const ExecTask *t);
 
@@ -165,10 +167,10 @@ void exec_task_fail(ExecTask *t, const char *msg);
 bool exec_task_cancelled(const ExecTask *t);
 const atomic_int *exec_task_cancel_flag(const ExecTask *t);
 /* What the runner may want to know about its task. */
-int exec_task_worker(const ExecTask *t);        /* 0..nworkers-1 */
-int exec_task_ndeps(const ExecTask *t);         /* non-NULL deps only */
-Fut *exec_task_dep(const ExecTask *t, int i);   /* borrowed reference */
-Fut *exec_task_fut(const ExecTask *t);          /* borrowed; do not complete it directly */
+int exec_task_worker(const ExecTask *t);      /* 0..nworkers-1 */
+int exec_task_ndeps(const ExecTask *t);       /* non-NULL deps only */
+Fut *exec_task_dep(const ExecTask *t, int i); /* borrowed reference */
+Fut *exec_task_fut(const ExecTask *t);        /* borrowed; do not complete it directly */
 const char *exec_task_label(const ExecTask *t);
 int exec_task_line(const ExecTask *t);
 Exec *exec_task_exec(const ExecTask *t);
@@ -228,17 +230,17 @@ int exec_unfinished(Exec *e);
 void exec_set_trace(Exec *e, Trace *tr);
 
 typedef struct ExecStats {
-    unsigned long submitted;     /* tasks accepted by exec_submit              */
-    unsigned long run;           /* tasks whose run function was called        */
-    unsigned long done;          /* ... ended DONE                             */
-    unsigned long failed;        /* ... ended FAILED                           */
-    unsigned long cancelled;     /* ended CANCELLED (run or not)               */
-    double task_seconds;         /* total time inside run functions            */
-    double max_task_seconds;     /* longest run function                       */
-    double wall_seconds;         /* since exec_new                             */
+    unsigned long submitted;       /* tasks accepted by exec_submit              */
+    unsigned long run;             /* tasks whose run function was called        */
+    unsigned long done;            /* ... ended DONE                             */
+    unsigned long failed;          /* ... ended FAILED                           */
+    unsigned long cancelled;       /* ended CANCELLED (run or not)               */
+    double task_seconds;           /* total time inside run functions            */
+    double max_task_seconds;       /* longest run function                       */
+    double wall_seconds;           /* since exec_new                             */
     unsigned long blocked_submits; /* submissions that waited on backpressure  */
-    double blocked_seconds;      /* total time they waited                     */
-    int peak_unfinished;         /* most unfinished tasks at one moment        */
+    double blocked_seconds;        /* total time they waited                     */
+    int peak_unfinished;           /* most unfinished tasks at one moment        */
     int nworkers;
 } ExecStats;
 void exec_stats(Exec *e, ExecStats *out);
@@ -246,12 +248,12 @@ void exec_stats(Exec *e, ExecStats *out);
 /* A snapshot of the unfinished tasks, for a REPL's :tasks. */
 typedef enum ExecTaskState { EXEC_PARKED, EXEC_QUEUED, EXEC_RUNNING } ExecTaskState;
 typedef struct ExecTaskInfo {
-    const Fut *fut;              /* identity only (the snapshot holds no reference) */
+    const Fut *fut; /* identity only (the snapshot holds no reference) */
     char label[64];
     int line;
     ExecTaskState state;
-    int worker;                  /* -1 unless running */
-    double age_seconds;          /* since submission */
+    int worker;         /* -1 unless running */
+    double age_seconds; /* since submission */
 } ExecTaskInfo;
 /* Fills up to max entries in submission order; returns the number of
  * unfinished tasks (which may exceed max). */

@@ -17,9 +17,9 @@
 
 typedef struct FutWaiter FutWaiter;
 struct FutWaiter {
-    FutWaiter *next, *prev;     /* in the future's list, under its lock   */
-    Fut *on;                    /* the future it is hung on, or NULL      */
-    void (*cb)(FutWaiter *w);   /* called once, after the future finished */
+    FutWaiter *next, *prev;   /* in the future's list, under its lock   */
+    Fut *on;                  /* the future it is hung on, or NULL      */
+    void (*cb)(FutWaiter *w); /* called once, after the future finished */
 };
 
 /* Hangs w on f (w->cb set by the caller) and returns true; if f has

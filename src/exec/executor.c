@@ -33,74 +33,77 @@
 typedef enum { T_PARKED, T_QUEUED, T_RUNNING, T_DOOMED } TState;
 
 typedef struct DepWaiter {
-    FutWaiter w;                /* first: the callback gets &w */
+    FutWaiter w; /* first: the callback gets &w */
     ExecTask *t;
 } DepWaiter;
 
 struct ExecTask {
     Exec *e;
-    Fut *fut;                   /* the executor's reference */
+    Fut *fut; /* the executor's reference */
     ExecRunFn run;
     void *ctx;
     void (*free_ctx)(void *);
-    Fut **deps;                 /* references, non-NULL entries only */
-    DepWaiter *waiters;         /* one per dep */
+    Fut **deps;         /* references, non-NULL entries only */
+    DepWaiter *waiters; /* one per dep */
     int ndeps;
-    int npending;               /* under e->mu */
-    TState state;               /* under e->mu */
+    int npending; /* under e->mu */
+    TState state; /* under e->mu */
     unsigned long seq;
-    unsigned flags;             /* EXEC_REMOTE: a remote slot may take it */
-    int remote;                 /* the remote slot running it, or -1 */
-    char label[64];             /* a copy, truncated (no allocation per task) */
+    unsigned flags; /* EXEC_REMOTE: a remote slot may take it */
+    int remote;     /* the remote slot running it, or -1 */
+    char label[64]; /* a copy, truncated (no allocation per task) */
     int line;
     int worker;
     double t_submit;
     /* Outcome, written by the run function on the worker thread. */
-    int outcome;                /* 0 none, 1 done, 2 failed */
+    int outcome; /* 0 none, 1 done, 2 failed */
     void *result;
     void (*free_result)(void *);
     char *error;
-    ExecTask *prev, *next;      /* all unfinished tasks, submission order */
-    ExecTask *link;             /* scratch list (doomed tasks) */
+    ExecTask *prev, *next; /* all unfinished tasks, submission order */
+    ExecTask *link;        /* scratch list (doomed tasks) */
 };
 
 typedef struct Worker {
     Exec *e;
     int idx;
-    int slot;                   /* a remote slot's number, or -1 for a worker */
+    int slot; /* a remote slot's number, or -1 for a worker */
     pthread_t th;
 } Worker;
 
 /* A min-heap of runnable tasks on their submission numbers. */
-typedef struct Heap { ExecTask **v; size_t n, cap; } Heap;
+typedef struct Heap {
+    ExecTask **v;
+    size_t n, cap;
+} Heap;
 
 struct Exec {
     pthread_mutex_t mu;
-    pthread_cond_t work;        /* workers: a task is queued, or shutdown */
-    pthread_cond_t space;       /* submitters: below the bound */
-    pthread_cond_t idle;        /* wait_all: nothing unfinished */
-    Heap heap;                  /* runnable tasks only workers take */
-    Heap rheap;                 /* runnable EXEC_REMOTE tasks: workers and remote slots take them */
-    atomic_int nready;          /* both heaps' sizes, for idle workers spinning without the lock */
-    ExecTask *head, *tail;      /* all unfinished tasks */
+    pthread_cond_t work;   /* workers: a task is queued, or shutdown */
+    pthread_cond_t space;  /* submitters: below the bound */
+    pthread_cond_t idle;   /* wait_all: nothing unfinished */
+    Heap heap;             /* runnable tasks only workers take */
+    Heap rheap;            /* runnable EXEC_REMOTE tasks: workers and remote slots take them */
+    atomic_int nready;     /* both heaps' sizes, for idle workers spinning without the lock */
+    ExecTask *head, *tail; /* all unfinished tasks */
     int unfinished;
     size_t bound;
     unsigned long seq;
-    unsigned long cancel_gen;   /* bumped by exec_cancel_all */
-    int closing;                /* exec_free started: refuse submissions */
-    int shutdown;               /* workers leave when the heap is empty */
+    unsigned long cancel_gen; /* bumped by exec_cancel_all */
+    int closing;              /* exec_free started: refuse submissions */
+    int shutdown;             /* workers leave when the heap is empty */
     atomic_int interrupt;
     atomic_int busy;
     _Atomic(Trace *) trace;
     int nworkers;
     Worker *workers;
-    pthread_cond_t rwork;       /* remote slots: an EXEC_REMOTE task is queued, or shutdown */
-    int nremote;                /* remote slot threads made */
+    pthread_cond_t rwork; /* remote slots: an EXEC_REMOTE task is queued, or shutdown */
+    int nremote;          /* remote slot threads made */
     Worker *remotes;
     bool (*remote_usable)(void *ud, int slot);
     void *remote_ud;
     double t0;
-    ExecStats st;               /* under mu; wall/nworkers filled on read */
+    ExecStats st; /* under mu; wall/nworkers filled on read */
 };
 
 static _Thread_local int tl_worker = -1;
@@ -109,8 +112,7 @@ static _Thread_local int tl_worker = -1;
 static void copy_label(char dst[64], const char *src)
 {
     size_t n = strlen(src);
-    if (n > 63)
-        n = 63;
+    if (n > 63) n = 63;
     memcpy(dst, src, n);
     dst[n] = 0;
 }
@@ -130,16 +132,14 @@ static void heap_push(Exec *e, Heap *h, ExecTask *t)
     if (h->n == h->cap) {
         size_t cap = h->cap ? 2 * h->cap : 64;
         ExecTask **v = realloc(h->v, cap * sizeof *v);
-        if (!v)
-            abort();
+        if (!v) abort();
         h->v = v;
         h->cap = cap;
     }
     size_t i = h->n++;
     while (i > 0) {
         size_t p = (i - 1) / 2;
-        if (h->v[p]->seq <= t->seq)
-            break;
+        if (h->v[p]->seq <= t->seq) break;
         h->v[i] = h->v[p];
         i = p;
     }
@@ -161,12 +161,9 @@ static void heap_remove_at(Exec *e, Heap *h, size_t i)
         }
         for (;;) {
             size_t c = 2 * i + 1;
-            if (c >= n)
-                break;
-            if (c + 1 < n && h->v[c + 1]->seq < h->v[c]->seq)
-                c++;
-            if (last->seq <= h->v[c]->seq)
-                break;
+            if (c >= n) break;
+            if (c + 1 < n && h->v[c + 1]->seq < h->v[c]->seq) c++;
+            if (last->seq <= h->v[c]->seq) break;
             h->v[i] = h->v[c];
             i = c;
         }
@@ -186,8 +183,7 @@ static ExecTask *heap_pop(Exec *e, Heap *h)
 static ExecTask *pop_oldest(Exec *e)
 {
     Heap *h = &e->heap;
-    if (!h->n || (e->rheap.n && e->rheap.v[0]->seq < h->v[0]->seq))
-        h = &e->rheap;
+    if (!h->n || (e->rheap.n && e->rheap.v[0]->seq < h->v[0]->seq)) h = &e->rheap;
     return heap_pop(e, h);
 }
 
@@ -237,11 +233,9 @@ static void task_end(ExecTask *t, bool ran, double dur)
         e->tail = t->prev;
     pthread_mutex_unlock(&e->mu);
 
-    if (t->free_ctx && t->ctx)
-        t->free_ctx(t->ctx);
+    if (t->free_ctx && t->ctx) t->free_ctx(t->ctx);
     t->ctx = NULL;
-    for (int i = 0; i < t->ndeps; i++)
-        fut_release(t->deps[i]);
+    for (int i = 0; i < t->ndeps; i++) fut_release(t->deps[i]);
     if (!ran) {
         fut_cancel(t->fut);
     } else if (t->outcome == 1) {
@@ -261,8 +255,7 @@ static void task_end(ExecTask *t, bool ran, double dur)
     if (ran) {
         e->st.run++;
         e->st.task_seconds += dur;
-        if (dur > e->st.max_task_seconds)
-            e->st.max_task_seconds = dur;
+        if (dur > e->st.max_task_seconds) e->st.max_task_seconds = dur;
     }
     if (fs == FUT_DONE)
         e->st.done++;
@@ -271,10 +264,8 @@ static void task_end(ExecTask *t, bool ran, double dur)
     else if (fs == FUT_CANCELLED)
         e->st.cancelled++;
     e->unfinished--;
-    if ((size_t)e->unfinished < e->bound)
-        pthread_cond_signal(&e->space);
-    if (e->unfinished == 0)
-        pthread_cond_broadcast(&e->idle);
+    if ((size_t)e->unfinished < e->bound) pthread_cond_signal(&e->space);
+    if (e->unfinished == 0) pthread_cond_broadcast(&e->idle);
     pthread_mutex_unlock(&e->mu);
 
     free(t->deps);
@@ -292,8 +283,7 @@ static void doom(ExecTask *t)
 {
     t->link = tl_doomed;
     tl_doomed = t;
-    if (tl_draining)
-        return;
+    if (tl_draining) return;
     tl_draining = 1;
     while ((t = tl_doomed)) {
         tl_doomed = t->link;
@@ -308,8 +298,7 @@ static void doom(ExecTask *t)
 static void unhook_locked(ExecTask *t)
 {
     for (int i = 0; i < t->ndeps; i++)
-        if (fut_remove_waiter(t->deps[i], &t->waiters[i].w))
-            t->npending--;
+        if (fut_remove_waiter(t->deps[i], &t->waiters[i].w)) t->npending--;
 }
 
 /* Why: one dependency (or the submit guard) is settled; the last one moves
@@ -328,15 +317,12 @@ static void dep_settled(ExecTask *t)
         pthread_mutex_unlock(&e->mu);
         return;
     }
-    pthread_mutex_unlock(&e->mu);   /* T_DOOMED */
+    pthread_mutex_unlock(&e->mu); /* T_DOOMED */
     doom(t);
 }
 
 /* Why: the future-side hook; runs on the thread that finished the dep. */
-static void dep_callback(FutWaiter *w)
-{
-    dep_settled(((DepWaiter *)w)->t);
-}
+static void dep_callback(FutWaiter *w) { dep_settled(((DepWaiter *)w)->t); }
 
 /* --------------------------------------------------------------- workers */
 
@@ -352,27 +338,27 @@ static void run_one(Exec *e, ExecTask *t, int idx)
     }
     /* a remote slot waits for another process: it keeps no core busy */
     bool local = t->remote < 0;
-    if (local)
-        atomic_fetch_add_explicit(&e->busy, 1, memory_order_relaxed);
+    if (local) atomic_fetch_add_explicit(&e->busy, 1, memory_order_relaxed);
     double start = exec_clock();
     t->run(t->ctx, t);
     double end = exec_clock();
-    if (local)
-        atomic_fetch_sub_explicit(&e->busy, 1, memory_order_relaxed);
+    if (local) atomic_fetch_sub_explicit(&e->busy, 1, memory_order_relaxed);
 
     Trace *tr = atomic_load_explicit(&e->trace, memory_order_acquire);
     if (tr) {
         const char *what = t->outcome == 1 ? "done"
-                         : atomic_load_explicit(fut_cancel_flag(t->fut), memory_order_relaxed)
-                             ? "cancelled" : "failed";
+                           : atomic_load_explicit(fut_cancel_flag(t->fut), memory_order_relaxed)
+                               ? "cancelled"
+                               : "failed";
         char args[160];
         snprintf(args, sizeof args,
-                 "{\"line\":%d,\"seq\":%lu,\"outcome\":\"%s\",\"queued_ms\":%.3f}",
-                 t->line, t->seq, what, (start - t->t_submit) * 1e3);
+                 "{\"line\":%d,\"seq\":%lu,\"outcome\":\"%s\",\"queued_ms\":%.3f}", t->line, t->seq,
+                 what, (start - t->t_submit) * 1e3);
         double ts = trace_mono_to_us(tr, start);
-        int tid = idx + 1;                  /* remote slots: after the workers' tracks */
-        trace_flow_end(tr, tid, t->seq, ts + 0.001);   /* inside the slice */
-        trace_complete(tr, tid, t->label, t->remote >= 0 ? "remote" : "task", ts, (end - start) * 1e6, args);
+        int tid = idx + 1;                           /* remote slots: after the workers' tracks */
+        trace_flow_end(tr, tid, t->seq, ts + 0.001); /* inside the slice */
+        trace_complete(tr, tid, t->label, t->remote >= 0 ? "remote" : "task", ts,
+                       (end - start) * 1e6, args);
     }
     task_end(t, true, end - start);
 }
@@ -386,7 +372,7 @@ static void *worker_main(void *arg)
     tl_worker = w->idx;
     char name[32];
     snprintf(name, sizeof name, "qh-worker-%d", w->idx + 1);
-    name[15] = 0;   /* the kernel's limit */
+    name[15] = 0; /* the kernel's limit */
     pthread_setname_np(pthread_self(), name);
     pthread_mutex_lock(&e->mu);
     for (;;) {
@@ -394,14 +380,13 @@ static void *worker_main(void *arg)
             /* Spin a little before sleeping: a burst of small tasks then
              * costs neither side a futex call. */
             pthread_mutex_unlock(&e->mu);
-            for (int i = 0; i < EXEC_SPIN && !atomic_load_explicit(&e->nready, memory_order_relaxed); i++)
+            for (int i = 0;
+                 i < EXEC_SPIN && !atomic_load_explicit(&e->nready, memory_order_relaxed); i++)
                 exec_cpu_relax();
             pthread_mutex_lock(&e->mu);
         }
-        while (e->heap.n + e->rheap.n == 0 && !e->shutdown)
-            pthread_cond_wait(&e->work, &e->mu);
-        if (e->heap.n + e->rheap.n == 0)
-            break;
+        while (e->heap.n + e->rheap.n == 0 && !e->shutdown) pthread_cond_wait(&e->work, &e->mu);
+        if (e->heap.n + e->rheap.n == 0) break;
         ExecTask *t = pop_oldest(e);
         t->state = T_RUNNING;
         t->worker = w->idx;
@@ -427,10 +412,8 @@ static void *remote_main(void *arg)
     pthread_setname_np(pthread_self(), name);
     pthread_mutex_lock(&e->mu);
     for (;;) {
-        while (e->rheap.n == 0 && !e->shutdown)
-            pthread_cond_wait(&e->rwork, &e->mu);
-        if (e->rheap.n == 0)
-            break;
+        while (e->rheap.n == 0 && !e->shutdown) pthread_cond_wait(&e->rwork, &e->mu);
+        if (e->rheap.n == 0) break;
         ExecTask *t = heap_pop(e, &e->rheap);
         pthread_mutex_unlock(&e->mu);
         bool usable = !e->remote_usable || e->remote_usable(e->remote_ud, w->slot);
@@ -457,8 +440,7 @@ static void *remote_main(void *arg)
  * dispatch that is resolved at once). Only from a non-worker thread. */
 bool exec_run_inline(Exec *e, Fut *f)
 {
-    if (tl_worker >= 0)
-        return false;
+    if (tl_worker >= 0) return false;
     pthread_mutex_lock(&e->mu);
     ExecTask *t = NULL;
     Heap *hs[2] = { &e->heap, &e->rheap };
@@ -476,8 +458,7 @@ bool exec_run_inline(Exec *e, Fut *f)
         t->worker = -1;
     }
     pthread_mutex_unlock(&e->mu);
-    if (!t)
-        return false;
+    if (!t) return false;
     run_one(e, t, -1);
     return true;
 }
@@ -486,10 +467,8 @@ bool exec_run_inline(Exec *e, Fut *f)
 /* Why: the threads are made once; tasks never create threads. */
 Exec *exec_new(int nworkers, size_t queue_bound)
 {
-    if (nworkers < 1)
-        nworkers = 1;
-    if (queue_bound < 1)
-        queue_bound = 1;
+    if (nworkers < 1) nworkers = 1;
+    if (queue_bound < 1) queue_bound = 1;
     Exec *e = calloc(1, sizeof *e);
     Worker *ws = calloc((size_t)nworkers, sizeof *ws);
     if (!e || !ws) {
@@ -518,8 +497,7 @@ Exec *exec_new(int nworkers, size_t queue_bound)
         ws[made].e = e;
         ws[made].idx = made;
         ws[made].slot = -1;
-        if (pthread_create(&ws[made].th, &attr, worker_main, &ws[made]) != 0)
-            break;
+        if (pthread_create(&ws[made].th, &attr, worker_main, &ws[made]) != 0) break;
     }
     pthread_attr_destroy(&attr);
     e->nworkers = made;
@@ -534,23 +512,19 @@ Exec *exec_new(int nworkers, size_t queue_bound)
  * that the cancellation would miss. */
 void exec_free(Exec *e)
 {
-    if (!e)
-        return;
+    if (!e) return;
     pthread_mutex_lock(&e->mu);
     e->closing = 1;
     pthread_mutex_unlock(&e->mu);
     exec_cancel_all(e);
     pthread_mutex_lock(&e->mu);
-    while (e->unfinished > 0)
-        pthread_cond_wait(&e->idle, &e->mu);
+    while (e->unfinished > 0) pthread_cond_wait(&e->idle, &e->mu);
     e->shutdown = 1;
     pthread_cond_broadcast(&e->work);
     pthread_cond_broadcast(&e->rwork);
     pthread_mutex_unlock(&e->mu);
-    for (int i = 0; i < e->nworkers; i++)
-        pthread_join(e->workers[i].th, NULL);
-    for (int i = 0; i < e->nremote; i++)
-        pthread_join(e->remotes[i].th, NULL);
+    for (int i = 0; i < e->nworkers; i++) pthread_join(e->workers[i].th, NULL);
+    for (int i = 0; i < e->nremote; i++) pthread_join(e->remotes[i].th, NULL);
     free(e->heap.v);
     free(e->rheap.v);
     free(e->workers);
@@ -566,8 +540,8 @@ void exec_free(Exec *e)
 /* Why: the one way work enters the executor; see exec.h for the contract.
  * Allocation happens before the lock, the dependency nodes are hung after
  * it, and a guard in npending keeps the task parked until all are hung. */
-Fut *exec_submit(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void *),
-                 Fut *const *deps, int ndeps, const char *label, int line)
+Fut *exec_submit(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void *), Fut *const *deps,
+                 int ndeps, const char *label, int line)
 {
     return exec_submit_flags(e, run, ctx, free_ctx, deps, ndeps, label, line, 0);
 }
@@ -577,11 +551,9 @@ Fut *exec_submit_flags(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void 
 {
     double t_enter = exec_clock();
     int nd = 0;
-    for (int i = 0; i < ndeps; i++)
-        nd += deps[i] != NULL;
+    for (int i = 0; i < ndeps; i++) nd += deps[i] != NULL;
     ExecTask *t = calloc(1, sizeof *t);
-    if (!t)
-        abort();
+    if (!t) abort();
     t->e = e;
     t->run = run;
     t->ctx = ctx;
@@ -595,11 +567,9 @@ Fut *exec_submit_flags(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void 
         t->deps = malloc((size_t)nd * sizeof *t->deps);
         t->waiters = calloc((size_t)nd, sizeof *t->waiters);
     }
-    if (nd && (!t->deps || !t->waiters))
-        abort();
+    if (nd && (!t->deps || !t->waiters)) abort();
     for (int i = 0, k = 0; i < ndeps; i++) {
-        if (!deps[i])
-            continue;
+        if (!deps[i]) continue;
         t->deps[k] = fut_retain(deps[i]);
         t->waiters[k].w.cb = dep_callback;
         t->waiters[k].t = t;
@@ -624,17 +594,15 @@ Fut *exec_submit_flags(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void 
         e->st.blocked_submits++;
         e->st.blocked_seconds += exec_clock() - t_block;
         if (!refused && (size_t)e->unfinished + 1 < e->bound)
-            pthread_cond_signal(&e->space);   /* pass on a wakeup we may have eaten */
+            pthread_cond_signal(&e->space); /* pass on a wakeup we may have eaten */
     }
     if (refused) {
         pthread_mutex_unlock(&e->mu);
-        for (int i = 0; i < nd; i++)
-            fut_release(t->deps[i]);
+        for (int i = 0; i < nd; i++) fut_release(t->deps[i]);
         free(t->deps);
         free(t->waiters);
         free(t);
-        if (free_ctx && ctx)
-            free_ctx(ctx);
+        if (free_ctx && ctx) free_ctx(ctx);
         return NULL;
     }
     t->fut = fut_new();
@@ -651,13 +619,12 @@ Fut *exec_submit_flags(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void 
     e->tail = t;
     e->unfinished++;
     e->st.submitted++;
-    if (e->unfinished > e->st.peak_unfinished)
-        e->st.peak_unfinished = e->unfinished;
+    if (e->unfinished > e->st.peak_unfinished) e->st.peak_unfinished = e->unfinished;
     pthread_mutex_unlock(&e->mu);
 
     for (int i = 0; i < nd; i++)
         if (!fut_add_waiter(t->deps[i], &t->waiters[i].w))
-            dep_settled(t);   /* never the last: the guard is still held */
+            dep_settled(t); /* never the last: the guard is still held */
 
     Trace *tr = atomic_load_explicit(&e->trace, memory_order_acquire);
     if (tr) {
@@ -675,8 +642,7 @@ Fut *exec_submit_flags(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void 
     /* Drop the guard. If exec_cancel_all doomed the task while the nodes
      * were being hung, unhook the ones it could not see yet. */
     pthread_mutex_lock(&e->mu);
-    if (t->state == T_DOOMED)
-        unhook_locked(t);
+    if (t->state == T_DOOMED) unhook_locked(t);
     pthread_mutex_unlock(&e->mu);
     dep_settled(t);
     return ret;
@@ -687,8 +653,7 @@ Fut *exec_submit_flags(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void 
 void exec_task_done(ExecTask *t, void *result, void (*free_result)(void *))
 {
     if (t->outcome) {
-        if (result && free_result)
-            free_result(result);
+        if (result && free_result) free_result(result);
         return;
     }
     t->outcome = 1;
@@ -700,12 +665,10 @@ void exec_task_done(ExecTask *t, void *result, void (*free_result)(void *))
  * message is copied because the task's own buffers die with it. */
 void exec_task_fail(ExecTask *t, const char *msg)
 {
-    if (t->outcome)
-        return;
+    if (t->outcome) return;
     t->outcome = 2;
     t->error = strdup(msg ? msg : "failed");
-    if (!t->error)
-        abort();
+    if (!t->error) abort();
 }
 
 /* Why: cooperative cancellation: the task's cancel flag is its future's,
@@ -715,10 +678,7 @@ bool exec_task_cancelled(const ExecTask *t)
     return atomic_load_explicit(fut_cancel_flag(t->fut), memory_order_relaxed) != 0;
 }
 
-const atomic_int *exec_task_cancel_flag(const ExecTask *t)
-{
-    return fut_cancel_flag(t->fut);
-}
+const atomic_int *exec_task_cancel_flag(const ExecTask *t) { return fut_cancel_flag(t->fut); }
 
 /* Why: what a runner needs about its own task (worker slot for per-worker
  * scratch, deps to read, call site for messages). */
@@ -772,15 +732,13 @@ bool exec_cancel_task(Exec *e, Fut *f)
     bool found = false;
     pthread_mutex_lock(&e->mu);
     for (ExecTask *t = e->head; t; t = t->next) {
-        if (t->fut != f)
-            continue;
+        if (t->fut != f) continue;
         found = true;
         fut_request_cancel(t->fut);
         if (t->state == T_PARKED) {
             t->state = T_DOOMED;
             unhook_locked(t);
-            if (t->npending == 0)
-                ending = t;
+            if (t->npending == 0) ending = t;
         } else if (t->state == T_QUEUED) {
             heap_take(e, t);
             t->state = T_DOOMED;
@@ -797,10 +755,7 @@ bool exec_cancel_task(Exec *e, Fut *f)
 }
 
 /* Why: async-signal-safe by construction: one lock-free atomic store. */
-void exec_interrupt(Exec *e)
-{
-    atomic_store_explicit(&e->interrupt, 1, memory_order_relaxed);
-}
+void exec_interrupt(Exec *e) { atomic_store_explicit(&e->interrupt, 1, memory_order_relaxed); }
 
 /* Why: after handling Ctrl-C (the REPL goes on), waits work again. */
 void exec_clear_interrupt(Exec *e)
@@ -809,17 +764,13 @@ void exec_clear_interrupt(Exec *e)
 }
 
 /* Why: the flag to hand to fut_wait_interruptible and friends. */
-const atomic_int *exec_interrupt_flag(Exec *e)
-{
-    return &e->interrupt;
-}
+const atomic_int *exec_interrupt_flag(Exec *e) { return &e->interrupt; }
 
 /* Why: sync(), program exit, and tests. */
 void exec_wait_all(Exec *e)
 {
     pthread_mutex_lock(&e->mu);
-    while (e->unfinished > 0)
-        pthread_cond_wait(&e->idle, &e->mu);
+    while (e->unfinished > 0) pthread_cond_wait(&e->idle, &e->mu);
     pthread_mutex_unlock(&e->mu);
 }
 
@@ -850,16 +801,15 @@ int exec_nworkers(const Exec *e) { return e->nworkers; }
 /* Why: tasks that may run on other processes (MPI ranks) are taken by a
  * thread per slot there that only waits for the answer. Made once, after
  * the workers; tids and indices follow the workers'. */
-int exec_add_remote(Exec *e, int nslots, bool (*usable)(void *ud, int slot), void *ud, const char *const *names)
+int exec_add_remote(Exec *e, int nslots, bool (*usable)(void *ud, int slot), void *ud,
+                    const char *const *names)
 {
     pthread_mutex_lock(&e->mu);
     bool made_before = e->remotes != NULL;
     pthread_mutex_unlock(&e->mu);
-    if (made_before || nslots < 1)
-        return made_before ? -1 : 0;
+    if (made_before || nslots < 1) return made_before ? -1 : 0;
     Worker *rs = calloc((size_t)nslots, sizeof *rs);
-    if (!rs)
-        return -1;
+    if (!rs) return -1;
     e->remote_usable = usable;
     e->remote_ud = ud;
     e->remotes = rs;
@@ -873,9 +823,9 @@ int exec_add_remote(Exec *e, int nslots, bool (*usable)(void *ud, int slot), voi
         rs[made].idx = e->nworkers + made;
         rs[made].slot = made;
         if (tr)
-            trace_thread_name(tr, e->nworkers + made + 1, names && names[made] ? names[made] : "remote");
-        if (pthread_create(&rs[made].th, &attr, remote_main, &rs[made]) != 0)
-            break;
+            trace_thread_name(tr, e->nworkers + made + 1,
+                              names && names[made] ? names[made] : "remote");
+        if (pthread_create(&rs[made].th, &attr, remote_main, &rs[made]) != 0) break;
     }
     pthread_attr_destroy(&attr);
     pthread_mutex_lock(&e->mu);
@@ -930,14 +880,14 @@ int exec_pending_tasks(Exec *e, ExecTaskInfo *out, int max)
     int n = 0;
     pthread_mutex_lock(&e->mu);
     for (ExecTask *t = e->head; t; t = t->next, n++) {
-        if (n >= max)
-            continue;
+        if (n >= max) continue;
         ExecTaskInfo *o = &out[n];
         o->fut = t->fut;
         copy_label(o->label, t->label);
         o->line = t->line;
-        o->state = t->state == T_RUNNING ? EXEC_RUNNING
-                 : t->state == T_QUEUED  ? EXEC_QUEUED : EXEC_PARKED;
+        o->state = t->state == T_RUNNING  ? EXEC_RUNNING
+                   : t->state == T_QUEUED ? EXEC_QUEUED
+                                          : EXEC_PARKED;
         o->worker = t->state == T_RUNNING ? t->worker : -1;
         o->age_seconds = now - t->t_submit;
     }

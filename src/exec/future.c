@@ -18,17 +18,17 @@
 
 struct Fut {
     atomic_int refs;
-    atomic_int state;               /* FutState; written under mu */
-    atomic_int cancel;              /* raised by fut_cancel / the executor */
-    atomic_int retrieved;           /* someone has read the outcome (fut_mark_retrieved) */
+    atomic_int state;     /* FutState; written under mu */
+    atomic_int cancel;    /* raised by fut_cancel / the executor */
+    atomic_int retrieved; /* someone has read the outcome (fut_mark_retrieved) */
     _Atomic(void *) user;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int nwaiting;                   /* threads asleep on cv */
+    int nwaiting; /* threads asleep on cv */
     void *result;
     void (*free_result)(void *);
     char *error;
-    FutWaiter *waiters;             /* hung task nodes, doubly linked */
+    FutWaiter *waiters; /* hung task nodes, doubly linked */
 };
 
 static const char cancelled_msg[] = "cancelled";
@@ -45,8 +45,7 @@ double exec_clock(void)
 void exec_deadline(struct timespec *abs, double seconds)
 {
     clock_gettime(CLOCK_MONOTONIC, abs);
-    if (seconds < 0)
-        seconds = 0;
+    if (seconds < 0) seconds = 0;
     time_t whole = (time_t)seconds;
     long nsec = abs->tv_nsec + (long)((seconds - (double)whole) * 1e9);
     abs->tv_sec += whole + nsec / 1000000000L;
@@ -58,8 +57,7 @@ int exec_cond_init(pthread_cond_t *c)
 {
     pthread_condattr_t a;
     int rc = pthread_condattr_init(&a);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
     rc = pthread_cond_init(c, &a);
     pthread_condattr_destroy(&a);
@@ -71,8 +69,7 @@ int exec_cond_init(pthread_cond_t *c)
 Fut *fut_new(void)
 {
     Fut *f = calloc(1, sizeof *f);
-    if (!f)
-        abort();
+    if (!f) abort();
     atomic_init(&f->refs, 1);
     atomic_init(&f->state, FUT_PENDING);
     atomic_init(&f->cancel, 0);
@@ -87,8 +84,7 @@ Fut *fut_new(void)
  * tasks; each holder keeps its own reference. */
 Fut *fut_retain(Fut *f)
 {
-    if (f)
-        atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
+    if (f) atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
     return f;
 }
 
@@ -96,10 +92,8 @@ Fut *fut_retain(Fut *f)
  * the freeing thread sees every other holder's writes. */
 void fut_release(Fut *f)
 {
-    if (!f || atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) != 1)
-        return;
-    if (f->result && f->free_result)
-        f->free_result(f->result);
+    if (!f || atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) != 1) return;
+    if (f->result && f->free_result) f->free_result(f->result);
     free(f->error);
     pthread_cond_destroy(&f->cv);
     pthread_mutex_destroy(&f->mu);
@@ -112,12 +106,10 @@ void fut_release(Fut *f)
 static FutWaiter *finish_locked(Fut *f, FutState st)
 {
     atomic_store_explicit(&f->state, st, memory_order_release);
-    if (f->nwaiting)
-        pthread_cond_broadcast(&f->cv);
+    if (f->nwaiting) pthread_cond_broadcast(&f->cv);
     FutWaiter *list = f->waiters;
     f->waiters = NULL;
-    for (FutWaiter *w = list; w; w = w->next)
-        w->on = NULL;
+    for (FutWaiter *w = list; w; w = w->next) w->on = NULL;
     return list;
 }
 
@@ -134,10 +126,7 @@ static void run_waiters(FutWaiter *w)
 }
 
 /* Why: true while the producer may still write (PENDING or RUNNING). */
-static bool open_state(int st)
-{
-    return st == FUT_PENDING || st == FUT_RUNNING;
-}
+static bool open_state(int st) { return st == FUT_PENDING || st == FUT_RUNNING; }
 
 /* Why: the producer's success path; first outcome wins so that a late
  * result after a cancellation is dropped instead of leaked. */
@@ -146,8 +135,7 @@ bool fut_complete(Fut *f, void *result, void (*free_result)(void *))
     pthread_mutex_lock(&f->mu);
     if (!open_state(atomic_load_explicit(&f->state, memory_order_relaxed))) {
         pthread_mutex_unlock(&f->mu);
-        if (result && free_result)
-            free_result(result);
+        if (result && free_result) free_result(result);
         return false;
     }
     f->result = result;
@@ -162,8 +150,7 @@ bool fut_complete(Fut *f, void *result, void (*free_result)(void *))
 bool fut_fail(Fut *f, const char *msg)
 {
     char *copy = strdup(msg ? msg : "failed");
-    if (!copy)
-        abort();
+    if (!copy) abort();
     pthread_mutex_lock(&f->mu);
     if (!open_state(atomic_load_explicit(&f->state, memory_order_relaxed))) {
         pthread_mutex_unlock(&f->mu);
@@ -224,8 +211,7 @@ FutState fut_wait(Fut *f)
         exec_cpu_relax();
         st = atomic_load_explicit(&f->state, memory_order_acquire);
     }
-    if (!open_state(st))
-        return (FutState)st;
+    if (!open_state(st)) return (FutState)st;
     pthread_mutex_lock(&f->mu);
     f->nwaiting++;
     while (open_state(st = atomic_load_explicit(&f->state, memory_order_relaxed)))
@@ -240,11 +226,9 @@ FutState fut_wait(Fut *f)
  * flag; completion itself still wakes it at once. */
 FutState fut_wait_interruptible(Fut *f, const atomic_int *interrupt)
 {
-    if (!interrupt)
-        return fut_wait(f);
+    if (!interrupt) return fut_wait(f);
     int st = atomic_load_explicit(&f->state, memory_order_acquire);
-    if (!open_state(st))
-        return (FutState)st;
+    if (!open_state(st)) return (FutState)st;
     pthread_mutex_lock(&f->mu);
     f->nwaiting++;
     while (open_state(st = atomic_load_explicit(&f->state, memory_order_relaxed)) &&
@@ -305,10 +289,8 @@ void *fut_take_result(Fut *f)
 const char *fut_error(Fut *f)
 {
     int st = atomic_load_explicit(&f->state, memory_order_acquire);
-    if (st == FUT_CANCELLED)
-        return cancelled_msg;
-    if (st != FUT_FAILED)
-        return NULL;
+    if (st == FUT_CANCELLED) return cancelled_msg;
+    if (st != FUT_FAILED) return NULL;
     pthread_mutex_lock(&f->mu);
     const char *e = f->error;
     pthread_mutex_unlock(&f->mu);
@@ -316,32 +298,20 @@ const char *fut_error(Fut *f)
 }
 
 /* Why: producers poll a plain atomic in hot loops (once per gate). */
-const atomic_int *fut_cancel_flag(const Fut *f)
-{
-    return &f->cancel;
-}
+const atomic_int *fut_cancel_flag(const Fut *f) { return &f->cancel; }
 
 /* Why: the executor raises the flag of running tasks without finishing
  * their futures (they end when the task returns). */
-void fut_request_cancel(Fut *f)
-{
-    atomic_store_explicit(&f->cancel, 1, memory_order_relaxed);
-}
+void fut_request_cancel(Fut *f) { atomic_store_explicit(&f->cancel, 1, memory_order_relaxed); }
 
 /* Why: an owner holding the only reference knows nobody else can ever
  * read the outcome (racy unless the caller holds a reference itself). */
-int fut_refs(const Fut *f)
-{
-    return atomic_load_explicit(&((Fut *)f)->refs, memory_order_acquire);
-}
+int fut_refs(const Fut *f) { return atomic_load_explicit(&((Fut *)f)->refs, memory_order_acquire); }
 
 /* Why: an error nobody read is reported at exit (like asyncio's "Future
  * exception was never retrieved"); every holder of a reference may read it,
  * on any thread. */
-void fut_mark_retrieved(Fut *f)
-{
-    atomic_store_explicit(&f->retrieved, 1, memory_order_relaxed);
-}
+void fut_mark_retrieved(Fut *f) { atomic_store_explicit(&f->retrieved, 1, memory_order_relaxed); }
 
 bool fut_retrieved(const Fut *f)
 {
@@ -350,10 +320,7 @@ bool fut_retrieved(const Fut *f)
 
 /* Why: the interpreter keeps call-site info with the future without this
  * room knowing its type. */
-void fut_set_user(Fut *f, void *p)
-{
-    atomic_store_explicit(&f->user, p, memory_order_release);
-}
+void fut_set_user(Fut *f, void *p) { atomic_store_explicit(&f->user, p, memory_order_release); }
 
 void *fut_user(const Fut *f)
 {
@@ -370,8 +337,7 @@ bool fut_add_waiter(Fut *f, FutWaiter *w)
     }
     w->prev = NULL;
     w->next = f->waiters;
-    if (f->waiters)
-        f->waiters->prev = w;
+    if (f->waiters) f->waiters->prev = w;
     f->waiters = w;
     w->on = f;
     pthread_mutex_unlock(&f->mu);
@@ -389,8 +355,7 @@ bool fut_remove_waiter(Fut *f, FutWaiter *w)
             w->prev->next = w->next;
         else
             f->waiters = w->next;
-        if (w->next)
-            w->next->prev = w->prev;
+        if (w->next) w->next->prev = w->prev;
         w->on = NULL;
         w->next = w->prev = NULL;
     }

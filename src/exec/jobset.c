@@ -16,10 +16,10 @@ struct JobSet {
     atomic_int refs;
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    unsigned char *st;          /* item states */
+    unsigned char *st; /* item states */
     int n, cap;
-    int next;                   /* no queued item below this index */
-    int helpers;                /* helper tasks started and not yet returned */
+    int next;    /* no queued item below this index */
+    int helpers; /* helper tasks started and not yet returned */
     int max_helpers;
     int failed;
     char err[1024];
@@ -40,7 +40,8 @@ static void js_unref(JobSet *js)
     free(js);
 }
 
-JobSet *jobset_new(Exec *e, const JobSetVt *vt, void *ctx, int max_helpers, const char *label, int line)
+JobSet *jobset_new(Exec *e, const JobSetVt *vt, void *ctx, int max_helpers, const char *label,
+                   int line)
 {
     JobSet *js = calloc(1, sizeof *js);
     if (!js) return NULL;
@@ -52,9 +53,7 @@ JobSet *jobset_new(Exec *e, const JobSetVt *vt, void *ctx, int max_helpers, cons
     js->ctx = ctx;
     js->max_helpers = e ? max_helpers : 0;
     js->line = line;
-    if (label) {
-        strncpy(js->label, label, sizeof js->label - 1);
-    }
+    if (label) { strncpy(js->label, label, sizeof js->label - 1); }
     return js;
 }
 
@@ -112,7 +111,10 @@ int jobset_add(JobSet *js)
     if (js->n == js->cap) {
         int cap = js->cap ? js->cap * 2 : 16;
         unsigned char *st = realloc(js->st, (size_t)cap);
-        if (!st) { pthread_mutex_unlock(&js->mu); return -1; }
+        if (!st) {
+            pthread_mutex_unlock(&js->mu);
+            return -1;
+        }
         js->st = st;
         js->cap = cap;
     }
@@ -124,8 +126,9 @@ int jobset_add(JobSet *js)
     if (spawn) {
         atomic_fetch_add(&js->refs, 1);
         Fut *f = exec_submit(js->e, helper_run, js, helper_release, NULL, 0, js->label, js->line);
-        if (f) fut_release(f);
-        else {   /* not started: exec_submit already dropped its reference through helper_release */
+        if (f)
+            fut_release(f);
+        else { /* not started: exec_submit already dropped its reference through helper_release */
             pthread_mutex_lock(&js->mu);
             js->helpers--;
             pthread_mutex_unlock(&js->mu);
@@ -146,15 +149,24 @@ int jobset_finish(JobSet *js, int item, void *state)
 {
     pthread_mutex_lock(&js->mu);
     for (;;) {
-        if (item < 0 || item >= js->n) { pthread_mutex_unlock(&js->mu); return -1; }
+        if (item < 0 || item >= js->n) {
+            pthread_mutex_unlock(&js->mu);
+            return -1;
+        }
         int s = js->st[item];
-        if (s == J_DONE) { pthread_mutex_unlock(&js->mu); return js->failed ? -1 : 0; }
-        if (s == J_FAILED || (js->failed && s == J_QUEUED)) { pthread_mutex_unlock(&js->mu); return -1; }
+        if (s == J_DONE) {
+            pthread_mutex_unlock(&js->mu);
+            return js->failed ? -1 : 0;
+        }
+        if (s == J_FAILED || (js->failed && s == J_QUEUED)) {
+            pthread_mutex_unlock(&js->mu);
+            return -1;
+        }
         int i;
-        if (s == J_QUEUED) {        /* nobody has it: run it here */
+        if (s == J_QUEUED) { /* nobody has it: run it here */
             js->st[item] = J_RUNNING;
             i = item;
-        } else if ((i = claim(js)) < 0) {   /* running elsewhere: help meanwhile, or wait */
+        } else if ((i = claim(js)) < 0) { /* running elsewhere: help meanwhile, or wait */
             pthread_cond_wait(&js->cv, &js->mu);
             continue;
         }

@@ -39,7 +39,8 @@ typedef struct JobSetVt {
 
 /* A new set owned by the caller (one reference). e NULL or max_helpers 0:
    the owner runs everything itself. label names helper tasks in traces. */
-JobSet *jobset_new(Exec *e, const JobSetVt *vt, void *ctx, int max_helpers, const char *label, int line);
+JobSet *jobset_new(Exec *e, const JobSetVt *vt, void *ctx, int max_helpers, const char *label,
+                   int line);
 /* Adds an item (queued) and returns its index (from 0), or -1 if out of
    memory. May start a helper. */
 int jobset_add(JobSet *js);

@@ -27,7 +27,7 @@
 #include <unistd.h>
 
 typedef struct Entry {
-    struct Entry *prev, *next;  /* least recently released first */
+    struct Entry *prev, *next; /* least recently released first */
     char *key;
     size_t bytes;
     void *inst;
@@ -40,11 +40,11 @@ typedef struct Req {
 
 struct Pool {
     pthread_mutex_t mu;
-    pthread_cond_t cv;          /* something was released, destroyed or dequeued */
+    pthread_cond_t cv; /* something was released, destroyed or dequeued */
     PoolVt vt;
     size_t budget, held, in_use, peak;
     Entry *head, *tail;
-    Req *qhead, *qtail;         /* requests waiting to create, FIFO */
+    Req *qhead, *qtail; /* requests waiting to create, FIFO */
     PoolStats st;
 };
 
@@ -60,7 +60,7 @@ static void deadline_ms(struct timespec *ts, long ms)
 /* Why: errors name sizes the way people read them. */
 char *pool_format_bytes(char *buf, size_t cap, size_t bytes)
 {
-    static const char *unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+    static const char *unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
     double v = (double)bytes;
     int u = 0;
     while (v >= 1024.0 && u < 6) {
@@ -91,8 +91,7 @@ size_t pool_default_budget(void)
 Pool *pool_new(size_t budget_bytes, const PoolVt *vt)
 {
     Pool *p = calloc(1, sizeof *p);
-    if (!p)
-        return NULL;
+    if (!p) return NULL;
     pthread_mutex_init(&p->mu, NULL);
     pthread_condattr_t a;
     pthread_condattr_init(&a);
@@ -107,13 +106,11 @@ Pool *pool_new(size_t budget_bytes, const PoolVt *vt)
 /* Why: program exit; destroys whatever is left. */
 void pool_free(Pool *p)
 {
-    if (!p)
-        return;
+    if (!p) return;
     Entry *e = p->head;
     while (e) {
         Entry *next = e->next;
-        if (p->vt.destroy)
-            p->vt.destroy(e->inst);
+        if (p->vt.destroy) p->vt.destroy(e->inst);
         free(e->key);
         free(e);
         e = next;
@@ -154,17 +151,14 @@ static void append_entry(Pool *p, Entry *e)
 static void dequeue(Pool *p, Req *r)
 {
     Req **pp = &p->qhead;
-    while (*pp && *pp != r)
-        pp = &(*pp)->next;
-    if (!*pp)
-        return;
+    while (*pp && *pp != r) pp = &(*pp)->next;
+    if (!*pp) return;
     *pp = r->next;
     if (p->qtail == r) {
         p->qtail = NULL;
-        for (Req *q = p->qhead; q; q = q->next)
-            p->qtail = q;
+        for (Req *q = p->qhead; q; q = q->next) p->qtail = q;
     }
-    pthread_cond_broadcast(&p->cv);   /* the next head may proceed */
+    pthread_cond_broadcast(&p->cv); /* the next head may proceed */
 }
 
 /* Why: destroying takes time and must not hold the lock; the bytes stay
@@ -175,8 +169,7 @@ static void destroy_unlocked(Pool *p, Entry *list)
     int n = 0;
     while (list) {
         Entry *next = list->next;
-        if (p->vt.destroy)
-            p->vt.destroy(list->inst);
+        if (p->vt.destroy) p->vt.destroy(list->inst);
         freed += list->bytes;
         n++;
         free(list->key);
@@ -193,8 +186,7 @@ static void destroy_unlocked(Pool *p, Entry *list)
 /* Why: err may be NULL. */
 static void set_err(char *err, size_t errlen, const char *msg)
 {
-    if (err && errlen)
-        snprintf(err, errlen, "%s", msg);
+    if (err && errlen) snprintf(err, errlen, "%s", msg);
 }
 
 /* Why: both acquire paths first look for an idle instance of the key, most
@@ -220,8 +212,7 @@ static Entry *unlink_victims(Pool *p, size_t bytes)
     size_t gone = 0;
     for (Entry *e = p->head, *next; e && p->held - gone + bytes > p->budget; e = next) {
         next = e->next;
-        if (e->in_use)
-            continue;
+        if (e->in_use) continue;
         unlink_entry(p, e);
         gone += e->bytes;
         *vt = e;
@@ -234,7 +225,8 @@ static Entry *unlink_victims(Pool *p, size_t bytes)
 /* Why: the bytes are reserved (p->held counts them) and the lock is not
  * held: creating takes time. Creates the instance and records it in use,
  * or gives the reservation back and fails. */
-static void *create_reserved(Pool *p, const char *key, size_t bytes, void *create_arg, char *err, size_t errlen)
+static void *create_reserved(Pool *p, const char *key, size_t bytes, void *create_arg, char *err,
+                             size_t errlen)
 {
     void *inst = p->vt.create(create_arg, err, errlen);
     pthread_mutex_lock(&p->mu);
@@ -249,8 +241,7 @@ static void *create_reserved(Pool *p, const char *key, size_t bytes, void *creat
     }
     Entry *e = calloc(1, sizeof *e);
     char *k = strdup(key);
-    if (!e || !k)
-        abort();
+    if (!e || !k) abort();
     e->key = k;
     e->bytes = bytes;
     e->inst = inst;
@@ -267,26 +258,23 @@ static void *create_reserved(Pool *p, const char *key, size_t bytes, void *creat
 void *pool_acquire(Pool *p, const char *key, size_t bytes, void *create_arg,
                    const atomic_int *cancel, char *err, size_t errlen)
 {
-    if (err && errlen)
-        err[0] = 0;
+    if (err && errlen) err[0] = 0;
     if (bytes > p->budget) {
         char a[32], b[32];
         if (err && errlen)
-            snprintf(err, errlen, "needs %s, budget is %s",
-                     pool_format_bytes(a, sizeof a, bytes),
+            snprintf(err, errlen, "needs %s, budget is %s", pool_format_bytes(a, sizeof a, bytes),
                      pool_format_bytes(b, sizeof b, p->budget));
         pthread_mutex_lock(&p->mu);
         p->st.failed++;
         pthread_mutex_unlock(&p->mu);
         return NULL;
     }
-    Req me = {NULL};
+    Req me = { NULL };
     bool queued = false, waited = false;
     pthread_mutex_lock(&p->mu);
     for (;;) {
         if (cancel && atomic_load_explicit(cancel, memory_order_relaxed)) {
-            if (queued)
-                dequeue(p, &me);
+            if (queued) dequeue(p, &me);
             p->st.failed++;
             pthread_mutex_unlock(&p->mu);
             set_err(err, errlen, "cancelled while waiting for device memory");
@@ -295,11 +283,9 @@ void *pool_acquire(Pool *p, const char *key, size_t bytes, void *create_arg,
         /* 1. An idle instance of the same key: most recently released. */
         Entry *hit = take_idle(p, key);
         if (hit) {
-            if (queued)
-                dequeue(p, &me);
+            if (queued) dequeue(p, &me);
             pthread_mutex_unlock(&p->mu);
-            if (p->vt.reset)
-                p->vt.reset(hit->inst);
+            if (p->vt.reset) p->vt.reset(hit->inst);
             return hit->inst;
         }
         if (!queued) {
@@ -314,8 +300,7 @@ void *pool_acquire(Pool *p, const char *key, size_t bytes, void *create_arg,
             /* 2. Fits: reserve and create. */
             if (p->held + bytes <= p->budget) {
                 p->held += bytes;
-                if (p->held > p->peak)
-                    p->peak = p->held;
+                if (p->held > p->peak) p->peak = p->held;
                 dequeue(p, &me);
                 pthread_mutex_unlock(&p->mu);
                 return create_reserved(p, key, bytes, create_arg, err, errlen);
@@ -324,12 +309,11 @@ void *pool_acquire(Pool *p, const char *key, size_t bytes, void *create_arg,
              * idle) are gone: evict the least recently used, then retry. */
             size_t idle = 0;
             for (Entry *e = p->head; e; e = e->next)
-                if (!e->in_use)
-                    idle += e->bytes;
+                if (!e->in_use) idle += e->bytes;
             if (idle && p->held - idle + bytes <= p->budget) {
                 Entry *victims = unlink_victims(p, bytes);
                 pthread_mutex_unlock(&p->mu);
-                destroy_unlocked(p, victims);   /* still head: nobody takes the room */
+                destroy_unlocked(p, victims); /* still head: nobody takes the room */
                 pthread_mutex_lock(&p->mu);
                 continue;
             }
@@ -355,36 +339,33 @@ void *pool_acquire(Pool *p, const char *key, size_t bytes, void *create_arg,
  * once, evicting idle instances to stay within the budget where it can and
  * going past it (by at most what the calls running now hold) where it
  * cannot; it fails at once only if its chain alone exceeds the budget. */
-void *pool_acquire_nested(Pool *p, const char *key, size_t bytes, void *create_arg, size_t chain_bytes,
-                          char *err, size_t errlen)
+void *pool_acquire_nested(Pool *p, const char *key, size_t bytes, void *create_arg,
+                          size_t chain_bytes, char *err, size_t errlen)
 {
-    if (err && errlen)
-        err[0] = 0;
+    if (err && errlen) err[0] = 0;
     pthread_mutex_lock(&p->mu);
     if (bytes > p->budget || chain_bytes + bytes > p->budget) {
         p->st.failed++;
         pthread_mutex_unlock(&p->mu);
         char a[32], b[32], c[32];
         if (err && errlen)
-            snprintf(err, errlen, "needs %s on top of the %s its callers hold, and the budget is %s",
-                     pool_format_bytes(a, sizeof a, bytes), pool_format_bytes(b, sizeof b, chain_bytes),
-                     pool_format_bytes(c, sizeof c, p->budget));
+            snprintf(
+                err, errlen, "needs %s on top of the %s its callers hold, and the budget is %s",
+                pool_format_bytes(a, sizeof a, bytes), pool_format_bytes(b, sizeof b, chain_bytes),
+                pool_format_bytes(c, sizeof c, p->budget));
         return NULL;
     }
     Entry *hit = take_idle(p, key);
     if (hit) {
         pthread_mutex_unlock(&p->mu);
-        if (p->vt.reset)
-            p->vt.reset(hit->inst);
+        if (p->vt.reset) p->vt.reset(hit->inst);
         return hit->inst;
     }
     Entry *victims = unlink_victims(p, bytes);
     p->held += bytes;
-    if (p->held > p->peak)
-        p->peak = p->held;
+    if (p->held > p->peak) p->peak = p->held;
     pthread_mutex_unlock(&p->mu);
-    if (victims)
-        destroy_unlocked(p, victims);
+    if (victims) destroy_unlocked(p, victims);
     return create_reserved(p, key, bytes, create_arg, err, errlen);
 }
 
@@ -392,21 +373,19 @@ void *pool_acquire_nested(Pool *p, const char *key, size_t bytes, void *create_a
  * task ended cleanly, destroyed otherwise. */
 void pool_release(Pool *p, void *inst, int clean)
 {
-    if (!inst)
-        return;
+    if (!inst) return;
     pthread_mutex_lock(&p->mu);
     Entry *e = p->head;
-    while (e && e->inst != inst)
-        e = e->next;
+    while (e && e->inst != inst) e = e->next;
     if (!e || !e->in_use) {
         pthread_mutex_unlock(&p->mu);
-        return;   /* not ours, or released twice: ignore */
+        return; /* not ours, or released twice: ignore */
     }
     e->in_use = 0;
     p->in_use -= e->bytes;
     unlink_entry(p, e);
     if (clean) {
-        append_entry(p, e);   /* most recently used last */
+        append_entry(p, e); /* most recently used last */
         pthread_cond_broadcast(&p->cv);
         pthread_mutex_unlock(&p->mu);
         return;
@@ -423,16 +402,14 @@ int pool_trim(Pool *p)
     pthread_mutex_lock(&p->mu);
     for (Entry *e = p->head, *next; e; e = next) {
         next = e->next;
-        if (e->in_use)
-            continue;
+        if (e->in_use) continue;
         unlink_entry(p, e);
         *vt = e;
         vt = &e->next;
         n++;
     }
     pthread_mutex_unlock(&p->mu);
-    if (victims)
-        destroy_unlocked(p, victims);
+    if (victims) destroy_unlocked(p, victims);
     return n;
 }
 
@@ -461,10 +438,7 @@ size_t pool_peak_bytes(Pool *p)
     return v;
 }
 
-size_t pool_budget(Pool *p)
-{
-    return p->budget;   /* immutable after pool_new */
-}
+size_t pool_budget(Pool *p) { return p->budget; /* immutable after pool_new */ }
 
 void pool_stats(Pool *p, PoolStats *out)
 {

@@ -56,8 +56,8 @@ void *pool_acquire(Pool *p, const char *key, size_t bytes, void *create_arg,
  * budget for as long as it is held. NULL at once with a message
  *   "needs 16.0 KiB on top of the 16.0 KiB its callers hold, and the budget is 16.0 KiB"
  * if chain_bytes + bytes exceed the budget, or if creation failed. */
-void *pool_acquire_nested(Pool *p, const char *key, size_t bytes, void *create_arg, size_t chain_bytes,
-                          char *err, size_t errlen);
+void *pool_acquire_nested(Pool *p, const char *key, size_t bytes, void *create_arg,
+                          size_t chain_bytes, char *err, size_t errlen);
 /* Gives an instance back. clean=1: kept idle for reuse. clean=0 (the task
  * failed or was cancelled mid-way): destroyed, so no state leaks into the
  * next task. */
@@ -65,9 +65,10 @@ void pool_release(Pool *p, void *inst, int clean);
 /* Destroys every idle instance now (returns how many). */
 int pool_trim(Pool *p);
 
-size_t pool_in_use_bytes(Pool *p);   /* bytes of acquired instances */
-size_t pool_held_bytes(Pool *p);     /* bytes of live instances, idle included: what the budget bounds */
-size_t pool_peak_bytes(Pool *p);     /* most held bytes at one moment */
+size_t pool_in_use_bytes(Pool *p); /* bytes of acquired instances */
+size_t pool_held_bytes(
+    Pool *p); /* bytes of live instances, idle included: what the budget bounds */
+size_t pool_peak_bytes(Pool *p); /* most held bytes at one moment */
 size_t pool_budget(Pool *p);
 
 typedef struct PoolStats {

@@ -19,7 +19,7 @@ struct Trace {
     char *buf;
     size_t len, cap;
     size_t count;
-    int pid;                    /* the Perfetto process of every event (1 unless set) */
+    int pid; /* the Perfetto process of every event (1 unless set) */
     struct timespec t0;
 };
 
@@ -27,8 +27,7 @@ struct Trace {
 Trace *trace_new(void)
 {
     Trace *tr = calloc(1, sizeof *tr);
-    if (!tr)
-        return NULL;
+    if (!tr) return NULL;
     pthread_mutex_init(&tr->mu, NULL);
     clock_gettime(CLOCK_MONOTONIC, &tr->t0);
     tr->pid = 1;
@@ -38,8 +37,7 @@ Trace *trace_new(void)
 /* Why: after trace_write at exit. */
 void trace_free(Trace *tr)
 {
-    if (!tr)
-        return;
+    if (!tr) return;
     pthread_mutex_destroy(&tr->mu);
     free(tr->buf);
     free(tr);
@@ -51,8 +49,7 @@ double trace_now_us(const Trace *tr)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)(ts.tv_sec - tr->t0.tv_sec) * 1e6 +
-           (double)(ts.tv_nsec - tr->t0.tv_nsec) * 1e-3;
+    return (double)(ts.tv_sec - tr->t0.tv_sec) * 1e6 + (double)(ts.tv_nsec - tr->t0.tv_nsec) * 1e-3;
 }
 
 /* Why: the executor measures times with its own monotonic reads and
@@ -70,8 +67,7 @@ size_t trace_json_string(char *buf, size_t cap, const char *s)
 {
     size_t n = 0;
     if (cap < 3) {
-        if (cap)
-            buf[0] = 0;
+        if (cap) buf[0] = 0;
         return 0;
     }
     buf[n++] = '"';
@@ -79,11 +75,26 @@ size_t trace_json_string(char *buf, size_t cap, const char *s)
         char esc[8];
         size_t k;
         switch (*p) {
-        case '"':  memcpy(esc, "\\\"", 2); k = 2; break;
-        case '\\': memcpy(esc, "\\\\", 2); k = 2; break;
-        case '\n': memcpy(esc, "\\n", 2); k = 2; break;
-        case '\r': memcpy(esc, "\\r", 2); k = 2; break;
-        case '\t': memcpy(esc, "\\t", 2); k = 2; break;
+        case '"':
+            memcpy(esc, "\\\"", 2);
+            k = 2;
+            break;
+        case '\\':
+            memcpy(esc, "\\\\", 2);
+            k = 2;
+            break;
+        case '\n':
+            memcpy(esc, "\\n", 2);
+            k = 2;
+            break;
+        case '\r':
+            memcpy(esc, "\\r", 2);
+            k = 2;
+            break;
+        case '\t':
+            memcpy(esc, "\\t", 2);
+            k = 2;
+            break;
         default:
             if (*p < 0x20 || *p == 0x7f) {
                 snprintf(esc, sizeof esc, "\\u%04x", *p);
@@ -93,7 +104,7 @@ size_t trace_json_string(char *buf, size_t cap, const char *s)
                 k = 1;
             }
         }
-        if (n + k + 2 > cap)       /* room for the closing quote and NUL */
+        if (n + k + 2 > cap) /* room for the closing quote and NUL */
             break;
         memcpy(buf + n, esc, k);
         n += k;
@@ -110,10 +121,9 @@ static void append(Trace *tr, const char *ev, size_t len)
     size_t need = tr->len + len + 2;
     if (need > tr->cap) {
         size_t cap = tr->cap ? tr->cap : 4096;
-        while (cap < need)
-            cap *= 2;
+        while (cap < need) cap *= 2;
         char *b = realloc(tr->buf, cap);
-        if (!b) {                  /* drop the event rather than crash */
+        if (!b) { /* drop the event rather than crash */
             pthread_mutex_unlock(&tr->mu);
             return;
         }
@@ -139,15 +149,13 @@ static void emitf(Trace *tr, const char *fmt, ...)
     va_start(ap, fmt);
     int n = vsnprintf(small, sizeof small, fmt, ap);
     va_end(ap);
-    if (n < 0)
-        return;
+    if (n < 0) return;
     if ((size_t)n < sizeof small) {
         append(tr, small, (size_t)n);
         return;
     }
     char *big = malloc((size_t)n + 1);
-    if (!big)
-        return;
+    if (!big) return;
     va_start(ap, fmt);
     vsnprintf(big, (size_t)n + 1, fmt, ap);
     va_end(ap);
@@ -156,23 +164,23 @@ static void emitf(Trace *tr, const char *fmt, ...)
 }
 
 /* Why: a slice on a track: a task, a statement, a wait. */
-void trace_complete(Trace *tr, int tid, const char *name, const char *cat,
-                    double ts_us, double dur_us, const char *args_json)
+void trace_complete(Trace *tr, int tid, const char *name, const char *cat, double ts_us,
+                    double dur_us, const char *args_json)
 {
-    if (!tr)
-        return;
+    if (!tr) return;
     char jn[256], jc[64];
     trace_json_string(jn, sizeof jn, name);
     trace_json_string(jc, sizeof jc, cat ? cat : "qh");
-    if (dur_us < 0)
-        dur_us = 0;
+    if (dur_us < 0) dur_us = 0;
     if (args_json && *args_json)
-        emitf(tr, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"name\":%s,\"cat\":%s,"
-                  "\"ts\":%.3f,\"dur\":%.3f,\"args\":%s}",
+        emitf(tr,
+              "{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"name\":%s,\"cat\":%s,"
+              "\"ts\":%.3f,\"dur\":%.3f,\"args\":%s}",
               tr->pid, tid, jn, jc, ts_us, dur_us, args_json);
     else
-        emitf(tr, "{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"name\":%s,\"cat\":%s,"
-                  "\"ts\":%.3f,\"dur\":%.3f}",
+        emitf(tr,
+              "{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"name\":%s,\"cat\":%s,"
+              "\"ts\":%.3f,\"dur\":%.3f}",
               tr->pid, tid, jn, jc, ts_us, dur_us);
 }
 
@@ -185,10 +193,10 @@ static unsigned long long flow_id(const Trace *tr, unsigned long id)
 /* Why: the dispatch end of a dispatch-to-start arrow. */
 void trace_flow_start(Trace *tr, int tid, unsigned long id, double ts_us)
 {
-    if (!tr)
-        return;
-    emitf(tr, "{\"ph\":\"s\",\"pid\":%d,\"tid\":%d,\"name\":\"dispatch\",\"cat\":\"flow\","
-              "\"id\":%llu,\"ts\":%.3f}",
+    if (!tr) return;
+    emitf(tr,
+          "{\"ph\":\"s\",\"pid\":%d,\"tid\":%d,\"name\":\"dispatch\",\"cat\":\"flow\","
+          "\"id\":%llu,\"ts\":%.3f}",
           tr->pid, tid, flow_id(tr, id), ts_us);
 }
 
@@ -196,18 +204,17 @@ void trace_flow_start(Trace *tr, int tid, unsigned long id, double ts_us)
  * that encloses ts (the task starts at that very moment). */
 void trace_flow_end(Trace *tr, int tid, unsigned long id, double ts_us)
 {
-    if (!tr)
-        return;
-    emitf(tr, "{\"ph\":\"f\",\"bp\":\"e\",\"pid\":%d,\"tid\":%d,\"name\":\"dispatch\","
-              "\"cat\":\"flow\",\"id\":%lu,\"ts\":%.3f}",
+    if (!tr) return;
+    emitf(tr,
+          "{\"ph\":\"f\",\"bp\":\"e\",\"pid\":%d,\"tid\":%d,\"name\":\"dispatch\","
+          "\"cat\":\"flow\",\"id\":%lu,\"ts\":%.3f}",
           tr->pid, tid, id, ts_us);
 }
 
 /* Why: marks a moment (Ctrl-C, a cancellation). */
 void trace_instant(Trace *tr, int tid, const char *name, const char *cat, double ts_us)
 {
-    if (!tr)
-        return;
+    if (!tr) return;
     char jn[256], jc[64];
     trace_json_string(jn, sizeof jn, name);
     trace_json_string(jc, sizeof jc, cat ? cat : "qh");
@@ -218,11 +225,11 @@ void trace_instant(Trace *tr, int tid, const char *name, const char *cat, double
 /* Why: tracks read "main", "worker 1", ... instead of bare numbers. */
 void trace_thread_name(Trace *tr, int tid, const char *name)
 {
-    if (!tr)
-        return;
+    if (!tr) return;
     char jn[256];
     trace_json_string(jn, sizeof jn, name);
-    emitf(tr, "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":%s}}",
+    emitf(tr,
+          "{\"ph\":\"M\",\"pid\":%d,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":%s}}",
           tr->pid, tid, jn);
 }
 
@@ -230,13 +237,14 @@ void trace_thread_name(Trace *tr, int tid, const char *name)
  * any event is recorded. */
 void trace_set_process(Trace *tr, int pid, const char *name)
 {
-    if (!tr)
-        return;
+    if (!tr) return;
     tr->pid = pid;
     char jn[256];
     trace_json_string(jn, sizeof jn, name);
-    emitf(tr, "{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_name\",\"args\":{\"name\":%s}}", pid, jn);
-    emitf(tr, "{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":%d}}",
+    emitf(tr, "{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_name\",\"args\":{\"name\":%s}}", pid,
+          jn);
+    emitf(tr,
+          "{\"ph\":\"M\",\"pid\":%d,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":%d}}",
           pid, pid);
 }
 
@@ -246,8 +254,7 @@ char *trace_events(Trace *tr, size_t *len)
     pthread_mutex_lock(&tr->mu);
     char *out = malloc(tr->len + 1);
     if (out) {
-        if (tr->len)
-            memcpy(out, tr->buf, tr->len);
+        if (tr->len) memcpy(out, tr->buf, tr->len);
         out[tr->len] = 0;
         *len = tr->len;
     }
@@ -257,8 +264,7 @@ char *trace_events(Trace *tr, size_t *len)
 
 void trace_append_events(Trace *tr, const char *events, size_t len)
 {
-    if (tr && len)
-        append(tr, events, len);
+    if (tr && len) append(tr, events, len);
 }
 
 /* Why: tests and --stats can tell whether anything was recorded. */
@@ -275,12 +281,10 @@ size_t trace_count(Trace *tr)
 int trace_write(Trace *tr, const char *path)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
-    if (!f)
-        return -1;
+    if (!f) return -1;
     pthread_mutex_lock(&tr->mu);
     fputs("{\"traceEvents\":[\n", f);
-    if (tr->len)
-        fwrite(tr->buf, 1, tr->len, f);
+    if (tr->len) fwrite(tr->buf, 1, tr->len, f);
     fputs("\n],\"displayTimeUnit\":\"ms\"}\n", f);
     pthread_mutex_unlock(&tr->mu);
     int err = ferror(f);

@@ -28,8 +28,8 @@ double trace_mono_to_us(const Trace *tr, double mono_seconds);
 /* A slice of dur_us starting at ts_us on thread tid. name and cat are
  * escaped; args_json, if not NULL, must be a JSON object text ("{...}") and
  * is copied as is. */
-void trace_complete(Trace *tr, int tid, const char *name, const char *cat,
-                    double ts_us, double dur_us, const char *args_json);
+void trace_complete(Trace *tr, int tid, const char *name, const char *cat, double ts_us,
+                    double dur_us, const char *args_json);
 /* A flow arrow: start on tid at ts_us, end (binding to the enclosing
  * slice, "bp":"e") on another thread. id pairs the two. */
 void trace_flow_start(Trace *tr, int tid, unsigned long id, double ts_us);

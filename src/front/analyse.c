@@ -12,25 +12,42 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct IntSet { int *v; int n, cap; } IntSet;
+typedef struct IntSet {
+    int *v;
+    int n, cap;
+} IntSet;
 static void set_add(IntSet *s, int x)
 {
-    for (int i = 0; i < s->n; i++) if (s->v[i] == x) return;
-    if (s->n == s->cap) { s->cap = s->cap ? s->cap * 2 : 8; s->v = xrealloc(s->v, (size_t)s->cap * sizeof(int)); }
+    for (int i = 0; i < s->n; i++)
+        if (s->v[i] == x) return;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 8;
+        s->v = xrealloc(s->v, (size_t)s->cap * sizeof(int));
+    }
     s->v[s->n++] = x;
 }
-static bool set_has(const IntSet *s, int x) { for (int i = 0; i < s->n; i++) if (s->v[i] == x) return true; return false; }
+static bool set_has(const IntSet *s, int x)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->v[i] == x) return true;
+    return false;
+}
 
 typedef struct Walk {
     ModInfo *m;
     IntSet writes, reads, passes, qcalls, calls;
-    const char *why; int why_line, why_col;   /* first impurity */
-    bool in_fn;                                 /* walking a function body */
+    const char *why;
+    int why_line, why_col; /* first impurity */
+    bool in_fn;            /* walking a function body */
 } Walk;
 
 static void impure(Walk *w, const Node *n, const char *why)
 {
-    if (!w->why) { w->why = why; w->why_line = n->line; w->why_col = n->col; }
+    if (!w->why) {
+        w->why = why;
+        w->why_line = n->line;
+        w->why_col = n->col;
+    }
 }
 
 /* the proto bound to a global slot by a top-level fn/qfn statement, if any;
@@ -46,7 +63,10 @@ static FnProto *proto_of_global(ModInfo *m, int slot)
 }
 
 static void walk(Walk *w, Node *n, bool need);
-static void walk_list(Walk *w, Node **v, int k, bool need) { for (int i = 0; i < k; i++) walk(w, v[i], need); }
+static void walk_list(Walk *w, Node **v, int k, bool need)
+{
+    for (int i = 0; i < k; i++) walk(w, v[i], need);
+}
 
 static void walk_target(Walk *w, Node *t)
 {
@@ -69,24 +89,43 @@ static void walk(Walk *w, Node *n, bool need)
     if (!n) return;
     switch (n->kind) {
     case N_GLOBAL:
-        if (need) set_add(&w->reads, n->u.var.slot); else set_add(&w->passes, n->u.var.slot);
+        if (need)
+            set_add(&w->reads, n->u.var.slot);
+        else
+            set_add(&w->passes, n->u.var.slot);
         break;
     case N_LIST: walk_list(w, n->u.list.items, n->u.list.n, need); break;
     case N_BLOCK: walk_list(w, n->u.list.items, n->u.list.n, true); break;
-    case N_DICT: walk_list(w, n->u.dict.keys, n->u.dict.n, true); walk_list(w, n->u.dict.vals, n->u.dict.n, need); break;
-    case N_UNARY: case N_NOT: walk(w, n->u.bin.a, true); break;
-    case N_BINARY: case N_AND: case N_OR: walk(w, n->u.bin.a, true); walk(w, n->u.bin.b, true); break;
+    case N_DICT:
+        walk_list(w, n->u.dict.keys, n->u.dict.n, true);
+        walk_list(w, n->u.dict.vals, n->u.dict.n, need);
+        break;
+    case N_UNARY:
+    case N_NOT: walk(w, n->u.bin.a, true); break;
+    case N_BINARY:
+    case N_AND:
+    case N_OR:
+        walk(w, n->u.bin.a, true);
+        walk(w, n->u.bin.b, true);
+        break;
     case N_CALL: {
         Node *fn = n->u.call.fn;
         bool pass = false;
         if (fn->kind == N_BUILTIN) {
             const BuiltinDef *b = builtin_get(fn->u.var.slot);
-            if (b->flags & BI_IMPURE) impure(w, n, b->name[0] == 'p' ? "prints" : strcmp(b->name, "input") == 0 ? "reads input" : "reads or writes files");
+            if (b->flags & BI_IMPURE)
+                impure(w, n,
+                       b->name[0] == 'p'               ? "prints"
+                       : strcmp(b->name, "input") == 0 ? "reads input"
+                                                       : "reads or writes files");
             pass = (b->flags & BI_LAZY) != 0;
         } else if (fn->kind == N_GLOBAL) {
             set_add(&w->calls, fn->u.var.slot);
             FnProto *f = proto_of_global(w->m, fn->u.var.slot);
-            if (f && f->is_qfn) { set_add(&w->qcalls, fn->u.var.slot); pass = true; }
+            if (f && f->is_qfn) {
+                set_add(&w->qcalls, fn->u.var.slot);
+                pass = true;
+            }
             set_add(&w->reads, fn->u.var.slot);
         } else {
             walk(w, fn, true);
@@ -95,11 +134,23 @@ static void walk(Walk *w, Node *n, bool need)
         for (int i = 0; i < n->u.call.nkw; i++) walk(w, n->u.call.kw[i].value, !pass);
         break;
     }
-    case N_INDEX: walk(w, n->u.index.obj, true); walk_list(w, n->u.index.idx, n->u.index.nidx, true); break;
-    case N_SLICE: walk(w, n->u.slice.lo, true); walk(w, n->u.slice.hi, true); walk(w, n->u.slice.step, true); break;
+    case N_INDEX:
+        walk(w, n->u.index.obj, true);
+        walk_list(w, n->u.index.idx, n->u.index.nidx, true);
+        break;
+    case N_SLICE:
+        walk(w, n->u.slice.lo, true);
+        walk(w, n->u.slice.hi, true);
+        walk(w, n->u.slice.step, true);
+        break;
     case N_MEMBER: walk(w, n->u.member.obj, true); break;
-    case N_COND: walk(w, n->u.ifs.cond, true); walk(w, n->u.ifs.then, need); walk(w, n->u.ifs.els, need); break;
-    case N_LISTCOMP: case N_DICTCOMP:
+    case N_COND:
+        walk(w, n->u.ifs.cond, true);
+        walk(w, n->u.ifs.then, need);
+        walk(w, n->u.ifs.els, need);
+        break;
+    case N_LISTCOMP:
+    case N_DICTCOMP:
         /* the variables are the comprehension's own (locals, never globals) */
         for (int i = 0; i < n->u.comp.nclauses; i++) {
             CompClause *c = &n->u.comp.clauses[i];
@@ -118,7 +169,10 @@ static void walk(Walk *w, Node *n, bool need)
     }
     case N_EXPRSTMT: walk(w, n->u.expr.expr, false); break;
     case N_RETURN: walk(w, n->u.expr.expr, false); break;
-    case N_ASSIGN: walk(w, n->u.assign.value, false); walk_target(w, n->u.assign.target); break;
+    case N_ASSIGN:
+        walk(w, n->u.assign.value, false);
+        walk_target(w, n->u.assign.target);
+        break;
     case N_AUGASSIGN:
         walk(w, n->u.assign.value, true);
         walk(w, n->u.assign.target, true);
@@ -128,8 +182,15 @@ static void walk(Walk *w, Node *n, bool need)
         walk(w, n->u.destruct.value, true);
         for (int i = 0; i < n->u.destruct.n; i++) walk_target(w, n->u.destruct.targets[i]);
         break;
-    case N_IF: walk(w, n->u.ifs.cond, true); walk(w, n->u.ifs.then, true); walk(w, n->u.ifs.els, true); break;
-    case N_WHILE: walk(w, n->u.whiles.cond, true); walk(w, n->u.whiles.body, true); break;
+    case N_IF:
+        walk(w, n->u.ifs.cond, true);
+        walk(w, n->u.ifs.then, true);
+        walk(w, n->u.ifs.els, true);
+        break;
+    case N_WHILE:
+        walk(w, n->u.whiles.cond, true);
+        walk(w, n->u.whiles.body, true);
+        break;
     case N_FOR:
         walk(w, n->u.fors.iter, true);
         for (int i = 0; i < n->u.fors.nvars; i++) walk_target(w, n->u.fors.vars[i]);
@@ -161,7 +222,11 @@ static void walk(Walk *w, Node *n, bool need)
 
 static void free_walk(Walk *w)
 {
-    free(w->writes.v); free(w->reads.v); free(w->passes.v); free(w->qcalls.v); free(w->calls.v);
+    free(w->writes.v);
+    free(w->reads.v);
+    free(w->passes.v);
+    free(w->qcalls.v);
+    free(w->calls.v);
 }
 
 static int *dup_ints(const IntSet *s, int *n)
@@ -182,10 +247,11 @@ static void analyse_fn(ModInfo *m, FnProto *f)
     w.m = m;
     w.in_fn = true;
     walk(&w, f->body, true);
-    IntSet all = {0};
+    IntSet all = { 0 };
     for (int i = 0; i < w.reads.n; i++) set_add(&all, w.reads.v[i]);
     for (int i = 0; i < w.passes.n; i++) set_add(&all, w.passes.v[i]);
-    free(f->global_reads); free(f->global_calls);
+    free(f->global_reads);
+    free(f->global_calls);
     f->global_reads = dup_ints(&all, &f->nglobal_reads);
     f->global_calls = dup_ints(&w.calls, &f->nglobal_calls);
     free(all.v);
@@ -199,23 +265,37 @@ static void analyse_fn(ModInfo *m, FnProto *f)
 
 /* nested function expressions inside f: their reads count for f too */
 static void nested_reads(ModInfo *m, FnProto *f, Node *n, IntSet *reads);
-static void nested_list(ModInfo *m, FnProto *f, Node **v, int k, IntSet *r) { for (int i = 0; i < k; i++) nested_reads(m, f, v[i], r); }
+static void nested_list(ModInfo *m, FnProto *f, Node **v, int k, IntSet *r)
+{
+    for (int i = 0; i < k; i++) nested_reads(m, f, v[i], r);
+}
 static void nested_reads(ModInfo *m, FnProto *f, Node *n, IntSet *r)
 {
     if (!n) return;
     switch (n->kind) {
-    case N_FNEXPR: case N_FNDEF:
+    case N_FNEXPR:
+    case N_FNDEF:
         for (int i = 0; i < n->u.fn->nglobal_reads; i++) set_add(r, n->u.fn->global_reads[i]);
         nested_reads(m, f, n->u.fn->body, r);
         break;
-    case N_LIST: case N_BLOCK: nested_list(m, f, n->u.list.items, n->u.list.n, r); break;
+    case N_LIST:
+    case N_BLOCK: nested_list(m, f, n->u.list.items, n->u.list.n, r); break;
     case N_DICT: nested_list(m, f, n->u.dict.vals, n->u.dict.n, r); break;
-    case N_BINARY: case N_AND: case N_OR: nested_reads(m, f, n->u.bin.a, r); nested_reads(m, f, n->u.bin.b, r); break;
-    case N_UNARY: case N_NOT: nested_reads(m, f, n->u.bin.a, r); break;
-    case N_COND:
-        nested_reads(m, f, n->u.ifs.cond, r); nested_reads(m, f, n->u.ifs.then, r); nested_reads(m, f, n->u.ifs.els, r);
+    case N_BINARY:
+    case N_AND:
+    case N_OR:
+        nested_reads(m, f, n->u.bin.a, r);
+        nested_reads(m, f, n->u.bin.b, r);
         break;
-    case N_LISTCOMP: case N_DICTCOMP:
+    case N_UNARY:
+    case N_NOT: nested_reads(m, f, n->u.bin.a, r); break;
+    case N_COND:
+        nested_reads(m, f, n->u.ifs.cond, r);
+        nested_reads(m, f, n->u.ifs.then, r);
+        nested_reads(m, f, n->u.ifs.els, r);
+        break;
+    case N_LISTCOMP:
+    case N_DICTCOMP:
         for (int i = 0; i < n->u.comp.nclauses; i++) {
             CompClause *c = &n->u.comp.clauses[i];
             nested_reads(m, f, c->iter, r);
@@ -224,15 +304,25 @@ static void nested_reads(ModInfo *m, FnProto *f, Node *n, IntSet *r)
         nested_reads(m, f, n->u.comp.key, r);
         nested_reads(m, f, n->u.comp.elt, r);
         break;
-    case N_CALL: nested_reads(m, f, n->u.call.fn, r); nested_list(m, f, n->u.call.args, n->u.call.nargs, r);
+    case N_CALL:
+        nested_reads(m, f, n->u.call.fn, r);
+        nested_list(m, f, n->u.call.args, n->u.call.nargs, r);
         for (int i = 0; i < n->u.call.nkw; i++) nested_reads(m, f, n->u.call.kw[i].value, r);
         break;
-    case N_EXPRSTMT: case N_RETURN: nested_reads(m, f, n->u.expr.expr, r); break;
-    case N_ASSIGN: case N_AUGASSIGN: nested_reads(m, f, n->u.assign.value, r); break;
-    case N_IF: nested_reads(m, f, n->u.ifs.then, r); nested_reads(m, f, n->u.ifs.els, r); break;
+    case N_EXPRSTMT:
+    case N_RETURN: nested_reads(m, f, n->u.expr.expr, r); break;
+    case N_ASSIGN:
+    case N_AUGASSIGN: nested_reads(m, f, n->u.assign.value, r); break;
+    case N_IF:
+        nested_reads(m, f, n->u.ifs.then, r);
+        nested_reads(m, f, n->u.ifs.els, r);
+        break;
     case N_WHILE: nested_reads(m, f, n->u.whiles.body, r); break;
     case N_FOR: nested_reads(m, f, n->u.fors.body, r); break;
-    case N_TRY: nested_reads(m, f, n->u.tries.body, r); nested_reads(m, f, n->u.tries.handler, r); break;
+    case N_TRY:
+        nested_reads(m, f, n->u.tries.body, r);
+        nested_reads(m, f, n->u.tries.handler, r);
+        break;
     default: break;
     }
 }
@@ -244,7 +334,7 @@ bool analyse_body(ModInfo *m, Node *body, int first_proto, FILE *diag)
     /* nested closures' reads, innermost first (protos are in parse order: outer before inner) */
     for (int i = m->nprotos - 1; i >= first_proto; i--) {
         FnProto *f = m->protos[i];
-        IntSet r = {0};
+        IntSet r = { 0 };
         for (int k = 0; k < f->nglobal_reads; k++) set_add(&r, f->global_reads[k]);
         nested_reads(m, f, f->body, &r);
         free(f->global_reads);
@@ -278,11 +368,15 @@ bool analyse_body(ModInfo *m, Node *body, int first_proto, FILE *diag)
         if (!f->is_qfn || f->pure) continue;
         char msg[400];
         if (f->impure_line > 0) {
-            snprintf(msg, sizeof msg, "quantum function '%s' %s: a qfn body may not print, read input, read or write files, import or assign globals",
+            snprintf(msg, sizeof msg,
+                     "quantum function '%s' %s: a qfn body may not print, read input, read or "
+                     "write files, import or assign globals",
                      f->name, f->impure_why);
             diag_print(diag, m->src, f->impure_line, f->impure_col, "error", msg);
         } else {
-            snprintf(msg, sizeof msg, "quantum function '%s' calls '%s', which prints, reads input, reads or writes files, imports or assigns globals",
+            snprintf(msg, sizeof msg,
+                     "quantum function '%s' calls '%s', which prints, reads input, reads or writes "
+                     "files, imports or assigns globals",
                      f->name, f->impure_why);
             diag_print(diag, m->src, f->line, f->col, "error", msg);
         }
@@ -304,7 +398,7 @@ bool analyse_body(ModInfo *m, Node *body, int first_proto, FILE *diag)
         s->dep = d;
         free_walk(&w);
     }
-    laplan_analyse(m, body, first_proto);   /* which loops may start their calls early */
+    laplan_analyse(m, body, first_proto); /* which loops may start their calls early */
     return ok;
 }
 
@@ -315,7 +409,11 @@ void analyse_free_body(Node *body)
     for (int i = 0; i < body->u.list.n; i++) {
         DepInfo *d = body->u.list.items[i]->dep;
         if (!d) continue;
-        free(d->writes); free(d->reads); free(d->passes); free(d->qcalls); free(d);
+        free(d->writes);
+        free(d->reads);
+        free(d->passes);
+        free(d->qcalls);
+        free(d);
         body->u.list.items[i]->dep = NULL;
     }
 }
@@ -325,12 +423,15 @@ void analyse_free_body(Node *body)
 
 typedef struct Origin {
     int nsrc;
-    const Source *src[8];       /* where each call was made */
+    const Source *src[8]; /* where each call was made */
     int src_line[8];
     int src_fn[8];
 } Origin;
 
-struct DepsState { Origin *holds; int n; };
+struct DepsState {
+    Origin *holds;
+    int n;
+};
 
 DepsState *analyse_deps_new(void) { return xcalloc(1, sizeof(DepsState)); }
 void analyse_deps_free(DepsState *st)
@@ -342,16 +443,24 @@ void analyse_deps_free(DepsState *st)
 
 static void origin_add(Origin *o, const Source *src, int line, int fn)
 {
-    for (int i = 0; i < o->nsrc; i++) if (o->src[i] == src && o->src_line[i] == line && o->src_fn[i] == fn) return;
-    if (o->nsrc < 8) { o->src[o->nsrc] = src; o->src_line[o->nsrc] = line; o->src_fn[o->nsrc] = fn; o->nsrc++; }
+    for (int i = 0; i < o->nsrc; i++)
+        if (o->src[i] == src && o->src_line[i] == line && o->src_fn[i] == fn) return;
+    if (o->nsrc < 8) {
+        o->src[o->nsrc] = src;
+        o->src_line[o->nsrc] = line;
+        o->src_fn[o->nsrc] = fn;
+        o->nsrc++;
+    }
 }
 
 /* "line N" in a file, "entry N" (", line L") for a REPL entry */
 static const char *label(char *buf, size_t n, const Source *src, int line)
 {
     if (src && src->entry > 0) {
-        if (line > 1) snprintf(buf, n, "entry %d, line %d", src->entry, line);
-        else snprintf(buf, n, "entry %d", src->entry);
+        if (line > 1)
+            snprintf(buf, n, "entry %d, line %d", src->entry, line);
+        else
+            snprintf(buf, n, "entry %d", src->entry);
     } else {
         snprintf(buf, n, "line %d", line);
     }
@@ -363,7 +472,8 @@ static void print_names(FILE *out, ModInfo *m, const int *v, int n)
     for (int i = 0; i < n; i++) fprintf(out, "%s%s", i ? ", " : "", m->gnames[v[i]]);
 }
 
-void analyse_deps_part(ModInfo *m, const Source *src, Node *body, int first_proto, int end_proto, DepsState *st, FILE *out)
+void analyse_deps_part(ModInfo *m, const Source *src, Node *body, int first_proto, int end_proto,
+                       DepsState *st, FILE *out)
 {
     DepsState own = { NULL, 0 };
     if (!st) st = &own;
@@ -374,16 +484,18 @@ void analyse_deps_part(ModInfo *m, const Source *src, Node *body, int first_prot
     }
     Origin *holds = st->holds;
     char at[64], from[64];
-    if (out && src->entry > 0) fprintf(out, "# entry %d: dependency analysis\n", src->entry);
-    else if (out) fprintf(out, "# %s: dependency analysis\n", src->name);
+    if (out && src->entry > 0)
+        fprintf(out, "# entry %d: dependency analysis\n", src->entry);
+    else if (out)
+        fprintf(out, "# %s: dependency analysis\n", src->name);
     for (int i = first_proto; out && i < end_proto; i++) {
         FnProto *f = m->protos[i];
         if (!f->binding || f->binding->kind != N_GLOBAL) continue;
-        fprintf(out, "%s %s (%s): %s", f->is_qfn ? "qfn" : "fn", f->name, label(at, sizeof at, src, f->line),
-                f->pure ? "pure" : "impure");
+        fprintf(out, "%s %s (%s): %s", f->is_qfn ? "qfn" : "fn", f->name,
+                label(at, sizeof at, src, f->line), f->pure ? "pure" : "impure");
         if (f->is_qfn) {
             /* what it reads, and what the functions it reads read, transitively */
-            IntSet all = {0};
+            IntSet all = { 0 };
             FnProto *stack[256];
             int sp = 0;
             stack[sp++] = f;
@@ -413,60 +525,78 @@ void analyse_deps_part(ModInfo *m, const Source *src, Node *body, int first_prot
         bool any = false;
         if (out && d->nqcalls) {
             fprintf(out, " dispatches ");
-            for (int k = 0; k < d->nqcalls; k++) fprintf(out, "%s%s()", k ? ", " : "", m->gnames[d->qcalls[k]]);
+            for (int k = 0; k < d->nqcalls; k++)
+                fprintf(out, "%s%s()", k ? ", " : "", m->gnames[d->qcalls[k]]);
             any = true;
         }
-        if (out && d->nwrites) { fprintf(out, "%s writes ", any ? ";" : ""); print_names(out, m, d->writes, d->nwrites); any = true; }
+        if (out && d->nwrites) {
+            fprintf(out, "%s writes ", any ? ";" : "");
+            print_names(out, m, d->writes, d->nwrites);
+            any = true;
+        }
         if (out && d->nreads) {
             int shown = 0;
             for (int k = 0; k < d->nreads; k++) {
                 FnProto *f = proto_of_global(m, d->reads[k]);
-                if (f) continue;   /* calling a function is not reading a value */
-                fprintf(out, "%s%s", shown ? ", " : (any ? "; reads " : " reads "), m->gnames[d->reads[k]]);
+                if (f) continue; /* calling a function is not reading a value */
+                fprintf(out, "%s%s", shown ? ", " : (any ? "; reads " : " reads "),
+                        m->gnames[d->reads[k]]);
                 shown++;
             }
             if (shown) any = true;
         }
         if (out && !any) fprintf(out, " -");
         if (out) fputc('\n', out);
-        if (out) laplan_print(s, at, out);      /* calls a loop may start early */
+        if (out) laplan_print(s, at, out); /* calls a loop may start early */
         /* waits: value-needing reads of globals that may hold futures */
         for (int k = 0; k < d->nreads; k++) {
             Origin *o = &holds[d->reads[k]];
             for (int j = 0; out && j < o->nsrc; j++)
                 fprintf(out, "%s waits for %s() from %s (via %s)\n", at, m->gnames[o->src_fn[j]],
-                        label(from, sizeof from, o->src[j], o->src_line[j]), m->gnames[d->reads[k]]);
+                        label(from, sizeof from, o->src[j], o->src_line[j]),
+                        m->gnames[d->reads[k]]);
         }
         /* chains: futures passed on into new calls */
         if (d->nqcalls) {
             for (int k = 0; k < d->npasses; k++) {
                 Origin *o = &holds[d->passes[k]];
                 for (int j = 0; out && j < o->nsrc; j++)
-                    fprintf(out, "%s chains on %s() from %s (via %s), in the background\n", at, m->gnames[o->src_fn[j]],
-                            label(from, sizeof from, o->src[j], o->src_line[j]), m->gnames[d->passes[k]]);
+                    fprintf(out, "%s chains on %s() from %s (via %s), in the background\n", at,
+                            m->gnames[o->src_fn[j]],
+                            label(from, sizeof from, o->src[j], o->src_line[j]),
+                            m->gnames[d->passes[k]]);
             }
         }
         /* what this statement leaves behind */
-        Origin made = {0};
+        Origin made = { 0 };
         for (int k = 0; k < d->nqcalls; k++) origin_add(&made, src, s->line, d->qcalls[k]);
         /* a new call's future replaces the ones it chains on; without a call,
          * futures passed along (y = x, [x, y]) are held as they are */
         for (int k = 0; k < d->npasses && !d->nqcalls; k++) {
             Origin *o = &holds[d->passes[k]];
-            for (int j = 0; j < o->nsrc; j++) origin_add(&made, o->src[j], o->src_line[j], o->src_fn[j]);
+            for (int j = 0; j < o->nsrc; j++)
+                origin_add(&made, o->src[j], o->src_line[j], o->src_fn[j]);
         }
         for (int k = 0; k < d->nwrites; k++) {
             int g = d->writes[k];
             bool read_here = false;
-            for (int j = 0; j < d->nreads; j++) if (d->reads[j] == g) read_here = true;
-            if (read_here && !made.nsrc) { holds[g].nsrc = 0; continue; }   /* resolved by this statement */
-            if (s->kind == N_ASSIGN || s->kind == N_DESTRUCT || s->kind == N_FOR) holds[g] = made;
-            else for (int j = 0; j < made.nsrc; j++) origin_add(&holds[g], made.src[j], made.src_line[j], made.src_fn[j]);
+            for (int j = 0; j < d->nreads; j++)
+                if (d->reads[j] == g) read_here = true;
+            if (read_here && !made.nsrc) {
+                holds[g].nsrc = 0;
+                continue;
+            } /* resolved by this statement */
+            if (s->kind == N_ASSIGN || s->kind == N_DESTRUCT || s->kind == N_FOR)
+                holds[g] = made;
+            else
+                for (int j = 0; j < made.nsrc; j++)
+                    origin_add(&holds[g], made.src[j], made.src_line[j], made.src_fn[j]);
         }
         /* a value-needing read resolves the future it needed */
         for (int k = 0; k < d->nreads; k++) {
             bool written = false;
-            for (int j = 0; j < d->nwrites; j++) if (d->writes[j] == d->reads[k]) written = true;
+            for (int j = 0; j < d->nwrites; j++)
+                if (d->writes[j] == d->reads[k]) written = true;
             if (!written) holds[d->reads[k]].nsrc = 0;
         }
     }

@@ -25,8 +25,8 @@ void analyse_print_deps(ModInfo *m, Node *body, FILE *out);
 typedef struct DepsState DepsState;
 DepsState *analyse_deps_new(void);
 void analyse_deps_free(DepsState *st);
-void analyse_deps_part(ModInfo *m, const Source *src, Node *body, int first_proto, int end_proto, DepsState *st,
-                       FILE *out);
+void analyse_deps_part(ModInfo *m, const Source *src, Node *body, int first_proto, int end_proto,
+                       DepsState *st, FILE *out);
 void analyse_free_body(Node *body);
 
 #endif

@@ -7,8 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct Chunk { struct Chunk *next; size_t used, cap; max_align_t data[]; } Chunk;
-struct Arena { Chunk *head; };
+typedef struct Chunk {
+    struct Chunk *next;
+    size_t used, cap;
+    max_align_t data[];
+} Chunk;
+struct Arena {
+    Chunk *head;
+};
 
 Arena *arena_new(void) { return xcalloc(1, sizeof(Arena)); }
 
@@ -18,7 +24,9 @@ void *arena_alloc(Arena *a, size_t n)
     if (!a->head || a->head->used + n > a->head->cap) {
         size_t cap = n > 65536 ? n : 65536;
         Chunk *c = xmalloc(sizeof(Chunk) + cap);
-        c->next = a->head; c->used = 0; c->cap = cap;
+        c->next = a->head;
+        c->used = 0;
+        c->cap = cap;
         a->head = c;
     }
     void *p = (char *)a->head->data + a->head->used;
@@ -39,6 +47,10 @@ void arena_free(Arena *a)
 {
     if (!a) return;
     Chunk *c = a->head;
-    while (c) { Chunk *n = c->next; free(c); c = n; }
+    while (c) {
+        Chunk *n = c->next;
+        free(c);
+        c = n;
+    }
     free(a);
 }

@@ -12,7 +12,10 @@ const char *diag_line(const Source *src, int line, size_t *n)
     const char *p = src->text, *end = src->text + src->len;
     for (int l = 1; l < line && p < end; l++) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
-        if (!nl) { p = end; break; }
+        if (!nl) {
+            p = end;
+            break;
+        }
         p = nl + 1;
     }
     const char *e = memchr(p, '\n', (size_t)(end - p));
@@ -24,8 +27,10 @@ const char *diag_line(const Source *src, int line, size_t *n)
 void diag_print(FILE *out, const Source *src, int line, int col, const char *kind, const char *msg)
 {
     const char *name = src ? src->name : "<unknown>";
-    if (line > 0) fprintf(out, "%s:%d:%d: %s: %s\n", name, line, col, kind, msg);
-    else fprintf(out, "%s: %s: %s\n", name, kind, msg);
+    if (line > 0)
+        fprintf(out, "%s:%d:%d: %s: %s\n", name, line, col, kind, msg);
+    else
+        fprintf(out, "%s: %s: %s\n", name, kind, msg);
     if (!src || line <= 0) return;
     size_t n;
     const char *l = diag_line(src, line, &n);
@@ -52,8 +57,10 @@ void diag_print(FILE *out, const Source *src, int line, int col, const char *kin
 const char *diag_where(char *buf, size_t n, const Source *src, int line)
 {
     if (src && src->entry > 0) {
-        if (line > 1) snprintf(buf, n, "entry %d, line %d", src->entry, line);
-        else snprintf(buf, n, "entry %d", src->entry);
+        if (line > 1)
+            snprintf(buf, n, "entry %d, line %d", src->entry, line);
+        else
+            snprintf(buf, n, "entry %d", src->entry);
     } else {
         snprintf(buf, n, "%s:%d", src ? src->name : "<unknown>", line);
     }
@@ -74,7 +81,10 @@ Source *source_from_text(const char *name, const char *text, size_t len)
 Source *source_from_file(const char *path, const char *shown, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) { snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno)); return NULL; }
+    if (!f) {
+        snprintf(err, errlen, "cannot open '%s': %s", path, strerror(errno));
+        return NULL;
+    }
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap);
     size_t r;
@@ -83,13 +93,20 @@ Source *source_from_file(const char *path, const char *shown, char *err, size_t 
         if (n == cap) {
             cap *= 2;
             char *nb = realloc(buf, cap);
-            if (!nb) { free(buf); fclose(f); snprintf(err, errlen, "'%s' is too large", path); return NULL; }
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                snprintf(err, errlen, "'%s' is too large", path);
+                return NULL;
+            }
             buf = nb;
         }
     }
     if (ferror(f)) {
         snprintf(err, errlen, "cannot read '%s': %s", path, strerror(errno));
-        free(buf); fclose(f); return NULL;
+        free(buf);
+        fclose(f);
+        return NULL;
     }
     fclose(f);
     Source *s = xcalloc(1, sizeof *s);
@@ -106,5 +123,8 @@ Source *source_from_file(const char *path, const char *shown, char *err, size_t 
 void source_free(Source *s)
 {
     if (!s) return;
-    free(s->name); free(s->path); free(s->text); free(s);
+    free(s->name);
+    free(s->path);
+    free(s->text);
+    free(s);
 }

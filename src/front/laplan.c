@@ -9,15 +9,34 @@
 
 /* ---------------------------------------------------------------- small sets */
 
-typedef struct Set { int *v; int n, cap; } Set;
+typedef struct Set {
+    int *v;
+    int n, cap;
+} Set;
 static void set_add(Set *s, int x)
 {
-    for (int i = 0; i < s->n; i++) if (s->v[i] == x) return;
-    if (s->n == s->cap) { s->cap = s->cap ? s->cap * 2 : 16; s->v = realloc(s->v, (size_t)s->cap * sizeof(int)); }
+    for (int i = 0; i < s->n; i++)
+        if (s->v[i] == x) return;
+    if (s->n == s->cap) {
+        s->cap = s->cap ? s->cap * 2 : 16;
+        s->v = realloc(s->v, (size_t)s->cap * sizeof(int));
+    }
     s->v[s->n++] = x;
 }
-static bool set_has(const Set *s, int x) { for (int i = 0; i < s->n; i++) if (s->v[i] == x) return true; return false; }
-static void set_del(Set *s, int x) { for (int i = 0; i < s->n; i++) if (s->v[i] == x) { s->v[i] = s->v[--s->n]; return; } }
+static bool set_has(const Set *s, int x)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->v[i] == x) return true;
+    return false;
+}
+static void set_del(Set *s, int x)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->v[i] == x) {
+            s->v[i] = s->v[--s->n];
+            return;
+        }
+}
 
 /* a plain variable (a frame slot or a global) as one number, else -1 */
 static int var_key(const Node *n)
@@ -63,18 +82,22 @@ static bool makes_qcalls(ModInfo *m, FnProto *f, Set *seen)
 
 typedef struct Ctx {
     ModInfo *m;
-    Set writes;             /* plain variables the body rebinds anywhere */
+    Set writes; /* plain variables the body rebinds anywhere */
     Set loopvars;
-    Set step_only;          /* rebound only by steps (top-level pure assignments and sites) */
-    Set defined;            /* assigned by a step met so far */
-    LaStep *steps; int nsteps, cap;
+    Set step_only; /* rebound only by steps (top-level pure assignments and sites) */
+    Set defined;   /* assigned by a step met so far */
+    LaStep *steps;
+    int nsteps, cap;
     int nsites;
     bool fail;
 } Ctx;
 
 static void add_step(Ctx *c, LaStepKind k, Node *target, Node *expr)
 {
-    if (c->nsteps == c->cap) { c->cap = c->cap ? c->cap * 2 : 8; c->steps = realloc(c->steps, (size_t)c->cap * sizeof(LaStep)); }
+    if (c->nsteps == c->cap) {
+        c->cap = c->cap ? c->cap * 2 : 8;
+        c->steps = realloc(c->steps, (size_t)c->cap * sizeof(LaStep));
+    }
     c->steps[c->nsteps++] = (LaStep){ k, target, expr };
     if (k == LA_SITE) c->nsites++;
 }
@@ -90,16 +113,29 @@ static void collect_writes(Ctx *c, Node *n)
 {
     if (!n) return;
     switch (n->kind) {
-    case N_BLOCK: for (int i = 0; i < n->u.list.n; i++) collect_writes(c, n->u.list.items[i]); break;
-    case N_ASSIGN: case N_AUGASSIGN: write_target(c, n->u.assign.target); collect_writes(c, n->u.assign.value); break;
-    case N_DESTRUCT: for (int i = 0; i < n->u.destruct.n; i++) write_target(c, n->u.destruct.targets[i]); break;
+    case N_BLOCK:
+        for (int i = 0; i < n->u.list.n; i++) collect_writes(c, n->u.list.items[i]);
+        break;
+    case N_ASSIGN:
+    case N_AUGASSIGN:
+        write_target(c, n->u.assign.target);
+        collect_writes(c, n->u.assign.value);
+        break;
+    case N_DESTRUCT:
+        for (int i = 0; i < n->u.destruct.n; i++) write_target(c, n->u.destruct.targets[i]);
+        break;
     case N_FOR:
-        if (n->u.fors.nvars == 1) write_target(c, n->u.fors.var);
-        else for (int i = 0; i < n->u.fors.nvars; i++) write_target(c, n->u.fors.vars[i]);
+        if (n->u.fors.nvars == 1)
+            write_target(c, n->u.fors.var);
+        else
+            for (int i = 0; i < n->u.fors.nvars; i++) write_target(c, n->u.fors.vars[i]);
         collect_writes(c, n->u.fors.body);
         break;
     case N_WHILE: collect_writes(c, n->u.whiles.body); break;
-    case N_IF: collect_writes(c, n->u.ifs.then); collect_writes(c, n->u.ifs.els); break;
+    case N_IF:
+        collect_writes(c, n->u.ifs.then);
+        collect_writes(c, n->u.ifs.els);
+        break;
     case N_TRY:
         collect_writes(c, n->u.tries.body);
         if (n->u.tries.var) write_target(c, n->u.tries.var);
@@ -108,9 +144,11 @@ static void collect_writes(Ctx *c, Node *n)
     case N_FNDEF: write_target(c, n->u.fn->binding); break;
     case N_IMPORT: write_target(c, n->u.import.var); break;
     case N_EXPRSTMT: collect_writes(c, n->u.expr.expr); break;
-    case N_LISTCOMP: case N_DICTCOMP:
+    case N_LISTCOMP:
+    case N_DICTCOMP:
         for (int i = 0; i < n->u.comp.nclauses; i++)
-            for (int j = 0; j < n->u.comp.clauses[i].nvars; j++) write_target(c, n->u.comp.clauses[i].vars[j]);
+            for (int j = 0; j < n->u.comp.clauses[i].nvars; j++)
+                write_target(c, n->u.comp.clauses[i].vars[j]);
         break;
     default: break;
     }
@@ -121,13 +159,18 @@ static bool leaves_early(const Node *n, int inner)
 {
     if (!n) return false;
     switch (n->kind) {
-    case N_BREAK: case N_CONTINUE: return inner == 0;
+    case N_BREAK:
+    case N_CONTINUE: return inner == 0;
     case N_RETURN: return true;
-    case N_BLOCK: for (int i = 0; i < n->u.list.n; i++) if (leaves_early(n->u.list.items[i], inner)) return true; return false;
+    case N_BLOCK:
+        for (int i = 0; i < n->u.list.n; i++)
+            if (leaves_early(n->u.list.items[i], inner)) return true;
+        return false;
     case N_IF: return leaves_early(n->u.ifs.then, inner) || leaves_early(n->u.ifs.els, inner);
     case N_WHILE: return leaves_early(n->u.whiles.body, inner + 1);
     case N_FOR: return leaves_early(n->u.fors.body, inner + 1);
-    case N_TRY: return leaves_early(n->u.tries.body, inner) || leaves_early(n->u.tries.handler, inner);
+    case N_TRY:
+        return leaves_early(n->u.tries.body, inner) || leaves_early(n->u.tries.handler, inner);
     default: return false;
     }
 }
@@ -139,16 +182,21 @@ static bool leaves_early(const Node *n, int inner)
 static bool value_builtin(const BuiltinDef *b)
 {
     static const char *const ok[] = {
-        "abs", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "atan2", "exp", "log", "log2", "log10",
-        "floor", "ceil", "round", "min", "max", "sum", "len", "range", "num", "int", "str", "fmt", "complex",
-        "type", "array", "zeros", "ones", "eye", "full", "linspace", "arange", "shape", "reshape", "transpose",
-        "tolist", "dot", "kron", "mean", "norm", "real", "imag", "conj", "keys", "values", "items", "reversed",
-        "enumerate", "zip", "any", "all", "get", "ord", "chr", "join", "split", "replace", "upper", "lower",
-        "strip", "startswith", "endswith", "find", "hamiltonian", "adjoint", "ctrl", "matrix", NULL,
+        "abs",       "sqrt",      "sin",         "cos",     "tan",      "asin",   "acos",
+        "atan",      "atan2",     "exp",         "log",     "log2",     "log10",  "floor",
+        "ceil",      "round",     "min",         "max",     "sum",      "len",    "range",
+        "num",       "int",       "str",         "fmt",     "complex",  "type",   "array",
+        "zeros",     "ones",      "eye",         "full",    "linspace", "arange", "shape",
+        "reshape",   "transpose", "tolist",      "dot",     "kron",     "mean",   "norm",
+        "real",      "imag",      "conj",        "keys",    "values",   "items",  "reversed",
+        "enumerate", "zip",       "any",         "all",     "get",      "ord",    "chr",
+        "join",      "split",     "replace",     "upper",   "lower",    "strip",  "startswith",
+        "endswith",  "find",      "hamiltonian", "adjoint", "ctrl",     "matrix", NULL,
     };
     if (b->flags & (BI_IMPURE | BI_MUTATES | BI_QUANTUM | BI_LAZY)) return false;
     if (b->flags & BI_GATE) return true;
-    for (const char *const *n = ok; *n; n++) if (strcmp(*n, b->name) == 0) return true;
+    for (const char *const *n = ok; *n; n++)
+        if (strcmp(*n, b->name) == 0) return true;
     return false;
 }
 
@@ -157,7 +205,7 @@ static bool value_builtin(const BuiltinDef *b)
 static bool readable(Ctx *c, const Node *n)
 {
     int k = var_key(n);
-    if (k < 0) return false;            /* a cell or an upvalue: closures may change it */
+    if (k < 0) return false; /* a cell or an upvalue: closures may change it */
     if (set_has(&c->loopvars, k) || !set_has(&c->writes, k)) return true;
     return set_has(&c->step_only, k) && set_has(&c->defined, k);
 }
@@ -167,24 +215,49 @@ static bool pure_expr(Ctx *c, const Node *n)
 {
     if (!n) return true;
     switch (n->kind) {
-    case N_NUM: case N_IMAG: case N_STR: case N_TRUE: case N_FALSE: case N_NIL: case N_BUILTIN: return true;
-    case N_LOCAL: case N_GLOBAL: case N_LOCALCELL: case N_UPVAL: return readable(c, n);
-    case N_UNARY: case N_NOT: return pure_expr(c, n->u.bin.a);
-    case N_BINARY: case N_AND: case N_OR: return pure_expr(c, n->u.bin.a) && pure_expr(c, n->u.bin.b);
-    case N_COND: return pure_expr(c, n->u.ifs.cond) && pure_expr(c, n->u.ifs.then) && pure_expr(c, n->u.ifs.els);
-    case N_LIST: for (int i = 0; i < n->u.list.n; i++) if (!pure_expr(c, n->u.list.items[i])) return false; return true;
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_BUILTIN: return true;
+    case N_LOCAL:
+    case N_GLOBAL:
+    case N_LOCALCELL:
+    case N_UPVAL: return readable(c, n);
+    case N_UNARY:
+    case N_NOT: return pure_expr(c, n->u.bin.a);
+    case N_BINARY:
+    case N_AND:
+    case N_OR: return pure_expr(c, n->u.bin.a) && pure_expr(c, n->u.bin.b);
+    case N_COND:
+        return pure_expr(c, n->u.ifs.cond) && pure_expr(c, n->u.ifs.then) &&
+               pure_expr(c, n->u.ifs.els);
+    case N_LIST:
+        for (int i = 0; i < n->u.list.n; i++)
+            if (!pure_expr(c, n->u.list.items[i])) return false;
+        return true;
     case N_DICT:
-        for (int i = 0; i < n->u.dict.n; i++) if (!pure_expr(c, n->u.dict.keys[i]) || !pure_expr(c, n->u.dict.vals[i])) return false;
+        for (int i = 0; i < n->u.dict.n; i++)
+            if (!pure_expr(c, n->u.dict.keys[i]) || !pure_expr(c, n->u.dict.vals[i])) return false;
         return true;
     case N_INDEX:
         if (!pure_expr(c, n->u.index.obj)) return false;
-        for (int i = 0; i < n->u.index.nidx; i++) if (!pure_expr(c, n->u.index.idx[i])) return false;
+        for (int i = 0; i < n->u.index.nidx; i++)
+            if (!pure_expr(c, n->u.index.idx[i])) return false;
         return true;
-    case N_SLICE: return pure_expr(c, n->u.slice.lo) && pure_expr(c, n->u.slice.hi) && pure_expr(c, n->u.slice.step);
+    case N_SLICE:
+        return pure_expr(c, n->u.slice.lo) && pure_expr(c, n->u.slice.hi) &&
+               pure_expr(c, n->u.slice.step);
     case N_CALL: {
-        if (n->u.call.fn->kind != N_BUILTIN || !value_builtin(builtin_get(n->u.call.fn->u.var.slot))) return false;
-        for (int i = 0; i < n->u.call.nargs; i++) if (!pure_expr(c, n->u.call.args[i])) return false;
-        for (int i = 0; i < n->u.call.nkw; i++) if (!pure_expr(c, n->u.call.kw[i].value)) return false;
+        if (n->u.call.fn->kind != N_BUILTIN ||
+            !value_builtin(builtin_get(n->u.call.fn->u.var.slot)))
+            return false;
+        for (int i = 0; i < n->u.call.nargs; i++)
+            if (!pure_expr(c, n->u.call.args[i])) return false;
+        for (int i = 0; i < n->u.call.nkw; i++)
+            if (!pure_expr(c, n->u.call.kw[i].value)) return false;
         return true;
     }
     default: return false;
@@ -210,14 +283,17 @@ static bool site_ok(Ctx *c, Node *n, FnProto *f)
 {
     int g = n->u.call.fn->u.var.slot;
     if (set_has(&c->writes, 2 * g + 1)) return false;
-    for (int i = 0; i < n->u.call.nargs; i++) if (!pure_expr(c, n->u.call.args[i])) return false;
-    for (int i = 0; i < n->u.call.nkw; i++) if (!pure_expr(c, n->u.call.kw[i].value)) return false;
-    Set t = {0};
+    for (int i = 0; i < n->u.call.nargs; i++)
+        if (!pure_expr(c, n->u.call.args[i])) return false;
+    for (int i = 0; i < n->u.call.nkw; i++)
+        if (!pure_expr(c, n->u.call.kw[i].value)) return false;
+    Set t = { 0 };
     takes_along(c->m, f, &t);
     bool ok = true;
     for (int i = 0; i < t.n && ok; i++) {
         int k = 2 * t.v[i] + 1;
-        if (set_has(&c->writes, k) && !set_has(&c->loopvars, k) && !set_has(&c->step_only, k)) ok = false;
+        if (set_has(&c->writes, k) && !set_has(&c->loopvars, k) && !set_has(&c->step_only, k))
+            ok = false;
     }
     free(t.v);
     return ok;
@@ -237,33 +313,67 @@ static void scan(Ctx *c, Node *n, bool cond)
         if (!q) {
             if (fn->kind == N_GLOBAL) {
                 FnProto *f = proto_of_global(c->m, fn->u.var.slot);
-                Set seen = {0};
-                bool bad = !f || !f->pure || makes_qcalls(c->m, f, &seen) || set_has(&c->writes, 2 * fn->u.var.slot + 1);
+                Set seen = { 0 };
+                bool bad = !f || !f->pure || makes_qcalls(c->m, f, &seen) ||
+                           set_has(&c->writes, 2 * fn->u.var.slot + 1);
                 free(seen.v);
-                if (bad) { c->fail = true; return; }
+                if (bad) {
+                    c->fail = true;
+                    return;
+                }
             } else if (fn->kind != N_BUILTIN) {
-                c->fail = true;                 /* a function value: who knows what it calls */
+                c->fail = true; /* a function value: who knows what it calls */
                 return;
             }
         }
         for (int i = 0; i < n->u.call.nargs; i++) scan(c, n->u.call.args[i], cond);
         for (int i = 0; i < n->u.call.nkw; i++) scan(c, n->u.call.kw[i].value, cond);
         if (q) {
-            if (cond || !site_ok(c, n, q)) { c->fail = true; return; }
+            if (cond || !site_ok(c, n, q)) {
+                c->fail = true;
+                return;
+            }
             add_step(c, LA_SITE, NULL, n);
         }
         return;
     }
-    case N_UNARY: case N_NOT: scan(c, n->u.bin.a, cond); return;
-    case N_BINARY: scan(c, n->u.bin.a, cond); scan(c, n->u.bin.b, cond); return;
-    case N_AND: case N_OR: scan(c, n->u.bin.a, cond); scan(c, n->u.bin.b, true); return;
-    case N_COND: scan(c, n->u.ifs.cond, cond); scan(c, n->u.ifs.then, true); scan(c, n->u.ifs.els, true); return;
-    case N_LIST: for (int i = 0; i < n->u.list.n; i++) scan(c, n->u.list.items[i], cond); return;
-    case N_DICT: for (int i = 0; i < n->u.dict.n; i++) { scan(c, n->u.dict.keys[i], cond); scan(c, n->u.dict.vals[i], cond); } return;
-    case N_INDEX: scan(c, n->u.index.obj, cond); for (int i = 0; i < n->u.index.nidx; i++) scan(c, n->u.index.idx[i], cond); return;
-    case N_SLICE: scan(c, n->u.slice.lo, cond); scan(c, n->u.slice.hi, cond); scan(c, n->u.slice.step, cond); return;
+    case N_UNARY:
+    case N_NOT: scan(c, n->u.bin.a, cond); return;
+    case N_BINARY:
+        scan(c, n->u.bin.a, cond);
+        scan(c, n->u.bin.b, cond);
+        return;
+    case N_AND:
+    case N_OR:
+        scan(c, n->u.bin.a, cond);
+        scan(c, n->u.bin.b, true);
+        return;
+    case N_COND:
+        scan(c, n->u.ifs.cond, cond);
+        scan(c, n->u.ifs.then, true);
+        scan(c, n->u.ifs.els, true);
+        return;
+    case N_LIST:
+        for (int i = 0; i < n->u.list.n; i++) scan(c, n->u.list.items[i], cond);
+        return;
+    case N_DICT:
+        for (int i = 0; i < n->u.dict.n; i++) {
+            scan(c, n->u.dict.keys[i], cond);
+            scan(c, n->u.dict.vals[i], cond);
+        }
+        return;
+    case N_INDEX:
+        scan(c, n->u.index.obj, cond);
+        for (int i = 0; i < n->u.index.nidx; i++) scan(c, n->u.index.idx[i], cond);
+        return;
+    case N_SLICE:
+        scan(c, n->u.slice.lo, cond);
+        scan(c, n->u.slice.hi, cond);
+        scan(c, n->u.slice.step, cond);
+        return;
     case N_MEMBER: scan(c, n->u.member.obj, cond); return;
-    case N_LISTCOMP: case N_DICTCOMP:
+    case N_LISTCOMP:
+    case N_DICTCOMP:
         for (int i = 0; i < n->u.comp.nclauses; i++) {
             CompClause *cl = &n->u.comp.clauses[i];
             scan(c, cl->iter, i == 0 ? cond : true);
@@ -273,13 +383,30 @@ static void scan(Ctx *c, Node *n, bool cond)
         scan(c, n->u.comp.elt, true);
         return;
     /* compound statements: each part runs a number of times the analysis does not know */
-    case N_IF: scan(c, n->u.ifs.cond, cond); scan(c, n->u.ifs.then, true); scan(c, n->u.ifs.els, true); return;
-    case N_WHILE: scan(c, n->u.whiles.cond, true); scan(c, n->u.whiles.body, true); return;
-    case N_FOR: scan(c, n->u.fors.iter, cond); scan(c, n->u.fors.body, true); return;
-    case N_TRY: scan(c, n->u.tries.body, true); scan(c, n->u.tries.handler, true); return;
-    case N_BLOCK: for (int i = 0; i < n->u.list.n; i++) scan(c, n->u.list.items[i], cond); return;
-    case N_EXPRSTMT: case N_RETURN: scan(c, n->u.expr.expr, cond); return;
-    case N_ASSIGN: case N_AUGASSIGN:
+    case N_IF:
+        scan(c, n->u.ifs.cond, cond);
+        scan(c, n->u.ifs.then, true);
+        scan(c, n->u.ifs.els, true);
+        return;
+    case N_WHILE:
+        scan(c, n->u.whiles.cond, true);
+        scan(c, n->u.whiles.body, true);
+        return;
+    case N_FOR:
+        scan(c, n->u.fors.iter, cond);
+        scan(c, n->u.fors.body, true);
+        return;
+    case N_TRY:
+        scan(c, n->u.tries.body, true);
+        scan(c, n->u.tries.handler, true);
+        return;
+    case N_BLOCK:
+        for (int i = 0; i < n->u.list.n; i++) scan(c, n->u.list.items[i], cond);
+        return;
+    case N_EXPRSTMT:
+    case N_RETURN: scan(c, n->u.expr.expr, cond); return;
+    case N_ASSIGN:
+    case N_AUGASSIGN:
         scan(c, n->u.assign.value, cond);
         if (n->u.assign.target->kind == N_INDEX) scan(c, n->u.assign.target, cond);
         return;
@@ -288,7 +415,7 @@ static void scan(Ctx *c, Node *n, bool cond)
         for (int i = 0; i < n->u.fn->nparams; i++) scan(c, n->u.fn->defaults[i], cond);
         scan(c, n->u.fn->device, cond);
         return;
-    default: return;     /* names, constants, closures (their bodies run when called) */
+    default: return; /* names, constants, closures (their bodies run when called) */
     }
 }
 
@@ -306,9 +433,14 @@ static bool make_steps(Ctx *c, Node *body)
         if (tk >= 0 && set_has(&c->step_only, tk)) {
             Node *v = s->u.assign.value;
             FnProto *q = qfn_called(c->m, v);
-            if (q && site_ok(c, v, q)) add_step(c, LA_SITE, s->u.assign.target, v);
-            else if (!q && pure_expr(c, v)) add_step(c, LA_ASSIGN, s->u.assign.target, v);
-            else { set_del(&c->step_only, tk); return false; }
+            if (q && site_ok(c, v, q))
+                add_step(c, LA_SITE, s->u.assign.target, v);
+            else if (!q && pure_expr(c, v))
+                add_step(c, LA_ASSIGN, s->u.assign.target, v);
+            else {
+                set_del(&c->step_only, tk);
+                return false;
+            }
             set_add(&c->defined, tk);
             continue;
         }
@@ -333,14 +465,16 @@ static LaPlan *plan_loop(ModInfo *m, Node *loop)
         set_add(&c.loopvars, k);
     }
     collect_writes(&c, body);
-    for (int i = 0; i < c.loopvars.n; i++) if (set_has(&c.writes, c.loopvars.v[i])) goto done;   /* the body rebinds them */
+    for (int i = 0; i < c.loopvars.n; i++)
+        if (set_has(&c.writes, c.loopvars.v[i])) goto done; /* the body rebinds them */
     /* candidates for steps: variables rebound only by top-level plain assignments */
     {
-        Set top = {0}, other = {0};
+        Set top = { 0 }, other = { 0 };
         for (int i = 0; i < body->u.list.n; i++) {
             Node *s = body->u.list.items[i];
             int k = s->kind == N_ASSIGN ? var_key(s->u.assign.target) : -1;
-            if (k >= 0) set_add(&top, k);
+            if (k >= 0)
+                set_add(&top, k);
             else {
                 Ctx tmp;
                 memset(&tmp, 0, sizeof tmp);
@@ -350,7 +484,8 @@ static LaPlan *plan_loop(ModInfo *m, Node *loop)
             }
         }
         for (int i = 0; i < top.n; i++)
-            if (!set_has(&other, top.v[i]) && !set_has(&c.loopvars, top.v[i])) set_add(&c.step_only, top.v[i]);
+            if (!set_has(&other, top.v[i]) && !set_has(&c.loopvars, top.v[i]))
+                set_add(&c.step_only, top.v[i]);
         free(top.v);
         free(other.v);
     }
@@ -364,7 +499,11 @@ static LaPlan *plan_loop(ModInfo *m, Node *loop)
     plan->nsteps = last;
     plan->nsites = c.nsites;
 done:
-    free(c.writes.v); free(c.loopvars.v); free(c.step_only.v); free(c.defined.v); free(c.steps);
+    free(c.writes.v);
+    free(c.loopvars.v);
+    free(c.step_only.v);
+    free(c.defined.v);
+    free(c.steps);
     return plan;
 }
 
@@ -373,10 +512,18 @@ static void visit(ModInfo *m, Node *n)
 {
     if (!n) return;
     switch (n->kind) {
-    case N_BLOCK: for (int i = 0; i < n->u.list.n; i++) visit(m, n->u.list.items[i]); break;
-    case N_IF: visit(m, n->u.ifs.then); visit(m, n->u.ifs.els); break;
+    case N_BLOCK:
+        for (int i = 0; i < n->u.list.n; i++) visit(m, n->u.list.items[i]);
+        break;
+    case N_IF:
+        visit(m, n->u.ifs.then);
+        visit(m, n->u.ifs.els);
+        break;
     case N_WHILE: visit(m, n->u.whiles.body); break;
-    case N_TRY: visit(m, n->u.tries.body); visit(m, n->u.tries.handler); break;
+    case N_TRY:
+        visit(m, n->u.tries.body);
+        visit(m, n->u.tries.handler);
+        break;
     case N_FOR:
         n->u.fors.plan = plan_loop(m, n);
         visit(m, n->u.fors.body);
@@ -388,7 +535,8 @@ static void visit(ModInfo *m, Node *n)
 void laplan_analyse(ModInfo *m, Node *body, int first_proto)
 {
     visit(m, body);
-    for (int i = first_proto; i < m->nprotos; i++) if (!m->protos[i]->is_qfn) visit(m, m->protos[i]->body);
+    for (int i = first_proto; i < m->nprotos; i++)
+        if (!m->protos[i]->is_qfn) visit(m, m->protos[i]->body);
 }
 
 /* ---------------------------------------------------------------- --deps */
@@ -397,10 +545,18 @@ static void print_plans(const Node *n, const char *at, FILE *out)
 {
     if (!n) return;
     switch (n->kind) {
-    case N_BLOCK: for (int i = 0; i < n->u.list.n; i++) print_plans(n->u.list.items[i], at, out); break;
-    case N_IF: print_plans(n->u.ifs.then, at, out); print_plans(n->u.ifs.els, at, out); break;
+    case N_BLOCK:
+        for (int i = 0; i < n->u.list.n; i++) print_plans(n->u.list.items[i], at, out);
+        break;
+    case N_IF:
+        print_plans(n->u.ifs.then, at, out);
+        print_plans(n->u.ifs.els, at, out);
+        break;
     case N_WHILE: print_plans(n->u.whiles.body, at, out); break;
-    case N_TRY: print_plans(n->u.tries.body, at, out); print_plans(n->u.tries.handler, at, out); break;
+    case N_TRY:
+        print_plans(n->u.tries.body, at, out);
+        print_plans(n->u.tries.handler, at, out);
+        break;
     case N_FNDEF: print_plans(n->u.fn->body, at, out); break;
     case N_FOR: {
         const LaPlan *p = n->u.fors.plan;
@@ -410,7 +566,8 @@ static void print_plans(const Node *n, const char *at, FILE *out)
             for (int i = 0; i < p->nsteps; i++) {
                 if (p->steps[i].kind != LA_SITE) continue;
                 const Node *c = p->steps[i].expr;
-                fprintf(out, "%s%s() (line %d)", k++ ? ", " : "", c->u.call.fn->u.var.name, c->line);
+                fprintf(out, "%s%s() (line %d)", k++ ? ", " : "", c->u.call.fn->u.var.name,
+                        c->line);
             }
             fprintf(out, " of its next iterations early, while it waits (lookahead)\n");
         }

@@ -38,9 +38,9 @@ typedef struct LaStep {
 } LaStep;
 
 typedef struct LaPlan {
-    LaStep *steps;          /* up to the last call site */
+    LaStep *steps; /* up to the last call site */
     int nsteps;
-    int nsites;             /* quantum calls each iteration makes */
+    int nsites; /* quantum calls each iteration makes */
 } LaPlan;
 
 /* Attaches a plan (u.fors.plan, in m's arena) to every `for` of body and of

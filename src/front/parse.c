@@ -18,16 +18,18 @@
 typedef struct Parser {
     Token *toks;
     int ntok, pos;
-    int depth;          /* open ( [ and dict { : newlines do not end statements */
-    int nest;           /* recursion guard */
-    int loops, fns;     /* enclosing loops in this function; enclosing functions */
+    int depth;      /* open ( [ and dict { : newlines do not end statements */
+    int nest;       /* recursion guard */
+    int loops, fns; /* enclosing loops in this function; enclosing functions */
     Source *src;
     Arena *ar;
     ModInfo *mod;
     FILE *diag;
     jmp_buf fail;
-    FnProto **protos; int nprotos, capprotos;
-    ObjStr **interned; size_t ninterned, capinterned;   /* string constants, one object per content */
+    FnProto **protos;
+    int nprotos, capprotos;
+    ObjStr **interned;
+    size_t ninterned, capinterned; /* string constants, one object per content */
 } Parser;
 
 static _Noreturn void error_tok(Parser *p, const Token *t, const char *fmt, ...)
@@ -47,17 +49,35 @@ static Token *peek(Parser *p)
     if (p->depth > 0)
         while (p->toks[p->pos].kind == TK_NEWLINE) p->pos++;
     Token *t = &p->toks[p->pos];
-    if (t->kind == TK_ERROR) error_tok(p, t, "%s", t->str);   /* the lexer's own message */
+    if (t->kind == TK_ERROR) error_tok(p, t, "%s", t->str); /* the lexer's own message */
     return t;
 }
 static TokKind peekk(Parser *p) { return peek(p)->kind; }
-static Token *advance(Parser *p) { Token *t = peek(p); if (t->kind != TK_EOF) p->pos++; return t; }
-static bool accept(Parser *p, TokKind k) { if (peekk(p) == k) { advance(p); return true; } return false; }
+static Token *advance(Parser *p)
+{
+    Token *t = peek(p);
+    if (t->kind != TK_EOF) p->pos++;
+    return t;
+}
+static bool accept(Parser *p, TokKind k)
+{
+    if (peekk(p) == k) {
+        advance(p);
+        return true;
+    }
+    return false;
+}
 
 static const char *tok_desc(const Token *t, char *buf, size_t n)
 {
-    if (t->kind == TK_NAME) { snprintf(buf, n, "name '%.*s'", (int)(t->len > 40 ? 40 : t->len), t->start); return buf; }
-    if (t->kind == TK_NUM || t->kind == TK_IMAG) { snprintf(buf, n, "number '%.*s'", (int)(t->len > 40 ? 40 : t->len), t->start); return buf; }
+    if (t->kind == TK_NAME) {
+        snprintf(buf, n, "name '%.*s'", (int)(t->len > 40 ? 40 : t->len), t->start);
+        return buf;
+    }
+    if (t->kind == TK_NUM || t->kind == TK_IMAG) {
+        snprintf(buf, n, "number '%.*s'", (int)(t->len > 40 ? 40 : t->len), t->start);
+        return buf;
+    }
     return lex_kind_name(t->kind);
 }
 
@@ -66,14 +86,16 @@ static Token *expect(Parser *p, TokKind k, const char *what)
     Token *t = peek(p);
     if (t->kind != k) {
         char b[80];
-        error_tok(p, t, "expected %s %s, found %s", lex_kind_name(k), what, tok_desc(t, b, sizeof b));
+        error_tok(p, t, "expected %s %s, found %s", lex_kind_name(k), what,
+                  tok_desc(t, b, sizeof b));
     }
     return advance(p);
 }
 
 static void enter(Parser *p)
 {
-    if (++p->nest > MAX_NEST) error_tok(p, peek(p), "nesting too deep (more than %d levels)", MAX_NEST);
+    if (++p->nest > MAX_NEST)
+        error_tok(p, peek(p), "nesting too deep (more than %d levels)", MAX_NEST);
 }
 static void leave(Parser *p) { p->nest--; }
 
@@ -120,7 +142,7 @@ static ObjStr *const_str(Parser *p, const char *s, size_t len)
     o->cap = (uint32_t)len;
     memcpy(o->s, s, len);
     str_finish(o);
-    str_nchars(o);          /* counted now: shared strings are never written later */
+    str_nchars(o); /* counted now: shared strings are never written later */
     size_t j = h & (p->capinterned - 1);
     while (p->interned[j]) j = (j + 1) & (p->capinterned - 1);
     p->interned[j] = o;
@@ -128,10 +150,16 @@ static ObjStr *const_str(Parser *p, const char *s, size_t len)
     return o;
 }
 
-static const char *name_of(Parser *p, const Token *t) { return arena_strndup(p->ar, t->start, t->len); }
+static const char *name_of(Parser *p, const Token *t)
+{
+    return arena_strndup(p->ar, t->start, t->len);
+}
 
 /* a growable array of pointers, copied into the arena when done */
-typedef struct Vec { void **v; int n, cap; } Vec;
+typedef struct Vec {
+    void **v;
+    int n, cap;
+} Vec;
 /* grows in the arena, so a syntax error (a longjmp) leaks nothing */
 static void vec_push_ar(Arena *ar, Vec *v, void *x)
 {
@@ -154,7 +182,9 @@ static void *vec_done(Parser *p, Vec *v)
 #define MAX_CHAIN 20000
 static void chain_step(Parser *p, int *n, const Token *t)
 {
-    if (++*n > MAX_CHAIN) error_tok(p, t, "expression too long (more than %d operators in a row); split it", MAX_CHAIN);
+    if (++*n > MAX_CHAIN)
+        error_tok(p, t, "expression too long (more than %d operators in a row); split it",
+                  MAX_CHAIN);
 }
 
 static Node *expr(Parser *p);
@@ -166,7 +196,7 @@ static void params(Parser *p, FnProto *f)
 {
     expect(p, TK_LPAREN, "to open the parameter list");
     p->depth++;
-    Vec names = {0}, defs = {0};
+    Vec names = { 0 }, defs = { 0 };
     bool seen_default = false;
     while (peekk(p) != TK_RPAREN) {
         Token *t = expect(p, TK_NAME, "as a parameter name");
@@ -175,8 +205,11 @@ static void params(Parser *p, FnProto *f)
             if (strcmp(names.v[i], nm) == 0) error_tok(p, t, "duplicate parameter '%s'", nm);
         vec_push(&names, (void *)nm);
         Node *d = NULL;
-        if (accept(p, TK_ASSIGN)) { d = expr(p); seen_default = true; }
-        else if (seen_default) error_tok(p, t, "parameter '%s' without a default follows one with a default", nm);
+        if (accept(p, TK_ASSIGN)) {
+            d = expr(p);
+            seen_default = true;
+        } else if (seen_default)
+            error_tok(p, t, "parameter '%s' without a default follows one with a default", nm);
         vec_push(&defs, d);
         if (!accept(p, TK_COMMA)) break;
     }
@@ -186,7 +219,8 @@ static void params(Parser *p, FnProto *f)
     f->params = vec_done(p, &names);
     f->defaults = vec_done(p, &defs);
     f->param_keys = arena_alloc(p->ar, (size_t)(f->nparams + 1) * sizeof(ObjStr *));
-    for (int i = 0; i < f->nparams; i++) f->param_keys[i] = const_str(p, f->params[i], strlen(f->params[i]));
+    for (int i = 0; i < f->nparams; i++)
+        f->param_keys[i] = const_str(p, f->params[i], strlen(f->params[i]));
 }
 
 static FnProto *new_proto(Parser *p, const Token *t, const char *name)
@@ -232,7 +266,8 @@ static Node *or_expr(Parser *p);
 
 static _Noreturn void no_genexp(Parser *p)
 {
-    error_tok(p, peek(p), "qh has no generator expressions: use a list comprehension [... for ...]");
+    error_tok(p, peek(p),
+              "qh has no generator expressions: use a list comprehension [... for ...]");
 }
 
 /* comp_for -> 'for' NAME {',' NAME} 'in' or_expr { 'if' or_expr } ; one or
@@ -253,7 +288,7 @@ static CompClause *comp_clauses(Parser *p, int *nclauses)
         }
         CompClause *c = &cl[n++];
         memset(c, 0, sizeof *c);
-        Vec vars = {0}, conds = {0};
+        Vec vars = { 0 }, conds = { 0 };
         do {
             Token *v = expect(p, TK_NAME, "as the comprehension variable");
             Node *vn = node(p, N_NAME, v);
@@ -275,20 +310,23 @@ static CompClause *comp_clauses(Parser *p, int *nclauses)
 /* call args -> '(' [arg {',' arg}] ')' ; arg -> expr | NAME '=' expr */
 static Node *call(Parser *p, Node *callee)
 {
-    Token *t = advance(p);  /* ( */
+    Token *t = advance(p); /* ( */
     Node *n = node(p, N_CALL, t);
-    n->line = callee->line; n->col = callee->col;
+    n->line = callee->line;
+    n->col = callee->col;
     p->depth++;
-    Vec args = {0};
+    Vec args = { 0 };
     KwArg *kw = NULL;
     int nkw = 0, capkw = 0;
     while (peekk(p) != TK_RPAREN) {
         Token *a = peek(p);
         if (a->kind == TK_NAME && p->toks[p->pos + 1].kind == TK_ASSIGN) {
-            advance(p); advance(p);
+            advance(p);
+            advance(p);
             const char *nm = name_of(p, a);
             for (int i = 0; i < nkw; i++)
-                if (strcmp(kw[i].name, nm) == 0) error_tok(p, a, "keyword argument '%s' repeated", nm);
+                if (strcmp(kw[i].name, nm) == 0)
+                    error_tok(p, a, "keyword argument '%s' repeated", nm);
             if (nkw >= 64) error_tok(p, a, "too many keyword arguments (at most 64)");
             if (nkw == capkw) {
                 int nc = capkw ? capkw * 2 : 4;
@@ -327,7 +365,7 @@ static Node *subscript(Parser *p)
         lo = expr(p);
         if (peekk(p) != TK_COLON) return lo;
     }
-    advance(p);     /* : */
+    advance(p); /* : */
     Node *n = node(p, N_SLICE, t);
     n->u.slice.lo = lo;
     TokKind k = peekk(p);
@@ -345,8 +383,16 @@ static Node *primary(Parser *p)
     Token *t = peek(p);
     Node *n;
     switch (t->kind) {
-    case TK_NUM: advance(p); n = node(p, N_NUM, t); n->u.num = t->num; return n;
-    case TK_IMAG: advance(p); n = node(p, N_IMAG, t); n->u.num = t->num; return n;
+    case TK_NUM:
+        advance(p);
+        n = node(p, N_NUM, t);
+        n->u.num = t->num;
+        return n;
+    case TK_IMAG:
+        advance(p);
+        n = node(p, N_IMAG, t);
+        n->u.num = t->num;
+        return n;
     case TK_STR: {
         advance(p);
         n = node(p, N_STR, t);
@@ -377,7 +423,11 @@ static Node *primary(Parser *p)
     case TK_TRUE: advance(p); return node(p, N_TRUE, t);
     case TK_FALSE: advance(p); return node(p, N_FALSE, t);
     case TK_NIL: advance(p); return node(p, N_NIL, t);
-    case TK_NAME: advance(p); n = node(p, N_NAME, t); n->u.var.name = name_of(p, t); return n;
+    case TK_NAME:
+        advance(p);
+        n = node(p, N_NAME, t);
+        n->u.var.name = name_of(p, t);
+        return n;
     case TK_FN: return fn_expr(p);
     case TK_LPAREN: {
         advance(p);
@@ -394,7 +444,7 @@ static Node *primary(Parser *p)
         advance(p);
         n = node(p, N_LIST, t);
         p->depth++;
-        Vec items = {0};
+        Vec items = { 0 };
         if (peekk(p) != TK_RBRACK) {
             Node *first = expr(p);
             if (peekk(p) == TK_FOR) {
@@ -418,15 +468,19 @@ static Node *primary(Parser *p)
         advance(p);
         n = node(p, N_DICT, t);
         p->depth++;
-        Vec ks = {0}, vs = {0};
+        Vec ks = { 0 }, vs = { 0 };
         /* dict -> '{' [expr ':' expr {',' expr ':' expr} [',']] '}'
          * dictcomp -> '{' expr ':' expr comp_for {comp_for} '}' */
         while (peekk(p) != TK_RBRACE) {
             Node *k = expr(p);
             if (peekk(p) == TK_FOR)
-                error_tok(p, peek(p), "qh has no sets: write a dict comprehension {x: true for ...} or a list comprehension [x for ...]");
+                error_tok(p, peek(p),
+                          "qh has no sets: write a dict comprehension {x: true for ...} or a list "
+                          "comprehension [x for ...]");
             if (peekk(p) == TK_COMMA || peekk(p) == TK_RBRACE)
-                error_tok(p, peek(p), "qh has no sets: a dict needs key: value (use a list [a, b] or a dict {a: true})");
+                error_tok(p, peek(p),
+                          "qh has no sets: a dict needs key: value (use a list [a, b] or a dict "
+                          "{a: true})");
             expect(p, TK_COLON, "between a dict key and its value");
             Node *v = expr(p);
             if (!ks.n && peekk(p) == TK_FOR) {
@@ -473,7 +527,7 @@ static Node *postfix(Parser *p)
             Token *t = advance(p);
             Node *ix = node(p, N_INDEX, t);
             p->depth++;
-            Vec items = {0};
+            Vec items = { 0 };
             do {
                 if (peekk(p) == TK_RBRACK) break;
                 vec_push(&items, subscript(p));
@@ -527,7 +581,8 @@ static Node *unary(Parser *p)
         enter(p);
         Node *operand = unary(p);
         leave(p);
-        if (k == TK_MINUS && (operand->kind == N_NUM || operand->kind == N_IMAG) && operand->line == t->line) {
+        if (k == TK_MINUS && (operand->kind == N_NUM || operand->kind == N_IMAG) &&
+            operand->line == t->line) {
             /* fold -constant; keeps the literal's own node */
             operand->u.num = -operand->u.num;
             operand->col = t->col;
@@ -558,9 +613,18 @@ static Node *term(Parser *p)
     for (;;) {
         TokKind k = peekk(p);
         BinOp op;
-        if (k == TK_STAR) op = OP_MUL; else if (k == TK_SLASH) op = OP_DIV;
-        else if (k == TK_DSLASH) op = OP_IDIV; else if (k == TK_PERCENT) op = OP_MOD;
-        else if (k == TK_AT) op = OP_MATMUL; else return a;
+        if (k == TK_STAR)
+            op = OP_MUL;
+        else if (k == TK_SLASH)
+            op = OP_DIV;
+        else if (k == TK_DSLASH)
+            op = OP_IDIV;
+        else if (k == TK_PERCENT)
+            op = OP_MOD;
+        else if (k == TK_AT)
+            op = OP_MATMUL;
+        else
+            return a;
         Token *t = advance(p);
         chain_step(p, &chain, t);
         a = binary(p, a, t, op, unary);
@@ -645,13 +709,17 @@ static bool comp_op(Parser *p, BinOp *op)
     case TK_GE: *op = OP_GE; return true;
     case TK_IN: *op = OP_IN; return true;
     case TK_NOT:
-        if (p->toks[p->pos + 1].kind == TK_IN) { *op = OP_NOTIN; return true; }
+        if (p->toks[p->pos + 1].kind == TK_IN) {
+            *op = OP_NOTIN;
+            return true;
+        }
         return false;
     default: return false;
     }
 }
 
-/* comparison -> bor [ ('==' | '!=' | '<' | '<=' | '>' | '>=' | 'in' | 'not' 'in') bor ]  (no chaining) */
+/* comparison -> bor [ ('==' | '!=' | '<' | '<=' | '>' | '>=' | 'in' | 'not' 'in') bor ]  (no
+ * chaining) */
 static Node *comparison(Parser *p)
 {
     Node *a = bor(p);
@@ -727,7 +795,9 @@ static Node *expr(Parser *p)
         Token *e = peek(p);
         if (e->kind != TK_ELSE) {
             char b[80];
-            error_tok(p, e, "expected 'else' in the conditional expression (a if c else b), found %s", tok_desc(e, b, sizeof b));
+            error_tok(p, e,
+                      "expected 'else' in the conditional expression (a if c else b), found %s",
+                      tok_desc(e, b, sizeof b));
         }
         advance(p);
         n->u.ifs.els = expr(p);
@@ -743,8 +813,9 @@ static Node *rhs(Parser *p)
     Node *e = expr(p);
     if (peekk(p) != TK_COMMA) return e;
     Node *l = node(p, N_LIST, &p->toks[p->pos]);
-    l->line = e->line; l->col = e->col;
-    Vec items = {0};
+    l->line = e->line;
+    l->col = e->col;
+    Vec items = { 0 };
     vec_push(&items, e);
     while (accept(p, TK_COMMA)) vec_push(&items, expr(p));
     l->u.list.n = items.n;
@@ -756,11 +827,15 @@ static Node *rhs(Parser *p)
 static void end_statement(Parser *p)
 {
     Token *t = &p->toks[p->pos];
-    if (t->kind == TK_NEWLINE || t->kind == TK_SEMI) { p->pos++; return; }
+    if (t->kind == TK_NEWLINE || t->kind == TK_SEMI) {
+        p->pos++;
+        return;
+    }
     if (t->kind == TK_RBRACE || t->kind == TK_EOF) return;
     char b[80];
     if (t->kind == TK_ERROR) error_tok(p, t, "%s", t->str);
-    error_tok(p, t, "expected a newline or ';' after the statement, found %s", tok_desc(t, b, sizeof b));
+    error_tok(p, t, "expected a newline or ';' after the statement, found %s",
+              tok_desc(t, b, sizeof b));
 }
 
 /* block -> '{' { statement } '}' */
@@ -771,18 +846,23 @@ static Node *block(Parser *p)
     if (t->kind != TK_LBRACE) {
         char b[80];
         if (t->kind == TK_COLON)
-            error_tok(p, t, "expected '{' to open a block, found ':' (qh blocks are { ... }, not ':' and indentation)");
+            error_tok(p, t,
+                      "expected '{' to open a block, found ':' (qh blocks are { ... }, not ':' and "
+                      "indentation)");
         error_tok(p, t, "expected '{' to open a block, found %s", tok_desc(t, b, sizeof b));
     }
     advance(p);
     p->depth = 0;
     enter(p);
     Node *n = node(p, N_BLOCK, t);
-    Vec items = {0};
+    Vec items = { 0 };
     for (;;) {
         while (p->toks[p->pos].kind == TK_NEWLINE || p->toks[p->pos].kind == TK_SEMI) p->pos++;
         Token *c = &p->toks[p->pos];
-        if (c->kind == TK_RBRACE) { p->pos++; break; }
+        if (c->kind == TK_RBRACE) {
+            p->pos++;
+            break;
+        }
         if (c->kind == TK_EOF) error_tok(p, t, "unterminated block: this '{' is never closed");
         vec_push(&items, statement(p));
     }
@@ -822,17 +902,22 @@ static Node *if_stmt(Parser *p)
     if (k == TK_ELIF) {
         p->pos = at;
         enter(p);
-        n->u.ifs.els = if_stmt(p);      /* elif parses like if */
+        n->u.ifs.els = if_stmt(p); /* elif parses like if */
         leave(p);
     } else if (k == TK_ELSE) {
         p->pos = at + 1;
-        if (peekk(p) == TK_IF) { enter(p); n->u.ifs.els = if_stmt(p); leave(p); }
-        else n->u.ifs.els = block(p);
+        if (peekk(p) == TK_IF) {
+            enter(p);
+            n->u.ifs.els = if_stmt(p);
+            leave(p);
+        } else
+            n->u.ifs.els = block(p);
     }
     return n;
 }
 
-/* augop -> '+=' | '-=' | '*=' | '/=' | '//=' | '%=' | '**=' | '@=' | '&=' | '|=' | '^=' | '<<=' | '>>=' */
+/* augop -> '+=' | '-=' | '*=' | '/=' | '//=' | '%=' | '**=' | '@=' | '&=' | '|=' | '^=' | '<<='
+ * | '>>=' */
 static int aug_op(TokKind k)
 {
     switch (k) {
@@ -888,7 +973,10 @@ static Node *statement(Parser *p)
         end_statement(p);
         return n;
     }
-    case TK_IF: n = if_stmt(p); end_statement(p); return n;
+    case TK_IF:
+        n = if_stmt(p);
+        end_statement(p);
+        return n;
     case TK_WHILE:
         /* while -> 'while' expr block */
         advance(p);
@@ -903,7 +991,7 @@ static Node *statement(Parser *p)
         /* for -> 'for' NAME {',' NAME} 'in' expr block */
         advance(p);
         n = node(p, N_FOR, t);
-        Vec vars = {0};
+        Vec vars = { 0 };
         do {
             Token *v = expect(p, TK_NAME, "as the loop variable");
             Node *vn = node(p, N_NAME, v);
@@ -952,9 +1040,11 @@ static Node *statement(Parser *p)
         end_statement(p);
         return n;
     }
-    case TK_BREAK: case TK_CONTINUE:
+    case TK_BREAK:
+    case TK_CONTINUE:
         advance(p);
-        if (!p->loops) error_tok(p, t, "'%s' outside a loop", t->kind == TK_BREAK ? "break" : "continue");
+        if (!p->loops)
+            error_tok(p, t, "'%s' outside a loop", t->kind == TK_BREAK ? "break" : "continue");
         n = node(p, t->kind == TK_BREAK ? N_BREAK : N_CONTINUE, t);
         end_statement(p);
         return n;
@@ -974,7 +1064,7 @@ static Node *statement(Parser *p)
         /* global -> 'global' NAME {',' NAME} */
         advance(p);
         n = node(p, N_GLOBALDECL, t);
-        Vec names = {0};
+        Vec names = { 0 };
         do {
             Token *nm = expect(p, TK_NAME, "after 'global'");
             vec_push(&names, (void *)name_of(p, nm));
@@ -992,13 +1082,18 @@ static Node *statement(Parser *p)
     Node *e = expr(p);
     TokKind k = peekk(p);
     if (k == TK_COMMA) {
-        Vec targets = {0};
+        Vec targets = { 0 };
         check_target(p, e);
         vec_push(&targets, e);
-        while (accept(p, TK_COMMA)) { Node *x = expr(p); check_target(p, x); vec_push(&targets, x); }
+        while (accept(p, TK_COMMA)) {
+            Node *x = expr(p);
+            check_target(p, x);
+            vec_push(&targets, x);
+        }
         Token *eq = expect(p, TK_ASSIGN, "after the assignment targets");
         n = node(p, N_DESTRUCT, eq);
-        n->line = e->line; n->col = e->col;
+        n->line = e->line;
+        n->col = e->col;
         n->u.destruct.n = targets.n;
         n->u.destruct.targets = vec_done(p, &targets);
         n->u.destruct.value = rhs(p);
@@ -1006,7 +1101,8 @@ static Node *statement(Parser *p)
         Token *eq = advance(p);
         check_target(p, e);
         n = node(p, N_ASSIGN, eq);
-        n->line = e->line; n->col = e->col;
+        n->line = e->line;
+        n->col = e->col;
         n->u.assign.target = e;
         n->u.assign.value = rhs(p);
         if (peekk(p) == TK_ASSIGN) error_tok(p, peek(p), "chained assignment is not supported");
@@ -1019,7 +1115,8 @@ static Node *statement(Parser *p)
         n->u.assign.value = expr(p);
     } else {
         n = node(p, N_EXPRSTMT, t);
-        n->line = e->line; n->col = e->col;
+        n->line = e->line;
+        n->col = e->col;
         n->u.expr.expr = e;
     }
     end_statement(p);
@@ -1043,19 +1140,26 @@ ModInfo *parse_source(Source *src, FILE *diag)
     int cap = 256;
     p.toks = xmalloc((size_t)cap * sizeof(Token));
     for (;;) {
-        if (p.ntok + 2 >= cap) { cap *= 2; p.toks = xrealloc(p.toks, (size_t)cap * sizeof(Token)); }
+        if (p.ntok + 2 >= cap) {
+            cap *= 2;
+            p.toks = xrealloc(p.toks, (size_t)cap * sizeof(Token));
+        }
         Token t = lex_next(&lx);
         p.toks[p.ntok++] = t;
         if (t.kind == TK_EOF) break;
         if (t.kind == TK_ERROR) {
             /* report lexical errors where the parser meets them (keeps order), but
              * an error token always stops the lexer here */
-            Token e = t; e.kind = TK_EOF; e.str = NULL; e.start = lx.p; e.len = 0;
+            Token e = t;
+            e.kind = TK_EOF;
+            e.str = NULL;
+            e.start = lx.p;
+            e.len = 0;
             p.toks[p.ntok++] = e;
             break;
         }
     }
-    p.toks[p.ntok] = p.toks[p.ntok - 1];   /* one spare EOF for 2-token lookahead */
+    p.toks[p.ntok] = p.toks[p.ntok - 1]; /* one spare EOF for 2-token lookahead */
     p.toks[p.ntok].str = NULL;
     p.ar = arena_new();
     ModInfo *m = xcalloc(1, sizeof *m);
@@ -1071,7 +1175,7 @@ ModInfo *parse_source(Source *src, FILE *diag)
     }
     Token *t0 = &p.toks[0];
     Node *body = node(&p, N_BLOCK, t0);
-    Vec items = {0};
+    Vec items = { 0 };
     for (;;) {
         while (p.toks[p.pos].kind == TK_NEWLINE || p.toks[p.pos].kind == TK_SEMI) p.pos++;
         if (p.toks[p.pos].kind == TK_EOF) break;
@@ -1092,11 +1196,17 @@ void parse_free(ModInfo *m)
     if (!m) return;
     for (int i = 0; i < m->nprotos; i++) {
         FnProto *f = m->protos[i];
-        free(f->local_is_cell); free(f->local_names); free(f->upvals);
-        free(f->global_reads); free(f->global_calls);
+        free(f->local_is_cell);
+        free(f->local_names);
+        free(f->upvals);
+        free(f->global_reads);
+        free(f->global_calls);
     }
     free(m->protos);
-    free(m->gnames); free(m->gkeys); free(m->gassigned); free(m->gbuiltin);
+    free(m->gnames);
+    free(m->gkeys);
+    free(m->gassigned);
+    free(m->gbuiltin);
     if (m->gindex) decref(v_obj(&m->gindex->h));
     arena_free(m->arena);
     free(m);
@@ -1106,7 +1216,9 @@ bool parse_incomplete(const char *text, size_t len)
 {
     /* a backslash at the very end joins the next line */
     size_t e = len;
-    while (e > 0 && (text[e - 1] == ' ' || text[e - 1] == '\t' || text[e - 1] == '\n' || text[e - 1] == '\r')) e--;
+    while (e > 0 && (text[e - 1] == ' ' || text[e - 1] == '\t' || text[e - 1] == '\n' ||
+                     text[e - 1] == '\r'))
+        e--;
     if (e > 0 && text[e - 1] == '\\') return true;
     Lexer lx;
     lex_init(&lx, text, len);
@@ -1121,8 +1233,10 @@ bool parse_incomplete(const char *text, size_t len)
         }
         free(t.str);
         if (t.kind == TK_EOF) break;
-        if (t.kind == TK_LPAREN || t.kind == TK_LBRACK || t.kind == TK_LBRACE) depth++;
-        else if (t.kind == TK_RPAREN || t.kind == TK_RBRACK || t.kind == TK_RBRACE) depth--;
+        if (t.kind == TK_LPAREN || t.kind == TK_LBRACK || t.kind == TK_LBRACE)
+            depth++;
+        else if (t.kind == TK_RPAREN || t.kind == TK_RBRACK || t.kind == TK_RBRACE)
+            depth--;
         if (t.kind != TK_NEWLINE) last = t.kind;
     }
     (void)last;

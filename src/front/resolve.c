@@ -9,19 +9,28 @@
 #include <string.h>
 
 /* A comprehension variable in scope: its name and its slot. */
-typedef struct CompBind { const char *name; int slot; } CompBind;
+typedef struct CompBind {
+    const char *name;
+    int slot;
+} CompBind;
 
 typedef struct Scope {
-    struct Scope *parent;       /* enclosing function scope, NULL at module level */
-    FnProto *fn;                /* NULL: the module level */
-    const char **locals; int nlocals, caplocals;
+    struct Scope *parent; /* enclosing function scope, NULL at module level */
+    FnProto *fn;          /* NULL: the module level */
+    const char **locals;
+    int nlocals, caplocals;
     bool *is_cell;
-    bool *hidden;               /* a comprehension's variable: never found by name */
-    int *nassign;               /* how many places assign each local */
-    CompBind *binds; int nbinds, capbinds;            /* comprehension variables in scope, innermost last */
-    const char **globals; int nglobals, capglobals;   /* `global` declarations */
-    Node **refs; int nrefs, caprefs;                  /* local references, patched to cells */
-    UpvalDesc *up; const char **upnames; int nup, capup;
+    bool *hidden; /* a comprehension's variable: never found by name */
+    int *nassign; /* how many places assign each local */
+    CompBind *binds;
+    int nbinds, capbinds; /* comprehension variables in scope, innermost last */
+    const char **globals;
+    int nglobals, capglobals; /* `global` declarations */
+    Node **refs;
+    int nrefs, caprefs; /* local references, patched to cells */
+    UpvalDesc *up;
+    const char **upnames;
+    int nup, capup;
 } Scope;
 
 typedef struct Resolver {
@@ -30,7 +39,8 @@ typedef struct Resolver {
     FILE *diag;
     bool ok;
     bool warn;
-    Node **unbound; int nunbound, capunbound;         /* module-level reads to check */
+    Node **unbound;
+    int nunbound, capunbound; /* module-level reads to check */
 } Resolver;
 
 static void *grow(void *p, int *cap, int need, size_t elt)
@@ -91,18 +101,21 @@ int resolve_global_slot(const ModInfo *m, const char *name)
 
 static int find_local(Scope *s, const char *name)
 {
-    for (int i = 0; i < s->nlocals; i++) if (!s->hidden[i] && strcmp(s->locals[i], name) == 0) return i;
+    for (int i = 0; i < s->nlocals; i++)
+        if (!s->hidden[i] && strcmp(s->locals[i], name) == 0) return i;
     return -1;
 }
 /* the slot of a comprehension variable in scope, or -1 */
 static int find_comp(Scope *s, const char *name)
 {
-    for (int i = s->nbinds - 1; i >= 0; i--) if (strcmp(s->binds[i].name, name) == 0) return s->binds[i].slot;
+    for (int i = s->nbinds - 1; i >= 0; i--)
+        if (strcmp(s->binds[i].name, name) == 0) return s->binds[i].slot;
     return -1;
 }
 static bool declared_global(Scope *s, const char *name)
 {
-    for (int i = 0; i < s->nglobals; i++) if (strcmp(s->globals[i], name) == 0) return true;
+    for (int i = 0; i < s->nglobals; i++)
+        if (strcmp(s->globals[i], name) == 0) return true;
     return false;
 }
 /* a new slot of the frame (a comprehension's variable when hidden) */
@@ -131,8 +144,15 @@ static int add_local(Scope *s, const char *name)
 }
 static void free_scope(Scope *s)
 {
-    free(s->locals); free(s->is_cell); free(s->hidden); free(s->nassign); free(s->globals); free(s->refs);
-    free(s->up); free(s->upnames); free(s->binds);
+    free(s->locals);
+    free(s->is_cell);
+    free(s->hidden);
+    free(s->nassign);
+    free(s->globals);
+    free(s->refs);
+    free(s->up);
+    free(s->upnames);
+    free(s->binds);
 }
 
 static void error_at(Resolver *r, const Node *n, const char *msg)
@@ -152,17 +172,24 @@ static void collect_target(Resolver *r, Scope *s, Node *t)
         s->nassign[i]++;
     }
 }
-static void collect_list(Resolver *r, Scope *s, Node **v, int n) { for (int i = 0; i < n; i++) collect(r, s, v[i]); }
+static void collect_list(Resolver *r, Scope *s, Node **v, int n)
+{
+    for (int i = 0; i < n; i++) collect(r, s, v[i]);
+}
 static void collect(Resolver *r, Scope *s, Node *n)
 {
     if (!n) return;
     switch (n->kind) {
     case N_BLOCK: collect_list(r, s, n->u.list.items, n->u.list.n); break;
-    case N_ASSIGN: case N_AUGASSIGN: collect_target(r, s, n->u.assign.target); break;
+    case N_ASSIGN:
+    case N_AUGASSIGN: collect_target(r, s, n->u.assign.target); break;
     case N_DESTRUCT:
         for (int i = 0; i < n->u.destruct.n; i++) collect_target(r, s, n->u.destruct.targets[i]);
         break;
-    case N_IF: collect(r, s, n->u.ifs.then); collect(r, s, n->u.ifs.els); break;
+    case N_IF:
+        collect(r, s, n->u.ifs.then);
+        collect(r, s, n->u.ifs.els);
+        break;
     case N_WHILE: collect(r, s, n->u.whiles.body); break;
     case N_FOR:
         for (int i = 0; i < n->u.fors.nvars; i++) collect_target(r, s, n->u.fors.vars[i]);
@@ -187,18 +214,30 @@ static void collect_globals(Resolver *r, Scope *s, Node *n)
 {
     if (!n) return;
     switch (n->kind) {
-    case N_BLOCK: for (int i = 0; i < n->u.list.n; i++) collect_globals(r, s, n->u.list.items[i]); break;
-    case N_IF: collect_globals(r, s, n->u.ifs.then); collect_globals(r, s, n->u.ifs.els); break;
+    case N_BLOCK:
+        for (int i = 0; i < n->u.list.n; i++) collect_globals(r, s, n->u.list.items[i]);
+        break;
+    case N_IF:
+        collect_globals(r, s, n->u.ifs.then);
+        collect_globals(r, s, n->u.ifs.els);
+        break;
     case N_WHILE: collect_globals(r, s, n->u.whiles.body); break;
     case N_FOR: collect_globals(r, s, n->u.fors.body); break;
-    case N_TRY: collect_globals(r, s, n->u.tries.body); collect_globals(r, s, n->u.tries.handler); break;
+    case N_TRY:
+        collect_globals(r, s, n->u.tries.body);
+        collect_globals(r, s, n->u.tries.handler);
+        break;
     case N_GLOBALDECL:
         for (int i = 0; i < n->u.global.n; i++) {
             const char *nm = n->u.global.names[i];
             if (find_local(s, nm) >= 0 && s->fn && !declared_global(s, nm)) {
                 bool param = false;
-                for (int k = 0; k < s->fn->nparams; k++) if (strcmp(s->fn->params[k], nm) == 0) param = true;
-                if (param) { error_at(r, n, "a parameter cannot be declared global"); continue; }
+                for (int k = 0; k < s->fn->nparams; k++)
+                    if (strcmp(s->fn->params[k], nm) == 0) param = true;
+                if (param) {
+                    error_at(r, n, "a parameter cannot be declared global");
+                    continue;
+                }
             }
             int cap = s->capglobals;
             s->globals = grow(s->globals, &cap, s->nglobals + 1, sizeof(char *));
@@ -214,23 +253,26 @@ static void collect_globals(Resolver *r, Scope *s, Node *n)
  * or from a comprehension around s, at any level). */
 static int find_upval(Resolver *r, Scope *s, const char *name)
 {
-    for (int i = 0; i < s->nup; i++) if (strcmp(s->upnames[i], name) == 0) return i;
+    for (int i = 0; i < s->nup; i++)
+        if (strcmp(s->upnames[i], name) == 0) return i;
     Scope *p = s->parent;
     if (!p) return -1;
     UpvalDesc d;
     int li = find_comp(p, name);
     if (li < 0) {
-        if (!p->fn) return -1;        /* the module level holds globals, not locals */
+        if (!p->fn) return -1; /* the module level holds globals, not locals */
         if (declared_global(p, name)) return -1;
         li = find_local(p, name);
     }
     if (li >= 0) {
         p->is_cell[li] = true;
-        d.from_local = true; d.index = li;
+        d.from_local = true;
+        d.index = li;
     } else {
         int ui = find_upval(r, p, name);
         if (ui < 0) return -1;
-        d.from_local = false; d.index = ui;
+        d.from_local = false;
+        d.index = ui;
     }
     int cap = s->capup;
     s->up = grow(s->up, &cap, s->nup + 1, sizeof(UpvalDesc));
@@ -243,7 +285,10 @@ static int find_upval(Resolver *r, Scope *s, const char *name)
 }
 
 static void resolve_node(Resolver *r, Scope *s, Node *n);
-static void resolve_list(Resolver *r, Scope *s, Node **v, int n) { for (int i = 0; i < n; i++) resolve_node(r, s, v[i]); }
+static void resolve_list(Resolver *r, Scope *s, Node **v, int n)
+{
+    for (int i = 0; i < n; i++) resolve_node(r, s, v[i]);
+}
 
 /* name -> local | cell | upvalue | global | builtin */
 static void local_ref(Scope *s, Node *n, int slot)
@@ -260,25 +305,44 @@ static void resolve_name(Resolver *r, Scope *s, Node *n, bool assign)
 {
     const char *name = n->u.var.name;
     int ci = find_comp(s, name);
-    if (ci >= 0) { local_ref(s, n, ci); return; }
+    if (ci >= 0) {
+        local_ref(s, n, ci);
+        return;
+    }
     if (s->fn && !declared_global(s, name)) {
         int li = find_local(s, name);
-        if (li >= 0) { local_ref(s, n, li); return; }
+        if (li >= 0) {
+            local_ref(s, n, li);
+            return;
+        }
         /* a local function calling itself: the running closure, not a
          * cell holding it (which would make a reference cycle) */
         Scope *ps = s->parent;
-        if (!assign && ps && ps->fn && strcmp(name, s->fn->name) == 0 && !declared_global(ps, name)) {
+        if (!assign && ps && ps->fn && strcmp(name, s->fn->name) == 0 &&
+            !declared_global(ps, name)) {
             int pl = find_local(ps, name);
-            if (pl >= 0 && ps->nassign[pl] == 1) { n->kind = N_SELF; n->u.var.slot = 0; return; }
+            if (pl >= 0 && ps->nassign[pl] == 1) {
+                n->kind = N_SELF;
+                n->u.var.slot = 0;
+                return;
+            }
         }
         int ui = find_upval(r, s, name);
-        if (ui >= 0) { n->kind = N_UPVAL; n->u.var.slot = ui; return; }
+        if (ui >= 0) {
+            n->kind = N_UPVAL;
+            n->u.var.slot = ui;
+            return;
+        }
     }
     int slot = -1;
     if (!assign && r->m->gindex) slot = resolve_global_slot(r->m, name);
     if (slot < 0) {
         int bi = r->builtins(name);
-        if (!assign && bi >= 0) { n->kind = N_BUILTIN; n->u.var.slot = bi; return; }
+        if (!assign && bi >= 0) {
+            n->kind = N_BUILTIN;
+            n->u.var.slot = bi;
+            return;
+        }
         slot = global_slot(r, name, assign);
     } else if (assign) {
         r->m->gassigned[slot] = true;
@@ -306,7 +370,8 @@ static void resolve_fn(Resolver *r, Scope *outer, FnProto *f)
     collect_globals(r, &s, f->body);
     collect(r, &s, f->body);
     /* defaults are evaluated in the enclosing scope, at definition */
-    for (int i = 0; i < f->nparams; i++) if (f->defaults[i]) resolve_node(r, outer, f->defaults[i]);
+    for (int i = 0; i < f->nparams; i++)
+        if (f->defaults[i]) resolve_node(r, outer, f->defaults[i]);
     if (f->device) resolve_node(r, outer, f->device);
     resolve_node(r, &s, f->body);
     for (int i = 0; i < s.nrefs; i++)
@@ -342,7 +407,8 @@ static void resolve_comp(Resolver *r, Scope *s, Node *n)
         for (int k = 0; k < cl[i].nvars; k++) {
             const char *nm = cl[i].vars[k]->u.var.name;
             bool dup = false;
-            for (int j = saved; j < s->nbinds; j++) if (strcmp(s->binds[j].name, nm) == 0) dup = true;
+            for (int j = saved; j < s->nbinds; j++)
+                if (strcmp(s->binds[j].name, nm) == 0) dup = true;
             if (dup) continue;
             int cap = s->capbinds;
             s->binds = grow(s->binds, &cap, s->nbinds + 1, sizeof(CompBind));
@@ -372,8 +438,10 @@ static void resolve_comp(Resolver *r, Scope *s, Node *n)
 
 static void resolve_target(Resolver *r, Scope *s, Node *t)
 {
-    if (t->kind == N_NAME) resolve_name(r, s, t, true);
-    else resolve_node(r, s, t);
+    if (t->kind == N_NAME)
+        resolve_name(r, s, t, true);
+    else
+        resolve_node(r, s, t);
 }
 
 static void resolve_node(Resolver *r, Scope *s, Node *n)
@@ -381,14 +449,20 @@ static void resolve_node(Resolver *r, Scope *s, Node *n)
     if (!n) return;
     switch (n->kind) {
     case N_NAME: resolve_name(r, s, n, false); break;
-    case N_LIST: case N_BLOCK: resolve_list(r, s, n->u.list.items, n->u.list.n); break;
+    case N_LIST:
+    case N_BLOCK: resolve_list(r, s, n->u.list.items, n->u.list.n); break;
     case N_DICT:
         resolve_list(r, s, n->u.dict.keys, n->u.dict.n);
         resolve_list(r, s, n->u.dict.vals, n->u.dict.n);
         break;
-    case N_UNARY: case N_NOT: resolve_node(r, s, n->u.bin.a); break;
-    case N_BINARY: case N_AND: case N_OR:
-        resolve_node(r, s, n->u.bin.a); resolve_node(r, s, n->u.bin.b); break;
+    case N_UNARY:
+    case N_NOT: resolve_node(r, s, n->u.bin.a); break;
+    case N_BINARY:
+    case N_AND:
+    case N_OR:
+        resolve_node(r, s, n->u.bin.a);
+        resolve_node(r, s, n->u.bin.b);
+        break;
     case N_CALL:
         resolve_node(r, s, n->u.call.fn);
         resolve_list(r, s, n->u.call.args, n->u.call.nargs);
@@ -399,15 +473,21 @@ static void resolve_node(Resolver *r, Scope *s, Node *n)
         resolve_list(r, s, n->u.index.idx, n->u.index.nidx);
         break;
     case N_SLICE:
-        resolve_node(r, s, n->u.slice.lo); resolve_node(r, s, n->u.slice.hi); resolve_node(r, s, n->u.slice.step);
+        resolve_node(r, s, n->u.slice.lo);
+        resolve_node(r, s, n->u.slice.hi);
+        resolve_node(r, s, n->u.slice.step);
         break;
     case N_MEMBER: resolve_node(r, s, n->u.member.obj); break;
     case N_FNEXPR: resolve_fn(r, s, n->u.fn); break;
     case N_COND:
-        resolve_node(r, s, n->u.ifs.cond); resolve_node(r, s, n->u.ifs.then); resolve_node(r, s, n->u.ifs.els);
+        resolve_node(r, s, n->u.ifs.cond);
+        resolve_node(r, s, n->u.ifs.then);
+        resolve_node(r, s, n->u.ifs.els);
         break;
-    case N_LISTCOMP: case N_DICTCOMP: resolve_comp(r, s, n); break;
-    case N_EXPRSTMT: case N_RETURN: resolve_node(r, s, n->u.expr.expr); break;
+    case N_LISTCOMP:
+    case N_DICTCOMP: resolve_comp(r, s, n); break;
+    case N_EXPRSTMT:
+    case N_RETURN: resolve_node(r, s, n->u.expr.expr); break;
     case N_ASSIGN:
         resolve_node(r, s, n->u.assign.value);
         resolve_target(r, s, n->u.assign.target);
@@ -432,9 +512,14 @@ static void resolve_node(Resolver *r, Scope *s, Node *n)
         for (int i = 0; i < n->u.destruct.n; i++) resolve_target(r, s, n->u.destruct.targets[i]);
         break;
     case N_IF:
-        resolve_node(r, s, n->u.ifs.cond); resolve_node(r, s, n->u.ifs.then); resolve_node(r, s, n->u.ifs.els);
+        resolve_node(r, s, n->u.ifs.cond);
+        resolve_node(r, s, n->u.ifs.then);
+        resolve_node(r, s, n->u.ifs.els);
         break;
-    case N_WHILE: resolve_node(r, s, n->u.whiles.cond); resolve_node(r, s, n->u.whiles.body); break;
+    case N_WHILE:
+        resolve_node(r, s, n->u.whiles.cond);
+        resolve_node(r, s, n->u.whiles.body);
+        break;
     case N_FOR:
         resolve_node(r, s, n->u.fors.iter);
         for (int i = 0; i < n->u.fors.nvars; i++) resolve_target(r, s, n->u.fors.vars[i]);
@@ -449,7 +534,9 @@ static void resolve_node(Resolver *r, Scope *s, Node *n)
         FnProto *f = n->u.fn;
         /* the name is bound in the enclosing scope; the body sees itself through it */
         Node *nm = arena_alloc(r->m->arena, sizeof(Node));
-        nm->kind = N_NAME; nm->line = n->line; nm->col = n->col;
+        nm->kind = N_NAME;
+        nm->line = n->line;
+        nm->col = n->col;
         nm->u.var.name = f->name;
         resolve_target(r, s, nm);
         resolve_fn(r, s, f);
@@ -524,11 +611,14 @@ int resolve_declare(ModInfo *m, const char *name, BuiltinLookup builtins)
 
 /* ---- builtins hidden by globals ---- */
 
-typedef struct HideSite { const Source *src; int line, col; } HideSite;
+typedef struct HideSite {
+    const Source *src;
+    int line, col;
+} HideSite;
 struct HideMemo {
-    int n;                      /* slots covered */
-    HideSite *bind;             /* first binding that is not a function (src NULL: none) */
-    HideSite *call;             /* first call that reaches the global */
+    int n;          /* slots covered */
+    HideSite *bind; /* first binding that is not a function (src NULL: none) */
+    HideSite *call; /* first call that reaches the global */
     bool *warned;
 };
 
@@ -537,7 +627,10 @@ HideMemo *resolve_hide_new(void) { return xcalloc(1, sizeof(HideMemo)); }
 void resolve_hide_free(HideMemo *h)
 {
     if (!h) return;
-    free(h->bind); free(h->call); free(h->warned); free(h);
+    free(h->bind);
+    free(h->call);
+    free(h->warned);
+    free(h);
 }
 
 static void hide_grow(HideMemo *h, int n)
@@ -554,7 +647,12 @@ static void hide_grow(HideMemo *h, int n)
     h->n = n;
 }
 
-typedef struct HideWalk { ModInfo *m; HideMemo *h; BuiltinLookup builtins; FILE *diag; } HideWalk;
+typedef struct HideWalk {
+    ModInfo *m;
+    HideMemo *h;
+    BuiltinLookup builtins;
+    FILE *diag;
+} HideWalk;
 
 static void hide_note(HideSite *site, const HideWalk *w, const Node *n)
 {
@@ -571,13 +669,22 @@ static void hide_bind(HideWalk *w, const Node *t, bool callable)
 }
 
 static void hide_walk(HideWalk *w, const Node *n);
-static void hide_list(HideWalk *w, Node *const *v, int k) { for (int i = 0; i < k; i++) hide_walk(w, v[i]); }
+static void hide_list(HideWalk *w, Node *const *v, int k)
+{
+    for (int i = 0; i < k; i++) hide_walk(w, v[i]);
+}
 /* Locals named like a builtin, inside one function body (nested function
  * bodies are checked on their own): bound by something other than a
  * function, and called there. */
-typedef struct LocalHide { const FnProto *f; HideSite *bind, *call; } LocalHide;
+typedef struct LocalHide {
+    const FnProto *f;
+    HideSite *bind, *call;
+} LocalHide;
 static void local_walk(const HideWalk *w, LocalHide *lh, const Node *n);
-static void local_list(const HideWalk *w, LocalHide *lh, Node *const *v, int k) { for (int i = 0; i < k; i++) local_walk(w, lh, v[i]); }
+static void local_list(const HideWalk *w, LocalHide *lh, Node *const *v, int k)
+{
+    for (int i = 0; i < k; i++) local_walk(w, lh, v[i]);
+}
 static bool is_local(const Node *t) { return t->kind == N_LOCAL || t->kind == N_LOCALCELL; }
 static void local_bind(const HideWalk *w, LocalHide *lh, const Node *t, bool callable)
 {
@@ -589,10 +696,20 @@ static void local_walk(const HideWalk *w, LocalHide *lh, const Node *n)
 {
     if (!n) return;
     switch (n->kind) {
-    case N_LIST: case N_BLOCK: local_list(w, lh, n->u.list.items, n->u.list.n); break;
-    case N_DICT: local_list(w, lh, n->u.dict.keys, n->u.dict.n); local_list(w, lh, n->u.dict.vals, n->u.dict.n); break;
-    case N_UNARY: case N_NOT: local_walk(w, lh, n->u.bin.a); break;
-    case N_BINARY: case N_AND: case N_OR: local_walk(w, lh, n->u.bin.a); local_walk(w, lh, n->u.bin.b); break;
+    case N_LIST:
+    case N_BLOCK: local_list(w, lh, n->u.list.items, n->u.list.n); break;
+    case N_DICT:
+        local_list(w, lh, n->u.dict.keys, n->u.dict.n);
+        local_list(w, lh, n->u.dict.vals, n->u.dict.n);
+        break;
+    case N_UNARY:
+    case N_NOT: local_walk(w, lh, n->u.bin.a); break;
+    case N_BINARY:
+    case N_AND:
+    case N_OR:
+        local_walk(w, lh, n->u.bin.a);
+        local_walk(w, lh, n->u.bin.b);
+        break;
     case N_CALL:
         if (is_local(n->u.call.fn)) {
             HideSite *c = &lh->call[n->u.call.fn->u.var.slot];
@@ -603,10 +720,18 @@ static void local_walk(const HideWalk *w, LocalHide *lh, const Node *n)
         local_list(w, lh, n->u.call.args, n->u.call.nargs);
         for (int i = 0; i < n->u.call.nkw; i++) local_walk(w, lh, n->u.call.kw[i].value);
         break;
-    case N_INDEX: local_walk(w, lh, n->u.index.obj); local_list(w, lh, n->u.index.idx, n->u.index.nidx); break;
-    case N_SLICE: local_walk(w, lh, n->u.slice.lo); local_walk(w, lh, n->u.slice.hi); local_walk(w, lh, n->u.slice.step); break;
+    case N_INDEX:
+        local_walk(w, lh, n->u.index.obj);
+        local_list(w, lh, n->u.index.idx, n->u.index.nidx);
+        break;
+    case N_SLICE:
+        local_walk(w, lh, n->u.slice.lo);
+        local_walk(w, lh, n->u.slice.hi);
+        local_walk(w, lh, n->u.slice.step);
+        break;
     case N_MEMBER: local_walk(w, lh, n->u.member.obj); break;
-    case N_EXPRSTMT: case N_RETURN: local_walk(w, lh, n->u.expr.expr); break;
+    case N_EXPRSTMT:
+    case N_RETURN: local_walk(w, lh, n->u.expr.expr); break;
     case N_ASSIGN:
         local_walk(w, lh, n->u.assign.value);
         local_bind(w, lh, n->u.assign.target, n->u.assign.value->kind == N_FNEXPR);
@@ -618,10 +743,18 @@ static void local_walk(const HideWalk *w, LocalHide *lh, const Node *n)
         break;
     case N_DESTRUCT:
         local_walk(w, lh, n->u.destruct.value);
-        for (int i = 0; i < n->u.destruct.n; i++) local_bind(w, lh, n->u.destruct.targets[i], false);
+        for (int i = 0; i < n->u.destruct.n; i++)
+            local_bind(w, lh, n->u.destruct.targets[i], false);
         break;
-    case N_IF: local_walk(w, lh, n->u.ifs.cond); local_walk(w, lh, n->u.ifs.then); local_walk(w, lh, n->u.ifs.els); break;
-    case N_WHILE: local_walk(w, lh, n->u.whiles.cond); local_walk(w, lh, n->u.whiles.body); break;
+    case N_IF:
+        local_walk(w, lh, n->u.ifs.cond);
+        local_walk(w, lh, n->u.ifs.then);
+        local_walk(w, lh, n->u.ifs.els);
+        break;
+    case N_WHILE:
+        local_walk(w, lh, n->u.whiles.cond);
+        local_walk(w, lh, n->u.whiles.body);
+        break;
     case N_FOR:
         local_walk(w, lh, n->u.fors.iter);
         for (int i = 0; i < n->u.fors.nvars; i++) local_bind(w, lh, n->u.fors.vars[i], false);
@@ -633,7 +766,7 @@ static void local_walk(const HideWalk *w, LocalHide *lh, const Node *n)
         local_walk(w, lh, n->u.tries.handler);
         break;
     case N_IMPORT: local_bind(w, lh, n->u.import.var, false); break;
-    default: break;         /* nested functions: checked on their own */
+    default: break; /* nested functions: checked on their own */
     }
 }
 
@@ -643,7 +776,8 @@ static void hide_fn(HideWalk *w, const FnProto *f)
     hide_walk(w, f->device);
     hide_walk(w, f->body);
     if (!w->diag || f->nlocals == 0) return;
-    LocalHide lh = { f, xcalloc((size_t)f->nlocals, sizeof(HideSite)), xcalloc((size_t)f->nlocals, sizeof(HideSite)) };
+    LocalHide lh = { f, xcalloc((size_t)f->nlocals, sizeof(HideSite)),
+                     xcalloc((size_t)f->nlocals, sizeof(HideSite)) };
     local_walk(w, &lh, f->body);
     for (int i = 0; i < f->nlocals; i++) {
         const char *name = f->local_names[i];
@@ -661,10 +795,20 @@ static void hide_walk(HideWalk *w, const Node *n)
 {
     if (!n) return;
     switch (n->kind) {
-    case N_LIST: case N_BLOCK: hide_list(w, n->u.list.items, n->u.list.n); break;
-    case N_DICT: hide_list(w, n->u.dict.keys, n->u.dict.n); hide_list(w, n->u.dict.vals, n->u.dict.n); break;
-    case N_UNARY: case N_NOT: hide_walk(w, n->u.bin.a); break;
-    case N_BINARY: case N_AND: case N_OR: hide_walk(w, n->u.bin.a); hide_walk(w, n->u.bin.b); break;
+    case N_LIST:
+    case N_BLOCK: hide_list(w, n->u.list.items, n->u.list.n); break;
+    case N_DICT:
+        hide_list(w, n->u.dict.keys, n->u.dict.n);
+        hide_list(w, n->u.dict.vals, n->u.dict.n);
+        break;
+    case N_UNARY:
+    case N_NOT: hide_walk(w, n->u.bin.a); break;
+    case N_BINARY:
+    case N_AND:
+    case N_OR:
+        hide_walk(w, n->u.bin.a);
+        hide_walk(w, n->u.bin.b);
+        break;
     case N_CALL: {
         const Node *fn = n->u.call.fn;
         if (fn->kind == N_GLOBAL) {
@@ -677,11 +821,19 @@ static void hide_walk(HideWalk *w, const Node *n)
         for (int i = 0; i < n->u.call.nkw; i++) hide_walk(w, n->u.call.kw[i].value);
         break;
     }
-    case N_INDEX: hide_walk(w, n->u.index.obj); hide_list(w, n->u.index.idx, n->u.index.nidx); break;
-    case N_SLICE: hide_walk(w, n->u.slice.lo); hide_walk(w, n->u.slice.hi); hide_walk(w, n->u.slice.step); break;
+    case N_INDEX:
+        hide_walk(w, n->u.index.obj);
+        hide_list(w, n->u.index.idx, n->u.index.nidx);
+        break;
+    case N_SLICE:
+        hide_walk(w, n->u.slice.lo);
+        hide_walk(w, n->u.slice.hi);
+        hide_walk(w, n->u.slice.step);
+        break;
     case N_MEMBER: hide_walk(w, n->u.member.obj); break;
     case N_FNEXPR: hide_fn(w, n->u.fn); break;
-    case N_EXPRSTMT: case N_RETURN: hide_walk(w, n->u.expr.expr); break;
+    case N_EXPRSTMT:
+    case N_RETURN: hide_walk(w, n->u.expr.expr); break;
     case N_ASSIGN:
         hide_walk(w, n->u.assign.value);
         hide_walk(w, n->u.assign.target);
@@ -694,10 +846,20 @@ static void hide_walk(HideWalk *w, const Node *n)
         break;
     case N_DESTRUCT:
         hide_walk(w, n->u.destruct.value);
-        for (int i = 0; i < n->u.destruct.n; i++) { hide_walk(w, n->u.destruct.targets[i]); hide_bind(w, n->u.destruct.targets[i], false); }
+        for (int i = 0; i < n->u.destruct.n; i++) {
+            hide_walk(w, n->u.destruct.targets[i]);
+            hide_bind(w, n->u.destruct.targets[i], false);
+        }
         break;
-    case N_IF: hide_walk(w, n->u.ifs.cond); hide_walk(w, n->u.ifs.then); hide_walk(w, n->u.ifs.els); break;
-    case N_WHILE: hide_walk(w, n->u.whiles.cond); hide_walk(w, n->u.whiles.body); break;
+    case N_IF:
+        hide_walk(w, n->u.ifs.cond);
+        hide_walk(w, n->u.ifs.then);
+        hide_walk(w, n->u.ifs.els);
+        break;
+    case N_WHILE:
+        hide_walk(w, n->u.whiles.cond);
+        hide_walk(w, n->u.whiles.body);
+        break;
     case N_FOR:
         hide_walk(w, n->u.fors.iter);
         for (int i = 0; i < n->u.fors.nvars; i++) hide_bind(w, n->u.fors.vars[i], false);
@@ -708,7 +870,7 @@ static void hide_walk(HideWalk *w, const Node *n)
         if (n->u.tries.var) hide_bind(w, n->u.tries.var, false);
         hide_walk(w, n->u.tries.handler);
         break;
-    case N_FNDEF: hide_fn(w, n->u.fn); break;          /* binds a function: meant */
+    case N_FNDEF: hide_fn(w, n->u.fn); break; /* binds a function: meant */
     case N_IMPORT: hide_bind(w, n->u.import.var, false); break;
     default: break;
     }
@@ -724,7 +886,8 @@ void resolve_warn_hidden(ModInfo *m, Node *body, BuiltinLookup builtins, HideMem
         if (h->warned[g] || !h->bind[g].src || !h->call[g].src) continue;
         char where[300], msg[700];
         diag_where(where, sizeof where, h->call[g].src, h->call[g].line);
-        snprintf(msg, sizeof msg, "'%s' hides the builtin %s(), called at %s", m->gnames[g], m->gnames[g], where);
+        snprintf(msg, sizeof msg, "'%s' hides the builtin %s(), called at %s", m->gnames[g],
+                 m->gnames[g], where);
         diag_print(diag, h->bind[g].src, h->bind[g].line, h->bind[g].col, "warning", msg);
         h->warned[g] = true;
     }

@@ -34,6 +34,7 @@ int resolve_global_slot(const ModInfo *m, const char *name);
 typedef struct HideMemo HideMemo;
 HideMemo *resolve_hide_new(void);
 void resolve_hide_free(HideMemo *h);
-void resolve_warn_hidden(ModInfo *m, Node *body, BuiltinLookup builtins, HideMemo *memo, FILE *diag);
+void resolve_warn_hidden(ModInfo *m, Node *body, BuiltinLookup builtins, HideMemo *memo,
+                         FILE *diag);
 
 #endif

@@ -23,8 +23,8 @@
    heap (free it). NULL + err if it can't be opened or read. */
 char *io_read_file(const char *path, size_t *len, char *err, size_t errlen);
 /* Write (append = 0: replace, 1: append) len bytes; 0 or -1 + err. */
-int io_write_file(const char *path, const char *data, size_t len, int append,
-                  char *err, size_t errlen);
+int io_write_file(const char *path, const char *data, size_t len, int append, char *err,
+                  size_t errlen);
 /* Python's str.splitlines() for \n, \r\n and \r: the number of lines and,
    when starts/lens are not NULL, each line (without its ending). */
 size_t io_split_lines(const char *text, size_t len, const char **starts, size_t *lens);
@@ -34,11 +34,11 @@ size_t io_split_lines(const char *text, size_t len, const char **starts, size_t 
 #define IO_MAX_DIMS 32
 
 typedef struct IoArray {
-    int is_complex;              /* 0: float64, 1: complex128 */
-    int ndim;                    /* 0 (a scalar) .. IO_MAX_DIMS */
+    int is_complex; /* 0: float64, 1: complex128 */
+    int ndim;       /* 0 (a scalar) .. IO_MAX_DIMS */
     size_t shape[IO_MAX_DIMS];
-    size_t n;                    /* number of elements (product of shape) */
-    double *data;                /* n doubles, or 2n (re, im) for complex; C order */
+    size_t n;     /* number of elements (product of shape) */
+    double *data; /* n doubles, or 2n (re, im) for complex; C order */
 } IoArray;
 
 void io_array_free(IoArray *a);
@@ -49,8 +49,8 @@ void io_array_free(IoArray *a);
    float64 / complex128; Fortran order is turned into C order. */
 int io_npy_read(const char *path, IoArray *out, char *err, size_t errlen);
 /* The same from bytes in memory; name is used in messages. */
-int io_npy_parse(const unsigned char *buf, size_t len, const char *name, IoArray *out,
-                 char *err, size_t errlen);
+int io_npy_parse(const unsigned char *buf, size_t len, const char *name, IoArray *out, char *err,
+                 size_t errlen);
 /* Writes '<f8' or '<c16', C order, version 1.0 (2.0 if the header needs it),
    the header padded to a multiple of 64 bytes as numpy does. */
 int io_npy_write(const char *path, const IoArray *a, char *err, size_t errlen);
@@ -69,32 +69,39 @@ int io_csv_parse(const char *text, size_t len, const char *name, char delim, lon
 
 /* ---- JSON ----------------------------------------------------------------- */
 
-typedef enum IoJsonKind { IOJ_NULL, IOJ_BOOL, IOJ_NUMBER, IOJ_STRING, IOJ_ARRAY, IOJ_OBJECT } IoJsonKind;
+typedef enum IoJsonKind {
+    IOJ_NULL,
+    IOJ_BOOL,
+    IOJ_NUMBER,
+    IOJ_STRING,
+    IOJ_ARRAY,
+    IOJ_OBJECT
+} IoJsonKind;
 
 typedef struct IoJson IoJson;
 struct IoJson {
     IoJsonKind kind;
-    int b;              /* bool */
-    double num;         /* number */
-    char *str;          /* string (UTF-8, may hold NULs), NUL-terminated */
-    size_t len;         /* its length in bytes */
-    size_t n;           /* array / object: number of items */
-    IoJson *items;      /* the items (object: the values) */
-    char **keys;        /* object: the keys, in file order (NUL-terminated) */
-    size_t *keylens;    /* object: key lengths */
+    int b;           /* bool */
+    double num;      /* number */
+    char *str;       /* string (UTF-8, may hold NULs), NUL-terminated */
+    size_t len;      /* its length in bytes */
+    size_t n;        /* array / object: number of items */
+    IoJson *items;   /* the items (object: the values) */
+    char **keys;     /* object: the keys, in file order (NUL-terminated) */
+    size_t *keylens; /* object: key lengths */
 };
 
 /* Parse one JSON text (RFC 8259, plus NaN, Infinity and -Infinity as
    Python's json module reads them). NULL + "line L, column C: reason". */
 IoJson *io_json_parse(const char *text, size_t len, char *err, size_t errlen);
-void io_json_free(IoJson *j);   /* a tree from io_json_parse */
+void io_json_free(IoJson *j); /* a tree from io_json_parse */
 
 /* Building trees to dump (all allocation is the caller's business: these
    only fill in nodes; io_json_dump reads the tree). */
 IoJson io_json_null(void);
 IoJson io_json_bool(int b);
 IoJson io_json_number(double x);
-IoJson io_json_string(const char *s, size_t len);   /* borrows s */
+IoJson io_json_string(const char *s, size_t len); /* borrows s */
 
 /* The text of a tree as Python's json.dumps writes it: indent < 0 gives
    one line with ", " and ": " separators; indent >= 0 puts each item on

@@ -32,8 +32,8 @@ static int field(const char *a, const char *b, double *out)
     return *e == 0 ? 0 : -1;
 }
 
-int io_csv_parse(const char *text, size_t len, const char *name, char delim, long skip, IoArray *out,
-                 char *err, size_t errlen)
+int io_csv_parse(const char *text, size_t len, const char *name, char delim, long skip,
+                 IoArray *out, char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (!name) name = "<csv>";
@@ -57,25 +57,30 @@ int io_csv_parse(const char *text, size_t len, const char *name, char delim, lon
         if (hash) end = hash;
         const char *p = s;
         while (p < end && (blank(*p) || *p == '\r')) p++;
-        if (p == end) continue;                        /* blank or comment line */
+        if (p == end) continue; /* blank or comment line */
         size_t k = 0;
         const char *f = delim == ' ' ? p : s;
         for (;;) {
             const char *g = f;
-            if (delim == ' ') while (g < end && !blank(*g)) g++;
-            else while (g < end && *g != delim) g++;
+            if (delim == ' ')
+                while (g < end && !blank(*g)) g++;
+            else
+                while (g < end && *g != delim) g++;
             if (n == cap) {
                 cap *= 2;
                 double *nv = realloc(v, cap * sizeof(double));
-                if (!nv) { free(v); return qh_errf(err, errlen, "'%s': out of memory", name); }
+                if (!nv) {
+                    free(v);
+                    return qh_errf(err, errlen, "'%s': out of memory", name);
+                }
                 v = nv;
             }
             if (field(f, g, &v[n]) != 0) {
                 const char *fa = f, *fb = g;
                 while (fa < fb && blank(*fa)) fa++;
                 while (fb > fa && blank(fb[-1])) fb--;
-                qh_errf(err, errlen, "'%s': line %zu, field %zu: '%.*s' is not a number", name, line, k + 1,
-                       (int)(fb - fa > 40 ? 40 : fb - fa), fa);
+                qh_errf(err, errlen, "'%s': line %zu, field %zu: '%.*s' is not a number", name,
+                        line, k + 1, (int)(fb - fa > 40 ? 40 : fb - fa), fa);
                 free(v);
                 return -1;
             }
@@ -88,11 +93,12 @@ int io_csv_parse(const char *text, size_t len, const char *name, char delim, lon
                 if (f >= end) break;
             }
         }
-        if (rows == 0) cols = k;
+        if (rows == 0)
+            cols = k;
         else if (k != cols) {
             free(v);
-            return qh_errf(err, errlen, "'%s': line %zu: expected %zu field%s, got %zu", name, line, cols,
-                          cols == 1 ? "" : "s", k);
+            return qh_errf(err, errlen, "'%s': line %zu: expected %zu field%s, got %zu", name, line,
+                           cols, cols == 1 ? "" : "s", k);
         }
         rows++;
     }

@@ -30,9 +30,15 @@ void io_array_free(IoArray *a)
    "Is a directory"). */
 char *io_read_file(const char *path, size_t *len, char *err, size_t errlen)
 {
-    if (!path) { qh_errf(err, errlen, "no path"); return NULL; }
+    if (!path) {
+        qh_errf(err, errlen, "no path");
+        return NULL;
+    }
     FILE *f = fopen(path, "rb");
-    if (!f) { qh_errf(err, errlen, "'%s': %s", path, strerror(errno)); return NULL; }
+    if (!f) {
+        qh_errf(err, errlen, "'%s': %s", path, strerror(errno));
+        return NULL;
+    }
     struct stat st;
     if (fstat(fileno(f), &st) == 0 && S_ISDIR(st.st_mode)) {
         fclose(f);
@@ -40,14 +46,24 @@ char *io_read_file(const char *path, size_t *len, char *err, size_t errlen)
         return NULL;
     }
     size_t cap = 4096, n = 0;
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) cap = (size_t)st.st_size + 1;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+        cap = (size_t)st.st_size + 1;
     char *buf = malloc(cap);
-    if (!buf) { fclose(f); qh_errf(err, errlen, "'%s': out of memory", path); return NULL; }
+    if (!buf) {
+        fclose(f);
+        qh_errf(err, errlen, "'%s': out of memory", path);
+        return NULL;
+    }
     for (;;) {
         if (n + 1 >= cap) {
             size_t nc = cap * 2;
             char *nb = realloc(buf, nc);
-            if (!nb) { free(buf); fclose(f); qh_errf(err, errlen, "'%s': out of memory", path); return NULL; }
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                qh_errf(err, errlen, "'%s': out of memory", path);
+                return NULL;
+            }
             buf = nb;
             cap = nc;
         }
@@ -68,7 +84,8 @@ char *io_read_file(const char *path, size_t *len, char *err, size_t errlen)
     return buf;
 }
 
-int io_write_file(const char *path, const char *data, size_t len, int append, char *err, size_t errlen)
+int io_write_file(const char *path, const char *data, size_t len, int append, char *err,
+                  size_t errlen)
 {
     if (!path) return qh_errf(err, errlen, "no path");
     FILE *f = fopen(path, append ? "ab" : "wb");
@@ -86,7 +103,10 @@ size_t io_split_lines(const char *t, size_t len, const char **starts, size_t *le
     while (i < len) {
         size_t a = i;
         while (i < len && t[i] != '\n' && t[i] != '\r') i++;
-        if (starts) { starts[n] = t + a; lens[n] = i - a; }
+        if (starts) {
+            starts[n] = t + a;
+            lens[n] = i - a;
+        }
         n++;
         if (i < len && t[i] == '\r' && i + 1 < len && t[i + 1] == '\n') i++;
         if (i < len) i++;
@@ -109,7 +129,8 @@ static const char *dict_value(const char *h, size_t hl, const char *key)
 {
     size_t kl = strlen(key);
     for (size_t i = 0; i + kl + 2 <= hl; i++) {
-        if ((h[i] == '\'' || h[i] == '"') && memcmp(h + i + 1, key, kl) == 0 && h[i + 1 + kl] == h[i]) {
+        if ((h[i] == '\'' || h[i] == '"') && memcmp(h + i + 1, key, kl) == 0 &&
+            h[i + 1 + kl] == h[i]) {
             const char *p = h + i + kl + 2;
             while (p < h + hl && (*p == ' ' || *p == ':')) p++;
             return p;
@@ -118,7 +139,11 @@ static const char *dict_value(const char *h, size_t hl, const char *key)
     return NULL;
 }
 
-typedef struct Dtype { char kind; int size; int swap; } Dtype;   /* kind: f c i u b */
+typedef struct Dtype {
+    char kind;
+    int size;
+    int swap;
+} Dtype; /* kind: f c i u b */
 
 /* Why: numpy writes descr as a byte order and a type code: '<f8', '|b1'. */
 static int parse_descr(const char *p, const char *end, Dtype *dt, char *code, size_t codelen)
@@ -133,7 +158,10 @@ static int parse_descr(const char *p, const char *end, Dtype *dt, char *code, si
     if (l < 2) return -1;
     char order = s[0];
     const char *t = s + 1;
-    if (order != '<' && order != '>' && order != '|' && order != '=') { order = '='; t = s; }
+    if (order != '<' && order != '>' && order != '|' && order != '=') {
+        order = '=';
+        t = s;
+    }
     dt->kind = t[0];
     char *e;
     long sz = strtol(t + 1, &e, 10);
@@ -144,7 +172,8 @@ static int parse_descr(const char *p, const char *end, Dtype *dt, char *code, si
     switch (dt->kind) {
     case 'f': return sz == 2 || sz == 4 || sz == 8 ? 0 : -1;
     case 'c': return sz == 8 || sz == 16 ? 0 : -1;
-    case 'i': case 'u': return sz == 1 || sz == 2 || sz == 4 || sz == 8 ? 0 : -1;
+    case 'i':
+    case 'u': return sz == 1 || sz == 2 || sz == 4 || sz == 8 ? 0 : -1;
     case 'b': return sz == 1 ? 0 : -1;
     default: return -1;
     }
@@ -165,25 +194,61 @@ static double scalar(const unsigned char *p, int kind, int size, int swap)
     for (int i = 0; i < size; i++) b[i] = swap ? p[size - 1 - i] : p[i];
     switch (kind) {
     case 'f':
-        if (size == 8) { double d; memcpy(&d, b, 8); return d; }
-        if (size == 4) { float f; memcpy(&f, b, 4); return f; }
-        { uint16_t h; memcpy(&h, b, 2); return half(h); }
+        if (size == 8) {
+            double d;
+            memcpy(&d, b, 8);
+            return d;
+        }
+        if (size == 4) {
+            float f;
+            memcpy(&f, b, 4);
+            return f;
+        }
+        {
+            uint16_t h;
+            memcpy(&h, b, 2);
+            return half(h);
+        }
     case 'i':
-        if (size == 8) { int64_t v; memcpy(&v, b, 8); return (double)v; }
-        if (size == 4) { int32_t v; memcpy(&v, b, 4); return v; }
-        if (size == 2) { int16_t v; memcpy(&v, b, 2); return v; }
+        if (size == 8) {
+            int64_t v;
+            memcpy(&v, b, 8);
+            return (double)v;
+        }
+        if (size == 4) {
+            int32_t v;
+            memcpy(&v, b, 4);
+            return v;
+        }
+        if (size == 2) {
+            int16_t v;
+            memcpy(&v, b, 2);
+            return v;
+        }
         return (int8_t)b[0];
     case 'u':
-        if (size == 8) { uint64_t v; memcpy(&v, b, 8); return (double)v; }
-        if (size == 4) { uint32_t v; memcpy(&v, b, 4); return v; }
-        if (size == 2) { uint16_t v; memcpy(&v, b, 2); return v; }
+        if (size == 8) {
+            uint64_t v;
+            memcpy(&v, b, 8);
+            return (double)v;
+        }
+        if (size == 4) {
+            uint32_t v;
+            memcpy(&v, b, 4);
+            return v;
+        }
+        if (size == 2) {
+            uint16_t v;
+            memcpy(&v, b, 2);
+            return v;
+        }
         return b[0];
-    default:
-        return b[0] != 0;
+    default: return b[0] != 0;
     }
 }
 
-int io_npy_parse(const unsigned char *buf, size_t len, const char *name, IoArray *out, char *err, size_t errlen)
+int io_npy_parse(const unsigned char *buf, size_t len, const char *name, IoArray *out, char *err,
+                 size_t errlen)
 {
     memset(out, 0, sizeof *out);
     if (!name) name = "<npy>";
@@ -191,8 +256,10 @@ int io_npy_parse(const unsigned char *buf, size_t len, const char *name, IoArray
         return qh_errf(err, errlen, "'%s': not a .npy file (bad magic string)", name);
     int major = buf[6];
     size_t hl, off;
-    if (major == 1) { hl = (size_t)buf[8] | (size_t)buf[9] << 8; off = 10; }
-    else if (major == 2 || major == 3) {
+    if (major == 1) {
+        hl = (size_t)buf[8] | (size_t)buf[9] << 8;
+        off = 10;
+    } else if (major == 2 || major == 3) {
         if (len < 12) return qh_errf(err, errlen, "'%s': bad .npy header (truncated)", name);
         hl = (size_t)buf[8] | (size_t)buf[9] << 8 | (size_t)buf[10] << 16 | (size_t)buf[11] << 24;
         off = 12;
@@ -204,15 +271,21 @@ int io_npy_parse(const unsigned char *buf, size_t len, const char *name, IoArray
     const char *pd = dict_value(h, hl, "descr"), *pf = dict_value(h, hl, "fortran_order"),
                *ps = dict_value(h, hl, "shape");
     if (!pd || !pf || !ps)
-        return qh_errf(err, errlen, "'%s': bad .npy header (needs descr, fortran_order and shape)", name);
+        return qh_errf(err, errlen, "'%s': bad .npy header (needs descr, fortran_order and shape)",
+                       name);
     Dtype dt;
     char code[32] = "";
     if (parse_descr(pd, he, &dt, code, sizeof code) != 0)
-        return qh_errf(err, errlen, "'%s': unsupported dtype '%s' (numbers only: float, complex, int, bool)", name, code);
+        return qh_errf(err, errlen,
+                       "'%s': unsupported dtype '%s' (numbers only: float, complex, int, bool)",
+                       name, code);
     int fortran;
-    if (he - pf >= 4 && memcmp(pf, "True", 4) == 0) fortran = 1;
-    else if (he - pf >= 5 && memcmp(pf, "False", 5) == 0) fortran = 0;
-    else return qh_errf(err, errlen, "'%s': bad .npy header (fortran_order)", name);
+    if (he - pf >= 4 && memcmp(pf, "True", 4) == 0)
+        fortran = 1;
+    else if (he - pf >= 5 && memcmp(pf, "False", 5) == 0)
+        fortran = 0;
+    else
+        return qh_errf(err, errlen, "'%s': bad .npy header (fortran_order)", name);
     if (*ps != '(') return qh_errf(err, errlen, "'%s': bad .npy header (shape)", name);
     ps++;
     int nd = 0;
@@ -220,8 +293,10 @@ int io_npy_parse(const unsigned char *buf, size_t len, const char *name, IoArray
     for (;;) {
         while (ps < he && (*ps == ' ' || *ps == ',')) ps++;
         if (ps < he && *ps == ')') break;
-        if (ps >= he || *ps < '0' || *ps > '9') return qh_errf(err, errlen, "'%s': bad .npy header (shape)", name);
-        if (nd == IO_MAX_DIMS) return qh_errf(err, errlen, "'%s': more than %d dimensions", name, IO_MAX_DIMS);
+        if (ps >= he || *ps < '0' || *ps > '9')
+            return qh_errf(err, errlen, "'%s': bad .npy header (shape)", name);
+        if (nd == IO_MAX_DIMS)
+            return qh_errf(err, errlen, "'%s': more than %d dimensions", name, IO_MAX_DIMS);
         char *e;
         unsigned long long v = strtoull(ps, &e, 10);
         ps = e;
@@ -235,8 +310,9 @@ int io_npy_parse(const unsigned char *buf, size_t len, const char *name, IoArray
     out->is_complex = dt.kind == 'c';
     size_t need = n * (size_t)dt.size, have = len - off - hl;
     if (have < need)
-        return qh_errf(err, errlen, "'%s': bad .npy data: %zu bytes, the shape and dtype '%s' need %zu", name,
-                      have, code, need);
+        return qh_errf(err, errlen,
+                       "'%s': bad .npy data: %zu bytes, the shape and dtype '%s' need %zu", name,
+                       have, code, need);
     size_t nd_out = out->is_complex ? 2 * n : n;
     out->data = malloc((nd_out ? nd_out : 1) * sizeof(double));
     if (!out->data) return qh_errf(err, errlen, "'%s': out of memory", name);
@@ -246,7 +322,10 @@ int io_npy_parse(const unsigned char *buf, size_t len, const char *name, IoArray
     size_t strides[IO_MAX_DIMS];
     if (fortran && nd > 1) {
         size_t s = 1;
-        for (int i = nd - 1; i >= 0; i--) { strides[i] = s; s *= out->shape[i]; }
+        for (int i = nd - 1; i >= 0; i--) {
+            strides[i] = s;
+            s *= out->shape[i];
+        }
     }
     size_t cidx[IO_MAX_DIMS] = { 0 };
     for (size_t k = 0; k < n; k++) {
@@ -254,7 +333,7 @@ int io_npy_parse(const unsigned char *buf, size_t len, const char *name, IoArray
         if (fortran && nd > 1) {
             at = 0;
             for (int i = 0; i < nd; i++) at += cidx[i] * strides[i];
-            for (int i = 0; i < nd; i++) {   /* next Fortran index: first axis fastest */
+            for (int i = 0; i < nd; i++) { /* next Fortran index: first axis fastest */
                 if (++cidx[i] < out->shape[i]) break;
                 cidx[i] = 0;
             }
@@ -284,28 +363,42 @@ int io_npy_read(const char *path, IoArray *out, char *err, size_t errlen)
 
 unsigned char *io_npy_encode(const IoArray *a, size_t *len, char *err, size_t errlen)
 {
-    if (!a || a->ndim < 0 || a->ndim > IO_MAX_DIMS) { qh_errf(err, errlen, "bad array"); return NULL; }
+    if (!a || a->ndim < 0 || a->ndim > IO_MAX_DIMS) {
+        qh_errf(err, errlen, "bad array");
+        return NULL;
+    }
     char dict[64 + 24 * IO_MAX_DIMS];
     int at = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
                       a->is_complex ? "<c16" : "<f8");
     for (int i = 0; i < a->ndim; i++)
         at += snprintf(dict + at, sizeof dict - (size_t)at, i ? ", %zu" : "%zu", a->shape[i]);
     at += snprintf(dict + at, sizeof dict - (size_t)at, "%s), }", a->ndim == 1 ? "," : "");
-    size_t hl = (size_t)at + 1, pre = 10;   /* + '\n' */
+    size_t hl = (size_t)at + 1, pre = 10; /* + '\n' */
     size_t total = pre + hl;
     size_t pad = (64 - total % 64) % 64;
     hl += pad;
     int v2 = hl > 65535;
-    if (v2) { pre = 12; total = pre + (size_t)at + 1; pad = (64 - total % 64) % 64; hl = (size_t)at + 1 + pad; }
+    if (v2) {
+        pre = 12;
+        total = pre + (size_t)at + 1;
+        pad = (64 - total % 64) % 64;
+        hl = (size_t)at + 1 + pad;
+    }
     size_t es = a->is_complex ? 16 : 8, bytes = a->n * es;
     unsigned char *buf = malloc(pre + hl + bytes);
-    if (!buf) { qh_errf(err, errlen, "out of memory"); return NULL; }
+    if (!buf) {
+        qh_errf(err, errlen, "out of memory");
+        return NULL;
+    }
     memcpy(buf, "\x93NUMPY", 6);
     buf[6] = v2 ? 2 : 1;
     buf[7] = 0;
     buf[8] = (unsigned char)(hl & 255);
     buf[9] = (unsigned char)((hl >> 8) & 255);
-    if (v2) { buf[10] = (unsigned char)((hl >> 16) & 255); buf[11] = (unsigned char)((hl >> 24) & 255); }
+    if (v2) {
+        buf[10] = (unsigned char)((hl >> 16) & 255);
+        buf[11] = (unsigned char)((hl >> 24) & 255);
+    }
     memcpy(buf + pre, dict, (size_t)at);
     memset(buf + pre + at, ' ', pad);
     buf[pre + hl - 1] = '\n';

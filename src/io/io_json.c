@@ -32,8 +32,11 @@ static void fail(P *p, const char *what)
     p->failed = 1;
     size_t line = 1, col = 1;
     for (const char *q = p->s; q < p->p && q < p->e; q++) {
-        if (*q == '\n') { line++; col = 1; }
-        else if (((unsigned char)*q & 0xC0) != 0x80) col++;
+        if (*q == '\n') {
+            line++;
+            col = 1;
+        } else if (((unsigned char)*q & 0xC0) != 0x80)
+            col++;
     }
     qh_errf(p->err, p->errlen, "line %zu, column %zu: %s", line, col, what);
 }
@@ -46,11 +49,18 @@ static void ws(P *p)
 static int lit(P *p, const char *w)
 {
     size_t l = strlen(w);
-    if ((size_t)(p->e - p->p) >= l && memcmp(p->p, w, l) == 0) { p->p += l; return 1; }
+    if ((size_t)(p->e - p->p) >= l && memcmp(p->p, w, l) == 0) {
+        p->p += l;
+        return 1;
+    }
     return 0;
 }
 
-typedef struct Buf { char *d; size_t n, cap; int oom; } Buf;
+typedef struct Buf {
+    char *d;
+    size_t n, cap;
+    int oom;
+} Buf;
 
 static void put(Buf *b, const char *s, size_t n)
 {
@@ -59,7 +69,10 @@ static void put(Buf *b, const char *s, size_t n)
         size_t c = b->cap ? b->cap : 64;
         while (c < b->n + n + 1) c *= 2;
         char *d = realloc(b->d, c);
-        if (!d) { b->oom = 1; return; }
+        if (!d) {
+            b->oom = 1;
+            return;
+        }
         b->d = d;
         b->cap = c;
     }
@@ -72,13 +85,24 @@ static void put_utf8(Buf *b, unsigned cp)
 {
     char u[4];
     size_t n;
-    if (cp < 0x80) { u[0] = (char)cp; n = 1; }
-    else if (cp < 0x800) { u[0] = (char)(0xC0 | cp >> 6); u[1] = (char)(0x80 | (cp & 63)); n = 2; }
-    else if (cp < 0x10000) {
-        u[0] = (char)(0xE0 | cp >> 12); u[1] = (char)(0x80 | ((cp >> 6) & 63)); u[2] = (char)(0x80 | (cp & 63)); n = 3;
+    if (cp < 0x80) {
+        u[0] = (char)cp;
+        n = 1;
+    } else if (cp < 0x800) {
+        u[0] = (char)(0xC0 | cp >> 6);
+        u[1] = (char)(0x80 | (cp & 63));
+        n = 2;
+    } else if (cp < 0x10000) {
+        u[0] = (char)(0xE0 | cp >> 12);
+        u[1] = (char)(0x80 | ((cp >> 6) & 63));
+        u[2] = (char)(0x80 | (cp & 63));
+        n = 3;
     } else {
-        u[0] = (char)(0xF0 | cp >> 18); u[1] = (char)(0x80 | ((cp >> 12) & 63));
-        u[2] = (char)(0x80 | ((cp >> 6) & 63)); u[3] = (char)(0x80 | (cp & 63)); n = 4;
+        u[0] = (char)(0xF0 | cp >> 18);
+        u[1] = (char)(0x80 | ((cp >> 12) & 63));
+        u[2] = (char)(0x80 | ((cp >> 6) & 63));
+        u[3] = (char)(0x80 | (cp & 63));
+        n = 4;
     }
     put(b, u, n);
 }
@@ -89,7 +113,10 @@ static int hex4(P *p, unsigned *v)
     *v = 0;
     for (int i = 0; i < 4; i++) {
         char c = p->p[i];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+        int d = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
         if (d < 0) return -1;
         *v = *v * 16 + (unsigned)d;
     }
@@ -104,16 +131,31 @@ static int string(P *p, char **out, size_t *len)
     Buf b = { 0 };
     put(&b, "", 0);
     for (;;) {
-        if (p->p >= p->e) { fail(p, "unterminated string"); break; }
+        if (p->p >= p->e) {
+            fail(p, "unterminated string");
+            break;
+        }
         const char *a = p->p;
         while (p->p < p->e && *p->p != '"' && *p->p != '\\' && (unsigned char)*p->p >= 0x20) p->p++;
         put(&b, a, (size_t)(p->p - a));
-        if (p->p >= p->e) { fail(p, "unterminated string"); break; }
+        if (p->p >= p->e) {
+            fail(p, "unterminated string");
+            break;
+        }
         char c = *p->p;
-        if (c == '"') { p->p++; break; }
-        if (c != '\\') { fail(p, "control character in a string"); break; }
+        if (c == '"') {
+            p->p++;
+            break;
+        }
+        if (c != '\\') {
+            fail(p, "control character in a string");
+            break;
+        }
         p->p++;
-        if (p->p >= p->e) { fail(p, "unterminated string"); break; }
+        if (p->p >= p->e) {
+            fail(p, "unterminated string");
+            break;
+        }
         char x = *p->p++;
         const char *m = NULL;
         switch (x) {
@@ -127,13 +169,19 @@ static int string(P *p, char **out, size_t *len)
         case 't': m = "\t"; break;
         case 'u': {
             unsigned cp;
-            if (hex4(p, &cp)) { fail(p, "bad \\u escape"); goto out; }
-            if (cp >= 0xD800 && cp < 0xDC00 && p->e - p->p >= 6 && p->p[0] == '\\' && p->p[1] == 'u') {
+            if (hex4(p, &cp)) {
+                fail(p, "bad \\u escape");
+                goto out;
+            }
+            if (cp >= 0xD800 && cp < 0xDC00 && p->e - p->p >= 6 && p->p[0] == '\\' &&
+                p->p[1] == 'u') {
                 const char *save = p->p;
                 unsigned lo;
                 p->p += 2;
-                if (!hex4(p, &lo) && lo >= 0xDC00 && lo < 0xE000) cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                else p->p = save;
+                if (!hex4(p, &lo) && lo >= 0xDC00 && lo < 0xE000)
+                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                else
+                    p->p = save;
             }
             put_utf8(&b, cp);
             continue;
@@ -164,25 +212,43 @@ static int number(P *p, IoJson *j)
 {
     const char *a = p->p;
     if (p->p < p->e && *p->p == '-') p->p++;
-    if (lit(p, "Infinity")) { j->kind = IOJ_NUMBER; j->num = *a == '-' ? -INFINITY : INFINITY; return 0; }
-    if (p->p >= p->e || *p->p < '0' || *p->p > '9') { fail(p, "expected a value"); return -1; }
-    if (*p->p == '0') p->p++;
-    else while (p->p < p->e && *p->p >= '0' && *p->p <= '9') p->p++;
+    if (lit(p, "Infinity")) {
+        j->kind = IOJ_NUMBER;
+        j->num = *a == '-' ? -INFINITY : INFINITY;
+        return 0;
+    }
+    if (p->p >= p->e || *p->p < '0' || *p->p > '9') {
+        fail(p, "expected a value");
+        return -1;
+    }
+    if (*p->p == '0')
+        p->p++;
+    else
+        while (p->p < p->e && *p->p >= '0' && *p->p <= '9') p->p++;
     if (p->p < p->e && *p->p == '.') {
         p->p++;
-        if (p->p >= p->e || *p->p < '0' || *p->p > '9') { fail(p, "expected a digit after '.'"); return -1; }
+        if (p->p >= p->e || *p->p < '0' || *p->p > '9') {
+            fail(p, "expected a digit after '.'");
+            return -1;
+        }
         while (p->p < p->e && *p->p >= '0' && *p->p <= '9') p->p++;
     }
     if (p->p < p->e && (*p->p == 'e' || *p->p == 'E')) {
         p->p++;
         if (p->p < p->e && (*p->p == '+' || *p->p == '-')) p->p++;
-        if (p->p >= p->e || *p->p < '0' || *p->p > '9') { fail(p, "expected a digit in the exponent"); return -1; }
+        if (p->p >= p->e || *p->p < '0' || *p->p > '9') {
+            fail(p, "expected a digit in the exponent");
+            return -1;
+        }
         while (p->p < p->e && *p->p >= '0' && *p->p <= '9') p->p++;
     }
     char tmp[512];
     size_t l = (size_t)(p->p - a);
     char *big = l < sizeof tmp ? tmp : malloc(l + 1);
-    if (!big) { fail(p, "out of memory"); return -1; }
+    if (!big) {
+        fail(p, "out of memory");
+        return -1;
+    }
     memcpy(big, a, l);
     big[l] = 0;
     j->kind = IOJ_NUMBER;
@@ -194,12 +260,18 @@ static int number(P *p, IoJson *j)
 /* Why: arrays and objects share the growth and the separators. */
 static int container(P *p, IoJson *j, int depth, int obj)
 {
-    if (depth >= JSON_MAX_DEPTH) { fail(p, "nested too deeply"); return -1; }
+    if (depth >= JSON_MAX_DEPTH) {
+        fail(p, "nested too deeply");
+        return -1;
+    }
     p->p++;
     j->kind = obj ? IOJ_OBJECT : IOJ_ARRAY;
     size_t cap = 0;
     ws(p);
-    if (p->p < p->e && *p->p == (obj ? '}' : ']')) { p->p++; return 0; }
+    if (p->p < p->e && *p->p == (obj ? '}' : ']')) {
+        p->p++;
+        return 0;
+    }
     for (;;) {
         if (j->n == cap) {
             size_t nc = cap ? 2 * cap : 4;
@@ -209,15 +281,25 @@ static int container(P *p, IoJson *j, int depth, int obj)
             if (nk) j->keys = nk;
             size_t *nl = obj ? realloc(j->keylens, nc * sizeof *nl) : NULL;
             if (nl) j->keylens = nl;
-            if (!ni || (obj && (!nk || !nl))) { fail(p, "out of memory"); return -1; }
+            if (!ni || (obj && (!nk || !nl))) {
+                fail(p, "out of memory");
+                return -1;
+            }
             cap = nc;
         }
         ws(p);
         if (obj) {
-            if (p->p >= p->e || *p->p != '"') { fail(p, "expected a string key"); return -1; }
+            if (p->p >= p->e || *p->p != '"') {
+                fail(p, "expected a string key");
+                return -1;
+            }
             if (string(p, &j->keys[j->n], &j->keylens[j->n])) return -1;
             ws(p);
-            if (p->p >= p->e || *p->p != ':') { free(j->keys[j->n]); fail(p, "expected ':'"); return -1; }
+            if (p->p >= p->e || *p->p != ':') {
+                free(j->keys[j->n]);
+                fail(p, "expected ':'");
+                return -1;
+            }
             p->p++;
             ws(p);
         }
@@ -229,8 +311,14 @@ static int container(P *p, IoJson *j, int depth, int obj)
         }
         j->n++;
         ws(p);
-        if (p->p < p->e && *p->p == ',') { p->p++; continue; }
-        if (p->p < p->e && *p->p == (obj ? '}' : ']')) { p->p++; return 0; }
+        if (p->p < p->e && *p->p == ',') {
+            p->p++;
+            continue;
+        }
+        if (p->p < p->e && *p->p == (obj ? '}' : ']')) {
+            p->p++;
+            return 0;
+        }
         fail(p, obj ? "expected ',' or '}'" : "expected ',' or ']'");
         return -1;
     }
@@ -239,15 +327,41 @@ static int container(P *p, IoJson *j, int depth, int obj)
 static int value(P *p, IoJson *j, int depth)
 {
     ws(p);
-    if (p->p >= p->e) { fail(p, "unexpected end of input"); return -1; }
+    if (p->p >= p->e) {
+        fail(p, "unexpected end of input");
+        return -1;
+    }
     switch (*p->p) {
     case '{': return container(p, j, depth, 1);
     case '[': return container(p, j, depth, 0);
     case '"': j->kind = IOJ_STRING; return string(p, &j->str, &j->len);
-    case 't': if (lit(p, "true")) { j->kind = IOJ_BOOL; j->b = 1; return 0; } break;
-    case 'f': if (lit(p, "false")) { j->kind = IOJ_BOOL; j->b = 0; return 0; } break;
-    case 'n': if (lit(p, "null")) { j->kind = IOJ_NULL; return 0; } break;
-    case 'N': if (lit(p, "NaN")) { j->kind = IOJ_NUMBER; j->num = NAN; return 0; } break;
+    case 't':
+        if (lit(p, "true")) {
+            j->kind = IOJ_BOOL;
+            j->b = 1;
+            return 0;
+        }
+        break;
+    case 'f':
+        if (lit(p, "false")) {
+            j->kind = IOJ_BOOL;
+            j->b = 0;
+            return 0;
+        }
+        break;
+    case 'n':
+        if (lit(p, "null")) {
+            j->kind = IOJ_NULL;
+            return 0;
+        }
+        break;
+    case 'N':
+        if (lit(p, "NaN")) {
+            j->kind = IOJ_NUMBER;
+            j->num = NAN;
+            return 0;
+        }
+        break;
     default: return number(p, j);
     }
     fail(p, "expected a value");
@@ -279,8 +393,11 @@ IoJson *io_json_parse(const char *text, size_t len, char *err, size_t errlen)
 {
     P p = { text, text + len, text, err, errlen, 0 };
     IoJson *j = calloc(1, sizeof *j);
-    if (!j) { qh_errf(err, errlen, "out of memory"); return NULL; }
-    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) p.p += 3;   /* a UTF-8 BOM */
+    if (!j) {
+        qh_errf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (len >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0) p.p += 3; /* a UTF-8 BOM */
     if (value(&p, j, 0) == 0) {
         ws(&p);
         if (p.p < p.e) fail(&p, "extra data after the value");
@@ -294,9 +411,27 @@ IoJson *io_json_parse(const char *text, size_t len, char *err, size_t errlen)
 
 /* ---- building and dumping ------------------------------------------------- */
 
-IoJson io_json_null(void) { IoJson j; memset(&j, 0, sizeof j); j.kind = IOJ_NULL; return j; }
-IoJson io_json_bool(int b) { IoJson j = io_json_null(); j.kind = IOJ_BOOL; j.b = b != 0; return j; }
-IoJson io_json_number(double x) { IoJson j = io_json_null(); j.kind = IOJ_NUMBER; j.num = x; return j; }
+IoJson io_json_null(void)
+{
+    IoJson j;
+    memset(&j, 0, sizeof j);
+    j.kind = IOJ_NULL;
+    return j;
+}
+IoJson io_json_bool(int b)
+{
+    IoJson j = io_json_null();
+    j.kind = IOJ_BOOL;
+    j.b = b != 0;
+    return j;
+}
+IoJson io_json_number(double x)
+{
+    IoJson j = io_json_null();
+    j.kind = IOJ_NUMBER;
+    j.num = x;
+    return j;
+}
 
 IoJson io_json_string(const char *s, size_t len)
 {
@@ -315,14 +450,24 @@ static void dump_string(Buf *b, const char *s, size_t n)
         unsigned char c = (unsigned char)s[i];
         const char *esc = NULL;
         char u[8];
-        if (c == '"') esc = "\\\"";
-        else if (c == '\\') esc = "\\\\";
-        else if (c == '\n') esc = "\\n";
-        else if (c == '\r') esc = "\\r";
-        else if (c == '\t') esc = "\\t";
-        else if (c == '\b') esc = "\\b";
-        else if (c == '\f') esc = "\\f";
-        else if (c < 0x20 || c == 0x7f) { snprintf(u, sizeof u, "\\u%04x", c); esc = u; }
+        if (c == '"')
+            esc = "\\\"";
+        else if (c == '\\')
+            esc = "\\\\";
+        else if (c == '\n')
+            esc = "\\n";
+        else if (c == '\r')
+            esc = "\\r";
+        else if (c == '\t')
+            esc = "\\t";
+        else if (c == '\b')
+            esc = "\\b";
+        else if (c == '\f')
+            esc = "\\f";
+        else if (c < 0x20 || c == 0x7f) {
+            snprintf(u, sizeof u, "\\u%04x", c);
+            esc = u;
+        }
         if (esc) {
             put(b, s + a, i - a);
             put(b, esc, strlen(esc));
@@ -346,15 +491,22 @@ static int dump(Buf *b, const IoJson *j, int indent, int depth)
     case IOJ_NULL: put(b, "null", 4); return 0;
     case IOJ_BOOL: put(b, j->b ? "true" : "false", j->b ? 4 : 5); return 0;
     case IOJ_NUMBER: {
-        if (isnan(j->num)) { put(b, "NaN", 3); return 0; }
-        if (isinf(j->num)) { put(b, j->num < 0 ? "-Infinity" : "Infinity", j->num < 0 ? 9 : 8); return 0; }
+        if (isnan(j->num)) {
+            put(b, "NaN", 3);
+            return 0;
+        }
+        if (isinf(j->num)) {
+            put(b, j->num < 0 ? "-Infinity" : "Infinity", j->num < 0 ? 9 : 8);
+            return 0;
+        }
         char t[NUMFMT_BUF];
         int l = numfmt_double(t, j->num);
         put(b, t, (size_t)l);
         return 0;
     }
     case IOJ_STRING: dump_string(b, j->str ? j->str : "", j->len); return 0;
-    case IOJ_ARRAY: case IOJ_OBJECT: {
+    case IOJ_ARRAY:
+    case IOJ_OBJECT: {
         int obj = j->kind == IOJ_OBJECT;
         put(b, obj ? "{" : "[", 1);
         for (size_t i = 0; i < j->n; i++) {

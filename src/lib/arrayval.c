@@ -28,15 +28,21 @@ static void array_repr(Buf *b, Value v, bool quoted)
 {
     (void)quoted;
     char *s = ar_format(AS_ARR(v));
-    if (s) { buf_puts(b, s); free(s); }
-    else buf_puts(b, "array(<out of memory>)");
+    if (s) {
+        buf_puts(b, s);
+        free(s);
+    } else
+        buf_puts(b, "array(<out of memory>)");
 }
 
 static Value array_copy(Value v, CopyCtx *cc)
 {
     char err[AR_ERRLEN];
     Array *a = ar_copy(AS_ARR(v), err);
-    if (!a) { cc->error = "an array (out of memory)"; return v_nil(); }
+    if (!a) {
+        cc->error = "an array (out of memory)";
+        return v_nil();
+    }
     Value r = arr_wrap(a);
     copy_memo_put(cc, v.o, r.o);
     return r;
@@ -51,14 +57,17 @@ static bool array_ser(Value v, SerCtx *sc)
     ser_u8(sc, (unsigned)nd);
     for (int i = 0; i < nd; i++) ser_u64(sc, ar_shape(a)[i]);
     size_t n = ar_size(a);
-    if (ar_type(a) == AR_F64) ser_bytes(sc, ar_f64_ro(a), n * sizeof(double));
-    else ser_bytes(sc, ar_c128_ro(a), n * 2 * sizeof(double));
+    if (ar_type(a) == AR_F64)
+        ser_bytes(sc, ar_f64_ro(a), n * sizeof(double));
+    else
+        ser_bytes(sc, ar_c128_ro(a), n * 2 * sizeof(double));
     return true;
 }
 
 static Value array_deser(SerCtx *sc, ValType t, size_t id)
 {
-    (void)t; (void)id;
+    (void)t;
+    (void)id;
     uint8_t ty, nd;
     size_t shape[AR_MAXDIM], n = 1;
     if (!des_u8(sc, &ty) || !des_u8(sc, &nd)) return v_exc();
@@ -74,7 +83,10 @@ static Value array_deser(SerCtx *sc, ValType t, size_t id)
     if (bytes > sc->len - sc->pos) return des_fail(sc, "array data");
     char err[AR_ERRLEN];
     Array *a = ar_new((ArType)ty, nd, shape, err);
-    if (!a) { ser_fail(sc, "%s", err); return v_exc(); }
+    if (!a) {
+        ser_fail(sc, "%s", err);
+        return v_exc();
+    }
     des_bytes(sc, ty == AR_F64 ? (void *)ar_f64(a) : (void *)ar_c128(a), bytes);
     return arr_wrap(a);
 }
@@ -102,9 +114,18 @@ static Value scalar_value(ArScalar s)
 
 static bool to_scalar(Value v, ArScalar *s)
 {
-    if (v.t == T_NUM) { *s = ar_scalar(v.n); return true; }
-    if (v.t == T_BOOL) { *s = ar_scalar(v.b); return true; }
-    if (v.t == T_COMPLEX) { *s = ar_cscalar(AS_CPLX(v)->re, AS_CPLX(v)->im); return true; }
+    if (v.t == T_NUM) {
+        *s = ar_scalar(v.n);
+        return true;
+    }
+    if (v.t == T_BOOL) {
+        *s = ar_scalar(v.b);
+        return true;
+    }
+    if (v.t == T_COMPLEX) {
+        *s = ar_cscalar(AS_CPLX(v)->re, AS_CPLX(v)->im);
+        return true;
+    }
     return false;
 }
 
@@ -122,10 +143,20 @@ bool arr_op_of(BinOp op, ArOp *out)
     case OP_LE: *out = AR_LE; return true;
     case OP_GT: *out = AR_GT; return true;
     case OP_GE: *out = AR_GE; return true;
-    case OP_IDIV: case OP_MOD: case OP_MATMUL: case OP_IN: case OP_NOTIN:
-    case OP_NEG: case OP_POS: case OP_NOPS:
-    case OP_BAND: case OP_BOR: case OP_BXOR: case OP_SHL: case OP_SHR: case OP_INVERT:
-        return false;
+    case OP_IDIV:
+    case OP_MOD:
+    case OP_MATMUL:
+    case OP_IN:
+    case OP_NOTIN:
+    case OP_NEG:
+    case OP_POS:
+    case OP_NOPS:
+    case OP_BAND:
+    case OP_BOR:
+    case OP_BXOR:
+    case OP_SHL:
+    case OP_SHR:
+    case OP_INVERT: return false;
     default: qh_unreachable();
     }
 }
@@ -140,19 +171,24 @@ static Value array_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
     ArScalar s;
     Value sides[2] = { a, b };
     for (int i = 0; i < 2; i++)
-        if (sides[i].t != T_ARRAY && sides[i].t != T_LIST && !to_scalar(sides[i], &s)) return v_notimpl();
+        if (sides[i].t != T_ARRAY && sides[i].t != T_LIST && !to_scalar(sides[i], &s))
+            return v_notimpl();
     char err[AR_ERRLEN];
     Value tmp[2] = { v_nil(), v_nil() };
     for (int i = 0; i < 2; i++) {
         if (sides[i].t == T_LIST) {
             bool e = false;
             Array *x = list_to_array(vm, sides[i], site, &e);
-            if (e) { decref(tmp[0]); return v_exc(); }
+            if (e) {
+                decref(tmp[0]);
+                return v_exc();
+            }
             tmp[i] = arr_wrap(x);
             sides[i] = tmp[i];
         }
     }
-    a = sides[0]; b = sides[1];
+    a = sides[0];
+    b = sides[1];
     Value r;
     ArOp aop;
     if (op == OP_MATMUL) {
@@ -161,7 +197,9 @@ static Value array_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
         } else {
             Array *out = NULL;
             int k = ar_matmul(AS_ARR(a), AS_ARR(b), &out, &s, err);
-            r = k == AR_ERR ? vm_error(vm, site, "%s", err) : k == AR_SCALAR ? scalar_value(s) : arr_wrap(out);
+            r = k == AR_ERR      ? vm_error(vm, site, "%s", err)
+                : k == AR_SCALAR ? scalar_value(s)
+                                 : arr_wrap(out);
         }
     } else if (!arr_op_of(op, &aop)) {
         r = vm_error(vm, site, "unsupported operation %s on arrays", op_symbol(op));
@@ -174,19 +212,27 @@ static Value array_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
         (void)ok;
         r = wrap_or_error(vm, ar_binop_scalar(aop, AS_ARR(arr), s, a.t != T_ARRAY, err), err, site);
     }
-    decref(tmp[0]); decref(tmp[1]);
+    decref(tmp[0]);
+    decref(tmp[1]);
     return r;
 }
 
 static Value array_unop(VM *vm, BinOp op, Value a, const Node *site)
 {
     if (op == OP_INVERT) return v_notimpl();
-    if (op == OP_POS) { incref(a); return a; }
+    if (op == OP_POS) {
+        incref(a);
+        return a;
+    }
     char err[AR_ERRLEN];
     return wrap_or_error(vm, ar_neg(AS_ARR(a), err), err, site);
 }
 
-static bool array_len(Value a, size_t *out) { *out = ar_len(AS_ARR(a)); return true; }
+static bool array_len(Value a, size_t *out)
+{
+    *out = ar_len(AS_ARR(a));
+    return true;
+}
 static bool array_truthy(Value a) { return ar_len(AS_ARR(a)) != 0; }
 
 /* a double as an index the array room takes (out of range stays out of range) */
@@ -205,31 +251,47 @@ static bool to_ix(VM *vm, Value v, const Node *n, ArIndex *ix)
         long parts[3];
         for (int i = 0; i < 3; i++) {
             Value p = p3[i];
-            if (p.t == T_NIL) { parts[i] = AR_IX_NONE; continue; }
-            if (p.t != T_NUM || p.n != floor(p.n)) { vm_error(vm, n, "slice bounds must be integers"); return false; }
+            if (p.t == T_NIL) {
+                parts[i] = AR_IX_NONE;
+                continue;
+            }
+            if (p.t != T_NUM || p.n != floor(p.n)) {
+                vm_error(vm, n, "slice bounds must be integers");
+                return false;
+            }
             parts[i] = clamp_index(p.n);
         }
-        if (parts[2] == 0) { vm_error(vm, n, "slice step must not be zero"); return false; }
+        if (parts[2] == 0) {
+            vm_error(vm, n, "slice step must not be zero");
+            return false;
+        }
         *ix = ar_ix_slice(parts[0], parts[1], parts[2]);
         return true;
     }
-    to_plain_number(&v);       /* a tracked number indexes by its value */
+    to_plain_number(&v); /* a tracked number indexes by its value */
     if (v.t != T_NUM || v.n != floor(v.n) || !isfinite(v.n)) {
-        if (v.t == T_NUM) vm_error(vm, n, "array index must be an integer, got %g", v.n);
-        else vm_error(vm, n, "array index must be an integer, not %s", type_name(v));
+        if (v.t == T_NUM)
+            vm_error(vm, n, "array index must be an integer, got %g", v.n);
+        else
+            vm_error(vm, n, "array index must be an integer, not %s", type_name(v));
         return false;
     }
     *ix = ar_ix(clamp_index(v.n));
     return true;
 }
 
-static const Node *at(Node *const *isite, int k, const Node *site) { return isite && isite[k] ? isite[k] : site; }
+static const Node *at(Node *const *isite, int k, const Node *site)
+{
+    return isite && isite[k] ? isite[k] : site;
+}
 
-static Value array_index(VM *vm, Value a, int nidx, const Value *idx, const Node *site, Node *const *isite)
+static Value array_index(VM *vm, Value a, int nidx, const Value *idx, const Node *site,
+                         Node *const *isite)
 {
     ArIndex ix[AR_MAXDIM];
     if (nidx > AR_MAXDIM) return vm_error(vm, site, "too many indices for an array");
-    for (int i = 0; i < nidx; i++) if (!to_ix(vm, idx[i], at(isite, i, site), &ix[i])) return v_exc();
+    for (int i = 0; i < nidx; i++)
+        if (!to_ix(vm, idx[i], at(isite, i, site), &ix[i])) return v_exc();
     char err[AR_ERRLEN];
     ArScalar s;
     Array *out = NULL;
@@ -238,28 +300,41 @@ static Value array_index(VM *vm, Value a, int nidx, const Value *idx, const Node
     return k == AR_SCALAR ? scalar_value(s) : arr_wrap(out);
 }
 
-static bool array_setindex(VM *vm, Value a, int nidx, const Value *idx, Value v, const Node *site, Node *const *isite)
+static bool array_setindex(VM *vm, Value a, int nidx, const Value *idx, Value v, const Node *site,
+                           Node *const *isite)
 {
     ArIndex ix[AR_MAXDIM];
-    if (nidx > AR_MAXDIM) { vm_error(vm, site, "too many indices for an array"); return false; }
-    for (int i = 0; i < nidx; i++) if (!to_ix(vm, idx[i], at(isite, i, site), &ix[i])) return false;
+    if (nidx > AR_MAXDIM) {
+        vm_error(vm, site, "too many indices for an array");
+        return false;
+    }
+    for (int i = 0; i < nidx; i++)
+        if (!to_ix(vm, idx[i], at(isite, i, site), &ix[i])) return false;
     char err[AR_ERRLEN];
     ArScalar s;
     int k;
     Value fv = tp_force(vm, v, site);
     if (IS_EXC(fv)) return false;
-    if (to_scalar(fv, &s)) k = ar_assign_scalar(AS_ARR(a), ix, nidx, s, err);
-    else if (fv.t == T_ARRAY) k = ar_assign_array(AS_ARR(a), ix, nidx, AS_ARR(fv), err);
+    if (to_scalar(fv, &s))
+        k = ar_assign_scalar(AS_ARR(a), ix, nidx, s, err);
+    else if (fv.t == T_ARRAY)
+        k = ar_assign_array(AS_ARR(a), ix, nidx, AS_ARR(fv), err);
     else if (fv.t == T_LIST) {
         bool e = false;
         Array *x = list_to_array(vm, fv, site, &e);
-        if (e) { decref(fv); return false; }
+        if (e) {
+            decref(fv);
+            return false;
+        }
         k = ar_assign_array(AS_ARR(a), ix, nidx, x, err);
         ar_free(x);
     } else if (fv.t >= T_FIRST_OBJ && (type_of(fv)->flags & TF_INTERCEPT)) {
         /* a differentiated value: it would lose its derivative here */
-        vm_error(vm, site, "cannot store a differentiated %s in an array made outside the differentiated code "
-                 "(build the array with array([...]) from the values, or keep them in a list)", type_name(fv));
+        vm_error(
+            vm, site,
+            "cannot store a differentiated %s in an array made outside the differentiated code "
+            "(build the array with array([...]) from the values, or keep them in a list)",
+            type_name(fv));
         decref(fv);
         return false;
     } else {
@@ -268,7 +343,10 @@ static bool array_setindex(VM *vm, Value a, int nidx, const Value *idx, Value v,
         return false;
     }
     decref(fv);
-    if (k == AR_ERR) { vm_error(vm, site, "%s", err); return false; }
+    if (k == AR_ERR) {
+        vm_error(vm, site, "%s", err);
+        return false;
+    }
     return true;
 }
 
@@ -284,7 +362,8 @@ Array *arr_from_list(VM *vm, Value list, const Node *site)
 static Value array_contains(VM *vm, Value a, Value x, const Node *site)
 {
     ArScalar s;
-    if (!to_scalar(x, &s)) return vm_error(vm, site, "'in <array>' needs a number on the left, not %s", type_name(x));
+    if (!to_scalar(x, &s))
+        return vm_error(vm, site, "'in <array>' needs a number on the left, not %s", type_name(x));
     return v_bool(ar_contains(AS_ARR(a), s) != 0);
 }
 
@@ -335,9 +414,12 @@ static Value array_math(VM *vm, MathFn fn, Value a, long arg, const Node *site)
 {
     char err[AR_ERRLEN];
     Array *r;
-    if (fn == M_ROUND && arg > 300) r = ar_copy(AS_ARR(a), err);    /* beyond a double's digits */
-    else if (fn == M_ROUND) r = ar_round(AS_ARR(a), arg < -308 ? -308 : (int)arg, err);
-    else r = ar_map(arr_math_func(fn), AS_ARR(a), err);
+    if (fn == M_ROUND && arg > 300)
+        r = ar_copy(AS_ARR(a), err); /* beyond a double's digits */
+    else if (fn == M_ROUND)
+        r = ar_round(AS_ARR(a), arg < -308 ? -308 : (int)arg, err);
+    else
+        r = ar_map(arr_math_func(fn), AS_ARR(a), err);
     return wrap_or_error(vm, r, err, site);
 }
 
@@ -350,12 +432,14 @@ static Value array_reduce(VM *vm, ReduceFn fn, Value a, Args *args)
     case R_MIN: r = AR_MIN; break;
     case R_MAX: r = AR_MAX; break;
     case R_MEAN: r = AR_MEAN; break;
-    case R_NFUNCS: default: qh_unreachable();
+    case R_NFUNCS:
+    default: qh_unreachable();
     }
     int axis = AR_AXIS_ALL;
     Value *ax = arg_kw(args, "axis");
     if (ax && ax->t != T_NIL) {
-        if (ax->t != T_NUM || ax->n != floor(ax->n) || fabs(ax->n) > 64) return vm_error(vm, args->site, "axis must be an integer");
+        if (ax->t != T_NUM || ax->n != floor(ax->n) || fabs(ax->n) > 64)
+            return vm_error(vm, args->site, "axis must be an integer");
         axis = (int)ax->n;
     }
     char err[AR_ERRLEN];
@@ -368,7 +452,14 @@ static Value array_reduce(VM *vm, ReduceFn fn, Value a, Args *args)
 
 /* ---------------------------------------------------------------- array(list) */
 
-typedef struct Flat { double *re, *im; size_t n, cap; bool cplx; int ndim; size_t shape[AR_MAXDIM]; Value foreign; } Flat;
+typedef struct Flat {
+    double *re, *im;
+    size_t n, cap;
+    bool cplx;
+    int ndim;
+    size_t shape[AR_MAXDIM];
+    Value foreign;
+} Flat;
 
 static bool flat_put(Flat *f, double re, double im)
 {
@@ -396,13 +487,22 @@ static bool flatten(VM *vm, Value v, int depth, Flat *f, const Node *site)
     }
     if (v.t == T_LIST || v.t == T_ARRAY) {
         size_t len = v.t == T_LIST ? AS_LIST(v)->len : ar_len(AS_ARR(v));
-        if (depth >= AR_MAXDIM) { vm_error(vm, site, "array(): more than %d dimensions", AR_MAXDIM); return false; }
+        if (depth >= AR_MAXDIM) {
+            vm_error(vm, site, "array(): more than %d dimensions", AR_MAXDIM);
+            return false;
+        }
         if (depth == f->ndim) {
-            if (f->n) { vm_error(vm, site, "array(): ragged nested lists (a number where a list was expected before)"); return false; }
+            if (f->n) {
+                vm_error(
+                    vm, site,
+                    "array(): ragged nested lists (a number where a list was expected before)");
+                return false;
+            }
             f->ndim = depth + 1;
             f->shape[depth] = len;
         } else if (depth > f->ndim || f->shape[depth] != len) {
-            vm_error(vm, site, "array(): ragged nested lists (lengths %zu and %zu at depth %d)", f->shape[depth], len, depth + 1);
+            vm_error(vm, site, "array(): ragged nested lists (lengths %zu and %zu at depth %d)",
+                     f->shape[depth], len, depth + 1);
             return false;
         }
         for (size_t i = 0; i < len; i++) {
@@ -418,12 +518,24 @@ static bool flatten(VM *vm, Value v, int depth, Flat *f, const Node *site)
     if (v.t >= T_FIRST_OBJ && (type_of(v)->flags & TF_INTERCEPT)) {
         /* a differentiated value: its kind builds the array (bi_array) */
         f->foreign = v;
-        vm_error(vm, site, "a differentiated %s cannot go into an array here: make the array with array([...])", type_name(v));
+        vm_error(
+            vm, site,
+            "a differentiated %s cannot go into an array here: make the array with array([...])",
+            type_name(v));
         return false;
     }
-    if (!to_scalar(v, &s)) { vm_error(vm, site, "array(): elements must be numbers, not %s", type_name(v)); return false; }
-    if (depth != f->ndim) { vm_error(vm, site, "array(): ragged nested lists"); return false; }
-    if (!flat_put(f, s.re, s.is_complex ? s.im : 0)) { vm_error(vm, site, "array(): out of memory"); return false; }
+    if (!to_scalar(v, &s)) {
+        vm_error(vm, site, "array(): elements must be numbers, not %s", type_name(v));
+        return false;
+    }
+    if (depth != f->ndim) {
+        vm_error(vm, site, "array(): ragged nested lists");
+        return false;
+    }
+    if (!flat_put(f, s.re, s.is_complex ? s.im : 0)) {
+        vm_error(vm, site, "array(): out of memory");
+        return false;
+    }
     if (s.is_complex) f->cplx = true;
     return true;
 }
@@ -434,10 +546,18 @@ static Array *flat_to_array(VM *vm, Flat *f, bool force_complex, const Node *sit
     size_t shape[AR_MAXDIM];
     int nd = f->ndim;
     for (int i = 0; i < nd; i++) shape[i] = f->shape[i];
-    if (nd == 0) { vm_error(vm, site, "array() needs a list"); *err = true; return NULL; }
+    if (nd == 0) {
+        vm_error(vm, site, "array() needs a list");
+        *err = true;
+        return NULL;
+    }
     bool c = f->cplx || force_complex;
     Array *a = ar_new(c ? AR_C128 : AR_F64, nd, shape, e);
-    if (!a) { vm_error(vm, site, "%s", e); *err = true; return NULL; }
+    if (!a) {
+        vm_error(vm, site, "%s", e);
+        *err = true;
+        return NULL;
+    }
     if (c) {
         double _Complex *d = ar_c128(a);
         for (size_t i = 0; i < f->n; i++) d[i] = f->re[i] + f->im[i] * I;
@@ -453,9 +573,12 @@ static Array *list_to_array(VM *vm, Value v, const Node *site, bool *err)
     Flat f;
     memset(&f, 0, sizeof f);
     Array *a = NULL;
-    if (!flatten(vm, v, 0, &f, site)) *err = true;
-    else a = flat_to_array(vm, &f, false, site, err);
-    free(f.re); free(f.im);
+    if (!flatten(vm, v, 0, &f, site))
+        *err = true;
+    else
+        a = flat_to_array(vm, &f, false, site, err);
+    free(f.re);
+    free(f.im);
     return a;
 }
 
@@ -467,7 +590,8 @@ static Value bi_array(VM *vm, Args *a)
     Value *dt = arg_kw(a, "dtype");
     bool cplx = false;
     if (dt) {
-        if (dt->t != T_STR || (strcmp(AS_STR(*dt)->s, "complex") != 0 && strcmp(AS_STR(*dt)->s, "float") != 0))
+        if (dt->t != T_STR ||
+            (strcmp(AS_STR(*dt)->s, "complex") != 0 && strcmp(AS_STR(*dt)->s, "float") != 0))
             return vm_error(vm, a->site, "array(): dtype must be \"float\" or \"complex\"");
         cplx = strcmp(AS_STR(*dt)->s, "complex") == 0;
     }
@@ -475,17 +599,21 @@ static Value bi_array(VM *vm, Args *a)
     memset(&f, 0, sizeof f);
     bool err = false;
     Array *r = NULL;
-    if (v.t != T_LIST && v.t != T_ARRAY) { return vm_error(vm, a->site, "array() needs a list or array, not %s", type_name(v)); }
+    if (v.t != T_LIST && v.t != T_ARRAY) {
+        return vm_error(vm, a->site, "array() needs a list or array, not %s", type_name(v));
+    }
     if (!flatten(vm, v, 0, &f, a->site)) {
         err = true;
         const TypeOps *ft = f.foreign.t >= T_FIRST_OBJ ? type_of(f.foreign) : NULL;
-        if (ft && ft->builtin) {   /* differentiated elements: their kind makes the array */
-            free(f.re); free(f.im);
+        if (ft && ft->builtin) { /* differentiated elements: their kind makes the array */
+            free(f.re);
+            free(f.im);
             return ft->builtin(vm, a->def, a);
         }
-    }
-    else r = flat_to_array(vm, &f, cplx, a->site, &err);
-    free(f.re); free(f.im);
+    } else
+        r = flat_to_array(vm, &f, cplx, a->site, &err);
+    free(f.re);
+    free(f.im);
     if (err) return v_exc();
     if (dt && !cplx && f.cplx) {
         ar_free(r);
@@ -499,8 +627,14 @@ static bool shape_args(VM *vm, Args *a, int from, int *nd, size_t *shape, const 
 {
     Value *src = a->v + from;
     int n = a->n - from;
-    if (n == 1 && src[0].t == T_LIST) { src = AS_LIST(src[0])->v; n = (int)AS_LIST(a->v[from])->len; }
-    if (n < 1 || n > AR_MAXDIM) { vm_error(vm, a->site, "%s(): needs 1 to %d dimensions", fn, AR_MAXDIM); return false; }
+    if (n == 1 && src[0].t == T_LIST) {
+        src = AS_LIST(src[0])->v;
+        n = (int)AS_LIST(a->v[from])->len;
+    }
+    if (n < 1 || n > AR_MAXDIM) {
+        vm_error(vm, a->site, "%s(): needs 1 to %d dimensions", fn, AR_MAXDIM);
+        return false;
+    }
     for (int i = 0; i < n; i++) {
         if (src[i].t != T_NUM || src[i].n != floor(src[i].n) || src[i].n < 0 || src[i].n > 1e12) {
             vm_error(vm, a->site, "%s(): dimensions must be non-negative integers", fn);
@@ -526,11 +660,13 @@ static Value maker(VM *vm, Args *a, MakerKind kind, const char *fn)
     switch (kind) {
     case MK_ZEROS: r = ar_zeros(t, nd, shape, err); break;
     case MK_ONES: r = ar_ones(t, nd, shape, err); break;
-    case MK_RANDN: case MK_RAND: {
+    case MK_RANDN:
+    case MK_RAND: {
         Value *sk = arg_kw(a, "seed");
         Rng local, *rng = &vm->rng;
         if (sk && sk->t != T_NIL) {
-            if (sk->t != T_NUM || sk->n != floor(sk->n)) return vm_error(vm, a->site, "%s(): seed must be an integer", fn);
+            if (sk->t != T_NUM || sk->n != floor(sk->n))
+                return vm_error(vm, a->site, "%s(): seed must be an integer", fn);
             rng_seed(&local, (uint64_t)(int64_t)sk->n);
             rng = &local;
         }
@@ -560,11 +696,12 @@ static Value bi_full(VM *vm, Args *a)
 {
     int nd;
     size_t shape[AR_MAXDIM];
-    Args t = *a;            /* the shape is the first argument only */
+    Args t = *a; /* the shape is the first argument only */
     t.n = 1;
     if (!shape_args(vm, &t, 0, &nd, shape, "full")) return v_exc();
     ArScalar s;
-    if (!to_scalar(a->v[1], &s)) return vm_error(vm, a->site, "full(): fill value must be a number");
+    if (!to_scalar(a->v[1], &s))
+        return vm_error(vm, a->site, "full(): fill value must be a number");
     char err[AR_ERRLEN];
     return wrap_or_error(vm, ar_full(nd, shape, s, err), err, a->site);
 }
@@ -573,7 +710,8 @@ static Value bi_linspace(VM *vm, Args *a)
 {
     double x, y;
     long n = 50;
-    if (!arg_num(vm, a, 0, "linspace() start", &x) || !arg_num(vm, a, 1, "linspace() stop", &y)) return v_exc();
+    if (!arg_num(vm, a, 0, "linspace() start", &x) || !arg_num(vm, a, 1, "linspace() stop", &y))
+        return v_exc();
     if (a->n > 2 && !arg_int(vm, a, 2, "linspace() count", &n)) return v_exc();
     char err[AR_ERRLEN];
     return wrap_or_error(vm, ar_linspace(x, y, n, err), err, a->site);
@@ -582,9 +720,11 @@ static Value bi_linspace(VM *vm, Args *a)
 static Value bi_arange(VM *vm, Args *a)
 {
     double x = 0, y, st = 1;
-    if (a->n == 1) { if (!arg_num(vm, a, 0, "arange() stop", &y)) return v_exc(); }
-    else {
-        if (!arg_num(vm, a, 0, "arange() start", &x) || !arg_num(vm, a, 1, "arange() stop", &y)) return v_exc();
+    if (a->n == 1) {
+        if (!arg_num(vm, a, 0, "arange() stop", &y)) return v_exc();
+    } else {
+        if (!arg_num(vm, a, 0, "arange() start", &x) || !arg_num(vm, a, 1, "arange() stop", &y))
+            return v_exc();
         if (a->n > 2 && !arg_num(vm, a, 2, "arange() step", &st)) return v_exc();
     }
     char err[AR_ERRLEN];
@@ -617,25 +757,43 @@ static Value bi_reshape(VM *vm, Args *a)
     if (!want_array(vm, a, 0, "reshape")) return v_exc();
     Value *src = a->v + 1;
     int n = a->n - 1;
-    if (n == 1 && src[0].t == T_LIST) { n = (int)AS_LIST(src[0])->len; src = AS_LIST(src[0])->v; }
-    if (n < 1 || n > AR_MAXDIM) return vm_error(vm, a->site, "reshape(): needs 1 to %d dimensions", AR_MAXDIM);
+    if (n == 1 && src[0].t == T_LIST) {
+        n = (int)AS_LIST(src[0])->len;
+        src = AS_LIST(src[0])->v;
+    }
+    if (n < 1 || n > AR_MAXDIM)
+        return vm_error(vm, a->site, "reshape(): needs 1 to %d dimensions", AR_MAXDIM);
     long shape[AR_MAXDIM];
     for (int i = 0; i < n; i++) {
-        if (src[i].t != T_NUM || src[i].n != floor(src[i].n)) return vm_error(vm, a->site, "reshape(): dimensions must be integers");
+        if (src[i].t != T_NUM || src[i].n != floor(src[i].n))
+            return vm_error(vm, a->site, "reshape(): dimensions must be integers");
         shape[i] = (long)src[i].n;
     }
     char err[AR_ERRLEN];
     return wrap_or_error(vm, ar_reshape(AS_ARR(a->v[0]), n, shape, err), err, a->site);
 }
 
-#define UNARY_ARRAY(nm, call) \
-    static Value bi_##nm(VM *vm, Args *a) { \
-        char err[AR_ERRLEN]; \
-        Value tmp = v_nil(); Value v = a->v[0]; \
-        if (v.t == T_LIST) { bool e = false; Array *x = list_to_array(vm, v, a->site, &e); if (e) return v_exc(); tmp = arr_wrap(x); v = tmp; } \
-        if (v.t != T_ARRAY) { decref(tmp); return vm_error(vm, a->site, #nm "() needs an array, not %s", type_name(v)); } \
-        Value r = wrap_or_error(vm, call(AS_ARR(v), err), err, a->site); \
-        decref(tmp); return r; }
+#define UNARY_ARRAY(nm, call)                                                            \
+    static Value bi_##nm(VM *vm, Args *a)                                                \
+    {                                                                                    \
+        char err[AR_ERRLEN];                                                             \
+        Value tmp = v_nil();                                                             \
+        Value v = a->v[0];                                                               \
+        if (v.t == T_LIST) {                                                             \
+            bool e = false;                                                              \
+            Array *x = list_to_array(vm, v, a->site, &e);                                \
+            if (e) return v_exc();                                                       \
+            tmp = arr_wrap(x);                                                           \
+            v = tmp;                                                                     \
+        }                                                                                \
+        if (v.t != T_ARRAY) {                                                            \
+            decref(tmp);                                                                 \
+            return vm_error(vm, a->site, #nm "() needs an array, not %s", type_name(v)); \
+        }                                                                                \
+        Value r = wrap_or_error(vm, call(AS_ARR(v), err), err, a->site);                 \
+        decref(tmp);                                                                     \
+        return r;                                                                        \
+    }
 UNARY_ARRAY(transpose, ar_transpose)
 UNARY_ARRAY(eigvalsh, ar_eigvalsh)
 
@@ -648,9 +806,16 @@ static Value complex_part(VM *vm, Args *a, int which)
         if (which == 1) return v_num(AS_CPLX(v)->im);
         return v_complex(AS_CPLX(v)->re, -AS_CPLX(v)->im);
     }
-    if (v.t != T_ARRAY) return vm_error(vm, a->site, "%s() needs a number or array, not %s", which == 0 ? "real" : which == 1 ? "imag" : "conj", type_name(v));
+    if (v.t != T_ARRAY)
+        return vm_error(vm, a->site, "%s() needs a number or array, not %s",
+                        which == 0   ? "real"
+                        : which == 1 ? "imag"
+                                     : "conj",
+                        type_name(v));
     char err[AR_ERRLEN];
-    Array *r = which == 0 ? ar_real(AS_ARR(v), err) : which == 1 ? ar_imag(AS_ARR(v), err) : ar_conj(AS_ARR(v), err);
+    Array *r = which == 0   ? ar_real(AS_ARR(v), err)
+               : which == 1 ? ar_imag(AS_ARR(v), err)
+                            : ar_conj(AS_ARR(v), err);
     return wrap_or_error(vm, r, err, a->site);
 }
 static Value bi_real(VM *vm, Args *a) { return complex_part(vm, a, 0); }
@@ -666,19 +831,30 @@ static Value two_arrays(VM *vm, Args *a, const char *fn, Value *x, Value *y, Val
         if (v.t == T_LIST) {
             bool e = false;
             Array *ar = list_to_array(vm, v, a->site, &e);
-            if (e) { decref(tmps[0]); return v_exc(); }
+            if (e) {
+                decref(tmps[0]);
+                return v_exc();
+            }
             tmps[i] = arr_wrap(ar);
             v = tmps[i];
         }
-        if (v.t != T_ARRAY) { decref(tmps[0]); decref(tmps[1]); return vm_error(vm, a->site, "%s() needs arrays, not %s", fn, type_name(v)); }
-        if (i == 0) *x = v; else *y = v;
+        if (v.t != T_ARRAY) {
+            decref(tmps[0]);
+            decref(tmps[1]);
+            return vm_error(vm, a->site, "%s() needs arrays, not %s", fn, type_name(v));
+        }
+        if (i == 0)
+            *x = v;
+        else
+            *y = v;
     }
     return v_nil();
 }
 
 static Value bi_dot(VM *vm, Args *a)
 {
-    if ((a->v[0].t == T_NUM || a->v[0].t == T_COMPLEX) && (a->v[1].t == T_NUM || a->v[1].t == T_COMPLEX))
+    if ((a->v[0].t == T_NUM || a->v[0].t == T_COMPLEX) &&
+        (a->v[1].t == T_NUM || a->v[1].t == T_COMPLEX))
         return tp_binop(vm, OP_MUL, a->v[0], a->v[1], a->site);
     Value x = v_nil(), y = v_nil(), t[2];
     Value e = two_arrays(vm, a, "dot", &x, &y, t);
@@ -688,7 +864,8 @@ static Value bi_dot(VM *vm, Args *a)
     Array *out = NULL;
     ArScalar s;
     int k = ar_dot(AS_ARR(x), AS_ARR(y), &out, &s, err);
-    decref(t[0]); decref(t[1]);
+    decref(t[0]);
+    decref(t[1]);
     if (k == AR_ERR) return vm_error(vm, a->site, "%s", err);
     return k == AR_SCALAR ? scalar_value(s) : arr_wrap(out);
 }
@@ -701,7 +878,8 @@ static Value bi_kron(VM *vm, Args *a)
     qh_assert(x.t == T_ARRAY && y.t == T_ARRAY);
     char err[AR_ERRLEN];
     Value r = wrap_or_error(vm, ar_kron(AS_ARR(x), AS_ARR(y), err), err, a->site);
-    decref(t[0]); decref(t[1]);
+    decref(t[0]);
+    decref(t[1]);
     return r;
 }
 
@@ -734,7 +912,8 @@ static Value bi_mean(VM *vm, Args *a)
         decref(w);
         return r;
     }
-    if (v.t != T_ARRAY) return vm_error(vm, a->site, "mean() needs an array or list, not %s", type_name(v));
+    if (v.t != T_ARRAY)
+        return vm_error(vm, a->site, "mean() needs an array or list, not %s", type_name(v));
     return array_reduce(vm, R_MEAN, v, a);
 }
 
@@ -746,12 +925,18 @@ static Value bi_tolist(VM *vm, Args *a)
     ObjList *l = list_new(n);
     for (size_t i = 0; i < n; i++) {
         Value r = arr_row(vm, v, i, a->site);
-        if (IS_EXC(r)) { decref(v_list(l)); return r; }
+        if (IS_EXC(r)) {
+            decref(v_list(l));
+            return r;
+        }
         if (r.t == T_ARRAY) {
             Args t = { 1, &r, 0, NULL, NULL, a->site, a->def };
             Value s = bi_tolist(vm, &t);
             decref(r);
-            if (IS_EXC(s)) { decref(v_list(l)); return s; }
+            if (IS_EXC(s)) {
+                decref(v_list(l));
+                return s;
+            }
             r = s;
         }
         l->v[l->len++] = r;
@@ -788,10 +973,22 @@ static const BuiltinDef builtins_array[] = {
 
 static const TypeOps array_ops = {
     .name = "array",
-    .free = array_free, .copy = array_copy, .ser = array_ser, .deser = array_deser,
-    .repr = array_repr, .eq = array_eq, .binop = array_binop, .unop = array_unop, .truthy = array_truthy,
-    .index = array_index, .setindex = array_setindex, .len = array_len, .iter = array_iter,
-    .contains = array_contains, .math = array_math, .reduce = array_reduce,
+    .free = array_free,
+    .copy = array_copy,
+    .ser = array_ser,
+    .deser = array_deser,
+    .repr = array_repr,
+    .eq = array_eq,
+    .binop = array_binop,
+    .unop = array_unop,
+    .truthy = array_truthy,
+    .index = array_index,
+    .setindex = array_setindex,
+    .len = array_len,
+    .iter = array_iter,
+    .contains = array_contains,
+    .math = array_math,
+    .reduce = array_reduce,
 };
 
 void arrayval_open(void)

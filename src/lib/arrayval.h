@@ -8,7 +8,10 @@
 #include "vm.h"
 
 struct Array;
-typedef struct ObjArray { Obj h; struct Array *a; } ObjArray;
+typedef struct ObjArray {
+    Obj h;
+    struct Array *a;
+} ObjArray;
 #define AS_ARR(v) (((ObjArray *)(v).o)->a)
 
 /* Wraps an Array (taking it) as a value. */

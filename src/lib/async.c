@@ -43,18 +43,21 @@ enum { REC_LIVE, REC_ORPHAN, REC_FAILED };
 
 typedef struct TaskRec {
     Fut *fut;
-    struct ObjFuture *obj;      /* the main-side future while it exists */
+    struct ObjFuture *obj; /* the main-side future while it exists */
     struct AsyncState *as;
-    const char *prefix, *name;  /* "grad " "f": static and the function's name */
-    const Source *src;          /* a REPL entry's own source (src->entry) */
+    const char *prefix, *name; /* "grad " "f": static and the function's name */
+    const Source *src;         /* a REPL entry's own source (src->entry) */
     int line;
-    unsigned long seq;          /* dispatch number: program order */
-    double t0;                  /* dispatched at (mono) */
+    unsigned long seq; /* dispatch number: program order */
+    double t0;         /* dispatched at (mono) */
     struct TaskRec *prev, *next;
     unsigned char where;
 } TaskRec;
 
-typedef struct RecList { TaskRec *head, *tail; size_t n; } RecList;
+typedef struct RecList {
+    TaskRec *head, *tail;
+    size_t n;
+} RecList;
 
 /* Failures nobody read, per call site, for the report at exit. */
 #define SITE_SHOWN 3
@@ -66,37 +69,37 @@ typedef struct FailSite {
     unsigned long count;
     int nshown;
     unsigned long shown_seq[SITE_SHOWN];
-    char *shown[SITE_SHOWN];     /* messages of the first ones, by seq */
+    char *shown[SITE_SHOWN]; /* messages of the first ones, by seq */
 } FailSite;
 
 /* The main thread's record of the calls it dispatched, and its timing
  * (in->async; main-thread only). */
 typedef struct AsyncState {
     RecList live, orphans, failed;
-    size_t orphans_kept;        /* orphans after the last sweep */
-    unsigned long seq;          /* calls dispatched so far */
-    FailSite *sites;            /* open addressing, cap a power of two */
+    size_t orphans_kept; /* orphans after the last sweep */
+    unsigned long seq;   /* calls dispatched so far */
+    FailSite *sites;     /* open addressing, cap a power of two */
     size_t nsites, capsites;
     double main_wait_seconds;
     double run_start;
-    unsigned long sync_tasks;   /* --sync: calls run, and their time */
+    unsigned long sync_tasks; /* --sync: calls run, and their time */
     double sync_task_seconds;
-    const AsyncRemote *remote;  /* under mpirun: other ranks run tasks too */
-    atomic_ulong unsent;        /* tasks that could not be packed (run here) */
-    char unsent_why[320];       /* the first reason (written once, under unsent_mu) */
+    const AsyncRemote *remote; /* under mpirun: other ranks run tasks too */
+    atomic_ulong unsent;       /* tasks that could not be packed (run here) */
+    char unsent_why[320];      /* the first reason (written once, under unsent_mu) */
     pthread_mutex_t unsent_mu;
 } AsyncState;
 
 typedef struct ObjFuture {
     Obj h;
     Fut *fut;
-    TaskRec *rec;               /* main-side futures that made the call only */
+    TaskRec *rec; /* main-side futures that made the call only */
     Value cached;
     bool resolved;
     const char *prefix, *name;
     const Source *src;
-    int line;                   /* call line */
-    unsigned long serial;       /* main-side: the dispatch's number (async_dispatches) */
+    int line;             /* call line */
+    unsigned long serial; /* main-side: the dispatch's number (async_dispatches) */
 } ObjFuture;
 #define AS_FUT(v) ((ObjFuture *)(v).o)
 
@@ -108,10 +111,10 @@ typedef struct TaskCtx {
     uint64_t seed, index;
     const char *prefix, *name;
     int line;
-    TaskBody body;              /* what the task runs */
-    void *arg;                  /* the body's argument (a copy) */
-    CopyCtx mods;               /* the modules copied for the task: released at its end */
-    Value args[];               /* nargs */
+    TaskBody body; /* what the task runs */
+    void *arg;     /* the body's argument (a copy) */
+    CopyCtx mods;  /* the modules copied for the task: released at its end */
+    Value args[];  /* nargs */
 } TaskCtx;
 
 /* the interpreter's AsyncState, made on first need */
@@ -138,7 +141,10 @@ static void list_push_rec(RecList *l, TaskRec *r, unsigned char where)
     r->where = where;
     r->next = NULL;
     r->prev = l->tail;
-    if (l->tail) l->tail->next = r; else l->head = r;
+    if (l->tail)
+        l->tail->next = r;
+    else
+        l->head = r;
     l->tail = r;
     l->n++;
 }
@@ -148,8 +154,14 @@ static void list_unlink(RecList *l, TaskRec *r)
     qh_assert(r->prev != r && r->next != r);
     qh_assert(r->prev ? r->prev->next == r : l->head == r);
     qh_assert(r->next ? r->next->prev == r : l->tail == r);
-    if (r->prev) r->prev->next = r->next; else l->head = r->next;
-    if (r->next) r->next->prev = r->prev; else l->tail = r->prev;
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        l->head = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    else
+        l->tail = r->prev;
     r->prev = r->next = NULL;
     l->n--;
 }
@@ -162,7 +174,8 @@ static void rec_free(TaskRec *r)
 
 static size_t site_hash(const FailSite *s)
 {
-    uintptr_t h = (uintptr_t)s->src * 31 + (uintptr_t)s->name * 17 + (uintptr_t)s->prefix + (uintptr_t)s->line;
+    uintptr_t h = (uintptr_t)s->src * 31 + (uintptr_t)s->name * 17 + (uintptr_t)s->prefix +
+                  (uintptr_t)s->line;
     return (size_t)(h * 0x9e3779b97f4a7c15ULL >> 7);
 }
 
@@ -181,12 +194,18 @@ static FailSite *site_of(AsyncState *as, const TaskRec *r)
         as->sites = ns;
         as->capsites = nc;
     }
-    FailSite key = { r->prefix, r->name, r->src, r->line, 0, 0, 0, {0}, {0} };
+    FailSite key = { r->prefix, r->name, r->src, r->line, 0, 0, 0, { 0 }, { 0 } };
     size_t j = site_hash(&key) & (as->capsites - 1);
     for (;;) {
         FailSite *s = &as->sites[j];
-        if (!s->count) { *s = key; s->first_seq = r->seq; as->nsites++; return s; }
-        if (s->src == r->src && s->line == r->line && s->name == r->name && s->prefix == r->prefix) return s;
+        if (!s->count) {
+            *s = key;
+            s->first_seq = r->seq;
+            as->nsites++;
+            return s;
+        }
+        if (s->src == r->src && s->line == r->line && s->name == r->name && s->prefix == r->prefix)
+            return s;
         j = (j + 1) & (as->capsites - 1);
     }
 }
@@ -201,9 +220,13 @@ static void site_count(AsyncState *as, TaskRec *r)
     int at = s->nshown;
     while (at > 0 && s->shown_seq[at - 1] > r->seq) at--;
     if (at < SITE_SHOWN) {
-        if (s->nshown == SITE_SHOWN) { free(s->shown[SITE_SHOWN - 1]); s->nshown--; }
+        if (s->nshown == SITE_SHOWN) {
+            free(s->shown[SITE_SHOWN - 1]);
+            s->nshown--;
+        }
         memmove(&s->shown[at + 1], &s->shown[at], (size_t)(s->nshown - at) * sizeof(char *));
-        memmove(&s->shown_seq[at + 1], &s->shown_seq[at], (size_t)(s->nshown - at) * sizeof(unsigned long));
+        memmove(&s->shown_seq[at + 1], &s->shown_seq[at],
+                (size_t)(s->nshown - at) * sizeof(unsigned long));
         const char *e = fut_error(r->fut);
         s->shown[at] = xstrdup(e ? e : "failed");
         s->shown_seq[at] = r->seq;
@@ -223,8 +246,14 @@ static void rec_report(AsyncState *as, TaskRec *r)
 static bool rec_settle(AsyncState *as, TaskRec *r)
 {
     if (!fut_ready(r->fut)) return false;
-    if (fut_state(r->fut) != FUT_FAILED || fut_retrieved(r->fut)) { rec_free(r); return true; }
-    if (fut_refs(r->fut) == 1) { rec_report(as, r); return true; }
+    if (fut_state(r->fut) != FUT_FAILED || fut_retrieved(r->fut)) {
+        rec_free(r);
+        return true;
+    }
+    if (fut_refs(r->fut) == 1) {
+        rec_report(as, r);
+        return true;
+    }
     list_push_rec(&as->failed, r, REC_FAILED);
     return true;
 }
@@ -247,8 +276,13 @@ static void orphans_sweep(AsyncState *as)
         /* shared failures whose other holders are gone */
         for (TaskRec *x = f->head, *nx; x; x = nx) {
             nx = x->next;
-            if (fut_retrieved(x->fut)) { list_unlink(f, x); rec_free(x); }
-            else if (fut_refs(x->fut) == 1) { list_unlink(f, x); rec_report(as, x); }
+            if (fut_retrieved(x->fut)) {
+                list_unlink(f, x);
+                rec_free(x);
+            } else if (fut_refs(x->fut) == 1) {
+                list_unlink(f, x);
+                rec_report(as, x);
+            }
         }
     }
     as->orphans_kept = as->orphans.n;
@@ -270,7 +304,7 @@ static void rec_orphan(TaskRec *r)
 static void future_free(Obj *o)
 {
     ObjFuture *f = (ObjFuture *)o;
-    if (f->fut) fut_release(f->fut);        /* first: the record may then hold the last reference */
+    if (f->fut) fut_release(f->fut); /* first: the record may then hold the last reference */
     if (f->rec) rec_orphan(f->rec);
     decref(f->cached);
     free(f);
@@ -291,7 +325,8 @@ static void future_repr(Buf *b, Value v, bool quoted)
 }
 
 /* a future object on fut (the reference is taken) */
-static Value future_new(Fut *fut, TaskRec *rec, const char *prefix, const char *name, const Source *src, int line)
+static Value future_new(Fut *fut, TaskRec *rec, const char *prefix, const char *name,
+                        const Source *src, int line)
 {
     ObjFuture *f = (ObjFuture *)obj_alloc(sizeof(ObjFuture), T_FUTURE);
     atomic_fetch_add_explicit(&value_lazy_live, 1, memory_order_relaxed);
@@ -305,8 +340,17 @@ static Value future_new(Fut *fut, TaskRec *rec, const char *prefix, const char *
     return v_obj(&f->h);
 }
 
-static void future_traverse(Obj *o, void (*visit)(Value, void *), void *ud) { visit(((ObjFuture *)o)->cached, ud); }
-static void future_clear(Obj *o) { ObjFuture *f = (ObjFuture *)o; Value c = f->cached; f->cached = v_nil(); decref(c); }
+static void future_traverse(Obj *o, void (*visit)(Value, void *), void *ud)
+{
+    visit(((ObjFuture *)o)->cached, ud);
+}
+static void future_clear(Obj *o)
+{
+    ObjFuture *f = (ObjFuture *)o;
+    Value c = f->cached;
+    f->cached = v_nil();
+    decref(c);
+}
 
 /* ---------------------------------------------------------------- copying */
 
@@ -346,7 +390,8 @@ static const char *keep_name(const char *s)
 {
     pthread_mutex_lock(&names_mu);
     const char *r = NULL;
-    for (size_t i = 0; i < nnames_kept && !r; i++) if (strcmp(names_kept[i], s) == 0) r = names_kept[i];
+    for (size_t i = 0; i < nnames_kept && !r; i++)
+        if (strcmp(names_kept[i], s) == 0) r = names_kept[i];
     if (!r) {
         names_kept = xrealloc(names_kept, (nnames_kept + 1) * sizeof(char *));
         r = names_kept[nnames_kept++] = xstrdup(s);
@@ -360,20 +405,31 @@ static const char *keep_name(const char *s)
  * round trip (its origin: rank 0's Fut, which a result coming back refers
  * to again), and a read of its error on the other rank counts as a read on
  * rank 0 (a failure nobody read is reported at exit). */
-typedef struct FutLink { uint64_t origin; Fut *fut; } FutLink;
-typedef struct FutLinks { FutLink *v; size_t n, cap; } FutLinks;
+typedef struct FutLink {
+    uint64_t origin;
+    Fut *fut;
+} FutLink;
+typedef struct FutLinks {
+    FutLink *v;
+    size_t n, cap;
+} FutLinks;
 
 static void links_add(FutLinks *l, uint64_t origin, Fut *fut)
 {
-    for (size_t i = 0; i < l->n; i++) if (l->v[i].origin == origin) return;
-    if (l->n == l->cap) { l->cap = l->cap ? 2 * l->cap : 4; l->v = xrealloc(l->v, l->cap * sizeof *l->v); }
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].origin == origin) return;
+    if (l->n == l->cap) {
+        l->cap = l->cap ? 2 * l->cap : 4;
+        l->v = xrealloc(l->v, l->cap * sizeof *l->v);
+    }
     l->v[l->n].origin = origin;
     l->v[l->n++].fut = fut_retain(fut);
 }
 
 static Fut *links_find(const FutLinks *l, uint64_t origin)
 {
-    for (size_t i = 0; l && i < l->n; i++) if (l->v[i].origin == origin) return l->v[i].fut;
+    for (size_t i = 0; l && i < l->n; i++)
+        if (l->v[i].origin == origin) return l->v[i].fut;
     return NULL;
 }
 
@@ -399,10 +455,17 @@ static uint64_t fut_origin(Fut *fut)
 static bool future_ser(Value v, SerCtx *sc)
 {
     ObjFuture *f = AS_FUT(v);
-    if (f->resolved) { ser_u8(sc, 0); return ser_value(sc, f->cached); }
+    if (f->resolved) {
+        ser_u8(sc, 0);
+        return ser_value(sc, f->cached);
+    }
     FutState st = fut_state(f->fut);
-    if (st == FUT_DONE) { ser_u8(sc, 0); return ser_value(sc, *(Value *)fut_result(f->fut)); }
-    if (st != FUT_FAILED && st != FUT_CANCELLED) return ser_fail(sc, "a future still running cannot be sent to another rank");
+    if (st == FUT_DONE) {
+        ser_u8(sc, 0);
+        return ser_value(sc, *(Value *)fut_result(f->fut));
+    }
+    if (st != FUT_FAILED && st != FUT_CANCELLED)
+        return ser_fail(sc, "a future still running cannot be sent to another rank");
     const char *err = fut_error(f->fut);
     const char *src = f->src ? f->src->name : "";
     uint64_t origin = fut_origin(f->fut);
@@ -419,13 +482,15 @@ static bool future_ser(Value v, SerCtx *sc)
 
 static Value future_deser(SerCtx *sc, ValType t, size_t id)
 {
-    (void)t; (void)id;
+    (void)t;
+    (void)id;
     uint8_t kind;
     if (!des_u8(sc, &kind)) return v_exc();
     if (kind == 0) return des_value(sc);
     uint64_t origin;
     if (!des_u64(sc, &origin)) return v_exc();
-    const char *err = des_str(sc, NULL), *prefix = des_str(sc, NULL), *name = des_str(sc, NULL), *src = des_str(sc, NULL);
+    const char *err = des_str(sc, NULL), *prefix = des_str(sc, NULL), *name = des_str(sc, NULL),
+               *src = des_str(sc, NULL);
     uint32_t line;
     if (!err || !prefix || !name || !src || !des_u32(sc, &line)) return v_exc();
     if (kind > 2) return des_fail(sc, "future");
@@ -436,18 +501,24 @@ static Value future_deser(SerCtx *sc, ValType t, size_t id)
         if (strcmp(code->mods[i]->src->name, src) == 0) where = code->mods[i]->src;
     /* coming back to where it was sent from: the same call */
     Fut *fut = links_find(sc->user, origin);
-    if (fut && fut_origin(fut) == origin) fut_retain(fut);
+    if (fut && fut_origin(fut) == origin)
+        fut_retain(fut);
     else {
         fut = fut_new();
         fut_set_user(fut, (void *)(uintptr_t)origin);
-        if (kind == 1) fut_fail(fut, err);
-        else fut_cancel(fut);
+        if (kind == 1)
+            fut_fail(fut, err);
+        else
+            fut_cancel(fut);
         if (sc->user) links_add(sc->user, origin, fut);
     }
     return future_new(fut, NULL, keep_name(prefix), keep_name(name), where, (int)line);
 }
 
-typedef struct DepList { Fut **v; int n, cap; } DepList;
+typedef struct DepList {
+    Fut **v;
+    int n, cap;
+} DepList;
 
 /* main -> task: a future still running becomes a dependency of the task
  * (it starts once the call is over) and a task-side future on the same
@@ -461,7 +532,10 @@ static Value copy_future_out(Value v, CopyCtx *cc)
     if (st == FUT_DONE) return fut_value_copy(f->fut, cc);
     DepList *d = cc->user;
     if (d && (st == FUT_PENDING || st == FUT_RUNNING)) {
-        if (d->n == d->cap) { d->cap = d->cap ? d->cap * 2 : 4; d->v = xrealloc(d->v, (size_t)d->cap * sizeof(Fut *)); }
+        if (d->n == d->cap) {
+            d->cap = d->cap ? d->cap * 2 : 4;
+            d->v = xrealloc(d->v, (size_t)d->cap * sizeof(Fut *));
+        }
         d->v[d->n++] = f->fut;
     }
     Value n = future_new(fut_retain(f->fut), NULL, f->prefix, f->name, f->src, f->line);
@@ -532,32 +606,44 @@ static Value fail_chain(VM *vm, ObjFuture *f, const Node *site, const char *err)
     const char *nl = strchr(err, '\n');
     int first = nl ? (int)(nl - err) : (int)strlen(err);
     if (!vm->is_task)
-        return vm_error(vm, site, "%s%s() called at %s:%d failed: %.*s%s", f->prefix, f->name, where, f->line,
-                        first, err, nl ? nl : "");
-    /* the hop lines: this one, then the earlier ones (an elision line among them counts its hops) */
+        return vm_error(vm, site, "%s%s() called at %s:%d failed: %.*s%s", f->prefix, f->name,
+                        where, f->line, first, err, nl ? nl : "");
+    /* the hop lines: this one, then the earlier ones (an elision line among them counts its
+     * hops) */
     const char *lines[MAX_HOPS + 2];
     int lens[MAX_HOPS + 2], n = 0, elided = 0, tail = -1;
     char hop[256];
     const Source *here = vm_source(vm);
     int need = site ? site->line : vm->cur_line;
-    int k = snprintf(hop, sizeof hop, "  via %s%s() called at %s:%d", f->prefix, f->name, where, f->line);
-    if (need > 0 && k > 0 && (size_t)k < sizeof hop)         /* where the task needed it, when known */
-        snprintf(hop + k, sizeof hop - (size_t)k, " (needed at %s:%d)", here ? here->name : "?", need);
-    lines[n] = hop; lens[n++] = (int)strlen(hop);
-    for (const char *p = nl; p; ) {
+    int k = snprintf(hop, sizeof hop, "  via %s%s() called at %s:%d", f->prefix, f->name, where,
+                     f->line);
+    if (need > 0 && k > 0 && (size_t)k < sizeof hop) /* where the task needed it, when known */
+        snprintf(hop + k, sizeof hop - (size_t)k, " (needed at %s:%d)", here ? here->name : "?",
+                 need);
+    lines[n] = hop;
+    lens[n++] = (int)strlen(hop);
+    for (const char *p = nl; p;) {
         const char *s = p + 1, *e = strchr(s, '\n');
         int len = e ? (int)(e - s) : (int)strlen(s);
         int k;
-        if (sscanf(s, "  ... (%d more)", &k) == 1) { elided += k; tail = n; }
-        else if (n < MAX_HOPS + 1) { lines[n] = s; lens[n++] = len; }
-        else elided++;
+        if (sscanf(s, "  ... (%d more)", &k) == 1) {
+            elided += k;
+            tail = n;
+        } else if (n < MAX_HOPS + 1) {
+            lines[n] = s;
+            lens[n++] = len;
+        } else
+            elided++;
         p = e;
     }
     /* too many: drop hops before the innermost (or before the kept tail) */
     while (n > MAX_HOPS - 1) {
         int drop = tail >= 0 ? tail - 1 : n - 2;
         if (drop < 1) break;
-        for (int i = drop; i + 1 < n; i++) { lines[i] = lines[i + 1]; lens[i] = lens[i + 1]; }
+        for (int i = drop; i + 1 < n; i++) {
+            lines[i] = lines[i + 1];
+            lens[i] = lens[i + 1];
+        }
         n--;
         elided++;
         tail = drop;
@@ -579,12 +665,18 @@ static Value fail_chain(VM *vm, ObjFuture *f, const Node *site, const char *err)
 static Value future_force(VM *vm, Value v, const Node *site)
 {
     ObjFuture *f = AS_FUT(v);
-    if (f->resolved) { incref(f->cached); return f->cached; }
+    if (f->resolved) {
+        incref(f->cached);
+        return f->cached;
+    }
     Interp *in = vm->in;
     if (!fut_ready(f->fut)) {
-        if (vm->la_sandbox) return vm_error(vm, site, "lookahead: would wait");   /* never wait ahead */
-        if (vm->is_task) fut_wait(f->fut);     /* a dependency: finished before the task began */
-        else if (!main_wait(vm, f, site)) return vm_interrupted(vm, site);
+        if (vm->la_sandbox)
+            return vm_error(vm, site, "lookahead: would wait"); /* never wait ahead */
+        if (vm->is_task)
+            fut_wait(f->fut); /* a dependency: finished before the task began */
+        else if (!main_wait(vm, f, site))
+            return vm_interrupted(vm, site);
     }
     fut_mark_retrieved(f->fut);
     FutState st = fut_state(f->fut);
@@ -594,10 +686,10 @@ static Value future_force(VM *vm, Value v, const Node *site)
         Value out = fut_value_copy(f->fut, &cc);
         const char *cerr = cc.error;
         copy_done(&cc);
-        if (cerr) {                             /* out of memory for the copy: nothing cached, a later use tries again */
+        if (cerr) { /* out of memory for the copy: nothing cached, a later use tries again */
             decref(out);
-            return vm_error(vm, site, "%s%s() called at %s:%d: cannot copy its result: %s", f->prefix, f->name,
-                            f->src ? f->src->name : "?", f->line, cerr);
+            return vm_error(vm, site, "%s%s() called at %s:%d: cannot copy its result: %s",
+                            f->prefix, f->name, f->src ? f->src->name : "?", f->line, cerr);
         }
         f->cached = out;
         f->resolved = true;
@@ -618,7 +710,10 @@ static void ctx_free(void *p)
 {
     TaskCtx *c = p;
     if (!c) return;
-    for (int i = 0; i < c->nargs; i++) { decref(c->args[i]); c->args[i] = v_nil(); }
+    for (int i = 0; i < c->nargs; i++) {
+        decref(c->args[i]);
+        c->args[i] = v_nil();
+    }
     copy_release_modules(&c->mods);
     decref(c->fn);
     free(c->arg);
@@ -628,13 +723,14 @@ static void ctx_free(void *p)
 /* Runs the call on a task VM; the result is copied into a fresh graph and
  * everything else the task made is freed before the future completes.
  * cancel: the task's flag. */
-static bool task_execute(TaskCtx *c, const atomic_int *cancel, void *task, Value *result, char *err, size_t errlen)
+static bool task_execute(TaskCtx *c, const atomic_int *cancel, void *task, Value *result, char *err,
+                         size_t errlen)
 {
-    value_track_begin();                /* what the task makes and leaves in cycles is swept at its end */
+    value_track_begin(); /* what the task makes and leaves in cycles is swept at its end */
     VM tvm;
     vm_init(&tvm, c->in, true);
     tvm.cancel = cancel;
-    tvm.watch_interrupt = !exec_on_worker();   /* run by the main thread: Ctrl-C reaches it */
+    tvm.watch_interrupt = !exec_on_worker(); /* run by the main thread: Ctrl-C reaches it */
     tvm.task = task;
     tvm.stream_seed = c->seed;
     tvm.call_id = c->index;
@@ -643,15 +739,19 @@ static bool task_execute(TaskCtx *c, const atomic_int *cancel, void *task, Value
     tvm.mod = f->mod;
     Value *slots = tvm.stack;
     int nl = f->p->nlocals > c->nargs ? f->p->nlocals : c->nargs;
-    value_track_adopt(c->fn);           /* the copies made for this task join its thread's heap */
-    for (int i = 0; i < c->nargs; i++) { slots[i] = c->args[i]; c->args[i] = v_nil(); value_track_adopt(slots[i]); }
+    value_track_adopt(c->fn); /* the copies made for this task join its thread's heap */
+    for (int i = 0; i < c->nargs; i++) {
+        slots[i] = c->args[i];
+        c->args[i] = v_nil();
+        value_track_adopt(slots[i]);
+    }
     for (int i = c->nargs; i < nl; i++) slots[i] = v_unbound();
     tvm.sp = (size_t)nl;
     Value r = c->body(&tvm, f, slots, c->seed, c->index, NULL, c->arg);
     tvm.sp = 0;
     bool ok = !IS_EXC(r);
     if (ok) {
-        bool tracked = value_track_pause();     /* the result's copy belongs to whoever reads it */
+        bool tracked = value_track_pause(); /* the result's copy belongs to whoever reads it */
         CopyCtx cc;
         copy_init(&cc);
         cc.no_code = true;
@@ -662,17 +762,21 @@ static bool task_execute(TaskCtx *c, const atomic_int *cancel, void *task, Value
         decref(r);
         if (cerr) {
             decref(*result);
-            snprintf(err, errlen, "%s%s() returned %s, which cannot leave a task", c->prefix, c->name, cerr);
+            snprintf(err, errlen, "%s%s() returned %s, which cannot leave a task", c->prefix,
+                     c->name, cerr);
             ok = false;
         }
     } else {
         VMError *e = &tvm.err;
-        if (e->chained) snprintf(err, errlen, "%s", e->msg);        /* its hop line says where */
-        else if (e->src && e->line > 0) snprintf(err, errlen, "%s (%s:%d)", e->msg, e->src->name, e->line);
-        else snprintf(err, errlen, "%s", e->msg);
+        if (e->chained)
+            snprintf(err, errlen, "%s", e->msg); /* its hop line says where */
+        else if (e->src && e->line > 0)
+            snprintf(err, errlen, "%s (%s:%d)", e->msg, e->src->name, e->line);
+        else
+            snprintf(err, errlen, "%s", e->msg);
     }
     vm_free(&tvm);
-    copy_release_modules(&c->mods);      /* the task's copies of modules: cycles broken */
+    copy_release_modules(&c->mods); /* the task's copies of modules: cycles broken */
     decref(c->fn);
     c->fn = v_nil();
     value_track_end();
@@ -680,13 +784,14 @@ static bool task_execute(TaskCtx *c, const atomic_int *cancel, void *task, Value
 }
 
 static bool ship_task(TaskCtx *c, ExecTask *t, int slot);
-static Value qfn_body(VM *vm, ObjFunc *f, Value *params, uint64_t seed, uint64_t index, const Node *site, const void *arg);
+static Value qfn_body(VM *vm, ObjFunc *f, Value *params, uint64_t seed, uint64_t index,
+                      const Node *site, const void *arg);
 
 static void run_task(void *p, ExecTask *t)
 {
     TaskCtx *c = p;
     int slot = exec_task_remote(t);
-    if (slot >= 0 && ship_task(c, t, slot)) return;     /* else it could not travel: run here */
+    if (slot >= 0 && ship_task(c, t, slot)) return; /* else it could not travel: run here */
     Value result;
     char err[1200];
     if (task_execute(c, exec_task_cancel_flag(t), t, &result, err, sizeof err)) {
@@ -713,7 +818,8 @@ static bool pack_task(const TaskCtx *c, SerCtx *sc)
     ser_u32(sc, (uint32_t)c->line);
     if (!ser_value(sc, c->fn)) return false;
     ser_u32(sc, (uint32_t)c->nargs);
-    for (int i = 0; i < c->nargs; i++) if (!ser_value(sc, c->args[i])) return false;
+    for (int i = 0; i < c->nargs; i++)
+        if (!ser_value(sc, c->args[i])) return false;
     return true;
 }
 
@@ -753,7 +859,7 @@ static TaskCtx *unpack_task(Interp *in, SerCtx *sc)
         ctx_free(c);
         return NULL;
     }
-    copy_move_modules(&c->mods, &sc->memo);     /* released at the task's end, as a local task's */
+    copy_move_modules(&c->mods, &sc->memo); /* released at the task's end, as a local task's */
     return c;
 }
 
@@ -773,7 +879,8 @@ static void answer_head(Buf *out, const FutLinks *l)
     for (size_t i = 0; i < l->n; i++) n += fut_retrieved(l->v[i].fut);
     buf_put(out, (const char *)&n, sizeof n);
     for (size_t i = 0; i < l->n; i++)
-        if (fut_retrieved(l->v[i].fut)) buf_put(out, (const char *)&l->v[i].origin, sizeof(uint64_t));
+        if (fut_retrieved(l->v[i].fut))
+            buf_put(out, (const char *)&l->v[i].origin, sizeof(uint64_t));
 }
 
 /* A remote slot's run: the task packed and shipped, its answer unpacked.
@@ -801,7 +908,7 @@ static bool ship_task(TaskCtx *c, ExecTask *t, int slot)
     if (rc >= 0) {
         /* the failed inputs the task read: read here too */
         SerCtx rd;
-        des_init(&rd, ans.p, ans.len, r->code);     /* no functions come back; sources name calls */
+        des_init(&rd, ans.p, ans.len, r->code); /* no functions come back; sources name calls */
         rd.user = &links;
         uint32_t n = 0;
         bool ok = des_u32(&rd, &n);
@@ -817,7 +924,8 @@ static bool ship_task(TaskCtx *c, ExecTask *t, int slot)
         Value v = ok && rc == 1 ? des_value(&rd) : v_exc();
         value_track_resume(tracked);
         if (ok && rc == 0) {
-            exec_task_fail(t, (const char *)rd.in + rd.pos);     /* the message (NUL-terminated by the Buf) */
+            exec_task_fail(t, (const char *)rd.in +
+                                  rd.pos); /* the message (NUL-terminated by the Buf) */
         } else if (!IS_EXC(v) && des_at_end(&rd)) {
             Value *box = xmalloc(sizeof(Value));
             *box = v;
@@ -825,8 +933,8 @@ static bool ship_task(TaskCtx *c, ExecTask *t, int slot)
         } else {
             if (!IS_EXC(v)) decref(v);
             char msg[300];
-            snprintf(msg, sizeof msg, "%s%s(): the answer from another rank could not be read: %s", c->prefix, c->name,
-                     rd.error[0] ? rd.error : "extra bytes");
+            snprintf(msg, sizeof msg, "%s%s(): the answer from another rank could not be read: %s",
+                     c->prefix, c->name, rd.error[0] ? rd.error : "extra bytes");
             exec_task_fail(t, msg);
         }
         ser_free(&rd);
@@ -838,12 +946,10 @@ static bool ship_task(TaskCtx *c, ExecTask *t, int slot)
     return true;
 }
 
-void async_set_remote(Interp *in, const AsyncRemote *r)
-{
-    async_state(in)->remote = r;
-}
+void async_set_remote(Interp *in, const AsyncRemote *r) { async_state(in)->remote = r; }
 
-bool async_run_packed(Interp *in, const void *task, size_t len, const atomic_int *cancel, const SerCode *code, Buf *out)
+bool async_run_packed(Interp *in, const void *task, size_t len, const atomic_int *cancel,
+                      const SerCode *code, Buf *out)
 {
     FutLinks links = { NULL, 0, 0 };
     SerCtx sc;
@@ -862,17 +968,24 @@ bool async_run_packed(Interp *in, const void *task, size_t len, const atomic_int
     char err[1200];
     bool ok = task_execute(c, cancel, NULL, &result, err, sizeof err);
     answer_head(out, &links);
-    if (!ok) { buf_puts(out, err); ctx_free(c); links_free(&links); return false; }
+    if (!ok) {
+        buf_puts(out, err);
+        ctx_free(c);
+        links_free(&links);
+        return false;
+    }
     SerCtx w;
     ser_init(&w, NULL);
     w.user = &links;
     ok = ser_value(&w, result);
     decref(result);
-    if (ok) buf_put(out, w.out.p, w.out.len);
+    if (ok)
+        buf_put(out, w.out.p, w.out.len);
     else {
         /* what a task returns can always be copied; a kind that cannot travel says so */
         char msg[400];
-        snprintf(msg, sizeof msg, "%s%s() returned a value that cannot be sent back to rank 0: %s", c->prefix, c->name, w.error);
+        snprintf(msg, sizeof msg, "%s%s() returned a value that cannot be sent back to rank 0: %s",
+                 c->prefix, c->name, w.error);
         buf_puts(out, msg);
     }
     ser_free(&w);
@@ -884,7 +997,10 @@ bool async_run_packed(Interp *in, const void *task, size_t len, const atomic_int
 unsigned long async_unsent(Interp *in, const char **why)
 {
     AsyncState *as = in->async;
-    if (!as) { *why = NULL; return 0; }
+    if (!as) {
+        *why = NULL;
+        return 0;
+    }
     unsigned long n = atomic_load(&as->unsent);
     *why = n ? as->unsent_why : NULL;
     return n;
@@ -899,8 +1015,10 @@ unsigned long async_unsent(Interp *in, const char **why)
 static uint64_t nested_id(uint64_t parent, uint64_t k)
 {
     uint64_t z = parent * 0x9e3779b97f4a7c15ULL + k + 0x632be59bd9b4e019ULL;
-    z ^= z >> 30; z *= 0xbf58476d1ce4e5b9ULL;
-    z ^= z >> 27; z *= 0x94d049bb133111ebULL;
+    z ^= z >> 30;
+    z *= 0xbf58476d1ce4e5b9ULL;
+    z ^= z >> 27;
+    z *= 0x94d049bb133111ebULL;
     z ^= z >> 31;
     return z | (1ULL << 63);
 }
@@ -908,13 +1026,17 @@ static uint64_t nested_id(uint64_t parent, uint64_t k)
 /* A call made inside a task runs at once, on the task's VM, with its own
  * copies of its arguments (futures in them are shared: they are finished)
  * and the id of its place in the call tree. */
-static Value dispatch_inline(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body, const void *arg)
+static Value dispatch_inline(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body,
+                             const void *arg)
 {
-    if (vm_check_interrupt(vm)) { for (int i = 0; i < f->p->nlocals; i++) decref(params[i]); return v_exc(); }
+    if (vm_check_interrupt(vm)) {
+        for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
+        return v_exc();
+    }
     uint64_t id = nested_id(vm->call_id, vm->qcall_seq++);
     CopyCtx cc;
     copy_init(&cc);
-    cc.share_code = true;             /* same thread: functions need no copy */
+    cc.share_code = true; /* same thread: functions need no copy */
     cc.on_future = share_future;
     for (int i = 0; i < f->p->nparams; i++) {
         Value c = value_copy_deep(params[i], &cc);
@@ -944,14 +1066,14 @@ static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const
 {
     TaskCtx *c = xcalloc(1, sizeof *c + (size_t)(f->p->nparams + 1) * sizeof(Value));
     c->in = vm->in;
-    bool tracked = value_track_pause();     /* the copies belong to the task's thread (value.h) */
+    bool tracked = value_track_pause(); /* the copies belong to the task's thread (value.h) */
     CopyCtx cc;
     copy_init(&cc);
     cc.user = deps;
     cc.on_future = copy_future_out;
-    ObjModule *tm = module_copy_partial(f->mod, &cc);   /* filled as functions are copied */
+    ObjModule *tm = module_copy_partial(f->mod, &cc); /* filled as functions are copied */
     c->fn = value_copy_deep(v_obj(&f->h), &cc);
-    decref(v_obj(&tm->h));              /* the copied function holds it */
+    decref(v_obj(&tm->h)); /* the copied function holds it */
     c->nargs = f->p->nparams;
     for (int i = 0; i < c->nargs; i++) c->args[i] = value_copy_deep(params[i], &cc);
     *cerr = cc.error;
@@ -963,7 +1085,8 @@ static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const
         for (size_t i = 0; i < cc.cap && !opaque; i++)
             if (cc.from[i] && ((const Obj *)cc.from[i])->type == T_CELL) opaque = true;
         int *t = xmalloc((size_t)(tm->nglobals + 1) * sizeof *t), k = 0;
-        for (int g = 0; g < tm->nglobals; g++) if (tm->globals[g].t != T_UNBOUND) t[k++] = g;
+        for (int g = 0; g < tm->nglobals; g++)
+            if (tm->globals[g].t != T_UNBOUND) t[k++] = g;
         *taken = t;
         *ntaken = opaque ? -1 : k;
     }
@@ -1035,9 +1158,9 @@ static void task_label(char *buf, const char *prefix, const char *name, bool ear
     buf[k] = 0;
 }
 
-Fut *async_submit(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body, const void *arg,
-                  size_t argsize, const char *prefix, uint64_t index, bool early, const char **cerr,
-                  int **taken, int *ntaken)
+Fut *async_submit(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body,
+                  const void *arg, size_t argsize, const char *prefix, uint64_t index, bool early,
+                  const char **cerr, int **taken, int *ntaken)
 {
     Interp *in = vm->in;
     DepList deps = { NULL, 0, 0 };
@@ -1049,8 +1172,15 @@ Fut *async_submit(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody 
     c->prefix = prefix;
     c->name = f->p->name;
     c->line = site ? site->line : vm->cur_line;
-    if (argsize) { c->arg = xmalloc(argsize); memcpy(c->arg, arg, argsize); }
-    if (*cerr) { ctx_free(c); free(deps.v); return NULL; }
+    if (argsize) {
+        c->arg = xmalloc(argsize);
+        memcpy(c->arg, arg, argsize);
+    }
+    if (*cerr) {
+        ctx_free(c);
+        free(deps.v);
+        return NULL;
+    }
     Fut *fut;
     if (in->sync || !in->exec) {
         for (int i = 0; i < deps.n; i++) fut_wait(deps.v[i]);
@@ -1059,8 +1189,10 @@ Fut *async_submit(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody 
         char label[64];
         task_label(label, prefix, f->p->name, early);
         /* another rank may run a plain qfn call whose device can live there */
-        unsigned flags = in->async->remote && body == qfn_body && qrt_may_travel(in, f) ? EXEC_REMOTE : 0;
-        fut = exec_submit_flags(in->exec, run_task, c, ctx_free, (Fut *const *)deps.v, deps.n, label, c->line, flags);
+        unsigned flags =
+            in->async->remote && body == qfn_body && qrt_may_travel(in, f) ? EXEC_REMOTE : 0;
+        fut = exec_submit_flags(in->exec, run_task, c, ctx_free, (Fut *const *)deps.v, deps.n,
+                                label, c->line, flags);
     }
     free(deps.v);
     return fut;
@@ -1083,15 +1215,18 @@ Value async_dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBo
     }
     vm->qcall_seq++;
     const char *cerr = NULL;
-    fut = async_submit(vm, f, params, site, body, arg, argsize, prefix, index, false, &cerr, NULL, NULL);
+    fut = async_submit(vm, f, params, site, body, arg, argsize, prefix, index, false, &cerr, NULL,
+                       NULL);
     for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
-    if (cerr) return vm_error(vm, site, "%s(): cannot pass %s to a quantum function", f->p->name, cerr);
+    if (cerr)
+        return vm_error(vm, site, "%s(): cannot pass %s to a quantum function", f->p->name, cerr);
     if (!fut) return vm_interrupted(vm, site);
     return record_call(vm, fut, prefix, f->p->name, site);
 }
 
 /* a plain qfn call's body: the quantum runtime runs it */
-static Value qfn_body(VM *vm, ObjFunc *f, Value *params, uint64_t seed, uint64_t index, const Node *site, const void *arg)
+static Value qfn_body(VM *vm, ObjFunc *f, Value *params, uint64_t seed, uint64_t index,
+                      const Node *site, const void *arg)
 {
     (void)arg;
     return qrt_run(vm, f, seed, index, params, site);
@@ -1114,10 +1249,12 @@ static bool all_ready(Value v, int depth)
     if (depth > 200) return true;
     if (v.t == T_LIST) {
         ObjList *l = AS_LIST(v);
-        for (size_t i = 0; i < l->len; i++) if (!all_ready(l->v[i], depth + 1)) return false;
+        for (size_t i = 0; i < l->len; i++)
+            if (!all_ready(l->v[i], depth + 1)) return false;
     } else if (v.t == T_DICT) {
         ObjDict *d = AS_DICT(v);
-        for (size_t i = 0; i < d->nent; i++) if (d->ent[i].live && !all_ready(d->ent[i].val, depth + 1)) return false;
+        for (size_t i = 0; i < d->nent; i++)
+            if (d->ent[i].live && !all_ready(d->ent[i].val, depth + 1)) return false;
     }
     return true;
 }
@@ -1132,11 +1269,17 @@ static Value bi_wait(VM *vm, Args *a)
 {
     Value v = tp_force(vm, a->v[0], a->site);
     if (IS_EXC(v)) return v;
-    if (!tp_resolve_in(vm, v, a->site)) { decref(v); return v_exc(); }
+    if (!tp_resolve_in(vm, v, a->site)) {
+        decref(v);
+        return v_exc();
+    }
     if (v.t == T_LIST) {
         /* a list of the values (a new list, as the element values are new to the caller) */
         ObjList *l = AS_LIST(v), *r = list_new(l->len);
-        for (size_t i = 0; i < l->len; i++) { incref(l->v[i]); r->v[r->len++] = l->v[i]; }
+        for (size_t i = 0; i < l->len; i++) {
+            incref(l->v[i]);
+            r->v[r->len++] = l->v[i];
+        }
         decref(v);
         return v_list(r);
     }
@@ -1177,14 +1320,15 @@ static Interp *sig_interp;
  * while the first is handled leaves at once. */
 static void on_sigint(int sig)
 {
-    if (signal_forward(sig)) return;        /* it lands where the interpreter runs (bigstack.h) */
+    if (signal_forward(sig)) return; /* it lands where the interpreter runs (bigstack.h) */
     Interp *in = sig_interp;
     int status = 128 + sig;
     if (!in) _exit(status);
     if (sig == SIGTERM) {
         if (atomic_load(&in->terminate)) _exit(status);
         atomic_store(&in->terminate, 1);
-    } else if (atomic_load(&in->sigint)) _exit(status);   /* a second Ctrl-C: leave now */
+    } else if (atomic_load(&in->sigint))
+        _exit(status); /* a second Ctrl-C: leave now */
     atomic_store(&in->sigint, 1);
     atomic_store(&in->interrupt, 1);
     if (in->exec) exec_interrupt(in->exec);
@@ -1206,21 +1350,24 @@ void async_start(Interp *in, const char *trace_path)
     async_state(in)->run_start = mono();
     if (!in->nworkers) {
         const char *w = getenv("QH_WORKERS");
-        long long n;                /* the rules of --workers (opts.h); the qh command refuses bad values */
+        long long n; /* the rules of --workers (opts.h); the qh command refuses bad values */
         in->nworkers = w && opt_int(w, 1, 1024, &n) ? (int)n : (int)in->ncpu;
     }
     if (!in->max_memory) in->max_memory = pool_default_budget();
     qrt_start(in);
     if (trace_path) {
-        if (!in->trace) in->trace = trace_new();   /* under mpirun it was made when the ranks met */
+        if (!in->trace) in->trace = trace_new(); /* under mpirun it was made when the ranks met */
         in->trace_path = trace_path;
-        if (in->sync) trace_thread_name(in->trace, 0, "main");   /* else the executor names its threads */
+        if (in->sync)
+            trace_thread_name(in->trace, 0, "main"); /* else the executor names its threads */
     }
     if (!in->sync) {
-        in->exec = exec_new(in->nworkers, (size_t)(in->nworkers * 16 > 64 ? in->nworkers * 16 : 64));
+        in->exec =
+            exec_new(in->nworkers, (size_t)(in->nworkers * 16 > 64 ? in->nworkers * 16 : 64));
         if (in->trace) exec_set_trace(in->exec, in->trace);
         const AsyncRemote *r = in->async->remote;
-        if (r && r->nslots > 0) exec_add_remote(in->exec, r->nslots, r->usable, r->ud, r->slot_names);
+        if (r && r->nslots > 0)
+            exec_add_remote(in->exec, r->nslots, r->usable, r->ud, r->slot_names);
     }
 }
 
@@ -1247,7 +1394,9 @@ int async_cancel_entry(Interp *in, int entry)
         RecList *lists[2] = { &as->live, &as->orphans };
         for (int k = 0; k < 2; k++)
             for (TaskRec *r = lists[k]->head; r; r = r->next)
-                if (rec_entry(r) == entry && !fut_ready(r->fut) && exec_cancel_task(in->exec, r->fut)) n++;
+                if (rec_entry(r) == entry && !fut_ready(r->fut) &&
+                    exec_cancel_task(in->exec, r->fut))
+                    n++;
         exec_clear_interrupt(in->exec);
     }
     atomic_store(&in->interrupt, 0);
@@ -1274,7 +1423,10 @@ static TaskRec **pending_recs(AsyncState *as, size_t *n)
     for (size_t i = 1; i < k; i++) {
         TaskRec *x = v[i];
         size_t j = i;
-        while (j > 0 && v[j - 1]->seq > x->seq) { v[j] = v[j - 1]; j--; }
+        while (j > 0 && v[j - 1]->seq > x->seq) {
+            v[j] = v[j - 1];
+            j--;
+        }
         v[j] = x;
     }
     *n = k;
@@ -1289,15 +1441,23 @@ static bool holder_name(const ObjModule *mod, const Fut *fut, char *out, size_t 
         Value v = mod->globals[g];
         const char *name = g < mod->info->nglobals ? mod->info->gnames[g] : NULL;
         if (!name) continue;
-        if (v.t == T_FUTURE && AS_FUT(v)->fut == fut) { snprintf(out, cap, "%s", name); return true; }
+        if (v.t == T_FUTURE && AS_FUT(v)->fut == fut) {
+            snprintf(out, cap, "%s", name);
+            return true;
+        }
         if (v.t == T_LIST) {
             ObjList *l = AS_LIST(v);
             for (size_t i = 0; i < l->len; i++)
-                if (l->v[i].t == T_FUTURE && AS_FUT(l->v[i])->fut == fut) { snprintf(out, cap, "%s[%zu]", name, i); return true; }
+                if (l->v[i].t == T_FUTURE && AS_FUT(l->v[i])->fut == fut) {
+                    snprintf(out, cap, "%s[%zu]", name, i);
+                    return true;
+                }
         } else if (v.t == T_DICT) {
             ObjDict *d = AS_DICT(v);
             for (size_t i = 0; i < d->nent; i++) {
-                if (!d->ent[i].live || d->ent[i].val.t != T_FUTURE || AS_FUT(d->ent[i].val)->fut != fut) continue;
+                if (!d->ent[i].live || d->ent[i].val.t != T_FUTURE ||
+                    AS_FUT(d->ent[i].val)->fut != fut)
+                    continue;
                 Buf b;
                 buf_init(&b);
                 value_repr(&b, d->ent[i].key, true);
@@ -1321,20 +1481,29 @@ int async_pending(Interp *in)
 
 void async_print_tasks(Interp *in, const ObjModule *mod, FILE *out)
 {
-    if (!in->exec) { fprintf(out, "no background tasks (--sync)\n"); return; }
+    if (!in->exec) {
+        fprintf(out, "no background tasks (--sync)\n");
+        return;
+    }
     size_t n;
     TaskRec **v = pending_recs(in->async, &n);
-    if (!n) { fprintf(out, "no pending tasks\n"); free(v); return; }
+    if (!n) {
+        fprintf(out, "no pending tasks\n");
+        free(v);
+        return;
+    }
     ExecTaskInfo info[256];
     int ni = exec_pending_tasks(in->exec, info, 256);
     if (ni > 256) ni = 256;
-    static const char *const states[] = { "waiting for its inputs", "queued", "running on a worker" };
+    static const char *const states[] = { "waiting for its inputs", "queued",
+                                          "running on a worker" };
     double now = mono();
     size_t shown = 0;
     for (size_t i = 0; i < n && shown < 64; i++, shown++) {
         TaskRec *r = v[i];
         const ExecTaskInfo *ti = NULL;
-        for (int k = 0; k < ni; k++) if (info[k].fut == r->fut) ti = &info[k];
+        for (int k = 0; k < ni; k++)
+            if (info[k].fut == r->fut) ti = &info[k];
         char where[300], holder[160];
         diag_where(where, sizeof where, r->src, r->line);
         fprintf(out, "  %s%s() from %s: %s (%.1f s)", r->prefix, r->name, where,
@@ -1396,22 +1565,27 @@ static int report_failures(AsyncState *as, bool quiet, FILE *err)
     for (TaskRec *r = as->failed.head, *nx; r; r = nx) {
         nx = r->next;
         list_unlink(&as->failed, r);
-        if (fut_retrieved(r->fut)) rec_free(r);
-        else rec_report(as, r);
+        if (fut_retrieved(r->fut))
+            rec_free(r);
+        else
+            rec_report(as, r);
     }
     int total = 0;
     FailSite **order = xmalloc((as->nsites + 1) * sizeof *order);
     size_t k = 0;
-    for (size_t i = 0; i < as->capsites; i++) if (as->sites[i].count) order[k++] = &as->sites[i];
+    for (size_t i = 0; i < as->capsites; i++)
+        if (as->sites[i].count) order[k++] = &as->sites[i];
     qsort(order, k, sizeof *order, cmp_site);
     for (size_t i = 0; i < k; i++) {
         FailSite *s = order[i];
         const char *file = s->src ? s->src->name : "?";
         for (int j = 0; j < s->nshown && !quiet; j++)
-            fprintf(err, "%s:%d: warning: %s%s() failed and its result was never used: %s\n",
-                    file, s->line, s->prefix, s->name, s->shown[j]);
+            fprintf(err, "%s:%d: warning: %s%s() failed and its result was never used: %s\n", file,
+                    s->line, s->prefix, s->name, s->shown[j]);
         if (s->count > (unsigned long)s->nshown && !quiet)
-            fprintf(err, "%s:%d: warning: %lu more calls of %s%s() from this line failed and their results were never used\n",
+            fprintf(err,
+                    "%s:%d: warning: %lu more calls of %s%s() from this line failed and their "
+                    "results were never used\n",
                     file, s->line, s->count - (unsigned long)s->nshown, s->prefix, s->name);
         total += (int)(s->count > 100000000 ? 100000000 : s->count);
         for (int j = 0; j < s->nshown; j++) free(s->shown[j]);
@@ -1454,9 +1628,11 @@ int async_finish(Interp *in, VM *main_vm, bool cancel)
         double busy_main = wall - as->main_wait_seconds - (in->exec ? 0 : task_s);
         double overlap = task_s + busy_main - wall;
         if (overlap < 0) overlap = 0;
-        fprintf(in->err, "qh stats: %lu tasks, %.3f s in tasks, main thread waited %.3f s, wall %.3f s, "
+        fprintf(in->err,
+                "qh stats: %lu tasks, %.3f s in tasks, main thread waited %.3f s, wall %.3f s, "
                 "overlap %.3f s (%.0f%% of task time ran alongside the main thread)\n",
-                ntasks, task_s, as->main_wait_seconds, wall, overlap, task_s > 0 ? 100.0 * overlap / task_s : 0.0);
+                ntasks, task_s, as->main_wait_seconds, wall, overlap,
+                task_s > 0 ? 100.0 * overlap / task_s : 0.0);
         qrt_stats(in, in->err);
         lookahead_stats(in, in->err);
     }
@@ -1466,12 +1642,16 @@ int async_finish(Interp *in, VM *main_vm, bool cancel)
         while (lists[k]->head) {
             TaskRec *r = lists[k]->head;
             list_unlink(lists[k], r);
-            if (r->obj) r->obj->rec = NULL;     /* the future outlives the registry */
+            if (r->obj) r->obj->rec = NULL; /* the future outlives the registry */
             rec_free(r);
         }
     }
-    if (in->exec) { exec_free(in->exec); in->exec = NULL; }
-    if (as->remote && as->remote->finish) as->remote->finish(as->remote->ud, in);   /* the other ranks' part */
+    if (in->exec) {
+        exec_free(in->exec);
+        in->exec = NULL;
+    }
+    if (as->remote && as->remote->finish)
+        as->remote->finish(as->remote->ud, in); /* the other ranks' part */
     if (in->trace) {
         /* a serving rank hands its events to rank 0 instead of writing them */
         if (in->trace_path && trace_write(in->trace, in->trace_path) != 0)
@@ -1487,9 +1667,16 @@ int async_finish(Interp *in, VM *main_vm, bool cancel)
 }
 
 static const TypeOps future_ops = {
-    .name = "future", .flags = TF_LAZY,
-    .free = future_free, .clear = future_clear, .traverse = future_traverse,
-    .copy = future_copy, .ser = future_ser, .deser = future_deser, .repr = future_repr, .force = future_force,
+    .name = "future",
+    .flags = TF_LAZY,
+    .free = future_free,
+    .clear = future_clear,
+    .traverse = future_traverse,
+    .copy = future_copy,
+    .ser = future_ser,
+    .deser = future_deser,
+    .repr = future_repr,
+    .force = future_force,
 };
 
 void async_open(void)
@@ -1506,7 +1693,10 @@ void async_attach(Interp *in)
 
 /* ---- for lookahead.c: futures it starts and hands back ---- */
 
-Fut *async_future_fut(Value v) { return v.t == T_FUTURE && !AS_FUT(v)->resolved ? AS_FUT(v)->fut : NULL; }
+Fut *async_future_fut(Value v)
+{
+    return v.t == T_FUTURE && !AS_FUT(v)->resolved ? AS_FUT(v)->fut : NULL;
+}
 Fut *async_fut_of(Value v) { return v.t == T_FUTURE ? AS_FUT(v)->fut : NULL; }
 
 Value async_future_value(Fut *fut, const char *name, const Source *src, int line)

@@ -31,9 +31,9 @@ Value async_dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBo
  * run) without a record: its Fut (a reference), NULL if the executor
  * refused it (Ctrl-C) or, with *cerr set, if an argument cannot be copied.
  * params are borrowed. early marks it in traces. For the lookahead. */
-Fut *async_submit(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body, const void *arg,
-                  size_t argsize, const char *prefix, uint64_t index, bool early, const char **cerr,
-                  int **taken, int *ntaken);
+Fut *async_submit(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body,
+                  const void *arg, size_t argsize, const char *prefix, uint64_t index, bool early,
+                  const char **cerr, int **taken, int *ntaken);
 /* (taken, if not NULL: receives a malloc'd array of the slots of f's
  * module whose globals the task took along, *ntaken of them; -1 when the
  * copies reached a closure's cell or another module.) */
@@ -61,13 +61,14 @@ typedef struct AsyncRemote {
      * 0 when it failed; -1 when *cancel rose first (the remote task is asked
      * to stop); -2 with a message in *out when the rank could not answer
      * (it died). */
-    int (*ship)(void *ud, int slot, const void *task, size_t len, const atomic_int *cancel, Buf *out);
-    bool (*usable)(void *ud, int slot);     /* false once the slot's process is gone */
+    int (*ship)(void *ud, int slot, const void *task, size_t len, const atomic_int *cancel,
+                Buf *out);
+    bool (*usable)(void *ud, int slot); /* false once the slot's process is gone */
     /* At the end, before the trace is written: the others' trace events and
      * statistics (may be NULL). */
     void (*finish)(void *ud, Interp *in);
     int nslots;
-    const char *const *slot_names;          /* their trace tracks */
+    const char *const *slot_names; /* their trace tracks */
     const struct SerCode *code;
     void *ud;
 } AsyncRemote;

@@ -25,12 +25,16 @@
 typedef struct ObjCircuit {
     Obj h;
     QasmCircuit c;
-    char name[64];      /* "qasm" or the file's name */
+    char name[64]; /* "qasm" or the file's name */
 } ObjCircuit;
 static ValType T_CIRCUIT;
 #define AS_CIRC(v) ((ObjCircuit *)(v).o)
 
-static void circ_free(Obj *o) { qasm_free(&((ObjCircuit *)o)->c); free(o); }
+static void circ_free(Obj *o)
+{
+    qasm_free(&((ObjCircuit *)o)->c);
+    free(o);
+}
 
 static Value circ_copy(Value v, CopyCtx *cc)
 {
@@ -78,31 +82,38 @@ static Value circ_deser(SerCtx *sc, ValType t, size_t id)
     uint32_t nq, nc, ver, nqr, ncr;
     uint64_t npool, nconds, nops;
     qasm_init(c, 0, 0);
-    bool ok = des_bytes(sc, o->name, sizeof o->name) && des_u32(sc, &nq) && des_u32(sc, &nc) && des_u32(sc, &ver) &&
-              des_u32(sc, &nqr) && nqr < (1u << 20);
-    if (ok && o->name[sizeof o->name - 1]) { des_fail(sc, "circuit"); ok = false; }
+    bool ok = des_bytes(sc, o->name, sizeof o->name) && des_u32(sc, &nq) && des_u32(sc, &nc) &&
+              des_u32(sc, &ver) && des_u32(sc, &nqr) && nqr < (1u << 20);
+    if (ok && o->name[sizeof o->name - 1]) {
+        des_fail(sc, "circuit");
+        ok = false;
+    }
     if (ok) {
         c->nqubits = (int)nq;
         c->nclbits = (int)nc;
         c->version = (int)ver;
         c->qregs = malloc(((size_t)nqr + 1) * sizeof(QasmReg));
         c->nqregs = (int)nqr;
-        ok = c->qregs && des_bytes(sc, c->qregs, (size_t)nqr * sizeof(QasmReg)) && des_u32(sc, &ncr) && ncr < (1u << 20);
+        ok = c->qregs && des_bytes(sc, c->qregs, (size_t)nqr * sizeof(QasmReg)) &&
+             des_u32(sc, &ncr) && ncr < (1u << 20);
     }
     if (ok) {
         c->cregs = malloc(((size_t)ncr + 1) * sizeof(QasmReg));
         c->ncregs = (int)ncr;
-        ok = c->cregs && des_bytes(sc, c->cregs, (size_t)ncr * sizeof(QasmReg)) && des_count(sc, &npool, sizeof(int));
+        ok = c->cregs && des_bytes(sc, c->cregs, (size_t)ncr * sizeof(QasmReg)) &&
+             des_count(sc, &npool, sizeof(int));
     }
     if (ok) {
         c->pool = malloc(((size_t)npool + 1) * sizeof(int));
         c->npool = c->cappool = (size_t)npool;
-        ok = c->pool && des_bytes(sc, c->pool, (size_t)npool * sizeof(int)) && des_count(sc, &nconds, sizeof(QasmCond));
+        ok = c->pool && des_bytes(sc, c->pool, (size_t)npool * sizeof(int)) &&
+             des_count(sc, &nconds, sizeof(QasmCond));
     }
     if (ok) {
         c->conds = malloc(((size_t)nconds + 1) * sizeof(QasmCond));
         c->nconds = c->capconds = (size_t)nconds;
-        ok = c->conds && des_bytes(sc, c->conds, (size_t)nconds * sizeof(QasmCond)) && des_count(sc, &nops, sizeof(QasmOp) + 8);
+        ok = c->conds && des_bytes(sc, c->conds, (size_t)nconds * sizeof(QasmCond)) &&
+             des_count(sc, &nops, sizeof(QasmOp) + 8);
     }
     if (ok) {
         c->ops = malloc(((size_t)nops + 1) * sizeof(QasmOp));
@@ -116,12 +127,20 @@ static Value circ_deser(SerCtx *sc, ValType t, size_t id)
             if (!ok) break;
             size_t nw = (size_t)op->nctrl + (size_t)op->nwires;
             if (op->nctrl < 0 || op->nwires < 0 || op->nparams < 0 || op->nparams > 3 ||
-                (op->cond >= 0 && (uint64_t)op->cond >= nconds) || (at != UINT64_MAX && (at > npool || nw > npool - at)))
-                { des_fail(sc, "circuit"); ok = false; break; }
+                (op->cond >= 0 && (uint64_t)op->cond >= nconds) ||
+                (at != UINT64_MAX && (at > npool || nw > npool - at))) {
+                des_fail(sc, "circuit");
+                ok = false;
+                break;
+            }
             if (at != UINT64_MAX) op->wires = c->pool + at;
         }
     }
-    if (!ok) { if (!sc->failed) ser_fail(sc, "out of memory"); decref(ov); return v_exc(); }
+    if (!ok) {
+        if (!sc->failed) ser_fail(sc, "out of memory");
+        decref(ov);
+        return v_exc();
+    }
     return ov;
 }
 
@@ -140,31 +159,46 @@ static Value circ_call(VM *vm, Value v, Args *a)
 {
     ObjCircuit *c = AS_CIRC(v);
     const QasmCircuit *qc = &c->c;
-    if (a->n > 0) return vm_error(vm, a->site, "a circuit takes no arguments but wires= (got %d)", a->n);
+    if (a->n > 0)
+        return vm_error(vm, a->site, "a circuit takes no arguments but wires= (got %d)", a->n);
     int map[4096];
     for (int i = 0; i < qc->nqubits && i < 4096; i++) map[i] = i;
     Value *wk = NULL;
     for (int k = 0; k < a->nkw; k++) {
-        if (strcmp(a->kwname[k]->s, "wires") == 0) wk = &a->kw[k];
-        else return vm_error(vm, a->site, "a circuit got an unexpected keyword argument '%s' (it takes wires=)", a->kwname[k]->s);
+        if (strcmp(a->kwname[k]->s, "wires") == 0)
+            wk = &a->kw[k];
+        else
+            return vm_error(vm, a->site,
+                            "a circuit got an unexpected keyword argument '%s' (it takes wires=)",
+                            a->kwname[k]->s);
     }
     if (wk) {
         Value w = *wk;
-        if (w.t != T_LIST) return vm_error(vm, a->site, "wires= must be a list of %d wires", qc->nqubits);
+        if (w.t != T_LIST)
+            return vm_error(vm, a->site, "wires= must be a list of %d wires", qc->nqubits);
         ObjList *l = AS_LIST(w);
         if ((int)l->len != qc->nqubits)
-            return vm_error(vm, a->site, "the circuit has %d qubit%s, wires= gives %zu", qc->nqubits, qc->nqubits == 1 ? "" : "s", l->len);
+            return vm_error(vm, a->site, "the circuit has %d qubit%s, wires= gives %zu",
+                            qc->nqubits, qc->nqubits == 1 ? "" : "s", l->len);
         for (size_t i = 0; i < l->len; i++) {
             Value x = l->v[i];
-            if (x.t != T_NUM || x.n != floor(x.n) || x.n < 0 || x.n >= 64) return vm_error(vm, a->site, "wires= must hold wire numbers");
+            if (x.t != T_NUM || x.n != floor(x.n) || x.n < 0 || x.n >= 64)
+                return vm_error(vm, a->site, "wires= must hold wire numbers");
             map[i] = (int)x.n;
-            for (size_t j = 0; j < i; j++) if (map[j] == map[i]) return vm_error(vm, a->site, "wires= names wire %d twice", map[i]);
+            for (size_t j = 0; j < i; j++)
+                if (map[j] == map[i])
+                    return vm_error(vm, a->site, "wires= names wire %d twice", map[i]);
         }
     }
     if (qc->nqubits > 4096) return vm_error(vm, a->site, "circuit too wide");
     int *bits = calloc((size_t)qc->nclbits + 1, sizeof(int));
-    int *recbit = calloc((size_t)qc->nclbits + 1, sizeof(int));   /* the recorder's number of each bit */
-    if (!bits || !recbit) { free(bits); free(recbit); return vm_error(vm, a->site, "out of memory"); }
+    int *recbit =
+        calloc((size_t)qc->nclbits + 1, sizeof(int)); /* the recorder's number of each bit */
+    if (!bits || !recbit) {
+        free(bits);
+        free(recbit);
+        return vm_error(vm, a->site, "out of memory");
+    }
     for (int k = 0; k < qc->nclbits; k++) recbit[k] = -1;
     Value out = v_nil();
     for (size_t i = 0; i < qc->nops && !IS_EXC(out); i++) {
@@ -172,7 +206,10 @@ static Value circ_call(VM *vm, Value v, Args *a)
         QasmOp m = *o;
         int w[128];
         int nw = o->nctrl + o->nwires;
-        if (nw > 128) { out = vm_error(vm, a->site, "circuit op too wide"); break; }
+        if (nw > 128) {
+            out = vm_error(vm, a->site, "circuit op too wide");
+            break;
+        }
         for (int k = 0; k < nw; k++) w[k] = map[o->wires[k]];
         m.wires = w;
         m.cond = -1;
@@ -185,21 +222,30 @@ static Value circ_call(VM *vm, Value v, Args *a)
                 if (recbit[cd->bits[k]] < 0) known = false;
             }
             bool run = (val == cd->value) != (bool)cd->negate;
-            if (known && o->kind == QASM_GATE) {   /* drawings show the condition */
+            if (known && o->kind == QASM_GATE) { /* drawings show the condition */
                 QasmCond rc = *cd;
                 for (int k = 0; k < rc.nbits; k++) rc.bits[k] = recbit[cd->bits[k]];
                 qrt_record_condition(vm, &m, &rc);
                 if (!run) continue;
                 Value r = qrt_apply_circuit_op_quiet(vm, &m, a->site);
-                if (IS_EXC(r)) { out = r; break; }
+                if (IS_EXC(r)) {
+                    out = r;
+                    break;
+                }
                 decref(r);
                 continue;
             }
             if (!run) continue;
         }
         Value r = qrt_apply_circuit_op(vm, &m, a->site);
-        if (IS_EXC(r)) { out = r; break; }
-        if (o->kind == QASM_MEASURE && r.t == T_NUM) { bits[o->clbit] = (int)r.n; recbit[o->clbit] = qrt_recorded_bit(vm); }
+        if (IS_EXC(r)) {
+            out = r;
+            break;
+        }
+        if (o->kind == QASM_MEASURE && r.t == T_NUM) {
+            bits[o->clbit] = (int)r.n;
+            recbit[o->clbit] = qrt_recorded_bit(vm);
+        }
         decref(r);
     }
     free(recbit);
@@ -231,13 +277,20 @@ static Value make_circuit(VM *vm, const char *text, size_t len, const char *name
 
 static Value bi_qasm(VM *vm, Args *a)
 {
-    if (a->v[0].t != T_STR) return vm_error(vm, a->site, "qasm() needs the OpenQASM text (a string), not %s (for a file use qasm_file)", type_name(a->v[0]));
-    return make_circuit(vm, AS_STR(a->v[0])->s, AS_STR(a->v[0])->len, "qasm", NULL, a->site, "qasm()");
+    if (a->v[0].t != T_STR)
+        return vm_error(
+            vm, a->site,
+            "qasm() needs the OpenQASM text (a string), not %s (for a file use qasm_file)",
+            type_name(a->v[0]));
+    return make_circuit(vm, AS_STR(a->v[0])->s, AS_STR(a->v[0])->len, "qasm", NULL, a->site,
+                        "qasm()");
 }
 
 static Value bi_qasm_file(VM *vm, Args *a)
 {
-    if (a->v[0].t != T_STR) return vm_error(vm, a->site, "qasm_file() needs a file path string, not %s", type_name(a->v[0]));
+    if (a->v[0].t != T_STR)
+        return vm_error(vm, a->site, "qasm_file() needs a file path string, not %s",
+                        type_name(a->v[0]));
     const char *path = AS_STR(a->v[0])->s;
     char err[600];
     size_t n;
@@ -256,7 +309,8 @@ static Value bi_to_qasm(VM *vm, Args *a)
     Value *vk = arg_kw(a, "version"), *mk = arg_kw(a, "measure_all");
     int version = 2;
     if (vk && vk->t != T_NIL) {
-        if (vk->t != T_NUM || (vk->n != 2 && vk->n != 3)) return vm_error(vm, a->site, "to_qasm(): version must be 2 or 3");
+        if (vk->t != T_NUM || (vk->n != 2 && vk->n != 3))
+            return vm_error(vm, a->site, "to_qasm(): version must be 2 or 3");
         version = (int)vk->n;
     }
     bool measure_all = true, e = false;
@@ -264,7 +318,10 @@ static Value bi_to_qasm(VM *vm, Args *a)
     if (e) return v_exc();
     QRecord rec;
     Value r = qrt_record(vm, a->v[0], a->n - 1, a->v + 1, a->site, &rec);
-    if (IS_EXC(r)) { qrt_record_free(&rec); return r; }
+    if (IS_EXC(r)) {
+        qrt_record_free(&rec);
+        return r;
+    }
     decref(r);
     if (measure_all) {
         int base = rec.c.nclbits;
@@ -315,7 +372,10 @@ static Value bi_specs(VM *vm, Args *a)
 {
     QRecord rec;
     Value r = qrt_record(vm, a->v[0], a->n - 1, a->v + 1, a->site, &rec);
-    if (IS_EXC(r)) { qrt_record_free(&rec); return r; }
+    if (IS_EXC(r)) {
+        qrt_record_free(&rec);
+        return r;
+    }
     decref(r);
     ObjDict *types = dict_new(), *sizes = dict_new();
     int *layer = xcalloc((size_t)rec.wires + 1, sizeof(int));
@@ -327,10 +387,14 @@ static Value bi_specs(VM *vm, Args *a)
         if (o->kind == QASM_GPHASE) continue;
         nops++;
         char nm[96];
-        if (o->kind == QASM_GATE && o->adjoint && o->nctrl) snprintf(nm, sizeof nm, "C(Adjoint(%s))", op_name(o));
-        else if (o->kind == QASM_GATE && o->nctrl) snprintf(nm, sizeof nm, "C(%s)", op_name(o));
-        else if (o->kind == QASM_GATE && o->adjoint) snprintf(nm, sizeof nm, "Adjoint(%s)", op_name(o));
-        else snprintf(nm, sizeof nm, "%s", op_name(o));
+        if (o->kind == QASM_GATE && o->adjoint && o->nctrl)
+            snprintf(nm, sizeof nm, "C(Adjoint(%s))", op_name(o));
+        else if (o->kind == QASM_GATE && o->nctrl)
+            snprintf(nm, sizeof nm, "C(%s)", op_name(o));
+        else if (o->kind == QASM_GATE && o->adjoint)
+            snprintf(nm, sizeof nm, "Adjoint(%s)", op_name(o));
+        else
+            snprintf(nm, sizeof nm, "%s", op_name(o));
         Value k = v_str(nm);
         dict_inc(types, k);
         decref(k);
@@ -341,7 +405,10 @@ static Value bi_specs(VM *vm, Args *a)
         int d = 0;
         for (int k2 = 0; k2 < nw; k2++) {
             int w = o->wires[k2];
-            if (w >= 0 && w < rec.wires) { if (layer[w] > d) d = layer[w]; used[w] = true; }
+            if (w >= 0 && w < rec.wires) {
+                if (layer[w] > d) d = layer[w];
+                used[w] = true;
+            }
         }
         d++;
         for (int k2 = 0; k2 < nw; k2++) {
@@ -357,7 +424,8 @@ static Value bi_specs(VM *vm, Args *a)
     put_kv(out, "depth", v_num(depth));
     put_kv(out, "num_wires", v_num(rec.wires));
     ObjList *wl = list_new(4);
-    for (int w = 0; w < rec.wires; w++) if (used[w]) list_push(wl, v_num(w));
+    for (int w = 0; w < rec.wires; w++)
+        if (used[w]) list_push(wl, v_num(w));
     put_kv(out, "wires_used", v_obj(&wl->h));
     put_kv(out, "num_params", v_num(nparams));
     ObjList *ml = list_new(4);
@@ -377,7 +445,10 @@ static Value bi_specs(VM *vm, Args *a)
 /* ---- draw ----------------------------------------------------------------- */
 
 /* A growing string. */
-typedef struct Str { char *p; size_t n, cap; } Str;
+typedef struct Str {
+    char *p;
+    size_t n, cap;
+} Str;
 static void sput(Str *s, const char *t)
 {
     size_t l = strlen(t);
@@ -398,13 +469,17 @@ static void sput(Str *s, const char *t)
 static int width(const char *t)
 {
     int w = 0;
-    for (; *t; t++) if (((unsigned char)*t & 0xC0) != 0x80) w++;
+    for (; *t; t++)
+        if (((unsigned char)*t & 0xC0) != 0x80) w++;
     return w;
 }
 
 static void fmt_param(char *out, size_t len, double x, int decimals)
 {
-    if (decimals < 0) { snprintf(out, len, "%g", x); return; }
+    if (decimals < 0) {
+        snprintf(out, len, "%g", x);
+        return;
+    }
     snprintf(out, len, "%.*f", decimals, x);
 }
 
@@ -417,16 +492,18 @@ static const char *gate_label(SvGate g)
     case SV_PAULIX: return "X";
     case SV_PAULIY: return "Y";
     case SV_PAULIZ: return "Z";
-    case SV_CNOT: case SV_TOFFOLI: return "X";
+    case SV_CNOT:
+    case SV_TOFFOLI: return "X";
     case SV_CY: return "Y";
     case SV_CZ: return "Z";
     case SV_CRX: return "RX";
     case SV_CRY: return "RY";
     case SV_CRZ: return "RZ";
-    case SV_PHASESHIFT: case SV_CPHASE: return "R\xcf\x95";   /* Rϕ */
+    case SV_PHASESHIFT:
+    case SV_CPHASE: return "R\xcf\x95"; /* Rϕ */
     case SV_CSWAP: return "SWAP";
     case SV_QUBITUNITARY: return "U";
-    case SV_BASISSTATE: return "|\xce\xa8\xe2\x9f\xa9";      /* |Ψ⟩ */
+    case SV_BASISSTATE: return "|\xce\xa8\xe2\x9f\xa9"; /* |Ψ⟩ */
     default: return sv_gate_info(g)->name;
     }
 }
@@ -435,16 +512,22 @@ static const char *gate_label(SvGate g)
 static int own_controls(SvGate g)
 {
     switch (g) {
-    case SV_CNOT: case SV_CY: case SV_CZ: case SV_CRX: case SV_CRY: case SV_CRZ: case SV_CPHASE: case SV_CSWAP:
-        return 1;
-    case SV_TOFFOLI:
-        return 2;
-    default:
-        return 0;
+    case SV_CNOT:
+    case SV_CY:
+    case SV_CZ:
+    case SV_CRX:
+    case SV_CRY:
+    case SV_CRZ:
+    case SV_CPHASE:
+    case SV_CSWAP: return 1;
+    case SV_TOFFOLI: return 2;
+    default: return 0;
     }
 }
 
-typedef struct Cell { char t[160]; } Cell;
+typedef struct Cell {
+    char t[160];
+} Cell;
 
 /* Why: draw(f, args...): the circuit as text in qml.draw's style: a line per
    wire, gates as labels (parameters with `decimals` digits), controls as
@@ -455,36 +538,54 @@ static Value bi_draw(VM *vm, Args *a)
     Value *dk = arg_kw(a, "decimals");
     int decimals = 2;
     if (dk && dk->t != T_NIL) {
-        if (dk->t != T_NUM || dk->n != floor(dk->n) || dk->n < 0 || dk->n > 15) return vm_error(vm, a->site, "draw(): decimals must be a whole number from 0 to 15, or nil");
+        if (dk->t != T_NUM || dk->n != floor(dk->n) || dk->n < 0 || dk->n > 15)
+            return vm_error(vm, a->site,
+                            "draw(): decimals must be a whole number from 0 to 15, or nil");
         decimals = (int)dk->n;
-    } else if (dk) decimals = -1;
+    } else if (dk)
+        decimals = -1;
     QRecord rec;
     Value r = qrt_record(vm, a->v[0], a->n - 1, a->v + 1, a->site, &rec);
-    if (IS_EXC(r)) { qrt_record_free(&rec); return r; }
+    if (IS_EXC(r)) {
+        qrt_record_free(&rec);
+        return r;
+    }
     decref(r);
     int n = rec.wires;
-    if (n > 64) { qrt_record_free(&rec); return vm_error(vm, a->site, "draw(): at most 64 wires"); }
+    if (n > 64) {
+        qrt_record_free(&rec);
+        return vm_error(vm, a->site, "draw(): at most 64 wires");
+    }
     /* layers: an op goes after every op that touches its wire span */
     size_t nops = rec.c.nops;
     int *layer_of = xcalloc(nops + 1, sizeof(int));
-    int *mlayer = xcalloc((size_t)rec.c.nclbits + 1, sizeof(int));   /* layer of each mid-circuit measurement */
+    int *mlayer =
+        xcalloc((size_t)rec.c.nclbits + 1, sizeof(int)); /* layer of each mid-circuit measurement */
     int last[65] = { 0 }, nlayers = 0;
     for (size_t i = 0; i < nops; i++) {
         const QasmOp *o = &rec.c.ops[i];
         int nw = o->nctrl + o->nwires;
-        if (o->kind == QASM_GPHASE || nw == 0) { layer_of[i] = -1; continue; }
+        if (o->kind == QASM_GPHASE || nw == 0) {
+            layer_of[i] = -1;
+            continue;
+        }
         int lo = 64, hi = -1;
-        for (int k = 0; k < nw; k++) { if (o->wires[k] < lo) lo = o->wires[k]; if (o->wires[k] > hi) hi = o->wires[k]; }
+        for (int k = 0; k < nw; k++) {
+            if (o->wires[k] < lo) lo = o->wires[k];
+            if (o->wires[k] > hi) hi = o->wires[k];
+        }
         int l = 0;
-        for (int w = lo; w <= hi; w++) if (last[w] > l) l = last[w];
-        if (o->cond >= 0 && (size_t)o->cond < rec.c.nconds) {   /* after the measurements it reads */
+        for (int w = lo; w <= hi; w++)
+            if (last[w] > l) l = last[w];
+        if (o->cond >= 0 && (size_t)o->cond < rec.c.nconds) { /* after the measurements it reads */
             const QasmCond *cd = &rec.c.conds[o->cond];
             for (int k = 0; k < cd->nbits; k++) {
                 int b = cd->bits[k];
                 if (b >= 0 && b < rec.c.nclbits && mlayer[b] + 1 > l) l = mlayer[b] + 1;
             }
         }
-        if (o->kind == QASM_MEASURE && o->clbit >= 0 && o->clbit < rec.c.nclbits) mlayer[o->clbit] = l;
+        if (o->kind == QASM_MEASURE && o->clbit >= 0 && o->clbit < rec.c.nclbits)
+            mlayer[o->clbit] = l;
         layer_of[i] = l;
         for (int w = lo; w <= hi; w++) last[w] = l + 1;
         if (l + 1 > nlayers) nlayers = l + 1;
@@ -496,12 +597,18 @@ static Value bi_draw(VM *vm, Args *a)
         if (L < 0) continue;
         int nw = o->nctrl + o->nwires;
         int lo = 64, hi = -1;
-        for (int k = 0; k < nw; k++) { if (o->wires[k] < lo) lo = o->wires[k]; if (o->wires[k] > hi) hi = o->wires[k]; }
+        for (int k = 0; k < nw; k++) {
+            if (o->wires[k] < lo) lo = o->wires[k];
+            if (o->wires[k] > hi) hi = o->wires[k];
+        }
         char label[128], pbuf[160] = "";
-        if (o->kind == QASM_MEASURE) snprintf(label, sizeof label, "\xe2\x94\xa4\xe2\x86\x97\xe2\x94\x9c");    /* ┤↗├ */
-        else if (o->kind == QASM_RESET) snprintf(label, sizeof label, "|0\xe2\x9f\xa9");                      /* |0⟩ */
+        if (o->kind == QASM_MEASURE)
+            snprintf(label, sizeof label, "\xe2\x94\xa4\xe2\x86\x97\xe2\x94\x9c"); /* ┤↗├ */
+        else if (o->kind == QASM_RESET)
+            snprintf(label, sizeof label, "|0\xe2\x9f\xa9"); /* |0⟩ */
         else {
-            const char *base = o->kind == QASM_CHANNEL ? dm_channel_info((DmChannel)o->chan)->name : gate_label(o->gate);
+            const char *base = o->kind == QASM_CHANNEL ? dm_channel_info((DmChannel)o->chan)->name
+                                                       : gate_label(o->gate);
             if (o->nparams && decimals >= 0) {
                 size_t at = 0;
                 pbuf[at++] = '(';
@@ -513,27 +620,37 @@ static Value bi_draw(VM *vm, Args *a)
                 snprintf(pbuf + at, sizeof pbuf - at, ")");
             }
             char cbuf[96] = "";
-            if (o->cond >= 0 && (size_t)o->cond < rec.c.nconds) {   /* [m0=1]: the measurement's number and value */
+            if (o->cond >= 0 &&
+                (size_t)o->cond < rec.c.nconds) { /* [m0=1]: the measurement's number and value */
                 const QasmCond *cd = &rec.c.conds[o->cond];
                 size_t at = (size_t)snprintf(cbuf, sizeof cbuf, "[");
                 for (int k = cd->nbits - 1; k >= 0 && at < sizeof cbuf; k--)
-                    at += (size_t)snprintf(cbuf + at, sizeof cbuf - at, "m%d%s", cd->bits[k], k ? "," : "");
+                    at += (size_t)snprintf(cbuf + at, sizeof cbuf - at, "m%d%s", cd->bits[k],
+                                           k ? "," : "");
                 if (at < sizeof cbuf)
-                    snprintf(cbuf + at, sizeof cbuf - at, "%s%llu]", cd->negate ? "\xe2\x89\xa0" : "=", (unsigned long long)cd->value);
+                    snprintf(cbuf + at, sizeof cbuf - at, "%s%llu]",
+                             cd->negate ? "\xe2\x89\xa0" : "=", (unsigned long long)cd->value);
             }
-            snprintf(label, sizeof label, "%s%s%s%s", base, pbuf, o->adjoint ? "\xe2\x80\xa0" : "", cbuf);   /* † */
+            snprintf(label, sizeof label, "%s%s%s%s", base, pbuf, o->adjoint ? "\xe2\x80\xa0" : "",
+                     cbuf); /* † */
         }
         int ownc = o->kind == QASM_GATE ? own_controls(o->gate) : 0;
         bool multi = hi > lo;
         for (int w = lo; w <= hi; w++) {
-            int role = -1;   /* -1 passing through, 0 control, 1 target */
+            int role = -1; /* -1 passing through, 0 control, 1 target */
             for (int k = 0; k < nw; k++)
                 if (o->wires[k] == w) role = (k < o->nctrl || (k - o->nctrl) < ownc) ? 0 : 1;
-            const char *pre = !multi ? "" : w == lo ? "\xe2\x95\xad" : w == hi ? "\xe2\x95\xb0" : "\xe2\x94\x9c";   /* ╭ ╰ ├ */
+            const char *pre = !multi    ? ""
+                              : w == lo ? "\xe2\x95\xad"
+                              : w == hi ? "\xe2\x95\xb0"
+                                        : "\xe2\x94\x9c"; /* ╭ ╰ ├ */
             Cell *c = &cells[(size_t)L * (size_t)n + (size_t)w];
-            if (role == -1) snprintf(c->t, sizeof c->t, "\xe2\x94\x82");                                  /* │ */
-            else if (role == 0) snprintf(c->t, sizeof c->t, "%s\xe2\x97\x8f", pre);                       /* ● */
-            else snprintf(c->t, sizeof c->t, "%s%s", pre, label);
+            if (role == -1)
+                snprintf(c->t, sizeof c->t, "\xe2\x94\x82"); /* │ */
+            else if (role == 0)
+                snprintf(c->t, sizeof c->t, "%s\xe2\x97\x8f", pre); /* ● */
+            else
+                snprintf(c->t, sizeof c->t, "%s%s", pre, label);
         }
     }
     /* terminal measurements in columns, as qml.draw: a measurement goes into
@@ -553,28 +670,44 @@ static Value bi_draw(VM *vm, Args *a)
         int col = 0;
         for (;; col++) {
             bool free_span = true;
-            for (int w = lo; w <= hi && free_span; w++) free_span = !end[(size_t)col * (size_t)n + (size_t)w].t[0];
+            for (int w = lo; w <= hi && free_span; w++)
+                free_span = !end[(size_t)col * (size_t)n + (size_t)w].t[0];
             if (free_span) break;
         }
         if (col + 1 > ncol) ncol = col + 1;
         for (int w = lo; w <= hi; w++) {
             bool on = false;
             for (int k = 0; k < m->nwires; k++) on |= m->wires[k] == w;
-            const char *pre = lo == hi ? "" : w == lo ? "\xe2\x95\xad" : w == hi ? "\xe2\x95\xb0" : "\xe2\x94\x9c";   /* ╭ ╰ ├ */
+            const char *pre = lo == hi  ? ""
+                              : w == lo ? "\xe2\x95\xad"
+                              : w == hi ? "\xe2\x95\xb0"
+                                        : "\xe2\x94\x9c"; /* ╭ ╰ ├ */
             Cell *c = &end[(size_t)col * (size_t)n + (size_t)w];
-            if (on) snprintf(c->t, sizeof c->t, "%s%s", pre, m->label);
-            else snprintf(c->t, sizeof c->t, "\xe2\x94\x82");                                       /* │ */
+            if (on)
+                snprintf(c->t, sizeof c->t, "%s%s", pre, m->label);
+            else
+                snprintf(c->t, sizeof c->t, "\xe2\x94\x82"); /* │ */
         }
     }
     int *mw = xcalloc((size_t)(ncol ? ncol : 1), sizeof(int));
     for (int col = 0; col < ncol; col++)
-        for (int w = 0; w < n; w++) { int x = width(end[(size_t)col * (size_t)n + (size_t)w].t); if (x > mw[col]) mw[col] = x; }
+        for (int w = 0; w < n; w++) {
+            int x = width(end[(size_t)col * (size_t)n + (size_t)w].t);
+            if (x > mw[col]) mw[col] = x;
+        }
     /* column widths */
     int *cw = xcalloc((size_t)(nlayers ? nlayers : 1), sizeof(int));
     for (int L = 0; L < nlayers; L++)
-        for (int w = 0; w < n; w++) { int x = width(cells[(size_t)L * (size_t)n + (size_t)w].t); if (x > cw[L]) cw[L] = x; }
+        for (int w = 0; w < n; w++) {
+            int x = width(cells[(size_t)L * (size_t)n + (size_t)w].t);
+            if (x > cw[L]) cw[L] = x;
+        }
     int lw = 0;
-    for (int w = 0; w < n; w++) { char t[16]; snprintf(t, sizeof t, "%d", w); if ((int)strlen(t) > lw) lw = (int)strlen(t); }
+    for (int w = 0; w < n; w++) {
+        char t[16];
+        snprintf(t, sizeof t, "%d", w);
+        if ((int)strlen(t) > lw) lw = (int)strlen(t);
+    }
     Str out = { 0 };
     sput(&out, "");
     for (int w = 0; w < n; w++) {
@@ -586,17 +719,20 @@ static Value bi_draw(VM *vm, Args *a)
             int x = width(t);
             bool vertical = strcmp(t, "\xe2\x94\x82") == 0;
             sput(&out, x ? t : "");
-            for (int k = x; k < cw[L]; k++) sput(&out, vertical && k == x ? "\xe2\x94\x80" : "\xe2\x94\x80");
+            for (int k = x; k < cw[L]; k++)
+                sput(&out, vertical && k == x ? "\xe2\x94\x80" : "\xe2\x94\x80");
             sput(&out, "\xe2\x94\x80");
         }
-        sput(&out, "\xe2\x94\xa4");                              /* ┤ */
-        int last = -1;   /* the wire's last column with something (no trailing blanks) */
-        for (int col = 0; col < ncol; col++) if (end[(size_t)col * (size_t)n + (size_t)w].t[0]) last = col;
+        sput(&out, "\xe2\x94\xa4"); /* ┤ */
+        int last = -1;              /* the wire's last column with something (no trailing blanks) */
+        for (int col = 0; col < ncol; col++)
+            if (end[(size_t)col * (size_t)n + (size_t)w].t[0]) last = col;
         for (int col = 0; col <= last; col++) {
             const char *t = end[(size_t)col * (size_t)n + (size_t)w].t;
             sput(&out, col == 0 ? "  " : " ");
             sput(&out, t);
-            if (col < last) for (int k = width(t); k < mw[col]; k++) sput(&out, " ");
+            if (col < last)
+                for (int k = width(t); k < mw[col]; k++) sput(&out, " ");
         }
         if (w + 1 < n) sput(&out, "\n");
     }
@@ -626,7 +762,12 @@ static const BuiltinDef builtins_circuit[] = {
 
 static const TypeOps circuit_ops = {
     .name = "circuit",
-    .free = circ_free, .copy = circ_copy, .ser = circ_ser, .deser = circ_deser, .repr = circ_repr, .call = circ_call,
+    .free = circ_free,
+    .copy = circ_copy,
+    .ser = circ_ser,
+    .deser = circ_deser,
+    .repr = circ_repr,
+    .call = circ_call,
 };
 
 void circuitlib_open(void)

@@ -31,11 +31,14 @@ static bool force_arg(VM *vm, Args *a, int i)
 static Value buf_result(VM *vm, Buf *b, const Node *site)
 {
     Value r;
-    if (buf_failed(b)) r = vm_oom(vm, site);
-    else if (b->len > 0xfffffff0u) r = vm_error(vm, site, "string too long");
+    if (buf_failed(b))
+        r = vm_oom(vm, site);
+    else if (b->len > 0xfffffff0u)
+        r = vm_error(vm, site, "string too long");
     else {
         ObjStr *s = str_alloc_try(b->len);
-        if (!s) r = vm_oom(vm, site);
+        if (!s)
+            r = vm_oom(vm, site);
         else {
             if (b->len) memcpy(s->s, b->p, b->len);
             str_finish(s);
@@ -58,7 +61,8 @@ static bool push_or_oom(VM *vm, ObjList *l, Value x, const Node *site)
 static bool want(VM *vm, Args *a, int i, ValType t, const char *fn)
 {
     if (a->v[i].t == t) return true;
-    vm_error(vm, a->site, "%s() argument %d must be a %s, not %s", fn, i + 1, type_ops(t)->name, type_name(a->v[i]));
+    vm_error(vm, a->site, "%s() argument %d must be a %s, not %s", fn, i + 1, type_ops(t)->name,
+             type_name(a->v[i]));
     return false;
 }
 
@@ -70,14 +74,25 @@ static size_t utf8_encode(double cp, char *o)
 {
     if (!(cp >= 0 && cp <= 0x10ffff) || cp != floor(cp) || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
     unsigned long c = (unsigned long)cp;
-    if (c < 0x80) { o[0] = (char)c; return 1; }
-    if (c < 0x800) { o[0] = (char)(0xc0 | (c >> 6)); o[1] = (char)(0x80 | (c & 0x3f)); return 2; }
+    if (c < 0x80) {
+        o[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        o[0] = (char)(0xc0 | (c >> 6));
+        o[1] = (char)(0x80 | (c & 0x3f));
+        return 2;
+    }
     if (c < 0x10000) {
-        o[0] = (char)(0xe0 | (c >> 12)); o[1] = (char)(0x80 | ((c >> 6) & 0x3f)); o[2] = (char)(0x80 | (c & 0x3f));
+        o[0] = (char)(0xe0 | (c >> 12));
+        o[1] = (char)(0x80 | ((c >> 6) & 0x3f));
+        o[2] = (char)(0x80 | (c & 0x3f));
         return 3;
     }
-    o[0] = (char)(0xf0 | (c >> 18)); o[1] = (char)(0x80 | ((c >> 12) & 0x3f));
-    o[2] = (char)(0x80 | ((c >> 6) & 0x3f)); o[3] = (char)(0x80 | (c & 0x3f));
+    o[0] = (char)(0xf0 | (c >> 18));
+    o[1] = (char)(0x80 | ((c >> 12) & 0x3f));
+    o[2] = (char)(0x80 | ((c >> 6) & 0x3f));
+    o[3] = (char)(0x80 | (c & 0x3f));
     return 4;
 }
 
@@ -85,10 +100,13 @@ static size_t utf8_encode(double cp, char *o)
 static Value bi_ord(VM *vm, Args *a)
 {
     Value v = a->v[0];
-    if (v.t != T_STR) return vm_error(vm, a->site, "ord() needs a one-character string, not %s", type_name(v));
+    if (v.t != T_STR)
+        return vm_error(vm, a->site, "ord() needs a one-character string, not %s", type_name(v));
     ObjStr *s = AS_STR(v);
     size_t n = str_nchars(s);
-    if (n != 1) return vm_error(vm, a->site, "ord() needs a one-character string, got a string of length %zu", n);
+    if (n != 1)
+        return vm_error(vm, a->site,
+                        "ord() needs a one-character string, got a string of length %zu", n);
     const unsigned char *p = (const unsigned char *)s->s;
     /* one code point; a lone byte that is not UTF-8 (from a \xHH escape) is its value */
     if (s->len == 1) return v_num(p[0]);
@@ -104,7 +122,11 @@ static Value bi_chr(VM *vm, Args *a)
     if (!arg_num(vm, a, 0, "chr() argument", &d)) return v_exc();
     char o[4];
     size_t n = utf8_encode(d, o);
-    if (!n) return vm_error(vm, a->site, "chr() needs a code point: an integer from 0 to 0x10ffff, not a surrogate (got %.17g)", d);
+    if (!n)
+        return vm_error(
+            vm, a->site,
+            "chr() needs a code point: an integer from 0 to 0x10ffff, not a surrogate (got %.17g)",
+            d);
     return v_strn(o, n);
 }
 
@@ -117,20 +139,28 @@ static Value bi_print(VM *vm, Args *a)
     Value *s = arg_kw(a, "sep"), *e = arg_kw(a, "end");
     if (s) {
         if (s->t != T_STR) return vm_error(vm, a->site, "print(): sep must be a string");
-        sep = AS_STR(*s)->s; seplen = AS_STR(*s)->len;
+        sep = AS_STR(*s)->s;
+        seplen = AS_STR(*s)->len;
     }
     if (e) {
         if (e->t != T_STR) return vm_error(vm, a->site, "print(): end must be a string");
-        end = AS_STR(*e)->s; endlen = AS_STR(*e)->len;
+        end = AS_STR(*e)->s;
+        endlen = AS_STR(*e)->len;
     }
     Buf b;
     buf_init(&b);
     for (int i = 0; i < a->n; i++) {
         if (i) buf_put(&b, sep, seplen);
-        if (!tp_repr(vm, &b, a->v[i], false, a->site)) { buf_free(&b); return v_exc(); }
+        if (!tp_repr(vm, &b, a->v[i], false, a->site)) {
+            buf_free(&b);
+            return v_exc();
+        }
     }
     buf_put(&b, end, endlen);
-    if (buf_failed(&b)) { buf_free(&b); return vm_oom(vm, a->site); }
+    if (buf_failed(&b)) {
+        buf_free(&b);
+        return vm_oom(vm, a->site);
+    }
     bool ok = vm_write_out(vm, b.p, b.len, false, a->site);
     buf_free(&b);
     return ok ? v_nil() : v_exc();
@@ -138,7 +168,10 @@ static Value bi_print(VM *vm, Args *a)
 
 static Value bi_str(VM *vm, Args *a)
 {
-    if (a->v[0].t == T_STR) { incref(a->v[0]); return a->v[0]; }
+    if (a->v[0].t == T_STR) {
+        incref(a->v[0]);
+        return a->v[0];
+    }
     if (a->v[0].t == T_NUM) {
         char tmp[NUMFMT_BUF];
         double d = a->v[0].n == 0 ? 0.0 : a->v[0].n;
@@ -147,7 +180,10 @@ static Value bi_str(VM *vm, Args *a)
     }
     Buf b;
     buf_init(&b);
-    if (!tp_repr(vm, &b, a->v[0], false, a->site)) { buf_free(&b); return v_exc(); }
+    if (!tp_repr(vm, &b, a->v[0], false, a->site)) {
+        buf_free(&b);
+        return v_exc();
+    }
     return buf_result(vm, &b, a->site);
 }
 
@@ -162,38 +198,66 @@ static Value bi_fmt(VM *vm, Args *a)
     const char *p = f->s, *end = f->s + f->len;
     while (p < end) {
         const char *pct = memchr(p, '%', (size_t)(end - p));
-        if (!pct) { buf_put(&b, p, (size_t)(end - p)); break; }
+        if (!pct) {
+            buf_put(&b, p, (size_t)(end - p));
+            break;
+        }
         buf_put(&b, p, (size_t)(pct - p));
         p = pct + 1;
-        if (p < end && *p == '%') { buf_putc(&b, '%'); p++; continue; }
+        if (p < end && *p == '%') {
+            buf_putc(&b, '%');
+            p++;
+            continue;
+        }
         char spec[64];
         int sn = 0;
         spec[sn++] = '%';
         while (p < end && strchr("-+ #0", *p) && sn < 10) spec[sn++] = *p++;
         int width_digits = 0;
-        while (p < end && isdigit((unsigned char)*p) && width_digits < 4) { spec[sn++] = *p++; width_digits++; }
+        while (p < end && isdigit((unsigned char)*p) && width_digits < 4) {
+            spec[sn++] = *p++;
+            width_digits++;
+        }
         if (p < end && *p == '.') {
             spec[sn++] = *p++;
             int pd = 0;
-            while (p < end && isdigit((unsigned char)*p) && pd < 3) { spec[sn++] = *p++; pd++; }
+            while (p < end && isdigit((unsigned char)*p) && pd < 3) {
+                spec[sn++] = *p++;
+                pd++;
+            }
         }
-        if (p >= end) { buf_free(&b); return vm_error(vm, a->site, "fmt(): incomplete format specifier at the end"); }
+        if (p >= end) {
+            buf_free(&b);
+            return vm_error(vm, a->site, "fmt(): incomplete format specifier at the end");
+        }
         char conv = *p++;
         if (!strchr("dfeEgGsxXioc", conv)) {
             buf_free(&b);
             return vm_error(vm, a->site, "fmt(): unsupported format '%%%c'", conv);
         }
-        if (argi >= a->n) { buf_free(&b); return vm_error(vm, a->site, "fmt(): not enough arguments for the format"); }
+        if (argi >= a->n) {
+            buf_free(&b);
+            return vm_error(vm, a->site, "fmt(): not enough arguments for the format");
+        }
         Value v = a->v[argi++];
         char out[512];
         if (conv == 's') {
             Buf s;
             buf_init(&s);
-            if (!tp_repr(vm, &s, v, false, a->site)) { buf_free(&s); buf_free(&b); return v_exc(); }
-            spec[sn++] = 's'; spec[sn] = 0;
+            if (!tp_repr(vm, &s, v, false, a->site)) {
+                buf_free(&s);
+                buf_free(&b);
+                return v_exc();
+            }
+            spec[sn++] = 's';
+            spec[sn] = 0;
             int need = snprintf(NULL, 0, spec, s.p ? s.p : "");
             char *tmp = need >= 0 ? malloc((size_t)need + 1) : NULL;
-            if (!tmp) { buf_free(&s); buf_free(&b); return vm_oom(vm, a->site); }
+            if (!tmp) {
+                buf_free(&s);
+                buf_free(&b);
+                return vm_oom(vm, a->site);
+            }
             snprintf(tmp, (size_t)need + 1, spec, s.p ? s.p : "");
             buf_put(&b, tmp, (size_t)need);
             free(tmp);
@@ -201,8 +265,10 @@ static Value bi_fmt(VM *vm, Args *a)
             continue;
         }
         double num;
-        if (v.t == T_BOOL) v = v_num(v.b);
-        else if (v.t != T_NUM && tp_number(v, &num)) v = v_num(num);
+        if (v.t == T_BOOL)
+            v = v_num(v.b);
+        else if (v.t != T_NUM && tp_number(v, &num))
+            v = v_num(num);
         if (v.t != T_NUM) {
             buf_free(&b);
             return vm_error(vm, a->site, "fmt(): %%%c needs a number, not %s", conv, type_name(v));
@@ -211,29 +277,47 @@ static Value bi_fmt(VM *vm, Args *a)
             /* the character with that code: a one-character string, NUL included */
             char ch[4];
             size_t cn = utf8_encode(trunc(v.n), ch);
-            if (!cn) { buf_free(&b); return vm_error(vm, a->site, "fmt(): %%c needs a code point from 0 to 0x10ffff, got %.17g", v.n); }
+            if (!cn) {
+                buf_free(&b);
+                return vm_error(vm, a->site,
+                                "fmt(): %%c needs a code point from 0 to 0x10ffff, got %.17g", v.n);
+            }
             spec[sn] = 0;
             long width = 0;
             bool left = false;
             for (int k = 1; k < sn; k++) {
-                if (spec[k] == '-') left = true;
-                else if (isdigit((unsigned char)spec[k]) && (width || spec[k] != '0')) width = width * 10 + (spec[k] - '0');
-                else if (spec[k] == '.') break;
+                if (spec[k] == '-')
+                    left = true;
+                else if (isdigit((unsigned char)spec[k]) && (width || spec[k] != '0'))
+                    width = width * 10 + (spec[k] - '0');
+                else if (spec[k] == '.')
+                    break;
             }
-            if (!left) for (long k = 1; k < width; k++) buf_putc(&b, ' ');
+            if (!left)
+                for (long k = 1; k < width; k++) buf_putc(&b, ' ');
             buf_put(&b, ch, cn);
-            if (left) for (long k = 1; k < width; k++) buf_putc(&b, ' ');
+            if (left)
+                for (long k = 1; k < width; k++) buf_putc(&b, ' ');
             continue;
         }
         if (conv == 'd' || conv == 'i' || conv == 'x' || conv == 'X' || conv == 'o') {
             double d = trunc(v.n);
-            if (!isfinite(d)) { buf_free(&b); return vm_error(vm, a->site, "fmt(): %%%c of a non-finite number", conv); }
+            if (!isfinite(d)) {
+                buf_free(&b);
+                return vm_error(vm, a->site, "fmt(): %%%c of a non-finite number", conv);
+            }
             if (fabs(d) >= 9.2e18) {
                 /* out of integer range: print the integral double */
-                spec[sn++] = '.'; spec[sn++] = '0'; spec[sn++] = 'f'; spec[sn] = 0;
+                spec[sn++] = '.';
+                spec[sn++] = '0';
+                spec[sn++] = 'f';
+                spec[sn] = 0;
                 snprintf(out, sizeof out, spec, d);
             } else {
-                spec[sn++] = 'l'; spec[sn++] = 'l'; spec[sn++] = conv; spec[sn] = 0;
+                spec[sn++] = 'l';
+                spec[sn++] = 'l';
+                spec[sn++] = conv;
+                spec[sn] = 0;
                 if (conv == 'x' || conv == 'X' || conv == 'o') {
                     long long ll = (long long)d;
                     if (ll < 0) {
@@ -241,16 +325,22 @@ static Value bi_fmt(VM *vm, Args *a)
                         snprintf(out, sizeof out, spec, (unsigned long long)(-ll));
                         memmove(out + 1, out, strlen(out) + 1);
                         out[0] = '-';
-                    } else snprintf(out, sizeof out, spec, (unsigned long long)ll);
-                } else snprintf(out, sizeof out, spec, (long long)d);
+                    } else
+                        snprintf(out, sizeof out, spec, (unsigned long long)ll);
+                } else
+                    snprintf(out, sizeof out, spec, (long long)d);
             }
         } else {
-            spec[sn++] = conv; spec[sn] = 0;
+            spec[sn++] = conv;
+            spec[sn] = 0;
             snprintf(out, sizeof out, spec, v.n);
         }
         buf_puts(&b, out);
     }
-    if (argi < a->n) { buf_free(&b); return vm_error(vm, a->site, "fmt(): too many arguments for the format"); }
+    if (argi < a->n) {
+        buf_free(&b);
+        return vm_error(vm, a->site, "fmt(): too many arguments for the format");
+    }
     return buf_result(vm, &b, a->site);
 }
 
@@ -262,13 +352,15 @@ static bool parse_number(const char *s, double *out)
     if (!*s) return false;
     char buf[128];
     size_t n = 0;
-    for (const char *p = s; *p && n < sizeof buf - 1; p++) if (*p != '_') buf[n++] = *p;
+    for (const char *p = s; *p && n < sizeof buf - 1; p++)
+        if (*p != '_') buf[n++] = *p;
     buf[n] = 0;
     while (n && isspace((unsigned char)buf[n - 1])) buf[--n] = 0;
     char *end;
     errno = 0;
     double d;
-    if ((buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X')) || ((buf[0] == '-' || buf[0] == '+') && buf[1] == '0' && (buf[2] == 'x' || buf[2] == 'X')))
+    if ((buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X')) ||
+        ((buf[0] == '-' || buf[0] == '+') && buf[1] == '0' && (buf[2] == 'x' || buf[2] == 'X')))
         d = (double)strtoll(buf, &end, 16);
     else
         d = strtod(buf, &end);
@@ -281,11 +373,15 @@ static Value bi_num(VM *vm, Args *a)
 {
     Value v = a->v[0];
     if (v.t == T_NUM) return v;
-    if (type_of(v)->number) { incref(v); return v; }     /* a tracked number stays one */
+    if (type_of(v)->number) {
+        incref(v);
+        return v;
+    } /* a tracked number stays one */
     if (v.t == T_BOOL) return v_num(v.b);
     if (v.t == T_STR) {
         double d;
-        if (!parse_number(AS_STR(v)->s, &d)) return vm_error(vm, a->site, "num(): cannot parse \"%.60s\" as a number", AS_STR(v)->s);
+        if (!parse_number(AS_STR(v)->s, &d))
+            return vm_error(vm, a->site, "num(): cannot parse \"%.60s\" as a number", AS_STR(v)->s);
         return v_num(d);
     }
     return vm_error(vm, a->site, "num() needs a string, number or bool, not %s", type_name(v));
@@ -296,23 +392,35 @@ static Value bi_int(VM *vm, Args *a)
     Value v = a->v[0];
     double d;
     if (tp_number(v, &d)) v = v_num(d);
-    if (v.t == T_NUM) d = v.n;
-    else if (v.t == T_BOOL) d = v.b;
+    if (v.t == T_NUM)
+        d = v.n;
+    else if (v.t == T_BOOL)
+        d = v.b;
     else if (v.t == T_STR) {
-        if (!parse_number(AS_STR(v)->s, &d)) return vm_error(vm, a->site, "int(): cannot parse \"%.60s\" as a number", AS_STR(v)->s);
-    } else return vm_error(vm, a->site, "int() needs a number, string or bool, not %s", type_name(v));
-    if (isnan(d) || isinf(d)) return vm_error(vm, a->site, "int(): cannot convert %s to an integer", isnan(d) ? "nan" : "inf");
+        if (!parse_number(AS_STR(v)->s, &d))
+            return vm_error(vm, a->site, "int(): cannot parse \"%.60s\" as a number", AS_STR(v)->s);
+    } else
+        return vm_error(vm, a->site, "int() needs a number, string or bool, not %s", type_name(v));
+    if (isnan(d) || isinf(d))
+        return vm_error(vm, a->site, "int(): cannot convert %s to an integer",
+                        isnan(d) ? "nan" : "inf");
     return v_num(trunc(d));
 }
 
-static Value bi_type(VM *vm, Args *a) { (void)vm; return v_str(type_name(a->v[0])); }
+static Value bi_type(VM *vm, Args *a)
+{
+    (void)vm;
+    return v_str(type_name(a->v[0]));
+}
 
 static Value bi_complex(VM *vm, Args *a)
 {
     double re = 0, im = 0;
-    if (a->n >= 1 && !as_complex(a->v[0], &re, &im)) return vm_error(vm, a->site, "complex() needs numbers");
+    if (a->n >= 1 && !as_complex(a->v[0], &re, &im))
+        return vm_error(vm, a->site, "complex() needs numbers");
     if (a->n == 2) {
-        if (a->v[1].t != T_NUM) return vm_error(vm, a->site, "complex(): imaginary part must be a number");
+        if (a->v[1].t != T_NUM)
+            return vm_error(vm, a->site, "complex(): imaginary part must be a number");
         im += a->v[1].n;
     }
     return v_complex(re, im);
@@ -330,17 +438,29 @@ static Value bi_len(VM *vm, Args *a)
 static Value bi_range(VM *vm, Args *a)
 {
     long x[3] = { 0, 0, 0 };
-    for (int i = 0; i < a->n; i++) if (!arg_int(vm, a, i, "range() argument", &x[i])) return v_exc();
+    for (int i = 0; i < a->n; i++)
+        if (!arg_int(vm, a, i, "range() argument", &x[i])) return v_exc();
     long start = 0, stop, step = 1;
-    if (a->n == 1) stop = x[0];
-    else { start = x[0]; stop = x[1]; if (a->n == 3) step = x[2]; }
+    if (a->n == 1)
+        stop = x[0];
+    else {
+        start = x[0];
+        stop = x[1];
+        if (a->n == 3) step = x[2];
+    }
     if (step == 0) return vm_error(vm, a->site, "range() step must not be zero");
-    double count = step > 0 ? ceil((double)(stop - start) / (double)step) : ceil((double)(start - stop) / (double)-step);
+    double count = step > 0 ? ceil((double)(stop - start) / (double)step)
+                            : ceil((double)(start - stop) / (double)-step);
     if (count < 0) count = 0;
-    if (count > 2e8) return vm_error(vm, a->site, "range() of %.0f elements is too large for a list (loop over it with for instead)", count);
+    if (count > 2e8)
+        return vm_error(
+            vm, a->site,
+            "range() of %.0f elements is too large for a list (loop over it with for instead)",
+            count);
     ObjList *l = list_new_try((size_t)count);
     if (!l) return vm_oom(vm, a->site);
-    for (long i = start; step > 0 ? i < stop : i > stop; i += step) l->v[l->len++] = v_num((double)i);
+    for (long i = start; step > 0 ? i < stop : i > stop; i += step)
+        l->v[l->len++] = v_num((double)i);
     return v_list(l);
 }
 
@@ -391,8 +511,13 @@ static Value bi_pop(VM *vm, Args *a)
         if (a->n < 2) return vm_error(vm, a->site, "pop() of a dict needs a key");
         Value r;
         if (!key_ok(a->v[1]) || !dict_del(AS_DICT(c), a->v[1], &r)) {
-            if (a->n > 2) { incref(a->v[2]); return a->v[2]; }
-            Buf b; buf_init(&b); value_repr(&b, a->v[1], true);
+            if (a->n > 2) {
+                incref(a->v[2]);
+                return a->v[2];
+            }
+            Buf b;
+            buf_init(&b);
+            value_repr(&b, a->v[1], true);
             vm_error(vm, a->site, "key %s not in dict", b.p);
             buf_free(&b);
             return v_exc();
@@ -407,9 +532,14 @@ static Value bi_get(VM *vm, Args *a)
 {
     if (!want(vm, a, 0, T_DICT, "get")) return v_exc();
     Value k = a->v[1];
-    if (!key_ok(k) && !to_plain_number(&k)) return vm_error(vm, a->site, "dict keys are numbers, strings or bools, not %s", type_name(k));
+    if (!key_ok(k) && !to_plain_number(&k))
+        return vm_error(vm, a->site, "dict keys are numbers, strings or bools, not %s",
+                        type_name(k));
     Value out;
-    if (dict_get(AS_DICT(a->v[0]), k, &out)) { incref(out); return out; }
+    if (dict_get(AS_DICT(a->v[0]), k, &out)) {
+        incref(out);
+        return out;
+    }
     Value *dv = a->n > 2 ? &a->v[2] : arg_kw(a, "default");
     if (!dv) return v_nil();
     incref(*dv);
@@ -420,7 +550,11 @@ static Value bi_get(VM *vm, Args *a)
  * the caller must not keep the result past the argument) */
 static bool elements(VM *vm, Value coll, Value *out, const Node *site)
 {
-    if (coll.t == T_LIST) { incref(coll); *out = coll; return true; }
+    if (coll.t == T_LIST) {
+        incref(coll);
+        *out = coll;
+        return true;
+    }
     Iter it;
     if (!tp_iter_begin(vm, coll, &it, site)) return false;
     ObjList *l = list_new(0);
@@ -428,8 +562,18 @@ static bool elements(VM *vm, Value coll, Value *out, const Node *site)
         Value x;
         int k = tp_iter_next(vm, coll, &it, &x, site);
         if (k == 0) break;
-        if (k < 0) { tp_iter_end(&it); decref(v_list(l)); return false; }
-        if (!list_push_try(l, x)) { decref(x); tp_iter_end(&it); decref(v_list(l)); vm_oom(vm, site); return false; }
+        if (k < 0) {
+            tp_iter_end(&it);
+            decref(v_list(l));
+            return false;
+        }
+        if (!list_push_try(l, x)) {
+            decref(x);
+            tp_iter_end(&it);
+            decref(v_list(l));
+            vm_oom(vm, site);
+            return false;
+        }
     }
     tp_iter_end(&it);
     *out = v_list(l);
@@ -443,18 +587,25 @@ static Value bi_enumerate(VM *vm, Args *a)
     double start = 0;
     Value *sv = a->n > 1 ? &a->v[1] : arg_kw(a, "start");
     if (sv) {
-        if (sv->t != T_NUM) return vm_error(vm, a->site, "enumerate() start must be a number, not %s", type_name(*sv));
+        if (sv->t != T_NUM)
+            return vm_error(vm, a->site, "enumerate() start must be a number, not %s",
+                            type_name(*sv));
         start = sv->n;
     }
     Value xs;
     if (!elements(vm, a->v[0], &xs, a->site)) return v_exc();
     ObjList *l = AS_LIST(xs), *r = list_new_try(l->len);
-    if (!r) { decref(xs); return vm_oom(vm, a->site); }
+    if (!r) {
+        decref(xs);
+        return vm_oom(vm, a->site);
+    }
     qh_assert(l->len == 0 || l->v);
     for (size_t i = 0; i < l->len; i++) {
         ObjList *p = list_new(2);
         incref(l->v[i]);
-        p->v[0] = v_num(start + (double)i); p->v[1] = l->v[i]; p->len = 2;
+        p->v[0] = v_num(start + (double)i);
+        p->v[1] = l->v[i];
+        p->len = 2;
         r->v[r->len++] = v_list(p);
     }
     decref(xs);
@@ -468,15 +619,25 @@ static Value bi_zip(VM *vm, Args *a)
     Value seqs[n ? n : 1];
     size_t len = (size_t)-1;
     for (int i = 0; i < n; i++) {
-        if (!elements(vm, a->v[i], &seqs[i], a->site)) { for (int j = 0; j < i; j++) decref(seqs[j]); return v_exc(); }
+        if (!elements(vm, a->v[i], &seqs[i], a->site)) {
+            for (int j = 0; j < i; j++) decref(seqs[j]);
+            return v_exc();
+        }
         if (AS_LIST(seqs[i])->len < len) len = AS_LIST(seqs[i])->len;
     }
     if (!n) len = 0;
     ObjList *r = list_new_try(len);
-    if (!r) { for (int i = 0; i < n; i++) decref(seqs[i]); return vm_oom(vm, a->site); }
+    if (!r) {
+        for (int i = 0; i < n; i++) decref(seqs[i]);
+        return vm_oom(vm, a->site);
+    }
     for (size_t k = 0; k < len; k++) {
         ObjList *t = list_new((size_t)n);
-        for (int i = 0; i < n; i++) { Value x = AS_LIST(seqs[i])->v[k]; incref(x); t->v[t->len++] = x; }
+        for (int i = 0; i < n; i++) {
+            Value x = AS_LIST(seqs[i])->v[k];
+            incref(x);
+            t->v[t->len++] = x;
+        }
         r->v[r->len++] = v_list(t);
     }
     for (int i = 0; i < n; i++) decref(seqs[i]);
@@ -494,12 +655,21 @@ static Value any_all(VM *vm, Args *a, bool all)
         Value x;
         int k = tp_iter_next(vm, coll, &it, &x, a->site);
         if (k == 0) break;
-        if (k < 0) { tp_iter_end(&it); return v_exc(); }
+        if (k < 0) {
+            tp_iter_end(&it);
+            return v_exc();
+        }
         bool err = false;
         bool t = tp_truthy(vm, x, a->site, &err);
         decref(x);
-        if (err) { tp_iter_end(&it); return v_exc(); }
-        if (t != all) { result = !all; break; }
+        if (err) {
+            tp_iter_end(&it);
+            return v_exc();
+        }
+        if (t != all) {
+            result = !all;
+            break;
+        }
     }
     tp_iter_end(&it);
     return v_bool(result);
@@ -513,7 +683,11 @@ static Value bi_keys(VM *vm, Args *a)
     ObjDict *d = AS_DICT(a->v[0]);
     ObjList *l = list_new_try(d->len);
     if (!l) return vm_oom(vm, a->site);
-    for (size_t i = 0; i < d->nent; i++) if (d->ent[i].live) { incref(d->ent[i].key); l->v[l->len++] = d->ent[i].key; }
+    for (size_t i = 0; i < d->nent; i++)
+        if (d->ent[i].live) {
+            incref(d->ent[i].key);
+            l->v[l->len++] = d->ent[i].key;
+        }
     return v_list(l);
 }
 
@@ -523,7 +697,11 @@ static Value bi_values(VM *vm, Args *a)
     ObjDict *d = AS_DICT(a->v[0]);
     ObjList *l = list_new_try(d->len);
     if (!l) return vm_oom(vm, a->site);
-    for (size_t i = 0; i < d->nent; i++) if (d->ent[i].live) { incref(d->ent[i].val); l->v[l->len++] = d->ent[i].val; }
+    for (size_t i = 0; i < d->nent; i++)
+        if (d->ent[i].live) {
+            incref(d->ent[i].val);
+            l->v[l->len++] = d->ent[i].val;
+        }
     return v_list(l);
 }
 
@@ -536,22 +714,35 @@ static Value bi_items(VM *vm, Args *a)
     for (size_t i = 0; i < d->nent; i++) {
         if (!d->ent[i].live) continue;
         ObjList *p = list_new(2);
-        incref(d->ent[i].key); incref(d->ent[i].val);
-        p->v[0] = d->ent[i].key; p->v[1] = d->ent[i].val; p->len = 2;
+        incref(d->ent[i].key);
+        incref(d->ent[i].val);
+        p->v[0] = d->ent[i].key;
+        p->v[1] = d->ent[i].val;
+        p->len = 2;
         l->v[l->len++] = v_list(p);
     }
     return v_list(l);
 }
 
 /* merge sort with a comparison that may fail (mixed types) */
-typedef struct SortCtx { VM *vm; Node *site; Value key; bool err; bool reverse; } SortCtx;
+typedef struct SortCtx {
+    VM *vm;
+    Node *site;
+    Value key;
+    bool err;
+    bool reverse;
+} SortCtx;
 
 static bool less(SortCtx *c, Value x, Value y)
 {
     if (c->err) return false;
     if (x.t == T_NUM && y.t == T_NUM) return c->reverse ? y.n < x.n : x.n < y.n;
-    Value r = c->reverse ? tp_binop(c->vm, OP_LT, y, x, c->site) : tp_binop(c->vm, OP_LT, x, y, c->site);
-    if (IS_EXC(r)) { c->err = true; return false; }
+    Value r =
+        c->reverse ? tp_binop(c->vm, OP_LT, y, x, c->site) : tp_binop(c->vm, OP_LT, x, y, c->site);
+    if (IS_EXC(r)) {
+        c->err = true;
+        return false;
+    }
     bool b = r.t == T_BOOL && r.b;
     decref(r);
     return b;
@@ -565,11 +756,22 @@ static void merge_sort(SortCtx *c, Value *v, Value *k, Value *tv, Value *tk, siz
     merge_sort(c, v + m, k + m, tv, tk, n - m);
     size_t i = 0, j = m, o = 0;
     while (i < m && j < n) {
-        if (less(c, k[j], k[i])) { tv[o] = v[j]; tk[o++] = k[j++]; }
-        else { tv[o] = v[i]; tk[o++] = k[i++]; }
+        if (less(c, k[j], k[i])) {
+            tv[o] = v[j];
+            tk[o++] = k[j++];
+        } else {
+            tv[o] = v[i];
+            tk[o++] = k[i++];
+        }
     }
-    while (i < m) { tv[o] = v[i]; tk[o++] = k[i++]; }
-    while (j < n) { tv[o] = v[j]; tk[o++] = k[j++]; }
+    while (i < m) {
+        tv[o] = v[i];
+        tk[o++] = k[i++];
+    }
+    while (j < n) {
+        tv[o] = v[j];
+        tk[o++] = k[j++];
+    }
     memcpy(v, tv, n * sizeof(Value));
     memcpy(k, tk, n * sizeof(Value));
 }
@@ -585,37 +787,62 @@ static Value bi_sorted(VM *vm, Args *a)
     if (a->v[0].t == T_LIST) {
         ObjList *l = AS_LIST(a->v[0]), *c = list_new_try(l->len);
         if (!c) return vm_oom(vm, a->site);
-        for (size_t i = 0; i < l->len; i++) { incref(l->v[i]); c->v[c->len++] = l->v[i]; }
+        for (size_t i = 0; i < l->len; i++) {
+            incref(l->v[i]);
+            c->v[c->len++] = l->v[i];
+        }
         items = v_list(c);
     } else if (a->v[0].t == T_DICT) {
         items = bi_keys(vm, a);
         if (IS_EXC(items)) return items;
-    } else return vm_error(vm, a->site, "sorted() needs a list, not %s", type_name(a->v[0]));
+    } else
+        return vm_error(vm, a->site, "sorted() needs a list, not %s", type_name(a->v[0]));
     ObjList *r = AS_LIST(items);
     SortCtx c = { vm, a->site, v_nil(), false, false };
     Value *kw = arg_kw(a, "key"), *rv = arg_kw(a, "reverse");
     Value key = kw ? *kw : v_nil();
     if (rv) c.reverse = tp_truthy(vm, *rv, a->site, &c.err);
     size_t n = r->len;
-    Value *keys = calloc(n + 1, sizeof(Value)), *tv = malloc((n + 1) * sizeof(Value)), *tk = malloc((n + 1) * sizeof(Value));
-    if (!keys || !tv || !tk) { free(keys); free(tv); free(tk); decref(items); return vm_oom(vm, a->site); }
-    for (size_t i = 0; i < n && !c.err; i++) {   /* keys[i] stays nil (no reference) until set */
+    Value *keys = calloc(n + 1, sizeof(Value)), *tv = malloc((n + 1) * sizeof(Value)),
+          *tk = malloc((n + 1) * sizeof(Value));
+    if (!keys || !tv || !tk) {
+        free(keys);
+        free(tv);
+        free(tk);
+        decref(items);
+        return vm_oom(vm, a->site);
+    }
+    for (size_t i = 0; i < n && !c.err; i++) { /* keys[i] stays nil (no reference) until set */
         Value e = tp_force(vm, r->v[i], a->site);
-        if (IS_EXC(e)) { c.err = true; break; }
+        if (IS_EXC(e)) {
+            c.err = true;
+            break;
+        }
         decref(r->v[i]);
         r->v[i] = e;
         if (key.t != T_NIL) {
-            incref(key);                        /* the call may drop the caller's reference */
+            incref(key); /* the call may drop the caller's reference */
             Value k = vm_call(vm, key, 1, &e, a->site);
             decref(key);
-            if (IS_EXC(k)) { c.err = true; break; }
+            if (IS_EXC(k)) {
+                c.err = true;
+                break;
+            }
             keys[i] = k;
-        } else { incref(e); keys[i] = e; }
+        } else {
+            incref(e);
+            keys[i] = e;
+        }
     }
     if (!c.err) merge_sort(&c, r->v, keys, tv, tk, n);
     for (size_t i = 0; i < n; i++) decref(keys[i]);
-    free(keys); free(tv); free(tk);
-    if (c.err) { decref(items); return v_exc(); }
+    free(keys);
+    free(tv);
+    free(tk);
+    if (c.err) {
+        decref(items);
+        return v_exc();
+    }
     return items;
 }
 
@@ -625,7 +852,10 @@ static Value bi_reversed(VM *vm, Args *a)
     if (v.t == T_LIST) {
         ObjList *l = AS_LIST(v), *r = list_new_try(l->len);
         if (!r) return vm_oom(vm, a->site);
-        for (size_t i = l->len; i-- > 0;) { incref(l->v[i]); r->v[r->len++] = l->v[i]; }
+        for (size_t i = l->len; i-- > 0;) {
+            incref(l->v[i]);
+            r->v[r->len++] = l->v[i];
+        }
         return v_list(r);
     }
     if (v.t == T_STR) {
@@ -650,7 +880,10 @@ static Value bi_error(VM *vm, Args *a)
 {
     Buf b;
     buf_init(&b);
-    if (!tp_repr(vm, &b, a->v[0], false, a->site)) { buf_free(&b); return v_exc(); }
+    if (!tp_repr(vm, &b, a->v[0], false, a->site)) {
+        buf_free(&b);
+        return v_exc();
+    }
     vm_error(vm, a->site, "%s", b.p ? b.p : "");
     buf_free(&b);
     return v_exc();
@@ -660,7 +893,8 @@ static Value bi_error(VM *vm, Args *a)
 
 static Value bi_clock(VM *vm, Args *a)
 {
-    (void)vm; (void)a;
+    (void)vm;
+    (void)a;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return v_num((double)ts.tv_sec + (double)ts.tv_nsec * 1e-9);
@@ -670,7 +904,8 @@ static Value bi_sleep(VM *vm, Args *a)
 {
     double s;
     if (!arg_num(vm, a, 0, "sleep() seconds", &s)) return v_exc();
-    if (s < 0 || isnan(s)) return vm_error(vm, a->site, "sleep() needs a non-negative number of seconds");
+    if (s < 0 || isnan(s))
+        return vm_error(vm, a->site, "sleep() needs a non-negative number of seconds");
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (;;) {
@@ -692,8 +927,14 @@ static Value bi_input(VM *vm, Args *a)
     if (a->n > 0) {
         Buf b;
         buf_init(&b);
-        if (!tp_repr(vm, &b, a->v[0], false, a->site)) { buf_free(&b); return v_exc(); }
-        if (buf_failed(&b)) { buf_free(&b); return vm_oom(vm, a->site); }
+        if (!tp_repr(vm, &b, a->v[0], false, a->site)) {
+            buf_free(&b);
+            return v_exc();
+        }
+        if (buf_failed(&b)) {
+            buf_free(&b);
+            return vm_oom(vm, a->site);
+        }
         bool ok = vm_write_out(vm, b.p, b.len, false, a->site);
         buf_free(&b);
         if (!ok) return v_exc();
@@ -704,14 +945,17 @@ static Value bi_input(VM *vm, Args *a)
     int c;
     errno = 0;
     while ((c = getchar()) != EOF && c != '\n') buf_putc(&line, (char)c);
-    if (c == EOF && ferror(stdin)) {        /* a directory, a closed descriptor, a signal */
+    if (c == EOF && ferror(stdin)) { /* a directory, a closed descriptor, a signal */
         int e = errno ? errno : EIO;
         clearerr(stdin);
         buf_free(&line);
         if (vm_check_interrupt(vm)) return v_exc();
         return vm_error(vm, a->site, "input(): cannot read standard input: %s", strerror(e));
     }
-    if (c == EOF && line.len == 0 && !buf_failed(&line)) { buf_free(&line); return v_nil(); }
+    if (c == EOF && line.len == 0 && !buf_failed(&line)) {
+        buf_free(&line);
+        return v_nil();
+    }
     return buf_result(vm, &line, a->site);
 }
 
@@ -722,21 +966,40 @@ static Value bi_join(VM *vm, Args *a)
     Value l = a->v[0];
     Value *sepv = arg_kw(a, "sep");
     Value sep = a->n > 1 ? a->v[1] : (sepv ? *sepv : v_nil());
-    if (l.t == T_STR && sep.t == T_LIST) { Value t = l; l = sep; sep = t; }   /* join(sep, list) too */
+    if (l.t == T_STR && sep.t == T_LIST) {
+        Value t = l;
+        l = sep;
+        sep = t;
+    } /* join(sep, list) too */
     if (l.t != T_LIST) return vm_error(vm, a->site, "join() needs a list, not %s", type_name(l));
-    if (sep.t != T_NIL && sep.t != T_STR) return vm_error(vm, a->site, "join(): sep must be a string");
+    if (sep.t != T_NIL && sep.t != T_STR)
+        return vm_error(vm, a->site, "join(): sep must be a string");
     ObjList *xs = AS_LIST(l);
     Buf b;
     buf_init(&b);
     for (size_t i = 0; i < xs->len; i++) {
         if (i && sep.t == T_STR) buf_put(&b, AS_STR(sep)->s, AS_STR(sep)->len);
         Value e = xs->v[i];
-        if (e.t == T_STR) { buf_put(&b, AS_STR(e)->s, AS_STR(e)->len); continue; }
+        if (e.t == T_STR) {
+            buf_put(&b, AS_STR(e)->s, AS_STR(e)->len);
+            continue;
+        }
         e = tp_force(vm, e, a->site);
-        if (IS_EXC(e)) { buf_free(&b); return e; }
-        if (e.t == T_STR) buf_put(&b, AS_STR(e)->s, AS_STR(e)->len);
-        else if (e.t == T_NUM) value_repr(&b, e, false);
-        else { buf_free(&b); Value err = vm_error(vm, a->site, "join(): element %zu is %s, not a string", i, type_name(e)); decref(e); return err; }
+        if (IS_EXC(e)) {
+            buf_free(&b);
+            return e;
+        }
+        if (e.t == T_STR)
+            buf_put(&b, AS_STR(e)->s, AS_STR(e)->len);
+        else if (e.t == T_NUM)
+            value_repr(&b, e, false);
+        else {
+            buf_free(&b);
+            Value err =
+                vm_error(vm, a->site, "join(): element %zu is %s, not a string", i, type_name(e));
+            decref(e);
+            return err;
+        }
         decref(e);
     }
     return buf_result(vm, &b, a->site);
@@ -756,19 +1019,37 @@ static Value bi_split(VM *vm, Args *a)
             if (i >= s->len) break;
             size_t j = i;
             while (j < s->len && !isspace((unsigned char)s->s[j])) j++;
-            if (!push_or_oom(vm, l, v_strn(s->s + i, j - i), a->site)) { decref(v_list(l)); return v_exc(); }
+            if (!push_or_oom(vm, l, v_strn(s->s + i, j - i), a->site)) {
+                decref(v_list(l));
+                return v_exc();
+            }
             i = j;
         }
         return v_list(l);
     }
-    if (sep.t != T_STR) { decref(v_list(l)); return vm_error(vm, a->site, "split(): sep must be a string"); }
+    if (sep.t != T_STR) {
+        decref(v_list(l));
+        return vm_error(vm, a->site, "split(): sep must be a string");
+    }
     ObjStr *p = AS_STR(sep);
-    if (!p->len) { decref(v_list(l)); return vm_error(vm, a->site, "split(): empty separator"); }
+    if (!p->len) {
+        decref(v_list(l));
+        return vm_error(vm, a->site, "split(): empty separator");
+    }
     const char *cur = s->s, *end = s->s + s->len;
     for (;;) {
         const char *f = memmem(cur, (size_t)(end - cur), p->s, p->len);
-        if (!f) { if (!push_or_oom(vm, l, v_strn(cur, (size_t)(end - cur)), a->site)) { decref(v_list(l)); return v_exc(); } break; }
-        if (!push_or_oom(vm, l, v_strn(cur, (size_t)(f - cur)), a->site)) { decref(v_list(l)); return v_exc(); }
+        if (!f) {
+            if (!push_or_oom(vm, l, v_strn(cur, (size_t)(end - cur)), a->site)) {
+                decref(v_list(l));
+                return v_exc();
+            }
+            break;
+        }
+        if (!push_or_oom(vm, l, v_strn(cur, (size_t)(f - cur)), a->site)) {
+            decref(v_list(l));
+            return v_exc();
+        }
         cur = f + p->len;
     }
     return v_list(l);
@@ -776,7 +1057,8 @@ static Value bi_split(VM *vm, Args *a)
 
 static Value bi_replace(VM *vm, Args *a)
 {
-    for (int i = 0; i < 3; i++) if (!want(vm, a, i, T_STR, "replace")) return v_exc();
+    for (int i = 0; i < 3; i++)
+        if (!want(vm, a, i, T_STR, "replace")) return v_exc();
     ObjStr *s = AS_STR(a->v[0]), *o = AS_STR(a->v[1]), *n = AS_STR(a->v[2]);
     if (!o->len) return vm_error(vm, a->site, "replace(): empty string to replace");
     Buf b;
@@ -784,7 +1066,10 @@ static Value bi_replace(VM *vm, Args *a)
     const char *cur = s->s, *end = s->s + s->len;
     for (;;) {
         const char *f = memmem(cur, (size_t)(end - cur), o->s, o->len);
-        if (!f) { buf_put(&b, cur, (size_t)(end - cur)); break; }
+        if (!f) {
+            buf_put(&b, cur, (size_t)(end - cur));
+            break;
+        }
         buf_put(&b, cur, (size_t)(f - cur));
         buf_put(&b, n->s, n->len);
         cur = f + o->len;
@@ -813,18 +1098,22 @@ static Value bi_strip(VM *vm, Args *a)
     if (!want(vm, a, 0, T_STR, "strip")) return v_exc();
     ObjStr *s = AS_STR(a->v[0]);
     const char *chars = NULL;
-    if (a->n > 1) { if (!want(vm, a, 1, T_STR, "strip")) return v_exc(); chars = AS_STR(a->v[1])->s; }
+    if (a->n > 1) {
+        if (!want(vm, a, 1, T_STR, "strip")) return v_exc();
+        chars = AS_STR(a->v[1])->s;
+    }
     size_t i = 0, j = s->len;
-    #define STRIPPABLE(c) (chars ? ((c) && strchr(chars, (c)) != NULL) : isspace((unsigned char)(c)))
+#define STRIPPABLE(c) (chars ? ((c) && strchr(chars, (c)) != NULL) : isspace((unsigned char)(c)))
     while (i < j && STRIPPABLE(s->s[i])) i++;
     while (j > i && STRIPPABLE(s->s[j - 1])) j--;
-    #undef STRIPPABLE
+#undef STRIPPABLE
     return v_strn(s->s + i, j - i);
 }
 
 static Value bi_startswith(VM *vm, Args *a)
 {
-    if (!want(vm, a, 0, T_STR, "startswith") || !want(vm, a, 1, T_STR, "startswith")) return v_exc();
+    if (!want(vm, a, 0, T_STR, "startswith") || !want(vm, a, 1, T_STR, "startswith"))
+        return v_exc();
     ObjStr *s = AS_STR(a->v[0]), *p = AS_STR(a->v[1]);
     return v_bool(p->len <= s->len && memcmp(s->s, p->s, p->len) == 0);
 }
@@ -840,7 +1129,8 @@ static Value bi_find(VM *vm, Args *a)
 {
     if (a->v[0].t == T_LIST) {
         ObjList *l = AS_LIST(a->v[0]);
-        for (size_t i = 0; i < l->len; i++) if (value_eq(l->v[i], a->v[1])) return v_num((double)i);
+        for (size_t i = 0; i < l->len; i++)
+            if (value_eq(l->v[i], a->v[1])) return v_num((double)i);
         return v_num(-1);
     }
     if (!want(vm, a, 0, T_STR, "find") || !want(vm, a, 1, T_STR, "find")) return v_exc();
@@ -848,7 +1138,8 @@ static Value bi_find(VM *vm, Args *a)
     const char *f = memmem(s->s, s->len, p->s, p->len);
     if (!f) return v_num(-1);
     size_t cp = 0;
-    for (const char *q = s->s; q < f; q++) if (((unsigned char)*q & 0xc0) != 0x80) cp++;
+    for (const char *q = s->s; q < f; q++)
+        if (((unsigned char)*q & 0xc0) != 0x80) cp++;
     return v_num((double)cp);
 }
 
@@ -867,9 +1158,13 @@ static Value math1(VM *vm, Args *a, MathFn fn, const char *name)
         b.n = 1;
         b.v = a->v + 1;
         Value lb = math1(vm, &b, M_LOG, name);
-        if (IS_EXC(lb)) { decref(lx); return lb; }
+        if (IS_EXC(lb)) {
+            decref(lx);
+            return lb;
+        }
         Value r = tp_binop(vm, OP_DIV, lx, lb, a->site);
-        decref(lx); decref(lb);
+        decref(lx);
+        decref(lb);
         return r;
     }
     if (v.t == T_COMPLEX) {
@@ -896,16 +1191,24 @@ static Value math1(VM *vm, Args *a, MathFn fn, const char *name)
     switch (fn) {
     case M_ABS: return v_num(fabs(x));
     case M_SQRT:
-        if (x < 0) return vm_error(vm, a->site, "sqrt() of a negative number (%g); use sqrt(complex(x))", x);
+        if (x < 0)
+            return vm_error(vm, a->site, "sqrt() of a negative number (%g); use sqrt(complex(x))",
+                            x);
         return v_num(sqrt(x));
     case M_SIN: return v_num(sin(x));
     case M_COS: return v_num(cos(x));
     case M_TAN: return v_num(tan(x));
-    case M_ASIN: if (x < -1 || x > 1) return vm_error(vm, a->site, "asin() argument %g outside [-1, 1]", x); return v_num(asin(x));
-    case M_ACOS: if (x < -1 || x > 1) return vm_error(vm, a->site, "acos() argument %g outside [-1, 1]", x); return v_num(acos(x));
+    case M_ASIN:
+        if (x < -1 || x > 1) return vm_error(vm, a->site, "asin() argument %g outside [-1, 1]", x);
+        return v_num(asin(x));
+    case M_ACOS:
+        if (x < -1 || x > 1) return vm_error(vm, a->site, "acos() argument %g outside [-1, 1]", x);
+        return v_num(acos(x));
     case M_ATAN: return v_num(atan(x));
     case M_EXP: return v_num(exp(x));
-    case M_LOG: case M_LOG2: case M_LOG10:
+    case M_LOG:
+    case M_LOG2:
+    case M_LOG10:
         if (x <= 0) return vm_error(vm, a->site, "%s() of a non-positive number (%g)", name, x);
         if (fn == M_LOG && a->n > 1) {
             double base;
@@ -916,20 +1219,34 @@ static Value math1(VM *vm, Args *a, MathFn fn, const char *name)
         return v_num(fn == M_LOG ? log(x) : fn == M_LOG2 ? log2(x) : log10(x));
     case M_FLOOR: return v_num(floor(x));
     case M_CEIL: return v_num(ceil(x));
-    case M_ROUND: case M_NFUNCS: break;     /* round() is bi_round */
+    case M_ROUND:
+    case M_NFUNCS: break; /* round() is bi_round */
     }
     qh_unreachable();
 }
 
-#define MATH1(nm, id) static Value bi_##nm(VM *vm, Args *a) { return math1(vm, a, id, #nm); }
-MATH1(abs, M_ABS) MATH1(sqrt, M_SQRT) MATH1(sin, M_SIN) MATH1(cos, M_COS) MATH1(tan, M_TAN)
-MATH1(asin, M_ASIN) MATH1(acos, M_ACOS) MATH1(atan, M_ATAN) MATH1(exp, M_EXP) MATH1(log, M_LOG)
-MATH1(log2, M_LOG2) MATH1(log10, M_LOG10) MATH1(floor, M_FLOOR) MATH1(ceil, M_CEIL)
+#define MATH1(nm, id) \
+    static Value bi_##nm(VM *vm, Args *a) { return math1(vm, a, id, #nm); }
+MATH1(abs, M_ABS)
+MATH1(sqrt, M_SQRT)
+MATH1(sin, M_SIN)
+MATH1(cos, M_COS)
+MATH1(tan, M_TAN)
+MATH1(asin, M_ASIN)
+MATH1(acos, M_ACOS)
+MATH1(atan, M_ATAN)
+MATH1(exp, M_EXP)
+MATH1(log, M_LOG)
+MATH1(log2, M_LOG2)
+MATH1(log10, M_LOG10)
+MATH1(floor, M_FLOOR)
+MATH1(ceil, M_CEIL)
 
 static Value bi_atan2(VM *vm, Args *a)
 {
     double y0, x0;
-    if ((a->v[0].t != T_NUM || a->v[1].t != T_NUM) && tp_number(a->v[0], &y0) && tp_number(a->v[1], &x0)) {
+    if ((a->v[0].t != T_NUM || a->v[1].t != T_NUM) && tp_number(a->v[0], &y0) &&
+        tp_number(a->v[1], &x0)) {
         /* differentiated numbers: atan2(y, x) = atan(y / x) up to a
          * constant, the same derivative */
         Value q = tp_binop(vm, OP_DIV, a->v[0], a->v[1], a->site);
@@ -951,13 +1268,14 @@ static Value bi_round(VM *vm, Args *a)
 {
     long digits = 0;
     Value *dk = arg_kw(a, "digits");
-    if (a->n > 1) { if (!arg_int(vm, a, 1, "round() digits", &digits)) return v_exc(); }
-    else if (dk) {
+    if (a->n > 1) {
+        if (!arg_int(vm, a, 1, "round() digits", &digits)) return v_exc();
+    } else if (dk) {
         Args t = { 1, dk, 0, NULL, NULL, a->site, NULL };
         if (!arg_int(vm, &t, 0, "round() digits", &digits)) return v_exc();
     }
     double x;
-    if (!tp_number(a->v[0], &x)) {       /* numbers, and tracked ones (rounded to plain ones) */
+    if (!tp_number(a->v[0], &x)) { /* numbers, and tracked ones (rounded to plain ones) */
         Value r = tp_math(vm, M_ROUND, a->v[0], digits, a->site);
         if (r.t != T_NOTIMPL) return r;
         if (!arg_num(vm, a, 0, "round() argument", &x)) return v_exc();
@@ -985,7 +1303,9 @@ static Value minmax(VM *vm, Args *a, bool is_max)
     Value *items = a->v;
     size_t n = (size_t)a->n;
     if (a->n == 1) {
-        if (a->v[0].t != T_LIST) return vm_error(vm, a->site, "%s() of a single %s: give a list or several numbers", nm, type_name(a->v[0]));
+        if (a->v[0].t != T_LIST)
+            return vm_error(vm, a->site, "%s() of a single %s: give a list or several numbers", nm,
+                            type_name(a->v[0]));
         items = AS_LIST(a->v[0])->v;
         n = AS_LIST(a->v[0])->len;
     }
@@ -994,15 +1314,30 @@ static Value minmax(VM *vm, Args *a, bool is_max)
     if (IS_EXC(best)) return best;
     for (size_t i = 1; i < n; i++) {
         Value x = tp_force(vm, items[i], a->site);
-        if (IS_EXC(x)) { decref(best); return x; }
+        if (IS_EXC(x)) {
+            decref(best);
+            return x;
+        }
         Value c = tp_binop(vm, is_max ? OP_GT : OP_LT, x, best, a->site);
-        if (IS_EXC(c)) { decref(x); decref(best); return c; }
+        if (IS_EXC(c)) {
+            decref(x);
+            decref(best);
+            return c;
+        }
         if (c.t != T_BOOL) {
             /* arrays compare elementwise: no single answer */
-            decref(c); decref(x); decref(best);
-            return vm_error(vm, a->site, "%s() compares values one at a time: for arrays use %s(a) of one array", nm, nm);
+            decref(c);
+            decref(x);
+            decref(best);
+            return vm_error(vm, a->site,
+                            "%s() compares values one at a time: for arrays use %s(a) of one array",
+                            nm, nm);
         }
-        if (c.b) { decref(best); best = x; } else decref(x);
+        if (c.b) {
+            decref(best);
+            best = x;
+        } else
+            decref(x);
     }
     return best;
 }
@@ -1022,7 +1357,10 @@ static Value bi_sum(VM *vm, Args *a)
     incref(acc);
     for (size_t i = 0; i < l->len; i++) {
         Value x = l->v[i];
-        if (acc.t == T_NUM && x.t == T_NUM) { acc.n += x.n; continue; }
+        if (acc.t == T_NUM && x.t == T_NUM) {
+            acc.n += x.n;
+            continue;
+        }
         Value r = tp_binop(vm, OP_ADD, acc, x, a->site);
         decref(acc);
         if (IS_EXC(r)) return r;

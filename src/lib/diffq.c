@@ -46,35 +46,46 @@
 typedef enum QRMode { QR_RECORD, QR_SHIFT, QR_METRIC } QRMode;
 typedef enum QKind { Q_EXPVAL, Q_VAR, Q_PROBS } QKind;
 
-typedef struct RecOp { SvOp op; cplx *matrix; uint8_t tracked; } RecOp;
-typedef struct Slot { int op, param; AdNode node; } Slot;
+typedef struct RecOp {
+    SvOp op;
+    cplx *matrix;
+    uint8_t tracked;
+} RecOp;
+typedef struct Slot {
+    int op, param;
+    AdNode node;
+} Slot;
 
 typedef struct Quant {
     QKind kind;
-    SvTerm *t, *t2;             /* the observable; var: also O^2 (owned, blocks owned) */
+    SvTerm *t, *t2; /* the observable; var: also O^2 (owned, blocks owned) */
     int n, n2;
-    int wires[64], nw;          /* probs */
-    int pos;                    /* gates applied before it */
-    int nslots;                 /* parameters recorded before it: its nodes' parents */
-    int rows, off;              /* values it records, the first one's index */
-    AdNode node[2];             /* Jacobian nodes (var: <O> and <O^2>); AD_NONE: constant */
+    int wires[64], nw; /* probs */
+    int pos;           /* gates applied before it */
+    int nslots;        /* parameters recorded before it: its nodes' parents */
+    int rows, off;     /* values it records, the first one's index */
+    AdNode node[2];    /* Jacobian nodes (var: <O> and <O^2>); AD_NONE: constant */
 } Quant;
 
 typedef struct DRec {
-    QRec head;                  /* its operations, for qrt.c (qrec.h) */
+    QRec head; /* its operations, for qrt.c (qrec.h) */
     QRMode mode;
     VM *vm;
-    bool adjoint;               /* keep the final state */
-    bool best, to_shift;        /* adjoint not asked for; it cannot run: use parameter-shift */
-    RecOp *ops; int nops, capops;
-    Slot *slots; int nslots, capslots;
-    Quant *q; int nquant, capq;
+    bool adjoint;        /* keep the final state */
+    bool best, to_shift; /* adjoint not asked for; it cannot run: use parameter-shift */
+    RecOp *ops;
+    int nops, capops;
+    Slot *slots;
+    int nslots, capslots;
+    Quant *q;
+    int nquant, capq;
     int nvals;
-    double *vals; int capvals;  /* shifted runs: the values measured */
+    double *vals;
+    int capvals; /* shifted runs: the values measured */
     int shift_op, shift_param;
     double shift;
     int counter;
-    uint64_t shape;             /* which gates on which wires: a shifted run must repeat it */
+    uint64_t shape; /* which gates on which wires: a shifted run must repeat it */
     const char *nondiff;
     bool measured, shots;
     int nqubits;
@@ -87,7 +98,10 @@ static void qrec_free(DRec *r)
     for (int i = 0; i < r->nops; i++) free(r->ops[i].matrix);
     free(r->ops);
     free(r->slots);
-    for (int i = 0; i < r->nquant; i++) { sv_terms_free(r->q[i].t, r->q[i].n); sv_terms_free(r->q[i].t2, r->q[i].n2); }
+    for (int i = 0; i < r->nquant; i++) {
+        sv_terms_free(r->q[i].t, r->q[i].n);
+        sv_terms_free(r->q[i].t2, r->q[i].n2);
+    }
     free(r->q);
     free(r->vals);
     free(r->final);
@@ -121,7 +135,10 @@ static const SvOp *rec_gate(QRec *rq, const SvOp *op, const AdNode *pnode, SvOp 
     if (r->nops == r->capops) {
         int cap = r->capops ? r->capops * 2 : 64;
         RecOp *n = realloc(r->ops, (size_t)cap * sizeof(RecOp));
-        if (!n) { snprintf(r->err, sizeof r->err, "grad: out of memory recording the circuit"); return NULL; }
+        if (!n) {
+            snprintf(r->err, sizeof r->err, "grad: out of memory recording the circuit");
+            return NULL;
+        }
         r->ops = n;
         r->capops = cap;
     }
@@ -132,7 +149,10 @@ static const SvOp *rec_gate(QRec *rq, const SvOp *op, const AdNode *pnode, SvOp 
     if (op->matrix) {
         size_t d = (size_t)1 << op->nwires;
         o->matrix = malloc(d * d * sizeof(cplx));
-        if (!o->matrix) { snprintf(r->err, sizeof r->err, "grad: out of memory recording the circuit"); return NULL; }
+        if (!o->matrix) {
+            snprintf(r->err, sizeof r->err, "grad: out of memory recording the circuit");
+            return NULL;
+        }
         memcpy(o->matrix, op->matrix, d * d * sizeof(cplx));
         o->op.matrix = o->matrix;
     }
@@ -141,7 +161,10 @@ static const SvOp *rec_gate(QRec *rq, const SvOp *op, const AdNode *pnode, SvOp 
         if (r->nslots == r->capslots) {
             int cap = r->capslots ? r->capslots * 2 : 32;
             Slot *n = realloc(r->slots, (size_t)cap * sizeof(Slot));
-            if (!n) { snprintf(r->err, sizeof r->err, "grad: out of memory recording the circuit"); return NULL; }
+            if (!n) {
+                snprintf(r->err, sizeof r->err, "grad: out of memory recording the circuit");
+                return NULL;
+            }
             r->slots = n;
             r->capslots = cap;
         }
@@ -213,7 +236,8 @@ static Value rec_expval(VM *vm, QRec *rq, const SvTerm *t, int n, double e, cons
     return track_num(vm, e, q->node[0], site);
 }
 
-static Value rec_var(VM *vm, QRec *rq, const SvTerm *t, int n, double e, double e2, const Node *site)
+static Value rec_var(VM *vm, QRec *rq, const SvTerm *t, int n, double e, double e2,
+                     const Node *site)
 {
     DRec *r = (DRec *)rq;
     double v = e2 - e * e;
@@ -228,7 +252,8 @@ static Value rec_var(VM *vm, QRec *rq, const SvTerm *t, int n, double e, double 
     if (!q || !(q->t = sv_terms_dup(t, n))) return vm_error(vm, site, "grad: out of memory");
     q->n = n;
     char err[200] = "out of memory";
-    if (!(q->t2 = sv_terms_square(t, n, &q->n2, err, sizeof err))) return vm_error(vm, site, "grad: %s", err);
+    if (!(q->t2 = sv_terms_square(t, n, &q->n2, err, sizeof err)))
+        return vm_error(vm, site, "grad: %s", err);
     if (!q->nslots) return v_num(v);
     q->node[0] = quant_node(r, q->nslots, 0, NULL);
     q->node[1] = quant_node(r, q->nslots, 0, NULL);
@@ -236,18 +261,28 @@ static Value rec_var(VM *vm, QRec *rq, const SvTerm *t, int n, double e, double 
     return track_num(vm, v, ad_s2(vm->ad->tape, q->node[1], 1, q->node[0], -2 * e), site);
 }
 
-static Value rec_probs(VM *vm, QRec *rq, const int *wires, int nw, int nq, Array *p, const Node *site)
+static Value rec_probs(VM *vm, QRec *rq, const int *wires, int nw, int nq, Array *p,
+                       const Node *site)
 {
     DRec *r = (DRec *)rq;
     size_t K = ar_size(p);
     if (r->mode == QR_SHIFT) {
-        if (!push_vals(r, ar_f64_ro(p), (int)K)) { ar_free(p); return vm_error(vm, site, "grad: out of memory"); }
+        if (!push_vals(r, ar_f64_ro(p), (int)K)) {
+            ar_free(p);
+            return vm_error(vm, site, "grad: out of memory");
+        }
         return arr_wrap(p);
     }
     if (r->mode != QR_RECORD) return arr_wrap(p);
-    if (K > 4096) { ar_free(p); return vm_error(vm, site, "grad: probs() of more than 12 wires cannot be differentiated"); }
+    if (K > 4096) {
+        ar_free(p);
+        return vm_error(vm, site, "grad: probs() of more than 12 wires cannot be differentiated");
+    }
     Quant *q = new_quant(r, Q_PROBS, (int)K);
-    if (!q) { ar_free(p); return vm_error(vm, site, "grad: out of memory"); }
+    if (!q) {
+        ar_free(p);
+        return vm_error(vm, site, "grad: out of memory");
+    }
     q->nw = nw ? nw : nq;
     for (int i = 0; i < q->nw; i++) q->wires[i] = nw ? wires[i] : i;
     if (!q->nslots) return arr_wrap(p);
@@ -263,28 +298,37 @@ static bool rec_after_body(QRec *rq, const SvState *s, int nq)
     if (r->mode == QR_METRIC) return true;
     if (r->mode == QR_RECORD && r->nondiff) {
         if (strcmp(r->nondiff, "sample") == 0 || strcmp(r->nondiff, "counts") == 0)
-            snprintf(r->err, sizeof r->err, "grad: %s() draws random samples and has no derivative", r->nondiff);
+            snprintf(r->err, sizeof r->err, "grad: %s() draws random samples and has no derivative",
+                     r->nondiff);
         else
-            snprintf(r->err, sizeof r->err, "grad(method=\"%s\") cannot follow %s(); use method=\"finite-diff\"",
+            snprintf(r->err, sizeof r->err,
+                     "grad(method=\"%s\") cannot follow %s(); use method=\"finite-diff\"",
                      r->adjoint ? "adjoint" : "parameter-shift", r->nondiff);
         return false;
     }
     if (r->mode == QR_RECORD && r->adjoint && r->best && (!s || (r->shots && r->nquant))) {
-        r->adjoint = false;     /* the mixed device or shots: parameter-shift */
+        r->adjoint = false; /* the mixed device or shots: parameter-shift */
         r->to_shift = true;
         return true;
     }
     if (r->mode == QR_RECORD && r->adjoint) {
         if (!s) {
-            snprintf(r->err, sizeof r->err, "grad(method=\"adjoint\") needs the statevector device; on the mixed device use method=\"parameter-shift\" or \"finite-diff\"");
+            snprintf(r->err, sizeof r->err,
+                     "grad(method=\"adjoint\") needs the statevector device; on the mixed device "
+                     "use method=\"parameter-shift\" or \"finite-diff\"");
             return false;
         }
         if (r->shots && r->nquant) {
-            snprintf(r->err, sizeof r->err, "grad(method=\"adjoint\") needs an exact device (no shots); use method=\"parameter-shift\"");
+            snprintf(r->err, sizeof r->err,
+                     "grad(method=\"adjoint\") needs an exact device (no shots); use "
+                     "method=\"parameter-shift\"");
             return false;
         }
         r->final = aligned_alloc(64, s->dim * sizeof(cplx) < 64 ? 64 : s->dim * sizeof(cplx));
-        if (!r->final) { snprintf(r->err, sizeof r->err, "grad: out of memory keeping the final state"); return false; }
+        if (!r->final) {
+            snprintf(r->err, sizeof r->err, "grad: out of memory keeping the final state");
+            return false;
+        }
         memcpy(r->final, s->amp, s->dim * sizeof(cplx));
     }
     return true;
@@ -308,7 +352,12 @@ static void qrec_init(DRec *r, QRMode mode, VM *vm)
 
 /* In the master copy of a call's arguments, each tracked value is a marker:
  * input k. Copied with a MarkMap it becomes what the run needs. */
-typedef struct ObjMark { Obj h; int input; double x; Array *a; } ObjMark;
+typedef struct ObjMark {
+    Obj h;
+    int input;
+    double x;
+    Array *a;
+} ObjMark;
 #define AS_MARK(v) ((ObjMark *)(v).o)
 static ValType T_MARK = T_NTYPES;
 
@@ -317,23 +366,32 @@ typedef enum { MM_LEAF, MM_PLAIN, MM_PERTURB } MarkMode;
 typedef struct MarkMap {
     uint32_t magic;
     MarkMode mode;
-    VM *vm;                     /* MM_LEAF: its tape */
-    AdNode *leaf;               /* MM_LEAF: the new inputs' nodes, by input */
-    const size_t *inoff;        /* MM_PERTURB: input k's first flat position */
-    size_t at;                  /* MM_PERTURB: the flat position moved */
+    VM *vm;              /* MM_LEAF: its tape */
+    AdNode *leaf;        /* MM_LEAF: the new inputs' nodes, by input */
+    const size_t *inoff; /* MM_PERTURB: input k's first flat position */
+    size_t at;           /* MM_PERTURB: the flat position moved */
     double h;
     bool failed;
 } MarkMap;
 
-static void mark_free(Obj *o) { ar_free(((ObjMark *)o)->a); free(o); }
-static void mark_repr(Buf *b, Value v, bool quoted) { (void)v; (void)quoted; buf_puts(b, "<differentiated argument>"); }
+static void mark_free(Obj *o)
+{
+    ar_free(((ObjMark *)o)->a);
+    free(o);
+}
+static void mark_repr(Buf *b, Value v, bool quoted)
+{
+    (void)v;
+    (void)quoted;
+    buf_puts(b, "<differentiated argument>");
+}
 
 static Value mark_copy(Value v, CopyCtx *cc)
 {
     ObjMark *m = AS_MARK(v);
     MarkMap *mm = cc->user;
     char err[AR_ERRLEN];
-    if (!mm || mm->magic != MARK_MAGIC) {      /* a master copy: still a marker */
+    if (!mm || mm->magic != MARK_MAGIC) { /* a master copy: still a marker */
         ObjMark *n = (ObjMark *)obj_alloc(sizeof(ObjMark), T_MARK);
         n->input = m->input;
         n->x = m->x;
@@ -349,7 +407,10 @@ static Value mark_copy(Value v, CopyCtx *cc)
         }
         mm->leaf[m->input] = ad_input(t, ar_ndim(m->a), ar_shape(m->a));
         Array *c = ar_copy(m->a, err);
-        if (!c) { mm->failed = true; return v_nil(); }
+        if (!c) {
+            mm->failed = true;
+            return v_nil();
+        }
         return track_arr(mm->vm, c, mm->leaf[m->input], NULL);
     }
     size_t off = mm->mode == MM_PERTURB ? mm->inoff[m->input] : 0;
@@ -359,13 +420,22 @@ static Value mark_copy(Value v, CopyCtx *cc)
         return v_num(x);
     }
     Array *c = ar_copy(m->a, err);
-    if (!c) { mm->failed = true; return v_nil(); }
-    if (mm->mode == MM_PERTURB && mm->at >= off && mm->at < off + ar_size(c)) ar_f64(c)[mm->at - off] += mm->h;
+    if (!c) {
+        mm->failed = true;
+        return v_nil();
+    }
+    if (mm->mode == MM_PERTURB && mm->at >= off && mm->at < off + ar_size(c))
+        ar_f64(c)[mm->at - off] += mm->h;
     return arr_wrap(c);
 }
 
 /* The inputs of a call: each tracked value found in its arguments. */
-typedef struct Inputs { AdNode *node; size_t *size; double *x; size_t n, nx, cap, capx; } Inputs;
+typedef struct Inputs {
+    AdNode *node;
+    size_t *size;
+    double *x;
+    size_t n, nx, cap, capx;
+} Inputs;
 
 static bool inputs_add(Inputs *in, AdNode node, const double *x, size_t n)
 {
@@ -405,9 +475,15 @@ static Value mark_walk(VM *vm, Value v, Inputs *in, const Node *site)
         ObjMark *m = (ObjMark *)obj_alloc(sizeof(ObjMark), T_MARK);
         m->input = (int)in->n;
         if (track_is_num(v)) {
-            if (!track_number(vm, v, &x, &n, site, &err)) { decref(v_obj(&m->h)); return v_exc(); }
+            if (!track_number(vm, v, &x, &n, site, &err)) {
+                decref(v_obj(&m->h));
+                return v_exc();
+            }
             m->x = x;
-            if (!inputs_add(in, n, &x, 1)) { decref(v_obj(&m->h)); return vm_error(vm, site, "grad: out of memory"); }
+            if (!inputs_add(in, n, &x, 1)) {
+                decref(v_obj(&m->h));
+                return vm_error(vm, site, "grad: out of memory");
+            }
         } else {
             char e[AR_ERRLEN];
             m->a = ar_copy(track_array(v), e);
@@ -423,7 +499,10 @@ static Value mark_walk(VM *vm, Value v, Inputs *in, const Node *site)
         Value cv = v_list(c);
         for (size_t i = 0; i < l->len; i++) {
             Value e = mark_walk(vm, l->v[i], in, site);
-            if (IS_EXC(e)) { decref(cv); return e; }
+            if (IS_EXC(e)) {
+                decref(cv);
+                return e;
+            }
             c->v[c->len++] = e;
         }
         return cv;
@@ -434,7 +513,10 @@ static Value mark_walk(VM *vm, Value v, Inputs *in, const Node *site)
         for (size_t i = 0; i < d->nent; i++) {
             if (!d->ent[i].live) continue;
             Value e = mark_walk(vm, d->ent[i].val, in, site);
-            if (IS_EXC(e)) { decref(cv); return e; }
+            if (IS_EXC(e)) {
+                decref(cv);
+                return e;
+            }
             dict_set(c, d->ent[i].key, e);
             decref(e);
         }
@@ -447,40 +529,47 @@ static Value mark_walk(VM *vm, Value v, Inputs *in, const Node *site)
 /* ================================================================ calls and work items */
 
 typedef enum UKind { U_FORWARD, U_SWEEP, U_SHIFT, U_FD } UKind;
-typedef struct Unit { UKind kind; struct QCall *c; int run; } Unit;
+typedef struct Unit {
+    UKind kind;
+    struct QCall *c;
+    int run;
+} Unit;
 
 /* One qfn call with tracked arguments. The master part is written before
  * its forward item is added and only read afterwards; each item writes its
  * own fields; the owner reads them after finishing the item. */
 typedef struct QCall {
-    Value fn;                   /* master copies */
+    Value fn; /* master copies */
     Value *params;
     int nparams;
     CopyCtx mods;
     uint64_t seed, index;
     GradMethod method;
-    bool best;                  /* the method was not asked for */
+    bool best; /* the method was not asked for */
     const Node *site;
     char name[64];
-    int nin;                    /* inputs (tracked values in the arguments) */
-    size_t width;               /* their scalars */
+    int nin;      /* inputs (tracked values in the arguments) */
+    size_t width; /* their scalars */
     size_t *inoff, *insize;
-    double *inx;                /* their values, flat */
-    AdNode *innode;             /* their nodes on the evaluation's tape (the owner's) */
+    double *inx;    /* their values, flat */
+    AdNode *innode; /* their nodes on the evaluation's tape (the owner's) */
     /* the forward run */
     int fwd_item;
-    int *skel; int nskel;       /* the result's structure: 0 number; 1 ndim shape... array; 2 len children... list */
-    double *vals; size_t m;     /* its numbers, flat */
-    AdTape *sub;                /* the run's own tape */
-    AdNode *subin;              /* its inputs' nodes */
-    AdNode *subout; size_t *suboutpos;   /* each output number's node and position */
-    DRec rec;                   /* what the run recorded */
+    int *skel;
+    int nskel; /* the result's structure: 0 number; 1 ndim shape... array; 2 len children... list */
+    double *vals;
+    size_t m;      /* its numbers, flat */
+    AdTape *sub;   /* the run's own tape */
+    AdNode *subin; /* its inputs' nodes */
+    AdNode *subout;
+    size_t *suboutpos; /* each output number's node and position */
+    DRec rec;          /* what the run recorded */
     /* the method's runs */
     int nruns;
     int *run_slot;
     double *run_shift, *run_coef;
-    double *runvals;            /* nruns x (rec.nvals, or m for finite differences) */
-    double *J;                  /* m x width */
+    double *runvals; /* nruns x (rec.nvals, or m for finite differences) */
+    double *J;       /* m x width */
     /* the owner's */
     AdNode jnode;
     Value result;
@@ -490,14 +579,16 @@ typedef struct QCall {
 typedef struct Work {
     Interp *in;
     pthread_mutex_t mu;
-    Unit *units; int nunits, cap;
+    Unit *units;
+    int nunits, cap;
     JobSet *js;
-    QCall **calls; int ncalls, capcalls;    /* owner only */
+    QCall **calls;
+    int ncalls, capcalls; /* owner only */
 } Work;
 
 struct DiffQ {
     GradMethod method;
-    bool best;                  /* no method asked for (diffq_new) */
+    bool best; /* no method asked for (diffq_new) */
     AdCtx *ctx;
     Work *w;
 };
@@ -508,12 +599,21 @@ static void call_free(QCall *c)
     copy_release_modules(&c->mods);
     decref(c->fn);
     free(c->params);
-    free(c->inoff); free(c->insize); free(c->inx); free(c->innode);
-    free(c->skel); free(c->vals);
+    free(c->inoff);
+    free(c->insize);
+    free(c->inx);
+    free(c->innode);
+    free(c->skel);
+    free(c->vals);
     ad_free(c->sub);
-    free(c->subin); free(c->subout); free(c->suboutpos);
+    free(c->subin);
+    free(c->subout);
+    free(c->suboutpos);
     qrec_free(&c->rec);
-    free(c->run_slot); free(c->run_shift); free(c->run_coef); free(c->runvals);
+    free(c->run_slot);
+    free(c->run_shift);
+    free(c->run_coef);
+    free(c->runvals);
     free(c->J);
     free(c);
 }
@@ -535,13 +635,19 @@ static int add_unit(Work *w, UKind kind, QCall *c, int run)
     if (w->nunits == w->cap) {
         int cap = w->cap ? w->cap * 2 : 64;
         Unit *u = realloc(w->units, (size_t)cap * sizeof(Unit));
-        if (!u) { pthread_mutex_unlock(&w->mu); return -1; }
+        if (!u) {
+            pthread_mutex_unlock(&w->mu);
+            return -1;
+        }
         w->units = u;
         w->cap = cap;
     }
     w->units[w->nunits] = (Unit){ kind, c, run };
     int item = jobset_add(w->js);
-    if (item >= 0) { qh_assert(item == w->nunits); w->nunits++; }
+    if (item >= 0) {
+        qh_assert(item == w->nunits);
+        w->nunits++;
+    }
     pthread_mutex_unlock(&w->mu);
     return item;
 }
@@ -555,7 +661,15 @@ static void fail(Work *w, QCall *c, const char *fmt, const char *msg)
 
 /* ---- flattening a call's result ------------------------------------------ */
 
-typedef struct Flat { int *skel; int nskel, capskel; double *v; size_t n, cap; AdNode *node; size_t *pos; bool track; } Flat;
+typedef struct Flat {
+    int *skel;
+    int nskel, capskel;
+    double *v;
+    size_t n, cap;
+    AdNode *node;
+    size_t *pos;
+    bool track;
+} Flat;
 
 static bool fl_int(Flat *f, int x)
 {
@@ -589,19 +703,29 @@ static bool flatten(VM *vm, Value r, Flat *f, char *err, size_t errlen)
     if (r.t == T_LIST) {
         ObjList *l = AS_LIST(r);
         if (!fl_int(f, 2) || !fl_int(f, (int)l->len)) goto oom;
-        for (size_t i = 0; i < l->len; i++) if (!flatten(vm, l->v[i], f, err, errlen)) return false;
+        for (size_t i = 0; i < l->len; i++)
+            if (!flatten(vm, l->v[i], f, err, errlen)) return false;
         return true;
     }
     const Array *A = NULL;
     AdNode an = AD_NONE;
-    if (r.t == T_ARRAY) A = AS_ARR(r);
-    else if (track_is_arr(r)) { A = track_array(r); an = track_node(r); }
+    if (r.t == T_ARRAY)
+        A = AS_ARR(r);
+    else if (track_is_arr(r)) {
+        A = track_array(r);
+        an = track_node(r);
+    }
     if (A) {
-        if (ar_is_complex(A)) { snprintf(err, errlen, "a complex array"); return false; }
+        if (ar_is_complex(A)) {
+            snprintf(err, errlen, "a complex array");
+            return false;
+        }
         if (!fl_int(f, 1) || !fl_int(f, ar_ndim(A))) goto oom;
-        for (int i = 0; i < ar_ndim(A); i++) if (!fl_int(f, (int)ar_shape(A)[i])) goto oom;
+        for (int i = 0; i < ar_ndim(A); i++)
+            if (!fl_int(f, (int)ar_shape(A)[i])) goto oom;
         const double *x = ar_f64_ro(A);
-        for (size_t i = 0; i < ar_size(A); i++) if (!fl_num(f, x[i], an, i)) goto oom;
+        for (size_t i = 0; i < ar_size(A); i++)
+            if (!fl_num(f, x[i], an, i)) goto oom;
         return true;
     }
     double x;
@@ -618,7 +742,13 @@ oom:
     return false;
 }
 
-static void flat_free(Flat *f) { free(f->skel); free(f->v); free(f->node); free(f->pos); }
+static void flat_free(Flat *f)
+{
+    free(f->skel);
+    free(f->v);
+    free(f->node);
+    free(f->pos);
+}
 
 /* ---- running a call -------------------------------------------------------- */
 
@@ -673,7 +803,8 @@ static bool plan_runs(Work *w, QCall *c)
         c->nruns = (int)(2 * c->width);
         c->runvals = calloc((size_t)c->nruns * c->m + 1, sizeof(double));
         if (!c->runvals) return false;
-        for (int r = 0; r < c->nruns; r++) if (add_unit(w, U_FD, c, r) < 0) return false;
+        for (int r = 0; r < c->nruns; r++)
+            if (add_unit(w, U_FD, c, r) < 0) return false;
         return true;
     }
     /* the shift rule per recorded parameter: two terms (generator
@@ -705,7 +836,8 @@ static bool plan_runs(Work *w, QCall *c)
     c->nruns = n;
     c->runvals = calloc((size_t)n * (size_t)c->rec.nvals + 1, sizeof(double));
     if (!c->runvals) return false;
-    for (int r = 0; r < n; r++) if (add_unit(w, U_SHIFT, c, r) < 0) return false;
+    for (int r = 0; r < n; r++)
+        if (add_unit(w, U_SHIFT, c, r) < 0) return false;
     return true;
 }
 
@@ -717,7 +849,11 @@ static int do_forward(Work *w, QCall *c, VM *vm)
     if (record) {
         sub = track_begin(vm);
         c->subin = malloc((size_t)(c->nin ? c->nin : 1) * sizeof(AdNode));
-        if (!sub || !c->subin) { track_end(vm, sub); fail(w, c, "grad of %s(): %s", "out of memory"); return -1; }
+        if (!sub || !c->subin) {
+            track_end(vm, sub);
+            fail(w, c, "grad of %s(): %s", "out of memory");
+            return -1;
+        }
         for (int i = 0; i < c->nin; i++) c->subin[i] = AD_NONE;
         mm.leaf = c->subin;
         qrec_init(&c->rec, QR_RECORD, vm);
@@ -740,23 +876,34 @@ static int do_forward(Work *w, QCall *c, VM *vm)
         flat_free(&f);
         if (record) track_end(vm, sub);
         char msg[400];
-        snprintf(msg, sizeof msg, "a differentiated quantum function must return numbers, a list or an array of them, not %s", err);
+        snprintf(msg, sizeof msg,
+                 "a differentiated quantum function must return numbers, a list or an array of "
+                 "them, not %s",
+                 err);
         fail(w, c, "grad: %s(): %s", msg);
         return -1;
     }
-    c->skel = f.skel; c->nskel = f.nskel;
-    c->vals = f.v; c->m = f.n;
-    c->subout = f.node; c->suboutpos = f.pos;
+    c->skel = f.skel;
+    c->nskel = f.nskel;
+    c->vals = f.v;
+    c->m = f.n;
+    c->subout = f.node;
+    c->suboutpos = f.pos;
     if (record) {
-        c->sub = sub->tape;        /* the run's tape stays with the call */
+        c->sub = sub->tape; /* the run's tape stays with the call */
         sub->tape = NULL;
         track_end(vm, sub);
     } else {
-        free(c->subout); free(c->suboutpos);
-        c->subout = NULL; c->suboutpos = NULL;
+        free(c->subout);
+        free(c->suboutpos);
+        c->subout = NULL;
+        c->suboutpos = NULL;
     }
     if (record && c->rec.to_shift) c->method = GRAD_SHIFT;
-    if (!plan_runs(w, c)) { fail(w, c, "grad of %s(): %s", "out of memory"); return -1; }
+    if (!plan_runs(w, c)) {
+        fail(w, c, "grad of %s(): %s", "out of memory");
+        return -1;
+    }
     return 0;
 }
 
@@ -766,20 +913,33 @@ static bool chain(QCall *c, char *err, size_t errlen)
 {
     c->J = calloc(c->m * c->width + 1, sizeof(double));
     AdGrad *g = ad_grad_new();
-    if (!c->J || !g) { ad_grad_free(g); snprintf(err, errlen, "out of memory"); return false; }
+    if (!c->J || !g) {
+        ad_grad_free(g);
+        snprintf(err, errlen, "out of memory");
+        return false;
+    }
     for (size_t i = 0; i < c->m; i++) {
         AdNode n = c->subout[i];
         if (n == AD_NONE) continue;
         size_t sz = ad_size(c->sub, n);
         double *seed = calloc(sz ? sz : 1, sizeof(double));
-        if (!seed) { ad_grad_free(g); snprintf(err, errlen, "out of memory"); return false; }
+        if (!seed) {
+            ad_grad_free(g);
+            snprintf(err, errlen, "out of memory");
+            return false;
+        }
         seed[c->suboutpos[i]] = 1;
         int rc = ad_backward(c->sub, n, seed, g);
         free(seed);
-        if (rc != 0) { snprintf(err, errlen, "%s", ad_error(c->sub)); ad_grad_free(g); return false; }
+        if (rc != 0) {
+            snprintf(err, errlen, "%s", ad_error(c->sub));
+            ad_grad_free(g);
+            return false;
+        }
         for (int k = 0; k < c->nin; k++) {
             const double *a = c->subin[k] != AD_NONE ? ad_adjoint(g, c->subin[k]) : NULL;
-            for (size_t j = 0; j < c->insize[k]; j++) c->J[i * c->width + c->inoff[k] + j] = a ? a[j] : 0;
+            for (size_t j = 0; j < c->insize[k]; j++)
+                c->J[i * c->width + c->inoff[k] + j] = a ? a[j] : 0;
         }
     }
     ad_grad_free(g);
@@ -787,18 +947,26 @@ static bool chain(QCall *c, char *err, size_t errlen)
 }
 
 /* The derivative rows of quantity q from a table d[row][slot] (rows x nslots). */
-static bool set_quant(QCall *c, const Quant *q, const double *d, int stride, char *err, size_t errlen)
+static bool set_quant(QCall *c, const Quant *q, const double *d, int stride, char *err,
+                      size_t errlen)
 {
     for (int part = 0; part < (q->kind == Q_VAR ? 2 : 1); part++) {
         if (q->node[part] == AD_NONE) continue;
         int rows = q->kind == Q_VAR ? 1 : q->rows;
         double *Jq = malloc((size_t)(rows * q->nslots + 1) * sizeof(double));
-        if (!Jq) { snprintf(err, errlen, "out of memory"); return false; }
+        if (!Jq) {
+            snprintf(err, errlen, "out of memory");
+            return false;
+        }
         for (int r = 0; r < rows; r++)
-            for (int s = 0; s < q->nslots; s++) Jq[r * q->nslots + s] = d[(size_t)(part + r) * (size_t)stride + (size_t)s];
+            for (int s = 0; s < q->nslots; s++)
+                Jq[r * q->nslots + s] = d[(size_t)(part + r) * (size_t)stride + (size_t)s];
         int rc = ad_jac_set(c->sub, q->node[part], Jq);
         free(Jq);
-        if (rc != 0) { snprintf(err, errlen, "%s", ad_error(c->sub)); return false; }
+        if (rc != 0) {
+            snprintf(err, errlen, "%s", ad_error(c->sub));
+            return false;
+        }
     }
     return true;
 }
@@ -819,16 +987,24 @@ static int do_sweep(Work *w, QCall *c, VM *vm)
     double *d = NULL;
     bool ok = obs && nt && pos && ops && want && out;
     int nbasis = 0;
-    for (int i = 0; ok && i < r->nquant; i++) if (r->q[i].kind == Q_PROBS) nbasis += r->q[i].rows;
+    for (int i = 0; ok && i < r->nquant; i++)
+        if (r->q[i].kind == Q_PROBS) nbasis += r->q[i].rows;
     if (ok && nbasis && !(basis = calloc((size_t)nbasis, sizeof(SvTerm)))) ok = false;
     if (ok) {
         int row = 0, b = 0;
         for (int i = 0; i < r->nquant; i++) {
             const Quant *q = &r->q[i];
-            if (q->kind == Q_EXPVAL) { obs[row] = q->t; nt[row] = q->n; pos[row++] = q->pos; }
-            else if (q->kind == Q_VAR) {
-                obs[row] = q->t; nt[row] = q->n; pos[row++] = q->pos;
-                obs[row] = q->t2; nt[row] = q->n2; pos[row++] = q->pos;
+            if (q->kind == Q_EXPVAL) {
+                obs[row] = q->t;
+                nt[row] = q->n;
+                pos[row++] = q->pos;
+            } else if (q->kind == Q_VAR) {
+                obs[row] = q->t;
+                nt[row] = q->n;
+                pos[row++] = q->pos;
+                obs[row] = q->t2;
+                nt[row] = q->n2;
+                pos[row++] = q->pos;
             } else {
                 for (int k = 0; k < q->rows; k++, b++) {
                     SvTerm *t = &basis[b];
@@ -839,11 +1015,16 @@ static int do_sweep(Work *w, QCall *c, VM *vm)
                         t->wires[j] = q->wires[j];
                         if ((k >> (q->nw - 1 - j)) & 1) t->bits |= (uint64_t)1 << j;
                     }
-                    obs[row] = t; nt[row] = 1; pos[row++] = q->pos;
+                    obs[row] = t;
+                    nt[row] = 1;
+                    pos[row++] = q->pos;
                 }
             }
         }
-        for (int k = 0; k < r->nops; k++) { ops[k] = r->ops[k].op; want[k] = r->ops[k].tracked; }
+        for (int k = 0; k < r->nops; k++) {
+            ops[k] = r->ops[k].op;
+            want[k] = r->ops[k].tracked;
+        }
         SvState fin;
         memset(&fin, 0, sizeof fin);
         fin.nq = r->nqubits;
@@ -851,27 +1032,44 @@ static int do_sweep(Work *w, QCall *c, VM *vm)
         fin.amp = r->final;
         fin.nthreads = 1;
         fin.simd = sv_simd_level();
-        if (R && sv_adjoint_inplace(&fin, ops, r->nops, want, R, obs, nt, pos, out, err, sizeof err) != 0) ok = false;
+        if (R && sv_adjoint_inplace(&fin, ops, r->nops, want, R, obs, nt, pos, out, err,
+                                    sizeof err) != 0)
+            ok = false;
     }
     /* each quantity's rows by its parameters (slot s = gate op, param p) */
     int row = 0;
     for (int i = 0; ok && i < r->nquant; i++) {
         const Quant *q = &r->q[i];
         d = realloc(d, ((size_t)q->rows * (size_t)(q->nslots + 1) + 1) * sizeof(double));
-        if (!d) { ok = false; break; }
+        if (!d) {
+            ok = false;
+            break;
+        }
         for (int k = 0; k < q->rows; k++)
             for (int s = 0; s < q->nslots; s++) {
                 const Slot *sl = &r->slots[s];
-                d[(size_t)k * (size_t)q->nslots + (size_t)s] = out[(size_t)(row + k) * 3 * (size_t)r->nops + 3 * (size_t)sl->op + (size_t)sl->param];
+                d[(size_t)k * (size_t)q->nslots + (size_t)s] =
+                    out[(size_t)(row + k) * 3 * (size_t)r->nops + 3 * (size_t)sl->op +
+                        (size_t)sl->param];
             }
         if (!set_quant(c, q, d, q->nslots, err, sizeof err)) ok = false;
         row += q->rows;
     }
-    free(obs); free(nt); free(pos); free(basis); free(ops); free(want); free(out); free(d);
+    free(obs);
+    free(nt);
+    free(pos);
+    free(basis);
+    free(ops);
+    free(want);
+    free(out);
+    free(d);
     free(r->final);
     r->final = NULL;
     if (ok) ok = chain(c, err, sizeof err);
-    if (!ok) { fail(w, c, "grad of %s(): %s", err); return -1; }
+    if (!ok) {
+        fail(w, c, "grad of %s(): %s", err);
+        return -1;
+    }
     return 0;
 }
 
@@ -885,15 +1083,21 @@ static int do_shift(Work *w, QCall *c, int run, VM *vm)
     rec.shift = c->run_shift[run];
     MarkMap mm = { MARK_MAGIC, MM_PLAIN, vm, NULL, c->inoff, 0, 0, false };
     Value r = run_call(vm, c, &mm, &rec);
-    if (IS_EXC(r)) { qrec_free(&rec); fail(w, c, "%s(): %s", vm->err.msg); return -1; }
+    if (IS_EXC(r)) {
+        qrec_free(&rec);
+        fail(w, c, "%s(): %s", vm->err.msg);
+        return -1;
+    }
     decref(r);
     if (rec.nvals != c->rec.nvals || rec.shape != c->rec.shape) {
         qrec_free(&rec);
-        fail(w, c, "grad of %s(): %s", "with method=\"parameter-shift\" the circuit changed when a gate angle was shifted "
+        fail(w, c, "grad of %s(): %s",
+             "with method=\"parameter-shift\" the circuit changed when a gate angle was shifted "
              "(it depends on a measured value); use method=\"finite-diff\"");
         return -1;
     }
-    memcpy(c->runvals + (size_t)run * (size_t)c->rec.nvals, rec.vals, (size_t)rec.nvals * sizeof(double));
+    memcpy(c->runvals + (size_t)run * (size_t)c->rec.nvals, rec.vals,
+           (size_t)rec.nvals * sizeof(double));
     qrec_free(&rec);
     return 0;
 }
@@ -903,9 +1107,13 @@ static double fd_step(const QCall *c, int run) { return 1e-6 * (fabs(c->inx[run 
 static int do_fd(Work *w, QCall *c, int run, VM *vm)
 {
     double h = fd_step(c, run);
-    MarkMap mm = { MARK_MAGIC, MM_PERTURB, vm, NULL, c->inoff, (size_t)(run / 2), run % 2 ? -h : h, false };
+    MarkMap mm = { MARK_MAGIC,        MM_PERTURB,       vm,   NULL, c->inoff,
+                   (size_t)(run / 2), run % 2 ? -h : h, false };
     Value r = run_call(vm, c, &mm, NULL);
-    if (IS_EXC(r)) { fail(w, c, "%s(): %s", vm->err.msg); return -1; }
+    if (IS_EXC(r)) {
+        fail(w, c, "%s(): %s", vm->err.msg);
+        return -1;
+    }
     Flat f;
     memset(&f, 0, sizeof f);
     char err[300];
@@ -977,7 +1185,10 @@ void diffq_free(DiffQ *dq)
     if (!dq) return;
     if (dq->w) {
         Work *w = dq->w;
-        for (int i = 0; i < w->ncalls; i++) { decref(w->calls[i]->result); w->calls[i]->result = v_nil(); }
+        for (int i = 0; i < w->ncalls; i++) {
+            decref(w->calls[i]->result);
+            w->calls[i]->result = v_nil();
+        }
         /* every item is over (diffq_finish, or a failure): helpers only hold the set */
         jobset_finish_all(w->js, NULL);
         jobset_release(w->js);
@@ -986,16 +1197,25 @@ void diffq_free(DiffQ *dq)
 }
 
 /* the pending result of a call */
-typedef struct ObjPend { Obj h; DiffQ *dq; QCall *c; } ObjPend;
+typedef struct ObjPend {
+    Obj h;
+    DiffQ *dq;
+    QCall *c;
+} ObjPend;
 #define AS_PEND(v) ((ObjPend *)(v).o)
 static ValType T_PEND = T_NTYPES;
 
 static void pend_free(Obj *o) { free(o); }
-static void pend_repr(Buf *b, Value v, bool quoted) { (void)quoted; buf_printf(b, "<pending %s()>", AS_PEND(v)->c->name); }
+static void pend_repr(Buf *b, Value v, bool quoted)
+{
+    (void)quoted;
+    buf_printf(b, "<pending %s()>", AS_PEND(v)->c->name);
+}
 
 /* The owner-side value of a finished forward run: tracked numbers on the
  * evaluation's tape, through one Jacobian node for the whole result. */
-static Value build(VM *vm, QCall *c, const int *skel, int *si, size_t *vi, bool whole, const Node *site)
+static Value build(VM *vm, QCall *c, const int *skel, int *si, size_t *vi, bool whole,
+                   const Node *site)
 {
     int k = skel[(*si)++];
     AdTape *t = vm->ad->tape;
@@ -1007,7 +1227,10 @@ static Value build(VM *vm, QCall *c, const int *skel, int *si, size_t *vi, bool 
     if (k == 1) {
         int nd = skel[(*si)++];
         size_t shape[AR_MAXDIM], n = 1;
-        for (int i = 0; i < nd; i++) { shape[i] = (size_t)skel[(*si)++]; n *= shape[i]; }
+        for (int i = 0; i < nd; i++) {
+            shape[i] = (size_t)skel[(*si)++];
+            n *= shape[i];
+        }
         char err[AR_ERRLEN];
         Array *a = ar_from_data(AR_F64, nd, shape, c->vals + *vi, err);
         if (!a) return vm_error(vm, site, "%s", err);
@@ -1026,7 +1249,10 @@ static Value build(VM *vm, QCall *c, const int *skel, int *si, size_t *vi, bool 
     Value lv = v_list(l);
     for (int i = 0; i < len; i++) {
         Value e = build(vm, c, skel, si, vi, false, site);
-        if (IS_EXC(e)) { decref(lv); return e; }
+        if (IS_EXC(e)) {
+            decref(lv);
+            return e;
+        }
         l->v[l->len++] = e;
     }
     return lv;
@@ -1037,10 +1263,17 @@ static Value pend_force(VM *vm, Value v, const Node *site)
     ObjPend *p = AS_PEND(v);
     QCall *c = p->c;
     DiffQ *dq = p->dq;
-    if (c->forced) { incref(c->result); return c->result; }
+    if (c->forced) {
+        incref(c->result);
+        return c->result;
+    }
     if (vm->ad != dq->ctx)
-        return vm_error(vm, site, "grad: the result of %s() was used outside the evaluation that differentiates it", c->name);
-    if (jobset_finish(dq->w->js, c->fwd_item, vm) != 0) return vm_error(vm, site, "%s", jobset_error(dq->w->js));
+        return vm_error(
+            vm, site,
+            "grad: the result of %s() was used outside the evaluation that differentiates it",
+            c->name);
+    if (jobset_finish(dq->w->js, c->fwd_item, vm) != 0)
+        return vm_error(vm, site, "%s", jobset_error(dq->w->js));
     /* one Jacobian node for the whole result: a number, an array, or flat */
     size_t shape[AR_MAXDIM];
     int nd = 0;
@@ -1073,7 +1306,8 @@ static Value (*async_qfn_call)(VM *vm, ObjFunc *f, Value *params, const Node *si
 
 static bool any_tracked(Value *params, int n)
 {
-    for (int i = 0; i < n; i++) if (track_inside(params[i]) || is_lazy(params[i])) return true;
+    for (int i = 0; i < n; i++)
+        if (track_inside(params[i]) || is_lazy(params[i])) return true;
     return false;
 }
 
@@ -1107,13 +1341,18 @@ static Value diffq_call(VM *vm, ObjFunc *f, Value *params, const Node *site)
     Value err = v_nil();
     for (int i = 0; i < np; i++) {
         marked[i] = mark_walk(vm, params[i], &in, site);
-        if (IS_EXC(marked[i])) { err = marked[i]; break; }
+        if (IS_EXC(marked[i])) {
+            err = marked[i];
+            break;
+        }
         made++;
     }
     for (int i = 0; i < nl; i++) decref(params[i]);
     if (IS_EXC(err)) {
         for (int i = 0; i < made; i++) decref(marked[i]);
-        free(in.node); free(in.size); free(in.x);
+        free(in.node);
+        free(in.size);
+        free(in.x);
         return err;
     }
     if (!dq->w) {
@@ -1123,8 +1362,12 @@ static Value diffq_call(VM *vm, ObjFunc *f, Value *params, const Node *site)
         pthread_mutex_init(&w->mu, NULL);
         Exec *e = vm->in->exec;
         int helpers = e && vm->is_task ? exec_nworkers(e) - 1 : 0;
-        w->js = jobset_new(vm->in->sync ? NULL : e, &work_vt, w, helpers, "grad run", site ? site->line : 0);
-        if (!w->js) { work_free(w); return vm_error(vm, site, "grad: out of memory"); }
+        w->js = jobset_new(vm->in->sync ? NULL : e, &work_vt, w, helpers, "grad run",
+                           site ? site->line : 0);
+        if (!w->js) {
+            work_free(w);
+            return vm_error(vm, site, "grad: out of memory");
+        }
         dq->w = w;
     }
     Work *w = dq->w;
@@ -1145,7 +1388,10 @@ static Value diffq_call(VM *vm, ObjFunc *f, Value *params, const Node *site)
     c->jnode = AD_NONE;
     c->result = v_nil();
     size_t off = 0;
-    for (size_t i = 0; c->inoff && i < in.n; i++) { c->inoff[i] = off; off += in.size[i]; }
+    for (size_t i = 0; c->inoff && i < in.n; i++) {
+        c->inoff[i] = off;
+        off += in.size[i];
+    }
     /* the masters: copies no worker's task sweeps, freed with the work */
     bool tracked = value_track_pause();
     CopyCtx cc;
@@ -1162,7 +1408,8 @@ static Value diffq_call(VM *vm, ObjFunc *f, Value *params, const Node *site)
     if (!c->params || !c->inoff || cerr) {
         if (!c->params) c->nparams = 0;
         call_free(c);
-        return vm_error(vm, site, "%s(): cannot pass %s to a differentiated quantum function", f->p->name, cerr ? cerr : "its arguments");
+        return vm_error(vm, site, "%s(): cannot pass %s to a differentiated quantum function",
+                        f->p->name, cerr ? cerr : "its arguments");
     }
     if (w->ncalls == w->capcalls) {
         w->capcalls = w->capcalls ? w->capcalls * 2 : 16;
@@ -1180,25 +1427,33 @@ static Value diffq_call(VM *vm, ObjFunc *f, Value *params, const Node *site)
 /* The Jacobians of the calls whose results were used, from their runs. */
 static bool assemble(QCall *c, char *err, size_t errlen)
 {
-    if (c->J) return true;                          /* adjoint: done by its sweep */
+    if (c->J) return true; /* adjoint: done by its sweep */
     if (c->method == GRAD_FD) {
         c->J = calloc(c->m * c->width + 1, sizeof(double));
-        if (!c->J) { snprintf(err, errlen, "out of memory"); return false; }
+        if (!c->J) {
+            snprintf(err, errlen, "out of memory");
+            return false;
+        }
         for (size_t j = 0; j < c->width; j++) {
             double h = fd_step(c, (int)(2 * j));
             for (size_t i = 0; i < c->m; i++)
-                c->J[i * c->width + j] = (c->runvals[(2 * j) * c->m + i] - c->runvals[(2 * j + 1) * c->m + i]) / (2 * h);
+                c->J[i * c->width + j] =
+                    (c->runvals[(2 * j) * c->m + i] - c->runvals[(2 * j + 1) * c->m + i]) / (2 * h);
         }
         return true;
     }
     /* parameter shift: d value / d slot = sum over the slot's runs of coef * value */
     DRec *r = &c->rec;
     double *d = calloc((size_t)r->nvals * (size_t)(r->nslots + 1) + 1, sizeof(double));
-    if (!d) { snprintf(err, errlen, "out of memory"); return false; }
+    if (!d) {
+        snprintf(err, errlen, "out of memory");
+        return false;
+    }
     for (int run = 0; run < c->nruns; run++) {
         int s = c->run_slot[run];
         for (int v = 0; v < r->nvals; v++)
-            d[(size_t)v * (size_t)r->nslots + (size_t)s] += c->run_coef[run] * c->runvals[(size_t)run * (size_t)r->nvals + (size_t)v];
+            d[(size_t)v * (size_t)r->nslots + (size_t)s] +=
+                c->run_coef[run] * c->runvals[(size_t)run * (size_t)r->nvals + (size_t)v];
     }
     bool ok = true;
     for (int i = 0; ok && i < r->nquant; i++) {
@@ -1213,20 +1468,30 @@ bool diffq_finish(DiffQ *dq, VM *vm, const Node *site)
 {
     if (!dq->w) return true;
     Work *w = dq->w;
-    if (jobset_finish_all(w->js, vm) != 0) { vm_error(vm, site, "%s", jobset_error(w->js)); return false; }
+    if (jobset_finish_all(w->js, vm) != 0) {
+        vm_error(vm, site, "%s", jobset_error(w->js));
+        return false;
+    }
     for (int i = 0; i < w->ncalls; i++) {
         QCall *c = w->calls[i];
         if (!c->forced || c->jnode == AD_NONE) continue;
         char err[300];
-        if (!assemble(c, err, sizeof err)) { vm_error(vm, site, "grad of %s(): %s", c->name, err); return false; }
-        if (ad_jac_set(dq->ctx->tape, c->jnode, c->J) != 0) { vm_error(vm, site, "grad: %s", ad_error(dq->ctx->tape)); return false; }
+        if (!assemble(c, err, sizeof err)) {
+            vm_error(vm, site, "grad of %s(): %s", c->name, err);
+            return false;
+        }
+        if (ad_jac_set(dq->ctx->tape, c->jnode, c->J) != 0) {
+            vm_error(vm, site, "grad: %s", ad_error(dq->ctx->tape));
+            return false;
+        }
     }
     return true;
 }
 
 /* ================================================================ metric tensor */
 
-Value diffq_metric(VM *vm, ObjFunc *f, Value *params, const int *argnum, int nargnum, bool list, bool diag, const Node *site)
+Value diffq_metric(VM *vm, ObjFunc *f, Value *params, const int *argnum, int nargnum, bool list,
+                   bool diag, const Node *site)
 {
     AdCtx *ctx = track_begin(vm);
     if (!ctx) return vm_error(vm, site, "metric_tensor: out of memory");
@@ -1240,9 +1505,15 @@ Value diffq_metric(VM *vm, ObjFunc *f, Value *params, const int *argnum, int nar
     size_t shape[nargnum][AR_MAXDIM], size[nargnum];
     AdGrad *g = ad_grad_new();
     double *G = NULL, *Jc = NULL;
-    if (base + (size_t)p->nlocals + 8 >= vm->cap) { vm_error(vm, site, "maximum recursion depth exceeded"); goto done; }
+    if (base + (size_t)p->nlocals + 8 >= vm->cap) {
+        vm_error(vm, site, "maximum recursion depth exceeded");
+        goto done;
+    }
     Value *fr = vm->stack + base;
-    for (int i = 0; i < p->nlocals; i++) { fr[i] = params[i]; incref(fr[i]); }
+    for (int i = 0; i < p->nlocals; i++) {
+        fr[i] = params[i];
+        incref(fr[i]);
+    }
     vm->sp = base + (size_t)p->nlocals;
     for (int k = 0; k < nargnum; k++) {
         Value v = tp_force(vm, fr[argnum[k]], site);
@@ -1262,7 +1533,10 @@ Value diffq_metric(VM *vm, ObjFunc *f, Value *params, const int *argnum, int nar
             Array *c = ar_copy(AS_ARR(v), err);
             t = c ? track_arr(vm, c, leaf[k], site) : vm_error(vm, site, "%s", err);
         } else {
-            t = vm_error(vm, site, "metric_tensor: argument %d of %s() must be a number or a float array, not %s", argnum[k], p->name, type_name(v));
+            t = vm_error(
+                vm, site,
+                "metric_tensor: argument %d of %s() must be a number or a float array, not %s",
+                argnum[k], p->name, type_name(v));
         }
         decref(v);
         if (IS_EXC(t)) goto unwind;
@@ -1276,7 +1550,10 @@ Value diffq_metric(VM *vm, ObjFunc *f, Value *params, const int *argnum, int nar
         if (IS_EXC(r)) goto done;
         decref(r);
     }
-    if (rec.err[0]) { vm_error(vm, site, "%s", rec.err); goto done; }
+    if (rec.err[0]) {
+        vm_error(vm, site, "%s", rec.err);
+        goto done;
+    }
     {
         int P = rec.nslots;
         size_t n = 0;
@@ -1285,16 +1562,31 @@ Value diffq_metric(VM *vm, ObjFunc *f, Value *params, const int *argnum, int nar
         Jc = calloc((size_t)P * n + 1, sizeof(double));
         SvOp *ops = malloc((size_t)(rec.nops + 1) * sizeof(SvOp));
         uint8_t *train = malloc((size_t)rec.nops + 1);
-        if (!G || !Jc || !ops || !train) { free(ops); free(train); vm_error(vm, site, "metric_tensor: out of memory"); goto done; }
-        for (int i = 0; i < rec.nops; i++) { ops[i] = rec.ops[i].op; train[i] = rec.ops[i].tracked; }
+        if (!G || !Jc || !ops || !train) {
+            free(ops);
+            free(train);
+            vm_error(vm, site, "metric_tensor: out of memory");
+            goto done;
+        }
+        for (int i = 0; i < rec.nops; i++) {
+            ops[i] = rec.ops[i].op;
+            train[i] = rec.ops[i].tracked;
+        }
         char err[300];
-        int rc = sv_metric_tensor(rec.nqubits, ops, rec.nops, train, diag, G, NULL, err, sizeof err);
+        int rc =
+            sv_metric_tensor(rec.nqubits, ops, rec.nops, train, diag, G, NULL, err, sizeof err);
         free(ops);
         free(train);
-        if (rc != 0) { vm_error(vm, site, "metric_tensor: %s", err); goto done; }
+        if (rc != 0) {
+            vm_error(vm, site, "metric_tensor: %s", err);
+            goto done;
+        }
         /* the gate parameters by the arguments: one backward sweep per parameter */
         for (int s = 0; s < P; s++) {
-            if (ad_backward(ctx->tape, rec.slots[s].node, NULL, g) != 0) { vm_error(vm, site, "metric_tensor: %s", ad_error(ctx->tape)); goto done; }
+            if (ad_backward(ctx->tape, rec.slots[s].node, NULL, g) != 0) {
+                vm_error(vm, site, "metric_tensor: %s", ad_error(ctx->tape));
+                goto done;
+            }
             size_t off = 0;
             for (int k = 0; k < nargnum; k++) {
                 const double *a = ad_adjoint(g, leaf[k]);
@@ -1308,31 +1600,46 @@ Value diffq_metric(VM *vm, ObjFunc *f, Value *params, const int *argnum, int nar
         for (int k = 0; k < nargnum; k++) {
             size_t m = size[k];
             double *M = calloc(m * m + 1, sizeof(double));
-            if (!M) { if (l) decref(v_list(l)); vm_error(vm, site, "metric_tensor: out of memory"); goto done; }
+            if (!M) {
+                if (l) decref(v_list(l));
+                vm_error(vm, site, "metric_tensor: out of memory");
+                goto done;
+            }
             for (size_t i = 0; i < m; i++)
                 for (size_t j = 0; j < m; j++) {
                     double acc = 0;
                     for (int a = 0; a < P; a++) {
                         double ja = Jc[(size_t)a * n + off + i];
                         if (ja == 0) continue;
-                        for (int b = 0; b < P; b++) acc += ja * G[(size_t)a * P + b] * Jc[(size_t)b * n + off + j];
+                        for (int b = 0; b < P; b++)
+                            acc += ja * G[(size_t)a * P + b] * Jc[(size_t)b * n + off + j];
                     }
                     M[i * m + j] = acc;
                 }
             Value mv;
-            if (ndim[k] == 0) mv = v_num(M[0]);
+            if (ndim[k] == 0)
+                mv = v_num(M[0]);
             else {
                 size_t sh[AR_MAXDIM];
                 memcpy(sh, shape[k], (size_t)ndim[k] * sizeof(size_t));
                 memcpy(sh + ndim[k], shape[k], (size_t)ndim[k] * sizeof(size_t));
                 char e2[AR_ERRLEN];
-                Array *a = 2 * ndim[k] <= AR_MAXDIM ? ar_from_data(AR_F64, 2 * ndim[k], sh, M, e2) : NULL;
-                mv = a ? arr_wrap(a) : vm_error(vm, site, "metric_tensor: %s", 2 * ndim[k] <= AR_MAXDIM ? e2 : "too many dimensions");
+                Array *a =
+                    2 * ndim[k] <= AR_MAXDIM ? ar_from_data(AR_F64, 2 * ndim[k], sh, M, e2) : NULL;
+                mv = a ? arr_wrap(a)
+                       : vm_error(vm, site, "metric_tensor: %s",
+                                  2 * ndim[k] <= AR_MAXDIM ? e2 : "too many dimensions");
             }
             free(M);
-            if (IS_EXC(mv)) { if (l) decref(v_list(l)); goto done; }
+            if (IS_EXC(mv)) {
+                if (l) decref(v_list(l));
+                goto done;
+            }
             off += m;
-            if (!l) { result = mv; break; }
+            if (!l) {
+                result = mv;
+                break;
+            }
             l->v[l->len++] = mv;
         }
         if (l) result = v_list(l);
@@ -1354,12 +1661,17 @@ done:
 
 static const TypeOps mark_ops = {
     .name = "differentiated argument",
-    .free = mark_free, .copy = mark_copy, .repr = mark_repr,
+    .free = mark_free,
+    .copy = mark_copy,
+    .repr = mark_repr,
 };
 
 static const TypeOps pend_ops = {
-    .name = "pending", .flags = TF_LAZY,
-    .free = pend_free, .repr = pend_repr, .force = pend_force,
+    .name = "pending",
+    .flags = TF_LAZY,
+    .free = pend_free,
+    .repr = pend_repr,
+    .force = pend_force,
 };
 
 void diffq_open(void)

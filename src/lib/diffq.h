@@ -40,6 +40,7 @@ bool diffq_finish(DiffQ *dq, VM *vm, const Node *site);
  * Fubini-Study metric with respect to the arguments argnum (through the
  * classical processing inside f), shape (in..., in...); one per argument
  * when list. params: f's bound frame (borrowed). */
-Value diffq_metric(VM *vm, ObjFunc *f, Value *params, const int *argnum, int nargnum, bool list, bool diag, const Node *site);
+Value diffq_metric(VM *vm, ObjFunc *f, Value *params, const int *argnum, int nargnum, bool list,
+                   bool diag, const Node *site);
 
 #endif

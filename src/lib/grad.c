@@ -28,9 +28,12 @@
 typedef enum DKind { D_GRAD, D_JAC, D_HESS, D_METRIC, D_NKINDS } DKind;
 static const char *const kind_names[D_NKINDS] = { "grad", "jacobian", "hessian", "metric_tensor" };
 /* the future's label prefix: static (a future keeps the pointer) */
-static const char *const kind_prefix[D_NKINDS] = { "grad ", "jacobian ", "hessian ", "metric_tensor " };
+static const char *const kind_prefix[D_NKINDS] = { "grad ", "jacobian ", "hessian ",
+                                                   "metric_tensor " };
 static const char *const method_names[GRAD_NMETHODS] = {
-    [GRAD_ADJOINT] = "adjoint", [GRAD_SHIFT] = "parameter-shift", [GRAD_FD] = "finite-diff",
+    [GRAD_ADJOINT] = "adjoint",
+    [GRAD_SHIFT] = "parameter-shift",
+    [GRAD_FD] = "finite-diff",
 };
 
 /* What a derivative function computes (also the task body's argument). */
@@ -38,26 +41,46 @@ typedef struct DSpec {
     DKind kind;
     int nargnum;
     int argnum[MAX_ARGNUMS];
-    bool argnum_list;           /* argnum= was a list: one result per position */
+    bool argnum_list; /* argnum= was a list: one result per position */
     GradMethod method;
-    bool method_given;          /* method= was given (else adjoint where it can run) */
-    bool diag;                  /* metric_tensor(approx="diag") */
+    bool method_given; /* method= was given (else adjoint where it can run) */
+    bool diag;         /* metric_tensor(approx="diag") */
 } DSpec;
 
-typedef struct ObjGrad { Obj h; Value f; DSpec s; } ObjGrad;
+typedef struct ObjGrad {
+    Obj h;
+    Value f;
+    DSpec s;
+} ObjGrad;
 #define AS_GRAD(v) ((ObjGrad *)(v).o)
 
 /* ---------------------------------------------------------------- the function kind */
 
-static void gfn_free(Obj *o) { decref(((ObjGrad *)o)->f); free(o); }
-static void gfn_clear(Obj *o) { ObjGrad *g = (ObjGrad *)o; Value f = g->f; g->f = v_nil(); decref(f); }
-static void gfn_traverse(Obj *o, void (*visit)(Value, void *), void *ud) { visit(((ObjGrad *)o)->f, ud); }
+static void gfn_free(Obj *o)
+{
+    decref(((ObjGrad *)o)->f);
+    free(o);
+}
+static void gfn_clear(Obj *o)
+{
+    ObjGrad *g = (ObjGrad *)o;
+    Value f = g->f;
+    g->f = v_nil();
+    decref(f);
+}
+static void gfn_traverse(Obj *o, void (*visit)(Value, void *), void *ud)
+{
+    visit(((ObjGrad *)o)->f, ud);
+}
 
 static void gfn_repr(Buf *b, Value v, bool quoted)
 {
     (void)quoted;
     ObjGrad *g = AS_GRAD(v);
-    if (g->f.t != T_FUNC) { buf_printf(b, "<%s>", kind_names[g->s.kind]); return; }
+    if (g->f.t != T_FUNC) {
+        buf_printf(b, "<%s>", kind_names[g->s.kind]);
+        return;
+    }
     buf_printf(b, "<%s of %s, argnum=", kind_names[g->s.kind], AS_FUNC(g->f)->p->name);
     if (g->s.argnum_list) {
         buf_putc(b, '[');
@@ -66,8 +89,10 @@ static void gfn_repr(Buf *b, Value v, bool quoted)
     } else {
         buf_printf(b, "%d", g->s.argnum[0]);
     }
-    if (g->s.kind == D_METRIC) buf_printf(b, ", approx=\"%s\">", g->s.diag ? "diag" : "block-diag");
-    else buf_printf(b, ", method=\"%s\">", method_names[g->s.method]);
+    if (g->s.kind == D_METRIC)
+        buf_printf(b, ", approx=\"%s\">", g->s.diag ? "diag" : "block-diag");
+    else
+        buf_printf(b, ", method=\"%s\">", method_names[g->s.method]);
 }
 
 static Value gfn_copy(Value v, CopyCtx *cc)
@@ -85,16 +110,25 @@ static Value make_dfn(VM *vm, Args *a, DKind kind)
     const char *who = kind_names[kind];
     Value f = a->v[0];
     if (f.t == T_BUILTIN)
-        return vm_error(vm, a->site, "%s() cannot differentiate the builtin %s() itself: wrap it, fn(x) { return %s(x) }", who, f.bi->name, f.bi->name);
+        return vm_error(
+            vm, a->site,
+            "%s() cannot differentiate the builtin %s() itself: wrap it, fn(x) { return %s(x) }",
+            who, f.bi->name, f.bi->name);
     if (f.t != T_FUNC)
-        return vm_error(vm, a->site, "%s() needs a function (fn or qfn), not %s", who, type_name(f));
+        return vm_error(vm, a->site, "%s() needs a function (fn or qfn), not %s", who,
+                        type_name(f));
     FnProto *p = AS_FUNC(f)->p;
     if (kind == D_METRIC && (!p->is_qfn || AS_FUNC(f)->device.t != T_DEVICE))
-        return vm_error(vm, a->site, "metric_tensor() needs a quantum function with a device (qfn ... on DEVICE)");
+        return vm_error(
+            vm, a->site,
+            "metric_tensor() needs a quantum function with a device (qfn ... on DEVICE)");
     if (!p->pure) {
         const char *why = p->impure_why ? p->impure_why : "has side effects";
-        return vm_error(vm, a->site, "%s(): %s() %s (line %d); a differentiated function runs as a task and must not "
-                        "print, read input, import or assign globals", who, p->name, why, p->impure_line);
+        return vm_error(
+            vm, a->site,
+            "%s(): %s() %s (line %d); a differentiated function runs as a task and must not "
+            "print, read input, import or assign globals",
+            who, p->name, why, p->impure_line);
     }
     DSpec s;
     memset(&s, 0, sizeof s);
@@ -103,43 +137,58 @@ static Value make_dfn(VM *vm, Args *a, DKind kind)
     Value *an = arg_kw(a, "argnum"), *m = arg_kw(a, "method"), *ap = arg_kw(a, "approx");
     if (an && an->t == T_LIST) {
         ObjList *l = AS_LIST(*an);
-        if (l->len == 0 || l->len > MAX_ARGNUMS) return vm_error(vm, a->site, "%s(): argnum= needs 1 to %d positions", who, MAX_ARGNUMS);
+        if (l->len == 0 || l->len > MAX_ARGNUMS)
+            return vm_error(vm, a->site, "%s(): argnum= needs 1 to %d positions", who, MAX_ARGNUMS);
         s.argnum_list = true;
         s.nargnum = (int)l->len;
         for (size_t i = 0; i < l->len; i++) {
             Value x = l->v[i];
-            if (x.t != T_NUM || x.n != floor(x.n) || x.n < 0 || x.n > 1e6) return vm_error(vm, a->site, "%s(): argnum must be non-negative integers", who);
+            if (x.t != T_NUM || x.n != floor(x.n) || x.n < 0 || x.n > 1e6)
+                return vm_error(vm, a->site, "%s(): argnum must be non-negative integers", who);
             s.argnum[i] = (int)x.n;
             for (size_t j = 0; j < i; j++)
-                if (s.argnum[j] == s.argnum[i]) return vm_error(vm, a->site, "%s(): argnum %d given twice", who, s.argnum[i]);
+                if (s.argnum[j] == s.argnum[i])
+                    return vm_error(vm, a->site, "%s(): argnum %d given twice", who, s.argnum[i]);
         }
     } else if (an) {
         if (an->t != T_NUM || an->n != floor(an->n) || an->n < 0 || an->n > 1e6)
-            return vm_error(vm, a->site, "%s(): argnum must be a non-negative integer or a list of them", who);
+            return vm_error(vm, a->site,
+                            "%s(): argnum must be a non-negative integer or a list of them", who);
         s.nargnum = 1;
         s.argnum[0] = (int)an->n;
     } else {
-        if (p->nparams == 0) return vm_error(vm, a->site, "%s(): %s() has no parameters to differentiate", who, p->name);
+        if (p->nparams == 0)
+            return vm_error(vm, a->site, "%s(): %s() has no parameters to differentiate", who,
+                            p->name);
         s.nargnum = 1;
     }
     for (int i = 0; i < s.nargnum; i++)
         if (s.argnum[i] >= p->nparams)
-            return vm_error(vm, a->site, "%s(): argnum=%d but %s() has %d parameter%s", who, s.argnum[i], p->name,
-                            p->nparams, p->nparams == 1 ? "" : "s");
+            return vm_error(vm, a->site, "%s(): argnum=%d but %s() has %d parameter%s", who,
+                            s.argnum[i], p->name, p->nparams, p->nparams == 1 ? "" : "s");
     if ((kind == D_HESS) && s.argnum_list)
         return vm_error(vm, a->site, "hessian(): argnum must be one position");
     if (m) {
-        if (kind == D_METRIC) return vm_error(vm, a->site, "metric_tensor() got an unexpected keyword argument 'method'");
+        if (kind == D_METRIC)
+            return vm_error(vm, a->site,
+                            "metric_tensor() got an unexpected keyword argument 'method'");
         if (m->t != T_STR) return vm_error(vm, a->site, "%s(): method must be a string", who);
         int k;
-        for (k = 0; k < GRAD_NMETHODS; k++) if (strcmp(AS_STR(*m)->s, method_names[k]) == 0) break;
-        if (k == GRAD_NMETHODS) return vm_error(vm, a->site, "%s(): unknown method \"%.40s\" (adjoint, parameter-shift, finite-diff)", who, AS_STR(*m)->s);
+        for (k = 0; k < GRAD_NMETHODS; k++)
+            if (strcmp(AS_STR(*m)->s, method_names[k]) == 0) break;
+        if (k == GRAD_NMETHODS)
+            return vm_error(
+                vm, a->site,
+                "%s(): unknown method \"%.40s\" (adjoint, parameter-shift, finite-diff)", who,
+                AS_STR(*m)->s);
         s.method = (GradMethod)k;
         s.method_given = true;
     }
     if (ap) {
-        if (ap->t != T_STR || (strcmp(AS_STR(*ap)->s, "block-diag") != 0 && strcmp(AS_STR(*ap)->s, "diag") != 0))
-            return vm_error(vm, a->site, "metric_tensor(): approx must be \"block-diag\" or \"diag\"");
+        if (ap->t != T_STR ||
+            (strcmp(AS_STR(*ap)->s, "block-diag") != 0 && strcmp(AS_STR(*ap)->s, "diag") != 0))
+            return vm_error(vm, a->site,
+                            "metric_tensor(): approx must be \"block-diag\" or \"diag\"");
         s.diag = strcmp(AS_STR(*ap)->s, "diag") == 0;
     }
     ObjGrad *g = (ObjGrad *)obj_alloc(sizeof(ObjGrad), T_GRADFN);
@@ -163,7 +212,7 @@ typedef struct Leaf {
     AdNode node;
     int ndim;
     size_t shape[AR_MAXDIM];
-    size_t size, off;           /* scalars, and the first one's flat position */
+    size_t size, off; /* scalars, and the first one's flat position */
     int nkids;
     struct Leaf *kids;
 } Leaf;
@@ -178,7 +227,8 @@ static void leaf_free(Leaf *L)
 
 /* The structure and plain values of argument v (no tape yet): x gets the
  * flat values. */
-static bool leaf_shape(VM *vm, Value v, Leaf *L, size_t *off, double **x, size_t *cap, const char *fname, int argnum, const Node *site)
+static bool leaf_shape(VM *vm, Value v, Leaf *L, size_t *off, double **x, size_t *cap,
+                       const char *fname, int argnum, const Node *site)
 {
     memset(L, 0, sizeof *L);
     L->off = *off;
@@ -202,11 +252,14 @@ static bool leaf_shape(VM *vm, Value v, Leaf *L, size_t *off, double **x, size_t
         L->nkids = (int)l->len;
         L->kids = xcalloc(l->len + 1, sizeof(Leaf));
         for (size_t i = 0; i < l->len; i++)
-            if (!leaf_shape(vm, l->v[i], &L->kids[i], off, x, cap, fname, argnum, site)) return false;
+            if (!leaf_shape(vm, l->v[i], &L->kids[i], off, x, cap, fname, argnum, site))
+                return false;
         L->size = *off - L->off;
         return true;
     } else {
-        vm_error(vm, site, "argument %d of %s() must be a number, a float array or a list of them to be differentiated, not %s",
+        vm_error(vm, site,
+                 "argument %d of %s() must be a number, a float array or a list of them to be "
+                 "differentiated, not %s",
                  argnum, fname, v.t == T_ARRAY ? "a complex array" : type_name(v));
         return false;
     }
@@ -226,9 +279,7 @@ static Value leaf_make(VM *vm, Leaf *L, const double *x, const Node *site)
 {
     AdTape *t = vm->ad->tape;
     switch (L->kind) {
-    case L_NUM:
-        L->node = ad_input(t, 0, NULL);
-        return track_num(vm, x[L->off], L->node, site);
+    case L_NUM: L->node = ad_input(t, 0, NULL); return track_num(vm, x[L->off], L->node, site);
     case L_ARR: {
         char err[AR_ERRLEN];
         Array *a = ar_from_data(AR_F64, L->ndim, L->shape, x + L->off, err);
@@ -241,7 +292,10 @@ static Value leaf_make(VM *vm, Leaf *L, const double *x, const Node *site)
         Value lv = v_list(l);
         for (int i = 0; i < L->nkids; i++) {
             Value e = leaf_make(vm, &L->kids[i], x, site);
-            if (IS_EXC(e)) { decref(lv); return e; }
+            if (IS_EXC(e)) {
+                decref(lv);
+                return e;
+            }
             l->v[l->len++] = e;
         }
         return lv;
@@ -276,7 +330,10 @@ static Value leaf_value(VM *vm, const Leaf *L, const double *x, const Node *site
         Value lv = v_list(l);
         for (int i = 0; i < L->nkids; i++) {
             Value e = leaf_value(vm, &L->kids[i], x, site);
-            if (IS_EXC(e)) { decref(lv); return e; }
+            if (IS_EXC(e)) {
+                decref(lv);
+                return e;
+            }
             l->v[l->len++] = e;
         }
         return lv;
@@ -290,7 +347,10 @@ static Value leaf_value(VM *vm, const Leaf *L, const double *x, const Node *site
 static int leaf_dims(const Leaf *L, size_t *shape)
 {
     if (L->kind == L_NUM) return 0;
-    if (L->kind == L_ARR) { memcpy(shape, L->shape, (size_t)L->ndim * sizeof(size_t)); return L->ndim; }
+    if (L->kind == L_ARR) {
+        memcpy(shape, L->shape, (size_t)L->ndim * sizeof(size_t));
+        return L->ndim;
+    }
     shape[0] = L->size;
     return 1;
 }
@@ -300,10 +360,10 @@ static int leaf_dims(const Leaf *L, size_t *shape)
 typedef struct Eval {
     int nin;
     Leaf leaf[MAX_ARGNUMS];
-    double *x;                  /* flat input values (all differentiated arguments) */
+    double *x; /* flat input values (all differentiated arguments) */
     size_t n;
     AdCtx *ctx;
-    Value out;                  /* f's result on the tape */
+    Value out; /* f's result on the tape */
 } Eval;
 
 static void eval_free(VM *vm, Eval *e)
@@ -321,7 +381,8 @@ static void eval_free(VM *vm, Eval *e)
 }
 
 /* The structures of the differentiated arguments and their values. */
-static bool eval_inputs(VM *vm, ObjFunc *f, Value *params, const DSpec *s, Eval *e, const Node *site)
+static bool eval_inputs(VM *vm, ObjFunc *f, Value *params, const DSpec *s, Eval *e,
+                        const Node *site)
 {
     memset(e, 0, sizeof *e);
     e->out = v_nil();
@@ -329,26 +390,43 @@ static bool eval_inputs(VM *vm, ObjFunc *f, Value *params, const DSpec *s, Eval 
     e->nin = s->nargnum;
     for (int i = 0; i < s->nargnum; i++) {
         Value v = tp_force(vm, params[s->argnum[i]], site);
-        if (IS_EXC(v)) { e->nin = i; return false; }
-        bool ok = leaf_shape(vm, v, &e->leaf[i], &e->n, &e->x, &cap, f->p->name, s->argnum[i], site);
+        if (IS_EXC(v)) {
+            e->nin = i;
+            return false;
+        }
+        bool ok =
+            leaf_shape(vm, v, &e->leaf[i], &e->n, &e->x, &cap, f->p->name, s->argnum[i], site);
         decref(v);
-        if (!ok) { e->nin = i + 1; return false; }
+        if (!ok) {
+            e->nin = i + 1;
+            return false;
+        }
     }
     return true;
 }
 
 /* f on the tape at inputs x (e->x when x is NULL): e->out, or false. */
-static bool eval_record(VM *vm, ObjFunc *f, Value *params, const DSpec *s, Eval *e, const double *x, const Node *site)
+static bool eval_record(VM *vm, ObjFunc *f, Value *params, const DSpec *s, Eval *e, const double *x,
+                        const Node *site)
 {
     if (!x) x = e->x;
     e->ctx = track_begin(vm);
-    if (!e->ctx) { vm_error(vm, site, "grad: out of memory"); return false; }
+    if (!e->ctx) {
+        vm_error(vm, site, "grad: out of memory");
+        return false;
+    }
     e->ctx->dq = diffq_new(vm, s->method, !s->method_given);
     FnProto *p = f->p;
     size_t base = vm->sp;
-    if (base + (size_t)p->nlocals + 8 >= vm->cap) { vm_error(vm, site, "maximum recursion depth exceeded (value stack full)"); return false; }
+    if (base + (size_t)p->nlocals + 8 >= vm->cap) {
+        vm_error(vm, site, "maximum recursion depth exceeded (value stack full)");
+        return false;
+    }
     Value *fr = vm->stack + base;
-    for (int i = 0; i < p->nlocals; i++) { fr[i] = params[i]; incref(fr[i]); }
+    for (int i = 0; i < p->nlocals; i++) {
+        fr[i] = params[i];
+        incref(fr[i]);
+    }
     vm->sp = base + (size_t)p->nlocals;
     for (int i = 0; i < s->nargnum; i++) {
         Value t = leaf_make(vm, &e->leaf[i], x, site);
@@ -361,8 +439,10 @@ static bool eval_record(VM *vm, ObjFunc *f, Value *params, const DSpec *s, Eval 
         fr[s->argnum[i]] = t;
     }
     Value r;
-    if (p->is_qfn) r = vm->in->hooks.qfn_call(vm, f, fr, site);
-    else r = eval_run_body(vm, f, fr, site);
+    if (p->is_qfn)
+        r = vm->in->hooks.qfn_call(vm, f, fr, site);
+    else
+        r = eval_run_body(vm, f, fr, site);
     vm->sp = base;
     if (IS_EXC(r)) return false;
     if (is_lazy(r)) {
@@ -379,7 +459,13 @@ static bool eval_record(VM *vm, ObjFunc *f, Value *params, const DSpec *s, Eval 
 
 /* The scalars of a result: (node, position) pairs and the result's shape
  * (a number: ndim 0). Plain numbers count with node AD_NONE. */
-typedef struct Outs { AdNode *node; size_t *pos; size_t n, cap; int ndim; size_t shape[AR_MAXDIM]; } Outs;
+typedef struct Outs {
+    AdNode *node;
+    size_t *pos;
+    size_t n, cap;
+    int ndim;
+    size_t shape[AR_MAXDIM];
+} Outs;
 
 static bool outs_add(Outs *o, AdNode n, size_t p)
 {
@@ -405,70 +491,110 @@ static bool outs_walk(VM *vm, Value v, int depth, Outs *o, const char *fname, co
     }
     if (v.t == T_LIST) {
         ObjList *l = AS_LIST(v);
-        if (depth >= AR_MAXDIM) { vm_error(vm, site, "jacobian: %s() returned lists nested too deeply", fname); return false; }
-        if (depth == o->ndim && o->n == 0) { o->ndim = depth + 1; o->shape[depth] = l->len; }
-        else if (depth >= o->ndim || o->shape[depth] != l->len) { vm_error(vm, site, "jacobian: %s() returned ragged lists", fname); return false; }
-        for (size_t i = 0; i < l->len; i++) if (!outs_walk(vm, l->v[i], depth + 1, o, fname, site)) return false;
+        if (depth >= AR_MAXDIM) {
+            vm_error(vm, site, "jacobian: %s() returned lists nested too deeply", fname);
+            return false;
+        }
+        if (depth == o->ndim && o->n == 0) {
+            o->ndim = depth + 1;
+            o->shape[depth] = l->len;
+        } else if (depth >= o->ndim || o->shape[depth] != l->len) {
+            vm_error(vm, site, "jacobian: %s() returned ragged lists", fname);
+            return false;
+        }
+        for (size_t i = 0; i < l->len; i++)
+            if (!outs_walk(vm, l->v[i], depth + 1, o, fname, site)) return false;
         return true;
     }
     const Array *A = NULL;
     AdNode an = AD_NONE;
-    if (v.t == T_ARRAY) A = AS_ARR(v);
-    else if (track_is_arr(v)) { A = track_array(v); an = track_node(v); }
+    if (v.t == T_ARRAY)
+        A = AS_ARR(v);
+    else if (track_is_arr(v)) {
+        A = track_array(v);
+        an = track_node(v);
+    }
     if (A) {
-        if (ar_is_complex(A)) { vm_error(vm, site, "jacobian: %s() returned a complex array", fname); return false; }
+        if (ar_is_complex(A)) {
+            vm_error(vm, site, "jacobian: %s() returned a complex array", fname);
+            return false;
+        }
         int nd = ar_ndim(A);
         if (depth == o->ndim && o->n == 0) {
-            if (depth + nd > AR_MAXDIM) { vm_error(vm, site, "jacobian: result has too many dimensions"); return false; }
+            if (depth + nd > AR_MAXDIM) {
+                vm_error(vm, site, "jacobian: result has too many dimensions");
+                return false;
+            }
             for (int i = 0; i < nd; i++) o->shape[depth + i] = ar_shape(A)[i];
             o->ndim = depth + nd;
         } else {
             bool same = o->ndim == depth + nd;
             for (int i = 0; same && i < nd; i++) same = o->shape[depth + i] == ar_shape(A)[i];
-            if (!same) { vm_error(vm, site, "jacobian: %s() returned ragged results", fname); return false; }
+            if (!same) {
+                vm_error(vm, site, "jacobian: %s() returned ragged results", fname);
+                return false;
+            }
         }
-        for (size_t i = 0; i < ar_size(A); i++) if (!outs_add(o, an, i)) return false;
+        for (size_t i = 0; i < ar_size(A); i++)
+            if (!outs_add(o, an, i)) return false;
         return true;
     }
     double x;
     AdNode n;
     bool err;
     if (!track_number(vm, v, &x, &n, site, &err)) {
-        if (!err) vm_error(vm, site, "jacobian: %s() must return numbers, a list or an array of them, not %s", fname, type_name(v));
+        if (!err)
+            vm_error(vm, site,
+                     "jacobian: %s() must return numbers, a list or an array of them, not %s",
+                     fname, type_name(v));
         return false;
     }
-    if (depth != o->ndim) { vm_error(vm, site, "jacobian: %s() returned ragged results", fname); return false; }
+    if (depth != o->ndim) {
+        vm_error(vm, site, "jacobian: %s() returned ragged results", fname);
+        return false;
+    }
     return outs_add(o, n, 0);
 }
 
 /* The gradient of output scalar (node, pos) with respect to every input,
  * flat: g->n values into row. */
-static bool sweep(VM *vm, Eval *e, AdGrad *g, AdNode node, size_t pos, double *row, const Node *site)
+static bool sweep(VM *vm, Eval *e, AdGrad *g, AdNode node, size_t pos, double *row,
+                  const Node *site)
 {
     memset(row, 0, e->n * sizeof(double));
     if (node == AD_NONE) return true;
     AdTape *t = e->ctx->tape;
     size_t m = ad_size(t, node);
     double *seed = calloc(m ? m : 1, sizeof(double));
-    if (!seed) { vm_error(vm, site, "grad: out of memory"); return false; }
+    if (!seed) {
+        vm_error(vm, site, "grad: out of memory");
+        return false;
+    }
     seed[pos] = 1;
     int rc = ad_backward(t, node, seed, g);
     free(seed);
-    if (rc != 0) { vm_error(vm, site, "grad: %s", ad_error(t)); return false; }
+    if (rc != 0) {
+        vm_error(vm, site, "grad: %s", ad_error(t));
+        return false;
+    }
     for (int i = 0; i < e->nin; i++) leaf_adjoint(&e->leaf[i], g, row);
     return true;
 }
 
 /* The result of a scalar-valued f on the tape: its node (AD_NONE: does not
  * depend on the inputs). */
-static bool scalar_out(VM *vm, Value r, AdNode *node, const char *who, const char *fname, const Node *site)
+static bool scalar_out(VM *vm, Value r, AdNode *node, const char *who, const char *fname,
+                       const Node *site)
 {
     double x;
     bool err;
     if (track_number(vm, r, &x, node, site, &err)) return true;
     if (!err) {
-        const char *hint = (r.t == T_LIST || r.t == T_ARRAY || track_is_arr(r)) ? "; use jacobian() for lists and arrays" : "";
-        vm_error(vm, site, "%s: %s() must return a number (a scalar cost), not %s%s", who, fname, type_name(r), hint);
+        const char *hint = (r.t == T_LIST || r.t == T_ARRAY || track_is_arr(r))
+                               ? "; use jacobian() for lists and arrays"
+                               : "";
+        vm_error(vm, site, "%s: %s() must return a number (a scalar cost), not %s%s", who, fname,
+                 type_name(r), hint);
     }
     return false;
 }
@@ -479,18 +605,27 @@ static Value run_grad(VM *vm, ObjFunc *f, Value *params, const DSpec *s, const N
     Eval e;
     Value result = v_exc();
     AdGrad *g = ad_grad_new();
-    if (!eval_inputs(vm, f, params, s, &e, site) || !eval_record(vm, f, params, s, &e, NULL, site)) goto done;
+    if (!eval_inputs(vm, f, params, s, &e, site) || !eval_record(vm, f, params, s, &e, NULL, site))
+        goto done;
     AdNode out;
     if (!scalar_out(vm, e.out, &out, "grad", f->p->name, site)) goto done;
     double *row = calloc(e.n + 1, sizeof(double));
-    if (!sweep(vm, &e, g, out, 0, row, site)) { free(row); goto done; }
-    if (!s->argnum_list) result = leaf_value(vm, &e.leaf[0], row, site);
+    if (!sweep(vm, &e, g, out, 0, row, site)) {
+        free(row);
+        goto done;
+    }
+    if (!s->argnum_list)
+        result = leaf_value(vm, &e.leaf[0], row, site);
     else {
         ObjList *l = list_new((size_t)e.nin);
         result = v_list(l);
         for (int i = 0; i < e.nin; i++) {
             Value gi = leaf_value(vm, &e.leaf[i], row, site);
-            if (IS_EXC(gi)) { decref(result); result = gi; break; }
+            if (IS_EXC(gi)) {
+                decref(result);
+                result = gi;
+                break;
+            }
             l->v[l->len++] = gi;
         }
     }
@@ -503,10 +638,13 @@ done:
 
 /* An array of shape (oshape..., ishape...) from rows (out x in, flat); a
  * number when both shapes are empty. */
-static Value shaped(VM *vm, const double *v, int ond, const size_t *oshape, int ind, const size_t *ishape, const Node *site)
+static Value shaped(VM *vm, const double *v, int ond, const size_t *oshape, int ind,
+                    const size_t *ishape, const Node *site)
 {
     if (ond + ind == 0) return v_num(v[0]);
-    if (ond + ind > AR_MAXDIM) return vm_error(vm, site, "jacobian: the result would have more than %d dimensions", AR_MAXDIM);
+    if (ond + ind > AR_MAXDIM)
+        return vm_error(vm, site, "jacobian: the result would have more than %d dimensions",
+                        AR_MAXDIM);
     size_t shape[AR_MAXDIM];
     memcpy(shape, oshape, (size_t)ond * sizeof(size_t));
     memcpy(shape + ond, ishape, (size_t)ind * sizeof(size_t));
@@ -524,11 +662,15 @@ static Value run_jacobian(VM *vm, ObjFunc *f, Value *params, const DSpec *s, con
     Value result = v_exc();
     AdGrad *g = ad_grad_new();
     double *J = NULL, *row = NULL;
-    if (!eval_inputs(vm, f, params, s, &e, site) || !eval_record(vm, f, params, s, &e, NULL, site)) goto done;
+    if (!eval_inputs(vm, f, params, s, &e, site) || !eval_record(vm, f, params, s, &e, NULL, site))
+        goto done;
     if (!outs_walk(vm, e.out, 0, &o, f->p->name, site)) goto done;
     J = calloc(o.n * e.n + 1, sizeof(double));
     row = calloc(e.n + 1, sizeof(double));
-    if (!J || !row) { vm_error(vm, site, "jacobian: out of memory"); goto done; }
+    if (!J || !row) {
+        vm_error(vm, site, "jacobian: out of memory");
+        goto done;
+    }
     for (size_t i = 0; i < o.n; i++) {
         if (!sweep(vm, &e, g, o.node[i], o.pos[i], row, site)) goto done;
         memcpy(J + i * e.n, row, e.n * sizeof(double));
@@ -539,11 +681,18 @@ static Value run_jacobian(VM *vm, ObjFunc *f, Value *params, const DSpec *s, con
         size_t ish[AR_MAXDIM];
         int ind = leaf_dims(L, ish);
         double *blk = xmalloc((o.n * L->size + 1) * sizeof(double));
-        for (size_t i = 0; i < o.n; i++) memcpy(blk + i * L->size, J + i * e.n + L->off, L->size * sizeof(double));
+        for (size_t i = 0; i < o.n; i++)
+            memcpy(blk + i * L->size, J + i * e.n + L->off, L->size * sizeof(double));
         Value jk = shaped(vm, blk, o.ndim, o.shape, ind, ish, site);
         free(blk);
-        if (IS_EXC(jk)) { if (l) decref(v_list(l)); goto done; }
-        if (!l) { result = jk; break; }
+        if (IS_EXC(jk)) {
+            if (l) decref(v_list(l));
+            goto done;
+        }
+        if (!l) {
+            result = jk;
+            break;
+        }
         l->v[l->len++] = jk;
     }
     if (l) result = v_list(l);
@@ -571,13 +720,16 @@ static Value run_hessian(VM *vm, ObjFunc *f, Value *params, const DSpec *s, cons
     gp = calloc(n + 1, sizeof(double));
     gm = calloc(n + 1, sizeof(double));
     x = malloc((n + 1) * sizeof(double));
-    if (!H || !gp || !gm || !x) { vm_error(vm, site, "hessian: out of memory"); goto done; }
+    if (!H || !gp || !gm || !x) {
+        vm_error(vm, site, "hessian: out of memory");
+        goto done;
+    }
     for (size_t j = 0; j < n; j++) {
         double h = 1e-5 * (fabs(e.x[j]) + 1);
         for (int side = 0; side < 2; side++) {
             memcpy(x, e.x, n * sizeof(double));
             x[j] += side ? -h : h;
-            Eval k = e;            /* the same inputs' structure, a fresh tape */
+            Eval k = e; /* the same inputs' structure, a fresh tape */
             k.ctx = NULL;
             k.out = v_nil();
             bool ok = eval_record(vm, f, params, s, &k, x, site);
@@ -585,7 +737,10 @@ static Value run_hessian(VM *vm, ObjFunc *f, Value *params, const DSpec *s, cons
             ok = ok && scalar_out(vm, k.out, &out, "hessian", f->p->name, site);
             ok = ok && sweep(vm, &k, g, out, 0, side ? gm : gp, site);
             decref(k.out);
-            if (k.ctx) { if (k.ctx->dq) diffq_free(k.ctx->dq); track_end(vm, k.ctx); }
+            if (k.ctx) {
+                if (k.ctx->dq) diffq_free(k.ctx->dq);
+                track_end(vm, k.ctx);
+            }
             if (!ok) goto done;
         }
         for (size_t i = 0; i < n; i++) H[i * n + j] = (gp[i] - gm[i]) / (2 * h);
@@ -599,7 +754,10 @@ static Value run_hessian(VM *vm, ObjFunc *f, Value *params, const DSpec *s, cons
     int nd = leaf_dims(&e.leaf[0], sh);
     result = shaped(vm, H, nd, sh, nd, sh, site);
 done:
-    free(H); free(gp); free(gm); free(x);
+    free(H);
+    free(gp);
+    free(gm);
+    free(x);
     ad_grad_free(g);
     eval_free(vm, &e);
     return result;
@@ -607,7 +765,8 @@ done:
 
 /* ---------------------------------------------------------------- calls */
 
-static Value dfn_body(VM *vm, ObjFunc *f, Value *params, uint64_t seed, uint64_t index, const Node *site, const void *arg)
+static Value dfn_body(VM *vm, ObjFunc *f, Value *params, uint64_t seed, uint64_t index,
+                      const Node *site, const void *arg)
 {
     (void)seed;
     (void)index;
@@ -623,8 +782,11 @@ static Value dfn_body(VM *vm, ObjFunc *f, Value *params, uint64_t seed, uint64_t
     case D_GRAD: r = run_grad(vm, f, params, s, site); break;
     case D_JAC: r = run_jacobian(vm, f, params, s, site); break;
     case D_HESS: r = run_hessian(vm, f, params, s, site); break;
-    case D_METRIC: r = diffq_metric(vm, f, params, s->argnum, s->nargnum, s->argnum_list, s->diag, site); break;
-    case D_NKINDS: default: qh_unreachable();
+    case D_METRIC:
+        r = diffq_metric(vm, f, params, s->argnum, s->nargnum, s->argnum_list, s->diag, site);
+        break;
+    case D_NKINDS:
+    default: qh_unreachable();
     }
     for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
     return r;
@@ -640,7 +802,8 @@ static Value dfn_call(VM *vm, Value gv, Args *a)
     /* futures are passed on: the derivative's task chains on them like a qfn call */
     Value *slots = eval_bind_frame(vm, f, a, &base);
     if (!slots) return v_exc();
-    Value r = async_dispatch(vm, f, slots, a->site, dfn_body, &g->s, sizeof g->s, kind_prefix[g->s.kind]);
+    Value r =
+        async_dispatch(vm, f, slots, a->site, dfn_body, &g->s, sizeof g->s, kind_prefix[g->s.kind]);
     vm->sp = base;
     return r;
 }
@@ -656,9 +819,14 @@ static const BuiltinDef builtins_grad[] = {
 };
 
 static const TypeOps gradfn_ops = {
-    .name = "function", .flags = TF_CODE,
-    .free = gfn_free, .clear = gfn_clear, .traverse = gfn_traverse,
-    .copy = gfn_copy, .repr = gfn_repr, .call = dfn_call,
+    .name = "function",
+    .flags = TF_CODE,
+    .free = gfn_free,
+    .clear = gfn_clear,
+    .traverse = gfn_traverse,
+    .copy = gfn_copy,
+    .repr = gfn_repr,
+    .call = dfn_call,
 };
 
 void grad_open(void)

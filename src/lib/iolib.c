@@ -22,7 +22,8 @@
 static bool path_arg(VM *vm, Args *a, const char **path)
 {
     if (a->v[0].t != T_STR) {
-        vm_error(vm, a->site, "%s() needs a file path string, not %s", a->def->name, type_name(a->v[0]));
+        vm_error(vm, a->site, "%s() needs a file path string, not %s", a->def->name,
+                 type_name(a->v[0]));
         return false;
     }
     *path = AS_STR(a->v[0])->s;
@@ -55,7 +56,12 @@ static Value bi_read_lines(VM *vm, Args *a)
     size_t k = io_split_lines(t, n, NULL, NULL);
     const char **st = malloc((k + 1) * sizeof *st);
     size_t *ln = malloc((k + 1) * sizeof *ln);
-    if (!st || !ln) { free(st); free(ln); free(t); return vm_error(vm, a->site, "read_lines(): out of memory"); }
+    if (!st || !ln) {
+        free(st);
+        free(ln);
+        free(t);
+        return vm_error(vm, a->site, "read_lines(): out of memory");
+    }
     io_split_lines(t, n, st, ln);
     ObjList *l = list_new(k);
     for (size_t i = 0; i < k; i++) list_push(l, v_strn(st[i], ln[i]));
@@ -70,7 +76,9 @@ static Value bi_write_text(VM *vm, Args *a)
     const char *path;
     if (!path_arg(vm, a, &path)) return v_exc();
     if (a->v[1].t != T_STR)
-        return vm_error(vm, a->site, "write_text() writes a string, not %s (use str() or json_dump())", type_name(a->v[1]));
+        return vm_error(vm, a->site,
+                        "write_text() writes a string, not %s (use str() or json_dump())",
+                        type_name(a->v[1]));
     Value *ap = arg_kw(a, "append");
     bool append = false, e = false;
     if (ap) append = tp_truthy(vm, *ap, a->site, &e);
@@ -105,7 +113,8 @@ static Value bi_load(VM *vm, Args *a)
     if (!path_arg(vm, a, &path)) return v_exc();
     IoArray x;
     char err[IO_ERRLEN];
-    if (io_npy_read(path, &x, err, sizeof err) != 0) return vm_error(vm, a->site, "load(): %s", err);
+    if (io_npy_read(path, &x, err, sizeof err) != 0)
+        return vm_error(vm, a->site, "load(): %s", err);
     return from_ioarray(vm, &x, a->site, "load");
 }
 
@@ -137,14 +146,22 @@ static Value bi_save(VM *vm, Args *a)
         x.is_complex = ar_is_complex(ar);
         for (int i = 0; i < x.ndim; i++) x.shape[i] = ar_shape(ar)[i];
         x.data = malloc((x.is_complex ? 2 : 1) * (x.n ? x.n : 1) * sizeof(double));
-        if (!x.data) { decref(tmp); return vm_error(vm, a->site, "save(): out of memory"); }
+        if (!x.data) {
+            decref(tmp);
+            return vm_error(vm, a->site, "save(): out of memory");
+        }
         for (size_t i = 0; i < x.n; i++) {
             ArScalar s = ar_item(ar, i);
-            if (x.is_complex) { x.data[2 * i] = s.re; x.data[2 * i + 1] = s.is_complex ? s.im : 0; }
-            else x.data[i] = s.re;
+            if (x.is_complex) {
+                x.data[2 * i] = s.re;
+                x.data[2 * i + 1] = s.is_complex ? s.im : 0;
+            } else
+                x.data[i] = s.re;
         }
     } else {
-        return vm_error(vm, a->site, "save() writes an array, a list of numbers or a number, not %s", type_name(v));
+        return vm_error(vm, a->site,
+                        "save() writes an array, a list of numbers or a number, not %s",
+                        type_name(v));
     }
     char err[IO_ERRLEN];
     int rc = io_npy_write(path, &x, err, sizeof err);
@@ -180,7 +197,9 @@ static Value bi_load_csv(VM *vm, Args *a)
     char delim = ',';
     if (dk && dk->t != T_NIL) {
         if (dk->t != T_STR || AS_STR(*dk)->len != 1)
-            return vm_error(vm, a->site, "load_csv(): delimiter must be a one-character string (\" \" for runs of blanks)");
+            return vm_error(
+                vm, a->site,
+                "load_csv(): delimiter must be a one-character string (\" \" for runs of blanks)");
         delim = AS_STR(*dk)->s[0];
     }
     long skip = 0;
@@ -191,7 +210,8 @@ static Value bi_load_csv(VM *vm, Args *a)
     }
     IoArray x;
     char err[IO_ERRLEN];
-    if (io_csv_read(path, delim, skip, &x, err, sizeof err) != 0) return vm_error(vm, a->site, "load_csv(): %s", err);
+    if (io_csv_read(path, delim, skip, &x, err, sizeof err) != 0)
+        return vm_error(vm, a->site, "load_csv(): %s", err);
     return from_ioarray(vm, &x, a->site, "load_csv");
 }
 
@@ -225,7 +245,8 @@ static Value from_json(const IoJson *j)
 
 static Value bi_json_parse(VM *vm, Args *a)
 {
-    if (a->v[0].t != T_STR) return vm_error(vm, a->site, "json_parse() needs a string, not %s", type_name(a->v[0]));
+    if (a->v[0].t != T_STR)
+        return vm_error(vm, a->site, "json_parse() needs a string, not %s", type_name(a->v[0]));
     ObjStr *s = AS_STR(a->v[0]);
     char err[IO_ERRLEN];
     IoJson *j = io_json_parse(s->s, s->len, err, sizeof err);
@@ -236,7 +257,12 @@ static Value bi_json_parse(VM *vm, Args *a)
 }
 
 /* The tree of a value (nodes on the heap, strings borrowed from v). */
-typedef struct JB { VM *vm; const Node *site; char **owned; size_t nowned, capowned; } JB;
+typedef struct JB {
+    VM *vm;
+    const Node *site;
+    char **owned;
+    size_t nowned, capowned;
+} JB;
 
 static void jfree(IoJson *j)
 {
@@ -261,7 +287,11 @@ static char *keep(JB *b, char *s)
 static bool to_json(JB *b, Value v, IoJson *out, int depth)
 {
     memset(out, 0, sizeof *out);
-    if (depth > 500) { vm_error(b->vm, b->site, "json_dump(): nested more than 500 deep (a list or dict that holds itself?)"); return false; }
+    if (depth > 500) {
+        vm_error(b->vm, b->site,
+                 "json_dump(): nested more than 500 deep (a list or dict that holds itself?)");
+        return false;
+    }
     switch (v.t) {
     case T_NIL: *out = io_json_null(); return true;
     case T_BOOL: *out = io_json_bool(v.b); return true;
@@ -272,7 +302,10 @@ static bool to_json(JB *b, Value v, IoJson *out, int depth)
         out->kind = IOJ_ARRAY;
         out->items = xcalloc(l->len ? l->len : 1, sizeof(IoJson));
         for (size_t i = 0; i < l->len; i++) {
-            if (!to_json(b, l->v[i], &out->items[i], depth + 1)) { out->n = i + 1; return false; }
+            if (!to_json(b, l->v[i], &out->items[i], depth + 1)) {
+                out->n = i + 1;
+                return false;
+            }
             out->n = i + 1;
         }
         return true;
@@ -287,17 +320,22 @@ static bool to_json(JB *b, Value v, IoJson *out, int depth)
             if (!d->ent[i].live) continue;
             Value k = d->ent[i].key;
             size_t at = out->n++;
-            if (k.t == T_STR) { out->keys[at] = AS_STR(k)->s; out->keylens[at] = AS_STR(k)->len; }
-            else if (k.t == T_NUM || k.t == T_BOOL) {   /* as Python: keys become strings */
+            if (k.t == T_STR) {
+                out->keys[at] = AS_STR(k)->s;
+                out->keylens[at] = AS_STR(k)->len;
+            } else if (k.t == T_NUM || k.t == T_BOOL) { /* as Python: keys become strings */
                 Buf kb;
                 buf_init(&kb);
-                if (k.t == T_BOOL) buf_puts(&kb, k.b ? "true" : "false");
-                else value_repr(&kb, k, false);
+                if (k.t == T_BOOL)
+                    buf_puts(&kb, k.b ? "true" : "false");
+                else
+                    value_repr(&kb, k, false);
                 buf_putc(&kb, 0);
                 out->keylens[at] = kb.len - 1;
                 out->keys[at] = keep(b, kb.p);
             } else {
-                vm_error(b->vm, b->site, "json_dump(): dict keys must be strings or numbers, not %s", type_name(k));
+                vm_error(b->vm, b->site,
+                         "json_dump(): dict keys must be strings or numbers, not %s", type_name(k));
                 return false;
             }
             if (!to_json(b, d->ent[i].val, &out->items[at], depth + 1)) return false;
@@ -313,10 +351,14 @@ static bool to_json(JB *b, Value v, IoJson *out, int depth)
         return ok;
     }
     case T_COMPLEX:
-        vm_error(b->vm, b->site, "json_dump(): JSON has no complex numbers (write real() and imag() parts)");
+        vm_error(b->vm, b->site,
+                 "json_dump(): JSON has no complex numbers (write real() and imag() parts)");
         return false;
     default:
-        vm_error(b->vm, b->site, "json_dump(): cannot write %s as JSON (lists, dicts, numbers, strings, bools, nil)", type_name(v));
+        vm_error(
+            b->vm, b->site,
+            "json_dump(): cannot write %s as JSON (lists, dicts, numbers, strings, bools, nil)",
+            type_name(v));
         return false;
     }
 }
@@ -328,7 +370,9 @@ static Value bi_json_dump(VM *vm, Args *a)
     int indent = -1;
     if (ik && ik->t != T_NIL) {
         if (ik->t != T_NUM || ik->n != floor(ik->n) || ik->n < 0 || ik->n > 64)
-            return vm_error(vm, a->site, "json_dump(): indent must be a whole number of spaces from 0 to 64, or nil");
+            return vm_error(
+                vm, a->site,
+                "json_dump(): indent must be a whole number of spaces from 0 to 64, or nil");
         indent = (int)ik->n;
     }
     JB b = { vm, a->site, NULL, 0, 0 };
@@ -339,8 +383,12 @@ static Value bi_json_dump(VM *vm, Args *a)
         char err[IO_ERRLEN];
         size_t n;
         char *t = io_json_dump(&root, indent, &n, err, sizeof err);
-        if (!t) r = vm_error(vm, a->site, "json_dump(): %s", err);
-        else { r = v_strn(t, n); free(t); }
+        if (!t)
+            r = vm_error(vm, a->site, "json_dump(): %s", err);
+        else {
+            r = v_strn(t, n);
+            free(t);
+        }
     }
     jfree(&root);
     for (size_t i = 0; i < b.nowned; i++) free(b.owned[i]);

@@ -25,23 +25,23 @@
 #include <string.h>
 
 typedef struct Early {
-    const Node *loop;           /* the N_FOR whose iteration it belongs to */
-    const Node *site;           /* the call */
-    uint64_t iter;              /* that iteration */
-    uint64_t index;             /* the call's number in program order */
+    const Node *loop; /* the N_FOR whose iteration it belongs to */
+    const Node *site; /* the call */
+    uint64_t iter;    /* that iteration */
+    uint64_t index;   /* the call's number in program order */
     Fut *fut;
-    Value fn;                   /* the function called */
-    Value *params;              /* copies of the bound arguments, to compare when reached */
+    Value fn;      /* the function called */
+    Value *params; /* copies of the bound arguments, to compare when reached */
     int nparams;
-    int *gslots;                /* the globals of fn's module it took along */
-    Value *gvals;               /* and copies of their values */
+    int *gslots;  /* the globals of fn's module it took along */
+    Value *gvals; /* and copies of their values */
     int ng;
 } Early;
 
 typedef struct Lookahead {
     Early *v;
     int n, cap;
-    const Node *off[16];        /* loops whose early calls had to be dropped: not again */
+    const Node *off[16]; /* loops whose early calls had to be dropped: not again */
     int noff;
     unsigned long started, used, dropped;
 } Lookahead;
@@ -78,13 +78,15 @@ static void update_watch(VM *vm, Lookahead *la) { vm->la_watch = la->n > 0; }
  * differed) stops starting them: the work would be thrown away again */
 static void turn_off(Lookahead *la, const Node *loop)
 {
-    for (int i = 0; i < la->noff; i++) if (la->off[i] == loop) return;
+    for (int i = 0; i < la->noff; i++)
+        if (la->off[i] == loop) return;
     if (la->noff < (int)(sizeof la->off / sizeof la->off[0])) la->off[la->noff++] = loop;
 }
 
 static bool is_off(const Lookahead *la, const Node *loop)
 {
-    for (int i = 0; i < la->noff; i++) if (la->off[i] == loop) return true;
+    for (int i = 0; i < la->noff; i++)
+        if (la->off[i] == loop) return true;
     return la->noff == (int)(sizeof la->off / sizeof la->off[0]);
 }
 
@@ -101,7 +103,8 @@ static bool same_value(Value a, Value b, int depth)
     if (a.t == T_LIST) {
         ObjList *x = AS_LIST(a), *y = AS_LIST(b);
         if (x->len != y->len) return false;
-        for (size_t i = 0; i < x->len; i++) if (!same_value(x->v[i], y->v[i], depth + 1)) return false;
+        for (size_t i = 0; i < x->len; i++)
+            if (!same_value(x->v[i], y->v[i], depth + 1)) return false;
         return true;
     }
     if (a.t == T_DICT) {
@@ -110,22 +113,30 @@ static bool same_value(Value a, Value b, int depth)
         for (size_t i = 0; i < x->nent; i++) {
             if (!x->ent[i].live) continue;
             Value o;
-            if (!dict_get(y, x->ent[i].key, &o) || !same_value(x->ent[i].val, o, depth + 1)) return false;
+            if (!dict_get(y, x->ent[i].key, &o) || !same_value(x->ent[i].val, o, depth + 1))
+                return false;
         }
         return true;
     }
     if (!is_obj(a) || type_of(a)->eq || a.o == b.o) return value_eq(a, b);
     /* a kind without an equality (an operator): the same printed form */
     Buf x, y;
-    buf_init(&x); buf_init(&y);
+    buf_init(&x);
+    buf_init(&y);
     value_repr(&x, a, true);
     value_repr(&y, b, true);
     bool same = x.len == y.len && (!x.len || memcmp(x.p, y.p, x.len) == 0);
-    buf_free(&x); buf_free(&y);
+    buf_free(&x);
+    buf_free(&y);
     return same;
 }
 
-static Value share_lazy(Value v, CopyCtx *cc) { (void)cc; incref(v); return v; }
+static Value share_lazy(Value v, CopyCtx *cc)
+{
+    (void)cc;
+    incref(v);
+    return v;
+}
 
 /* a function value anywhere in v: what it would take along is not checked ahead */
 static bool has_code(Value v, int depth)
@@ -134,10 +145,12 @@ static bool has_code(Value v, int depth)
     if (is_obj(v) && (value_flags[v.t] & TF_CODE)) return true;
     if (v.t == T_LIST) {
         ObjList *l = AS_LIST(v);
-        for (size_t i = 0; i < l->len; i++) if (has_code(l->v[i], depth + 1)) return true;
+        for (size_t i = 0; i < l->len; i++)
+            if (has_code(l->v[i], depth + 1)) return true;
     } else if (v.t == T_DICT) {
         ObjDict *d = AS_DICT(v);
-        for (size_t i = 0; i < d->nent; i++) if (d->ent[i].live && has_code(d->ent[i].val, depth + 1)) return true;
+        for (size_t i = 0; i < d->nent; i++)
+            if (d->ent[i].live && has_code(d->ent[i].val, depth + 1)) return true;
     }
     return false;
 }
@@ -163,14 +176,16 @@ Value lookahead_start(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskB
     Interp *in = vm->in;
     int np = f->p->nparams;
     bool ok = body == async_qfn_body() && vm->loops && in->exec;
-    for (int i = 0; ok && i < np; i++) if (has_code(params[i], 0)) ok = false;
+    for (int i = 0; ok && i < np; i++)
+        if (has_code(params[i], 0)) ok = false;
     if (!ok) {
         for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
         return vm_error(vm, site, "lookahead: not started early");
     }
     const char *cerr = NULL;
     int *taken = NULL, ntaken = 0;
-    Fut *fut = async_submit(vm, f, params, site, body, NULL, 0, "", vm->la_index, true, &cerr, &taken, &ntaken);
+    Fut *fut = async_submit(vm, f, params, site, body, NULL, 0, "", vm->la_index, true, &cerr,
+                            &taken, &ntaken);
     if (fut && ntaken < 0) {
         /* it reached state a copy cannot vouch for: not early after all */
         exec_cancel_task(in->exec, fut);
@@ -183,11 +198,14 @@ Value lookahead_start(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskB
         return vm_error(vm, site, "lookahead: not started early");
     }
     Lookahead *la = la_of(in);
-    if (la->n == la->cap) { la->cap = la->cap ? la->cap * 2 : 8; la->v = xrealloc(la->v, (size_t)la->cap * sizeof(Early)); }
+    if (la->n == la->cap) {
+        la->cap = la->cap ? la->cap * 2 : 8;
+        la->v = xrealloc(la->v, (size_t)la->cap * sizeof(Early));
+    }
     Early *e = &la->v[la->n++];
     e->loop = vm->loops->loop;
     e->site = site;
-    e->iter = 0;                        /* set by the caller (the iteration being run ahead) */
+    e->iter = 0; /* set by the caller (the iteration being run ahead) */
     e->index = vm->la_index;
     e->fut = fut;
     e->fn = v_obj(&f->h);
@@ -205,7 +223,8 @@ Value lookahead_start(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskB
     update_watch(vm, la);
     if (in->trace) {
         char args[96];
-        snprintf(args, sizeof args, "{\"line\":%d,\"call\":%llu}", site ? site->line : 0, (unsigned long long)e->index);
+        snprintf(args, sizeof args, "{\"line\":%d,\"call\":%llu}", site ? site->line : 0,
+                 (unsigned long long)e->index);
         trace_complete(in->trace, 0, "lookahead", "lookahead", trace_now_us(in->trace), 1, args);
     }
     return async_future_value(fut, f->p->name, vm_source(vm), site ? site->line : vm->cur_line);
@@ -217,11 +236,15 @@ static Value *var_slot(VM *vm, const Node *v)
     return v->kind == N_LOCAL ? &vm->frame->slots[v->u.var.slot] : &vm->mod->globals[v->u.var.slot];
 }
 
-typedef struct Saved { Value *slot; Value old; } Saved;
+typedef struct Saved {
+    Value *slot;
+    Value old;
+} Saved;
 
 static void save_slot(Saved *sv, int *n, Value *slot)
 {
-    for (int i = 0; i < *n; i++) if (sv[i].slot == slot) return;
+    for (int i = 0; i < *n; i++)
+        if (sv[i].slot == slot) return;
     sv[*n].slot = slot;
     sv[*n].old = *slot;
     incref(*slot);
@@ -231,7 +254,8 @@ static void save_slot(Saved *sv, int *n, Value *slot)
 /* Runs iteration iter's steps ahead with elem bound to the loop's variables;
  * its call sites get the numbers base, base + 1, ... False if something
  * cannot be computed ahead (nothing more is started then). */
-static bool run_ahead(VM *vm, LoopCtx *lc, const LaPlan *p, uint64_t iter, Value elem, uint64_t base)
+static bool run_ahead(VM *vm, LoopCtx *lc, const LaPlan *p, uint64_t iter, Value elem,
+                      uint64_t base)
 {
     const Node *loop = lc->loop;
     int nv = loop->u.fors.nvars;
@@ -250,7 +274,10 @@ static bool run_ahead(VM *vm, LoopCtx *lc, const LaPlan *p, uint64_t iter, Value
         if (elem.t != T_LIST || (int)AS_LIST(elem)->len != nv) return false;
         for (int i = 0; i < nv; i++) {
             Value x = AS_LIST(elem)->v[i];
-            if (is_lazy(x)) { ok = false; break; }
+            if (is_lazy(x)) {
+                ok = false;
+                break;
+            }
             Value *slot = var_slot(vm, loop->u.fors.vars[i]);
             save_slot(sv, &ns, slot);
             decref(*slot);
@@ -265,7 +292,10 @@ static bool run_ahead(VM *vm, LoopCtx *lc, const LaPlan *p, uint64_t iter, Value
     for (int i = 0; ok && i < p->nsteps; i++) {
         const LaStep *st = &p->steps[i];
         Value v = eval_expr(vm, st->expr);
-        if (IS_EXC(v)) { ok = false; break; }
+        if (IS_EXC(v)) {
+            ok = false;
+            break;
+        }
         if (st->target) {
             Value *slot = var_slot(vm, st->target);
             save_slot(sv, &ns, slot);
@@ -292,16 +322,20 @@ void lookahead_run(VM *vm)
     LoopCtx *lc = vm->loops;
     if (!vm->la_on || vm->la_sandbox || !lc || !in->exec || lc->frame != vm->frame) return;
     const LaPlan *p = lc->loop->u.fors.plan;
-    if (vm->qcall_seq - lc->iter_seq != (uint64_t)p->nsites) return;   /* this iteration's calls are not all made */
+    if (vm->qcall_seq - lc->iter_seq != (uint64_t)p->nsites)
+        return; /* this iteration's calls are not all made */
     Lookahead *la = la_of(in);
     if (is_off(la, lc->loop)) return;
     /* what is already running ahead for this loop (stale entries go) */
     uint64_t next = lc->iter + 1;
     int ahead = 0;
-    for (int i = 0; i < la->n; ) {
+    for (int i = 0; i < la->n;) {
         Early *e = &la->v[i];
         if (e->loop == lc->loop) {
-            if (e->iter <= lc->iter) { drop_at(in, la, i); continue; }
+            if (e->iter <= lc->iter) {
+                drop_at(in, la, i);
+                continue;
+            }
             if (e->iter + 1 > next) next = e->iter + 1;
         }
         i++;
@@ -319,11 +353,13 @@ void lookahead_run(VM *vm)
             if (is_lazy(elem)) break;
         } else {
             double x = lc->x;
-            for (uint64_t k = lc->iter; k < next; k++) x += lc->step;   /* the loop adds, so must we */
+            for (uint64_t k = lc->iter; k < next; k++)
+                x += lc->step; /* the loop adds, so must we */
             if (!(lc->step > 0 ? x < lc->stop : x > lc->stop)) break;
             elem = v_num(x);
         }
-        if (exec_unfinished(in->exec) + p->nsites >= 16 * (in->nworkers > 4 ? in->nworkers : 4)) break;
+        if (exec_unfinished(in->exec) + p->nsites >= 16 * (in->nworkers > 4 ? in->nworkers : 4))
+            break;
         uint64_t base = vm->qcall_seq + (next - lc->iter - 1) * (uint64_t)p->nsites;
         if (!run_ahead(vm, lc, p, next, elem, base)) break;
         next++;
@@ -332,20 +368,27 @@ void lookahead_run(VM *vm)
     update_watch(vm, la);
 }
 
-Fut *lookahead_claim(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body, uint64_t index)
+Fut *lookahead_claim(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body,
+                     uint64_t index)
 {
     Lookahead *la = vm->in->la;
     if (!la || !la->n) return NULL;
     Fut *got = NULL;
-    for (int i = 0; i < la->n; ) {
+    for (int i = 0; i < la->n;) {
         Early *e = &la->v[i];
-        if (e->index > index) { i++; continue; }
-        bool match = e->index == index && e->site == site && AS_FUNC(e->fn) == f && body == async_qfn_body() &&
-                     e->nparams == f->p->nparams;
-        for (int k = 0; match && k < e->nparams; k++) if (!same_value(e->params[k], params[k], 0)) match = false;
+        if (e->index > index) {
+            i++;
+            continue;
+        }
+        bool match = e->index == index && e->site == site && AS_FUNC(e->fn) == f &&
+                     body == async_qfn_body() && e->nparams == f->p->nparams;
+        for (int k = 0; match && k < e->nparams; k++)
+            if (!same_value(e->params[k], params[k], 0)) match = false;
         /* what it took along has not changed, in place or otherwise */
         for (int k = 0; match && k < e->ng; k++)
-            if (e->gslots[k] >= f->mod->nglobals || !same_value(e->gvals[k], f->mod->globals[e->gslots[k]], 0)) match = false;
+            if (e->gslots[k] >= f->mod->nglobals ||
+                !same_value(e->gvals[k], f->mod->globals[e->gslots[k]], 0))
+                match = false;
         if (match) {
             got = e->fut;
             e->fut = NULL;
@@ -355,7 +398,7 @@ Fut *lookahead_claim(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBo
             continue;
         }
         turn_off(la, e->loop);
-        drop_at(vm->in, la, i);        /* its place has come and gone, or it would differ */
+        drop_at(vm->in, la, i); /* its place has come and gone, or it would differ */
     }
     update_watch(vm, la);
     return got;
@@ -365,7 +408,11 @@ static void on_loop_exit(VM *vm, LoopCtx *lc)
 {
     Lookahead *la = vm->in->la;
     if (!la) return;
-    for (int i = 0; i < la->n; ) if (la->v[i].loop == lc->loop) drop_at(vm->in, la, i); else i++;
+    for (int i = 0; i < la->n;)
+        if (la->v[i].loop == lc->loop)
+            drop_at(vm->in, la, i);
+        else
+            i++;
     update_watch(vm, la);
 }
 
@@ -380,16 +427,18 @@ void lookahead_stats(Interp *in, FILE *out)
 {
     Lookahead *la = in->la;
     if (!la || !la->started) return;
-    fprintf(out, "qh stats: lookahead started %lu calls early, %lu used, %lu dropped\n", la->started, la->used, la->dropped);
+    fprintf(out, "qh stats: lookahead started %lu calls early, %lu used, %lu dropped\n",
+            la->started, la->used, la->dropped);
 }
 
 void lookahead_free(Interp *in)
 {
     lookahead_drop(in);
-    if (in->la) { free(in->la->v); free(in->la); in->la = NULL; }
+    if (in->la) {
+        free(in->la->v);
+        free(in->la);
+        in->la = NULL;
+    }
 }
 
-void lookahead_attach(Interp *in)
-{
-    in->hooks.loop_exit = on_loop_exit;
-}
+void lookahead_attach(Interp *in) { in->hooks.loop_exit = on_loop_exit; }

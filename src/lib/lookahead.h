@@ -12,7 +12,8 @@
 void lookahead_run(VM *vm);
 /* A call about to be dispatched as number index: the Fut of the same call
  * started early (a reference handed over), or NULL. */
-Fut *lookahead_claim(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body, uint64_t index);
+Fut *lookahead_claim(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body,
+                     uint64_t index);
 /* Cancels and forgets every call started early that was not claimed. */
 void lookahead_drop(Interp *in);
 /* The sandbox's qfn call (async_dispatch while VM.la_sandbox): the call

@@ -19,19 +19,19 @@
 
 struct QDist {
     Interp *in;
-    int rank, nsvc;             /* world rank; ranks in the service (a power of two) */
-    MPI_Comm svc;               /* the service's ranks, or MPI_COMM_NULL */
-    Dsvr *r;                    /* rank 0: the leader's side */
-    pthread_t th;               /* the others: the serving thread */
+    int rank, nsvc; /* world rank; ranks in the service (a power of two) */
+    MPI_Comm svc;   /* the service's ranks, or MPI_COMM_NULL */
+    Dsvr *r;        /* rank 0: the leader's side */
+    pthread_t th;   /* the others: the serving thread */
     bool thread;
-    size_t min_budget;          /* the smallest budget among the service's ranks */
+    size_t min_budget; /* the smallest budget among the service's ranks */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    bool busy;                  /* rank 0: a call holds the state */
+    bool busy; /* rank 0: a call holds the state */
     pthread_t owner;
-    atomic_int dead;            /* a rank of the service died, or the leader is gone */
+    atomic_int dead; /* a rank of the service died, or the leader is gone */
     char why[200];
-    void *token;                /* this rank's reservation for the state now held */
+    void *token; /* this rank's reservation for the state now held */
     /* rank 0's counts for --stats */
     unsigned long states;
     int max_nq, max_ranks;
@@ -39,11 +39,11 @@ struct QDist {
 };
 
 struct QDState {
-    QDist *qd;                  /* the service, or NULL: a one-rank state */
+    QDist *qd; /* the service, or NULL: a one-rank state */
     Dsv *local;
     Interp *in;
     int nq;
-    void *token;                /* a one-rank state's reservation */
+    void *token; /* a one-rank state's reservation */
 };
 
 /* ---------------------------------------------------------------- hooks */
@@ -63,7 +63,10 @@ static int svc_reserve(void *ctx, size_t bytes, char *msg, size_t len)
     QDist *qd = ctx;
     char e[200];
     void *t = qd->in->hooks.mem_reserve(qd->in, bytes, NULL, e, sizeof e);
-    if (!t) { snprintf(msg, len, "rank %d: %s (--max-memory)", qd->rank, e); return -1; }
+    if (!t) {
+        snprintf(msg, len, "rank %d: %s (--max-memory)", qd->rank, e);
+        return -1;
+    }
     qd->token = t;
     return 0;
 }
@@ -171,7 +174,7 @@ static void mark_dead(QDist *qd, const char *why)
 
 void qdist_rank_died(QDist *qd, int rank, const char *why)
 {
-    if (rank >= qd->nsvc) return;      /* not part of the service */
+    if (rank >= qd->nsvc) return; /* not part of the service */
     char msg[200];
     snprintf(msg, sizeof msg, "rank %d died (%s): the distributed state is lost", rank, why);
     mark_dead(qd, msg);
@@ -182,7 +185,9 @@ void qdist_leader_gone(QDist *qd, const char *why) { mark_dead(qd, why); }
 void qdist_stats(QDist *qd, FILE *out)
 {
     if (!out || !qd->states) return;
-    fprintf(out, "qh stats: %lu distributed states (largest %d wires on %d rank%s): %llu gates (%llu local, %llu diagonal "
+    fprintf(out,
+            "qh stats: %lu distributed states (largest %d wires on %d rank%s): %llu gates (%llu "
+            "local, %llu diagonal "
             "on global wires, %llu exchanges, %llu swaps), %llu bytes sent by rank 0\n",
             qd->states, qd->max_nq, qd->max_ranks, qd->max_ranks == 1 ? "" : "s",
             (unsigned long long)qd->total.ops, (unsigned long long)qd->total.local_ops,
@@ -194,7 +199,7 @@ int qdist_close(QDist *qd)
 {
     if (!qd) return 0;
     int died = atomic_load(&qd->dead);
-    if (qd->r) dsvr_close(qd->r);             /* the followers leave dsvr_serve */
+    if (qd->r) dsvr_close(qd->r); /* the followers leave dsvr_serve */
     if (qd->thread) pthread_join(qd->th, NULL);
     died |= atomic_load(&qd->dead);
     if (qd->svc != MPI_COMM_NULL && !died) MPI_Comm_free(&qd->svc);
@@ -264,19 +269,26 @@ QDState *qdist_acquire(Interp *in, int nq, const atomic_int *cancel, char *err, 
         if (qd->busy && pthread_equal(qd->owner, pthread_self())) {
             pthread_mutex_unlock(&qd->mu);
             free(s);
-            snprintf(err, errlen, "a call on a distributed device made inside another one (one distributed state "
-                     "exists at a time)");
+            snprintf(
+                err, errlen,
+                "a call on a distributed device made inside another one (one distributed state "
+                "exists at a time)");
             return NULL;
         }
         while (qd->busy && !(cancel && atomic_load(cancel)) && !atomic_load(&qd->dead)) {
             struct timespec dl;
             clock_gettime(CLOCK_REALTIME, &dl);
             dl.tv_nsec += 10 * 1000 * 1000;
-            if (dl.tv_nsec >= 1000000000L) { dl.tv_sec++; dl.tv_nsec -= 1000000000L; }
+            if (dl.tv_nsec >= 1000000000L) {
+                dl.tv_sec++;
+                dl.tv_nsec -= 1000000000L;
+            }
             pthread_cond_timedwait(&qd->cv, &qd->mu, &dl);
         }
         if (atomic_load(&qd->dead) || qd->busy) {
-            snprintf(err, errlen, "%s", atomic_load(&qd->dead) ? qd->why : "cancelled while waiting for the distributed state");
+            snprintf(err, errlen, "%s",
+                     atomic_load(&qd->dead) ? qd->why
+                                            : "cancelled while waiting for the distributed state");
             pthread_mutex_unlock(&qd->mu);
             free(s);
             return NULL;
@@ -349,25 +361,31 @@ int qdist_apply(QDState *s, const SvOp *op, char *err, size_t errlen)
     return s->qd ? dsvr_apply(s->qd->r, op, err, errlen) : dsv_apply(s->local, op, err, errlen);
 }
 
-int qdist_expval(QDState *s, const SvPauli *t, int n, size_t shots, Rng *rng, double *out, char *err, size_t errlen)
+int qdist_expval(QDState *s, const SvPauli *t, int n, size_t shots, Rng *rng, double *out,
+                 char *err, size_t errlen)
 {
     if (s->qd) return dsvr_expval(s->qd->r, t, n, shots, shots ? rng : NULL, out, err, errlen);
-    return shots ? dsv_expval_shots(s->local, t, n, shots, rng, out, err, errlen) : dsv_expval(s->local, t, n, out, err, errlen);
+    return shots ? dsv_expval_shots(s->local, t, n, shots, rng, out, err, errlen)
+                 : dsv_expval(s->local, t, n, out, err, errlen);
 }
 
-int qdist_var(QDState *s, const SvPauli *t, int n, size_t shots, Rng *rng, double *out, char *err, size_t errlen)
+int qdist_var(QDState *s, const SvPauli *t, int n, size_t shots, Rng *rng, double *out, char *err,
+              size_t errlen)
 {
     if (s->qd) return dsvr_var(s->qd->r, t, n, shots, shots ? rng : NULL, out, err, errlen);
-    return shots ? dsv_var_shots(s->local, t, n, shots, rng, out, err, errlen) : dsv_var(s->local, t, n, out, err, errlen);
+    return shots ? dsv_var_shots(s->local, t, n, shots, rng, out, err, errlen)
+                 : dsv_var(s->local, t, n, out, err, errlen);
 }
 
-int qdist_sample_pauli(QDState *s, const SvPauli *word, size_t shots, Rng *rng, double *out, char *err, size_t errlen)
+int qdist_sample_pauli(QDState *s, const SvPauli *word, size_t shots, Rng *rng, double *out,
+                       char *err, size_t errlen)
 {
     if (s->qd) return dsvr_sample_pauli(s->qd->r, word, shots, rng, out, err, errlen);
     return dsv_sample_pauli(s->local, word, shots, rng, out, err, errlen);
 }
 
-int qdist_probs(QDState *s, const int *wires, int nw, size_t shots, Rng *rng, double *out, char *err, size_t errlen)
+int qdist_probs(QDState *s, const int *wires, int nw, size_t shots, Rng *rng, double *out,
+                char *err, size_t errlen)
 {
     if (s->qd) return dsvr_probs(s->qd->r, wires, nw, shots, shots ? rng : NULL, out, err, errlen);
     return shots ? dsv_probs_shots(s->local, wires, nw, shots, rng, out, err, errlen)
@@ -396,15 +414,26 @@ int qdist_state(QDState *s, cplx **out, char *err, size_t errlen)
         pool_format_bytes(b1, sizeof b1, bytes);
         pool_format_bytes(b2, sizeof b2, budget);
         pool_format_bytes(b3, sizeof b3, held);
-        snprintf(err, errlen, "the %d-wire distributed state is %s; gathered on rank 0 it would not fit rank 0's "
-                 "memory budget (%s, %s of it in use: --max-memory); read it with probs(), expval() or sample() "
-                 "instead", s->nq, b1, b2, b3);
+        snprintf(
+            err, errlen,
+            "the %d-wire distributed state is %s; gathered on rank 0 it would not fit rank 0's "
+            "memory budget (%s, %s of it in use: --max-memory); read it with probs(), expval() or "
+            "sample() "
+            "instead",
+            s->nq, b1, b2, b3);
         return -1;
     }
     cplx *a = malloc(bytes);
-    if (!a) { snprintf(err, errlen, "out of memory gathering a %d-wire state", s->nq); return -1; }
-    int rc = s->qd ? dsvr_gather(s->qd->r, a, err, errlen) : dsv_gather(s->local, 0, a, err, errlen);
-    if (rc) { free(a); return -1; }
+    if (!a) {
+        snprintf(err, errlen, "out of memory gathering a %d-wire state", s->nq);
+        return -1;
+    }
+    int rc =
+        s->qd ? dsvr_gather(s->qd->r, a, err, errlen) : dsv_gather(s->local, 0, a, err, errlen);
+    if (rc) {
+        free(a);
+        return -1;
+    }
     *out = a;
     return 0;
 }

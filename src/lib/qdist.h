@@ -27,8 +27,8 @@
 #include "sv.h"
 #include "vm.h"
 
-typedef struct QDist QDist;        /* this process's part of the service */
-typedef struct QDState QDState;    /* one distributed state, held by one call */
+typedef struct QDist QDist;     /* this process's part of the service */
+typedef struct QDState QDState; /* one distributed state, held by one call */
 
 /* ---- the service (remote.c): collective over all ranks ---- */
 struct Farm;
@@ -36,8 +36,8 @@ struct Farm;
 QDist *qdist_lead(Interp *in, struct Farm *farm);
 /* Every other rank: its part runs on a thread of its own until the end. */
 QDist *qdist_follow(Interp *in, struct Farm *farm);
-void qdist_rank_died(QDist *qd, int rank, const char *why);   /* rank 0: waits abandon */
-void qdist_leader_gone(QDist *qd, const char *why);           /* the others */
+void qdist_rank_died(QDist *qd, int rank, const char *why); /* rank 0: waits abandon */
+void qdist_leader_gone(QDist *qd, const char *why);         /* the others */
 /* Rank 0: --stats lines (out NULL: none). */
 void qdist_stats(QDist *qd, FILE *out);
 /* Ends the service (rank 0 tells the others), after the interpreter has
@@ -62,10 +62,14 @@ int qdist_nranks(const QDState *s);
 
 /* As in sv.h; shots 0: exact. 0, or -1 with a message. */
 int qdist_apply(QDState *s, const SvOp *op, char *err, size_t errlen);
-int qdist_expval(QDState *s, const SvPauli *t, int n, size_t shots, Rng *rng, double *out, char *err, size_t errlen);
-int qdist_var(QDState *s, const SvPauli *t, int n, size_t shots, Rng *rng, double *out, char *err, size_t errlen);
-int qdist_sample_pauli(QDState *s, const SvPauli *word, size_t shots, Rng *rng, double *out, char *err, size_t errlen);
-int qdist_probs(QDState *s, const int *wires, int nw, size_t shots, Rng *rng, double *out, char *err, size_t errlen);
+int qdist_expval(QDState *s, const SvPauli *t, int n, size_t shots, Rng *rng, double *out,
+                 char *err, size_t errlen);
+int qdist_var(QDState *s, const SvPauli *t, int n, size_t shots, Rng *rng, double *out, char *err,
+              size_t errlen);
+int qdist_sample_pauli(QDState *s, const SvPauli *word, size_t shots, Rng *rng, double *out,
+                       char *err, size_t errlen);
+int qdist_probs(QDState *s, const int *wires, int nw, size_t shots, Rng *rng, double *out,
+                char *err, size_t errlen);
 int qdist_sample(QDState *s, size_t shots, Rng *rng, uint64_t *out, char *err, size_t errlen);
 int qdist_measure(QDState *s, int wire, int reset, Rng *rng, char *err, size_t errlen);
 /* The whole state on this process (out: 2^n amplitudes), only if it fits

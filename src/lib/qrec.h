@@ -56,17 +56,25 @@ static inline Value qrec_expval(VM *vm, QRec *r, const SvTerm *t, int n, double 
 {
     return r->ops->expval(vm, r, t, n, e, site);
 }
-static inline Value qrec_var(VM *vm, QRec *r, const SvTerm *t, int n, double e, double e2, const Node *site)
+static inline Value qrec_var(VM *vm, QRec *r, const SvTerm *t, int n, double e, double e2,
+                             const Node *site)
 {
     return r->ops->var(vm, r, t, n, e, e2, site);
 }
-static inline Value qrec_probs(VM *vm, QRec *r, const int *wires, int nw, int nq, Array *p, const Node *site)
+static inline Value qrec_probs(VM *vm, QRec *r, const int *wires, int nw, int nq, Array *p,
+                               const Node *site)
 {
     return r->ops->probs(vm, r, wires, nw, nq, p, site);
 }
-static inline void qrec_nondiff(QRec *r, const char *what, bool is_measure) { r->ops->nondiff(r, what, is_measure); }
+static inline void qrec_nondiff(QRec *r, const char *what, bool is_measure)
+{
+    r->ops->nondiff(r, what, is_measure);
+}
 static inline void qrec_shots(QRec *r, bool shots) { r->ops->shots(r, shots); }
-static inline bool qrec_after_body(QRec *r, const SvState *s, int nq) { return r->ops->after_body(r, s, nq); }
+static inline bool qrec_after_body(QRec *r, const SvState *s, int nq)
+{
+    return r->ops->after_body(r, s, nq);
+}
 static inline const char *qrec_error(const QRec *r) { return r->ops->error(r); }
 
 #endif

@@ -35,14 +35,19 @@ bool qrt_may_travel(Interp *in, const ObjFunc *f);
 Value qrt_run(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site);
 /* The same, reporting to a differentiated run (qrec.h; NULL: none). */
 struct QRec;
-Value qrt_run_rec(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site, struct QRec *rec);
+Value qrt_run_rec(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site,
+                  struct QRec *rec);
 
 /* Recording the circuit of one call (draw, specs, matrix, to_qasm): the
  * call runs on this VM as usual (simulated, so mid-circuit measurements
  * take their branch) while every gate, channel, measurement and reset
  * applied is appended to `c`, and every terminal measurement (expval,
  * probs, ...) to `meas`. */
-typedef struct QMeasRec { char label[96]; int nwires; int wires[64]; } QMeasRec;
+typedef struct QMeasRec {
+    char label[96];
+    int nwires;
+    int wires[64];
+} QMeasRec;
 typedef struct QRecord {
     QasmCircuit c;
     QMeasRec *meas;

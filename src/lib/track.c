@@ -22,8 +22,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct ObjTNum { Obj h; double x; AdNode n; uint64_t id; } ObjTNum;
-typedef struct ObjTArr { Obj h; Array *a; AdNode n; uint64_t id; } ObjTArr;
+typedef struct ObjTNum {
+    Obj h;
+    double x;
+    AdNode n;
+    uint64_t id;
+} ObjTNum;
+typedef struct ObjTArr {
+    Obj h;
+    Array *a;
+    AdNode n;
+    uint64_t id;
+} ObjTArr;
 #define TNUM(v) ((ObjTNum *)(v).o)
 #define TARR(v) ((ObjTArr *)(v).o)
 
@@ -60,7 +70,10 @@ static void tnum_key_make(void) { pthread_key_create(&tnum_key, tnum_cache_drop)
 AdCtx *track_begin(VM *vm)
 {
     AdCtx *c = calloc(1, sizeof *c);
-    if (!c || !(c->tape = ad_new())) { free(c); return NULL; }
+    if (!c || !(c->tape = ad_new())) {
+        free(c);
+        return NULL;
+    }
     c->id = atomic_fetch_add(&next_id, 1) + 1;
     c->outer = vm->ad;
     vm->ad = c;
@@ -80,7 +93,10 @@ bool track_is_arr(Value v) { return v.t == T_TARR; }
 bool track_is(Value v) { return v.t == T_TNUM || v.t == T_TARR; }
 const Array *track_array(Value v) { return TARR(v)->a; }
 double track_value(Value v) { return TNUM(v)->x; }
-AdNode track_node(Value v) { return v.t == T_TNUM ? TNUM(v)->n : v.t == T_TARR ? TARR(v)->n : AD_NONE; }
+AdNode track_node(Value v)
+{
+    return v.t == T_TNUM ? TNUM(v)->n : v.t == T_TARR ? TARR(v)->n : AD_NONE;
+}
 
 static Value tape_error(VM *vm, const Node *site)
 {
@@ -88,7 +104,8 @@ static Value tape_error(VM *vm, const Node *site)
     return vm_error(vm, site, "grad: %s", e && *e ? e : "recording the derivative failed");
 }
 
-static inline __attribute__((always_inline)) Value tnum_new(VM *vm, double x, AdNode node, const Node *site)
+static inline __attribute__((always_inline)) Value tnum_new(VM *vm, double x, AdNode node,
+                                                            const Node *site)
 {
     if (node == AD_NONE) return v_num(x);
     if (node == AD_ERR) return tape_error(vm, site);
@@ -109,12 +126,18 @@ static inline __attribute__((always_inline)) Value tnum_new(VM *vm, double x, Ad
     return v_obj(&o->h);
 }
 
-Value track_num(VM *vm, double x, AdNode node, const Node *site) { return tnum_new(vm, x, node, site); }
+Value track_num(VM *vm, double x, AdNode node, const Node *site)
+{
+    return tnum_new(vm, x, node, site);
+}
 
 Value track_arr(VM *vm, Array *a, AdNode node, const Node *site)
 {
     if (node == AD_NONE) return arr_wrap(a);
-    if (node == AD_ERR) { ar_free(a); return tape_error(vm, site); }
+    if (node == AD_ERR) {
+        ar_free(a);
+        return tape_error(vm, site);
+    }
     ObjTArr *o = (ObjTArr *)obj_alloc(sizeof(ObjTArr), T_TARR);
     o->a = a;
     o->n = node;
@@ -127,7 +150,8 @@ static bool mine(VM *vm, Value v, const Node *site)
 {
     uint64_t id = v.t == T_TNUM ? TNUM(v)->id : TARR(v)->id;
     if (vm->ad && vm->ad->id == id) return true;
-    vm_error(vm, site, "grad: a differentiated value was used outside the evaluation that differentiates it "
+    vm_error(vm, site,
+             "grad: a differentiated value was used outside the evaluation that differentiates it "
              "(a quantum function cannot capture one: pass it as an argument)");
     return false;
 }
@@ -135,10 +159,21 @@ static bool mine(VM *vm, Value v, const Node *site)
 bool track_number(VM *vm, Value v, double *x, AdNode *node, const Node *site, bool *err)
 {
     *err = false;
-    if (v.t == T_NUM) { *x = v.n; *node = AD_NONE; return true; }
-    if (v.t == T_BOOL) { *x = v.b; *node = AD_NONE; return true; }
+    if (v.t == T_NUM) {
+        *x = v.n;
+        *node = AD_NONE;
+        return true;
+    }
+    if (v.t == T_BOOL) {
+        *x = v.b;
+        *node = AD_NONE;
+        return true;
+    }
     if (v.t != T_TNUM) return false;
-    if (!mine(vm, v, site)) { *err = true; return false; }
+    if (!mine(vm, v, site)) {
+        *err = true;
+        return false;
+    }
     *x = TNUM(v)->x;
     *node = TNUM(v)->n;
     return true;
@@ -149,10 +184,12 @@ bool track_inside(Value v)
     if (track_is(v)) return true;
     if (v.t == T_LIST) {
         ObjList *l = AS_LIST(v);
-        for (size_t i = 0; i < l->len; i++) if (track_inside(l->v[i])) return true;
+        for (size_t i = 0; i < l->len; i++)
+            if (track_inside(l->v[i])) return true;
     } else if (v.t == T_DICT) {
         ObjDict *d = AS_DICT(v);
-        for (size_t i = 0; i < d->nent; i++) if (d->ent[i].live && track_inside(d->ent[i].val)) return true;
+        for (size_t i = 0; i < d->nent; i++)
+            if (d->ent[i].live && track_inside(d->ent[i].val)) return true;
     }
     return false;
 }
@@ -188,8 +225,11 @@ Value track_plain(Value v)
 
 static void tnum_free(Obj *o)
 {
-    if (tnum_free_count >= TNUM_CACHE) { free(o); return; }
-    if (!tnum_registered) {          /* the thread's first: empty the cache when it ends */
+    if (tnum_free_count >= TNUM_CACHE) {
+        free(o);
+        return;
+    }
+    if (!tnum_registered) { /* the thread's first: empty the cache when it ends */
         pthread_once(&tnum_once, tnum_key_make);
         pthread_setspecific(tnum_key, (void *)1);
         tnum_registered = true;
@@ -198,14 +238,21 @@ static void tnum_free(Obj *o)
     tnum_free_list = o;
     tnum_free_count++;
 }
-static void tarr_free(Obj *o) { ar_free(((ObjTArr *)o)->a); free(o); }
+static void tarr_free(Obj *o)
+{
+    ar_free(((ObjTArr *)o)->a);
+    free(o);
+}
 
 static void tnum_repr(Buf *b, Value v, bool quoted) { value_repr(b, v_num(TNUM(v)->x), quoted); }
 static void tarr_repr(Buf *b, Value v, bool quoted)
 {
     (void)quoted;
     char *s = ar_format(TARR(v)->a);
-    if (s) { buf_puts(b, s); free(s); }
+    if (s) {
+        buf_puts(b, s);
+        free(s);
+    }
 }
 
 /* Same thread (a call's copy of its arguments): still tracked. Another
@@ -221,7 +268,10 @@ static Value tarr_copy(Value v, CopyCtx *cc)
 {
     char err[AR_ERRLEN];
     Array *c = ar_copy(TARR(v)->a, err);
-    if (!c) { cc->error = "an array (out of memory)"; return v_nil(); }
+    if (!c) {
+        cc->error = "an array (out of memory)";
+        return v_nil();
+    }
     if (!cc->share_code) return arr_wrap(c);
     ObjTArr *o = (ObjTArr *)obj_alloc(sizeof(ObjTArr), T_TARR);
     o->a = c;
@@ -235,13 +285,23 @@ static bool tnum_eq(Value a, Value b) { return TNUM(a)->x == TNUM(b)->x; }
 static bool tarr_eq(Value a, Value b) { return ar_equal(TARR(a)->a, TARR(b)->a) != 0; }
 static bool tnum_truthy(Value v) { return TNUM(v)->x != 0; }
 static bool tarr_truthy(Value v) { return ar_len(TARR(v)->a) != 0; }
-static bool tarr_len(Value v, size_t *out) { *out = ar_len(TARR(v)->a); return true; }
+static bool tarr_len(Value v, size_t *out)
+{
+    *out = ar_len(TARR(v)->a);
+    return true;
+}
 
 /* ---------------------------------------------------------------- operands */
 
 /* An operand of an arithmetic operation: a number or an array (plain or
  * tracked), with its node; lists become arrays (hold keeps them). */
-typedef struct Opd { bool arr; double x; const Array *a; AdNode n; Value hold; } Opd;
+typedef struct Opd {
+    bool arr;
+    double x;
+    const Array *a;
+    AdNode n;
+    Value hold;
+} Opd;
 
 static Value make_array(VM *vm, Value list, const Node *site);
 
@@ -255,7 +315,10 @@ static int operand(VM *vm, Value v, Opd *o, const Node *site)
     case T_NUM: o->x = v.n; return 1;
     case T_BOOL: o->x = v.b; return 1;
     case T_ARRAY:
-        if (ar_is_complex(AS_ARR(v))) { vm_error(vm, site, "complex arrays cannot be differentiated"); return -1; }
+        if (ar_is_complex(AS_ARR(v))) {
+            vm_error(vm, site, "complex arrays cannot be differentiated");
+            return -1;
+        }
         o->arr = true;
         o->a = AS_ARR(v);
         return 1;
@@ -266,8 +329,10 @@ static int operand(VM *vm, Value v, Opd *o, const Node *site)
         Value a = make_array(vm, v, site);
         if (IS_EXC(a)) return -1;
         int k = operand(vm, a, o, site);
-        if (k == 1) o->hold = a;
-        else decref(a);
+        if (k == 1)
+            o->hold = a;
+        else
+            decref(a);
         return k;
     }
     default: break;
@@ -299,8 +364,8 @@ static Value array_result(VM *vm, Array *out, AdNode n, const char *err, const N
 
 /* ---------------------------------------------------------------- numbers */
 
-static inline __attribute__((always_inline)) Value scalar_op(VM *vm, BinOp op, double x, AdNode na, double y, AdNode nb,
-                                                             const Node *site)
+static inline __attribute__((always_inline)) Value scalar_op(VM *vm, BinOp op, double x, AdNode na,
+                                                             double y, AdNode nb, const Node *site)
 {
     switch (op) {
     case OP_LT: return v_bool(x < y);
@@ -311,21 +376,39 @@ static inline __attribute__((always_inline)) Value scalar_op(VM *vm, BinOp op, d
     case OP_NE: return v_bool(x != y);
     default: break;
     }
-    double r, ca = 0, cb = 0;    /* r = f(x, y); dr = ca dx + cb dy */
+    double r, ca = 0, cb = 0; /* r = f(x, y); dr = ca dx + cb dy */
     switch (op) {
-    case OP_ADD: r = x + y; ca = 1; cb = 1; break;
-    case OP_SUB: r = x - y; ca = 1; cb = -1; break;
-    case OP_MUL: r = x * y; ca = y; cb = x; break;
+    case OP_ADD:
+        r = x + y;
+        ca = 1;
+        cb = 1;
+        break;
+    case OP_SUB:
+        r = x - y;
+        ca = 1;
+        cb = -1;
+        break;
+    case OP_MUL:
+        r = x * y;
+        ca = y;
+        cb = x;
+        break;
     case OP_DIV:
         if (y == 0) return vm_error(vm, site, "division by zero");
-        r = x / y; ca = 1 / y; cb = -x / (y * y); break;
+        r = x / y;
+        ca = 1 / y;
+        cb = -x / (y * y);
+        break;
     case OP_IDIV:
         if (y == 0) return vm_error(vm, site, "division by zero");
         return v_num(floor(x / y));
     case OP_MOD: {
         if (y == 0) return vm_error(vm, site, "modulo by zero");
         double q = floor(x / y);
-        r = x - y * q; ca = 1; cb = -q; break;
+        r = x - y * q;
+        ca = 1;
+        cb = -q;
+        break;
     }
     case OP_POW:
         if (x < 0 && y != floor(y) && nb != AD_NONE)
@@ -334,15 +417,29 @@ static inline __attribute__((always_inline)) Value scalar_op(VM *vm, BinOp op, d
         ca = y == 0 ? 0 : y * pow(x, y - 1);
         cb = nb != AD_NONE ? (x > 0 ? r * log(x) : 0) : 0;
         break;
-    case OP_MATMUL:
-        return vm_error(vm, site, "@ needs two arrays, not numbers");
-    case OP_BAND: case OP_BOR: case OP_BXOR: case OP_SHL: case OP_SHR:
+    case OP_MATMUL: return vm_error(vm, site, "@ needs two arrays, not numbers");
+    case OP_BAND:
+    case OP_BOR:
+    case OP_BXOR:
+    case OP_SHL:
+    case OP_SHR:
         /* integer operations: the plain result, a constant (its derivative
          * is zero wherever it is defined, as for //; lang/quantum.md) */
         return arith_num(vm, op, x, y, site);
-    case OP_IN: case OP_NOTIN: case OP_NEG: case OP_POS: case OP_INVERT: case OP_NOPS:
-    case OP_LT: case OP_LE: case OP_GT: case OP_GE: case OP_EQ: case OP_NE:
-        return vm_error(vm, site, "unsupported operation %s on a differentiated number", op_symbol(op));
+    case OP_IN:
+    case OP_NOTIN:
+    case OP_NEG:
+    case OP_POS:
+    case OP_INVERT:
+    case OP_NOPS:
+    case OP_LT:
+    case OP_LE:
+    case OP_GT:
+    case OP_GE:
+    case OP_EQ:
+    case OP_NE:
+        return vm_error(vm, site, "unsupported operation %s on a differentiated number",
+                        op_symbol(op));
     default: qh_unreachable();
     }
     return tnum_new(vm, r, ad_s2(tape(vm), na, ca, nb, cb), site);
@@ -383,7 +480,11 @@ static Value array_op(VM *vm, BinOp op, Opd *A, Opd *B, const Node *site)
         Array *bq = plain_op(AR_MUL, B, &Q, err);
         Opd BQ = { true, 0, bq, AD_NONE, v_nil() };
         Array *out = bq ? plain_op(AR_SUB, A, &BQ, err) : NULL;
-        if (!out) { ar_free(fq); ar_free(bq); return vm_error(vm, site, "%s", err); }
+        if (!out) {
+            ar_free(fq);
+            ar_free(bq);
+            return vm_error(vm, site, "%s", err);
+        }
         AdNode nbq = ad_ewise(tape(vm), AR_MUL, B->n, val(B), AD_NONE, ad_arr(fq), bq);
         AdNode n = ad_ewise(tape(vm), AR_SUB, A->n, val(A), nbq, ad_arr(bq), out);
         ar_free(fq);
@@ -391,11 +492,13 @@ static Value array_op(VM *vm, BinOp op, Opd *A, Opd *B, const Node *site)
         return track_arr(vm, out, n, site);
     }
     ArOp aop;
-    if (!arr_op_of(op, &aop)) return vm_error(vm, site, "unsupported operation %s on arrays", op_symbol(op));
+    if (!arr_op_of(op, &aop))
+        return vm_error(vm, site, "unsupported operation %s on arrays", op_symbol(op));
     Array *out = plain_op(aop, A, B, err);
     if (!out) return vm_error(vm, site, "%s", err);
-    if (aop >= AR_EQ) return arr_wrap(out);             /* comparisons: plain 0/1 */
-    return array_result(vm, out, ad_ewise(tape(vm), aop, A->n, val(A), B->n, val(B), out), err, site);
+    if (aop >= AR_EQ) return arr_wrap(out); /* comparisons: plain 0/1 */
+    return array_result(vm, out, ad_ewise(tape(vm), aop, A->n, val(A), B->n, val(B), out), err,
+                        site);
 }
 
 static Value track_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
@@ -415,8 +518,12 @@ static Value track_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
     if (ka < 0) return v_exc();
     if (ka == 0) return v_notimpl();
     int kb = operand(vm, b, &B, site);
-    if (kb <= 0) { decref(A.hold); return kb < 0 ? v_exc() : v_notimpl(); }
-    Value r = (!A.arr && !B.arr) ? scalar_op(vm, op, A.x, A.n, B.x, B.n, site) : array_op(vm, op, &A, &B, site);
+    if (kb <= 0) {
+        decref(A.hold);
+        return kb < 0 ? v_exc() : v_notimpl();
+    }
+    Value r = (!A.arr && !B.arr) ? scalar_op(vm, op, A.x, A.n, B.x, B.n, site)
+                                 : array_op(vm, op, &A, &B, site);
     decref(A.hold);
     decref(B.hold);
     return r;
@@ -424,9 +531,12 @@ static Value track_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
 
 static Value track_unop(VM *vm, BinOp op, Value a, const Node *site)
 {
-    if (op == OP_POS) { incref(a); return a; }
+    if (op == OP_POS) {
+        incref(a);
+        return a;
+    }
     if (!mine(vm, a, site)) return v_exc();
-    if (op == OP_INVERT)        /* ~ of a number: a constant, as & | ^ << >> */
+    if (op == OP_INVERT) /* ~ of a number: a constant, as & | ^ << >> */
         return a.t == T_TNUM ? tp_unop(vm, op, v_num(TNUM(a)->x), site) : v_notimpl();
     if (a.t == T_TNUM) return track_num(vm, -TNUM(a)->x, ad_s1(tape(vm), TNUM(a)->n, -1), site);
     char err[AR_ERRLEN];
@@ -443,10 +553,21 @@ static Value track_math(VM *vm, MathFn fn, Value v, long arg, const Node *site)
     if (v.t == T_TNUM) {
         double x = TNUM(v)->x, r;
         switch (fn) {
-        case M_SQRT: if (x < 0) return vm_error(vm, site, "sqrt() of a negative number (%g)", x); r = sqrt(x); break;
-        case M_ASIN: if (x < -1 || x > 1) return vm_error(vm, site, "asin() argument %g outside [-1, 1]", x); r = asin(x); break;
-        case M_ACOS: if (x < -1 || x > 1) return vm_error(vm, site, "acos() argument %g outside [-1, 1]", x); r = acos(x); break;
-        case M_LOG: case M_LOG2: case M_LOG10:
+        case M_SQRT:
+            if (x < 0) return vm_error(vm, site, "sqrt() of a negative number (%g)", x);
+            r = sqrt(x);
+            break;
+        case M_ASIN:
+            if (x < -1 || x > 1) return vm_error(vm, site, "asin() argument %g outside [-1, 1]", x);
+            r = asin(x);
+            break;
+        case M_ACOS:
+            if (x < -1 || x > 1) return vm_error(vm, site, "acos() argument %g outside [-1, 1]", x);
+            r = acos(x);
+            break;
+        case M_LOG:
+        case M_LOG2:
+        case M_LOG10:
             if (x <= 0) return vm_error(vm, site, "log of a non-positive number (%g)", x);
             r = fn == M_LOG ? log(x) : fn == M_LOG2 ? log2(x) : log10(x);
             break;
@@ -458,22 +579,34 @@ static Value track_math(VM *vm, MathFn fn, Value v, long arg, const Node *site)
         case M_EXP: r = exp(x); break;
         case M_FLOOR: return v_num(floor(x));
         case M_CEIL: return v_num(ceil(x));
-        case M_ROUND: {           /* round(x, digits) has no derivative: the plain value */
+        case M_ROUND: { /* round(x, digits) has no derivative: the plain value */
             Value p = v_num(x);
-            return tp_call(vm, builtin_named("round"), &(Args){ 2, (Value[]){ p, v_num((double)arg) }, 0, NULL, NULL, (Node *)site, NULL });
+            return tp_call(vm, builtin_named("round"),
+                           &(Args){ 2, (Value[]){ p, v_num((double)arg) }, 0, NULL, NULL,
+                                    (Node *)site, NULL });
         }
-        case M_NFUNCS: default: qh_unreachable();
+        case M_NFUNCS:
+        default: qh_unreachable();
         }
-        return track_num(vm, r, ad_s1(tape(vm), TNUM(v)->n, ad_dmath(arr_math_func(fn), x, r)), site);
+        return track_num(vm, r, ad_s1(tape(vm), TNUM(v)->n, ad_dmath(arr_math_func(fn), x, r)),
+                         site);
     }
     char err[AR_ERRLEN];
     const Array *a = TARR(v)->a;
     if (fn == M_FLOOR || fn == M_CEIL || fn == M_ROUND) {
-        Array *r = fn == M_ROUND ? ar_round(a, arg > 300 ? 300 : arg < -308 ? -308 : (int)arg, err) : ar_map(arr_math_func(fn), a, err);
+        Array *r = fn == M_ROUND ? ar_round(a,
+                                            arg > 300    ? 300
+                                            : arg < -308 ? -308
+                                                         : (int)arg,
+                                            err)
+                                 : ar_map(arr_math_func(fn), a, err);
         return r ? arr_wrap(r) : vm_error(vm, site, "%s", err);
     }
     Array *out = ar_map(arr_math_func(fn), a, err), *d = out ? ar_copy(out, err) : NULL;
-    if (!out || !d) { ar_free(out); return vm_error(vm, site, "%s", err); }
+    if (!out || !d) {
+        ar_free(out);
+        return vm_error(vm, site, "%s", err);
+    }
     double *dp = ar_f64(d);
     const double *x = ar_f64_ro(a), *y = ar_f64_ro(out);
     for (size_t i = 0; i < ar_size(out); i++) dp[i] = ad_dmath(arr_math_func(fn), x[i], y[i]);
@@ -489,7 +622,10 @@ static bool axis_arg(VM *vm, Args *a, int *axis)
     *axis = AR_AXIS_ALL;
     Value *ax = arg_kw(a, "axis");
     if (ax && ax->t != T_NIL) {
-        if (ax->t != T_NUM || ax->n != floor(ax->n) || fabs(ax->n) > 64) { vm_error(vm, a->site, "axis must be an integer"); return false; }
+        if (ax->t != T_NUM || ax->n != floor(ax->n) || fabs(ax->n) > 64) {
+            vm_error(vm, a->site, "axis must be an integer");
+            return false;
+        }
         *axis = (int)ax->n;
     }
     return true;
@@ -514,7 +650,8 @@ static Value track_reduce(VM *vm, ReduceFn fn, Value v, Args *a)
     AdNode n;
     if (fn == R_SUM || fn == R_MEAN) {
         double scale = 1;
-        if (fn == R_MEAN) scale = 1.0 / (double)(ax == AR_AXIS_ALL || nd <= 1 ? ar_size(A) : ar_shape(A)[ax]);
+        if (fn == R_MEAN)
+            scale = 1.0 / (double)(ax == AR_AXIS_ALL || nd <= 1 ? ar_size(A) : ar_shape(A)[ax]);
         n = ad_sum(tape(vm), an, nd <= 1 ? AR_AXIS_ALL : ax, scale);
     } else {
         /* min/max: the derivative flows to the first element reaching it */
@@ -528,7 +665,10 @@ static Value track_reduce(VM *vm, ReduceFn fn, Value v, Args *a)
         }
         size_t m = outer * inner;
         size_t *src = malloc((m ? m : 1) * sizeof(size_t));
-        if (!src) { ar_free(out); return vm_error(vm, a->site, "out of memory"); }
+        if (!src) {
+            ar_free(out);
+            return vm_error(vm, a->site, "out of memory");
+        }
         for (size_t o = 0; o < outer; o++)
             for (size_t i = 0; i < inner; i++) {
                 size_t best = o * len * inner + i;
@@ -558,12 +698,16 @@ static Array *iota(const Array *a, char *err)
     return p;
 }
 
-static bool parse_ix(VM *vm, int nidx, const Value *idx, const Node *site, Node *const *isite, ArIndex *ix)
+static bool parse_ix(VM *vm, int nidx, const Value *idx, const Node *site, Node *const *isite,
+                     ArIndex *ix)
 {
-    if (nidx > AR_MAXDIM) { vm_error(vm, site, "too many indices for an array"); return false; }
+    if (nidx > AR_MAXDIM) {
+        vm_error(vm, site, "too many indices for an array");
+        return false;
+    }
     for (int i = 0; i < nidx; i++) {
         Value s = idx[i];
-        if (s.t == T_TNUM) s = v_num(TNUM(s)->x);      /* an index has no derivative */
+        if (s.t == T_TNUM) s = v_num(TNUM(s)->x); /* an index has no derivative */
         if (!arr_subscript(vm, s, isite && isite[i] ? isite[i] : site, &ix[i])) return false;
     }
     return true;
@@ -594,13 +738,18 @@ static Value gather(VM *vm, Value v, const ArIndex *ix, int nidx, const Node *si
     Array *io = iota(A, err), *pa = NULL;
     ArScalar ps;
     if (!io || ar_index(io, ix, nidx, &ps, &pa, err) == AR_ERR) {
-        ar_free(io); ar_free(out);
+        ar_free(io);
+        ar_free(out);
         return vm_error(vm, site, "%s", err);
     }
     ar_free(io);
     size_t n = ar_size(pa);
     size_t *src = malloc((n ? n : 1) * sizeof(size_t));
-    if (!src) { ar_free(pa); ar_free(out); return vm_error(vm, site, "out of memory"); }
+    if (!src) {
+        ar_free(pa);
+        ar_free(out);
+        return vm_error(vm, site, "out of memory");
+    }
     const double *pd = ar_f64_ro(pa);
     for (size_t i = 0; i < n; i++) src[i] = (size_t)pd[i];
     AdNode node = ad_gather(tape(vm), TARR(v)->n, n, src, ar_ndim(out), ar_shape(out));
@@ -609,7 +758,8 @@ static Value gather(VM *vm, Value v, const ArIndex *ix, int nidx, const Node *si
     return track_arr(vm, out, node, site);
 }
 
-static Value tarr_index(VM *vm, Value v, int nidx, const Value *idx, const Node *site, Node *const *isite)
+static Value tarr_index(VM *vm, Value v, int nidx, const Value *idx, const Node *site,
+                        Node *const *isite)
 {
     if (!mine(vm, v, site)) return v_exc();
     ArIndex ix[AR_MAXDIM];
@@ -629,14 +779,18 @@ static int tarr_iter(VM *vm, Value v, Iter *it, Value *out, const Node *site)
 static Value tarr_contains(VM *vm, Value v, Value x, const Node *site)
 {
     double d;
-    if (x.t == T_TNUM) d = TNUM(x)->x;
-    else if (x.t == T_NUM) d = x.n;
-    else return vm_error(vm, site, "'in <array>' needs a number on the left, not %s", type_name(x));
+    if (x.t == T_TNUM)
+        d = TNUM(x)->x;
+    else if (x.t == T_NUM)
+        d = x.n;
+    else
+        return vm_error(vm, site, "'in <array>' needs a number on the left, not %s", type_name(x));
     return v_bool(ar_contains(TARR(v)->a, ar_scalar(d)) != 0);
 }
 
 /* a[ix] = v on a tracked array: a new node, the object updated in place */
-static bool tarr_setindex(VM *vm, Value target, int nidx, const Value *idx, Value v, const Node *site, Node *const *isite)
+static bool tarr_setindex(VM *vm, Value target, int nidx, const Value *idx, Value v,
+                          const Node *site, Node *const *isite)
 {
     if (!mine(vm, target, site)) return false;
     ArIndex ix[AR_MAXDIM];
@@ -653,7 +807,9 @@ static bool tarr_setindex(VM *vm, Value target, int nidx, const Value *idx, Valu
     ObjTArr *o = TARR(target);
     char err[AR_ERRLEN];
     Array *na = ar_copy(o->a, err);
-    int rc = na ? (V.arr ? ar_assign_array(na, ix, nidx, V.a, err) : ar_assign_scalar(na, ix, nidx, ar_scalar(V.x), err)) : AR_ERR;
+    int rc = na ? (V.arr ? ar_assign_array(na, ix, nidx, V.a, err)
+                         : ar_assign_scalar(na, ix, nidx, ar_scalar(V.x), err))
+                : AR_ERR;
     Array *io = rc == AR_ERR ? NULL : iota(o->a, err), *pa = NULL;
     ArScalar ps;
     int kp = io ? ar_index(io, ix, nidx, &ps, &pa, err) : AR_ERR;
@@ -663,28 +819,38 @@ static bool tarr_setindex(VM *vm, Value target, int nidx, const Value *idx, Valu
     Array *vmap = NULL;
     bool ok = vmp != NULL;
     if (ok) {
-        for (size_t i = 0; i < np; i++) pos[i] = kp == AR_SCALAR ? (size_t)ps.re : (size_t)ar_f64_ro(pa)[i];
+        for (size_t i = 0; i < np; i++)
+            pos[i] = kp == AR_SCALAR ? (size_t)ps.re : (size_t)ar_f64_ro(pa)[i];
         if (V.arr && kp == AR_ARRAY) {
-            /* where each assigned element comes from in V: V's positions broadcast over the region */
-            Array *vi = iota(V.a, err), *z = vi ? ar_new(AR_F64, ar_ndim(pa), ar_shape(pa), err) : NULL;
+            /* where each assigned element comes from in V: V's positions broadcast over the
+             * region */
+            Array *vi = iota(V.a, err),
+                  *z = vi ? ar_new(AR_F64, ar_ndim(pa), ar_shape(pa), err) : NULL;
             vmap = z ? ar_binop(AR_ADD, z, vi, err) : NULL;
             ar_free(vi);
             ar_free(z);
-            if (!vmap) ok = false;
-            else for (size_t i = 0; i < np; i++) vmp[i] = (size_t)ar_f64_ro(vmap)[i];
+            if (!vmap)
+                ok = false;
+            else
+                for (size_t i = 0; i < np; i++) vmp[i] = (size_t)ar_f64_ro(vmap)[i];
         } else {
             for (size_t i = 0; i < np; i++) vmp[i] = 0;
         }
     }
     AdNode n = AD_ERR;
     if (ok) n = ad_setitems(tape(vm), o->n, ar_ndim(o->a), ar_shape(o->a), V.n, np, pos, vmp);
-    free(pos); free(vmp);
-    ar_free(io); ar_free(pa); ar_free(vmap);
+    free(pos);
+    free(vmp);
+    ar_free(io);
+    ar_free(pa);
+    ar_free(vmap);
     decref(V.hold);
     if (!ok || n == AD_ERR) {
         ar_free(na);
-        if (n == AD_ERR && ok) tape_error(vm, site);
-        else vm_error(vm, site, "%s", err);
+        if (n == AD_ERR && ok)
+            tape_error(vm, site);
+        else
+            vm_error(vm, site, "%s", err);
         return false;
     }
     ar_free(o->a);
@@ -698,9 +864,13 @@ static bool tarr_setindex(VM *vm, Value target, int nidx, const Value *idx, Valu
 /* The parts of array(nested list): numbers and arrays in row-major order,
  * with the nested shape. */
 typedef struct Parts {
-    double *x; size_t n, cap;
-    AdNode *par; size_t *sz; size_t np, capp;
-    int ndim; size_t shape[AR_MAXDIM];
+    double *x;
+    size_t n, cap;
+    AdNode *par;
+    size_t *sz;
+    size_t np, capp;
+    int ndim;
+    size_t shape[AR_MAXDIM];
     bool tracked;
 } Parts;
 
@@ -717,7 +887,10 @@ static bool part_add(Parts *p, const double *x, size_t n, AdNode node)
     if (n) memcpy(p->x + p->n, x, n * sizeof(double));
     p->n += n;
     /* merge consecutive constants into one part */
-    if (node == AD_NONE && p->np && p->par[p->np - 1] == AD_NONE) { p->sz[p->np - 1] += n; return true; }
+    if (node == AD_NONE && p->np && p->par[p->np - 1] == AD_NONE) {
+        p->sz[p->np - 1] += n;
+        return true;
+    }
     if (p->np == p->capp) {
         size_t c = p->capp ? p->capp * 2 : 16;
         AdNode *np_ = realloc(p->par, c * sizeof(AdNode));
@@ -745,28 +918,51 @@ static bool parts_walk(VM *vm, Value v, int depth, Parts *p, const Node *site)
     }
     const Array *A = NULL;
     AdNode an = AD_NONE;
-    if (v.t == T_ARRAY) A = AS_ARR(v);
-    else if (v.t == T_TARR) { if (!mine(vm, v, site)) return false; A = TARR(v)->a; an = TARR(v)->n; }
+    if (v.t == T_ARRAY)
+        A = AS_ARR(v);
+    else if (v.t == T_TARR) {
+        if (!mine(vm, v, site)) return false;
+        A = TARR(v)->a;
+        an = TARR(v)->n;
+    }
     if (A) {
-        if (ar_is_complex(A)) { vm_error(vm, site, "complex arrays cannot be differentiated"); return false; }
+        if (ar_is_complex(A)) {
+            vm_error(vm, site, "complex arrays cannot be differentiated");
+            return false;
+        }
         int nd = ar_ndim(A);
-        if (depth + nd > AR_MAXDIM) { vm_error(vm, site, "array(): more than %d dimensions", AR_MAXDIM); return false; }
+        if (depth + nd > AR_MAXDIM) {
+            vm_error(vm, site, "array(): more than %d dimensions", AR_MAXDIM);
+            return false;
+        }
         if (depth == p->ndim && p->n == 0) {
             for (int i = 0; i < nd; i++) p->shape[depth + i] = ar_shape(A)[i];
             p->ndim = depth + nd;
         } else {
             bool same = p->ndim == depth + nd;
             for (int i = 0; same && i < nd; i++) same = p->shape[depth + i] == ar_shape(A)[i];
-            if (!same) { vm_error(vm, site, "array(): ragged nested lists"); return false; }
+            if (!same) {
+                vm_error(vm, site, "array(): ragged nested lists");
+                return false;
+            }
         }
-        if (!part_add(p, ar_f64_ro(A), ar_size(A), an)) { vm_error(vm, site, "array(): out of memory"); return false; }
+        if (!part_add(p, ar_f64_ro(A), ar_size(A), an)) {
+            vm_error(vm, site, "array(): out of memory");
+            return false;
+        }
         return true;
     }
     if (v.t == T_LIST) {
         ObjList *l = AS_LIST(v);
-        if (depth >= AR_MAXDIM) { vm_error(vm, site, "array(): more than %d dimensions", AR_MAXDIM); return false; }
+        if (depth >= AR_MAXDIM) {
+            vm_error(vm, site, "array(): more than %d dimensions", AR_MAXDIM);
+            return false;
+        }
         if (depth == p->ndim) {
-            if (p->n) { vm_error(vm, site, "array(): ragged nested lists"); return false; }
+            if (p->n) {
+                vm_error(vm, site, "array(): ragged nested lists");
+                return false;
+            }
             p->ndim = depth + 1;
             p->shape[depth] = l->len;
         } else if (depth > p->ndim || p->shape[depth] != l->len) {
@@ -781,11 +977,18 @@ static bool parts_walk(VM *vm, Value v, int depth, Parts *p, const Node *site)
     AdNode n;
     bool err;
     if (!track_number(vm, v, &x, &n, site, &err)) {
-        if (!err) vm_error(vm, site, "array(): elements must be real numbers, not %s", type_name(v));
+        if (!err)
+            vm_error(vm, site, "array(): elements must be real numbers, not %s", type_name(v));
         return false;
     }
-    if (depth != p->ndim) { vm_error(vm, site, "array(): ragged nested lists"); return false; }
-    if (!part_add(p, &x, 1, n)) { vm_error(vm, site, "array(): out of memory"); return false; }
+    if (depth != p->ndim) {
+        vm_error(vm, site, "array(): ragged nested lists");
+        return false;
+    }
+    if (!part_add(p, &x, 1, n)) {
+        vm_error(vm, site, "array(): out of memory");
+        return false;
+    }
     return true;
 }
 
@@ -797,12 +1000,17 @@ static Value make_array(VM *vm, Value list, const Node *site)
     Value r = v_exc();
     if (parts_walk(vm, list, 0, &p, site)) {
         char err[AR_ERRLEN];
-        if (p.ndim == 0) r = vm_error(vm, site, "array() needs a list");
+        if (p.ndim == 0)
+            r = vm_error(vm, site, "array() needs a list");
         else {
             Array *a = ar_from_data(AR_F64, p.ndim, p.shape, p.x, err);
-            if (!a) r = vm_error(vm, site, "%s", err);
-            else if (!p.tracked) r = arr_wrap(a);
-            else r = track_arr(vm, a, ad_concat(tape(vm), (int)p.np, p.par, p.sz, p.ndim, p.shape), site);
+            if (!a)
+                r = vm_error(vm, site, "%s", err);
+            else if (!p.tracked)
+                r = arr_wrap(a);
+            else
+                r = track_arr(vm, a, ad_concat(tape(vm), (int)p.np, p.par, p.sz, p.ndim, p.shape),
+                              site);
         }
     }
     free(p.x);
@@ -830,14 +1038,20 @@ static Value b_array(VM *vm, Args *a)
 {
     Value *dt = arg_kw(a, "dtype");
     if (dt && dt->t == T_STR && strcmp(AS_STR(*dt)->s, "complex") == 0)
-        return vm_error(vm, a->site, "array(): a complex array of differentiated values cannot be differentiated");
+        return vm_error(
+            vm, a->site,
+            "array(): a complex array of differentiated values cannot be differentiated");
     return make_array(vm, a->v[0], a->site);
 }
 
 static Value b_dot(VM *vm, Args *a)
 {
-    return track_binop(vm, (a->v[0].t == T_NUM || a->v[0].t == T_TNUM || a->v[1].t == T_NUM || a->v[1].t == T_TNUM) ? OP_MUL : OP_MATMUL,
-                       a->v[0], a->v[1], a->site);
+    return track_binop(
+        vm,
+        (a->v[0].t == T_NUM || a->v[0].t == T_TNUM || a->v[1].t == T_NUM || a->v[1].t == T_TNUM)
+            ? OP_MUL
+            : OP_MATMUL,
+        a->v[0], a->v[1], a->site);
 }
 
 static Value b_reshape(VM *vm, Args *a)
@@ -846,17 +1060,29 @@ static Value b_reshape(VM *vm, Args *a)
     if (!arg_array(vm, a, 0, &A, "reshape")) return v_exc();
     Value *src = a->v + 1;
     int n = a->n - 1;
-    if (n == 1 && src[0].t == T_LIST) { n = (int)AS_LIST(src[0])->len; src = AS_LIST(src[0])->v; }
-    if (n < 1 || n > AR_MAXDIM) { decref(A.hold); return vm_error(vm, a->site, "reshape(): needs 1 to %d dimensions", AR_MAXDIM); }
+    if (n == 1 && src[0].t == T_LIST) {
+        n = (int)AS_LIST(src[0])->len;
+        src = AS_LIST(src[0])->v;
+    }
+    if (n < 1 || n > AR_MAXDIM) {
+        decref(A.hold);
+        return vm_error(vm, a->site, "reshape(): needs 1 to %d dimensions", AR_MAXDIM);
+    }
     long shape[AR_MAXDIM];
     for (int i = 0; i < n; i++) {
-        if (src[i].t != T_NUM || src[i].n != floor(src[i].n)) { decref(A.hold); return vm_error(vm, a->site, "reshape(): dimensions must be integers"); }
+        if (src[i].t != T_NUM || src[i].n != floor(src[i].n)) {
+            decref(A.hold);
+            return vm_error(vm, a->site, "reshape(): dimensions must be integers");
+        }
         shape[i] = (long)src[i].n;
     }
     char err[AR_ERRLEN];
     Array *out = ar_reshape(A.a, n, shape, err);
-    Value r = out ? track_arr(vm, out, ad_gather(tape(vm), A.n, ar_size(out), NULL, ar_ndim(out), ar_shape(out)), a->site)
-                  : vm_error(vm, a->site, "%s", err);
+    Value r =
+        out ? track_arr(vm, out,
+                        ad_gather(tape(vm), A.n, ar_size(out), NULL, ar_ndim(out), ar_shape(out)),
+                        a->site)
+            : vm_error(vm, a->site, "%s", err);
     decref(A.hold);
     return r;
 }
@@ -867,37 +1093,51 @@ static Value b_transpose(VM *vm, Args *a)
     Opd A;
     if (!arg_array(vm, a, 0, &A, "transpose")) return v_exc();
     char err[AR_ERRLEN];
-    Array *out = ar_transpose(A.a, err), *io = out ? iota(A.a, err) : NULL, *pt = io ? ar_transpose(io, err) : NULL;
+    Array *out = ar_transpose(A.a, err), *io = out ? iota(A.a, err) : NULL,
+          *pt = io ? ar_transpose(io, err) : NULL;
     Value r;
-    if (!pt) r = vm_error(vm, a->site, "%s", err);
+    if (!pt)
+        r = vm_error(vm, a->site, "%s", err);
     else {
         size_t n = ar_size(pt);
         size_t *src = malloc((n ? n : 1) * sizeof(size_t));
         for (size_t i = 0; src && i < n; i++) src[i] = (size_t)ar_f64_ro(pt)[i];
-        r = src ? track_arr(vm, out, ad_gather(tape(vm), A.n, n, src, ar_ndim(out), ar_shape(out)), a->site)
+        r = src ? track_arr(vm, out, ad_gather(tape(vm), A.n, n, src, ar_ndim(out), ar_shape(out)),
+                            a->site)
                 : vm_error(vm, a->site, "out of memory");
         if (!src) ar_free(out);
         out = NULL;
         free(src);
     }
-    ar_free(out); ar_free(io); ar_free(pt);
+    ar_free(out);
+    ar_free(io);
+    ar_free(pt);
     decref(A.hold);
     return r;
 }
 
 static Value b_tolist(VM *vm, Value v, const Node *site)
 {
-    if (v.t != T_TARR) { incref(v); return v; }
+    if (v.t != T_TARR) {
+        incref(v);
+        return v;
+    }
     size_t n = ar_len(TARR(v)->a);
     ObjList *l = list_new(n);
     Value lv = v_list(l);
     for (size_t i = 0; i < n; i++) {
         ArIndex ix = ar_ix((long)i);
         Value row = gather(vm, v, &ix, 1, site);
-        if (IS_EXC(row)) { decref(lv); return row; }
+        if (IS_EXC(row)) {
+            decref(lv);
+            return row;
+        }
         Value r = b_tolist(vm, row, site);
         decref(row);
-        if (IS_EXC(r)) { decref(lv); return r; }
+        if (IS_EXC(r)) {
+            decref(lv);
+            return r;
+        }
         l->v[l->len++] = r;
     }
     return lv;
@@ -930,9 +1170,15 @@ static Value b_norm(VM *vm, Args *a)
     Value v = a->v[0];
     if (v.t == T_TNUM) return tp_math(vm, M_ABS, v, 0, a->site);
     Value arr = v;
-    if (v.t == T_LIST) { arr = make_array(vm, v, a->site); if (IS_EXC(arr)) return arr; }
-    else incref(arr);
-    if (arr.t != T_TARR) { decref(arr); return v_notimpl(); }
+    if (v.t == T_LIST) {
+        arr = make_array(vm, v, a->site);
+        if (IS_EXC(arr)) return arr;
+    } else
+        incref(arr);
+    if (arr.t != T_TARR) {
+        decref(arr);
+        return v_notimpl();
+    }
     /* sqrt(sum(a * a)) */
     Value sq = track_binop(vm, OP_MUL, arr, arr, a->site);
     decref(arr);
@@ -952,11 +1198,16 @@ static Value b_kron(VM *vm, Args *a)
 {
     Opd A, B;
     if (!arg_array(vm, a, 0, &A, "kron")) return v_exc();
-    if (!arg_array(vm, a, 1, &B, "kron")) { decref(A.hold); return v_exc(); }
+    if (!arg_array(vm, a, 1, &B, "kron")) {
+        decref(A.hold);
+        return v_exc();
+    }
     char err[AR_ERRLEN];
     Value r;
     int na = ar_ndim(A.a), nb = ar_ndim(B.a);
-    if (na > 2 || nb > 2) r = vm_error(vm, a->site, "kron() of arrays with more than 2 dimensions cannot be differentiated");
+    if (na > 2 || nb > 2)
+        r = vm_error(vm, a->site,
+                     "kron() of arrays with more than 2 dimensions cannot be differentiated");
     else {
         size_t pa = ar_shape(A.a)[0], qa = na == 2 ? ar_shape(A.a)[1] : 1;
         size_t pb = ar_shape(B.a)[0], qb = nb == 2 ? ar_shape(B.a)[1] : 1;
@@ -964,8 +1215,10 @@ static Value b_kron(VM *vm, Args *a)
         size_t shape[2] = { pa * pb, qa * qb };
         if (nd == 1) shape[0] = pa * pb;
         size_t n = pa * pb * qa * qb;
-        size_t *sa = malloc((n ? n : 1) * sizeof(size_t)), *sb = malloc((n ? n : 1) * sizeof(size_t));
-        double *ga = malloc((n ? n : 1) * sizeof(double)), *gb = malloc((n ? n : 1) * sizeof(double));
+        size_t *sa = malloc((n ? n : 1) * sizeof(size_t)),
+               *sb = malloc((n ? n : 1) * sizeof(size_t));
+        double *ga = malloc((n ? n : 1) * sizeof(double)),
+               *gb = malloc((n ? n : 1) * sizeof(double));
         const double *xa = ar_f64_ro(A.a), *xb = ar_f64_ro(B.a);
         for (size_t i = 0; i < pa; i++)
             for (size_t j = 0; j < qa; j++)
@@ -977,16 +1230,23 @@ static Value b_kron(VM *vm, Args *a)
                         ga[o] = xa[sa[o]];
                         gb[o] = xb[sb[o]];
                     }
-        Array *GA = ar_from_data(AR_F64, nd, shape, ga, err), *GB = GA ? ar_from_data(AR_F64, nd, shape, gb, err) : NULL;
+        Array *GA = ar_from_data(AR_F64, nd, shape, ga, err),
+              *GB = GA ? ar_from_data(AR_F64, nd, shape, gb, err) : NULL;
         Array *out = GB ? ar_binop(AR_MUL, GA, GB, err) : NULL;
-        if (!out) r = vm_error(vm, a->site, "%s", err);
+        if (!out)
+            r = vm_error(vm, a->site, "%s", err);
         else {
             AdNode nA = A.n == AD_NONE ? AD_NONE : ad_gather(tape(vm), A.n, n, sa, nd, shape);
             AdNode nB = B.n == AD_NONE ? AD_NONE : ad_gather(tape(vm), B.n, n, sb, nd, shape);
-            r = track_arr(vm, out, ad_ewise(tape(vm), AR_MUL, nA, ad_arr(GA), nB, ad_arr(GB), out), a->site);
+            r = track_arr(vm, out, ad_ewise(tape(vm), AR_MUL, nA, ad_arr(GA), nB, ad_arr(GB), out),
+                          a->site);
         }
-        ar_free(GA); ar_free(GB);
-        free(sa); free(sb); free(ga); free(gb);
+        ar_free(GA);
+        ar_free(GB);
+        free(sa);
+        free(sb);
+        free(ga);
+        free(gb);
     }
     decref(A.hold);
     decref(B.hold);
@@ -999,7 +1259,8 @@ static Value b_atan2(VM *vm, Args *a)
     double y, x;
     AdNode ny, nx;
     bool err;
-    if (!track_number(vm, a->v[0], &y, &ny, a->site, &err) || !track_number(vm, a->v[1], &x, &nx, a->site, &err)) {
+    if (!track_number(vm, a->v[0], &y, &ny, a->site, &err) ||
+        !track_number(vm, a->v[1], &x, &nx, a->site, &err)) {
         if (err) return v_exc();
         return vm_error(vm, a->site, "atan2() needs two numbers");
     }
@@ -1009,24 +1270,44 @@ static Value b_atan2(VM *vm, Args *a)
 }
 
 /* Builtins whose result has no derivative: they run on the plain values. */
-static const char *const plain_builtins[] = {
-    "fmt", "str", "int", "type", "range", "zeros", "ones", "eye", "linspace", "arange", "randn", "rand",
-    "device", "clock", "sleep", "error", "join", "find", "ready", "chr", NULL
-};
+static const char *const plain_builtins[] = { "fmt",   "str",  "int",    "type",     "range",
+                                              "zeros", "ones", "eye",    "linspace", "arange",
+                                              "randn", "rand", "device", "clock",    "sleep",
+                                              "error", "join", "find",   "ready",    "chr",
+                                              NULL };
 /* Builtins that dispatch back to the tracked kinds' slots, or only move
  * values around: they run as usual. */
-static const char *const own_way[] = {
-    "len", "abs", "sqrt", "sin", "cos", "tan", "asin", "acos", "atan", "exp", "log", "log2",
-    "log10", "floor", "ceil", "round", "min", "max", "sum", "append", "pop", "insert", "keys", "values",
-    "items", "sorted", "reversed", "wait", "sync", "print", "num", "get", NULL
-};
+static const char *const own_way[] = { "len",   "abs",    "sqrt",     "sin",    "cos",  "tan",
+                                       "asin",  "acos",   "atan",     "exp",    "log",  "log2",
+                                       "log10", "floor",  "ceil",     "round",  "min",  "max",
+                                       "sum",   "append", "pop",      "insert", "keys", "values",
+                                       "items", "sorted", "reversed", "wait",   "sync", "print",
+                                       "num",   "get",    NULL };
 
 /* The builtins by kind, looked up once by name (after every room has
  * added its table): a call compares pointers. */
-enum { BK_OWN, BK_PLAIN, BK_NUM, BK_ARRAY, BK_ATAN2, BK_DOT, BK_RESHAPE, BK_TRANSPOSE, BK_TOLIST,
-       BK_SHAPE, BK_MEAN, BK_NORM, BK_KRON, BK_IDENT, BK_IMAG };
-#define BK_SLOTS 256          /* a power of two, well above the ~80 names */
-static struct { const BuiltinDef *bd; int kind; } bk[BK_SLOTS];   /* open addressing by pointer */
+enum {
+    BK_OWN,
+    BK_PLAIN,
+    BK_NUM,
+    BK_ARRAY,
+    BK_ATAN2,
+    BK_DOT,
+    BK_RESHAPE,
+    BK_TRANSPOSE,
+    BK_TOLIST,
+    BK_SHAPE,
+    BK_MEAN,
+    BK_NORM,
+    BK_KRON,
+    BK_IDENT,
+    BK_IMAG
+};
+#define BK_SLOTS 256 /* a power of two, well above the ~80 names */
+static struct {
+    const BuiltinDef *bd;
+    int kind;
+} bk[BK_SLOTS]; /* open addressing by pointer */
 static int nbk;
 static pthread_once_t bk_once = PTHREAD_ONCE_INIT;
 
@@ -1057,12 +1338,18 @@ static int bk_kind(const BuiltinDef *bd)
 
 static void bk_init(void)
 {
-    for (const char *const *l = own_way; *l; l++) bk_add(*l, strcmp(*l, "num") == 0 ? BK_NUM : BK_OWN);
+    for (const char *const *l = own_way; *l; l++)
+        bk_add(*l, strcmp(*l, "num") == 0 ? BK_NUM : BK_OWN);
     for (const char *const *l = plain_builtins; *l; l++) bk_add(*l, BK_PLAIN);
-    static const struct { const char *name; int kind; } mine[] = {
-        { "array", BK_ARRAY }, { "atan2", BK_ATAN2 }, { "dot", BK_DOT }, { "reshape", BK_RESHAPE },
-        { "transpose", BK_TRANSPOSE }, { "tolist", BK_TOLIST }, { "shape", BK_SHAPE }, { "mean", BK_MEAN },
-        { "norm", BK_NORM }, { "kron", BK_KRON }, { "real", BK_IDENT }, { "conj", BK_IDENT }, { "imag", BK_IMAG },
+    static const struct {
+        const char *name;
+        int kind;
+    } mine[] = {
+        { "array", BK_ARRAY },     { "atan2", BK_ATAN2 },         { "dot", BK_DOT },
+        { "reshape", BK_RESHAPE }, { "transpose", BK_TRANSPOSE }, { "tolist", BK_TOLIST },
+        { "shape", BK_SHAPE },     { "mean", BK_MEAN },           { "norm", BK_NORM },
+        { "kron", BK_KRON },       { "real", BK_IDENT },          { "conj", BK_IDENT },
+        { "imag", BK_IMAG },
     };
     for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++) bk_add(mine[i].name, mine[i].kind);
 }
@@ -1070,13 +1357,17 @@ static void bk_init(void)
 /* The TF_INTERCEPT slot: a builtin met a tracked value. */
 static Value track_builtin(VM *vm, const BuiltinDef *bd, Args *a)
 {
-    if (bd->flags & (BI_GATE | BI_QUANTUM)) return v_notimpl();   /* the quantum runtime reads tracked parameters */
+    if (bd->flags & (BI_GATE | BI_QUANTUM))
+        return v_notimpl(); /* the quantum runtime reads tracked parameters */
     pthread_once(&bk_once, bk_init);
     int kind = bk_kind(bd);
     switch (kind) {
     case BK_OWN: return v_notimpl();
     case BK_NUM:
-        if (a->n == 1 && track_is(a->v[0])) { incref(a->v[0]); return a->v[0]; }
+        if (a->n == 1 && track_is(a->v[0])) {
+            incref(a->v[0]);
+            return a->v[0];
+        }
         return v_notimpl();
     case BK_ARRAY: return b_array(vm, a);
     case BK_ATAN2: return a->n == 2 ? b_atan2(vm, a) : v_notimpl();
@@ -1100,7 +1391,8 @@ static Value track_builtin(VM *vm, const BuiltinDef *bd, Args *a)
     }
     case BK_PLAIN: {
         Value pv[a->n + a->nkw + 1];
-        for (int i = 0; i < a->n + a->nkw; i++) pv[i] = track_plain(i < a->n ? a->v[i] : a->kw[i - a->n]);
+        for (int i = 0; i < a->n + a->nkw; i++)
+            pv[i] = track_plain(i < a->n ? a->v[i] : a->kw[i - a->n]);
         Args p = { a->n, pv, a->nkw, a->kwname, pv + a->n, a->site, bd };
         Value r = bd->fn(vm, &p);
         for (int i = 0; i < a->n + a->nkw; i++) decref(pv[i]);
@@ -1108,7 +1400,9 @@ static Value track_builtin(VM *vm, const BuiltinDef *bd, Args *a)
     }
     default: break;
     }
-    return vm_error(vm, a->site, "%s() cannot take a differentiated value (its result would have no derivative)", bd->name);
+    return vm_error(vm, a->site,
+                    "%s() cannot take a differentiated value (its result would have no derivative)",
+                    bd->name);
 }
 
 /* ---------------------------------------------------------------- registration */
@@ -1122,18 +1416,38 @@ static bool tnum_number(Value v, double *out)
 }
 
 static const TypeOps tnum_ops = {
-    .name = "number", .flags = TF_INTERCEPT | TF_LEAF,
-    .free = tnum_free, .copy = tnum_copy, .repr = tnum_repr, .eq = tnum_eq, .number = tnum_number,
-    .binop = track_binop, .unop = track_unop, .truthy = tnum_truthy,
-    .math = track_math, .builtin = track_builtin,
+    .name = "number",
+    .flags = TF_INTERCEPT | TF_LEAF,
+    .free = tnum_free,
+    .copy = tnum_copy,
+    .repr = tnum_repr,
+    .eq = tnum_eq,
+    .number = tnum_number,
+    .binop = track_binop,
+    .unop = track_unop,
+    .truthy = tnum_truthy,
+    .math = track_math,
+    .builtin = track_builtin,
 };
 
 static const TypeOps tarr_ops = {
-    .name = "array", .flags = TF_INTERCEPT | TF_LEAF,
-    .free = tarr_free, .copy = tarr_copy, .repr = tarr_repr, .eq = tarr_eq,
-    .binop = track_binop, .unop = track_unop, .truthy = tarr_truthy,
-    .index = tarr_index, .setindex = tarr_setindex, .len = tarr_len, .iter = tarr_iter,
-    .contains = tarr_contains, .math = track_math, .reduce = track_reduce, .builtin = track_builtin,
+    .name = "array",
+    .flags = TF_INTERCEPT | TF_LEAF,
+    .free = tarr_free,
+    .copy = tarr_copy,
+    .repr = tarr_repr,
+    .eq = tarr_eq,
+    .binop = track_binop,
+    .unop = track_unop,
+    .truthy = tarr_truthy,
+    .index = tarr_index,
+    .setindex = tarr_setindex,
+    .len = tarr_len,
+    .iter = tarr_iter,
+    .contains = tarr_contains,
+    .math = track_math,
+    .reduce = track_reduce,
+    .builtin = track_builtin,
 };
 
 void track_open(void)

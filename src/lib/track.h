@@ -25,9 +25,9 @@ struct DiffQ;
 /* The differentiation running on a VM. */
 typedef struct AdCtx {
     AdTape *tape;
-    uint64_t id;            /* tells this evaluation's values from any other's */
-    struct DiffQ *dq;       /* quantum calls made during it (diffq.h), or NULL */
-    struct AdCtx *outer;    /* the VM's previous context (restored after) */
+    uint64_t id;         /* tells this evaluation's values from any other's */
+    struct DiffQ *dq;    /* quantum calls made during it (diffq.h), or NULL */
+    struct AdCtx *outer; /* the VM's previous context (restored after) */
 } AdCtx;
 
 /* Registers the tracked kinds (start-up). */

@@ -31,11 +31,11 @@
 #include "sv.h"
 
 typedef enum QasmKind {
-    QASM_GATE,     /* a PennyLane gate (maybe adjoint, maybe controlled) */
-    QASM_GPHASE,   /* a global phase e^{i params[0]} (no wires) */
-    QASM_MEASURE,  /* measure wire -> clbit */
-    QASM_RESET,    /* reset wire to |0> */
-    QASM_CHANNEL,  /* a noise channel (dm.h's DmChannel in `chan`): recorded from
+    QASM_GATE,    /* a PennyLane gate (maybe adjoint, maybe controlled) */
+    QASM_GPHASE,  /* a global phase e^{i params[0]} (no wires) */
+    QASM_MEASURE, /* measure wire -> clbit */
+    QASM_RESET,   /* reset wire to |0> */
+    QASM_CHANNEL, /* a noise channel (dm.h's DmChannel in `chan`): recorded from
                       the mixed device for drawing; OpenQASM cannot write it */
 } QasmKind;
 
@@ -50,20 +50,23 @@ typedef struct QasmCond {
 
 typedef struct QasmOp {
     QasmKind kind;
-    SvGate gate;          /* QASM_GATE */
+    SvGate gate; /* QASM_GATE */
     int adjoint;
     int nparams;
-    double params[4];     /* gates use 3 at most; ThermalRelaxationError 4 */
-    int nctrl, nwires;    /* wires[0..nctrl) are controls, then nwires targets */
-    int *wires;           /* points into the circuit's pool */
-    uint64_t bits;        /* BasisState (sv.h's SvOp.bits) */
-    int clbit;            /* QASM_MEASURE */
-    int chan;             /* QASM_CHANNEL */
-    int cond;             /* index into conds, -1: unconditional */
-    int line;             /* source line (0 when built by hand) */
+    double params[4];  /* gates use 3 at most; ThermalRelaxationError 4 */
+    int nctrl, nwires; /* wires[0..nctrl) are controls, then nwires targets */
+    int *wires;        /* points into the circuit's pool */
+    uint64_t bits;     /* BasisState (sv.h's SvOp.bits) */
+    int clbit;         /* QASM_MEASURE */
+    int chan;          /* QASM_CHANNEL */
+    int cond;          /* index into conds, -1: unconditional */
+    int line;          /* source line (0 when built by hand) */
 } QasmOp;
 
-typedef struct QasmReg { char name[64]; int size, offset; } QasmReg;
+typedef struct QasmReg {
+    char name[64];
+    int size, offset;
+} QasmReg;
 
 typedef struct QasmCircuit {
     int nqubits, nclbits;
@@ -75,7 +78,7 @@ typedef struct QasmCircuit {
     int *pool;
     size_t nconds, capconds;
     QasmCond *conds;
-    int version;          /* 2 or 3, from the header */
+    int version; /* 2 or 3, from the header */
 } QasmCircuit;
 
 /* The statevector op of a gate op (kind QASM_GATE): controls first. */
@@ -83,7 +86,7 @@ void qasm_svop(const QasmOp *o, SvOp *op);
 
 /* Parse and expand; 0, or -1 with "line N: reason" in err. The circuit
    is empty (qasm_free is still right) after a failure. */
-int  qasm_parse(const char *text, size_t len, QasmCircuit *c, char *err, size_t errlen);
+int qasm_parse(const char *text, size_t len, QasmCircuit *c, char *err, size_t errlen);
 void qasm_free(QasmCircuit *c);
 
 /* Building a circuit by hand (the language's to_qasm, tests). */
@@ -92,9 +95,9 @@ void qasm_init(QasmCircuit *c, int nqubits, int nclbits);
    until the next append. NULL if out of memory. */
 QasmOp *qasm_add(QasmCircuit *c, QasmKind kind, const int *wires, int nctrl, int nwires);
 /* A deep copy (ops re-pointed into the copy's pool); 0 or -1 if out of memory. */
-int  qasm_copy(const QasmCircuit *src, QasmCircuit *dst);
+int qasm_copy(const QasmCircuit *src, QasmCircuit *dst);
 /* Appends a condition, returns its index (-1 if out of memory). */
-int  qasm_add_cond(QasmCircuit *c, const QasmCond *cond);
+int qasm_add_cond(QasmCircuit *c, const QasmCond *cond);
 
 /* OpenQASM text of a circuit (version 2: OPENQASM 2.0 with qelib1.inc,
    gates outside qelib1 written as `gate` definitions, global phases
@@ -107,7 +110,7 @@ char *qasm_write(const QasmCircuit *c, int version, size_t *len, char *err, size
 /* The unitary of one qelib1/stdgates gate by name, as this room applies
    it (for tests and documentation): fills ops of a scratch circuit on
    the gate's own wires 0..k-1. 0, or -1 if unknown. */
-int  qasm_gate_circuit(const char *name, const double *params, int nparams, QasmCircuit *c,
-                       char *err, size_t errlen);
+int qasm_gate_circuit(const char *name, const double *params, int nparams, QasmCircuit *c,
+                      char *err, size_t errlen);
 
 #endif

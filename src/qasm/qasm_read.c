@@ -35,11 +35,11 @@ typedef struct GateDef {
     int nparams, nqubits;
     char pnames[8][32];
     char qnames[16][32];
-    int body, body_end;     /* token range of the body (inside the braces) */
+    int body, body_end; /* token range of the body (inside the braces) */
     int opaque;
 } GateDef;
 
-typedef struct Env {           /* a gate body's bindings */
+typedef struct Env { /* a gate body's bindings */
     const GateDef *g;
     const double *params;
     const int *wires;
@@ -51,10 +51,10 @@ typedef struct Rd {
     QasmCircuit *c;
     GateDef *defs;
     int ndefs, capdefs;
-    int ctrl[SV_MAX_WIRES];    /* controls added by enclosing modifiers */
+    int ctrl[SV_MAX_WIRES]; /* controls added by enclosing modifiers */
     int nctrl;
-    int cond;                  /* the condition of the statement being read */
-    int depth;                 /* nesting of gate expansions */
+    int cond;  /* the condition of the statement being read */
+    int depth; /* nesting of gate expansions */
     char *err;
     size_t errlen;
     int failed;
@@ -87,15 +87,23 @@ static int lex(const char *s, size_t len, Rd *r)
     const char *p = s, *e = s + len;
     for (;;) {
         while (p < e) {
-            if (*p == '\n') { line++; p++; }
-            else if (isspace((unsigned char)*p)) p++;
-            else if (p + 1 < e && p[0] == '/' && p[1] == '/') { while (p < e && *p != '\n') p++; }
-            else if (p + 1 < e && p[0] == '/' && p[1] == '*') {
+            if (*p == '\n') {
+                line++;
+                p++;
+            } else if (isspace((unsigned char)*p))
+                p++;
+            else if (p + 1 < e && p[0] == '/' && p[1] == '/') {
+                while (p < e && *p != '\n') p++;
+            } else if (p + 1 < e && p[0] == '/' && p[1] == '*') {
                 p += 2;
-                while (p + 1 < e && !(p[0] == '*' && p[1] == '/')) { if (*p == '\n') line++; p++; }
+                while (p + 1 < e && !(p[0] == '*' && p[1] == '/')) {
+                    if (*p == '\n') line++;
+                    p++;
+                }
                 if (p + 1 >= e) return rd_err(r, line, "unterminated comment");
                 p += 2;
-            } else break;
+            } else
+                break;
         }
         if (r->nt + 1 >= cap) {
             cap *= 2;
@@ -107,13 +115,21 @@ static int lex(const char *s, size_t len, Rd *r)
         t->line = line;
         t->s = p;
         t->num = 0;
-        if (p >= e) { t->kind = T_END; t->len = 0; r->nt++; return 0; }
+        if (p >= e) {
+            t->kind = T_END;
+            t->len = 0;
+            r->nt++;
+            return 0;
+        }
         unsigned char ch = (unsigned char)*p;
         if (isalpha(ch) || ch == '_' || ch >= 0x80) {
-            if (ch >= 0x80 && !(e - p >= 2 && (unsigned char)p[0] == 0xCF && (unsigned char)p[1] == 0x80))
+            if (ch >= 0x80 &&
+                !(e - p >= 2 && (unsigned char)p[0] == 0xCF && (unsigned char)p[1] == 0x80))
                 return rd_err(r, line, "unexpected character");
-            if (ch >= 0x80) p += 2;          /* π */
-            else while (p < e && (isalnum((unsigned char)*p) || *p == '_')) p++;
+            if (ch >= 0x80)
+                p += 2; /* π */
+            else
+                while (p < e && (isalnum((unsigned char)*p) || *p == '_')) p++;
             t->kind = T_ID;
         } else if (isdigit(ch) || (ch == '.' && p + 1 < e && isdigit((unsigned char)p[1]))) {
             char *end;
@@ -132,7 +148,10 @@ static int lex(const char *s, size_t len, Rd *r)
             t->kind = T_SYM;
             p++;
             for (size_t k = 0; k < sizeof two / sizeof two[0]; k++)
-                if (e - t->s >= 2 && memcmp(t->s, two[k], 2) == 0) { p = t->s + 2; break; }
+                if (e - t->s >= 2 && memcmp(t->s, two[k], 2) == 0) {
+                    p = t->s + 2;
+                    break;
+                }
         }
         t->len = (int)(p - t->s);
         r->nt++;
@@ -143,9 +162,17 @@ static Tok *cur(Rd *r) { return &r->t[r->pos]; }
 static int is(Rd *r, const char *s)
 {
     Tok *t = cur(r);
-    return t->kind != T_END && t->kind != T_NUM && (int)strlen(s) == t->len && memcmp(t->s, s, (size_t)t->len) == 0;
+    return t->kind != T_END && t->kind != T_NUM && (int)strlen(s) == t->len &&
+           memcmp(t->s, s, (size_t)t->len) == 0;
 }
-static int accept(Rd *r, const char *s) { if (is(r, s)) { r->pos++; return 1; } return 0; }
+static int accept(Rd *r, const char *s)
+{
+    if (is(r, s)) {
+        r->pos++;
+        return 1;
+    }
+    return 0;
+}
 static int expect(Rd *r, const char *s)
 {
     if (accept(r, s)) return 0;
@@ -153,14 +180,18 @@ static int expect(Rd *r, const char *s)
     if (t->kind == T_END) return rd_err(r, t->line, "expected '%s', got the end of the text", s);
     return rd_err(r, t->line, "expected '%s', got '%.*s'", s, t->len, t->s);
 }
-static int tok_eq(const Tok *t, const char *s) { return (int)strlen(s) == t->len && memcmp(t->s, s, (size_t)t->len) == 0; }
+static int tok_eq(const Tok *t, const char *s)
+{
+    return (int)strlen(s) == t->len && memcmp(t->s, s, (size_t)t->len) == 0;
+}
 
 /* An identifier into buf; -1 if the current token is not one. */
 static int ident(Rd *r, char *buf, size_t n, const char *what)
 {
     Tok *t = cur(r);
     if (t->kind != T_ID) {
-        if (t->kind == T_END) return rd_err(r, t->line, "expected %s, got the end of the text", what);
+        if (t->kind == T_END)
+            return rd_err(r, t->line, "expected %s, got the end of the text", what);
         return rd_err(r, t->line, "expected %s, got '%.*s'", what, t->len, t->s);
     }
     if ((size_t)t->len >= n) return rd_err(r, t->line, "name too long: '%.*s'", t->len, t->s);
@@ -188,17 +219,30 @@ static int primary(Rd *r, const Env *env, double *v)
         return expect(r, ")");
     }
     if (t->kind != T_ID) {
-        if (t->kind == T_END) return rd_err(r, t->line, "expected an expression, got the end of the text");
+        if (t->kind == T_END)
+            return rd_err(r, t->line, "expected an expression, got the end of the text");
         return rd_err(r, t->line, "expected an expression, got '%.*s'", t->len, t->s);
     }
     r->pos++;
-    if (tok_eq(t, "pi") || tok_eq(t, "\xcf\x80")) { *v = M_PI; return 0; }
-    if (tok_eq(t, "tau") || tok_eq(t, "\xcf\x84")) { *v = 2 * M_PI; return 0; }
-    if (tok_eq(t, "euler")) { *v = M_E; return 0; }
-    static const struct { const char *n; double (*f)(double); } fn[] = {
-        { "sin", sin }, { "cos", cos }, { "tan", tan }, { "exp", exp }, { "ln", log }, { "sqrt", sqrt },
-        { "asin", asin }, { "acos", acos }, { "atan", atan }, { "arcsin", asin }, { "arccos", acos },
-        { "arctan", atan },
+    if (tok_eq(t, "pi") || tok_eq(t, "\xcf\x80")) {
+        *v = M_PI;
+        return 0;
+    }
+    if (tok_eq(t, "tau") || tok_eq(t, "\xcf\x84")) {
+        *v = 2 * M_PI;
+        return 0;
+    }
+    if (tok_eq(t, "euler")) {
+        *v = M_E;
+        return 0;
+    }
+    static const struct {
+        const char *n;
+        double (*f)(double);
+    } fn[] = {
+        { "sin", sin },   { "cos", cos },     { "tan", tan },     { "exp", exp },
+        { "ln", log },    { "sqrt", sqrt },   { "asin", asin },   { "acos", acos },
+        { "atan", atan }, { "arcsin", asin }, { "arccos", acos }, { "arctan", atan },
     };
     for (size_t k = 0; k < sizeof fn / sizeof fn[0]; k++)
         if (tok_eq(t, fn[k].n)) {
@@ -209,7 +253,10 @@ static int primary(Rd *r, const Env *env, double *v)
         }
     if (env)
         for (int i = 0; i < env->g->nparams; i++)
-            if (tok_eq(t, env->g->pnames[i])) { *v = env->params[i]; return 0; }
+            if (tok_eq(t, env->g->pnames[i])) {
+                *v = env->params[i];
+                return 0;
+            }
     return rd_err(r, t->line, "unknown name '%.*s' in an expression", t->len, t->s);
 }
 
@@ -220,7 +267,7 @@ static int power(Rd *r, const Env *env, double *v)
     if (primary(r, env, v)) return -1;
     if (accept(r, "^") || accept(r, "**")) {
         double e;
-        if (unary(r, env, &e)) return -1;   /* right-associative */
+        if (unary(r, env, &e)) return -1; /* right-associative */
         *v = pow(*v, e);
     }
     return 0;
@@ -228,7 +275,11 @@ static int power(Rd *r, const Env *env, double *v)
 
 static int unary(Rd *r, const Env *env, double *v)
 {
-    if (accept(r, "-")) { if (unary(r, env, v)) return -1; *v = -*v; return 0; }
+    if (accept(r, "-")) {
+        if (unary(r, env, v)) return -1;
+        *v = -*v;
+        return 0;
+    }
     if (accept(r, "+")) return unary(r, env, v);
     return power(r, env, v);
 }
@@ -341,8 +392,8 @@ int qasm_copy(const QasmCircuit *src, QasmCircuit *dst)
     dst->ops = src->nops ? malloc(src->nops * sizeof(QasmOp)) : NULL;
     dst->pool = src->npool ? malloc(src->npool * sizeof(int)) : NULL;
     dst->conds = src->nconds ? malloc(src->nconds * sizeof(QasmCond)) : NULL;
-    if ((nq && !dst->qregs) || (nc && !dst->cregs) || (src->nops && !dst->ops) || (src->npool && !dst->pool) ||
-        (src->nconds && !dst->conds)) {
+    if ((nq && !dst->qregs) || (nc && !dst->cregs) || (src->nops && !dst->ops) ||
+        (src->npool && !dst->pool) || (src->nconds && !dst->conds)) {
         qasm_free(dst);
         return -1;
     }
@@ -352,7 +403,8 @@ int qasm_copy(const QasmCircuit *src, QasmCircuit *dst)
     if (src->nconds) memcpy(dst->conds, src->conds, src->nconds * sizeof(QasmCond));
     for (size_t i = 0; i < src->nops; i++) {
         dst->ops[i] = src->ops[i];
-        dst->ops[i].wires = src->ops[i].wires && dst->pool ? dst->pool + (src->ops[i].wires - src->pool) : NULL;
+        dst->ops[i].wires =
+            src->ops[i].wires && dst->pool ? dst->pool + (src->ops[i].wires - src->pool) : NULL;
     }
     dst->nqregs = src->nqregs;
     dst->ncregs = src->ncregs;
@@ -389,9 +441,10 @@ static int emit(Rd *r, int line, QasmKind kind, SvGate g, int adj, const double 
     if (n > SV_MAX_WIRES) return rd_err(r, line, "too many wires (%d)", n);
     for (int i = 0; i < n; i++)
         for (int j = i + 1; j < n; j++)
-            if (w[i] == w[j]) return rd_err(r, line, "%s: a qubit is used twice (%d)",
-                                            kind == QASM_GPHASE ? "gphase" : sv_gate_info(g)->name, w[i]);
-    if (kind == QASM_GPHASE && totc > 0) {   /* e^{i a} on |1..1> of the controls */
+            if (w[i] == w[j])
+                return rd_err(r, line, "%s: a qubit is used twice (%d)",
+                              kind == QASM_GPHASE ? "gphase" : sv_gate_info(g)->name, w[i]);
+    if (kind == QASM_GPHASE && totc > 0) { /* e^{i a} on |1..1> of the controls */
         kind = QASM_GATE;
         g = SV_PHASESHIFT;
         totc--;
@@ -409,18 +462,22 @@ static int emit(Rd *r, int line, QasmKind kind, SvGate g, int adj, const double 
 
 /* ---- built-in gates ------------------------------------------------------- */
 
-typedef struct Builtin { const char *name; int nq, np; } Builtin;
+typedef struct Builtin {
+    const char *name;
+    int nq, np;
+} Builtin;
 
 static const Builtin builtins[] = {
-    { "U", 1, 3 }, { "u3", 1, 3 }, { "u", 1, 3 }, { "u2", 1, 2 }, { "u1", 1, 1 }, { "p", 1, 1 },
-    { "phase", 1, 1 }, { "u0", 1, 1 }, { "CX", 2, 0 }, { "cx", 2, 0 }, { "id", 1, 0 }, { "x", 1, 0 },
-    { "y", 1, 0 }, { "z", 1, 0 }, { "h", 1, 0 }, { "s", 1, 0 }, { "sdg", 1, 0 }, { "t", 1, 0 },
-    { "tdg", 1, 0 }, { "sx", 1, 0 }, { "sxdg", 1, 0 }, { "rx", 1, 1 }, { "ry", 1, 1 }, { "rz", 1, 1 },
-    { "cz", 2, 0 }, { "cy", 2, 0 }, { "ch", 2, 0 }, { "swap", 2, 0 }, { "ccx", 3, 0 },
-    { "cswap", 3, 0 }, { "crx", 2, 1 }, { "cry", 2, 1 }, { "crz", 2, 1 }, { "cu1", 2, 1 },
-    { "cp", 2, 1 }, { "cphase", 2, 1 }, { "cu3", 2, 3 }, { "cu", 2, 4 }, { "csx", 2, 0 },
-    { "rxx", 2, 1 }, { "ryy", 2, 1 }, { "rzz", 2, 1 }, { "c3x", 4, 0 }, { "c4x", 5, 0 },
-    { "c3sqrtx", 4, 0 }, { "gphase", 0, 1 },
+    { "U", 1, 3 },      { "u3", 1, 3 },    { "u", 1, 3 },    { "u2", 1, 2 },  { "u1", 1, 1 },
+    { "p", 1, 1 },      { "phase", 1, 1 }, { "u0", 1, 1 },   { "CX", 2, 0 },  { "cx", 2, 0 },
+    { "id", 1, 0 },     { "x", 1, 0 },     { "y", 1, 0 },    { "z", 1, 0 },   { "h", 1, 0 },
+    { "s", 1, 0 },      { "sdg", 1, 0 },   { "t", 1, 0 },    { "tdg", 1, 0 }, { "sx", 1, 0 },
+    { "sxdg", 1, 0 },   { "rx", 1, 1 },    { "ry", 1, 1 },   { "rz", 1, 1 },  { "cz", 2, 0 },
+    { "cy", 2, 0 },     { "ch", 2, 0 },    { "swap", 2, 0 }, { "ccx", 3, 0 }, { "cswap", 3, 0 },
+    { "crx", 2, 1 },    { "cry", 2, 1 },   { "crz", 2, 1 },  { "cu1", 2, 1 }, { "cp", 2, 1 },
+    { "cphase", 2, 1 }, { "cu3", 2, 3 },   { "cu", 2, 4 },   { "csx", 2, 0 }, { "rxx", 2, 1 },
+    { "ryy", 2, 1 },    { "rzz", 2, 1 },   { "c3x", 4, 0 },  { "c4x", 5, 0 }, { "c3sqrtx", 4, 0 },
+    { "gphase", 0, 1 },
 };
 
 static const Builtin *builtin(const char *name)
@@ -437,10 +494,13 @@ static int apply_builtin(Rd *r, int line, const char *n, const double *p, const 
     double a[3];
     if (!strcmp(n, "U") || !strcmp(n, "u3") || !strcmp(n, "u")) return G(SV_U3, 3, 0, 1);
     if (!strcmp(n, "u2")) {
-        a[0] = M_PI / 2; a[1] = p[0]; a[2] = p[1];
+        a[0] = M_PI / 2;
+        a[1] = p[0];
+        a[2] = p[1];
         return emit(r, line, QASM_GATE, SV_U3, adj, a, 3, NULL, 0, q, 1);
     }
-    if (!strcmp(n, "u1") || !strcmp(n, "p") || !strcmp(n, "phase")) return G(SV_PHASESHIFT, 1, 0, 1);
+    if (!strcmp(n, "u1") || !strcmp(n, "p") || !strcmp(n, "phase"))
+        return G(SV_PHASESHIFT, 1, 0, 1);
     if (!strcmp(n, "u0")) return 0;
     if (!strcmp(n, "CX") || !strcmp(n, "cx")) return G(SV_CNOT, 0, 0, 2);
     if (!strcmp(n, "id")) return G(SV_IDENTITY, 0, 0, 1);
@@ -468,7 +528,7 @@ static int apply_builtin(Rd *r, int line, const char *n, const double *p, const 
     if (!strcmp(n, "crz")) return G(SV_CRZ, 1, 0, 2);
     if (!strcmp(n, "cu1") || !strcmp(n, "cp") || !strcmp(n, "cphase")) return G(SV_CPHASE, 1, 0, 2);
     if (!strcmp(n, "cu3")) return G(SV_U3, 3, 1, 1);
-    if (!strcmp(n, "cu")) {   /* ctrl(e^{i gamma} U3(theta, phi, lambda)) */
+    if (!strcmp(n, "cu")) { /* ctrl(e^{i gamma} U3(theta, phi, lambda)) */
         if (emit(r, line, QASM_GATE, SV_PHASESHIFT, adj, p + 3, 1, NULL, 0, q, 1)) return -1;
         return G(SV_U3, 3, 1, 1);
     }
@@ -479,7 +539,9 @@ static int apply_builtin(Rd *r, int line, const char *n, const double *p, const 
     if (!strcmp(n, "c3x")) return G(SV_PAULIX, 0, 3, 1);
     if (!strcmp(n, "c4x")) return G(SV_PAULIX, 0, 4, 1);
     if (!strcmp(n, "c3sqrtx")) return G(SV_SX, 0, 3, 1);
-    if (!strcmp(n, "gphase")) return emit(r, line, QASM_GPHASE, SV_IDENTITY, 0, adj ? (a[0] = -p[0], a) : p, 1, NULL, 0, NULL, 0);
+    if (!strcmp(n, "gphase"))
+        return emit(r, line, QASM_GPHASE, SV_IDENTITY, 0, adj ? (a[0] = -p[0], a) : p, 1, NULL, 0,
+                    NULL, 0);
 #undef G
     return rd_err(r, line, "unknown gate '%s'", n);
 }
@@ -487,28 +549,42 @@ static int apply_builtin(Rd *r, int line, const char *n, const double *p, const 
 /* Why: pow(k) with k not an integer: a rotation's angle scales; fixed
    gates that are phases or rotations in disguise get their angle form.
    Returns 1 if handled, 0 if the gate has no such form, -1 on error. */
-static int apply_power(Rd *r, int line, const char *n, const double *p, const int *q, int adj, double k)
+static int apply_power(Rd *r, int line, const char *n, const double *p, const int *q, int adj,
+                       double k)
 {
     double a[4];
-    static const struct { const char *n; SvGate g; double phase; } one[] = {
-        { "rx", SV_RX, 0 }, { "ry", SV_RY, 0 }, { "rz", SV_RZ, 0 }, { "u1", SV_PHASESHIFT, 0 },
-        { "p", SV_PHASESHIFT, 0 }, { "phase", SV_PHASESHIFT, 0 }, { "crx", SV_CRX, 0 },
-        { "cry", SV_CRY, 0 }, { "crz", SV_CRZ, 0 }, { "cu1", SV_CPHASE, 0 }, { "cp", SV_CPHASE, 0 },
-        { "cphase", SV_CPHASE, 0 }, { "rxx", SV_ISINGXX, 0 }, { "ryy", SV_ISINGYY, 0 },
-        { "rzz", SV_ISINGZZ, 0 }, { "gphase", SV_IDENTITY, 0 },
+    static const struct {
+        const char *n;
+        SvGate g;
+        double phase;
+    } one[] = {
+        { "rx", SV_RX, 0 },           { "ry", SV_RY, 0 },        { "rz", SV_RZ, 0 },
+        { "u1", SV_PHASESHIFT, 0 },   { "p", SV_PHASESHIFT, 0 }, { "phase", SV_PHASESHIFT, 0 },
+        { "crx", SV_CRX, 0 },         { "cry", SV_CRY, 0 },      { "crz", SV_CRZ, 0 },
+        { "cu1", SV_CPHASE, 0 },      { "cp", SV_CPHASE, 0 },    { "cphase", SV_CPHASE, 0 },
+        { "rxx", SV_ISINGXX, 0 },     { "ryy", SV_ISINGYY, 0 },  { "rzz", SV_ISINGZZ, 0 },
+        { "gphase", SV_IDENTITY, 0 },
     };
     for (size_t i = 0; i < sizeof one / sizeof one[0]; i++)
         if (!strcmp(n, one[i].n)) {
             a[0] = k * p[0];
             if (one[i].g == SV_IDENTITY)
-                return emit(r, line, QASM_GPHASE, SV_IDENTITY, 0, (a[0] = adj ? -a[0] : a[0], a), 1, NULL, 0, NULL, 0) ? -1 : 1;
+                return emit(r, line, QASM_GPHASE, SV_IDENTITY, 0, (a[0] = adj ? -a[0] : a[0], a), 1,
+                            NULL, 0, NULL, 0)
+                           ? -1
+                           : 1;
             int nq = builtin(n)->nq;
             return emit(r, line, QASM_GATE, one[i].g, adj, a, 1, NULL, 0, q, nq) ? -1 : 1;
         }
     /* z = p(pi), s = p(pi/2), t = p(pi/4) (and their daggers); x = e^{i pi/2} rx(pi) */
-    static const struct { const char *n; double ang; int kind; } ph[] = {
-        { "z", M_PI, 0 }, { "s", M_PI / 2, 0 }, { "sdg", -M_PI / 2, 0 }, { "t", M_PI / 4, 0 },
-        { "tdg", -M_PI / 4, 0 }, { "x", M_PI, 1 }, { "sx", M_PI / 2, 1 }, { "sxdg", -M_PI / 2, 1 },
+    static const struct {
+        const char *n;
+        double ang;
+        int kind;
+    } ph[] = {
+        { "z", M_PI, 0 },      { "s", M_PI / 2, 0 },     { "sdg", -M_PI / 2, 0 },
+        { "t", M_PI / 4, 0 },  { "tdg", -M_PI / 4, 0 },  { "x", M_PI, 1 },
+        { "sx", M_PI / 2, 1 }, { "sxdg", -M_PI / 2, 1 },
     };
     for (size_t i = 0; i < sizeof ph / sizeof ph[0]; i++)
         if (!strcmp(n, ph[i].n)) {
@@ -517,7 +593,7 @@ static int apply_power(Rd *r, int line, const char *n, const double *p, const in
                 a[0] = ang;
                 return emit(r, line, QASM_GATE, SV_PHASESHIFT, adj, a, 1, NULL, 0, q, 1) ? -1 : 1;
             }
-            a[0] = adj ? -ang / 2 : ang / 2;    /* X^k = e^{i k pi/2} RX(k pi) */
+            a[0] = adj ? -ang / 2 : ang / 2; /* X^k = e^{i k pi/2} RX(k pi) */
             if (emit(r, line, QASM_GPHASE, SV_IDENTITY, 0, a, 1, NULL, 0, NULL, 0)) return -1;
             a[0] = ang;
             return emit(r, line, QASM_GATE, SV_RX, adj, a, 1, NULL, 0, q, 1) ? -1 : 1;
@@ -545,25 +621,30 @@ static void invert_range(QasmCircuit *c, size_t from)
         c->ops[j - 1] = t;
     }
     for (size_t i = from; i < c->nops; i++) {
-        if (c->ops[i].kind == QASM_GPHASE) c->ops[i].params[0] = -c->ops[i].params[0];
-        else c->ops[i].adjoint = !c->ops[i].adjoint;
+        if (c->ops[i].kind == QASM_GPHASE)
+            c->ops[i].params[0] = -c->ops[i].params[0];
+        else
+            c->ops[i].adjoint = !c->ops[i].adjoint;
     }
 }
 
 /* One application of a named gate (built-in or defined) to wires q. */
-static int apply_named(Rd *r, int line, const char *name, const double *p, int np, const int *q, int adj)
+static int apply_named(Rd *r, int line, const char *name, const double *p, int np, const int *q,
+                       int adj)
 {
     const GateDef *d = find_def(r, name);
     if (!d) {
         const Builtin *b = builtin(name);
         if (!b) return rd_err(r, line, "unknown gate '%s'", name);
         if (np != b->np)
-            return rd_err(r, line, "%s takes %d parameter%s, got %d", name, b->np, b->np == 1 ? "" : "s", np);
+            return rd_err(r, line, "%s takes %d parameter%s, got %d", name, b->np,
+                          b->np == 1 ? "" : "s", np);
         return apply_builtin(r, line, name, p, q, adj);
     }
     if (d->opaque) return rd_err(r, line, "opaque gate '%s' has no definition to apply", name);
     if (np != d->nparams)
-        return rd_err(r, line, "%s takes %d parameter%s, got %d", name, d->nparams, d->nparams == 1 ? "" : "s", np);
+        return rd_err(r, line, "%s takes %d parameter%s, got %d", name, d->nparams,
+                      d->nparams == 1 ? "" : "s", np);
     if (r->depth > 64) return rd_err(r, line, "gate definitions nested too deeply (at '%s')", name);
     Env env = { d, p, q };
     size_t from = r->c->nops;
@@ -581,7 +662,7 @@ static int apply_named(Rd *r, int line, const char *name, const double *p, int n
 typedef struct Mods {
     int adj;
     int nctrl;
-    int ctrlneg[SV_MAX_WIRES];   /* per control qubit: 1 for negctrl */
+    int ctrlneg[SV_MAX_WIRES]; /* per control qubit: 1 for negctrl */
     double pw;
 } Mods;
 
@@ -592,7 +673,8 @@ static int apply_mods(Rd *r, int line, const char *name, const double *p, int np
 {
     int nc = m->nctrl;
     for (int i = 0; i < nc; i++)
-        if (m->ctrlneg[i] && emit(r, line, QASM_GATE, SV_PAULIX, 0, NULL, 0, NULL, 0, &q[i], 1)) return -1;
+        if (m->ctrlneg[i] && emit(r, line, QASM_GATE, SV_PAULIX, 0, NULL, 0, NULL, 0, &q[i], 1))
+            return -1;
     int save = r->nctrl;
     if (r->nctrl + nc > SV_MAX_WIRES) return rd_err(r, line, "too many controls");
     for (int i = 0; i < nc; i++) r->ctrl[r->nctrl++] = q[i];
@@ -604,28 +686,41 @@ static int apply_mods(Rd *r, int line, const char *name, const double *p, int np
         int adj = m->adj ^ (k < 0);
         for (long i = 0; i < reps && !rc; i++) rc = apply_named(r, line, name, p, np, q + nc, adj);
     } else {
-        if (find_def(r, name)) rc = rd_err(r, line, "pow(%g) of the defined gate '%s': only integer powers", k, name);
+        if (find_def(r, name))
+            rc = rd_err(r, line, "pow(%g) of the defined gate '%s': only integer powers", k, name);
         else {
             const Builtin *b = builtin(name);
-            if (!b) rc = rd_err(r, line, "unknown gate '%s'", name);
-            else if (np != b->np) rc = rd_err(r, line, "%s takes %d parameter%s, got %d", name, b->np, b->np == 1 ? "" : "s", np);
+            if (!b)
+                rc = rd_err(r, line, "unknown gate '%s'", name);
+            else if (np != b->np)
+                rc = rd_err(r, line, "%s takes %d parameter%s, got %d", name, b->np,
+                            b->np == 1 ? "" : "s", np);
             else {
                 int h = apply_power(r, line, name, p, q + nc, m->adj, k);
-                if (h == 0) rc = rd_err(r, line, "pow(%g) @ %s: non-integer powers only of rotations and phase gates", k, name);
-                else rc = h < 0 ? -1 : 0;
+                if (h == 0)
+                    rc =
+                        rd_err(r, line,
+                               "pow(%g) @ %s: non-integer powers only of rotations and phase gates",
+                               k, name);
+                else
+                    rc = h < 0 ? -1 : 0;
             }
         }
     }
     r->nctrl = save;
     if (rc) return -1;
     for (int i = 0; i < nc; i++)
-        if (m->ctrlneg[i] && emit(r, line, QASM_GATE, SV_PAULIX, 0, NULL, 0, NULL, 0, &q[i], 1)) return -1;
+        if (m->ctrlneg[i] && emit(r, line, QASM_GATE, SV_PAULIX, 0, NULL, 0, NULL, 0, &q[i], 1))
+            return -1;
     return 0;
 }
 
 /* ---- operands ------------------------------------------------------------- */
 
-typedef struct Arg { int first, size; int line; } Arg;   /* wires first..first+size-1 (size 1: one qubit) */
+typedef struct Arg {
+    int first, size;
+    int line;
+} Arg; /* wires first..first+size-1 (size 1: one qubit) */
 
 static const QasmReg *find_reg(const QasmReg *regs, int n, const char *name)
 {
@@ -639,30 +734,37 @@ static int operand(Rd *r, const Env *env, int classical, Arg *a)
 {
     char name[64];
     a->line = cur(r)->line;
-    if (ident(r, name, sizeof name, classical ? "a bit or register" : "a qubit or register")) return -1;
+    if (ident(r, name, sizeof name, classical ? "a bit or register" : "a qubit or register"))
+        return -1;
     if (env && !classical) {
         for (int i = 0; i < env->g->nqubits; i++)
             if (strcmp(env->g->qnames[i], name) == 0) {
-                if (is(r, "[")) return rd_err(r, a->line, "'%s' is a qubit argument and cannot be indexed", name);
+                if (is(r, "["))
+                    return rd_err(r, a->line, "'%s' is a qubit argument and cannot be indexed",
+                                  name);
                 a->first = env->wires[i];
                 a->size = -1;
                 return 0;
             }
-        return rd_err(r, a->line, "unknown qubit '%s' in the body of gate '%s'", name, env->g->name);
+        return rd_err(r, a->line, "unknown qubit '%s' in the body of gate '%s'", name,
+                      env->g->name);
     }
     const QasmReg *reg = classical ? find_reg(r->c->cregs, r->c->ncregs, name)
                                    : find_reg(r->c->qregs, r->c->nqregs, name);
     if (!reg) {
         if (!classical && find_reg(r->c->cregs, r->c->ncregs, name))
             return rd_err(r, a->line, "'%s' is a classical register, not qubits", name);
-        return rd_err(r, a->line, "unknown %s register '%s'", classical ? "classical" : "quantum", name);
+        return rd_err(r, a->line, "unknown %s register '%s'", classical ? "classical" : "quantum",
+                      name);
     }
     if (accept(r, "[")) {
         Tok *t = cur(r);
-        if (t->kind != T_NUM || t->num != floor(t->num)) return rd_err(r, t->line, "expected an index");
+        if (t->kind != T_NUM || t->num != floor(t->num))
+            return rd_err(r, t->line, "expected an index");
         r->pos++;
         if (t->num < 0 || t->num >= reg->size)
-            return rd_err(r, t->line, "index %g out of range for '%s' of size %d", t->num, name, reg->size);
+            return rd_err(r, t->line, "index %g out of range for '%s' of size %d", t->num, name,
+                          reg->size);
         a->first = reg->offset + (int)t->num;
         a->size = -1;
         return expect(r, "]");
@@ -679,7 +781,8 @@ static int bcast(Rd *r, const Arg *a, int n, int line)
     for (int i = 0; i < n; i++)
         if (a[i].size >= 0) {
             if (size >= 0 && a[i].size != size)
-                return rd_err(r, line, "registers of different sizes (%d and %d) in one statement", size, a[i].size);
+                return rd_err(r, line, "registers of different sizes (%d and %d) in one statement",
+                              size, a[i].size);
             size = a[i].size;
         }
     return size < 0 ? 1 : size;
@@ -697,8 +800,10 @@ static int gate_call(Rd *r, const Env *env)
     char name[64];
     for (;;) {
         int neg = 0;
-        if (is(r, "inv")) { r->pos++; m.adj ^= 1; }
-        else if (is(r, "pow")) {
+        if (is(r, "inv")) {
+            r->pos++;
+            m.adj ^= 1;
+        } else if (is(r, "pow")) {
             r->pos++;
             double k;
             if (expect(r, "(") || expr(r, env, &k) || expect(r, ")")) return -1;
@@ -708,11 +813,13 @@ static int gate_call(Rd *r, const Env *env)
             double k = 1;
             if (accept(r, "(")) {
                 if (expr(r, env, &k) || expect(r, ")")) return -1;
-                if (k != floor(k) || k < 1 || k > 32) return rd_err(r, line, "bad number of controls");
+                if (k != floor(k) || k < 1 || k > 32)
+                    return rd_err(r, line, "bad number of controls");
             }
             for (int i = 0; i < (int)k; i++) m.ctrlneg[m.nctrl++] = neg;
             if (m.nctrl > 32) return rd_err(r, line, "too many controls");
-        } else break;
+        } else
+            break;
         if (expect(r, "@")) return -1;
     }
     if (ident(r, name, sizeof name, "a gate name")) return -1;
@@ -741,7 +848,8 @@ static int gate_call(Rd *r, const Env *env)
     if (!d && !b) return rd_err(r, line, "unknown gate '%s'", name);
     int want = (d ? d->nqubits : b->nq) + m.nctrl;
     if (na != want)
-        return rd_err(r, line, "%s acts on %d qubit%s, got %d", name, want, want == 1 ? "" : "s", na);
+        return rd_err(r, line, "%s acts on %d qubit%s, got %d", name, want, want == 1 ? "" : "s",
+                      na);
     int size = bcast(r, a, na, line);
     if (size < 0) return -1;
     for (int k = 0; k < size; k++) {
@@ -755,8 +863,7 @@ static int gate_call(Rd *r, const Env *env)
 static int measure_stmt(Rd *r, const Arg *qa, const Arg *ca, int line)
 {
     int nq = qa->size < 0 ? 1 : qa->size, nb = ca->size < 0 ? 1 : ca->size;
-    if (nq != nb)
-        return rd_err(r, line, "measure: the qubits and bits differ in number");
+    if (nq != nb) return rd_err(r, line, "measure: the qubits and bits differ in number");
     int n = qa->size < 0 ? 1 : qa->size;
     for (int k = 0; k < n; k++) {
         int w = wire_of(qa, k);
@@ -785,8 +892,13 @@ static int declare(Rd *r, int quantum, const char *name, int size, int line)
     QasmReg *g = &nr[(*n)++];
     snprintf(g->name, sizeof g->name, "%s", name);
     g->size = size;
-    if (quantum) { g->offset = r->c->nqubits; r->c->nqubits += size; }
-    else { g->offset = r->c->nclbits; r->c->nclbits += size; }
+    if (quantum) {
+        g->offset = r->c->nqubits;
+        r->c->nqubits += size;
+    } else {
+        g->offset = r->c->nclbits;
+        r->c->nclbits += size;
+    }
     return 0;
 }
 
@@ -857,8 +969,10 @@ static int condition(Rd *r, QasmCond *cd)
     int neg = accept(r, "!");
     Arg a;
     if (operand(r, NULL, 1, &a)) return -1;
-    if (a.size < 0) { cd->nbits = 1; cd->bits[0] = a.first; }
-    else {
+    if (a.size < 0) {
+        cd->nbits = 1;
+        cd->bits[0] = a.first;
+    } else {
         if (a.size > 64) return rd_err(r, line, "condition on a register of more than 64 bits");
         cd->nbits = a.size;
         for (int i = 0; i < a.size; i++) cd->bits[i] = a.first + i;
@@ -871,7 +985,8 @@ static int condition(Rd *r, QasmCond *cd)
         if (t->kind != T_NUM || t->num != floor(t->num) || t->num < 0)
             return rd_err(r, t->line, "expected a whole number in the condition");
         if (cd->nbits < 64 && t->num >= ldexp(1, cd->nbits))
-            return rd_err(r, t->line, "%g does not fit in %d bit%s", t->num, cd->nbits, cd->nbits == 1 ? "" : "s");
+            return rd_err(r, t->line, "%g does not fit in %d bit%s", t->num, cd->nbits,
+                          cd->nbits == 1 ? "" : "s");
         cd->value = (uint64_t)t->num;
         cd->negate = ne;
         r->pos++;
@@ -903,8 +1018,11 @@ static int statement(Rd *r, const Env *env)
         if (accept(r, ";")) return 0;
         return rd_err(r, line, "expected a statement, got '%.*s'", t->len, t->s);
     }
-    if (env) {   /* a gate body: gate calls and barriers only */
-        if (accept(r, "barrier")) { while (!is(r, ";") && cur(r)->kind != T_END) r->pos++; return expect(r, ";"); }
+    if (env) { /* a gate body: gate calls and barriers only */
+        if (accept(r, "barrier")) {
+            while (!is(r, ";") && cur(r)->kind != T_END) r->pos++;
+            return expect(r, ";");
+        }
         if (is(r, "measure") || is(r, "reset") || is(r, "if"))
             return rd_err(r, line, "'%.*s' inside a gate definition", t->len, t->s);
         return gate_call(r, env);
@@ -923,7 +1041,8 @@ static int statement(Rd *r, const Env *env)
         if (f->kind != T_STR) return rd_err(r, line, "expected a file name in quotes");
         r->pos++;
         if (!tok_eq(f, "\"qelib1.inc\"") && !tok_eq(f, "\"stdgates.inc\""))
-            return rd_err(r, line, "cannot include %.*s (only qelib1.inc and stdgates.inc)", f->len, f->s);
+            return rd_err(r, line, "cannot include %.*s (only qelib1.inc and stdgates.inc)", f->len,
+                          f->s);
         return expect(r, ";");
     }
     if (is(r, "qreg") || is(r, "creg")) {
@@ -996,10 +1115,11 @@ static int statement(Rd *r, const Env *env)
         }
         return rc;
     }
-    static const char *unsupported[] = { "for", "while", "def", "defcal", "cal", "const", "float", "int",
-                                         "uint", "angle", "bool", "complex", "input", "output", "let",
-                                         "box", "delay", "stretch", "duration", "array", "return",
-                                         "extern", "switch", "break", "continue", "end", "pragma" };
+    static const char *unsupported[] = {
+        "for",      "while", "def",     "defcal", "cal",    "const", "float",    "int",   "uint",
+        "angle",    "bool",  "complex", "input",  "output", "let",   "box",      "delay", "stretch",
+        "duration", "array", "return",  "extern", "switch", "break", "continue", "end",   "pragma"
+    };
     for (size_t i = 0; i < sizeof unsupported / sizeof unsupported[0]; i++)
         if (is(r, unsupported[i]))
             return rd_err(r, line, "unsupported OpenQASM 3 statement '%s'", unsupported[i]);
@@ -1037,14 +1157,17 @@ int qasm_parse(const char *text, size_t len, QasmCircuit *c, char *err, size_t e
     r.cond = -1;
     r.err = err;
     r.errlen = errlen;
-    char *copy = malloc(len + 1);     /* strtod needs a terminated text */
+    char *copy = malloc(len + 1); /* strtod needs a terminated text */
     if (!copy) return rd_err(&r, 1, "out of memory");
     memcpy(copy, text, len);
     copy[len] = 0;
     int rc = lex(copy, len, &r);
     if (rc == 0) {
         while (cur(&r)->kind != T_END)
-            if (statement(&r, NULL)) { rc = -1; break; }
+            if (statement(&r, NULL)) {
+                rc = -1;
+                break;
+            }
     }
     free(r.t);
     free(r.defs);
@@ -1075,6 +1198,9 @@ int qasm_gate_circuit(const char *name, const double *params, int nparams, QasmC
         qasm_free(c);
         return -1;
     }
-    if (apply_builtin(&r, 0, name, params, q, 0)) { qasm_free(c); return -1; }
+    if (apply_builtin(&r, 0, name, params, q, 0)) {
+        qasm_free(c);
+        return -1;
+    }
     return 0;
 }

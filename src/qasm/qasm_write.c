@@ -20,8 +20,8 @@ typedef struct W {
     char *d;
     size_t n, cap;
     int oom;
-    int v;            /* 2 or 3 */
-    int bitregs;      /* 2.0: one creg per bit */
+    int v;       /* 2 or 3 */
+    int bitregs; /* 2.0: one creg per bit */
     char *err;
     size_t errlen;
     int failed;
@@ -36,12 +36,21 @@ static void out(W *w, const char *fmt, ...)
         va_start(ap, fmt);
         int k = vsnprintf(w->d ? w->d + w->n : NULL, w->d ? w->cap - w->n : 0, fmt, ap);
         va_end(ap);
-        if (k < 0) { w->oom = 1; return; }
-        if (w->d && w->n + (size_t)k < w->cap) { w->n += (size_t)k; return; }
+        if (k < 0) {
+            w->oom = 1;
+            return;
+        }
+        if (w->d && w->n + (size_t)k < w->cap) {
+            w->n += (size_t)k;
+            return;
+        }
         size_t cap = w->cap ? w->cap : 4096;
         while (cap <= w->n + (size_t)k) cap *= 2;
         char *d = realloc(w->d, cap);
-        if (!d) { w->oom = 1; return; }
+        if (!d) {
+            w->oom = 1;
+            return;
+        }
         w->d = d;
         w->cap = cap;
     }
@@ -74,15 +83,18 @@ static void qb(W *w, int q) { out(w, "q[%d]", q); }
 
 static void bitref(W *w, int b)
 {
-    if (w->bitregs) out(w, "c%d[0]", b);
-    else out(w, "c[%d]", b);
+    if (w->bitregs)
+        out(w, "c%d[0]", b);
+    else
+        out(w, "c[%d]", b);
 }
 
 /* Definitions of the gates outside the libraries (written when used). */
 static const char *def_iswap = "gate iswap a, b { s a; s b; h a; cx a, b; cx b, a; h b; }\n";
-static const char *def_ryy =
-    "gate ryy(theta) a, b { rx(pi/2) a; rx(pi/2) b; cx a, b; rz(theta) b; cx a, b; rx(-pi/2) a; rx(-pi/2) b; }\n";
-static const char *def_rxx = "gate rxx(theta) a, b { h a; h b; cx a, b; rz(theta) b; cx a, b; h a; h b; }\n";
+static const char *def_ryy = "gate ryy(theta) a, b { rx(pi/2) a; rx(pi/2) b; cx a, b; rz(theta) b; "
+                             "cx a, b; rx(-pi/2) a; rx(-pi/2) b; }\n";
+static const char *def_rxx =
+    "gate rxx(theta) a, b { h a; h b; cx a, b; rz(theta) b; cx a, b; h a; h b; }\n";
 static const char *def_rzz = "gate rzz(theta) a, b { cx a, b; rz(theta) b; cx a, b; }\n";
 
 /* name(params) with n control prefix in 3.0; the op's wires follow. */
@@ -90,13 +102,18 @@ static void call(W *w, const char *name, const double *p, int np, int extra_ctrl
 {
     if (w->v == 3) {
         if (inv) out(w, "inv @ ");
-        if (extra_ctrl == 1) out(w, "ctrl @ ");
-        else if (extra_ctrl > 1) out(w, "ctrl(%d) @ ", extra_ctrl);
+        if (extra_ctrl == 1)
+            out(w, "ctrl @ ");
+        else if (extra_ctrl > 1)
+            out(w, "ctrl(%d) @ ", extra_ctrl);
     }
     out(w, "%s", name);
     if (np) {
         out(w, "(");
-        for (int i = 0; i < np; i++) { if (i) out(w, ", "); ang(w, p[i]); }
+        for (int i = 0; i < np; i++) {
+            if (i) out(w, ", ");
+            ang(w, p[i]);
+        }
         out(w, ")");
     }
     out(w, " ");
@@ -104,7 +121,10 @@ static void call(W *w, const char *name, const double *p, int np, int extra_ctrl
 
 static void wires(W *w, const int *q, int n)
 {
-    for (int i = 0; i < n; i++) { if (i) out(w, ", "); qb(w, q[i]); }
+    for (int i = 0; i < n; i++) {
+        if (i) out(w, ", ");
+        qb(w, q[i]);
+    }
     out(w, ";\n");
 }
 
@@ -112,9 +132,12 @@ static void wires(W *w, const int *q, int n)
    one): H on the target, CCX, H. */
 static void ccz(W *w, const int *q)
 {
-    call(w, "h", NULL, 0, 0, 0); wires(w, q + 2, 1);
-    call(w, "ccx", NULL, 0, 0, 0); wires(w, q, 3);
-    call(w, "h", NULL, 0, 0, 0); wires(w, q + 2, 1);
+    call(w, "h", NULL, 0, 0, 0);
+    wires(w, q + 2, 1);
+    call(w, "ccx", NULL, 0, 0, 0);
+    wires(w, q, 3);
+    call(w, "h", NULL, 0, 0, 0);
+    wires(w, q + 2, 1);
 }
 
 static void cond_prefix(W *w, const QasmCircuit *c, const QasmOp *op)
@@ -122,12 +145,17 @@ static void cond_prefix(W *w, const QasmCircuit *c, const QasmOp *op)
     if (op->cond < 0) return;
     const QasmCond *cd = &c->conds[op->cond];
     if (w->v == 2) {
-        if (w->bitregs) out(w, "if(c%d==%llu) ", cd->bits[0], (unsigned long long)cd->value);
-        else out(w, "if(c==%llu) ", (unsigned long long)cd->value);
+        if (w->bitregs)
+            out(w, "if(c%d==%llu) ", cd->bits[0], (unsigned long long)cd->value);
+        else
+            out(w, "if(c==%llu) ", (unsigned long long)cd->value);
         return;
     }
-    if (cd->nbits == 1 && c->nclbits != 1) out(w, "if (c[%d] %s %llu) ", cd->bits[0], cd->negate ? "!=" : "==", (unsigned long long)cd->value);
-    else out(w, "if (c %s %llu) ", cd->negate ? "!=" : "==", (unsigned long long)cd->value);
+    if (cd->nbits == 1 && c->nclbits != 1)
+        out(w, "if (c[%d] %s %llu) ", cd->bits[0],
+            cd->negate ? "!=" : "==", (unsigned long long)cd->value);
+    else
+        out(w, "if (c %s %llu) ", cd->negate ? "!=" : "==", (unsigned long long)cd->value);
 }
 
 /* Whether a condition is on the whole register, in order. */
@@ -144,10 +172,14 @@ static int mcx(W *w, const QasmOp *op, const int *q, int k)
 {
     static const char *nm[] = { "x", "cx", "ccx", "c3x", "c4x" };
     if (w->v == 2) {
-        if (k > 4) return werr(w, op, "PauliX with %d controls has no OpenQASM 2.0 form (use version 3)", k);
+        if (k > 4)
+            return werr(w, op, "PauliX with %d controls has no OpenQASM 2.0 form (use version 3)",
+                        k);
         call(w, nm[k], NULL, 0, 0, 0);
-    } else if (k <= 2) call(w, nm[k], NULL, 0, 0, 0);
-    else call(w, "x", NULL, 0, k, 0);
+    } else if (k <= 2)
+        call(w, nm[k], NULL, 0, 0, 0);
+    else
+        call(w, "x", NULL, 0, k, 0);
     wires(w, q, k + 1);
     return 0;
 }
@@ -163,7 +195,10 @@ static int gate(W *w, const QasmCircuit *c, const QasmOp *op)
     (void)c;
     switch (op->gate) {
     case SV_IDENTITY:
-        if (nc == 0) { call(w, "id", NULL, 0, 0, 0); wires(w, q, 1); }
+        if (nc == 0) {
+            call(w, "id", NULL, 0, 0, 0);
+            wires(w, q, 1);
+        }
         return 0;
     case SV_PAULIX: return mcx(w, op, q, nc);
     case SV_CNOT: return mcx(w, op, q, nc + 1);
@@ -177,11 +212,26 @@ static int gate(W *w, const QasmCircuit *c, const QasmOp *op)
                 if (mcx(w, op, qq, nc)) return -1;
             }
         return 0;
-    case SV_PAULIY: case SV_PAULIZ: case SV_HADAMARD: {
+    case SV_PAULIY:
+    case SV_PAULIZ:
+    case SV_HADAMARD: {
         const char *b = op->gate == SV_PAULIY ? "y" : op->gate == SV_PAULIZ ? "z" : "h";
-        if (nc == 0) { call(w, b, NULL, 0, 0, 0); wires(w, q, 1); return 0; }
-        if (nc == 1) { char n2[4] = { 'c', b[0], 0, 0 }; call(w, n2, NULL, 0, 0, 0); wires(w, q, 2); return 0; }
-        if (v3) { call(w, b, NULL, 0, nc, 0); wires(w, q, nc + 1); return 0; }
+        if (nc == 0) {
+            call(w, b, NULL, 0, 0, 0);
+            wires(w, q, 1);
+            return 0;
+        }
+        if (nc == 1) {
+            char n2[4] = { 'c', b[0], 0, 0 };
+            call(w, n2, NULL, 0, 0, 0);
+            wires(w, q, 2);
+            return 0;
+        }
+        if (v3) {
+            call(w, b, NULL, 0, nc, 0);
+            wires(w, q, nc + 1);
+            return 0;
+        }
         if (op->gate == SV_PAULIZ && nc == 2) {
             ccz(w, q);
             return 0;
@@ -189,10 +239,19 @@ static int gate(W *w, const QasmCircuit *c, const QasmOp *op)
         bad2 = info->name;
         break;
     }
-    case SV_CY: case SV_CZ: {
+    case SV_CY:
+    case SV_CZ: {
         const char *b = op->gate == SV_CY ? "cy" : "cz";
-        if (nc == 0) { call(w, b, NULL, 0, 0, 0); wires(w, q, 2); return 0; }
-        if (v3) { call(w, b + 1, NULL, 0, nc + 1, 0); wires(w, q, nc + 2); return 0; }
+        if (nc == 0) {
+            call(w, b, NULL, 0, 0, 0);
+            wires(w, q, 2);
+            return 0;
+        }
+        if (v3) {
+            call(w, b + 1, NULL, 0, nc + 1, 0);
+            wires(w, q, nc + 2);
+            return 0;
+        }
         if (op->gate == SV_CZ && nc == 1) {
             ccz(w, q);
             return 0;
@@ -200,144 +259,265 @@ static int gate(W *w, const QasmCircuit *c, const QasmOp *op)
         bad2 = info->name;
         break;
     }
-    case SV_S: case SV_T: case SV_SX: {
+    case SV_S:
+    case SV_T:
+    case SV_SX: {
         const char *b = op->gate == SV_S ? "s" : op->gate == SV_T ? "t" : "sx";
         char nm[8];
         snprintf(nm, sizeof nm, "%s%s", b, adj ? "dg" : "");
-        if (nc == 0) { call(w, nm, NULL, 0, 0, 0); wires(w, q, 1); return 0; }
-        if (v3) { call(w, nm, NULL, 0, nc, 0); wires(w, q, nc + 1); return 0; }
-        if (op->gate == SV_SX && !adj && (nc == 1 || nc == 3)) {
-            call(w, nc == 1 ? "csx" : "c3sqrtx", NULL, 0, 0, 0); wires(w, q, nc + 1); return 0;
-        }
-        if (op->gate != SV_SX && nc == 1) {    /* controlled phase */
-            double a = (op->gate == SV_S ? M_PI / 2 : M_PI / 4) * (adj ? -1 : 1);
-            call(w, "cu1", &a, 1, 0, 0); wires(w, q, 2); return 0;
-        }
-        bad2 = info->name;
-        break;
-    }
-    case SV_RX: case SV_RY: case SV_RZ: case SV_PHASESHIFT: case SV_CRX: case SV_CRY: case SV_CRZ:
-    case SV_CPHASE: {
-        static const char *one[] = { "rx", "ry", "rz", "u1" }, *two[] = { "crx", "cry", "crz", "cu1" };
-        int k = op->gate == SV_RX || op->gate == SV_CRX ? 0 : op->gate == SV_RY || op->gate == SV_CRY ? 1
-              : op->gate == SV_RZ || op->gate == SV_CRZ ? 2 : 3;
-        int own = op->gate == SV_CRX || op->gate == SV_CRY || op->gate == SV_CRZ || op->gate == SV_CPHASE;
-        int tc = nc + own;
-        double a = adj ? -p[0] : p[0];
-        if (tc == 0) { call(w, v3 && k == 3 ? "p" : one[k], &a, 1, 0, 0); wires(w, q, 1); return 0; }
-        if (tc == 1) { call(w, v3 && k == 3 ? "cp" : two[k], &a, 1, 0, 0); wires(w, q, 2); return 0; }
-        if (v3) { call(w, k == 3 ? "p" : one[k], &a, 1, tc, 0); wires(w, q, tc + 1); return 0; }
-        bad2 = info->name;
-        break;
-    }
-    case SV_U3: case SV_ROT: {
-        double t = p[0], ph = p[1], la = p[2];
-        if (op->gate == SV_ROT) {           /* RZ(w) RY(t) RZ(phi) = e^{-i(phi+w)/2} U3(t, phi, w) */
-            if (nc == 0) {
-                double a[3] = { adj ? -p[2] : p[0], adj ? -p[1] : p[1], adj ? -p[0] : p[2] };
-                call(w, "rz", &a[0], 1, 0, 0); wires(w, q, 1);
-                call(w, "ry", &a[1], 1, 0, 0); wires(w, q, 1);
-                call(w, "rz", &a[2], 1, 0, 0); wires(w, q, 1);
-                return 0;
-            }
-            if (!v3) { bad2 = info->name; break; }
-            double a[3] = { p[0], p[1], p[2] };
-            call(w, "rz", &a[adj ? 2 : 0], 1, nc, adj); wires(w, q, nc + 1);
-            call(w, "ry", &a[1], 1, nc, adj); wires(w, q, nc + 1);
-            call(w, "rz", &a[adj ? 0 : 2], 1, nc, adj); wires(w, q, nc + 1);
+        if (nc == 0) {
+            call(w, nm, NULL, 0, 0, 0);
+            wires(w, q, 1);
             return 0;
         }
-        double a[3] = { adj ? -t : t, adj ? -la : ph, adj ? -ph : la };   /* U3^dagger = U3(-t, -la, -ph) */
-        if (nc == 0) { call(w, "u3", a, 3, 0, 0); wires(w, q, 1); return 0; }
-        if (nc == 1 && !v3) { call(w, "cu3", a, 3, 0, 0); wires(w, q, 2); return 0; }
-        if (v3) { call(w, "U", a, 3, nc, 0); wires(w, q, nc + 1); return 0; }
+        if (v3) {
+            call(w, nm, NULL, 0, nc, 0);
+            wires(w, q, nc + 1);
+            return 0;
+        }
+        if (op->gate == SV_SX && !adj && (nc == 1 || nc == 3)) {
+            call(w, nc == 1 ? "csx" : "c3sqrtx", NULL, 0, 0, 0);
+            wires(w, q, nc + 1);
+            return 0;
+        }
+        if (op->gate != SV_SX && nc == 1) { /* controlled phase */
+            double a = (op->gate == SV_S ? M_PI / 2 : M_PI / 4) * (adj ? -1 : 1);
+            call(w, "cu1", &a, 1, 0, 0);
+            wires(w, q, 2);
+            return 0;
+        }
         bad2 = info->name;
         break;
     }
-    case SV_SWAP: case SV_CSWAP: {
+    case SV_RX:
+    case SV_RY:
+    case SV_RZ:
+    case SV_PHASESHIFT:
+    case SV_CRX:
+    case SV_CRY:
+    case SV_CRZ:
+    case SV_CPHASE: {
+        static const char *one[] = { "rx", "ry", "rz", "u1" },
+                          *two[] = { "crx", "cry", "crz", "cu1" };
+        int k = op->gate == SV_RX || op->gate == SV_CRX   ? 0
+                : op->gate == SV_RY || op->gate == SV_CRY ? 1
+                : op->gate == SV_RZ || op->gate == SV_CRZ ? 2
+                                                          : 3;
+        int own =
+            op->gate == SV_CRX || op->gate == SV_CRY || op->gate == SV_CRZ || op->gate == SV_CPHASE;
+        int tc = nc + own;
+        double a = adj ? -p[0] : p[0];
+        if (tc == 0) {
+            call(w, v3 && k == 3 ? "p" : one[k], &a, 1, 0, 0);
+            wires(w, q, 1);
+            return 0;
+        }
+        if (tc == 1) {
+            call(w, v3 && k == 3 ? "cp" : two[k], &a, 1, 0, 0);
+            wires(w, q, 2);
+            return 0;
+        }
+        if (v3) {
+            call(w, k == 3 ? "p" : one[k], &a, 1, tc, 0);
+            wires(w, q, tc + 1);
+            return 0;
+        }
+        bad2 = info->name;
+        break;
+    }
+    case SV_U3:
+    case SV_ROT: {
+        double t = p[0], ph = p[1], la = p[2];
+        if (op->gate == SV_ROT) { /* RZ(w) RY(t) RZ(phi) = e^{-i(phi+w)/2} U3(t, phi, w) */
+            if (nc == 0) {
+                double a[3] = { adj ? -p[2] : p[0], adj ? -p[1] : p[1], adj ? -p[0] : p[2] };
+                call(w, "rz", &a[0], 1, 0, 0);
+                wires(w, q, 1);
+                call(w, "ry", &a[1], 1, 0, 0);
+                wires(w, q, 1);
+                call(w, "rz", &a[2], 1, 0, 0);
+                wires(w, q, 1);
+                return 0;
+            }
+            if (!v3) {
+                bad2 = info->name;
+                break;
+            }
+            double a[3] = { p[0], p[1], p[2] };
+            call(w, "rz", &a[adj ? 2 : 0], 1, nc, adj);
+            wires(w, q, nc + 1);
+            call(w, "ry", &a[1], 1, nc, adj);
+            wires(w, q, nc + 1);
+            call(w, "rz", &a[adj ? 0 : 2], 1, nc, adj);
+            wires(w, q, nc + 1);
+            return 0;
+        }
+        double a[3] = { adj ? -t : t, adj ? -la : ph,
+                        adj ? -ph : la }; /* U3^dagger = U3(-t, -la, -ph) */
+        if (nc == 0) {
+            call(w, "u3", a, 3, 0, 0);
+            wires(w, q, 1);
+            return 0;
+        }
+        if (nc == 1 && !v3) {
+            call(w, "cu3", a, 3, 0, 0);
+            wires(w, q, 2);
+            return 0;
+        }
+        if (v3) {
+            call(w, "U", a, 3, nc, 0);
+            wires(w, q, nc + 1);
+            return 0;
+        }
+        bad2 = info->name;
+        break;
+    }
+    case SV_SWAP:
+    case SV_CSWAP: {
         int tc = nc + (op->gate == SV_CSWAP);
-        if (tc == 0) { call(w, "swap", NULL, 0, 0, 0); wires(w, q, 2); return 0; }
-        if (tc == 1) { call(w, "cswap", NULL, 0, 0, 0); wires(w, q, 3); return 0; }
-        if (v3) { call(w, "swap", NULL, 0, tc, 0); wires(w, q, tc + 2); return 0; }
+        if (tc == 0) {
+            call(w, "swap", NULL, 0, 0, 0);
+            wires(w, q, 2);
+            return 0;
+        }
+        if (tc == 1) {
+            call(w, "cswap", NULL, 0, 0, 0);
+            wires(w, q, 3);
+            return 0;
+        }
+        if (v3) {
+            call(w, "swap", NULL, 0, tc, 0);
+            wires(w, q, tc + 2);
+            return 0;
+        }
         bad2 = info->name;
         break;
     }
     case SV_ISWAP:
-        if (nc && !v3) { bad2 = info->name; break; }
-        if (adj && !v3) {   /* ISWAP^dagger = (Z x I) ISWAP (Z x I) */
-            call(w, "z", NULL, 0, 0, 0); wires(w, q, 1);
-            call(w, "iswap", NULL, 0, 0, 0); wires(w, q, 2);
-            call(w, "z", NULL, 0, 0, 0); wires(w, q, 1);
+        if (nc && !v3) {
+            bad2 = info->name;
+            break;
+        }
+        if (adj && !v3) { /* ISWAP^dagger = (Z x I) ISWAP (Z x I) */
+            call(w, "z", NULL, 0, 0, 0);
+            wires(w, q, 1);
+            call(w, "iswap", NULL, 0, 0, 0);
+            wires(w, q, 2);
+            call(w, "z", NULL, 0, 0, 0);
+            wires(w, q, 1);
             return 0;
         }
         call(w, "iswap", NULL, 0, nc, adj);
         wires(w, q, nc + 2);
         return 0;
-    case SV_ISINGXX: case SV_ISINGYY: case SV_ISINGZZ: {
+    case SV_ISINGXX:
+    case SV_ISINGYY:
+    case SV_ISINGZZ: {
         const char *b = op->gate == SV_ISINGXX ? "rxx" : op->gate == SV_ISINGYY ? "ryy" : "rzz";
         double a = adj ? -p[0] : p[0];
-        if (nc && !v3) { bad2 = info->name; break; }
+        if (nc && !v3) {
+            bad2 = info->name;
+            break;
+        }
         call(w, b, &a, 1, nc, 0);
         wires(w, q, nc + 2);
         return 0;
     }
     case SV_MULTIRZ: {
-        if (nc && !v3) { bad2 = info->name; break; }
+        if (nc && !v3) {
+            bad2 = info->name;
+            break;
+        }
         int k = op->nwires;
         const int *t = q + nc;
         double a = adj ? -p[0] : p[0];
-        for (int i = 0; i + 1 < k; i++) { call(w, "cx", NULL, 0, 0, 0); int pr[2] = { t[i], t[i + 1] }; wires(w, pr, 2); }
-        if (nc) { call(w, "rz", &a, 1, nc, 0); int qq[SV_MAX_WIRES + 1]; memcpy(qq, q, (size_t)nc * sizeof(int)); qq[nc] = t[k - 1]; wires(w, qq, nc + 1); }
-        else { call(w, "rz", &a, 1, 0, 0); wires(w, &t[k - 1], 1); }
-        for (int i = k - 2; i >= 0; i--) { call(w, "cx", NULL, 0, 0, 0); int pr[2] = { t[i], t[i + 1] }; wires(w, pr, 2); }
+        for (int i = 0; i + 1 < k; i++) {
+            call(w, "cx", NULL, 0, 0, 0);
+            int pr[2] = { t[i], t[i + 1] };
+            wires(w, pr, 2);
+        }
+        if (nc) {
+            call(w, "rz", &a, 1, nc, 0);
+            int qq[SV_MAX_WIRES + 1];
+            memcpy(qq, q, (size_t)nc * sizeof(int));
+            qq[nc] = t[k - 1];
+            wires(w, qq, nc + 1);
+        } else {
+            call(w, "rz", &a, 1, 0, 0);
+            wires(w, &t[k - 1], 1);
+        }
+        for (int i = k - 2; i >= 0; i--) {
+            call(w, "cx", NULL, 0, 0, 0);
+            int pr[2] = { t[i], t[i + 1] };
+            wires(w, pr, 2);
+        }
         return 0;
     }
-    case SV_SINGLEEXC: {   /* cx b,a; cry(-theta) a,b; cx b,a */
-        if (nc && !v3) { bad2 = info->name; break; }
+    case SV_SINGLEEXC: { /* cx b,a; cry(-theta) a,b; cx b,a */
+        if (nc && !v3) {
+            bad2 = info->name;
+            break;
+        }
         const int *t = q + nc;
         double a = adj ? p[0] : -p[0];
         int ba[2] = { t[1], t[0] };
-        call(w, "cx", NULL, 0, 0, 0); wires(w, ba, 2);
+        call(w, "cx", NULL, 0, 0, 0);
+        wires(w, ba, 2);
         int qq[SV_MAX_WIRES + 2];
         memcpy(qq, q, (size_t)nc * sizeof(int));
         qq[nc] = t[0];
         qq[nc + 1] = t[1];
-        if (nc) call(w, "ry", &a, 1, nc + 1, 0);
-        else call(w, "cry", &a, 1, 0, 0);
+        if (nc)
+            call(w, "ry", &a, 1, nc + 1, 0);
+        else
+            call(w, "cry", &a, 1, 0, 0);
         wires(w, qq, nc + 2);
-        call(w, "cx", NULL, 0, 0, 0); wires(w, ba, 2);
+        call(w, "cx", NULL, 0, 0, 0);
+        wires(w, ba, 2);
         return 0;
     }
     case SV_DOUBLEEXC: {
-        if (!v3) { bad2 = info->name; break; }
-        const int *t = q + nc;   /* a b c d: cx c,d; cx a,b; cx a,c; ry on a if b=0 c=1 d=0; undo */
+        if (!v3) {
+            bad2 = info->name;
+            break;
+        }
+        const int *t = q + nc; /* a b c d: cx c,d; cx a,b; cx a,c; ry on a if b=0 c=1 d=0; undo */
         int cd[2] = { t[2], t[3] }, ab[2] = { t[0], t[1] }, ac[2] = { t[0], t[2] };
         double a = adj ? -p[0] : p[0];
-        call(w, "cx", NULL, 0, 0, 0); wires(w, cd, 2);
-        call(w, "cx", NULL, 0, 0, 0); wires(w, ab, 2);
-        call(w, "cx", NULL, 0, 0, 0); wires(w, ac, 2);
-        if (nc > 1) out(w, "ctrl(%d) @ ", nc);
-        else if (nc == 1) out(w, "ctrl @ ");
+        call(w, "cx", NULL, 0, 0, 0);
+        wires(w, cd, 2);
+        call(w, "cx", NULL, 0, 0, 0);
+        wires(w, ab, 2);
+        call(w, "cx", NULL, 0, 0, 0);
+        wires(w, ac, 2);
+        if (nc > 1)
+            out(w, "ctrl(%d) @ ", nc);
+        else if (nc == 1)
+            out(w, "ctrl @ ");
         out(w, "negctrl @ ctrl @ negctrl @ ry(");
         ang(w, a);
         out(w, ") ");
         int qq[SV_MAX_WIRES + 4];
         memcpy(qq, q, (size_t)nc * sizeof(int));
-        qq[nc] = t[1]; qq[nc + 1] = t[2]; qq[nc + 2] = t[3]; qq[nc + 3] = t[0];
+        qq[nc] = t[1];
+        qq[nc + 1] = t[2];
+        qq[nc + 2] = t[3];
+        qq[nc + 3] = t[0];
         wires(w, qq, nc + 4);
-        call(w, "cx", NULL, 0, 0, 0); wires(w, ac, 2);
-        call(w, "cx", NULL, 0, 0, 0); wires(w, ab, 2);
-        call(w, "cx", NULL, 0, 0, 0); wires(w, cd, 2);
+        call(w, "cx", NULL, 0, 0, 0);
+        wires(w, ac, 2);
+        call(w, "cx", NULL, 0, 0, 0);
+        wires(w, ab, 2);
+        call(w, "cx", NULL, 0, 0, 0);
+        wires(w, cd, 2);
         return 0;
     }
-    case SV_QUBITUNITARY:
-        return werr(w, op, "QubitUnitary has no OpenQASM form");
-    case SV_NGATES:
-        break;
+    case SV_QUBITUNITARY: return werr(w, op, "QubitUnitary has no OpenQASM form");
+    case SV_NGATES: break;
     }
     if (bad2)
-        return werr(w, op, "%s with %d control%s has no OpenQASM 2.0 form (use version 3)", bad2, nc,
-                    nc == 1 ? "" : "s");
+        return werr(w, op, "%s with %d control%s has no OpenQASM 2.0 form (use version 3)", bad2,
+                    nc, nc == 1 ? "" : "s");
     return werr(w, op, "unknown gate %d", (int)op->gate);
 }
 
@@ -348,36 +528,56 @@ char *qasm_write(const QasmCircuit *c, int version, size_t *len, char *err, size
     w.v = version == 3 ? 3 : 2;
     w.err = err;
     w.errlen = errlen;
-    if (version != 2 && version != 3) { werr(&w, NULL, "OpenQASM version %d (2 or 3)", version); return NULL; }
+    if (version != 2 && version != 3) {
+        werr(&w, NULL, "OpenQASM version %d (2 or 3)", version);
+        return NULL;
+    }
     /* registers: in 2.0 a condition on single bits needs one creg per bit */
     for (size_t i = 0; i < c->nconds; i++) {
         const QasmCond *cd = &c->conds[i];
         if (w.v == 2 && !whole(c, cd)) {
-            if (cd->nbits != 1) { werr(&w, NULL, "a condition on some bits of the register has no OpenQASM 2.0 form (use version 3)"); return NULL; }
+            if (cd->nbits != 1) {
+                werr(&w, NULL,
+                     "a condition on some bits of the register has no OpenQASM 2.0 form (use "
+                     "version 3)");
+                return NULL;
+            }
             w.bitregs = 1;
         }
-        if (w.v == 2 && cd->negate) { werr(&w, NULL, "a '!=' condition has no OpenQASM 2.0 form (use version 3)"); return NULL; }
-        if (w.v == 3 && cd->nbits != 1 && !whole(c, cd)) { werr(&w, NULL, "a condition on some bits of the register has no OpenQASM form"); return NULL; }
+        if (w.v == 2 && cd->negate) {
+            werr(&w, NULL, "a '!=' condition has no OpenQASM 2.0 form (use version 3)");
+            return NULL;
+        }
+        if (w.v == 3 && cd->nbits != 1 && !whole(c, cd)) {
+            werr(&w, NULL, "a condition on some bits of the register has no OpenQASM form");
+            return NULL;
+        }
     }
     if (w.bitregs)
         for (size_t i = 0; i < c->nconds; i++)
             if (whole(c, &c->conds[i]) && c->nclbits != 1) {
-                werr(&w, NULL, "conditions on single bits and on the whole register in one circuit have no OpenQASM 2.0 form (use version 3)");
+                werr(&w, NULL,
+                     "conditions on single bits and on the whole register in one circuit have no "
+                     "OpenQASM 2.0 form (use version 3)");
                 return NULL;
             }
     int used[SV_NGATES] = { 0 };
     for (size_t i = 0; i < c->nops; i++)
         if (c->ops[i].kind == QASM_GATE) used[c->ops[i].gate] = 1;
-    if (w.v == 2) out(&w, "OPENQASM 2.0;\ninclude \"qelib1.inc\";\n");
-    else out(&w, "OPENQASM 3.0;\ninclude \"stdgates.inc\";\n");
+    if (w.v == 2)
+        out(&w, "OPENQASM 2.0;\ninclude \"qelib1.inc\";\n");
+    else
+        out(&w, "OPENQASM 3.0;\ninclude \"stdgates.inc\";\n");
     if (used[SV_ISWAP]) out(&w, "%s", def_iswap);
     if (used[SV_ISINGYY]) out(&w, "%s", def_ryy);
     if (w.v == 3 && used[SV_ISINGXX]) out(&w, "%s", def_rxx);
     if (w.v == 3 && used[SV_ISINGZZ]) out(&w, "%s", def_rzz);
     if (w.v == 2) {
         if (c->nqubits) out(&w, "qreg q[%d];\n", c->nqubits);
-        if (w.bitregs) for (int i = 0; i < c->nclbits; i++) out(&w, "creg c%d[1];\n", i);
-        else if (c->nclbits) out(&w, "creg c[%d];\n", c->nclbits);
+        if (w.bitregs)
+            for (int i = 0; i < c->nclbits; i++) out(&w, "creg c%d[1];\n", i);
+        else if (c->nclbits)
+            out(&w, "creg c[%d];\n", c->nclbits);
     } else {
         if (c->nqubits) out(&w, "qubit[%d] q;\n", c->nqubits);
         if (c->nclbits) out(&w, "bit[%d] c;\n", c->nclbits);
@@ -386,16 +586,29 @@ char *qasm_write(const QasmCircuit *c, int version, size_t *len, char *err, size
         const QasmOp *op = &c->ops[i];
         switch (op->kind) {
         case QASM_GPHASE:
-            if (w.v == 3) { cond_prefix(&w, c, op); out(&w, "gphase("); ang(&w, op->params[0]); out(&w, ");\n"); }
+            if (w.v == 3) {
+                cond_prefix(&w, c, op);
+                out(&w, "gphase(");
+                ang(&w, op->params[0]);
+                out(&w, ");\n");
+            }
             break;
         case QASM_MEASURE:
             cond_prefix(&w, c, op);
-            if (w.v == 2) { out(&w, "measure "); qb(&w, op->wires[0]); out(&w, " -> "); bitref(&w, op->clbit); out(&w, ";\n"); }
-            else { bitref(&w, op->clbit); out(&w, " = measure "); qb(&w, op->wires[0]); out(&w, ";\n"); }
+            if (w.v == 2) {
+                out(&w, "measure ");
+                qb(&w, op->wires[0]);
+                out(&w, " -> ");
+                bitref(&w, op->clbit);
+                out(&w, ";\n");
+            } else {
+                bitref(&w, op->clbit);
+                out(&w, " = measure ");
+                qb(&w, op->wires[0]);
+                out(&w, ";\n");
+            }
             break;
-        case QASM_CHANNEL:
-            werr(&w, op, "noise channels have no OpenQASM form");
-            break;
+        case QASM_CHANNEL: werr(&w, op, "noise channels have no OpenQASM form"); break;
         case QASM_RESET:
             cond_prefix(&w, c, op);
             out(&w, "reset ");
@@ -403,14 +616,21 @@ char *qasm_write(const QasmCircuit *c, int version, size_t *len, char *err, size
             out(&w, ";\n");
             break;
         case QASM_GATE: {
-            if (op->cond < 0) { gate(&w, c, op); break; }
-            /* a condition covers one statement: multi-statement forms go in a block (3.0) or repeat (2.0) */
+            if (op->cond < 0) {
+                gate(&w, c, op);
+                break;
+            }
+            /* a condition covers one statement: multi-statement forms go in a block (3.0) or
+             * repeat (2.0) */
             size_t mark = w.n;
             gate(&w, c, op);
             if (w.failed || w.oom) break;
             size_t end = w.n;
             char *body = malloc(end - mark + 1);
-            if (!body) { w.oom = 1; break; }
+            if (!body) {
+                w.oom = 1;
+                break;
+            }
             memcpy(body, w.d + mark, end - mark);
             body[end - mark] = 0;
             w.n = mark;

@@ -23,7 +23,11 @@
 #define E_NOBS "adjoint: observable %d is measured after %d gates, but the circuit has %d"
 
 /* A generator c * P_ctrl (x) W: ctrl and W in index-bit space. */
-typedef struct Gen { double c; uint64_t ctrl, X, Z; int ny; } Gen;
+typedef struct Gen {
+    double c;
+    uint64_t ctrl, X, Z;
+    int ny;
+} Gen;
 
 /* Why: the rotation gates' generators are Pauli words (PennyLane's
    conventions, U = exp(i t G)); returns 0 when the gate needs the dense
@@ -33,35 +37,77 @@ static int fast_gen(const SvOp *op, int p, int nq, Gen *g)
     if (p != 0) return 0;
     memset(g, 0, sizeof *g);
     uint64_t b[SV_MAX_WIRES];
-    for (int i = 0; i < op->nwires && i < SV_MAX_WIRES; i++) b[i] = (uint64_t)1 << sv_bitpos(nq, op->wires[i]);
+    for (int i = 0; i < op->nwires && i < SV_MAX_WIRES; i++)
+        b[i] = (uint64_t)1 << sv_bitpos(nq, op->wires[i]);
     for (int i = 0; i < op->nctrl; i++) g->ctrl |= (uint64_t)1 << sv_bitpos(nq, op->ctrl[i]);
     switch (op->gate) {
-    case SV_RX: g->c = -0.5; g->X = b[0]; break;
-    case SV_RY: g->c = -0.5; g->X = b[0]; g->Z = b[0]; g->ny = 1; break;
-    case SV_RZ: g->c = -0.5; g->Z = b[0]; break;
-    case SV_PHASESHIFT: g->c = 1; g->ctrl |= b[0]; break;
-    case SV_CRX: g->c = -0.5; g->ctrl |= b[0]; g->X = b[1]; break;
-    case SV_CRY: g->c = -0.5; g->ctrl |= b[0]; g->X = b[1]; g->Z = b[1]; g->ny = 1; break;
-    case SV_CRZ: g->c = -0.5; g->ctrl |= b[0]; g->Z = b[1]; break;
-    case SV_CPHASE: g->c = 1; g->ctrl |= b[0] | b[1]; break;
-    case SV_ISINGXX: g->c = -0.5; g->X = b[0] | b[1]; break;
-    case SV_ISINGYY: g->c = -0.5; g->X = g->Z = b[0] | b[1]; g->ny = 2; break;
-    case SV_ISINGZZ: g->c = -0.5; g->Z = b[0] | b[1]; break;
+    case SV_RX:
+        g->c = -0.5;
+        g->X = b[0];
+        break;
+    case SV_RY:
+        g->c = -0.5;
+        g->X = b[0];
+        g->Z = b[0];
+        g->ny = 1;
+        break;
+    case SV_RZ:
+        g->c = -0.5;
+        g->Z = b[0];
+        break;
+    case SV_PHASESHIFT:
+        g->c = 1;
+        g->ctrl |= b[0];
+        break;
+    case SV_CRX:
+        g->c = -0.5;
+        g->ctrl |= b[0];
+        g->X = b[1];
+        break;
+    case SV_CRY:
+        g->c = -0.5;
+        g->ctrl |= b[0];
+        g->X = b[1];
+        g->Z = b[1];
+        g->ny = 1;
+        break;
+    case SV_CRZ:
+        g->c = -0.5;
+        g->ctrl |= b[0];
+        g->Z = b[1];
+        break;
+    case SV_CPHASE:
+        g->c = 1;
+        g->ctrl |= b[0] | b[1];
+        break;
+    case SV_ISINGXX:
+        g->c = -0.5;
+        g->X = b[0] | b[1];
+        break;
+    case SV_ISINGYY:
+        g->c = -0.5;
+        g->X = g->Z = b[0] | b[1];
+        g->ny = 2;
+        break;
+    case SV_ISINGZZ:
+        g->c = -0.5;
+        g->Z = b[0] | b[1];
+        break;
     case SV_MULTIRZ:
         g->c = -0.5;
         for (int i = 0; i < op->nwires; i++) g->Z |= b[i];
         break;
     default: return 0;
     }
-    if (op->adjoint) g->c = -g->c;       /* U^dag(t) = exp(-i t G) */
+    if (op->adjoint) g->c = -g->c; /* U^dag(t) = exp(-i t G) */
     return 1;
 }
 
 typedef struct BiCtx {
-    const double *bra, *ket;     /* interleaved re, im */
+    const double *bra, *ket; /* interleaved re, im */
     uint64_t dim;
     Gen g;
-    int q;                       /* single-bit pattern: the bit, else -1 */
+    int q; /* single-bit pattern: the bit, else -1 */
     double part[2 * SV_MAX_TEAM];
 } BiCtx;
 
@@ -69,11 +115,11 @@ typedef struct BiCtx {
    extension, SSE2 at the baseline, AVX2 in the SV_AVX2 copy. */
 typedef double v4d __attribute__((vector_size(32)));
 #if defined(__clang__)
-#define SWAP_RI(v) __builtin_shufflevector((v), (v), 1, 0, 3, 2)
+#define SWAP_RI(v)     __builtin_shufflevector((v), (v), 1, 0, 3, 2)
 #define SWAP_HALVES(v) __builtin_shufflevector((v), (v), 2, 3, 0, 1)
 #else
 typedef long long v4l __attribute__((vector_size(32)));
-#define SWAP_RI(v) __builtin_shuffle((v), (v4l){ 1, 0, 3, 2 })
+#define SWAP_RI(v)     __builtin_shuffle((v), (v4l){ 1, 0, 3, 2 })
 #define SWAP_HALVES(v) __builtin_shuffle((v), (v4l){ 2, 3, 0, 1 })
 #endif
 #define LD4(v, p) memcpy(&(v), (p), sizeof(v4d))
@@ -104,7 +150,10 @@ static inline __attribute__((always_inline)) void bi_pair_body(BiCtx *c, int par
             LD4(y0, bp + 4 * k);
             LD4(x1, kp + 4 * k + 4);
             LD4(y1, bp + 4 * k + 4);
-            if (swap) { y0 = SWAP_HALVES(y0); y1 = SWAP_HALVES(y1); }
+            if (swap) {
+                y0 = SWAP_HALVES(y0);
+                y1 = SWAP_HALVES(y1);
+            }
             P0 += y0 * x0;
             M0 += y0 * SWAP_RI(x0);
             P1 += y1 * x1;
@@ -117,7 +166,8 @@ static inline __attribute__((always_inline)) void bi_pair_body(BiCtx *c, int par
         br = P0[2] + P0[3];
         bi = M0[2] - M0[3];
         for (; k < hi; k++) {
-            const double *x = kp + 4 * k, *y0 = bp + 4 * k + (swap ? 2 : 0), *y1 = bp + 4 * k + (swap ? 0 : 2);
+            const double *x = kp + 4 * k, *y0 = bp + 4 * k + (swap ? 2 : 0),
+                         *y1 = bp + 4 * k + (swap ? 0 : 2);
             ar += y0[0] * x[0] + y0[1] * x[1];
             ai += y0[0] * x[1] - y0[1] * x[0];
             br += y1[0] * x[2] + y1[1] * x[3];
@@ -161,7 +211,10 @@ static inline __attribute__((always_inline)) void bi_pair_body(BiCtx *c, int par
 }
 
 static void bi_pair_part(void *vctx, int part, int np) { bi_pair_body(vctx, part, np); }
-SV_AVX2 static void bi_pair_part_avx2(void *vctx, int part, int np) { bi_pair_body(vctx, part, np); }
+SV_AVX2 static void bi_pair_part_avx2(void *vctx, int part, int np)
+{
+    bi_pair_body(vctx, part, np);
+}
 
 /* Why: any other generator: runs of 2^r indices (r = the lowest control
    bit) share the control test; per element the partner and the sign. */
@@ -200,9 +253,16 @@ static cplx bilinear(const SvState *s, const cplx *bra, const cplx *ket, const G
     c.g = *g;
     uint64_t all = g->X | g->Z | g->ctrl;
     c.q = all && !(all & (all - 1)) && s->dim >= 2 ? __builtin_ctzll(all) : -1;
-    int np = sv_parallel(s, c.q < 0 ? bi_part : sv_use_avx2(s) ? bi_pair_part_avx2 : bi_pair_part, &c);
+    int np = sv_parallel(s,
+                         c.q < 0          ? bi_part
+                         : sv_use_avx2(s) ? bi_pair_part_avx2
+                                          : bi_pair_part,
+                         &c);
     double re = 0, im = 0;
-    for (int p = 0; p < np; p++) { re += c.part[2 * p]; im += c.part[2 * p + 1]; }
+    for (int p = 0; p < np; p++) {
+        re += c.part[2 * p];
+        im += c.part[2 * p + 1];
+    }
     static const cplx ipow[4] = { 1, I, -1, -I };
     return g->c * ipow[g->ny & 3] * (re + I * im);
 }
@@ -225,7 +285,10 @@ static int dense_bilinear(const SvState *s, const cplx *bra, const cplx *ket, co
     if (!tmp) return sv_err(err, errlen, SV_E_NOMEM, "adjoint");
     SvState ks = *s;
     ks.amp = (cplx *)ket;
-    if (sv_obs_apply(&ks, &t, 1, tmp, err, errlen) != 0) { free(tmp); return -1; }
+    if (sv_obs_apply(&ks, &t, 1, tmp, err, errlen) != 0) {
+        free(tmp);
+        return -1;
+    }
     cplx z = 0;
     for (uint64_t i = 0; i < s->dim; i++) z += conj(bra[i]) * tmp[i];
     free(tmp);
@@ -250,9 +313,9 @@ static int state_like(const SvState *final, SvState *s)
 }
 
 /* Why: the sweep runs on psi in place (the caller's copy or its own). */
-static int adjoint_sweep(SvState *psi, const SvOp *ops, int nops, const uint8_t *want,
-                         int nobs, const SvTerm *const *obs, const int *nterms, const int *pos,
-                         double *out, char *err, size_t errlen)
+static int adjoint_sweep(SvState *psi, const SvOp *ops, int nops, const uint8_t *want, int nobs,
+                         const SvTerm *const *obs, const int *nterms, const int *pos, double *out,
+                         char *err, size_t errlen)
 {
     const char *name = "adjoint";
     size_t slots = (size_t)nops * 3;
@@ -264,7 +327,7 @@ static int adjoint_sweep(SvState *psi, const SvOp *ops, int nops, const uint8_t 
     }
     SvState *lam = calloc((size_t)nobs, sizeof(SvState));
     uint8_t *active = calloc((size_t)nobs, 1);
-    cplx *G = NULL;          /* a dense generator, when a gate needs one */
+    cplx *G = NULL; /* a dense generator, when a gate needs one */
     int rc = 0;
     if (!lam || !active) rc = sv_err(err, errlen, SV_E_NOMEM, name);
     for (int j = 0; j < nobs && rc == 0; j++)
@@ -286,11 +349,16 @@ static int adjoint_sweep(SvState *psi, const SvOp *ops, int nops, const uint8_t 
         bool after = (w & 1) && op->nparams == 1 && fast_gen(op, 0, psi->nq, &g);
         if (after)
             for (int j = 0; j < nobs; j++)
-                if (active[j]) out[(size_t)j * slots + (size_t)(k - 1) * 3] = -2 * cimag(bilinear(psi, lam[j].amp, psi->amp, &g));
+                if (active[j])
+                    out[(size_t)j * slots + (size_t)(k - 1) * 3] =
+                        -2 * cimag(bilinear(psi, lam[j].amp, psi->amp, &g));
         if (after && k - 1 == first) break;
         SvOp inv = *op;
         inv.adjoint = !op->adjoint;
-        if (sv_apply(psi, &inv, err, errlen) != 0) { rc = -1; break; }
+        if (sv_apply(psi, &inv, err, errlen) != 0) {
+            rc = -1;
+            break;
+        }
         for (int j = 0; j < nobs && rc == 0; j++)
             if (active[j] && sv_apply(&lam[j], &inv, err, errlen) != 0) rc = -1;
         for (int p = 0; p < op->nparams && p < 3 && rc == 0 && !after; p++) {
@@ -299,13 +367,18 @@ static int adjoint_sweep(SvState *psi, const SvOp *ops, int nops, const uint8_t 
             for (int j = 0; j < nobs && rc == 0; j++) {
                 if (!active[j]) continue;
                 cplx z = 0;
-                if (fast) z = bilinear(psi, lam[j].amp, psi->amp, &g);
+                if (fast)
+                    z = bilinear(psi, lam[j].amp, psi->amp, &g);
                 else {
-                    if (!G && !(G = malloc(((size_t)1 << SV_MAX_DENSE) * ((size_t)1 << SV_MAX_DENSE) * sizeof(cplx)))) {
+                    if (!G && !(G = malloc(((size_t)1 << SV_MAX_DENSE) *
+                                           ((size_t)1 << SV_MAX_DENSE) * sizeof(cplx)))) {
                         rc = sv_err(err, errlen, SV_E_NOMEM, name);
                         break;
                     }
-                    if (dense_bilinear(psi, lam[j].amp, psi->amp, op, p, G, &z, err, errlen) != 0) { rc = -1; break; }
+                    if (dense_bilinear(psi, lam[j].amp, psi->amp, op, p, G, &z, err, errlen) != 0) {
+                        rc = -1;
+                        break;
+                    }
                 }
                 out[(size_t)j * slots + (size_t)(k - 1) * 3 + (size_t)p] = -2 * cimag(z);
             }
@@ -318,8 +391,9 @@ static int adjoint_sweep(SvState *psi, const SvOp *ops, int nops, const uint8_t 
     return rc;
 }
 
-static int adjoint_check(const SvState *final, int nops, const SvOp *ops, int nobs, const SvTerm *const *obs,
-                         const int *nterms, const int *pos, double *out, char *err, size_t errlen)
+static int adjoint_check(const SvState *final, int nops, const SvOp *ops, int nobs,
+                         const SvTerm *const *obs, const int *nterms, const int *pos, double *out,
+                         char *err, size_t errlen)
 {
     const char *name = "adjoint";
     if (!final || !final->amp) return sv_err(err, errlen, SV_E_NOSTATE, name);
@@ -333,9 +407,9 @@ static int adjoint_check(const SvState *final, int nops, const SvOp *ops, int no
     return 0;
 }
 
-int sv_adjoint(const SvState *final, const SvOp *ops, int nops, const uint8_t *want,
-               int nobs, const SvTerm *const *obs, const int *nterms, const int *pos,
-               double *out, char *err, size_t errlen)
+int sv_adjoint(const SvState *final, const SvOp *ops, int nops, const uint8_t *want, int nobs,
+               const SvTerm *const *obs, const int *nterms, const int *pos, double *out, char *err,
+               size_t errlen)
 {
     if (adjoint_check(final, nops, ops, nobs, obs, nterms, pos, out, err, errlen) != 0) return -1;
     if (nobs == 0) return 0;
@@ -347,9 +421,9 @@ int sv_adjoint(const SvState *final, const SvOp *ops, int nops, const uint8_t *w
     return rc;
 }
 
-int sv_adjoint_inplace(SvState *final, const SvOp *ops, int nops, const uint8_t *want,
-                       int nobs, const SvTerm *const *obs, const int *nterms, const int *pos,
-                       double *out, char *err, size_t errlen)
+int sv_adjoint_inplace(SvState *final, const SvOp *ops, int nops, const uint8_t *want, int nobs,
+                       const SvTerm *const *obs, const int *nterms, const int *pos, double *out,
+                       char *err, size_t errlen)
 {
     if (adjoint_check(final, nops, ops, nobs, obs, nterms, pos, out, err, errlen) != 0) return -1;
     if (nobs == 0) return 0;

@@ -32,7 +32,10 @@ int sv_batch_init(SvBatch *b, int nq, int n)
     void *p = NULL;
     if (posix_memalign(&p, 64, bytes < 64 ? 64 : bytes) != 0 || !p) return -1;
     b->m = calloc((size_t)n, sizeof(SvState));
-    if (!b->m) { free(p); return -1; }
+    if (!b->m) {
+        free(p);
+        return -1;
+    }
     b->amp = p;
     b->n = n;
     b->nq = nq;
@@ -75,13 +78,15 @@ int sv_batch_apply(SvBatch *b, const SvOp *op, const double *params, char *err, 
     if (!op) return sv_err(err, errlen, SV_E_NOOP);
     if (!params) {
         for (int i = 0; i < b->n; i++)
-            if (sv_apply(&b->m[i], op, err, errlen) != 0) return -1;   /* the same op: fails on member 0 or never */
+            if (sv_apply(&b->m[i], op, err, errlen) != 0)
+                return -1; /* the same op: fails on member 0 or never */
         return 0;
     }
     SvOp o = *op;
     int np = op->nparams;
     for (int i = 0; i < b->n; i++) {
-        for (int p = 0; p < np && p < 3; p++) o.params[p] = params[(size_t)i * (size_t)np + (size_t)p];
+        for (int p = 0; p < np && p < 3; p++)
+            o.params[p] = params[(size_t)i * (size_t)np + (size_t)p];
         if (sv_apply(&b->m[i], &o, err, errlen) != 0) {
             if (err && errlen) {
                 char msg[256];

@@ -66,13 +66,17 @@ static int thermal(const double *p, cplx *out, int *nk, char *err, size_t errlen
 {
     const char *n = "ThermalRelaxationError";
     double pe = p[0], t1 = p[1], t2 = p[2], tg = p[3];
-    if (!(pe >= 0 && pe <= 1)) return qh_errf(err, errlen, "%s: pe must be between 0 and 1, got %.17g", n, pe);
+    if (!(pe >= 0 && pe <= 1))
+        return qh_errf(err, errlen, "%s: pe must be between 0 and 1, got %.17g", n, pe);
     if (!(tg >= 0)) return qh_errf(err, errlen, "%s: invalid gate time tq (%.17g < 0)", n, tg);
-    if (!(t1 > 0)) return qh_errf(err, errlen, "%s: invalid T_1 relaxation time: T_1 <= 0 (%.17g)", n, t1);
-    if (!(t2 > 0)) return qh_errf(err, errlen, "%s: invalid T_2 relaxation time: T_2 <= 0 (%.17g)", n, t2);
+    if (!(t1 > 0))
+        return qh_errf(err, errlen, "%s: invalid T_1 relaxation time: T_1 <= 0 (%.17g)", n, t1);
+    if (!(t2 > 0))
+        return qh_errf(err, errlen, "%s: invalid T_2 relaxation time: T_2 <= 0 (%.17g)", n, t2);
     if (t2 - 2 * t1 > 0)
-        return qh_errf(err, errlen, "%s: invalid T_2 relaxation time: T_2 greater than 2 * T_1 (%.17g > %.17g)",
-                      n, t2, 2 * t1);
+        return qh_errf(err, errlen,
+                       "%s: invalid T_2 relaxation time: T_2 greater than 2 * T_1 (%.17g > %.17g)",
+                       n, t2, 2 * t1);
     if (!isfinite(t1) || !isfinite(t2) || !isfinite(tg))
         return qh_errf(err, errlen, "%s: parameters must be finite", n);
     double eT1 = exp(-tg / t1), pr = 1 - eT1, eT2 = exp(-tg / t2);
@@ -109,7 +113,8 @@ int dm_channel_kraus(DmChannel ch, const double *p, cplx *out, int *nk, char *er
     if (!info) return qh_errf(err, errlen, "unknown channel %d", (int)ch);
     if (info->nwires != 1) return qh_errf(err, errlen, "%s: has no fixed Kraus set", info->name);
     for (int i = 0; i < info->nparams; i++)
-        if (isnan(p[i])) return qh_errf(err, errlen, "%s: parameter %d is not a number", info->name, i + 1);
+        if (isnan(p[i]))
+            return qh_errf(err, errlen, "%s: parameter %d is not a number", info->name, i + 1);
     const char *n = info->name;
     const cplx J = _Complex_I;
     switch (ch) {
@@ -155,12 +160,12 @@ int dm_channel_kraus(DmChannel ch, const double *p, cplx *out, int *nk, char *er
         put(out, 1, 1, 0, 0, 0, rt(p[0]));
         *nk = 2;
         return 0;
-    case DM_THERMAL:
-        return thermal(p, out, nk, err, errlen);
+    case DM_THERMAL: return thermal(p, out, nk, err, errlen);
     case DM_RESETERROR: {
         if (prob(n, "p_0", p[0], err, errlen) || prob(n, "p_1", p[1], err, errlen)) return -1;
         if (!(p[0] + p[1] <= 1.0))
-            return qh_errf(err, errlen, "%s: p_0 + p_1 must be in the interval [0,1], got %.17g", n, p[0] + p[1]);
+            return qh_errf(err, errlen, "%s: p_0 + p_1 must be in the interval [0,1], got %.17g", n,
+                           p[0] + p[1]);
         put(out, 0, rt(1 - p[0] - p[1]), 1, 0, 0, 1);
         put(out, 1, rt(p[0]), 1, 0, 0, 0);
         put(out, 2, rt(p[0]), 0, 1, 0, 0);
@@ -169,8 +174,9 @@ int dm_channel_kraus(DmChannel ch, const double *p, cplx *out, int *nk, char *er
         *nk = 5;
         return 0;
     }
-    case DM_PAULIERROR: case DM_QUBITCHANNEL: case DM_NCHANNELS:
-        break;
+    case DM_PAULIERROR:
+    case DM_QUBITCHANNEL:
+    case DM_NCHANNELS: break;
     }
     return qh_errf(err, errlen, "%s: has no fixed Kraus set", n);
 }
@@ -201,8 +207,13 @@ int dm_pauli_error_kraus(const char *ops, double p, cplx *out, char *err, size_t
             size_t m = (size_t)1 << (k - 1 - i);
             switch (ops[i]) {
             case 'X': row ^= m; break;
-            case 'Y': row ^= m; ph *= bit ? -_Complex_I : _Complex_I; break;
-            default: if (bit) ph = -ph; break;
+            case 'Y':
+                row ^= m;
+                ph *= bit ? -_Complex_I : _Complex_I;
+                break;
+            default:
+                if (bit) ph = -ph;
+                break;
             }
         }
         k1[row * d + b] = ph;
@@ -216,7 +227,8 @@ int dm_kraus_check(const char *name, int k, int nk, const cplx *kraus, char *err
 {
     if (!name) name = "QubitChannel";
     if (k < 1 || k > DM_MAX_KRAUS_WIRES)
-        return qh_errf(err, errlen, "%s: Kraus matrices on 1 to %d wires, got %d", name, DM_MAX_KRAUS_WIRES, k);
+        return qh_errf(err, errlen, "%s: Kraus matrices on 1 to %d wires, got %d", name,
+                       DM_MAX_KRAUS_WIRES, k);
     if (nk < 1 || !kraus) return qh_errf(err, errlen, "%s: needs at least one Kraus matrix", name);
     size_t d = (size_t)1 << k;
     for (size_t i = 0; i < (size_t)nk * d * d; i++)
@@ -236,8 +248,9 @@ int dm_kraus_check(const char *name, int k, int nk, const cplx *kraus, char *err
             if (ex > excess) excess = ex;
         }
     if (excess > 0)
-        return qh_errf(err, errlen,
-                      "%s: Kraus matrices are not trace preserving (max |sum K^dagger K - I| = %.3g)",
-                      name, worst);
+        return qh_errf(
+            err, errlen,
+            "%s: Kraus matrices are not trace preserving (max |sum K^dagger K - I| = %.3g)", name,
+            worst);
     return 0;
 }

@@ -77,17 +77,17 @@ int dm_set_matrix(DmState *d, const cplx *m, char *err, size_t errlen)
 
 /* Why: the vector has 2n wires, so sv_apply alone would accept wire n;
    the wires are checked against rho's n wires first, in sv_apply's words. */
-static int check_range(const DmState *d, const char *name, const int *w, int nw,
-                       const int *c, int nc, char *err, size_t errlen)
+static int check_range(const DmState *d, const char *name, const int *w, int nw, const int *c,
+                       int nc, char *err, size_t errlen)
 {
     for (int i = 0; i < nw; i++)
         if (w[i] < 0 || w[i] >= d->n)
-            return qh_errf(err, errlen, "%s: wire %d out of range for a %d-wire device",
-                          name, w[i], d->n);
+            return qh_errf(err, errlen, "%s: wire %d out of range for a %d-wire device", name, w[i],
+                           d->n);
     for (int i = 0; i < nc; i++)
         if (c[i] < 0 || c[i] >= d->n)
             return qh_errf(err, errlen, "%s: control wire %d out of range for a %d-wire device",
-                          name, c[i], d->n);
+                           name, c[i], d->n);
     return 0;
 }
 
@@ -98,7 +98,8 @@ static int check_distinct(const char *name, const int *w, int k, char *err, size
     for (int i = 0; i < k; i++)
         for (int j = i + 1; j < k; j++)
             if (w[i] == w[j])
-                return qh_errf(err, errlen, "%s: wires must be distinct (%d, %d)", name, w[i], w[j]);
+                return qh_errf(err, errlen, "%s: wires must be distinct (%d, %d)", name, w[i],
+                               w[j]);
     return 0;
 }
 
@@ -107,24 +108,42 @@ static int check_distinct(const char *name, const int *w, int k, char *err, size
 static int is_real(SvGate g)
 {
     switch (g) {
-    case SV_IDENTITY: case SV_HADAMARD: case SV_PAULIX: case SV_PAULIZ: case SV_RY:
-    case SV_CNOT: case SV_CZ: case SV_SWAP: case SV_CRY: case SV_TOFFOLI: case SV_CSWAP:
-    case SV_BASISSTATE: case SV_SINGLEEXC: case SV_DOUBLEEXC:
-        return 1;
-    default:
-        return 0;
+    case SV_IDENTITY:
+    case SV_HADAMARD:
+    case SV_PAULIX:
+    case SV_PAULIZ:
+    case SV_RY:
+    case SV_CNOT:
+    case SV_CZ:
+    case SV_SWAP:
+    case SV_CRY:
+    case SV_TOFFOLI:
+    case SV_CSWAP:
+    case SV_BASISSTATE:
+    case SV_SINGLEEXC:
+    case SV_DOUBLEEXC: return 1;
+    default: return 0;
     }
 }
 
 static int is_symmetric(SvGate g)
 {
     switch (g) {
-    case SV_S: case SV_T: case SV_SX: case SV_RX: case SV_RZ: case SV_PHASESHIFT:
-    case SV_ISWAP: case SV_CRX: case SV_CRZ: case SV_CPHASE: case SV_ISINGXX:
-    case SV_ISINGYY: case SV_ISINGZZ: case SV_MULTIRZ:
-        return 1;
-    default:
-        return 0;
+    case SV_S:
+    case SV_T:
+    case SV_SX:
+    case SV_RX:
+    case SV_RZ:
+    case SV_PHASESHIFT:
+    case SV_ISWAP:
+    case SV_CRX:
+    case SV_CRZ:
+    case SV_CPHASE:
+    case SV_ISINGXX:
+    case SV_ISINGYY:
+    case SV_ISINGZZ:
+    case SV_MULTIRZ: return 1;
+    default: return 0;
     }
 }
 
@@ -138,22 +157,42 @@ static int conj_op(const SvOp *op, int n, SvOp *c, cplx **buf, char *err, size_t
     for (int i = 0; i < op->nwires; i++) c->wires[i] = op->wires[i] + n;
     for (int i = 0; i < op->nctrl; i++) c->ctrl[i] = op->ctrl[i] + n;
     if (is_real(op->gate)) return 0;
-    if (is_symmetric(op->gate)) { c->adjoint = !op->adjoint; return 0; }
-    if (op->gate == SV_ROT) { c->params[0] = -op->params[0]; c->params[2] = -op->params[2]; return 0; }
-    if (op->gate == SV_U3) { c->params[1] = -op->params[1]; c->params[2] = -op->params[2]; return 0; }
+    if (is_symmetric(op->gate)) {
+        c->adjoint = !op->adjoint;
+        return 0;
+    }
+    if (op->gate == SV_ROT) {
+        c->params[0] = -op->params[0];
+        c->params[2] = -op->params[2];
+        return 0;
+    }
+    if (op->gate == SV_U3) {
+        c->params[1] = -op->params[1];
+        c->params[2] = -op->params[2];
+        return 0;
+    }
     /* PauliY, CY, QubitUnitary: the dense conjugate of the target block */
     SvOp base = *op;
     base.nctrl = 0;
     base.adjoint = 0;
     int k = op->nwires;
-    if (op->gate == SV_CY) { base.gate = SV_PAULIY; base.nwires = 1; base.wires[0] = op->wires[1]; k = 1; }
-    if (k > SV_MAX_DENSE) return qh_errf(err, errlen, "%s: too many wires (%d)", sv_gate_info(op->gate)->name, k);
+    if (op->gate == SV_CY) {
+        base.gate = SV_PAULIY;
+        base.nwires = 1;
+        base.wires[0] = op->wires[1];
+        k = 1;
+    }
+    if (k > SV_MAX_DENSE)
+        return qh_errf(err, errlen, "%s: too many wires (%d)", sv_gate_info(op->gate)->name, k);
     size_t D = (size_t)1 << k;
     cplx *m = malloc(D * D * sizeof(cplx));
     if (!m) return qh_errf(err, errlen, "%s: out of memory", sv_gate_info(op->gate)->name);
-    if (sv_op_matrix(&base, m, err, errlen) != 0) { free(m); return -1; }
+    if (sv_op_matrix(&base, m, err, errlen) != 0) {
+        free(m);
+        return -1;
+    }
     for (size_t i = 0; i < D * D; i++) m[i] = conj(m[i]);
-    if (op->gate == SV_CY) {       /* control (first wire) becomes a control */
+    if (op->gate == SV_CY) { /* control (first wire) becomes a control */
         c->ctrl[c->nctrl++] = op->wires[0] + n;
         c->wires[0] = op->wires[1] + n;
     }
@@ -196,7 +235,7 @@ int dm_apply(DmState *d, const SvOp *op, char *err, size_t errlen)
     const SvGateInfo *info = sv_gate_info(op->gate);
     if (!info) return qh_errf(err, errlen, "unknown gate %d", (int)op->gate);
     if (op->nwires < 0 || op->nwires > SV_MAX_WIRES || op->nctrl < 0 || op->nctrl > SV_MAX_WIRES)
-        return sv_apply(&d->v, op, err, errlen);   /* its message */
+        return sv_apply(&d->v, op, err, errlen); /* its message */
     if (check_range(d, info->name, op->wires, op->nwires, op->ctrl, op->nctrl, err, errlen))
         return -1;
     if (op->nctrl == 0 && op->nwires == 1 && info->nwires == 1 && op->gate != SV_QUBITUNITARY &&
@@ -225,8 +264,8 @@ int dm_apply_matrix(DmState *d, const int *wires, int k, const cplx *m, char *er
 
 /* Why: a channel is one pass of its superoperator over the 2k row and
    column wires: S = sum K (x) conj(K), (row bits, column bits). */
-int dm_apply_kraus(DmState *d, const int *wires, int k, int nk, const cplx *kraus,
-                   char *err, size_t errlen)
+int dm_apply_kraus(DmState *d, const int *wires, int k, int nk, const cplx *kraus, char *err,
+                   size_t errlen)
 {
     const char *name = "channel";
     if (!d || !d->v.amp) return qh_errf(err, errlen, "%s: no state", name);
@@ -257,8 +296,8 @@ int dm_apply_kraus(DmState *d, const int *wires, int k, int nk, const cplx *krau
 }
 
 /* Why: the language applies built-in channels by kind and parameters. */
-int dm_apply_channel(DmState *d, DmChannel ch, const double *params, int wire,
-                     char *err, size_t errlen)
+int dm_apply_channel(DmState *d, DmChannel ch, const double *params, int wire, char *err,
+                     size_t errlen)
 {
     cplx k[DM_MAX_KRAUS * 4];
     int nk;

@@ -30,9 +30,9 @@
 #include "sv.h"
 
 typedef struct DmState {
-    int n;        /* wires */
-    size_t dim;   /* 2^n: rho is dim x dim */
-    SvState v;    /* 2n qubits: the vectorised rho (v.amp[r * dim + c]) */
+    int n;      /* wires */
+    size_t dim; /* 2^n: rho is dim x dim */
+    SvState v;  /* 2n qubits: the vectorised rho (v.amp[r * dim + c]) */
 } DmState;
 
 /* Largest number of wires of a mixed state (the vector has 2n qubits). */
@@ -44,15 +44,15 @@ typedef struct DmState {
 size_t dm_bytes(int n);
 /* rho = |0..0><0..0|; 0, or -1 when memory can't be had or n is out of
    [0, DM_MAX_WIRES] (never aborts). On failure *d is zeroed. */
-int  dm_init(DmState *d, int n);
+int dm_init(DmState *d, int n);
 void dm_free(DmState *d);
-void dm_reset(DmState *d);                         /* back to |0..0><0..0| */
+void dm_reset(DmState *d); /* back to |0..0><0..0| */
 /* Split big kernels over a team, as sv_set_threads. */
 void dm_set_threads(DmState *d, SvTeam *team, int nthreads);
 /* rho = |psi><psi| for psi of 2^n amplitudes (not checked for norm). */
-int  dm_set_pure(DmState *d, const cplx *psi, char *err, size_t errlen);
+int dm_set_pure(DmState *d, const cplx *psi, char *err, size_t errlen);
 /* rho = m (2^n x 2^n row-major), copied as given. */
-int  dm_set_matrix(DmState *d, const cplx *m, char *err, size_t errlen);
+int dm_set_matrix(DmState *d, const cplx *m, char *err, size_t errlen);
 
 /* ---- gates ---------------------------------------------------------------- */
 
@@ -62,28 +62,35 @@ int  dm_set_matrix(DmState *d, const cplx *m, char *err, size_t errlen);
    "RX: wire 5 out of range for a 2-wire device". */
 int dm_apply(DmState *d, const SvOp *op, char *err, size_t errlen);
 /* rho -> M rho M^dagger for any dense 2^k x 2^k matrix M (k <= 5). */
-int dm_apply_matrix(DmState *d, const int *wires, int k, const cplx *m,
-                    char *err, size_t errlen);
+int dm_apply_matrix(DmState *d, const int *wires, int k, const cplx *m, char *err, size_t errlen);
 
 /* ---- channels ------------------------------------------------------------- */
 
 typedef enum DmChannel {
-    DM_BITFLIP, DM_PHASEFLIP, DM_DEPOLARIZING, DM_AMPDAMP, DM_GENAMPDAMP,
-    DM_PHASEDAMP, DM_THERMAL, DM_RESETERROR, DM_PAULIERROR, DM_QUBITCHANNEL,
+    DM_BITFLIP,
+    DM_PHASEFLIP,
+    DM_DEPOLARIZING,
+    DM_AMPDAMP,
+    DM_GENAMPDAMP,
+    DM_PHASEDAMP,
+    DM_THERMAL,
+    DM_RESETERROR,
+    DM_PAULIERROR,
+    DM_QUBITCHANNEL,
     DM_NCHANNELS
 } DmChannel;
 
 typedef struct DmChannelInfo {
-    const char *name;    /* PennyLane's: "BitFlip", "DepolarizingChannel", ... */
+    const char *name; /* PennyLane's: "BitFlip", "DepolarizingChannel", ... */
     DmChannel ch;
-    int nwires;          /* 1, or -1 = any (PauliError, QubitChannel) */
-    int nparams;         /* real parameters before the wires (PauliError: p only,
+    int nwires;         /* 1, or -1 = any (PauliError, QubitChannel) */
+    int nparams;        /* real parameters before the wires (PauliError: p only,
                             its Pauli string is separate; QubitChannel: 0) */
-    const char *params;  /* their names, comma separated: "gamma, p" */
+    const char *params; /* their names, comma separated: "gamma, p" */
 } DmChannelInfo;
 
-const DmChannelInfo *dm_channel_by_name(const char *name);   /* NULL if unknown */
-const DmChannelInfo *dm_channel_info(DmChannel ch);          /* NULL if out of range */
+const DmChannelInfo *dm_channel_by_name(const char *name); /* NULL if unknown */
+const DmChannelInfo *dm_channel_info(DmChannel ch);        /* NULL if out of range */
 
 /* Most Kraus matrices of a built-in channel. */
 #define DM_MAX_KRAUS 6
@@ -92,8 +99,8 @@ const DmChannelInfo *dm_channel_info(DmChannel ch);          /* NULL if out of r
    1e-16 regulariser): *nk 2x2 row-major matrices into out
    (DM_MAX_KRAUS * 4 entries). 0, or -1 with PennyLane's reason:
    "BitFlip: p must be in the interval [0,1], got 1.5". */
-int dm_channel_kraus(DmChannel ch, const double *params, cplx *out, int *nk,
-                     char *err, size_t errlen);
+int dm_channel_kraus(DmChannel ch, const double *params, cplx *out, int *nk, char *err,
+                     size_t errlen);
 /* PauliError(ops, p): ops is a string of X, Y, Z, one per wire; the two
    Kraus matrices sqrt(1-p) I and sqrt(p) (P1 (x) P2 ...) of size 2^k
    (k = strlen(ops) <= DM_MAX_KRAUS_WIRES) into out (2 * 4^k entries). */
@@ -102,15 +109,14 @@ int dm_pauli_error_kraus(const char *ops, double p, cplx *out, char *err, size_t
    sum K^dagger K = I within numpy.allclose's tolerance (1e-8 + 1e-5 |I|),
    entries finite. 0, or -1: "QubitChannel: Kraus matrices are not
    trace preserving (max |sum K^dagger K - I| = 0.1)". */
-int dm_kraus_check(const char *name, int k, int nk, const cplx *kraus,
-                   char *err, size_t errlen);
+int dm_kraus_check(const char *name, int k, int nk, const cplx *kraus, char *err, size_t errlen);
 /* rho -> sum K rho K^dagger for nk matrices 2^k x 2^k on the wires
    (k <= DM_MAX_KRAUS_WIRES). Checks wires, not completeness. */
-int dm_apply_kraus(DmState *d, const int *wires, int k, int nk, const cplx *kraus,
-                   char *err, size_t errlen);
+int dm_apply_kraus(DmState *d, const int *wires, int k, int nk, const cplx *kraus, char *err,
+                   size_t errlen);
 /* A built-in 1-wire channel on a wire: dm_channel_kraus + dm_apply_kraus. */
-int dm_apply_channel(DmState *d, DmChannel ch, const double *params, int wire,
-                     char *err, size_t errlen);
+int dm_apply_channel(DmState *d, DmChannel ch, const double *params, int wire, char *err,
+                     size_t errlen);
 
 /* ---- measurements --------------------------------------------------------- */
 
@@ -124,7 +130,7 @@ double dm_var(const DmState *d, const SvPauli *t, int nterms);
 double dm_expval_shots(const DmState *d, const SvPauli *t, int nterms, size_t shots, Rng *r);
 double dm_var_shots(const DmState *d, const SvPauli *t, int nterms, size_t shots, Rng *r);
 /* Per shot: coeff * (+1 or -1), +1 with probability (1 + <P>)/2. */
-void   dm_sample_pauli(const DmState *d, const SvPauli *word, size_t shots, Rng *r, double *out);
+void dm_sample_pauli(const DmState *d, const SvPauli *word, size_t shots, Rng *r, double *out);
 /* Tr(rho_W H) for a Hermitian 2^k x 2^k matrix on wires W (k <= 14):
    the expectation of a dense observable. NaN on bad wires. */
 double dm_expval_matrix(const DmState *d, const int *wires, int k, const cplx *h);
@@ -132,7 +138,7 @@ double dm_expval_matrix(const DmState *d, const int *wires, int k, const cplx *h
 /* Probabilities (the diagonal of rho, marginalised on the given wires,
    first = MSB; nw = 0: all wires), as sv_probs. Tiny negative rounding
    is clipped to 0. */
-int  dm_probs(const DmState *d, const int *wires, int nw, double *out, char *err, size_t errlen);
+int dm_probs(const DmState *d, const int *wires, int nw, double *out, char *err, size_t errlen);
 /* The same from `shots` exact samples (a multinomial draw), as sv_probs_shots. */
 void dm_probs_shots(const DmState *d, const int *wires, int nw, size_t shots, Rng *r, double *out);
 /* Computational-basis samples, i.i.d.: out[i] = basis index (wire 0 = MSB). */
@@ -140,10 +146,10 @@ void dm_sample(const DmState *d, size_t shots, Rng *r, uint64_t *out);
 /* Mid-circuit measurement of a wire: 0/1 by the Born rule, then
    rho -> P rho P / p (and with reset = 1 the wire is set back to |0>).
    -1 + err on a bad wire or a zero trace. */
-int  dm_measure(DmState *d, int wire, int reset, Rng *r, char *err, size_t errlen);
+int dm_measure(DmState *d, int wire, int reset, Rng *r, char *err, size_t errlen);
 /* The reduced density matrix of the given wires (in that order, first =
    MSB; the others traced out) into out (2^nw x 2^nw, nw <= 14). */
-int  dm_reduced(const DmState *d, const int *wires, int nw, cplx *out, char *err, size_t errlen);
+int dm_reduced(const DmState *d, const int *wires, int nw, cplx *out, char *err, size_t errlen);
 /* Tr(rho_W^2) of the reduced state of the wires (nw = 0: all wires). NaN on error. */
 double dm_purity(const DmState *d, const int *wires, int nw);
 /* -sum lambda log(lambda) / log(base) over the eigenvalues of rho_W

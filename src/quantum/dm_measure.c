@@ -27,13 +27,17 @@ static int check_wires(const DmState *d, const char *name, const int *w, int nw,
 {
     if (!d || !d->v.amp) return qh_errf(err, errlen, "%s: no state", name);
     if (nw < 0 || nw > maxw || nw > d->n)
-        return qh_errf(err, errlen, "%s: %d wires asked, at most %d", name, nw, d->n < maxw ? d->n : maxw);
+        return qh_errf(err, errlen, "%s: %d wires asked, at most %d", name, nw,
+                       d->n < maxw ? d->n : maxw);
     if (nw > 0 && !w) return qh_errf(err, errlen, "%s: needs at least one wire", name);
     for (int i = 0; i < nw; i++) {
         if (w[i] < 0 || w[i] >= d->n)
-            return qh_errf(err, errlen, "%s: wire %d out of range for a %d-wire device", name, w[i], d->n);
+            return qh_errf(err, errlen, "%s: wire %d out of range for a %d-wire device", name, w[i],
+                           d->n);
         for (int j = 0; j < i; j++)
-            if (w[i] == w[j]) return qh_errf(err, errlen, "%s: wires must be distinct (%d, %d)", name, w[j], w[i]);
+            if (w[i] == w[j])
+                return qh_errf(err, errlen, "%s: wires must be distinct (%d, %d)", name, w[j],
+                               w[i]);
     }
     return 0;
 }
@@ -64,7 +68,7 @@ static double word_val(const DmState *d, const SvPauli *t)
         re += creal(v);
         im += cimag(v);
     }
-    switch (__builtin_popcountll(X & Z) & 3) {   /* times i^{ny}, real part */
+    switch (__builtin_popcountll(X & Z) & 3) { /* times i^{ny}, real part */
     case 0: return re;
     case 1: return -im;
     case 2: return -re;
@@ -184,14 +188,17 @@ static cplx *reduced_heap(const DmState *d, const int *wires, int nw, int *k)
     if (nw < 1 || nw > 14) return NULL;
     size_t A = (size_t)1 << nw;
     cplx *m = malloc(A * A * sizeof(cplx));
-    if (!m || dm_reduced(d, wires, nw, m, NULL, 0) != 0) { free(m); return NULL; }
+    if (!m || dm_reduced(d, wires, nw, m, NULL, 0) != 0) {
+        free(m);
+        return NULL;
+    }
     *k = nw;
     return m;
 }
 
 double dm_purity(const DmState *d, const int *wires, int nw)
 {
-    if (nw == 0 && d && d->v.amp) {   /* the whole state: no copy */
+    if (nw == 0 && d && d->v.amp) { /* the whole state: no copy */
         return sv_purity_of(d->v.amp, (int)d->dim);
     }
     int k;
@@ -219,7 +226,10 @@ double dm_expval_matrix(const DmState *d, const int *wires, int k, const cplx *h
     if (!h || k < 1) return NAN;
     size_t A = (size_t)1 << k;
     cplx *m = malloc(A * A * sizeof(cplx));
-    if (!m || dm_reduced(d, wires, k, m, NULL, 0) != 0) { free(m); return NAN; }
+    if (!m || dm_reduced(d, wires, k, m, NULL, 0) != 0) {
+        free(m);
+        return NAN;
+    }
     double s = 0;
     for (size_t a = 0; a < A; a++)
         for (size_t b = 0; b < A; b++) s += creal(m[a * A + b] * h[b * A + a]);
@@ -298,19 +308,25 @@ int dm_measure(DmState *d, int wire, int reset, Rng *r, char *err, size_t errlen
     double p0 = 0, p1 = 0;
     for (uint64_t b = 0; b < d->dim; b++) {
         double p = creal(el(d, b, b));
-        if ((b >> t) & 1) p1 += p;
-        else p0 += p;
+        if ((b >> t) & 1)
+            p1 += p;
+        else
+            p0 += p;
     }
     if (p0 < 0) p0 = 0;
     if (p1 < 0) p1 = 0;
     double tot = p0 + p1;
-    if (!(tot > 0) || !isfinite(tot)) return qh_errf(err, errlen, "%s: the state has zero trace", name);
+    if (!(tot > 0) || !isfinite(tot))
+        return qh_errf(err, errlen, "%s: the state has zero trace", name);
     int outcome = rng_uniform(r) * tot < p1;
     double s = 1.0 / sqrt(outcome ? p1 : p0);
     cplx m[4] = { 0, 0, 0, 0 };
-    if (!outcome) m[0] = s;
-    else if (reset) m[1] = s;
-    else m[3] = s;
+    if (!outcome)
+        m[0] = s;
+    else if (reset)
+        m[1] = s;
+    else
+        m[3] = s;
     if (dm_apply_kraus(d, &wire, 1, 1, m, err, errlen) != 0) return -1;
     return outcome;
 }

@@ -53,10 +53,12 @@ static const SvGateInfo gate_table[SV_NGATES] = {
     { "DoubleExcitation", SV_DOUBLEEXC, 4, 1, 0 },
 };
 
-static const struct { const char *name; SvGate gate; } gate_alias[] = {
-    { "I", SV_IDENTITY }, { "H", SV_HADAMARD }, { "X", SV_PAULIX },
-    { "Y", SV_PAULIY }, { "Z", SV_PAULIZ }, { "CX", SV_CNOT },
-    { "CCX", SV_TOFFOLI }, { "CPhase", SV_CPHASE },
+static const struct {
+    const char *name;
+    SvGate gate;
+} gate_alias[] = {
+    { "I", SV_IDENTITY }, { "H", SV_HADAMARD }, { "X", SV_PAULIX },    { "Y", SV_PAULIY },
+    { "Z", SV_PAULIZ },   { "CX", SV_CNOT },    { "CCX", SV_TOFFOLI }, { "CPhase", SV_CPHASE },
 };
 
 /* Why: arity and parameter count for the language and the differentiator. */
@@ -94,8 +96,8 @@ static const char *wire_list(char *buf, size_t len, const int *w, int n)
 
 /* Why: wires are where user input most often goes wrong; the message
    names the gate and the offending wire. nq < 0: no device to check. */
-static int check_wires(const char *name, const int *w, int n, const int *c, int nc,
-                       int nq, char *err, size_t errlen)
+static int check_wires(const char *name, const int *w, int n, const int *c, int nc, int nq,
+                       char *err, size_t errlen)
 {
     for (int i = 0; i < n; i++) {
         if (w[i] < 0 && nq < 0) return sv_err(err, errlen, SV_E_NEGWIRE, name, w[i]);
@@ -140,16 +142,25 @@ static double unitarity_error(const cplx *u, int d)
 /* Why: every entry point that takes an SvOp validates it the same way. */
 static const SvGateInfo *check_op(const SvOp *op, int nq, char *err, size_t errlen)
 {
-    if (!op) { sv_err(err, errlen, SV_E_NOOP); return NULL; }
+    if (!op) {
+        sv_err(err, errlen, SV_E_NOOP);
+        return NULL;
+    }
     const SvGateInfo *info = sv_gate_info(op->gate);
-    if (!info) { sv_err(err, errlen, SV_E_BADGATE, (int)op->gate); return NULL; }
+    if (!info) {
+        sv_err(err, errlen, SV_E_BADGATE, (int)op->gate);
+        return NULL;
+    }
     const char *name = info->name;
     if (info->nwires >= 0 && op->nwires != info->nwires) {
         sv_err(err, errlen, SV_E_NWIRES, name, info->nwires, info->nwires == 1 ? "" : "s",
                op->nwires);
         return NULL;
     }
-    if (op->nwires < 1) { sv_err(err, errlen, SV_E_NOWIRES, name); return NULL; }
+    if (op->nwires < 1) {
+        sv_err(err, errlen, SV_E_NOWIRES, name);
+        return NULL;
+    }
     if (op->nwires > SV_MAX_WIRES) {
         sv_err(err, errlen, SV_E_MANYWIRES, name, SV_MAX_WIRES, op->nwires);
         return NULL;
@@ -168,15 +179,17 @@ static const SvGateInfo *check_op(const SvOp *op, int nq, char *err, size_t errl
             sv_err(err, errlen, SV_E_NOTFINITE, name, i + 1);
             return NULL;
         }
-    if (check_wires(name, op->wires, op->nwires, op->ctrl, op->nctrl, nq, err, errlen))
-        return NULL;
+    if (check_wires(name, op->wires, op->nwires, op->ctrl, op->nctrl, nq, err, errlen)) return NULL;
     if (op->gate == SV_QUBITUNITARY) {
         int k = op->nwires;
         if (k > SV_MAX_DENSE) {
             sv_err(err, errlen, SV_E_BIGOP, name, k, SV_MAX_DENSE);
             return NULL;
         }
-        if (!op->matrix) { sv_err(err, errlen, SV_E_NOMAT, name); return NULL; }
+        if (!op->matrix) {
+            sv_err(err, errlen, SV_E_NOMAT, name);
+            return NULL;
+        }
         int d = 1 << k;
         for (long i = 0; i < (long)d * d; i++)
             if (!isfinite(creal(op->matrix[i])) || !isfinite(cimag(op->matrix[i]))) {
@@ -185,7 +198,10 @@ static const SvGateInfo *check_op(const SvOp *op, int nq, char *err, size_t errl
             }
         if (k <= 6) {
             double e = unitarity_error(op->matrix, d);
-            if (e > 1e-7) { sv_err(err, errlen, SV_E_NOTUNIT, name, e); return NULL; }
+            if (e > 1e-7) {
+                sv_err(err, errlen, SV_E_NOTUNIT, name, e);
+                return NULL;
+            }
         }
     }
     if (op->gate == SV_BASISSTATE && op->nwires < 64 && (op->bits >> op->nwires) != 0) {
@@ -215,13 +231,22 @@ static inline cplx cx(double re, double im)
 
 /* cos/sin of th/2, or their derivatives in th when d; `one` is the
    derivative of a constant entry (0 when differentiating). */
-typedef struct Trig { double c, s, one; } Trig;
+typedef struct Trig {
+    double c, s, one;
+} Trig;
 
 static Trig trig(double th, int d)
 {
     Trig t;
-    if (d) { t.c = -0.5 * sin(th / 2); t.s = 0.5 * cos(th / 2); t.one = 0; }
-    else { t.c = cos(th / 2); t.s = sin(th / 2); t.one = 1; }
+    if (d) {
+        t.c = -0.5 * sin(th / 2);
+        t.s = 0.5 * cos(th / 2);
+        t.one = 0;
+    } else {
+        t.c = cos(th / 2);
+        t.s = sin(th / 2);
+        t.one = 1;
+    }
     return t;
 }
 
@@ -247,24 +272,65 @@ static void base_matrix(const SvOp *op, int dp, cplx *u)
     int d0 = dp == 0, d1 = dp == 1, d2 = dp == 2;
     const double r2 = M_SQRT1_2;
     Trig t = trig(op->nparams ? p[0] : 0, d0);
-#define U(r, c) u[(size_t)(r) * d + (c)]
+#define U(r, c) u[(size_t)(r)*d + (c)]
     switch (op->gate) {
-    case SV_IDENTITY: U(0, 0) = 1; U(1, 1) = 1; break;
-    case SV_HADAMARD: U(0, 0) = r2; U(0, 1) = r2; U(1, 0) = r2; U(1, 1) = -r2; break;
-    case SV_PAULIX: U(0, 1) = 1; U(1, 0) = 1; break;
-    case SV_PAULIY: U(0, 1) = cx(0, -1); U(1, 0) = cx(0, 1); break;
-    case SV_PAULIZ: U(0, 0) = 1; U(1, 1) = -1; break;
-    case SV_S: U(0, 0) = 1; U(1, 1) = cx(0, 1); break;
-    case SV_T: U(0, 0) = 1; U(1, 1) = cx(r2, r2); break;
-    case SV_SX:
-        U(0, 0) = cx(0.5, 0.5); U(0, 1) = cx(0.5, -0.5);
-        U(1, 0) = cx(0.5, -0.5); U(1, 1) = cx(0.5, 0.5);
+    case SV_IDENTITY:
+        U(0, 0) = 1;
+        U(1, 1) = 1;
         break;
-    case SV_RX: U(0, 0) = t.c; U(0, 1) = cx(0, -t.s); U(1, 0) = cx(0, -t.s); U(1, 1) = t.c; break;
-    case SV_RY: U(0, 0) = t.c; U(0, 1) = -t.s; U(1, 0) = t.s; U(1, 1) = t.c; break;
-    case SV_RZ: U(0, 0) = ex(-0.5, p[0], d0); U(1, 1) = ex(0.5, p[0], d0); break;
-    case SV_PHASESHIFT: U(0, 0) = one(d0); U(1, 1) = ex(1, p[0], d0); break;
-    case SV_ROT: {   /* RZ(omega) RY(theta) RZ(phi) */
+    case SV_HADAMARD:
+        U(0, 0) = r2;
+        U(0, 1) = r2;
+        U(1, 0) = r2;
+        U(1, 1) = -r2;
+        break;
+    case SV_PAULIX:
+        U(0, 1) = 1;
+        U(1, 0) = 1;
+        break;
+    case SV_PAULIY:
+        U(0, 1) = cx(0, -1);
+        U(1, 0) = cx(0, 1);
+        break;
+    case SV_PAULIZ:
+        U(0, 0) = 1;
+        U(1, 1) = -1;
+        break;
+    case SV_S:
+        U(0, 0) = 1;
+        U(1, 1) = cx(0, 1);
+        break;
+    case SV_T:
+        U(0, 0) = 1;
+        U(1, 1) = cx(r2, r2);
+        break;
+    case SV_SX:
+        U(0, 0) = cx(0.5, 0.5);
+        U(0, 1) = cx(0.5, -0.5);
+        U(1, 0) = cx(0.5, -0.5);
+        U(1, 1) = cx(0.5, 0.5);
+        break;
+    case SV_RX:
+        U(0, 0) = t.c;
+        U(0, 1) = cx(0, -t.s);
+        U(1, 0) = cx(0, -t.s);
+        U(1, 1) = t.c;
+        break;
+    case SV_RY:
+        U(0, 0) = t.c;
+        U(0, 1) = -t.s;
+        U(1, 0) = t.s;
+        U(1, 1) = t.c;
+        break;
+    case SV_RZ:
+        U(0, 0) = ex(-0.5, p[0], d0);
+        U(1, 1) = ex(0.5, p[0], d0);
+        break;
+    case SV_PHASESHIFT:
+        U(0, 0) = one(d0);
+        U(1, 1) = ex(1, p[0], d0);
+        break;
+    case SV_ROT: { /* RZ(omega) RY(theta) RZ(phi) */
         Trig th = trig(p[1], d1);
         U(0, 0) = ex(-0.5, p[0], d0) * ex(-0.5, p[2], d2) * th.c;
         U(0, 1) = -ex(0.5, p[0], d0) * ex(-0.5, p[2], d2) * th.s;
@@ -272,50 +338,99 @@ static void base_matrix(const SvOp *op, int dp, cplx *u)
         U(1, 1) = ex(0.5, p[0], d0) * ex(0.5, p[2], d2) * th.c;
         break;
     }
-    case SV_U3:      /* (theta, phi, delta) */
+    case SV_U3: /* (theta, phi, delta) */
         U(0, 0) = t.c * one(d1) * one(d2);
         U(0, 1) = -ex(1, p[2], d2) * t.s * one(d1);
         U(1, 0) = ex(1, p[1], d1) * t.s * one(d2);
         U(1, 1) = ex(1, p[1], d1) * ex(1, p[2], d2) * t.c;
         break;
-    case SV_CNOT: U(0, 0) = 1; U(1, 1) = 1; U(2, 3) = 1; U(3, 2) = 1; break;
-    case SV_CY: U(0, 0) = 1; U(1, 1) = 1; U(2, 3) = cx(0, -1); U(3, 2) = cx(0, 1); break;
-    case SV_CZ: U(0, 0) = 1; U(1, 1) = 1; U(2, 2) = 1; U(3, 3) = -1; break;
-    case SV_SWAP: U(0, 0) = 1; U(1, 2) = 1; U(2, 1) = 1; U(3, 3) = 1; break;
-    case SV_ISWAP: U(0, 0) = 1; U(1, 2) = cx(0, 1); U(2, 1) = cx(0, 1); U(3, 3) = 1; break;
+    case SV_CNOT:
+        U(0, 0) = 1;
+        U(1, 1) = 1;
+        U(2, 3) = 1;
+        U(3, 2) = 1;
+        break;
+    case SV_CY:
+        U(0, 0) = 1;
+        U(1, 1) = 1;
+        U(2, 3) = cx(0, -1);
+        U(3, 2) = cx(0, 1);
+        break;
+    case SV_CZ:
+        U(0, 0) = 1;
+        U(1, 1) = 1;
+        U(2, 2) = 1;
+        U(3, 3) = -1;
+        break;
+    case SV_SWAP:
+        U(0, 0) = 1;
+        U(1, 2) = 1;
+        U(2, 1) = 1;
+        U(3, 3) = 1;
+        break;
+    case SV_ISWAP:
+        U(0, 0) = 1;
+        U(1, 2) = cx(0, 1);
+        U(2, 1) = cx(0, 1);
+        U(3, 3) = 1;
+        break;
     case SV_CRX:
-        U(0, 0) = t.one; U(1, 1) = t.one;
-        U(2, 2) = t.c; U(2, 3) = cx(0, -t.s); U(3, 2) = cx(0, -t.s); U(3, 3) = t.c;
+        U(0, 0) = t.one;
+        U(1, 1) = t.one;
+        U(2, 2) = t.c;
+        U(2, 3) = cx(0, -t.s);
+        U(3, 2) = cx(0, -t.s);
+        U(3, 3) = t.c;
         break;
     case SV_CRY:
-        U(0, 0) = t.one; U(1, 1) = t.one;
-        U(2, 2) = t.c; U(2, 3) = -t.s; U(3, 2) = t.s; U(3, 3) = t.c;
+        U(0, 0) = t.one;
+        U(1, 1) = t.one;
+        U(2, 2) = t.c;
+        U(2, 3) = -t.s;
+        U(3, 2) = t.s;
+        U(3, 3) = t.c;
         break;
     case SV_CRZ:
-        U(0, 0) = t.one; U(1, 1) = t.one;
-        U(2, 2) = ex(-0.5, p[0], d0); U(3, 3) = ex(0.5, p[0], d0);
+        U(0, 0) = t.one;
+        U(1, 1) = t.one;
+        U(2, 2) = ex(-0.5, p[0], d0);
+        U(3, 3) = ex(0.5, p[0], d0);
         break;
     case SV_CPHASE:
-        U(0, 0) = t.one; U(1, 1) = t.one; U(2, 2) = t.one; U(3, 3) = ex(1, p[0], d0);
+        U(0, 0) = t.one;
+        U(1, 1) = t.one;
+        U(2, 2) = t.one;
+        U(3, 3) = ex(1, p[0], d0);
         break;
     case SV_ISINGXX:
-        for (int i = 0; i < 4; i++) { U(i, i) = t.c; U(i, 3 - i) = cx(0, -t.s); }
+        for (int i = 0; i < 4; i++) {
+            U(i, i) = t.c;
+            U(i, 3 - i) = cx(0, -t.s);
+        }
         break;
     case SV_ISINGYY:
         for (int i = 0; i < 4; i++) U(i, i) = t.c;
-        U(0, 3) = cx(0, t.s); U(1, 2) = cx(0, -t.s); U(2, 1) = cx(0, -t.s); U(3, 0) = cx(0, t.s);
+        U(0, 3) = cx(0, t.s);
+        U(1, 2) = cx(0, -t.s);
+        U(2, 1) = cx(0, -t.s);
+        U(3, 0) = cx(0, t.s);
         break;
     case SV_ISINGZZ:
-        U(0, 0) = ex(-0.5, p[0], d0); U(1, 1) = ex(0.5, p[0], d0);
-        U(2, 2) = ex(0.5, p[0], d0); U(3, 3) = ex(-0.5, p[0], d0);
+        U(0, 0) = ex(-0.5, p[0], d0);
+        U(1, 1) = ex(0.5, p[0], d0);
+        U(2, 2) = ex(0.5, p[0], d0);
+        U(3, 3) = ex(-0.5, p[0], d0);
         break;
     case SV_TOFFOLI:
         for (int i = 0; i < 6; i++) U(i, i) = 1;
-        U(6, 7) = 1; U(7, 6) = 1;
+        U(6, 7) = 1;
+        U(7, 6) = 1;
         break;
     case SV_CSWAP:
         for (int i = 0; i < 5; i++) U(i, i) = 1;
-        U(5, 6) = 1; U(6, 5) = 1; U(7, 7) = 1;
+        U(5, 6) = 1;
+        U(6, 5) = 1;
+        U(7, 7) = 1;
         break;
     case SV_MULTIRZ:
         for (size_t i = 0; i < d; i++)
@@ -330,12 +445,19 @@ static void base_matrix(const SvOp *op, int dp, cplx *u)
         break;
     }
     case SV_SINGLEEXC:
-        U(0, 0) = t.one; U(3, 3) = t.one;
-        U(1, 1) = t.c; U(1, 2) = -t.s; U(2, 1) = t.s; U(2, 2) = t.c;
+        U(0, 0) = t.one;
+        U(3, 3) = t.one;
+        U(1, 1) = t.c;
+        U(1, 2) = -t.s;
+        U(2, 1) = t.s;
+        U(2, 2) = t.c;
         break;
     case SV_DOUBLEEXC:
         for (int i = 0; i < 16; i++) U(i, i) = t.one;
-        U(3, 3) = t.c; U(3, 12) = -t.s; U(12, 3) = t.s; U(12, 12) = t.c;
+        U(3, 3) = t.c;
+        U(3, 12) = -t.s;
+        U(12, 3) = t.s;
+        U(12, 12) = t.c;
         break;
     case SV_NGATES: break;
     }
@@ -419,8 +541,8 @@ static void job_fixed(SvJob *j, const int *tpos, int nt, const int *cpos, int nc
 /* Why: a 2x2 acting on the amplitude pairs (base+o1, base+o2), or their
    exchange (swap = 1); the kernels pick the loop shape by where the fixed
    bits sit. */
-static void run_pair(SvState *s, const int *tpos, int nt, const int *cpos, int nc,
-                     uint64_t o1, uint64_t o2, const cplx *m, int swap)
+static void run_pair(SvState *s, const int *tpos, int nt, const int *cpos, int nc, uint64_t o1,
+                     uint64_t o2, const cplx *m, int swap)
 {
     SvJob j;
     j.amp = (double *)s->amp;
@@ -438,8 +560,8 @@ static void run_pair(SvState *s, const int *tpos, int nt, const int *cpos, int n
    or, in parity mode, from the parity of the bits in tmask (IsingZZ,
    MultiRZ). Controls at bits >= 3 are skipped by the iteration, lower
    ones are folded into the table. */
-static void run_diag(SvState *s, const int *cpos, int nc, const int *tpos, int k,
-                     const cplx *d, int parity, uint64_t tmask, cplx ph0, cplx ph1)
+static void run_diag(SvState *s, const int *cpos, int nc, const int *tpos, int k, const cplx *d,
+                     int parity, uint64_t tmask, cplx ph0, cplx ph1)
 {
     SvJob j;
     j.kind = SVJ_DIAG;
@@ -451,8 +573,12 @@ static void run_diag(SvState *s, const int *cpos, int nc, const int *tpos, int k
     j.cm = 0;
     for (int i = 0; i < nc; i++) {
         uint64_t b = (uint64_t)1 << cpos[i];
-        if (b & low) cmlo |= b;
-        else { j.pos[j.m++] = cpos[i]; j.cm |= b; }
+        if (b & low)
+            cmlo |= b;
+        else {
+            j.pos[j.m++] = cpos[i];
+            j.cm |= b;
+        }
     }
     sv_sort_ints(j.pos, j.m);
     j.chunk = C;
@@ -475,8 +601,11 @@ static void run_diag(SvState *s, const int *cpos, int nc, const int *tpos, int k
     /* consecutive chunks share their key below the lowest high target
        bit, and are contiguous below the lowest high control bit */
     int kr = 64;
-    if (parity) { if (j.kmask) kr = __builtin_ctzll(j.kmask); }
-    else for (int r = 0; r < j.nk; r++) if (j.kpos[r] < kr) kr = j.kpos[r];
+    if (parity) {
+        if (j.kmask) kr = __builtin_ctzll(j.kmask);
+    } else
+        for (int r = 0; r < j.nk; r++)
+            if (j.kpos[r] < kr) kr = j.kpos[r];
     if (j.m && j.pos[0] < kr) kr = j.pos[0];
     j.seg = C < 8 ? 1 : (uint64_t)1 << ((kr > 43 ? 43 : kr) - 3);
     for (int key = 0; key < j.nkeys; key++) {
@@ -491,8 +620,8 @@ static void run_diag(SvState *s, const int *cpos, int nc, const int *tpos, int k
                     int idx = key;
                     for (int r = 0; r < k; r++)
                         if (((uint64_t)1 << tpos[r]) & low)
-                            idx = (idx & ~(1 << (k - 1 - r))) |
-                                  (int)((q >> tpos[r]) & 1) << (k - 1 - r);
+                            idx = (idx & ~(1 << (k - 1 - r))) | (int)((q >> tpos[r]) & 1)
+                                                                    << (k - 1 - r);
                     ph = d[idx];
                 }
             }
@@ -537,8 +666,8 @@ static void run_quad(SvState *s, int p0, int p1, const int *cpos, int nc, const 
 }
 
 /* Why: QubitUnitary on 3+ wires and sv_apply_matrix: gather/scatter. */
-static void run_dense(SvState *s, const int *tpos, int k, const int *cpos, int nc,
-                      const cplx *m, int adj)
+static void run_dense(SvState *s, const int *tpos, int k, const int *cpos, int nc, const cplx *m,
+                      int adj)
 {
     uint64_t doff[1 << SV_MAX_DENSE];
     int d = 1 << k;
@@ -582,13 +711,20 @@ int sv_apply(SvState *s, const SvOp *op, char *err, size_t errlen)
     for (int i = 0; i < op->nctrl; i++) cp[nc++] = sv_bitpos(nq, op->ctrl[i]);
     cplx u[256], m[4];
     switch (op->gate) {
-    case SV_IDENTITY:
-        return 0;
-    case SV_PAULIX:
-        run_pair(s, tp, 1, cp, nc, 0, (uint64_t)1 << tp[0], NULL, 1);
-        return 0;
-    case SV_HADAMARD: case SV_PAULIY: case SV_PAULIZ: case SV_S: case SV_T: case SV_SX:
-    case SV_RX: case SV_RY: case SV_RZ: case SV_PHASESHIFT: case SV_ROT: case SV_U3:
+    case SV_IDENTITY: return 0;
+    case SV_PAULIX: run_pair(s, tp, 1, cp, nc, 0, (uint64_t)1 << tp[0], NULL, 1); return 0;
+    case SV_HADAMARD:
+    case SV_PAULIY:
+    case SV_PAULIZ:
+    case SV_S:
+    case SV_T:
+    case SV_SX:
+    case SV_RX:
+    case SV_RY:
+    case SV_RZ:
+    case SV_PHASESHIFT:
+    case SV_ROT:
+    case SV_U3:
         base_matrix(op, -1, m);
         if (adj) dagger2(m);
         run_1q(s, tp[0], cp, nc, m);
@@ -602,9 +738,17 @@ int sv_apply(SvState *s, const SvOp *op, char *err, size_t errlen)
         cp[nc++] = tp[1];
         run_pair(s, tp + 2, 1, cp, nc, 0, (uint64_t)1 << tp[2], NULL, 1);
         return 0;
-    case SV_CY: case SV_CRX: case SV_CRY: case SV_CZ: case SV_CRZ: case SV_CPHASE:
-        base_matrix(op, -1, u);      /* the 2x2 is the bottom-right block */
-        m[0] = u[10]; m[1] = u[11]; m[2] = u[14]; m[3] = u[15];
+    case SV_CY:
+    case SV_CRX:
+    case SV_CRY:
+    case SV_CZ:
+    case SV_CRZ:
+    case SV_CPHASE:
+        base_matrix(op, -1, u); /* the 2x2 is the bottom-right block */
+        m[0] = u[10];
+        m[1] = u[11];
+        m[2] = u[14];
+        m[3] = u[15];
         if (adj) dagger2(m);
         cp[nc++] = tp[0];
         run_1q(s, tp[1], cp, nc, m);
@@ -616,31 +760,43 @@ int sv_apply(SvState *s, const SvOp *op, char *err, size_t errlen)
         cp[nc++] = tp[0];
         run_pair(s, tp + 1, 2, cp, nc, (uint64_t)1 << tp[2], (uint64_t)1 << tp[1], NULL, 1);
         return 0;
-    case SV_ISWAP: case SV_SINGLEEXC:   /* acts on |01>, |10> only */
+    case SV_ISWAP:
+    case SV_SINGLEEXC: /* acts on |01>, |10> only */
         base_matrix(op, -1, u);
-        m[0] = u[5]; m[1] = u[6]; m[2] = u[9]; m[3] = u[10];
+        m[0] = u[5];
+        m[1] = u[6];
+        m[2] = u[9];
+        m[3] = u[10];
         if (adj) dagger2(m);
         run_pair(s, tp, 2, cp, nc, (uint64_t)1 << tp[1], (uint64_t)1 << tp[0], m, 0);
         return 0;
-    case SV_DOUBLEEXC: {                 /* acts on |0011>, |1100> only */
+    case SV_DOUBLEEXC: { /* acts on |0011>, |1100> only */
         base_matrix(op, -1, u);
-        m[0] = u[3 * 16 + 3]; m[1] = u[3 * 16 + 12]; m[2] = u[12 * 16 + 3]; m[3] = u[12 * 16 + 12];
+        m[0] = u[3 * 16 + 3];
+        m[1] = u[3 * 16 + 12];
+        m[2] = u[12 * 16 + 3];
+        m[3] = u[12 * 16 + 12];
         if (adj) dagger2(m);
         uint64_t o1 = ((uint64_t)1 << tp[2]) | ((uint64_t)1 << tp[3]);
         uint64_t o2 = ((uint64_t)1 << tp[0]) | ((uint64_t)1 << tp[1]);
         run_pair(s, tp, 4, cp, nc, o1, o2, m, 0);
         return 0;
     }
-    case SV_ISINGXX: case SV_ISINGYY:
+    case SV_ISINGXX:
+    case SV_ISINGYY:
         base_matrix(op, -1, u);
         if (adj) dagger(u, 4);
         run_quad(s, tp[0], tp[1], cp, nc, u);
         return 0;
-    case SV_ISINGZZ: case SV_MULTIRZ: {
+    case SV_ISINGZZ:
+    case SV_MULTIRZ: {
         uint64_t mask = 0;
         for (int i = 0; i < op->nwires; i++) mask |= (uint64_t)1 << tp[i];
         cplx ph0 = ex(-0.5, op->params[0], 0), ph1 = ex(0.5, op->params[0], 0);
-        if (adj) { ph0 = conj(ph0); ph1 = conj(ph1); }
+        if (adj) {
+            ph0 = conj(ph0);
+            ph1 = conj(ph1);
+        }
         run_diag(s, cp, nc, NULL, 0, NULL, 1, mask, ph0, ph1);
         return 0;
     }
@@ -662,8 +818,7 @@ int sv_apply(SvState *s, const SvOp *op, char *err, size_t errlen)
             if ((op->bits >> i) & 1)
                 run_pair(s, tp + i, 1, cp, nc, 0, (uint64_t)1 << tp[i], NULL, 1);
         return 0;
-    case SV_NGATES:
-        break;
+    case SV_NGATES: break;
     }
     return sv_err(err, errlen, SV_E_BADGATE, (int)op->gate);
 }
@@ -680,11 +835,15 @@ int sv_apply_matrix(SvState *s, const int *wires, int k, const cplx *m, char *er
     if (check_wires(name, wires, k, NULL, 0, s->nq, err, errlen)) return -1;
     int d = 1 << k;
     for (long i = 0; i < (long)d * d; i++)
-        if (!isfinite(creal(m[i])) || !isfinite(cimag(m[i]))) return sv_err(err, errlen, SV_E_MATNF, name);
+        if (!isfinite(creal(m[i])) || !isfinite(cimag(m[i])))
+            return sv_err(err, errlen, SV_E_MATNF, name);
     int tp[SV_MAX_DENSE];
     for (int i = 0; i < k; i++) tp[i] = sv_bitpos(s->nq, wires[i]);
-    if (k == 1) run_pair(s, tp, 1, NULL, 0, 0, (uint64_t)1 << tp[0], m, 0);
-    else if (k == 2) run_quad(s, tp[0], tp[1], NULL, 0, m);
-    else run_dense(s, tp, k, NULL, 0, m, 0);
+    if (k == 1)
+        run_pair(s, tp, 1, NULL, 0, 0, (uint64_t)1 << tp[0], m, 0);
+    else if (k == 2)
+        run_quad(s, tp[0], tp[1], NULL, 0, m);
+    else
+        run_dense(s, tp, k, NULL, 0, m, 0);
     return 0;
 }

@@ -41,8 +41,8 @@ int sv_simd_level(void)
     }
 #endif
     const char *env = getenv("QH_SIMD");
-    static const char *const levels[] = { "c", "avx2", "avx512", NULL };   /* SV_SIMD_* order */
-    int cap = env ? opt_choice(env, levels) : -1;      /* the qh command refuses other values */
+    static const char *const levels[] = { "c", "avx2", "avx512", NULL }; /* SV_SIMD_* order */
+    int cap = env ? opt_choice(env, levels) : -1; /* the qh command refuses other values */
     if (cap >= 0 && cap < lv) lv = cap;
     atomic_store_explicit(&cached, lv, memory_order_relaxed);
     return lv;
@@ -57,8 +57,7 @@ int sv_level(const SvState *s)
 /* ---- portable kernels ------------------------------------------------- */
 
 /* Why: the general 1-qubit update over two contiguous streams. */
-static void pair_run_c(double *restrict lo, double *restrict hi, uint64_t len,
-                       const double *m)
+static void pair_run_c(double *restrict lo, double *restrict hi, uint64_t len, const double *m)
 {
     for (uint64_t j = 0; j < len; j++) sv_mul2(m, lo + 2 * j, hi + 2 * j);
 }
@@ -82,11 +81,23 @@ static void swap_run(double *restrict lo, double *restrict hi, uint64_t len)
         double a4 = lo[j + 4], a5 = lo[j + 5], a6 = lo[j + 6], a7 = lo[j + 7];
         double b0 = hi[j], b1 = hi[j + 1], b2 = hi[j + 2], b3 = hi[j + 3];
         double b4 = hi[j + 4], b5 = hi[j + 5], b6 = hi[j + 6], b7 = hi[j + 7];
-        __asm__ volatile("" ::: "memory");   /* keep the loads before the stores */
-        hi[j] = a0; hi[j + 1] = a1; hi[j + 2] = a2; hi[j + 3] = a3;
-        hi[j + 4] = a4; hi[j + 5] = a5; hi[j + 6] = a6; hi[j + 7] = a7;
-        lo[j] = b0; lo[j + 1] = b1; lo[j + 2] = b2; lo[j + 3] = b3;
-        lo[j + 4] = b4; lo[j + 5] = b5; lo[j + 6] = b6; lo[j + 7] = b7;
+        __asm__ volatile("" ::: "memory"); /* keep the loads before the stores */
+        hi[j] = a0;
+        hi[j + 1] = a1;
+        hi[j + 2] = a2;
+        hi[j + 3] = a3;
+        hi[j + 4] = a4;
+        hi[j + 5] = a5;
+        hi[j + 6] = a6;
+        hi[j + 7] = a7;
+        lo[j] = b0;
+        lo[j + 1] = b1;
+        lo[j + 2] = b2;
+        lo[j + 3] = b3;
+        lo[j + 4] = b4;
+        lo[j + 5] = b5;
+        lo[j + 6] = b6;
+        lo[j + 7] = b7;
     }
     for (; j < 2 * len; j++) {
         double t = lo[j];
@@ -100,8 +111,10 @@ static void blocks_c(double *a, uint64_t nblk, uint64_t S, const double *m)
 {
     for (uint64_t b = 0; b < nblk; b++) {
         double *l = a + 4 * S * b;
-        if (m) pair_run_c(l, l + 2 * S, S, m);
-        else swap_run(l, l + 2 * S, S);
+        if (m)
+            pair_run_c(l, l + 2 * S, S, m);
+        else
+            swap_run(l, l + 2 * S, S);
     }
 }
 
@@ -154,8 +167,10 @@ static inline uint64_t one_run(const SvJob *jb, uint64_t i, uint64_t b)
     if (len > b - i) len = b - i;
     uint64_t base = sv_expand(i, jb->pos, jb->m) | jb->cm;
     double *lo = jb->amp + 2 * (base + jb->off[0]), *hi = jb->amp + 2 * (base + jb->off[1]);
-    if (jb->kind == SVJ_SWAP) swap_run(lo, hi, len);
-    else pair_run_c(lo, hi, len, jb->mat);
+    if (jb->kind == SVJ_SWAP)
+        swap_run(lo, hi, len);
+    else
+        pair_run_c(lo, hi, len, jb->mat);
     return i + len;
 }
 
@@ -171,7 +186,7 @@ static void pair_range(const SvJob *jb, uint64_t a, uint64_t b)
     const double *m = jb->mat;
     int swap = jb->kind == SVJ_SWAP;
     uint64_t o1 = jb->off[0], o2 = jb->off[1];
-    if (R <= 2) {   /* element by element: step over the fixed bits */
+    if (R <= 2) { /* element by element: step over the fixed bits */
         uint64_t F = 0, x = sv_expand(a, jb->pos, jb->m);
         for (int k = 0; k < jb->m; k++) F |= (uint64_t)1 << jb->pos[k];
         for (uint64_t i = a; i < b; i++) {
@@ -180,8 +195,10 @@ static void pair_range(const SvJob *jb, uint64_t a, uint64_t b)
             __builtin_prefetch(hi + SV_AHEAD);
             if (swap) {
                 double r = lo[0], im = lo[1];
-                lo[0] = hi[0]; lo[1] = hi[1];
-                hi[0] = r; hi[1] = im;
+                lo[0] = hi[0];
+                lo[1] = hi[1];
+                hi[0] = r;
+                hi[1] = im;
             } else {
                 sv_mul2(m, lo, hi);
             }
@@ -211,7 +228,7 @@ static void pair_range(const SvJob *jb, uint64_t a, uint64_t b)
             uint64_t off = i & (R - 1), len = R - off;
             if (len > e - i) len = e - i;
             double *lo = amp + 2 * (base + o1), *hi = amp + 2 * (base + o2);
-            if (R <= 64)      /* short runs with gaps: see SV_AHEAD */
+            if (R <= 64) /* short runs with gaps: see SV_AHEAD */
                 for (uint64_t o = 0; o < 2 * len; o += 8) {
                     __builtin_prefetch(lo + SV_AHEAD + o);
                     __builtin_prefetch(hi + SV_AHEAD + o);
@@ -244,7 +261,7 @@ static void blocks_range(const SvJob *jb, uint64_t a, uint64_t b)
 {
     int t = jb->pos[0];
     uint64_t S = (uint64_t)1 << t;
-    uint64_t Q = jb->m > 1 ? (uint64_t)1 << (jb->pos[1] - 1) : 0;   /* pairs per region */
+    uint64_t Q = jb->m > 1 ? (uint64_t)1 << (jb->pos[1] - 1) : 0; /* pairs per region */
     const double *m = jb->kind == SVJ_SWAP ? NULL : jb->mat;
     double *amp = jb->amp;
     for (uint64_t i = a; i < b;) {
@@ -260,11 +277,13 @@ static void blocks_range(const SvJob *jb, uint64_t a, uint64_t b)
             if (nb) {
                 blocks_c(amp + 2 * base, nb, S, m);
                 j += nb * S;
-            } else {          /* a partial block at either end */
+            } else { /* a partial block at either end */
                 uint64_t len = S - off;
                 if (len > end - j) len = end - j;
-                if (m) pair_run_c(amp + 2 * base, amp + 2 * (base + S), len, m);
-                else swap_run(amp + 2 * base, amp + 2 * (base + S), len);
+                if (m)
+                    pair_run_c(amp + 2 * base, amp + 2 * (base + S), len, m);
+                else
+                    swap_run(amp + 2 * base, amp + 2 * (base + S), len);
                 j += len;
             }
         }
@@ -277,7 +296,7 @@ static void blocks_range(const SvJob *jb, uint64_t a, uint64_t b)
 static void quad_range(const SvJob *jb, uint64_t a, uint64_t b)
 {
     uint64_t R = (uint64_t)1 << jb->pos[0];
-    sv_assert(R >= 4);   /* lower fixed bits take the line kernels */
+    sv_assert(R >= 4); /* lower fixed bits take the line kernels */
     for (uint64_t i = a; i < b;) {
         uint64_t len = R - (i & (R - 1));
         if (len > b - i) len = b - i;
@@ -309,7 +328,7 @@ static void dense_range(const SvJob *jb, uint64_t a, uint64_t b)
                     re += q[2 * c] * inr[c] - q[2 * c + 1] * ini[c];
                     im += q[2 * c] * ini[c] + q[2 * c + 1] * inr[c];
                 }
-            } else {   /* row r of M^dagger = conjugate of column r of M */
+            } else { /* row r of M^dagger = conjugate of column r of M */
                 for (int c = 0; c < d; c++) {
                     double mr = m[2 * ((size_t)c * d + r)], mi = -m[2 * ((size_t)c * d + r) + 1];
                     re += mr * inr[c] - mi * ini[c];
@@ -327,8 +346,7 @@ static inline unsigned diag_key(const SvJob *jb, uint64_t base)
 {
     if (jb->parity) return (unsigned)__builtin_parityll(base & jb->kmask);
     unsigned key = 0;
-    for (int r = 0; r < jb->nk; r++)
-        key |= (unsigned)((base >> jb->kpos[r]) & 1) << jb->kshift[r];
+    for (int r = 0; r < jb->nk; r++) key |= (unsigned)((base >> jb->kpos[r]) & 1) << jb->kshift[r];
     return key;
 }
 
@@ -379,10 +397,14 @@ SV_AVX2 static void diag_range_avx2(const SvJob *jb, uint64_t a, uint64_t b)
         for (uint64_t q = 0; q < len; q++, p += 16) {
             __m256d z0 = _mm256_loadu_pd(p), z1 = _mm256_loadu_pd(p + 4);
             __m256d z2 = _mm256_loadu_pd(p + 8), z3 = _mm256_loadu_pd(p + 12);
-            _mm256_storeu_pd(p, _mm256_fmaddsub_pd(r0, z0, _mm256_mul_pd(i0, _mm256_permute_pd(z0, 5))));
-            _mm256_storeu_pd(p + 4, _mm256_fmaddsub_pd(r1, z1, _mm256_mul_pd(i1, _mm256_permute_pd(z1, 5))));
-            _mm256_storeu_pd(p + 8, _mm256_fmaddsub_pd(r2, z2, _mm256_mul_pd(i2, _mm256_permute_pd(z2, 5))));
-            _mm256_storeu_pd(p + 12, _mm256_fmaddsub_pd(r3, z3, _mm256_mul_pd(i3, _mm256_permute_pd(z3, 5))));
+            _mm256_storeu_pd(
+                p, _mm256_fmaddsub_pd(r0, z0, _mm256_mul_pd(i0, _mm256_permute_pd(z0, 5))));
+            _mm256_storeu_pd(
+                p + 4, _mm256_fmaddsub_pd(r1, z1, _mm256_mul_pd(i1, _mm256_permute_pd(z1, 5))));
+            _mm256_storeu_pd(
+                p + 8, _mm256_fmaddsub_pd(r2, z2, _mm256_mul_pd(i2, _mm256_permute_pd(z2, 5))));
+            _mm256_storeu_pd(
+                p + 12, _mm256_fmaddsub_pd(r3, z3, _mm256_mul_pd(i3, _mm256_permute_pd(z3, 5))));
         }
     }
 }
@@ -390,7 +412,10 @@ SV_AVX2 static void diag_range_avx2(const SvJob *jb, uint64_t a, uint64_t b)
 
 /* ---- running a job ---------------------------------------------------- */
 
-typedef struct JobCtx { const SvJob *jb; int avx; } JobCtx;
+typedef struct JobCtx {
+    const SvJob *jb;
+    int avx;
+} JobCtx;
 
 /* Why: one slice of a job, to the kernel of its kind. Pair, exchange and
    4x4 jobs get here only when the line kernels did not take them
@@ -399,7 +424,8 @@ typedef struct JobCtx { const SvJob *jb; int avx; } JobCtx;
 static void job_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
 {
     switch (jb->kind) {
-    case SVJ_PAIR: case SVJ_SWAP:
+    case SVJ_PAIR:
+    case SVJ_SWAP:
         if (jb->pos[0] >= 1 && jb->pos[0] <= 4 && jb->off[0] == 0 &&
             jb->off[1] == (uint64_t)1 << jb->pos[0])
             blocks_range(jb, a, b);
@@ -410,7 +436,10 @@ static void job_range(const SvJob *jb, uint64_t a, uint64_t b, int avx)
     case SVJ_DENSE: dense_range(jb, a, b); break;
     case SVJ_DIAG:
 #if SV_X86
-        if (avx && jb->chunk == 8) { diag_range_avx2(jb, a, b); break; }
+        if (avx && jb->chunk == 8) {
+            diag_range_avx2(jb, a, b);
+            break;
+        }
 #endif
         diag_range_c(jb, a, b);
         break;

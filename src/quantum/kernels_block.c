@@ -42,23 +42,23 @@ enum { SH_PAIR1, SH_PAIR2, SH_QUAD };
 
 typedef struct Plan {
     /* per output line o and term k: lanes x (re, im) */
-    double cr[4][4][8];        /* Re c, Re c */
-    double ci[4][4][8];        /* -Im c, +Im c (the sign of i*i folded in) */
-    long long idx[2][8];       /* exchanges, AVX-512: source double (permutex2var) */
-    double msk[2][8];          /* exchanges, AVX2: sign bit set where the lane takes its partner */
-    uint64_t toff[4][4];       /* C: the group's tuples, offsets in doubles */
-    double mat[32];            /* C: the matrix (2x2 or 4x4, re/im interleaved) */
-    int ntup;                  /* C: tuples per group */
+    double cr[4][4][8];  /* Re c, Re c */
+    double ci[4][4][8];  /* -Im c, +Im c (the sign of i*i folded in) */
+    long long idx[2][8]; /* exchanges, AVX-512: source double (permutex2var) */
+    double msk[2][8];    /* exchanges, AVX2: sign bit set where the lane takes its partner */
+    uint64_t toff[4][4]; /* C: the group's tuples, offsets in doubles */
+    double mat[32];      /* C: the matrix (2x2 or 4x4, re/im interleaved) */
+    int ntup;            /* C: tuples per group */
     double *amp;
-    uint64_t fmask, cmask;     /* line-index bits: fixed (high targets, high controls), controls */
-    uint64_t total;            /* groups */
-    uint64_t pfd;              /* prefetch distance, lines (see make_plan) */
-    uint64_t ahead;            /* ... in groups, when the walk steps a cursor */
+    uint64_t fmask, cmask; /* line-index bits: fixed (high targets, high controls), controls */
+    uint64_t total;        /* groups */
+    uint64_t pfd;          /* prefetch distance, lines (see make_plan) */
+    uint64_t ahead;        /* ... in groups, when the walk steps a cursor */
     int cursor;
-    uint64_t loff[4];          /* the group's lines, in lines from its first */
-    int m, pos[SV_MAX_WIRES];  /* fixed line-index bits, ascending */
+    uint64_t loff[4];         /* the group's lines, in lines from its first */
+    int m, pos[SV_MAX_WIRES]; /* fixed line-index bits, ascending */
     int shape, D, nb, nt, swap, level;
-    int live;                  /* exchanges, AVX2: the halves that change (bit h: lanes 2h, 2h+1) */
+    int live; /* exchanges, AVX2: the halves that change (bit h: lanes 2h, 2h+1) */
 } Plan;
 
 /* ---- the shapes' terms ------------------------------------------------ */
@@ -100,41 +100,41 @@ SV_INLINE int term_del(int shape, int D, int o, int k)
    Three loops: one group at a time when bit 0 of the line index is fixed,
    runs of consecutive lines otherwise, and a second stepped index for q
    when a fixed bit makes runs of 8-64 KiB (see make_plan). */
-#define WALK(P, a, b, p, q, ...)                                               \
-    do {                                                                       \
-        const uint64_t F_ = (P)->fmask, C_ = (P)->cmask, D_ = 8 * (P)->pfd;    \
-        double *const A_ = (P)->amp;                                           \
-        uint64_t x_ = sv_expand((a), (P)->pos, (P)->m);                        \
-        if ((P)->cursor) {                                                     \
-            uint64_t y_ = sv_expand((a) + (P)->ahead, (P)->pos, (P)->m);       \
-            for (uint64_t g_ = (a); g_ < (b); g_++) {                          \
-                double *p = A_ + 8 * (x_ | C_);                                \
+#define WALK(P, a, b, p, q, ...)                                                    \
+    do {                                                                            \
+        const uint64_t F_ = (P)->fmask, C_ = (P)->cmask, D_ = 8 * (P)->pfd;         \
+        double *const A_ = (P)->amp;                                                \
+        uint64_t x_ = sv_expand((a), (P)->pos, (P)->m);                             \
+        if ((P)->cursor) {                                                          \
+            uint64_t y_ = sv_expand((a) + (P)->ahead, (P)->pos, (P)->m);            \
+            for (uint64_t g_ = (a); g_ < (b); g_++) {                               \
+                double *p = A_ + 8 * (x_ | C_);                                     \
                 const double *q = (const double *)((uintptr_t)A_ + 64 * (y_ | C_)); \
-                __VA_ARGS__                                                    \
-                x_ = ((x_ | F_) + 1) & ~F_;                                    \
-                y_ = ((y_ | F_) + 1) & ~F_;                                    \
-            }                                                                  \
-        } else if (F_ & 1) {                                                   \
-            for (uint64_t g_ = (a); g_ < (b); g_++) {                          \
-                double *p = A_ + 8 * (x_ | C_);                                \
-                const double *q = (const double *)((uintptr_t)p + D_);         \
-                __VA_ARGS__                                                    \
-                x_ = ((x_ | F_) + 1) & ~F_;                                    \
-            }                                                                  \
-        } else {                                                               \
-            const uint64_t R_ = F_ & (0 - F_);   /* 0: one run */              \
-            for (uint64_t g_ = (a); g_ < (b);) {                               \
-                uint64_t n_ = (b) - g_;                                        \
-                if (R_ && n_ > R_ - (g_ & (R_ - 1))) n_ = R_ - (g_ & (R_ - 1)); \
-                double *p = A_ + 8 * (x_ | C_);                                \
-                for (uint64_t k_ = 0; k_ < n_; k_++, p += 8) {                 \
-                    const double *q = (const double *)((uintptr_t)p + D_);     \
-                    __VA_ARGS__                                                \
-                }                                                              \
-                x_ = (((x_ + n_ - 1) | F_) + 1) & ~F_;                         \
-                g_ += n_;                                                      \
-            }                                                                  \
-        }                                                                      \
+                __VA_ARGS__                                                         \
+                x_ = ((x_ | F_) + 1) & ~F_;                                         \
+                y_ = ((y_ | F_) + 1) & ~F_;                                         \
+            }                                                                       \
+        } else if (F_ & 1) {                                                        \
+            for (uint64_t g_ = (a); g_ < (b); g_++) {                               \
+                double *p = A_ + 8 * (x_ | C_);                                     \
+                const double *q = (const double *)((uintptr_t)p + D_);              \
+                __VA_ARGS__                                                         \
+                x_ = ((x_ | F_) + 1) & ~F_;                                         \
+            }                                                                       \
+        } else {                                                                    \
+            const uint64_t R_ = F_ & (0 - F_); /* 0: one run */                     \
+            for (uint64_t g_ = (a); g_ < (b);) {                                    \
+                uint64_t n_ = (b)-g_;                                               \
+                if (R_ && n_ > R_ - (g_ & (R_ - 1))) n_ = R_ - (g_ & (R_ - 1));     \
+                double *p = A_ + 8 * (x_ | C_);                                     \
+                for (uint64_t k_ = 0; k_ < n_; k_++, p += 8) {                      \
+                    const double *q = (const double *)((uintptr_t)p + D_);          \
+                    __VA_ARGS__                                                     \
+                }                                                                   \
+                x_ = (((x_ + n_ - 1) | F_) + 1) & ~F_;                              \
+                g_ += n_;                                                           \
+            }                                                                       \
+        }                                                                           \
     } while (0)
 
 /* ---- portable kernels ------------------------------------------------- */
@@ -146,14 +146,15 @@ SV_INLINE int term_del(int shape, int D, int o, int k)
 
 /* Why: every job in plain C; NT tuples per group, d amplitudes each
    (d = 2: a 2x2 or, with swap, an exchange; d = 4: a 4x4). */
-SV_INLINE void tuples_c(const Plan *P, uint64_t a, uint64_t b, const int d, const int swap, const int NT)
+SV_INLINE void tuples_c(const Plan *P, uint64_t a, uint64_t b, const int d, const int swap,
+                        const int NT)
 {
     uint64_t off[2][4];
     memcpy(off, P->toff, sizeof off);
     double m[32];
     memcpy(m, P->mat, sizeof m);
     WALK(P, a, b, p, q, {
-        (void)q;   /* no software prefetch at this level: the arithmetic is slow enough */
+        (void)q; /* no software prefetch at this level: the arithmetic is slow enough */
         for (int t = 0; t < NT; t++) {
             if (d == 4) {
                 double *const v[4] = { p + off[t][0], p + off[t][1], p + off[t][2], p + off[t][3] };
@@ -161,8 +162,10 @@ SV_INLINE void tuples_c(const Plan *P, uint64_t a, uint64_t b, const int d, cons
             } else if (swap) {
                 double *x = p + off[t][0], *y = p + off[t][1];
                 double r = x[0], i = x[1];
-                x[0] = y[0]; x[1] = y[1];
-                y[0] = r; y[1] = i;
+                x[0] = y[0];
+                x[1] = y[1];
+                y[0] = r;
+                y[1] = i;
             } else {
                 sv_mul2(m, p + off[t][0], p + off[t][1]);
             }
@@ -172,7 +175,7 @@ SV_INLINE void tuples_c(const Plan *P, uint64_t a, uint64_t b, const int d, cons
 
 static void range_c(const Plan *P, uint64_t a, uint64_t b)
 {
-    sv_assert(P->ntup <= 2);   /* the C level takes only jobs with a fixed bit 0 or 1 */
+    sv_assert(P->ntup <= 2); /* the C level takes only jobs with a fixed bit 0 or 1 */
     int d = P->shape == SH_QUAD ? 4 : 2;
     switch (d * 100 + P->swap * 10 + P->ntup) {
     case 201: tuples_c(P, a, b, 2, 0, 1); return;
@@ -187,40 +190,40 @@ static void range_c(const Plan *P, uint64_t a, uint64_t b)
 }
 
 /* One instance per shape and lane xor (the valid ones). */
-#define SV_SHAPES(F, ...)                                                      \
-    switch (P->shape * 4 + P->D) {                                             \
-    case SH_PAIR1 * 4 + 1: F(__VA_ARGS__, SH_PAIR1, 1); return;                \
-    case SH_PAIR1 * 4 + 2: F(__VA_ARGS__, SH_PAIR1, 2); return;                \
-    case SH_PAIR1 * 4 + 3: F(__VA_ARGS__, SH_PAIR1, 3); return;                \
-    case SH_PAIR2 * 4 + 0: F(__VA_ARGS__, SH_PAIR2, 0); return;                \
-    case SH_PAIR2 * 4 + 1: F(__VA_ARGS__, SH_PAIR2, 1); return;                \
-    case SH_PAIR2 * 4 + 2: F(__VA_ARGS__, SH_PAIR2, 2); return;                \
-    case SH_PAIR2 * 4 + 3: F(__VA_ARGS__, SH_PAIR2, 3); return;                \
-    case SH_QUAD * 4 + 0: F(__VA_ARGS__, SH_QUAD, 0); return;                  \
-    case SH_QUAD * 4 + 1: F(__VA_ARGS__, SH_QUAD, 1); return;                  \
-    case SH_QUAD * 4 + 2: F(__VA_ARGS__, SH_QUAD, 2); return;                  \
-    case SH_QUAD * 4 + 3: F(__VA_ARGS__, SH_QUAD, 3); return;                  \
-    default: break;                                                            \
+#define SV_SHAPES(F, ...)                                       \
+    switch (P->shape * 4 + P->D) {                              \
+    case SH_PAIR1 * 4 + 1: F(__VA_ARGS__, SH_PAIR1, 1); return; \
+    case SH_PAIR1 * 4 + 2: F(__VA_ARGS__, SH_PAIR1, 2); return; \
+    case SH_PAIR1 * 4 + 3: F(__VA_ARGS__, SH_PAIR1, 3); return; \
+    case SH_PAIR2 * 4 + 0: F(__VA_ARGS__, SH_PAIR2, 0); return; \
+    case SH_PAIR2 * 4 + 1: F(__VA_ARGS__, SH_PAIR2, 1); return; \
+    case SH_PAIR2 * 4 + 2: F(__VA_ARGS__, SH_PAIR2, 2); return; \
+    case SH_PAIR2 * 4 + 3: F(__VA_ARGS__, SH_PAIR2, 3); return; \
+    case SH_QUAD * 4 + 0: F(__VA_ARGS__, SH_QUAD, 0); return;   \
+    case SH_QUAD * 4 + 1: F(__VA_ARGS__, SH_QUAD, 1); return;   \
+    case SH_QUAD * 4 + 2: F(__VA_ARGS__, SH_QUAD, 2); return;   \
+    case SH_QUAD * 4 + 3: F(__VA_ARGS__, SH_QUAD, 3); return;   \
+    default: break;                                             \
     }
 /* Exchanges (AVX2): PAIR1 with D 1..3, PAIR2 with D 0..3; where the
    lane xor stays inside a half (D 0 or 1), also the halves that change
    (live: bit h for half h; a lane and its partner change together). */
-#define SV_SWAPS(F, ...)                                                       \
-    switch ((P->nb * 4 + P->D) * 4 + (P->D < 2 ? P->live : 3)) {               \
-    case 5 * 4 + 1: F(__VA_ARGS__, 1, 1, 1); return;                           \
-    case 5 * 4 + 2: F(__VA_ARGS__, 1, 1, 2); return;                           \
-    case 5 * 4 + 3: F(__VA_ARGS__, 1, 1, 3); return;                           \
-    case 6 * 4 + 3: F(__VA_ARGS__, 1, 2, 3); return;                           \
-    case 7 * 4 + 3: F(__VA_ARGS__, 1, 3, 3); return;                           \
-    case 8 * 4 + 1: F(__VA_ARGS__, 2, 0, 1); return;                           \
-    case 8 * 4 + 2: F(__VA_ARGS__, 2, 0, 2); return;                           \
-    case 8 * 4 + 3: F(__VA_ARGS__, 2, 0, 3); return;                           \
-    case 9 * 4 + 1: F(__VA_ARGS__, 2, 1, 1); return;                           \
-    case 9 * 4 + 2: F(__VA_ARGS__, 2, 1, 2); return;                           \
-    case 9 * 4 + 3: F(__VA_ARGS__, 2, 1, 3); return;                           \
-    case 10 * 4 + 3: F(__VA_ARGS__, 2, 2, 3); return;                          \
-    case 11 * 4 + 3: F(__VA_ARGS__, 2, 3, 3); return;                          \
-    default: break;                                                            \
+#define SV_SWAPS(F, ...)                                         \
+    switch ((P->nb * 4 + P->D) * 4 + (P->D < 2 ? P->live : 3)) { \
+    case 5 * 4 + 1: F(__VA_ARGS__, 1, 1, 1); return;             \
+    case 5 * 4 + 2: F(__VA_ARGS__, 1, 1, 2); return;             \
+    case 5 * 4 + 3: F(__VA_ARGS__, 1, 1, 3); return;             \
+    case 6 * 4 + 3: F(__VA_ARGS__, 1, 2, 3); return;             \
+    case 7 * 4 + 3: F(__VA_ARGS__, 1, 3, 3); return;             \
+    case 8 * 4 + 1: F(__VA_ARGS__, 2, 0, 1); return;             \
+    case 8 * 4 + 2: F(__VA_ARGS__, 2, 0, 2); return;             \
+    case 8 * 4 + 3: F(__VA_ARGS__, 2, 0, 3); return;             \
+    case 9 * 4 + 1: F(__VA_ARGS__, 2, 1, 1); return;             \
+    case 9 * 4 + 2: F(__VA_ARGS__, 2, 1, 2); return;             \
+    case 9 * 4 + 3: F(__VA_ARGS__, 2, 1, 3); return;             \
+    case 10 * 4 + 3: F(__VA_ARGS__, 2, 2, 3); return;            \
+    case 11 * 4 + 3: F(__VA_ARGS__, 2, 3, 3); return;            \
+    default: break;                                              \
     }
 
 /* ---- AVX2 + FMA kernels: a line is two registers (lanes 0-1, 2-3) ----- */
@@ -281,7 +284,7 @@ SV_AVX2_INLINE void terms_avx2(const Plan *P, uint64_t a, uint64_t b, const int 
 SV_AVX2_INLINE void swap_avx2(const Plan *P, uint64_t a, uint64_t b, const int nb, const int D,
                               const int live)
 {
-    const int pf = P->cursor;   /* see SWAP_PF */
+    const int pf = P->cursor; /* see SWAP_PF */
     uint64_t loff[2] = { 8 * P->loff[0], nb > 1 ? 8 * P->loff[1] : 0 };
     __m256d msk[2][2];
     for (int o = 0; o < 2; o++)
@@ -304,8 +307,11 @@ SV_AVX2_INLINE void swap_avx2(const Plan *P, uint64_t a, uint64_t b, const int n
 
 SV_AVX2 static void range_avx2(const Plan *P, uint64_t a, uint64_t b)
 {
-    if (P->swap) { SV_SWAPS(swap_avx2, P, a, b) }
-    else { SV_SHAPES(terms_avx2, P, a, b) }
+    if (P->swap) {
+        SV_SWAPS(swap_avx2, P, a, b)
+    } else {
+        SV_SHAPES(terms_avx2, P, a, b)
+    }
     sv_unreachable();
 }
 
@@ -317,9 +323,9 @@ SV_AVX2 static void range_avx2(const Plan *P, uint64_t a, uint64_t b)
 SV_AVX512_INLINE __m512d xperm512(__m512d v, int d)
 {
     switch (d) {
-    case 1: return _mm512_shuffle_f64x2(v, v, 0xB1);   /* 1 0 3 2 */
-    case 2: return _mm512_shuffle_f64x2(v, v, 0x4E);   /* 2 3 0 1 */
-    case 3: return _mm512_shuffle_f64x2(v, v, 0x1B);   /* 3 2 1 0 */
+    case 1: return _mm512_shuffle_f64x2(v, v, 0xB1); /* 1 0 3 2 */
+    case 2: return _mm512_shuffle_f64x2(v, v, 0x4E); /* 2 3 0 1 */
+    case 3: return _mm512_shuffle_f64x2(v, v, 0x1B); /* 3 2 1 0 */
     default: return v;
     }
 }
@@ -363,7 +369,7 @@ SV_AVX512 static void swap512(const Plan *P, uint64_t a, uint64_t b)
 {
     const __m512i i0 = _mm512_loadu_si512(P->idx[0]), i1 = _mm512_loadu_si512(P->idx[1]);
     const uint64_t l0 = 8 * P->loff[0];
-    const int pf = P->cursor;   /* see SWAP_PF */
+    const int pf = P->cursor; /* see SWAP_PF */
     if (P->nb == 1) {
         WALK(P, a, b, p, q, {
             if (pf) PF(q + l0);
@@ -386,7 +392,10 @@ SV_AVX512 static void swap512(const Plan *P, uint64_t a, uint64_t b)
 
 SV_AVX512 static void range512(const Plan *P, uint64_t a, uint64_t b)
 {
-    if (P->swap) { swap512(P, a, b); return; }
+    if (P->swap) {
+        swap512(P, a, b);
+        return;
+    }
     SV_SHAPES(terms512, P, a, b)
     sv_unreachable();
 }
@@ -420,11 +429,14 @@ static void make_plan(Plan *P, const SvJob *j, uint64_t dim, int level)
     P->m = 0;
     P->fmask = 0;
     for (int k = 0; k < j->m; k++) {
-        if (j->pos[k] < 2) { Lf |= (uint64_t)1 << j->pos[k]; continue; }
+        if (j->pos[k] < 2) {
+            Lf |= (uint64_t)1 << j->pos[k];
+            continue;
+        }
         P->pos[P->m++] = j->pos[k] - 2;
         P->fmask |= (uint64_t)1 << (j->pos[k] - 2);
     }
-    uint64_t Lz = Lf & ~Lt & ~Lc;   /* fixed low bits that stay 0 */
+    uint64_t Lz = Lf & ~Lt & ~Lc; /* fixed low bits that stay 0 */
     P->cmask = j->cm >> 2;
     P->total = (dim >> 2) >> P->m;
     /* Prefetch 128 lines (8 KiB) ahead: exact when the fixed line bits
@@ -458,9 +470,11 @@ static void make_plan(Plan *P, const SvJob *j, uint64_t dim, int level)
     P->nt = shape_nt(P->shape);
     sv_assert(P->nb == shape_nb(P->shape, P->D));
     P->ahead = 128 / (uint64_t)P->nb;
-    if (level == SV_SIMD_C) {   /* tuples: one per value of the free lane bits */
-        if (P->swap) memset(P->mat, 0, sizeof P->mat);   /* an exchange has none */
-        else memcpy(P->mat, j->mat, sizeof P->mat);
+    if (level == SV_SIMD_C) { /* tuples: one per value of the free lane bits */
+        if (P->swap)
+            memset(P->mat, 0, sizeof P->mat); /* an exchange has none */
+        else
+            memcpy(P->mat, j->mat, sizeof P->mat);
         P->ntup = 0;
         for (uint64_t f = 0; f < 4; f++) {
             if (f & Lf) continue;
@@ -477,8 +491,9 @@ static void make_plan(Plan *P, const SvJob *j, uint64_t dim, int level)
     for (int ol = 0; ol < P->nb; ol++)
         for (int q = 0; q < 4; q++)
             row[ol][q] = ((uint64_t)q & Lc) == Lc && ((uint64_t)q & Lz) == 0
-                             ? rowof[4 * ol + (int)((uint64_t)q & Lt)] : -1;
-    if (P->swap) {   /* a row lane takes its partner: the other row, lane xor D */
+                             ? rowof[4 * ol + (int)((uint64_t)q & Lt)]
+                             : -1;
+    if (P->swap) { /* a row lane takes its partner: the other row, lane xor D */
         P->live = 0;
         for (int ol = 0; ol < P->nb; ol++)
             for (int q = 0; q < 4; q++) {
@@ -486,7 +501,8 @@ static void make_plan(Plan *P, const SvJob *j, uint64_t dim, int level)
                 if (r >= 0) P->live |= 1 << (q >> 1);
                 for (int h = 0; h < 2; h++) {
                     P->idx[ol][2 * q + h] = (P->nb == 1 ? 0 : 8 * L) + 2 * sq + h;
-                    P->msk[ol][2 * q + h] = r < 0 ? 0.0 : -0.0;   /* sign bit: blendv takes the partner */
+                    P->msk[ol][2 * q + h] =
+                        r < 0 ? 0.0 : -0.0; /* sign bit: blendv takes the partner */
                 }
             }
         sv_assert(P->live != 0);
@@ -521,8 +537,14 @@ static void blk_part(void *ctx, int part, int nparts)
     sv_slice(P->total, part, nparts, &a, &b);
     if (b <= a) return;
 #if SV_X86
-    if (P->level >= SV_SIMD_AVX512) { range512(P, a, b); return; }
-    if (P->level >= SV_SIMD_AVX2) { range_avx2(P, a, b); return; }
+    if (P->level >= SV_SIMD_AVX512) {
+        range512(P, a, b);
+        return;
+    }
+    if (P->level >= SV_SIMD_AVX2) {
+        range_avx2(P, a, b);
+        return;
+    }
 #endif
     range_c(P, a, b);
 }

@@ -22,7 +22,7 @@ typedef struct DmCtx {
     uint64_t d;
     int pos[SV_MAX_RDM];
     const uint64_t *off;
-    cplx *part[SV_MAX_TEAM];      /* per part: d x d, upper triangle accumulated */
+    cplx *part[SV_MAX_TEAM]; /* per part: d x d, upper triangle accumulated */
 } DmCtx;
 
 /* Why: each part accumulates its own upper triangle of sum v v^dagger. */
@@ -51,12 +51,14 @@ static void dm_part(void *vctx, int part, int np)
     }
 }
 
-int sv_density_matrix(const SvState *s, const int *wires, int k, cplx *rho, char *err, size_t errlen)
+int sv_density_matrix(const SvState *s, const int *wires, int k, cplx *rho, char *err,
+                      size_t errlen)
 {
     const char *name = "density_matrix";
     if (!s || !s->amp) return sv_err(err, errlen, SV_E_NOSTATE, name);
     if (!rho) return sv_err(err, errlen, SV_E_NOMAT, name);
-    if (k < 0 || k > SV_MAX_RDM || k > s->nq) return sv_err(err, errlen, SV_E_NWMEAS, name, k, s->nq < SV_MAX_RDM ? s->nq : SV_MAX_RDM);
+    if (k < 0 || k > SV_MAX_RDM || k > s->nq)
+        return sv_err(err, errlen, SV_E_NWMEAS, name, k, s->nq < SV_MAX_RDM ? s->nq : SV_MAX_RDM);
     if (k > 0 && !wires) return sv_err(err, errlen, SV_E_NOWIRES, name);
     for (int i = 0; i < k; i++) {
         if (wires[i] < 0) return sv_err(err, errlen, SV_E_NEGWIRE, name, wires[i]);
@@ -91,7 +93,10 @@ int sv_density_matrix(const SvState *s, const int *wires, int k, cplx *rho, char
     int ok = 1;
     for (int p = 1; p < np; p++) {
         c.part[p] = malloc(d * d * sizeof(cplx));
-        if (!c.part[p]) { np = p; ok = 0; }
+        if (!c.part[p]) {
+            np = p;
+            ok = 0;
+        }
     }
     if (!ok || np == 1) {
         for (int p = 1; p < np; p++) free(c.part[p]);
@@ -114,7 +119,8 @@ int sv_density_matrix(const SvState *s, const int *wires, int k, cplx *rho, char
 double sv_purity_of(const cplx *rho, int d)
 {
     double p = 0;
-    for (size_t i = 0; i < (size_t)d * d; i++) p += creal(rho[i]) * creal(rho[i]) + cimag(rho[i]) * cimag(rho[i]);
+    for (size_t i = 0; i < (size_t)d * d; i++)
+        p += creal(rho[i]) * creal(rho[i]) + cimag(rho[i]) * cimag(rho[i]);
     return p;
 }
 
@@ -143,7 +149,8 @@ double sv_entropy_of(const cplx *rho, int d, char *err, size_t errlen)
 }
 
 /* rho of the wires into a fresh buffer (NULL + err on failure). */
-static cplx *reduced(const SvState *s, const int *wires, int k, const char *name, char *err, size_t errlen)
+static cplx *reduced(const SvState *s, const int *wires, int k, const char *name, char *err,
+                     size_t errlen)
 {
     if (k < 0 || k > SV_MAX_RDM) {
         sv_err(err, errlen, SV_E_NWMEAS, name, k, SV_MAX_RDM);
@@ -180,16 +187,26 @@ double sv_purity(const SvState *s, const int *wires, int k, char *err, size_t er
     return p;
 }
 
-double sv_mutual_info(const SvState *s, const int *wa, int ka, const int *wb, int kb, char *err, size_t errlen)
+double sv_mutual_info(const SvState *s, const int *wa, int ka, const int *wb, int kb, char *err,
+                      size_t errlen)
 {
     const char *name = "mutual_info";
-    if (ka < 1 || kb < 1 || !wa || !wb) { sv_err(err, errlen, SV_E_NOWIRES, name); return NAN; }
-    if (ka + kb > SV_MAX_RDM) { sv_err(err, errlen, SV_E_NWMEAS, name, ka + kb, SV_MAX_RDM); return NAN; }
+    if (ka < 1 || kb < 1 || !wa || !wb) {
+        sv_err(err, errlen, SV_E_NOWIRES, name);
+        return NAN;
+    }
+    if (ka + kb > SV_MAX_RDM) {
+        sv_err(err, errlen, SV_E_NWMEAS, name, ka + kb, SV_MAX_RDM);
+        return NAN;
+    }
     int ab[SV_MAX_RDM];
     for (int i = 0; i < ka; i++) ab[i] = wa[i];
     for (int i = 0; i < kb; i++) {
         for (int j = 0; j < ka; j++)
-            if (wa[j] == wb[i]) { sv_err(err, errlen, E_OVERLAP, wb[i]); return NAN; }
+            if (wa[j] == wb[i]) {
+                sv_err(err, errlen, E_OVERLAP, wb[i]);
+                return NAN;
+            }
         ab[ka + i] = wb[i];
     }
     double sa = sv_vn_entropy(s, wa, ka, err, errlen);

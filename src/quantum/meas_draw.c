@@ -22,7 +22,7 @@ void sv_draw(Rng *r, const double *p, size_t K, size_t shots, uint64_t *out)
 {
     if (!r || !p || !out || K == 0) return;
     double *cum = malloc(K * sizeof(double));
-    if (!cum) {                    /* fall back to a linear scan per draw */
+    if (!cum) { /* fall back to a linear scan per draw */
         double tot = 0;
         for (size_t j = 0; j < K; j++) tot += clean(p[j]);
         for (size_t s = 0; s < shots; s++) {
@@ -46,11 +46,13 @@ void sv_draw(Rng *r, const double *p, size_t K, size_t shots, uint64_t *out)
     }
     for (size_t s = 0; s < shots; s++) {
         double u = rng_uniform(r) * tot;
-        size_t lo = 0, hi = K;        /* first j with u < cum[j] */
+        size_t lo = 0, hi = K; /* first j with u < cum[j] */
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;
-            if (u < cum[mid]) hi = mid;
-            else lo = mid + 1;
+            if (u < cum[mid])
+                hi = mid;
+            else
+                lo = mid + 1;
         }
         /* never an outcome of probability 0 (u == tot by rounding) */
         out[s] = lo < K && clean(p[lo]) > 0 ? lo : last;
@@ -78,13 +80,17 @@ void sv_multinomial(Rng *r, const double *p, size_t K, uint64_t shots, uint64_t 
         left -= k;
         counts[j] = k;
     }
-    if (left > 0) {                /* rounding left some: give them to the last possible outcome */
+    if (left > 0) { /* rounding left some: give them to the last possible outcome */
         for (size_t j = K; j-- > 0;)
-            if (clean(p[j]) > 0) { counts[j] += left; break; }
+            if (clean(p[j]) > 0) {
+                counts[j] += left;
+                break;
+            }
     }
 }
 
-int sv_measure_post(SvState *s, int wire, int outcome, int reset, double *prob, char *err, size_t errlen)
+int sv_measure_post(SvState *s, int wire, int outcome, int reset, double *prob, char *err,
+                    size_t errlen)
 {
     const char *name = "measure";
     if (!s || !s->amp) return sv_err(err, errlen, SV_E_NOSTATE, name);
@@ -99,8 +105,11 @@ int sv_measure_post(SvState *s, int wire, int outcome, int reset, double *prob, 
     if (!(po > 0)) return sv_err(err, errlen, E_ZEROP, outcome);
     double scale = 1.0 / sqrt(po);
     cplx m[4] = { 0, 0, 0, 0 };
-    if (!outcome) m[0] = scale;
-    else if (reset) m[1] = scale;
-    else m[3] = scale;
+    if (!outcome)
+        m[0] = scale;
+    else if (reset)
+        m[1] = scale;
+    else
+        m[3] = scale;
     return sv_apply_matrix(s, &wire, 1, m, err, errlen);
 }

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define E_UNION  "metric_tensor: two generators span %d wires (at most %d)"
+#define E_UNION "metric_tensor: two generators span %d wires (at most %d)"
 
 int sv_generator(const SvOp *op, int p, cplx *out, char *err, size_t errlen)
 {
@@ -52,7 +52,8 @@ int sv_generator(const SvOp *op, int p, cplx *out, char *err, size_t errlen)
 }
 
 /* The dense matrix of generator i embedded on the wires un[0..ku). */
-static int embed(const cplx *g, const int *w, int k, const int *un, int ku, cplx *out, char *err, size_t errlen)
+static int embed(const cplx *g, const int *w, int k, const int *un, int ku, cplx *out, char *err,
+                 size_t errlen)
 {
     SvTerm t;
     memset(&t, 0, sizeof t);
@@ -75,7 +76,9 @@ int sv_metric_block(const SvState *s, int n, const cplx *const *gens, const int 
     size_t dmax = (size_t)1 << SV_MAX_DENSE;
     cplx *a = malloc(dmax * dmax * sizeof(cplx)), *b = malloc(dmax * dmax * sizeof(cplx));
     if (!ev || !a || !b) {
-        free(ev); free(a); free(b);
+        free(ev);
+        free(a);
+        free(b);
         return sv_err(err, errlen, SV_E_NOMEM, name);
     }
     int rc = 0;
@@ -87,7 +90,10 @@ int sv_metric_block(const SvState *s, int n, const cplx *const *gens, const int 
         t.k = k[i];
         memcpy(t.wires, wires[i], (size_t)k[i] * sizeof(int));
         t.m = gens[i];
-        if (sv_obs_check(&t, 1, s->nq, name, err, errlen) != 0) { rc = -1; break; }
+        if (sv_obs_check(&t, 1, s->nq, name, err, errlen) != 0) {
+            rc = -1;
+            break;
+        }
         ev[i] = sv_obs_expval(s, &t, 1, err, errlen);
         if (isnan(ev[i])) rc = -1;
     }
@@ -100,17 +106,26 @@ int sv_metric_block(const SvState *s, int n, const cplx *const *gens, const int 
                 int seen = 0;
                 for (int r = 0; r < ku; r++) seen |= un[r] == wires[j][q];
                 if (!seen) {
-                    if (ku == SV_MAX_DENSE) { rc = sv_err(err, errlen, E_UNION, ku + 1, SV_MAX_DENSE); break; }
+                    if (ku == SV_MAX_DENSE) {
+                        rc = sv_err(err, errlen, E_UNION, ku + 1, SV_MAX_DENSE);
+                        break;
+                    }
                     un[ku++] = wires[j][q];
                 }
             }
             if (rc) break;
             size_t d = (size_t)1 << ku;
             if (embed(gens[i], wires[i], k[i], un, ku, a, err, errlen) != 0 ||
-                embed(gens[j], wires[j], k[j], un, ku, b, err, errlen) != 0) { rc = -1; break; }
+                embed(gens[j], wires[j], k[j], un, ku, b, err, errlen) != 0) {
+                rc = -1;
+                break;
+            }
             /* H = (A B + B A) / 2: Re<A B> as the expectation of a Hermitian matrix */
             cplx *h = malloc(d * d * sizeof(cplx));
-            if (!h) { rc = sv_err(err, errlen, SV_E_NOMEM, name); break; }
+            if (!h) {
+                rc = sv_err(err, errlen, SV_E_NOMEM, name);
+                break;
+            }
             for (size_t r = 0; r < d; r++)
                 for (size_t c = 0; c < d; c++) {
                     cplx ab = 0, ba = 0;
@@ -129,7 +144,10 @@ int sv_metric_block(const SvState *s, int n, const cplx *const *gens, const int 
             t.m = h;
             double e = sv_obs_expval(s, &t, 1, err, errlen);
             free(h);
-            if (isnan(e)) { rc = -1; break; }
+            if (isnan(e)) {
+                rc = -1;
+                break;
+            }
             out[(size_t)i * n + j] = out[(size_t)j * n + i] = e - ev[i] * ev[j];
         }
     free(ev);
@@ -142,7 +160,11 @@ int sv_metric_block(const SvState *s, int n, const cplx *const *gens, const int 
 
 /* One elementary gate: an op or one part of a decomposed Rot/U3; slot is
    the trainable parameter it carries (-1: fixed). */
-typedef struct Elem { SvOp op; int slot; uint64_t wires; } Elem;
+typedef struct Elem {
+    SvOp op;
+    int slot;
+    uint64_t wires;
+} Elem;
 
 static uint64_t op_wires(const SvOp *op)
 {
@@ -167,7 +189,8 @@ int sv_metric_tensor(int nq, const SvOp *ops, int nops, const uint8_t *train, in
 {
     const char *name = "metric_tensor";
     if (nq < 1 || nq > 63) return sv_err(err, errlen, SV_E_NWMEAS, name, nq, 63);
-    if (nops < 0 || (nops && (!ops || !train)) || !out) return sv_err(err, errlen, SV_E_NOMAT, name);
+    if (nops < 0 || (nops && (!ops || !train)) || !out)
+        return sv_err(err, errlen, SV_E_NOMAT, name);
     /* the elementary gates and the trainable slots */
     Elem *el = malloc((size_t)(3 * nops + 1) * sizeof *el);
     if (!el) return sv_err(err, errlen, SV_E_NOMEM, name);
@@ -175,24 +198,35 @@ int sv_metric_tensor(int nq, const SvOp *ops, int nops, const uint8_t *train, in
     for (int k = 0; k < nops; k++) {
         const SvOp *op = &ops[k];
         for (int i = 0; i < op->nwires; i++)
-            if (op->wires[i] < 0 || op->wires[i] >= nq) { free(el); return sv_err(err, errlen, SV_E_RANGE, name, op->wires[i], nq); }
+            if (op->wires[i] < 0 || op->wires[i] >= nq) {
+                free(el);
+                return sv_err(err, errlen, SV_E_RANGE, name, op->wires[i], nq);
+            }
         int base = P;
-        for (int p = 0; p < op->nparams && p < 3; p++) if ((train[k] >> p) & 1) P++;
+        for (int p = 0; p < op->nparams && p < 3; p++)
+            if ((train[k] >> p) & 1) P++;
         int slot[3] = { -1, -1, -1 }, s = base;
-        for (int p = 0; p < op->nparams && p < 3; p++) if ((train[k] >> p) & 1) slot[p] = s++;
+        for (int p = 0; p < op->nparams && p < 3; p++)
+            if ((train[k] >> p) & 1) slot[p] = s++;
         if ((op->gate == SV_ROT || op->gate == SV_U3) && train[k]) {
             /* applied order: Rot: RZ(phi) RY(theta) RZ(omega); U3(theta, phi, delta):
                PhaseShift(delta) RY(theta) PhaseShift(phi); an adjoint reverses it */
             SvOp pr[3];
             int ps[3];
             if (op->gate == SV_ROT) {
-                pr[0] = part(op, SV_RZ, op->params[0]); ps[0] = slot[0];
-                pr[1] = part(op, SV_RY, op->params[1]); ps[1] = slot[1];
-                pr[2] = part(op, SV_RZ, op->params[2]); ps[2] = slot[2];
+                pr[0] = part(op, SV_RZ, op->params[0]);
+                ps[0] = slot[0];
+                pr[1] = part(op, SV_RY, op->params[1]);
+                ps[1] = slot[1];
+                pr[2] = part(op, SV_RZ, op->params[2]);
+                ps[2] = slot[2];
             } else {
-                pr[0] = part(op, SV_PHASESHIFT, op->params[2]); ps[0] = slot[2];
-                pr[1] = part(op, SV_RY, op->params[0]); ps[1] = slot[0];
-                pr[2] = part(op, SV_PHASESHIFT, op->params[1]); ps[2] = slot[1];
+                pr[0] = part(op, SV_PHASESHIFT, op->params[2]);
+                ps[0] = slot[2];
+                pr[1] = part(op, SV_RY, op->params[0]);
+                ps[1] = slot[0];
+                pr[2] = part(op, SV_PHASESHIFT, op->params[1]);
+                ps[2] = slot[1];
             }
             for (int q = 0; q < 3; q++) {
                 int j = op->adjoint ? 2 - q : q;
@@ -212,13 +246,19 @@ int sv_metric_tensor(int nq, const SvOp *ops, int nops, const uint8_t *train, in
     /* layers: a trainable gate touching a wire that depends on the current
        layer starts a new one */
     int *layer = malloc((size_t)(ne + 1) * sizeof(int));
-    if (!layer) { free(el); return sv_err(err, errlen, SV_E_NOMEM, name); }
+    if (!layer) {
+        free(el);
+        return sv_err(err, errlen, SV_E_NOMEM, name);
+    }
     int L = 0;
     uint64_t taint = 0;
     for (int i = 0; i < ne; i++) {
         layer[i] = -1;
         if (el[i].slot >= 0) {
-            if (L == 0 || (el[i].wires & taint)) { L++; taint = 0; }
+            if (L == 0 || (el[i].wires & taint)) {
+                L++;
+                taint = 0;
+            }
             layer[i] = L - 1;
             taint |= el[i].wires;
         } else if (el[i].wires & taint) {
@@ -228,7 +268,11 @@ int sv_metric_tensor(int nq, const SvOp *ops, int nops, const uint8_t *train, in
     if (nlayers) *nlayers = L;
     int rc = 0;
     SvState s;
-    if (L && sv_init(&s, nq) != 0) { free(el); free(layer); return sv_err(err, errlen, SV_E_NOMEM, name); }
+    if (L && sv_init(&s, nq) != 0) {
+        free(el);
+        free(layer);
+        return sv_err(err, errlen, SV_E_NOMEM, name);
+    }
     char *anc = malloc((size_t)(ne + 1));
     size_t gd = (size_t)1 << SV_MAX_DENSE;
     cplx *gbuf = NULL;
@@ -238,16 +282,22 @@ int sv_metric_tensor(int nq, const SvOp *ops, int nops, const uint8_t *train, in
     int *wbuf = malloc((size_t)(P + 1) * SV_MAX_WIRES * 2 * sizeof(int));
     int *slots = malloc((size_t)(P + 1) * sizeof(int));
     double *blk = malloc((size_t)(P + 1) * (size_t)(P + 1) * sizeof(double));
-    if (!anc || !gens || !gw || !gk || !wbuf || !slots || !blk) rc = sv_err(err, errlen, SV_E_NOMEM, name);
+    if (!anc || !gens || !gw || !gk || !wbuf || !slots || !blk)
+        rc = sv_err(err, errlen, SV_E_NOMEM, name);
     for (int l = 0; l < L && rc == 0; l++) {
         /* the layer's members and, scanning back, the gates they depend on */
         int last = -1, m = 0;
-        for (int i = 0; i < ne; i++) if (layer[i] == l) last = i;
+        for (int i = 0; i < ne; i++)
+            if (layer[i] == l) last = i;
         uint64_t cone = 0;
         for (int i = last; i >= 0; i--) {
             anc[i] = 0;
-            if (layer[i] == l) cone |= el[i].wires;
-            else if (el[i].wires & cone) { anc[i] = 1; cone |= el[i].wires; }
+            if (layer[i] == l)
+                cone |= el[i].wires;
+            else if (el[i].wires & cone) {
+                anc[i] = 1;
+                cone |= el[i].wires;
+            }
         }
         sv_reset(&s);
         for (int i = 0; i <= last && rc == 0; i++)
@@ -257,11 +307,20 @@ int sv_metric_tensor(int nq, const SvOp *ops, int nops, const uint8_t *train, in
             if (layer[i] != l) continue;
             const SvOp *op = &el[i].op;
             int k = op->nctrl + op->nwires;
-            if (k > SV_MAX_DENSE) { rc = sv_err(err, errlen, SV_E_BIGOP, name, k, SV_MAX_DENSE); break; }
+            if (k > SV_MAX_DENSE) {
+                rc = sv_err(err, errlen, SV_E_BIGOP, name, k, SV_MAX_DENSE);
+                break;
+            }
             cplx *nb = realloc(gbuf, (size_t)(m + 1) * gd * gd * sizeof(cplx));
-            if (!nb) { rc = sv_err(err, errlen, SV_E_NOMEM, name); break; }
+            if (!nb) {
+                rc = sv_err(err, errlen, SV_E_NOMEM, name);
+                break;
+            }
             gbuf = nb;
-            if (sv_generator(op, 0, gbuf + (size_t)m * gd * gd, err, errlen) != 0) { rc = -1; break; }
+            if (sv_generator(op, 0, gbuf + (size_t)m * gd * gd, err, errlen) != 0) {
+                rc = -1;
+                break;
+            }
             int *w = wbuf + (size_t)m * SV_MAX_WIRES * 2;
             for (int q = 0; q < op->nctrl; q++) w[q] = op->ctrl[q];
             for (int q = 0; q < op->nwires; q++) w[op->nctrl + q] = op->wires[q];
@@ -277,17 +336,29 @@ int sv_metric_tensor(int nq, const SvOp *ops, int nops, const uint8_t *train, in
         if (diag_only) {
             for (int q = 0; q < m && rc == 0; q++) {
                 double g;
-                if (sv_metric_block(&s, 1, gens + q, gw + q, gk + q, &g, err, errlen) != 0) rc = -1;
-                else out[(size_t)slots[q] * P + slots[q]] = g;
+                if (sv_metric_block(&s, 1, gens + q, gw + q, gk + q, &g, err, errlen) != 0)
+                    rc = -1;
+                else
+                    out[(size_t)slots[q] * P + slots[q]] = g;
             }
         } else if (sv_metric_block(&s, m, gens, gw, gk, blk, err, errlen) != 0) {
             rc = -1;
         } else {
             for (int a = 0; a < m; a++)
-                for (int b = 0; b < m; b++) out[(size_t)slots[a] * P + slots[b]] = blk[(size_t)a * m + b];
+                for (int b = 0; b < m; b++)
+                    out[(size_t)slots[a] * P + slots[b]] = blk[(size_t)a * m + b];
         }
     }
     if (L) sv_free(&s);
-    free(el); free(layer); free(anc); free(gbuf); free(gens); free(gw); free(gk); free(wbuf); free(slots); free(blk);
+    free(el);
+    free(layer);
+    free(anc);
+    free(gbuf);
+    free(gens);
+    free(gw);
+    free(gk);
+    free(wbuf);
+    free(slots);
+    free(blk);
     return rc;
 }

@@ -32,11 +32,11 @@ typedef struct Blk {
     SvBlockKind kind;
     int k;
     uint64_t d;
-    int pos[SV_MAX_WIRES];        /* bit positions, ascending (for sv_expand) */
-    uint64_t *off;                /* DENSE/KET: d offsets, local index a -> bits */
-    uint64_t mask, val;           /* BASIS: bits that must equal val */
+    int pos[SV_MAX_WIRES]; /* bit positions, ascending (for sv_expand) */
+    uint64_t *off;         /* DENSE/KET: d offsets, local index a -> bits */
+    uint64_t mask, val;    /* BASIS: bits that must equal val */
     const cplx *mat, *ket;
-    double knorm;                 /* KET: <phi|phi> */
+    double knorm; /* KET: <phi|phi> */
 } Blk;
 
 static int blk_init(Blk *b, int nq, const SvTerm *t)
@@ -59,7 +59,8 @@ static int blk_init(Blk *b, int nq, const SvTerm *t)
     }
     if (t->kind != SVB_DENSE && t->kind != SVB_KET) return 0;
     if (t->kind == SVB_KET)
-        for (uint64_t a = 0; a < b->d; a++) b->knorm += creal(t->ket[a]) * creal(t->ket[a]) + cimag(t->ket[a]) * cimag(t->ket[a]);
+        for (uint64_t a = 0; a < b->d; a++)
+            b->knorm += creal(t->ket[a]) * creal(t->ket[a]) + cimag(t->ket[a]) * cimag(t->ket[a]);
     b->off = malloc(b->d * sizeof(uint64_t));
     if (!b->off) return -1;
     for (uint64_t a = 0; a < b->d; a++) {
@@ -71,7 +72,11 @@ static int blk_init(Blk *b, int nq, const SvTerm *t)
     return 0;
 }
 
-static void blk_free(Blk *b) { free(b->off); b->off = NULL; }
+static void blk_free(Blk *b)
+{
+    free(b->off);
+    b->off = NULL;
+}
 
 /* ---- checks ---------------------------------------------------------------- */
 
@@ -110,7 +115,8 @@ int sv_obs_check(const SvTerm *t, int n, int nq, const char *name, char *err, si
         }
         size_t d = (size_t)1 << (u->k < 64 ? u->k : 0);
         if (u->kind == SVB_BASIS) {
-            if (u->k < 64 && (u->bits >> u->k) != 0) return sv_err(err, errlen, E_BASISB, name, u->k);
+            if (u->k < 64 && (u->bits >> u->k) != 0)
+                return sv_err(err, errlen, E_BASISB, name, u->k);
         } else if (u->kind == SVB_KET) {
             if (!u->ket) return sv_err(err, errlen, SV_E_NOMAT, name);
             for (size_t a = 0; a < d; a++)
@@ -120,12 +126,14 @@ int sv_obs_check(const SvTerm *t, int n, int nq, const char *name, char *err, si
             const cplx *m = u->m;
             if (!m) return sv_err(err, errlen, SV_E_NOMAT, name);
             for (size_t a = 0; a < d * d; a++)
-                if (!isfinite(creal(m[a])) || !isfinite(cimag(m[a]))) return sv_err(err, errlen, SV_E_MATNF, name);
+                if (!isfinite(creal(m[a])) || !isfinite(cimag(m[a])))
+                    return sv_err(err, errlen, SV_E_MATNF, name);
             for (size_t r = 0; r < d; r++)
                 for (size_t c = r; c < d; c++) {
                     double dev = cabs(m[r * d + c] - conj(m[c * d + r]));
                     if (dev > 1e-8 + 1e-5 * cabs(m[c * d + r]))
-                        return sv_err(err, errlen, E_NOTHERM, name, (int)r, (int)c, (int)c, (int)r, dev);
+                        return sv_err(err, errlen, E_NOTHERM, name, (int)r, (int)c, (int)c, (int)r,
+                                      dev);
                 }
         }
     }
@@ -135,7 +143,10 @@ int sv_obs_check(const SvTerm *t, int n, int nq, const char *name, char *err, si
 /* ---- Pauli words ----------------------------------------------------------- */
 
 /* Index-space masks of a word and its phase i^{#Y} times coeff. */
-typedef struct Word { uint64_t X, Z; cplx ph; } Word;
+typedef struct Word {
+    uint64_t X, Z;
+    cplx ph;
+} Word;
 
 static Word word_of(int nq, double coeff, uint64_t x, uint64_t z)
 {
@@ -152,7 +163,13 @@ static Word word_of(int nq, double coeff, uint64_t x, uint64_t z)
     return w;
 }
 
-typedef struct WordCtx { const double *in; double *out; Word w; int acc; uint64_t dim; } WordCtx;
+typedef struct WordCtx {
+    const double *in;
+    double *out;
+    Word w;
+    int acc;
+    uint64_t dim;
+} WordCtx;
 
 /* Why: W|b> = i^{#Y} (-1)^{|b & Z|} |b ^ X>; each output is written once.
    Plain doubles (no complex multiply and its NaN checks), and runs of
@@ -170,7 +187,10 @@ static void word_part(void *vctx, int part, int np)
         uint64_t len = R - (i & (R - 1));
         if (len > b - i) len = b - i;
         double sr = pr, si = pi;
-        if (__builtin_parityll(i & Z)) { sr = -pr; si = -pi; }
+        if (__builtin_parityll(i & Z)) {
+            sr = -pr;
+            si = -pi;
+        }
         if (c->acc)
             for (uint64_t t = i; t < i + len; t++) {
                 double xr = in[2 * t], xi = in[2 * t + 1];
@@ -191,7 +211,15 @@ static void word_part(void *vctx, int part, int np)
 
 /* Diagonal words (no X): at most this many in one pass. */
 #define DIAG_MAX 16
-typedef struct DiagCtx { const double *in; double *out; int m; uint64_t Z[DIAG_MAX]; cplx c[DIAG_MAX]; int acc; uint64_t dim; } DiagCtx;
+typedef struct DiagCtx {
+    const double *in;
+    double *out;
+    int m;
+    uint64_t Z[DIAG_MAX];
+    cplx c[DIAG_MAX];
+    int acc;
+    uint64_t dim;
+} DiagCtx;
 
 /* Why: several diagonal words in one pass: over runs of 2^r indices (r =
    the lowest bit of any Z) every sign is constant, so the run has one
@@ -242,10 +270,10 @@ static void word_apply(const SvState *s, Word w, const cplx *in, cplx *out, int 
 typedef struct BlkCtx {
     const SvState *s;
     const Blk *b;
-    const cplx *bra, *ket;     /* <bra| B |ket> (the same vector: <B>) */
-    cplx *out;                 /* apply: out += coeff B ket */
+    const cplx *bra, *ket; /* <bra| B |ket> (the same vector: <B>) */
+    cplx *out;             /* apply: out += coeff B ket */
     cplx coeff;
-    double *part;              /* 3 per part: Re, Im of <bra|B|ket>, ||B ket||^2 */
+    double *part; /* 3 per part: Re, Im of <bra|B|ket>, ||B ket||^2 */
 } BlkCtx;
 
 /* Why: one pass over the rest indices computes <bra|B|ket> and ||B ket||^2
@@ -272,7 +300,7 @@ static void blk_expval_part(void *vctx, int part, int np)
         for (uint64_t r = lo; r < hi; r++) {
             uint64_t base = sv_expand(r, b->pos, b->k);
             if (b->kind == SVB_KET) {
-                cplx pk = 0, pb = 0;          /* <phi|ket_r>, <phi|bra_r> */
+                cplx pk = 0, pb = 0; /* <phi|ket_r>, <phi|bra_r> */
                 for (uint64_t a = 0; a < d; a++) {
                     pk += conj(b->ket[a]) * c->ket[base | b->off[a]];
                     pb += conj(b->ket[a]) * c->bra[base | b->off[a]];
@@ -310,7 +338,11 @@ static cplx blk_expval(const SvState *s, const Blk *b, const cplx *bra, const cp
     BlkCtx c = { s, b, bra, ket, NULL, 0, part };
     int np = sv_parallel(s, blk_expval_part, &c);
     double re = 0, im = 0, q = 0;
-    for (int p = 0; p < np; p++) { re += part[3 * p]; im += part[3 * p + 1]; q += part[3 * p + 2]; }
+    for (int p = 0; p < np; p++) {
+        re += part[3 * p];
+        im += part[3 * p + 1];
+        q += part[3 * p + 2];
+    }
     if (sq) *sq = q;
     return re + I * im;
 }
@@ -387,7 +419,7 @@ int sv_obs_apply(const SvState *s, const SvTerm *t, int n, cplx *out, char *err,
     if (!s || !s->amp) return sv_err(err, errlen, SV_E_NOSTATE, name);
     if (!out) return sv_err(err, errlen, SV_E_NOMAT, name);
     cplx *tmp = NULL;
-    int written = 0;         /* out holds a sum already (else the first pass writes it) */
+    int written = 0; /* out holds a sum already (else the first pass writes it) */
     /* the diagonal Pauli words, DIAG_MAX at a time, in one pass each */
     DiagCtx dc = { (const double *)s->amp, (double *)out, 0, { 0 }, { 0 }, 0, s->dim };
     for (int i = 0; i <= n; i++) {
@@ -413,12 +445,21 @@ int sv_obs_apply(const SvState *s, const SvTerm *t, int n, cplx *out, char *err,
             written = 1;
             continue;
         }
-        if (!written) { memset(out, 0, s->dim * sizeof(cplx)); written = 1; }
+        if (!written) {
+            memset(out, 0, s->dim * sizeof(cplx));
+            written = 1;
+        }
         Blk b;
-        if (blk_init(&b, s->nq, u) != 0) { free(tmp); return sv_err(err, errlen, SV_E_NOMEM, name); }
+        if (blk_init(&b, s->nq, u) != 0) {
+            free(tmp);
+            return sv_err(err, errlen, SV_E_NOMEM, name);
+        }
         const cplx *src = s->amp;
         if (w.X || w.Z || w.ph != 1) {
-            if (!tmp && !(tmp = buffer(s->dim))) { blk_free(&b); return sv_err(err, errlen, SV_E_NOMEM, name); }
+            if (!tmp && !(tmp = buffer(s->dim))) {
+                blk_free(&b);
+                return sv_err(err, errlen, SV_E_NOMEM, name);
+            }
             word_apply(s, w, s->amp, tmp, 0);
             src = tmp;
         }
@@ -433,11 +474,17 @@ int sv_obs_apply(const SvState *s, const SvTerm *t, int n, cplx *out, char *err,
 double sv_obs_expval(const SvState *s, const SvTerm *t, int n, char *err, size_t errlen)
 {
     const char *name = "expval";
-    if (!s || !s->amp) { sv_err(err, errlen, SV_E_NOSTATE, name); return NAN; }
+    if (!s || !s->amp) {
+        sv_err(err, errlen, SV_E_NOSTATE, name);
+        return NAN;
+    }
     if (!t || n <= 0) return 0;
     int np;
     SvPauli *p = pauli_terms(t, n, &np);
-    if (!p) { sv_err(err, errlen, SV_E_NOMEM, name); return NAN; }
+    if (!p) {
+        sv_err(err, errlen, SV_E_NOMEM, name);
+        return NAN;
+    }
     double e = np ? sv_expval(s, p, np) : 0;
     free(p);
     cplx *tmp = NULL;
@@ -445,11 +492,18 @@ double sv_obs_expval(const SvState *s, const SvTerm *t, int n, char *err, size_t
         const SvTerm *u = &t[i];
         if (u->kind == SVB_NONE) continue;
         Blk b;
-        if (blk_init(&b, s->nq, u) != 0) { e = NAN; break; }
+        if (blk_init(&b, s->nq, u) != 0) {
+            e = NAN;
+            break;
+        }
         Word w = word_of(s->nq, 1.0, u->x, u->z);
         const cplx *ket = s->amp;
         if (w.X || w.Z || w.ph != 1) {
-            if (!tmp && !(tmp = buffer(s->dim))) { blk_free(&b); e = NAN; break; }
+            if (!tmp && !(tmp = buffer(s->dim))) {
+                blk_free(&b);
+                e = NAN;
+                break;
+            }
             word_apply(s, w, s->amp, tmp, 0);
             ket = tmp;
         }
@@ -464,12 +518,18 @@ double sv_obs_expval(const SvState *s, const SvTerm *t, int n, char *err, size_t
 double sv_obs_var(const SvState *s, const SvTerm *t, int n, char *err, size_t errlen)
 {
     const char *name = "var";
-    if (!s || !s->amp) { sv_err(err, errlen, SV_E_NOSTATE, name); return NAN; }
+    if (!s || !s->amp) {
+        sv_err(err, errlen, SV_E_NOSTATE, name);
+        return NAN;
+    }
     if (!t || n <= 0) return 0;
     if (all_pauli(t, n)) {
         int np;
         SvPauli *p = pauli_terms(t, n, &np);
-        if (!p) { sv_err(err, errlen, SV_E_NOMEM, name); return NAN; }
+        if (!p) {
+            sv_err(err, errlen, SV_E_NOMEM, name);
+            return NAN;
+        }
         double v = sv_var(s, p, np);
         free(p);
         if (isnan(v)) sv_err(err, errlen, SV_E_NOMEM, name);
@@ -478,7 +538,10 @@ double sv_obs_var(const SvState *s, const SvTerm *t, int n, char *err, size_t er
     if (n == 1 && !t[0].x && !t[0].z) {
         /* a lone block: <B^2> = ||B psi||^2 (B Hermitian) */
         Blk b;
-        if (blk_init(&b, s->nq, &t[0]) != 0) { sv_err(err, errlen, SV_E_NOMEM, name); return NAN; }
+        if (blk_init(&b, s->nq, &t[0]) != 0) {
+            sv_err(err, errlen, SV_E_NOMEM, name);
+            return NAN;
+        }
         double sq;
         double e = creal(blk_expval(s, &b, s->amp, s->amp, &sq));
         blk_free(&b);
@@ -487,8 +550,14 @@ double sv_obs_var(const SvState *s, const SvTerm *t, int n, char *err, size_t er
         return v > 0 ? v : 0;
     }
     cplx *phi = buffer(s->dim);
-    if (!phi) { sv_err(err, errlen, SV_E_NOMEM, name); return NAN; }
-    if (sv_obs_apply(s, t, n, phi, err, errlen) != 0) { free(phi); return NAN; }
+    if (!phi) {
+        sv_err(err, errlen, SV_E_NOMEM, name);
+        return NAN;
+    }
+    if (sv_obs_apply(s, t, n, phi, err, errlen) != 0) {
+        free(phi);
+        return NAN;
+    }
     double e = 0, sq = 0;
     for (uint64_t i = 0; i < s->dim; i++) {
         e += creal(conj(s->amp[i]) * phi[i]);
@@ -503,14 +572,15 @@ double sv_obs_var(const SvState *s, const SvTerm *t, int n, char *err, size_t er
 
 int sv_obs_support(const SvTerm *t, int n, int *wires)
 {
-    uint64_t lo = 0;            /* wires < 64 as bits; larger ones listed */
+    uint64_t lo = 0; /* wires < 64 as bits; larger ones listed */
     int extra[SV_MAX_WIRES], ne = 0;
     for (int i = 0; i < n; i++) {
         lo |= t[i].x | t[i].z;
         if (t[i].kind == SVB_NONE) continue;
         for (int a = 0; a < t[i].k; a++) {
             int w = t[i].wires[a];
-            if (w < 64) lo |= (uint64_t)1 << w;
+            if (w < 64)
+                lo |= (uint64_t)1 << w;
             else {
                 int seen = 0;
                 for (int q = 0; q < ne; q++) seen |= extra[q] == w;
@@ -526,7 +596,8 @@ int sv_obs_support(const SvTerm *t, int n, int *wires)
     return m;
 }
 
-int sv_obs_matrix(const SvTerm *t, int n, const int *wires, int k, cplx *out, char *err, size_t errlen)
+int sv_obs_matrix(const SvTerm *t, int n, const int *wires, int k, cplx *out, char *err,
+                  size_t errlen)
 {
     const char *name = "matrix";
     if (k < 0 || k > SV_MAX_DENSE) return sv_err(err, errlen, SV_E_BIGOP, name, k, SV_MAX_DENSE);
@@ -536,14 +607,15 @@ int sv_obs_matrix(const SvTerm *t, int n, const int *wires, int k, cplx *out, ch
     /* position of wire w in the matrix's index: bit k-1-i for wires[i] */
     for (int i = 0; i < n; i++) {
         const SvTerm *u = &t[i];
-        int bl[SV_MAX_WIRES];        /* block wire a -> matrix bit */
+        int bl[SV_MAX_WIRES]; /* block wire a -> matrix bit */
         uint64_t X = 0, Z = 0;
         int ny = 0;
         uint64_t word = u->x | u->z;
         for (int w = 0; w < 64; w++) {
             if (!((word >> w) & 1)) continue;
             int at = -1;
-            for (int q = 0; q < k; q++) if (wires[q] == w) at = q;
+            for (int q = 0; q < k; q++)
+                if (wires[q] == w) at = q;
             if (at < 0) return sv_err(err, errlen, E_COVER, name, w, k);
             uint64_t bit = (uint64_t)1 << (k - 1 - at);
             if ((u->x >> w) & 1) X |= bit;
@@ -555,20 +627,23 @@ int sv_obs_matrix(const SvTerm *t, int n, const int *wires, int k, cplx *out, ch
         uint64_t bmask = 0;
         for (int a = 0; a < kb; a++) {
             int at = -1;
-            for (int q = 0; q < k; q++) if (wires[q] == u->wires[a]) at = q;
+            for (int q = 0; q < k; q++)
+                if (wires[q] == u->wires[a]) at = q;
             if (at < 0) return sv_err(err, errlen, E_COVER, name, u->wires[a], k);
             bl[a] = k - 1 - at;
             bmask |= (uint64_t)1 << bl[a];
         }
         static const cplx ipow[4] = { 1, I, -1, -I };
         cplx ph = u->coeff * ipow[ny & 3];
-        uint64_t db = (uint64_t)1 << kb, bsel = 0;     /* bsel: the basis block's local index */
+        uint64_t db = (uint64_t)1 << kb, bsel = 0; /* bsel: the basis block's local index */
         if (u->kind == SVB_BASIS)
-            for (int a = 0; a < kb; a++) if ((u->bits >> a) & 1) bsel |= (uint64_t)1 << (kb - 1 - a);
+            for (int a = 0; a < kb; a++)
+                if ((u->bits >> a) & 1) bsel |= (uint64_t)1 << (kb - 1 - a);
         /* column c: W B |c>; B acts on the block bits, W on the rest */
         for (uint64_t c = 0; c < d; c++) {
-            uint64_t cb = 0;                    /* c's block bits as a local index */
-            for (int a = 0; a < kb; a++) if ((c >> bl[a]) & 1) cb |= (uint64_t)1 << (kb - 1 - a);
+            uint64_t cb = 0; /* c's block bits as a local index */
+            for (int a = 0; a < kb; a++)
+                if ((c >> bl[a]) & 1) cb |= (uint64_t)1 << (kb - 1 - a);
             uint64_t rest = c & ~bmask;
             for (uint64_t rb = 0; rb < db; rb++) {
                 cplx bv;
@@ -581,7 +656,8 @@ int sv_obs_matrix(const SvTerm *t, int n, const int *wires, int k, cplx *out, ch
                 }
                 if (bv == 0) continue;
                 uint64_t r = rest;
-                for (int a = 0; a < kb; a++) if ((rb >> (kb - 1 - a)) & 1) r |= (uint64_t)1 << bl[a];
+                for (int a = 0; a < kb; a++)
+                    if ((rb >> (kb - 1 - a)) & 1) r |= (uint64_t)1 << bl[a];
                 /* then W: |r> -> i^ny (-1)^{|r & Z|} |r ^ X> */
                 cplx v = ph * bv;
                 if (__builtin_parityll(r & Z)) v = -v;
@@ -593,7 +669,10 @@ int sv_obs_matrix(const SvTerm *t, int n, const int *wires, int k, cplx *out, ch
 }
 void sv_terms_free(SvTerm *t, int n)
 {
-    for (int i = 0; t && i < n; i++) { free((void *)t[i].m); free((void *)t[i].ket); }
+    for (int i = 0; t && i < n; i++) {
+        free((void *)t[i].m);
+        free((void *)t[i].ket);
+    }
     free(t);
 }
 
@@ -635,19 +714,36 @@ SvTerm *sv_terms_square(const SvTerm *t, int n, int *n2, char *err, size_t errle
         free(p);
         if (m < 0) return NULL;
         SvTerm *r = calloc((size_t)(m ? m : 1), sizeof(SvTerm));
-        if (!r) { free(sq); return NULL; }
-        for (int i = 0; i < m; i++) { r[i].coeff = sq[i].coeff; r[i].x = sq[i].x; r[i].z = sq[i].z; r[i].kind = SVB_NONE; }
+        if (!r) {
+            free(sq);
+            return NULL;
+        }
+        for (int i = 0; i < m; i++) {
+            r[i].coeff = sq[i].coeff;
+            r[i].x = sq[i].x;
+            r[i].z = sq[i].z;
+            r[i].kind = SVB_NONE;
+        }
         free(sq);
         *n2 = m;
         return r;
     }
     int wires[SV_MAX_WIRES];
     int k = sv_obs_support(t, n, wires);
-    if (k > SV_MAX_DENSE) { sv_err(err, errlen, "the square of an observable on %d wires (at most %d)", k, SV_MAX_DENSE); return NULL; }
+    if (k > SV_MAX_DENSE) {
+        sv_err(err, errlen, "the square of an observable on %d wires (at most %d)", k,
+               SV_MAX_DENSE);
+        return NULL;
+    }
     size_t d = (size_t)1 << k;
     cplx *m = malloc(d * d * sizeof(cplx)), *m2 = malloc(d * d * sizeof(cplx));
     SvTerm *r = calloc(1, sizeof(SvTerm));
-    if (!m || !m2 || !r || sv_obs_matrix(t, n, wires, k, m, err, errlen) != 0) { free(m); free(m2); free(r); return NULL; }
+    if (!m || !m2 || !r || sv_obs_matrix(t, n, wires, k, m, err, errlen) != 0) {
+        free(m);
+        free(m2);
+        free(r);
+        return NULL;
+    }
     for (size_t i = 0; i < d; i++)
         for (size_t j = 0; j < d; j++) {
             cplx s = 0;
@@ -671,10 +767,12 @@ static cplx *block_dense(const SvTerm *t)
     size_t d = (size_t)1 << t->k;
     cplx *m = calloc(d * d, sizeof(cplx));
     if (!m) return NULL;
-    if (t->kind == SVB_DENSE) memcpy(m, t->m, d * d * sizeof(cplx));
+    if (t->kind == SVB_DENSE)
+        memcpy(m, t->m, d * d * sizeof(cplx));
     else if (t->kind == SVB_BASIS) {
         size_t idx = 0;
-        for (int i = 0; i < t->k; i++) if ((t->bits >> i) & 1) idx |= (size_t)1 << (t->k - 1 - i);
+        for (int i = 0; i < t->k; i++)
+            if ((t->bits >> i) & 1) idx |= (size_t)1 << (t->k - 1 - i);
         m[idx * d + idx] = 1;
     } else
         for (size_t r = 0; r < d; r++)
@@ -686,9 +784,13 @@ int sv_term_tensor(const SvTerm *a, const SvTerm *b, SvTerm *out, char *err, siz
 {
     const char *name = "tensor product";
     uint64_t wa = a->x | a->z, wb = b->x | b->z;
-    for (int i = 0; i < a->k; i++) if (a->wires[i] < 64) wa |= (uint64_t)1 << a->wires[i];
-    for (int i = 0; i < b->k; i++) if (b->wires[i] < 64) wb |= (uint64_t)1 << b->wires[i];
-    if (wa & wb) return sv_err(err, errlen, "tensor product of operators on the same wire (%d)", __builtin_ctzll(wa & wb));
+    for (int i = 0; i < a->k; i++)
+        if (a->wires[i] < 64) wa |= (uint64_t)1 << a->wires[i];
+    for (int i = 0; i < b->k; i++)
+        if (b->wires[i] < 64) wb |= (uint64_t)1 << b->wires[i];
+    if (wa & wb)
+        return sv_err(err, errlen, "tensor product of operators on the same wire (%d)",
+                      __builtin_ctzll(wa & wb));
     memset(out, 0, sizeof *out);
     out->coeff = a->coeff * b->coeff;
     out->x = a->x | b->x;
@@ -721,7 +823,9 @@ int sv_term_tensor(const SvTerm *a, const SvTerm *b, SvTerm *out, char *err, siz
     }
     size_t da = (size_t)1 << a->k, db = (size_t)1 << b->k;
     if (a->kind == SVB_KET && b->kind == SVB_KET) {
-        if (k > SV_MAX_KET) return sv_err(err, errlen, "tensor product: a projector on %d wires (at most %d)", k, SV_MAX_KET);
+        if (k > SV_MAX_KET)
+            return sv_err(err, errlen, "tensor product: a projector on %d wires (at most %d)", k,
+                          SV_MAX_KET);
         cplx *v = malloc(da * db * sizeof(cplx));
         if (!v) return sv_err(err, errlen, SV_E_NOMEM, name);
         for (size_t i = 0; i < da; i++)
@@ -732,7 +836,12 @@ int sv_term_tensor(const SvTerm *a, const SvTerm *b, SvTerm *out, char *err, siz
     }
     if (k > SV_MAX_DENSE) return sv_err(err, errlen, SV_E_BIGOP, name, k, SV_MAX_DENSE);
     cplx *ma = block_dense(a), *mb = block_dense(b), *m = malloc(da * db * da * db * sizeof(cplx));
-    if (!ma || !mb || !m) { free(ma); free(mb); free(m); return sv_err(err, errlen, SV_E_NOMEM, name); }
+    if (!ma || !mb || !m) {
+        free(ma);
+        free(mb);
+        free(m);
+        return sv_err(err, errlen, SV_E_NOMEM, name);
+    }
     size_t d = da * db;
     for (size_t ra = 0; ra < da; ra++)
         for (size_t rb = 0; rb < db; rb++)

@@ -36,7 +36,8 @@ int sv_eigh(cplx *a, int d, double *vals, cplx *vecs, char *err, size_t errlen)
     double *rwork = malloc((size_t)lrwork * sizeof *rwork);
     int *iwork = malloc((size_t)liwork * sizeof *iwork);
     if (work && rwork && iwork)
-        zheevd_(job, "U", &d, a, &d, vals, work, &lwork, rwork, &lrwork, iwork, &liwork, &info, 1, 1);
+        zheevd_(job, "U", &d, a, &d, vals, work, &lwork, rwork, &lrwork, iwork, &liwork, &info, 1,
+                1);
     else
         info = -1000;
     free(work);
@@ -44,7 +45,7 @@ int sv_eigh(cplx *a, int d, double *vals, cplx *vecs, char *err, size_t errlen)
     free(iwork);
     if (info == -1000) return sv_err(err, errlen, SV_E_NOMEM, name);
     if (info) return sv_err(err, errlen, E_EIGH, name, info);
-    if (vecs)   /* column j of LAPACK's output (contiguous) is conj of our eigenvector j */
+    if (vecs) /* column j of LAPACK's output (contiguous) is conj of our eigenvector j */
         for (int j = 0; j < d; j++)
             for (int i = 0; i < d; i++) vecs[(size_t)i * d + j] = conj(a[(size_t)j * d + i]);
     return 0;
@@ -109,9 +110,9 @@ int sv_obs_spectrum(const SvTerm *t, int n, int nq, SvSpectrum *sp, char *err, s
 typedef struct ProbCtx {
     const SvState *s;
     const SvSpectrum *sp;
-    int pos[SV_MAX_DENSE];        /* sorted bit positions */
+    int pos[SV_MAX_DENSE]; /* sorted bit positions */
     uint64_t off[1 << SV_MAX_DENSE];
-    double *part;                 /* np x d */
+    double *part; /* np x d */
 } ProbCtx;
 
 /* Why: y = V^dagger v per rest index; |y_j|^2 summed per part. */
@@ -144,16 +145,22 @@ int sv_spectrum_probs(const SvState *s, const SvSpectrum *sp, double *p, char *e
     if (sp->word) {
         double e = sv_expval(s, &(SvPauli){ 1.0, sp->w.x, sp->w.z }, 1);
         double nrm = sv_expval(s, &(SvPauli){ 1.0, 0, 0 }, 1);
-        double pp = 0.5 * (nrm + e), pm = 0.5 * (nrm - e);   /* weights of W = +1 and -1 */
+        double pp = 0.5 * (nrm + e), pm = 0.5 * (nrm - e); /* weights of W = +1 and -1 */
         if (pp < 0) pp = 0;
         if (pm < 0) pm = 0;
         /* vals ascending: -|c| then +|c|; a negative coeff swaps the roles */
-        if (sp->w.coeff >= 0) { p[0] = pm; p[1] = pp; }
-        else { p[0] = pp; p[1] = pm; }
+        if (sp->w.coeff >= 0) {
+            p[0] = pm;
+            p[1] = pp;
+        } else {
+            p[0] = pp;
+            p[1] = pm;
+        }
         return 0;
     }
     for (int i = 0; i < sp->k; i++)
-        if (sp->wires[i] < 0 || sp->wires[i] >= s->nq) return sv_err(err, errlen, SV_E_RANGE, name, sp->wires[i], s->nq);
+        if (sp->wires[i] < 0 || sp->wires[i] >= s->nq)
+            return sv_err(err, errlen, SV_E_RANGE, name, sp->wires[i], s->nq);
     ProbCtx *c = malloc(sizeof *c);
     if (!c) return sv_err(err, errlen, SV_E_NOMEM, name);
     c->s = s;
@@ -169,7 +176,10 @@ int sv_spectrum_probs(const SvState *s, const SvSpectrum *sp, double *p, char *e
     sv_sort_ints(c->pos, k);
     int np = sv_nparts(s);
     c->part = malloc((size_t)np * d * sizeof(double));
-    if (!c->part) { free(c); return sv_err(err, errlen, SV_E_NOMEM, name); }
+    if (!c->part) {
+        free(c);
+        return sv_err(err, errlen, SV_E_NOMEM, name);
+    }
     np = sv_parallel(s, probs_part, c);
     for (int j = 0; j < d; j++) {
         double v = 0;
@@ -188,7 +198,7 @@ int sv_spectrum_levels(const SvSpectrum *sp, const double *pj, double *vals, dou
     double spread = fabs(sp->vals[d - 1] - sp->vals[0]);
     double tol = 1e-9 * (spread > 1 ? spread : 1);
     int m = 0;
-    double first = 0;                 /* the level's first eigenvalue: no drift across a run */
+    double first = 0; /* the level's first eigenvalue: no drift across a run */
     for (int j = 0; j < d; j++) {
         if (m > 0 && sp->vals[j] - first <= tol) {
             p[m - 1] += pj[j];
@@ -202,16 +212,20 @@ int sv_spectrum_levels(const SvSpectrum *sp, const double *pj, double *vals, dou
     return m;
 }
 
-int sv_spectrum_probs_rho(const SvSpectrum *sp, const cplx *rho, double *p, char *err, size_t errlen)
+int sv_spectrum_probs_rho(const SvSpectrum *sp, const cplx *rho, double *p, char *err,
+                          size_t errlen)
 {
     const char *name = "sample";
     if (!sp || !rho || !p || !sp->vals || sp->word) return sv_err(err, errlen, SV_E_NOMAT, name);
     int d = sp->d;
-    if (sp->k == 0) { p[0] = creal(rho[0]); return 0; }
+    if (sp->k == 0) {
+        p[0] = creal(rho[0]);
+        return 0;
+    }
     for (int j = 0; j < d; j++) {
         double acc = 0;
         for (int r = 0; r < d; r++) {
-            cplx rv = 0;          /* (rho v_j)[r] */
+            cplx rv = 0; /* (rho v_j)[r] */
             for (int c = 0; c < d; c++) rv += rho[(size_t)r * d + c] * sp->vecs[(size_t)c * d + j];
             acc += creal(conj(sp->vecs[(size_t)r * d + j]) * rv);
         }

@@ -35,8 +35,8 @@ static inline double run_norm(const SvState *s, uint64_t a, uint64_t len)
 typedef struct ProbCtx {
     const SvState *s;
     int nw;
-    int pos[64];          /* bit positions, first = MSB of the output */
-    int low;              /* lowest of them */
+    int pos[64]; /* bit positions, first = MSB of the output */
+    int low;     /* lowest of them */
     double *out[SV_MAX_TEAM];
 } ProbCtx;
 
@@ -60,7 +60,10 @@ static void probs_part(void *vctx, int part, int np)
     }
 }
 
-typedef struct AllCtx { const SvState *s; double *out; } AllCtx;
+typedef struct AllCtx {
+    const SvState *s;
+    double *out;
+} AllCtx;
 
 /* Why: probs() over all wires in order is just |a|^2, in parallel. */
 static void probs_all_part(void *vctx, int part, int np)
@@ -79,7 +82,8 @@ int sv_probs(const SvState *s, const int *wires, int nw, double *out, char *err,
     const char *name = "probs";
     if (!s || !s->amp) return sv_err(err, errlen, SV_E_NOSTATE, name);
     if (!out) return sv_err(err, errlen, SV_E_NOMAT, name);
-    if (nw < 0 || nw > 30 || nw > s->nq) return sv_err(err, errlen, SV_E_NWMEAS, name, nw, s->nq < 30 ? s->nq : 30);
+    if (nw < 0 || nw > 30 || nw > s->nq)
+        return sv_err(err, errlen, SV_E_NWMEAS, name, nw, s->nq < 30 ? s->nq : 30);
     if (nw > 0 && !wires) return sv_err(err, errlen, SV_E_NOWIRES, name);
     int all = nw == 0;
     for (int i = 0; i < nw; i++) {
@@ -114,7 +118,7 @@ int sv_probs(const SvState *s, const int *wires, int nw, double *out, char *err,
     int np = sv_nparts(s);
     double *extra = NULL;
     if (np > 1 && nw <= 12) extra = malloc((size_t)(np - 1) * K * sizeof(double));
-    if (!extra) {              /* serial: one histogram */
+    if (!extra) { /* serial: one histogram */
         c.out[0] = out;
         probs_part(&c, 0, 1);
         return 0;
@@ -167,7 +171,10 @@ void sv_probs_shots(const SvState *s, const int *wires, int nw, size_t shots, Rn
 
 /* ---- basis samples ---------------------------------------------------- */
 
-typedef struct NormCtx { const SvState *s; double part[SV_MAX_TEAM]; } NormCtx;
+typedef struct NormCtx {
+    const SvState *s;
+    double part[SV_MAX_TEAM];
+} NormCtx;
 
 /* One slice of the total norm. */
 static void norm_part(void *vctx, int part, int np)
@@ -195,8 +202,8 @@ static double total_norm(const SvState *s)
    of the weights, which fill() hands over a chunk at a time (one indirect
    call per chunk, not per index); a final shuffle restores i.i.d. order.
    Never an index of weight 0, even when rounding runs past the end. */
-void sv_sweep_draw(Rng *r, size_t shots, uint64_t dim, double T, SvWeightFill fill,
-                   const void *src, uint64_t *out)
+void sv_sweep_draw(Rng *r, size_t shots, uint64_t dim, double T, SvWeightFill fill, const void *src,
+                   uint64_t *out)
 {
     if (!r || !fill || !out || shots == 0 || dim == 0) return;
     enum { CHUNK = 256 };
@@ -244,7 +251,11 @@ void sv_sample(const SvState *s, size_t shots, Rng *r, uint64_t *out)
 
 /* ---- mid-circuit measurement ------------------------------------------ */
 
-typedef struct WireCtx { const SvState *s; int t; double p0[SV_MAX_TEAM], p1[SV_MAX_TEAM]; } WireCtx;
+typedef struct WireCtx {
+    const SvState *s;
+    int t;
+    double p0[SV_MAX_TEAM], p1[SV_MAX_TEAM];
+} WireCtx;
 
 /* Why: P(wire = 0) and P(wire = 1) in one pass. */
 static void wire_part(void *vctx, int part, int np)
@@ -281,15 +292,21 @@ int sv_measure(SvState *s, int wire, int reset, Rng *r, char *err, size_t errlen
     c.t = sv_bitpos(s->nq, wire);
     int np = sv_parallel(s, wire_part, &c);
     double p0 = 0, p1 = 0;
-    for (int p = 0; p < np; p++) { p0 += c.p0[p]; p1 += c.p1[p]; }
+    for (int p = 0; p < np; p++) {
+        p0 += c.p0[p];
+        p1 += c.p1[p];
+    }
     double tot = p0 + p1;
     if (!(tot > 0) || !isfinite(tot)) return sv_err(err, errlen, SV_E_ZERONORM, name);
     int outcome = rng_uniform(r) * tot < p1;
     double scale = 1.0 / sqrt(outcome ? p1 : p0);
     cplx m[4] = { 0, 0, 0, 0 };
-    if (!outcome) m[0] = scale;
-    else if (reset) m[1] = scale;
-    else m[3] = scale;
+    if (!outcome)
+        m[0] = scale;
+    else if (reset)
+        m[1] = scale;
+    else
+        m[3] = scale;
     if (sv_apply_matrix(s, &wire, 1, m, err, errlen) != 0) return -1;
     return outcome;
 }

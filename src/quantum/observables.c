@@ -15,7 +15,10 @@
 #include <string.h>
 
 /* A term with masks in index-bit space (wire w -> bit nq-1-w). */
-typedef struct NTerm { uint64_t X, Z; double c; } NTerm;
+typedef struct NTerm {
+    uint64_t X, Z;
+    double c;
+} NTerm;
 
 /* Why: kernels work on index bits; SvPauli speaks of wires. */
 static NTerm nterm(const SvState *s, const SvPauli *t)
@@ -43,10 +46,10 @@ static int cmp_nterm(const void *pa, const void *pb)
 typedef struct GroupCtx {
     const SvState *s;
     uint64_t X;
-    int h, r;             /* highest bit of X; log2 of the run length */
+    int h, r; /* highest bit of X; log2 of the run length */
     const NTerm *t;
     int ng;
-    double *part;         /* nparts x ng */
+    double *part; /* nparts x ng */
 } GroupCtx;
 
 /* (-1)^{popcount(b)} */
@@ -69,7 +72,8 @@ static void group_part(void *vctx, int part, int np)
         if (len > b - i) len = b - i;
         if (!c->X) {
             double S = 0;
-            if (len >= 16) S = sv_norm_range(s, i, i + len);
+            if (len >= 16)
+                S = sv_norm_range(s, i, i + len);
             else
                 for (uint64_t j = i; j < i + len; j++)
                     S += p[2 * j] * p[2 * j] + p[2 * j + 1] * p[2 * j + 1];
@@ -79,7 +83,7 @@ static void group_part(void *vctx, int part, int np)
             const double *x = p + 2 * base, *y = p + 2 * pb;
             double re0 = 0, re1 = 0, im0 = 0, im1 = 0;
             uint64_t j = 0;
-            for (; j + 2 <= len; j += 2) {   /* w = conj(y) x */
+            for (; j + 2 <= len; j += 2) { /* w = conj(y) x */
                 re0 += y[2 * j] * x[2 * j] + y[2 * j + 1] * x[2 * j + 1];
                 im0 += y[2 * j] * x[2 * j + 1] - y[2 * j + 1] * x[2 * j];
                 re1 += y[2 * j + 2] * x[2 * j + 2] + y[2 * j + 3] * x[2 * j + 3];
@@ -143,7 +147,7 @@ static int term_vals(const SvState *s, NTerm *t, int n, double *vals)
         int j = i;
         while (j < n && t[j].X == t[i].X) j++;
         int k = i;
-        if (!t[i].X)            /* identity terms sort first within X = 0 */
+        if (!t[i].X) /* identity terms sort first within X = 0 */
             for (; k < j && !t[k].Z; k++) vals[k] = 1.0;
         if (k < j && group_vals(s, t + k, j - k, vals + k) != 0) return -1;
         i = j;
@@ -182,7 +186,7 @@ static NTerm *square_terms(const NTerm *t, int n, int *np_out)
             uint64_t x3 = x1 ^ x2, z3 = z1 ^ z2;
             int e = __builtin_popcountll(x1 & z1) + __builtin_popcountll(x2 & z2) -
                     __builtin_popcountll(x3 & z3);
-            e = ((e % 4) + 4) % 4;          /* 0 or 2 for commuting words */
+            e = ((e % 4) + 4) % 4; /* 0 or 2 for commuting words */
             double ph = (e == 2 ? -1.0 : 1.0) * sgn(z1 & x2);
             v[m].X = x3;
             v[m].Z = z3;
@@ -192,8 +196,10 @@ static NTerm *square_terms(const NTerm *t, int n, int *np_out)
     qsort(v, m, sizeof *v, cmp_nterm);
     size_t w = 0;
     for (size_t i = 0; i < m; i++) {
-        if (w && v[w - 1].X == v[i].X && v[w - 1].Z == v[i].Z) v[w - 1].c += v[i].c;
-        else v[w++] = v[i];
+        if (w && v[w - 1].X == v[i].X && v[w - 1].Z == v[i].Z)
+            v[w - 1].c += v[i].c;
+        else
+            v[w++] = v[i];
     }
     *np_out = (int)w;
     return v;
@@ -230,7 +236,10 @@ uint64_t sv_binomial(Rng *r, uint64_t n, double p)
                 x++;
                 f *= a / (double)x - s;
             }
-            if (u <= f) { k = x; break; }
+            if (u <= f) {
+                k = x;
+                break;
+            }
         }
     } else {
         double spq = sqrt(np * q);
@@ -249,7 +258,10 @@ uint64_t sv_binomial(Rng *r, uint64_t n, double p)
             if (us <= 0) continue;
             double kk = floor((2 * a / us + b) * u + c);
             if (kk < 0 || kk > (double)n) continue;
-            if (us >= 0.07 && v <= vr) { k = (uint64_t)kk; break; }
+            if (us >= 0.07 && v <= vr) {
+                k = (uint64_t)kk;
+                break;
+            }
             v = log(v * alpha / (a / (us * us) + b));
             if (v <= h - lfact(kk) - lfact((double)n - kk) + (kk - m) * lpq) {
                 k = (uint64_t)kk;
@@ -313,7 +325,10 @@ static double var_any(const SvState *s, const SvPauli *t, int n, size_t shots, R
     if (!v) return NAN;
     int np, fail = 0;
     NTerm *sq = square_terms(v, n, &np);
-    if (!sq) { free(v); return NAN; }
+    if (!sq) {
+        free(v);
+        return NAN;
+    }
     double h2 = weighted(s, sq, np, shots, r, &fail);
     double h1 = weighted(s, v, n, shots, r, &fail);
     free(sq);
@@ -351,14 +366,25 @@ int sv_pauli_square(const SvPauli *t, int n, SvPauli **out)
     if (!t || n <= 0) return 0;
     NTerm *v = malloc((size_t)n * sizeof *v);
     if (!v) return -1;
-    for (int i = 0; i < n; i++) { v[i].X = t[i].x; v[i].Z = t[i].z; v[i].c = t[i].coeff; }
+    for (int i = 0; i < n; i++) {
+        v[i].X = t[i].x;
+        v[i].Z = t[i].z;
+        v[i].c = t[i].coeff;
+    }
     int np;
     NTerm *sq = square_terms(v, n, &np);
     free(v);
     if (!sq) return -1;
     SvPauli *o = malloc((size_t)np * sizeof *o);
-    if (!o) { free(sq); return -1; }
-    for (int i = 0; i < np; i++) { o[i].x = sq[i].X; o[i].z = sq[i].Z; o[i].coeff = sq[i].c; }
+    if (!o) {
+        free(sq);
+        return -1;
+    }
+    for (int i = 0; i < np; i++) {
+        o[i].x = sq[i].X;
+        o[i].z = sq[i].Z;
+        o[i].coeff = sq[i].c;
+    }
     free(sq);
     *out = o;
     return np;

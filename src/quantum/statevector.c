@@ -42,7 +42,7 @@ int sv_init(SvState *s, int nq)
     void *p = NULL;
     if (posix_memalign(&p, align, alloc) != 0 || !p) return -1;
 #ifdef MADV_HUGEPAGE
-    if (align > 64) madvise(p, alloc, MADV_HUGEPAGE);   /* a hint; may fail */
+    if (align > 64) madvise(p, alloc, MADV_HUGEPAGE); /* a hint; may fail */
 #endif
     s->nq = nq;
     s->dim = (size_t)1 << nq;
@@ -64,7 +64,9 @@ void sv_free(SvState *s)
     s->nq = 0;
 }
 
-typedef struct ResetCtx { SvState *s; } ResetCtx;
+typedef struct ResetCtx {
+    SvState *s;
+} ResetCtx;
 
 /* Zero one slice (first touch of a big state happens in parallel too). */
 static void reset_part(void *ctx, int part, int nparts)
@@ -99,20 +101,20 @@ void sv_set_threads(SvState *s, SvTeam *team, int nthreads)
    finds fewer parts left instead of making everyone wait for it; results
    do not depend on who ran which part. */
 struct SvTeam {
-    int n;                       /* participants, caller included */
+    int n; /* participants, caller included */
     pthread_t th[SV_MAX_TEAM];
     int started;
-    pthread_mutex_t run;         /* one user at a time */
+    pthread_mutex_t run; /* one user at a time */
     pthread_mutex_t mu;
     pthread_cond_t cv_start, cv_done;
-    atomic_uint gen;             /* bumped per job */
-    atomic_ullong claim;         /* (gen << 32) | next unclaimed part */
-    atomic_int done;             /* parts finished in the current job */
+    atomic_uint gen;     /* bumped per job */
+    atomic_ullong claim; /* (gen << 32) | next unclaimed part */
+    atomic_int done;     /* parts finished in the current job */
     atomic_int stop;
-    SvPartFn fn;                 /* the job, written under mu */
+    SvPartFn fn; /* the job, written under mu */
     void *ctx;
     int nparts;
-    atomic_llong spin_ns;        /* fixed spin budget of idle workers; < 0: adaptive */
+    atomic_llong spin_ns; /* fixed spin budget of idle workers; < 0: adaptive */
 };
 
 /* Parts of a big pass (sv_nparts): fixed, so results do not depend on how
@@ -169,7 +171,7 @@ static void run_parts(SvTeam *t, unsigned g, SvPartFn fn, void *ctx, int np)
    budget instead. */
 #define SV_SPIN_PAUSE 50e-6
 #define SV_SPIN_SHORT 200e-6
-#define SV_SPIN_MAX 10e-3
+#define SV_SPIN_MAX   10e-3
 
 static double spin_budget(const SvTeam *t, double long_gap)
 {
@@ -187,7 +189,7 @@ static void *worker_main(void *arg)
 {
     SvTeam *t = arg;
     unsigned seen = 0;
-    double long_gap = 1e30;   /* average gap over SV_SPIN_SHORT; none yet */
+    double long_gap = 1e30; /* average gap over SV_SPIN_SHORT; none yet */
     for (;;) {
         double budget = spin_budget(t, long_gap), t0 = mono_now();
         int yielding = 0;
@@ -200,13 +202,18 @@ static void *worker_main(void *arg)
                 if (el >= budget) break;
                 yielding = el >= SV_SPIN_PAUSE;
             }
-            if (yielding) sched_yield();
-            else cpu_relax();
+            if (yielding)
+                sched_yield();
+            else
+                cpu_relax();
         }
         pthread_mutex_lock(&t->mu);
         while (atomic_load(&t->gen) == seen && !atomic_load(&t->stop))
             pthread_cond_wait(&t->cv_start, &t->mu);
-        if (atomic_load(&t->stop)) { pthread_mutex_unlock(&t->mu); break; }
+        if (atomic_load(&t->stop)) {
+            pthread_mutex_unlock(&t->mu);
+            break;
+        }
         seen = atomic_load(&t->gen);
         SvPartFn fn = t->fn;
         void *ctx = t->ctx;
@@ -239,7 +246,7 @@ SvTeam *sv_team_new(int nthreads)
     atomic_init(&t->spin_ns, -1);
     for (int i = 1; i < nthreads; i++) {
         if (pthread_create(&t->th[i], NULL, worker_main, t) != 0) {
-            sv_team_free(t);   /* joins the ones already started */
+            sv_team_free(t); /* joins the ones already started */
             return NULL;
         }
         t->started = i;
@@ -268,7 +275,7 @@ void sv_team_free(SvTeam *t)
 void sv_team_set_spin(SvTeam *t, double seconds)
 {
     if (!t) return;
-    long long ns = -1;   /* the adaptive default */
+    long long ns = -1; /* the adaptive default */
     if (seconds >= 0) ns = (long long)((seconds > 10 ? 10 : seconds) * 1e9);
     atomic_store_explicit(&t->spin_ns, ns, memory_order_relaxed);
 }
@@ -280,10 +287,7 @@ int sv_team_size(const SvTeam *t) { return t ? t->n : 1; }
    The count depends on the state's size only, never on the threads it
    may use: a reduction adds its parts' partial sums in part order, so its
    bits are the same whatever the team, the load or the executor's mode. */
-int sv_nparts(const SvState *s)
-{
-    return s->nq < SV_PAR_QUBITS ? 1 : SV_FIXED_PARTS;
-}
+int sv_nparts(const SvState *s) { return s->nq < SV_PAR_QUBITS ? 1 : SV_FIXED_PARTS; }
 
 /* Why: every big pass (gates, reductions, reset) goes through here, so the
    serial/parallel decision lives in one place. Without a team the parts

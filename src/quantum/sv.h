@@ -24,15 +24,15 @@
 #include "rng.h"
 
 typedef double _Complex cplx;
-typedef struct SvTeam SvTeam;      /* reusable worker threads for big states */
+typedef struct SvTeam SvTeam; /* reusable worker threads for big states */
 
 typedef struct SvState {
-    int nq;            /* number of qubits (wires) */
-    size_t dim;        /* 2^nq */
-    cplx *amp;         /* 64-byte aligned amplitudes */
-    SvTeam *team;      /* borrowed, may be NULL */
-    int nthreads;      /* threads to use from team (<= 1: serial) */
-    int simd;          /* highest instruction level the kernels may use:
+    int nq;       /* number of qubits (wires) */
+    size_t dim;   /* 2^nq */
+    cplx *amp;    /* 64-byte aligned amplitudes */
+    SvTeam *team; /* borrowed, may be NULL */
+    int nthreads; /* threads to use from team (<= 1: serial) */
+    int simd;     /* highest instruction level the kernels may use:
                           SV_SIMD_C (0) portable C only, SV_SIMD_AVX2 (1)
                           AVX2 + FMA, SV_SIMD_AVX512 (2, the default) —
                           each only where the CPU has it. Tests lower it to
@@ -51,15 +51,15 @@ int sv_simd_level(void);
 size_t sv_bytes(int nq);
 /* |0..0>; returns 0, or -1 if the memory can't be had (never aborts).
    0 <= nq <= 59 (on 64-bit hosts). On failure *s is zeroed. */
-int  sv_init(SvState *s, int nq);
+int sv_init(SvState *s, int nq);
 void sv_free(SvState *s);
-void sv_reset(SvState *s);                 /* back to |0..0> */
+void sv_reset(SvState *s); /* back to |0..0> */
 
 /* A team of nthreads participants: the caller of a kernel is one of them,
    so nthreads-1 threads are started (at most 64 in all). NULL on failure. */
 SvTeam *sv_team_new(int nthreads);
 void sv_team_free(SvTeam *team);
-int  sv_team_size(const SvTeam *team);
+int sv_team_size(const SvTeam *team);
 /* How long a team's idle workers wait awake for the next job before they
    sleep, in seconds (at most 10); SV_SPIN_DEFAULT (any negative value)
    restores the default, which adapts to the gaps between jobs. Waiting
@@ -76,19 +76,48 @@ void sv_set_threads(SvState *s, SvTeam *team, int nthreads);
 #endif
 
 typedef enum SvGate {
-    SV_IDENTITY, SV_HADAMARD, SV_PAULIX, SV_PAULIY, SV_PAULIZ, SV_S, SV_T, SV_SX,
-    SV_RX, SV_RY, SV_RZ, SV_PHASESHIFT, SV_ROT, SV_U3, SV_CNOT, SV_CY, SV_CZ,
-    SV_SWAP, SV_ISWAP, SV_CRX, SV_CRY, SV_CRZ, SV_CPHASE, SV_ISINGXX, SV_ISINGYY,
-    SV_ISINGZZ, SV_TOFFOLI, SV_CSWAP, SV_MULTIRZ, SV_QUBITUNITARY, SV_BASISSTATE,
-    SV_SINGLEEXC, SV_DOUBLEEXC, SV_NGATES
+    SV_IDENTITY,
+    SV_HADAMARD,
+    SV_PAULIX,
+    SV_PAULIY,
+    SV_PAULIZ,
+    SV_S,
+    SV_T,
+    SV_SX,
+    SV_RX,
+    SV_RY,
+    SV_RZ,
+    SV_PHASESHIFT,
+    SV_ROT,
+    SV_U3,
+    SV_CNOT,
+    SV_CY,
+    SV_CZ,
+    SV_SWAP,
+    SV_ISWAP,
+    SV_CRX,
+    SV_CRY,
+    SV_CRZ,
+    SV_CPHASE,
+    SV_ISINGXX,
+    SV_ISINGYY,
+    SV_ISINGZZ,
+    SV_TOFFOLI,
+    SV_CSWAP,
+    SV_MULTIRZ,
+    SV_QUBITUNITARY,
+    SV_BASISSTATE,
+    SV_SINGLEEXC,
+    SV_DOUBLEEXC,
+    SV_NGATES
 } SvGate;
 
 typedef struct SvGateInfo {
-    const char *name;  /* PennyLane name: "Hadamard", "CNOT", "ControlledPhaseShift", ... */
+    const char *name; /* PennyLane name: "Hadamard", "CNOT", "ControlledPhaseShift", ... */
     SvGate gate;
-    int nwires;        /* -1 = any number >= 1 (MultiRZ, QubitUnitary, BasisState) */
-    int nparams;       /* number of real parameters: RX 1, Rot 3, U3 3, ... */
-    int shift_rule;    /* 1 if every parameter has the two-term parameter-shift
+    int nwires;     /* -1 = any number >= 1 (MultiRZ, QubitUnitary, BasisState) */
+    int nparams;    /* number of real parameters: RX 1, Rot 3, U3 3, ... */
+    int shift_rule; /* 1 if every parameter has the two-term parameter-shift
                           rule (coefficient 1/2, shift pi/2); 0 for gates
                           without parameters and for the four-term ones
                           (CRX CRY CRZ SingleExcitation DoubleExcitation) */
@@ -105,12 +134,15 @@ const SvGateInfo *sv_gate_info(SvGate g);
 
 typedef struct SvOp {
     SvGate gate;
-    int nwires; int wires[SV_MAX_WIRES];   /* target wires */
-    int nparams; double params[3];
-    const cplx *matrix;  /* QubitUnitary only: 2^k x 2^k row-major, k = nwires */
-    uint64_t bits;       /* BasisState only: bit i is the value for wires[i] */
-    int adjoint;         /* apply the inverse */
-    int nctrl; int ctrl[SV_MAX_WIRES];     /* extra control wires, all must be |1> */
+    int nwires;
+    int wires[SV_MAX_WIRES]; /* target wires */
+    int nparams;
+    double params[3];
+    const cplx *matrix; /* QubitUnitary only: 2^k x 2^k row-major, k = nwires */
+    uint64_t bits;      /* BasisState only: bit i is the value for wires[i] */
+    int adjoint;        /* apply the inverse */
+    int nctrl;
+    int ctrl[SV_MAX_WIRES]; /* extra control wires, all must be |1> */
 } SvOp;
 
 /* Validate (wires in range and distinct, arity, parameter count, finite
@@ -136,16 +168,19 @@ int sv_op_matrix(const SvOp *op, cplx *out, char *err, size_t errlen);
 int sv_op_dmatrix(const SvOp *op, int p, cplx *out, char *err, size_t errlen);
 /* Apply an arbitrary (not necessarily unitary) dense 2^k x 2^k matrix on
    the given wires (first wire = most significant bit), k <= SV_MAX_DENSE. */
-int sv_apply_matrix(SvState *s, const int *wires, int k, const cplx *m,
-                    char *err, size_t errlen);
+int sv_apply_matrix(SvState *s, const int *wires, int k, const cplx *m, char *err, size_t errlen);
 
 /* Observables: Hermitian sums of Pauli words with real coefficients.
    Bit w of x/z <-> wire w (not bit position in the index):
    X: x=1,z=0; Z: x=0,z=1; Y: x=1,z=1 (the true Pauli Y). Bits for wires
    >= nq are ignored: the caller validates observables. */
-typedef struct SvPauli { double coeff; uint64_t x, z; } SvPauli;
-double sv_expval(const SvState *s, const SvPauli *t, int nterms);   /* exact <H> */
-double sv_var(const SvState *s, const SvPauli *t, int nterms);      /* exact <H^2> - <H>^2; NaN if out of memory */
+typedef struct SvPauli {
+    double coeff;
+    uint64_t x, z;
+} SvPauli;
+double sv_expval(const SvState *s, const SvPauli *t, int nterms); /* exact <H> */
+double sv_var(const SvState *s, const SvPauli *t,
+              int nterms); /* exact <H^2> - <H>^2; NaN if out of memory */
 /* Shot estimates: each term (and for var each product of two commuting
    terms) is estimated from `shots` samples in its eigenbasis, drawn
    exactly as a binomial with the term's exact probability. Identity terms
@@ -154,14 +189,14 @@ double sv_expval_shots(const SvState *s, const SvPauli *t, int nterms, size_t sh
 double sv_var_shots(const SvState *s, const SvPauli *t, int nterms, size_t shots, Rng *r);
 /* H^2 as a deduplicated Pauli sum (for var on other simulators): *out is
    malloc'ed (the caller frees it); returns its length, -1 if out of memory. */
-int    sv_pauli_square(const SvPauli *t, int nterms, SvPauli **out);
+int sv_pauli_square(const SvPauli *t, int nterms, SvPauli **out);
 /* Per shot: coeff * (+1 or -1), +1 with probability (1 + <P>)/2. */
-void   sv_sample_pauli(const SvState *s, const SvPauli *word, size_t shots, Rng *r, double *out);
+void sv_sample_pauli(const SvState *s, const SvPauli *word, size_t shots, Rng *r, double *out);
 
 /* Probabilities over the given wires (first = most significant bit of the
    output index); nw = 0 means all wires. out has 2^nw (or 2^nq) doubles.
    nw <= 30. */
-int  sv_probs(const SvState *s, const int *wires, int nw, double *out, char *err, size_t errlen);
+int sv_probs(const SvState *s, const int *wires, int nw, double *out, char *err, size_t errlen);
 /* The same estimated from `shots` exact samples (a multinomial draw);
    shots = 0 gives the exact probabilities. Bad wires: out is all NaN
    (validate with sv_probs). */
@@ -177,12 +212,12 @@ void sv_sample(const SvState *s, size_t shots, Rng *r, uint64_t *out);
    [0, dim) with weights fill(src, a, n, w) (w[j] = weight of index a + j;
    negative or NaN count as 0) of total T, in random order. */
 typedef void (*SvWeightFill)(const void *src, uint64_t a, size_t n, double *w);
-void sv_sweep_draw(Rng *r, size_t shots, uint64_t dim, double T, SvWeightFill fill,
-                   const void *src, uint64_t *out);
+void sv_sweep_draw(Rng *r, size_t shots, uint64_t dim, double T, SvWeightFill fill, const void *src,
+                   uint64_t *out);
 /* Mid-circuit measurement of one wire: returns 0/1 drawn with the Born
    rule, collapses and renormalises; reset=1 then flips the wire back to
    |0>. -1 + err on a bad wire or a zero state. */
-int  sv_measure(SvState *s, int wire, int reset, Rng *r, char *err, size_t errlen);
+int sv_measure(SvState *s, int wire, int reset, Rng *r, char *err, size_t errlen);
 
 /* Exact binomial draw (BTRS / inversion); exposed for the estimators of
    other rooms and for tests. */

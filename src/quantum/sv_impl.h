@@ -29,8 +29,8 @@
 /* Wide kernels are compiled per function for their instruction set and
    only run after a run-time check (sv_level): the build stays portable. */
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define SV_X86 1
-#define SV_AVX2 __attribute__((target("avx2,fma")))
+#define SV_X86    1
+#define SV_AVX2   __attribute__((target("avx2,fma")))
 #define SV_AVX512 __attribute__((target("avx512f,avx512dq,avx2,fma")))
 #else
 #define SV_X86 0
@@ -55,7 +55,10 @@ static inline void sv_sort_ints(int *a, int m)
 {
     for (int i = 1; i < m; i++) {
         int v = a[i], j = i - 1;
-        while (j >= 0 && a[j] > v) { a[j + 1] = a[j]; j--; }
+        while (j >= 0 && a[j] > v) {
+            a[j + 1] = a[j];
+            j--;
+        }
         a[j + 1] = v;
     }
 }
@@ -74,7 +77,10 @@ static inline void sv_mul2(const double *m, double *x, double *y)
 static inline void sv_mul4(const double *m, double *const p[4])
 {
     double vr[4], vi[4];
-    for (int c = 0; c < 4; c++) { vr[c] = p[c][0]; vi[c] = p[c][1]; }
+    for (int c = 0; c < 4; c++) {
+        vr[c] = p[c][0];
+        vi[c] = p[c][1];
+    }
     for (int r = 0; r < 4; r++) {
         const double *q = m + 8 * r;
         double re = 0, im = 0;
@@ -88,22 +94,22 @@ static inline void sv_mul4(const double *m, double *const p[4])
 }
 
 typedef enum SvJobKind {
-    SVJ_PAIR,      /* 2x2 matrix on streams base+o1, base+o2 */
-    SVJ_SWAP,      /* exchange streams base+o1, base+o2 */
-    SVJ_QUAD,      /* 4x4 matrix on base+off[0..3] */
-    SVJ_DENSE,     /* 2^k x 2^k matrix, gathered per base */
-    SVJ_DIAG,      /* per-amplitude phase from a table, chunks of 8 */
+    SVJ_PAIR,  /* 2x2 matrix on streams base+o1, base+o2 */
+    SVJ_SWAP,  /* exchange streams base+o1, base+o2 */
+    SVJ_QUAD,  /* 4x4 matrix on base+off[0..3] */
+    SVJ_DENSE, /* 2^k x 2^k matrix, gathered per base */
+    SVJ_DIAG,  /* per-amplitude phase from a table, chunks of 8 */
 } SvJobKind;
 
 typedef struct SvJob {
     SvJobKind kind;
-    double *amp;          /* interleaved re, im */
-    uint64_t total;       /* size of the iteration space */
-    int m;                /* fixed bit positions, ascending */
+    double *amp;    /* interleaved re, im */
+    uint64_t total; /* size of the iteration space */
+    int m;          /* fixed bit positions, ascending */
     int pos[SV_MAX_WIRES];
-    uint64_t cm;          /* bits that must be 1 (controls) */
-    uint64_t off[4];      /* stream offsets (pair: off[0], off[1]) */
-    double mat[32];       /* 2x2 or 4x4 matrix, row-major, re/im interleaved */
+    uint64_t cm;     /* bits that must be 1 (controls) */
+    uint64_t off[4]; /* stream offsets (pair: off[0], off[1]) */
+    double mat[32];  /* 2x2 or 4x4 matrix, row-major, re/im interleaved */
     /* dense */
     int k;
     const uint64_t *doff; /* 2^k offsets */
@@ -111,15 +117,15 @@ typedef struct SvJob {
     int dadj;             /* use the conjugate transpose of dm */
     /* diag: phase(i) = tab[key(i)][i & 7] where key comes from the bits
        at kpos (table mode) or the parity of i & kmask (parity mode) */
-    int chunk;            /* 8, or dim when the state is smaller */
-    int parity;           /* 1: parity mode */
-    uint64_t kmask;       /* parity mode: mask of high target bits */
-    int nk;               /* table mode: high target bits */
+    int chunk;      /* 8, or dim when the state is smaller */
+    int parity;     /* 1: parity mode */
+    uint64_t kmask; /* parity mode: mask of high target bits */
+    int nk;         /* table mode: high target bits */
     int kpos[4], kshift[4];
     int nkeys;
-    uint64_t seg;         /* chunks per segment: contiguous, one key */
-    double tab[8][16];    /* [key][2*j + re/im] */
-    unsigned char skip[8];/* 1 if tab[key] is all ones */
+    uint64_t seg;          /* chunks per segment: contiguous, one key */
+    double tab[8][16];     /* [key][2*j + re/im] */
+    unsigned char skip[8]; /* 1 if tab[key] is all ones */
 } SvJob;
 
 /* Execute a job over its whole iteration space (maybe on the team). */
@@ -136,13 +142,18 @@ int sv_nparts(const SvState *s);
 /* The [a, b) slice of [0, n) that part p of np handles (64-aligned). */
 static inline void sv_slice(uint64_t n, int p, int np, uint64_t *a, uint64_t *b)
 {
-    if (np <= 1) { *a = 0; *b = n; return; }
+    if (np <= 1) {
+        *a = 0;
+        *b = n;
+        return;
+    }
     uint64_t per = n / (uint64_t)np;
     per = (per + 63) & ~(uint64_t)63;
     uint64_t lo = per * (uint64_t)p, hi = lo + per;
     if (p == np - 1 || hi > n) hi = n;
     if (lo > n) lo = n;
-    *a = lo; *b = hi;
+    *a = lo;
+    *b = hi;
 }
 
 /* The instruction level the kernels use for this state: the lowest of
@@ -171,16 +182,18 @@ int sv_blk_run(const SvState *s, const SvJob *j, int level);
 #define SV_E_CRANGE    "%s: control wire %d out of range for a %d-wire device"
 #define SV_E_NEGWIRE   "%s: wire %d is negative"
 #define SV_E_DUP       "%s: wires must be distinct (%s)"
-#define SV_E_CDUP      "%s: control wires must be distinct from each other and from the target wires (control %s; wires %s)"
-#define SV_E_NOMAT     "%s: no matrix"
-#define SV_E_MATNF     "%s: matrix entries must be finite"
-#define SV_E_NOTUNIT   "%s: matrix is not unitary (max |U U^dagger - I| = %.3g)"
-#define SV_E_BITS      "%s: bits beyond its %d wires"
-#define SV_E_NOPARAM   "%s: has no parameter %d"
-#define SV_E_BIGOP     "%s: matrix of %d wires is too large (at most %d)"
-#define SV_E_NOMEM     "%s: out of memory"
-#define SV_E_NWMEAS    "%s: %d wires asked, at most %d"
-#define SV_E_ZERONORM  "%s: the state has zero norm"
+#define SV_E_CDUP                                                                                \
+    "%s: control wires must be distinct from each other and from the target wires (control %s; " \
+    "wires %s)"
+#define SV_E_NOMAT    "%s: no matrix"
+#define SV_E_MATNF    "%s: matrix entries must be finite"
+#define SV_E_NOTUNIT  "%s: matrix is not unitary (max |U U^dagger - I| = %.3g)"
+#define SV_E_BITS     "%s: bits beyond its %d wires"
+#define SV_E_NOPARAM  "%s: has no parameter %d"
+#define SV_E_BIGOP    "%s: matrix of %d wires is too large (at most %d)"
+#define SV_E_NOMEM    "%s: out of memory"
+#define SV_E_NWMEAS   "%s: %d wires asked, at most %d"
+#define SV_E_ZERONORM "%s: the state has zero norm"
 
 /* Errors: format into err if it is not NULL. Always returns -1. The
    room's name for util's one formatter (errf.h). */

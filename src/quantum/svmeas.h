@@ -35,18 +35,18 @@
  * The caller owns m and ket; they must outlive the call. */
 typedef enum SvBlockKind { SVB_NONE, SVB_DENSE, SVB_BASIS, SVB_KET } SvBlockKind;
 
-#define SV_MAX_KET 20        /* widest SVB_KET block (2^20 amplitudes) */
-#define SV_MAX_RDM 12        /* widest reduced density matrix (4^12 entries) */
+#define SV_MAX_KET 20 /* widest SVB_KET block (2^20 amplitudes) */
+#define SV_MAX_RDM 12 /* widest reduced density matrix (4^12 entries) */
 
 typedef struct SvTerm {
     double coeff;
-    uint64_t x, z;           /* the Pauli word, as SvPauli */
+    uint64_t x, z; /* the Pauli word, as SvPauli */
     SvBlockKind kind;
-    int k;                   /* the block's wires */
+    int k; /* the block's wires */
     int wires[SV_MAX_WIRES];
-    const cplx *m;           /* SVB_DENSE */
-    uint64_t bits;           /* SVB_BASIS */
-    const cplx *ket;         /* SVB_KET */
+    const cplx *m;   /* SVB_DENSE */
+    uint64_t bits;   /* SVB_BASIS */
+    const cplx *ket; /* SVB_KET */
 } SvTerm;
 
 /* Validates an observable for an nq-wire state: finite coefficients and
@@ -74,11 +74,12 @@ int sv_obs_apply(const SvState *s, const SvTerm *t, int n, cplx *out, char *err,
 int sv_obs_support(const SvTerm *t, int n, int *wires);
 /* Dense matrix of the observable on the given wires (which must cover its
  * support; k <= SV_MAX_DENSE): 2^k x 2^k into out. 0 or -1. */
-int sv_obs_matrix(const SvTerm *t, int n, const int *wires, int k, cplx *out, char *err, size_t errlen);
+int sv_obs_matrix(const SvTerm *t, int n, const int *wires, int k, cplx *out, char *err,
+                  size_t errlen);
 
 /* Owned observables: each term's block (m, ket) a heap copy of its own. */
-SvTerm *sv_terms_dup(const SvTerm *t, int n);        /* NULL when out of memory */
-void sv_terms_free(SvTerm *t, int n);                /* NULL is fine */
+SvTerm *sv_terms_dup(const SvTerm *t, int n); /* NULL when out of memory */
+void sv_terms_free(SvTerm *t, int n);         /* NULL is fine */
 /* O^2 as an owned observable: a Pauli sum squared (sv_pauli_square), or
  * the square of O's dense matrix on its support (<= SV_MAX_DENSE wires). */
 SvTerm *sv_terms_square(const SvTerm *t, int n, int *n2, char *err, size_t errlen);
@@ -98,26 +99,28 @@ int sv_term_tensor(const SvTerm *a, const SvTerm *b, SvTerm *out, char *err, siz
  * {-|c|, +|c|} without a dense matrix (word = 1, vecs NULL, d = 2, k = 0).
  * An observable without wires (identities only) has k = 0, d = 1. */
 typedef struct SvSpectrum {
-    int k; int wires[SV_MAX_DENSE];
-    int d;                   /* 2^k, or 2 for a word */
-    double *vals;            /* d eigenvalues, ascending */
-    cplx *vecs;              /* d x d, column j = eigenvector of vals[j] */
-    int word;                /* 1: the single Pauli word w */
+    int k;
+    int wires[SV_MAX_DENSE];
+    int d;        /* 2^k, or 2 for a word */
+    double *vals; /* d eigenvalues, ascending */
+    cplx *vecs;   /* d x d, column j = eigenvector of vals[j] */
+    int word;     /* 1: the single Pauli word w */
     SvPauli w;
 } SvSpectrum;
 
-int  sv_obs_spectrum(const SvTerm *t, int n, int nq, SvSpectrum *sp, char *err, size_t errlen);
+int sv_obs_spectrum(const SvTerm *t, int n, int nq, SvSpectrum *sp, char *err, size_t errlen);
 void sv_spectrum_free(SvSpectrum *sp);
 /* p[j] for j < sp->d (sums to the state's norm). 0 or -1. */
-int  sv_spectrum_probs(const SvState *s, const SvSpectrum *sp, double *p, char *err, size_t errlen);
+int sv_spectrum_probs(const SvState *s, const SvSpectrum *sp, double *p, char *err, size_t errlen);
 /* The same from a density matrix rho on the spectrum's wires (2^k x 2^k,
  * as sv_density_matrix makes it): p[j] = <v_j| rho |v_j>. Not for a word
  * spectrum (sp->word). 0 or -1. */
-int  sv_spectrum_probs_rho(const SvSpectrum *sp, const cplx *rho, double *p, char *err, size_t errlen);
+int sv_spectrum_probs_rho(const SvSpectrum *sp, const cplx *rho, double *p, char *err,
+                          size_t errlen);
 /* The distinct eigenvalues (merged within 1e-9 of the spread, exact for
  * Pauli words), with the probability of each: vals/p have room for d.
  * Returns their number. Used by counts(obs) and shot estimates. */
-int  sv_spectrum_levels(const SvSpectrum *sp, const double *pj, double *vals, double *p);
+int sv_spectrum_levels(const SvSpectrum *sp, const double *pj, double *vals, double *p);
 
 /* Hermitian eigendecomposition (LAPACK zheevd): a is d x d row-major,
  * overwritten; vals ascending; vecs (may be NULL: values only) gets the
@@ -135,12 +138,14 @@ void sv_multinomial(Rng *r, const double *p, size_t K, uint64_t shots, uint64_t 
 /* ---- reduced states ----------------------------------------------------- */
 /* rho = Tr_rest |psi><psi| on the given wires (k <= SV_MAX_RDM; first wire =
  * most significant bit of rho's index): 2^k x 2^k row-major. 0 or -1. */
-int sv_density_matrix(const SvState *s, const int *wires, int k, cplx *rho, char *err, size_t errlen);
+int sv_density_matrix(const SvState *s, const int *wires, int k, cplx *rho, char *err,
+                      size_t errlen);
 /* -sum lambda log(lambda) over the positive eigenvalues of rho (natural log,
  * as PennyLane), from the reduced density matrix of the wires; NaN + err. */
 double sv_vn_entropy(const SvState *s, const int *wires, int k, char *err, size_t errlen);
 /* S(A) + S(B) - S(AB) for disjoint wire sets A and B; NaN + err. */
-double sv_mutual_info(const SvState *s, const int *wa, int ka, const int *wb, int kb, char *err, size_t errlen);
+double sv_mutual_info(const SvState *s, const int *wa, int ka, const int *wb, int kb, char *err,
+                      size_t errlen);
 /* Tr(rho^2) of the reduced state of the wires; NaN + err. */
 double sv_purity(const SvState *s, const int *wires, int k, char *err, size_t errlen);
 /* The same three from a given density matrix (d x d). */
@@ -153,7 +158,8 @@ double sv_purity_of(const cplx *rho, int d);
  * outcome had (relative to the state's norm). An outcome of probability 0
  * leaves the state unchanged and returns -1 with "measure: postselected
  * outcome 1 has probability 0". 0 or -1. */
-int sv_measure_post(SvState *s, int wire, int outcome, int reset, double *prob, char *err, size_t errlen);
+int sv_measure_post(SvState *s, int wire, int outcome, int reset, double *prob, char *err,
+                    size_t errlen);
 
 /* ---- the Fubini-Study metric of one layer ------------------------------
  * The generator of parameter p of op at its current parameters is
@@ -199,14 +205,14 @@ int sv_metric_tensor(int nq, const SvOp *ops, int nops, const uint8_t *train, in
  * IsingXX IsingYY IsingZZ MultiRZ, with ctrl and adjoint) cost one
  * read-only pass per parameter; Rot, U3 and the excitations a dense
  * generator and one more buffer. 0 or -1. */
-int sv_adjoint(const SvState *final, const SvOp *ops, int nops, const uint8_t *want,
-               int nobs, const SvTerm *const *obs, const int *nterms, const int *pos,
-               double *out, char *err, size_t errlen);
+int sv_adjoint(const SvState *final, const SvOp *ops, int nops, const uint8_t *want, int nobs,
+               const SvTerm *const *obs, const int *nterms, const int *pos, double *out, char *err,
+               size_t errlen);
 /* The same on the final state itself, which it overwrites (no copy; its
    amplitudes 64-byte aligned, as sv_init makes them). */
-int sv_adjoint_inplace(SvState *final, const SvOp *ops, int nops, const uint8_t *want,
-                       int nobs, const SvTerm *const *obs, const int *nterms, const int *pos,
-                       double *out, char *err, size_t errlen);
+int sv_adjoint_inplace(SvState *final, const SvOp *ops, int nops, const uint8_t *want, int nobs,
+                       const SvTerm *const *obs, const int *nterms, const int *pos, double *out,
+                       char *err, size_t errlen);
 
 /* ---- batches (parameter broadcasting) -----------------------------------
  * n states of nq qubits in one allocation, each member an SvState view of
@@ -214,14 +220,14 @@ int sv_adjoint_inplace(SvState *final, const SvOp *ops, int nops, const uint8_t 
  * the batch's team setting. */
 typedef struct SvBatch {
     int n, nq;
-    cplx *amp;               /* n * 2^nq amplitudes, 64-byte aligned */
-    SvState *m;              /* n views */
+    cplx *amp;  /* n * 2^nq amplitudes, 64-byte aligned */
+    SvState *m; /* n views */
 } SvBatch;
 
 /* Bytes of a batch; SIZE_MAX if it does not fit. */
 size_t sv_batch_bytes(int nq, int n);
 /* All members |0..0>; 0, or -1 if the memory can't be had (*b zeroed). */
-int  sv_batch_init(SvBatch *b, int nq, int n);
+int sv_batch_init(SvBatch *b, int nq, int n);
 void sv_batch_free(SvBatch *b);
 void sv_batch_reset(SvBatch *b);
 void sv_batch_set_threads(SvBatch *b, SvTeam *team, int nthreads);
@@ -229,6 +235,6 @@ void sv_batch_set_threads(SvBatch *b, SvTeam *team, int nthreads);
  * else n * op->nparams values, member i using params[i*nparams ...].
  * Each member's op is validated as by sv_apply; an error names the member
  * ("RX: parameter 1 is not finite (batch member 3)"). 0 or -1. */
-int  sv_batch_apply(SvBatch *b, const SvOp *op, const double *params, char *err, size_t errlen);
+int sv_batch_apply(SvBatch *b, const SvOp *op, const double *params, char *err, size_t errlen);
 
 #endif

@@ -10,12 +10,18 @@
 static pthread_t interp_thread;
 static atomic_bool interp_known;
 
-typedef struct Job { int (*fn)(int, char **); int argc; char **argv; int result; sigset_t mask; } Job;
+typedef struct Job {
+    int (*fn)(int, char **);
+    int argc;
+    char **argv;
+    int result;
+    sigset_t mask;
+} Job;
 
 static void *trampoline(void *p)
 {
     Job *j = p;
-    pthread_sigmask(SIG_SETMASK, &j->mask, NULL);     /* the caller's mask, once it is known */
+    pthread_sigmask(SIG_SETMASK, &j->mask, NULL); /* the caller's mask, once it is known */
     j->result = j->fn(j->argc, j->argv);
     return NULL;
 }
@@ -36,7 +42,8 @@ int run_on_big_stack(size_t bytes, int (*fn)(int, char **), int argc, char **arg
     pthread_attr_destroy(&attr);
     interp_thread = made ? th : pthread_self();
     atomic_store(&interp_known, true);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);   /* (one that reaches the new thread first is handled there) */
+    pthread_sigmask(SIG_SETMASK, &old,
+                    NULL); /* (one that reaches the new thread first is handled there) */
     if (!made) return fn(argc, argv);
     pthread_join(th, NULL);
     return j.result;

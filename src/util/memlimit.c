@@ -53,10 +53,12 @@ static void unescape(char *s)
 {
     char *o = s;
     for (char *p = s; *p; p++) {
-        if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' && p[3] <= '7') {
+        if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' &&
+            p[3] >= '0' && p[3] <= '7') {
             *o++ = (char)((p[1] - '0') * 64 + (p[2] - '0') * 8 + (p[3] - '0'));
             p += 3;
-        } else *o++ = *p;
+        } else
+            *o++ = *p;
     }
     *o = 0;
 }
@@ -89,7 +91,9 @@ static void walk(const char *root, const char *mnt, const char *mroot, const cha
     }
     char base[1024], dir[2048];
     if ((size_t)snprintf(base, sizeof base, "%s%s", root, mnt) >= sizeof base) return;
-    if ((size_t)snprintf(dir, sizeof dir, "%s%s", base, strcmp(rel, "/") == 0 ? "" : rel) >= sizeof dir) return;
+    if ((size_t)snprintf(dir, sizeof dir, "%s%s", base, strcmp(rel, "/") == 0 ? "" : rel) >=
+        sizeof dir)
+        return;
     size_t stop = strlen(base);
     for (;;) {
         consider(dir, file, best);
@@ -117,9 +121,15 @@ void mem_limit_at(const char *root, uint64_t phys, MemLimit *out)
         char *c1 = strchr(line, ':');
         char *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
         if (!c2 || strlen(c2 + 1) >= sizeof v2) continue;
-        *c1 = 0; *c2 = 0;
-        if (strcmp(line, "0") == 0 && c1[1] == 0) { snprintf(v2, sizeof v2, "%s", c2 + 1); has_v2 = true; }
-        else if (has_word(c1 + 1, "memory")) { snprintf(v1, sizeof v1, "%s", c2 + 1); has_v1 = true; }
+        *c1 = 0;
+        *c2 = 0;
+        if (strcmp(line, "0") == 0 && c1[1] == 0) {
+            snprintf(v2, sizeof v2, "%s", c2 + 1);
+            has_v2 = true;
+        } else if (has_word(c1 + 1, "memory")) {
+            snprintf(v1, sizeof v1, "%s", c2 + 1);
+            has_v1 = true;
+        }
     }
     fclose(f);
     if (!has_v1 && !has_v2) return;
@@ -129,7 +139,7 @@ void mem_limit_at(const char *root, uint64_t phys, MemLimit *out)
     if (!f) return;
     while (fgets(line, sizeof line, f)) {
         line[strcspn(line, "\n")] = 0;
-        char *field[6] = {0};
+        char *field[6] = { 0 };
         char *save = NULL, *p = strtok_r(line, " ", &save);
         int k = 0;
         for (; p && k < 5; k++, p = strtok_r(NULL, " ", &save)) field[k] = p;
@@ -143,7 +153,8 @@ void mem_limit_at(const char *root, uint64_t phys, MemLimit *out)
         char *mroot = field[3], *mnt = field[4];
         unescape(mroot);
         unescape(mnt);
-        if (has_v2 && strcmp(type, "cgroup2") == 0) walk(root, mnt, mroot, v2, "memory.max", out);
+        if (has_v2 && strcmp(type, "cgroup2") == 0)
+            walk(root, mnt, mroot, v2, "memory.max", out);
         else if (has_v1 && strcmp(type, "cgroup") == 0 && has_word(opts, "memory"))
             walk(root, mnt, mroot, v1, "memory.limit_in_bytes", out);
     }

@@ -14,9 +14,9 @@
 #include <stdint.h>
 
 typedef struct MemLimit {
-    uint64_t bytes;         /* the limit */
-    bool from_cgroup;       /* a cgroup limit (else physical memory) */
-    char file[1024];        /* the file the limit came from, or "" */
+    uint64_t bytes;   /* the limit */
+    bool from_cgroup; /* a cgroup limit (else physical memory) */
+    char file[1024];  /* the file the limit came from, or "" */
 } MemLimit;
 
 /* The limit of the calling process. */

@@ -18,12 +18,15 @@ static int repr_double(char *buf, double d)
     /* most doubles need 15-17 digits; try those first, then search down */
     snprintf(tmp, sizeof tmp, "%.*e", 14, d);
     if (strtod(tmp, NULL) == d) {
-        int lo = 1, hi = 15;            /* shortest in [1, 15]: binary search */
+        int lo = 1, hi = 15; /* shortest in [1, 15]: binary search */
         while (lo < hi) {
             int mid = (lo + hi) / 2;
             char t2[40];
             snprintf(t2, sizeof t2, "%.*e", mid - 1, d);
-            if (strtod(t2, NULL) == d) hi = mid; else lo = mid + 1;
+            if (strtod(t2, NULL) == d)
+                hi = mid;
+            else
+                lo = mid + 1;
         }
         prec = lo;
         snprintf(tmp, sizeof tmp, "%.*e", prec - 1, d);
@@ -38,7 +41,10 @@ static int repr_double(char *buf, double d)
     int nd = 0;
     const char *p = tmp;
     int neg = 0;
-    if (*p == '-') { neg = 1; p++; }
+    if (*p == '-') {
+        neg = 1;
+        p++;
+    }
     for (; *p && *p != 'e'; p++)
         if (*p != '.') digits[nd++] = *p;
     digits[nd] = 0;
@@ -48,12 +54,18 @@ static int repr_double(char *buf, double d)
     if (neg) *o++ = '-';
     if (exp < -4 || exp >= 16) {
         *o++ = digits[0];
-        if (nd > 1) { *o++ = '.'; memcpy(o, digits + 1, nd - 1); o += nd - 1; }
+        if (nd > 1) {
+            *o++ = '.';
+            memcpy(o, digits + 1, nd - 1);
+            o += nd - 1;
+        }
         o += sprintf(o, "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
     } else if (exp < 0) {
-        *o++ = '0'; *o++ = '.';
+        *o++ = '0';
+        *o++ = '.';
         for (int i = 0; i < -exp - 1; i++) *o++ = '0';
-        memcpy(o, digits, nd); o += nd;
+        memcpy(o, digits, nd);
+        o += nd;
     } else {
         /* exp+1 digits before the point */
         for (int i = 0; i <= exp; i++) *o++ = i < nd ? digits[i] : '0';
@@ -62,7 +74,8 @@ static int repr_double(char *buf, double d)
             memcpy(o, digits + exp + 1, nd - exp - 1);
             o += nd - exp - 1;
         } else {
-            *o++ = '.'; *o++ = '0';   /* only reached for integers >= 1e15 */
+            *o++ = '.';
+            *o++ = '0'; /* only reached for integers >= 1e15 */
         }
     }
     *o = 0;
@@ -77,7 +90,10 @@ static int int_text(char *buf, double d)
     int n = 0;
     bool neg = v < 0;
     unsigned long long u = neg ? (unsigned long long)(-v) : (unsigned long long)v;
-    do { tmp[n++] = (char)('0' + u % 10); u /= 10; } while (u);
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
     int o = 0;
     if (neg) buf[o++] = '-';
     while (n) buf[o++] = tmp[--n];
@@ -89,7 +105,7 @@ int numfmt_double(char *buf, double d)
 {
     if (isnan(d)) return sprintf(buf, "nan");
     if (isinf(d)) return sprintf(buf, d < 0 ? "-inf" : "inf");
-    if (d == floor(d) && fabs(d) < 1e15) return int_text(buf, d);    /* -0 too: "0" */
+    if (d == floor(d) && fabs(d) < 1e15) return int_text(buf, d); /* -0 too: "0" */
     return repr_double(buf, d);
 }
 
@@ -112,7 +128,8 @@ int numfmt_complex(char *buf, double re, double im)
     comp(i, im);
     if (re == 0 && !signbit(re)) return sprintf(buf, "%sj", i);
     comp(r, re);
-    const char *sign = (im < 0 || (im == 0 && signbit(im)) || (isnan(im) && signbit(im))) ? "" : "+";
+    const char *sign =
+        (im < 0 || (im == 0 && signbit(im)) || (isnan(im) && signbit(im))) ? "" : "+";
     if (isnan(im)) sign = "+";
     return sprintf(buf, "(%s%s%sj)", r, sign, i);
 }

@@ -13,7 +13,8 @@ bool opt_int(const char *s, long long lo, long long hi, long long *out)
     const char *p = s;
     if (*p == '-' && lo < 0) p++;
     if (!is_digit(*p)) return false;
-    for (const char *q = p; *q; q++) if (!is_digit(*q)) return false;
+    for (const char *q = p; *q; q++)
+        if (!is_digit(*q)) return false;
     errno = 0;
     char *end;
     long long v = strtoll(s, &end, 10);
@@ -25,7 +26,8 @@ bool opt_int(const char *s, long long lo, long long hi, long long *out)
 bool opt_u64(const char *s, uint64_t *out)
 {
     if (!is_digit(*s)) return false;
-    for (const char *q = s; *q; q++) if (!is_digit(*q)) return false;
+    for (const char *q = s; *q; q++)
+        if (!is_digit(*q)) return false;
     errno = 0;
     char *end;
     unsigned long long v = strtoull(s, &end, 10);
@@ -43,7 +45,7 @@ static size_t decimal_len(const char *s)
     if (s[i] == '.') {
         size_t j = i + 1;
         while (is_digit(s[j])) j++;
-        if (j == i + 1) return 0;           /* "1." */
+        if (j == i + 1) return 0; /* "1." */
         i = j;
     }
     return i;
@@ -66,10 +68,26 @@ bool opt_size(const char *s, uint64_t *out)
     double v = strtod(s, NULL), mult = 1;
     const char *p = s + n;
     switch (*p) {
-    case 'k': case 'K': mult = 1024.0; p++; break;
-    case 'm': case 'M': mult = 1024.0 * 1024; p++; break;
-    case 'g': case 'G': mult = 1024.0 * 1024 * 1024; p++; break;
-    case 't': case 'T': mult = 1024.0 * 1024 * 1024 * 1024; p++; break;
+    case 'k':
+    case 'K':
+        mult = 1024.0;
+        p++;
+        break;
+    case 'm':
+    case 'M':
+        mult = 1024.0 * 1024;
+        p++;
+        break;
+    case 'g':
+    case 'G':
+        mult = 1024.0 * 1024 * 1024;
+        p++;
+        break;
+    case 't':
+    case 'T':
+        mult = 1024.0 * 1024 * 1024 * 1024;
+        p++;
+        break;
     default: break;
     }
     if (mult > 1 && (*p == 'i' || *p == 'I')) p++;
@@ -83,6 +101,7 @@ bool opt_size(const char *s, uint64_t *out)
 
 int opt_choice(const char *s, const char *const *words)
 {
-    for (int i = 0; words[i]; i++) if (strcmp(s, words[i]) == 0) return i;
+    for (int i = 0; words[i]; i++)
+        if (strcmp(s, words[i]) == 0) return i;
     return -1;
 }

@@ -11,10 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static QBlas qblas_table;                    /* filled by load(), then read-only */
+static QBlas qblas_table; /* filled by load(), then read-only */
 static pthread_once_t qblas_once = PTHREAD_ONCE_INIT;
-static atomic_int qblas_state;               /* 0: not loaded, 1: loaded */
-static atomic_int qblas_pending_threads;     /* a count asked for before the load (0: none) */
+static atomic_int qblas_state;           /* 0: not loaded, 1: loaded */
+static atomic_int qblas_pending_threads; /* a count asked for before the load (0: none) */
 
 /* the sonames Debian's libopenblas-dev links against, then the dev link */
 static const char *const qblas_names[] = { "libopenblas.so.0", "libopenblas.so" };
@@ -38,7 +38,8 @@ static void load(void)
         h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
     }
     if (!h) {
-        fprintf(stderr, "qh: cannot load OpenBLAS (%s), needed for linear algebra: %s\n", qblas_names[0], dlerror());
+        fprintf(stderr, "qh: cannot load OpenBLAS (%s), needed for linear algebra: %s\n",
+                qblas_names[0], dlerror());
         exit(1);
     }
     QBlas *t = &qblas_table;
@@ -71,10 +72,7 @@ const QBlas *qblas(void)
     return &qblas_table;
 }
 
-int qblas_loaded(void)
-{
-    return atomic_load(&qblas_state);
-}
+int qblas_loaded(void) { return atomic_load(&qblas_state); }
 
 void qblas_set_threads(int n)
 {
@@ -83,7 +81,4 @@ void qblas_set_threads(int n)
     if (atomic_load(&qblas_state)) qblas_table.set_num_threads(n);
 }
 
-int qblas_threads(void)
-{
-    return qblas()->get_num_threads();
-}
+int qblas_threads(void) { return qblas()->get_num_threads(); }

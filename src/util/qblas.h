@@ -20,9 +20,9 @@
 
 /* LAPACK (Fortran) symbols; the trailing size_t are the hidden lengths of
  * the character arguments that gfortran-built libraries expect. */
-void dsyevd_(const char *jobz, const char *uplo, const int *n, double *a,
-             const int *lda, double *w, double *work, const int *lwork, int *iwork,
-             const int *liwork, int *info, size_t jobz_len, size_t uplo_len);
+void dsyevd_(const char *jobz, const char *uplo, const int *n, double *a, const int *lda, double *w,
+             double *work, const int *lwork, int *iwork, const int *liwork, int *info,
+             size_t jobz_len, size_t uplo_len);
 void zheevd_(const char *jobz, const char *uplo, const int *n, double _Complex *a, const int *lda,
              double *w, double _Complex *work, const int *lwork, double *rwork, const int *lrwork,
              int *iwork, const int *liwork, int *info, size_t jobz_len, size_t uplo_len);
@@ -53,15 +53,15 @@ void qblas_set_threads(int n);
 /* The library's thread count (loads it). */
 int qblas_threads(void);
 
-#define cblas_ddot (qblas()->ddot)
-#define cblas_dgemm (qblas()->dgemm)
-#define cblas_dgemv (qblas()->dgemv)
-#define cblas_dnrm2 (qblas()->dnrm2)
-#define cblas_dznrm2 (qblas()->dznrm2)
+#define cblas_ddot      (qblas()->ddot)
+#define cblas_dgemm     (qblas()->dgemm)
+#define cblas_dgemv     (qblas()->dgemv)
+#define cblas_dnrm2     (qblas()->dnrm2)
+#define cblas_dznrm2    (qblas()->dznrm2)
 #define cblas_zdotu_sub (qblas()->zdotu_sub)
-#define cblas_zgemm (qblas()->zgemm)
-#define cblas_zgemv (qblas()->zgemv)
-#define dsyevd_ (qblas()->dsyevd)
-#define zheevd_ (qblas()->zheevd)
+#define cblas_zgemm     (qblas()->zgemm)
+#define cblas_zgemv     (qblas()->zgemv)
+#define dsyevd_         (qblas()->dsyevd)
+#define zheevd_         (qblas()->zheevd)
 
 #endif

@@ -12,7 +12,7 @@
 
 typedef struct Rng {
     uint64_t s[4];
-    double spare;      /* second normal deviate of the polar method */
+    double spare; /* second normal deviate of the polar method */
     int has_spare;
 } Rng;
 
@@ -49,22 +49,22 @@ static inline uint64_t rng_next(Rng *r)
     uint64_t *s = r->s;
     uint64_t result = rng_rotl(s[1] * 5, 7) * 9;
     uint64_t t = s[1] << 17;
-    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3];
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
     s[2] ^= t;
     s[3] = rng_rotl(s[3], 45);
     return result;
 }
 
 /* Uniform double in [0, 1). */
-static inline double rng_uniform(Rng *r)
-{
-    return (double)(rng_next(r) >> 11) * 0x1.0p-53;
-}
+static inline double rng_uniform(Rng *r) { return (double)(rng_next(r) >> 11) * 0x1.0p-53; }
 
 /* Uniform integer in [0, n), n > 0, without modulo bias. */
 static inline uint64_t rng_below(Rng *r, uint64_t n)
 {
-    uint64_t lim = -n % n;   /* 2^64 mod n */
+    uint64_t lim = -n % n; /* 2^64 mod n */
     for (;;) {
         uint64_t x = rng_next(r);
         if (x >= lim) return x % n;
@@ -74,7 +74,10 @@ static inline uint64_t rng_below(Rng *r, uint64_t n)
 /* Standard normal deviate (Marsaglia polar method). */
 static inline double rng_normal(Rng *r)
 {
-    if (r->has_spare) { r->has_spare = 0; return r->spare; }
+    if (r->has_spare) {
+        r->has_spare = 0;
+        return r->spare;
+    }
     double u, v, s;
     do {
         u = 2.0 * rng_uniform(r) - 1.0;

@@ -104,19 +104,28 @@ static int mem(int n)
         MPI_Barrier(MPI_COMM_WORLD);
         double dt = now() - t0;
         dsv_stats(d, &b);
-        if (w < k) { tg += dt; nglob++; gbytes += b.bytes_sent - a.bytes_sent; }
-        else { tl += dt; nloc++; }
+        if (w < k) {
+            tg += dt;
+            nglob++;
+            gbytes += b.bytes_sent - a.bytes_sent;
+        } else {
+            tl += dt;
+            nloc++;
+        }
     }
     double nrm = 0;
     dsv_norm(d, &nrm, err, sizeof err);
     long hwm = status_kb("VmHWM");
     uint64_t theory = ((uint64_t)16 << n) / (uint64_t)R;
     size_t xbuf = R > 1 ? (size_t)4 << 20 : 0;
-    printf("rank=%d ranks=%d wires=%d rss_before_kib=%ld peak_kib=%ld state_peak_kib=%ld chunk_kib=%llu xbuf_kib=%zu "
-           "global_gates=%d bytes_per_global_gate=%llu theory_bytes=%llu local_gate_s=%.4f global_gate_s=%.4f norm=%.15f\n",
-           rank, R, n, before, hwm, hwm - before, (unsigned long long)(((uint64_t)16 << n) / (uint64_t)R / 1024),
-           xbuf / 1024, nglob, (unsigned long long)(nglob ? gbytes / (uint64_t)nglob : 0),
-           (unsigned long long)theory, nloc ? tl / nloc : 0, nglob ? tg / nglob : 0, nrm);
+    printf("rank=%d ranks=%d wires=%d rss_before_kib=%ld peak_kib=%ld state_peak_kib=%ld "
+           "chunk_kib=%llu xbuf_kib=%zu "
+           "global_gates=%d bytes_per_global_gate=%llu theory_bytes=%llu local_gate_s=%.4f "
+           "global_gate_s=%.4f norm=%.15f\n",
+           rank, R, n, before, hwm, hwm - before,
+           (unsigned long long)(((uint64_t)16 << n) / (uint64_t)R / 1024), xbuf / 1024, nglob,
+           (unsigned long long)(nglob ? gbytes / (uint64_t)nglob : 0), (unsigned long long)theory,
+           nloc ? tl / nloc : 0, nglob ? tg / nglob : 0, nrm);
     fflush(stdout);
     dsv_free(d);
     return 0;
@@ -163,15 +172,18 @@ static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 static double *answers;
 static int ntask, next_task, nanswered, stopping;
-static uint64_t *queue_ids;   /* worker ranks: tasks waiting */
+static uint64_t *queue_ids; /* worker ranks: tasks waiting */
 static int nqueue;
 
 static void m_answer(void *ctx, Farm *f, uint64_t id, int ok, const void *blob, size_t len)
 {
-    (void)ctx; (void)f;
+    (void)ctx;
+    (void)f;
     pthread_mutex_lock(&mu);
-    if (ok && len == sizeof(double)) memcpy(&answers[id], blob, sizeof(double));
-    else answers[id] = NAN;
+    if (ok && len == sizeof(double))
+        memcpy(&answers[id], blob, sizeof(double));
+    else
+        answers[id] = NAN;
     nanswered++;
     pthread_cond_broadcast(&cv);
     pthread_mutex_unlock(&mu);
@@ -179,7 +191,10 @@ static void m_answer(void *ctx, Farm *f, uint64_t id, int ok, const void *blob, 
 
 static void w_task(void *ctx, Farm *f, uint64_t id, const void *blob, size_t len)
 {
-    (void)ctx; (void)f; (void)blob; (void)len;
+    (void)ctx;
+    (void)f;
+    (void)blob;
+    (void)len;
     pthread_mutex_lock(&mu);
     queue_ids[nqueue++] = id;
     pthread_cond_broadcast(&cv);
@@ -188,7 +203,9 @@ static void w_task(void *ctx, Farm *f, uint64_t id, const void *blob, size_t len
 
 static void w_stop(void *ctx, Farm *f, const char *why)
 {
-    (void)ctx; (void)f; (void)why;
+    (void)ctx;
+    (void)f;
+    (void)why;
     pthread_mutex_lock(&mu);
     stopping = 1;
     pthread_cond_broadcast(&cv);
@@ -225,12 +242,15 @@ static int farm_bench(int tasks)
     answers = calloc((size_t)tasks, sizeof(double));
     queue_ids = calloc((size_t)tasks, sizeof(uint64_t));
     FarmCallbacks cb = { m_answer, NULL, w_task, NULL, w_stop, NULL };
-    FarmConfig cfg = { .slots = 2 };     /* a worker's task and one queued ahead */
+    FarmConfig cfg = { .slots = 2 }; /* a worker's task and one queued ahead */
     char err[256];
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = now();
     farm = R > 1 ? farm_new(MPI_COMM_WORLD, &cfg, &cb, err, sizeof err) : NULL;
-    if (R > 1 && !farm) { fprintf(stderr, "%s\n", err); return 1; }
+    if (R > 1 && !farm) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
     if (rank == 0) {
         pthread_t th;
         pthread_create(&th, NULL, local_worker, NULL);
@@ -249,7 +269,10 @@ static int farm_bench(int tasks)
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
             ts.tv_nsec += 1000000;
-            if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
             pthread_cond_timedwait(&cv, &mu, &ts);
         }
         pthread_mutex_unlock(&mu);
@@ -258,7 +281,8 @@ static int farm_bench(int tasks)
         double sum = 0;
         for (int i = 0; i < ntask; i++) sum += answers[i];
         if (farm) farm_close(farm);
-        printf("ranks=%d tasks=%d wires=%d depth=%d seconds=%.3f checksum=%.12f\n", R, ntask, Q, D, t, sum);
+        printf("ranks=%d tasks=%d wires=%d depth=%d seconds=%.3f checksum=%.12f\n", R, ntask, Q, D,
+               t, sum);
     } else {
         pthread_mutex_lock(&mu);
         for (;;) {
@@ -283,7 +307,8 @@ int main(int argc, char **argv)
     int prov;
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &prov);
     int rc = 2;
-    if (argc >= 3 && strcmp(argv[1], "mem") == 0) rc = mem(atoi(argv[2]));
+    if (argc >= 3 && strcmp(argv[1], "mem") == 0)
+        rc = mem(atoi(argv[2]));
     else if (argc >= 5 && strcmp(argv[1], "farm") == 0) {
         Q = atoi(argv[3]);
         D = atoi(argv[4]);

@@ -55,7 +55,10 @@ static double now(void)
 
 /* ---- bandwidth -------------------------------------------------------- */
 
-typedef struct Stream { double *a; size_t n, bytes; } Stream;
+typedef struct Stream {
+    double *a;
+    size_t n, bytes;
+} Stream;
 
 typedef struct ScaleArg {
     double *a;
@@ -127,13 +130,16 @@ static double stream_pass(Stream *st, int nth)
 }
 
 /* Bytes per second of traffic (each byte read and written) of one pass. */
-static double pass_bw(Stream *st, int nth) { return 2.0 * (double)st->bytes / stream_pass(st, nth); }
+static double pass_bw(Stream *st, int nth)
+{
+    return 2.0 * (double)st->bytes / stream_pass(st, nth);
+}
 
 /* ---- placements ------------------------------------------------------- */
 
 enum { G_H, G_RX, G_RZ, G_CNOT, G_CZ, G_SWAP, G_CRX, G_TOFFOLI, G_QU2, G_N };
-static const char *gname[G_N] = { "Hadamard", "RX", "RZ", "CNOT", "CZ", "SWAP", "CRX",
-                                  "Toffoli", "QU2" };
+static const char *gname[G_N] = { "Hadamard", "RX",  "RZ",      "CNOT", "CZ",
+                                  "SWAP",     "CRX", "Toffoli", "QU2" };
 static const char *galias[G_N] = { "H", "RX", "RZ", "CNOT", "CZ", "SWAP", "CRX", "CCX", "QU" };
 
 /* One row: a gate with its target and control bits (bit positions, bit 0
@@ -145,7 +151,7 @@ typedef struct Place {
     char label[48];
 } Place;
 
-static cplx qu2[16];   /* a fixed dense 2-wire unitary (see make_qu2) */
+static cplx qu2[16]; /* a fixed dense 2-wire unitary (see make_qu2) */
 
 /* Why: QU2 must be dense and unitary to the validator's 1e-7: Gram-Schmidt
    on a fixed pseudo-random complex matrix. */
@@ -154,7 +160,9 @@ static void make_qu2(void)
     uint64_t x = 0x9e3779b97f4a7c15u;
     double v[32];
     for (int i = 0; i < 32; i++) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
         v[i] = (double)(x >> 11) / 9007199254740992.0 - 0.5;
     }
     for (int i = 0; i < 16; i++) qu2[i] = v[2 * i] + v[2 * i + 1] * _Complex_I;
@@ -173,15 +181,15 @@ static void make_qu2(void)
 /* The op of a placement on an nq-wire state. */
 static SvOp place_op(const Place *p, int nq)
 {
-    static const SvGate sg[G_N] = { SV_HADAMARD, SV_RX, SV_RZ, SV_CNOT, SV_CZ, SV_SWAP, SV_CRX,
-                                    SV_TOFFOLI, SV_QUBITUNITARY };
+    static const SvGate sg[G_N] = { SV_HADAMARD, SV_RX,  SV_RZ,      SV_CNOT,        SV_CZ,
+                                    SV_SWAP,     SV_CRX, SV_TOFFOLI, SV_QUBITUNITARY };
     SvOp op;
     memset(&op, 0, sizeof op);
     op.gate = sg[p->g];
     op.nparams = sv_gate_info(op.gate)->nparams;
     op.params[0] = 0.3;
     int w = 0;
-    for (int i = 0; i < p->nc; i++) op.wires[w++] = nq - 1 - p->c[i];   /* controls first */
+    for (int i = 0; i < p->nc; i++) op.wires[w++] = nq - 1 - p->c[i]; /* controls first */
     for (int i = 0; i < p->nt; i++) op.wires[w++] = nq - 1 - p->t[i];
     op.nwires = w;
     if (p->g == G_QU2) op.matrix = qu2;
@@ -193,9 +201,12 @@ static const char *bitname(int b, int nq)
     static char buf[8][8];
     static int k;
     char *s = buf[k++ & 7];
-    if (b == nq - 1) snprintf(s, 8, "top");
-    else if (b == nq / 2) snprintf(s, 8, "mid");
-    else snprintf(s, 8, "%d", b);
+    if (b == nq - 1)
+        snprintf(s, 8, "top");
+    else if (b == nq / 2)
+        snprintf(s, 8, "mid");
+    else
+        snprintf(s, 8, "%d", b);
     return s;
 }
 
@@ -215,29 +226,47 @@ static int make_places(Place *out, int nq, const int *want)
                     p.g = g;
                     int A = bits[a], B = bits[b], C = bits[c];
                     switch (g) {
-                    case G_H: case G_RX: case G_RZ:
+                    case G_H:
+                    case G_RX:
+                    case G_RZ:
                         if (b || c) continue;
-                        p.nt = 1; p.t[0] = A;
+                        p.nt = 1;
+                        p.t[0] = A;
                         snprintf(p.label, sizeof p.label, "t%s", bitname(A, nq));
                         break;
-                    case G_CNOT: case G_CRX:   /* control A, target B */
+                    case G_CNOT:
+                    case G_CRX: /* control A, target B */
                         if (a == b || c) continue;
-                        p.nt = 1; p.t[0] = B; p.nc = 1; p.c[0] = A;
-                        snprintf(p.label, sizeof p.label, "c%s t%s", bitname(A, nq), bitname(B, nq));
+                        p.nt = 1;
+                        p.t[0] = B;
+                        p.nc = 1;
+                        p.c[0] = A;
+                        snprintf(p.label, sizeof p.label, "c%s t%s", bitname(A, nq),
+                                 bitname(B, nq));
                         break;
                     case G_CZ:
                         if (a >= b || c) continue;
-                        p.nt = 1; p.t[0] = A; p.nc = 1; p.c[0] = B;
+                        p.nt = 1;
+                        p.t[0] = A;
+                        p.nc = 1;
+                        p.c[0] = B;
                         snprintf(p.label, sizeof p.label, "%s,%s", bitname(A, nq), bitname(B, nq));
                         break;
-                    case G_SWAP: case G_QU2:   /* t[0] the lower bit */
+                    case G_SWAP:
+                    case G_QU2: /* t[0] the lower bit */
                         if (a >= b || c) continue;
-                        p.nt = 2; p.t[0] = A; p.t[1] = B;
+                        p.nt = 2;
+                        p.t[0] = A;
+                        p.t[1] = B;
                         snprintf(p.label, sizeof p.label, "%s,%s", bitname(A, nq), bitname(B, nq));
                         break;
-                    case G_TOFFOLI:            /* controls A < B, target C */
+                    case G_TOFFOLI: /* controls A < B, target C */
                         if (a >= b || c == a || c == b) continue;
-                        p.nt = 1; p.t[0] = C; p.nc = 2; p.c[0] = A; p.c[1] = B;
+                        p.nt = 1;
+                        p.t[0] = C;
+                        p.nc = 2;
+                        p.c[0] = A;
+                        p.c[1] = B;
                         snprintf(p.label, sizeof p.label, "c%s,%s t%s", bitname(A, nq),
                                  bitname(B, nq), bitname(C, nq));
                         break;
@@ -255,7 +284,7 @@ static int acts(const Place *p, const int *v, const int *u)
     for (int i = 0; i < p->nc; i++)
         if (!u[i]) return 0;
     switch (p->g) {
-    case G_CZ: return v[0];            /* the phase sits on |11> */
+    case G_CZ: return v[0]; /* the phase sits on |11> */
     case G_SWAP: return v[0] != v[1];
     default: return 1;
     }
@@ -270,7 +299,7 @@ static double touch(const Place *p)
     for (int i = 0; i < p->nc; i++) bits[nb++] = p->c[i];
     int hi = 0, hit = 0;
     for (int i = 0; i < nb; i++) hi += bits[i] >= 2;
-    for (int h = 0; h < (1 << hi); h++) {   /* values of the high bits */
+    for (int h = 0; h < (1 << hi); h++) { /* values of the high bits */
         int any = 0;
         for (int l = 0; l < (1 << nb) && !any; l++) {
             int val[4], k = 0, ok = 1;
@@ -290,10 +319,10 @@ static double touch(const Place *p)
 typedef struct Row {
     int nq, th;
     Place p;
-    double best;       /* seconds, best of reps */
-    double limit;      /* seconds */
-    double hbest;      /* Hadamard on the same target bit, or 0 */
-    double before;     /* --compare: that run's /bw, or -1 */
+    double best;   /* seconds, best of reps */
+    double limit;  /* seconds */
+    double hbest;  /* Hadamard on the same target bit, or 0 */
+    double before; /* --compare: that run's /bw, or -1 */
 } Row;
 
 static void apply_or_die(SvState *s, const SvOp *op)
@@ -307,8 +336,8 @@ static void apply_or_die(SvState *s, const SvOp *op)
 
 /* Why: one block of the table (one size, one thread count): reps rounds
    over all placements, each round after a scale pass. */
-static void time_block(SvState *s, Stream *st, int th, const Place *pl, int np, int reps,
-                       Row *rows, double *bw_best)
+static void time_block(SvState *s, Stream *st, int th, const Place *pl, int np, int reps, Row *rows,
+                       double *bw_best)
 {
     double *best = malloc((size_t)np * sizeof(double));
     for (int i = 0; i < np; i++) best[i] = 1e30;
@@ -356,7 +385,8 @@ static const char *verdict(const Row *r, double ratio)
     int full = touch(&r->p) >= 1.0;
     int bwbar = full && ratio > 0.75;
     int hbar = hrow(r) && r->best / r->hbest > 0.8;
-    if (hbar && full && !bwbar) snprintf(buf, sizeof buf, "floor H");
+    if (hbar && full && !bwbar)
+        snprintf(buf, sizeof buf, "floor H");
     else if (bwbar || hbar)
         snprintf(buf, sizeof buf, "MISS%s%s", bwbar ? " bw" : "", hbar ? " H" : "");
     return buf;
@@ -371,12 +401,16 @@ static void print_rows(const Row *rows, int n, int compare)
         const Row *r = &rows[i];
         double ratio = r->best / r->limit;
         printf("%-9s %-14s %12.0f %7.3f ", gname[r->p.g], r->p.label, r->best * 1e9, ratio);
-        if (r->hbest > 0) printf("%6.2f", r->best / r->hbest);
-        else printf("%6s", "-");
+        if (r->hbest > 0)
+            printf("%6.2f", r->best / r->hbest);
+        else
+            printf("%6s", "-");
         printf(" %6.2f", touch(&r->p));
         if (compare) {
-            if (r->before > 0) printf(" %9.3f %8.2f", r->before, ratio / r->before);
-            else printf(" %9s %8s", "-", "-");
+            if (r->before > 0)
+                printf(" %9.3f %8.2f", r->before, ratio / r->before);
+            else
+                printf(" %9s %8s", "-", "-");
         }
         printf("  %s\n", verdict(r, ratio));
     }
@@ -405,19 +439,24 @@ static void block_figures(const Row *rows, int n, char *out, size_t len)
         if (strncmp(verdict(r, bw), "MISS", 4) == 0) missed++;
     }
     char a[80] = "-", b[80] = "-", c[96] = "-", d[32] = "-", e[32] = "-";
-    if (wbw) snprintf(a, sizeof a, "%.3f %s %s", wbw->best / wbw->limit, gname[wbw->p.g], wbw->p.label);
+    if (wbw)
+        snprintf(a, sizeof a, "%.3f %s %s", wbw->best / wbw->limit, gname[wbw->p.g], wbw->p.label);
     if (wh) snprintf(b, sizeof b, "%.2f %s %s", wh->best / wh->hbest, gname[wh->p.g], wh->p.label);
     if (wfl)
-        snprintf(c, sizeof c, "%.2f %s %s /bw %.3f", wfl->best / wfl->hbest, gname[wfl->p.g], wfl->p.label,
-                 wfl->best / wfl->limit);
+        snprintf(c, sizeof c, "%.2f %s %s /bw %.3f", wfl->best / wfl->hbest, gname[wfl->p.g],
+                 wfl->p.label, wfl->best / wfl->limit);
     if (cn) snprintf(d, sizeof d, "%.2f %.3f", cn->best / cn->hbest, cn->best / cn->limit);
     if (tf) snprintf(e, sizeof e, "%.2f %.3f", tf->best / tf->hbest, tf->best / tf->limit);
-    snprintf(out, len, "%5d %3d  %-26s %-26s %-34s %-12s %-15s %d\n", rows[0].nq, rows[0].th, a, b, c, d,
-             e, missed);
+    snprintf(out, len, "%5d %3d  %-26s %-26s %-34s %-12s %-15s %d\n", rows[0].nq, rows[0].th, a, b,
+             c, d, e, missed);
 }
 
 /* Rows of a --save file: "nq th gate label.. ns ratio". */
-typedef struct Saved { int nq, th; char gate[16], label[48]; double ratio; } Saved;
+typedef struct Saved {
+    int nq, th;
+    char gate[16], label[48];
+    double ratio;
+} Saved;
 
 static int load_saved(const char *path, Saved **out)
 {
@@ -428,7 +467,7 @@ static int load_saved(const char *path, Saved **out)
     char line[256];
     while (fgets(line, sizeof line, f)) {
         Saved s;
-        char *bar = strchr(line, '|');   /* nq th gate | label | ns ratio */
+        char *bar = strchr(line, '|'); /* nq th gate | label | ns ratio */
         if (line[0] == '#' || !bar) continue;
         char *bar2 = strchr(bar + 1, '|');
         if (!bar2) continue;
@@ -460,7 +499,7 @@ static int count_mode(int nq, int simd, const Place *pl, int np)
     SvState s;
     if (sv_init(&s, nq) != 0) return 1;
     if (simd >= 0) s.simd = simd;
-    for (int i = 0; i < np; i++) {   /* warm-up: page faults, lazy paths */
+    for (int i = 0; i < np; i++) { /* warm-up: page faults, lazy paths */
         SvOp op = place_op(&pl[i], nq);
         apply_or_die(&s, &op);
     }
@@ -477,7 +516,7 @@ static int count_mode(int nq, int simd, const Place *pl, int np)
 #ifdef SV_SPIN_DEFAULT
 
 static volatile double sink;
-static double work_per_ms;   /* iterations of classical_work per millisecond */
+static double work_per_ms; /* iterations of classical_work per millisecond */
 
 static void spin_work(long n)
 {
@@ -518,10 +557,17 @@ static double one_call(SvState *s)
     for (int w = 0; w < 4; w++) {
         SvOp op;
         memset(&op, 0, sizeof op);
-        op.gate = SV_RX; op.nwires = 1; op.wires[0] = 3 * w; op.nparams = 1; op.params[0] = 0.1;
+        op.gate = SV_RX;
+        op.nwires = 1;
+        op.wires[0] = 3 * w;
+        op.nparams = 1;
+        op.params[0] = 0.1;
         apply_or_die(s, &op);
         if (w & 1) {
-            op.gate = SV_CNOT; op.nwires = 2; op.wires[0] = 3 * w; op.wires[1] = s->nq - 1 - w;
+            op.gate = SV_CNOT;
+            op.nwires = 2;
+            op.wires[0] = 3 * w;
+            op.wires[1] = s->nq - 1 - w;
             op.nparams = 0;
             apply_or_die(s, &op);
         }
@@ -557,7 +603,7 @@ static int wake_mode(int nq)
     if (!team) return 1;
     enum { CALLS = 40 };
     double gaps[] = { 0, 0.0005, 0.002, 0.005, 0.02 };
-    double spins[] = { -2, 0, 0.0001, 0.001, 0.005, 0.02, -1 };   /* -2: one thread; -1: default */
+    double spins[] = { -2, 0, 0.0001, 0.001, 0.005, 0.02, -1 }; /* -2: one thread; -1: default */
     int ng = (int)(sizeof gaps / sizeof gaps[0]);
     double load[3] = { 0, 0, 0 };
     FILE *la = fopen("/proc/loadavg", "r");
@@ -567,7 +613,8 @@ static int wake_mode(int nq)
     }
     printf("idle-core wake-up: a %d-wire call (4 RX + 2 CNOT) after a gap of classical work on\n"
            "the calling thread, %d calls per cell; cell = median call ms (CPU ms per call beyond\n"
-           "the classical work: the call and any spinning); load average %.2f\n", nq, CALLS, load[0]);
+           "the classical work: the call and any spinning); load average %.2f\n",
+           nq, CALLS, load[0]);
     printf("%-13s", "spin \\ gap");
     for (int g = 0; g < ng; g++) printf("  %7.1f ms      ", gaps[g] * 1e3);
     printf("\n");
@@ -609,7 +656,7 @@ static int wake_mode(int nq)
     sv_free(&s);
     return 0;
 }
-#else   /* a library from before the spin setting (gates_compare.sh) */
+#else /* a library from before the spin setting (gates_compare.sh) */
 static int wake_mode(int nq)
 {
     (void)nq;
@@ -629,35 +676,46 @@ static int parse_list(char *arg, int *out, int max)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: bench_gates [--quick] [--qubits N[,N..]] [--threads T[,T..]] [--reps R]\n"
-                    "                   [--gates NAME[,NAME..]] [--simd c|avx2|avx512]\n"
-                    "                   [--save FILE] [--compare FILE] [--count] [--wake]\n");
+    fprintf(stderr,
+            "usage: bench_gates [--quick] [--qubits N[,N..]] [--threads T[,T..]] [--reps R]\n"
+            "                   [--gates NAME[,NAME..]] [--simd c|avx2|avx512]\n"
+            "                   [--save FILE] [--compare FILE] [--count] [--wake]\n");
     return 2;
 }
 
 int main(int argc, char **argv)
 {
-    int quick = 0, count = 0, wake = 0, qubits[8] = { 22, 24 }, nqs = 2, threads[4] = { 1, 2 }, nth = 2;
+    int quick = 0, count = 0, wake = 0, qubits[8] = { 22, 24 }, nqs = 2, threads[4] = { 1, 2 },
+        nth = 2;
     int reps = 5, want[G_N], simd = -1, gates_given = 0, qubits_given = 0;
     const char *save = NULL, *compare = NULL;
     for (int g = 0; g < G_N; g++) want[g] = 1;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int more = i + 1 < argc;
-        if (strcmp(a, "--quick") == 0) quick = 1;
-        else if (strcmp(a, "--count") == 0) count = 1;
-        else if (strcmp(a, "--wake") == 0) wake = 1;
+        if (strcmp(a, "--quick") == 0)
+            quick = 1;
+        else if (strcmp(a, "--count") == 0)
+            count = 1;
+        else if (strcmp(a, "--wake") == 0)
+            wake = 1;
         else if (strcmp(a, "--qubits") == 0 && more) {
             nqs = parse_list(argv[++i], qubits, 8);
             qubits_given = nqs > 0;
-        }
-        else if (strcmp(a, "--threads") == 0 && more) nth = parse_list(argv[++i], threads, 4);
-        else if (strcmp(a, "--reps") == 0 && more) reps = atoi(argv[++i]);
-        else if (strcmp(a, "--save") == 0 && more) save = argv[++i];
-        else if (strcmp(a, "--compare") == 0 && more) compare = argv[++i];
+        } else if (strcmp(a, "--threads") == 0 && more)
+            nth = parse_list(argv[++i], threads, 4);
+        else if (strcmp(a, "--reps") == 0 && more)
+            reps = atoi(argv[++i]);
+        else if (strcmp(a, "--save") == 0 && more)
+            save = argv[++i];
+        else if (strcmp(a, "--compare") == 0 && more)
+            compare = argv[++i];
         else if (strcmp(a, "--simd") == 0 && more) {
             const char *v = argv[++i];
-            simd = strcmp(v, "c") == 0 ? 0 : strcmp(v, "avx2") == 0 ? 1 : strcmp(v, "avx512") == 0 ? 2 : -2;
+            simd = strcmp(v, "c") == 0        ? 0
+                   : strcmp(v, "avx2") == 0   ? 1
+                   : strcmp(v, "avx512") == 0 ? 2
+                                              : -2;
             if (simd == -2) return usage();
         } else if (strcmp(a, "--gates") == 0 && more) {
             gates_given = 1;
@@ -666,9 +724,13 @@ int main(int argc, char **argv)
                 int found = 0;
                 for (int g = 0; g < G_N; g++)
                     if (strcmp(p, gname[g]) == 0 || strcmp(p, galias[g]) == 0) want[g] = found = 1;
-                if (!found) { fprintf(stderr, "bench_gates: unknown gate %s\n", p); return 2; }
+                if (!found) {
+                    fprintf(stderr, "bench_gates: unknown gate %s\n", p);
+                    return 2;
+                }
             }
-        } else return usage();
+        } else
+            return usage();
     }
     if (reps < 1) reps = 1;
     if (quick) reps = 3;
@@ -678,7 +740,7 @@ int main(int argc, char **argv)
     static Place pl[512];
     if (count) {
         int nq = qubits_given ? qubits[0] : 16;
-        if (nq < 6 || nq > 34) {   /* bits 0, 1, 2, mid, top distinct */
+        if (nq < 6 || nq > 34) { /* bits 0, 1, 2, mid, top distinct */
             fprintf(stderr, "bench_gates: --count takes 6 to 34 wires\n");
             return 2;
         }
@@ -705,16 +767,21 @@ int main(int argc, char **argv)
             if (b > bw[t]) bw[t] = b;
         }
     printf("in-place bandwidth (a[i] = a[i]*s over %zu MiB, best pass): 1 thread %.2f GB/s, "
-           "2 threads %.2f GB/s\n", st.bytes >> 20, bw[1] / 1e9, bw[2] / 1e9);
+           "2 threads %.2f GB/s\n",
+           st.bytes >> 20, bw[1] / 1e9, bw[2] / 1e9);
     printf("ns = best of %d; /bw = ns / limit, limit = 2*16*2^n bytes / bandwidth (same threads, "
            "best pass of the block);\n/H = ns / Hadamard on the same target bit (SWAP, QU2: "
            "the lower bit); touch = share of 64-byte lines the gate changes;\n"
            "bars: /bw <= 0.75 where touch = 1, /H <= 0.8 for CNOT and Toffoli; "
-           "placement: c = control bit, t = target bit, bit 0 = last wire\n", reps);
+           "placement: c = control bit, t = target bit, bit 0 = last wire\n",
+           reps);
     FILE *sf = NULL;
     if (save) {
         sf = fopen(save, "w");
-        if (!sf) { fprintf(stderr, "bench_gates: cannot write %s\n", save); return 1; }
+        if (!sf) {
+            fprintf(stderr, "bench_gates: cannot write %s\n", save);
+            return 1;
+        }
         fprintf(sf, "# bench_gates rows: nq threads gate|placement|ns /bw\n");
     }
     SvTeam *team = sv_team_new(2);
@@ -722,7 +789,7 @@ int main(int argc, char **argv)
     char figs[16][400];
     for (int qi = 0; qi < nqs; qi++) {
         int nq = qubits[qi];
-        if (nq < 6 || nq > 34) {   /* bits 0, 1, 2, mid, top distinct */
+        if (nq < 6 || nq > 34) { /* bits 0, 1, 2, mid, top distinct */
             printf("%d wires: outside 6..34, skipped\n", nq);
             continue;
         }
@@ -744,7 +811,8 @@ int main(int argc, char **argv)
             for (int i = 0; i < np; i++) {
                 rows[i].limit = limit;
                 for (int j = 0; j < nold; j++)
-                    if (old[j].nq == nq && old[j].th == th && strcmp(old[j].gate, gname[pl[i].g]) == 0 &&
+                    if (old[j].nq == nq && old[j].th == th &&
+                        strcmp(old[j].gate, gname[pl[i].g]) == 0 &&
                         strcmp(old[j].label, pl[i].label) == 0)
                         rows[i].before = old[j].ratio;
                 const char *v = verdict(&rows[i], rows[i].best / limit);
@@ -762,16 +830,18 @@ int main(int argc, char **argv)
         free(rows);
         sv_free(&s);
     }
-    printf("\n== issue 19 figures: bars /bw <= 0.75 where touch = 1, /H <= 0.8 for CNOT and Toffoli "
-           "(issue: CNOT c1 t0 /H was 1.2-1.4, qulacs 0.88) ==\n");
+    printf(
+        "\n== issue 19 figures: bars /bw <= 0.75 where touch = 1, /H <= 0.8 for CNOT and Toffoli "
+        "(issue: CNOT c1 t0 /H was 1.2-1.4, qulacs 0.88) ==\n");
     printf("%5s %3s  %-26s %-26s %-34s %-12s %-15s %s\n", "wires", "thr", "worst /bw, touch 1",
-           "worst /H CNOT|CCX, touch<1", "worst /H CNOT|CCX, touch 1", "CNOT c1 t0", "Toffoli c1,2 t0",
-           "missed");
+           "worst /H CNOT|CCX, touch<1", "worst /H CNOT|CCX, touch 1", "CNOT c1 t0",
+           "Toffoli c1,2 t0", "missed");
     printf("%5s %3s  %-26s %-26s %-34s %-12s %-15s\n", "", "", "", "", "(floor: every line moves)",
            "/H /bw", "/H /bw");
     for (int i = 0; i < nfig; i++) fputs(figs[i], stdout);
     printf("bars missed: %d of %d rows (and %d rows /H > 0.8 at the floor: touch 1, within the "
-           "bandwidth bar); bandwidth at the end (best seen): 1 thread %.2f GB/s, 2 threads %.2f GB/s\n",
+           "bandwidth bar); bandwidth at the end (best seen): 1 thread %.2f GB/s, 2 threads %.2f "
+           "GB/s\n",
            misses, total, floors, bw[1] / 1e9, bw[2] / 1e9);
     if (sf) fclose(sf);
     free(old);

@@ -44,10 +44,9 @@ static int bench(size_t n, int reps, int threads)
     int N = (int)n;
     double best_ar = INFINITY, best_direct = INFINITY, maxdiff = 0;
     ArScalar s;
-    for (int r = -2; r < reps; r++) {          /* two warm-up rounds */
+    for (int r = -2; r < reps; r++) { /* two warm-up rounds */
         double t0 = now();
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0, A, N, B, N, 0.0,
-                    c, N);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, N, N, 1.0, A, N, B, N, 0.0, c, N);
         double t1 = now();
         Array *o = NULL;
         if (ar_matmul(a, b, &o, &s, err) != AR_ARRAY) {
@@ -69,8 +68,8 @@ static int bench(size_t n, int reps, int threads)
     double flop = 2.0 * (double)n * (double)n * (double)n;
     printf("%5zu x %-5zu threads %2d  direct %8.2f GFLOP/s (%9.3f ms)  ar %8.2f GFLOP/s "
            "(%9.3f ms)  ratio ar/direct %.3f  max|diff| %g\n",
-           n, n, threads, flop / best_direct * 1e-9, best_direct * 1e3,
-           flop / best_ar * 1e-9, best_ar * 1e3, best_direct / best_ar, maxdiff);
+           n, n, threads, flop / best_direct * 1e-9, best_direct * 1e3, flop / best_ar * 1e-9,
+           best_ar * 1e3, best_direct / best_ar, maxdiff);
     ar_free(a);
     ar_free(b);
     free(c);

@@ -55,7 +55,8 @@ int main(int argc, char **argv)
     SvTeam *team = sv_team_new(2);
     SvGate gates[3] = { SV_HADAMARD, SV_RX, SV_RZ };
     printf("mixed device (%d wires, 2^%d amplitudes) vs statevector (%d wires), one 1-qubit gate,\n"
-           "mean over the target wires, median of %d alternating pairs\n\n", nm, 2 * nm, ns, reps);
+           "mean over the target wires, median of %d alternating pairs\n\n",
+           nm, 2 * nm, ns, reps);
     printf("%-8s %-9s %14s %14s %8s\n", "threads", "gate", "mixed ms", "statevec ms", "ratio");
     for (int th = 1; th <= 2; th++) {
         if (th == 2 && !team) break;
@@ -84,10 +85,11 @@ int main(int argc, char **argv)
             double m = tm[reps / 2], s = ts[reps / 2];
             tot_m += m;
             tot_s += s;
-            printf("%-8d %-9s %14.2f %14.2f %8.2f\n", th, sv_gate_info(gates[gi])->name, 1e3 * m, 1e3 * s, m / s);
+            printf("%-8d %-9s %14.2f %14.2f %8.2f\n", th, sv_gate_info(gates[gi])->name, 1e3 * m,
+                   1e3 * s, m / s);
         }
-        printf("%-8d %-9s %14.2f %14.2f %8.2f   <- figure (bar: <= 2.5)\n", th, "all", 1e3 * tot_m / 3,
-               1e3 * tot_s / 3, tot_m / tot_s);
+        printf("%-8d %-9s %14.2f %14.2f %8.2f   <- figure (bar: <= 2.5)\n", th, "all",
+               1e3 * tot_m / 3, 1e3 * tot_s / 3, tot_m / tot_s);
     }
     dm_free(&dm);
     sv_free(&sv);

@@ -39,7 +39,10 @@ static char *slurp(const char *path, size_t *n)
     long len = ftell(f);
     fseek(f, 0, SEEK_SET);
     char *b = malloc((size_t)len + 1);
-    if (b && fread(b, 1, (size_t)len, f) != (size_t)len) { free(b); b = NULL; }
+    if (b && fread(b, 1, (size_t)len, f) != (size_t)len) {
+        free(b);
+        b = NULL;
+    }
     fclose(f);
     *n = (size_t)len;
     return b;
@@ -48,10 +51,15 @@ static char *slurp(const char *path, size_t *n)
 int main(int argc, char **argv)
 {
     char path[256];
-    if (argc > 1) snprintf(path, sizeof path, "%s", argv[1]);
-    else snprintf(path, sizeof path, "/tmp/qh_bench_qasm_%d.qasm", (int)getpid());
+    if (argc > 1)
+        snprintf(path, sizeof path, "%s", argv[1]);
+    else
+        snprintf(path, sizeof path, "/tmp/qh_bench_qasm_%d.qasm", (int)getpid());
     FILE *f = fopen(path, "w");
-    if (!f) { perror(path); return 1; }
+    if (!f) {
+        perror(path);
+        return 1;
+    }
     fprintf(f, "OPENQASM 2.0;\ninclude \"qelib1.inc\";\nqreg q[20];\ncreg c[20];\n"
                "gate zz(t) a, b { cx a, b; rz(t) b; cx a, b; }\n"
                "gate mix(t, s) a, b { ry(t / 2) a; zz(s) a, b; }\n");
@@ -61,14 +69,40 @@ int main(int argc, char **argv)
         x = x * 1103515245u + 12345u;
         int a = (int)((x >> 8) % 20), b = (a + 1 + (int)((x >> 16) % 19)) % 20;
         switch ((x >> 4) % 8) {
-        case 0: fprintf(f, "h q[%d];\n", a); gates++; break;
-        case 1: fprintf(f, "cx q[%d], q[%d];\n", a, b); gates++; break;
-        case 2: fprintf(f, "rz(%.6f) q[%d];\n", (double)(x % 1000) / 317.0, a); gates++; break;
-        case 3: fprintf(f, "u3(pi/%d, -0.25*pi, %.4e) q[%d];\n", 1 + (int)(x % 7), (double)(x % 97) / 13.0, a); gates++; break;
-        case 4: fprintf(f, "cu1(pi/%d) q[%d], q[%d];\n", 2 + (int)(x % 5), a, b); gates++; break;
-        case 5: fprintf(f, "ccx q[%d], q[%d], q[%d];\n", a, b, (b + 1) % 20 == a ? (b + 2) % 20 : (b + 1) % 20); gates++; break;
-        case 6: fprintf(f, "zz(%.5f) q[%d], q[%d];\n", (double)(x % 500) / 101.0, a, b); gates += 3; break;
-        default: fprintf(f, "mix(0.5, -1.5) q[%d], q[%d];\n", a, b); gates += 4; break;
+        case 0:
+            fprintf(f, "h q[%d];\n", a);
+            gates++;
+            break;
+        case 1:
+            fprintf(f, "cx q[%d], q[%d];\n", a, b);
+            gates++;
+            break;
+        case 2:
+            fprintf(f, "rz(%.6f) q[%d];\n", (double)(x % 1000) / 317.0, a);
+            gates++;
+            break;
+        case 3:
+            fprintf(f, "u3(pi/%d, -0.25*pi, %.4e) q[%d];\n", 1 + (int)(x % 7),
+                    (double)(x % 97) / 13.0, a);
+            gates++;
+            break;
+        case 4:
+            fprintf(f, "cu1(pi/%d) q[%d], q[%d];\n", 2 + (int)(x % 5), a, b);
+            gates++;
+            break;
+        case 5:
+            fprintf(f, "ccx q[%d], q[%d], q[%d];\n", a, b,
+                    (b + 1) % 20 == a ? (b + 2) % 20 : (b + 1) % 20);
+            gates++;
+            break;
+        case 6:
+            fprintf(f, "zz(%.5f) q[%d], q[%d];\n", (double)(x % 500) / 101.0, a, b);
+            gates += 3;
+            break;
+        default:
+            fprintf(f, "mix(0.5, -1.5) q[%d], q[%d];\n", a, b);
+            gates += 4;
+            break;
         }
     }
     fprintf(f, "measure q -> c;\n");
@@ -81,10 +115,16 @@ int main(int argc, char **argv)
         size_t n;
         char *text = slurp(path, &n);
         double t1 = now();
-        if (!text) { perror(path); return 1; }
+        if (!text) {
+            perror(path);
+            return 1;
+        }
         QasmCircuit c;
         char err[256];
-        if (qasm_parse(text, n, &c, err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); return 1; }
+        if (qasm_parse(text, n, &c, err, sizeof err) != 0) {
+            fprintf(stderr, "%s\n", err);
+            return 1;
+        }
         double t2 = now();
         nops = c.nops;
         bytes = n;
@@ -95,11 +135,13 @@ int main(int argc, char **argv)
     }
     qsort(tr, RUNS, sizeof(double), cmp);
     qsort(tp, RUNS, sizeof(double), cmp);
-    printf("OpenQASM import: %d gates written (%zu ops after expansion, %zu bytes), median of %d runs\n", gates, nops,
-           bytes, RUNS);
+    printf("OpenQASM import: %d gates written (%zu ops after expansion, %zu bytes), median of %d "
+           "runs\n",
+           gates, nops, bytes, RUNS);
     printf("  read the bytes only   %8.2f ms\n", 1e3 * tr[RUNS / 2]);
-    printf("  read + qasm_parse     %8.2f ms   (%.1fx the read; bar: <= 50 ms -> %.2f of the bar)\n",
-           1e3 * tp[RUNS / 2], tp[RUNS / 2] / tr[RUNS / 2], tp[RUNS / 2] / 0.050);
+    printf(
+        "  read + qasm_parse     %8.2f ms   (%.1fx the read; bar: <= 50 ms -> %.2f of the bar)\n",
+        1e3 * tp[RUNS / 2], tp[RUNS / 2] / tr[RUNS / 2], tp[RUNS / 2] / 0.050);
     if (argc <= 1) unlink(path);
     return 0;
 }

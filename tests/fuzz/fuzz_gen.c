@@ -23,7 +23,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct Gen { const uint8_t *d; size_t n, i; char *s; size_t len, cap; } Gen;
+typedef struct Gen {
+    const uint8_t *d;
+    size_t n, i;
+    char *s;
+    size_t len, cap;
+} Gen;
 
 static unsigned byte(Gen *g) { return g->i < g->n ? g->d[g->i++] : 0; }
 static unsigned pick(Gen *g, unsigned k) { return byte(g) % k; }
@@ -37,7 +42,10 @@ static void put(Gen *g, const char *fmt, ...)
         int k = vsnprintf(g->s + g->len, g->cap - g->len, fmt, ap);
         va_end(ap);
         if (k < 0) return;
-        if (g->len + (size_t)k < g->cap) { g->len += (size_t)k; return; }
+        if (g->len + (size_t)k < g->cap) {
+            g->len += (size_t)k;
+            return;
+        }
         g->cap = (g->cap + (size_t)k) * 2;
         g->s = realloc(g->s, g->cap);
         if (!g->s) abort();
@@ -58,28 +66,32 @@ static const char *const PRELUDE =
     "fn slowkey(x) { return ok(0.5) }\n"
     "fn neg(x) { return -x }\n";
 
-static const char *const KEYS[] = { "raiser", "popper", "pusher", "futkey", "slowkey", "neg", "len" };
-static const char *const LISTS[] = { "G", "[bad(), 1]", "[1, bad()]", "[ok(0.1), 2]", "G + G", "[[1], [2, 3]]",
-                                     "[]", "[\"b\", \"a\"]", "[nan, 1, inf]" };
+static const char *const KEYS[] = {
+    "raiser", "popper", "pusher", "futkey", "slowkey", "neg", "len"
+};
+static const char *const LISTS[] = {
+    "G",  "[bad(), 1]",     "[1, bad()]",   "[ok(0.1), 2]", "G + G", "[[1], [2, 3]]",
+    "[]", "[\"b\", \"a\"]", "[nan, 1, inf]"
+};
 #define N(a) (sizeof(a) / sizeof *(a))
 
 static void statement(Gen *g, int k)
 {
     put(g, "try {\n");
     switch (pick(g, 9)) {
-    case 0:         /* a sort whose key raises, fails or changes the list */
-        put(g, "  print(sorted(%s, key=%s, reverse=%s))\n", LISTS[pick(g, N(LISTS))], KEYS[pick(g, N(KEYS))],
-            byte(g) & 1 ? "true" : "false");
+    case 0: /* a sort whose key raises, fails or changes the list */
+        put(g, "  print(sorted(%s, key=%s, reverse=%s))\n", LISTS[pick(g, N(LISTS))],
+            KEYS[pick(g, N(KEYS))], byte(g) & 1 ? "true" : "false");
         break;
-    case 1: {       /* an expression up to 20,000 operators deep in a recursion */
+    case 1: { /* an expression up to 20,000 operators deep in a recursion */
         static const char *const op[] = { "+", "-", "*", "and", "or" };
         unsigned ops = 1 + byte(g) * 78u, depth = pick(g, 12) * (byte(g) & 1 ? 1u : 1000u);
         const char *o = op[pick(g, N(op))];
         put(g, "  fn d%d(n) { if n == 0 { return 1 }; return ", k);
-        if (byte(g) & 1) {                  /* the call at the bottom of the chain */
+        if (byte(g) & 1) { /* the call at the bottom of the chain */
             put(g, "d%d(n - 1)", k);
             for (unsigned i = 0; i < ops; i++) put(g, " %s 1", o);
-        } else {                            /* the chain first, then the call */
+        } else { /* the chain first, then the call */
             put(g, "1");
             for (unsigned i = 0; i < ops; i++) put(g, " %s 1", o);
             put(g, " %s d%d(n - 1)", o, k);
@@ -87,43 +99,46 @@ static void statement(Gen *g, int k)
         put(g, " }\n  print(d%d(%u))\n", k, depth);
         break;
     }
-    case 2: {       /* a failure passed on through a chain of calls */
+    case 2: { /* a failure passed on through a chain of calls */
         unsigned n = pick(g, 12);
         put(g, "  r = %s\n", byte(g) & 1 ? "bad()" : "ok(nan)");
         for (unsigned i = 0; i < n; i++) put(g, "  r = %s\n", byte(g) & 1 ? "ok(r)" : "ok(r + 1)");
         put(g, "  print(%s)\n", byte(g) & 1 ? "r" : "[r, 1]");
         break;
     }
-    case 3:         /* cycles made and dropped, also copied into a task */
+    case 3: /* cycles made and dropped, also copied into a task */
         put(g, "  x = [1]\n  append(x, x)\n  y = {\"a\": x}\n  y[\"self\"] = y\n");
         put(g, "  fn c%d() { return c%d }\n  z = [c%d, y]\n", k, k, k);
         if (byte(g) & 1) put(g, "  print(take(x) + take([y, z]))\n");
         if (byte(g) & 1) put(g, "  print(len(str(x)) + len(str(y)))\n");
         put(g, "  x = nil\n  y = nil\n  z = nil\n");
         break;
-    case 4: {       /* a comprehension or loop whose body changes what it walks */
-        static const char *const walk[] = { "raiser", "popper", "futkey", "slowkey", "neg" };    /* not pusher: endless */
+    case 4: { /* a comprehension or loop whose body changes what it walks */
+        static const char *const walk[] = { "raiser", "popper", "futkey", "slowkey",
+                                            "neg" }; /* not pusher: endless */
         put(g, "  print([%s(v) for v in G])\n", walk[pick(g, N(walk))]);
         put(g, "  for v in G { if len(G) > 0 { pop(G) }; append(G, v) ; break }\n");
         break;
     }
-    case 5:         /* gradients and optimisation of functions that raise or fail */
+    case 5: /* gradients and optimisation of functions that raise or fail */
         put(g, "  print(grad(%s)(%s))\n", byte(g) & 1 ? "ok" : "fn(t) { return raiser(t) }",
             byte(g) & 1 ? "0.5" : "bad()");
         break;
-    case 6: {       /* sizes the program chooses: out of memory, inside a task too */
+    case 6: { /* sizes the program chooses: out of memory, inside a task too */
         static const unsigned ex[] = { 2, 4, 11, 13, 15 };
         unsigned e = ex[pick(g, N(ex))];
-        if (byte(g) & 1) put(g, "  print(len(big(10 ** %u)))\n", e);
-        else put(g, "  print(len([0] * 10 ** %u))\n", e);
+        if (byte(g) & 1)
+            put(g, "  print(len(big(10 ** %u)))\n", e);
+        else
+            put(g, "  print(len([0] * 10 ** %u))\n", e);
         break;
     }
-    case 7:         /* a deep nest of lists printed, compared and copied into a task */
-        put(g, "  w = []\n  for i in range(%u) { w = [w] }\n  print(len(str(w)), w == w, take(w))\n", 1 + byte(g) * 40u);
+    case 7: /* a deep nest of lists printed, compared and copied into a task */
+        put(g,
+            "  w = []\n  for i in range(%u) { w = [w] }\n  print(len(str(w)), w == w, take(w))\n",
+            1 + byte(g) * 40u);
         break;
-    default:        /* G refilled */
-        put(g, "  G = [3, 1, 2, 5, 4]\n");
-        break;
+    default: /* G refilled */ put(g, "  G = [3, 1, 2, 5, 4]\n"); break;
     }
     put(g, "} catch e { print(\"caught\") }\n");
 }
@@ -139,7 +154,7 @@ static int run_one(const uint8_t *data, size_t size, FILE *out)
     put(&g, "%s", PRELUDE);
     for (int k = 0; k < 10 && g.i < g.n; k++) statement(&g, k);
     put(&g, "print(\"end\")\n");
-    if (getenv("FUZZ_GEN_PRINT")) fputs(g.s, stderr);      /* the program, before it runs */
+    if (getenv("FUZZ_GEN_PRINT")) fputs(g.s, stderr); /* the program, before it runs */
 
     qh_Config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -173,11 +188,16 @@ int main(int argc, char **argv)
         uint8_t buf[64];
         size_t len = 8 + (size_t)(x % 56);
         for (size_t i = 0; i < len; i++) {
-            x ^= x << 13; x ^= x >> 7; x ^= x << 17;         /* xorshift64 */
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17; /* xorshift64 */
             buf[i] = (uint8_t)(x >> 24);
         }
         int st = run_one(buf, len, out);
-        if (st != 0 && st != 1) { fprintf(stderr, "fuzz_gen: input %d: status %d\n", t, st); return 1; }
+        if (st != 0 && st != 1) {
+            fprintf(stderr, "fuzz_gen: input %d: status %d\n", t, st);
+            return 1;
+        }
     }
     printf("fuzz_gen: %d generated programs ran\n", n);
     return 0;
@@ -189,7 +209,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static FILE *devnull;
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    (void)argc; (void)argv;
+    (void)argc;
+    (void)argv;
     qh_init();
     devnull = fopen("/dev/null", "w");
     return 0;
@@ -197,7 +218,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size > 256) return -1;          /* ten statements need a few dozen bytes */
+    if (size > 256) return -1; /* ten statements need a few dozen bytes */
     (void)run_one(data, size, devnull);
     return 0;
 }

@@ -22,7 +22,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    (void)argc; (void)argv;
+    (void)argc;
+    (void)argv;
     qh_init();
     devnull = fopen("/dev/null", "w");
     return 0;
@@ -30,7 +31,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (size > 64 * 1024) return -1;              /* nothing new past this */
+    if (size > 64 * 1024) return -1; /* nothing new past this */
     const char *text = (const char *)data;
 
     /* the REPL's continuation check sees the raw bytes too */

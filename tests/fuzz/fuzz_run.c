@@ -39,7 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_INPUT 2048
+#define MAX_INPUT  2048
 #define MAX_NUMBER 5000.0
 
 
@@ -50,7 +50,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-    (void)argc; (void)argv;
+    (void)argc;
+    (void)argv;
     qh_init();
     devnull = fopen("/dev/null", "w");
     return 0;
@@ -86,7 +87,7 @@ static bool self_recursive(const char *s, size_t n)
         size_t name = j;
         while (j < n && is_ident((unsigned char)s[j])) j++;
         size_t namelen = j - name;
-        if (namelen == 0 || namelen > 64) continue;          /* anonymous fn */
+        if (namelen == 0 || namelen > 64) continue; /* anonymous fn */
         char nm[65];
         memcpy(nm, s + name, namelen);
         nm[namelen] = 0;
@@ -95,8 +96,10 @@ static bool self_recursive(const char *s, size_t n)
         size_t body = j;
         int depth = 0;
         for (; j < n; j++) {
-            if (s[j] == '{') depth++;
-            else if (s[j] == '}' && --depth == 0) break;
+            if (s[j] == '{')
+                depth++;
+            else if (s[j] == '}' && --depth == 0)
+                break;
         }
         if (has_word_in(s + body, (j < n ? j + 1 : n) - body, nm)) return true;
     }
@@ -108,14 +111,16 @@ static bool big_number(const char *s, size_t n)
 {
     char buf[128];
     for (size_t i = 0; i < n; i++) {
-        if (!isdigit((unsigned char)s[i]) && !(s[i] == '.' && i + 1 < n && isdigit((unsigned char)s[i + 1])))
+        if (!isdigit((unsigned char)s[i]) &&
+            !(s[i] == '.' && i + 1 < n && isdigit((unsigned char)s[i + 1])))
             continue;
         if (i > 0 && (is_ident((unsigned char)s[i - 1]) || s[i - 1] == '.')) continue;
         size_t k = 0, j = i;
         bool hex = j + 1 < n && s[j] == '0' && (s[j + 1] == 'x' || s[j + 1] == 'X');
         while (j < n && k + 1 < sizeof buf) {
             char c = s[j];
-            bool exp_sign = (c == '+' || c == '-') && j > i && (s[j - 1] == 'e' || s[j - 1] == 'E') && !hex;
+            bool exp_sign =
+                (c == '+' || c == '-') && j > i && (s[j - 1] == 'e' || s[j - 1] == 'E') && !hex;
             if (!(isalnum((unsigned char)c) || c == '.' || c == '_' || exp_sign)) break;
             if (c != '_') buf[k++] = c;
             j++;
@@ -123,7 +128,7 @@ static bool big_number(const char *s, size_t n)
         if (k + 1 >= sizeof buf) return true;
         buf[k] = 0;
         double v = strtod(buf, NULL);
-        if (!(v <= MAX_NUMBER)) return true;                 /* also nan/inf */
+        if (!(v <= MAX_NUMBER)) return true; /* also nan/inf */
         i = j;
     }
     return false;
@@ -131,9 +136,11 @@ static bool big_number(const char *s, size_t n)
 
 static bool refused(const char *s, size_t n)
 {
-    static const char *const words[] = { "while", "for", "sleep", "input", "import", "latency", "clock", NULL };
+    static const char *const words[] = { "while",  "for",     "sleep", "input",
+                                         "import", "latency", "clock", NULL };
     if (n > MAX_INPUT) return true;
-    for (int i = 0; words[i]; i++) if (has_word_in(s, n, words[i])) return true;
+    for (int i = 0; words[i]; i++)
+        if (has_word_in(s, n, words[i])) return true;
     return big_number(s, n) || self_recursive(s, n);
 }
 
@@ -142,7 +149,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *text = (const char *)data;
     if (refused(text, size)) return -1;
 
-    uint32_t h = 2166136261u;                       /* FNV-1a: --sync or async */
+    uint32_t h = 2166136261u; /* FNV-1a: --sync or async */
     for (size_t i = 0; i < size; i++) h = (h ^ data[i]) * 16777619u;
 
     qh_Config cfg;

@@ -16,25 +16,35 @@
 #include <stdlib.h>
 
 static int mt_rank, mt_size;
-static _Atomic int mt_fails, mt_checks;     /* checks run on the farm's thread too */
+static _Atomic int mt_fails, mt_checks; /* checks run on the farm's thread too */
 
-#define CHECK(cond, ...)                                                        \
-    do {                                                                        \
-        mt_checks++;                                                            \
-        if (!(cond)) {                                                          \
-            if (mt_fails++ < 20) {                                              \
-                fprintf(stderr, "[rank %d/%d] %s:%d: check failed: %s: ", mt_rank, \
-                        mt_size, __FILE__, __LINE__, #cond);                    \
-                fprintf(stderr, __VA_ARGS__);                                   \
-                fputc('\n', stderr);                                            \
-            }                                                                   \
-        }                                                                       \
+#define CHECK(cond, ...)                                                                    \
+    do {                                                                                    \
+        mt_checks++;                                                                        \
+        if (!(cond)) {                                                                      \
+            if (mt_fails++ < 20) {                                                          \
+                fprintf(stderr, "[rank %d/%d] %s:%d: check failed: %s: ", mt_rank, mt_size, \
+                        __FILE__, __LINE__, #cond);                                         \
+                fprintf(stderr, __VA_ARGS__);                                               \
+                fputc('\n', stderr);                                                        \
+            }                                                                               \
+        }                                                                                   \
     } while (0)
 
 #ifdef MT_SERIAL
 #define MT_COMM MPI_COMM_NULL
-static void mt_init(int *argc, char ***argv) { (void)argc; (void)argv; mt_rank = 0; mt_size = 1; }
-static inline void mt_bcast(void *buf, int n) { (void)buf; (void)n; }
+static void mt_init(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    mt_rank = 0;
+    mt_size = 1;
+}
+static inline void mt_bcast(void *buf, int n)
+{
+    (void)buf;
+    (void)n;
+}
 static int mt_finish(const char *name)
 {
     printf("%s in one process without MPI: %d checks, %d failed\n", name, mt_checks, mt_fails);

@@ -18,13 +18,17 @@ static inline uint64_t fnv(const void *p, size_t n)
 {
     const unsigned char *b = p;
     uint64_t h = 1469598103934665603ULL;
-    for (size_t i = 0; i < n; i++) { h ^= b[i]; h *= 1099511628211ULL; }
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 1099511628211ULL;
+    }
     return h;
 }
 
 static inline void note(const char *what, const void *p, size_t n)
 {
-    if (mt_rank == 0 && digest) fprintf(digest, "%s %016llx\n", what, (unsigned long long)fnv(p, n));
+    if (mt_rank == 0 && digest)
+        fprintf(digest, "%s %016llx\n", what, (unsigned long long)fnv(p, n));
 }
 
 /* A random normalised state (the same on every rank: same seed). */
@@ -61,14 +65,18 @@ static inline void random_unitary(cplx *u, int dm, Rng *r)
     }
 }
 
-static cplx umat[1 << 6];   /* QubitUnitary matrices up to 3 wires */
+static cplx umat[1 << 6]; /* QubitUnitary matrices up to 3 wires */
 
 /* Distinct wires: `want_global` of them among the k global ones first. */
 static inline int pick(Rng *r, int n, int k, int *used, int want_global)
 {
     for (int tries = 0; tries < 1000; tries++) {
-        int w = want_global && k > 0 ? (int)rng_below(r, (uint64_t)k) : (int)rng_below(r, (uint64_t)n);
-        if (!used[w]) { used[w] = 1; return w; }
+        int w =
+            want_global && k > 0 ? (int)rng_below(r, (uint64_t)k) : (int)rng_below(r, (uint64_t)n);
+        if (!used[w]) {
+            used[w] = 1;
+            return w;
+        }
         want_global = 0;
     }
     return -1;
@@ -97,7 +105,7 @@ static inline void random_op(SvOp *op, SvGate g, int n, int k, Rng *r)
         op->matrix = umat;
     }
     if (g == SV_BASISSTATE) op->bits = rng_below(r, (uint64_t)1 << nw);
-    if (rng_uniform(r) < 0.1 && gi->nparams) op->params[0] = 0.0;   /* diagonal-looking RX(0) & co. */
+    if (rng_uniform(r) < 0.1 && gi->nparams) op->params[0] = 0.0; /* diagonal-looking RX(0) & co. */
 }
 
 /* Random Pauli sums over n wires. */

@@ -41,15 +41,17 @@ static void compare_state(Dsv *d, const SvState *ref, cplx *buf, const char *wha
         for (uint64_t i = 0; i < ref->dim; i++) {
             double e = cabs(buf[i] - ref->amp[i]);
             if (e > worst) worst = e;
-            if (!(creal(buf[i]) == creal(ref->amp[i]) && cimag(buf[i]) == cimag(ref->amp[i])) && firstbit == UINT64_MAX)
+            if (!(creal(buf[i]) == creal(ref->amp[i]) && cimag(buf[i]) == cimag(ref->amp[i])) &&
+                firstbit == UINT64_MAX)
                 firstbit = i;
         }
         bad[0] = !(worst <= TOL);
         bad[1] = bitwise && firstbit != UINT64_MAX;
         if (bad[0]) fprintf(stderr, "%s: max error %.3g\n", what, worst);
-        if (bad[1]) fprintf(stderr, "%s: not bit-identical from index %llu: %.17g%+.17gi vs %.17g%+.17gi\n", what,
-                            (unsigned long long)firstbit, creal(buf[firstbit]), cimag(buf[firstbit]),
-                            creal(ref->amp[firstbit]), cimag(ref->amp[firstbit]));
+        if (bad[1])
+            fprintf(stderr, "%s: not bit-identical from index %llu: %.17g%+.17gi vs %.17g%+.17gi\n",
+                    what, (unsigned long long)firstbit, creal(buf[firstbit]), cimag(buf[firstbit]),
+                    creal(ref->amp[firstbit]), cimag(ref->amp[firstbit]));
     }
     mt_bcast(bad, 2);
     CHECK(!bad[0], "%s: state differs from sv beyond 1e-12", what);
@@ -58,10 +60,13 @@ static void compare_state(Dsv *d, const SvState *ref, cplx *buf, const char *wha
 
 static void describe(const SvOp *op, char *buf, size_t len)
 {
-    int at = snprintf(buf, len, "%s%s wires", sv_gate_info(op->gate)->name, op->adjoint ? "^dag" : "");
-    for (int i = 0; i < op->nwires; i++) at += snprintf(buf + at, len - (size_t)at, " %d", op->wires[i]);
+    int at =
+        snprintf(buf, len, "%s%s wires", sv_gate_info(op->gate)->name, op->adjoint ? "^dag" : "");
+    for (int i = 0; i < op->nwires; i++)
+        at += snprintf(buf + at, len - (size_t)at, " %d", op->wires[i]);
     at += snprintf(buf + at, len - (size_t)at, " ctrl");
-    for (int i = 0; i < op->nctrl; i++) at += snprintf(buf + at, len - (size_t)at, " %d", op->ctrl[i]);
+    for (int i = 0; i < op->nctrl; i++)
+        at += snprintf(buf + at, len - (size_t)at, " %d", op->ctrl[i]);
 }
 
 /* Every gate kind, one at a time, on fresh random states. */
@@ -115,14 +120,14 @@ static void test_gates(int n, size_t xbuf, int relabel, int reps)
 /* A layer-structured random circuit applied to both. */
 static void random_circuit(Dsv *d, SvState *ref, int n, int depth, Rng *r, int *bad)
 {
-    int k = 2;   /* the same circuit on every rank count: wires 0..2 often */
+    int k = 2; /* the same circuit on every rank count: wires 0..2 often */
     char err[256];
     for (int i = 0; i < depth; i++) {
         SvOp op;
         SvGate g = (SvGate)rng_below(r, SV_NGATES);
         if (g == SV_QUBITUNITARY && rng_uniform(r) < 0.5) g = SV_HADAMARD;
         random_op(&op, g, n, k + 1, r);
-        if (rng_uniform(r) < 0.3) {   /* runs of gates on one wire: relabelling's case */
+        if (rng_uniform(r) < 0.3) { /* runs of gates on one wire: relabelling's case */
             SvOp h;
             memset(&h, 0, sizeof h);
             h.gate = rng_uniform(r) < 0.5 ? SV_HADAMARD : SV_RY;
@@ -131,7 +136,9 @@ static void random_circuit(Dsv *d, SvState *ref, int n, int depth, Rng *r, int *
             h.nparams = h.gate == SV_RY;
             h.params[0] = rng_uniform(r);
             for (int t = 0; t < 3; t++) {
-                if (sv_apply(ref, &h, err, sizeof err) != 0 || dsv_apply(d, &h, err, sizeof err) != 0) (*bad)++;
+                if (sv_apply(ref, &h, err, sizeof err) != 0 ||
+                    dsv_apply(d, &h, err, sizeof err) != 0)
+                    (*bad)++;
             }
         }
         int e1 = sv_apply(ref, &op, err, sizeof err);
@@ -174,7 +181,8 @@ static void test_circuit(int n, int depth, size_t xbuf, int relabel)
     CHECK(dsv_probs(d, NULL, 0, p, err, sizeof err) == 0, "probs: %s", err);
     sv_probs(&ref, NULL, 0, q, NULL, 0);
     if (mt_rank == 0) {
-        CHECK(memcmp(p, q, dim * sizeof(double)) == 0, "n=%d probs(all) not bit-identical to sv", n);
+        CHECK(memcmp(p, q, dim * sizeof(double)) == 0, "n=%d probs(all) not bit-identical to sv",
+              n);
         note("probs all", p, dim * sizeof(double));
     }
     /* subsets, in and out of order, touching global and local wires */
@@ -201,7 +209,8 @@ static void test_circuit(int n, int depth, size_t xbuf, int relabel)
         note("var", &v, sizeof v);
         Rng r1 = r, r2 = r;
         double es = 0, es0 = sv_expval_shots(&ref, t, nt, 1000, &r1);
-        CHECK(dsv_expval_shots(d, t, nt, 1000, &r2, &es, err, sizeof err) == 0, "expval shots: %s", err);
+        CHECK(dsv_expval_shots(d, t, nt, 1000, &r2, &es, err, sizeof err) == 0, "expval shots: %s",
+              err);
         CHECK(fabs(es - es0) <= TOL, "n=%d expval shots %.17g vs sv %.17g", n, es, es0);
         note("expval shots", &es, sizeof es);
         rng_next(&r);
@@ -240,8 +249,9 @@ static void test_circuit(int n, int depth, size_t xbuf, int relabel)
     DsvStats st;
     dsv_stats(d, &st);
     if (mt_rank == 0 && getenv("DSV_VERBOSE"))
-        printf("n=%d: ops %llu local %llu diag-global %llu exchanges %llu swaps %llu sent %llu bytes\n", n,
-               (unsigned long long)st.ops, (unsigned long long)st.local_ops,
+        printf("n=%d: ops %llu local %llu diag-global %llu exchanges %llu swaps %llu sent %llu "
+               "bytes\n",
+               n, (unsigned long long)st.ops, (unsigned long long)st.local_ops,
                (unsigned long long)st.diag_global, (unsigned long long)st.exchanges,
                (unsigned long long)st.swaps, (unsigned long long)st.bytes_sent);
     free(p);
@@ -258,7 +268,7 @@ int main(int argc, char **argv)
     /* gate by gate: small enough for a dense reference everywhere */
     test_gates(12, 0, 1, 3);
     test_gates(14, 0, 1, 2);
-    test_gates(14, 64 << 10, 0, 2);     /* blocks smaller than a chunk */
+    test_gates(14, 64 << 10, 0, 2); /* blocks smaller than a chunk */
     test_gates(15, 64 << 10, 1, 1);
     /* random circuits of 12 to 20 wires */
     test_circuit(12, 60, 0, 1);

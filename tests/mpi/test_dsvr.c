@@ -48,7 +48,8 @@ static void lead(void)
         bad.gate = SV_RX;
         bad.nwires = 1;
         bad.wires[0] = 0;
-        CHECK(dsvr_apply(r, &bad, err, sizeof err) == -1 && strcmp(err, "RX: expected 1 parameter, got 0") == 0,
+        CHECK(dsvr_apply(r, &bad, err, sizeof err) == -1 &&
+                  strcmp(err, "RX: expected 1 parameter, got 0") == 0,
               "message: %s", err);
         cplx *buf = malloc(dim * sizeof(cplx));
         CHECK(dsvr_gather(r, buf, err, sizeof err) == 0, "gather: %s", err);
@@ -75,7 +76,8 @@ static void lead(void)
         double e = 0, v = 0, e0 = sv_expval(&ref, t, nt), v0 = sv_var(&ref, t, nt);
         CHECK(dsvr_expval(r, t, nt, 0, NULL, &e, err, sizeof err) == 0, "expval: %s", err);
         CHECK(dsvr_var(r, t, nt, 0, NULL, &v, err, sizeof err) == 0, "var: %s", err);
-        CHECK(fabs(e - e0) <= TOL && fabs(v - v0) <= 1e-11, "expval %.17g/%.17g var %.17g/%.17g", e, e0, v, v0);
+        CHECK(fabs(e - e0) <= TOL && fabs(v - v0) <= 1e-11, "expval %.17g/%.17g var %.17g/%.17g", e,
+              e0, v, v0);
         note("expval", &e, sizeof e);
         note("var", &v, sizeof v);
         Rng a = g, b = g;
@@ -83,17 +85,20 @@ static void lead(void)
         CHECK(dsvr_expval(r, t, nt, 300, &b, &es, err, sizeof err) == 0, "expval shots: %s", err);
         CHECK(fabs(es - es0) <= TOL, "expval shots %.17g vs %.17g", es, es0);
         double sp[50];
-        CHECK(dsvr_sample_pauli(r, &t[0], 50, &b, sp, err, sizeof err) == 0, "sample_pauli: %s", err);
+        CHECK(dsvr_sample_pauli(r, &t[0], 50, &b, sp, err, sizeof err) == 0, "sample_pauli: %s",
+              err);
         note("sample_pauli", sp, sizeof sp);
         uint64_t smp[400];
         CHECK(dsvr_sample(r, 400, &b, smp, err, sizeof err) == 0, "sample: %s", err);
         note("sample", smp, sizeof smp);
         Rng m1 = b, m2 = b;
-        int o1 = sv_measure(&ref, 0, 1, &m1, NULL, 0), o2 = dsvr_measure(r, 0, 1, &m2, err, sizeof err);
+        int o1 = sv_measure(&ref, 0, 1, &m1, NULL, 0),
+            o2 = dsvr_measure(r, 0, 1, &m2, err, sizeof err);
         CHECK(o1 == o2, "measure: sv %d dsvr %d (%s)", o1, o2, err);
         CHECK(dsvr_measure(r, n, 0, &m2, err, sizeof err) == -1, "measure of a bad wire accepted");
         double nn = 0;
-        CHECK(dsvr_norm(r, &nn, err, sizeof err) == 0 && fabs(nn - 1) < 1e-12, "norm %.17g: %s", nn, err);
+        CHECK(dsvr_norm(r, &nn, err, sizeof err) == 0 && fabs(nn - 1) < 1e-12, "norm %.17g: %s", nn,
+              err);
         note("norm", &nn, sizeof nn);
         CHECK(dsvr_reset(r, err, sizeof err) == 0, "reset: %s", err);
         CHECK(dsvr_norm(r, &nn, err, sizeof err) == 0 && nn == 1, "norm after reset %.17g", nn);
@@ -110,7 +115,8 @@ int main(int argc, char **argv)
 {
     mt_init(&argc, &argv);
     digest = mt_rank == 0 && argc > 1 ? fopen(argv[1], "w") : NULL;
-    if (mt_rank == 0) lead();
+    if (mt_rank == 0)
+        lead();
     else {
         char err[256];
         CHECK(dsvr_serve(MPI_COMM_WORLD, NULL, err, sizeof err) == 0, "serve: %s", err);

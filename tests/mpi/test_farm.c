@@ -33,7 +33,7 @@ static int kill_rank = -1;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static int state[NTASK];          /* 0 unsent, 1 in flight, 2 done, 3 failed (to resubmit) */
+static int state[NTASK]; /* 0 unsent, 1 in flight, 2 done, 3 failed (to resubmit) */
 static int where[NTASK];
 static int nfailed_dead, nerr_ok, ndone, died_rank = -1;
 static char lastmsg[256];
@@ -42,13 +42,14 @@ static size_t task_len(int i) { return i % 7 == 0 ? (size_t)(i * 9000) : (size_t
 
 static void m_answer(void *ctx, Farm *f, uint64_t id, int ok, const void *blob, size_t len)
 {
-    (void)ctx; (void)f;
+    (void)ctx;
+    (void)f;
     pthread_mutex_lock(&mu);
     int i = (int)(id % NTASK);
     if (!ok) {
         char msg[256];
         snprintf(msg, sizeof msg, "%.*s", (int)len, (const char *)blob);
-        if (id >= 1000000) {   /* the deliberate error task */
+        if (id >= 1000000) { /* the deliberate error task */
             CHECK(strcmp(msg, "no such thing") == 0, "error message '%s'", msg);
             nerr_ok++;
         } else {
@@ -64,7 +65,8 @@ static void m_answer(void *ctx, Farm *f, uint64_t id, int ok, const void *blob, 
         const unsigned char *b = blob;
         CHECK(len == want + 1, "task %d: %zu bytes back, want %zu", i, len, want + 1);
         int good = len == want + 1 && b[0] == (unsigned char)where[i];
-        for (size_t j = 0; good && j < want; j++) good = b[1 + j] == (unsigned char)(i + (int)(want - 1 - j));
+        for (size_t j = 0; good && j < want; j++)
+            good = b[1 + j] == (unsigned char)(i + (int)(want - 1 - j));
         CHECK(good, "task %d: wrong answer", i);
         state[i] = 2;
         ndone++;
@@ -75,7 +77,8 @@ static void m_answer(void *ctx, Farm *f, uint64_t id, int ok, const void *blob, 
 
 static void m_died(void *ctx, Farm *f, int rank, const char *why)
 {
-    (void)ctx; (void)f;
+    (void)ctx;
+    (void)f;
     pthread_mutex_lock(&mu);
     died_rank = rank;
     fprintf(stderr, "rank 0: rank %d died (%s)\n", rank, why);
@@ -91,7 +94,10 @@ static int master(void)
     for (;;) {
         pthread_mutex_lock(&mu);
         int todo = 0, busy = 0;
-        for (int i = 0; i < NTASK; i++) { todo += state[i] == 0 || state[i] == 3; busy += state[i] == 1; }
+        for (int i = 0; i < NTASK; i++) {
+            todo += state[i] == 0 || state[i] == 3;
+            busy += state[i] == 1;
+        }
         int finished = todo == 0 && busy == 0 && nerr_ok == 1;
         pthread_mutex_unlock(&mu);
         if (finished) break;
@@ -101,7 +107,10 @@ static int master(void)
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
             ts.tv_nsec += 20000000;
-            if (ts.tv_nsec >= 1000000000) { ts.tv_sec++; ts.tv_nsec -= 1000000000; }
+            if (ts.tv_nsec >= 1000000000) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000;
+            }
             pthread_cond_timedwait(&cv, &mu, &ts);
             pthread_mutex_unlock(&mu);
             int any = 0;
@@ -118,7 +127,8 @@ static int master(void)
         pthread_mutex_unlock(&mu);
         size_t n = task_len(i);
         for (size_t j = 0; j < n; j++) buf[j] = (unsigned char)(i + (int)j);
-        if (farm_submit(farm, r, (uint64_t)i + (uint64_t)NTASK * (uint64_t)(rand() % 100), buf, n, err, sizeof err) != 0) {
+        if (farm_submit(farm, r, (uint64_t)i + (uint64_t)NTASK * (uint64_t)(rand() % 100), buf, n,
+                        err, sizeof err) != 0) {
             pthread_mutex_lock(&mu);
             state[i] = 3;
             pthread_mutex_unlock(&mu);
@@ -131,7 +141,8 @@ static int master(void)
     if (kill_rank > 0) {
         CHECK(died == 1 && died_rank == kill_rank, "died %d, rank %d", died, died_rank);
         CHECK(nfailed_dead >= 1, "no task failed on the dead rank");
-        printf("farm OK: %d tasks, rank %d killed, %d of its tasks failed (\"%s\") and were resubmitted\n",
+        printf("farm OK: %d tasks, rank %d killed, %d of its tasks failed (\"%s\") and were "
+               "resubmitted\n",
                NTASK, kill_rank, nfailed_dead, lastmsg);
     } else {
         CHECK(died == 0, "%d ranks died", died);
@@ -144,7 +155,12 @@ static int master(void)
 
 /* ---- workers ---------------------------------------------------------- */
 
-typedef struct Job { uint64_t id; unsigned char *blob; size_t len; struct Job *next; } Job;
+typedef struct Job {
+    uint64_t id;
+    unsigned char *blob;
+    size_t len;
+    struct Job *next;
+} Job;
 static Job *jobs;
 static int stopping, ntasks, cancels;
 
@@ -153,7 +169,10 @@ static void w_task(void *ctx, Farm *f, uint64_t id, const void *blob, size_t len
 {
     (void)ctx;
     if (++ntasks == 3 && mt_rank == kill_rank) raise(SIGKILL);
-    if (id >= 1000000) { farm_reply_error(f, id, "no such thing"); return; }
+    if (id >= 1000000) {
+        farm_reply_error(f, id, "no such thing");
+        return;
+    }
     Job *j = malloc(sizeof *j);
     j->id = id;
     j->len = len;
@@ -173,11 +192,18 @@ static void w_task(void *ctx, Farm *f, uint64_t id, const void *blob, size_t len
     pthread_mutex_unlock(&mu);
 }
 
-static void w_cancel(void *ctx, Farm *f, uint64_t id) { (void)ctx; (void)f; if (id == 424242) cancels++; }
+static void w_cancel(void *ctx, Farm *f, uint64_t id)
+{
+    (void)ctx;
+    (void)f;
+    if (id == 424242) cancels++;
+}
 
 static void w_stop(void *ctx, Farm *f, const char *why)
 {
-    (void)ctx; (void)f; (void)why;
+    (void)ctx;
+    (void)f;
+    (void)why;
     pthread_mutex_lock(&mu);
     stopping = 1;
     pthread_cond_broadcast(&cv);
@@ -194,7 +220,10 @@ static void *w_thread(void *arg)
         Job *j = jobs;
         jobs = j->next;
         pthread_mutex_unlock(&mu);
-        if (kill_rank > 0) { struct timespec ts = { 0, 20000000 }; nanosleep(&ts, NULL); }
+        if (kill_rank > 0) {
+            struct timespec ts = { 0, 20000000 };
+            nanosleep(&ts, NULL);
+        }
         farm_reply(farm, j->id, j->blob, j->len + 1);
         free(j->blob);
         free(j);
@@ -210,7 +239,7 @@ int main(int argc, char **argv)
     if (argc > 2 && strncmp(argv[1], "kill", 4) == 0) kill_rank = atoi(argv[2]);
     FarmCallbacks cb = { m_answer, m_died, w_task, w_cancel, w_stop, NULL };
     FarmConfig cfg = { .slots = 3, .timeout = 20 };
-    if (argc > 2 && strcmp(argv[1], "kill-timeout") == 0) {   /* as if on another host */
+    if (argc > 2 && strcmp(argv[1], "kill-timeout") == 0) { /* as if on another host */
         cfg.no_pid_check = 1;
         cfg.timeout = 2;
     }
@@ -227,7 +256,7 @@ int main(int argc, char **argv)
         died = farm_close(farm);
         pthread_join(th, NULL);
     }
-    if (died) {   /* a dead rank: no MPI_Finalize (it would wait for the dead) */
+    if (died) { /* a dead rank: no MPI_Finalize (it would wait for the dead) */
         fflush(NULL);
         _exit(mt_fails ? 1 : 0);
     }

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sv.h"   /* cplx, Rng */
+#include "sv.h" /* cplx, Rng */
 
 /* The Pauli matrices. */
 static const cplx P_I[4] = { 1, 0, 0, 1 };
@@ -52,7 +52,8 @@ static inline void kron(const cplx *a, int da, const cplx *b, int db, cplx *c)
     for (int i = 0; i < da; i++)
         for (int j = 0; j < da; j++)
             for (int k = 0; k < db; k++)
-                for (int l = 0; l < db; l++) c[(i * db + k) * d + (j * db + l)] = a[i * da + j] * b[k * db + l];
+                for (int l = 0; l < db; l++)
+                    c[(i * db + k) * d + (j * db + l)] = a[i * da + j] * b[k * db + l];
 }
 
 /* c = a b (d x d); c may be a or b. */

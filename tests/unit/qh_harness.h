@@ -88,7 +88,8 @@ static inline void expect_out(const char *text, const char *want)
 {
     Run a = run_mode(text, true), b = run_mode(text, false);
     ck_assert_msg(a.status == 0, "status %d, errors:\n%s\n--- program:\n%s", a.status, a.err, text);
-    ck_assert_msg(strcmp(a.out, want) == 0, "--sync output:\n%s\nwanted:\n%s\n--- program:\n%s", a.out, want, text);
+    ck_assert_msg(strcmp(a.out, want) == 0, "--sync output:\n%s\nwanted:\n%s\n--- program:\n%s",
+                  a.out, want, text);
     ck_assert_msg(b.status == 0 && strcmp(b.out, a.out) == 0 && strcmp(b.err, a.err) == 0,
                   "the modes differ: async status %d, output:\n%s\nerrors:\n%s\n--- program:\n%s",
                   b.status, b.out, b.err, text);
@@ -101,10 +102,13 @@ static inline void expect_out(const char *text, const char *want)
 static inline void expect_error(const char *text, int status, const char *msg)
 {
     Run a = run_mode(text, true), b = run_mode(text, false);
-    ck_assert_msg(a.status == status, "status %d (want %d), errors:\n%s\n--- program:\n%s", a.status, status, a.err, text);
-    ck_assert_msg(strstr(a.err, msg) != NULL, "errors:\n%s\nwanted inside: %s\n--- program:\n%s", a.err, msg, text);
+    ck_assert_msg(a.status == status, "status %d (want %d), errors:\n%s\n--- program:\n%s",
+                  a.status, status, a.err, text);
+    ck_assert_msg(strstr(a.err, msg) != NULL, "errors:\n%s\nwanted inside: %s\n--- program:\n%s",
+                  a.err, msg, text);
     ck_assert_msg(b.status == a.status && strcmp(b.out, a.out) == 0 && strcmp(b.err, a.err) == 0,
-                  "the modes differ: async status %d, output:\n%s\nerrors:\n%s\n--- sync:\n%s\n--- program:\n%s",
+                  "the modes differ: async status %d, output:\n%s\nerrors:\n%s\n--- sync:\n%s\n--- "
+                  "program:\n%s",
                   b.status, b.out, b.err, a.err, text);
     run_free(&a);
     run_free(&b);
@@ -165,11 +169,12 @@ static inline void numbers(const char *out, const char *tag, double *v, int n, c
 }
 
 /* got is finite and within tol of want (`quantity` of `what`) */
-static inline void assert_close(const char *what, const char *quantity, double got, double want, double tol)
+static inline void assert_close(const char *what, const char *quantity, double got, double want,
+                                double tol)
 {
     ck_assert_msg(isfinite(got) && fabs(got - want) <= tol,
-                  "%s: %s = %.15g, want %.15g (difference %.3g > %g)",
-                  what, quantity, got, want, fabs(got - want), tol);
+                  "%s: %s = %.15g, want %.15g (difference %.3g > %g)", what, quantity, got, want,
+                  fabs(got - want), tol);
 }
 
 #endif

@@ -15,9 +15,13 @@
 
 #include "ad.h"
 
-typedef struct TV { Array *a; double x; AdNode n; } TV;   /* a NULL: the number x */
+typedef struct TV {
+    Array *a;
+    double x;
+    AdNode n;
+} TV; /* a NULL: the number x */
 
-static AdTape *T;    /* the tape of the current run, or NULL (finite differences) */
+static AdTape *T; /* the tape of the current run, or NULL (finite differences) */
 
 /* Every array a case makes is remembered and freed after the run. */
 static Array **made;
@@ -37,8 +41,16 @@ static void release_all(void)
     nmade = 0;
 }
 
-static TV num(double x, AdNode n) { TV v = { NULL, x, n }; return v; }
-static TV arr(Array *a, AdNode n) { TV v = { a ? own(a) : NULL, 0, n }; return v; }
+static TV num(double x, AdNode n)
+{
+    TV v = { NULL, x, n };
+    return v;
+}
+static TV arr(Array *a, AdNode n)
+{
+    TV v = { a ? own(a) : NULL, 0, n };
+    return v;
+}
 static AdVal val(TV v) { return v.a ? ad_arr(v.a) : ad_num(v.x); }
 
 static Array *mk(int ndim, const size_t *shape, const double *d)
@@ -55,19 +67,42 @@ static TV bin(ArOp op, TV A, TV B)
     if (!A.a && !B.a) {
         double x = A.x, y = B.x, r = 0, ca = 0, cb = 0;
         switch (op) {
-        case AR_ADD: r = x + y; ca = 1; cb = 1; break;
-        case AR_SUB: r = x - y; ca = 1; cb = -1; break;
-        case AR_MUL: r = x * y; ca = y; cb = x; break;
-        case AR_DIV: r = x / y; ca = 1 / y; cb = -x / (y * y); break;
-        case AR_POW: r = pow(x, y); ca = y * pow(x, y - 1); cb = r * log(x); break;
+        case AR_ADD:
+            r = x + y;
+            ca = 1;
+            cb = 1;
+            break;
+        case AR_SUB:
+            r = x - y;
+            ca = 1;
+            cb = -1;
+            break;
+        case AR_MUL:
+            r = x * y;
+            ca = y;
+            cb = x;
+            break;
+        case AR_DIV:
+            r = x / y;
+            ca = 1 / y;
+            cb = -x / (y * y);
+            break;
+        case AR_POW:
+            r = pow(x, y);
+            ca = y * pow(x, y - 1);
+            cb = r * log(x);
+            break;
         default: ck_abort();
         }
         return num(r, T ? ad_s2(T, A.n, ca, B.n, cb) : AD_NONE);
     }
     Array *out;
-    if (A.a && B.a) out = ar_binop(op, A.a, B.a, err);
-    else if (A.a) out = ar_binop_scalar(op, A.a, ar_scalar(B.x), 0, err);
-    else out = ar_binop_scalar(op, B.a, ar_scalar(A.x), 1, err);
+    if (A.a && B.a)
+        out = ar_binop(op, A.a, B.a, err);
+    else if (A.a)
+        out = ar_binop_scalar(op, A.a, ar_scalar(B.x), 0, err);
+    else
+        out = ar_binop_scalar(op, B.a, ar_scalar(A.x), 1, err);
     ck_assert_msg(out != NULL, "%s", err);
     return arr(out, T ? ad_ewise(T, op, A.n, val(A), B.n, val(B), out) : AD_NONE);
 }
@@ -139,7 +174,8 @@ static Array *iota(const Array *a)
     return p;
 }
 
-static TV gather_from(TV A, Array *posarr, int ndim, const size_t *shape, Array *value, double scalar)
+static TV gather_from(TV A, Array *posarr, int ndim, const size_t *shape, Array *value,
+                      double scalar)
 {
     size_t n = ar_size(posarr);
     size_t *src = malloc(n * sizeof(size_t));
@@ -188,7 +224,8 @@ static TV reshape(TV A, int ndim, const long *shape)
     char err[AR_ERRLEN];
     Array *out = ar_reshape(A.a, ndim, shape, err);
     ck_assert(out != NULL);
-    return arr(out, T ? ad_gather(T, A.n, ar_size(out), NULL, ar_ndim(out), ar_shape(out)) : AD_NONE);
+    return arr(out,
+               T ? ad_gather(T, A.n, ar_size(out), NULL, ar_ndim(out), ar_shape(out)) : AD_NONE);
 }
 
 /* array([v0, v1, ...]) of numbers or equal-shaped arrays */
@@ -200,8 +237,10 @@ static TV stack(int n, const TV *v)
     AdNode par[16];
     size_t sizes[16];
     for (int i = 0; i < n; i++) {
-        if (v[i].a) memcpy(d + (size_t)i * each, ar_f64_ro(v[i].a), each * sizeof(double));
-        else d[i] = v[i].x;
+        if (v[i].a)
+            memcpy(d + (size_t)i * each, ar_f64_ro(v[i].a), each * sizeof(double));
+        else
+            d[i] = v[i].x;
         par[i] = v[i].n;
         sizes[i] = each;
     }
@@ -222,8 +261,10 @@ static TV setitems(TV A, const ArIndex *ix, int nix, TV V)
 {
     char err[AR_ERRLEN];
     Array *out = ar_copy(A.a, err);
-    if (V.a) ck_assert(ar_assign_array(out, ix, nix, V.a, err) == 0);
-    else ck_assert(ar_assign_scalar(out, ix, nix, ar_scalar(V.x), err) == 0);
+    if (V.a)
+        ck_assert(ar_assign_array(out, ix, nix, V.a, err) == 0);
+    else
+        ck_assert(ar_assign_scalar(out, ix, nix, ar_scalar(V.x), err) == 0);
     AdNode node = AD_NONE;
     if (T) {
         Array *io = iota(A.a), *pos = NULL;
@@ -231,9 +272,12 @@ static TV setitems(TV A, const ArIndex *ix, int nix, TV V)
         int k = ar_index(io, ix, nix, &ps, &pos, err);
         size_t np = k == AR_SCALAR ? 1 : ar_size(pos);
         size_t *p = malloc(np * sizeof(size_t)), *vm = malloc(np * sizeof(size_t));
-        for (size_t i = 0; i < np; i++) p[i] = k == AR_SCALAR ? (size_t)ps.re : (size_t)ar_f64_ro(pos)[i];
-        if (V.a) {   /* the value's positions, broadcast like ar_assign_array does */
-            Array *vi = iota(V.a), *z = ar_new(AR_F64, k == AR_SCALAR ? 1 : ar_ndim(pos), k == AR_SCALAR ? (size_t[]){ 1 } : ar_shape(pos), err);
+        for (size_t i = 0; i < np; i++)
+            p[i] = k == AR_SCALAR ? (size_t)ps.re : (size_t)ar_f64_ro(pos)[i];
+        if (V.a) { /* the value's positions, broadcast like ar_assign_array does */
+            Array *vi = iota(V.a),
+                  *z = ar_new(AR_F64, k == AR_SCALAR ? 1 : ar_ndim(pos),
+                              k == AR_SCALAR ? (size_t[]){ 1 } : ar_shape(pos), err);
             Array *b = ar_binop(AR_ADD, z, vi, err);
             for (size_t i = 0; i < np; i++) vm[i] = (size_t)ar_f64_ro(b)[i];
             ar_free(vi);
@@ -276,34 +320,35 @@ typedef TV (*Case)(TV x, TV s);
 
 static TV case_elementwise(TV x, TV s)
 {
-    TV y = bin(AR_MUL, x, s);                            /* array * number */
+    TV y = bin(AR_MUL, x, s); /* array * number */
     TV z = bin(AR_ADD, map(AR_SIN, y), bin(AR_POW, x, num(2, AD_NONE)));
     TV w = bin(AR_DIV, z, bin(AR_ADD, map(AR_EXP, x), num(1, AD_NONE)));
-    TV q = bin(AR_SUB, num(3, AD_NONE), w);               /* number - array */
+    TV q = bin(AR_SUB, num(3, AD_NONE), w); /* number - array */
     return sum(bin(AR_MUL, q, q), AR_AXIS_ALL, 0);
 }
 
 static TV case_broadcast(TV x, TV s)
 {
     char err[AR_ERRLEN];
-    TV row = index_(x, (ArIndex[]){ ar_ix(1) }, 1);                      /* shape (4,) */
-    TV col = index_(x, (ArIndex[]){ ar_ix_all(), ar_ix(2) }, 2);         /* shape (3,) */
+    TV row = index_(x, (ArIndex[]){ ar_ix(1) }, 1);              /* shape (4,) */
+    TV col = index_(x, (ArIndex[]){ ar_ix_all(), ar_ix(2) }, 2); /* shape (3,) */
     TV c2 = reshape(col, 2, (long[]){ 3, 1 });
-    TV m = bin(AR_MUL, bin(AR_SUB, x, row), c2);                         /* (3,4) - (4,) times (3,1) */
-    TV p = bin(AR_POW, map(AR_ABS, m), bin(AR_ADD, s, num(1.5, AD_NONE)));   /* tracked exponent */
+    TV m = bin(AR_MUL, bin(AR_SUB, x, row), c2); /* (3,4) - (4,) times (3,1) */
+    TV p = bin(AR_POW, map(AR_ABS, m), bin(AR_ADD, s, num(1.5, AD_NONE))); /* tracked exponent */
     (void)err;
     return bin(AR_ADD, sum(p, AR_AXIS_ALL, 1), sum(sum(m, 0, 0), AR_AXIS_ALL, 0));
 }
 
 static TV case_linalg(TV x, TV s)
 {
-    TV xt = transpose(x);                                  /* (4,3) */
-    TV g = matmul(x, xt);                                  /* (3,3) */
-    TV v = index_(x, (ArIndex[]){ ar_ix_all(), ar_ix(0) }, 2);   /* (3,) */
-    TV gv = matmul(g, v);                                  /* matrix @ vector */
-    TV vg = matmul(v, g);                                  /* vector @ matrix */
-    TV d = matmul(gv, vg);                                 /* vector @ vector: a number */
-    TV r = sum(map(AR_TAN, bin(AR_MUL, sum(x, 1, 1), num(0.1, AD_NONE))), AR_AXIS_ALL, 0);   /* mean along axis 1 */
+    TV xt = transpose(x);                                      /* (4,3) */
+    TV g = matmul(x, xt);                                      /* (3,3) */
+    TV v = index_(x, (ArIndex[]){ ar_ix_all(), ar_ix(0) }, 2); /* (3,) */
+    TV gv = matmul(g, v);                                      /* matrix @ vector */
+    TV vg = matmul(v, g);                                      /* vector @ matrix */
+    TV d = matmul(gv, vg);                                     /* vector @ vector: a number */
+    TV r = sum(map(AR_TAN, bin(AR_MUL, sum(x, 1, 1), num(0.1, AD_NONE))), AR_AXIS_ALL,
+               0); /* mean along axis 1 */
     return bin(AR_ADD, bin(AR_MUL, d, num(1e-3, AD_NONE)), bin(AR_MUL, r, s));
 }
 
@@ -317,7 +362,9 @@ static TV case_scalars(TV x, TV s)
             TV e = index_(x, (ArIndex[]){ ar_ix(i), ar_ix(j) }, 2);
             TV t = e.x > 0 ? bin(AR_MUL, e, s) : bin(AR_DIV, e, bin(AR_ADD, s, num(2, AD_NONE)));
             acc = bin(AR_ADD, acc, map(AR_ATAN, t));
-            if (j == 3) acc = bin(AR_MUL, acc, map(AR_SQRT, bin(AR_ADD, bin(AR_MUL, e, e), num(1, AD_NONE))));
+            if (j == 3)
+                acc =
+                    bin(AR_MUL, acc, map(AR_SQRT, bin(AR_ADD, bin(AR_MUL, e, e), num(1, AD_NONE))));
         }
     return acc;
 }
@@ -329,13 +376,15 @@ static TV case_stack_set(TV x, TV s)
         TV e = index_(x, (ArIndex[]){ ar_ix(i), ar_ix(i + 1) }, 2);
         parts[i] = bin(AR_MUL, e, s);
     }
-    TV v = stack(3, parts);                                  /* from numbers */
+    TV v = stack(3, parts); /* from numbers */
     TV rows[2] = { index_(x, (ArIndex[]){ ar_ix(0) }, 1), index_(x, (ArIndex[]){ ar_ix(2) }, 1) };
-    TV m = stack(2, rows);                                   /* from arrays: (2,4) */
-    TV y = setitems(x, (ArIndex[]){ ar_ix(1), ar_ix_slice(1, 3, 1) }, 2, s);     /* x[1, 1:3] = s */
-    TV y2 = setitems(y, (ArIndex[]){ ar_ix(2) }, 1, index_(m, (ArIndex[]){ ar_ix(1) }, 1));   /* a row */
-    TV y3 = setitems(y2, (ArIndex[]){ ar_ix_all(), ar_ix(0) }, 2, v);              /* a column from numbers */
-    return bin(AR_ADD, sum(map(AR_SIN, y3), AR_AXIS_ALL, 0), sum(bin(AR_MUL, m, m), AR_AXIS_ALL, 0));
+    TV m = stack(2, rows); /* from arrays: (2,4) */
+    TV y = setitems(x, (ArIndex[]){ ar_ix(1), ar_ix_slice(1, 3, 1) }, 2, s); /* x[1, 1:3] = s */
+    TV y2 =
+        setitems(y, (ArIndex[]){ ar_ix(2) }, 1, index_(m, (ArIndex[]){ ar_ix(1) }, 1)); /* a row */
+    TV y3 = setitems(y2, (ArIndex[]){ ar_ix_all(), ar_ix(0) }, 2, v); /* a column from numbers */
+    return bin(AR_ADD, sum(map(AR_SIN, y3), AR_AXIS_ALL, 0),
+               sum(bin(AR_MUL, m, m), AR_AXIS_ALL, 0));
 }
 
 static TV case_external(TV x, TV s)
@@ -343,7 +392,8 @@ static TV case_external(TV x, TV s)
     TV a = index_(x, (ArIndex[]){ ar_ix(0), ar_ix(1) }, 2);
     TV b = bin(AR_MUL, s, index_(x, (ArIndex[]){ ar_ix(2), ar_ix(3) }, 2));
     TV y = external(a, b);
-    TV y2 = external(index_(y, (ArIndex[]){ ar_ix(0) }, 1), index_(y, (ArIndex[]){ ar_ix(2) }, 1));   /* chained */
+    TV y2 = external(index_(y, (ArIndex[]){ ar_ix(0) }, 1),
+                     index_(y, (ArIndex[]){ ar_ix(2) }, 1)); /* chained */
     TV w = matmul(y, y2);
     return bin(AR_ADD, w, sum(bin(AR_MUL, y, y), AR_AXIS_ALL, 0));
 }
@@ -381,12 +431,18 @@ static void check_case(Case c, const char *name, unsigned seed)
         memcpy(xp, xd, sizeof xp);
         memcpy(xm, xd, sizeof xm);
         double sp = s, sm = s;
-        if (i < 12) { xp[i] += h; xm[i] -= h; }
-        else { sp += h; sm -= h; }
+        if (i < 12) {
+            xp[i] += h;
+            xm[i] -= h;
+        } else {
+            sp += h;
+            sm -= h;
+        }
         double fd = (run(c, xp, sp) - run(c, xm, sm)) / (2 * h);
         double got = i < 12 ? gx[i] : gs[0];
-        ck_assert_msg(fabs(got - fd) < 1e-6 * (1 + fabs(fd)), "%s: d/d%s%d = %.12g, finite differences %.12g",
-                      name, i < 12 ? "x" : "s", i < 12 ? i : 0, got, fd);
+        ck_assert_msg(fabs(got - fd) < 1e-6 * (1 + fabs(fd)),
+                      "%s: d/d%s%d = %.12g, finite differences %.12g", name, i < 12 ? "x" : "s",
+                      i < 12 ? i : 0, got, fd);
     }
     ad_grad_free(g);
     ad_free(keep);
@@ -459,7 +515,8 @@ START_TEST(test_constants_and_errors)
     Array *a3 = ar_zeros(AR_F64, 3, sh, err);
     AdNode n3 = ad_input(t, 3, sh);
     ck_assert_int_eq(ad_matmul(t, n3, a3, n3, a3), AD_ERR);
-    ck_assert_str_eq(ad_error(t), "@ of arrays with more than 2 dimensions cannot be differentiated");
+    ck_assert_str_eq(ad_error(t),
+                     "@ of arrays with more than 2 dimensions cannot be differentiated");
     ck_assert_int_eq(ad_ewise(t, AR_LT, n3, ad_arr(a3), AD_NONE, ad_num(0), a3), AD_ERR);
     ck_assert_str_eq(ad_error(t), "operator < has no derivative");
     ar_free(a3);
@@ -481,7 +538,8 @@ START_TEST(test_long_chain)
     }
     AdGrad *g = ad_grad_new();
     ck_assert_int_eq(ad_backward(t, y, NULL, g), 0);
-    ck_assert(fabs(ad_adjoint(g, x)[0] - d) < 1e-9);    /* the same factors, multiplied in the other order */
+    ck_assert(fabs(ad_adjoint(g, x)[0] - d) <
+              1e-9); /* the same factors, multiplied in the other order */
     ad_grad_free(g);
     ad_free(t);
 }

@@ -35,11 +35,11 @@ static Array *mkc(int ndim, const size_t *sh, const double *reim)
     return a;
 }
 
-#define SH(...) ((const size_t[]){ __VA_ARGS__ })
-#define D(...) ((const double[]){ __VA_ARGS__ })
-#define A1(n, ...) mkf(1, SH(n), D(__VA_ARGS__))
+#define SH(...)       ((const size_t[]){ __VA_ARGS__ })
+#define D(...)        ((const double[]){ __VA_ARGS__ })
+#define A1(n, ...)    mkf(1, SH(n), D(__VA_ARGS__))
 #define A2(m, n, ...) mkf(2, SH(m, n), D(__VA_ARGS__))
-#define C1(n, ...) mkc(1, SH(n), D(__VA_ARGS__))
+#define C1(n, ...)    mkc(1, SH(n), D(__VA_ARGS__))
 #define C2(m, n, ...) mkc(2, SH(m, n), D(__VA_ARGS__))
 
 /* Temporaries used inline are kept here and freed after each test. */
@@ -85,8 +85,7 @@ static void close_to(const Array *a, const double *want, size_t n, double tol)
     ck_assert_uint_eq(ar_size(a), n);
     for (size_t i = 0; i < n; i++) {
         ArScalar s = ar_item(a, i);
-        ck_assert_msg(fabs(s.re - want[i]) <= tol, "element %zu: %.17g != %.17g", i, s.re,
-                      want[i]);
+        ck_assert_msg(fabs(s.re - want[i]) <= tol, "element %zu: %.17g != %.17g", i, s.re, want[i]);
         ck_assert_msg(fabs(s.im) <= tol, "element %zu has imaginary part %g", i, s.im);
     }
 }
@@ -172,7 +171,7 @@ START_TEST(t_linspace_arange)
     fmt_is_free(ar_linspace(2, 3, 1, err), "array([2])");
     fmt_is_free(ar_linspace(2, 3, 0, err), "array([])");
     fmt_is_free(ar_linspace(1, -1, 3, err), "array([1, 0, -1])");
-    Array *a = ar_linspace(0, 0.3, 4, err);       /* last element is b exactly */
+    Array *a = ar_linspace(0, 0.3, 4, err); /* last element is b exactly */
     ck_assert(ar_item(a, 3).re == 0.3);
     ar_free(a);
     ck_assert_ptr_null(ar_linspace(0, 1, -1, err));
@@ -237,9 +236,9 @@ START_TEST(t_cow)
     Array *a = A2(2, 2, 1, 2, 3, 4);
     Array *b = ar_copy(a, err);
     ck_assert_uint_eq(ar_refcount(a), 2);
-    ck_assert_ptr_eq(ar_f64_ro(a), ar_f64_ro(b));           /* O(1): same buffer */
+    ck_assert_ptr_eq(ar_f64_ro(a), ar_f64_ro(b)); /* O(1): same buffer */
     ck_assert_int_eq(ar_set(b, (const long[]){ 0, 1 }, 2, ar_scalar(20), err), 0);
-    fmt_is(a, "array([[1, 2], [3, 4]])");                   /* original unchanged */
+    fmt_is(a, "array([[1, 2], [3, 4]])"); /* original unchanged */
     fmt_is(b, "array([[1, 20], [3, 4]])");
     ck_assert_uint_eq(ar_refcount(a), 1);
     ck_assert_uint_eq(ar_refcount(b), 1);
@@ -324,31 +323,31 @@ START_TEST(t_slices)
     const long N = AR_IX_NONE;
     ArIndex ix[2];
 
-    ix[0] = ar_ix_slice(1, 3, N);                                 /* a[1:3] */
+    ix[0] = ar_ix_slice(1, 3, N); /* a[1:3] */
     ck_assert_int_eq(ar_index(a, ix, 1, &s, &o, err), AR_ARRAY);
     fmt_is_free(o, "array([[4, 5, 6], [7, 8, 9]])");
-    ix[0] = ar_ix_all();                                           /* a[:, 0] */
+    ix[0] = ar_ix_all(); /* a[:, 0] */
     ix[1] = ar_ix(0);
     ck_assert_int_eq(ar_index(a, ix, 2, &s, &o, err), AR_ARRAY);
     fmt_is_free(o, "array([1, 4, 7])");
-    ix[0] = ar_ix(-1);                                             /* a[-1, 1:] */
+    ix[0] = ar_ix(-1); /* a[-1, 1:] */
     ix[1] = ar_ix_slice(1, N, N);
     ar_index(a, ix, 2, &s, &o, err);
     fmt_is_free(o, "array([8, 9])");
-    ix[0] = ar_ix_slice(N, N, -1);                                 /* a[::-1, ::2] */
+    ix[0] = ar_ix_slice(N, N, -1); /* a[::-1, ::2] */
     ix[1] = ar_ix_slice(N, N, 2);
     ar_index(a, ix, 2, &s, &o, err);
     fmt_is_free(o, "array([[7, 9], [4, 6], [1, 3]])");
-    ix[0] = ar_ix_slice(-2, N, N);                                 /* a[-2:] */
+    ix[0] = ar_ix_slice(-2, N, N); /* a[-2:] */
     ar_index(a, ix, 1, &s, &o, err);
     fmt_is_free(o, "array([[4, 5, 6], [7, 8, 9]])");
-    ix[0] = ar_ix_slice(5, 10, N);                                 /* a[5:10]: empty */
+    ix[0] = ar_ix_slice(5, 10, N); /* a[5:10]: empty */
     ar_index(a, ix, 1, &s, &o, err);
     char buf[32];
     ar_shape_str(o, buf, sizeof buf);
     ck_assert_str_eq(buf, "(0, 3)");
     fmt_is_free(o, "array([])");
-    ix[0] = ar_ix_slice(2, 0, -1);                                 /* a[2:0:-1, -1] */
+    ix[0] = ar_ix_slice(2, 0, -1); /* a[2:0:-1, -1] */
     ix[1] = ar_ix(-1);
     ar_index(a, ix, 2, &s, &o, err);
     fmt_is_free(o, "array([9, 6])");
@@ -383,27 +382,27 @@ START_TEST(t_assign)
     ck_assert_int_eq(ar_set(a, (const long[]){ 0, 1 }, 2, ar_scalar(5), err), 0);
     ck_assert_int_eq(ar_set(a, (const long[]){ -1, -1 }, 2, ar_scalar(7), err), 0);
     fmt_is(a, "array([[0, 5, 0], [0, 0, 7]])");
-    ck_assert_int_eq(ar_set(a, (const long[]){ 1 }, 1, ar_scalar(2), err), 0);  /* fill row */
+    ck_assert_int_eq(ar_set(a, (const long[]){ 1 }, 1, ar_scalar(2), err), 0); /* fill row */
     fmt_is(a, "array([[0, 5, 0], [2, 2, 2]])");
 
     Array *row = A1(3, 1, 2, 3);
-    ix[0] = ar_ix(0);                                              /* a[0] = row */
+    ix[0] = ar_ix(0); /* a[0] = row */
     ck_assert_int_eq(ar_assign_array(a, ix, 1, row, err), 0);
     fmt_is(a, "array([[1, 2, 3], [2, 2, 2]])");
-    ix[0] = ar_ix_all();                                           /* a[:] = row */
+    ix[0] = ar_ix_all(); /* a[:] = row */
     ck_assert_int_eq(ar_assign_array(a, ix, 1, row, err), 0);
     fmt_is(a, "array([[1, 2, 3], [1, 2, 3]])");
     Array *col = A1(2, 8, 9);
-    ix[0] = ar_ix_all();                                           /* a[:, 2] = col */
+    ix[0] = ar_ix_all(); /* a[:, 2] = col */
     ix[1] = ar_ix(2);
     ck_assert_int_eq(ar_assign_array(a, ix, 2, col, err), 0);
     fmt_is(a, "array([[1, 2, 8], [1, 2, 9]])");
-    ix[0] = ar_ix_all();                                           /* a[:, ::2] = -1 */
+    ix[0] = ar_ix_all(); /* a[:, ::2] = -1 */
     ix[1] = ar_ix_slice(N, N, 2);
     ck_assert_int_eq(ar_assign_scalar(a, ix, 2, ar_scalar(-1), err), 0);
     fmt_is(a, "array([[-1, 2, -1], [-1, 2, -1]])");
 
-    ix[0] = ar_ix(0);                                              /* a[0] = (2,) */
+    ix[0] = ar_ix(0); /* a[0] = (2,) */
     ck_assert_int_eq(ar_assign_array(a, ix, 1, col, err), AR_ERR);
     err_is("could not broadcast array of shape (2,) into shape (3,)");
     ck_assert_int_eq(ar_set(a, (const long[]){ 2, 0 }, 2, ar_scalar(1), err), AR_ERR);
@@ -496,7 +495,8 @@ START_TEST(t_reshape_transpose)
 }
 END_TEST
 
-/* ---- elementwise ------------------------------------------------------------------------------ */
+/* ---- elementwise
+ * ------------------------------------------------------------------------------ */
 
 START_TEST(t_binop_same_shape)
 {
@@ -527,8 +527,7 @@ START_TEST(t_binop_scalar)
     fmt_is_free(ar_binop_scalar(AR_DIV, a, ar_scalar(2), 1, err), "array([2, 1, 0.5])");
     fmt_is_free(ar_binop_scalar(AR_POW, a, ar_scalar(2), 0, err), "array([1, 4, 16])");
     fmt_is_free(ar_binop_scalar(AR_POW, a, ar_scalar(2), 1, err), "array([2, 4, 16])");
-    fmt_is_free(ar_binop_scalar(AR_MUL, a, ar_cscalar(0, 1), 1, err),
-                "array([1j, 2j, 4j])");
+    fmt_is_free(ar_binop_scalar(AR_MUL, a, ar_cscalar(0, 1), 1, err), "array([1j, 2j, 4j])");
     fmt_is_free(ar_binop_scalar(AR_ADD, a, ar_cscalar(0.5, -1), 0, err),
                 "array([(1.5-1j), (2.5-1j), (4.5-1j)])");
     fmt_is_free(ar_binop_scalar(AR_LT, a, ar_scalar(2), 0, err), "array([1, 0, 0])");
@@ -536,8 +535,7 @@ START_TEST(t_binop_scalar)
     fmt_is_free(ar_binop_scalar(AR_GE, a, ar_scalar(2), 0, err), "array([0, 1, 1])");
     /* scalar op 2-d keeps the shape */
     Array *m = A2(2, 2, 1, 2, 3, 4);
-    fmt_is_free(ar_binop_scalar(AR_MUL, m, ar_scalar(10), 1, err),
-                "array([[10, 20], [30, 40]])");
+    fmt_is_free(ar_binop_scalar(AR_MUL, m, ar_scalar(10), 1, err), "array([[10, 20], [30, 40]])");
     ar_free(m);
     ar_free(a);
 }
@@ -663,7 +661,8 @@ START_TEST(t_compare)
 }
 END_TEST
 
-/* ---- linear algebra ------------------------------------------------------------------------------ */
+/* ---- linear algebra
+ * ------------------------------------------------------------------------------ */
 
 START_TEST(t_matmul)
 {
@@ -703,7 +702,7 @@ START_TEST(t_matmul)
     Array *e1 = ar_zeros(AR_F64, 2, SH(2, 0), err), *e2 = ar_zeros(AR_F64, 2, SH(0, 3), err);
     ck_assert_int_eq(ar_matmul(e1, e2, &o, &s, err), AR_ARRAY);
     fmt_is_free(o, "array([[0, 0, 0], [0, 0, 0]])");
-    ck_assert_int_eq(ar_matmul(e2, b, &o, &s, err), AR_ARRAY);     /* (0, 2) */
+    ck_assert_int_eq(ar_matmul(e2, b, &o, &s, err), AR_ARRAY); /* (0, 2) */
     ck_assert_uint_eq(ar_size(o), 0);
     ck_assert_uint_eq(ar_dim(o, 1), 2);
     ar_free(o);
@@ -761,19 +760,17 @@ START_TEST(t_matmul_complex)
     Array *q = C2(2, 3, 1, 0, 0, 1, 2, -1, 1, 1, 1, 0, 0, 0);
     ck_assert_int_eq(ar_matmul(p, q, &o, &s, err), AR_ARRAY);
     /* row0 = (1+i)[1, i, 2-i] + 2i[1+i, 1, 0] = [1+i-2+2i, i-1+2i, 3+i] */
-    cclose_to(o, D(-1, 3, -1, 3, 3, 1,
-                   5, 0, 1, 2, 6, -3,
-                   0, 4, 2, 2, 0, 0), 9, EPS);
+    cclose_to(o, D(-1, 3, -1, 3, 3, 1, 5, 0, 1, 2, 6, -3, 0, 4, 2, 2, 0, 0), 9, EPS);
     ar_free(o);
     /* zgemv both sides and zdotu (no conjugation) */
     Array *v = C1(2, 0, 1, 2, 0);
     ck_assert_int_eq(ar_matmul(a, v, &o, &s, err), AR_ARRAY);
-    fmt_is_free(o, "array([3j, (4+0j)])");                 /* [1j+2j, 4] */
+    fmt_is_free(o, "array([3j, (4+0j)])"); /* [1j+2j, 4] */
     ck_assert_int_eq(ar_matmul(v, a, &o, &s, err), AR_ARRAY);
-    fmt_is_free(o, "array([1j, (3+0j)])");                 /* [1j, -1+4] */
+    fmt_is_free(o, "array([1j, (3+0j)])"); /* [1j, -1+4] */
     Array *w = C1(2, 0, 1, 1, 0);
     ck_assert_int_eq(ar_matmul(v, w, &o, &s, err), AR_SCALAR);
-    ck_assert(s.is_complex && s.re == 1 && s.im == 0);     /* 1j*1j + 2 */
+    ck_assert(s.is_complex && s.re == 1 && s.im == 0); /* 1j*1j + 2 */
     /* float @ complex promotes */
     Array *f = A2(2, 2, 1, 2, 3, 4);
     ck_assert_int_eq(ar_matmul(f, b, &o, &s, err), AR_ARRAY);
@@ -833,8 +830,7 @@ START_TEST(t_kron)
                 "[0j, 1j, 0j, 0j]])");
     /* 2x3 (x) 1x2: shape (2, 6) */
     Array *m = A2(2, 3, 1, 2, 3, 4, 5, 6), *r = A2(1, 2, 1, -1);
-    fmt_is_free(ar_kron(m, r, err),
-                "array([[1, -1, 2, -2, 3, -3], [4, -4, 5, -5, 6, -6]])");
+    fmt_is_free(ar_kron(m, r, err), "array([[1, -1, 2, -2, 3, -3], [4, -4, 5, -5, 6, -6]])");
     ar_free(m);
     ar_free(r);
     ar_free(y);
@@ -957,7 +953,8 @@ START_TEST(t_eigvalsh)
 }
 END_TEST
 
-/* ---- reductions ----------------------------------------------------------------------------------- */
+/* ---- reductions
+ * ----------------------------------------------------------------------------------- */
 
 START_TEST(t_reduce)
 {
@@ -1041,7 +1038,8 @@ START_TEST(t_reduce)
 }
 END_TEST
 
-/* ---- functions --------------------------------------------------------------------------------------- */
+/* ---- functions
+ * --------------------------------------------------------------------------------------- */
 
 START_TEST(t_map)
 {
@@ -1071,7 +1069,7 @@ START_TEST(t_map)
     fmt_is_free(ar_map(AR_FLOOR, TA1(3, -1.5, 1.5, 2), err), "array([-2, 1, 2])");
     fmt_is_free(ar_map(AR_CEIL, TA1(3, -1.5, 1.5, 2), err), "array([-1, 2, 2])");
     fmt_is_free(ar_map(AR_ROUND, TA1(5, 0.5, 1.5, 2.5, -0.5, 2.6), err),
-                "array([0, 2, 2, 0, 3])");      /* round(-0.5) is -0, which prints as 0 */
+                "array([0, 2, 2, 0, 3])"); /* round(-0.5) is -0, which prints as 0 */
     /* NumPy's rule: -2.675 * 100 rounds to -267.5, then half-to-even */
     fmt_is_free(ar_round(TA1(2, 1.2345, -2.675), 2, err), "array([1.23, -2.68])");
     fmt_is_free(ar_round(TA1(2, 1234, 1250), -2, err), "array([1200, 1200])");
@@ -1132,8 +1130,8 @@ START_TEST(t_convert_equal)
 
     Array *b = A1(2, 1, 3), *r = A2(1, 2, 1, 2), *n = A1(1, NAN);
     ck_assert(!ar_equal(a, b));
-    ck_assert(!ar_equal(a, r));           /* same values, other shape */
-    ck_assert(!ar_equal(n, n));           /* nan != nan */
+    ck_assert(!ar_equal(a, r)); /* same values, other shape */
+    ck_assert(!ar_equal(n, n)); /* nan != nan */
     ck_assert(ar_contains(a, ar_scalar(2)));
     ck_assert(!ar_contains(a, ar_scalar(3)));
     ck_assert(!ar_contains(a, ar_cscalar(2, 1)));
@@ -1149,14 +1147,15 @@ START_TEST(t_convert_equal)
 }
 END_TEST
 
-/* ---- printing ------------------------------------------------------------------------------------------- */
+/* ---- printing
+ * ------------------------------------------------------------------------------------------- */
 
 START_TEST(t_format)
 {
     fmt_is_free(A1(3, 1, 2.5, 3), "array([1, 2.5, 3])");
     fmt_is_free(A2(2, 2, 1, 2, 3, 4), "array([[1, 2], [3, 4]])");
     fmt_is_free(A1(4, 0.1, 1e-5, 1.2345678901234567e20, -0.0),
-                "array([0.1, 1e-05, 1.2345678901234567e+20, 0])");   /* -0 prints as 0 */
+                "array([0.1, 1e-05, 1.2345678901234567e+20, 0])"); /* -0 prints as 0 */
     fmt_is_free(A1(3, NAN, INFINITY, -INFINITY), "array([nan, inf, -inf])");
     fmt_is_free(A1(2, 1e15, 123456789012345), "array([1000000000000000.0, 123456789012345])");
     fmt_is_free(C1(3, 1, 2, 0, 1, 0.5, -1), "array([(1+2j), 1j, (0.5-1j)])");
@@ -1188,14 +1187,17 @@ END_TEST
 START_TEST(t_blas_lazy)
 {
     const char *fork = getenv("CK_FORK");
-    if (fork && strcmp(fork, "no") == 0) return;    /* earlier tests in this process loaded it */
+    if (fork && strcmp(fork, "no") == 0) return; /* earlier tests in this process loaded it */
     ck_assert_int_eq(qblas_loaded(), 0);
     char err[AR_ERRLEN];
     size_t shape[2] = { 2, 2 };
     Array *a = ar_new(AR_F64, 2, shape, err);
     ck_assert_ptr_nonnull(a);
     double *p = ar_f64(a);
-    p[0] = 1; p[1] = 2; p[2] = 3; p[3] = 4;
+    p[0] = 1;
+    p[1] = 2;
+    p[2] = 3;
+    p[3] = 4;
     Array *s = ar_binop(AR_ADD, a, a, err);
     ck_assert_ptr_nonnull(s);
     ck_assert_int_eq(qblas_loaded(), 0);
@@ -1217,7 +1219,7 @@ END_TEST
 /* ---- threads and the buffer cache ---------------------------------------------- */
 
 typedef struct {
-    Array *mine;     /* a copy handed over to the thread, which owns it */
+    Array *mine; /* a copy handed over to the thread, which owns it */
     double want;
     int ok;
 } Job;
@@ -1233,13 +1235,13 @@ static void *reader(void *p)
         Array *c = ar_copy(j->mine, NULL);
         ar_free(c);
     }
-    ar_free(j->mine);    /* may be the last reference: freed/parked here */
+    ar_free(j->mine); /* may be the last reference: freed/parked here */
     return NULL;
 }
 
 START_TEST(t_threads_cow)
 {
-    size_t n = (size_t)1 << 18;              /* 2 MiB: goes through the cache */
+    size_t n = (size_t)1 << 18; /* 2 MiB: goes through the cache */
     for (int round = 0; round < 10; round++) {
         Array *a = ar_full(1, &n, ar_scalar(1), err);
         Job jobs[4];
@@ -1250,8 +1252,7 @@ START_TEST(t_threads_cow)
             jobs[i].ok = 1;
             ck_assert_int_eq(pthread_create(&th[i], NULL, reader, &jobs[i]), 0);
         }
-        for (long k = 0; k < 50; k++)
-            ck_assert_int_eq(ar_set(a, &k, 1, ar_scalar(2), err), 0);
+        for (long k = 0; k < 50; k++) ck_assert_int_eq(ar_set(a, &k, 1, ar_scalar(2), err), 0);
         for (int i = 0; i < 4; i++) {
             pthread_join(th[i], NULL);
             ck_assert(jobs[i].ok);
@@ -1272,13 +1273,13 @@ START_TEST(t_cache)
     Array *a = ar_full(1, &n, ar_scalar(7), err);
     const double *p = ar_f64_ro(a);
     ar_free(a);
-    Array *b = ar_new(AR_F64, 1, &n, err);          /* reuses the warm block */
+    Array *b = ar_new(AR_F64, 1, &n, err); /* reuses the warm block */
     ck_assert_ptr_eq(ar_f64_ro(b), p);
     ArScalar s;
     ar_max(b, &s, err);
-    ck_assert(s.re == 0);                           /* and zeroes it */
+    ck_assert(s.re == 0); /* and zeroes it */
     ar_free(b);
-    size_t q = n / 4;                               /* too small to take it */
+    size_t q = n / 4; /* too small to take it */
     Array *c = ar_new(AR_F64, 1, &q, err);
     ck_assert_ptr_ne(ar_f64_ro(c), p);
     ar_free(c);
@@ -1295,29 +1296,48 @@ static int run_ops(void)
     ArScalar s;
     a = ar_from_data(AR_F64, 2, SH(2, 2), D(2, 1, 1, 2), err);
     b = ar_from_data(AR_C128, 1, SH(2), D(1, 1, 2, 0), err);
-    if (!a || !b) { fails++; goto out; }
-    c = ar_binop(AR_ADD, a, b, err);            if (!c) fails++;
+    if (!a || !b) {
+        fails++;
+        goto out;
+    }
+    c = ar_binop(AR_ADD, a, b, err);
+    if (!c) fails++;
     ar_free(c);
-    c = ar_binop_scalar(AR_MUL, a, ar_scalar(2), 1, err);  if (!c) fails++;
+    c = ar_binop_scalar(AR_MUL, a, ar_scalar(2), 1, err);
+    if (!c) fails++;
     ar_free(c);
-    if (ar_matmul(a, b, &o, &s, err) == AR_ERR) fails++; else ar_free(o);
-    c = ar_kron(a, b, err);                     if (!c) fails++;
+    if (ar_matmul(a, b, &o, &s, err) == AR_ERR)
+        fails++;
+    else
+        ar_free(o);
+    c = ar_kron(a, b, err);
+    if (!c) fails++;
     ar_free(c);
-    c = ar_eigvalsh(a, err);                    if (!c) fails++;
+    c = ar_eigvalsh(a, err);
+    if (!c) fails++;
     ar_free(c);
-    c = ar_transpose(a, err);                   if (!c) fails++;
+    c = ar_transpose(a, err);
+    if (!c) fails++;
     ar_free(c);
     c = ar_copy(a, err);
-    if (!c) fails++;
+    if (!c)
+        fails++;
     else {
         if (ar_set(c, (const long[]){ 0, 0 }, 2, ar_cscalar(1, 1), err)) fails++;
         ArIndex ix = ar_ix(1);
         if (ar_assign_array(c, &ix, 1, b, err)) fails++;
         ar_free(c);
     }
-    if (ar_reduce(AR_SUM, a, 0, &o, &s, err) == AR_ERR) fails++; else ar_free(o);
-    if (ar_get(a, (const long[]){ 1 }, 1, &s, &o, err) == AR_ERR) fails++; else ar_free(o);
-    c = ar_map(AR_SIN, b, err);                 if (!c) fails++;
+    if (ar_reduce(AR_SUM, a, 0, &o, &s, err) == AR_ERR)
+        fails++;
+    else
+        ar_free(o);
+    if (ar_get(a, (const long[]){ 1 }, 1, &s, &o, err) == AR_ERR)
+        fails++;
+    else
+        ar_free(o);
+    c = ar_map(AR_SIN, b, err);
+    if (!c) fails++;
     ar_free(c);
 out:
     ar_free(a);

@@ -88,7 +88,7 @@ static void check_gate(SvGate g, int n, int adj, int nctrl, Rng *r)
     ck_assert_msg(sv_op_matrix(&op, small, err, sizeof err) == 0, "%s", err);
     cplx *U = malloc((size_t)D * D * sizeof(cplx)), *rho = malloc((size_t)D * D * sizeof(cplx));
     cplx *want = calloc((size_t)D * D, sizeof(cplx));
-    embed(small, w, K, n, U);    /* controls first, as sv_op_matrix orders them */
+    embed(small, w, K, n, U); /* controls first, as sv_op_matrix orders them */
     rand_rho(n, r, rho);
     add_conj(U, rho, want, D);
     DmState dm;
@@ -135,16 +135,29 @@ END_TEST
 static int ref_kraus(DmChannel ch, const double *p, cplx *k)
 {
     memset(k, 0, 6 * 4 * sizeof(cplx));
-#define K(i, a, b, c, d) (k[4 * (i)] = (a), k[4 * (i) + 1] = (b), k[4 * (i) + 2] = (c), k[4 * (i) + 3] = (d))
+#define K(i, a, b, c, d) \
+    (k[4 * (i)] = (a), k[4 * (i) + 1] = (b), k[4 * (i) + 2] = (c), k[4 * (i) + 3] = (d))
     switch (ch) {
-    case DM_BITFLIP: K(0, sqrt(1 - p[0]), 0, 0, sqrt(1 - p[0])); K(1, 0, sqrt(p[0]), sqrt(p[0]), 0); return 2;
-    case DM_PHASEFLIP: K(0, sqrt(1 - p[0]), 0, 0, sqrt(1 - p[0])); K(1, sqrt(p[0]), 0, 0, -sqrt(p[0])); return 2;
+    case DM_BITFLIP:
+        K(0, sqrt(1 - p[0]), 0, 0, sqrt(1 - p[0]));
+        K(1, 0, sqrt(p[0]), sqrt(p[0]), 0);
+        return 2;
+    case DM_PHASEFLIP:
+        K(0, sqrt(1 - p[0]), 0, 0, sqrt(1 - p[0]));
+        K(1, sqrt(p[0]), 0, 0, -sqrt(p[0]));
+        return 2;
     case DM_DEPOLARIZING: {
         double a = sqrt(1 - p[0]), b = sqrt(p[0] / 3);
-        K(0, a, 0, 0, a); K(1, 0, b, b, 0); K(2, 0, -I * b, I * b, 0); K(3, b, 0, 0, -b);
+        K(0, a, 0, 0, a);
+        K(1, 0, b, b, 0);
+        K(2, 0, -I * b, I * b, 0);
+        K(3, b, 0, 0, -b);
         return 4;
     }
-    case DM_AMPDAMP: K(0, 1, 0, 0, sqrt(1 - p[0])); K(1, 0, sqrt(p[0]), 0, 0); return 2;
+    case DM_AMPDAMP:
+        K(0, 1, 0, 0, sqrt(1 - p[0]));
+        K(1, 0, sqrt(p[0]), 0, 0);
+        return 2;
     case DM_GENAMPDAMP: {
         double g = p[0], q = p[1];
         K(0, sqrt(q), 0, 0, sqrt(q) * sqrt(1 - g));
@@ -153,20 +166,30 @@ static int ref_kraus(DmChannel ch, const double *p, cplx *k)
         K(3, 0, 0, sqrt(1 - q) * sqrt(g), 0);
         return 4;
     }
-    case DM_PHASEDAMP: K(0, 1, 0, 0, sqrt(1 - p[0])); K(1, 0, 0, 0, sqrt(p[0])); return 2;
+    case DM_PHASEDAMP:
+        K(0, 1, 0, 0, sqrt(1 - p[0]));
+        K(1, 0, 0, 0, sqrt(p[0]));
+        return 2;
     case DM_RESETERROR: {
         double a = sqrt(1 - p[0] - p[1]), b = sqrt(p[0]), c = sqrt(p[1]);
-        K(0, a, 0, 0, a); K(1, b, 0, 0, 0); K(2, 0, b, 0, 0); K(3, 0, 0, c, 0); K(4, 0, 0, 0, c);
+        K(0, a, 0, 0, a);
+        K(1, b, 0, 0, 0);
+        K(2, 0, b, 0, 0);
+        K(3, 0, 0, c, 0);
+        K(4, 0, 0, 0, c);
         return 5;
     }
-    case DM_THERMAL: {   /* T2 <= T1 only; the other case is checked by its numbers */
+    case DM_THERMAL: { /* T2 <= T1 only; the other case is checked by its numbers */
         double pe = p[0], t1 = p[1], t2 = p[2], tg = p[3];
         double eT1 = exp(-tg / t1), pr = 1 - eT1, eT2 = exp(-tg / t2);
         double pz = (1 - pr) * (1 - eT2 / eT1) / 2, pr0 = (1 - pe) * pr, pr1 = pe * pr;
         double pid = 1 - pz - pr0 - pr1;
-        K(0, sqrt(pid), 0, 0, sqrt(pid)); K(1, sqrt(pz), 0, 0, -sqrt(pz));
-        K(2, sqrt(pr0), 0, 0, 0); K(3, 0, sqrt(pr0), 0, 0);
-        K(4, 0, 0, sqrt(pr1), 0); K(5, 0, 0, 0, sqrt(pr1));
+        K(0, sqrt(pid), 0, 0, sqrt(pid));
+        K(1, sqrt(pz), 0, 0, -sqrt(pz));
+        K(2, sqrt(pr0), 0, 0, 0);
+        K(3, 0, sqrt(pr0), 0, 0);
+        K(4, 0, 0, sqrt(pr1), 0);
+        K(5, 0, 0, 0, sqrt(pr1));
         return 6;
     }
     default: return 0;
@@ -175,7 +198,8 @@ static int ref_kraus(DmChannel ch, const double *p, cplx *k)
 }
 
 /* rho' = sum K rho K^dagger of nk small matrices on wires, densely. */
-static void ref_channel(const cplx *kr, int nk, const int *w, int k, int n, const cplx *rho, cplx *out)
+static void ref_channel(const cplx *kr, int nk, const int *w, int k, int n, const cplx *rho,
+                        cplx *out)
 {
     int D = 1 << n, d = 1 << k;
     cplx *full = malloc((size_t)D * D * sizeof(cplx));
@@ -198,9 +222,19 @@ START_TEST(test_builtin_channels)
         for (int rep = 0; rep < 6; rep++) {
             double p[4] = { rng_uniform(&r), rng_uniform(&r), 0, 0 };
             if (ch == DM_RESETERROR) p[1] = (1 - p[0]) * rng_uniform(&r);
-            if (ch == DM_THERMAL) { p[1] = 1 + rng_uniform(&r); p[2] = p[1] * rng_uniform(&r); p[3] = rng_uniform(&r); }
-            if (rep == 0 && ch != DM_THERMAL) { p[0] = 0; p[1] = 1; }   /* the ends of the range */
-            if (rep == 1 && ch != DM_THERMAL && ch != DM_RESETERROR) { p[0] = 1; p[1] = 0; }
+            if (ch == DM_THERMAL) {
+                p[1] = 1 + rng_uniform(&r);
+                p[2] = p[1] * rng_uniform(&r);
+                p[3] = rng_uniform(&r);
+            }
+            if (rep == 0 && ch != DM_THERMAL) {
+                p[0] = 0;
+                p[1] = 1;
+            } /* the ends of the range */
+            if (rep == 1 && ch != DM_THERMAL && ch != DM_RESETERROR) {
+                p[0] = 1;
+                p[1] = 0;
+            }
             cplx kr[24];
             int nk = ref_kraus((DmChannel)ch, p, kr);
             int w = (int)rng_below(&r, (uint64_t)n);
@@ -210,7 +244,8 @@ START_TEST(test_builtin_channels)
             ck_assert_int_eq(dm_init(&dm, n), 0);
             dm_set_matrix(&dm, rho, NULL, 0);
             char err[256] = "";
-            ck_assert_msg(dm_apply_channel(&dm, (DmChannel)ch, p, w, err, sizeof err) == 0, "%s", err);
+            ck_assert_msg(dm_apply_channel(&dm, (DmChannel)ch, p, w, err, sizeof err) == 0, "%s",
+                          err);
             double e = maxdiff(dm.v.amp, want, (size_t)D * D);
             ck_assert_msg(e <= TOL, "%s: max error %g", dm_channel_info((DmChannel)ch)->name, e);
             ck_assert(fabs(dm_trace(&dm) - 1) <= TOL);
@@ -233,8 +268,8 @@ START_TEST(test_thermal_documented)
     /* qml.ThermalRelaxationError.compute_kraus_matrices(0.1, 1.2, 1.3, 0.1),
        the T2 > T1 case, as PennyLane documents it (8 digits) */
     double p[4] = { 0.1, 1.2, 1.3, 0.1 };
-    const cplx want[16] = { 0, 0, 0.08941789, 0,   0, 0.26825366, 0, 0,
-                            -0.12718544, 0, 0, 0.13165421,   0.98784022, 0, 0, 0.95430977 };
+    const cplx want[16] = { 0, 0, 0.08941789, 0,          0, 0.26825366, 0,         0, -0.12718544,
+                            0, 0, 0.13165421, 0.98784022, 0, 0,          0.95430977 };
     cplx k[24];
     int nk;
     ck_assert_int_eq(dm_channel_kraus(DM_THERMAL, p, k, &nk, NULL, 0), 0);
@@ -267,7 +302,7 @@ START_TEST(test_qubit_channel_and_pauli_error)
         for (int nk = 1; nk <= 4; nk++) {
             int d = 1 << k;
             cplx *v = malloc((size_t)nk * d * d * sizeof(cplx));
-            random_isometry(v, nk * d, d, &r);   /* stacked Kraus matrices: V^dagger V = I */
+            random_isometry(v, nk * d, d, &r); /* stacked Kraus matrices: V^dagger V = I */
             ck_assert_int_eq(dm_kraus_check("QubitChannel", k, nk, v, NULL, 0), 0);
             int w[8];
             random_wires(w, k, n, &r);
@@ -293,11 +328,13 @@ START_TEST(test_qubit_channel_and_pauli_error)
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 2; b++)
             for (int c = 0; c < 2; c++)
-                for (int e = 0; e < 2; e++) xy[(2 * a + c) * 4 + 2 * b + e] = X[2 * a + b] * Y[2 * c + e];
+                for (int e = 0; e < 2; e++)
+                    xy[(2 * a + c) * 4 + 2 * b + e] = X[2 * a + b] * Y[2 * c + e];
     for (int a = 0; a < 4; a++)
         for (int b = 0; b < 4; b++)
             for (int c = 0; c < 2; c++)
-                for (int e = 0; e < 2; e++) xyz[(2 * a + c) * 8 + 2 * b + e] = xy[4 * a + b] * Z[2 * c + e];
+                for (int e = 0; e < 2; e++)
+                    xyz[(2 * a + c) * 8 + 2 * b + e] = xy[4 * a + b] * Z[2 * c + e];
     double p = 0.3;
     memset(want_k, 0, sizeof want_k);
     for (int i = 0; i < 8; i++) want_k[i * 8 + i] = sqrt(1 - p);
@@ -346,7 +383,10 @@ START_TEST(test_pure_circuit_agrees)
             random_wires(w, op.nwires + op.nctrl, n, &r);
             for (int i = 0; i < op.nctrl; i++) op.ctrl[i] = w[i];
             for (int i = 0; i < op.nwires; i++) op.wires[i] = w[op.nctrl + i];
-            if (g == SV_QUBITUNITARY) { random_isometry(qu, 1 << op.nwires, 1 << op.nwires, &r); op.matrix = qu; }
+            if (g == SV_QUBITUNITARY) {
+                random_isometry(qu, 1 << op.nwires, 1 << op.nwires, &r);
+                op.matrix = qu;
+            }
             if (g == SV_BASISSTATE) op.bits = rng_below(&r, (uint64_t)1 << op.nwires);
             char err[256] = "";
             ck_assert_msg(sv_apply(&sv, &op, err, sizeof err) == 0, "%s", err);
@@ -382,14 +422,17 @@ static void pauli_matrix(const SvPauli *t, int nt, int n, cplx *h)
     int D = 1 << n;
     memset(h, 0, (size_t)D * D * sizeof(cplx));
     for (int k = 0; k < nt; k++)
-        for (int c = 0; c < D; c++) {       /* column c: P|c> = ph |r> */
+        for (int c = 0; c < D; c++) { /* column c: P|c> = ph |r> */
             int r = c;
             cplx ph = t[k].coeff;
             for (int w = 0; w < n; w++) {
-                int bit = (c >> (n - 1 - w)) & 1, x = (int)((t[k].x >> w) & 1), z = (int)((t[k].z >> w) & 1);
+                int bit = (c >> (n - 1 - w)) & 1, x = (int)((t[k].x >> w) & 1),
+                    z = (int)((t[k].z >> w) & 1);
                 if (x) r ^= 1 << (n - 1 - w);
-                if (x && z) ph *= bit ? -I : I;
-                else if (z && bit) ph = -ph;
+                if (x && z)
+                    ph *= bit ? -I : I;
+                else if (z && bit)
+                    ph = -ph;
             }
             h[r * D + c] += ph;
         }
@@ -424,7 +467,8 @@ START_TEST(test_expval_var_probs)
         pauli_matrix(t, nt, n, h);
         matmul(h, h, h2, D);
         double e = trace_prod(rho, h, D), e2 = trace_prod(rho, h2, D);
-        ck_assert_msg(fabs(dm_expval(&dm, t, nt) - e) <= TOL, "expval %g vs %g", dm_expval(&dm, t, nt), e);
+        ck_assert_msg(fabs(dm_expval(&dm, t, nt) - e) <= TOL, "expval %g vs %g",
+                      dm_expval(&dm, t, nt), e);
         ck_assert(fabs(dm_var(&dm, t, nt) - (e2 - e * e)) <= 1e-11);
         /* dense observables */
         int w2[2] = { 2, 0 };
@@ -463,18 +507,25 @@ START_TEST(test_reduced_purity_entropy)
     int na = 2, nb = 2, n = na + nb, A = 1 << na, B = 1 << nb, D = 1 << n;
     for (int rep = 0; rep < 10; rep++) {
         double l[4], s = 0;
-        for (int i = 0; i < A; i++) { l[i] = rep == 0 && i ? 0 : rng_uniform(&r); s += l[i]; }
+        for (int i = 0; i < A; i++) {
+            l[i] = rep == 0 && i ? 0 : rng_uniform(&r);
+            s += l[i];
+        }
         cplx u[16], ud[16], dl[16] = { 0 }, ra[16], sig[16], rho[256];
         random_isometry(u, A, A, &r);
         dagger(u, ud, A);
-        for (int i = 0; i < A; i++) { l[i] /= s; dl[i * A + i] = l[i]; }
+        for (int i = 0; i < A; i++) {
+            l[i] /= s;
+            dl[i * A + i] = l[i];
+        }
         matmul(u, dl, ra, A);
         matmul(ra, ud, ra, A);
         rand_rho(nb, &r, sig);
         for (int i = 0; i < A; i++)
             for (int j = 0; j < A; j++)
                 for (int k = 0; k < B; k++)
-                    for (int m = 0; m < B; m++) rho[(i * B + k) * D + j * B + m] = ra[i * A + j] * sig[k * B + m];
+                    for (int m = 0; m < B; m++)
+                        rho[(i * B + k) * D + j * B + m] = ra[i * A + j] * sig[k * B + m];
         DmState dm;
         dm_init(&dm, n);
         dm_set_matrix(&dm, rho, NULL, 0);
@@ -494,7 +545,8 @@ START_TEST(test_reduced_purity_entropy)
             if (l[i] > 0) h -= l[i] * log(l[i]);
             pur += l[i] * l[i];
         }
-        ck_assert_msg(fabs(dm_vn_entropy(&dm, wa, 2, 0) - h) <= 1e-12, "entropy %g vs %g", dm_vn_entropy(&dm, wa, 2, 0), h);
+        ck_assert_msg(fabs(dm_vn_entropy(&dm, wa, 2, 0) - h) <= 1e-12, "entropy %g vs %g",
+                      dm_vn_entropy(&dm, wa, 2, 0), h);
         ck_assert(fabs(dm_vn_entropy(&dm, wa, 2, 2.0) - h / log(2)) <= 1e-12);
         ck_assert(fabs(dm_purity(&dm, wa, 2) - pur) <= TOL);
         ck_assert(fabs(dm_purity(&dm, NULL, 0) - sv_purity_of(rho, 1 << n)) <= TOL);
@@ -528,9 +580,12 @@ START_TEST(test_measure_collapse)
         if (rep < 20) {
             cplx k[4] = { 0 };
             double s = 1 / sqrt(o ? p1 : 1 - p1);
-            if (!o) k[0] = s;
-            else if (reset) k[1] = s;
-            else k[3] = s;
+            if (!o)
+                k[0] = s;
+            else if (reset)
+                k[1] = s;
+            else
+                k[3] = s;
             ref_channel(k, 1, &w, 1, n, rho, want);
             ck_assert(maxdiff(dm.v.amp, want, 64) <= 1e-11);
             ck_assert(fabs(dm_trace(&dm) - 1) <= TOL);
@@ -556,7 +611,10 @@ START_TEST(test_samples_and_shots)
     uint64_t *s = malloc(shots * sizeof *s);
     dm_sample(&dm, shots, &r, s);
     double cnt[8] = { 0 };
-    for (size_t i = 0; i < shots; i++) { ck_assert(s[i] < 8); cnt[s[i]]++; }
+    for (size_t i = 0; i < shots; i++) {
+        ck_assert(s[i] < 8);
+        cnt[s[i]]++;
+    }
     for (int b = 0; b < D; b++) {
         double p = creal(rho[b * D + b]), sd = sqrt(p * (1 - p) / (double)shots);
         ck_assert_msg(fabs(cnt[b] / (double)shots - p) <= 6 * sd + 1e-9, "bin %d", b);
@@ -574,7 +632,10 @@ START_TEST(test_samples_and_shots)
     ck_assert(fabs(dm_expval_shots(&dm, &zx, 1, shots, &r) - e) <= 6 * sd + 1e-9);
     double *sp = malloc(shots * sizeof *sp), acc = 0;
     dm_sample_pauli(&dm, &zx, shots, &r, sp);
-    for (size_t i = 0; i < shots; i++) { ck_assert(sp[i] == 1 || sp[i] == -1); acc += sp[i]; }
+    for (size_t i = 0; i < shots; i++) {
+        ck_assert(sp[i] == 1 || sp[i] == -1);
+        acc += sp[i];
+    }
     ck_assert(fabs(acc / (double)shots - e) <= 6 * sd + 1e-9);
     ck_assert(dm_var_shots(&dm, &zx, 1, shots, &r) >= 0);
     free(sp);
@@ -592,7 +653,7 @@ START_TEST(test_errors)
     memset(&op, 0, sizeof op);
     op.gate = SV_RX;
     op.nwires = 1;
-    op.wires[0] = 2;     /* a valid wire of the 4-qubit vector, not of rho */
+    op.wires[0] = 2; /* a valid wire of the 4-qubit vector, not of rho */
     op.nparams = 1;
     ck_assert_int_eq(dm_apply(&dm, &op, err, sizeof err), -1);
     ck_assert_str_eq(err, "RX: wire 2 out of range for a 2-wire device");

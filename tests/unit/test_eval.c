@@ -15,8 +15,14 @@
 
 #include "qh_harness.h"
 
-typedef struct Case { const char *program, *want; } Case;
-typedef struct ErrCase { const char *program; int status; const char *msg; } ErrCase;
+typedef struct Case {
+    const char *program, *want;
+} Case;
+typedef struct ErrCase {
+    const char *program;
+    int status;
+    const char *msg;
+} ErrCase;
 
 /* ================================================================ eval: expressions */
 
@@ -44,8 +50,9 @@ static const char *shapes =
 
 START_TEST(operand_shapes_agree)
 {
-    expect_out(shapes, "true\n[10, -4, 21, 2.3333333333333335, 2, 1, 49, -7, false, false, true, true, "
-                       "false, true, 3, 7, 4, 28, 3, -8]\n");
+    expect_out(shapes,
+               "true\n[10, -4, 21, 2.3333333333333335, 2, 1, 49, -7, false, false, true, true, "
+               "false, true, 3, 7, 4, 28, 3, -8]\n");
 }
 END_TEST
 
@@ -54,36 +61,41 @@ static const Case expr_cases[] = {
     { "print(-7 // 2, -7 % 2, 7 % -2, 7 / 2, 2 ** 10, 2 ** -1, 0.1 + 0.2)\n",
       "-4 1 -1 3.5 1024 0.5 0.30000000000000004\n" },
     /* short circuits evaluate the right side only when needed */
-    { "fn t(v) { print(\"t\", v)\n return v }\nx = t(false) and t(1)\ny = t(1) or t(2)\nprint(x, y)\n",
+    { "fn t(v) { print(\"t\", v)\n return v }\nx = t(false) and t(1)\ny = t(1) or t(2)\nprint(x, "
+      "y)\n",
       "t false\nt 1\nfalse 1\n" },
     /* chained strings and lists: new values, the operands untouched */
     { "a = [1]\nb = a + [2]\nc = a * 3\nprint(a, b, c, \"ab\" * 2, \"x\" + \"y\")\n",
       "[1] [1, 2] [1, 1, 1] abab xy\n" },
     /* comparisons of strings and lists, containment */
-    { "print(\"a\" < \"b\", [1, 2] < [1, 3], 2 in [1, 2], \"b\" in \"abc\", \"k\" in {\"k\": 1}, 3 not in [1])\n",
+    { "print(\"a\" < \"b\", [1, 2] < [1, 3], 2 in [1, 2], \"b\" in \"abc\", \"k\" in {\"k\": 1}, 3 "
+      "not in [1])\n",
       "true true true true true true\n" },
     /* conditional expression and comprehensions (nested clauses, dicts) */
-    { "print([x * y for x in range(3) for y in [1, 10] if x != 1], {k: k * k for k in range(3)}, 1 if [] else 2)\n",
+    { "print([x * y for x in range(3) for y in [1, 10] if x != 1], {k: k * k for k in range(3)}, 1 "
+      "if [] else 2)\n",
       "[0, 0, 2, 20] {0: 0, 1: 1, 2: 4} 2\n" },
     /* element reads and writes: negative indices, op=, nested, dict records */
     { "xs = [1, 2, 3]\nxs[-1] = 30\nxs[0] += 10\nm = [[0, 0], [0, 0]]\nm[1][0] += 5\n"
       "p = {\"x\": 1}\np[\"x\"] += 1\np[\"y\"] = p[\"x\"] * 2\nprint(xs, m, p, xs[-3])\n",
       "[11, 2, 30] [[0, 0], [5, 0]] {\"x\": 2, \"y\": 4} 11\n" },
     /* swaps and unpacking evaluate the right side first */
-    { "a, b = 1, 2\na, b = b, a\nxs = [5, 6]\nxs[0], xs[1] = xs[1], xs[0]\nprint(a, b, xs)\n", "2 1 [6, 5]\n" },
+    { "a, b = 1, 2\na, b = b, a\nxs = [5, 6]\nxs[0], xs[1] = xs[1], xs[0]\nprint(a, b, xs)\n",
+      "2 1 [6, 5]\n" },
     /* s += t on a string shared elsewhere leaves the other holder alone */
-    { "s = \"ab\"\nt = s\ns += \"c\"\nfor i in range(3) { s += \"d\" }\nprint(s, t)\n", "abcddd ab\n" },
+    { "s = \"ab\"\nt = s\ns += \"c\"\nfor i in range(3) { s += \"d\" }\nprint(s, t)\n",
+      "abcddd ab\n" },
     /* slices */
-    { "xs = [0, 1, 2, 3, 4]\nprint(xs[1:3], xs[::-2], xs[-2:], \"hello\"[1:4])\n", "[1, 2] [4, 2, 0] [3, 4] ell\n" },
+    { "xs = [0, 1, 2, 3, 4]\nprint(xs[1:3], xs[::-2], xs[-2:], \"hello\"[1:4])\n",
+      "[1, 2] [4, 2, 0] [3, 4] ell\n" },
     /* loops: break, continue, while, nested functions in loops capture per call */
-    { "out = []\nfor i in range(10) { if i == 5 { break }\n if i % 2 == 0 { continue }\n append(out, i) }\n"
-      "n = 0\nwhile true { n += 1\n if n >= 4 { break } }\nprint(out, n)\n", "[1, 3] 4\n" },
+    { "out = []\nfor i in range(10) { if i == 5 { break }\n if i % 2 == 0 { continue }\n "
+      "append(out, i) }\n"
+      "n = 0\nwhile true { n += 1\n if n >= 4 { break } }\nprint(out, n)\n",
+      "[1, 3] 4\n" },
 };
 
-START_TEST(expressions)
-{
-    expect_out(expr_cases[_i].program, expr_cases[_i].want);
-}
+START_TEST(expressions) { expect_out(expr_cases[_i].program, expr_cases[_i].want); }
 END_TEST
 
 static const ErrCase expr_errors[] = {
@@ -117,12 +129,14 @@ static const Case call_cases[] = {
       "a = counter()\nb = counter()\na()\na()\nprint(a(), b())\n"
       "fn pair() { v = [0]\n fn get() { return v[0] }\n fn set(x) { v[0] = x }\n"
       " fn shadow(x) { v = x\n return v }\n return [get, set, shadow] }\n"
-      "p = pair()\np[1](42)\nprint(p[2](7), p[0]())\n", "3 1\n7 42\n" },
+      "p = pair()\np[1](42)\nprint(p[2](7), p[0]())\n",
+      "3 1\n7 42\n" },
     /* recursion, mutual recursion, functions as values */
     { "fn fib(n) { if n < 2 { return n }\n return fib(n - 1) + fib(n - 2) }\n"
       "fn even(n) { if n == 0 { return true }\n return odd(n - 1) }\n"
       "fn odd(n) { if n == 0 { return false }\n return even(n - 1) }\n"
-      "fs = [fib, even]\nprint(fs[0](15), fs[1](10), odd(7))\n", "610 true true\n" },
+      "fs = [fib, even]\nprint(fs[0](15), fs[1](10), odd(7))\n",
+      "610 true true\n" },
     /* globals: read anywhere, written at top level; locals shadow */
     { "x = 1\nfn f() { x = 2\n return x }\nfn g() { return x }\nprint(f(), g(), x)\n", "2 1 1\n" },
     /* a function without return gives nil; return without value too */
@@ -131,10 +145,7 @@ static const Case call_cases[] = {
     { "fn d(n) { if n == 0 { return 0 }\n return 1 + d(n - 1) }\nprint(d(2000))\n", "2000\n" },
 };
 
-START_TEST(calls)
-{
-    expect_out(call_cases[_i].program, call_cases[_i].want);
-}
+START_TEST(calls) { expect_out(call_cases[_i].program, call_cases[_i].want); }
 END_TEST
 
 static const ErrCase call_errors[] = {
@@ -144,7 +155,8 @@ static const ErrCase call_errors[] = {
     { "fn f(n) { return f(n + 1) }\nf(0)\n", 1, "maximum recursion depth exceeded" },
     { "print(len(1, 2))\n", 1, "len() takes 1 argument but 2 were given" },
     { "fn inner() { return [][1] }\nfn outer() { return inner() }\nouter()\n", 1,
-      "traceback (most recent call last):\n  t.qh:3: in <main>\n  t.qh:2: in outer\n  t.qh:1: in inner\n" },
+      "traceback (most recent call last):\n  t.qh:3: in <main>\n  t.qh:2: in outer\n  t.qh:1: in "
+      "inner\n" },
 };
 
 START_TEST(call_failures)
@@ -156,27 +168,28 @@ END_TEST
 /* ================================================================ builtins */
 
 static const Case builtin_cases[] = {
-    { "print(len([1, 2]), len(\"h\xc3\xa9\"), len({\"a\": 1}), abs(-2), min(3, 1, 2), max([4, 9]), sum([1, 2, 3]))\n",
+    { "print(len([1, 2]), len(\"h\xc3\xa9\"), len({\"a\": 1}), abs(-2), min(3, 1, 2), max([4, 9]), "
+      "sum([1, 2, 3]))\n",
       "2 2 1 2 1 9 6\n" },
-    { "print(str(1.5), str([1, \"a\"]), type(1), type(\"s\"), type([]), type({}), type(nil), type(len))\n",
+    { "print(str(1.5), str([1, \"a\"]), type(1), type(\"s\"), type([]), type({}), type(nil), "
+      "type(len))\n",
       "1.5 [1, \"a\"] number string list dict nil function\n" },
     /* arguments are evaluated left to right; xs is one list throughout */
     { "xs = [3, 1, 2]\nys = sorted(xs)\nappend(xs, 0)\nprint(xs, ys, reversed(ys), pop(xs), xs)\n",
       "[3, 1, 2] [1, 2, 3] [3, 2, 1] 0 [3, 1, 2]\n" },
     { "d = {\"b\": 1, \"a\": 2}\nprint(keys(d), values(d), items(d), get(d, \"c\", 0))\n",
       "[\"b\", \"a\"] [1, 2] [[\"b\", 1], [\"a\", 2]] 0\n" },
-    { "print(fmt(\"%d|%5.2f|%s|%x\", 42, pi, \"s\", 255), split(\"a b  c\"), join([\"x\", \"y\"], \"-\"))\n",
+    { "print(fmt(\"%d|%5.2f|%s|%x\", 42, pi, \"s\", 255), split(\"a b  c\"), join([\"x\", \"y\"], "
+      "\"-\"))\n",
       "42| 3.14|s|ff [\"a\", \"b\", \"c\"] x-y\n" },
-    { "print(ord(\"A\"), chr(66), enumerate([\"a\"]), zip([1, 2], [3, 4]), any([0, 1]), all([1, 0]))\n",
+    { "print(ord(\"A\"), chr(66), enumerate([\"a\"]), zip([1, 2], [3, 4]), any([0, 1]), all([1, "
+      "0]))\n",
       "65 B [[0, \"a\"]] [[1, 3], [2, 4]] true false\n" },
     { "print(range(3), range(1, 7, 2), floor(-1.5), ceil(1.2), round(2.675, 2), sqrt(16))\n",
       "[0, 1, 2] [1, 3, 5] -2 2 2.67 4\n" },
 };
 
-START_TEST(builtins)
-{
-    expect_out(builtin_cases[_i].program, builtin_cases[_i].want);
-}
+START_TEST(builtins) { expect_out(builtin_cases[_i].program, builtin_cases[_i].want); }
 END_TEST
 
 static const ErrCase builtin_errors[] = {
@@ -205,31 +218,36 @@ static const Case qrt_cases[] = {
       "1.000000 0.000000 [0.5, 0, 0, 0.5]\n" },
     /* parameters, several calls, results used in classical code */
     { "qfn rx(t) on device(\"statevector\", wires=1) { RX(t, 0)\n return expval(PauliZ(0)) }\n"
-      "s = 0\nfor k in range(4) { s += rx(k * pi / 2) }\nprint(fmt(\"%.6f\", s))\n", "0.000000\n" },
+      "s = 0\nfor k in range(4) { s += rx(k * pi / 2) }\nprint(fmt(\"%.6f\", s))\n",
+      "0.000000\n" },
     /* a qfn calling a fn, and a measurement mid-circuit */
     { "fn angle(k) { return k * pi }\n"
       "qfn flip(k) on device(\"statevector\", wires=1) { RX(angle(k), 0)\n return measure(0) }\n"
-      "print(flip(1), flip(0))\n", "1 0\n" },
+      "print(flip(1), flip(0))\n",
+      "1 0\n" },
     /* operators as values: composition and printing */
-    { "o = PauliZ(0) @ PauliX(1)\nprint(o, 2 * PauliZ(0))\n", "PauliZ(0) @ PauliX(1) 2 * PauliZ(0)\n" },
+    { "o = PauliZ(0) @ PauliX(1)\nprint(o, 2 * PauliZ(0))\n",
+      "PauliZ(0) @ PauliX(1) 2 * PauliZ(0)\n" },
     /* seeded sampling repeats */
     { "qfn s() on device(\"statevector\", wires=1, shots=100, seed=3) { H(0)\n return counts() }\n"
-      "a = s()\nb = s()\nprint(len(a) <= 2, a == b or true)\n", "true true\n" },
+      "a = s()\nb = s()\nprint(len(a) <= 2, a == b or true)\n",
+      "true true\n" },
 };
 
-START_TEST(quantum)
-{
-    expect_out(qrt_cases[_i].program, qrt_cases[_i].want);
-}
+START_TEST(quantum) { expect_out(qrt_cases[_i].program, qrt_cases[_i].want); }
 END_TEST
 
 static const ErrCase qrt_errors[] = {
     /* the failure inside the call, reported where its result is read */
-    { "qfn q() on device(\"statevector\", wires=1) { RX(0.1, 3)\n return expval(PauliZ(0)) }\nx = q()\nprint(x)\n",
-      1, "t.qh:4:7: error: q() called at t.qh:3 failed: RX: wire 3 out of range for a 1-wire device (t.qh:1)" },
+    { "qfn q() on device(\"statevector\", wires=1) { RX(0.1, 3)\n return expval(PauliZ(0)) }\nx = "
+      "q()\nprint(x)\n",
+      1,
+      "t.qh:4:7: error: q() called at t.qh:3 failed: RX: wire 3 out of range for a 1-wire device "
+      "(t.qh:1)" },
     { "RX(0.1, 0)\n", 1, "t.qh:1:1: error: RX applied outside a quantum function" },
     { "qfn q() on 5 { }\n", 1, "t.qh:1:12: error: qfn q: 'on' needs a device, not number" },
-    { "qfn q(t) on device(\"statevector\", wires=1) { RX(t, 0)\n return expval(PauliZ(0)) }\nprint(q(\"a\"))\n",
+    { "qfn q(t) on device(\"statevector\", wires=1) { RX(t, 0)\n return expval(PauliZ(0)) "
+      "}\nprint(q(\"a\"))\n",
       1, "RX: parameter 1 must be a real number, not string" },
 };
 
@@ -244,34 +262,38 @@ END_TEST
 static const Case async_cases[] = {
     /* output in program order whatever finishes first */
     { "qfn q(t) on device(\"statevector\", wires=1) { RX(t, 0)\n return expval(PauliZ(0)) }\n"
-      "a = q(0)\nprint(\"between\")\nb = q(pi)\nprint(a, b)\n", "between\n1 -1\n" },
+      "a = q(0)\nprint(\"between\")\nb = q(pi)\nprint(a, b)\n",
+      "between\n1 -1\n" },
     /* futures inside containers: passed along without waiting, read through */
     { "qfn q(t) on device(\"statevector\", wires=1) { RX(t, 0)\n return expval(PauliZ(0)) }\n"
-      "xs = [q(0), q(pi)]\nys = xs + [5]\nprint(len(ys), ys, sum(xs), xs == [1, -1])\n", "3 [1, -1, 5] 0 true\n" },
+      "xs = [q(0), q(pi)]\nys = xs + [5]\nprint(len(ys), ys, sum(xs), xs == [1, -1])\n",
+      "3 [1, -1, 5] 0 true\n" },
     /* wait, ready, sync */
     { "qfn q() on device(\"statevector\", wires=1) { return expval(PauliZ(0)) }\n"
-      "f = q()\nv = wait(f)\nprint(v, ready(f), ready(1), wait([q(), 2]))\nsync()\nprint(type(v))\n",
+      "f = q()\nv = wait(f)\nprint(v, ready(f), ready(1), wait([q(), "
+      "2]))\nsync()\nprint(type(v))\n",
       "1 true true [1, 2]\nnumber\n" },
     /* a future passed to a fn and a qfn: the chain resolves in order */
     { "qfn q(t) on device(\"statevector\", wires=1) { RX(t, 0)\n return expval(PauliZ(0)) }\n"
-      "fn twice(x) { return 2 * x }\nprint(twice(q(0)), q(q(0) * pi))\n", "2 -1\n" },
+      "fn twice(x) { return 2 * x }\nprint(twice(q(0)), q(q(0) * pi))\n",
+      "2 -1\n" },
     /* a failure read in a condition is caught where read; others go on */
     { "qfn q(k) on device(\"statevector\", wires=1) { if k > 0 { RX(k[0], 0) }\n return 1 }\n"
-      "ok = q(0)\nprint(ok)\n", "1\n" },
+      "ok = q(0)\nprint(ok)\n",
+      "1\n" },
 };
 
-START_TEST(futures)
-{
-    expect_out(async_cases[_i].program, async_cases[_i].want);
-}
+START_TEST(futures) { expect_out(async_cases[_i].program, async_cases[_i].want); }
 END_TEST
 
 static const ErrCase async_errors[] = {
     /* a failed call fails the statement that reads it, with the call's message */
     { "qfn q(k) on device(\"statevector\", wires=1) { RX(k[3], 0)\n return 1 }\n"
-      "f = q([1])\nprint(\"before\")\nprint(f + 1)\nprint(\"after\")\n", 1, "list index 3 out of range" },
+      "f = q([1])\nprint(\"before\")\nprint(f + 1)\nprint(\"after\")\n",
+      1, "list index 3 out of range" },
     /* a failure nobody reads: reported at the end, status 1 */
-    { "qfn q(k) on device(\"statevector\", wires=1) { RX(k[3], 0)\n return 1 }\nf = q([1])\nprint(\"end\")\n",
+    { "qfn q(k) on device(\"statevector\", wires=1) { RX(k[3], 0)\n return 1 }\nf = "
+      "q([1])\nprint(\"end\")\n",
       1, "list index 3 out of range" },
 };
 

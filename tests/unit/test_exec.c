@@ -19,11 +19,12 @@
 #include "pool.h"
 #include "trace.h"
 
-#define LONG_WAIT 60.0   /* seconds: "this would hang on a bug" */
+#define LONG_WAIT 60.0 /* seconds: "this would hang on a bug" */
 
 static void sleep_ms(double ms)
 {
-    struct timespec ts = {(time_t)(ms / 1000), (long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6)};
+    struct timespec ts = { (time_t)(ms / 1000),
+                           (long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6) };
     nanosleep(&ts, NULL);
 }
 
@@ -84,7 +85,7 @@ START_TEST(fut_fail_basic)
     char msg[32];
     strcpy(msg, "boom");
     ck_assert(fut_fail(f, msg));
-    strcpy(msg, "XXXX");   /* the future copied it */
+    strcpy(msg, "XXXX"); /* the future copied it */
     ck_assert_int_eq(fut_wait(f), FUT_FAILED);
     ck_assert_str_eq(fut_error(f), "boom");
     ck_assert_ptr_null(fut_result(f));
@@ -106,7 +107,7 @@ START_TEST(fut_take_once)
     ck_assert_ptr_null(fut_take_result(f));
     ck_assert_ptr_null(fut_result(f));
     fut_release(f);
-    ck_assert_int_eq(atomic_load(&freed_results), 0);   /* ours now */
+    ck_assert_int_eq(atomic_load(&freed_results), 0); /* ours now */
     free(r);
 }
 END_TEST
@@ -168,10 +169,10 @@ START_TEST(fut_retrieved_and_refs)
     fut_retain(f);
     ck_assert_int_eq(fut_refs(f), 2);
     fut_fail(f, "boom");
-    ck_assert(!fut_retrieved(f));          /* failing is not reading */
+    ck_assert(!fut_retrieved(f)); /* failing is not reading */
     fut_mark_retrieved(f);
     ck_assert(fut_retrieved(f));
-    fut_mark_retrieved(f);                 /* idempotent */
+    fut_mark_retrieved(f); /* idempotent */
     ck_assert(fut_retrieved(f));
     fut_release(f);
     ck_assert_int_eq(fut_refs(f), 1);
@@ -231,7 +232,7 @@ START_TEST(exec_many_results)
         ck_assert_ptr_nonnull(fs[i]);
     }
     exec_wait_all(e);
-    ck_assert_int_eq(atomic_load(&freed_ctx), N);   /* contexts freed before wait_all returns */
+    ck_assert_int_eq(atomic_load(&freed_ctx), N); /* contexts freed before wait_all returns */
     for (int i = 0; i < N; i++) {
         ck_assert(fut_ready(fs[i]));
         ck_assert_int_eq(fut_state(fs[i]), FUT_DONE);
@@ -311,11 +312,11 @@ START_TEST(exec_run_inline_queued)
     s->i = 7;
     Fut *f = exec_submit(e, run_square, s, free, NULL, 0, "square", 2);
     ck_assert(!fut_ready(f));
-    ck_assert(exec_run_inline(e, f));          /* queued behind the gate: runs here */
+    ck_assert(exec_run_inline(e, f)); /* queued behind the gate: runs here */
     ck_assert_int_eq(fut_state(f), FUT_DONE);
     ck_assert_int_eq(*(int *)fut_result(f), 49);
-    ck_assert(!exec_run_inline(e, busy));      /* running on the worker: not taken */
-    ck_assert(!exec_run_inline(e, f));         /* done: nothing to run */
+    ck_assert(!exec_run_inline(e, busy)); /* running on the worker: not taken */
+    ck_assert(!exec_run_inline(e, f));    /* done: nothing to run */
     atomic_store(&g->open, 1);
     exec_wait_all(e);
     ck_assert_int_eq(fut_state(busy), FUT_DONE);
@@ -329,7 +330,7 @@ END_TEST
 START_TEST(exec_fifo)
 {
     Exec *e = exec_new(1, 1000);
-    Gate g = {0, 0};
+    Gate g = { 0, 0 };
     Fut *gf = exec_submit(e, run_gate, &g, NULL, NULL, 0, "gate", 1);
     wait_started(&g);
     static Order o;
@@ -364,7 +365,7 @@ static void run_plus1(void *ctx, ExecTask *t)
     int v = 0;
     for (int i = 0; i < exec_task_ndeps(t); i++) {
         Fut *d = exec_task_dep(t, i);
-        ck_assert(fut_ready(d));   /* a task never starts before its deps */
+        ck_assert(fut_ready(d)); /* a task never starts before its deps */
         if (fut_state(d) != FUT_DONE) {
             char msg[128];
             snprintf(msg, sizeof msg, "dep failed: %s", fut_error(d));
@@ -389,8 +390,7 @@ START_TEST(exec_chain_forward)
         ck_assert_int_eq(must_finish(fs[N - 1]), FUT_DONE);
         ck_assert_int_eq(*(int *)fut_result(fs[N - 1]), N);
         exec_wait_all(e);
-        for (int i = 0; i < N; i++)
-            fut_release(fs[i]);
+        for (int i = 0; i < N; i++) fut_release(fs[i]);
         exec_free(e);
     }
 }
@@ -400,7 +400,7 @@ END_TEST
  * the first-submitted task is the last runnable. One worker: a worker that
  * picked a task and slept on its deps would deadlock here. */
 typedef struct Rev {
-    Fut *mine;        /* placeholder this task completes */
+    Fut *mine; /* placeholder this task completes */
     Order *o;
     int i;
 } Rev;
@@ -421,8 +421,7 @@ START_TEST(exec_chain_reverse_one_worker)
     Fut *ph[N], *fs[N];
     static Order o;
     atomic_store(&o.n, 0);
-    for (int i = 0; i < N; i++)
-        ph[i] = fut_new();
+    for (int i = 0; i < N; i++) ph[i] = fut_new();
     for (int i = 0; i < N; i++) {
         Rev *r = malloc(sizeof *r);
         r->mine = ph[i];
@@ -449,10 +448,10 @@ START_TEST(exec_diamond)
         Fut *a = exec_submit(e, run_plus1, NULL, NULL, NULL, 0, "a", 1);
         Fut *b = exec_submit(e, run_plus1, NULL, NULL, &a, 1, "b", 2);
         Fut *c = exec_submit(e, run_plus1, NULL, NULL, &a, 1, "c", 3);
-        Fut *bc[3] = {b, NULL, c};   /* NULL deps are skipped */
+        Fut *bc[3] = { b, NULL, c }; /* NULL deps are skipped */
         Fut *d = exec_submit(e, run_plus1, NULL, NULL, bc, 3, "d", 4);
         ck_assert_int_eq(must_finish(d), FUT_DONE);
-        ck_assert_int_eq(*(int *)fut_result(d), 5);   /* (1+1)+(1+1)+1 */
+        ck_assert_int_eq(*(int *)fut_result(d), 5); /* (1+1)+(1+1)+1 */
         fut_release(a);
         fut_release(b);
         fut_release(c);
@@ -462,10 +461,7 @@ START_TEST(exec_diamond)
 }
 END_TEST
 
-static void run_fail(void *ctx, ExecTask *t)
-{
-    exec_task_fail(t, ctx ? ctx : "boom");
-}
+static void run_fail(void *ctx, ExecTask *t) { exec_task_fail(t, ctx ? ctx : "boom"); }
 
 static void run_nothing(void *ctx, ExecTask *t)
 {
@@ -547,10 +543,10 @@ START_TEST(exec_cancel_queued_and_running)
     atomic_store(&ran_count, 0);
     atomic_store(&freed_ctx, 0);
     Exec *e = exec_new(1, 100);
-    Gate g = {0, 0};
+    Gate g = { 0, 0 };
     Fut *gf = exec_submit(e, run_gate, &g, NULL, NULL, 0, "gate", 1);
     wait_started(&g);
-    Fut *never = fut_new();   /* a dep that is never finished */
+    Fut *never = fut_new(); /* a dep that is never finished */
     Fut *fs[20];
     for (int i = 0; i < 20; i++) {
         Fut *dep = i % 2 ? never : (i ? fs[i - 1] : NULL);
@@ -559,16 +555,15 @@ START_TEST(exec_cancel_queued_and_running)
     int n = 0;
     ExecTaskInfo info[32];
     ck_assert_int_eq(exec_pending_tasks(e, info, 32), 21);
-    for (int i = 0; i < 21; i++)
-        n += info[i].state == EXEC_RUNNING;
+    for (int i = 0; i < 21; i++) n += info[i].state == EXEC_RUNNING;
     ck_assert_int_eq(n, 1);
     ck_assert_int_eq(info[0].state, EXEC_RUNNING);
     ck_assert_str_eq(info[0].label, "gate");
     exec_cancel_all(e);
-    exec_wait_all(e);   /* would hang if parked tasks stayed parked */
+    exec_wait_all(e); /* would hang if parked tasks stayed parked */
     ck_assert_int_eq(atomic_load(&ran_count), 0);
     ck_assert_int_eq(atomic_load(&freed_ctx), 20);
-    ck_assert_int_eq(fut_state(gf), FUT_CANCELLED);   /* polled its flag and stopped */
+    ck_assert_int_eq(fut_state(gf), FUT_CANCELLED); /* polled its flag and stopped */
     for (int i = 0; i < 20; i++) {
         ck_assert_int_eq(fut_state(fs[i]), FUT_CANCELLED);
         ck_assert_str_eq(fut_error(fs[i]), "cancelled");
@@ -594,7 +589,7 @@ START_TEST(exec_fut_cancel_queued)
 {
     atomic_store(&ran_count, 0);
     Exec *e = exec_new(1, 100);
-    Gate g = {0, 0};
+    Gate g = { 0, 0 };
     Fut *gf = exec_submit(e, run_gate, &g, NULL, NULL, 0, "gate", 1);
     wait_started(&g);
     Fut *f = exec_submit(e, run_count, NULL, NULL, NULL, 0, "q", 2);
@@ -615,7 +610,11 @@ END_TEST
 /* ================================================================ remote slots */
 
 /* A task records where it ran: on a worker (-1) or a remote slot. */
-typedef struct Where { int slot; int worker; atomic_int *gate; } Where;
+typedef struct Where {
+    int slot;
+    int worker;
+    atomic_int *gate;
+} Where;
 
 static void run_where(void *ctx, ExecTask *t)
 {
@@ -623,13 +622,15 @@ static void run_where(void *ctx, ExecTask *t)
     w->slot = exec_task_remote(t);
     w->worker = exec_task_worker(t);
     if (w->gate)
-        while (!atomic_load(w->gate) && !exec_task_cancelled(t))
-            sleep_ms(1);
-    if (exec_task_cancelled(t)) { exec_task_fail(t, "cancelled"); return; }
+        while (!atomic_load(w->gate) && !exec_task_cancelled(t)) sleep_ms(1);
+    if (exec_task_cancelled(t)) {
+        exec_task_fail(t, "cancelled");
+        return;
+    }
     exec_task_done(t, NULL, NULL);
 }
 
-static atomic_int usable_slots;   /* bit i: slot i may take work */
+static atomic_int usable_slots; /* bit i: slot i may take work */
 static bool slot_usable(void *ud, int slot)
 {
     (void)ud;
@@ -650,20 +651,25 @@ START_TEST(exec_remote_only_flagged)
     for (int i = 0; i < N; i++) {
         w[i].slot = -2;
         w[i].gate = NULL;
-        f[i] = exec_submit_flags(e, run_where, &w[i], NULL, NULL, 0, "w", i, i % 2 ? EXEC_REMOTE : 0);
+        f[i] =
+            exec_submit_flags(e, run_where, &w[i], NULL, NULL, 0, "w", i, i % 2 ? EXEC_REMOTE : 0);
     }
     int remote = 0;
     for (int i = 0; i < N; i++) {
         ck_assert_int_eq(must_finish(f[i]), FUT_DONE);
         fut_release(f[i]);
-        if (i % 2 == 0) ck_assert_int_eq(w[i].slot, -1);
+        if (i % 2 == 0)
+            ck_assert_int_eq(w[i].slot, -1);
         else {
             ck_assert(w[i].slot >= -1 && w[i].slot < 2);
-            if (w[i].slot >= 0) { remote++; ck_assert_int_eq(w[i].worker, 1 + w[i].slot); }
+            if (w[i].slot >= 0) {
+                remote++;
+                ck_assert_int_eq(w[i].worker, 1 + w[i].slot);
+            }
         }
     }
     exec_free(e);
-    (void)remote;   /* how many went remote depends on timing */
+    (void)remote; /* how many went remote depends on timing */
 }
 END_TEST
 
@@ -688,7 +694,9 @@ START_TEST(exec_remote_takes_work_while_workers_busy)
     ck_assert_int_eq(must_finish(fb), FUT_DONE);
     ck_assert_int_eq(b.slot, -1);
     must_finish(h);
-    fut_release(h); fut_release(fa); fut_release(fb);
+    fut_release(h);
+    fut_release(fa);
+    fut_release(fb);
     exec_free(e);
 }
 END_TEST
@@ -746,7 +754,7 @@ START_TEST(exec_cancel_one_task)
     atomic_store(&ran_count, 0);
     atomic_store(&freed_ctx, 0);
     Exec *e = exec_new(1, 100);
-    Gate g = {0, 0};
+    Gate g = { 0, 0 };
     Fut *gf = exec_submit(e, run_gate, &g, NULL, NULL, 0, "gate", 1);
     wait_started(&g);
     Fut *never = fut_new();
@@ -757,18 +765,21 @@ START_TEST(exec_cancel_one_task)
     ck_assert(exec_cancel_task(e, parked));
     ck_assert_int_eq(fut_state(queued), FUT_CANCELLED);
     ck_assert_int_eq(fut_state(parked), FUT_CANCELLED);
-    ck_assert_int_eq(atomic_load(&freed_ctx), 2);           /* ended at once, contexts freed */
-    ck_assert(!exec_cancel_task(e, queued));                 /* no longer unfinished */
-    ck_assert(exec_cancel_task(e, gf));                      /* running: its flag is raised, it stops */
+    ck_assert_int_eq(atomic_load(&freed_ctx), 2); /* ended at once, contexts freed */
+    ck_assert(!exec_cancel_task(e, queued));      /* no longer unfinished */
+    ck_assert(exec_cancel_task(e, gf));           /* running: its flag is raised, it stops */
     ck_assert_int_eq(must_finish(other), FUT_DONE);
     exec_wait_all(e);
     ck_assert_int_eq(fut_state(gf), FUT_CANCELLED);
-    ck_assert_int_eq(atomic_load(&ran_count), 1);            /* only "other" ran */
+    ck_assert_int_eq(atomic_load(&ran_count), 1); /* only "other" ran */
     ExecTaskInfo info[4];
     ck_assert_int_eq(exec_pending_tasks(e, info, 4), 0);
-    fut_complete(never, NULL, NULL);   /* unhooked: safe */
+    fut_complete(never, NULL, NULL); /* unhooked: safe */
     fut_release(never);
-    fut_release(queued); fut_release(parked); fut_release(other); fut_release(gf);
+    fut_release(queued);
+    fut_release(parked);
+    fut_release(other);
+    fut_release(gf);
     exec_free(e);
 }
 END_TEST
@@ -777,7 +788,7 @@ END_TEST
 START_TEST(exec_pending_names_futures)
 {
     Exec *e = exec_new(1, 100);
-    Gate g = {0, 0};
+    Gate g = { 0, 0 };
     Fut *gf = exec_submit(e, run_gate, &g, NULL, NULL, 0, "gate", 1);
     wait_started(&g);
     Fut *q = exec_submit(e, run_count, NULL, NULL, NULL, 0, "q", 2);
@@ -787,7 +798,8 @@ START_TEST(exec_pending_names_futures)
     ck_assert_ptr_eq(info[1].fut, q);
     atomic_store(&g.open, 1);
     exec_wait_all(e);
-    fut_release(q); fut_release(gf);
+    fut_release(q);
+    fut_release(gf);
     exec_free(e);
 }
 END_TEST
@@ -809,7 +821,7 @@ START_TEST(exec_interrupt_wakes_wait)
 {
     Exec *e = exec_new(1, 4);
     Fut *never = fut_new();
-    Interrupter it = {e, 50};
+    Interrupter it = { e, 50 };
     pthread_t th;
     pthread_create(&th, NULL, interrupt_later, &it);
     ck_assert_int_eq(fut_wait_interruptible(never, exec_interrupt_flag(e)), FUT_PENDING);
@@ -865,7 +877,7 @@ START_TEST(exec_interrupt_from_signal)
     sigemptyset(&sa.sa_mask);
     sigaction(SIGUSR1, &sa, NULL);
     Fut *never = fut_new();
-    Killer k = {pthread_self()};
+    Killer k = { pthread_self() };
     pthread_t th;
     pthread_create(&th, NULL, kill_later, &k);
     ck_assert_int_eq(fut_wait_interruptible(never, exec_interrupt_flag(e)), FUT_PENDING);
@@ -881,8 +893,7 @@ static void run_stubborn(void *ctx, ExecTask *t)
 {
     Gate *g = ctx;
     atomic_store(&g->started, 1);
-    while (!atomic_load(&g->open))
-        sleep_ms(1);
+    while (!atomic_load(&g->open)) sleep_ms(1);
     exec_task_done(t, NULL, NULL);
 }
 
@@ -907,18 +918,18 @@ START_TEST(exec_interrupt_unblocks_submit)
 {
     atomic_store(&freed_ctx, 0);
     Exec *e = exec_new(1, 1);
-    Gate g = {0, 0};
+    Gate g = { 0, 0 };
     Fut *gf = exec_submit(e, run_stubborn, &g, NULL, NULL, 0, "gate", 1);
-    Interrupter it = {e, 50};
+    Interrupter it = { e, 50 };
     pthread_t th;
     pthread_create(&th, NULL, interrupt_later, &it);
     Fut *f = exec_submit(e, run_count, malloc(8), free_ctx_counted, NULL, 0, "blocked", 2);
     ck_assert_ptr_null(f);
-    ck_assert_int_eq(atomic_load(&freed_ctx), 1);   /* ctx taken even on NULL */
+    ck_assert_int_eq(atomic_load(&freed_ctx), 1); /* ctx taken even on NULL */
     pthread_join(th, NULL);
     exec_clear_interrupt(e);
     /* exec_cancel_all unblocks it too. */
-    Canceller c = {e, 0};
+    Canceller c = { e, 0 };
     pthread_create(&th, NULL, cancel_repeatedly, &c);
     f = exec_submit(e, run_count, malloc(8), free_ctx_counted, NULL, 0, "blocked", 3);
     ck_assert_ptr_null(f);
@@ -927,7 +938,7 @@ START_TEST(exec_interrupt_unblocks_submit)
     pthread_join(th, NULL);
     atomic_store(&g.open, 1);
     exec_wait_all(e);
-    ck_assert_int_eq(fut_state(gf), FUT_DONE);   /* it ignored the flag and finished */
+    ck_assert_int_eq(fut_state(gf), FUT_DONE); /* it ignored the flag and finished */
     ExecStats st;
     exec_stats(e, &st);
     ck_assert_uint_eq(st.blocked_submits, 2);
@@ -943,8 +954,7 @@ static void run_spin(void *ctx, ExecTask *t)
     const atomic_int *flag = exec_task_cancel_flag(t);
     unsigned long n = 0;
     while (!atomic_load_explicit(flag, memory_order_relaxed))
-        if (++n % 1024 == 0)
-            sleep_ms(0.1);
+        if (++n % 1024 == 0) sleep_ms(0.1);
     exec_task_fail(t, "interrupted");
 }
 
@@ -997,7 +1007,7 @@ START_TEST(exec_submit_from_worker)
     ck_assert(!exec_on_worker());
     ck_assert_int_eq(exec_current_worker(), -1);
     Exec *e = exec_new(1, 1);
-    Parent p = {e, {0}};
+    Parent p = { e, { 0 } };
     Fut *f = exec_submit(e, run_parent, &p, NULL, NULL, 0, "parent", 1);
     ck_assert_int_eq(must_finish(f), FUT_DONE);
     for (int i = 0; i < 10; i++) {
@@ -1022,12 +1032,10 @@ static void *stress_thread(void *arg)
     Stress *s = arg;
     Fut *prev = NULL;
     for (int i = 0; i < 300; i++) {
-        Fut *f = exec_submit(s->e, (i + s->seed) % 7 == 0 ? run_fail : run_plus1, NULL, NULL,
-                             &prev, 1, "stress", i);
-        if (!f)
-            continue;
-        if (i % 3 == 0)
-            fut_wait_timeout(f, LONG_WAIT);
+        Fut *f = exec_submit(s->e, (i + s->seed) % 7 == 0 ? run_fail : run_plus1, NULL, NULL, &prev,
+                             1, "stress", i);
+        if (!f) continue;
+        if (i % 3 == 0) fut_wait_timeout(f, LONG_WAIT);
         fut_release(prev);
         prev = f;
     }
@@ -1049,8 +1057,7 @@ START_TEST(exec_stress)
         sleep_ms(5);
         exec_cancel_all(e);
     }
-    for (int i = 0; i < 4; i++)
-        pthread_join(th[i], NULL);
+    for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
     exec_wait_all(e);
     ck_assert_int_eq(exec_unfinished(e), 0);
     exec_free(e);
@@ -1091,7 +1098,7 @@ static void inst_destroy(void *p)
     free(p);
 }
 
-static const PoolVt vt = {inst_create, inst_reset, inst_destroy};
+static const PoolVt vt = { inst_create, inst_reset, inst_destroy };
 
 static void reset_counts(void)
 {
@@ -1108,7 +1115,7 @@ START_TEST(pool_reuse)
     Inst *a = pool_acquire(p, "sv:4", 100, "sv:4", NULL, err, sizeof err);
     ck_assert_ptr_nonnull(a);
     ck_assert_uint_eq(pool_in_use_bytes(p), 100);
-    Inst *b = pool_acquire(p, "sv:4", 100, "sv:4", NULL, err, sizeof err);   /* a is busy */
+    Inst *b = pool_acquire(p, "sv:4", 100, "sv:4", NULL, err, sizeof err); /* a is busy */
     ck_assert_ptr_nonnull(b);
     ck_assert_ptr_ne(a, b);
     pool_release(p, a, 1);
@@ -1156,12 +1163,12 @@ START_TEST(pool_budget_waits)
     char err[128];
     Inst *a = pool_acquire(p, "x", 60, "x", NULL, err, sizeof err);
     ck_assert_ptr_nonnull(a);
-    Acq q = {p, "y", 60, NULL, NULL, "", 0};
+    Acq q = { p, "y", 60, NULL, NULL, "", 0 };
     pthread_t th;
     pthread_create(&th, NULL, acquire_thread, &q);
     sleep_ms(100);
-    ck_assert_int_eq(atomic_load(&q.done), 0);   /* must wait: 60+60 > 100 */
-    pool_release(p, a, 1);                        /* idle "x" gets evicted for "y" */
+    ck_assert_int_eq(atomic_load(&q.done), 0); /* must wait: 60+60 > 100 */
+    pool_release(p, a, 1);                     /* idle "x" gets evicted for "y" */
     pthread_join(th, NULL);
     ck_assert_ptr_nonnull(q.got);
     ck_assert_int_eq(atomic_load(&destroyed), 1);
@@ -1184,7 +1191,8 @@ START_TEST(pool_nested)
     ck_assert_ptr_nonnull(a);
     /* chain 60 + 60 > 100: refused at once, with the numbers */
     ck_assert_ptr_null(pool_acquire_nested(p, "y", 60, "y", 60, err, sizeof err));
-    ck_assert_str_eq(err, "needs 60 B on top of the 60 B its callers hold, and the budget is 100 B");
+    ck_assert_str_eq(err,
+                     "needs 60 B on top of the 60 B its callers hold, and the budget is 100 B");
     /* chain 60 + 30 fits; another caller holds 40 more: past the budget, no wait */
     Inst *b = pool_acquire(p, "z", 30, "z", NULL, err, sizeof err);
     ck_assert_ptr_nonnull(b);
@@ -1235,7 +1243,7 @@ START_TEST(pool_dirty_release)
     ck_assert_uint_eq(pool_held_bytes(p), 0);
     Inst *b = pool_acquire(p, "k", 100, "k", NULL, err, sizeof err);
     ck_assert_ptr_nonnull(b);
-    ck_assert_int_eq(atomic_load(&created), 2);   /* a fresh one, not a reset one */
+    ck_assert_int_eq(atomic_load(&created), 2); /* a fresh one, not a reset one */
     ck_assert_int_eq(atomic_load(&resets), 0);
     pool_release(p, b, 1);
     ck_assert_int_eq(pool_trim(p), 1);
@@ -1251,16 +1259,16 @@ START_TEST(pool_eviction)
     char err[128];
     Inst *a = pool_acquire(p, "a", 40, "a", NULL, err, sizeof err);
     Inst *b = pool_acquire(p, "b", 40, "b", NULL, err, sizeof err);
-    pool_release(p, a, 1);   /* a idle (older) */
-    pool_release(p, b, 1);   /* b idle */
-    Inst *c = pool_acquire(p, "c", 50, "c", NULL, err, sizeof err);   /* 80+50 > 100: evict a */
+    pool_release(p, a, 1);                                          /* a idle (older) */
+    pool_release(p, b, 1);                                          /* b idle */
+    Inst *c = pool_acquire(p, "c", 50, "c", NULL, err, sizeof err); /* 80+50 > 100: evict a */
     ck_assert_ptr_nonnull(c);
     ck_assert_int_eq(atomic_load(&destroyed), 1);
     PoolStats st;
     pool_stats(p, &st);
     ck_assert_uint_eq(st.evicted, 1);
     ck_assert_int_eq(st.idle, 1);
-    Inst *b2 = pool_acquire(p, "b", 40, "b", NULL, err, sizeof err);   /* b survived */
+    Inst *b2 = pool_acquire(p, "b", 40, "b", NULL, err, sizeof err); /* b survived */
     ck_assert_ptr_eq(b2, b);
     ck_assert_uint_le(pool_peak_bytes(p), 100);
     pool_release(p, b2, 1);
@@ -1275,7 +1283,7 @@ START_TEST(pool_cancel_wait)
     char err[128];
     Inst *a = pool_acquire(p, "x", 80, "x", NULL, err, sizeof err);
     atomic_int cancel = 0;
-    Acq q = {p, "y", 50, &cancel, NULL, "", 0};
+    Acq q = { p, "y", 50, &cancel, NULL, "", 0 };
     pthread_t th;
     pthread_create(&th, NULL, acquire_thread, &q);
     sleep_ms(50);
@@ -1302,7 +1310,7 @@ typedef struct PStress {
 static void *pool_stress_thread(void *arg)
 {
     PStress *s = arg;
-    static const char *keys[] = {"k0", "k1", "k2", "k3"};
+    static const char *keys[] = { "k0", "k1", "k2", "k3" };
     unsigned r = (unsigned)s->seed * 2654435761u + 1;
     for (int i = 0; i < 300; i++) {
         r = r * 1103515245u + 12345u;
@@ -1314,8 +1322,7 @@ static void *pool_stress_thread(void *arg)
             atomic_fetch_add(s->bad, 1);
             continue;
         }
-        if (pool_held_bytes(s->p) > pool_budget(s->p))
-            atomic_fetch_add(s->bad, 1);
+        if (pool_held_bytes(s->p) > pool_budget(s->p)) atomic_fetch_add(s->bad, 1);
         atomic_store(&in->busy, 0);
         pool_release(s->p, in, (r >> 8) % 5 != 0);
     }
@@ -1329,11 +1336,10 @@ START_TEST(pool_stress)
     pthread_t th[6];
     PStress s[6];
     for (int i = 0; i < 6; i++) {
-        s[i] = (PStress){p, i, &bad};
+        s[i] = (PStress){ p, i, &bad };
         pthread_create(&th[i], NULL, pool_stress_thread, &s[i]);
     }
-    for (int i = 0; i < 6; i++)
-        pthread_join(th[i], NULL);
+    for (int i = 0; i < 6; i++) pthread_join(th[i], NULL);
     ck_assert_int_eq(atomic_load(&bad), 0);
     ck_assert_uint_le(pool_peak_bytes(p), 100);
     ck_assert_uint_eq(pool_in_use_bytes(p), 0);
@@ -1350,26 +1356,22 @@ typedef struct J {
 
 static void jws(J *j)
 {
-    while (*j->s == ' ' || *j->s == '\n' || *j->s == '\t' || *j->s == '\r')
-        j->s++;
+    while (*j->s == ' ' || *j->s == '\n' || *j->s == '\t' || *j->s == '\r') j->s++;
 }
 
 static int jvalue(J *j, int depth);
 
 static int jstring(J *j)
 {
-    if (*j->s != '"')
-        return 0;
+    if (*j->s != '"') return 0;
     j->s++;
     while (*j->s && *j->s != '"') {
-        if ((unsigned char)*j->s < 0x20)
-            return 0;
+        if ((unsigned char)*j->s < 0x20) return 0;
         if (*j->s == '\\') {
             j->s++;
             if (*j->s == 'u') {
                 for (int i = 1; i <= 4; i++)
-                    if (!strchr("0123456789abcdefABCDEF", j->s[i]) || !j->s[i])
-                        return 0;
+                    if (!strchr("0123456789abcdefABCDEF", j->s[i]) || !j->s[i]) return 0;
                 j->s += 4;
             } else if (!strchr("\"\\/bfnrt", *j->s) || !*j->s) {
                 return 0;
@@ -1377,8 +1379,7 @@ static int jstring(J *j)
         }
         j->s++;
     }
-    if (*j->s != '"')
-        return 0;
+    if (*j->s != '"') return 0;
     j->s++;
     return 1;
 }
@@ -1387,16 +1388,14 @@ static int jnumber(J *j)
 {
     char *end;
     strtod(j->s, &end);
-    if (end == j->s)
-        return 0;
+    if (end == j->s) return 0;
     j->s = end;
     return 1;
 }
 
 static int jvalue(J *j, int depth)
 {
-    if (depth > 64)
-        return 0;
+    if (depth > 64) return 0;
     jws(j);
     if (*j->s == '{') {
         j->s++;
@@ -1407,20 +1406,16 @@ static int jvalue(J *j, int depth)
         }
         for (;;) {
             jws(j);
-            if (!jstring(j))
-                return 0;
+            if (!jstring(j)) return 0;
             jws(j);
-            if (*j->s++ != ':')
-                return 0;
-            if (!jvalue(j, depth + 1))
-                return 0;
+            if (*j->s++ != ':') return 0;
+            if (!jvalue(j, depth + 1)) return 0;
             jws(j);
             if (*j->s == ',') {
                 j->s++;
                 continue;
             }
-            if (*j->s++ != '}')
-                return 0;
+            if (*j->s++ != '}') return 0;
             return 1;
         }
     }
@@ -1432,20 +1427,17 @@ static int jvalue(J *j, int depth)
             return 1;
         }
         for (;;) {
-            if (!jvalue(j, depth + 1))
-                return 0;
+            if (!jvalue(j, depth + 1)) return 0;
             jws(j);
             if (*j->s == ',') {
                 j->s++;
                 continue;
             }
-            if (*j->s++ != ']')
-                return 0;
+            if (*j->s++ != ']') return 0;
             return 1;
         }
     }
-    if (*j->s == '"')
-        return jstring(j);
+    if (*j->s == '"') return jstring(j);
     if (!strncmp(j->s, "true", 4) || !strncmp(j->s, "null", 4)) {
         j->s += 4;
         return 1;
@@ -1459,9 +1451,8 @@ static int jvalue(J *j, int depth)
 
 static int json_valid(const char *text)
 {
-    J j = {text};
-    if (!jvalue(&j, 0))
-        return 0;
+    J j = { text };
+    if (!jvalue(&j, 0)) return 0;
     jws(&j);
     return *j.s == 0;
 }
@@ -1483,8 +1474,7 @@ static char *slurp(const char *path)
 static int count_of(const char *hay, const char *needle)
 {
     int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p++)
-        n++;
+    for (const char *p = hay; (p = strstr(p, needle)); p++) n++;
     return n;
 }
 
@@ -1558,7 +1548,7 @@ START_TEST(trace_executor)
     ck_assert_int_eq(trace_write(tr, path), 0);
     char *text = slurp(path);
     ck_assert_msg(json_valid(text), "invalid JSON:\n%s", text);
-    ck_assert_int_eq(count_of(text, "\"name\":\"q\\\"fn\""), 10);    /* task slices */
+    ck_assert_int_eq(count_of(text, "\"name\":\"q\\\"fn\""), 10); /* task slices */
     ck_assert_int_eq(count_of(text, "\"name\":\"submit\""), 10);
     ck_assert_int_eq(count_of(text, "\"ph\":\"s\""), 10);
     ck_assert_int_eq(count_of(text, "\"ph\":\"f\""), 10);

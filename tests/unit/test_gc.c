@@ -47,10 +47,10 @@ START_TEST(unreachable_cycles_are_freed)
     ObjDict *d = dict_new();
     ObjList *l = list_new(0);
     incref(v_obj(&d->h));
-    ObjCell *c = cell_new(v_obj(&d->h));        /* takes that reference */
+    ObjCell *c = cell_new(v_obj(&d->h)); /* takes that reference */
     list_push(l, v_obj(&c->h));
     Value key = v_str("l");
-    dict_set(d, key, v_list(l));                /* increfs both */
+    dict_set(d, key, v_list(l)); /* increfs both */
     decref(key);
     decref(v_list(l));
     decref(v_obj(&d->h));
@@ -63,9 +63,9 @@ END_TEST
 
 START_TEST(held_cycles_survive)
 {
-    ObjList *l = self_list();                  /* our reference keeps it */
+    ObjList *l = self_list(); /* our reference keeps it */
     ObjList *inner = self_list();
-    list_push(l, v_list(inner));                /* reachable only through l */
+    list_push(l, v_list(inner)); /* reachable only through l */
     ObjStr *s = str_from("kept");
     list_push(inner, v_obj(&s->h));
     value_gc_collect(true);
@@ -73,7 +73,7 @@ START_TEST(held_cycles_survive)
     ck_assert_uint_eq(l->len, 3);
     ck_assert_uint_eq(inner->len, 3);
     ck_assert_str_eq(AS_STR(inner->v[2])->s, "kept");
-    ck_assert_int_eq(l->h.rc, 2);               /* ours and its own */
+    ck_assert_int_eq(l->h.rc, 2); /* ours and its own */
     unsigned long f0 = freed_now();
     decref(v_list(l));
     value_gc_collect(true);
@@ -84,10 +84,10 @@ END_TEST
 START_TEST(old_cycles_go_at_a_full_collection)
 {
     ObjList *l = self_list();
-    value_gc_collect(false);                    /* survives: now old */
+    value_gc_collect(false); /* survives: now old */
     unsigned long f0 = freed_now();
     decref(v_list(l));
-    value_gc_collect(false);                    /* young only: not seen */
+    value_gc_collect(false); /* young only: not seen */
     ck_assert_uint_eq(freed_now(), f0);
     value_gc_collect(true);
     ck_assert_uint_eq(freed_now(), f0 + 1);
@@ -112,7 +112,7 @@ START_TEST(deep_chain_without_recursion)
     ObjList *first = list_new(0), *cur = first;
     for (int i = 0; i < 1000000; i++) {
         ObjList *n = list_new(0);
-        list_push(cur, v_list(n));              /* cur takes n's reference */
+        list_push(cur, v_list(n)); /* cur takes n's reference */
         cur = n;
     }
     incref(v_list(first));
@@ -126,7 +126,11 @@ END_TEST
 
 /* ---- threads ---- */
 
-typedef struct Hand { Value v; unsigned long freed; size_t tracked_before, tracked_after; } Hand;
+typedef struct Hand {
+    Value v;
+    unsigned long freed;
+    size_t tracked_before, tracked_after;
+} Hand;
 
 /* adopts a copy made for it, checks it is tracked here, drops it, collects */
 static void *adopt_thread(void *p)
@@ -148,14 +152,14 @@ START_TEST(untracked_copies_are_adopted)
 {
     bool was = value_track_pause();
     size_t t0 = tracked_now();
-    ObjList *l = self_list();                   /* made for the other thread */
+    ObjList *l = self_list(); /* made for the other thread */
     ObjDict *d = dict_new();
     Value key = v_str("back");
     dict_set(d, key, v_list(l));
     decref(key);
-    list_push(l, v_obj(&d->h));                    /* l <-> d, l -> l */
+    list_push(l, v_obj(&d->h)); /* l <-> d, l -> l */
     value_track_resume(was);
-    ck_assert_uint_eq(tracked_now(), t0);       /* not in this thread's heap */
+    ck_assert_uint_eq(tracked_now(), t0); /* not in this thread's heap */
     Hand h = { v_list(l), 0, 0, 0 };
     pthread_t t;
     ck_assert_int_eq(pthread_create(&t, NULL, adopt_thread, &h), 0);
@@ -167,7 +171,12 @@ START_TEST(untracked_copies_are_adopted)
 END_TEST
 
 /* makes cycles here and keeps one alive while the main thread collects */
-typedef struct Own { pthread_mutex_t mu; pthread_cond_t cv; int stage; size_t len_after; } Own;
+typedef struct Own {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int stage;
+    size_t len_after;
+} Own;
 
 static void *owner_thread(void *p)
 {
@@ -182,7 +191,7 @@ static void *owner_thread(void *p)
     value_gc_collect(true);
     o->len_after = kept->len;
     decref(v_list(kept));
-    value_gc_thread_end();                       /* collects and forgets the rest */
+    value_gc_thread_end(); /* collects and forgets the rest */
     return NULL;
 }
 
@@ -196,7 +205,7 @@ START_TEST(heaps_are_per_thread)
     pthread_mutex_unlock(&o.mu);
     unsigned long f0 = freed_now();
     size_t t0 = tracked_now();
-    value_gc_collect(true);                      /* this thread's heap only */
+    value_gc_collect(true); /* this thread's heap only */
     ck_assert_uint_eq(freed_now(), f0);
     ck_assert_uint_eq(tracked_now(), t0);
     pthread_mutex_lock(&o.mu);
@@ -222,7 +231,7 @@ int main(void)
     tcase_add_test(tc, heaps_are_per_thread);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
-    srunner_set_fork_status(sr, CK_NOFORK);      /* one process: the heaps are per thread */
+    srunner_set_fork_status(sr, CK_NOFORK); /* one process: the heaps are per thread */
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -71,7 +71,7 @@ START_TEST(test_text_files)
     ck_assert_msg(strstr(err, "Is a directory") != NULL, "%s", err);
     ck_assert_int_eq(io_write_file(tmp("nodir/x.txt"), "x", 1, 0, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "No such file or directory") != NULL, "%s", err);
-    if (geteuid() != 0) {   /* root reads anything */
+    if (geteuid() != 0) { /* root reads anything */
         const char *q = tmp("locked.txt");
         io_write_file(q, "x", 1, 0, NULL, 0);
         chmod(q, 0);
@@ -89,7 +89,7 @@ START_TEST(test_split_lines)
     size_t ln[8];
     const char *t = "a\nbb\r\n\nc\rd\n";
     size_t n = io_split_lines(t, strlen(t), st, ln);
-    ck_assert_uint_eq(n, 5);     /* "a" "bb" "" "c" "d": no line after the last \n */
+    ck_assert_uint_eq(n, 5); /* "a" "bb" "" "c" "d": no line after the last \n */
     ck_assert_uint_eq(ln[0], 1);
     ck_assert_uint_eq(ln[1], 2);
     ck_assert_uint_eq(ln[2], 0);
@@ -113,7 +113,10 @@ START_TEST(test_npy_roundtrip)
             a.is_complex = cplx;
             a.ndim = nd;
             a.n = 1;
-            for (int i = 0; i < nd; i++) { a.shape[i] = (size_t)(2 + i); a.n *= a.shape[i]; }
+            for (int i = 0; i < nd; i++) {
+                a.shape[i] = (size_t)(2 + i);
+                a.n *= a.shape[i];
+            }
             size_t m = cplx ? 2 * a.n : a.n;
             a.data = malloc(m * sizeof(double));
             for (size_t i = 0; i < m; i++) a.data[i] = (double)i * 0.37 - 1e-300 * (double)(i % 3);
@@ -162,13 +165,15 @@ START_TEST(test_npy_headers_and_dtypes)
     /* versions 2 and 3, int32 little endian */
     int32_t iv[3] = { -1, 7, 1 << 30 };
     for (int v = 2; v <= 3; v++) {
-        size_t n = make_npy(buf, v, "{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }", iv, sizeof iv);
+        size_t n = make_npy(buf, v, "{'descr': '<i4', 'fortran_order': False, 'shape': (3,), }", iv,
+                            sizeof iv);
         ck_assert_msg(io_npy_parse(buf, n, "x", &a, err, sizeof err) == 0, "%s", err);
-        ck_assert(a.ndim == 1 && a.n == 3 && a.data[0] == -1 && a.data[1] == 7 && a.data[2] == 1 << 30);
+        ck_assert(a.ndim == 1 && a.n == 3 && a.data[0] == -1 && a.data[1] == 7 &&
+                  a.data[2] == 1 << 30);
         io_array_free(&a);
     }
     /* big-endian float64 */
-    unsigned char be[8] = { 0x40, 0x09, 0x21, 0xfb, 0x54, 0x44, 0x2d, 0x18 };   /* pi */
+    unsigned char be[8] = { 0x40, 0x09, 0x21, 0xfb, 0x54, 0x44, 0x2d, 0x18 }; /* pi */
     size_t n = make_npy(buf, 1, "{'descr': '>f8', 'fortran_order': False, 'shape': (), }", be, 8);
     ck_assert_int_eq(io_npy_parse(buf, n, "x", &a, err, sizeof err), 0);
     ck_assert(a.ndim == 0 && a.n == 1 && a.data[0] == M_PI);
@@ -181,12 +186,14 @@ START_TEST(test_npy_headers_and_dtypes)
     io_array_free(&a);
     /* float32, complex64, bool, uint8, int64 */
     float fl[2] = { 0.5f, -2.25f };
-    n = make_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", fl, sizeof fl);
+    n = make_npy(buf, 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", fl,
+                 sizeof fl);
     ck_assert_int_eq(io_npy_parse(buf, n, "x", &a, err, sizeof err), 0);
     ck_assert(a.data[0] == 0.5 && a.data[1] == -2.25 && !a.is_complex);
     io_array_free(&a);
     float c8[4] = { 1, 2, 3, -4 };
-    n = make_npy(buf, 1, "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", c8, sizeof c8);
+    n = make_npy(buf, 1, "{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", c8,
+                 sizeof c8);
     ck_assert_int_eq(io_npy_parse(buf, n, "x", &a, err, sizeof err), 0);
     ck_assert(a.is_complex && a.data[0] == 1 && a.data[1] == 2 && a.data[3] == -4);
     io_array_free(&a);
@@ -201,9 +208,11 @@ START_TEST(test_npy_headers_and_dtypes)
     ck_assert(a.ndim == 2 && a.data[0] == -123456789012.0);
     io_array_free(&a);
     /* bad files, each with its reason */
-    ck_assert_int_eq(io_npy_parse((const unsigned char *)"hello world", 11, "h.npy", &a, err, sizeof err), -1);
+    ck_assert_int_eq(
+        io_npy_parse((const unsigned char *)"hello world", 11, "h.npy", &a, err, sizeof err), -1);
     ck_assert_str_eq(err, "'h.npy': not a .npy file (bad magic string)");
-    n = make_npy(buf, 1, "{'descr': '<U3', 'fortran_order': False, 'shape': (1,), }", "abcabcabcabc", 12);
+    n = make_npy(buf, 1, "{'descr': '<U3', 'fortran_order': False, 'shape': (1,), }",
+                 "abcabcabcabc", 12);
     ck_assert_int_eq(io_npy_parse(buf, n, "u.npy", &a, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "unsupported dtype '<U3'") != NULL, "%s", err);
     n = make_npy(buf, 1, "{'descr': '<f8', 'fortran_order': False, 'shape': (3,), }", f, 16);
@@ -255,7 +264,8 @@ START_TEST(test_npy_against_numpy)
              "a = np.load('%s'); c = np.load('%s')\n"
              "w = np.arange(12).reshape(3, 4) * 1.5 - 3; w[1, 1] += 1e-300\n"
              "wc = np.array([i * 0.1 + 1j * (-(i + 1) * 0.25) for i in range(0, 10, 2)])\n"
-             "ok = a.dtype == np.float64 and a.shape == (3, 4) and (a == w).all() and c.dtype == np.complex128 and (c == wc).all()\n"
+             "ok = a.dtype == np.float64 and a.shape == (3, 4) and (a == w).all() and c.dtype == "
+             "np.complex128 and (c == wc).all()\n"
              "sys.exit(0 if ok else 1)\"",
              tmp("q.npy"), tmp("qc.npy"));
     ck_assert_msg(system(cmd) == 0, "numpy did not read qh's files back");
@@ -305,7 +315,8 @@ START_TEST(test_csv)
     const char *t = "x,y,label\n# a comment\n1, 2.5 ,0\r\n\n-3e2,\"4\",1 # trailing\n nan,inf,-0\n";
     ck_assert_msg(io_csv_parse(t, strlen(t), "d.csv", ',', 1, &a, err, sizeof err) == 0, "%s", err);
     ck_assert(a.ndim == 2 && a.shape[0] == 3 && a.shape[1] == 3);
-    ck_assert(a.data[0] == 1 && a.data[1] == 2.5 && a.data[3] == -300 && a.data[4] == 4 && a.data[5] == 1);
+    ck_assert(a.data[0] == 1 && a.data[1] == 2.5 && a.data[3] == -300 && a.data[4] == 4 &&
+              a.data[5] == 1);
     ck_assert(isnan(a.data[6]) && isinf(a.data[7]));
     io_array_free(&a);
     /* without skip the header is a bad field, named with its line */
@@ -321,7 +332,7 @@ START_TEST(test_csv)
     ck_assert_int_eq(io_csv_parse(w, strlen(w), "w.txt", ' ', 0, &a, err, sizeof err), 0);
     ck_assert(a.shape[0] == 2 && a.shape[1] == 3 && a.data[5] == 6);
     io_array_free(&a);
-    const char *one = "7\n8";   /* a single column stays 2-d; no final newline */
+    const char *one = "7\n8"; /* a single column stays 2-d; no final newline */
     ck_assert_int_eq(io_csv_parse(one, strlen(one), "o.csv", ',', 0, &a, err, sizeof err), 0);
     ck_assert(a.shape[0] == 2 && a.shape[1] == 1 && a.data[1] == 8);
     io_array_free(&a);
@@ -343,8 +354,9 @@ END_TEST
 START_TEST(test_json_parse)
 {
     char err[512];
-    const char *t = "{\"a\": [1, 2.5, -3e2, true, false, null], \"s\": \"x\\n\\u00e9\\ud83d\\ude00\\\"\",\n"
-                    " \"o\": {}, \"e\": [], \"n\": NaN, \"i\": -Infinity}";
+    const char *t =
+        "{\"a\": [1, 2.5, -3e2, true, false, null], \"s\": \"x\\n\\u00e9\\ud83d\\ude00\\\"\",\n"
+        " \"o\": {}, \"e\": [], \"n\": NaN, \"i\": -Infinity}";
     IoJson *j = io_json_parse(t, strlen(t), err, sizeof err);
     ck_assert_msg(j != NULL, "%s", err);
     ck_assert_int_eq(j->kind, IOJ_OBJECT);
@@ -359,7 +371,9 @@ START_TEST(test_json_parse)
     ck_assert(isnan(j->items[4].num) && isinf(j->items[5].num) && j->items[5].num < 0);
     io_json_free(j);
     /* errors: line and column of where reading stopped */
-    struct { const char *text, *msg; } bad[] = {
+    struct {
+        const char *text, *msg;
+    } bad[] = {
         { "[1, 2", "line 1, column 6: expected ',' or ']'" },
         { "{\"a\" 1}", "line 1, column 6: expected ':'" },
         { "[1,\n  x]", "line 2, column 3: expected a value" },
@@ -386,16 +400,18 @@ END_TEST
 START_TEST(test_json_dump)
 {
     char err[512];
-    const char *t = "{\"a\": [1, 2.5, {\"b\": null}], \"c\": \"q\\\"\\\\\\n\\u0001\", \"d\": [], \"e\": {}, \"t\": true}";
+    const char *t = "{\"a\": [1, 2.5, {\"b\": null}], \"c\": \"q\\\"\\\\\\n\\u0001\", \"d\": [], "
+                    "\"e\": {}, \"t\": true}";
     IoJson *j = io_json_parse(t, strlen(t), err, sizeof err);
     ck_assert_ptr_nonnull(j);
     size_t len;
     char *s = io_json_dump(j, -1, &len, err, sizeof err);
-    ck_assert_str_eq(s, t);       /* the compact form is json.dumps's */
+    ck_assert_str_eq(s, t); /* the compact form is json.dumps's */
     free(s);
     s = io_json_dump(j, 2, &len, err, sizeof err);
-    ck_assert_str_eq(s, "{\n  \"a\": [\n    1,\n    2.5,\n    {\n      \"b\": null\n    }\n  ],\n"
-                        "  \"c\": \"q\\\"\\\\\\n\\u0001\",\n  \"d\": [],\n  \"e\": {},\n  \"t\": true\n}");
+    ck_assert_str_eq(
+        s, "{\n  \"a\": [\n    1,\n    2.5,\n    {\n      \"b\": null\n    }\n  ],\n"
+           "  \"c\": \"q\\\"\\\\\\n\\u0001\",\n  \"d\": [],\n  \"e\": {},\n  \"t\": true\n}");
     /* and it reads back to the same text */
     IoJson *k = io_json_parse(s, len, err, sizeof err);
     ck_assert_ptr_nonnull(k);
@@ -405,7 +421,8 @@ START_TEST(test_json_dump)
     free(s2);
     io_json_free(j);
     io_json_free(k);
-    IoJson nums[4] = { io_json_number(1e20), io_json_number(0.1), io_json_number(NAN), io_json_number(-INFINITY) };
+    IoJson nums[4] = { io_json_number(1e20), io_json_number(0.1), io_json_number(NAN),
+                       io_json_number(-INFINITY) };
     IoJson arr = io_json_null();
     arr.kind = IOJ_ARRAY;
     arr.n = 4;

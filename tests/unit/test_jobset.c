@@ -18,17 +18,18 @@
 
 static void sleep_ms(double ms)
 {
-    struct timespec ts = { (time_t)(ms / 1000), (long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6) };
+    struct timespec ts = { (time_t)(ms / 1000),
+                           (long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6) };
     nanosleep(&ts, NULL);
 }
 
 typedef struct Ctx {
-    JobSet *js;              /* set by the owner after jobset_new */
+    JobSet *js; /* set by the owner after jobset_new */
     atomic_int runs[256];
     long result[256];
     int ran_by_helper[256];
-    int fail_at;             /* item that fails, or -1 */
-    int nested;              /* items < nested add and finish two sub-items */
+    int fail_at; /* item that fails, or -1 */
+    int nested;  /* items < nested add and finish two sub-items */
     atomic_int helpers_begun, helpers_ended;
     atomic_int freed;
     double item_ms;
@@ -39,7 +40,7 @@ static void *begin(void *p, ExecTask *t)
     (void)t;
     Ctx *c = p;
     atomic_fetch_add(&c->helpers_begun, 1);
-    return (void *)1;                 /* a helper's "state" */
+    return (void *)1; /* a helper's "state" */
 }
 
 static void end(void *p, void *state)
@@ -60,7 +61,7 @@ static int run(void *p, void *state, int i)
         return -1;
     }
     long r = (long)i * i + 7;
-    if (i < c->nested) {      /* sub-items, finished here (by this runner or a helper) */
+    if (i < c->nested) { /* sub-items, finished here (by this runner or a helper) */
         int a = jobset_add(c->js), b = jobset_add(c->js);
         ck_assert(a >= 0 && b >= 0);
         if (jobset_finish(c->js, a, state) != 0 || jobset_finish(c->js, b, state) != 0) return -1;
@@ -81,7 +82,13 @@ static void ctx_init(Ctx *c)
 }
 
 /* The owner's work, as it runs inside a task or on the calling thread. */
-typedef struct Owner { Exec *e; Ctx *c; int n; int helpers; int rc; } Owner;
+typedef struct Owner {
+    Exec *e;
+    Ctx *c;
+    int n;
+    int helpers;
+    int rc;
+} Owner;
 
 static void owner_body(Owner *o)
 {
@@ -162,7 +169,7 @@ START_TEST(test_nested)
     int total = 10 + 2 * 8;
     for (int i = 0; i < total; i++) ck_assert_int_eq(atomic_load(&c.runs[i]), 1);
     for (int i = 8; i < total; i++) ck_assert_int_eq(c.result[i], (long)i * i + 7);
-    for (int i = 0; i < 8; i++) {     /* sub-items of i are, in some order, two items >= 10 */
+    for (int i = 0; i < 8; i++) { /* sub-items of i are, in some order, two items >= 10 */
         long sub = c.result[i] - ((long)i * i + 7);
         ck_assert(sub >= 2 * (10 * 10 + 7));
     }

@@ -11,7 +11,10 @@
 #include "lex.h"
 
 /* All tokens of a source up to and including EOF (or the first error). */
-typedef struct Toks { Token t[256]; int n; } Toks;
+typedef struct Toks {
+    Token t[256];
+    int n;
+} Toks;
 
 static void lex_all(Toks *out, const char *src)
 {
@@ -44,7 +47,11 @@ static void check_kinds(const char *src, const TokKind *want, int nwant)
     ck_assert_int_eq(ts.t[nwant].kind, TK_EOF);
     toks_free(&ts);
 }
-#define KINDS(src, ...) do { const TokKind w_[] = {__VA_ARGS__}; check_kinds(src, w_, (int)(sizeof w_ / sizeof w_[0])); } while (0)
+#define KINDS(src, ...)                                        \
+    do {                                                       \
+        const TokKind w_[] = { __VA_ARGS__ };                  \
+        check_kinds(src, w_, (int)(sizeof w_ / sizeof w_[0])); \
+    } while (0)
 
 /* The single token of src (freed by the caller through its str). */
 static Token one(const char *src)
@@ -54,7 +61,8 @@ static Token one(const char *src)
     Token t = lex_next(&lx);
     if (t.kind != TK_ERROR) {
         Token e = lex_next(&lx);
-        ck_assert_msg(e.kind == TK_EOF, "\"%s\": more than one token (next: %s)", src, lex_kind_name(e.kind));
+        ck_assert_msg(e.kind == TK_EOF, "\"%s\": more than one token (next: %s)", src,
+                      lex_kind_name(e.kind));
         free(e.str);
     }
     return t;
@@ -63,7 +71,8 @@ static Token one(const char *src)
 static void check_num(const char *src, TokKind kind, double want)
 {
     Token t = one(src);
-    ck_assert_msg(t.kind == kind, "\"%s\" lexed as %s (%s)", src, lex_kind_name(t.kind), t.str ? t.str : "");
+    ck_assert_msg(t.kind == kind, "\"%s\" lexed as %s (%s)", src, lex_kind_name(t.kind),
+                  t.str ? t.str : "");
     ck_assert_msg(t.num == want, "\"%s\" = %.17g, want %.17g", src, t.num, want);
     ck_assert_int_eq((int)t.len, (int)strlen(src));
     free(t.str);
@@ -73,7 +82,8 @@ static void check_num(const char *src, TokKind kind, double want)
 static void check_str(const char *src, const char *want, size_t wantlen)
 {
     Token t = one(src);
-    ck_assert_msg(t.kind == TK_STR, "%s lexed as %s (%s)", src, lex_kind_name(t.kind), t.str ? t.str : "");
+    ck_assert_msg(t.kind == TK_STR, "%s lexed as %s (%s)", src, lex_kind_name(t.kind),
+                  t.str ? t.str : "");
     ck_assert_msg(t.strlen == wantlen, "%s: %zu bytes, want %zu", src, t.strlen, wantlen);
     ck_assert_msg(memcmp(t.str, want, wantlen) == 0, "%s decoded wrongly", src);
     ck_assert_int_eq(t.str[t.strlen], 0);
@@ -87,10 +97,13 @@ static void check_error(const char *src, int line, int col, const char *msgpart)
     Toks ts;
     lex_all(&ts, src);
     Token *e = &ts.t[ts.n - 1];
-    ck_assert_msg(e->kind == TK_ERROR, "\"%s\": no error token (last: %s)", src, lex_kind_name(e->kind));
+    ck_assert_msg(e->kind == TK_ERROR, "\"%s\": no error token (last: %s)", src,
+                  lex_kind_name(e->kind));
     ck_assert_msg(e->str != NULL, "\"%s\": error without a message", src);
-    ck_assert_msg(strstr(e->str, msgpart) != NULL, "\"%s\": message \"%s\" lacks \"%s\"", src, e->str, msgpart);
-    ck_assert_msg(e->line == line && e->col == col, "\"%s\": error at %d:%d, want %d:%d", src, e->line, e->col, line, col);
+    ck_assert_msg(strstr(e->str, msgpart) != NULL, "\"%s\": message \"%s\" lacks \"%s\"", src,
+                  e->str, msgpart);
+    ck_assert_msg(e->line == line && e->col == col, "\"%s\": error at %d:%d, want %d:%d", src,
+                  e->line, e->col, line, col);
     toks_free(&ts);
 }
 
@@ -100,15 +113,18 @@ START_TEST(punctuation)
 {
     KINDS("( ) [ ] { } , . : ;", TK_LPAREN, TK_RPAREN, TK_LBRACK, TK_RBRACK, TK_LBRACE, TK_RBRACE,
           TK_COMMA, TK_DOT, TK_COLON, TK_SEMI);
-    KINDS("+ - * / // % @ **", TK_PLUS, TK_MINUS, TK_STAR, TK_SLASH, TK_DSLASH, TK_PERCENT, TK_AT, TK_POW);
+    KINDS("+ - * / // % @ **", TK_PLUS, TK_MINUS, TK_STAR, TK_SLASH, TK_DSLASH, TK_PERCENT, TK_AT,
+          TK_POW);
     KINDS("= += -= *= /=", TK_ASSIGN, TK_PLUSEQ, TK_MINUSEQ, TK_STAREQ, TK_SLASHEQ);
     KINDS("== != < <= > >=", TK_EQ, TK_NE, TK_LT, TK_LE, TK_GT, TK_GE);
     KINDS("& | ^ ~ << >>", TK_AMP, TK_PIPE, TK_CARET, TK_TILDE, TK_SHL, TK_SHR);
-    KINDS("//= %= **= @= &= |= ^= <<= >>=", TK_DSLASHEQ, TK_PERCENTEQ, TK_POWEQ, TK_ATEQ,
-          TK_AMPEQ, TK_PIPEEQ, TK_CARETEQ, TK_SHLEQ, TK_SHREQ);
+    KINDS("//= %= **= @= &= |= ^= <<= >>=", TK_DSLASHEQ, TK_PERCENTEQ, TK_POWEQ, TK_ATEQ, TK_AMPEQ,
+          TK_PIPEEQ, TK_CARETEQ, TK_SHLEQ, TK_SHREQ);
     /* no spaces: longest match */
-    KINDS("a<<=b<<c<=d<e", TK_NAME, TK_SHLEQ, TK_NAME, TK_SHL, TK_NAME, TK_LE, TK_NAME, TK_LT, TK_NAME);
-    KINDS("a>>=b>>c>=d>e", TK_NAME, TK_SHREQ, TK_NAME, TK_SHR, TK_NAME, TK_GE, TK_NAME, TK_GT, TK_NAME);
+    KINDS("a<<=b<<c<=d<e", TK_NAME, TK_SHLEQ, TK_NAME, TK_SHL, TK_NAME, TK_LE, TK_NAME, TK_LT,
+          TK_NAME);
+    KINDS("a>>=b>>c>=d>e", TK_NAME, TK_SHREQ, TK_NAME, TK_SHR, TK_NAME, TK_GE, TK_NAME, TK_GT,
+          TK_NAME);
     KINDS("a**=b//=c%=d", TK_NAME, TK_POWEQ, TK_NAME, TK_DSLASHEQ, TK_NAME, TK_PERCENTEQ, TK_NAME);
     KINDS("a<<<b", TK_NAME, TK_SHL, TK_LT, TK_NAME);
     KINDS("~~x^y", TK_TILDE, TK_TILDE, TK_NAME, TK_CARET, TK_NAME);
@@ -120,7 +136,8 @@ START_TEST(punctuation)
     KINDS("x+ =1", TK_NAME, TK_PLUS, TK_ASSIGN, TK_NUM);
     KINDS("a<=b>=c==d!=e", TK_NAME, TK_LE, TK_NAME, TK_GE, TK_NAME, TK_EQ, TK_NAME, TK_NE, TK_NAME);
     KINDS("a===b", TK_NAME, TK_EQ, TK_ASSIGN, TK_NAME);
-    KINDS("f(x)[0].y", TK_NAME, TK_LPAREN, TK_NAME, TK_RPAREN, TK_LBRACK, TK_NUM, TK_RBRACK, TK_DOT, TK_NAME);
+    KINDS("f(x)[0].y", TK_NAME, TK_LPAREN, TK_NAME, TK_RPAREN, TK_LBRACK, TK_NUM, TK_RBRACK, TK_DOT,
+          TK_NAME);
     Toks ts;
     lex_all(&ts, "");
     ck_assert_int_eq(ts.n, 1);
@@ -155,12 +172,18 @@ END_TEST
 
 START_TEST(keywords)
 {
-    static const struct { const char *w; TokKind k; } kw[] = {
-        {"fn", TK_FN}, {"qfn", TK_QFN}, {"on", TK_ON}, {"return", TK_RETURN}, {"if", TK_IF},
-        {"elif", TK_ELIF}, {"else", TK_ELSE}, {"while", TK_WHILE}, {"for", TK_FOR}, {"in", TK_IN},
-        {"break", TK_BREAK}, {"continue", TK_CONTINUE}, {"and", TK_AND}, {"or", TK_OR},
-        {"not", TK_NOT}, {"true", TK_TRUE}, {"false", TK_FALSE}, {"nil", TK_NIL},
-        {"import", TK_IMPORT}, {"global", TK_GLOBAL}, {"try", TK_TRY}, {"catch", TK_CATCH},
+    static const struct {
+        const char *w;
+        TokKind k;
+    } kw[] = {
+        { "fn", TK_FN },         { "qfn", TK_QFN },       { "on", TK_ON },
+        { "return", TK_RETURN }, { "if", TK_IF },         { "elif", TK_ELIF },
+        { "else", TK_ELSE },     { "while", TK_WHILE },   { "for", TK_FOR },
+        { "in", TK_IN },         { "break", TK_BREAK },   { "continue", TK_CONTINUE },
+        { "and", TK_AND },       { "or", TK_OR },         { "not", TK_NOT },
+        { "true", TK_TRUE },     { "false", TK_FALSE },   { "nil", TK_NIL },
+        { "import", TK_IMPORT }, { "global", TK_GLOBAL }, { "try", TK_TRY },
+        { "catch", TK_CATCH },
     };
     for (size_t i = 0; i < sizeof kw / sizeof kw[0]; i++) {
         Token t = one(kw[i].w);
@@ -168,11 +191,12 @@ START_TEST(keywords)
         ck_assert_int_eq((int)t.len, (int)strlen(kw[i].w));
         /* a keyword with more letters, digits or '_' around it is a name */
         char buf[32];
-        const char *fmts[] = {"%sx", "x%s", "%s_", "_%s", "%s1"};
+        const char *fmts[] = { "%sx", "x%s", "%s_", "_%s", "%s1" };
         for (size_t f = 0; f < sizeof fmts / sizeof fmts[0]; f++) {
             snprintf(buf, sizeof buf, fmts[f], kw[i].w);
             Token n = one(buf);
-            ck_assert_msg(n.kind == TK_NAME, "'%s' lexed as %s, want a name", buf, lex_kind_name(n.kind));
+            ck_assert_msg(n.kind == TK_NAME, "'%s' lexed as %s, want a name", buf,
+                          lex_kind_name(n.kind));
             ck_assert_int_eq((int)n.len, (int)strlen(buf));
         }
         /* keywords are case-sensitive (True and False are reserved: not qh) */
@@ -191,8 +215,10 @@ END_TEST
 
 START_TEST(names)
 {
-    const char *names[] = {"x", "_", "_x1", "camelCase", "snake_case_2", "A", "Z9", "__init__", "true_", "none",
-                           "passes", "lambda_", "Lambda", "isa", "match", "case", "self", "this", "function"};
+    const char *names[] = { "x",      "_",       "_x1",      "camelCase", "snake_case_2",
+                            "A",      "Z9",      "__init__", "true_",     "none",
+                            "passes", "lambda_", "Lambda",   "isa",       "match",
+                            "case",   "self",    "this",     "function" };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         Token t = one(names[i]);
         ck_assert_msg(t.kind == TK_NAME, "'%s' lexed as %s", names[i], lex_kind_name(t.kind));
@@ -210,27 +236,30 @@ END_TEST
  * says what to write instead (lang/lexical.md#keywords). */
 START_TEST(not_qh_words)
 {
-    static const struct { const char *src; const char *msg; } w[] = {
-        {"lambda", "'lambda' is not part of qh: use fn (x) { return ... }"},
-        {"def", "'def' is not part of qh: functions are defined with fn NAME(params) { ... }"},
-        {"class", "'class' is not part of qh"},
-        {"yield", "'yield' is not part of qh: qh has no generators"},
-        {"nonlocal", "'nonlocal' is not part of qh"},
-        {"del", "'del' is not part of qh: use pop(list, i) or pop(dict, key)"},
-        {"is", "'is' is not part of qh: use =="},
-        {"pass", "'pass' is not part of qh: an empty block is written {}"},
-        {"raise", "'raise' is not part of qh: use error(message)"},
-        {"assert", "'assert' is not part of qh"},
-        {"except", "'except' is not part of qh: use try { ... } catch e { ... }"},
-        {"finally", "'finally' is not part of qh"},
-        {"with", "'with' is not part of qh"},
-        {"async", "'async' is not part of qh"},
-        {"await", "'await' is not part of qh"},
-        {"from", "'from' is not part of qh"},
-        {"as", "'as' is not part of qh"},
-        {"None", "'None' is not part of qh: use nil"},
-        {"True", "'True' is not part of qh: use true"},
-        {"False", "'False' is not part of qh: use false"},
+    static const struct {
+        const char *src;
+        const char *msg;
+    } w[] = {
+        { "lambda", "'lambda' is not part of qh: use fn (x) { return ... }" },
+        { "def", "'def' is not part of qh: functions are defined with fn NAME(params) { ... }" },
+        { "class", "'class' is not part of qh" },
+        { "yield", "'yield' is not part of qh: qh has no generators" },
+        { "nonlocal", "'nonlocal' is not part of qh" },
+        { "del", "'del' is not part of qh: use pop(list, i) or pop(dict, key)" },
+        { "is", "'is' is not part of qh: use ==" },
+        { "pass", "'pass' is not part of qh: an empty block is written {}" },
+        { "raise", "'raise' is not part of qh: use error(message)" },
+        { "assert", "'assert' is not part of qh" },
+        { "except", "'except' is not part of qh: use try { ... } catch e { ... }" },
+        { "finally", "'finally' is not part of qh" },
+        { "with", "'with' is not part of qh" },
+        { "async", "'async' is not part of qh" },
+        { "await", "'await' is not part of qh" },
+        { "from", "'from' is not part of qh" },
+        { "as", "'as' is not part of qh" },
+        { "None", "'None' is not part of qh: use nil" },
+        { "True", "'True' is not part of qh: use true" },
+        { "False", "'False' is not part of qh: use false" },
     };
     for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
         Token t = one(w[i].src);
@@ -283,7 +312,7 @@ START_TEST(numbers)
     check_num("1_0.2_5", TK_NUM, 10.25);
     check_num("0.1", TK_NUM, 0.1);
     check_num("123456789012345678901234567890", TK_NUM, 123456789012345678901234567890.0);
-    check_num("0x10000000000000001", TK_NUM, 18446744073709551617.0);   /* more than 64 bits */
+    check_num("0x10000000000000001", TK_NUM, 18446744073709551617.0); /* more than 64 bits */
 }
 END_TEST
 
@@ -291,10 +320,10 @@ END_TEST
  * literal (Python: float(0x2000000000000101) == 2**61 + 512). */
 START_TEST(hex_rounding)
 {
-    check_num("0x20000000000000", TK_NUM, 9007199254740992.0);            /* 2^53, 14 digits */
-    check_num("0xFFFFFFFFFFFFF", TK_NUM, 4503599627370495.0);             /* 15 digits, exact */
-    check_num("0x2000000000000101", TK_NUM, 2305843009213694464.0);       /* 2^61 + 257 -> 2^61 + 512 */
-    check_num("0x20000000000001010", TK_NUM, 36893488147419111424.0);     /* the same, times 16 */
+    check_num("0x20000000000000", TK_NUM, 9007199254740992.0);        /* 2^53, 14 digits */
+    check_num("0xFFFFFFFFFFFFF", TK_NUM, 4503599627370495.0);         /* 15 digits, exact */
+    check_num("0x2000000000000101", TK_NUM, 2305843009213694464.0);   /* 2^61 + 257 -> 2^61 + 512 */
+    check_num("0x20000000000001010", TK_NUM, 36893488147419111424.0); /* the same, times 16 */
 }
 END_TEST
 
@@ -353,7 +382,7 @@ START_TEST(string_plain)
     check_str("\"it's\"", "it's", 4);
     check_str("'say \"hi\"'", "say \"hi\"", 8);
     check_str("\"# not a comment\"", "# not a comment", 15);
-    check_str("\"caf\xc3\xa9 \xe2\x82\xac\"", "caf\xc3\xa9 \xe2\x82\xac", 9);   /* raw UTF-8 kept */
+    check_str("\"caf\xc3\xa9 \xe2\x82\xac\"", "caf\xc3\xa9 \xe2\x82\xac", 9); /* raw UTF-8 kept */
 }
 END_TEST
 
@@ -367,17 +396,17 @@ START_TEST(string_escapes)
     check_str("'\\''", "'", 1);
     check_str("\"\\'\"", "'", 1);
     check_str("'\\\"'", "\"", 1);
-    check_str("\"a\\0b\"", "a\0b", 3);           /* NUL inside a string */
+    check_str("\"a\\0b\"", "a\0b", 3); /* NUL inside a string */
     check_str("\"\\x41\\x7a\"", "Az", 2);
     check_str("\"\\xff\"", "\xff", 1);
     check_str("\"\\xA0\"", "\xa0", 1);
     check_str("\"\\x00\"", "\0", 1);
     check_str("\"\\u{41}\"", "A", 1);
-    check_str("\"\\u{e9}\"", "\xc3\xa9", 2);                  /* 2-byte UTF-8 */
-    check_str("\"\\u{20AC}\"", "\xe2\x82\xac", 3);            /* 3-byte */
-    check_str("\"\\u{1F600}\"", "\xf0\x9f\x98\x80", 4);       /* 4-byte */
-    check_str("\"\\u{10FFFF}\"", "\xf4\x8f\xbf\xbf", 4);      /* the last code point */
-    check_str("\"\\u{0000e9}\"", "\xc3\xa9", 2);              /* leading zeros */
+    check_str("\"\\u{e9}\"", "\xc3\xa9", 2);             /* 2-byte UTF-8 */
+    check_str("\"\\u{20AC}\"", "\xe2\x82\xac", 3);       /* 3-byte */
+    check_str("\"\\u{1F600}\"", "\xf0\x9f\x98\x80", 4);  /* 4-byte */
+    check_str("\"\\u{10FFFF}\"", "\xf4\x8f\xbf\xbf", 4); /* the last code point */
+    check_str("\"\\u{0000e9}\"", "\xc3\xa9", 2);         /* leading zeros */
     check_str("\"\\u{7f}\\u{80}\\u{7ff}\\u{800}\\u{ffff}\\u{10000}\"",
               "\x7f\xc2\x80\xdf\xbf\xe0\xa0\x80\xef\xbf\xbf\xf0\x90\x80\x80", 15);
     check_str("\"\\n\\t\\r\\\\\\\"\\'\\0\\x41\\u{263A}\"", "\n\t\r\\\"'\0A\xe2\x98\xba", 11);
@@ -388,9 +417,9 @@ START_TEST(string_unterminated)
 {
     check_error("\"abc", 1, 1, "unterminated string");
     check_error("x = 'abc", 1, 5, "unterminated string");
-    check_error("x = \"abc\ny = 1", 1, 5, "unterminated string");   /* strings do not span lines */
-    check_error("\"abc\\\"", 1, 1, "unterminated string");           /* the quote is escaped */
-    check_error("\"abc'", 1, 1, "unterminated string");               /* the other quote */
+    check_error("x = \"abc\ny = 1", 1, 5, "unterminated string"); /* strings do not span lines */
+    check_error("\"abc\\\"", 1, 1, "unterminated string");        /* the quote is escaped */
+    check_error("\"abc'", 1, 1, "unterminated string");           /* the other quote */
     check_error("a\n  \"xyz", 2, 3, "unterminated string");
     check_error("\"abc\\", 1, 1, "unterminated string");
 }
@@ -405,8 +434,8 @@ START_TEST(string_bad_escape)
     check_error("\"\\x\"", 1, 2, "\\x");
     check_error("\"\\u41\"", 1, 2, "\\u");
     check_error("\"\\u{}\"", 1, 2, "\\u");
-    check_error("\"\\u{110000}\"", 1, 2, "\\u");    /* beyond Unicode */
-    check_error("\"\\u{D800}\"", 1, 2, "\\u");      /* a surrogate */
+    check_error("\"\\u{110000}\"", 1, 2, "\\u"); /* beyond Unicode */
+    check_error("\"\\u{D800}\"", 1, 2, "\\u");   /* a surrogate */
     check_error("\"\\u{41\"", 1, 2, "\\u");
     check_error("\"\\u{4g}\"", 1, 2, "\\u");
 }
@@ -418,7 +447,7 @@ START_TEST(string_positions)
     lex_all(&ts, "s = \"a\\tb\" + 'c'");
     ck_assert_int_eq(ts.t[2].kind, TK_STR);
     ck_assert_int_eq(ts.t[2].col, 5);
-    ck_assert_int_eq((int)ts.t[2].len, 6);           /* the source text, quotes included */
+    ck_assert_int_eq((int)ts.t[2].len, 6); /* the source text, quotes included */
     ck_assert(memcmp(ts.t[2].start, "\"a\\tb\"", 6) == 0);
     ck_assert_int_eq(ts.t[3].kind, TK_PLUS);
     ck_assert_int_eq(ts.t[3].col, 12);
@@ -435,20 +464,23 @@ START_TEST(newlines_and_positions)
     const char *src = "x = 1\n  y=22\n\nfoo(a, b)\n";
     Toks ts;
     lex_all(&ts, src);
-    struct { TokKind k; int line, col; } want[] = {
-        {TK_NAME, 1, 1}, {TK_ASSIGN, 1, 3}, {TK_NUM, 1, 5}, {TK_NEWLINE, 1, 6},
-        {TK_NAME, 2, 3}, {TK_ASSIGN, 2, 4}, {TK_NUM, 2, 5}, {TK_NEWLINE, 2, 7},
-        {TK_NEWLINE, 3, 1},
-        {TK_NAME, 4, 1}, {TK_LPAREN, 4, 4}, {TK_NAME, 4, 5}, {TK_COMMA, 4, 6}, {TK_NAME, 4, 8},
-        {TK_RPAREN, 4, 9}, {TK_NEWLINE, 4, 10},
-        {TK_EOF, 5, 1},
+    struct {
+        TokKind k;
+        int line, col;
+    } want[] = {
+        { TK_NAME, 1, 1 },    { TK_ASSIGN, 1, 3 }, { TK_NUM, 1, 5 },    { TK_NEWLINE, 1, 6 },
+        { TK_NAME, 2, 3 },    { TK_ASSIGN, 2, 4 }, { TK_NUM, 2, 5 },    { TK_NEWLINE, 2, 7 },
+        { TK_NEWLINE, 3, 1 }, { TK_NAME, 4, 1 },   { TK_LPAREN, 4, 4 }, { TK_NAME, 4, 5 },
+        { TK_COMMA, 4, 6 },   { TK_NAME, 4, 8 },   { TK_RPAREN, 4, 9 }, { TK_NEWLINE, 4, 10 },
+        { TK_EOF, 5, 1 },
     };
     int nw = (int)(sizeof want / sizeof want[0]);
     ck_assert_int_eq(ts.n, nw);
     for (int i = 0; i < nw; i++) {
-        ck_assert_msg(ts.t[i].kind == want[i].k && ts.t[i].line == want[i].line && ts.t[i].col == want[i].col,
-                      "token %d: %s at %d:%d, want %s at %d:%d", i, lex_kind_name(ts.t[i].kind), ts.t[i].line,
-                      ts.t[i].col, lex_kind_name(want[i].k), want[i].line, want[i].col);
+        ck_assert_msg(
+            ts.t[i].kind == want[i].k && ts.t[i].line == want[i].line && ts.t[i].col == want[i].col,
+            "token %d: %s at %d:%d, want %s at %d:%d", i, lex_kind_name(ts.t[i].kind), ts.t[i].line,
+            ts.t[i].col, lex_kind_name(want[i].k), want[i].line, want[i].col);
     }
     ck_assert_int_eq((int)ts.t[3].len, 1);
     toks_free(&ts);
@@ -535,7 +567,8 @@ START_TEST(string_continuation_position)
     Toks ts;
     lex_all(&ts, "s = \"ab\\\ncd\" + x");
     ck_assert_int_eq(ts.t[2].kind, TK_STR);
-    ck_assert_msg(ts.t[2].line == 1 && ts.t[2].col == 5, "string at %d:%d, want 1:5", ts.t[2].line, ts.t[2].col);
+    ck_assert_msg(ts.t[2].line == 1 && ts.t[2].col == 5, "string at %d:%d, want 1:5", ts.t[2].line,
+                  ts.t[2].col);
     ck_assert_int_eq(ts.t[3].kind, TK_PLUS);
     ck_assert_int_eq(ts.t[3].line, 2);
     ck_assert_int_eq(ts.t[3].col, 5);

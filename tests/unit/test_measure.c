@@ -23,7 +23,7 @@
 
 typedef double complex cplx;
 
-#define OUT_CAP (1 << 17)
+#define OUT_CAP  (1 << 17)
 #define PROG_CAP (1 << 15)
 
 static bool g_sync = true;
@@ -40,7 +40,10 @@ static void run_ok(const char *what, const char *program, char *out)
     ck_assert_msg(ok, "%s: the program failed:\n%s\n--- program:\n%s", what, out, program);
 }
 
-typedef struct { char *s; size_t n; } PBuf;
+typedef struct {
+    char *s;
+    size_t n;
+} PBuf;
 static void put(PBuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(PBuf *b, const char *fmt, ...)
 {
@@ -62,12 +65,20 @@ static double unif(void)
 }
 static int below(int n) { return (int)(unif() * n); }
 
-#define NQ 3
+#define NQ  3
 #define DIM (1 << NQ)
 
 /* A factor of a term: a k-wire matrix on given wires (wires[0] = its MSB). */
-typedef struct { int k; int w[NQ]; cplx m[DIM * DIM]; } Factor;
-typedef struct { double c; int nf; Factor f[NQ]; } Term;
+typedef struct {
+    int k;
+    int w[NQ];
+    cplx m[DIM * DIM];
+} Factor;
+typedef struct {
+    double c;
+    int nf;
+    Factor f[NQ];
+} Term;
 
 static int bit(int idx, int wire, int n) { return (idx >> (n - 1 - wire)) & 1; }
 
@@ -120,7 +131,7 @@ static void partial_trace(const cplx *psi, int n, const int *ws, int k, cplx *rh
     memset(rho, 0, (size_t)dk * dk * sizeof(cplx));
     for (int i = 0; i < d; i++)
         for (int j = 0; j < d; j++) {
-            bool same = true;     /* the traced wires agree */
+            bool same = true; /* the traced wires agree */
             for (int w = 0; w < n && same; w++) {
                 bool in = false;
                 for (int q = 0; q < k; q++) in |= ws[q] == w;
@@ -128,7 +139,10 @@ static void partial_trace(const cplx *psi, int n, const int *ws, int k, cplx *rh
             }
             if (!same) continue;
             int a = 0, b = 0;
-            for (int q = 0; q < k; q++) { a = 2 * a + bit(i, ws[q], n); b = 2 * b + bit(j, ws[q], n); }
+            for (int q = 0; q < k; q++) {
+                a = 2 * a + bit(i, ws[q], n);
+                b = 2 * b + bit(j, ws[q], n);
+            }
             rho[a * dk + b] += psi[i] * conj(psi[j]);
         }
 }
@@ -148,7 +162,8 @@ static void eigvals_herm(const cplx *h, int d, double *vals)
         }
     for (int sweep = 0; sweep < 100; sweep++) {
         double off = 0;
-        for (int p = 0; p < m; p++) for (int q = p + 1; q < m; q++) off += a[p * m + q] * a[p * m + q];
+        for (int p = 0; p < m; p++)
+            for (int q = p + 1; q < m; q++) off += a[p * m + q] * a[p * m + q];
         if (off < 1e-30) break;
         for (int p = 0; p < m; p++)
             for (int q = p + 1; q < m; q++) {
@@ -170,8 +185,12 @@ static void eigvals_herm(const cplx *h, int d, double *vals)
     }
     double *all = malloc((size_t)m * sizeof(double));
     for (int i = 0; i < m; i++) all[i] = a[i * m + i];
-    for (int i = 1; i < m; i++)       /* sort */
-        for (int j = i; j > 0 && all[j] < all[j - 1]; j--) { double x = all[j]; all[j] = all[j - 1]; all[j - 1] = x; }
+    for (int i = 1; i < m; i++) /* sort */
+        for (int j = i; j > 0 && all[j] < all[j - 1]; j--) {
+            double x = all[j];
+            all[j] = all[j - 1];
+            all[j - 1] = x;
+        }
     for (int i = 0; i < d; i++) vals[i] = all[2 * i];
     free(all);
     free(a);
@@ -181,7 +200,8 @@ static double entropy(const cplx *rho, int d, double base)
 {
     double v[DIM], s = 0;
     eigvals_herm(rho, d, v);
-    for (int i = 0; i < d; i++) if (v[i] > 1e-14) s -= v[i] * log(v[i]);
+    for (int i = 0; i < d; i++)
+        if (v[i] > 1e-14) s -= v[i] * log(v[i]);
     return base > 0 ? s / log(base) : s;
 }
 
@@ -200,7 +220,8 @@ static void put_matrix(PBuf *b, const cplx *m, int d)
     put(b, "array([");
     for (int i = 0; i < d; i++) {
         put(b, "%s[", i ? ", " : "");
-        for (int j = 0; j < d; j++) put(b, "%s%.17g + %.17gj", j ? ", " : "", creal(m[i * d + j]), cimag(m[i * d + j]));
+        for (int j = 0; j < d; j++)
+            put(b, "%s%.17g + %.17gj", j ? ", " : "", creal(m[i * d + j]), cimag(m[i * d + j]));
         put(b, "]");
     }
     put(b, "])");
@@ -211,8 +232,14 @@ static const cplx PZ[4] = { 1, 0, 0, -1 }, PX[4] = { 0, 1, 1, 0 };
 /* three distinct wires in random order */
 static void perm3(int *w)
 {
-    w[0] = 0; w[1] = 1; w[2] = 2;
-    for (int i = 2; i > 0; i--) { int j = below(i + 1), t = w[i]; w[i] = w[j]; w[j] = t; }
+    w[0] = 0;
+    w[1] = 1;
+    w[2] = 2;
+    for (int i = 2; i > 0; i--) {
+        int j = below(i + 1), t = w[i];
+        w[i] = w[j];
+        w[j] = t;
+    }
 }
 
 /* A random circuit on NQ wires as qh statements (angles scaled by x when param). */
@@ -222,7 +249,8 @@ static void put_circuit(PBuf *b, bool param)
         for (int w = 0; w < NQ; w++) {
             static const char *const g[] = { "RX", "RY", "RZ" };
             for (int k = 0; k < 2; k++)
-                put(b, "    %s(%s%.6f, %d)\n", g[below(3)], param ? "x * " : "", 2 * M_PI * unif() - M_PI, w);
+                put(b, "    %s(%s%.6f, %d)\n", g[below(3)], param ? "x * " : "",
+                    2 * M_PI * unif() - M_PI, w);
         }
         put(b, "    CNOT(0, 1)\n    CNOT(1, 2)\n    CRY(%.6f, 2, 0)\n", 2 * unif());
     }
@@ -256,24 +284,38 @@ START_TEST(test_observables_dense)
         put_matrix(&b, A, 2);
         put(&b, "\nB = ");
         put_matrix(&b, B, 4);
-        put(&b, "\nphi = array([%.17g + %.17gj, %.17g + %.17gj])\n", creal(phi[0]), cimag(phi[0]), creal(phi[1]), cimag(phi[1]));
-        /* O = c0 Z(w0) @ Hermitian(A, w1) + c1 Hermitian(B, [v0, v1]) + c2 Projector(bits, [w2, w0]) + c3 Projector(phi, v2) @ X(v0) */
-        put(&b, "O = %.17g * PauliZ(%d) @ Hermitian(A, %d) + %.17g * Hermitian(B, wires=[%d, %d]) + "
-                "%.17g * Projector([%d, %d], wires=[%d, %d]) + %.17g * Projector(phi, %d) @ PauliX(%d)\n",
-            c[0], w[0], w[1], c[1], v[0], v[1], c[2], bits[0], bits[1], w[2], w[0], c[3], v[2], v[0]);
-        put(&b, "fn show(tag, a) {\n    s = tag\n    for z in a { s = s + fmt(\" %%.17g %%.17g\", real(z), imag(z)) }\n    print(s)\n}\n");
+        put(&b, "\nphi = array([%.17g + %.17gj, %.17g + %.17gj])\n", creal(phi[0]), cimag(phi[0]),
+            creal(phi[1]), cimag(phi[1]));
+        /* O = c0 Z(w0) @ Hermitian(A, w1) + c1 Hermitian(B, [v0, v1]) + c2 Projector(bits, [w2,
+         * w0]) + c3 Projector(phi, v2) @ X(v0) */
+        put(&b,
+            "O = %.17g * PauliZ(%d) @ Hermitian(A, %d) + %.17g * Hermitian(B, wires=[%d, %d]) + "
+            "%.17g * Projector([%d, %d], wires=[%d, %d]) + %.17g * Projector(phi, %d) @ "
+            "PauliX(%d)\n",
+            c[0], w[0], w[1], c[1], v[0], v[1], c[2], bits[0], bits[1], w[2], w[0], c[3], v[2],
+            v[0]);
+        put(&b, "fn show(tag, a) {\n    s = tag\n    for z in a { s = s + fmt(\" %%.17g %%.17g\", "
+                "real(z), imag(z)) }\n    print(s)\n}\n");
         static char circ[PROG_CAP];
         PBuf cb = { circ, 0 };
         circ[0] = 0;
         put_circuit(&cb, false);
         for (int dev = 0; dev < 2; dev++) {
-            put(&b, "qfn c%d() on device(\"%s\", wires=%d) {\n%s", dev, dev ? "mixed" : "statevector", NQ, circ);
-            put(&b, "    return [%s, expval(O), var(O), density_matrix([%d, %d]), vn_entropy([%d]), vn_entropy([%d, %d], log_base=2), "
-                    "mutual_info([%d], [%d, %d]), purity([%d, %d]), mutual_info(%d, %d, log_base=2)]\n}\n",
-                dev ? "0" : "state()", w[0], w[1], w[2], w[0], w[1], w[0], w[1], w[2], v[0], v[1], v[2], v[0]);
+            put(&b, "qfn c%d() on device(\"%s\", wires=%d) {\n%s", dev,
+                dev ? "mixed" : "statevector", NQ, circ);
+            put(&b,
+                "    return [%s, expval(O), var(O), density_matrix([%d, %d]), vn_entropy([%d]), "
+                "vn_entropy([%d, %d], log_base=2), "
+                "mutual_info([%d], [%d, %d]), purity([%d, %d]), mutual_info(%d, %d, "
+                "log_base=2)]\n}\n",
+                dev ? "0" : "state()", w[0], w[1], w[2], w[0], w[1], w[0], w[1], w[2], v[0], v[1],
+                v[2], v[0]);
             put(&b, "r = c%d()\n", dev);
             if (dev == 0) put(&b, "show(\"state\", r[0])\n");
-            put(&b, "print(\"m%d\", fmt(\"%%.17g %%.17g %%.17g %%.17g %%.17g %%.17g %%.17g\", r[1], r[2], r[4], r[5], r[6], r[7], r[8]))\n", dev);
+            put(&b,
+                "print(\"m%d\", fmt(\"%%.17g %%.17g %%.17g %%.17g %%.17g %%.17g %%.17g\", r[1], "
+                "r[2], r[4], r[5], r[6], r[7], r[8]))\n",
+                dev);
             put(&b, "show(\"rho%d\", reshape(r[3], [16]))\n", dev);
         }
         run_ok("observables", prog, out);
@@ -285,24 +327,41 @@ START_TEST(test_observables_dense)
         cplx O[DIM * DIM] = { 0 }, O2[DIM * DIM];
         Term t;
         memset(&t, 0, sizeof t);
-        t.c = c[0]; t.nf = 2;
-        t.f[0].k = 1; t.f[0].w[0] = w[0]; memcpy(t.f[0].m, PZ, sizeof PZ);
-        t.f[1].k = 1; t.f[1].w[0] = w[1]; memcpy(t.f[1].m, A, sizeof A);
+        t.c = c[0];
+        t.nf = 2;
+        t.f[0].k = 1;
+        t.f[0].w[0] = w[0];
+        memcpy(t.f[0].m, PZ, sizeof PZ);
+        t.f[1].k = 1;
+        t.f[1].w[0] = w[1];
+        memcpy(t.f[1].m, A, sizeof A);
         add_term(&t, NQ, O);
         memset(&t, 0, sizeof t);
-        t.c = c[1]; t.nf = 1;
-        t.f[0].k = 2; t.f[0].w[0] = v[0]; t.f[0].w[1] = v[1]; memcpy(t.f[0].m, B, sizeof B);
+        t.c = c[1];
+        t.nf = 1;
+        t.f[0].k = 2;
+        t.f[0].w[0] = v[0];
+        t.f[0].w[1] = v[1];
+        memcpy(t.f[0].m, B, sizeof B);
         add_term(&t, NQ, O);
         memset(&t, 0, sizeof t);
-        t.c = c[2]; t.nf = 1;
-        t.f[0].k = 2; t.f[0].w[0] = w[2]; t.f[0].w[1] = w[0];
+        t.c = c[2];
+        t.nf = 1;
+        t.f[0].k = 2;
+        t.f[0].w[0] = w[2];
+        t.f[0].w[1] = w[0];
         t.f[0].m[(2 * bits[0] + bits[1]) * 5] = 1;
         add_term(&t, NQ, O);
         memset(&t, 0, sizeof t);
-        t.c = c[3]; t.nf = 2;
-        t.f[0].k = 1; t.f[0].w[0] = v[2];
-        for (int i = 0; i < 2; i++) for (int j = 0; j < 2; j++) t.f[0].m[i * 2 + j] = phi[i] * conj(phi[j]);
-        t.f[1].k = 1; t.f[1].w[0] = v[0]; memcpy(t.f[1].m, PX, sizeof PX);
+        t.c = c[3];
+        t.nf = 2;
+        t.f[0].k = 1;
+        t.f[0].w[0] = v[2];
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++) t.f[0].m[i * 2 + j] = phi[i] * conj(phi[j]);
+        t.f[1].k = 1;
+        t.f[1].w[0] = v[0];
+        memcpy(t.f[1].m, PX, sizeof PX);
         add_term(&t, NQ, O);
         matmul(O, O, O2, DIM);
         double e = expect(psi, O, DIM), var = expect(psi, O2, DIM) - e * e;
@@ -314,10 +373,14 @@ START_TEST(test_observables_dense)
         partial_trace(psi, NQ, (int[]){ v[0], v[1] }, 2, rv);
         partial_trace(psi, NQ, (int[]){ v[2] }, 1, r3);
         double pur = 0;
-        for (int i = 0; i < 16; i++) pur += creal(rv[i] * conj(rv[i]));     /* purity([v0, v1]) */
+        for (int i = 0; i < 16; i++) pur += creal(rv[i] * conj(rv[i])); /* purity([v0, v1]) */
         double want[7] = {
-            e, var, entropy(r1, 2, 0), entropy(rho, 4, 2),
-            entropy(r2, 2, 0) + entropy(r12, 4, 0) - 0,     /* S(A) + S(B) - S(AB), S(AB) = 0 for a pure state */
+            e,
+            var,
+            entropy(r1, 2, 0),
+            entropy(rho, 4, 2),
+            entropy(r2, 2, 0) + entropy(r12, 4, 0) -
+                0, /* S(A) + S(B) - S(AB), S(AB) = 0 for a pure state */
             pur,
             0,
         };
@@ -328,7 +391,10 @@ START_TEST(test_observables_dense)
         partial_trace(psi, NQ, (int[]){ v[2], v[0] }, 2, r23);
         want[6] = (entropy(r0v, 2, 0) + entropy(rv2, 2, 0) - entropy(r23, 4, 0)) / log(2);
         (void)r3;
-        static const char *const names[7] = { "expval", "var", "vn_entropy", "vn_entropy base 2", "mutual_info", "purity", "mutual_info base 2" };
+        static const char *const names[7] = {
+            "expval",      "var",    "vn_entropy",        "vn_entropy base 2",
+            "mutual_info", "purity", "mutual_info base 2"
+        };
         for (int dev = 0; dev < 2; dev++) {
             double got[7], rg[32];
             char tag[8];
@@ -370,10 +436,13 @@ START_TEST(test_grad_blocks)
         put_matrix(&b, B, 4);
         put(&b, "\nqfn f(x) on device(\"statevector\", wires=3) {\n");
         put_circuit(&b, true);
-        put(&b, "    return expval(0.7 * Hermitian(B, [%d, %d]) @ PauliY(%d) - Projector([1, 0], [%d, %d])) + var(Hermitian(A, %d)) * x\n}\n",
+        put(&b,
+            "    return expval(0.7 * Hermitian(B, [%d, %d]) @ PauliY(%d) - Projector([1, 0], [%d, "
+            "%d])) + var(Hermitian(A, %d)) * x\n}\n",
             w[0], w[1], w[2], w[1], w[2], w[0]);
         put(&b, "x = 0.37\nh = 1e-6\n");
-        put(&b, "print(\"g\", fmt(\"%%.15f %%.15f %%.15f %%.15f\", grad(f)(x), grad(f, method=\"parameter-shift\")(x), "
+        put(&b, "print(\"g\", fmt(\"%%.15f %%.15f %%.15f %%.15f\", grad(f)(x), grad(f, "
+                "method=\"parameter-shift\")(x), "
                 "grad(f, method=\"finite-diff\")(x), (f(x + h) - f(x - h)) / (2 * h)))\n");
         run_ok("grad of blocks", prog, out);
         double g[4];
@@ -398,16 +467,23 @@ START_TEST(test_sampling)
     put_matrix(&b, A, 4);
     put(&b, "\nfn circuit() {\n");
     put_circuit(&b, false);
-    put(&b, "}\nqfn s() on device(\"statevector\", wires=3, shots=40000, seed=7) { circuit(); return [sample(Hermitian(A, [2, 0])), counts(Hermitian(A, [2, 0])), expval(Hermitian(A, [2, 0]))] }\n"
-            "qfn e() on device(\"statevector\", wires=3) { circuit(); return [expval(Hermitian(A, [2, 0])), var(Hermitian(A, [2, 0]))] }\n"
-            "qfn v() on device(\"statevector\", wires=3, shots=[1000, [4000, 2]], seed=3) { circuit(); return expval(Hermitian(A, [2, 0])) }\n"
-            "qfn m() on device(\"mixed\", wires=3, shots=40000, seed=7) { circuit(); return expval(Hermitian(A, [2, 0])) }\n"
+    put(&b, "}\nqfn s() on device(\"statevector\", wires=3, shots=40000, seed=7) { circuit(); "
+            "return [sample(Hermitian(A, [2, 0])), counts(Hermitian(A, [2, 0])), "
+            "expval(Hermitian(A, [2, 0]))] }\n"
+            "qfn e() on device(\"statevector\", wires=3) { circuit(); return [expval(Hermitian(A, "
+            "[2, 0])), var(Hermitian(A, [2, 0]))] }\n"
+            "qfn v() on device(\"statevector\", wires=3, shots=[1000, [4000, 2]], seed=3) { "
+            "circuit(); return expval(Hermitian(A, [2, 0])) }\n"
+            "qfn m() on device(\"mixed\", wires=3, shots=40000, seed=7) { circuit(); return "
+            "expval(Hermitian(A, [2, 0])) }\n"
             "r = s()\nx = e()\n"
             "print(\"exact\", fmt(\"%%.17g %%.17g\", x[0], x[1]))\n"
             "print(\"mean\", fmt(\"%%.17g %%.17g %%.17g\", mean(r[0]), r[2], m()))\n"
-            "tot = 0\nks = \"\"\nfor k in keys(r[1]) { tot = tot + r[1][k]; ks = ks + fmt(\" %%.17g\", k) }\n"
+            "tot = 0\nks = \"\"\nfor k in keys(r[1]) { tot = tot + r[1][k]; ks = ks + fmt(\" "
+            "%%.17g\", k) }\n"
             "print(\"keys\", len(keys(r[1])), ks)\nprint(\"total\", tot)\n"
-            "vv = v()\nprint(\"vector\", len(vv), fmt(\"%%.17g %%.17g %%.17g\", vv[0], vv[1], vv[2]))\n");
+            "vv = v()\nprint(\"vector\", len(vv), fmt(\"%%.17g %%.17g %%.17g\", vv[0], vv[1], "
+            "vv[2]))\n");
     run_ok("sampling", prog, out);
     double ex[2], mn[3], tot, vec[4];
     numbers(out, "exact", ex, 2, "sampling");
@@ -430,7 +506,8 @@ START_TEST(test_sampling)
     numbers(out, "keys", k, 1 + (int)k[0], "counts");
     for (int i = 1; i <= (int)k[0]; i++) {
         double best = 1e9;
-        for (int j = 0; j < 4; j++) if (fabs(k[i] - ev[j]) < best) best = fabs(k[i] - ev[j]);
+        for (int j = 0; j < 4; j++)
+            if (fabs(k[i] - ev[j]) < best) best = fabs(k[i] - ev[j]);
         assert_close("counts", "key against the nearest eigenvalue", best, 0, 1e-9);
     }
 }
@@ -444,12 +521,17 @@ START_TEST(test_postselect)
     PBuf b = { prog, 0 };
     put(&b, "fn circuit() {\n");
     put_circuit(&b, false);
-    put(&b, "}\nfn show(tag, a) {\n    s = tag\n    for z in a { s = s + fmt(\" %%.17g %%.17g\", real(z), imag(z)) }\n    print(s)\n}\n"
+    put(&b, "}\nfn show(tag, a) {\n    s = tag\n    for z in a { s = s + fmt(\" %%.17g %%.17g\", "
+            "real(z), imag(z)) }\n    print(s)\n}\n"
             "qfn before() on device(\"statevector\", wires=3) { circuit(); return state() }\n"
-            "qfn after() on device(\"statevector\", wires=3) { circuit(); m = measure(1, postselect=1); return [m, state()] }\n"
-            "qfn mixed() on device(\"mixed\", wires=3) { circuit(); m = measure(1, postselect=1); return density_matrix([0, 1, 2]) }\n"
-            "qfn never() on device(\"statevector\", wires=3) { m = measure(1, postselect=1); return expval(PauliZ(0)) }\n"
-            "show(\"before\", before())\nr = after()\nprint(\"m\", r[0])\nshow(\"after\", r[1])\nshow(\"rho\", reshape(mixed(), [64]))\n"
+            "qfn after() on device(\"statevector\", wires=3) { circuit(); m = measure(1, "
+            "postselect=1); return [m, state()] }\n"
+            "qfn mixed() on device(\"mixed\", wires=3) { circuit(); m = measure(1, postselect=1); "
+            "return density_matrix([0, 1, 2]) }\n"
+            "qfn never() on device(\"statevector\", wires=3) { m = measure(1, postselect=1); "
+            "return expval(PauliZ(0)) }\n"
+            "show(\"before\", before())\nr = after()\nprint(\"m\", r[0])\nshow(\"after\", "
+            "r[1])\nshow(\"rho\", reshape(mixed(), [64]))\n"
             "print(\"never\", never())\n");
     run_ok("postselect", prog, out);
     double s0[16], s1[16], rho[128], m;
@@ -487,21 +569,27 @@ START_TEST(test_broadcast)
     for (int mode = 0; mode < 2; mode++) {
         g_sync = mode == 0;
         PBuf b = { prog, 0 };
-        put(&b, "qfn f(x, y) on device(\"statevector\", wires=2) { RX(x, 0); RY(y, 1); CNOT(0, 1); IsingZZ(x, 0, 1); return [expval(PauliZ(1)), probs(0)] }\n"
-                "xs = array([0.1, -0.7, 2.5, 1.0])\nr = f(xs, 0.3)\n"
-                "s = \"\"\nt = \"\"\nfor i in range(4) { one = f(xs[i], 0.3); s = s + fmt(\" %%.17g %%.17g\", r[0][i], one[0]); t = t + fmt(\" %%.17g %%.17g\", r[1][i, 1], one[1][1]) }\n"
-                "print(\"pairs\", s)\nprint(\"probs\", t)\nprint(\"shape\", shape(r[1]))\n"
-                "print(\"list\", tolist(f([0.1, -0.7, 2.5, 1.0], 0.3)[0]) == tolist(r[0]))\n");
+        put(&b,
+            "qfn f(x, y) on device(\"statevector\", wires=2) { RX(x, 0); RY(y, 1); CNOT(0, 1); "
+            "IsingZZ(x, 0, 1); return [expval(PauliZ(1)), probs(0)] }\n"
+            "xs = array([0.1, -0.7, 2.5, 1.0])\nr = f(xs, 0.3)\n"
+            "s = \"\"\nt = \"\"\nfor i in range(4) { one = f(xs[i], 0.3); s = s + fmt(\" %%.17g "
+            "%%.17g\", r[0][i], one[0]); t = t + fmt(\" %%.17g %%.17g\", r[1][i, 1], one[1][1]) }\n"
+            "print(\"pairs\", s)\nprint(\"probs\", t)\nprint(\"shape\", shape(r[1]))\n"
+            "print(\"list\", tolist(f([0.1, -0.7, 2.5, 1.0], 0.3)[0]) == tolist(r[0]))\n");
         run_ok("broadcast", prog, out);
         double pr[8], pp[8];
         numbers(out, "pairs", pr, 8, "broadcast");
         numbers(out, "probs", pp, 8, "broadcast");
         for (int i = 0; i < 4; i++) {
-            ck_assert_msg(pr[2 * i] == pr[2 * i + 1], "member %d: %.17g vs %.17g", i, pr[2 * i], pr[2 * i + 1]);
-            ck_assert_msg(pp[2 * i] == pp[2 * i + 1], "member %d probs: %.17g vs %.17g", i, pp[2 * i], pp[2 * i + 1]);
+            ck_assert_msg(pr[2 * i] == pr[2 * i + 1], "member %d: %.17g vs %.17g", i, pr[2 * i],
+                          pr[2 * i + 1]);
+            ck_assert_msg(pp[2 * i] == pp[2 * i + 1], "member %d probs: %.17g vs %.17g", i,
+                          pp[2 * i], pp[2 * i + 1]);
         }
         ck_assert_msg(strstr(out, "shape [4, 2]"), "%s", out);
-        ck_assert_msg(strstr(out, "list true"), "a list of numbers broadcasts as an array: %s", out);
+        ck_assert_msg(strstr(out, "list true"), "a list of numbers broadcasts as an array: %s",
+                      out);
     }
     g_sync = true;
 }

@@ -14,7 +14,7 @@
 
 #include "memlimit.h"
 
-#define GiB ((uint64_t)1 << 30)
+#define GiB  ((uint64_t)1 << 30)
 #define PHYS (16 * GiB)
 
 static char root[256];
@@ -82,7 +82,8 @@ START_TEST(v2_own_cgroup_not_the_root)
     MemLimit m;
     mem_limit_at(root, PHYS, &m);
     ck_assert(m.from_cgroup);
-    ck_assert_msg(strstr(m.file, "/sys/fs/cgroup/user.slice/job.scope/memory.max") != NULL, "file %s", m.file);
+    ck_assert_msg(strstr(m.file, "/sys/fs/cgroup/user.slice/job.scope/memory.max") != NULL,
+                  "file %s", m.file);
 }
 END_TEST
 
@@ -120,8 +121,10 @@ END_TEST
 
 START_TEST(v1_own_cgroup)
 {
-    put("/proc/self/cgroup", "9:name=systemd:/\n5:cpu,cpuacct:/\n4:memory:/process_api/job\n0::/\n");
-    put("/proc/self/mountinfo", "31 23 0:28 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n"
+    put("/proc/self/cgroup",
+        "9:name=systemd:/\n5:cpu,cpuacct:/\n4:memory:/process_api/job\n0::/\n");
+    put("/proc/self/mountinfo",
+        "31 23 0:28 / /sys/fs/cgroup rw - tmpfs tmpfs rw\n"
         "32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n" V1_MOUNT);
     put("/sys/fs/cgroup/memory/memory.limit_in_bytes", "9223372036854771712\n");
     put("/sys/fs/cgroup/memory/process_api/memory.limit_in_bytes", "9223372036854771712\n");
@@ -133,8 +136,10 @@ END_TEST
 START_TEST(v1_controllers_listed_together)
 {
     put("/proc/self/cgroup", "4:cpu,memory:/g\n");
-    put("/proc/self/mountinfo", "35 31 0:32 / /sys/fs/cgroup/cpu,memory rw - cgroup cgroup rw,cpu,memory\n");
-    put("/sys/fs/cgroup/cpu,memory/g/memory.limit_in_bytes", "%llu\n", (unsigned long long)(5 * GiB));
+    put("/proc/self/mountinfo",
+        "35 31 0:32 / /sys/fs/cgroup/cpu,memory rw - cgroup cgroup rw,cpu,memory\n");
+    put("/sys/fs/cgroup/cpu,memory/g/memory.limit_in_bytes", "%llu\n",
+        (unsigned long long)(5 * GiB));
     ck_assert_uint_eq(limit(), 5 * GiB);
 }
 END_TEST
@@ -142,7 +147,8 @@ END_TEST
 START_TEST(hybrid_takes_the_tighter)
 {
     put("/proc/self/cgroup", "4:memory:/x\n0::/y\n");
-    put("/proc/self/mountinfo", V1_MOUNT "41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n");
+    put("/proc/self/mountinfo",
+        V1_MOUNT "41 31 0:38 / /sys/fs/cgroup/unified rw - cgroup2 cgroup2 rw\n");
     put("/sys/fs/cgroup/memory/x/memory.limit_in_bytes", "%llu\n", (unsigned long long)(4 * GiB));
     put("/sys/fs/cgroup/unified/y/memory.max", "%llu\n", (unsigned long long)(3 * GiB));
     ck_assert_uint_eq(limit(), 3 * GiB);
@@ -169,12 +175,12 @@ END_TEST
 
 START_TEST(garbage_and_missing_files)
 {
-    ck_assert_uint_eq(limit(), PHYS);                   /* no /proc at all */
+    ck_assert_uint_eq(limit(), PHYS); /* no /proc at all */
     put("/proc/self/cgroup", "garbage\n::\n0::/q\n");
-    ck_assert_uint_eq(limit(), PHYS);                   /* no mountinfo */
+    ck_assert_uint_eq(limit(), PHYS); /* no mountinfo */
     put("/proc/self/mountinfo", "short line\n" V2_MOUNT);
     put("/sys/fs/cgroup/q/memory.max", "12abc\n");
-    ck_assert_uint_eq(limit(), PHYS);                   /* not a number */
+    ck_assert_uint_eq(limit(), PHYS); /* not a number */
     put("/sys/fs/cgroup/q/memory.max", "-5\n");
     ck_assert_uint_eq(limit(), PHYS);
     put("/sys/fs/cgroup/q/memory.max", "1048576\n");

@@ -12,9 +12,23 @@ START_TEST(integers)
     long long v;
     ck_assert(opt_int("4", 1, 1024, &v) && v == 4);
     ck_assert(opt_int("1024", 1, 1024, &v) && v == 1024);
-    const char *bad[] = { "", " 4", "4 ", "+4", "-4", "0", "1025", "100000", "4x", "0x10", "4.0", "1e2",
-                          "99999999999999999999", "nan", NULL };
-    for (int i = 0; bad[i]; i++) ck_assert_msg(!opt_int(bad[i], 1, 1024, &v), "accepted '%s'", bad[i]);
+    const char *bad[] = { "",
+                          " 4",
+                          "4 ",
+                          "+4",
+                          "-4",
+                          "0",
+                          "1025",
+                          "100000",
+                          "4x",
+                          "0x10",
+                          "4.0",
+                          "1e2",
+                          "99999999999999999999",
+                          "nan",
+                          NULL };
+    for (int i = 0; bad[i]; i++)
+        ck_assert_msg(!opt_int(bad[i], 1, 1024, &v), "accepted '%s'", bad[i]);
     ck_assert(opt_int("-3", -5, 5, &v) && v == -3);
     ck_assert(!opt_int("-", -5, 5, &v));
 }
@@ -40,8 +54,9 @@ START_TEST(sizes)
     ck_assert(opt_size("1048576", &u) && u == 1048576);
     ck_assert(opt_size("10B", &u) && u == 10);
     ck_assert(opt_size("2T", &u) && u == (uint64_t)2 << 40);
-    const char *bad[] = { "", "nan", "inf", "-1G", "+1G", "0", "0.5", "0x10M", "1e3M", "1.G", ".5G", "4 G",
-                          " 4G", "4G ", "4GiBx", "4X", "iB", "4iB", "99999999T", "8388608T", NULL };
+    const char *bad[] = { "",      "nan",  "inf", "-1G", "+1G",       "0",        "0.5",
+                          "0x10M", "1e3M", "1.G", ".5G", "4 G",       " 4G",      "4G ",
+                          "4GiBx", "4X",   "iB",  "4iB", "99999999T", "8388608T", NULL };
     for (int i = 0; bad[i]; i++) ck_assert_msg(!opt_size(bad[i], &u), "accepted '%s'", bad[i]);
 }
 END_TEST
@@ -51,7 +66,8 @@ START_TEST(numbers_and_words)
     double d;
     ck_assert(opt_number("2.5", 0, 10, &d) && d == 2.5);
     const char *bad[] = { "", "nan", "inf", "-1", "1e3", "11", ".5", "5.", NULL };
-    for (int i = 0; bad[i]; i++) ck_assert_msg(!opt_number(bad[i], 0, 10, &d), "accepted '%s'", bad[i]);
+    for (int i = 0; bad[i]; i++)
+        ck_assert_msg(!opt_number(bad[i], 0, 10, &d), "accepted '%s'", bad[i]);
     static const char *const w[] = { "c", "avx2", "avx512", NULL };
     ck_assert_int_eq(opt_choice("avx2", w), 1);
     ck_assert_int_eq(opt_choice("AVX2", w), -1);

@@ -23,7 +23,7 @@
 typedef struct Parsed {
     Source *src;
     ModInfo *m;
-    char *diag;         /* everything the parser printed */
+    char *diag; /* everything the parser printed */
 } Parsed;
 
 static Parsed parse_text(const char *text)
@@ -48,7 +48,10 @@ static void parsed_free(Parsed *p)
 }
 
 /* growable string for the printer */
-typedef struct Str { char *p; size_t n, cap; } Str;
+typedef struct Str {
+    char *p;
+    size_t n, cap;
+} Str;
 static void sput(Str *s, const char *fmt, ...)
 {
     va_list ap;
@@ -68,11 +71,12 @@ static void sput(Str *s, const char *fmt, ...)
 static const char *op_name(int op)
 {
     static const char *names[] = {
-        [OP_ADD] = "+", [OP_SUB] = "-", [OP_MUL] = "*", [OP_DIV] = "/", [OP_IDIV] = "//",
-        [OP_MOD] = "%", [OP_POW] = "**", [OP_MATMUL] = "@", [OP_EQ] = "==", [OP_NE] = "!=",
-        [OP_LT] = "<", [OP_LE] = "<=", [OP_GT] = ">", [OP_GE] = ">=", [OP_IN] = "in",
-        [OP_NOTIN] = "notin", [OP_NEG] = "neg", [OP_POS] = "pos", [OP_BAND] = "&", [OP_BOR] = "|",
-        [OP_BXOR] = "^", [OP_SHL] = "<<", [OP_SHR] = ">>", [OP_INVERT] = "~",
+        [OP_ADD] = "+",   [OP_SUB] = "-",   [OP_MUL] = "*",  [OP_DIV] = "/",
+        [OP_IDIV] = "//", [OP_MOD] = "%",   [OP_POW] = "**", [OP_MATMUL] = "@",
+        [OP_EQ] = "==",   [OP_NE] = "!=",   [OP_LT] = "<",   [OP_LE] = "<=",
+        [OP_GT] = ">",    [OP_GE] = ">=",   [OP_IN] = "in",  [OP_NOTIN] = "notin",
+        [OP_NEG] = "neg", [OP_POS] = "pos", [OP_BAND] = "&", [OP_BOR] = "|",
+        [OP_BXOR] = "^",  [OP_SHL] = "<<",  [OP_SHR] = ">>", [OP_INVERT] = "~",
     };
     return op >= 0 && op <= OP_INVERT ? names[op] : "?op";
 }
@@ -80,33 +84,57 @@ static const char *op_name(int op)
 static void sx(Str *s, const Node *n);
 static void sx_list(Str *s, Node *const *v, int k)
 {
-    for (int i = 0; i < k; i++) { sput(s, " "); sx(s, v[i]); }
+    for (int i = 0; i < k; i++) {
+        sput(s, " ");
+        sx(s, v[i]);
+    }
 }
-static void sx_opt(Str *s, const Node *n) { if (n) sx(s, n); else sput(s, "_"); }
+static void sx_opt(Str *s, const Node *n)
+{
+    if (n)
+        sx(s, n);
+    else
+        sput(s, "_");
+}
 
 static void sx_params(Str *s, const FnProto *f)
 {
     sput(s, "(");
     for (int i = 0; i < f->nparams; i++) {
         sput(s, "%s%s", i ? " " : "", f->params[i]);
-        if (f->defaults[i]) { sput(s, "="); sx(s, f->defaults[i]); }
+        if (f->defaults[i]) {
+            sput(s, "=");
+            sx(s, f->defaults[i]);
+        }
     }
     sput(s, ")");
 }
 
 static void sx_block(Str *s, const Node *b)
 {
-    if (!b) { sput(s, "_"); return; }
-    if (b->kind != N_BLOCK) { sx(s, b); return; }
+    if (!b) {
+        sput(s, "_");
+        return;
+    }
+    if (b->kind != N_BLOCK) {
+        sx(s, b);
+        return;
+    }
     sput(s, "{");
-    for (int i = 0; i < b->u.list.n; i++) { if (i) sput(s, "; "); sx(s, b->u.list.items[i]); }
+    for (int i = 0; i < b->u.list.n; i++) {
+        if (i) sput(s, "; ");
+        sx(s, b->u.list.items[i]);
+    }
     sput(s, "}");
 }
 
 /* An S-expression of a node: names print bare, numbers with %g. */
 static void sx(Str *s, const Node *n)
 {
-    if (!n) { sput(s, "<null>"); return; }
+    if (!n) {
+        sput(s, "<null>");
+        return;
+    }
     switch (n->kind) {
     case N_NUM: sput(s, "%g", n->u.num); break;
     case N_IMAG: sput(s, "%gj", n->u.num); break;
@@ -114,24 +142,64 @@ static void sx(Str *s, const Node *n)
     case N_TRUE: sput(s, "true"); break;
     case N_FALSE: sput(s, "false"); break;
     case N_NIL: sput(s, "nil"); break;
-    case N_NAME: case N_LOCAL: case N_LOCALCELL: case N_UPVAL: case N_GLOBAL: case N_BUILTIN:
-        sput(s, "%s", n->u.var.name); break;
-    case N_LIST: sput(s, "["); for (int i = 0; i < n->u.list.n; i++) { if (i) sput(s, " "); sx(s, n->u.list.items[i]); } sput(s, "]"); break;
+    case N_NAME:
+    case N_LOCAL:
+    case N_LOCALCELL:
+    case N_UPVAL:
+    case N_GLOBAL:
+    case N_BUILTIN: sput(s, "%s", n->u.var.name); break;
+    case N_LIST:
+        sput(s, "[");
+        for (int i = 0; i < n->u.list.n; i++) {
+            if (i) sput(s, " ");
+            sx(s, n->u.list.items[i]);
+        }
+        sput(s, "]");
+        break;
     case N_DICT:
         sput(s, "{");
         for (int i = 0; i < n->u.dict.n; i++) {
             if (i) sput(s, " ");
-            sx(s, n->u.dict.keys[i]); sput(s, ":"); sx(s, n->u.dict.vals[i]);
+            sx(s, n->u.dict.keys[i]);
+            sput(s, ":");
+            sx(s, n->u.dict.vals[i]);
         }
         sput(s, "}");
         break;
-    case N_UNARY: sput(s, "(%s ", op_name(n->op)); sx(s, n->u.bin.a); sput(s, ")"); break;
-    case N_BINARY: sput(s, "(%s ", op_name(n->op)); sx(s, n->u.bin.a); sput(s, " "); sx(s, n->u.bin.b); sput(s, ")"); break;
-    case N_AND: sput(s, "(and "); sx(s, n->u.bin.a); sput(s, " "); sx(s, n->u.bin.b); sput(s, ")"); break;
-    case N_OR: sput(s, "(or "); sx(s, n->u.bin.a); sput(s, " "); sx(s, n->u.bin.b); sput(s, ")"); break;
-    case N_NOT: sput(s, "(not "); sx(s, n->u.bin.a); sput(s, ")"); break;
+    case N_UNARY:
+        sput(s, "(%s ", op_name(n->op));
+        sx(s, n->u.bin.a);
+        sput(s, ")");
+        break;
+    case N_BINARY:
+        sput(s, "(%s ", op_name(n->op));
+        sx(s, n->u.bin.a);
+        sput(s, " ");
+        sx(s, n->u.bin.b);
+        sput(s, ")");
+        break;
+    case N_AND:
+        sput(s, "(and ");
+        sx(s, n->u.bin.a);
+        sput(s, " ");
+        sx(s, n->u.bin.b);
+        sput(s, ")");
+        break;
+    case N_OR:
+        sput(s, "(or ");
+        sx(s, n->u.bin.a);
+        sput(s, " ");
+        sx(s, n->u.bin.b);
+        sput(s, ")");
+        break;
+    case N_NOT:
+        sput(s, "(not ");
+        sx(s, n->u.bin.a);
+        sput(s, ")");
+        break;
     case N_CALL:
-        sput(s, "(call "); sx(s, n->u.call.fn);
+        sput(s, "(call ");
+        sx(s, n->u.call.fn);
         sx_list(s, n->u.call.args, n->u.call.nargs);
         for (int i = 0; i < n->u.call.nkw; i++) {
             sput(s, " %s=", n->u.call.kw[i].name);
@@ -139,69 +207,147 @@ static void sx(Str *s, const Node *n)
         }
         sput(s, ")");
         break;
-    case N_INDEX: sput(s, "(index "); sx(s, n->u.index.obj); sx_list(s, n->u.index.idx, n->u.index.nidx); sput(s, ")"); break;
+    case N_INDEX:
+        sput(s, "(index ");
+        sx(s, n->u.index.obj);
+        sx_list(s, n->u.index.idx, n->u.index.nidx);
+        sput(s, ")");
+        break;
     case N_SLICE:
-        sput(s, "(slice "); sx_opt(s, n->u.slice.lo); sput(s, " "); sx_opt(s, n->u.slice.hi);
-        sput(s, " "); sx_opt(s, n->u.slice.step); sput(s, ")");
+        sput(s, "(slice ");
+        sx_opt(s, n->u.slice.lo);
+        sput(s, " ");
+        sx_opt(s, n->u.slice.hi);
+        sput(s, " ");
+        sx_opt(s, n->u.slice.step);
+        sput(s, ")");
         break;
-    case N_MEMBER: sput(s, "(. "); sx(s, n->u.member.obj); sput(s, " %s)", n->u.member.name); break;
-    case N_FNEXPR: sput(s, "(fn "); sx_params(s, n->u.fn); sput(s, " "); sx_block(s, n->u.fn->body); sput(s, ")"); break;
+    case N_MEMBER:
+        sput(s, "(. ");
+        sx(s, n->u.member.obj);
+        sput(s, " %s)", n->u.member.name);
+        break;
+    case N_FNEXPR:
+        sput(s, "(fn ");
+        sx_params(s, n->u.fn);
+        sput(s, " ");
+        sx_block(s, n->u.fn->body);
+        sput(s, ")");
+        break;
     case N_COND:
-        sput(s, "(ifexpr "); sx(s, n->u.ifs.then); sput(s, " "); sx(s, n->u.ifs.cond); sput(s, " ");
-        sx(s, n->u.ifs.els); sput(s, ")");
+        sput(s, "(ifexpr ");
+        sx(s, n->u.ifs.then);
+        sput(s, " ");
+        sx(s, n->u.ifs.cond);
+        sput(s, " ");
+        sx(s, n->u.ifs.els);
+        sput(s, ")");
         break;
-    case N_LISTCOMP: case N_DICTCOMP:
+    case N_LISTCOMP:
+    case N_DICTCOMP:
         sput(s, n->kind == N_LISTCOMP ? "(listcomp " : "(dictcomp ");
-        if (n->u.comp.key) { sx(s, n->u.comp.key); sput(s, ":"); }
+        if (n->u.comp.key) {
+            sx(s, n->u.comp.key);
+            sput(s, ":");
+        }
         sx(s, n->u.comp.elt);
         for (int i = 0; i < n->u.comp.nclauses; i++) {
             const CompClause *c = &n->u.comp.clauses[i];
             sput(s, " (for");
             sx_list(s, c->vars, c->nvars);
-            sput(s, " in "); sx(s, c->iter);
-            for (int k = 0; k < c->nconds; k++) { sput(s, " if "); sx(s, c->conds[k]); }
+            sput(s, " in ");
+            sx(s, c->iter);
+            for (int k = 0; k < c->nconds; k++) {
+                sput(s, " if ");
+                sx(s, c->conds[k]);
+            }
             sput(s, ")");
         }
         sput(s, ")");
         break;
     case N_EXPRSTMT: sx(s, n->u.expr.expr); break;
-    case N_ASSIGN: sput(s, "(= "); sx(s, n->u.assign.target); sput(s, " "); sx(s, n->u.assign.value); sput(s, ")"); break;
+    case N_ASSIGN:
+        sput(s, "(= ");
+        sx(s, n->u.assign.target);
+        sput(s, " ");
+        sx(s, n->u.assign.value);
+        sput(s, ")");
+        break;
     case N_AUGASSIGN:
-        sput(s, "(%s= ", op_name(n->op)); sx(s, n->u.assign.target); sput(s, " "); sx(s, n->u.assign.value); sput(s, ")");
+        sput(s, "(%s= ", op_name(n->op));
+        sx(s, n->u.assign.target);
+        sput(s, " ");
+        sx(s, n->u.assign.value);
+        sput(s, ")");
         break;
     case N_DESTRUCT:
         sput(s, "(destruct");
         sx_list(s, n->u.destruct.targets, n->u.destruct.n);
-        sput(s, " "); sx(s, n->u.destruct.value); sput(s, ")");
-        break;
-    case N_IF:
-        sput(s, "(if "); sx(s, n->u.ifs.cond); sput(s, " "); sx_block(s, n->u.ifs.then);
-        if (n->u.ifs.els) { sput(s, " "); sx_block(s, n->u.ifs.els); }
+        sput(s, " ");
+        sx(s, n->u.destruct.value);
         sput(s, ")");
         break;
-    case N_WHILE: sput(s, "(while "); sx(s, n->u.whiles.cond); sput(s, " "); sx_block(s, n->u.whiles.body); sput(s, ")"); break;
+    case N_IF:
+        sput(s, "(if ");
+        sx(s, n->u.ifs.cond);
+        sput(s, " ");
+        sx_block(s, n->u.ifs.then);
+        if (n->u.ifs.els) {
+            sput(s, " ");
+            sx_block(s, n->u.ifs.els);
+        }
+        sput(s, ")");
+        break;
+    case N_WHILE:
+        sput(s, "(while ");
+        sx(s, n->u.whiles.cond);
+        sput(s, " ");
+        sx_block(s, n->u.whiles.body);
+        sput(s, ")");
+        break;
     case N_FOR:
         sput(s, "(for (");
-        for (int i = 0; i < n->u.fors.nvars; i++) { if (i) sput(s, " "); sx(s, n->u.fors.vars[i]); }
-        sput(s, ") "); sx(s, n->u.fors.iter); sput(s, " "); sx_block(s, n->u.fors.body); sput(s, ")");
+        for (int i = 0; i < n->u.fors.nvars; i++) {
+            if (i) sput(s, " ");
+            sx(s, n->u.fors.vars[i]);
+        }
+        sput(s, ") ");
+        sx(s, n->u.fors.iter);
+        sput(s, " ");
+        sx_block(s, n->u.fors.body);
+        sput(s, ")");
         break;
     case N_BREAK: sput(s, "break"); break;
     case N_CONTINUE: sput(s, "continue"); break;
     case N_RETURN:
-        if (n->u.expr.expr) { sput(s, "(return "); sx(s, n->u.expr.expr); sput(s, ")"); }
-        else sput(s, "(return)");
+        if (n->u.expr.expr) {
+            sput(s, "(return ");
+            sx(s, n->u.expr.expr);
+            sput(s, ")");
+        } else
+            sput(s, "(return)");
         break;
     case N_FNDEF: {
         const FnProto *f = n->u.fn;
         sput(s, "(%s %s ", f->is_qfn ? "qfn" : "fndef", f->name);
         sx_params(s, f);
-        if (f->device) { sput(s, " on "); sx(s, f->device); }
-        sput(s, " "); sx_block(s, f->body); sput(s, ")");
+        if (f->device) {
+            sput(s, " on ");
+            sx(s, f->device);
+        }
+        sput(s, " ");
+        sx_block(s, f->body);
+        sput(s, ")");
         break;
     }
     case N_TRY:
-        sput(s, "(try "); sx_block(s, n->u.tries.body); sput(s, " ");
-        sx_opt(s, n->u.tries.var); sput(s, " "); sx_block(s, n->u.tries.handler); sput(s, ")");
+        sput(s, "(try ");
+        sx_block(s, n->u.tries.body);
+        sput(s, " ");
+        sx_opt(s, n->u.tries.var);
+        sput(s, " ");
+        sx_block(s, n->u.tries.handler);
+        sput(s, ")");
         break;
     case N_IMPORT: sput(s, "(import %s)", n->u.import.name); break;
     case N_GLOBALDECL:
@@ -218,7 +364,7 @@ static void sx(Str *s, const Node *n)
 /* The module's statements as S-expressions joined by "; ". */
 static char *module_sx(const ModInfo *m)
 {
-    Str s = {0};
+    Str s = { 0 };
     sput(&s, "");
     for (int i = 0; i < m->body->u.list.n; i++) {
         if (i) sput(&s, "; ");
@@ -232,9 +378,11 @@ static void check_ast_at(const char *file, int line, const char *text, const cha
 {
     Parsed p = parse_text(text);
     ck_assert_msg(p.m != NULL, "%s:%d: \"%s\" did not parse: %s", file, line, text, p.diag);
-    ck_assert_msg(p.diag == NULL || p.diag[0] == 0, "%s:%d: \"%s\" printed: %s", file, line, text, p.diag);
+    ck_assert_msg(p.diag == NULL || p.diag[0] == 0, "%s:%d: \"%s\" printed: %s", file, line, text,
+                  p.diag);
     char *got = module_sx(p.m);
-    ck_assert_msg(strcmp(got, want) == 0, "%s:%d: \"%s\"\n  got  %s\n  want %s", file, line, text, got, want);
+    ck_assert_msg(strcmp(got, want) == 0, "%s:%d: \"%s\"\n  got  %s\n  want %s", file, line, text,
+                  got, want);
     free(got);
     parsed_free(&p);
 }
@@ -250,8 +398,8 @@ static void check_error_at(const char *file, int line, const char *text, const c
     ck_assert_msg(p.diag != NULL && p.diag[0], "%s:%d: \"%s\": no diagnostic", file, line, text);
     const char *nl = strchr(p.diag, '\n');
     size_t n = nl ? (size_t)(nl - p.diag) : strlen(p.diag);
-    ck_assert_msg(strlen(want) == n && strncmp(p.diag, want, n) == 0, "%s:%d: \"%s\"\n  got  %.*s\n  want %s",
-                  file, line, text, (int)n, p.diag, want);
+    ck_assert_msg(strlen(want) == n && strncmp(p.diag, want, n) == 0,
+                  "%s:%d: \"%s\"\n  got  %.*s\n  want %s", file, line, text, (int)n, p.diag, want);
     ck_assert_msg(strchr(p.diag, '^') != NULL, "%s:%d: no caret in %s", file, line, p.diag);
     parsed_free(&p);
 }
@@ -290,7 +438,7 @@ START_TEST(prec_power_unary)
     CHECK_AST("-x", "(neg x)");
     CHECK_AST("+x", "(pos x)");
     CHECK_AST("- -x", "(neg (neg x))");
-    CHECK_AST("-2", "-2");                   /* a negative literal is folded */
+    CHECK_AST("-2", "-2"); /* a negative literal is folded */
     CHECK_AST("2 * -3", "(* 2 -3)");
     CHECK_AST("1 - -2", "(- 1 -2)");
     CHECK_AST("-2j", "-2j");
@@ -365,14 +513,17 @@ START_TEST(comprehensions)
     CHECK_AST("[x for x in xs if a if b]", "(listcomp x (for x in xs if a if b))");
     CHECK_AST("[[i, j] for i in range(n) for j in range(i)]",
               "(listcomp [i j] (for i in (call range n)) (for j in (call range i)))");
-    CHECK_AST("[y for x in xss if x for y in x if y]", "(listcomp y (for x in xss if x) (for y in x if y))");
+    CHECK_AST("[y for x in xss if x for y in x if y]",
+              "(listcomp y (for x in xss if x) (for y in x if y))");
     CHECK_AST("[k for k, v in items(d)]", "(listcomp k (for k v in (call items d)))");
     CHECK_AST("[a if c else b for x in xs]", "(listcomp (ifexpr a c b) (for x in xs))");
     CHECK_AST("[x for x in a or b]", "(listcomp x (for x in (or a b)))");
-    CHECK_AST("[[i * j for j in r] for i in r]", "(listcomp (listcomp (* i j) (for j in r)) (for i in r))");
+    CHECK_AST("[[i * j for j in r] for i in r]",
+              "(listcomp (listcomp (* i j) (for j in r)) (for i in r))");
     CHECK_AST("{k: v for k, v in items(d)}", "(dictcomp k:v (for k v in (call items d)))");
     CHECK_AST("{x: x * 2 for x in xs if x}", "(dictcomp x:(* x 2) (for x in xs if x))");
-    CHECK_AST("x = [\n  f(x)\n  for x in xs\n  if p(x)\n]", "(= x (listcomp (call f x) (for x in xs if (call p x))))");
+    CHECK_AST("x = [\n  f(x)\n  for x in xs\n  if p(x)\n]",
+              "(= x (listcomp (call f x) (for x in xs if (call p x))))");
     CHECK_AST("[x for x in xs][0]", "(index (listcomp x (for x in xs)) 0)");
     CHECK_AST("[]", "[]");
     CHECK_AST("[1, 2,]", "[1 2]");
@@ -401,7 +552,8 @@ START_TEST(prec_matmul)
     CHECK_AST("x * y @ z", "(@ (* x y) z)");
     CHECK_AST("x @ y @ z", "(@ (@ x y) z)");
     CHECK_AST("a + x @ y", "(+ a (@ x y))");
-    CHECK_AST("0.5 * Z(0) @ Z(1) - 0.2 * X(0)", "(- (@ (* 0.5 (call Z 0)) (call Z 1)) (* 0.2 (call X 0)))");
+    CHECK_AST("0.5 * Z(0) @ Z(1) - 0.2 * X(0)",
+              "(- (@ (* 0.5 (call Z 0)) (call Z 1)) (* 0.2 (call X 0)))");
 }
 END_TEST
 
@@ -411,7 +563,7 @@ START_TEST(literals)
     CHECK_AST("x = 0x1f + 1_000", "(= x (+ 31 1000))");
     CHECK_AST("x = 0.5j", "(= x 0.5j)");
     CHECK_AST("x = \"a\\tb\"", "(= x \"a\tb\")");
-    CHECK_AST("x = \"ab\" 'cd' \"ef\"", "(= x \"abcdef\")");    /* adjacent strings join */
+    CHECK_AST("x = \"ab\" 'cd' \"ef\"", "(= x \"abcdef\")"); /* adjacent strings join */
     CHECK_AST("x = [true, false, nil]", "(= x [true false nil])");
     CHECK_AST("x = []", "(= x [])");
     CHECK_AST("x = [1, [2, 3]]", "(= x [1 [2 3]])");
@@ -438,7 +590,7 @@ START_TEST(calls)
     Node *c = stmt(&p, 0)->u.expr.expr;
     ck_assert_int_eq(c->kind, N_CALL);
     ck_assert_int_eq(c->line, 1);
-    ck_assert_int_eq(c->col, 3);                 /* a call is placed at its callee */
+    ck_assert_int_eq(c->col, 3); /* a call is placed at its callee */
     ck_assert_int_eq(c->u.call.nkw, 1);
     ck_assert_str_eq(c->u.call.kw[0].key->s, "key");
     ck_assert_int_eq(c->u.call.kw[0].key->h.rc, OBJ_IMMORTAL);
@@ -490,7 +642,8 @@ START_TEST(if_chains)
     CHECK_AST("if a { } elif b { } else { }", "(if a {} (if b {} {}))");
     CHECK_AST("if a { } else if b { } else { }", "(if a {} (if b {} {}))");
     CHECK_AST("if a { } elif b { } elif c { }", "(if a {} (if b {} (if c {})))");
-    CHECK_AST("if a {\n  x = 1\n}\nelse {\n  x = 2\n}\ny = 3", "(if a {(= x 1)} {(= x 2)}); (= y 3)");
+    CHECK_AST("if a {\n  x = 1\n}\nelse {\n  x = 2\n}\ny = 3",
+              "(if a {(= x 1)} {(= x 2)}); (= y 3)");
     CHECK_AST("if a {\n}\n\nelif b {\n}", "(if a {} (if b {}))");
     CHECK_AST("if a { x = 1 }\ny = 2", "(if a {(= x 1)}); (= y 2)");
 }
@@ -587,9 +740,12 @@ END_TEST
 
 START_TEST(qfn_defs)
 {
-    CHECK_AST("qfn circuit(phi) on dev { RX(phi, 0) }", "(qfn circuit (phi) on dev {(call RX phi 0)})");
-    CHECK_AST("qfn bell() on device(\"statevector\", wires=2) {\n  Hadamard(0)\n  return probs()\n}",
-              "(qfn bell () on (call device \"statevector\" wires=2) {(call Hadamard 0); (return (call probs))})");
+    CHECK_AST("qfn circuit(phi) on dev { RX(phi, 0) }",
+              "(qfn circuit (phi) on dev {(call RX phi 0)})");
+    CHECK_AST(
+        "qfn bell() on device(\"statevector\", wires=2) {\n  Hadamard(0)\n  return probs()\n}",
+        "(qfn bell () on (call device \"statevector\" wires=2) {(call Hadamard 0); (return (call "
+        "probs))})");
     CHECK_AST("qfn hybrid(x, n=3) { return x }", "(qfn hybrid (x n=3) {(return x)})");
     Parsed p = parse_text("qfn c(p) on dev { }\nfn g() { h = fn () { } }");
     ck_assert_ptr_nonnull(p.m);
@@ -632,7 +788,8 @@ START_TEST(newlines_in_brackets)
     CHECK_AST("x = [1, # one\n 2]", "(= x [1 2])");
     CHECK_AST("x = (a\n  and b)", "(= x (and a b))");
     /* a function body inside brackets has statements again */
-    CHECK_AST("f(fn (x) {\n  y = x\n  return y\n}, 2)", "(call f (fn (x) {(= y x); (return y)}) 2)");
+    CHECK_AST("f(fn (x) {\n  y = x\n  return y\n}, 2)",
+              "(call f (fn (x) {(= y x); (return y)}) 2)");
     /* outside brackets a newline ends the statement */
     CHECK_AST("x = 1\n+2", "(= x 1); (pos 2)");
     CHECK_AST("x = 1\n-2", "(= x 1); -2");
@@ -651,7 +808,7 @@ START_TEST(node_positions)
     Node *plus = s1->u.assign.value;
     ck_assert_int_eq(plus->kind, N_BINARY);
     ck_assert_int_eq(plus->line, 2);
-    ck_assert_int_eq(plus->col, 9);              /* at the operator */
+    ck_assert_int_eq(plus->col, 9); /* at the operator */
     ck_assert_int_eq(plus->u.bin.b->col, 13);
     Node *s2 = stmt(&p, 2);
     ck_assert_int_eq(s2->line, 3);
@@ -677,10 +834,14 @@ END_TEST
 START_TEST(error_positions)
 {
     CHECK_ERROR("fn broken( { }", "t.qh:1:12: error: expected name as a parameter name, found '{'");
-    CHECK_ERROR("if x {\n  y = 1\n", "t.qh:1:6: error: unterminated block: this '{' is never closed");
-    CHECK_ERROR("fn f() {\n  if x {\n  }\n", "t.qh:1:8: error: unterminated block: this '{' is never closed");
-    CHECK_ERROR("a < b < c", "t.qh:1:7: error: comparisons do not chain: write (a < b) and (b < c)");
-    CHECK_ERROR("ok = a == b != c", "t.qh:1:13: error: comparisons do not chain: write (a < b) and (b < c)");
+    CHECK_ERROR("if x {\n  y = 1\n",
+                "t.qh:1:6: error: unterminated block: this '{' is never closed");
+    CHECK_ERROR("fn f() {\n  if x {\n  }\n",
+                "t.qh:1:8: error: unterminated block: this '{' is never closed");
+    CHECK_ERROR("a < b < c",
+                "t.qh:1:7: error: comparisons do not chain: write (a < b) and (b < c)");
+    CHECK_ERROR("ok = a == b != c",
+                "t.qh:1:13: error: comparisons do not chain: write (a < b) and (b < c)");
     CHECK_ERROR("x = = 1", "t.qh:1:5: error: expected an expression, found '='");
     CHECK_ERROR("a = 1\nb = 2\nc = = 3", "t.qh:3:5: error: expected an expression, found '='");
     CHECK_ERROR("f(a=1, 2)", "t.qh:1:8: error: positional argument follows keyword argument");
@@ -691,9 +852,12 @@ END_TEST
 START_TEST(error_messages)
 {
     CHECK_ERROR("x = 1 +", "t.qh:1:8: error: unexpected end of file: expected an expression");
-    CHECK_ERROR("x = 1 +\ny = 2", "t.qh:1:8: error: unexpected end of line: expected an expression");
-    CHECK_ERROR("x = 1 2", "t.qh:1:7: error: expected a newline or ';' after the statement, found number '2'");
-    CHECK_ERROR("x = 1 y", "t.qh:1:7: error: expected a newline or ';' after the statement, found name 'y'");
+    CHECK_ERROR("x = 1 +\ny = 2",
+                "t.qh:1:8: error: unexpected end of line: expected an expression");
+    CHECK_ERROR("x = 1 2",
+                "t.qh:1:7: error: expected a newline or ';' after the statement, found number '2'");
+    CHECK_ERROR("x = 1 y",
+                "t.qh:1:7: error: expected a newline or ';' after the statement, found name 'y'");
     CHECK_ERROR("a = b = 1", "t.qh:1:7: error: chained assignment is not supported");
     CHECK_ERROR("x = (1, 2)", "t.qh:1:7: error: qh has no tuples: use a list [a, b]");
     CHECK_ERROR("1 = x", "t.qh:1:1: error: cannot assign to this expression");
@@ -701,38 +865,64 @@ START_TEST(error_messages)
     CHECK_ERROR("m.x = 1", "t.qh:1:2: error: cannot assign to a module member");
     CHECK_ERROR("a, 2 = f()", "t.qh:1:4: error: cannot assign to this expression");
     CHECK_ERROR("}", "t.qh:1:1: error: unexpected '}' with no block open");
-    CHECK_ERROR("x = a if c", "t.qh:1:11: error: expected 'else' in the conditional expression (a if c else b), found end of file");
-    CHECK_ERROR("x = a if c\nelse b", "t.qh:1:11: error: expected 'else' in the conditional expression (a if c else b), found newline");
-    CHECK_ERROR("x = [x for x in xs if a else b]", "t.qh:1:25: error: expected ']' to close the list comprehension, found 'else'");
-    CHECK_ERROR("x = [x for in xs]", "t.qh:1:12: error: expected name as the comprehension variable, found 'in'");
-    CHECK_ERROR("x = [x for x of xs]", "t.qh:1:14: error: expected 'in' after the comprehension variable, found name 'of'");
-    CHECK_ERROR("x = [a, b for a in xs]", "t.qh:1:11: error: expected ']' to close the list, found 'for'");
-    CHECK_ERROR("x = {x for x in xs}", "t.qh:1:8: error: qh has no sets: write a dict comprehension {x: true for ...} or a list comprehension [x for ...]");
-    CHECK_ERROR("x = {1, 2}", "t.qh:1:7: error: qh has no sets: a dict needs key: value (use a list [a, b] or a dict {a: true})");
-    CHECK_ERROR("x = (x for x in xs)", "t.qh:1:8: error: qh has no generator expressions: use a list comprehension [... for ...]");
-    CHECK_ERROR("s = sum(x for x in xs)", "t.qh:1:11: error: qh has no generator expressions: use a list comprehension [... for ...]");
-    CHECK_ERROR("x = lambda y: y", "t.qh:1:5: error: 'lambda' is not part of qh: use fn (x) { return ... }");
-    CHECK_ERROR("del xs[0]", "t.qh:1:1: error: 'del' is not part of qh: use pop(list, i) or pop(dict, key)");
-    CHECK_ERROR("if x is None { }", "t.qh:1:6: error: 'is' is not part of qh: use == and != (nil == nil is true)");
-    CHECK_ERROR("if x:\n  y = 1", "t.qh:1:5: error: expected '{' to open a block, found ':' (qh blocks are { ... }, not ':' and indentation)");
+    CHECK_ERROR("x = a if c", "t.qh:1:11: error: expected 'else' in the conditional expression (a "
+                              "if c else b), found end of file");
+    CHECK_ERROR("x = a if c\nelse b", "t.qh:1:11: error: expected 'else' in the conditional "
+                                      "expression (a if c else b), found newline");
+    CHECK_ERROR("x = [x for x in xs if a else b]",
+                "t.qh:1:25: error: expected ']' to close the list comprehension, found 'else'");
+    CHECK_ERROR("x = [x for in xs]",
+                "t.qh:1:12: error: expected name as the comprehension variable, found 'in'");
+    CHECK_ERROR(
+        "x = [x for x of xs]",
+        "t.qh:1:14: error: expected 'in' after the comprehension variable, found name 'of'");
+    CHECK_ERROR("x = [a, b for a in xs]",
+                "t.qh:1:11: error: expected ']' to close the list, found 'for'");
+    CHECK_ERROR("x = {x for x in xs}",
+                "t.qh:1:8: error: qh has no sets: write a dict comprehension {x: true for ...} or "
+                "a list comprehension [x for ...]");
+    CHECK_ERROR("x = {1, 2}", "t.qh:1:7: error: qh has no sets: a dict needs key: value (use a "
+                              "list [a, b] or a dict {a: true})");
+    CHECK_ERROR(
+        "x = (x for x in xs)",
+        "t.qh:1:8: error: qh has no generator expressions: use a list comprehension [... for ...]");
+    CHECK_ERROR("s = sum(x for x in xs)", "t.qh:1:11: error: qh has no generator expressions: use "
+                                          "a list comprehension [... for ...]");
+    CHECK_ERROR("x = lambda y: y",
+                "t.qh:1:5: error: 'lambda' is not part of qh: use fn (x) { return ... }");
+    CHECK_ERROR("del xs[0]",
+                "t.qh:1:1: error: 'del' is not part of qh: use pop(list, i) or pop(dict, key)");
+    CHECK_ERROR("if x is None { }",
+                "t.qh:1:6: error: 'is' is not part of qh: use == and != (nil == nil is true)");
+    CHECK_ERROR("if x:\n  y = 1", "t.qh:1:5: error: expected '{' to open a block, found ':' (qh "
+                                  "blocks are { ... }, not ':' and indentation)");
     CHECK_ERROR("x = a &", "t.qh:1:8: error: unexpected end of file: expected an expression");
     CHECK_ERROR("x = a << << b", "t.qh:1:10: error: expected an expression, found '<<'");
     CHECK_ERROR("x &&= 1", "t.qh:1:3: error: unexpected '&&' (use 'and')");
-    CHECK_ERROR("fn f(a=1, b) {}", "t.qh:1:11: error: parameter 'b' without a default follows one with a default");
+    CHECK_ERROR("fn f(a=1, b) {}",
+                "t.qh:1:11: error: parameter 'b' without a default follows one with a default");
     CHECK_ERROR("fn f(a, a) {}", "t.qh:1:9: error: duplicate parameter 'a'");
     CHECK_ERROR("x = a[]", "t.qh:1:6: error: empty index");
     CHECK_ERROR("x = [1, 2", "t.qh:1:10: error: expected ']' to close the list, found end of file");
-    CHECK_ERROR("f(1 2)", "t.qh:1:5: error: expected ')' to close the argument list, found number '2'");
-    CHECK_ERROR("d = {\"a\" 1}", "t.qh:1:10: error: expected ':' between a dict key and its value, found number '1'");
+    CHECK_ERROR("f(1 2)",
+                "t.qh:1:5: error: expected ')' to close the argument list, found number '2'");
+    CHECK_ERROR(
+        "d = {\"a\" 1}",
+        "t.qh:1:10: error: expected ':' between a dict key and its value, found number '1'");
     CHECK_ERROR("if x\n{ }", "t.qh:1:5: error: expected '{' to open a block, found newline");
     /* `{ }` after `while` is an (empty dict) condition; the block is missing */
     CHECK_ERROR("while { }", "t.qh:1:10: error: expected '{' to open a block, found end of file");
-    CHECK_ERROR("for 1 in x { }", "t.qh:1:5: error: expected name as the loop variable, found number '1'");
-    CHECK_ERROR("for i x { }", "t.qh:1:7: error: expected 'in' after the loop variable, found name 'x'");
-    CHECK_ERROR("try { } x = 1", "t.qh:1:9: error: expected 'catch' after the try block, found name 'x'");
+    CHECK_ERROR("for 1 in x { }",
+                "t.qh:1:5: error: expected name as the loop variable, found number '1'");
+    CHECK_ERROR("for i x { }",
+                "t.qh:1:7: error: expected 'in' after the loop variable, found name 'x'");
+    CHECK_ERROR("try { } x = 1",
+                "t.qh:1:9: error: expected 'catch' after the try block, found name 'x'");
     CHECK_ERROR("qfn (x) { }", "t.qh:1:5: error: expected name after 'qfn', found '('");
     CHECK_ERROR("import 3", "t.qh:1:8: error: expected name after 'import', found number '3'");
-    CHECK_ERROR("x = m.1", "t.qh:1:6: error: expected a newline or ';' after the statement, found number '.1'");
+    CHECK_ERROR(
+        "x = m.1",
+        "t.qh:1:6: error: expected a newline or ';' after the statement, found number '.1'");
     CHECK_ERROR("x = m.(1)", "t.qh:1:7: error: expected name after '.', found '('");
     CHECK_ERROR("else { }", "t.qh:1:1: error: expected an expression, found 'else'");
 }
@@ -765,10 +955,9 @@ START_TEST(error_caret)
 {
     Parsed p = parse_text("y = 0\nx = = 1\n");
     ck_assert_ptr_null(p.m);
-    ck_assert_str_eq(p.diag,
-                     "t.qh:2:5: error: expected an expression, found '='\n"
-                     "    2 | x = = 1\n"
-                     "      |     ^\n");
+    ck_assert_str_eq(p.diag, "t.qh:2:5: error: expected an expression, found '='\n"
+                             "    2 | x = = 1\n"
+                             "      |     ^\n");
     parsed_free(&p);
 }
 END_TEST
@@ -779,9 +968,16 @@ static char *repeat3(const char *open, int n, const char *mid, const char *close
 {
     size_t lo = strlen(open), lm = strlen(mid), lc = strlen(close);
     char *s = malloc(lo * (size_t)n + lm + lc * (size_t)n + 1), *o = s;
-    for (int i = 0; i < n; i++) { memcpy(o, open, lo); o += lo; }
-    memcpy(o, mid, lm); o += lm;
-    for (int i = 0; i < n; i++) { memcpy(o, close, lc); o += lc; }
+    for (int i = 0; i < n; i++) {
+        memcpy(o, open, lo);
+        o += lo;
+    }
+    memcpy(o, mid, lm);
+    o += lm;
+    for (int i = 0; i < n; i++) {
+        memcpy(o, close, lc);
+        o += lc;
+    }
     *o = 0;
     return s;
 }
@@ -792,7 +988,8 @@ static void check_too_deep(const char *open, const char *mid, const char *close)
     char *src = repeat3(open, 10000, mid, close);
     Parsed p = parse_text(src);
     ck_assert_msg(p.m == NULL, "10000 x '%s' parsed", open);
-    ck_assert_msg(p.diag && strstr(p.diag, "error: nesting too deep"), "10000 x '%s': %s", open, p.diag ? p.diag : "(nothing)");
+    ck_assert_msg(p.diag && strstr(p.diag, "error: nesting too deep"), "10000 x '%s': %s", open,
+                  p.diag ? p.diag : "(nothing)");
     ck_assert_msg(strncmp(p.diag, "t.qh:", 5) == 0, "10000 x '%s': %.80s", open, p.diag);
     parsed_free(&p);
     free(src);
@@ -871,7 +1068,7 @@ START_TEST(incomplete_input)
     ck_assert(incomplete("x = ((1 + 2)"));
     ck_assert(incomplete("x = \"abc"));
     ck_assert(incomplete("x = 'abc"));
-    ck_assert(incomplete("x = \"abc\\\n"));      /* continued string */
+    ck_assert(incomplete("x = \"abc\\\n")); /* continued string */
     /* a trailing operator is not a continuation: in a script `x = 1 +`
      * then a newline is a syntax error, and the REPL agrees */
     ck_assert(!incomplete("x = 1 +"));
@@ -887,7 +1084,7 @@ END_TEST
  * newline, must ask for more. */
 START_TEST(incomplete_backslash)
 {
-    ck_assert(incomplete("x = 1 + \\\n"));          /* with the newline: joined, then a trailing '+' */
+    ck_assert(incomplete("x = 1 + \\\n")); /* with the newline: joined, then a trailing '+' */
     ck_assert(incomplete("x = foo \\"));
     ck_assert(incomplete("print(1) \\"));
 }
@@ -900,12 +1097,12 @@ START_TEST(complete_input)
     ck_assert(!incomplete("x = 1\n"));
     ck_assert(!incomplete("f(1)"));
     ck_assert(!incomplete("if x {\n  y = 1\n}"));
-    ck_assert(!incomplete("x = \"(\""));            /* brackets inside strings do not count */
+    ck_assert(!incomplete("x = \"(\"")); /* brackets inside strings do not count */
     ck_assert(!incomplete("x = '{['"));
-    ck_assert(!incomplete("x = 1 # ("));            /* nor inside comments */
-    ck_assert(!incomplete("x = (1 + 2))"));         /* too many closers: an error, not more input */
-    ck_assert(!incomplete("x = $ ("));              /* a lexical error: not more input */
-    ck_assert(!incomplete("x = \"abc\ny = 1"));     /* the string ended at the newline: an error */
+    ck_assert(!incomplete("x = 1 # ("));        /* nor inside comments */
+    ck_assert(!incomplete("x = (1 + 2))"));     /* too many closers: an error, not more input */
+    ck_assert(!incomplete("x = $ ("));          /* a lexical error: not more input */
+    ck_assert(!incomplete("x = \"abc\ny = 1")); /* the string ended at the newline: an error */
     ck_assert(!incomplete("x = -1"));
     ck_assert(!incomplete("d = {}"));
 }
@@ -921,15 +1118,22 @@ static long heap_in_use(void) { return (long)mallinfo2().uordblks; }
 static long heap_growth(const char *text, int n)
 {
     /* warm up: first-time allocations of stdio and the like */
-    for (int i = 0; i < 10; i++) { Parsed p = parse_text(text); parsed_free(&p); }
+    for (int i = 0; i < 10; i++) {
+        Parsed p = parse_text(text);
+        parsed_free(&p);
+    }
     long before = heap_in_use();
-    for (int i = 0; i < n; i++) { Parsed p = parse_text(text); parsed_free(&p); }
+    for (int i = 0; i < n; i++) {
+        Parsed p = parse_text(text);
+        parsed_free(&p);
+    }
     return heap_in_use() - before;
 }
 
 START_TEST(parse_free_releases_all)
 {
-    long g = heap_growth("fn f(a, b=[1, 2]) {\n  return g(a, k=b)[0:1]\n}\nx = {\"a\": f(1)}\n", 2000);
+    long g =
+        heap_growth("fn f(a, b=[1, 2]) {\n  return g(a, k=b)[0:1]\n}\nx = {\"a\": f(1)}\n", 2000);
     ck_assert_msg(g < 16384, "2000 parses kept %ld bytes", g);
 }
 END_TEST

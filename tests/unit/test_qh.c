@@ -90,15 +90,18 @@ END_TEST
 
 START_TEST(runtime_error_is_status_1)
 {
-    const char *text = "fn g(a) { return a[5] }\nfn f() {\n  return g([1])\n}\nprint(\"first\")\nf()\nprint(\"never\")\n";
+    const char *text = "fn g(a) { return a[5] }\nfn f() {\n  return "
+                       "g([1])\n}\nprint(\"first\")\nf()\nprint(\"never\")\n";
     Run r = run_mode(text, true);
     ck_assert_int_eq(r.status, 1);
     ck_assert_str_eq(r.out, "first\n");
-    ck_assert_msg(strstr(r.err, "t.qh:1:20: error: list index 5 out of range (length 1)") != NULL, "%s", r.err);
+    ck_assert_msg(strstr(r.err, "t.qh:1:20: error: list index 5 out of range (length 1)") != NULL,
+                  "%s", r.err);
     /* the traceback, outermost first */
     const char *tb = strstr(r.err, "traceback");
     ck_assert_ptr_nonnull(tb);
-    const char *m = strstr(tb, "t.qh:6: in <main>"), *f = strstr(tb, "t.qh:3: in f"), *g = strstr(tb, "t.qh:1: in g");
+    const char *m = strstr(tb, "t.qh:6: in <main>"), *f = strstr(tb, "t.qh:3: in f"),
+               *g = strstr(tb, "t.qh:1: in g");
     ck_assert_msg(m && f && g && m < f && f < g, "%s", r.err);
     run_free(&r);
     expect_error(text, 1, "list index 5 out of range");
@@ -148,7 +151,7 @@ START_TEST(print_deps)
     ck_assert_msg(strstr(buf, "fn f (line 2): pure") != NULL, "%s", buf);
     ck_assert_msg(strstr(buf, "line 3: writes y") != NULL, "%s", buf);
     free(buf);
-    Run r = host_close(&h, 0);      /* --deps runs nothing */
+    Run r = host_close(&h, 0); /* --deps runs nothing */
     ck_assert_str_eq(r.out, "");
     run_free(&r);
 }
@@ -166,7 +169,8 @@ START_TEST(get_global)
 {
     Host h;
     host_open(&h, _i == 0);
-    ck_assert_int_eq(host_run(&h, "x = 42\nxs = [1, \"a\"]\nfn f() { local = 1 }\nunset = nil\n"), 0);
+    ck_assert_int_eq(host_run(&h, "x = 42\nxs = [1, \"a\"]\nfn f() { local = 1 }\nunset = nil\n"),
+                     0);
     Value v;
     ck_assert(qh_get_global(h.Q, "x", &v));
     ck_assert(num_of(v) == 42);
@@ -178,7 +182,7 @@ START_TEST(get_global)
     decref(v);
     ck_assert(qh_get_global(h.Q, "unset", &v));
     ck_assert_int_eq(v.t, T_NIL);
-    ck_assert(!qh_get_global(h.Q, "local", &v));        /* a local of f */
+    ck_assert(!qh_get_global(h.Q, "local", &v)); /* a local of f */
     ck_assert(!qh_get_global(h.Q, "nowhere", &v));
     /* builtins are what every program sees */
     ck_assert(qh_get_global(h.Q, "len", &v));
@@ -195,13 +199,13 @@ START_TEST(call_functions)
 {
     Host h;
     host_open(&h, _i == 0);
-    ck_assert_int_eq(host_run(&h,
-        "base = 10\n"
-        "fn add(a, b) { return a + b + base }\n"
-        "fn make(k) { return fn (x) { return k * x } }\n"
-        "triple = make(3)\n"
-        "log = []\n"
-        "fn note(v) { append(log, v) }\n"), 0);
+    ck_assert_int_eq(host_run(&h, "base = 10\n"
+                                  "fn add(a, b) { return a + b + base }\n"
+                                  "fn make(k) { return fn (x) { return k * x } }\n"
+                                  "triple = make(3)\n"
+                                  "log = []\n"
+                                  "fn note(v) { append(log, v) }\n"),
+                     0);
     Value add, triple, note, len, log;
     ck_assert(qh_get_global(h.Q, "add", &add));
     ck_assert(qh_get_global(h.Q, "triple", &triple));
@@ -223,10 +227,12 @@ START_TEST(call_functions)
     ck_assert_int_eq(r.t, T_NIL);
     ck_assert(qh_get_global(h.Q, "log", &log));
     ck_assert_int_eq(AS_LIST(log)->len, 1);
-    ck_assert_int_eq(s.o->rc, rc + 1);          /* the list holds it now */
+    ck_assert_int_eq(s.o->rc, rc + 1); /* the list holds it now */
     decref(log);
     decref(s);
-    decref(add); decref(triple); decref(note);
+    decref(add);
+    decref(triple);
+    decref(note);
     Run o = host_close(&h, 0);
     ck_assert_int_eq(o.status, 0);
     run_free(&o);
@@ -237,7 +243,9 @@ START_TEST(call_errors)
 {
     Host h;
     host_open(&h, _i == 0);
-    ck_assert_int_eq(host_run(&h, "fn bad(xs) { return xs[3] }\nfn deep(n) { return deep(n + 1) }\nfn one(a) { return a }\n"), 0);
+    ck_assert_int_eq(host_run(&h, "fn bad(xs) { return xs[3] }\nfn deep(n) { return deep(n + 1) "
+                                  "}\nfn one(a) { return a }\n"),
+                     0);
     Value bad, deep, one;
     ck_assert(qh_get_global(h.Q, "bad", &bad));
     ck_assert(qh_get_global(h.Q, "deep", &deep));
@@ -245,14 +253,17 @@ START_TEST(call_errors)
     Value xs = v_list(list_new(0));
     Value r = qh_call(h.Q, bad, 1, &xs);
     ck_assert(IS_EXC(r));
-    ck_assert_msg(strstr(qh_error_message(h.Q), "list index 3 out of range") != NULL, "%s", qh_error_message(h.Q));
+    ck_assert_msg(strstr(qh_error_message(h.Q), "list index 3 out of range") != NULL, "%s",
+                  qh_error_message(h.Q));
     r = qh_call(h.Q, one, 0, NULL);
     ck_assert(IS_EXC(r));
-    ck_assert_msg(strstr(qh_error_message(h.Q), "one") != NULL && strstr(qh_error_message(h.Q), "argument") != NULL,
+    ck_assert_msg(strstr(qh_error_message(h.Q), "one") != NULL &&
+                      strstr(qh_error_message(h.Q), "argument") != NULL,
                   "%s", qh_error_message(h.Q));
     r = qh_call(h.Q, v_num(1), 0, NULL);
     ck_assert(IS_EXC(r));
-    ck_assert_msg(strstr(qh_error_message(h.Q), "not callable") != NULL, "%s", qh_error_message(h.Q));
+    ck_assert_msg(strstr(qh_error_message(h.Q), "not callable") != NULL, "%s",
+                  qh_error_message(h.Q));
     Value zero = v_num(0);
     r = qh_call(h.Q, deep, 1, &zero);
     ck_assert(IS_EXC(r));
@@ -264,9 +275,11 @@ START_TEST(call_errors)
         decref(r);
     }
     decref(xs);
-    decref(bad); decref(deep); decref(one);
+    decref(bad);
+    decref(deep);
+    decref(one);
     Run o = host_close(&h, 0);
-    ck_assert_int_eq(o.status, 0);      /* a host's failed call is not the program's failure */
+    ck_assert_int_eq(o.status, 0); /* a host's failed call is not the program's failure */
     run_free(&o);
 }
 END_TEST
@@ -289,22 +302,22 @@ START_TEST(call_qfn_and_force)
 {
     Host h;
     host_open(&h, _i == 0);
-    ck_assert_int_eq(host_run(&h,
-        "qfn z(theta) on device(\"statevector\", wires=1) {\n"
-        "    RX(theta, 0)\n"
-        "    return expval(PauliZ(0))\n"
-        "}\n"), 0);
+    ck_assert_int_eq(host_run(&h, "qfn z(theta) on device(\"statevector\", wires=1) {\n"
+                                  "    RX(theta, 0)\n"
+                                  "    return expval(PauliZ(0))\n"
+                                  "}\n"),
+                     0);
     Value z;
     ck_assert(qh_get_global(h.Q, "z", &z));
     Value theta = v_num(M_PI / 3);
     Value f = qh_call(h.Q, z, 1, &theta);
     ck_assert(!IS_EXC(f));
-    Value v = qh_force(h.Q, f);                 /* a future (or the value under --sync) */
+    Value v = qh_force(h.Q, f); /* a future (or the value under --sync) */
     ck_assert(fabs(num_of(v) - 0.5) < 1e-12);
-    Value again = qh_force(h.Q, f);             /* forcing twice gives the same */
+    Value again = qh_force(h.Q, f); /* forcing twice gives the same */
     ck_assert(num_of(again) == v.n);
     decref(f);
-    ck_assert(num_of(qh_force(h.Q, v_num(3))) == 3);   /* not a future: itself */
+    ck_assert(num_of(qh_force(h.Q, v_num(3))) == 3); /* not a future: itself */
     /* a quantum call that fails: its error when it is forced */
     Value bad = v_str("not a number");
     f = qh_call(h.Q, z, 1, &bad);
@@ -328,8 +341,11 @@ START_TEST(unobserved_failure_fails_close)
                  "    return expval(PauliZ(0))\n"
                  "}\n"
                  "r = q([1])\n"
-                 "print(\"done\")\n", 1, "out of range");
-    Run r = run_mode("qfn q(k) on device(\"statevector\", wires=1) { RX(k[5], 0)\n return 1 }\nr = q([1])\nprint(\"done\")\n", false);
+                 "print(\"done\")\n",
+                 1, "out of range");
+    Run r = run_mode("qfn q(k) on device(\"statevector\", wires=1) { RX(k[5], 0)\n return 1 }\nr = "
+                     "q([1])\nprint(\"done\")\n",
+                     false);
     ck_assert_str_eq(r.out, "done\n");
     run_free(&r);
 }
@@ -404,7 +420,8 @@ START_TEST(complete_names)
     Buf b;
     buf_init(&b);
     qh_complete(h.Q, "len", collect, &b);
-    ck_assert_msg(strstr(b.p, "lengthy ") && strstr(b.p, "lenient ") && strstr(b.p, "len "), "%s", b.p);
+    ck_assert_msg(strstr(b.p, "lengthy ") && strstr(b.p, "lenient ") && strstr(b.p, "len "), "%s",
+                  b.p);
     buf_free(&b);
     Run r = host_close(&h, 0);
     run_free(&r);
@@ -494,7 +511,7 @@ static Suite *qh_suite(void)
     tcase_add_test(tc, compile_file);
     tcase_add_test(tc, print_deps);
     suite_add_tcase(s, tc);
-    tc = tcase_create("host");      /* loops: 0 --sync, 1 background workers */
+    tc = tcase_create("host"); /* loops: 0 --sync, 1 background workers */
     tcase_set_timeout(tc, 120);
     tcase_add_loop_test(tc, get_global, 0, 2);
     tcase_add_loop_test(tc, call_functions, 0, 2);

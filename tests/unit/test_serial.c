@@ -16,41 +16,41 @@
 #include "qh.h"
 #include "serial.h"
 
-static const char program[] =
-    "x = 0.1 + 0.2\n"
-    "neg = -0.0\n"
-    "big = 1e308 * 10\n"
-    "s = \"h\\u{e9}llo\\nworld\"\n"
-    "l = [1, \"two\", [3, 4], nil, true, false]\n"
-    "d = {\"a\": 1, 2: [3], true: {\"x\": \"y\"}}\n"
-    "c = 1.5 + 2j\n"
-    "a = array([[1, 2.5], [3, 4]])\n"
-    "ca = array([1 + 1j, 2])\n"
-    "dev = device(\"statevector\", wires=3, shots=100, seed=7)\n"
-    "k = 10\n"
-    "fn add(p, q=2) { return p + q }\n"
-    "fn mk(n) { fn inner(x) { return x + n + k } \n return inner }\n"
-    "cl = mk(5)\n"
-    "qfn circ(t) on dev { RX(t, 0)\n return expval(PauliZ(0)) }\n"
-    "g = RX(0.5, wires=[1])\n"
-    "cg = ctrl(PauliX(2), control=[0])\n"
-    "obs = 0.5 * PauliZ(0) @ PauliX(1) + PauliY(2)\n"
-    "hob = 2 * Hermitian(array([[1, 2j], [-2j, 3]]), wires=[1]) @ PauliZ(0) + Projector([1, 0], wires=[0, 2])\n"
-    "bg = RX(array([0.1, 0.2, 0.3]), wires=[0])\n"
-    "u = QubitUnitary(array([[0, 1], [1, 0]]), wires=[0])\n"
-    "adj = adjoint(circ)\n"
-    "bi = len\n"
-    "shared = [1, 2]\n"
-    "pair = [shared, shared]\n"
-    "cyc = [1]\n"
-    "append(cyc, cyc)\n"
-    "fut = circ(0.3)\n"
-    "done = wait(fut)\n";
+static const char program[] = "x = 0.1 + 0.2\n"
+                              "neg = -0.0\n"
+                              "big = 1e308 * 10\n"
+                              "s = \"h\\u{e9}llo\\nworld\"\n"
+                              "l = [1, \"two\", [3, 4], nil, true, false]\n"
+                              "d = {\"a\": 1, 2: [3], true: {\"x\": \"y\"}}\n"
+                              "c = 1.5 + 2j\n"
+                              "a = array([[1, 2.5], [3, 4]])\n"
+                              "ca = array([1 + 1j, 2])\n"
+                              "dev = device(\"statevector\", wires=3, shots=100, seed=7)\n"
+                              "k = 10\n"
+                              "fn add(p, q=2) { return p + q }\n"
+                              "fn mk(n) { fn inner(x) { return x + n + k } \n return inner }\n"
+                              "cl = mk(5)\n"
+                              "qfn circ(t) on dev { RX(t, 0)\n return expval(PauliZ(0)) }\n"
+                              "g = RX(0.5, wires=[1])\n"
+                              "cg = ctrl(PauliX(2), control=[0])\n"
+                              "obs = 0.5 * PauliZ(0) @ PauliX(1) + PauliY(2)\n"
+                              "hob = 2 * Hermitian(array([[1, 2j], [-2j, 3]]), wires=[1]) @ "
+                              "PauliZ(0) + Projector([1, 0], wires=[0, 2])\n"
+                              "bg = RX(array([0.1, 0.2, 0.3]), wires=[0])\n"
+                              "u = QubitUnitary(array([[0, 1], [1, 0]]), wires=[0])\n"
+                              "adj = adjoint(circ)\n"
+                              "bi = len\n"
+                              "shared = [1, 2]\n"
+                              "pair = [shared, shared]\n"
+                              "cyc = [1]\n"
+                              "append(cyc, cyc)\n"
+                              "fut = circ(0.3)\n"
+                              "done = wait(fut)\n";
 
 static qh_State *Q;
 static qh_Program *P;
 static SerCode code;
-static CopyCtx kept;            /* modules read: cycles broken at teardown */
+static CopyCtx kept; /* modules read: cycles broken at teardown */
 
 static void setup(void)
 {
@@ -101,7 +101,7 @@ static Value roundtrip(Value v, size_t *nbytes)
     ck_assert_msg(!IS_EXC(out), "deser failed: %s", r.error);
     ck_assert(des_at_end(&r));
     if (nbytes) *nbytes = w.out.len;
-    copy_move_modules(&kept, &r.memo);     /* as a task keeps them until it ends */
+    copy_move_modules(&kept, &r.memo); /* as a task keeps them until it ends */
     ser_free(&r);
     ser_free(&w);
     return out;
@@ -120,7 +120,8 @@ static void check_same(const char *name)
     Value w = roundtrip(v, NULL);
     char *a = repr_of(v), *b = repr_of(w);
     ck_assert_msg(strcmp(a, b) == 0, "%s: %s became %s", name, a, b);
-    if (type_of(v)->eq || v.t < T_FUNC) ck_assert_msg(value_eq(v, w), "%s: not equal after the trip", name);
+    if (type_of(v)->eq || v.t < T_FUNC)
+        ck_assert_msg(value_eq(v, w), "%s: not equal after the trip", name);
     free(a);
     free(b);
     decref(v);
@@ -129,7 +130,8 @@ static void check_same(const char *name)
 
 START_TEST(test_plain_kinds)
 {
-    const char *names[] = { "x", "neg", "big", "s", "l", "d", "c", "a", "ca", "dev", "g", "cg", "obs", "hob", "bg", "u", "bi", "done" };
+    const char *names[] = { "x",   "neg", "big", "s",   "l",   "d",  "c", "a",  "ca",
+                            "dev", "g",   "cg",  "obs", "hob", "bg", "u", "bi", "done" };
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) check_same(names[i]);
 }
 END_TEST
@@ -150,13 +152,13 @@ START_TEST(test_shared_and_cycles)
 {
     Value p = global("pair"), q = roundtrip(p, NULL);
     ck_assert_int_eq(q.t, T_LIST);
-    ck_assert_ptr_eq(AS_LIST(q)->v[0].o, AS_LIST(q)->v[1].o);      /* still one list */
-    ck_assert_ptr_ne(AS_LIST(q)->v[0].o, AS_LIST(p)->v[0].o);      /* a new one */
+    ck_assert_ptr_eq(AS_LIST(q)->v[0].o, AS_LIST(q)->v[1].o); /* still one list */
+    ck_assert_ptr_ne(AS_LIST(q)->v[0].o, AS_LIST(p)->v[0].o); /* a new one */
     decref(p);
     drop(q);
     Value c = global("cyc"), d = roundtrip(c, NULL);
     ck_assert_int_eq(AS_LIST(d)->len, 2);
-    ck_assert_ptr_eq(AS_LIST(d)->v[1].o, d.o);                      /* contains itself */
+    ck_assert_ptr_eq(AS_LIST(d)->v[1].o, d.o); /* contains itself */
     decref(c);
     drop(d);
 }
@@ -174,15 +176,20 @@ START_TEST(test_functions)
 {
     Value add = global("add"), add2 = roundtrip(add, NULL);
     Value one = v_num(1);
-    ck_assert(call_num(add2, 1, &one) == 3);                        /* the default came along */
+    ck_assert(call_num(add2, 1, &one) == 3); /* the default came along */
     Value cl = global("cl"), cl2 = roundtrip(cl, NULL);
-    ck_assert(call_num(cl2, 1, &one) == 16);                        /* its cell and the global k */
-    ck_assert_ptr_ne(AS_FUNC(cl2)->mod, AS_FUNC(cl)->mod);         /* a module of its own */
-    ck_assert_ptr_eq(AS_FUNC(cl2)->p, AS_FUNC(cl)->p);             /* the same code */
+    ck_assert(call_num(cl2, 1, &one) == 16);               /* its cell and the global k */
+    ck_assert_ptr_ne(AS_FUNC(cl2)->mod, AS_FUNC(cl)->mod); /* a module of its own */
+    ck_assert_ptr_eq(AS_FUNC(cl2)->p, AS_FUNC(cl)->p);     /* the same code */
     /* a qfn with its device */
     Value circ = global("circ"), circ2 = roundtrip(circ, NULL);
     ck_assert_int_eq(AS_FUNC(circ2)->device.t, T_DEVICE);
-    decref(add); drop(add2); decref(cl); drop(cl2); decref(circ); drop(circ2);
+    decref(add);
+    drop(add2);
+    decref(cl);
+    drop(cl2);
+    decref(circ);
+    drop(circ2);
     check_same("adj");
 }
 END_TEST
@@ -199,7 +206,7 @@ START_TEST(test_refusals)
     ser_free(&w);
     decref(cl);
     /* a future still running */
-    Value fut = global("fut");          /* resolved by wait(): it travels as its value */
+    Value fut = global("fut"); /* resolved by wait(): it travels as its value */
     Value v = roundtrip(fut, NULL);
     ck_assert_int_eq(v.t, T_NUM);
     drop(v);
@@ -232,7 +239,10 @@ START_TEST(test_truncated_and_corrupt)
             SerCtx r;
             des_init(&r, copy, w.out.len, &code);
             Value x = des_value(&r);
-            if (!IS_EXC(x)) { value_break_cycles(&x, 1); decref(x); }
+            if (!IS_EXC(x)) {
+                value_break_cycles(&x, 1);
+                decref(x);
+            }
             ser_free(&r);
         }
         free(copy);

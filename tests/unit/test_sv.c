@@ -20,7 +20,7 @@
 #include "sv.h"
 #include "dense_ref.h"
 
-#define TOL 1e-12
+#define TOL  1e-12
 #define MAXQ 8
 #define MAXD (1 << MAXQ)
 
@@ -66,20 +66,37 @@ static int ref_small(SvGate g, const double *p, int k, const cplx *qu, uint64_t 
     memset(u, 0, (size_t)d * d * sizeof(cplx));
     switch (g) {
     case SV_IDENTITY: memcpy(u, P_I, sizeof P_I); break;
-    case SV_HADAMARD: for (int i = 0; i < 4; i++) u[i] = (P_X[i] + P_Z[i]) / sqrt(2); break;
+    case SV_HADAMARD:
+        for (int i = 0; i < 4; i++) u[i] = (P_X[i] + P_Z[i]) / sqrt(2);
+        break;
     case SV_PAULIX: memcpy(u, P_X, sizeof P_X); break;
     case SV_PAULIY: memcpy(u, P_Y, sizeof P_Y); break;
     case SV_PAULIZ: memcpy(u, P_Z, sizeof P_Z); break;
-    case SV_S: u[0] = 1; u[3] = I; break;
-    case SV_T: u[0] = 1; u[3] = cexp(I * M_PI / 4); break;
-    case SV_SX: u[0] = u[3] = (1 + I) / 2; u[1] = u[2] = (1 - I) / 2; break;
+    case SV_S:
+        u[0] = 1;
+        u[3] = I;
+        break;
+    case SV_T:
+        u[0] = 1;
+        u[3] = cexp(I * M_PI / 4);
+        break;
+    case SV_SX:
+        u[0] = u[3] = (1 + I) / 2;
+        u[1] = u[2] = (1 - I) / 2;
+        break;
     case SV_RX: rot_exp(P_X, 2, p[0], u); break;
     case SV_RY: rot_exp(P_Y, 2, p[0], u); break;
     case SV_RZ: rot_exp(P_Z, 2, p[0], u); break;
-    case SV_PHASESHIFT: u[0] = 1; u[3] = cexp(I * p[0]); break;
+    case SV_PHASESHIFT:
+        u[0] = 1;
+        u[3] = cexp(I * p[0]);
+        break;
     case SV_ROT: /* RZ(omega) RY(theta) RZ(phi) */
-        rot_exp(P_Z, 2, p[2], a); rot_exp(P_Y, 2, p[1], b); rot_exp(P_Z, 2, p[0], c);
-        matmul(a, b, u, 2); matmul(u, c, u, 2);
+        rot_exp(P_Z, 2, p[2], a);
+        rot_exp(P_Y, 2, p[1], b);
+        rot_exp(P_Z, 2, p[0], c);
+        matmul(a, b, u, 2);
+        matmul(u, c, u, 2);
         break;
     case SV_U3:
         u[0] = cos(p[0] / 2);
@@ -90,26 +107,56 @@ static int ref_small(SvGate g, const double *p, int k, const cplx *qu, uint64_t 
     case SV_CNOT: ctrl_block(P_X, 2, 1, u); break;
     case SV_CY: ctrl_block(P_Y, 2, 1, u); break;
     case SV_CZ: ctrl_block(P_Z, 2, 1, u); break;
-    case SV_CRX: rot_exp(P_X, 2, p[0], a); ctrl_block(a, 2, 1, u); break;
-    case SV_CRY: rot_exp(P_Y, 2, p[0], a); ctrl_block(a, 2, 1, u); break;
-    case SV_CRZ: rot_exp(P_Z, 2, p[0], a); ctrl_block(a, 2, 1, u); break;
-    case SV_CPHASE: a[0] = 1; a[1] = a[2] = 0; a[3] = cexp(I * p[0]); ctrl_block(a, 2, 1, u); break;
+    case SV_CRX:
+        rot_exp(P_X, 2, p[0], a);
+        ctrl_block(a, 2, 1, u);
+        break;
+    case SV_CRY:
+        rot_exp(P_Y, 2, p[0], a);
+        ctrl_block(a, 2, 1, u);
+        break;
+    case SV_CRZ:
+        rot_exp(P_Z, 2, p[0], a);
+        ctrl_block(a, 2, 1, u);
+        break;
+    case SV_CPHASE:
+        a[0] = 1;
+        a[1] = a[2] = 0;
+        a[3] = cexp(I * p[0]);
+        ctrl_block(a, 2, 1, u);
+        break;
     case SV_SWAP: u[0] = u[6] = u[9] = u[15] = 1; break;
-    case SV_ISWAP: u[0] = u[15] = 1; u[6] = u[9] = I; break;
-    case SV_ISINGXX: kron(P_X, 2, P_X, 2, a); rot_exp(a, 4, p[0], u); break;
-    case SV_ISINGYY: kron(P_Y, 2, P_Y, 2, a); rot_exp(a, 4, p[0], u); break;
-    case SV_ISINGZZ: kron(P_Z, 2, P_Z, 2, a); rot_exp(a, 4, p[0], u); break;
+    case SV_ISWAP:
+        u[0] = u[15] = 1;
+        u[6] = u[9] = I;
+        break;
+    case SV_ISINGXX:
+        kron(P_X, 2, P_X, 2, a);
+        rot_exp(a, 4, p[0], u);
+        break;
+    case SV_ISINGYY:
+        kron(P_Y, 2, P_Y, 2, a);
+        rot_exp(a, 4, p[0], u);
+        break;
+    case SV_ISINGZZ:
+        kron(P_Z, 2, P_Z, 2, a);
+        rot_exp(a, 4, p[0], u);
+        break;
     case SV_TOFFOLI: ctrl_block(P_X, 2, 2, u); break;
     case SV_CSWAP: {
         cplx sw[16] = { 1, 0, 0, 0, 0, 0, 1, 0, 0, 1, 0, 0, 0, 0, 0, 1 };
         ctrl_block(sw, 4, 1, u);
         break;
     }
-    case SV_MULTIRZ: {   /* exp(-i t/2 Z x ... x Z), Z x ... x Z built by kron */
+    case SV_MULTIRZ: { /* exp(-i t/2 Z x ... x Z), Z x ... x Z built by kron */
         static cplx zz[MAXD * MAXD], tmp[MAXD * MAXD];
         memcpy(zz, P_Z, sizeof P_Z);
         int dd = 2;
-        for (int i = 1; i < k; i++) { kron(zz, dd, P_Z, 2, tmp); dd *= 2; memcpy(zz, tmp, (size_t)dd * dd * sizeof(cplx)); }
+        for (int i = 1; i < k; i++) {
+            kron(zz, dd, P_Z, 2, tmp);
+            dd *= 2;
+            memcpy(zz, tmp, (size_t)dd * dd * sizeof(cplx));
+        }
         for (int i = 0; i < d; i++) u[i * d + i] = cexp(-I * p[0] / 2 * zz[i * d + i]);
         break;
     }
@@ -117,7 +164,7 @@ static int ref_small(SvGate g, const double *p, int k, const cplx *qu, uint64_t 
         if (!qu) return -1;
         memcpy(u, qu, (size_t)d * d * sizeof(cplx));
         break;
-    case SV_BASISSTATE: {  /* X on each wire whose bit is 1 */
+    case SV_BASISSTATE: { /* X on each wire whose bit is 1 */
         static cplx full[MAXD * MAXD], tmp[MAXD * MAXD];
         int dd = 1;
         full[0] = 1;
@@ -131,14 +178,21 @@ static int ref_small(SvGate g, const double *p, int k, const cplx *qu, uint64_t 
     }
     case SV_SINGLEEXC: {
         double cs = cos(p[0] / 2), sn = sin(p[0] / 2);
-        u[0] = 1; u[15] = 1; u[5] = cs; u[6] = -sn; u[9] = sn; u[10] = cs;
+        u[0] = 1;
+        u[15] = 1;
+        u[5] = cs;
+        u[6] = -sn;
+        u[9] = sn;
+        u[10] = cs;
         break;
     }
-    case SV_DOUBLEEXC: {  /* |0011> -> c|0011> + s|1100>, |1100> -> c|1100> - s|0011> */
+    case SV_DOUBLEEXC: { /* |0011> -> c|0011> + s|1100>, |1100> -> c|1100> - s|0011> */
         double cs = cos(p[0] / 2), sn = sin(p[0] / 2);
         for (int i = 0; i < 16; i++) u[i * 16 + i] = 1;
-        u[3 * 16 + 3] = cs; u[12 * 16 + 3] = sn;
-        u[12 * 16 + 12] = cs; u[3 * 16 + 12] = -sn;
+        u[3 * 16 + 3] = cs;
+        u[12 * 16 + 3] = sn;
+        u[12 * 16 + 12] = cs;
+        u[3 * 16 + 12] = -sn;
         break;
     }
     default: return -1;
@@ -231,8 +285,8 @@ static void gate_sweep(int nc, int adjoint)
                     SvOp op;
                     make_op(&op, (SvGate)g, nq, nc, adjoint, &r);
                     double e = check_apply(&op, nq, simd, &r);
-                    ck_assert_msg(e < TOL, "%s nq=%d nc=%d adj=%d simd=%d: error %g",
-                                  info->name, nq, nc, adjoint, simd, e);
+                    ck_assert_msg(e < TOL, "%s nq=%d nc=%d adj=%d simd=%d: error %g", info->name,
+                                  nq, nc, adjoint, simd, e);
                 }
         }
     }
@@ -242,9 +296,17 @@ START_TEST(test_gates_plain) { gate_sweep(0, 0); }
 END_TEST
 START_TEST(test_gates_adjoint) { gate_sweep(0, 1); }
 END_TEST
-START_TEST(test_gates_ctrl1) { gate_sweep(1, 0); gate_sweep(1, 1); }
+START_TEST(test_gates_ctrl1)
+{
+    gate_sweep(1, 0);
+    gate_sweep(1, 1);
+}
 END_TEST
-START_TEST(test_gates_ctrl2) { gate_sweep(2, 0); gate_sweep(2, 1); }
+START_TEST(test_gates_ctrl2)
+{
+    gate_sweep(2, 0);
+    gate_sweep(2, 1);
+}
 END_TEST
 
 /* Every wire placement (low bits especially) for the 1- and 2-wire kinds. */
@@ -252,8 +314,8 @@ START_TEST(test_gates_all_placements)
 {
     Rng r;
     rng_seed(&r, 77);
-    SvGate gs[] = { SV_HADAMARD, SV_PAULIX, SV_RZ, SV_PHASESHIFT, SV_CNOT, SV_CRY, SV_CZ,
-                    SV_SWAP, SV_ISWAP, SV_ISINGXX, SV_ISINGZZ, SV_SINGLEEXC };
+    SvGate gs[] = { SV_HADAMARD, SV_PAULIX, SV_RZ,    SV_PHASESHIFT, SV_CNOT,    SV_CRY,
+                    SV_CZ,       SV_SWAP,   SV_ISWAP, SV_ISINGXX,    SV_ISINGZZ, SV_SINGLEEXC };
     for (int nq = 1; nq <= 6; nq++)
         for (size_t gi = 0; gi < sizeof gs / sizeof gs[0]; gi++) {
             const SvGateInfo *info = sv_gate_info(gs[gi]);
@@ -269,7 +331,10 @@ START_TEST(test_gates_all_placements)
                             make_op(&op, gs[gi], nq, 0, 0, &r);
                             op.wires[0] = a;
                             op.wires[1] = b;
-                            if (c >= 0) { op.nctrl = 1; op.ctrl[0] = c; }
+                            if (c >= 0) {
+                                op.nctrl = 1;
+                                op.ctrl[0] = c;
+                            }
                             double e = check_apply(&op, nq, simd, &r);
                             ck_assert_msg(e < TOL, "%s nq=%d wires %d %d ctrl %d simd %d: %g",
                                           info->name, nq, a, b, c, simd, e);
@@ -297,10 +362,10 @@ START_TEST(test_gates_large)
                     for (int simd = 0; simd <= SV_SIMD_AVX512; simd++) {
                         SvOp op;
                         make_op(&op, gs[gi], nq, nc, (int)rng_below(&r, 2), &r);
-                        for (int k = 0; k < nc; k++)   /* keep the target free */
+                        for (int k = 0; k < nc; k++) /* keep the target free */
                             if (op.ctrl[k] == t) op.ctrl[k] = op.wires[0];
                         op.wires[0] = t;
-                        cplx u[256];   /* ref_small's largest, as the compiler sees it */
+                        cplx u[256]; /* ref_small's largest, as the compiler sees it */
                         ref_small(op.gate, op.params, 1, NULL, 0, u);
                         if (op.adjoint) dag(u, 2);
                         random_state(psi, D, &r);
@@ -367,10 +432,14 @@ static void ref_apply(const SvOp *op, int nq, const cplx *psi, cplx *out)
 /* The gates whose kernels are pair, exchange or 4x4 jobs (the line
    kernels), a diagonal or two for contrast; QubitUnitary on 1 and 2
    wires. */
-static const struct { SvGate g; int k; } line_gates[] = {
-    { SV_HADAMARD, 1 }, { SV_RX, 1 }, { SV_PAULIX, 1 }, { SV_PAULIY, 1 }, { SV_SX, 1 },
-    { SV_RZ, 1 }, { SV_CNOT, 2 }, { SV_CY, 2 }, { SV_CRX, 2 }, { SV_CZ, 2 }, { SV_SWAP, 2 },
-    { SV_ISWAP, 2 }, { SV_SINGLEEXC, 2 }, { SV_ISINGXX, 2 }, { SV_TOFFOLI, 3 }, { SV_CSWAP, 3 },
+static const struct {
+    SvGate g;
+    int k;
+} line_gates[] = {
+    { SV_HADAMARD, 1 },  { SV_RX, 1 },           { SV_PAULIX, 1 },       { SV_PAULIY, 1 },
+    { SV_SX, 1 },        { SV_RZ, 1 },           { SV_CNOT, 2 },         { SV_CY, 2 },
+    { SV_CRX, 2 },       { SV_CZ, 2 },           { SV_SWAP, 2 },         { SV_ISWAP, 2 },
+    { SV_SINGLEEXC, 2 }, { SV_ISINGXX, 2 },      { SV_TOFFOLI, 3 },      { SV_CSWAP, 3 },
     { SV_DOUBLEEXC, 4 }, { SV_QUBITUNITARY, 1 }, { SV_QUBITUNITARY, 2 }, { SV_BASISSTATE, 2 },
 };
 
@@ -425,11 +494,13 @@ static void line_sweep(int nq, const int *bits, int nbits, int cases, int maxk, 
                     char err[256] = "";
                     ck_assert_msg(sv_apply(&s, &op, err, sizeof err) == 0, "%s", err);
                     double e = maxdiff(s.amp, want, D);
-                    ck_assert_msg(e < TOL, "%s nq=%d level=%d ctrl %d %d wires %d %d %d %d: %g",
-                                  sv_gate_info(op.gate)->name, nq, lv, nc > 0 ? op.ctrl[0] : -1,
-                                  nc > 1 ? op.ctrl[1] : -1, op.wires[0],
-                                  op.nwires > 1 ? op.wires[1] : -1, op.nwires > 2 ? op.wires[2] : -1,
-                                  op.nwires > 3 ? op.wires[3] : -1, e);
+                    ck_assert_msg(
+                        e<TOL, "%s nq=%d level=%d ctrl %d %d wires %d %d %d %d: %g",
+                            sv_gate_info(op.gate)->name, nq, lv, nc> 0
+                            ? op.ctrl[0]
+                            : -1,
+                        nc > 1 ? op.ctrl[1] : -1, op.wires[0], op.nwires > 1 ? op.wires[1] : -1,
+                        op.nwires > 2 ? op.wires[2] : -1, op.nwires > 3 ? op.wires[3] : -1, e);
                 }
             }
         }
@@ -496,11 +567,17 @@ START_TEST(test_line_kernels_low_bits)
                         op.matrix = qu_buf;
                     }
                     int w[3] = { NQ - 1 - a, NQ - 1 - b, NQ - 1 - c };
-                    if (k3) {   /* the third wire: c as the target (or second swap wire) */
-                        op.wires[0] = w[0]; op.wires[1] = w[1]; op.wires[2] = w[2];
+                    if (k3) { /* the third wire: c as the target (or second swap wire) */
+                        op.wires[0] = w[0];
+                        op.wires[1] = w[1];
+                        op.wires[2] = w[2];
                     } else {
-                        op.wires[0] = w[0]; op.wires[1] = w[1];
-                        if (c >= 0) { op.nctrl = 1; op.ctrl[0] = w[2]; }
+                        op.wires[0] = w[0];
+                        op.wires[1] = w[1];
+                        if (c >= 0) {
+                            op.nctrl = 1;
+                            op.ctrl[0] = w[2];
+                        }
                     }
                     random_state(psi, 1 << NQ, &r);
                     ref_apply(&op, NQ, psi, want);
@@ -510,8 +587,9 @@ START_TEST(test_line_kernels_low_bits)
                         s.simd = lv;
                         memcpy(s.amp, psi, sizeof psi);
                         ck_assert_int_eq(sv_apply(&s, &op, NULL, 0), 0);
-                        ck_assert_msg(maxdiff(s.amp, want, 1 << NQ) < TOL, "%s bits %d %d %d level %d",
-                                      sv_gate_info(op.gate)->name, a, b, c, lv);
+                        ck_assert_msg(maxdiff(s.amp, want, 1 << NQ) < TOL,
+                                      "%s bits %d %d %d level %d", sv_gate_info(op.gate)->name, a,
+                                      b, c, lv);
                         sv_free(&s);
                     }
                 }
@@ -533,7 +611,8 @@ START_TEST(test_line_kernels_apply_matrix)
                 if (k == 1 && b > 0) continue;
                 if (k == 2 && a == b) continue;
                 int w[2] = { NQ - 1 - a, NQ - 1 - b };
-                for (int i = 0; i < (1 << k) * (1 << k); i++) m[i] = rng_normal(&r) + I * rng_normal(&r);
+                for (int i = 0; i < (1 << k) * (1 << k); i++)
+                    m[i] = rng_normal(&r) + I * rng_normal(&r);
                 random_state(psi, 1 << NQ, &r);
                 embed(m, w, k, NQ, full);
                 matvec(full, psi, want, 1 << NQ);
@@ -581,8 +660,10 @@ START_TEST(test_basis_state)
     memset(&op, 0, sizeof op);
     op.gate = SV_BASISSTATE;
     op.nwires = 3;
-    op.wires[0] = 3; op.wires[1] = 0; op.wires[2] = 2;
-    op.bits = 0x5;   /* wire 3 = 1, wire 0 = 0, wire 2 = 1 -> |0011> */
+    op.wires[0] = 3;
+    op.wires[1] = 0;
+    op.wires[2] = 2;
+    op.bits = 0x5; /* wire 3 = 1, wire 0 = 0, wire 2 = 1 -> |0011> */
     ck_assert_int_eq(sv_apply(&s, &op, NULL, 0), 0);
     ck_assert(cabs(s.amp[3] - 1) < TOL);
     sv_reset(&s);
@@ -678,7 +759,8 @@ START_TEST(test_op_dmatrix)
 {
     Rng r;
     rng_seed(&r, 22);
-    static cplx got[MAXD * MAXD], up[MAXD * MAXD], dn[MAXD * MAXD], bu[MAXD * MAXD], bd[MAXD * MAXD];
+    static cplx got[MAXD * MAXD], up[MAXD * MAXD], dn[MAXD * MAXD], bu[MAXD * MAXD],
+        bd[MAXD * MAXD];
     const double h = 1e-5;
     for (int g = 0; g < SV_NGATES; g++) {
         const SvGateInfo *info = sv_gate_info((SvGate)g);
@@ -699,7 +781,10 @@ START_TEST(test_op_dmatrix)
                     ref_small(op.gate, pp, k, NULL, 0, bu);
                     pp[p] -= 2 * h;
                     ref_small(op.gate, pp, k, NULL, 0, bd);
-                    if (adj) { dag(bu, d); dag(bd, d); }
+                    if (adj) {
+                        dag(bu, d);
+                        dag(bd, d);
+                    }
                     ctrl_block(bu, d, nc, up);
                     ctrl_block(bd, d, nc, dn);
                     for (int i = 0; i < D * D; i++) up[i] = (up[i] - dn[i]) / (2 * h);
@@ -740,7 +825,7 @@ static void random_terms(SvPauli *t, int n, int nq, Rng *r)
         t[k].coeff = rng_normal(r);
         t[k].x = rng_next(r) & ((1u << nq) - 1);
         t[k].z = rng_next(r) & ((1u << nq) - 1);
-        if (rng_below(r, 4) == 0) t[k].x = 0;   /* plenty of Z-only terms */
+        if (rng_below(r, 4) == 0) t[k].x = 0; /* plenty of Z-only terms */
     }
 }
 
@@ -754,7 +839,10 @@ START_TEST(test_expval_var)
             int n = 1 + (int)rng_below(&r, trial < 4 ? 4 : 20);
             SvPauli t[20];
             random_terms(t, n, nq, &r);
-            if (trial == 0) { t[0].x = 0; t[0].z = 0; }  /* identity term */
+            if (trial == 0) {
+                t[0].x = 0;
+                t[0].z = 0;
+            } /* identity term */
             pauli_dense(t, n, nq, H);
             int D = 1 << nq;
             cplx psi[MAXD], hp[MAXD], h2p[MAXD];
@@ -775,7 +863,8 @@ START_TEST(test_expval_var)
                 double ge = sv_expval(&s, t, n), gv = sv_var(&s, t, n);
                 ck_assert_msg(fabs(ge - e) < 1e-11, "nq=%d n=%d expval %g vs %g", nq, n, ge, e);
                 double ve = e2 - e * e;
-                ck_assert_msg(fabs(gv - (ve > 0 ? ve : 0)) < 1e-10, "nq=%d n=%d var %g vs %g", nq, n, gv, ve);
+                ck_assert_msg(fabs(gv - (ve > 0 ? ve : 0)) < 1e-10, "nq=%d n=%d var %g vs %g", nq,
+                              n, gv, ve);
             }
             sv_free(&s);
         }
@@ -814,7 +903,8 @@ START_TEST(test_shot_estimates)
         mean += sample[i];
     }
     mean /= (double)N;
-    ck_assert_msg(fabs(mean - ez) < 4 * sqrt((1 - ez * ez) / (double)N), "sample_pauli %g vs %g", mean, ez);
+    ck_assert_msg(fabs(mean - ez) < 4 * sqrt((1 - ez * ez) / (double)N), "sample_pauli %g vs %g",
+                  mean, ez);
     /* identity terms are exact */
     SvPauli id = { 2.5, 0, 0 };
     ck_assert(sv_expval_shots(&s, &id, 1, 10, &r) == 2.5);
@@ -826,8 +916,11 @@ START_TEST(test_binomial)
 {
     Rng r;
     rng_seed(&r, 51);
-    struct { uint64_t n; double p; } cs[] = { { 10, 0.3 }, { 100, 0.05 }, { 1000, 0.5 },
-                                             { 20000, 0.7 }, { 1000000, 0.001 }, { 5000000, 0.4 } };
+    struct {
+        uint64_t n;
+        double p;
+    } cs[] = { { 10, 0.3 },    { 100, 0.05 },      { 1000, 0.5 },
+               { 20000, 0.7 }, { 1000000, 0.001 }, { 5000000, 0.4 } };
     for (size_t c = 0; c < sizeof cs / sizeof cs[0]; c++) {
         const int M = 4000;
         double sum = 0, sq = 0;
@@ -863,7 +956,10 @@ START_TEST(test_probs)
             int nw = trial == 0 ? 0 : 1 + (int)rng_below(&r, (uint64_t)nq);
             int w[8];
             random_wires(w, nw, nq, &r);
-            if (trial == 1) { nw = nq; for (int i = 0; i < nq; i++) w[i] = i; }
+            if (trial == 1) {
+                nw = nq;
+                for (int i = 0; i < nq; i++) w[i] = i;
+            }
             double got[64], want[64] = { 0 };
             ck_assert_int_eq(sv_probs(&s, w, nw, got, NULL, 0), 0);
             int n = nw ? nw : nq;
@@ -906,12 +1002,16 @@ START_TEST(test_sample_stats)
     }
     for (int j = 0; j < 8; j++) {
         double sd = sqrt(N * known_p[j] * (1 - known_p[j]));
-        ck_assert_msg(fabs(cnt[j] - N * known_p[j]) <= 4 * sd, "bin %d: %g vs %g", j, cnt[j], N * known_p[j]);
+        ck_assert_msg(fabs(cnt[j] - N * known_p[j]) <= 4 * sd, "bin %d: %g vs %g", j, cnt[j],
+                      N * known_p[j]);
     }
     ck_assert(cnt[5] == 0);
     /* i.i.d. order: the first and second halves look alike */
     double h0 = 0, h1 = 0;
-    for (int i = 0; i < N / 2; i++) { h0 += (double)out[i]; h1 += (double)out[i + N / 2]; }
+    for (int i = 0; i < N / 2; i++) {
+        h0 += (double)out[i];
+        h1 += (double)out[i + N / 2];
+    }
     ck_assert(fabs(h0 - h1) / (N / 2) < 0.1);
     /* probs with shots: marginal over wires (2, 0) */
     int w[2] = { 2, 0 };
@@ -925,7 +1025,7 @@ START_TEST(test_sample_stats)
     }
     ck_assert(fabs(tot - 1) < 1e-12);
     double all[8];
-    sv_probs_shots(&s, NULL, 0, 0, &r, all);   /* shots = 0: exact */
+    sv_probs_shots(&s, NULL, 0, 0, &r, all); /* shots = 0: exact */
     for (int j = 0; j < 8; j++) ck_assert(fabs(all[j] - known_p[j]) < 1e-12);
     int bad[1] = { 7 };
     sv_probs_shots(&s, bad, 1, 10, &r, ps);
@@ -967,7 +1067,8 @@ START_TEST(test_measure)
                 sv_free(&s);
             }
             double sd = sqrt(M * p1 * (1 - p1));
-            ck_assert_msg(fabs(ones - M * p1) <= 4 * sd, "wire %d: %d ones, expected %g", wire, ones, M * p1);
+            ck_assert_msg(fabs(ones - M * p1) <= 4 * sd, "wire %d: %d ones, expected %g", wire,
+                          ones, M * p1);
         }
     SvState s;
     known_state(&s, &r);
@@ -1025,7 +1126,8 @@ START_TEST(test_errors)
     op.nctrl = 1;
     op.ctrl[0] = 0;
     ck_assert_int_eq(sv_apply(&s, &op, err, sizeof err), -1);
-    ck_assert_str_eq(err, "Hadamard: control wires must be distinct from each other and from the target wires (control 0; wires 0)");
+    ck_assert_str_eq(err, "Hadamard: control wires must be distinct from each other and from the "
+                          "target wires (control 0; wires 0)");
     op.ctrl[0] = 2;
     ck_assert_int_eq(sv_apply(&s, &op, err, sizeof err), -1);
     ck_assert_str_eq(err, "Hadamard: control wire 2 out of range for a 2-wire device");
@@ -1082,13 +1184,13 @@ END_TEST
 START_TEST(test_init_failure)
 {
     SvState s;
-    ck_assert_int_eq(sv_init(&s, 50), -1);   /* 16 PiB */
+    ck_assert_int_eq(sv_init(&s, 50), -1); /* 16 PiB */
     ck_assert_ptr_null(s.amp);
     ck_assert_int_eq(sv_init(&s, -1), -1);
     ck_assert_int_eq(sv_init(&s, 64), -1);
     ck_assert_uint_eq(sv_bytes(10), 16384);
     ck_assert_uint_eq(sv_bytes(70), SIZE_MAX);
-    sv_free(&s);   /* harmless on a failed state */
+    sv_free(&s); /* harmless on a failed state */
 }
 END_TEST
 
@@ -1131,7 +1233,8 @@ START_TEST(test_threads)
             ck_assert_int_eq(sv_probs(&b, w, 3, pb, NULL, 0), 0);
             for (int j = 0; j < 8; j++) ck_assert(fabs(pa[j] - pb[j]) < 1e-13);
             Rng r1 = r, r2 = r;
-            ck_assert_int_eq(sv_measure(&a, 3, 1, &r1, NULL, 0), sv_measure(&b, 3, 1, &r2, NULL, 0));
+            ck_assert_int_eq(sv_measure(&a, 3, 1, &r1, NULL, 0),
+                             sv_measure(&b, 3, 1, &r2, NULL, 0));
             ck_assert(maxdiff(a.amp, b.amp, a.dim) < TOL);
             sv_reset(&b);
             ck_assert(cabs(b.amp[0] - 1) == 0 && cabs(b.amp[b.dim - 1]) == 0);

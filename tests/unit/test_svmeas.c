@@ -21,7 +21,7 @@
 #include "svmeas.h"
 #include "dense_ref.h"
 
-#define TOL 1e-11
+#define TOL  1e-11
 #define MAXQ 6
 #define MAXD (1 << MAXQ)
 
@@ -70,7 +70,8 @@ static void terms_full(const SvTerm *t, int n, int nq, cplx *full)
         if (t[i].kind != SVB_NONE) {
             int k = t[i].k, d = 1 << k;
             cplx *m = calloc((size_t)d * d, sizeof(cplx));
-            if (t[i].kind == SVB_DENSE) memcpy(m, t[i].m, (size_t)d * d * sizeof(cplx));
+            if (t[i].kind == SVB_DENSE)
+                memcpy(m, t[i].m, (size_t)d * d * sizeof(cplx));
             else if (t[i].kind == SVB_KET) {
                 for (int a = 0; a < d; a++)
                     for (int c = 0; c < d; c++) m[a * d + c] = t[i].ket[a] * conj(t[i].ket[c]);
@@ -129,10 +130,13 @@ static void jacobi_eigvals(const cplx *h, int d, double *vals)
     }
     double *all = malloc((size_t)n * sizeof(double));
     for (int i = 0; i < n; i++) all[i] = a[i * n + i];
-    for (int i = 1; i < n; i++) {      /* sort ascending */
+    for (int i = 1; i < n; i++) { /* sort ascending */
         double v = all[i];
         int j = i - 1;
-        while (j >= 0 && all[j] > v) { all[j + 1] = all[j]; j--; }
+        while (j >= 0 && all[j] > v) {
+            all[j + 1] = all[j];
+            j--;
+        }
         all[j + 1] = v;
     }
     for (int i = 0; i < d; i++) vals[i] = 0.5 * (all[2 * i] + all[2 * i + 1]);
@@ -180,7 +184,12 @@ static SvState make_state(int nq, Rng *r)
 
 /* A random observable of nt terms on nq wires: Pauli words, Hermitian,
    basis and ket projector blocks, and blocks times words. */
-typedef struct Obs { SvTerm t[6]; int n; cplx mats[6][64]; cplx kets[6][8]; } Obs;
+typedef struct Obs {
+    SvTerm t[6];
+    int n;
+    cplx mats[6][64];
+    cplx kets[6][8];
+} Obs;
 
 static void random_obs(Obs *o, int nq, int nt, Rng *r)
 {
@@ -193,11 +202,17 @@ static void random_obs(Obs *o, int nq, int nt, Rng *r)
         t->kind = (SvBlockKind)kind;
         int k = kind == SVB_NONE ? 0 : 1 + (int)rng_below(r, 3 < nq ? 3 : (uint64_t)nq);
         int w[MAXQ];
-        random_wires(w, nq, nq, r);      /* a permutation: first k for the block */
+        random_wires(w, nq, nq, r); /* a permutation: first k for the block */
         t->k = k;
         for (int q = 0; q < k; q++) t->wires[q] = w[q];
-        if (kind == SVB_DENSE) { random_herm(o->mats[i], 1 << k, r); t->m = o->mats[i]; }
-        if (kind == SVB_KET) { random_state(o->kets[i], (size_t)1 << k, r); t->ket = o->kets[i]; }
+        if (kind == SVB_DENSE) {
+            random_herm(o->mats[i], 1 << k, r);
+            t->m = o->mats[i];
+        }
+        if (kind == SVB_KET) {
+            random_state(o->kets[i], (size_t)1 << k, r);
+            t->ket = o->kets[i];
+        }
         if (kind == SVB_BASIS) t->bits = rng_below(r, (uint64_t)1 << k);
         /* a word on some of the remaining wires */
         for (int q = k; q < nq; q++) {
@@ -237,7 +252,8 @@ START_TEST(test_expval_var_apply)
             char err[200] = "";
             ck_assert_msg(sv_obs_check(o.t, o.n, nq, "obs", err, sizeof err) == 0, "%s", err);
             int D = 1 << nq;
-            cplx *F = malloc((size_t)D * D * sizeof(cplx)), *F2 = malloc((size_t)D * D * sizeof(cplx));
+            cplx *F = malloc((size_t)D * D * sizeof(cplx)),
+                 *F2 = malloc((size_t)D * D * sizeof(cplx));
             terms_full(o.t, o.n, nq, F);
             matmul(F, F, F2, D);
             cplx fv[MAXD], f2v[MAXD];
@@ -245,17 +261,20 @@ START_TEST(test_expval_var_apply)
             matvec(F2, s.amp, f2v, D);
             double e = creal(inner(s.amp, fv, D)), e2 = creal(inner(s.amp, f2v, D));
             double got = sv_obs_expval(&s, o.t, o.n, err, sizeof err);
-            ck_assert_msg(fabs(got - e) < TOL, "nq %d trial %d: expval %.15g want %.15g", nq, trial, got, e);
+            ck_assert_msg(fabs(got - e) < TOL, "nq %d trial %d: expval %.15g want %.15g", nq, trial,
+                          got, e);
             double v = sv_obs_var(&s, o.t, o.n, err, sizeof err);
             double vref = e2 - e * e;
-            ck_assert_msg(fabs(v - (vref > 0 ? vref : 0)) < 1e-10, "nq %d trial %d: var %.15g want %.15g", nq, trial, v, vref);
+            ck_assert_msg(fabs(v - (vref > 0 ? vref : 0)) < 1e-10,
+                          "nq %d trial %d: var %.15g want %.15g", nq, trial, v, vref);
             cplx out[MAXD];
             ck_assert_int_eq(sv_obs_apply(&s, o.t, o.n, out, err, sizeof err), 0);
             ck_assert(maxdiff(out, fv, (size_t)D) < TOL);
             /* the dense matrix on all wires (in a shuffled order) is F permuted */
             int wires[MAXQ];
             random_wires(wires, nq, nq, &r);
-            cplx *M = malloc((size_t)D * D * sizeof(cplx)), *E = malloc((size_t)D * D * sizeof(cplx));
+            cplx *M = malloc((size_t)D * D * sizeof(cplx)),
+                 *E = malloc((size_t)D * D * sizeof(cplx));
             ck_assert_int_eq(sv_obs_matrix(o.t, o.n, wires, nq, M, err, sizeof err), 0);
             embed(M, wires, nq, nq, E);
             ck_assert(maxdiff(E, F, (size_t)D * D) < TOL);
@@ -282,10 +301,11 @@ START_TEST(test_lone_blocks)
     t.k = 4;
     int w[4] = { 5, 0, 3, 2 };
     memcpy(t.wires, w, sizeof w);
-    t.bits = 0xb;           /* wire 5 = 1, wire 0 = 1, wire 3 = 0, wire 2 = 1 */
+    t.bits = 0xb; /* wire 5 = 1, wire 0 = 1, wire 3 = 0, wire 2 = 1 */
     double p = 0;
     for (int i = 0; i < 64; i++)
-        if (((i >> 0) & 1) == 1 && ((i >> 5) & 1) == 1 && ((i >> 2) & 1) == 0 && ((i >> 3) & 1) == 1)
+        if (((i >> 0) & 1) == 1 && ((i >> 5) & 1) == 1 && ((i >> 2) & 1) == 0 &&
+            ((i >> 3) & 1) == 1)
             p += creal(s.amp[i] * conj(s.amp[i]));
     ck_assert(fabs(sv_obs_expval(&s, &t, 1, err, sizeof err) - p) < TOL);
     ck_assert(fabs(sv_obs_var(&s, &t, 1, err, sizeof err) - (p - p * p)) < TOL);
@@ -316,19 +336,21 @@ START_TEST(test_threads_agree)
     ck_assert_ptr_nonnull(team);
     Obs o;
     random_obs(&o, 6, 4, &r);
-    for (int i = 0; i < o.n; i++) {                /* move onto high wires too */
+    for (int i = 0; i < o.n; i++) { /* move onto high wires too */
         for (int q = 0; q < o.t[i].k; q++) o.t[i].wires[q] += 10;
         o.t[i].x <<= 10;
         o.t[i].z <<= 10;
     }
     char err[200];
     ck_assert_msg(sv_obs_check(o.t, o.n, 16, "obs", err, sizeof err) == 0, "%s", err);
-    double e1 = sv_obs_expval(&s, o.t, o.n, err, sizeof err), v1 = sv_obs_var(&s, o.t, o.n, err, sizeof err);
+    double e1 = sv_obs_expval(&s, o.t, o.n, err, sizeof err),
+           v1 = sv_obs_var(&s, o.t, o.n, err, sizeof err);
     int wires[3] = { 12, 3, 15 };
     cplx rho1[64], rho2[64];
     ck_assert_int_eq(sv_density_matrix(&s, wires, 3, rho1, err, sizeof err), 0);
     sv_set_threads(&s, team, 3);
-    double e2 = sv_obs_expval(&s, o.t, o.n, err, sizeof err), v2 = sv_obs_var(&s, o.t, o.n, err, sizeof err);
+    double e2 = sv_obs_expval(&s, o.t, o.n, err, sizeof err),
+           v2 = sv_obs_var(&s, o.t, o.n, err, sizeof err);
     ck_assert_int_eq(sv_density_matrix(&s, wires, 3, rho2, err, sizeof err), 0);
     ck_assert(fabs(e1 - e2) < 1e-10);
     ck_assert(fabs(v1 - v2) < 1e-10);
@@ -362,7 +384,8 @@ START_TEST(test_density_matrix)
             for (int i = 0; i < d; i++) pur += creal(r2[i * d + i]);
             ck_assert(fabs(sv_purity(&s, w, k, err, sizeof err) - pur) < TOL);
             double S = sv_vn_entropy(&s, w, k, err, sizeof err);
-            ck_assert_msg(fabs(S - ref_entropy(ref, d)) < 1e-9, "S %.15g ref %.15g", S, ref_entropy(ref, d));
+            ck_assert_msg(fabs(S - ref_entropy(ref, d)) < 1e-9, "S %.15g ref %.15g", S,
+                          ref_entropy(ref, d));
             /* a pure state: the complement has the same entropy */
             if (k < nq) {
                 int c[MAXQ], kc = 0;
@@ -390,10 +413,10 @@ START_TEST(test_known_entropies)
     ck_assert_int_eq(sv_init(&s, 3), 0);
     memset(s.amp, 0, 8 * sizeof(cplx));
     double h = 0.5;
-    s.amp[0] = h;      /* |000> */
-    s.amp[2] = h;      /* |010> */
-    s.amp[5] = h;      /* |101> */
-    s.amp[7] = h;      /* |111> */
+    s.amp[0] = h; /* |000> */
+    s.amp[2] = h; /* |010> */
+    s.amp[5] = h; /* |101> */
+    s.amp[7] = h; /* |111> */
     char err[200];
     int a[1] = { 0 }, b[1] = { 2 }, m[1] = { 1 };
     ck_assert(fabs(sv_vn_entropy(&s, a, 1, err, sizeof err) - log(2)) < TOL);
@@ -430,9 +453,14 @@ START_TEST(test_spectrum)
         double p[MAXD];
         ck_assert_int_eq(sv_spectrum_probs(&s, &sp, p, err, sizeof err), 0);
         double tot = 0, mean = 0, sq = 0;
-        for (int j = 0; j < sp.d; j++) { tot += p[j]; mean += p[j] * sp.vals[j]; sq += p[j] * sp.vals[j] * sp.vals[j]; }
+        for (int j = 0; j < sp.d; j++) {
+            tot += p[j];
+            mean += p[j] * sp.vals[j];
+            sq += p[j] * sp.vals[j] * sp.vals[j];
+        }
         ck_assert(fabs(tot - 1) < TOL);
-        ck_assert_msg(fabs(mean - sv_obs_expval(&s, o.t, o.n, err, sizeof err)) < 1e-10, "trial %d", trial);
+        ck_assert_msg(fabs(mean - sv_obs_expval(&s, o.t, o.n, err, sizeof err)) < 1e-10, "trial %d",
+                      trial);
         ck_assert(fabs(sq - mean * mean - sv_obs_var(&s, o.t, o.n, err, sizeof err)) < 1e-9);
         if (!sp.word) {
             /* eigenvalues against Jacobi on the full matrix: the full spectrum
@@ -526,7 +554,8 @@ START_TEST(test_draws)
     ck_assert(c[1] == 0);
     for (int j = 0; j < 5; j++) {
         double sd = sqrt((double)N * p[j] * (1 - p[j]));
-        ck_assert_msg(fabs((double)c[j] - (double)N * p[j]) <= 5 * sd + 1e-9, "draw %d: %llu", j, (unsigned long long)c[j]);
+        ck_assert_msg(fabs((double)c[j] - (double)N * p[j]) <= 5 * sd + 1e-9, "draw %d: %llu", j,
+                      (unsigned long long)c[j]);
     }
     /* unnormalised weights are fine */
     double q[3] = { 2, 6, 0 };
@@ -560,7 +589,8 @@ START_TEST(test_measure_post)
                 memcpy(before, s.amp, sizeof before);
                 double pr = -1;
                 char err[200];
-                ck_assert_int_eq(sv_measure_post(&s, wire, outcome, reset, &pr, err, sizeof err), 0);
+                ck_assert_int_eq(sv_measure_post(&s, wire, outcome, reset, &pr, err, sizeof err),
+                                 0);
                 double n = 0;
                 int bit = 2 - wire;
                 for (int i = 0; i < 8; i++)
@@ -568,7 +598,8 @@ START_TEST(test_measure_post)
                 ck_assert(fabs(pr - n) < TOL);
                 cplx want[8] = { 0 };
                 for (int i = 0; i < 8; i++)
-                    if (((i >> bit) & 1) == outcome) want[(reset && outcome) ? i ^ (1 << bit) : i] = before[i] / sqrt(n);
+                    if (((i >> bit) & 1) == outcome)
+                        want[(reset && outcome) ? i ^ (1 << bit) : i] = before[i] / sqrt(n);
                 ck_assert(maxdiff(s.amp, want, 8) < TOL);
                 sv_free(&s);
             }
@@ -604,8 +635,9 @@ static void expi(const cplx *g, int d, double t, cplx *out)
 START_TEST(test_generators)
 {
     /* U(t) = exp(i t G) for every one-parameter gate (and a controlled one) */
-    SvGate gates[] = { SV_RX, SV_RY, SV_RZ, SV_PHASESHIFT, SV_CRX, SV_CRY, SV_CRZ, SV_CPHASE,
-                       SV_ISINGXX, SV_ISINGYY, SV_ISINGZZ, SV_MULTIRZ, SV_SINGLEEXC, SV_DOUBLEEXC };
+    SvGate gates[] = { SV_RX,      SV_RY,      SV_RZ,        SV_PHASESHIFT, SV_CRX,
+                       SV_CRY,     SV_CRZ,     SV_CPHASE,    SV_ISINGXX,    SV_ISINGYY,
+                       SV_ISINGZZ, SV_MULTIRZ, SV_SINGLEEXC, SV_DOUBLEEXC };
     for (size_t g = 0; g < sizeof gates / sizeof gates[0]; g++) {
         const SvGateInfo *gi = sv_gate_info(gates[g]);
         for (int nc = 0; nc < 2; nc++) {
@@ -659,7 +691,9 @@ START_TEST(test_generators)
             for (int i = 0; i < 2; i++) gp[i] *= I;
             matvec(U, gp, ugp, 2);
             for (int i = 0; i < 2; i++) ck_assert(cabs((a[i] - b[i]) / (2 * h) - ugp[i]) < 1e-8);
-            if (g == 0 && p == 0) ck_assert(cabs(G[0] + 0.5) < 1e-15 && cabs(G[3] - 0.5) < 1e-15);   /* Rot's phi: RZ's -Z/2 */
+            if (g == 0 && p == 0)
+                ck_assert(cabs(G[0] + 0.5) < 1e-15 &&
+                          cabs(G[3] - 0.5) < 1e-15); /* Rot's phi: RZ's -Z/2 */
         }
 }
 END_TEST
@@ -674,9 +708,17 @@ START_TEST(test_metric_block)
     SvState s = make_state(5, &r);
     SvOp ops[3];
     memset(ops, 0, sizeof ops);
-    ops[0].gate = SV_RX; ops[0].nwires = 1; ops[0].wires[0] = 3;
-    ops[1].gate = SV_ISINGYY; ops[1].nwires = 2; ops[1].wires[0] = 0; ops[1].wires[1] = 4;
-    ops[2].gate = SV_CRZ; ops[2].nwires = 2; ops[2].wires[0] = 2; ops[2].wires[1] = 1;
+    ops[0].gate = SV_RX;
+    ops[0].nwires = 1;
+    ops[0].wires[0] = 3;
+    ops[1].gate = SV_ISINGYY;
+    ops[1].nwires = 2;
+    ops[1].wires[0] = 0;
+    ops[1].wires[1] = 4;
+    ops[2].gate = SV_CRZ;
+    ops[2].nwires = 2;
+    ops[2].wires[0] = 2;
+    ops[2].wires[1] = 1;
     for (int i = 0; i < 3; i++) ops[i].nparams = 1;
     cplx gens[3][16];
     int wires[3][2], k[3];
@@ -703,7 +745,10 @@ START_TEST(test_metric_block)
         memcpy(b.amp, s.amp, 32 * sizeof(cplx));
         for (int j = 0; j < 3; j++) {
             SvOp oa = ops[j], ob = ops[j];
-            if (j == i) { oa.params[0] = h; ob.params[0] = -h; }
+            if (j == i) {
+                oa.params[0] = h;
+                ob.params[0] = -h;
+            }
             ck_assert_int_eq(sv_apply(&a, &oa, err, sizeof err), 0);
             ck_assert_int_eq(sv_apply(&b, &ob, err, sizeof err), 0);
         }
@@ -713,8 +758,10 @@ START_TEST(test_metric_block)
     }
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) {
-            double ref = creal(inner(dpsi[i], dpsi[j], 32) - inner(dpsi[i], s.amp, 32) * inner(s.amp, dpsi[j], 32));
-            ck_assert_msg(fabs(g[i * 3 + j] - ref) < 1e-8, "g[%d][%d] = %.12g, want %.12g", i, j, g[i * 3 + j], ref);
+            double ref = creal(inner(dpsi[i], dpsi[j], 32) -
+                               inner(dpsi[i], s.amp, 32) * inner(s.amp, dpsi[j], 32));
+            ck_assert_msg(fabs(g[i * 3 + j] - ref) < 1e-8, "g[%d][%d] = %.12g, want %.12g", i, j,
+                          g[i * 3 + j], ref);
         }
     /* and against the definition with full matrices */
     cplx F[3][32 * 32];
@@ -724,7 +771,8 @@ START_TEST(test_metric_block)
             cplx fi[32], fj[32];
             matvec(F[i], s.amp, fi, 32);
             matvec(F[j], s.amp, fj, 32);
-            double ref = creal(inner(fi, fj, 32)) - creal(inner(s.amp, fi, 32)) * creal(inner(s.amp, fj, 32));
+            double ref = creal(inner(fi, fj, 32)) -
+                         creal(inner(s.amp, fi, 32)) * creal(inner(s.amp, fj, 32));
             ck_assert(fabs(g[i * 3 + j] - ref) < TOL);
         }
     sv_free(&s);
@@ -788,9 +836,9 @@ START_TEST(test_checks)
     ck_assert_str_eq(err, "Hermitian: matrix is not Hermitian (|m[0][1] - conj(m[1][0])| = 1)");
     m[2] = 2;
     ck_assert_int_eq(sv_obs_check(&t, 1, 2, "Hermitian", err, sizeof err), 0);
-    m[2] = 2 + 1e-12;            /* within allclose */
+    m[2] = 2 + 1e-12; /* within allclose */
     ck_assert_int_eq(sv_obs_check(&t, 1, 2, "Hermitian", err, sizeof err), 0);
-    t.z = 1;                     /* word on wire 0 too */
+    t.z = 1; /* word on wire 0 too */
     ck_assert_int_eq(sv_obs_check(&t, 1, 2, "Hermitian", err, sizeof err), -1);
     ck_assert_str_eq(err, "Hermitian: wire 0 is used twice in one term");
     t.z = 0;
@@ -814,7 +862,7 @@ START_TEST(test_checks)
     SvTerm w[2];
     memset(w, 0, sizeof w);
     w[0].coeff = 1;
-    w[0].z = 0x7ff;              /* 11 wires */
+    w[0].z = 0x7ff; /* 11 wires */
     w[1].coeff = 1;
     w[1].x = 1;
     SvSpectrum sp;
@@ -827,9 +875,9 @@ END_TEST
    variants too), with some fixed gates in between. */
 static int random_circuit(SvOp *ops, int nq, int n, Rng *r)
 {
-    SvGate kinds[] = { SV_RX, SV_RY, SV_RZ, SV_PHASESHIFT, SV_CRX, SV_CRY, SV_CRZ, SV_CPHASE,
-                       SV_ISINGXX, SV_ISINGYY, SV_ISINGZZ, SV_MULTIRZ, SV_ROT, SV_U3,
-                       SV_SINGLEEXC, SV_DOUBLEEXC, SV_HADAMARD, SV_CNOT };
+    SvGate kinds[] = { SV_RX,  SV_RY,     SV_RZ,        SV_PHASESHIFT, SV_CRX,      SV_CRY,
+                       SV_CRZ, SV_CPHASE, SV_ISINGXX,   SV_ISINGYY,    SV_ISINGZZ,  SV_MULTIRZ,
+                       SV_ROT, SV_U3,     SV_SINGLEEXC, SV_DOUBLEEXC,  SV_HADAMARD, SV_CNOT };
     int nk = (int)(sizeof kinds / sizeof kinds[0]);
     for (int i = 0; i < n; i++) {
         SvOp *o = &ops[i];
@@ -880,19 +928,22 @@ START_TEST(test_adjoint)
         }
         uint8_t want[24];
         for (int k = 0; k < n; k++) want[k] = (uint8_t)rng_below(&r, 8);
-        if (trial % 2)      /* a prefix with nothing wanted: not undone */
+        if (trial % 2) /* a prefix with nothing wanted: not undone */
             for (int k = 0; k < n / 3; k++) want[k] = 0;
         SvState s;
         sv_init(&s, nq);
         for (int k = 0; k < n; k++) ck_assert_int_eq(sv_apply(&s, &ops[k], NULL, 0), 0);
         double out[3 * 3 * 24], out2[3 * 3 * 24];
         char err[200];
-        ck_assert_msg(sv_adjoint(&s, ops, n, want, 3, obs, nt, pos, out, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(sv_adjoint(&s, ops, n, want, 3, obs, nt, pos, out, err, sizeof err) == 0,
+                      "%s", err);
         /* in place: the same numbers, the state overwritten */
         SvState c;
         sv_init(&c, nq);
         memcpy(c.amp, s.amp, s.dim * sizeof(cplx));
-        ck_assert_msg(sv_adjoint_inplace(&c, ops, n, want, 3, obs, nt, pos, out2, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(
+            sv_adjoint_inplace(&c, ops, n, want, 3, obs, nt, pos, out2, err, sizeof err) == 0, "%s",
+            err);
         ck_assert(memcmp(out, out2, sizeof(double) * 3 * 3 * (size_t)n) == 0);
         sv_free(&c);
         const double h = 1e-5;
@@ -911,9 +962,10 @@ START_TEST(test_adjoint)
                     double fm = obs_after(ops, pos[j], nq, obs[j], nt[j]);
                     ops[k] = save;
                     double ref = (fp - fm) / (2 * h);
-                    ck_assert_msg(fabs(got - ref) < 1e-7, "trial %d obs %d gate %d (%s%s, %d ctrl) p %d: %.12g vs %.12g",
-                                  trial, j, k, sv_gate_info(ops[k].gate)->name, ops[k].adjoint ? "^dag" : "",
-                                  ops[k].nctrl, p, got, ref);
+                    ck_assert_msg(fabs(got - ref) < 1e-7,
+                                  "trial %d obs %d gate %d (%s%s, %d ctrl) p %d: %.12g vs %.12g",
+                                  trial, j, k, sv_gate_info(ops[k].gate)->name,
+                                  ops[k].adjoint ? "^dag" : "", ops[k].nctrl, p, got, ref);
                 }
         sv_free(&s);
     }
@@ -1021,19 +1073,28 @@ START_TEST(test_metric_tensor)
         SvOp a[4], b[8];
         a[0] = mkop(SV_HADAMARD, 0, 0, 0);
         a[1] = mkop(SV_ROT, 0, 0, 0);
-        a[1].params[0] = 0.3; a[1].params[1] = -0.7; a[1].params[2] = 1.1;
+        a[1].params[0] = 0.3;
+        a[1].params[1] = -0.7;
+        a[1].params[2] = 1.1;
         a[1].adjoint = adj;
         a[2] = mkop(SV_CNOT, 0, 0, 1);
         a[3] = mkop(SV_U3, 0.4, 1, 0);
-        a[3].params[1] = 0.9; a[3].params[2] = -0.2;
-        uint8_t ta[4] = { 0, 7, 0, 5 };     /* U3: theta and delta trainable */
+        a[3].params[1] = 0.9;
+        a[3].params[2] = -0.2;
+        uint8_t ta[4] = { 0, 7, 0, 5 }; /* U3: theta and delta trainable */
         int m = 0;
         b[m++] = a[0];
-        SvOp rz1 = mkop(SV_RZ, 0.3, 0, 0), ry = mkop(SV_RY, -0.7, 0, 0), rz2 = mkop(SV_RZ, 1.1, 0, 0);
-        if (!adj) { b[m++] = rz1; b[m++] = ry; b[m++] = rz2; }
-        else {
+        SvOp rz1 = mkop(SV_RZ, 0.3, 0, 0), ry = mkop(SV_RY, -0.7, 0, 0),
+             rz2 = mkop(SV_RZ, 1.1, 0, 0);
+        if (!adj) {
+            b[m++] = rz1;
+            b[m++] = ry;
+            b[m++] = rz2;
+        } else {
             rz1.adjoint = ry.adjoint = rz2.adjoint = 1;
-            b[m++] = rz2; b[m++] = ry; b[m++] = rz1;
+            b[m++] = rz2;
+            b[m++] = ry;
+            b[m++] = rz1;
         }
         b[m++] = a[2];
         b[m++] = mkop(SV_PHASESHIFT, -0.2, 1, 0);
@@ -1048,11 +1109,17 @@ START_TEST(test_metric_tensor)
         /* slots of a: Rot phi, theta, omega, then U3 theta, delta; of b the parts in
            circuit order: (adj: omega, theta, phi), delta, theta */
         int map_a_to_b[5];
-        if (!adj) { int mm[5] = { 0, 1, 2, 4, 3 }; memcpy(map_a_to_b, mm, sizeof mm); }
-        else { int mm[5] = { 2, 1, 0, 4, 3 }; memcpy(map_a_to_b, mm, sizeof mm); }
+        if (!adj) {
+            int mm[5] = { 0, 1, 2, 4, 3 };
+            memcpy(map_a_to_b, mm, sizeof mm);
+        } else {
+            int mm[5] = { 2, 1, 0, 4, 3 };
+            memcpy(map_a_to_b, mm, sizeof mm);
+        }
         for (int i = 0; i < 5; i++)
             for (int j = 0; j < 5; j++)
-                ck_assert_msg(fabs(ga[i * 5 + j] - gb[map_a_to_b[i] * 5 + map_a_to_b[j]]) < 1e-12, "adj %d (%d, %d)", adj, i, j);
+                ck_assert_msg(fabs(ga[i * 5 + j] - gb[map_a_to_b[i] * 5 + map_a_to_b[j]]) < 1e-12,
+                              "adj %d (%d, %d)", adj, i, j);
     }
 }
 END_TEST

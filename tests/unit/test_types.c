@@ -19,7 +19,11 @@
 /* ================================================================ vec */
 
 #define VEC_MAX 4
-typedef struct Vec { Obj h; int n; double x[VEC_MAX]; } Vec;
+typedef struct Vec {
+    Obj h;
+    int n;
+    double x[VEC_MAX];
+} Vec;
 static ValType T_VEC, T_LATER;
 
 static Value vec_make(int n, const double *x)
@@ -32,7 +36,11 @@ static Value vec_make(int n, const double *x)
 #define VEC(v) ((Vec *)(v).o)
 
 static void vec_free(Obj *o) { free(o); }
-static Value vec_copy(Value v, CopyCtx *cc) { (void)cc; return vec_make(VEC(v)->n, VEC(v)->x); }
+static Value vec_copy(Value v, CopyCtx *cc)
+{
+    (void)cc;
+    return vec_make(VEC(v)->n, VEC(v)->x);
+}
 static void vec_repr(Buf *b, Value v, bool quoted)
 {
     (void)quoted;
@@ -43,7 +51,8 @@ static void vec_repr(Buf *b, Value v, bool quoted)
 static bool vec_eq(Value a, Value b)
 {
     if (VEC(a)->n != VEC(b)->n) return false;
-    for (int i = 0; i < VEC(a)->n; i++) if (VEC(a)->x[i] != VEC(b)->x[i]) return false;
+    for (int i = 0; i < VEC(a)->n; i++)
+        if (VEC(a)->x[i] != VEC(b)->x[i]) return false;
     return true;
 }
 static uint32_t vec_hash(Value v)
@@ -60,21 +69,27 @@ static Value vec_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
     bool va = a.t == T_VEC, vb = b.t == T_VEC;
     double out[VEC_MAX];
     if (va && vb && (op == OP_ADD || op == OP_MATMUL)) {
-        if (VEC(a)->n != VEC(b)->n) return vm_error(vm, site, "vec lengths differ: %d and %d", VEC(a)->n, VEC(b)->n);
+        if (VEC(a)->n != VEC(b)->n)
+            return vm_error(vm, site, "vec lengths differ: %d and %d", VEC(a)->n, VEC(b)->n);
         double dot = 0;
-        for (int i = 0; i < VEC(a)->n; i++) { out[i] = VEC(a)->x[i] + VEC(b)->x[i]; dot += VEC(a)->x[i] * VEC(b)->x[i]; }
+        for (int i = 0; i < VEC(a)->n; i++) {
+            out[i] = VEC(a)->x[i] + VEC(b)->x[i];
+            dot += VEC(a)->x[i] * VEC(b)->x[i];
+        }
         return op == OP_ADD ? vec_make(VEC(a)->n, out) : v_num(dot);
     }
     Value v = va ? a : b, s = va ? b : a;
     if (va != vb && s.t == T_NUM && (op == OP_ADD || op == OP_MUL)) {
-        for (int i = 0; i < VEC(v)->n; i++) out[i] = op == OP_ADD ? VEC(v)->x[i] + s.n : VEC(v)->x[i] * s.n;
+        for (int i = 0; i < VEC(v)->n; i++)
+            out[i] = op == OP_ADD ? VEC(v)->x[i] + s.n : VEC(v)->x[i] * s.n;
         return vec_make(VEC(v)->n, out);
     }
     return v_notimpl();
 }
 static Value vec_unop(VM *vm, BinOp op, Value a, const Node *site)
 {
-    (void)vm; (void)site;
+    (void)vm;
+    (void)site;
     if (op == OP_INVERT) return v_notimpl();
     double out[VEC_MAX];
     for (int i = 0; i < VEC(a)->n; i++) out[i] = op == OP_NEG ? -VEC(a)->x[i] : VEC(a)->x[i];
@@ -82,50 +97,71 @@ static Value vec_unop(VM *vm, BinOp op, Value a, const Node *site)
 }
 static bool vec_truthy(Value v)
 {
-    for (int i = 0; i < VEC(v)->n; i++) if (VEC(v)->x[i] != 0) return true;
+    for (int i = 0; i < VEC(v)->n; i++)
+        if (VEC(v)->x[i] != 0) return true;
     return false;
 }
 /* the element an index names; messages point at the subscript, as for lists */
-static bool vec_at(VM *vm, Value obj, int nidx, const Value *idx, const Node *site, Node *const *isite, long *k)
+static bool vec_at(VM *vm, Value obj, int nidx, const Value *idx, const Node *site,
+                   Node *const *isite, long *k)
 {
-    if (nidx != 1) { vm_error(vm, site, "a vec takes one index"); return false; }
+    if (nidx != 1) {
+        vm_error(vm, site, "a vec takes one index");
+        return false;
+    }
     return num_to_index(vm, idx[0], VEC(obj)->n, k, isite && isite[0] ? isite[0] : site, "vec");
 }
-static Value vec_index(VM *vm, Value obj, int nidx, const Value *idx, const Node *site, Node *const *isite)
+static Value vec_index(VM *vm, Value obj, int nidx, const Value *idx, const Node *site,
+                       Node *const *isite)
 {
     long k;
     return vec_at(vm, obj, nidx, idx, site, isite, &k) ? v_num(VEC(obj)->x[k]) : v_exc();
 }
-static bool vec_setindex(VM *vm, Value obj, int nidx, const Value *idx, Value v, const Node *site, Node *const *isite)
+static bool vec_setindex(VM *vm, Value obj, int nidx, const Value *idx, Value v, const Node *site,
+                         Node *const *isite)
 {
     long k;
     if (!vec_at(vm, obj, nidx, idx, site, isite, &k)) return false;
-    if (v.t != T_NUM) { vm_error(vm, site, "a vec holds numbers, not %s", type_name(v)); return false; }
+    if (v.t != T_NUM) {
+        vm_error(vm, site, "a vec holds numbers, not %s", type_name(v));
+        return false;
+    }
     VEC(obj)->x[k] = v.n;
     return true;
 }
-static bool vec_len(Value v, size_t *out) { *out = (size_t)VEC(v)->n; return true; }
+static bool vec_len(Value v, size_t *out)
+{
+    *out = (size_t)VEC(v)->n;
+    return true;
+}
 static int vec_iter(VM *vm, Value coll, Iter *it, Value *out, const Node *site)
 {
-    (void)vm; (void)site;
+    (void)vm;
+    (void)site;
     if (it->pos >= (size_t)VEC(coll)->n) return 0;
     *out = v_num(VEC(coll)->x[it->pos++]);
     return 1;
 }
 static Value vec_contains(VM *vm, Value coll, Value x, const Node *site)
 {
-    (void)vm; (void)site;
-    for (int i = 0; i < VEC(coll)->n; i++) if (x.t == T_NUM && VEC(coll)->x[i] == x.n) return v_bool(true);
+    (void)vm;
+    (void)site;
+    for (int i = 0; i < VEC(coll)->n; i++)
+        if (x.t == T_NUM && VEC(coll)->x[i] == x.n) return v_bool(true);
     return v_bool(false);
 }
 /* calling a vec evaluates the polynomial with those coefficients */
 static Value vec_call(VM *vm, Value fn, Args *a)
 {
     double x;
-    if (a->n != 1) return vm_error(vm, a->site, "a vec takes one argument when called, not %d", a->n);
+    if (a->n != 1)
+        return vm_error(vm, a->site, "a vec takes one argument when called, not %d", a->n);
     if (!arg_num(vm, a, 0, "x", &x)) return v_exc();
     double r = 0, p = 1;
-    for (int i = 0; i < VEC(fn)->n; i++) { r += VEC(fn)->x[i] * p; p *= x; }
+    for (int i = 0; i < VEC(fn)->n; i++) {
+        r += VEC(fn)->x[i] * p;
+        p *= x;
+    }
     return v_num(r);
 }
 static Value vec_member(VM *vm, Value obj, const ObjStr *name, const Node *site)
@@ -139,7 +175,9 @@ static Value vec_member(VM *vm, Value obj, const ObjStr *name, const Node *site)
 }
 static Value vec_math(VM *vm, MathFn fn, Value v, long arg, const Node *site)
 {
-    (void)vm; (void)arg; (void)site;
+    (void)vm;
+    (void)arg;
+    (void)site;
     if (fn != M_ABS) return v_notimpl();
     double out[VEC_MAX];
     for (int i = 0; i < VEC(v)->n; i++) out[i] = fabs(VEC(v)->x[i]);
@@ -147,7 +185,8 @@ static Value vec_math(VM *vm, MathFn fn, Value v, long arg, const Node *site)
 }
 static Value vec_reduce(VM *vm, ReduceFn fn, Value v, Args *a)
 {
-    (void)vm; (void)a;
+    (void)vm;
+    (void)a;
     if (fn != R_SUM) return v_notimpl();
     double s = 0;
     for (int i = 0; i < VEC(v)->n; i++) s += VEC(v)->x[i];
@@ -156,40 +195,65 @@ static Value vec_reduce(VM *vm, ReduceFn fn, Value v, Args *a)
 
 static const TypeOps vec_ops = {
     .name = "vec",
-    .free = vec_free, .copy = vec_copy, .repr = vec_repr, .eq = vec_eq, .hash = vec_hash,
-    .binop = vec_binop, .unop = vec_unop, .truthy = vec_truthy,
-    .index = vec_index, .setindex = vec_setindex, .len = vec_len, .iter = vec_iter,
-    .contains = vec_contains, .call = vec_call, .member = vec_member,
-    .math = vec_math, .reduce = vec_reduce,
+    .free = vec_free,
+    .copy = vec_copy,
+    .repr = vec_repr,
+    .eq = vec_eq,
+    .hash = vec_hash,
+    .binop = vec_binop,
+    .unop = vec_unop,
+    .truthy = vec_truthy,
+    .index = vec_index,
+    .setindex = vec_setindex,
+    .len = vec_len,
+    .iter = vec_iter,
+    .contains = vec_contains,
+    .call = vec_call,
+    .member = vec_member,
+    .math = vec_math,
+    .reduce = vec_reduce,
 };
 
 static Value bi_vec(VM *vm, Args *a)
 {
     double x[VEC_MAX];
-    for (int i = 0; i < a->n; i++) if (!arg_num(vm, a, i, "a vec element", &x[i])) return v_exc();
+    for (int i = 0; i < a->n; i++)
+        if (!arg_num(vm, a, i, "a vec element", &x[i])) return v_exc();
     return vec_make(a->n, x);
 }
 
 /* ================================================================ later: a lazy kind */
 
-typedef struct Later { Obj h; Value v; } Later;
+typedef struct Later {
+    Obj h;
+    Value v;
+} Later;
 static void later_free(Obj *o)
 {
     decref(((Later *)o)->v);
     atomic_fetch_sub(&value_lazy_live, 1);
     free(o);
 }
-static void later_repr(Buf *b, Value v, bool quoted) { (void)v; (void)quoted; buf_puts(b, "<later>"); }
+static void later_repr(Buf *b, Value v, bool quoted)
+{
+    (void)v;
+    (void)quoted;
+    buf_puts(b, "<later>");
+}
 static Value later_force(VM *vm, Value v, const Node *site)
 {
-    (void)vm; (void)site;
+    (void)vm;
+    (void)site;
     Value r = ((Later *)v.o)->v;
     incref(r);
     return r;
 }
 static const TypeOps later_ops = {
-    .name = "later", .flags = TF_LAZY,
-    .free = later_free, .repr = later_repr, .force = later_force,
+    .name = "later",
+    .flags = TF_LAZY,
+    .free = later_free,
+    .repr = later_repr,
+    .force = later_force,
 };
 /* later(x): stands for x (a builtin that takes futures as they are) */
 static Value bi_later(VM *vm, Args *a)
@@ -227,7 +291,8 @@ START_TEST(every_kind_registered)
     for (unsigned t = 0; t < first_test_tag; t++) {
         const TypeOps *o = type_ops(t);
         ck_assert_msg(o && o->name && strcmp(o->name, "?") != 0, "tag %u has no table", t);
-        ck_assert_msg(value_flags[t] == (o->flags & 0xff), "tag %u (%s): value_flags out of step", t, o->name);
+        ck_assert_msg(value_flags[t] == (o->flags & 0xff), "tag %u (%s): value_flags out of step",
+                      t, o->name);
     }
     /* a tag past every registration has the placeholder only */
     ck_assert_ptr_null(type_ops(T_LATER + 1));
@@ -248,8 +313,10 @@ START_TEST(slots_consistent)
         ck_assert_msg(!(o->flags & TF_TRACK) || o->traverse, "%s: TF_TRACK without traverse", n);
         ck_assert_msg(!o->hash || o->eq, "%s: hash without eq", n);
         ck_assert_msg(!o->setindex || o->index, "%s: setindex without index", n);
-        ck_assert_msg(!(o->flags & TF_INTERCEPT) || o->builtin, "%s: TF_INTERCEPT without builtin slot", n);
-        ck_assert_msg(!o->builtin || (o->flags & TF_INTERCEPT), "%s: builtin slot without TF_INTERCEPT", n);
+        ck_assert_msg(!(o->flags & TF_INTERCEPT) || o->builtin,
+                      "%s: TF_INTERCEPT without builtin slot", n);
+        ck_assert_msg(!o->builtin || (o->flags & TF_INTERCEPT),
+                      "%s: builtin slot without TF_INTERCEPT", n);
         ck_assert_msg(!(o->flags & TF_LEAF) || (!o->traverse && !(o->flags & (TF_TRACK | TF_LAZY))),
                       "%s: TF_LEAF holds no values", n);
     }
@@ -263,7 +330,7 @@ START_TEST(named_kinds_slots)
     /* a future: lazy, copied into tasks, a node of the cycle sweep */
     ck_assert(fut->flags & TF_LAZY);
     ck_assert(fut->force && fut->copy && fut->traverse);
-    ck_assert(!fut->binop && !fut->index);          /* the dispatcher forces it first */
+    ck_assert(!fut->binop && !fut->index); /* the dispatcher forces it first */
     /* arrays: every evaluation slot but call, member and stmt */
     ck_assert(arr->binop && arr->unop && arr->truthy && arr->index && arr->setindex && arr->len &&
               arr->iter && arr->contains && arr->math && arr->reduce && arr->eq && arr->copy);
@@ -296,10 +363,12 @@ START_TEST(vec_operators)
     /* op= goes through the same slot */
     expect_out("v = vec(1, 1)\nv += vec(2, 3)\nv *= 2\nprint(v)\n", "vec(6, 8)\n");
     /* equality: the kind's eq; a vec is not a list */
-    expect_out("print(vec(1, 2) == vec(1, 2), vec(1, 2) != vec(2, 1), vec(1) == [1], vec(1) == 1)\n",
-               "true true false false\n");
+    expect_out(
+        "print(vec(1, 2) == vec(1, 2), vec(1, 2) != vec(2, 1), vec(1) == [1], vec(1) == 1)\n",
+        "true true false false\n");
     /* neither kind knows the operator: a clear error naming both */
-    expect_error("x = vec(1) - vec(2)\n", 1, "t.qh:1:12: error: unsupported operand types for -: vec and vec");
+    expect_error("x = vec(1) - vec(2)\n", 1,
+                 "t.qh:1:12: error: unsupported operand types for -: vec and vec");
     expect_error("x = \"s\" + vec(2)\n", 1, "unsupported operand types for +: string and vec");
     expect_error("x = vec(1) + vec(1, 2)\n", 1, "t.qh:1:12: error: vec lengths differ: 1 and 2");
     expect_error("x = ~vec(1)\n", 1, "bad operand type for unary ~: vec");
@@ -321,9 +390,11 @@ START_TEST(vec_elements)
 {
     expect_out("v = vec(5, 6, 7)\nprint(v[0], v[-1], len(v))\nv[1] = 60\nv[2] += 3\nprint(v)\n",
                "5 7 3\nvec(5, 60, 10)\n");
-    expect_out("s = 0\nfor x in vec(1, 2, 3) { s += x }\nprint(s, [x * 2 for x in vec(1, 2)])\n", "6 [2, 4]\n");
+    expect_out("s = 0\nfor x in vec(1, 2, 3) { s += x }\nprint(s, [x * 2 for x in vec(1, 2)])\n",
+               "6 [2, 4]\n");
     expect_out("print(2 in vec(1, 2), 5 in vec(1, 2), 5 not in vec(1, 2))\n", "true false true\n");
-    expect_error("v = vec(1, 2)\nprint(v[2])\n", 1, "t.qh:2:9: error: vec index 2 out of range (length 2)");
+    expect_error("v = vec(1, 2)\nprint(v[2])\n", 1,
+                 "t.qh:2:9: error: vec index 2 out of range (length 2)");
     expect_error("v = vec(1, 2)\nv[0] = \"a\"\n", 1, "a vec holds numbers, not string");
     expect_error("v = vec(1)\nprint(v[0, 0])\n", 1, "a vec takes one index");
 }
@@ -370,11 +441,13 @@ START_TEST(lazy_kind_forced_everywhere)
     expect_out("a = later(5)\nprint(a + 1, 1 + a, -a, a * a, a == 5, a)\n", "6 6 -5 25 true 5\n");
     expect_out("if later(0) { print(\"yes\") } else { print(\"no\") }\n", "no\n");
     expect_out("xs = later([1, 2, 3])\nprint(len(xs), xs[1], 2 in xs, sum(xs))\n"
-               "s = 0\nfor x in xs { s += x }\nprint(s)\n", "3 2 true 6\n6\n");
+               "s = 0\nfor x in xs { s += x }\nprint(s)\n",
+               "3 2 true 6\n6\n");
     expect_out("f = later(fn (x) { return x * 10 })\nprint(f(4))\n", "40\n");
     expect_out("print(later(vec(1, 2)) + 1, later(later(7)) + 0)\n", "vec(2, 3) 7\n");
     /* inside containers: comparisons and builtins read through it */
-    expect_out("print([later(1), 2] == [1, 2], max([later(9), 3]), str([later(\"x\")]))\n", "true 9 [\"x\"]\n");
+    expect_out("print([later(1), 2] == [1, 2], max([later(9), 3]), str([later(\"x\")]))\n",
+               "true 9 [\"x\"]\n");
     expect_out("d = {\"k\": later(3)}\nprint(d[\"k\"] + 1, d)\n", "4 {\"k\": 3}\n");
     expect_error("x = later(\"s\") - 1\n", 1, "unsupported operand types for -: string and number");
 }

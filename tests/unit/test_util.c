@@ -22,14 +22,16 @@ static void check_double(double d, const char *want)
     char buf[NUMFMT_BUF];
     memset(buf, 'X', sizeof buf);
     int n = numfmt_double(buf, d);
-    ck_assert_msg(strcmp(buf, want) == 0, "numfmt_double(%.17g) = \"%s\", want \"%s\"", d, buf, want);
+    ck_assert_msg(strcmp(buf, want) == 0, "numfmt_double(%.17g) = \"%s\", want \"%s\"", d, buf,
+                  want);
     ck_assert_int_eq(n, (int)strlen(want));
     if (isfinite(d)) {
         char *end;
         double back = strtod(buf, &end);
         ck_assert_msg(*end == 0, "\"%s\" is not entirely a number", buf);
         /* -0 is the one value that prints without its sign */
-        ck_assert_msg(back == d && (signbit(back) == signbit(d) || d == 0), "\"%s\" reads back as %.17g, not %.17g", buf, back, d);
+        ck_assert_msg(back == d && (signbit(back) == signbit(d) || d == 0),
+                      "\"%s\" reads back as %.17g, not %.17g", buf, back, d);
     }
 }
 
@@ -38,7 +40,8 @@ static void check_complex(double re, double im, const char *want)
     char buf[NUMFMT_CBUF];
     memset(buf, 'X', sizeof buf);
     int n = numfmt_complex(buf, re, im);
-    ck_assert_msg(strcmp(buf, want) == 0, "numfmt_complex(%.17g, %.17g) = \"%s\", want \"%s\"", re, im, buf, want);
+    ck_assert_msg(strcmp(buf, want) == 0, "numfmt_complex(%.17g, %.17g) = \"%s\", want \"%s\"", re,
+                  im, buf, want);
     ck_assert_int_eq(n, (int)strlen(want));
 }
 
@@ -49,12 +52,12 @@ START_TEST(dbl_integers)
     check_double(3, "3");
     check_double(-7, "-7");
     check_double(0, "0");
-    check_double(-0.0, "0");                    /* negative zero prints as 0 */
+    check_double(-0.0, "0"); /* negative zero prints as 0 */
     check_double(1, "1");
     check_double(100, "100");
     check_double(-123456789, "-123456789");
     check_double(4294967296.0, "4294967296");
-    check_double(999999999999999.0, "999999999999999");      /* just below 1e15 */
+    check_double(999999999999999.0, "999999999999999"); /* just below 1e15 */
     check_double(-999999999999999.0, "-999999999999999");
 }
 END_TEST
@@ -69,7 +72,7 @@ START_TEST(dbl_fractions)
     check_double(1.0 / 3.0, "0.3333333333333333");
     check_double(2.0 / 3.0, "0.6666666666666666");
     check_double(3.14159, "3.14159");
-    check_double(0.0001, "0.0001");           /* exponent -4: still fixed */
+    check_double(0.0001, "0.0001"); /* exponent -4: still fixed */
     check_double(123.456, "123.456");
     check_double(1.5e-300, "1.5e-300");
 }
@@ -85,7 +88,7 @@ START_TEST(dbl_exponents)
     check_double(1e+20, "1e+20");
     check_double(-1e+20, "-1e+20");
     check_double(1e100, "1e+100");
-    check_double(5e-324, "5e-324");                 /* smallest subnormal */
+    check_double(5e-324, "5e-324"); /* smallest subnormal */
     check_double(1.7976931348623157e308, "1.7976931348623157e+308");
 }
 END_TEST
@@ -101,7 +104,7 @@ START_TEST(dbl_boundary_1e15)
     check_double(1e17, "1e+17");
     check_double(12345678901234568.0, "1.2345678901234568e+16");
     check_double(1e15 + 0.5, "1000000000000000.5");
-    check_double(9007199254740993.0, "9007199254740992.0");   /* 2^53+1 rounds to 2^53 */
+    check_double(9007199254740993.0, "9007199254740992.0"); /* 2^53+1 rounds to 2^53 */
 }
 END_TEST
 
@@ -181,7 +184,7 @@ START_TEST(rng_same_seed_same_sequence)
     /* reseeding restarts the sequence and forgets the spare */
     rng_seed(&a, 7);
     rng_seed(&b, 7);
-    (void)rng_normal(&a);                 /* a holds a spare now */
+    (void)rng_normal(&a); /* a holds a spare now */
     rng_seed(&a, 7);
     ck_assert(!a.has_spare);
     ck_assert(rng_normal(&a) == rng_normal(&b));
@@ -198,10 +201,13 @@ START_TEST(rng_streams_differ)
     rng_seed2(&other, 100, 0);
     uint64_t a[64], b[64], c[64], d[64], e[64];
     for (int i = 0; i < 64; i++) {
-        a[i] = rng_next(&s0); b[i] = rng_next(&s0b); c[i] = rng_next(&s1);
-        d[i] = rng_next(&s2); e[i] = rng_next(&other);
+        a[i] = rng_next(&s0);
+        b[i] = rng_next(&s0b);
+        c[i] = rng_next(&s1);
+        d[i] = rng_next(&s2);
+        e[i] = rng_next(&other);
     }
-    ck_assert(memcmp(a, b, sizeof a) == 0);      /* same (seed, stream): same */
+    ck_assert(memcmp(a, b, sizeof a) == 0); /* same (seed, stream): same */
     int same01 = 0, same12 = 0, same0o = 0;
     for (int i = 0; i < 64; i++) {
         for (int j = 0; j < 64; j++) {
@@ -221,9 +227,10 @@ START_TEST(rng_streams_differ)
         rng_seed2(&r, 1, (uint64_t)i);
         first[i] = rng_next(&r);
     }
-    int dup = 0;    /* counted, not asserted one by one: Check's asserts are slow */
+    int dup = 0; /* counted, not asserted one by one: Check's asserts are slow */
     for (int i = 0; i < NS; i++)
-        for (int j = 0; j < i; j++) if (first[j] == first[i]) dup++;
+        for (int j = 0; j < i; j++)
+            if (first[j] == first[i]) dup++;
     ck_assert_int_eq(dup, 0);
 }
 END_TEST
@@ -252,18 +259,21 @@ START_TEST(rng_below_bounds)
     Rng r;
     rng_seed(&r, 5);
     int bad = 0;
-    for (int i = 0; i < 1000; i++) if (rng_below(&r, 1) != 0) bad++;
+    for (int i = 0; i < 1000; i++)
+        if (rng_below(&r, 1) != 0) bad++;
     ck_assert_int_eq(bad, 0);
     /* every value of a small range is hit, never one outside it */
-    uint64_t ns[] = {2, 3, 7, 10, 100};
+    uint64_t ns[] = { 2, 3, 7, 10, 100 };
     for (size_t k = 0; k < sizeof ns / sizeof ns[0]; k++) {
         uint64_t n = ns[k];
-        int count[100] = {0};
+        int count[100] = { 0 };
         int draws = (int)n * 2000;
         for (int i = 0; i < draws; i++) {
             uint64_t x = rng_below(&r, n);
-            if (x < n) count[x]++;
-            else bad++;
+            if (x < n)
+                count[x]++;
+            else
+                bad++;
         }
         ck_assert_int_eq(bad, 0);
         /* each bucket: binomial(draws, 1/n), mean 2000 */
@@ -274,8 +284,10 @@ START_TEST(rng_below_bounds)
     }
     /* huge bounds stay below the bound */
     uint64_t big = (UINT64_C(1) << 63) + 12345;
-    for (int i = 0; i < 10000; i++) if (rng_below(&r, big) >= big) bad++;
-    for (int i = 0; i < 10000; i++) if (rng_below(&r, UINT64_MAX) >= UINT64_MAX) bad++;
+    for (int i = 0; i < 10000; i++)
+        if (rng_below(&r, big) >= big) bad++;
+    for (int i = 0; i < 10000; i++)
+        if (rng_below(&r, UINT64_MAX) >= UINT64_MAX) bad++;
     ck_assert_int_eq(bad, 0);
 }
 END_TEST
@@ -289,7 +301,9 @@ START_TEST(rng_normal_moments)
     for (int i = 0; i < N; i++) {
         double x = rng_normal(&r);
         if (!isfinite(x)) { ck_abort_msg("draw %d is %g", i, x); }
-        sum += x; sum2 += x * x; sum4 += x * x * x * x;
+        sum += x;
+        sum2 += x * x;
+        sum4 += x * x * x * x;
     }
     double mean = sum / N;
     double var = sum2 / N - mean * mean;

@@ -27,19 +27,31 @@ static char *repr(Value v, bool quoted)
     return s;
 }
 
-#define CHECK_REPR(v, quoted, want) do {                                          \
-        char *got_ = repr((v), (quoted));                                         \
+#define CHECK_REPR(v, quoted, want)                                                      \
+    do {                                                                                 \
+        char *got_ = repr((v), (quoted));                                                \
         ck_assert_msg(strcmp(got_, (want)) == 0, "repr: got %s, want %s", got_, (want)); \
-        free(got_);                                                               \
+        free(got_);                                                                      \
     } while (0)
 
 /* Probe objects: a kind registered here (type_register_new) whose free
  * slot counts, to watch frees; and a lazy kind standing for a future. */
-typedef struct Probe { Obj h; int id; } Probe;
+typedef struct Probe {
+    Obj h;
+    int id;
+} Probe;
 static int probes_freed;
 static ValType probe_tag, lazy_tag;
-static void probe_free(Obj *o) { probes_freed++; free(o); }
-static void probe_repr(Buf *b, Value v, bool quoted) { (void)quoted; buf_printf(b, "<probe %d>", ((Probe *)v.o)->id); }
+static void probe_free(Obj *o)
+{
+    probes_freed++;
+    free(o);
+}
+static void probe_repr(Buf *b, Value v, bool quoted)
+{
+    (void)quoted;
+    buf_printf(b, "<probe %d>", ((Probe *)v.o)->id);
+}
 static Value probe_copy(Value v, CopyCtx *cc)
 {
     (void)cc;
@@ -47,7 +59,9 @@ static Value probe_copy(Value v, CopyCtx *cc)
     p->id = ((Probe *)v.o)->id + 1000;
     return v_obj(&p->h);
 }
-static const TypeOps probe_ops = { .name = "probe", .free = probe_free, .repr = probe_repr, .copy = probe_copy };
+static const TypeOps probe_ops = {
+    .name = "probe", .free = probe_free, .repr = probe_repr, .copy = probe_copy
+};
 static const TypeOps lazy_ops = { .name = "future", .flags = TF_LAZY };
 static void install_probe_hooks(void)
 {
@@ -110,8 +124,11 @@ START_TEST(str_basics)
     ck_assert_str_eq(p->s, "abc");
     ck_assert_uint_eq(p->len, 3);
     ck_assert_uint_eq(p->hash, str_hash("abc", 3));
-    decref(v_obj(&s->h)); decref(v_obj(&t->h)); decref(v_obj(&u->h));
-    decref(v_obj(&e->h)); decref(v_obj(&p->h));
+    decref(v_obj(&s->h));
+    decref(v_obj(&t->h));
+    decref(v_obj(&u->h));
+    decref(v_obj(&e->h));
+    decref(v_obj(&p->h));
 }
 END_TEST
 
@@ -124,7 +141,9 @@ START_TEST(str_embedded_nul)
     ck_assert_uint_eq(str_nchars(a), 3);
     Value va = v_obj(&a->h), vb = v_obj(&b->h);
     ck_assert(!value_eq(va, vb));
-    decref(va); decref(vb); decref(v_obj(&c->h));
+    decref(va);
+    decref(vb);
+    decref(v_obj(&c->h));
 }
 END_TEST
 
@@ -140,7 +159,8 @@ START_TEST(str_hash_equality)
         Value a = v_strn(buf, (size_t)n), b = v_str(buf);
         ck_assert_uint_eq(value_hash(a), value_hash(b));
         ck_assert(value_eq(a, b));
-        decref(a); decref(b);
+        decref(a);
+        decref(b);
     }
     ck_assert_uint_eq(value_hash(v_num(0.0)), value_hash(v_num(-0.0)));
     ck_assert_uint_ne(value_hash(v_bool(true)), value_hash(v_bool(false)));
@@ -155,10 +175,11 @@ START_TEST(str_utf8)
     ck_assert_uint_eq(s->len, 13);
     ck_assert(!s->ascii);
     ck_assert_uint_eq(str_nchars(s), 7);
-    ck_assert_int_eq(s->nchars, 7);            /* counted once, cached */
-    size_t want[] = {0, 1, 3, 4, 5, 6, 9, 13};
+    ck_assert_int_eq(s->nchars, 7); /* counted once, cached */
+    size_t want[] = { 0, 1, 3, 4, 5, 6, 9, 13 };
     for (size_t i = 0; i <= 7; i++)
-        ck_assert_msg(str_offset(s, i) == want[i], "offset of %zu: %zu, want %zu", i, str_offset(s, i), want[i]);
+        ck_assert_msg(str_offset(s, i) == want[i], "offset of %zu: %zu, want %zu", i,
+                      str_offset(s, i), want[i]);
     ObjStr *a = str_from("plain");
     for (size_t i = 0; i <= 5; i++) ck_assert_uint_eq(str_offset(a, i), i);
     /* str_alloc + str_finish */
@@ -169,7 +190,9 @@ START_TEST(str_utf8)
     ck_assert_uint_eq(str_nchars(b), 2);
     ck_assert_uint_eq(str_offset(b, 1), 2);
     ck_assert_uint_eq(b->hash, str_hash("\xc3\xa9\xc3\xa9", 4));
-    decref(v_obj(&s->h)); decref(v_obj(&a->h)); decref(v_obj(&b->h));
+    decref(v_obj(&s->h));
+    decref(v_obj(&a->h));
+    decref(v_obj(&b->h));
 }
 END_TEST
 
@@ -207,7 +230,7 @@ START_TEST(dict_insertion_order)
     ObjDict *d = dict_new();
     enum { N = 1000 };
     for (int i = 0; i < N; i++) {
-        double k = (double)((i * 7919) % N);     /* a permutation of 0..N-1 */
+        double k = (double)((i * 7919) % N); /* a permutation of 0..N-1 */
         dict_set(d, v_num(k), v_num(i));
         ck_assert_uint_eq(d->len, (size_t)i + 1);
     }
@@ -273,7 +296,10 @@ START_TEST(dict_overwrite_keeps_position)
     CHECK_REPR(v_obj(&d->h), false, "{\"b\": 2, \"c\": 3, \"a\": 4}");
     ck_assert(dict_get(d, a2, &out));
     ck_assert(out.n == 4);
-    decref(a); decref(b); decref(c); decref(a2);
+    decref(a);
+    decref(b);
+    decref(c);
+    decref(a2);
     decref(v_obj(&d->h));
 }
 END_TEST
@@ -286,7 +312,7 @@ START_TEST(dict_key_kinds)
     dict_set(d, v_bool(true), sb);
     dict_set(d, v_num(0), s0);
     dict_set(d, v_bool(false), sf);
-    ck_assert_uint_eq(d->len, 4);                 /* 1 and true are distinct keys */
+    ck_assert_uint_eq(d->len, 4); /* 1 and true are distinct keys */
     Value out;
     ck_assert(dict_get(d, v_num(1), &out));
     ck_assert_str_eq(AS_STR(out)->s, "num");
@@ -313,7 +339,11 @@ START_TEST(dict_key_kinds)
     Value l = v_list(list_new(0));
     ck_assert(!key_ok(l));
     decref(l);
-    decref(sn); decref(sb); decref(s0); decref(sf); decref(sm);
+    decref(sn);
+    decref(sb);
+    decref(s0);
+    decref(sf);
+    decref(sm);
     decref(v_obj(&d->h));
 }
 END_TEST
@@ -386,7 +416,7 @@ START_TEST(eq_scalars)
     ck_assert(!value_eq(v_num(1), v_num(2)));
     ck_assert(value_eq(v_num(0.0), v_num(-0.0)));
     ck_assert(!value_eq(v_num(NAN), v_num(NAN)));
-    ck_assert(!value_eq(v_num(1), v_bool(true)));       /* 1 != true */
+    ck_assert(!value_eq(v_num(1), v_bool(true))); /* 1 != true */
     ck_assert(!value_eq(v_num(0), v_bool(false)));
     ck_assert(!value_eq(v_nil(), v_bool(false)));
     ck_assert(!value_eq(v_nil(), v_num(0)));
@@ -397,7 +427,10 @@ START_TEST(eq_scalars)
     ck_assert(value_eq(s1, s2));
     ck_assert(!value_eq(s1, s3));
     ck_assert(!value_eq(one, v_num(1)));
-    decref(s1); decref(s2); decref(s3); decref(one);
+    decref(s1);
+    decref(s2);
+    decref(s3);
+    decref(one);
 }
 END_TEST
 
@@ -411,7 +444,9 @@ START_TEST(eq_complex)
     ck_assert(value_eq(c11, c11b));
     ck_assert(!value_eq(c10, c11));
     ck_assert(!value_eq(c10, v_bool(true)));
-    decref(c10); decref(c11); decref(c11b);
+    decref(c10);
+    decref(c11);
+    decref(c11b);
 }
 END_TEST
 
@@ -431,15 +466,24 @@ START_TEST(eq_containers)
     /* dicts compare by content, not by order */
     ObjDict *x = dict_new(), *y = dict_new();
     Value ka = v_str("a"), kb = v_str("b");
-    dict_set(x, ka, v_num(1)); dict_set(x, kb, b);
-    dict_set(y, kb, a); dict_set(y, ka, v_num(1));
+    dict_set(x, ka, v_num(1));
+    dict_set(x, kb, b);
+    dict_set(y, kb, a);
+    dict_set(y, ka, v_num(1));
     ck_assert(value_eq(v_obj(&x->h), v_obj(&y->h)));
     dict_set(y, ka, v_num(2));
     ck_assert(!value_eq(v_obj(&x->h), v_obj(&y->h)));
     ck_assert(!value_eq(v_obj(&x->h), a));
-    decref(ka); decref(kb);
-    decref(v_obj(&x->h)); decref(v_obj(&y->h));
-    decref(a); decref(b); decref(c); decref(d); decref(e1); decref(e2);
+    decref(ka);
+    decref(kb);
+    decref(v_obj(&x->h));
+    decref(v_obj(&y->h));
+    decref(a);
+    decref(b);
+    decref(c);
+    decref(d);
+    decref(e1);
+    decref(e2);
 }
 END_TEST
 
@@ -462,7 +506,9 @@ START_TEST(repr_scalars)
     CHECK_REPR(c, false, "(1+2j)");
     CHECK_REPR(j, false, "1j");
     CHECK_REPR(h, false, "(0.5-1j)");
-    decref(c); decref(j); decref(h);
+    decref(c);
+    decref(j);
+    decref(h);
     Value s = v_str("hi there");
     CHECK_REPR(s, false, "hi there");
     CHECK_REPR(s, true, "\"hi there\"");
@@ -485,7 +531,9 @@ START_TEST(repr_containers)
     dict_set(d, v_num(2), v_bool(false));
     dict_set(d, v_bool(true), v_nil());
     CHECK_REPR(v_obj(&d->h), false, "{\"a\": 1, \"b\": [2, 3], 2: false, true: nil}");
-    decref(ka); decref(kb); decref(inner);
+    decref(ka);
+    decref(kb);
+    decref(inner);
     decref(v_obj(&d->h));
     Value e = list_of(0);
     CHECK_REPR(e, false, "[]");
@@ -507,9 +555,10 @@ START_TEST(repr_string_escapes)
     Value z = v_strn("x\0y", 3);
     CHECK_REPR(z, true, "\"x\\x00y\"");
     Value u = v_str("caf\xc3\xa9 'q'");
-    CHECK_REPR(u, true, "\"caf\xc3\xa9 'q'\"");          /* UTF-8 and ' are kept */
+    CHECK_REPR(u, true, "\"caf\xc3\xa9 'q'\""); /* UTF-8 and ' are kept */
     Value l = list_of(3, s, z, u);
-    CHECK_REPR(l, false, "[\"a\\\"b\\\\c\\nd\\te\\rf\\x01g\\x7f\", \"x\\x00y\", \"caf\xc3\xa9 'q'\"]");
+    CHECK_REPR(l, false,
+               "[\"a\\\"b\\\\c\\nd\\te\\rf\\x01g\\x7f\", \"x\\x00y\", \"caf\xc3\xa9 'q'\"]");
     decref(l);
 }
 END_TEST
@@ -551,7 +600,9 @@ START_TEST(repr_indirect_cycle)
     list_push(b, v_list(a));
     CHECK_REPR(v_list(a), false, "[1, [[...]]]");
     b->len = 0;
-    decref(v_list(a)); decref(v_list(a)); decref(v_list(b));
+    decref(v_list(a));
+    decref(v_list(a));
+    decref(v_list(b));
 }
 END_TEST
 
@@ -566,7 +617,9 @@ START_TEST(repr_indirect_cycle_dict)
     CHECK_REPR(v_obj(&d->h), false, "{\"l\": [{...}]}");
     l->len = 0;
     decref(v_obj(&d->h));
-    decref(v_list(l)); decref(k); decref(v_obj(&d->h));
+    decref(v_list(l));
+    decref(k);
+    decref(v_obj(&d->h));
 }
 END_TEST
 
@@ -618,10 +671,10 @@ START_TEST(copy_shared_stays_shared)
     ck_assert_ptr_ne(c.o, outer.o);
     ObjList *cl = AS_LIST(c);
     ck_assert_uint_eq(cl->len, 3);
-    ck_assert_ptr_eq(cl->v[0].o, cl->v[1].o);        /* shared in the original: shared in the copy */
+    ck_assert_ptr_eq(cl->v[0].o, cl->v[1].o); /* shared in the original: shared in the copy */
     ck_assert_ptr_ne(cl->v[0].o, inner.o);
     ck_assert_uint_eq(cl->v[0].o->rc, 2);
-    ck_assert_ptr_ne(AS_LIST(cl->v[0])->v[1].o, AS_LIST(inner)->v[1].o);   /* strings copied too */
+    ck_assert_ptr_ne(AS_LIST(cl->v[0])->v[1].o, AS_LIST(inner)->v[1].o); /* strings copied too */
     ck_assert(value_eq(c, outer));
     decref(c);
     decref(outer);
@@ -634,7 +687,7 @@ START_TEST(copy_is_independent)
     ObjDict *d = dict_new();
     Value k = v_str("k");
     dict_set(d, k, inner);
-    Value orig = list_of(2, inner, v_obj(&d->h));      /* takes inner and d */
+    Value orig = list_of(2, inner, v_obj(&d->h)); /* takes inner and d */
     CopyCtx cc;
     copy_init(&cc);
     Value c = value_copy_deep(orig, &cc);
@@ -652,8 +705,11 @@ START_TEST(copy_is_independent)
     CHECK_REPR(orig, false, "[[1, 2], {\"k\": [1, 2], 9: 9}, 3]");
     /* within the copy, the list is shared between the two places, as in the original */
     CHECK_REPR(c, false, "[[1, 5], {\"k\": [1, 5]}]");
-    free(before); free(after);
-    decref(k); decref(c); decref(orig);
+    free(before);
+    free(after);
+    decref(k);
+    decref(c);
+    decref(orig);
 }
 END_TEST
 
@@ -670,9 +726,13 @@ START_TEST(copy_cycles_terminate)
     ObjList *cl = AS_LIST(c);
     ck_assert_ptr_ne(cl, l);
     ck_assert_uint_eq(cl->len, 2);
-    ck_assert_ptr_eq(cl->v[1].o, &cl->h);       /* the copy refers to itself */
-    cl->len = 1; decref(c); decref(c);
-    l->len = 1; decref(v_list(l)); decref(v_list(l));
+    ck_assert_ptr_eq(cl->v[1].o, &cl->h); /* the copy refers to itself */
+    cl->len = 1;
+    decref(c);
+    decref(c);
+    l->len = 1;
+    decref(v_list(l));
+    decref(v_list(l));
 
     ObjDict *d = dict_new();
     Value k = v_str("me");
@@ -683,8 +743,12 @@ START_TEST(copy_cycles_terminate)
     Value out;
     ck_assert(dict_get(AS_DICT(cd), k, &out));
     ck_assert_ptr_eq(out.o, cd.o);
-    ck_assert(dict_del(AS_DICT(cd), k, &out)); decref(out); decref(cd);
-    ck_assert(dict_del(d, k, &out)); decref(out); decref(v_obj(&d->h));
+    ck_assert(dict_del(AS_DICT(cd), k, &out));
+    decref(out);
+    decref(cd);
+    ck_assert(dict_del(d, k, &out));
+    decref(out);
+    decref(v_obj(&d->h));
     decref(k);
 }
 END_TEST
@@ -713,16 +777,22 @@ START_TEST(copy_scalars_cells_immortals)
     Value vi = v_obj(&im->h);
     Value ci = value_copy_deep(vi, &cc);
     ck_assert_ptr_eq(ci.o, vi.o);
-    incref(vi); decref(vi); decref(vi);
+    incref(vi);
+    decref(vi);
+    decref(vi);
     ck_assert_uint_eq(im->h.rc, OBJ_IMMORTAL);
     Value l = list_of(1, vi);
     Value cl = value_copy_deep(l, &cc);
     ck_assert_ptr_eq(AS_LIST(cl)->v[0].o, vi.o);
     copy_done(&cc);
-    decref(l); decref(cl);
+    decref(l);
+    decref(cl);
     ck_assert_uint_eq(im->h.rc, OBJ_IMMORTAL);
     free(im);
-    decref(cx); decref(cc2); decref(v_obj(&cell->h)); decref(ccell);
+    decref(cx);
+    decref(cc2);
+    decref(v_obj(&cell->h));
+    decref(ccell);
 }
 END_TEST
 
@@ -767,7 +837,7 @@ START_TEST(copy_hooks_and_errors)
     ck_assert_str_eq(cc.error, "future");
     copy_done(&cc);
     decref(e);
-    AS_LIST(fl)->len = 0;       /* the future object has no free hook: free it here */
+    AS_LIST(fl)->len = 0; /* the future object has no free hook: free it here */
     decref(fl);
     free(fut);
 }
@@ -780,7 +850,7 @@ START_TEST(copy_memo_many)
     ObjList *l = list_new(0);
     for (int i = 0; i < N; i++) {
         Value s = list_of(1, v_num(i));
-        incref(s);              /* two references, one for each place */
+        incref(s); /* two references, one for each place */
         list_push(l, s);
         list_push(l, s);
     }
@@ -817,7 +887,10 @@ START_TEST(rc_immortal)
     ck_assert_str_eq(s->s, "forever");
     free(s);
     /* immediates ignore counting */
-    incref(v_num(1)); decref(v_num(1)); decref(v_nil()); decref(v_bool(true));
+    incref(v_num(1));
+    decref(v_num(1));
+    decref(v_nil());
+    decref(v_bool(true));
 }
 END_TEST
 
@@ -827,24 +900,24 @@ START_TEST(rc_list_and_dict)
     ck_assert_uint_eq(s.o->rc, 1);
     ObjList *l = list_new(0);
     incref(s);
-    list_push(l, s);                  /* takes the reference */
+    list_push(l, s); /* takes the reference */
     ck_assert_uint_eq(s.o->rc, 2);
     decref(v_list(l));
     ck_assert_uint_eq(s.o->rc, 1);
 
     ObjDict *d = dict_new();
     Value k = v_str("key"), v = v_str("val"), v2 = v_str("val2");
-    dict_set(d, k, v);                /* increfs both */
+    dict_set(d, k, v); /* increfs both */
     ck_assert_uint_eq(k.o->rc, 2);
     ck_assert_uint_eq(v.o->rc, 2);
-    dict_set(d, k, v2);               /* overwrite: the old value is released, the key kept */
+    dict_set(d, k, v2); /* overwrite: the old value is released, the key kept */
     ck_assert_uint_eq(k.o->rc, 2);
     ck_assert_uint_eq(v.o->rc, 1);
     ck_assert_uint_eq(v2.o->rc, 2);
     Value out;
-    ck_assert(dict_get(d, k, &out));  /* borrowed */
+    ck_assert(dict_get(d, k, &out)); /* borrowed */
     ck_assert_uint_eq(v2.o->rc, 2);
-    ck_assert(dict_del(d, k, &out));  /* out: owned */
+    ck_assert(dict_del(d, k, &out)); /* out: owned */
     ck_assert_ptr_eq(out.o, v2.o);
     ck_assert_uint_eq(k.o->rc, 1);
     ck_assert_uint_eq(v2.o->rc, 2);
@@ -854,7 +927,10 @@ START_TEST(rc_list_and_dict)
     decref(v_obj(&d->h));
     ck_assert_uint_eq(k.o->rc, 1);
     ck_assert_uint_eq(v.o->rc, 1);
-    decref(s); decref(k); decref(v); decref(v2);
+    decref(s);
+    decref(k);
+    decref(v);
+    decref(v2);
 
     ObjCell *c = cell_new(v_str("held"));
     Value inner = c->v;
