@@ -37,7 +37,9 @@ import re
 import subprocess
 import sys
 
-GROUPS = [{"eval", "call"}, {"lib/async", "lib/lookahead"}, {"value", "gc"}]  # one room, several files
+GROUPS = [{"eval", "call"}, {"lib/async", "lib/lookahead"}, {"value", "gc"},
+          {"lib/qrt", "lib/qrt_impl", "lib/qrt_op", "lib/qrt_gate", "lib/qrt_obs", "lib/qrt_chan",
+           "lib/qrt_meas"}]  # one room, several files
 HOSTS = {"main", "repl", "remote", "remote_none"}
 STARTUP = {"qh"}                      # the interpreter's start-up: registers the lib rooms
 FRONT_MAY_KNOW = {"value", "gc", "builtins"}

@@ -1,0 +1,783 @@
+/* qrt_gate.c — gates: the gate makers (parameters, broadcasting, wires,
+ * QubitUnitary, BasisState), adjoint() and ctrl() of operators and of
+ * functions, and the rule of application: an operator as a statement
+ * applies to the running qfn's device (noise, recording, gradients,
+ * captured circuits, circuit ops from OpenQASM). Knows values, arrays, the
+ * tracked kinds and qrec.h; nothing of the pool or of measuring. */
+#include "qrt_impl.h"
+#include "arrayval.h"
+#include "array.h"
+#include "track.h"
+#include "qh_assert.h"
+#include "serial.h"
+
+#include <complex.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- gates */
+
+/* Gate makers: PARAMS..., WIRES... | wires=[...] */
+
+/* Parameter i of a broadcast gate for member m: its source's entry m, or
+ * the shared value. false when that entry is not a finite real number. */
+static bool bcast_param(const ObjOp *p, int i, int m, double *d)
+{
+    Value v = p->bsrc[i];
+    if (v.t == T_NIL) {
+        *d = p->op.params[i];
+        return isfinite(*d);
+    }
+    if (v.t == T_ARRAY) {
+        ArScalar sc = ar_item(AS_ARR(v), (size_t)m);
+        *d = sc.re;
+        return isfinite(sc.re);
+    }
+    qh_assert(v.t == T_LIST);
+    Value e = (size_t)m < AS_LIST(v)->len ? AS_LIST(v)->v[m] : v_nil();
+    if (e.t == T_BOOL) {
+        *d = e.b;
+        return true;
+    }
+    *d = e.t == T_NUM ? e.n : NAN;
+    return isfinite(*d);
+}
+
+Value bi_gate(VM *vm, Args *a)
+{
+    const SvGateInfo *gi = gate_of(a->def);
+    ObjOp *p = op_new(OPK_GATE);
+    Value pv = v_obj(&p->h);
+    SvOp *op = &p->op;
+    op->gate = gi->gate;
+    op->nparams = gi->nparams;
+    int pos = 0;
+    int special = gi->gate == SV_QUBITUNITARY || gi->gate == SV_BASISSTATE;
+    if (a->n < gi->nparams + special) {
+        decref(pv);
+        return vm_error(vm, a->site, "%s needs %d parameter%s and its wires", gi->name,
+                        gi->nparams + special, gi->nparams + special == 1 ? "" : "s");
+    }
+    /* parameter broadcasting: a 1-d array of values for a parameter */
+    for (int i = 0; i < gi->nparams; i++) {
+        Value v = a->v[i];
+        if (track_is_arr(v)) {
+            decref(pv);
+            return vm_error(vm, a->site,
+                            "%s: a differentiated array as a parameter (broadcasting) cannot be "
+                            "differentiated: call the function once per value",
+                            gi->name);
+        }
+        if (v.t == T_LIST) { /* a list of numbers broadcasts like an array of them */
+            ObjList *l =
+                AS_LIST(v); /* (its other entries are checked by the member that reads them) */
+            if (l->len == 0 || (l->v[0].t != T_NUM && l->v[0].t != T_BOOL))
+                continue; /* refused below: not a number */
+            if (l->len > 1000000) {
+                decref(pv);
+                return vm_error(vm, a->site, "%s: parameter %d: more than 1000000 broadcast values",
+                                gi->name, i + 1);
+            }
+            int nb = (int)l->len;
+            if (p->nb && nb != p->nb) {
+                decref(pv);
+                return vm_error(vm, a->site,
+                                "%s: broadcast parameters of different sizes (%d and %d)", gi->name,
+                                p->nb, nb);
+            }
+            p->nb = nb;
+            continue;
+        }
+        if (v.t != T_ARRAY) continue;
+        Array *ar = AS_ARR(v);
+        if (ar_ndim(ar) != 1 || ar_is_complex(ar) || ar_size(ar) == 0 || ar_size(ar) > 1000000) {
+            char sh[64];
+            ar_shape_str(ar, sh, sizeof sh);
+            decref(pv);
+            return vm_error(vm, a->site,
+                            "%s: parameter %d: an array of parameters (broadcasting) must be 1-d, "
+                            "real and not empty, not of shape %s",
+                            gi->name, i + 1, sh);
+        }
+        int nb = (int)ar_size(ar);
+        if (p->nb && nb != p->nb) {
+            decref(pv);
+            return vm_error(vm, a->site, "%s: broadcast parameters of different sizes (%d and %d)",
+                            gi->name, p->nb, nb);
+        }
+        p->nb = nb;
+    }
+    if (p->nb) { /* the sources are held, not copied: a member reads its own entry (op_stmt) */
+        for (int i = 0; i < gi->nparams; i++) {
+            Value v = a->v[i];
+            if (track_is(v)) {
+                decref(pv);
+                return vm_error(vm, a->site,
+                                "%s: a differentiated parameter beside a broadcast one cannot be "
+                                "differentiated",
+                                gi->name);
+            }
+            if (v.t == T_ARRAY || v.t == T_LIST) {
+                incref(v);
+                p->bsrc[i] = v;
+            } else if (v.t != T_NUM && v.t != T_BOOL) {
+                decref(pv);
+                return vm_error(vm, a->site, "%s: parameter %d must be a real number, not %s",
+                                gi->name, i + 1, type_name(v));
+            }
+            if (!bcast_param(p, i, 0, &op->params[i])) {
+                decref(pv);
+                return vm_error(vm, a->site, "%s: parameter %d is not a finite real number",
+                                gi->name, i + 1);
+            }
+        }
+        pos = gi->nparams;
+    }
+    for (int i = 0; i < gi->nparams && !p->nb; i++, pos++) {
+        Value v = a->v[pos];
+        double d;
+        AdNode node;
+        bool terr;
+        if (!track_number(vm, v, &d, &node, a->site, &terr)) {
+            decref(pv);
+            if (terr) return v_exc();
+            return vm_error(vm, a->site, "%s: parameter %d must be a real number, not %s", gi->name,
+                            i + 1, type_name(v));
+        }
+        if (!isfinite(d)) {
+            decref(pv);
+            return vm_error(vm, a->site, "%s: parameter %d is not finite (%g)", gi->name, i + 1, d);
+        }
+        op->params[i] = d;
+        p->pnode[i] = node;
+        if (node != AD_NONE) {
+            p->tracked = true;
+            p->ptape = vm->ad->id;
+        }
+    }
+    Value special_arg = v_nil();
+    if (special) special_arg = a->v[pos++];
+    Value *wk = arg_kw(a, "wires");
+    int nw;
+    if (wk) {
+        if (pos < a->n) {
+            decref(pv);
+            return vm_error(vm, a->site,
+                            "%s: give wires either as arguments or as wires=, not both", gi->name);
+        }
+        nw = collect_wires(vm, *wk, op->wires, SV_MAX_WIRES, gi->name, a->site);
+    } else if (pos == a->n - 1 && a->v[pos].t != T_NUM) {
+        nw = collect_wires(vm, a->v[pos], op->wires, SV_MAX_WIRES, gi->name, a->site);
+    } else {
+        nw = 0;
+        for (; pos < a->n; pos++) {
+            if (nw >= SV_MAX_WIRES) {
+                decref(pv);
+                return vm_error(vm, a->site, "%s: too many wires", gi->name);
+            }
+            if (!wire_value(vm, a->v[pos], &op->wires[nw++], gi->name, a->site)) {
+                decref(pv);
+                return v_exc();
+            }
+        }
+    }
+    if (nw < 0) {
+        decref(pv);
+        return v_exc();
+    }
+    op->nwires = nw;
+    if (gi->nwires >= 0 && nw != gi->nwires) {
+        decref(pv);
+        return vm_error(vm, a->site, "%s acts on %d wire%s, but %d %s given", gi->name, gi->nwires,
+                        gi->nwires == 1 ? "" : "s", nw, nw == 1 ? "was" : "were");
+    }
+    if (nw == 0) {
+        decref(pv);
+        return vm_error(vm, a->site, "%s needs at least one wire", gi->name);
+    }
+    if (!wires_distinct(vm, op->wires, nw, gi->name, a->site)) {
+        decref(pv);
+        return v_exc();
+    }
+    if (gi->gate == SV_QUBITUNITARY) {
+        Value m = special_arg;
+        if (m.t == T_LIST) {
+            Value arr = vm_call(vm, builtin_named("array"), 1, &m, a->site);
+            if (IS_EXC(arr)) {
+                decref(pv);
+                return arr;
+            }
+            m = arr;
+        } else
+            incref(m);
+        if (track_is(m)) {
+            decref(m);
+            decref(pv);
+            return vm_error(vm, a->site,
+                            "QubitUnitary: a matrix made from differentiated values cannot be "
+                            "differentiated (use rotation gates)");
+        }
+        if (m.t != T_ARRAY) {
+            decref(m);
+            decref(pv);
+            return vm_error(vm, a->site, "QubitUnitary: the matrix must be an array");
+        }
+        Array *ar = AS_ARR(m);
+        size_t d = (size_t)1 << nw;
+        if (nw > SV_MAX_DENSE || ar_ndim(ar) != 2 || ar_shape(ar)[0] != d || ar_shape(ar)[1] != d) {
+            char sh[64];
+            ar_shape_str(ar, sh, sizeof sh);
+            decref(m);
+            decref(pv);
+            return vm_error(
+                vm, a->site,
+                "QubitUnitary: a matrix of shape %s does not fit %d wire%s (needs (%zu, %zu))", sh,
+                nw, nw == 1 ? "" : "s", d, d);
+        }
+        p->matrix = xmalloc(d * d * sizeof(cplx));
+        for (size_t i = 0; i < d * d; i++) {
+            ArScalar s = ar_item(ar, i);
+            p->matrix[i] = s.re + (s.is_complex ? s.im : 0) * I;
+        }
+        decref(m);
+        op->matrix = p->matrix;
+        /* unitarity check: U U^dagger = I within 1e-8 */
+        for (size_t i = 0; i < d; i++)
+            for (size_t j = 0; j < d; j++) {
+                cplx acc = 0;
+                for (size_t k = 0; k < d; k++)
+                    acc += p->matrix[i * d + k] * conj(p->matrix[j * d + k]);
+                if (cabs(acc - (i == j ? 1.0 : 0.0)) > 1e-8) {
+                    decref(pv);
+                    return vm_error(vm, a->site, "QubitUnitary: the matrix is not unitary");
+                }
+            }
+    }
+    if (gi->gate == SV_BASISSTATE) {
+        Value bits = special_arg;
+        uint64_t b = 0;
+        size_t nb;
+        if (bits.t == T_LIST)
+            nb = AS_LIST(bits)->len;
+        else if (bits.t == T_ARRAY)
+            nb = ar_size(AS_ARR(bits));
+        else {
+            decref(pv);
+            return vm_error(vm, a->site, "BasisState: the state must be a list of 0/1");
+        }
+        if ((int)nb != nw) {
+            decref(pv);
+            return vm_error(vm, a->site, "BasisState: %zu bits for %d wires", nb, nw);
+        }
+        for (size_t i = 0; i < nb; i++) {
+            double x = bits.t == T_LIST
+                           ? (AS_LIST(bits)->v[i].t == T_NUM ? AS_LIST(bits)->v[i].n : -1)
+                           : ar_item(AS_ARR(bits), i).re;
+            if (x != 0 && x != 1) {
+                decref(pv);
+                return vm_error(vm, a->site, "BasisState: bits must be 0 or 1");
+            }
+            if (x == 1) b |= (uint64_t)1 << i;
+        }
+        op->bits = b;
+    }
+    return pv;
+}
+
+static Value make_mod(VM *vm, Value fn, bool adjoint, const int *ctrl, int nctrl, const Node *site);
+
+Value bi_adjoint(VM *vm, Args *a)
+{
+    if (a->v[0].t != T_OP && is_callable(a->v[0]))
+        return make_mod(vm, a->v[0], true, NULL, 0, a->site);
+    if (a->v[0].t != T_OP)
+        return vm_error(vm, a->site,
+                        "adjoint() needs an operator or a function that applies gates, not %s",
+                        type_name(a->v[0]));
+    if (AS_OP(a->v[0])->kind == OPK_CHAN)
+        return vm_error(vm, a->site, "adjoint() of the channel %s: a noise channel has no inverse",
+                        dm_channel_info((DmChannel)AS_OP(a->v[0])->chan)->name);
+    ObjOp *p = op_clone(AS_OP(a->v[0]));
+    if (p->kind == OPK_GATE) p->op.adjoint = !p->op.adjoint;
+    return v_obj(&p->h);
+}
+
+Value bi_ctrl(VM *vm, Args *a)
+{
+    Value *ck = arg_kw(a, "control");
+    Value c = a->n > 1 ? a->v[1] : (ck ? *ck : v_nil());
+    if (a->v[0].t != T_OP && is_callable(a->v[0])) {
+        if (c.t == T_NIL) return vm_error(vm, a->site, "ctrl() needs control= wires");
+        int ws[SV_MAX_WIRES];
+        int n = collect_wires(vm, c, ws, SV_MAX_WIRES, "ctrl", a->site);
+        if (n < 0) return v_exc();
+        return make_mod(vm, a->v[0], false, ws, n, a->site);
+    }
+    if (a->v[0].t != T_OP || AS_OP(a->v[0])->kind != OPK_GATE)
+        return vm_error(vm, a->site, "ctrl() needs a gate or a function that applies gates, not %s",
+                        type_name(a->v[0]));
+    if (c.t == T_NIL) return vm_error(vm, a->site, "ctrl() needs control= wires");
+    ObjOp *p = op_clone(AS_OP(a->v[0]));
+    Value pv = v_obj(&p->h);
+    int ws[SV_MAX_WIRES];
+    int n = collect_wires(vm, c, ws, SV_MAX_WIRES, "ctrl", a->site);
+    if (n < 0) {
+        decref(pv);
+        return v_exc();
+    }
+    if (p->op.nctrl + n + p->op.nwires > SV_MAX_WIRES) {
+        decref(pv);
+        return vm_error(vm, a->site, "ctrl(): too many wires");
+    }
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < p->op.nwires; k++)
+            if (p->op.wires[k] == ws[i]) {
+                decref(pv);
+                return vm_error(vm, a->site, "ctrl(): control wire %d is also a target wire",
+                                ws[i]);
+            }
+        for (int k = 0; k < p->op.nctrl; k++)
+            if (p->op.ctrl[k] == ws[i]) {
+                decref(pv);
+                return vm_error(vm, a->site, "ctrl(): control wire %d given twice", ws[i]);
+            }
+        p->op.ctrl[p->op.nctrl++] = ws[i];
+    }
+    return pv;
+}
+
+/* ---------------------------------------------------------------- application */
+
+
+/* Why: draw/specs/matrix/to_qasm see what a call applies. */
+void rec_op(QCtx *q, QasmKind kind, const SvOp *op, int chan, const double *cparams)
+{
+    int w[2 * SV_MAX_WIRES];
+    int n = 0;
+    for (int i = 0; i < op->nctrl; i++) w[n++] = op->ctrl[i];
+    for (int i = 0; i < op->nwires; i++) w[n++] = op->wires[i];
+    QasmOp *o = qasm_add(&q->rec->c, kind, w, op->nctrl, op->nwires);
+    if (!o) return;
+    o->gate = op->gate;
+    o->adjoint = op->adjoint;
+    o->nparams = op->nparams;
+    for (int i = 0; i < op->nparams && i < 4; i++)
+        o->params[i] = cparams ? cparams[i] : op->params[i];
+    o->bits = op->bits;
+    o->chan = chan;
+}
+
+/* Why: a noise model (device("mixed", noise=fn)): after each gate, fn(op)
+ * returns nil, a channel (or gate), or a list of them, applied at once
+ * and not themselves followed by noise. */
+static Value apply_noise(VM *vm, QCtx *q, Value opv, const Node *site)
+{
+    q->in_noise = true;
+    Value r = vm_call(vm, q->dev->noise, 1, &opv, (Node *)site);
+    Value out = v_nil();
+    if (IS_EXC(r))
+        out = r;
+    else if (r.t == T_OP) {
+        out = op_stmt(vm, r, site);
+        decref(r);
+    } else if (r.t == T_LIST) {
+        ObjList *l = AS_LIST(r);
+        for (size_t i = 0; i < l->len && !IS_EXC(out); i++) {
+            if (l->v[i].t == T_NIL) continue;
+            if (l->v[i].t != T_OP) {
+                out = vm_error(vm, site,
+                               "the noise function %s() returned a list holding %s; it must hold "
+                               "channels or gates",
+                               AS_FUNC(q->dev->noise)->p->name, type_name(l->v[i]));
+                break;
+            }
+            out = op_stmt(vm, l->v[i], site);
+        }
+        decref(r);
+    } else if (r.t != T_NIL) {
+        out = vm_error(
+            vm, site,
+            "the noise function %s() must return a channel, a list of channels or nil, not %s",
+            AS_FUNC(q->dev->noise)->p->name, type_name(r));
+        decref(r);
+    }
+    q->in_noise = false;
+    return out;
+}
+
+/* the statement slot: an operator as a statement applies to the device */
+Value op_stmt(VM *vm, Value opv, const Node *site)
+{
+    ObjOp *p = AS_OP(opv);
+    QCtx *q = vm->q;
+    if (p->kind == OPK_CHAN) return chan_stmt(vm, p, site);
+    if (p->kind != OPK_GATE) {
+        if (q)
+            return vm_error(vm, site,
+                            "an observable cannot be applied as a gate (measure it with expval, "
+                            "var or sample)");
+        return vm_error(vm, site, "an observable as a statement does nothing outside expval()");
+    }
+    const char *name = sv_gate_info(p->op.gate)->name;
+    if (!q)
+        return vm_error(
+            vm, site,
+            "%s applied outside a quantum function (gates apply to the device of a running qfn)",
+            name);
+    if (q->capture) { /* inside adjoint(f)/ctrl(f)/matrix(f): collected, applied later */
+        if (p->nb)
+            return vm_error(vm, site,
+                            "%s: broadcast parameters inside adjoint(), ctrl() or matrix()", name);
+        if (p->tracked)
+            return vm_error(
+                vm, site,
+                "%s: a differentiated gate parameter inside adjoint(), ctrl() or matrix() "
+                "(the collected circuit keeps numbers only): apply the gate directly, or its "
+                "adjoint form",
+                name);
+        int w[2 * SV_MAX_WIRES], n = 0;
+        for (int i = 0; i < p->op.nctrl; i++) w[n++] = p->op.ctrl[i];
+        for (int i = 0; i < p->op.nwires; i++) w[n++] = p->op.wires[i];
+        QasmOp *o = qasm_add(q->capture, QASM_GATE, w, p->op.nctrl, p->op.nwires);
+        if (!o) return vm_error(vm, site, "out of memory");
+        o->gate = p->op.gate;
+        o->adjoint = p->op.adjoint;
+        o->nparams = p->op.nparams;
+        memcpy(o->params, p->op.params, sizeof p->op.params);
+        o->bits = p->op.bits;
+        if (p->op.gate == SV_QUBITUNITARY)
+            return vm_error(vm, site,
+                            "QubitUnitary inside adjoint(f) or ctrl(f): apply "
+                            "adjoint(QubitUnitary(...)) directly");
+        return v_nil();
+    }
+    if (vm->cancel && atomic_load_explicit(vm->cancel, memory_order_relaxed) &&
+        vm_check_interrupt(vm))
+        return v_exc();
+    if (atomic_load(&vm->in->sigint) && vm_check_interrupt(vm)) return v_exc();
+    char err[256];
+    SvOp tmp;
+    const SvOp *use = &p->op;
+    SvState *vec = q->dm ? &q->dm->v : q->s;
+    if (vec && vec->nq >= SV_PAR_QUBITS)
+        give_threads(vm, vec); /* other tasks may have started or ended */
+    if (p->tracked && (!vm->ad || vm->ad->id != p->ptape))
+        return vm_error(vm, site,
+                        "%s: a gate made from a differentiated value outside this quantum call; "
+                        "make the gate inside the quantum function from its arguments",
+                        name);
+    if (p->nb) { /* broadcasting: this run is member q->bidx of the batch */
+        if (q->grec)
+            return vm_error(vm, site,
+                            "%s: broadcast parameters cannot be differentiated: call the function "
+                            "once per value",
+                            name);
+        if (!q->bsize)
+            q->bsize = p->nb;
+        else if (p->nb != q->bsize)
+            return vm_error(vm, site, "%s: broadcast over %d values in a circuit broadcast over %d",
+                            name, p->nb, q->bsize);
+        tmp = p->op;
+        for (int i = 0; i < tmp.nparams; i++)
+            if (!bcast_param(p, i, q->bidx, &tmp.params[i]))
+                return vm_error(
+                    vm, site, "%s: parameter %d of broadcast member %d is not a finite real number",
+                    name, i + 1, q->bidx);
+        use = &tmp;
+    }
+    if (q->grec) {
+        use = qrec_gate(q->grec, &p->op, p->pnode, &tmp);
+        if (!use) return vm_error(vm, site, "%s", qrec_error(q->grec));
+    } else if (p->tracked) {
+        return vm_error(
+            vm, site,
+            "%s: a differentiated gate parameter on a device that is not being differentiated "
+            "(a quantum function called from another one, or one that captured the value): pass it "
+            "as an argument",
+            name);
+    }
+    int rc = q->ds   ? qdist_apply(q->ds, use, err, sizeof err)
+             : q->dm ? dm_apply(q->dm, use, err, sizeof err)
+                     : sv_apply(q->s, use, err, sizeof err);
+    if (rc != 0) return vm_error(vm, site, "%s", err);
+    if (q->rec) rec_op(q, QASM_GATE, &p->op, 0, NULL);
+    atomic_fetch_add_explicit(&vm->in->qrt->gates, 1, memory_order_relaxed);
+    if (q->dm && q->dev->noise.t == T_FUNC && !q->in_noise) return apply_noise(vm, q, opv, site);
+    return v_nil();
+}
+
+
+/* ---------------------------------------------------------------- adjoint and ctrl of callables */
+
+/* Why: captured and imported circuits apply their gates as statements do
+   (thread teams, gradient tape, recording, noise). */
+static Value apply_svop(VM *vm, const SvOp *op, const Node *site)
+{
+    ObjOp *p = op_new(OPK_GATE);
+    p->op = *op;
+    if (op->matrix) {
+        size_t d = (size_t)1 << op->nwires;
+        p->matrix = xmalloc(d * d * sizeof(cplx));
+        memcpy(p->matrix, op->matrix, d * d * sizeof(cplx));
+        p->op.matrix = p->matrix;
+    }
+    Value v = v_obj(&p->h);
+    Value r = op_stmt(vm, v, site);
+    decref(v);
+    return r;
+}
+
+Value qrt_apply_circuit_op(VM *vm, const QasmOp *o, const Node *site)
+{
+    QCtx *q = vm->q;
+    if (!q)
+        return vm_error(vm, site,
+                        "a circuit applied outside a quantum function (circuits apply to the "
+                        "device of a running qfn)");
+    switch (o->kind) {
+    case QASM_GATE: {
+        SvOp op;
+        qasm_svop(o, &op);
+        return apply_svop(vm, &op, site);
+    }
+    case QASM_GPHASE: return v_nil(); /* no effect on a state; under ctrl it became a PhaseShift */
+    case QASM_MEASURE:
+    case QASM_RESET: {
+        if (q->capture)
+            return vm_error(vm, site,
+                            "a circuit with measure or reset inside adjoint(), ctrl() or matrix()");
+        char err[256];
+        int w = o->wires[0], r;
+        if (o->kind == QASM_RESET && q->dm) { /* the reset channel: |0><0| and |0><1| */
+            cplx k[8] = { 1, 0, 0, 0, 0, 1, 0, 0 };
+            if (dm_apply_kraus(q->dm, &w, 1, 2, k, err, sizeof err) != 0)
+                return vm_error(vm, site, "%s", err);
+            r = 0;
+        } else {
+            r = q->ds   ? qdist_measure(q->ds, w, o->kind == QASM_RESET, &q->rng, err, sizeof err)
+                : q->dm ? dm_measure(q->dm, w, o->kind == QASM_RESET, &q->rng, err, sizeof err)
+                        : sv_measure(q->s, w, o->kind == QASM_RESET, &q->rng, err, sizeof err);
+            if (r < 0) return vm_error_from(vm, site, "measure", err);
+        }
+        if (q->grec) qrec_nondiff(q->grec, "measure", true);
+        if (q->rec) {
+            QasmOp *ro = qasm_add(&q->rec->c, o->kind, &w, 0, 1);
+            if (ro && o->kind == QASM_MEASURE) ro->clbit = q->rec->c.nclbits++;
+        }
+        return v_num(r);
+    }
+    case QASM_CHANNEL: break;
+    }
+    return vm_error(vm, site, "a circuit op that cannot be applied");
+}
+
+void qrt_record_condition(VM *vm, const QasmOp *o, const QasmCond *cond)
+{
+    QCtx *q = vm->q;
+    if (!q || !q->rec || q->capture || o->kind != QASM_GATE) return;
+    int ci = qasm_add_cond(&q->rec->c, cond);
+    if (ci < 0) return;
+    SvOp op;
+    qasm_svop(o, &op);
+    rec_op(q, QASM_GATE, &op, 0, NULL);
+    q->rec->c.ops[q->rec->c.nops - 1].cond = ci;
+}
+
+Value qrt_apply_circuit_op_quiet(VM *vm, const QasmOp *op, const Node *site)
+{
+    QCtx *q = vm->q;
+    QRecord *saved = q ? q->rec : NULL;
+    if (q) q->rec = NULL;
+    Value r = qrt_apply_circuit_op(vm, op, site);
+    if (q) q->rec = saved;
+    return r;
+}
+
+int qrt_recorded_bit(VM *vm)
+{
+    QCtx *q = vm->q;
+    if (!q || !q->rec || q->rec->c.nclbits == 0) return -1;
+    return q->rec->c.nclbits - 1;
+}
+
+typedef struct ObjMod {
+    Obj h;
+    Value fn;
+    bool adjoint;
+    int nctrl;
+    int ctrl[SV_MAX_WIRES];
+} ObjMod;
+static ValType T_MODFN;
+#define AS_MODFN(v) ((ObjMod *)(v).o)
+
+static void mod_free(Obj *o)
+{
+    decref(((ObjMod *)o)->fn);
+    free(o);
+}
+static void mod_clear(Obj *o)
+{
+    ObjMod *m = (ObjMod *)o;
+    Value f = m->fn;
+    m->fn = v_nil();
+    decref(f);
+}
+static void mod_traverse(Obj *o, void (*visit)(Value, void *), void *ud)
+{
+    visit(((ObjMod *)o)->fn, ud);
+}
+static Value mod_copy(Value v, CopyCtx *cc)
+{
+    ObjMod *m = AS_MODFN(v), *n = (ObjMod *)obj_alloc(sizeof(ObjMod), T_MODFN);
+    Obj h = n->h;
+    *n = *m;
+    n->h = h;
+    n->fn = v_nil();
+    copy_memo_put(cc, m, n);
+    n->fn = value_copy_deep(m->fn, cc);
+    return v_obj(&n->h);
+}
+static bool mod_ser(Value v, SerCtx *sc)
+{
+    ObjMod *m = AS_MODFN(v);
+    ser_u8(sc, m->adjoint);
+    ser_u32(sc, (uint32_t)m->nctrl);
+    ser_bytes(sc, m->ctrl, (size_t)m->nctrl * sizeof(int));
+    return ser_value(sc, m->fn);
+}
+static Value mod_deser(SerCtx *sc, ValType t, size_t id)
+{
+    uint8_t adj;
+    uint32_t nctrl;
+    if (!des_u8(sc, &adj) || !des_u32(sc, &nctrl)) return v_exc();
+    if (nctrl > SV_MAX_WIRES) return des_fail(sc, "ctrl");
+    ObjMod *m = (ObjMod *)obj_alloc(sizeof(ObjMod), t);
+    m->fn = v_nil();
+    m->adjoint = adj != 0;
+    m->nctrl = (int)nctrl;
+    Value mv = v_obj(&m->h);
+    if (!des_bytes(sc, m->ctrl, (size_t)nctrl * sizeof(int))) {
+        decref(mv);
+        return v_exc();
+    }
+    des_note(sc, id, &m->h);
+    Value f = des_value(sc);
+    if (IS_EXC(f)) {
+        decref(mv);
+        return f;
+    }
+    m->fn = f;
+    return mv;
+}
+static void mod_repr(Buf *b, Value v, bool quoted)
+{
+    ObjMod *m = AS_MODFN(v);
+    buf_puts(b, m->nctrl ? "<ctrl of " : "<adjoint of ");
+    if (m->nctrl && m->adjoint) buf_puts(b, "adjoint of ");
+    value_repr(b, m->fn, quoted);
+    if (m->nctrl) {
+        buf_puts(b, ", control=[");
+        for (int i = 0; i < m->nctrl; i++) buf_printf(b, "%s%d", i ? ", " : "", m->ctrl[i]);
+        buf_putc(b, ']');
+    }
+    buf_putc(b, '>');
+}
+
+/* Why: adjoint(f)(args) and ctrl(f, control=w)(args): run f collecting its
+   gates, then apply them inverted in reverse order, or with the controls. */
+static Value mod_call(VM *vm, Value fv, Args *a)
+{
+    ObjMod *m = AS_MODFN(fv);
+    QCtx *q = vm->q;
+    if (!q)
+        return vm_error(
+            vm, a->site,
+            "%s applied outside a quantum function (gates apply to the device of a running qfn)",
+            m->nctrl ? "ctrl(f)(...)" : "adjoint(f)(...)");
+    QasmCircuit cap;
+    qasm_init(&cap, 0, 0);
+    QasmCircuit *outer = q->capture;
+    q->capture = &cap;
+    Value r = tp_call(vm, m->fn, a);
+    if (!IS_EXC(r) && r.t == T_OP) { /* adjoint(RX)(t, w): the operator it makes */
+        Value x = op_stmt(vm, r, a->site);
+        decref(r);
+        r = x;
+    }
+    q->capture = outer;
+    if (IS_EXC(r)) {
+        qasm_free(&cap);
+        return r;
+    }
+    decref(r);
+    Value out = v_nil();
+    for (size_t k = 0; k < cap.nops && !IS_EXC(out); k++) {
+        const QasmOp *o = &cap.ops[m->adjoint ? cap.nops - 1 - k : k];
+        SvOp op;
+        qasm_svop(o, &op);
+        if (m->adjoint) op.adjoint = !op.adjoint;
+        for (int i = 0; i < m->nctrl; i++) {
+            for (int j = 0; j < op.nwires; j++)
+                if (op.wires[j] == m->ctrl[i]) {
+                    out =
+                        vm_error(vm, a->site, "ctrl(): control wire %d is also a target wire of %s",
+                                 m->ctrl[i], sv_gate_info(op.gate)->name);
+                    break;
+                }
+            for (int j = 0; j < op.nctrl && !IS_EXC(out); j++)
+                if (op.ctrl[j] == m->ctrl[i]) {
+                    out =
+                        vm_error(vm, a->site, "ctrl(): control wire %d is already a control of %s",
+                                 m->ctrl[i], sv_gate_info(op.gate)->name);
+                    break;
+                }
+            if (IS_EXC(out)) break;
+            if (op.nctrl >= SV_MAX_WIRES) {
+                out = vm_error(vm, a->site, "ctrl(): too many wires");
+                break;
+            }
+            op.ctrl[op.nctrl++] = m->ctrl[i];
+        }
+        if (IS_EXC(out)) break;
+        out = apply_svop(vm, &op, a->site);
+    }
+    qasm_free(&cap);
+    return out;
+}
+
+bool is_callable(Value v) { return type_of(v)->call != NULL; }
+
+static Value make_mod(VM *vm, Value fn, bool adjoint, const int *ctrl, int nctrl, const Node *site)
+{
+    ObjMod *m = (ObjMod *)obj_alloc(sizeof(ObjMod), T_MODFN);
+    incref(fn);
+    m->fn = fn;
+    m->adjoint = adjoint;
+    m->nctrl = 0;
+    for (int i = 0; i < nctrl; i++) {
+        for (int j = 0; j < m->nctrl; j++)
+            if (m->ctrl[j] == ctrl[i]) {
+                Value mv = v_obj(&m->h);
+                decref(mv);
+                return vm_error(vm, site, "ctrl(): control wire %d given twice", ctrl[i]);
+            }
+        m->ctrl[m->nctrl++] = ctrl[i];
+    }
+    return v_obj(&m->h);
+}
+
+
+static const TypeOps mod_ops = {
+    .name = "function",
+    .free = mod_free,
+    .clear = mod_clear,
+    .traverse = mod_traverse,
+    .copy = mod_copy,
+    .ser = mod_ser,
+    .deser = mod_deser,
+    .repr = mod_repr,
+    .call = mod_call,
+};
+void qrt_gate_open(void) { T_MODFN = type_register_new(&mod_ops); }
