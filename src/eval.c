@@ -1037,7 +1037,7 @@ static bool comp_clause(VM *vm, Node *n, int ci, Value acc)
             }
             if (!ok) break;
         }
-        if (((++tick & 1023) == 0) && atomic_load(&vm->in->sigint) && vm_check_interrupt(vm)) {
+        if (((++tick & 1023) == 0) && vm_attention(vm) && vm_check_interrupt(vm)) {
             ok = false;
             break;
         }
@@ -1637,7 +1637,7 @@ static __attribute__((noinline)) ExecStatus ex_for_planned(VM *vm, Node *s, Valu
                 result = st;
                 break;
             }
-            if (((++tick & 1023) == 0) && atomic_load(&vm->in->sigint) && vm_check_interrupt(vm)) {
+            if (((++tick & 1023) == 0) && vm_attention(vm) && vm_check_interrupt(vm)) {
                 result = S_ERR;
                 break;
             }
@@ -1672,8 +1672,7 @@ static ExecStatus ex_for_range(VM *vm, Node *s)
         }
         if (st == S_BREAK) return S_OK;
         if (st != S_OK) return st;
-        if (((++tick & 1023) == 0) && atomic_load(&vm->in->sigint) && vm_check_interrupt(vm))
-            return S_ERR;
+        if (((++tick & 1023) == 0) && vm_attention(vm) && vm_check_interrupt(vm)) return S_ERR;
     }
     return S_OK;
 }
@@ -1764,8 +1763,7 @@ static ExecStatus ex_while(VM *vm, Node *s)
         ExecStatus st = block(vm, s->u.whiles.body);
         if (st == S_BREAK) return S_OK;
         if (st == S_RETURN || st == S_ERR) return st;
-        if (atomic_load_explicit(&vm->in->sigint, memory_order_relaxed) && vm_check_interrupt(vm))
-            return S_ERR;
+        if (vm_attention(vm) && vm_check_interrupt(vm)) return S_ERR;
     }
 }
 

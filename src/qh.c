@@ -18,16 +18,20 @@
 #include "grad.h"
 #include "iolib.h"
 #include "circuitlib.h"
+#include "lex.h"
 #include "load.h"
 #include "parse.h"
+#include "picture.h"
 #include "qh_assert.h"
 #include "qrt.h"
 #include "resolve.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---------------------------------------------------------------- start-up */
 
@@ -49,6 +53,7 @@ static void init_rooms(void)
     async_open();      /* futures, ready/wait/sync */
     diffq_open();      /* differentiated quantum calls */
     grad_open();       /* gradient functions: grad, jacobian, hessian, metric_tensor */
+    picture_open();    /* display; pictures */
 }
 
 void qh_init(void) { pthread_once(&init_once, init_rooms); }
@@ -79,7 +84,16 @@ struct qh_State {
     int nprogs, capprogs;
     qh_Program *script;   /* the program run (qh -i FILE), or NULL */
     qh_Program *last_run; /* the entry :deps shows */
+    qh_ShowFn show;       /* a host's display (qh_set_show), or NULL */
+    void *show_ud;
+    qh_PollFn poll; /* a host's poll (qh_set_poll), or NULL */
+    void *poll_ud;
+    bool polling;     /* inside the host's poll */
+    double poll_last; /* when it last ran (coarse clock) */
 };
+
+/* the state an Interp belongs to (hooks get the Interp) */
+static qh_State *state_of(Interp *in) { return (qh_State *)((char *)in - offsetof(qh_State, in)); }
 
 qh_State *qh_open(const qh_Config *cfg)
 {
@@ -318,6 +332,35 @@ qh_Program *qh_compile_entry(qh_State *Q, const char *name, const char *text, si
     return compile_entry(Q, src, dry, diag);
 }
 
+qh_Program *qh_compile_cell(qh_State *Q, const char *name, const char *text, size_t len, int number,
+                            const char *label, FILE *diag)
+{
+    qh_assert(number > 0);
+    Source *src = source_from_text(name, text, len);
+    src->entry = number;
+    src->label = label ? xstrdup(label) : NULL;
+    return compile_entry(Q, src, false, diag);
+}
+
+int qh_entry_state(const char *text, size_t len, int *depth)
+{
+    int d = parse_open_depth(text, len);
+    if (depth) *depth = d;
+    if (d > 0) return QH_INCOMPLETE;
+    /* the parse alone: no names are resolved, nothing is defined */
+    char *junk = NULL;
+    size_t njunk = 0;
+    FILE *diag = open_memstream(&junk, &njunk);
+    if (!diag) return QH_COMPLETE;
+    Source *src = source_from_text("<check>", text, len);
+    ModInfo *m = parse_source(src, diag);
+    fclose(diag);
+    free(junk);
+    if (m) parse_free(m);
+    source_free(src);
+    return m ? QH_COMPLETE : QH_INVALID;
+}
+
 qh_Program *qh_compile_entry_file(qh_State *Q, const char *path, FILE *diag)
 {
     char err[600];
@@ -384,9 +427,72 @@ int qh_run(qh_State *Q, qh_Program *p)
     return flush_out(&Q->in, status);
 }
 
-bool qh_run_entry(qh_State *Q, qh_Program *entry, unsigned flags)
+/* An expression statement of an entry, run with QH_ECHO or QH_SHOW: its
+ * value printed, or shown by the host (show: the entry's last statement
+ * under QH_SHOW), or applied (an operator as a statement). False on an
+ * error. */
+static bool echo_stmt(qh_State *Q, Node *s, unsigned flags, unsigned long since, bool show)
+{
+    VM *vm = &Q->vm;
+    Value v = eval_expr(vm, s->u.expr.expr);
+    if (IS_EXC(v)) return false;
+    bool ok = true;
+    Buf b;
+    buf_init(&b);
+    if (type_of(v)->stmt) {
+        /* a value with an effect as a statement (an operator applies) */
+        Value x = type_of(v)->stmt(vm, v, s);
+        if (IS_EXC(x))
+            ok = false;
+        else
+            decref(x);
+    } else if (show) {
+        /* the host's display: it does not wait for a future */
+        if (v.t != T_NIL && (v.t != T_STR || AS_STR(v)->len > 0))
+            ok = Q->show(Q, v, true, Q->show_ud);
+    } else if (!(flags & QH_WAIT) && async_pending_text(v, since, &b)) {
+        /* an earlier entry's call still running: show it, do not wait (:wait does) */
+        buf_putc(&b, '\n');
+        ok = vm_write_out(vm, b.p, b.len, false, s);
+    } else if (v.t != T_NIL) {
+        if (tp_repr(vm, &b, v, false, s)) {
+            buf_putc(&b, '\n');
+            if (b.len > 1 || v.t != T_STR) ok = vm_write_out(vm, b.p, b.len, false, s);
+        } else
+            ok = false;
+    }
+    buf_free(&b);
+    decref(v);
+    return ok;
+}
+
+/* An entry's statement failed: the VM made ready for the next entry, the
+ * calls the entry made cancelled if it was interrupted, the error printed
+ * unless the host keeps it (QH_KEEP_ERROR). */
+static qh_Outcome entry_failed(qh_State *Q, qh_Program *entry, unsigned flags)
+{
+    Interp *in = &Q->in;
+    VM *vm = &Q->vm;
+    while (vm->sp) decref(vm->stack[--vm->sp]);
+    vm->depth = 0;
+    vm->frame = NULL;
+    if (in->out_errno == EPIPE || atomic_load(&in->terminate)) {
+        async_cancel_all(in); /* the session ends (the REPL sees qh_ended) */
+        return QH_STOPPED;
+    }
+    if (vm->err.interrupted || atomic_load(&in->sigint)) {
+        if (!(flags & QH_KEEP_ERROR)) fprintf(in->err, "interrupted\n");
+        async_cancel_entry(in, entry->part->src->entry); /* its own calls, not earlier entries' */
+        return QH_INTERRUPTED;
+    }
+    if (!(flags & QH_KEEP_ERROR)) vm_print_error(vm, in->err);
+    return QH_FAILED;
+}
+
+qh_Outcome qh_run_cell(qh_State *Q, qh_Program *entry, unsigned flags)
 {
     qh_assert(entry->entry && !entry->dry);
+    qh_assert(!(flags & QH_SHOW) || Q->show);
     start(Q);
     Interp *in = &Q->in;
     VM *vm = &Q->vm;
@@ -397,39 +503,16 @@ bool qh_run_entry(qh_State *Q, qh_Program *entry, unsigned flags)
     unsigned long since = async_dispatches(in); /* calls from here on are this entry's */
     atomic_store(&in->interrupt, 0);
     atomic_store(&in->sigint, 0);
-    bool all_ok = true;
-    for (int i = 0; i < body->u.list.n; i++) {
+    qh_Outcome out = QH_DONE;
+    int n = body->u.list.n;
+    for (int i = 0; i < n; i++) {
         Node *s = body->u.list.items[i];
         vm->cur_line = s->line;
         vm->mod = Q->main;
         vm->frame = NULL;
-        bool ok = true;
-        if ((flags & QH_ECHO) && s->kind == N_EXPRSTMT) {
-            Value v = eval_expr(vm, s->u.expr.expr);
-            Buf b;
-            buf_init(&b);
-            if (IS_EXC(v))
-                ok = false;
-            else if (type_of(v)->stmt) {
-                /* a value with an effect as a statement (an operator applies) */
-                Value x = type_of(v)->stmt(vm, v, s);
-                if (IS_EXC(x))
-                    ok = false;
-                else
-                    decref(x);
-            } else if (!(flags & QH_WAIT) && async_pending_text(v, since, &b)) {
-                /* an earlier entry's call still running: show it, do not wait (:wait does) */
-                buf_putc(&b, '\n');
-                ok = vm_write_out(vm, b.p, b.len, false, s);
-            } else if (v.t != T_NIL) {
-                if (tp_repr(vm, &b, v, false, s)) {
-                    buf_putc(&b, '\n');
-                    if (b.len > 1 || v.t != T_STR) ok = vm_write_out(vm, b.p, b.len, false, s);
-                } else
-                    ok = false;
-            }
-            buf_free(&b);
-            decref(v);
+        bool ok = true, last = i == n - 1;
+        if (s->kind == N_EXPRSTMT && ((flags & QH_ECHO) || (last && (flags & QH_SHOW)))) {
+            ok = echo_stmt(Q, s, flags, since, last && (flags & QH_SHOW));
         } else {
             ExecStatus st = exec_stmt(vm, s);
             if (st == S_ERR)
@@ -440,34 +523,134 @@ bool qh_run_entry(qh_State *Q, qh_Program *entry, unsigned flags)
             }
         }
         if (ok) ok = vm_write_out(vm, NULL, 0, true, s);
+        if (ok && !last && atomic_load(&in->poll) && in->hooks.poll) in->hooks.poll(vm);
         if (!ok) {
-            while (vm->sp) decref(vm->stack[--vm->sp]);
-            vm->depth = 0;
-            vm->frame = NULL;
-            if (in->out_errno == EPIPE || atomic_load(&in->terminate)) {
-                async_cancel_all(in); /* the session ends (the REPL sees qh_ended) */
-            } else if (vm->err.interrupted || atomic_load(&in->sigint)) {
-                fprintf(in->err, "interrupted\n");
-                async_cancel_entry(
-                    in, entry->part->src->entry); /* its own calls, not earlier entries' */
-            } else {
-                vm_print_error(vm, in->err);
-            }
-            all_ok = false;
+            out = entry_failed(Q, entry, flags);
             break;
         }
     }
     atomic_store(&in->sigint, 0);
     atomic_store(&in->interrupt, 0);
     vm->top_src = NULL;
-    return all_ok;
+    return out;
 }
 
-void qh_interrupt(qh_State *Q)
+bool qh_run_entry(qh_State *Q, qh_Program *entry, unsigned flags)
 {
-    atomic_store(&Q->in.sigint, 1);
-    atomic_store(&Q->in.interrupt, 1);
+    return qh_run_cell(Q, entry, flags) == QH_DONE;
 }
+
+void qh_print_error(qh_State *Q, FILE *out)
+{
+    if (Q->started) vm_print_error(&Q->vm, out);
+}
+
+/* ---------------------------------------------------------------- hosts that show */
+
+static bool host_show(VM *vm, Value v, const Node *site)
+{
+    (void)site;
+    qh_State *Q = state_of(vm->in);
+    return Q->show(Q, v, false, Q->show_ud);
+}
+
+void qh_set_show(qh_State *Q, qh_ShowFn fn, void *ud)
+{
+    Q->show = fn;
+    Q->show_ud = ud;
+    Q->in.hooks.show = fn ? host_show : NULL;
+}
+
+static double coarse_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Interp.hooks.poll: the host's poll at most every 20 ms, on a VM left as
+ * it found it (the program goes on where it was). */
+static void host_poll(VM *vm)
+{
+    qh_State *Q = state_of(vm->in);
+    if (Q->polling || !Q->poll || vm != &Q->vm) return;
+    double t = coarse_now();
+    if (t - Q->poll_last < 0.02) return;
+    Q->poll_last = t;
+    VMError *err = xmalloc(sizeof *err);
+    memcpy(err, &vm->err, sizeof *err);
+    Frame *frame = vm->frame;
+    int depth = vm->depth, line = vm->cur_line;
+    size_t sp = vm->sp;
+    ObjModule *mod = vm->mod;
+    const Source *top = vm->top_src;
+    Q->polling = true;
+    Q->poll(Q, Q->poll_ud);
+    Q->polling = false;
+    while (vm->sp > sp) decref(vm->stack[--vm->sp]);
+    vm->frame = frame;
+    vm->depth = depth;
+    vm->cur_line = line;
+    vm->mod = mod;
+    vm->top_src = top;
+    memcpy(&vm->err, err, sizeof *err);
+    free(err);
+}
+
+void qh_set_poll(qh_State *Q, qh_PollFn fn, void *ud)
+{
+    Q->poll = fn;
+    Q->poll_ud = ud;
+    Q->in.hooks.poll = fn ? host_poll : NULL;
+    if (!fn) atomic_store(&Q->in.poll, 0);
+}
+
+void qh_want_poll(qh_State *Q, bool on) { atomic_store(&Q->in.poll, on && Q->poll ? 1 : 0); }
+
+int qh_future_state(Value v)
+{
+    int st = async_future_state(v);
+    if (st < 0) return QH_NOT_FUTURE;
+    switch ((FutState)st) {
+    case FUT_PENDING: return QH_QUEUED;
+    case FUT_RUNNING: return QH_RUNNING;
+    case FUT_DONE: return QH_DONE_FUT;
+    case FUT_FAILED: return QH_FAILED_FUT;
+    case FUT_CANCELLED: return QH_CANCELLED;
+    }
+    qh_unreachable();
+}
+
+char *qh_show_text(qh_State *Q, Value v, size_t *len)
+{
+    start(Q);
+    VM *vm = &Q->vm;
+    Buf b;
+    buf_init(&b);
+    int st = qh_future_state(v);
+    bool ok = true;
+    if (st == QH_QUEUED || st == QH_RUNNING || st == QH_CANCELLED)
+        async_future_text(v, &b); /* never waited for */
+    else {
+        ObjModule *saved = vm->mod;
+        if (!vm->mod) vm->mod = Q->main;
+        ok = tp_repr(vm, &b, v, false, NULL);
+        vm->mod = saved;
+    }
+    if (ok && buf_failed(&b)) {
+        vm_oom(vm, NULL);
+        ok = false;
+    }
+    if (!ok) {
+        buf_free(&b);
+        return NULL;
+    }
+    if (len) *len = b.len;
+    char *text = b.p ? b.p : xstrdup("");
+    return text;
+}
+
+void qh_interrupt(qh_State *Q) { async_interrupt(&Q->in); }
 
 void qh_print_tasks(qh_State *Q, FILE *out) { async_print_tasks(&Q->in, Q->main, out); }
 
@@ -512,6 +695,8 @@ void qh_complete(qh_State *Q, const char *text, void (*cand)(const char *name, v
                 cand(mod->info->gnames[i], ud);
     for (int i = 0; i < builtin_count(); i++)
         if (strncmp(builtin_get(i)->name, text, n) == 0) cand(builtin_get(i)->name, ud);
+    for (int i = 0; lex_keyword(i); i++)
+        if (strncmp(lex_keyword(i), text, n) == 0) cand(lex_keyword(i), ud);
 }
 
 /* ---------------------------------------------------------------- values */

@@ -89,12 +89,65 @@ enum {
 /* Runs an entry (QH_* flags). An error is printed and the session goes on:
  * false. */
 bool qh_run_entry(qh_State *Q, qh_Program *entry, unsigned flags);
+/* Whether text is a whole entry: QH_INCOMPLETE while brackets or braces
+ * are open, a string or a trailing backslash continues (the REPL's "... "
+ * prompt; *depth: how many are open), QH_INVALID if it cannot parse,
+ * else QH_COMPLETE. Parses only: nothing is defined. */
+enum { QH_COMPLETE, QH_INCOMPLETE, QH_INVALID };
+int qh_entry_state(const char *text, size_t len, int *depth);
+
+/* ---- hosts that show values themselves (the notebook kernel, src/kernel):
+ * entries named their own way, values handed to the host instead of
+ * printed, and the host's turn while an entry runs ---- */
+/* An entry (number: unique in the session; it decides which calls Ctrl-C
+ * cancels) that messages call `label` ("cell 3": "<future c() from cell
+ * 3: running>", "called at cell 3, line 2"); NULL: "entry N". */
+qh_Program *qh_compile_cell(qh_State *Q, const char *name, const char *text, size_t len, int number,
+                            const char *label, FILE *diag);
+enum {
+    QH_SHOW = 4,       /* the last statement, if an expression, goes to the show hook
+                          (not printed, a future not waited for); others print nothing */
+    QH_KEEP_ERROR = 8, /* an error (or "interrupted") is not printed: qh_print_error */
+};
+typedef enum qh_Outcome {
+    QH_DONE,        /* every statement ran */
+    QH_FAILED,      /* a runtime error (qh_print_error prints it) */
+    QH_INTERRUPTED, /* Ctrl-C (qh_interrupt): the entry's own calls are cancelled */
+    QH_STOPPED,     /* the session must end (qh_ended) */
+} qh_Outcome;
+/* qh_run_entry, saying how it ended. */
+qh_Outcome qh_run_cell(qh_State *Q, qh_Program *entry, unsigned flags);
+/* The last runtime error as the command line prints it: the located
+ * message, the source line with a caret, the traceback. */
+void qh_print_error(qh_State *Q, FILE *out);
+/* The host's display, called on the interpreter's thread for display(v)
+ * (result false) and for an entry's value under QH_SHOW (result true); v
+ * is borrowed and may be a future still running. It returns false after a
+ * runtime error (from qh_show_text: the call of display fails with it). */
+typedef bool (*qh_ShowFn)(qh_State *Q, Value v, bool result, void *ud);
+void qh_set_show(qh_State *Q, qh_ShowFn fn, void *ud);
+/* The host's turn while an entry runs: fn is called on the interpreter's
+ * thread between the entry's statements and where loops check for Ctrl-C,
+ * at most every 20 ms, while it is wanted (qh_want_poll); it may call
+ * qh_show_text, qh_force and qh_print_error on finished futures (nothing
+ * that waits), and the program goes on where it was. */
+typedef void (*qh_PollFn)(qh_State *Q, void *ud);
+void qh_set_poll(qh_State *Q, qh_PollFn fn, void *ud);
+void qh_want_poll(qh_State *Q, bool on);
+/* The state of the call behind a future value, never waiting. */
+enum { QH_NOT_FUTURE = -1, QH_QUEUED, QH_RUNNING, QH_DONE_FUT, QH_FAILED_FUT, QH_CANCELLED };
+int qh_future_state(Value v);
+/* str(v) as a host shows it (malloc'd, *len its length): a future still
+ * queued or running, or cancelled, as <future NAME() from cell 3: running>
+ * (never waited for); anything else as print writes it (futures inside it
+ * are waited for). NULL after a runtime error (qh_print_error). */
+char *qh_show_text(qh_State *Q, Value v, size_t *len);
 /* The dependency analysis of an entry, with what the script and the entries
  * run before it left in the globals (futures); entry NULL: the last entry
  * run, or else the script. False (nothing printed) if there is none. */
 bool qh_print_entry_deps(qh_State *Q, qh_Program *entry, FILE *out);
 /* Ctrl-C: cancels the running statement and the tasks in flight. Only
- * atomic stores: safe in a signal handler. */
+ * atomic stores: safe in a signal handler and from any thread. */
 void qh_interrupt(qh_State *Q);
 /* The session must end: SIGTERM arrived, or the reader of the output is
  * gone (a broken pipe). qh_close then gives 143 or 141. */
@@ -109,7 +162,8 @@ void qh_describe_pending(qh_State *Q, FILE *out);
 /* Seconds the main thread has spent waiting for results so far. */
 double qh_wait_seconds(qh_State *Q);
 /* Completion candidates for text: "mod.prefix" gives the module's members
- * (as "mod.member"), anything else the bound globals and the builtins. */
+ * (as "mod.member"), anything else the bound globals, the builtins and the
+ * keywords (a name may come twice: a global named like a builtin). */
 void qh_complete(qh_State *Q, const char *text, void (*cand)(const char *name, void *ud), void *ud);
 
 /* ---- values, for hosts and tests ---- */

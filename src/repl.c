@@ -4,13 +4,10 @@
  * entries that still run), errors that keep the session, Ctrl-C that
  * cancels the running statement, and the : commands. Each input (an
  * "entry", numbered from 1 as typed) is parsed on its own and resolved into
- * one growing global table (qh_compile_entry). Knows qh.h, the parser's
- * continuation check, and readline. */
+ * one growing global table (qh_compile_entry). Knows qh.h and readline. */
 #include "repl.h"
 #include "bigstack.h"
 #include "qh_assert.h"
-#include "diag.h"
-#include "parse.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,10 +31,6 @@ typedef struct Repl {
 static Repl *the_repl; /* for readline's completion callback only */
 static volatile sig_atomic_t at_prompt;
 
-static const char *const keywords[] = { "fn",     "qfn",    "on",  "return", "if",    "elif",
-                                        "else",   "while",  "for", "in",     "break", "continue",
-                                        "and",    "or",     "not", "true",   "false", "nil",
-                                        "import", "global", "try", "catch",  NULL };
 static const char *const commands[] = { ":help", ":quit", ":tasks", ":wait",
                                         ":time", ":deps", ":load",  NULL };
 
@@ -102,10 +95,8 @@ static char *gen(const char *text, int state)
         if (text[0] == ':') {
             for (int i = 0; commands[i]; i++) cand_add(commands[i], text, strlen(text), "");
         } else {
-            /* globals, builtins, module members (NAME.pre) */
+            /* globals, builtins, keywords, module members (NAME.pre) */
             qh_complete(r->Q, text, cand_cb, (void *)text);
-            if (!strchr(text, '.'))
-                for (int i = 0; keywords[i]; i++) cand_add(keywords[i], text, strlen(text), "");
         }
     }
     if (idx < ncands) return xstrdup(cands[idx++]);
@@ -424,7 +415,7 @@ int repl_run(qh_State *Q, bool fresh)
         if (acc.len) buf_putc(&acc, '\n');
         buf_puts(&acc, line);
         free(line);
-        if (acc.p[0] != ':' && parse_incomplete(acc.p, acc.len)) continue;
+        if (acc.p[0] != ':' && qh_entry_state(acc.p, acc.len, NULL) == QH_INCOMPLETE) continue;
         bool blank = true;
         for (size_t i = 0; i < acc.len; i++)
             if (acc.p[i] != ' ' && acc.p[i] != '\t' && acc.p[i] != '\n') blank = false;

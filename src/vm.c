@@ -205,6 +205,11 @@ void vm_print_error(VM *vm, FILE *out)
 
 bool vm_check_interrupt(VM *vm)
 {
+    /* the main program between two steps (not evaluating ahead, inside a
+     * differentiation or a quantum function run here): a host's turn */
+    if (!vm->is_task && !vm->la_sandbox && !vm->ad && !vm->q && vm->in->hooks.poll &&
+        atomic_load_explicit(&vm->in->poll, memory_order_relaxed))
+        vm->in->hooks.poll(vm);
     if ((vm->watch_interrupt && atomic_load_explicit(&vm->in->interrupt, memory_order_relaxed)) ||
         (vm->cancel && atomic_load_explicit(vm->cancel, memory_order_relaxed))) {
         vm_interrupted(vm, NULL);

@@ -77,6 +77,13 @@ typedef struct InterpHooks {
     void (*mem_unreserve)(struct Interp *in, void *token);
     size_t (*mem_budget)(struct Interp *in);
     size_t (*mem_held)(struct Interp *in);
+    /* a host that shows values itself (the notebook kernel, qh.h's
+     * qh_set_show): display(v); NULL: display prints */
+    bool (*show)(VM *vm, Value v, const Node *site);
+    /* a host's callback at the main program's safe points while Interp.poll
+     * is up (qh.h's qh_set_poll): from vm_check_interrupt and between the
+     * statements of an entry */
+    void (*poll)(VM *vm);
 } InterpHooks;
 
 struct Exec;
@@ -124,6 +131,7 @@ typedef struct Interp {
     atomic_int interrupt;
     atomic_int terminate;    /* SIGTERM: like Ctrl-C, and the session ends (exit 143) */
     atomic_int main_waiting; /* the main thread is blocked on a future: its core is free */
+    atomic_int poll;         /* a host asks for hooks.poll at the main program's safe points */
     /* main-thread only */
     struct AsyncState *async; /* calls dispatched, waiting and timing counters (async.c) */
     struct Lookahead *la;     /* calls started early (lookahead.c) */
@@ -202,8 +210,16 @@ Value vm_interrupted(VM *vm, const Node *n);
 void vm_print_error(VM *vm, FILE *out);
 /* Adds the current function and the line of `site` to the traceback. */
 void vm_tb_push(VM *vm, const Node *site);
-/* Ctrl-C or cancellation pending: records the error and returns true. */
+/* Ctrl-C or cancellation pending: records the error and returns true.
+ * On the main program's VM it also runs a host's poll (Interp.poll). */
 bool vm_check_interrupt(VM *vm);
+/* Whether the evaluator's periodic checks should call vm_check_interrupt:
+ * Ctrl-C, or a host that asked for polls. */
+static inline bool vm_attention(const VM *vm)
+{
+    return atomic_load_explicit(&vm->in->sigint, memory_order_relaxed) |
+           atomic_load_explicit(&vm->in->poll, memory_order_relaxed);
+}
 /* Writes the program's output (print, input's prompt, the REPL's echo) to
  * in->out, flushing it if asked, and checks it. A failed write is a
  * runtime error at site ("cannot write to standard output: REASON"); a

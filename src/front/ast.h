@@ -248,7 +248,8 @@ typedef struct Source {
     char *path; /* for finding sibling modules, may be NULL */
     char *text;
     size_t len;
-    int entry; /* REPL: the entry's number (1, 2, ...); 0 for files */
+    int entry;   /* REPL: the entry's number (1, 2, ...); 0 for files */
+    char *label; /* an entry's name in messages ("cell 3"), or NULL: "entry N" */
 } Source;
 
 typedef struct ModInfo {

@@ -57,10 +57,16 @@ void diag_print(FILE *out, const Source *src, int line, int col, const char *kin
 const char *diag_where(char *buf, size_t n, const Source *src, int line)
 {
     if (src && src->entry > 0) {
+        char own[32];
+        const char *who = src->label;
+        if (!who) {
+            snprintf(own, sizeof own, "entry %d", src->entry);
+            who = own;
+        }
         if (line > 1)
-            snprintf(buf, n, "entry %d, line %d", src->entry, line);
+            snprintf(buf, n, "%s, line %d", who, line);
         else
-            snprintf(buf, n, "entry %d", src->entry);
+            snprintf(buf, n, "%s", who);
     } else {
         snprintf(buf, n, "%s:%d", src ? src->name : "<unknown>", line);
     }
@@ -125,6 +131,7 @@ void source_free(Source *s)
     if (!s) return;
     free(s->name);
     free(s->path);
+    free(s->label);
     free(s->text);
     free(s);
 }

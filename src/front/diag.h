@@ -9,7 +9,8 @@
 /* Prints one diagnostic (kind: "error" or "warning") with line and caret. */
 void diag_print(FILE *out, const Source *src, int line, int col, const char *kind, const char *msg);
 /* Where a line is, for messages that point elsewhere ("called at ..."):
- * FILE:LINE, or for a REPL entry "entry N" (its line L: "entry N, line L").
+ * FILE:LINE, or for a REPL entry "entry N" (its line L: "entry N, line L"),
+ * or the entry's own label ("cell 3", "cell 3, line L").
  * Returns buf. */
 const char *diag_where(char *buf, size_t n, const Source *src, int line);
 /* The text of line `line` of src (no newline), its length in *n. */

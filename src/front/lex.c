@@ -68,6 +68,11 @@ static const struct {
     { "False", "use false" },
 };
 
+const char *lex_keyword(int i)
+{
+    return i >= 0 && (size_t)i < sizeof keywords / sizeof keywords[0] ? keywords[i].w : NULL;
+}
+
 const char *lex_kind_name(TokKind k)
 {
     static const char *const names[TK_NKINDS] = {

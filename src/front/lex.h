@@ -106,5 +106,8 @@ void lex_init(Lexer *lx, const char *src, size_t len);
 /* Next token. TK_STR and TK_ERROR carry a malloc'd str the caller frees. */
 Token lex_next(Lexer *lx);
 const char *lex_kind_name(TokKind k);
+/* The language's keywords, one by one (i from 0; NULL past the last): for
+ * completion. */
+const char *lex_keyword(int i);
 
 #endif

@@ -1212,24 +1212,23 @@ void parse_free(ModInfo *m)
     free(m);
 }
 
-bool parse_incomplete(const char *text, size_t len)
+int parse_open_depth(const char *text, size_t len)
 {
     /* a backslash at the very end joins the next line */
     size_t e = len;
     while (e > 0 && (text[e - 1] == ' ' || text[e - 1] == '\t' || text[e - 1] == '\n' ||
                      text[e - 1] == '\r'))
         e--;
-    if (e > 0 && text[e - 1] == '\\') return true;
+    if (e > 0 && text[e - 1] == '\\') return 1;
     Lexer lx;
     lex_init(&lx, text, len);
     int depth = 0;
-    TokKind last = TK_EOF;
     for (;;) {
         Token t = lex_next(&lx);
         if (t.kind == TK_ERROR) {
             bool open_string = t.str && strcmp(t.str, "unterminated string") == 0 && lx.p >= lx.end;
             free(t.str);
-            return open_string;
+            return open_string ? (depth > 0 ? depth : 1) : 0;
         }
         free(t.str);
         if (t.kind == TK_EOF) break;
@@ -1237,8 +1236,8 @@ bool parse_incomplete(const char *text, size_t len)
             depth++;
         else if (t.kind == TK_RPAREN || t.kind == TK_RBRACK || t.kind == TK_RBRACE)
             depth--;
-        if (t.kind != TK_NEWLINE) last = t.kind;
     }
-    (void)last;
-    return depth > 0;
+    return depth > 0 ? depth : 0;
 }
+
+bool parse_incomplete(const char *text, size_t len) { return parse_open_depth(text, len) > 0; }

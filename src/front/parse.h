@@ -14,5 +14,8 @@ void parse_free(ModInfo *m);
 /* True if the text is an incomplete statement (open bracket/brace or
  * string still open at the end): the REPL asks for more lines. */
 bool parse_incomplete(const char *text, size_t len);
+/* The same, as a depth: the brackets and braces still open at the end (at
+ * least 1 for a string still open or a trailing backslash), 0 if none. */
+int parse_open_depth(const char *text, size_t len);
 
 #endif

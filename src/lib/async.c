@@ -1526,6 +1526,27 @@ bool async_pending_text(Value v, unsigned long since, Buf *out)
     return true;
 }
 
+int async_future_state(Value v)
+{
+    if (v.t != T_FUTURE) return -1;
+    ObjFuture *f = AS_FUT(v);
+    return f->resolved || !f->fut ? FUT_DONE : (int)fut_state(f->fut);
+}
+
+bool async_future_text(Value v, Buf *out)
+{
+    if (v.t != T_FUTURE) return false;
+    future_repr(out, v, false);
+    return true;
+}
+
+void async_interrupt(Interp *in)
+{
+    atomic_store(&in->sigint, 1);
+    atomic_store(&in->interrupt, 1);
+    if (in->exec) exec_interrupt(in->exec);
+}
+
 void async_describe_pending(Interp *in, FILE *out)
 {
     size_t n;

@@ -113,6 +113,16 @@ unsigned long async_dispatches(Interp *in);
  * number `since` (an earlier entry's), writes <future NAME() from entry N:
  * running> into out and returns true; otherwise false (wait for it). */
 bool async_pending_text(Value v, unsigned long since, Buf *out);
+/* The state of the call a future value stands for (FUT_DONE once it is
+ * resolved), or -1 if v is not a future. Never waits. */
+int async_future_state(Value v);
+/* <future NAME() from WHERE: STATE> of a future value, whatever its state,
+ * into out (never waits); false if v is not a future. */
+bool async_future_text(Value v, Buf *out);
+/* Ctrl-C from a host (qh_interrupt): the flags the SIGINT handler raises,
+ * and the executor's interrupt (a submitter blocked on backpressure wakes).
+ * Only atomic stores: safe in a signal handler. */
+void async_interrupt(Interp *in);
 /* One line: what the interpreter is waiting for, and that Ctrl-C abandons it. */
 void async_describe_pending(Interp *in, FILE *out);
 /* Installs the SIGINT handler that cancels tasks. */

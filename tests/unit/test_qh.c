@@ -2,9 +2,12 @@
  * life (open, compile, run, close) and its exit statuses, diagnostics of
  * the pipeline (syntax, analysis, unreadable files) and of runtime errors,
  * globals and calls from the host (qh_get_global, qh_call, qh_force,
- * qh_error_message), REPL entries on one session, completion, and the
- * builtin registry (src/builtins.h) every room adds to. */
+ * qh_error_message), REPL entries on one session, completion, hosts that
+ * show values themselves (cells: labels, outcomes, the show and poll
+ * hooks, the entry check), and the builtin registry (src/builtins.h)
+ * every room adds to. */
 #include <math.h>
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -428,6 +431,220 @@ START_TEST(complete_names)
 }
 END_TEST
 
+
+/* ================================================================ hosts that show values */
+
+typedef struct Shown {
+    Buf log;    /* "R:text|" for an entry's value, "D:text|" for display(v) */
+    int polls;  /* the poll hook's calls */
+    Value keep; /* the last future shown, kept */
+} Shown;
+
+static bool show_cb(qh_State *Q, Value v, bool result, void *ud)
+{
+    Shown *sh = ud;
+    size_t n;
+    char *t = qh_show_text(Q, v, &n);
+    if (!t) return false;
+    buf_printf(&sh->log, "%s:%s|", result ? "R" : "D", t);
+    free(t);
+    if (qh_future_state(v) != QH_NOT_FUTURE) {
+        decref(sh->keep);
+        sh->keep = v;
+        incref(v);
+    }
+    return true;
+}
+
+static qh_Program *cell(Host *h, const char *text, int n)
+{
+    char label[32], name[32];
+    snprintf(label, sizeof label, "cell %d", n);
+    snprintf(name, sizeof name, "<cell %d>", n);
+    return qh_compile_cell(h->Q, name, text, strlen(text), n, label, h->err);
+}
+
+START_TEST(cells_show_values)
+{
+    /* the last statement's value goes to the host, not printed; earlier
+     * expression statements show nothing; display() hands each value over */
+    Host h;
+    host_open(&h, _i == 0);
+    Shown sh = { .keep = v_nil() };
+    buf_init(&sh.log);
+    qh_set_show(h.Q, show_cb, &sh);
+    ck_assert_int_eq(qh_run_cell(h.Q, cell(&h, "x = 2\nx + 1\nx * 10\n", 1), QH_SHOW), QH_DONE);
+    ck_assert_int_eq(qh_run_cell(h.Q, cell(&h, "display(x, \"s\")\nnil\n", 2), QH_SHOW), QH_DONE);
+    ck_assert_int_eq(qh_run_cell(h.Q, cell(&h, "y = 5\n", 3), QH_SHOW), QH_DONE);
+    ck_assert_int_eq(qh_run_cell(h.Q, cell(&h, "\"\"\n", 4), QH_SHOW), QH_DONE);
+    ck_assert_str_eq(sh.log.p, "R:20|D:2|D:s|");
+    /* a future is shown, not waited for: named by its cell's label */
+    sh.log.len = 0;
+    ck_assert_int_eq(qh_run_cell(h.Q,
+                                 cell(&h,
+                                      "qfn slow() on device(\"statevector\", wires=1, latency=0.3)"
+                                      " { return 7 }\nslow()\n",
+                                      5),
+                                 QH_SHOW),
+                     QH_DONE);
+    if (_i == 1) {
+        ck_assert_msg(strstr(sh.log.p, "R:<future slow() from cell 5, line 2: ") == sh.log.p, "%s",
+                      sh.log.p);
+        ck_assert_int_ne(qh_future_state(sh.keep), QH_DONE_FUT);
+    } else
+        ck_assert_str_eq(sh.log.p, "R:7|"); /* --sync: finished before it is shown */
+    Value v = qh_force(h.Q, sh.keep);
+    ck_assert(v.t == T_NUM && v.n == 7);
+    ck_assert_int_eq(qh_future_state(sh.keep), QH_DONE_FUT);
+    ck_assert_int_eq(qh_future_state(v), QH_NOT_FUTURE);
+    decref(sh.keep);
+    buf_free(&sh.log);
+    Run r = host_close(&h, 0);
+    ck_assert_str_eq(r.out, "");
+    ck_assert_str_eq(r.err, "");
+    run_free(&r);
+}
+END_TEST
+
+static void *interrupt_later(void *q)
+{
+    usleep(150 * 1000);
+    qh_interrupt(q);
+    return NULL;
+}
+
+START_TEST(cells_outcomes)
+{
+    /* how a cell ended, with its error kept for the host to print */
+    Host h;
+    host_open(&h, false);
+    ck_assert_int_eq(qh_run_cell(h.Q, cell(&h, "z = [1][3]\n", 1), QH_KEEP_ERROR), QH_FAILED);
+    char *t = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&t, &n);
+    qh_print_error(h.Q, f);
+    fclose(f);
+    ck_assert_msg(strstr(t, "<cell 1>:1:") == t && strstr(t, "out of range") &&
+                      strstr(t, "    1 | z = [1][3]"),
+                  "%s", t);
+    free(t);
+    /* an error in a function: the traceback names the cells */
+    ck_assert_int_eq(qh_run_cell(h.Q, cell(&h, "fn f(a) {\n    return a[5]\n}\n", 2), 0), QH_DONE);
+    ck_assert_int_eq(qh_run_cell(h.Q, cell(&h, "f([1])\n", 3), QH_KEEP_ERROR), QH_FAILED);
+    f = open_memstream(&t, &n);
+    qh_print_error(h.Q, f);
+    fclose(f);
+    ck_assert_msg(strstr(t, "<cell 2>:2:") == t && strstr(t, "<cell 3>:1: in"), "%s", t);
+    free(t);
+    /* Ctrl-C from another thread stops a classical loop */
+    pthread_t th;
+    pthread_create(&th, NULL, interrupt_later, h.Q);
+    ck_assert_int_eq(qh_run_cell(h.Q, cell(&h, "i = 0\nwhile true { i += 1 }\n", 4), QH_KEEP_ERROR),
+                     QH_INTERRUPTED);
+    pthread_join(th, NULL);
+    /* and the session goes on */
+    ck_assert_int_eq(qh_run_cell(h.Q, cell(&h, "print(i > 0)\n", 5), 0), QH_DONE);
+    Run r = host_close(&h, 0);
+    ck_assert_str_eq(r.out, "true\n");
+    ck_assert_str_eq(r.err, "");
+    run_free(&r);
+}
+END_TEST
+
+static void poll_cb(qh_State *Q, void *ud)
+{
+    Shown *sh = ud;
+    sh->polls++;
+    /* the host may look at finished futures here; the program goes on */
+    if (qh_future_state(sh->keep) == QH_DONE_FUT) {
+        Value v = qh_force(Q, sh->keep);
+        ck_assert(v.t == T_NUM && v.n == 3);
+        decref(v);
+    }
+    Value bad;
+    ck_assert(qh_get_global(Q, "boom", &bad));
+    Value r = qh_call(Q, bad, 0, NULL); /* an error inside the poll leaves no trace */
+    ck_assert(IS_EXC(r));
+    decref(bad);
+}
+
+START_TEST(cells_poll_hook)
+{
+    Host h;
+    host_open(&h, false);
+    Shown sh = { .keep = v_nil() };
+    buf_init(&sh.log);
+    qh_set_show(h.Q, show_cb, &sh);
+    qh_set_poll(h.Q, poll_cb, &sh);
+    ck_assert_int_eq(qh_run_cell(h.Q,
+                                 cell(&h,
+                                      "fn boom() { return [][1] }\n"
+                                      "qfn c() on device(\"statevector\", wires=1) { return 3 }\n"
+                                      "c()\n",
+                                      1),
+                                 QH_SHOW),
+                     QH_DONE);
+    qh_want_poll(h.Q, true);
+    /* a loop of about half a second: the hook runs every 20 ms or so */
+    ck_assert_int_eq(qh_run_cell(h.Q,
+                                 cell(&h,
+                                      "t0 = clock()\nn = 0\nwhile clock() - t0 < 0.5 { n += 1 }\n"
+                                      "for k in range(3) { n += k }\nprint(n > 0)\n",
+                                      2),
+                                 QH_KEEP_ERROR),
+                     QH_DONE);
+    qh_want_poll(h.Q, false);
+    int polls = sh.polls;
+    ck_assert_int_eq(qh_run_cell(h.Q, cell(&h, "m = 0\nwhile m < 100000 { m += 1 }\n", 3), 0),
+                     QH_DONE);
+    ck_assert_int_eq(sh.polls, polls); /* not wanted: not called */
+    decref(sh.keep);
+    buf_free(&sh.log);
+    Run r = host_close(&h, 0);
+    ck_assert_msg(polls >= 5, "%d polls", polls);
+    ck_assert_str_eq(r.out, "true\n");
+    ck_assert_str_eq(r.err, "");
+    run_free(&r);
+}
+END_TEST
+
+START_TEST(entry_states)
+{
+    int d = -1;
+    ck_assert_int_eq(qh_entry_state("x = 1", 5, &d), QH_COMPLETE);
+    ck_assert_int_eq(d, 0);
+    const char *t = "fn f() {\n    if x { [1,";
+    ck_assert_int_eq(qh_entry_state(t, strlen(t), &d), QH_INCOMPLETE);
+    ck_assert_int_eq(d, 3);
+    t = "s = \"abc\\";
+    ck_assert_int_eq(qh_entry_state(t, strlen(t), &d), QH_INCOMPLETE);
+    t = "x = = 1";
+    ck_assert_int_eq(qh_entry_state(t, strlen(t), NULL), QH_INVALID);
+    t = "x = 1 +";
+    ck_assert_int_eq(qh_entry_state(t, strlen(t), NULL), QH_INVALID);
+    t = "fn f() { return 1 } }";
+    ck_assert_int_eq(qh_entry_state(t, strlen(t), &d), QH_INVALID);
+    ck_assert_int_eq(qh_entry_state("", 0, &d), QH_COMPLETE);
+}
+END_TEST
+
+START_TEST(complete_keywords)
+{
+    Host h;
+    host_open(&h, true);
+    Buf b;
+    buf_init(&b);
+    qh_complete(h.Q, "whi", collect, &b);
+    ck_assert_str_eq(b.p, "while ");
+    b.len = 0;
+    qh_complete(h.Q, "displ", collect, &b);
+    ck_assert_str_eq(b.p, "display ");
+    buf_free(&b);
+    Run r = host_close(&h, 0);
+    run_free(&r);
+}
+END_TEST
+
 /* ================================================================ the builtin registry */
 
 START_TEST(builtin_registry)
@@ -526,6 +743,14 @@ static Suite *qh_suite(void)
     tcase_add_test(tc, entries_name_unknown_globals);
     tcase_add_test(tc, complete_names);
     tcase_add_test(tc, builtin_registry);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("cells");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, cells_show_values, 0, 2);
+    tcase_add_test(tc, cells_outcomes);
+    tcase_add_test(tc, cells_poll_hook);
+    tcase_add_test(tc, entry_states);
+    tcase_add_test(tc, complete_keywords);
     suite_add_tcase(s, tc);
     tc = tcase_create("invariants");
     tcase_add_test(tc, asserts_where_promised);
