@@ -4,9 +4,9 @@
  * run them on their own executors and answer), the other ranks' part of
  * --trace and --stats, and the end of the job. The farm's transport, the
  * distributed state and MPI itself are src/dist's; values, tasks and their
- * packing are the interpreter's (async.h, serial.h). */
+ * packing are the interpreter's (ship.h, serial.h). */
 #include "remote.h"
-#include "async.h"
+#include "ship.h"
 #include "builtins.h"
 #include "eval.h"
 #include "farm.h"
@@ -104,7 +104,7 @@ struct Remote {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     /* rank 0 */
-    AsyncRemote ar;
+    ShipRemote ar;
     int *slot_rank;
     char **slot_names;
     Wait *waits;
@@ -272,7 +272,7 @@ static void unlink_wait(Remote *r, Wait *w)
         }
 }
 
-/* AsyncRemote.ship: the task to the slot's rank, then wait for its answer
+/* ShipRemote.ship: the task to the slot's rank, then wait for its answer
  * (the farm answers for a rank that died) or for cancellation. */
 static int ship(void *ud, int slot, const void *task, size_t len, const atomic_int *cancel,
                 Buf *out)
@@ -401,7 +401,7 @@ static void lead_finish(void *ud, Interp *in)
     if (r->qd) qdist_stats(r->qd, in->stats ? in->err : NULL);
     if (!in->stats) return;
     const char *why;
-    unsigned long unsent = async_unsent(in, &why);
+    unsigned long unsent = ship_unsent(in, &why);
     for (int k = 1; k < r->size; k++) {
         RankStats *s = &r->rs[k];
         char peak[32];
@@ -498,7 +498,7 @@ bool remote_lead(Remote *r, qh_State *Q, qh_Program *p, FILE *err)
     r->ar.slot_names = (const char *const *)r->slot_names;
     r->ar.code = &r->code;
     r->ar.ud = r;
-    async_set_remote(in, &r->ar);
+    ship_set_remote(in, &r->ar);
     return true;
 }
 
@@ -593,7 +593,7 @@ static void serve_run(void *ctx, ExecTask *t)
     char ok = 0;
     buf_put(&out, &ok, 1); /* [ok][seconds][the task's answer] */
     buf_put(&out, (const char *)&secs, sizeof secs);
-    ok = async_run_packed(r->in, run->blob, run->len, exec_task_cancel_flag(t), &r->code, &out);
+    ok = ship_run_packed(r->in, run->blob, run->len, exec_task_cancel_flag(t), &r->code, &out);
     secs = mono() - t0;
     out.p[0] = ok;
     memcpy(out.p + 1, &secs, sizeof secs);
@@ -618,7 +618,7 @@ static void serve_free(void *ctx)
     free(run);
 }
 
-/* The label and call line of a packed task, for traces (async.c's
+/* The label and call line of a packed task, for traces (ship.c's
  * packing: seed, index, prefix, name, line, ...). */
 static int task_label(Remote *r, const Running *run, char *out, size_t cap)
 {

@@ -70,6 +70,9 @@ typedef struct InterpHooks {
     /* lookahead (lookahead.c): a loop with a plan ended (any way) while
      * calls started early are outstanding (VM.la_watch) */
     void (*loop_exit)(VM *vm, struct LoopCtx *lc);
+    /* lookahead (lookahead.c): the main thread is about to block on a
+     * future (task.c): start what may start meanwhile */
+    void (*main_wait)(VM *vm);
     /* the memory budget of device states (qrt.c, qrt_attach), for the
      * distributed states of qdist.c, which holds states outside the pool */
     void *(*mem_reserve)(struct Interp *in, size_t bytes, const atomic_int *cancel, char *err,
@@ -90,6 +93,7 @@ struct Exec;
 struct Trace;
 struct QRuntime;
 struct AsyncState;
+struct TaskState;
 struct QCtx;
 struct Lookahead;
 struct QDist;
@@ -134,6 +138,7 @@ typedef struct Interp {
     atomic_int poll;         /* a host asks for hooks.poll at the main program's safe points */
     /* main-thread only */
     struct AsyncState *async; /* calls dispatched, waiting and timing counters (async.c) */
+    struct TaskState *tasks;  /* waiting counters, the shipping of tasks (task.c) */
     struct Lookahead *la;     /* calls started early (lookahead.c) */
     ObjDict *modules;         /* name -> module */
     void *preloaded;          /* modules parsed before the run (load.c) */

@@ -13,7 +13,7 @@
  * and when the loop ends, the early task is cancelled and forgotten: it
  * has no record, so it can never be reported, and the random stream it
  * used is the one the call takes anyway. Main thread only. Knows the
- * evaluator's loop records (vm.h), the plans, async.h's submission and
+ * evaluator's loop records (vm.h), the plans, task.h's submission and
  * future values, and the executor's cancellation. */
 #include "lookahead.h"
 #include "eval.h"
@@ -96,7 +96,7 @@ static bool same_value(Value a, Value b, int depth)
 {
     if (depth > 100) return false;
     if (a.t == T_FUTURE || b.t == T_FUTURE) {
-        Fut *fa = async_fut_of(a), *fb = async_fut_of(b);
+        Fut *fa = task_fut_of(a), *fb = task_fut_of(b);
         return fa && fa == fb;
     }
     if (a.t != b.t) return value_eq(a, b);
@@ -175,7 +175,7 @@ Value lookahead_start(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskB
 {
     Interp *in = vm->in;
     int np = f->p->nparams;
-    bool ok = body == async_qfn_body() && vm->loops && in->exec;
+    bool ok = body == task_qfn_body() && vm->loops && in->exec;
     for (int i = 0; ok && i < np; i++)
         if (has_code(params[i], 0)) ok = false;
     if (!ok) {
@@ -184,8 +184,8 @@ Value lookahead_start(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskB
     }
     const char *cerr = NULL;
     int *taken = NULL, ntaken = 0;
-    Fut *fut = async_submit(vm, f, params, site, body, NULL, 0, "", vm->la_index, true, &cerr,
-                            &taken, &ntaken);
+    Fut *fut = task_submit(vm, f, params, site, body, NULL, 0, "", vm->la_index, true, &cerr,
+                           &taken, &ntaken);
     if (fut && ntaken < 0) {
         /* it reached state a copy cannot vouch for: not early after all */
         exec_cancel_task(in->exec, fut);
@@ -227,7 +227,8 @@ Value lookahead_start(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskB
                  (unsigned long long)e->index);
         trace_complete(in->trace, 0, "lookahead", "lookahead", trace_now_us(in->trace), 1, args);
     }
-    return async_future_value(fut, f->p->name, vm_source(vm), site ? site->line : vm->cur_line);
+    return task_future_new(fut_retain(fut), NULL, "", f->p->name, vm_source(vm),
+                           site ? site->line : vm->cur_line, 0);
 }
 
 /* the slot a plain variable of the loop's frame lives in */
@@ -381,7 +382,7 @@ Fut *lookahead_claim(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBo
             continue;
         }
         bool match = e->index == index && e->site == site && AS_FUNC(e->fn) == f &&
-                     body == async_qfn_body() && e->nparams == f->p->nparams;
+                     body == task_qfn_body() && e->nparams == f->p->nparams;
         for (int k = 0; match && k < e->nparams; k++)
             if (!same_value(e->params[k], params[k], 0)) match = false;
         /* what it took along has not changed, in place or otherwise */
@@ -441,4 +442,8 @@ void lookahead_free(Interp *in)
     }
 }
 
-void lookahead_attach(Interp *in) { in->hooks.loop_exit = on_loop_exit; }
+void lookahead_attach(Interp *in)
+{
+    in->hooks.loop_exit = on_loop_exit;
+    in->hooks.main_wait = lookahead_run;
+}

@@ -2,11 +2,11 @@
  * (lang/async.md, "Lookahead"): calls the analysis proves will come next,
  * with arguments already known, are dispatched before their statement is
  * reached; the statement then takes the future started early. Main thread
- * only. Knows the evaluator's loop state, async.h's submission. */
+ * only. Knows the evaluator's loop state, task.h's submission. */
 #ifndef QH_LOOKAHEAD_H
 #define QH_LOOKAHEAD_H
 
-#include "async.h"
+#include "task.h"
 
 /* The main thread is about to block on a future: start what may start. */
 void lookahead_run(VM *vm);
@@ -25,7 +25,7 @@ Value lookahead_start(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskB
 void lookahead_stats(Interp *in, FILE *out);
 /* Drops everything and frees the state (at the end of a run). */
 void lookahead_free(Interp *in);
-/* Installs the evaluator's hooks (loop ends, in-place changes). */
+/* Installs the evaluator's hooks (loop ends, the main thread's waits). */
 void lookahead_attach(Interp *in);
 
 #endif

@@ -37,7 +37,7 @@ import re
 import subprocess
 import sys
 
-GROUPS = [{"eval", "call"}, {"lib/async", "lib/lookahead"}, {"value", "gc"},
+GROUPS = [{"eval", "call"}, {"value", "gc"},
           {"lib/qrt", "lib/qrt_impl", "lib/qrt_op", "lib/qrt_gate", "lib/qrt_obs", "lib/qrt_chan",
            "lib/qrt_meas"}]  # one room, several files
 HOSTS = {"main", "repl", "remote", "remote_none"}

@@ -1,0 +1,137 @@
+/* task.h — quantum calls as background tasks (lang/async.md): the future
+ * kind (a value standing for a call's result: forced where its value is
+ * needed, copied into tasks, sent to other ranks), a task's context (deep
+ * copies of the function, its arguments and the globals it takes along),
+ * running a task on a task VM, submitting it to the executor (--sync: running
+ * it at once), calls made inside a task (run at once, numbered by their place
+ * in the call tree), and the main thread's wait for a future. Knows the
+ * evaluator, the executor and the quantum runtime's entry (a plain qfn call's
+ * body); not the record of the program's calls nor the lookahead (async.c and
+ * lookahead.c call this room; it reaches them only through a future's owner
+ * and InterpHooks.main_wait). */
+#ifndef QH_TASK_H
+#define QH_TASK_H
+
+#include "exec.h"
+#include "vm.h"
+
+/* What a task runs, on the VM that runs it (a worker's task VM, or the
+ * calling task's own): f with the bound frame params (f->p->nlocals slots,
+ * references taken). seed and index name the call's random stream (index:
+ * its place in the call tree). arg: the dispatcher's copy of the caller's
+ * argument. */
+typedef Value (*TaskBody)(VM *vm, ObjFunc *f, Value *params, uint64_t seed, uint64_t index,
+                          const Node *site, const void *arg);
+
+/* Everything a task needs, all copies made for it. */
+typedef struct TaskCtx {
+    Interp *in;
+    Value fn;
+    int nargs;
+    uint64_t seed, index;
+    const char *prefix, *name;
+    int line;
+    TaskBody body; /* what the task runs */
+    void *arg;     /* the body's argument (a copy) */
+    CopyCtx mods;  /* the modules copied for the task: released at its end */
+    Value args[];  /* nargs */
+} TaskCtx;
+
+/* The owner of a main-side future (async.c's record of the call): told when
+ * the future object is freed. */
+typedef struct TaskOwner {
+    void (*orphan)(struct TaskOwner *self);
+} TaskOwner;
+
+/* The interpreter's task state (Interp.tasks), made on first need. */
+typedef struct TaskState {
+    double main_wait_seconds; /* main thread only */
+    unsigned long sync_tasks; /* --sync: calls run, and their time */
+    double sync_task_seconds;
+    /* under mpirun (ship.h): runs a task on another rank through remote
+     * slot `slot`; false if it cannot travel (it then runs here). Set
+     * before the first run, read by the executor's threads. */
+    bool (*ship)(TaskCtx *c, ExecTask *t, int slot);
+    struct ShipState *ship_state;
+} TaskState;
+
+TaskState *task_state(Interp *in);
+/* Frees it (the end of a run). */
+void task_state_free(Interp *in);
+/* Seconds on a monotonic clock. */
+double task_now(void);
+
+/* ---- the future kind ---- */
+
+/* Registers it (start-up). */
+void task_open(void);
+/* A future value on fut (a reference is taken): owner (may be NULL) is told
+ * when it is freed; serial is the dispatch's number (async_dispatches). */
+Value task_future_new(Fut *fut, TaskOwner *owner, const char *prefix, const char *name,
+                      const Source *src, int line, unsigned long serial);
+/* The future object no longer has an owner (the record is gone first). */
+void task_future_disown(Value v);
+/* The call any future value stands for (resolved or not), else NULL. */
+Fut *task_fut_of(Value v);
+/* The call a pending future value stands for, else NULL (borrowed). */
+Fut *task_future_fut(Value v);
+/* A future whose value is known or whose call has finished. */
+bool task_future_ready(Value v);
+/* REPL: if v is a future still pending that was dispatched before call
+ * number `since`, writes <future NAME() from entry N: running> into out. */
+bool task_future_pending_text(Value v, unsigned long since, Buf *out);
+/* The state of the call a future value stands for (FUT_DONE once it is
+ * resolved), or -1 if v is not a future. Never waits. */
+int task_future_state(Value v);
+/* <future NAME() from WHERE: STATE> of a future value, whatever its state,
+ * into out (never waits); false if v is not a future. */
+bool task_future_text(Value v, Buf *out);
+
+/* ---- failed futures across ranks (SerCtx.user while packing and unpacking) ---- */
+
+/* A failed future keeps its identity across the round trip (its origin:
+ * rank 0's Fut, which a result coming back refers to again), and a read of
+ * its error on the other rank counts as a read on rank 0 (a failure nobody
+ * read is reported at exit). */
+typedef struct FutLink {
+    uint64_t origin;
+    Fut *fut;
+} FutLink;
+typedef struct FutLinks {
+    FutLink *v;
+    size_t n, cap;
+} FutLinks;
+Fut *task_links_find(const FutLinks *l, uint64_t origin);
+void task_links_free(FutLinks *l);
+/* A name that lives as long as the process (names read from another rank). */
+const char *task_keep_name(const char *s);
+
+/* ---- tasks ---- */
+
+/* The body of a plain qfn call. */
+TaskBody task_qfn_body(void);
+/* A call made inside a task: run at once, on the task's VM, with its own
+ * copies of its arguments and the id of its place in the call tree.
+ * params: the bound frame (references taken). */
+Value task_run_nested(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body,
+                      const void *arg);
+/* The task of a main-program call numbered index, submitted (or, --sync,
+ * run) without a record: its Fut (a reference), NULL if the executor
+ * refused it (Ctrl-C) or, with *cerr set, if an argument cannot be copied.
+ * params are borrowed. early marks it in traces. */
+Fut *task_submit(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body,
+                 const void *arg, size_t argsize, const char *prefix, uint64_t index, bool early,
+                 const char **cerr, int **taken, int *ntaken);
+/* (taken, if not NULL: receives a malloc'd array of the slots of f's
+ * module whose globals the task took along, *ntaken of them; -1 when the
+ * copies reached a closure's cell or another module.) */
+/* Runs the call of c on a task VM (cancel: its flag; task: the executor's
+ * task or NULL): true with the result's copy in *result, else false with
+ * the message in err. */
+bool task_execute(TaskCtx *c, const atomic_int *cancel, void *task, Value *result, char *err,
+                  size_t errlen);
+void task_ctx_free(void *p);
+/* Frees a boxed result (a Value * of malloc), the futures' result destructor. */
+void task_free_box(void *p);
+
+#endif
