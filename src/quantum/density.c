@@ -10,6 +10,7 @@
  * (channels.c turns names and parameters into Kraus matrices).
  */
 #include "dm.h"
+#include "fuse.h"
 #include "errf.h"
 
 #include <math.h>
@@ -218,13 +219,24 @@ static void add_super(const cplx *a, size_t d, cplx *s)
         }
 }
 
+/* The vector's gates and matrices: at once, or queued (DmState.circ). */
+static int vec_op(DmState *d, const SvOp *op, char *err, size_t errlen)
+{
+    return d->circ ? svc_push(d->circ, &d->v, op, err, errlen) : sv_apply(&d->v, op, err, errlen);
+}
+static int vec_matrix(DmState *d, const int *wires, int k, const cplx *m, char *err, size_t errlen)
+{
+    return d->circ ? svc_push_matrix(d->circ, &d->v, wires, k, m, err, errlen)
+                   : sv_apply_matrix(&d->v, wires, k, m, err, errlen);
+}
+
 /* Why: one pass of the 4x4 superoperator of a 2x2 matrix on (w, n + w). */
 static int apply_super1(DmState *d, int w, const cplx *m, char *err, size_t errlen)
 {
     cplx s[16] = { 0 };
     add_super(m, 2, s);
     int wires[2] = { w, d->n + w };
-    return sv_apply_matrix(&d->v, wires, 2, s, err, errlen);
+    return vec_matrix(d, wires, 2, s, err, errlen);
 }
 
 /* Why: every gate of the statevector device works on rho. */
@@ -245,11 +257,11 @@ int dm_apply(DmState *d, const SvOp *op, char *err, size_t errlen)
         if (sv_op_matrix(op, m, err, errlen) != 0) return -1;
         return apply_super1(d, op->wires[0], m, err, errlen);
     }
-    if (sv_apply(&d->v, op, err, errlen) != 0) return -1;
+    if (vec_op(d, op, err, errlen) != 0) return -1;
     SvOp c;
     cplx *buf;
     if (conj_op(op, d->n, &c, &buf, err, errlen) != 0) return -1;
-    int rc = sv_apply(&d->v, &c, err, errlen);
+    int rc = vec_op(d, &c, err, errlen);
     free(buf);
     return rc;
 }
@@ -280,7 +292,7 @@ int dm_apply_kraus(DmState *d, const int *wires, int k, int nk, const cplx *krau
         cplx s[16] = { 0 };
         for (int i = 0; i < nk; i++) add_super(kraus + 4 * i, 2, s);
         int w2[2] = { wires[0], d->n + wires[0] };
-        return sv_apply_matrix(&d->v, w2, 2, s, err, errlen);
+        return vec_matrix(d, w2, 2, s, err, errlen);
     }
     cplx *s = calloc(D * D, sizeof(cplx));
     if (!s) return qh_errf(err, errlen, "%s: out of memory", name);
@@ -290,7 +302,7 @@ int dm_apply_kraus(DmState *d, const int *wires, int k, int nk, const cplx *krau
         w2[i] = wires[i];
         w2[k + i] = d->n + wires[i];
     }
-    int rc = sv_apply_matrix(&d->v, w2, 2 * k, s, err, errlen);
+    int rc = vec_matrix(d, w2, 2 * k, s, err, errlen);
     free(s);
     return rc;
 }

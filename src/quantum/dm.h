@@ -29,10 +29,15 @@
 
 #include "sv.h"
 
+struct SvCirc;
 typedef struct DmState {
     int n;      /* wires */
     size_t dim; /* 2^n: rho is dim x dim */
     SvState v;  /* 2n qubits: the vectorised rho (v.amp[r * dim + c]) */
+    /* while set (the device's apply, backend.c): dm_apply and the Kraus
+       maps queue their passes on the vector there (fuse.h) instead of
+       running them; NULL (dm_init): they run at once */
+    struct SvCirc *circ;
 } DmState;
 
 /* Largest number of wires of a mixed state (the vector has 2n qubits). */

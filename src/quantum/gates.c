@@ -699,11 +699,17 @@ static void dagger2(cplx *m)
     m[3] = conj(m[3]);
 }
 
-/* Why: the dispatcher; each gate goes to one kernel by its kind. */
 int sv_apply(SvState *s, const SvOp *op, char *err, size_t errlen)
 {
     if (!s || !s->amp) return sv_err(err, errlen, SV_E_NOSTATE, "sv_apply");
     if (!check_op(op, s->nq, err, errlen)) return -1;
+    return sv_run_op(s, op, err, errlen);
+}
+
+/* Why: the dispatcher; each gate goes to one kernel by its kind (the op
+   was validated: sv_apply, or the fused runs of fuse.c). */
+int sv_run_op(SvState *s, const SvOp *op, char *err, size_t errlen)
+{
     int nq = s->nq, adj = op->adjoint != 0;
     int tp[SV_MAX_WIRES], cp[SV_MAX_WIRES + 3];
     int nc = 0;

@@ -168,6 +168,11 @@ static inline int sv_use_avx2(const SvState *s) { return sv_level(s) >= SV_SIMD_
    the job and returns 1 if it takes that path, else returns 0. */
 int sv_blk_run(const SvState *s, const SvJob *j, int level);
 
+/* sv_apply without its validation (gates.c): for ops already checked
+   against a state of the same width or wider (fuse.c runs them on
+   chunks). 0, or -1 for an unknown gate. */
+int sv_run_op(SvState *s, const SvOp *op, char *err, size_t errlen);
+
 /* Every user-facing message of the room, in one place. */
 #define SV_E_NOSTATE   "%s: no state"
 #define SV_E_NOOP      "sv_apply: no operation"

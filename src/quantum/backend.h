@@ -1,0 +1,74 @@
+/* backend.h — one table of operations for every simulator a quantum call
+ * runs on: the statevector (qb_statevector), the density matrix
+ * (qb_mixed) and the distributed statevector (qdist_backend, in
+ * src/lib/qdist.c: it knows src/dist). The quantum runtime (src/lib/qrt*.c)
+ * calls these and never picks a simulator inline; a slot a simulator does
+ * not have is NULL (the caller names what is missing in its error).
+ *
+ * Gates go through apply, which validates them (the simulator's own
+ * messages, at the gate's own line) and queues them on the device's
+ * SvCirc (fuse.h): they run, fused and cache-blocked, at flush. Every other
+ * slot reads or changes the state as it is now: the caller flushes before
+ * it (qb_flush), at every measurement, mid-circuit measurement, read of
+ * the state and at the end of the call. On the mixed device a gate is its
+ * two halves on the vectorised rho and a channel its superoperator, queued
+ * alike. Shots 0 means exact. Every slot returns 0, or -1 with a message.
+ *
+ * Pure C; knows sv.h, dm.h and fuse.h, nothing of the language.
+ */
+#ifndef QH_BACKEND_H
+#define QH_BACKEND_H
+
+#include "dm.h"
+#include "fuse.h"
+#include "sv.h"
+
+typedef struct QbDev QbDev;
+
+typedef struct QBackend {
+    const char *name;
+    int (*apply)(QbDev *d, const SvOp *op, char *err, size_t errlen);
+    int (*flush)(QbDev *d, char *err, size_t errlen);
+    /* a mid-circuit measurement (reset: then back to |0>): 0 or 1 */
+    int (*measure)(QbDev *d, int wire, int reset, Rng *r, char *err, size_t errlen);
+    /* a wire back to |0> (qasm's reset): the reset channel where the state
+       is mixed, else a measurement with reset */
+    int (*reset)(QbDev *d, int wire, Rng *r, char *err, size_t errlen);
+    int (*expval)(QbDev *d, const SvPauli *t, int n, size_t shots, Rng *r, double *out, char *err,
+                  size_t errlen);
+    int (*var)(QbDev *d, const SvPauli *t, int n, size_t shots, Rng *r, double *out, char *err,
+               size_t errlen);
+    int (*probs)(QbDev *d, const int *wires, int nw, size_t shots, Rng *r, double *out, char *err,
+                 size_t errlen);
+    int (*sample)(QbDev *d, size_t shots, Rng *r, uint64_t *out, char *err, size_t errlen);
+    int (*sample_pauli)(QbDev *d, const SvPauli *w, size_t shots, Rng *r, double *out, char *err,
+                        size_t errlen);
+    /* NULL where the simulator has none: */
+    /* the reduced density matrix of the wires (2^nw x 2^nw) */
+    int (*reduced)(QbDev *d, const int *wires, int nw, cplx *out, char *err, size_t errlen);
+    /* rho -> sum K rho K^dagger (the mixed device only) */
+    int (*kraus)(QbDev *d, const int *wires, int k, int nk, const cplx *kraus, char *err,
+                 size_t errlen);
+    /* a built-in 1-wire channel with its parameters (the mixed device only) */
+    int (*channel)(QbDev *d, DmChannel ch, const double *params, int wire, char *err,
+                   size_t errlen);
+} QBackend;
+
+struct QbDev {
+    const QBackend *be;
+    void *st;    /* SvState *, DmState *, or the distributed state */
+    SvCirc circ; /* the gates queued for the state's vector */
+};
+
+extern const QBackend qb_statevector, qb_mixed;
+
+/* A device on st for be (cfg: fusion settings, NULL for the defaults). */
+void qb_init(QbDev *d, const QBackend *be, void *st, const SvFuseCfg *cfg);
+/* Drops what is queued and frees the queue (the state stays the caller's). */
+void qb_done(QbDev *d);
+static inline int qb_flush(QbDev *d, char *err, size_t errlen)
+{
+    return d->be->flush(d, err, errlen);
+}
+
+#endif

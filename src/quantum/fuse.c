@@ -1,0 +1,679 @@
+/* fuse.c — queued gates run as fused blocks in cache-blocked passes
+ * (fuse.h). Validation happens when a gate is queued (gates.c's checks);
+ * here everything is known to be valid. Knows the kernel layer (sv_impl.h)
+ * and nothing of the language.
+ */
+#include "fuse.h"
+#include "sv_impl.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FUSE_LOW_BITS 4 /* bits always in a pass's set: runs of >= 16 amplitudes */
+
+void sv_fuse_defaults(SvFuseCfg *cfg)
+{
+    cfg->fuse = 1;
+    cfg->min_qubits = 14;
+    cfg->max_block = 2;
+    cfg->chunk_bits = 14;
+    cfg->max_ops = 1024;
+    const char *e = getenv("QH_FUSION");
+    if (e && (strcmp(e, "0") == 0 || strcmp(e, "off") == 0)) cfg->fuse = 0;
+    e = getenv("QH_FUSION_MIN");
+    if (e && atoi(e) >= 1 && atoi(e) <= 64) cfg->min_qubits = atoi(e);
+    e = getenv("QH_FUSION_BLOCK");
+    if (e && atoi(e) >= 1 && atoi(e) <= 2) cfg->max_block = atoi(e);
+    e = getenv("QH_FUSION_CHUNK");
+    if (e && atoi(e) >= FUSE_LOW_BITS + 2 && atoi(e) <= 24) cfg->chunk_bits = atoi(e);
+}
+
+void svc_init(SvCirc *c, const SvFuseCfg *cfg)
+{
+    memset(c, 0, sizeof *c);
+    if (cfg)
+        c->cfg = *cfg;
+    else
+        sv_fuse_defaults(&c->cfg);
+    if (c->cfg.max_ops < 1) c->cfg.max_ops = 1;
+}
+
+/* Chunk buffers, one per thread that may run a part at the same time: a
+   part claims a free one and gives it back (64 parts, a few threads). */
+typedef struct SvFuseBufs {
+    int n, cbits;
+    cplx *buf[SV_MAX_TEAM];
+    atomic_int busy[SV_MAX_TEAM];
+} SvFuseBufs;
+
+static void bufs_free(SvFuseBufs *b)
+{
+    if (!b) return;
+    for (int i = 0; i < b->n; i++) free(b->buf[i]);
+    free(b);
+}
+
+/* The buffers for a pass over s; NULL when they cannot be had. */
+static SvFuseBufs *bufs_get(SvCirc *c, const SvState *s)
+{
+    int want = s->team && s->nthreads > 1 ? sv_team_size(s->team) : 1;
+    if (want > SV_MAX_TEAM) want = SV_MAX_TEAM;
+    SvFuseBufs *b = c->bufs;
+    if (b && b->cbits == c->cfg.chunk_bits && b->n >= want) return b;
+    bufs_free(b);
+    c->bufs = b = calloc(1, sizeof *b);
+    if (!b) return NULL;
+    b->cbits = c->cfg.chunk_bits;
+    for (; b->n < want; b->n++) {
+        void *q = NULL;
+        if (posix_memalign(&q, 64, ((size_t)1 << b->cbits) * sizeof(cplx)) != 0) break;
+        b->buf[b->n] = q;
+        atomic_init(&b->busy[b->n], 0);
+    }
+    if (b->n == 0) {
+        free(b);
+        c->bufs = NULL;
+        return NULL;
+    }
+    return b;
+}
+
+void svc_free(SvCirc *c)
+{
+    bufs_free(c->bufs);
+    free(c->ops);
+    free(c->moff);
+    free(c->mat);
+    memset(c, 0, sizeof *c);
+}
+
+void svc_clear(SvCirc *c)
+{
+    c->nops = 0;
+    c->nmat = 0;
+}
+
+/* Whether the gates of s are queued (else they run at once). */
+static int queues(const SvCirc *c, const SvState *s)
+{
+    return c->cfg.fuse && s->nq >= c->cfg.min_qubits;
+}
+
+/* Why: a queued op's matrix must outlive the operator value it came from. */
+static int enqueue(SvCirc *c, const SvOp *op, const cplx *m, size_t nm, char *err, size_t errlen)
+{
+    if (c->nops == c->cap) {
+        int cap = c->cap ? 2 * c->cap : 64;
+        SvOp *o = realloc(c->ops, (size_t)cap * sizeof *o);
+        if (!o) return sv_err(err, errlen, SV_E_NOMEM, "gate queue");
+        c->ops = o;
+        size_t *mo = realloc(c->moff, (size_t)cap * sizeof *mo);
+        if (!mo) return sv_err(err, errlen, SV_E_NOMEM, "gate queue");
+        c->moff = mo;
+        c->cap = cap;
+    }
+    size_t off = SIZE_MAX;
+    if (m) {
+        if (c->nmat + nm > c->capmat) {
+            size_t cap = c->capmat ? 2 * c->capmat : 256;
+            while (cap < c->nmat + nm) cap *= 2;
+            cplx *p = realloc(c->mat, cap * sizeof *p);
+            if (!p) return sv_err(err, errlen, SV_E_NOMEM, "gate queue");
+            c->mat = p;
+            c->capmat = cap;
+        }
+        memcpy(c->mat + c->nmat, m, nm * sizeof(cplx));
+        off = c->nmat;
+        c->nmat += nm;
+    }
+    c->ops[c->nops] = *op;
+    c->ops[c->nops].matrix = NULL;
+    c->moff[c->nops] = off;
+    c->nops++;
+    return 0;
+}
+
+int svc_push(SvCirc *c, SvState *s, const SvOp *op, char *err, size_t errlen)
+{
+    if (!queues(c, s)) {
+        if (sv_apply(s, op, err, errlen) != 0) return -1;
+        c->st.gates++;
+        c->st.blocks++;
+        c->st.passes++;
+        return 0;
+    }
+    if (!s || !s->amp) return sv_err(err, errlen, SV_E_NOSTATE, "sv_apply");
+    if (sv_check(op, s->nq, err, errlen) != 0) return -1;
+    if (c->nops >= c->cfg.max_ops && svc_flush(c, s, err, errlen) != 0) return -1;
+    size_t nm = op->gate == SV_QUBITUNITARY ? (size_t)1 << (2 * op->nwires) : 0;
+    if (enqueue(c, op, nm ? op->matrix : NULL, nm, err, errlen) != 0) return -1;
+    c->st.gates++;
+    return 0;
+}
+
+int svc_push_matrix(SvCirc *c, SvState *s, const int *wires, int k, const cplx *m, char *err,
+                    size_t errlen)
+{
+    if (!queues(c, s)) {
+        if (sv_apply_matrix(s, wires, k, m, err, errlen) != 0) return -1;
+        c->st.gates++;
+        c->st.blocks++;
+        c->st.passes++;
+        return 0;
+    }
+    if (k < 1 || k > SV_MAX_DENSE || !wires || !m) /* its messages */
+        return sv_apply_matrix(s, wires, k, m, err, errlen);
+    SvOp op;
+    memset(&op, 0, sizeof op);
+    op.gate = SV_QUBITUNITARY;
+    op.nwires = k;
+    memcpy(op.wires, wires, (size_t)k * sizeof(int));
+    op.matrix = m;
+    /* the checks of sv_apply_matrix: wires, finite entries (any matrix) */
+    SvOp probe = op;
+    probe.gate = SV_IDENTITY;
+    probe.nwires = 1;
+    for (int i = 0; i < k; i++) {
+        probe.wires[0] = wires[i];
+        if (sv_check(&probe, s->nq, err, errlen) != 0)
+            return sv_apply_matrix(s, wires, k, m, err, errlen);
+        for (int j = 0; j < i; j++)
+            if (wires[j] == wires[i]) return sv_apply_matrix(s, wires, k, m, err, errlen);
+    }
+    size_t nm = (size_t)1 << (2 * k);
+    for (size_t i = 0; i < nm; i++)
+        if (!isfinite(creal(m[i])) || !isfinite(cimag(m[i])))
+            return sv_apply_matrix(s, wires, k, m, err, errlen);
+    if (c->nops >= c->cfg.max_ops && svc_flush(c, s, err, errlen) != 0) return -1;
+    if (enqueue(c, &op, m, nm, err, errlen) != 0) return -1;
+    c->st.gates++;
+    return 0;
+}
+
+/* ---- scheduling ------------------------------------------------------- */
+
+/* The index bits an op touches (targets and controls). */
+static uint64_t op_mask(const SvOp *op, int nq)
+{
+    uint64_t m = 0;
+    for (int i = 0; i < op->nwires; i++) m |= (uint64_t)1 << sv_bitpos(nq, op->wires[i]);
+    for (int i = 0; i < op->nctrl; i++) m |= (uint64_t)1 << sv_bitpos(nq, op->ctrl[i]);
+    return m;
+}
+
+/* Why: a pass takes, in order, the gates that fit one chunk's bit set and
+   commute with every earlier gate left for later (disjoint bits). Fills
+   take[] with their indices; returns their number and the set in *set. */
+static int select_pass(const SvCirc *c, const uint64_t *mask, const unsigned char *done, int nq,
+                       int cbits, int *take, uint64_t *set)
+{
+    uint64_t all = nq >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << nq) - 1;
+    uint64_t S = nq <= cbits ? all : ((uint64_t)1 << FUSE_LOW_BITS) - 1, B = 0;
+    int n = 0;
+    for (int i = 0; i < c->nops; i++) {
+        if (done[i]) continue;
+        uint64_t m = mask[i];
+        if (m & B) {
+            B |= m;
+        } else if (__builtin_popcountll(S | m) <= cbits) {
+            S |= m;
+            take[n++] = i;
+        } else {
+            B |= m;
+        }
+    }
+    for (int b = 0; b < nq && __builtin_popcountll(S) < cbits; b++) S |= (uint64_t)1 << b;
+    *set = S;
+    return n;
+}
+
+/* ---- fusion ------------------------------------------------------------ */
+
+/* A block: one op as it is (nops 1), or the product of several on nb <= 2
+   bits b[0] > b[1] (b[0] the most significant bit of the matrix index). */
+typedef struct Blk {
+    int nb, nops, op;
+    int b[2];
+    uint64_t mask;
+    cplx m[16];
+} Blk;
+
+/* 4x4 (or 2x2 when n = 2) product r = a b. */
+static void matmul(int n, const cplx *a, const cplx *b, cplx *r)
+{
+    cplx t[16];
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            cplx s = 0;
+            for (int k = 0; k < n; k++) s += a[i * n + k] * b[k * n + j];
+            t[i * n + j] = s;
+        }
+    memcpy(r, t, (size_t)(n * n) * sizeof(cplx));
+}
+
+/* The matrix of block x on a bit pair whose higher bit is hi: x's own
+   bits are among the pair. */
+static void embed(const Blk *x, int hi, cplx *out)
+{
+    memset(out, 0, 16 * sizeof(cplx));
+    if (x->nb == 2) {
+        if (x->b[0] == hi) {
+            memcpy(out, x->m, 16 * sizeof(cplx));
+            return;
+        }
+        for (int r = 0; r < 4; r++) /* swap the two index bits */
+            for (int col = 0; col < 4; col++) {
+                int r2 = ((r & 1) << 1) | (r >> 1), c2 = ((col & 1) << 1) | (col >> 1);
+                out[r2 * 4 + c2] = x->m[r * 4 + col];
+            }
+        return;
+    }
+    int top = x->b[0] == hi;
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < 2; i++)
+            for (int j = 0; j < 2; j++) {
+                int r = top ? (i << 1) | k : (k << 1) | i, col = top ? (j << 1) | k : (k << 1) | j;
+                out[r * 4 + col] = x->m[i * 2 + j];
+            }
+}
+
+/* Why: an op becomes a block of its own (its matrix on its bits) when it
+   is narrow enough to fuse; 0 when it must run as it is. */
+static int op_block(const SvOp *op, int nq, int maxb, int idx, Blk *x)
+{
+    int k = op->nctrl + op->nwires;
+    if (k < 1 || k > maxb || op->gate == SV_BASISSTATE || op->gate == SV_IDENTITY) return 0;
+    cplx m[16];
+    if (sv_op_matrix(op, m, NULL, 0) != 0) return 0;
+    int bits[2] = { 0, 0 }, nb = 0;
+    for (int i = 0; i < op->nctrl; i++) bits[nb++] = sv_bitpos(nq, op->ctrl[i]);
+    for (int i = 0; i < op->nwires; i++) bits[nb++] = sv_bitpos(nq, op->wires[i]);
+    x->nb = nb;
+    x->nops = 1;
+    x->op = idx;
+    x->mask = 0;
+    for (int i = 0; i < nb; i++) x->mask |= (uint64_t)1 << bits[i];
+    x->b[0] = bits[0];
+    x->b[1] = nb == 2 ? bits[1] : -1;
+    memcpy(x->m, m, (size_t)(nb == 2 ? 16 : 4) * sizeof(cplx));
+    if (nb == 2 && bits[0] < bits[1]) { /* canonical order: b[0] the higher bit */
+        Blk t = *x;
+        t.b[0] = bits[1];
+        t.b[1] = bits[0];
+        embed(x, bits[1], t.m);
+        *x = t;
+    }
+    return 1;
+}
+
+/* g after the open blocks o[0..n) (disjoint, all within g's bits or
+   joining them within max 2 bits): one block. */
+static void merge(Blk *g, Blk *const *o, int n)
+{
+    uint64_t U = g->mask;
+    for (int i = 0; i < n; i++) U |= o[i]->mask;
+    int nops = g->nops;
+    for (int i = 0; i < n; i++) nops += o[i]->nops;
+    if (__builtin_popcountll(U) == 1) { /* 1 bit: 2x2 products, in order */
+        cplx m[4];
+        memcpy(m, g->m, sizeof m);
+        for (int i = 0; i < n; i++) matmul(2, m, o[i]->m, m);
+        memcpy(g->m, m, sizeof m);
+        g->nops = nops;
+        return;
+    }
+    int hi = 63 - __builtin_clzll(U), lo = __builtin_ctzll(U);
+    cplx G[16], P[16];
+    embed(g, hi, G);
+    for (int i = 0; i < n; i++) { /* the open blocks are disjoint: any order */
+        embed(o[i], hi, P);
+        matmul(4, G, P, G);
+    }
+    g->nb = 2;
+    g->b[0] = hi;
+    g->b[1] = lo;
+    g->mask = U;
+    memcpy(g->m, G, sizeof G);
+    g->nops = nops;
+}
+
+/* What running a block costs, in RX-like 1-qubit gates over the same
+   amplitudes (measured on the kernels of this room in the L2 cache: a
+   diagonal or an exchange about a third of that, a 4x4 a little over
+   two). Fusion only merges blocks when the merged one costs no more. */
+#define COST_DIAG  0.5
+#define COST_SWAP  0.35
+#define COST_PAIR  1.0
+#define COST_QUAD  2.2
+#define COST_OTHER 2.5
+
+static int is_diag(const cplx *m, int d)
+{
+    for (int i = 0; i < d; i++)
+        for (int j = 0; j < d; j++)
+            if (i != j && m[i * d + j] != 0) return 0;
+    return 1;
+}
+
+static double op_cost(const SvOp *op)
+{
+    switch (op->gate) {
+    case SV_PAULIZ:
+    case SV_S:
+    case SV_T:
+    case SV_RZ:
+    case SV_PHASESHIFT:
+    case SV_CZ:
+    case SV_CRZ:
+    case SV_CPHASE:
+    case SV_ISINGZZ:
+    case SV_MULTIRZ:
+    case SV_IDENTITY: return COST_DIAG;
+    case SV_PAULIX:
+    case SV_CNOT:
+    case SV_SWAP:
+    case SV_TOFFOLI:
+    case SV_CSWAP:
+    case SV_BASISSTATE: return COST_SWAP;
+    case SV_HADAMARD:
+    case SV_PAULIY:
+    case SV_SX:
+    case SV_RX:
+    case SV_RY:
+    case SV_ROT:
+    case SV_U3:
+    case SV_CY:
+    case SV_CRX:
+    case SV_CRY:
+    case SV_ISWAP:
+    case SV_SINGLEEXC:
+    case SV_DOUBLEEXC: return COST_PAIR;
+    case SV_ISINGXX:
+    case SV_ISINGYY: return COST_QUAD;
+    case SV_QUBITUNITARY:
+        return op->nwires == 1   ? (is_diag(op->matrix, 2) ? COST_DIAG : COST_PAIR)
+               : op->nwires == 2 ? COST_QUAD
+                                 : COST_OTHER;
+    case SV_NGATES: break;
+    }
+    sv_unreachable();
+}
+
+static double blk_cost(const SvCirc *c, const Blk *x)
+{
+    if (x->nops == 1) return op_cost(&c->ops[x->op]);
+    if (x->nb == 1) return is_diag(x->m, 2) ? COST_DIAG : COST_PAIR;
+    return COST_QUAD;
+}
+
+typedef struct Fuser {
+    Blk *open; /* disjoint blocks not yet emitted */
+    int nopen;
+    Blk *out; /* emitted, in an order that keeps every dependency */
+    int nout;
+} Fuser;
+
+static void emit(Fuser *f, int i)
+{
+    f->out[f->nout++] = f->open[i];
+    f->open[i] = f->open[--f->nopen];
+}
+
+/* Why: the gates of a pass into blocks of at most maxb qubits; a gate that
+   cannot join the open blocks on its wires closes them. */
+static void fuse_pass(const SvCirc *c, const int *take, int n, int nq, Fuser *f)
+{
+    int maxb = c->cfg.max_block;
+    f->nopen = f->nout = 0;
+    for (int t = 0; t < n; t++) {
+        const SvOp *op = &c->ops[take[t]];
+        Blk g;
+        int fusable = op_block(op, nq, maxb, take[t], &g);
+        uint64_t gm = fusable ? g.mask : op_mask(op, nq);
+        for (int i = f->nopen - 1; i >= 0; i--) /* blocks that g cannot join */
+            if ((f->open[i].mask & gm) &&
+                (!fusable || __builtin_popcountll(f->open[i].mask | gm) > maxb))
+                emit(f, i);
+        if (!fusable) {
+            memset(&g, 0, sizeof g);
+            g.nops = 1;
+            g.op = take[t];
+            g.mask = gm;
+            f->out[f->nout++] = g;
+            continue;
+        }
+        Blk *ov[2];
+        int nov = 0, idx[2];
+        uint64_t U = gm;
+        for (int i = 0; i < f->nopen; i++)
+            if (f->open[i].mask & gm) {
+                idx[nov] = i;
+                ov[nov++] = &f->open[i];
+                U |= f->open[i].mask;
+            }
+        if (nov) { /* merged only if that is no dearer than the parts */
+            double parts = blk_cost(c, &g);
+            for (int i = 0; i < nov; i++) parts += blk_cost(c, ov[i]);
+            Blk m = g;
+            merge(&m, ov, nov);
+            if (__builtin_popcountll(U) > maxb || blk_cost(c, &m) > parts + 1e-9) {
+                for (int i = nov - 1; i >= 0; i--) emit(f, idx[i]);
+                nov = 0;
+            } else {
+                g = m;
+            }
+        }
+        for (int i = nov - 1; i >= 0; i--) f->open[idx[i]] = f->open[--f->nopen];
+        f->open[f->nopen++] = g;
+    }
+    while (f->nopen) emit(f, f->nopen - 1);
+}
+
+/* The op a block runs as, in the numbering of the full state. */
+static void block_op(const SvCirc *c, const Blk *x, int nq, SvOp *op)
+{
+    if (x->nops == 1) {
+        *op = c->ops[x->op];
+        return;
+    }
+    memset(op, 0, sizeof *op);
+    op->gate = SV_QUBITUNITARY;
+    op->nwires = x->nb;
+    for (int i = 0; i < x->nb; i++) op->wires[i] = nq - 1 - x->b[i];
+    op->matrix = x->m;
+}
+
+/* ---- running a pass --------------------------------------------------- */
+
+typedef struct PassCtx {
+    SvState *s;
+    const SvOp *ops; /* in the chunk's numbering */
+    int nops;
+    int cbits;
+    uint64_t set, free_mask; /* the chunk's bits, the others */
+    uint64_t nchunks;
+    int inplace;      /* the set is the lowest bits: chunks are contiguous */
+    SvFuseBufs *bufs; /* gathered passes */
+} PassCtx;
+
+/* x's bits placed at the set bits of mask, lowest first. */
+static uint64_t deposit(uint64_t x, uint64_t mask)
+{
+    uint64_t r = 0;
+    for (uint64_t m = mask; m && x; m &= m - 1, x >>= 1)
+        if (x & 1) r |= m & (0 - m);
+    return r;
+}
+
+static void run_chunk_ops(const PassCtx *p, cplx *amp)
+{
+    SvState L;
+    memset(&L, 0, sizeof L);
+    L.nq = p->cbits;
+    L.dim = (size_t)1 << p->cbits;
+    L.amp = amp;
+    L.nthreads = 1;
+    L.simd = p->s->simd;
+    for (int i = 0; i < p->nops; i++) sv_run_op(&L, &p->ops[i], NULL, 0);
+}
+
+/* Why: each part of the team handles a range of chunks: gather, every
+   block of the pass, scatter. */
+static void pass_part(void *ctx, int part, int nparts)
+{
+    const PassCtx *p = ctx;
+    uint64_t a = p->nchunks * (uint64_t)part / (uint64_t)nparts;
+    uint64_t b = p->nchunks * (uint64_t)(part + 1) / (uint64_t)nparts;
+    cplx *amp = p->s->amp;
+    if (p->inplace) {
+        for (uint64_t x = a; x < b; x++) run_chunk_ops(p, amp + (x << p->cbits));
+        return;
+    }
+    SvFuseBufs *bs = p->bufs;
+    int slot = 0;
+    while (atomic_exchange_explicit(&bs->busy[slot], 1, memory_order_acquire))
+        slot = (slot + 1) % bs->n;
+    cplx *buf = bs->buf[slot];
+    int r = __builtin_ctzll(~p->set); /* the contiguous low bits */
+    uint64_t run = (uint64_t)1 << r, H = p->set & ~(run - 1);
+    uint64_t base = deposit(a, p->free_mask);
+    for (uint64_t x = a; x < b; x++) {
+        uint64_t off = 0;
+        cplx *q = buf;
+        do {
+            memcpy(q, amp + (base | off), run * sizeof(cplx));
+            q += run;
+            off = (off - H) & H;
+        } while (off);
+        run_chunk_ops(p, buf);
+        q = buf;
+        do {
+            memcpy(amp + (base | off), q, run * sizeof(cplx));
+            q += run;
+            off = (off - H) & H;
+        } while (off);
+        base = (base - p->free_mask) & p->free_mask;
+    }
+    atomic_store_explicit(&bs->busy[slot], 0, memory_order_release);
+}
+
+/* An op renumbered for the chunk: wire w of the state is the chunk's wire
+   of the same bit among the set's bits. */
+static void local_op(const SvOp *op, int nq, uint64_t set, int cbits, SvOp *out)
+{
+    *out = *op;
+    for (int i = 0; i < op->nwires; i++) {
+        int p = sv_bitpos(nq, op->wires[i]);
+        int l = __builtin_popcountll(set & (((uint64_t)1 << p) - 1));
+        out->wires[i] = cbits - 1 - l;
+    }
+    for (int i = 0; i < op->nctrl; i++) {
+        int p = sv_bitpos(nq, op->ctrl[i]);
+        int l = __builtin_popcountll(set & (((uint64_t)1 << p) - 1));
+        out->ctrl[i] = cbits - 1 - l;
+    }
+}
+
+/* Why: one pass over the state; 0, or -1 when its buffers cannot be had
+   (nothing has run then). */
+static int run_pass(SvCirc *c, SvState *s, const SvOp *ops, int n, uint64_t set)
+{
+    int nq = s->nq, cbits = c->cfg.chunk_bits;
+    if (nq <= cbits) { /* one chunk: the blocks on the state itself */
+        for (int i = 0; i < n; i++) sv_run_op(s, &ops[i], NULL, 0);
+        c->st.passes += (uint64_t)n;
+        return 0;
+    }
+    PassCtx p;
+    memset(&p, 0, sizeof p);
+    p.s = s;
+    p.cbits = cbits;
+    p.set = set;
+    p.free_mask = (nq >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << nq) - 1) & ~set;
+    p.nchunks = (uint64_t)1 << (nq - cbits);
+    p.inplace = set == ((uint64_t)1 << cbits) - 1;
+    SvOp *lops = malloc((size_t)(n ? n : 1) * sizeof *lops);
+    if (!lops) return -1;
+    for (int i = 0; i < n; i++) local_op(&ops[i], nq, set, cbits, &lops[i]);
+    p.ops = lops;
+    p.nops = n;
+    if (!p.inplace) {
+        p.bufs = bufs_get(c, s);
+        if (!p.bufs) {
+            free(lops);
+            return -1;
+        }
+    }
+    sv_parallel(s, pass_part, &p);
+    free(lops);
+    c->st.passes++;
+    return 0;
+}
+
+/* Why: without memory for the plan, the queue runs gate by gate. */
+static void run_in_order(SvCirc *c, SvState *s, const unsigned char *done)
+{
+    for (int i = 0; i < c->nops; i++) {
+        if (done && done[i]) continue;
+        sv_run_op(s, &c->ops[i], NULL, 0);
+        c->st.blocks++;
+        c->st.passes++;
+    }
+}
+
+int svc_flush(SvCirc *c, SvState *s, char *err, size_t errlen)
+{
+    (void)err;
+    (void)errlen;
+    if (c->nops == 0) return 0;
+    for (int i = 0; i < c->nops; i++)
+        c->ops[i].matrix = c->moff[i] == SIZE_MAX ? NULL : c->mat + c->moff[i];
+    int nq = s->nq, n = c->nops;
+    uint64_t *mask = malloc((size_t)n * sizeof *mask);
+    unsigned char *done = calloc((size_t)n, 1);
+    int *take = malloc((size_t)n * sizeof *take);
+    Fuser f = { malloc((size_t)n * sizeof(Blk)), 0, malloc((size_t)n * sizeof(Blk)), 0 };
+    SvOp *bops = malloc((size_t)n * sizeof *bops);
+    if (!mask || !done || !take || !f.open || !f.out || !bops) {
+        run_in_order(c, s, NULL);
+        goto out;
+    }
+    for (int i = 0; i < n; i++) mask[i] = op_mask(&c->ops[i], nq);
+    int left = n;
+    while (left > 0) {
+        uint64_t set;
+        int nt = select_pass(c, mask, done, nq, c->cfg.chunk_bits, take, &set);
+        if (nt == 0) { /* the first op left is wider than a chunk: alone, on the state */
+            int i = 0;
+            while (done[i]) i++;
+            sv_run_op(s, &c->ops[i], NULL, 0);
+            done[i] = 1;
+            left--;
+            c->st.blocks++;
+            c->st.passes++;
+            continue;
+        }
+        fuse_pass(c, take, nt, nq, &f);
+        for (int i = 0; i < f.nout; i++) block_op(c, &f.out[i], nq, &bops[i]);
+        if (run_pass(c, s, bops, f.nout, set) != 0) {
+            run_in_order(c, s, done);
+            goto out;
+        }
+        c->st.blocks += (uint64_t)f.nout;
+        for (int i = 0; i < nt; i++) done[take[i]] = 1;
+        left -= nt;
+    }
+out:
+    free(mask);
+    free(done);
+    free(take);
+    free(f.open);
+    free(f.out);
+    free(bops);
+    svc_clear(c);
+    return 0;
+}

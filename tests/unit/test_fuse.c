@@ -1,0 +1,311 @@
+/* test_fuse.c — unit tests of queued, fused and cache-blocked gates (fuse.h).
+ *
+ * Random circuits of every gate (1- and 2-qubit gates with and without
+ * extra controls, adjoints, Toffoli and CSWAP, wide MultiRZ and BasisState,
+ * QubitUnitary on 1-3 wires, non-unitary matrices as channels make them)
+ * run through an SvCirc and, gate by gate, through sv_apply on a copy of
+ * the same random state: the amplitudes agree within 1e-12, for blocks of
+ * 1 and 2 qubits, chunks smaller than the state (gathered passes, in-place
+ * passes) and as large as it, one thread and a team, flushes forced by a
+ * short queue. Fusion off and narrow states give exactly sv_apply's bytes.
+ * The statistics count gates, blocks and passes; a layered circuit takes
+ * fewer passes than gates.
+ */
+#include <check.h>
+#include <complex.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fuse.h"
+#include "dense_ref.h"
+
+static uint64_t rs;
+static uint64_t rnd(void)
+{
+    rs ^= rs << 13;
+    rs ^= rs >> 7;
+    rs ^= rs << 17;
+    return rs;
+}
+static int rint_(int n) { return (int)(rnd() % (uint64_t)n); }
+static double rangle(void)
+{
+    return (double)(rnd() % 100000) / 100000.0 * 6.283185307179586 - 3.14;
+}
+
+static void f_random_state(SvState *s)
+{
+    double n = 0;
+    for (size_t i = 0; i < s->dim; i++) {
+        s->amp[i] = rangle() + I * rangle();
+        n += creal(s->amp[i] * conj(s->amp[i]));
+    }
+    for (size_t i = 0; i < s->dim; i++) s->amp[i] /= sqrt(n);
+}
+
+/* distinct random wires */
+static void pick(int nq, int n, int *w)
+{
+    for (int i = 0; i < n; i++) {
+        int again;
+        do {
+            w[i] = rint_(nq);
+            again = 0;
+            for (int j = 0; j < i; j++) again |= w[j] == w[i];
+        } while (again);
+    }
+}
+
+static const SvGate one_q[] = { SV_HADAMARD,   SV_PAULIX, SV_PAULIY, SV_PAULIZ, SV_S,
+                                SV_T,          SV_SX,     SV_RX,     SV_RY,     SV_RZ,
+                                SV_PHASESHIFT, SV_ROT,    SV_U3 };
+static const SvGate two_q[] = { SV_CNOT,    SV_CY,      SV_CZ,       SV_SWAP,   SV_ISWAP,
+                                SV_CRX,     SV_CRY,     SV_CRZ,      SV_CPHASE, SV_ISINGXX,
+                                SV_ISINGYY, SV_ISINGZZ, SV_SINGLEEXC };
+
+static cplx umat[8][64];
+
+/* a random unitary on k wires: a product of random 1- and 2-wire gates */
+static void f_random_unitary(int k, cplx *u)
+{
+    SvState t;
+    sv_init(&t, k);
+    int d = 1 << k;
+    SvOp ops[12];
+    for (int g = 0; g < 12; g++) {
+        memset(&ops[g], 0, sizeof ops[g]);
+        ops[g].gate = k > 1 && g % 3 == 2 ? SV_CNOT : SV_U3;
+        ops[g].nwires = ops[g].gate == SV_CNOT ? 2 : 1;
+        ops[g].nparams = ops[g].gate == SV_CNOT ? 0 : 3;
+        for (int p = 0; p < ops[g].nparams; p++) ops[g].params[p] = rangle();
+        pick(k, ops[g].nwires, ops[g].wires);
+    }
+    for (int col = 0; col < d; col++) {
+        memset(t.amp, 0, (size_t)d * sizeof(cplx));
+        t.amp[col] = 1;
+        for (int g = 0; g < 12; g++) sv_apply(&t, &ops[g], NULL, 0);
+        for (int r = 0; r < d; r++) u[r * d + col] = t.amp[r];
+    }
+    sv_free(&t);
+}
+
+/* Gate g of a random circuit on nq wires (matrix storage: slot). */
+static void random_op(int nq, SvOp *op, int slot)
+{
+    memset(op, 0, sizeof *op);
+    int kind = rint_(20);
+    const SvGateInfo *gi;
+    if (kind < 9 || nq < 2) {
+        op->gate = one_q[rint_((int)(sizeof one_q / sizeof one_q[0]))];
+    } else if (kind < 16 || nq < 3) {
+        op->gate = two_q[rint_((int)(sizeof two_q / sizeof two_q[0]))];
+    } else if (kind == 16) {
+        op->gate = rint_(2) ? SV_TOFFOLI : SV_CSWAP;
+    } else if (kind == 17) {
+        op->gate = SV_MULTIRZ;
+        op->nwires = 1 + rint_(nq);
+    } else if (kind == 18) {
+        op->gate = SV_QUBITUNITARY;
+        op->nwires = 1 + rint_(nq < 3 ? nq : 3);
+        f_random_unitary(op->nwires, umat[slot]);
+        op->matrix = umat[slot];
+    } else {
+        op->gate = SV_BASISSTATE;
+        op->nwires = 1 + rint_(nq);
+        op->bits = rnd() & ((1u << op->nwires) - 1);
+    }
+    gi = sv_gate_info(op->gate);
+    if (gi->nwires > 0) op->nwires = gi->nwires;
+    op->nparams = gi->nparams;
+    for (int p = 0; p < op->nparams; p++) op->params[p] = rangle();
+    op->adjoint = rint_(4) == 0;
+    int extra = nq - op->nwires > 0 && rint_(5) == 0 ? 1 + rint_(nq - op->nwires > 1 ? 2 : 1) : 0;
+    int w[64];
+    pick(nq, op->nwires + extra, w);
+    memcpy(op->wires, w, (size_t)op->nwires * sizeof(int));
+    op->nctrl = extra;
+    memcpy(op->ctrl, w + op->nwires, (size_t)extra * sizeof(int));
+}
+
+static double f_maxdiff(const SvState *a, const SvState *b)
+{
+    double m = 0;
+    for (size_t i = 0; i < a->dim; i++) {
+        double d = cabs(a->amp[i] - b->amp[i]);
+        if (d > m) m = d;
+    }
+    return m;
+}
+
+/* One random circuit through both paths. */
+static void run_case(int nq, int block, int chunk, int maxops, int ngates, SvTeam *team)
+{
+    SvState a, b;
+    ck_assert_int_eq(sv_init(&a, nq), 0);
+    ck_assert_int_eq(sv_init(&b, nq), 0);
+    f_random_state(&a);
+    memcpy(b.amp, a.amp, a.dim * sizeof(cplx));
+    if (team) sv_set_threads(&b, team, 2);
+    SvFuseCfg cfg = { 1, 1, block, chunk, maxops };
+    SvCirc c;
+    svc_init(&c, &cfg);
+    char err[256];
+    for (int g = 0; g < ngates; g++) {
+        SvOp op;
+        random_op(nq, &op, g % 8);
+        if (rint_(15) == 0) { /* a non-unitary 1- or 2-wire matrix, as a channel's superoperator */
+            int k = nq > 1 ? 1 + rint_(2) : 1, w[2];
+            pick(nq, k, w);
+            cplx m[16];
+            for (int i = 0; i < (1 << (2 * k)); i++) m[i] = 0.5 * rangle() + 0.3 * I * rangle();
+            ck_assert_int_eq(sv_apply_matrix(&a, w, k, m, err, sizeof err), 0);
+            ck_assert_msg(svc_push_matrix(&c, &b, w, k, m, err, sizeof err) == 0, "%s", err);
+            continue;
+        }
+        ck_assert_msg(sv_apply(&a, &op, err, sizeof err) == 0, "%s", err);
+        ck_assert_msg(svc_push(&c, &b, &op, err, sizeof err) == 0, "%s", err);
+        if (rint_(40) == 0) ck_assert_int_eq(svc_flush(&c, &b, err, sizeof err), 0);
+    }
+    ck_assert_int_eq(svc_flush(&c, &b, err, sizeof err), 0);
+    ck_assert_int_eq(svc_pending(&c), 0);
+    double d = f_maxdiff(&a, &b);
+    double scale = 0;
+    for (size_t i = 0; i < a.dim; i++) scale = fmax(scale, cabs(a.amp[i]));
+    ck_assert_msg(d <= 1e-12 * fmax(1, scale), "nq %d block %d chunk %d: max diff %g", nq, block,
+                  chunk, d);
+    ck_assert_uint_eq(c.st.gates, (uint64_t)ngates);
+    svc_free(&c);
+    sv_free(&a);
+    sv_free(&b);
+}
+
+START_TEST(test_random_circuits)
+{
+    rs = 0x9e3779b97f4a7c15ull;
+    for (int nq = 1; nq <= 11; nq++)
+        for (int block = 1; block <= 2; block++) {
+            run_case(nq, block, 6, 1024, 120, NULL);
+            run_case(nq, block, 7, 9, 80, NULL);
+            run_case(nq, block, 14, 1024, 80, NULL);
+        }
+}
+END_TEST
+
+START_TEST(test_random_threads)
+{
+    rs = 12345;
+    SvTeam *team = sv_team_new(2);
+    ck_assert_ptr_nonnull(team);
+    for (int r = 0; r < 3; r++) {
+        run_case(16, 2, 10, 1024, 150, team);
+        run_case(16, 1, 16, 64, 100, team);
+        run_case(17, 2, 12, 1024, 100, team);
+    }
+    sv_team_free(team);
+}
+END_TEST
+
+/* Fusion off, or a state narrower than min_qubits: sv_apply's bytes. */
+START_TEST(test_unfused_is_bit_identical)
+{
+    rs = 777;
+    for (int off = 0; off < 2; off++) {
+        SvState a, b;
+        sv_init(&a, 9);
+        sv_init(&b, 9);
+        f_random_state(&a);
+        memcpy(b.amp, a.amp, a.dim * sizeof(cplx));
+        SvFuseCfg cfg = { off ? 0 : 1, off ? 1 : 10, 2, 6, 1024 };
+        SvCirc c;
+        svc_init(&c, &cfg);
+        for (int g = 0; g < 200; g++) {
+            SvOp op;
+            random_op(9, &op, g % 8);
+            ck_assert_int_eq(sv_apply(&a, &op, NULL, 0), 0);
+            ck_assert_int_eq(svc_push(&c, &b, &op, NULL, 0), 0);
+            ck_assert_int_eq(svc_pending(&c), 0); /* ran at once */
+        }
+        ck_assert_int_eq(memcmp(a.amp, b.amp, a.dim * sizeof(cplx)), 0);
+        ck_assert_uint_eq(c.st.passes, 200);
+        svc_free(&c);
+        sv_free(&a);
+        sv_free(&b);
+    }
+}
+END_TEST
+
+/* Bad gates fail when they are queued, with sv_apply's message. */
+START_TEST(test_errors_at_push)
+{
+    SvState s;
+    sv_init(&s, 15);
+    SvFuseCfg cfg = { 1, 1, 2, 10, 1024 };
+    SvCirc c;
+    svc_init(&c, &cfg);
+    SvOp op = { .gate = SV_CNOT, .nwires = 2, .wires = { 3, 3 } };
+    char e1[256], e2[256];
+    ck_assert_int_eq(svc_push(&c, &s, &op, e1, sizeof e1), -1);
+    ck_assert_int_eq(sv_apply(&s, &op, e2, sizeof e2), -1);
+    ck_assert_str_eq(e1, e2);
+    op.wires[1] = 20;
+    ck_assert_int_eq(svc_push(&c, &s, &op, e1, sizeof e1), -1);
+    ck_assert_int_eq(sv_apply(&s, &op, e2, sizeof e2), -1);
+    ck_assert_str_eq(e1, e2);
+    ck_assert_int_eq(svc_pending(&c), 0);
+    svc_free(&c);
+    sv_free(&s);
+}
+END_TEST
+
+/* A layered RX + CNOT-ladder circuit: fewer blocks than gates, a few
+   passes for many gates. */
+START_TEST(test_layered_stats)
+{
+    int nq = 18;
+    SvState s;
+    sv_init(&s, nq);
+    SvFuseCfg cfg = { 1, 1, 2, 12, 4096 };
+    SvCirc c;
+    svc_init(&c, &cfg);
+    for (int l = 0; l < 4; l++) {
+        for (int w = 0; w < nq; w++) {
+            SvOp rx = { .gate = SV_RX,
+                        .nwires = 1,
+                        .wires = { w },
+                        .nparams = 1,
+                        .params = { 0.1 * (w + 1) } };
+            ck_assert_int_eq(svc_push(&c, &s, &rx, NULL, 0), 0);
+        }
+        for (int w = 0; w + 1 < nq; w++) {
+            SvOp cx = { .gate = SV_CNOT, .nwires = 2, .wires = { w, w + 1 } };
+            ck_assert_int_eq(svc_push(&c, &s, &cx, NULL, 0), 0);
+        }
+    }
+    svc_flush(&c, &s, NULL, 0);
+    uint64_t gates = 4 * (2 * (uint64_t)nq - 1);
+    ck_assert_uint_eq(c.st.gates, gates);
+    ck_assert_uint_lt(c.st.blocks, gates);
+    ck_assert_msg(c.st.passes * 10 <= gates * 3, "%llu passes for %llu gates",
+                  (unsigned long long)c.st.passes, (unsigned long long)gates);
+    svc_free(&c);
+    sv_free(&s);
+}
+END_TEST
+
+static Suite *fuse_suite(void)
+{
+    Suite *s = suite_create("fuse");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_random_circuits);
+    tcase_add_test(tc, test_random_threads);
+    tcase_add_test(tc, test_unfused_is_bit_identical);
+    tcase_add_test(tc, test_errors_at_push);
+    tcase_add_test(tc, test_layered_stats);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return run_suite(fuse_suite()); }
