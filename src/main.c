@@ -30,6 +30,8 @@ static const char usage_text[] =
     "  --sync              run every quantum call to completion before going on\n"
     "  --no-lookahead      start a quantum call only when its statement runs, never\n"
     "                      while an earlier statement waits (lookahead dispatch)\n"
+    "  --no-fusion         run every gate at once, one by one: no fused blocks, no\n"
+    "                      cache-blocked passes (also QH_FUSION=0)\n"
     "  --workers N         background threads, 1 to 1024 (default: the CPUs qh may use)\n"
     "  --seed N            program seed for random draws, a non-negative integer\n"
     "                      (default: a fixed seed, so runs repeat)\n"
@@ -38,6 +40,7 @@ static const char usage_text[] =
     "                      cgroup, else physical memory)\n"
     "  --trace FILE        write a Chrome trace-event timeline of the run (Perfetto)\n"
     "  --stats             print task, wait and overlap statistics to stderr at exit\n"
+    "                      (and the simulators' gates, blocks and passes)\n"
     "  --deps              print the dependency analysis and exit\n"
     "  --check             parse and analyse only\n"
     "  -V, --version       print the version and exit\n"
@@ -47,6 +50,7 @@ static const char usage_text[] =
     "\n"
     "environment:\n"
     "  QH_PATH               colon-separated directories searched by import\n"
+    "  QH_FUSION             0 or off: as --no-fusion\n"
     "  XDG_STATE_HOME, HOME  where the REPL keeps its history\n"
     "  OPENBLAS_NUM_THREADS  threads of every BLAS call (default: the CPUs qh may use)\n"
     "  QH_MPI_TIMEOUT        under mpirun: seconds of silence before another host's rank counts as "
@@ -201,6 +205,10 @@ static int parse_options(int argc, char **argv, Opts *o)
         }
         if (strcmp(a, "--no-lookahead") == 0) {
             c->no_lookahead = true;
+            continue;
+        }
+        if (strcmp(a, "--no-fusion") == 0) {
+            c->no_fusion = true;
             continue;
         }
         if (strcmp(a, "--stats") == 0) {

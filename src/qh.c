@@ -107,6 +107,7 @@ qh_State *qh_open(const qh_Config *cfg)
     in->err = cfg->err ? cfg->err : stderr;
     in->sync = cfg->sync;
     in->no_lookahead = cfg->no_lookahead;
+    in->no_fusion = cfg->no_fusion;
     in->nworkers = cfg->workers;
     in->seed = cfg->seed_given ? cfg->seed : 0x5eed; /* a fixed default: runs repeat */
     in->seed_given = cfg->seed_given;

@@ -30,6 +30,7 @@ typedef struct qh_Config {
     FILE *err;         /* runtime errors, tracebacks, warnings (NULL: stderr) */
     bool sync;         /* --sync: every quantum call runs to completion first */
     bool no_lookahead; /* --no-lookahead: calls start only when their statement runs */
+    bool no_fusion;    /* --no-fusion: the simulators run every gate at once, one by one */
     int workers;       /* background threads (0: QH_WORKERS, else the CPUs) */
     uint64_t seed;     /* program seed (seed_given false: a fixed default) */
     bool seed_given;

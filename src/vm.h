@@ -116,6 +116,7 @@ typedef struct Interp {
     /* set before any thread starts, then read-only */
     bool sync;
     bool no_lookahead; /* --no-lookahead */
+    bool no_fusion;    /* --no-fusion (src/quantum/fuse.h) */
     int nworkers;
     long ncpu; /* CPUs this process may use */
     uint64_t seed;

@@ -189,6 +189,8 @@ void qrt_start(Interp *in)
     q->pool = pool_new(in->max_memory ? in->max_memory : pool_default_budget(), &pool_vt);
     q->nteams = (in->sync ? 0 : in->nworkers) + 1;
     q->teams = xcalloc((size_t)q->nteams, sizeof(SvTeam *));
+    sv_fuse_defaults(&q->fuse); /* QH_FUSION and its settings */
+    if (in->no_fusion) q->fuse.fuse = 0;
     in->qrt = q;
 }
 
@@ -250,6 +252,13 @@ void qrt_stats(Interp *in, FILE *out)
     pool_format_bytes(budget, sizeof budget, pool_budget(q->pool));
     fprintf(out, "qh stats: %lu quantum calls, %lu gates, device memory peak %s of a %s budget\n",
             atomic_load(&q->calls), atomic_load(&q->gates), held, budget);
+    unsigned long blocks = atomic_load(&q->blocks), passes = atomic_load(&q->passes);
+    unsigned long gates = atomic_load(&q->gates);
+    fprintf(out,
+            "qh stats: simulator: %lu gates ran as %lu blocks in %lu passes over the state "
+            "(%.3f passes per gate; fusion %s)\n",
+            gates, blocks, passes, gates ? (double)passes / (double)gates : 0.0,
+            q->fuse.fuse ? "on" : "off");
 }
 
 /* Kernel threads: a big state may use the cores that no other worker is
@@ -371,20 +380,121 @@ static Value stack_members(VM *vm, const Value *res, int n, const Node *site)
     return lv;
 }
 
-static Value run_inner(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots,
-                       const Node *site, QRec *grec, QRecord *rec);
+/* What a call runs: the qfn, its random stream (seed, index), its bound
+ * frame (references taken), where it was called, and the differentiated
+ * run (QRec) or the recording (QRecord, draw/specs) it reports to. */
+typedef struct RunSpec {
+    ObjFunc *f;
+    uint64_t seed, index;
+    Value *slots;
+    const Node *site;
+    QRec *grec;
+    QRecord *rec;
+} RunSpec;
+
+static Value run_inner(VM *vm, const RunSpec *rs);
 
 Value qrt_run_rec(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots, const Node *site,
                   QRec *grec)
 {
-    return run_inner(vm, f, seed, index, slots, site, grec, NULL);
+    RunSpec rs = { f, seed, index, slots, site, grec, NULL };
+    return run_inner(vm, &rs);
+}
+
+/* ---- the distributed statevector as a simulator table (backend.h) ---- */
+
+static QDState *ds_of(QbDev *d) { return d->st; }
+static int ds_apply(QbDev *d, const SvOp *op, char *err, size_t errlen)
+{
+    return qdist_apply(ds_of(d), op, err, errlen); /* queued by dsv itself */
+}
+static int ds_flush(QbDev *d, char *err, size_t errlen)
+{
+    (void)d; /* every read of dsv runs its queue first */
+    (void)err;
+    (void)errlen;
+    return 0;
+}
+static int ds_measure(QbDev *d, int wire, int reset, Rng *r, char *err, size_t errlen)
+{
+    return qdist_measure(ds_of(d), wire, reset, r, err, errlen);
+}
+static int ds_reset(QbDev *d, int wire, Rng *r, char *err, size_t errlen)
+{
+    return qdist_measure(ds_of(d), wire, 1, r, err, errlen);
+}
+static int ds_expval(QbDev *d, const SvPauli *t, int n, size_t shots, Rng *r, double *out,
+                     char *err, size_t errlen)
+{
+    return qdist_expval(ds_of(d), t, n, shots, r, out, err, errlen);
+}
+static int ds_var(QbDev *d, const SvPauli *t, int n, size_t shots, Rng *r, double *out, char *err,
+                  size_t errlen)
+{
+    return qdist_var(ds_of(d), t, n, shots, r, out, err, errlen);
+}
+static int ds_probs(QbDev *d, const int *wires, int nw, size_t shots, Rng *r, double *out,
+                    char *err, size_t errlen)
+{
+    return qdist_probs(ds_of(d), wires, nw, shots, r, out, err, errlen);
+}
+static int ds_sample(QbDev *d, size_t shots, Rng *r, uint64_t *out, char *err, size_t errlen)
+{
+    return qdist_sample(ds_of(d), shots, r, out, err, errlen);
+}
+static int ds_sample_pauli(QbDev *d, const SvPauli *w, size_t shots, Rng *r, double *out, char *err,
+                           size_t errlen)
+{
+    return qdist_sample_pauli(ds_of(d), w, shots, r, out, err, errlen);
+}
+static const QBackend ds_backend = {
+    .name = "distributed",
+    .apply = ds_apply,
+    .flush = ds_flush,
+    .measure = ds_measure,
+    .reset = ds_reset,
+    .expval = ds_expval,
+    .var = ds_var,
+    .probs = ds_probs,
+    .sample = ds_sample,
+    .sample_pauli = ds_sample_pauli,
+    .reduced = NULL,
+    .kraus = NULL,
+    .channel = NULL,
+};
+
+bool qrt_flush(VM *vm, QCtx *q, const Node *site)
+{
+    if (!q->sim.be) return true;
+    char err[256];
+    if (qb_flush(&q->sim, err, sizeof err) == 0) return true;
+    vm_error(vm, site, "%s", err);
+    return false;
+}
+
+/* The end of a call's device: its queue run (its gates count, though
+   nothing reads them) and its figures added to --stats. */
+static Value sim_done(VM *vm, QCtx *q, Value r, const Node *site)
+{
+    if (!IS_EXC(r) && !qrt_flush(vm, q, site)) {
+        decref(r);
+        r = v_exc();
+    }
+    QRuntime *rt = vm->in->qrt;
+    atomic_fetch_add_explicit(&rt->blocks, q->sim.circ.st.blocks, memory_order_relaxed);
+    atomic_fetch_add_explicit(&rt->passes, q->sim.circ.st.passes, memory_order_relaxed);
+    qb_done(&q->sim);
+    return r;
 }
 
 /* A call on a distributed statevector (qdist.h): the state instead of a
  * pooled instance; the rest as any call. */
-static Value run_distributed(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots,
-                             const Node *site, QRec *grec, QRecord *rec)
+static Value run_distributed(VM *vm, const RunSpec *rs)
 {
+    ObjFunc *f = rs->f;
+    Value *slots = rs->slots;
+    const Node *site = rs->site;
+    QRec *grec = rs->grec;
     ObjDevice *dev = AS_DEV(f->device);
     int nq = dev->wires;
     if (grec || dev->nshotv) {
@@ -413,67 +523,155 @@ static Value run_distributed(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, 
     QCtx ctx;
     memset(&ctx, 0, sizeof ctx);
     ctx.ds = ds;
+    qb_init(&ctx.sim, &ds_backend, ds, &vm->in->qrt->fuse);
     ctx.nq = nq;
     ctx.dev = dev;
     ctx.shots = dev->shots;
-    ctx.rec = rec;
-    rng_seed2(&ctx.rng, dev->has_seed ? dev->seed : seed, index);
+    ctx.rec = rs->rec;
+    rng_seed2(&ctx.rng, dev->has_seed ? dev->seed : rs->seed, rs->index);
     QCtx *saved = vm->q;
     vm->q = &ctx;
     Value r = eval_run_body(vm, f, slots, site);
+    r = sim_done(vm, &ctx, r, site);
     vm->q = saved;
     vm->dev_bytes -= bytes;
     qdist_release(ds);
     return r;
 }
 
-static Value run_inner(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slots,
-                       const Node *site, QRec *grec, QRecord *rec)
+/* A pooled instance for a call on dev, waiting for memory within the
+   budget (a nested call cannot wait: its callers would never give theirs
+   back); NULL after the error, the frame released. */
+static QInst *acquire_inst(VM *vm, const RunSpec *rs, const ObjDevice *dev, size_t bytes)
 {
     QRuntime *q = vm->in->qrt;
+    ObjFunc *f = rs->f;
+    char err[256];
+    InstArg ia = { dev->wires, dev->mixed, false };
+    int nq = dev->wires;
+    const atomic_int *cancel = vm->cancel ? vm->cancel : &vm->in->interrupt;
+    bool nested = vm->dev_bytes > 0;
+    QInst *inst =
+        nested ? pool_acquire_nested(q->pool, dev->key, bytes, &ia, vm->dev_bytes, err, sizeof err)
+               : pool_acquire(q->pool, dev->key, bytes, &ia, cancel, err, sizeof err);
+    if (inst) return inst;
+    for (int i = 0; i < f->p->nlocals; i++) decref(rs->slots[i]);
+    if (!nested && atomic_load(cancel)) {
+        vm_error(vm, rs->site, "interrupted");
+        vm->err.interrupted = true;
+    } else if (nested) {
+        vm_error(vm, rs->site,
+                 "%s(): a %d-wire device %s (--max-memory): a nested call cannot wait for memory "
+                 "its callers hold",
+                 f->p->name, nq, err);
+    } else {
+        vm_error(vm, rs->site, "%s(): device with %d wires: %s", f->p->name, nq, err);
+    }
+    return NULL;
+}
+
+/* The body once more from a fresh state (the next shot-vector entry or
+   broadcast member): the instance reset, its queued gates dropped, the
+   frame bound to the same arguments again. */
+static void rerun_prep(QInst *inst, QCtx *ctx, const RunSpec *rs, Value *args)
+{
+    int np = rs->f->p->nparams, nl = rs->f->p->nlocals;
+    inst_reset(inst);
+    svc_clear(&ctx->sim.circ);
+    for (int i = 0; i < nl; i++) rs->slots[i] = i < np ? args[i] : v_unbound();
+    for (int i = 0; i < np; i++) incref(args[i]);
+}
+
+/* The members of a broadcast run after member 0 (x), stacked; or the
+   first error. */
+static Value run_batch(VM *vm, const RunSpec *rs, QInst *inst, QCtx *ctx, Value *args, long shots,
+                       Value x)
+{
+    Value *res = xmalloc((size_t)ctx->bsize * sizeof(Value));
+    res[0] = x;
+    int got = 1;
+    for (int b = 1; b < ctx->bsize; b++, got++) {
+        rerun_prep(inst, ctx, rs, args);
+        ctx->shots = shots;
+        ctx->bidx = b;
+        res[b] = eval_run_body(vm, rs->f, rs->slots, rs->site);
+        if (IS_EXC(res[b])) break;
+    }
+    if (got < ctx->bsize) {
+        x = res[got];
+        for (int i = 0; i < got; i++) decref(res[i]);
+    } else {
+        x = stack_members(vm, res, ctx->bsize, rs->site);
+        for (int i = 0; i < ctx->bsize; i++) decref(res[i]);
+    }
+    free(res);
+    return x;
+}
+
+/* A shot vector runs the body once per entry (a fresh state, that many
+ * shots), the results in a list. A gate given an array of parameters
+ * (broadcasting) makes the run member 0 of a batch: the other members run
+ * after it, each from a fresh state with its own values, and the results
+ * are stacked. */
+static Value run_members(VM *vm, const RunSpec *rs, QInst *inst, QCtx *ctx)
+{
+    const ObjDevice *dev = ctx->dev;
+    int np = rs->f->p->nparams;
+    Value *args = xmalloc(((size_t)np + 1) * sizeof(Value));
+    for (int i = 0; i < np; i++) {
+        args[i] = rs->slots[i];
+        incref(args[i]);
+    }
+    int nrun = dev->nshotv ? dev->nshotv : 1;
+    ObjList *out = dev->nshotv ? list_new((size_t)nrun) : NULL;
+    Value r = v_nil();
+    for (int e = 0; e < nrun; e++) {
+        if (e > 0) rerun_prep(inst, ctx, rs, args);
+        long shots = dev->nshotv ? dev->shotv[e] : dev->shots;
+        ctx->shots = shots;
+        ctx->bsize = ctx->bidx = 0;
+        Value x = eval_run_body(vm, rs->f, rs->slots, rs->site);
+        if (!IS_EXC(x) && ctx->bsize > 1) x = run_batch(vm, rs, inst, ctx, args, shots, x);
+        if (IS_EXC(x)) {
+            if (out) decref(v_obj(&out->h));
+            out = NULL;
+            r = x;
+            break;
+        }
+        if (out)
+            list_push(out, x);
+        else
+            r = x;
+    }
+    if (out) r = v_obj(&out->h);
+    for (int i = 0; i < np; i++) decref(args[i]);
+    free(args);
+    return r;
+}
+
+static Value run_inner(VM *vm, const RunSpec *rs)
+{
+    QRuntime *q = vm->in->qrt;
+    ObjFunc *f = rs->f;
     if (f->device.t != T_DEVICE) {
         /* a qfn without a device: a background classical (or hybrid) function */
         QCtx *saved = vm->q;
         vm->q = NULL;
-        Value r = eval_run_body(vm, f, slots, site);
+        Value r = eval_run_body(vm, f, rs->slots, rs->site);
         vm->q = saved;
         return r;
     }
     ObjDevice *dev = AS_DEV(f->device);
     atomic_fetch_add(&q->calls, 1);
     if (dev->latency > 0 && !sleep_latency(vm, dev->latency)) {
-        for (int i = 0; i < f->p->nlocals; i++) decref(slots[i]);
+        for (int i = 0; i < f->p->nlocals; i++) decref(rs->slots[i]);
         return v_exc();
     }
-    char err[256];
-    if (goes_distributed(vm->in, dev))
-        return run_distributed(vm, f, seed, index, slots, site, grec, rec);
-    const char *key = dev->key;
-    InstArg ia = { dev->wires, dev->mixed, false };
+    if (goes_distributed(vm->in, dev)) return run_distributed(vm, rs);
     int nq = dev->wires;
-    const atomic_int *cancel = vm->cancel ? vm->cancel : &vm->in->interrupt;
     size_t bytes = dev->mixed ? dm_bytes(nq) : sv_bytes(nq);
-    /* a call made while this VM's calls hold states (a nested call) cannot
-     * wait for memory: its callers would never give theirs back */
-    bool nested = vm->dev_bytes > 0;
-    QInst *inst =
-        nested ? pool_acquire_nested(q->pool, key, bytes, &ia, vm->dev_bytes, err, sizeof err)
-               : pool_acquire(q->pool, key, bytes, &ia, cancel, err, sizeof err);
-    if (!inst) {
-        for (int i = 0; i < f->p->nlocals; i++) decref(slots[i]);
-        if (!nested && atomic_load(cancel)) {
-            vm_error(vm, site, "interrupted");
-            vm->err.interrupted = true;
-            return v_exc();
-        }
-        if (nested)
-            return vm_error(
-                vm, site,
-                "%s(): a %d-wire device %s (--max-memory): a nested call cannot wait for memory "
-                "its callers hold",
-                f->p->name, nq, err);
-        return vm_error(vm, site, "%s(): device with %d wires: %s", f->p->name, nq, err);
-    }
+    QInst *inst = acquire_inst(vm, rs, dev, bytes);
+    if (!inst) return v_exc();
     vm->dev_bytes += bytes;
     SvState *s = inst->mixed ? &inst->d.v : &inst->s; /* the vector the kernels run on */
     give_threads(vm, s);
@@ -481,88 +679,35 @@ static Value run_inner(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value 
     memset(&ctx, 0, sizeof ctx);
     ctx.s = inst->mixed ? NULL : s;
     ctx.dm = inst->mixed ? &inst->d : NULL;
+    if (inst->mixed)
+        qb_init(&ctx.sim, &qb_mixed, &inst->d, &q->fuse);
+    else
+        qb_init(&ctx.sim, &qb_statevector, &inst->s, &q->fuse);
     ctx.nq = nq;
     ctx.dev = dev;
-    ctx.grec = grec;
-    ctx.rec = rec;
-    rng_seed2(&ctx.rng, dev->has_seed ? dev->seed : seed, index);
+    ctx.grec = rs->grec;
+    ctx.rec = rs->rec;
+    rng_seed2(&ctx.rng, dev->has_seed ? dev->seed : rs->seed, rs->index);
     ctx.shots = dev->shots;
-    if (grec) qrec_shots(grec, ctx.shots != 0);
+    if (rs->grec) qrec_shots(rs->grec, ctx.shots != 0);
     QCtx *saved = vm->q;
     vm->q = &ctx;
     Value r;
-    if (dev->nshotv && grec) {
-        for (int i = 0; i < f->p->nlocals; i++) decref(slots[i]);
+    if (dev->nshotv && rs->grec) {
+        for (int i = 0; i < f->p->nlocals; i++) decref(rs->slots[i]);
         r = vm_error(
-            vm, site,
+            vm, rs->site,
             "a device with a shot vector cannot be differentiated; use one number of shots");
-    } else if (grec || rec) {
-        r = eval_run_body(vm, f, slots, site);
+    } else if (rs->grec || rs->rec) {
+        r = eval_run_body(vm, f, rs->slots, rs->site);
     } else {
-        /* A shot vector runs the body once per entry (a fresh state, that
-         * many shots), the results in a list. A gate given an array of
-         * parameters (broadcasting) makes the run member 0 of a batch: the
-         * other members run after it, each from a fresh state with its own
-         * values, and the results are stacked. */
-        int np = f->p->nparams, nl = f->p->nlocals;
-        Value *args = xmalloc(((size_t)np + 1) * sizeof(Value));
-        for (int i = 0; i < np; i++) {
-            args[i] = slots[i];
-            incref(args[i]);
-        }
-        int nrun = dev->nshotv ? dev->nshotv : 1;
-        ObjList *out = dev->nshotv ? list_new((size_t)nrun) : NULL;
-        r = v_nil();
-        for (int e = 0; e < nrun; e++) {
-            if (e > 0) {
-                inst_reset(inst);
-                for (int i = 0; i < nl; i++) slots[i] = i < np ? args[i] : v_unbound();
-                for (int i = 0; i < np; i++) incref(args[i]);
-            }
-            ctx.shots = dev->nshotv ? dev->shotv[e] : dev->shots;
-            ctx.bsize = ctx.bidx = 0;
-            Value x = eval_run_body(vm, f, slots, site);
-            if (!IS_EXC(x) && ctx.bsize > 1) {
-                Value *res = xmalloc((size_t)ctx.bsize * sizeof(Value));
-                res[0] = x;
-                int got = 1;
-                for (int b = 1; b < ctx.bsize; b++, got++) {
-                    inst_reset(inst);
-                    for (int i = 0; i < nl; i++) slots[i] = i < np ? args[i] : v_unbound();
-                    for (int i = 0; i < np; i++) incref(args[i]);
-                    ctx.shots = dev->nshotv ? dev->shotv[e] : dev->shots;
-                    ctx.bidx = b;
-                    res[b] = eval_run_body(vm, f, slots, site);
-                    if (IS_EXC(res[b])) break;
-                }
-                if (got < ctx.bsize) {
-                    x = res[got];
-                    for (int i = 0; i < got; i++) decref(res[i]);
-                } else {
-                    x = stack_members(vm, res, ctx.bsize, site);
-                    for (int i = 0; i < ctx.bsize; i++) decref(res[i]);
-                }
-                free(res);
-            }
-            if (IS_EXC(x)) {
-                if (out) decref(v_obj(&out->h));
-                out = NULL;
-                r = x;
-                break;
-            }
-            if (out)
-                list_push(out, x);
-            else
-                r = x;
-        }
-        if (out) r = v_obj(&out->h);
-        for (int i = 0; i < np; i++) decref(args[i]);
-        free(args);
+        r = run_members(vm, rs, inst, &ctx);
     }
+    r = sim_done(vm, &ctx, r, rs->site);
     vm->q = saved;
-    if (grec && !IS_EXC(r) && !qrec_after_body(grec, inst->mixed ? NULL : s, nq)) {
+    if (rs->grec && !IS_EXC(r) && !qrec_after_body(rs->grec, inst->mixed ? NULL : s, nq)) {
         decref(r);
-        r = vm_error(vm, site, "%s", qrec_error(grec));
+        r = vm_error(vm, rs->site, "%s", qrec_error(rs->grec));
     }
     sv_set_threads(s, NULL, 1);
     vm->dev_bytes -= bytes;
@@ -572,6 +717,84 @@ static Value run_inner(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value 
 }
 
 /* ---------------------------------------------------------------- devices */
+
+/* device()'s shots=: a number, or a shot vector (one result per entry;
+   [n, copies] repeats n) into d (shots, shotv, nshotv). */
+static bool device_shots(VM *vm, Args *a, const Value *sh, ObjDevice *d)
+{
+    if (sh && sh->t == T_LIST) {
+        ObjList *l = AS_LIST(*sh);
+        double total = 0;
+        if (l->len == 0) {
+            vm_error(vm, a->site, "device(): a shot vector needs at least one entry");
+            return false;
+        }
+        for (size_t i = 0; i < l->len; i++) {
+            Value e = l->v[i];
+            double n = 0, copies = 1;
+            if (e.t == T_NUM)
+                n = e.n;
+            else if (e.t == T_LIST && AS_LIST(e)->len == 2 && AS_LIST(e)->v[0].t == T_NUM &&
+                     AS_LIST(e)->v[1].t == T_NUM) {
+                n = AS_LIST(e)->v[0].n;
+                copies = AS_LIST(e)->v[1].n;
+            } else {
+                vm_error(vm, a->site,
+                         "device(): a shot vector's entries are numbers of shots or [shots, "
+                         "copies] pairs");
+                return false;
+            }
+            if (n != floor(n) || n < 1 || n > 1e9 || copies != floor(copies) || copies < 1) {
+                vm_error(vm, a->site,
+                         "device(): shot vector entry %zu: shots and copies must be positive "
+                         "integers (shots at most 1e9)",
+                         i);
+                return false;
+            }
+            if (d->nshotv + copies > MAX_SHOTV) {
+                vm_error(vm, a->site, "device(): a shot vector of more than %d entries", MAX_SHOTV);
+                return false;
+            }
+            for (int c = 0; c < (int)copies; c++) d->shotv[d->nshotv++] = (long)n;
+            total += n * copies;
+        }
+        if (total > 1e9) {
+            vm_error(vm, a->site, "device(): at most 1e9 shots in all");
+            return false;
+        }
+        d->shots = (long)total;
+    } else if (sh && sh->t != T_NIL) {
+        if (sh->t != T_NUM || sh->n != floor(sh->n) || sh->n < 1 || sh->n > 1e9) {
+            vm_error(vm, a->site,
+                     "device(): shots must be a positive integer (at most 1e9), or a list of them "
+                     "(a shot vector)");
+            return false;
+        }
+        d->shots = (long)sh->n;
+    }
+    return true;
+}
+
+/* device()'s seed= and latency= into d. */
+static bool device_seed_latency(VM *vm, Args *a, const Value *sd, const Value *lat, ObjDevice *d)
+{
+    if (sd && sd->t != T_NIL) {
+        if (sd->t != T_NUM || sd->n != floor(sd->n)) {
+            vm_error(vm, a->site, "device(): seed must be an integer");
+            return false;
+        }
+        d->seed = (uint64_t)(int64_t)sd->n;
+        d->has_seed = true;
+    }
+    if (lat && lat->t != T_NIL) {
+        if (lat->t != T_NUM || !(lat->n >= 0) || lat->n > 3600) {
+            vm_error(vm, a->site, "device(): latency must be a number of seconds from 0 to 3600");
+            return false;
+        }
+        d->latency = lat->n;
+    }
+    return true;
+}
 
 static Value bi_device(VM *vm, Args *a)
 {
@@ -629,7 +852,13 @@ static Value bi_device(VM *vm, Args *a)
                             "device(): distributed=true needs the statevector device (the mixed "
                             "device is not distributed)");
     }
+    ObjDevice t; /* its fields, checked before the device is made */
+    memset(&t, 0, sizeof t);
+    if (!device_shots(vm, a, sh, &t) || !device_seed_latency(vm, a, sd, lat, &t)) return v_exc();
     ObjDevice *d = (ObjDevice *)obj_alloc(sizeof(ObjDevice), T_DEVICE);
+    Obj h = d->h;
+    *d = t;
+    d->h = h;
     snprintf(d->name, sizeof d->name, "%s", name);
     d->distributed = distributed;
     d->wires = (int)wires.n;
@@ -640,75 +869,7 @@ static Value bi_device(VM *vm, Args *a)
         incref(*nz);
         d->noise = *nz;
     }
-    Value dv = v_obj(&d->h);
-    if (sh && sh->t == T_LIST) { /* a shot vector: one result per entry; [n, copies] repeats n */
-        ObjList *l = AS_LIST(*sh);
-        double total = 0;
-        if (l->len == 0) {
-            decref(dv);
-            return vm_error(vm, a->site, "device(): a shot vector needs at least one entry");
-        }
-        for (size_t i = 0; i < l->len; i++) {
-            Value e = l->v[i];
-            double n = 0, copies = 1;
-            if (e.t == T_NUM)
-                n = e.n;
-            else if (e.t == T_LIST && AS_LIST(e)->len == 2 && AS_LIST(e)->v[0].t == T_NUM &&
-                     AS_LIST(e)->v[1].t == T_NUM) {
-                n = AS_LIST(e)->v[0].n;
-                copies = AS_LIST(e)->v[1].n;
-            } else {
-                decref(dv);
-                return vm_error(vm, a->site,
-                                "device(): a shot vector's entries are numbers of shots or [shots, "
-                                "copies] pairs");
-            }
-            if (n != floor(n) || n < 1 || n > 1e9 || copies != floor(copies) || copies < 1) {
-                decref(dv);
-                return vm_error(vm, a->site,
-                                "device(): shot vector entry %zu: shots and copies must be "
-                                "positive integers (shots at most 1e9)",
-                                i);
-            }
-            if (d->nshotv + copies > MAX_SHOTV) {
-                decref(dv);
-                return vm_error(vm, a->site, "device(): a shot vector of more than %d entries",
-                                MAX_SHOTV);
-            }
-            for (int c = 0; c < (int)copies; c++) d->shotv[d->nshotv++] = (long)n;
-            total += n * copies;
-        }
-        if (total > 1e9) {
-            decref(dv);
-            return vm_error(vm, a->site, "device(): at most 1e9 shots in all");
-        }
-        d->shots = (long)total;
-    } else if (sh && sh->t != T_NIL) {
-        if (sh->t != T_NUM || sh->n != floor(sh->n) || sh->n < 1 || sh->n > 1e9) {
-            decref(dv);
-            return vm_error(vm, a->site,
-                            "device(): shots must be a positive integer (at most 1e9), or a list "
-                            "of them (a shot vector)");
-        }
-        d->shots = (long)sh->n;
-    }
-    if (sd && sd->t != T_NIL) {
-        if (sd->t != T_NUM || sd->n != floor(sd->n)) {
-            decref(dv);
-            return vm_error(vm, a->site, "device(): seed must be an integer");
-        }
-        d->seed = (uint64_t)(int64_t)sd->n;
-        d->has_seed = true;
-    }
-    if (lat && lat->t != T_NIL) {
-        if (lat->t != T_NUM || !(lat->n >= 0) || lat->n > 3600) {
-            decref(dv);
-            return vm_error(vm, a->site,
-                            "device(): latency must be a number of seconds from 0 to 3600");
-        }
-        d->latency = lat->n;
-    }
-    return dv;
+    return v_obj(&d->h);
 }
 
 /* ---------------------------------------------------------------- recording a call */
@@ -748,7 +909,8 @@ Value qrt_record(VM *vm, Value fv, int nargs, const Value *args, const Node *sit
     if (!eval_bind_args(vm, f, slots, nargs, NULL, site)) return v_exc();
     vm->sp = base + (size_t)p->nlocals;
     /* a stream of its own: recording does not move the program's calls */
-    Value r = run_inner(vm, f, vm->in->seed, UINT64_MAX - 1, slots, site, NULL, rec);
+    RunSpec rs = { f, vm->in->seed, UINT64_MAX - 1, slots, site, NULL, rec };
+    Value r = run_inner(vm, &rs);
     vm->sp = base;
     return r;
 }

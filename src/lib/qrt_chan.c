@@ -11,19 +11,114 @@
 
 /* ---------------------------------------------------------------- channels */
 
+/* A channel's wires: trailing arguments from pos, one list or array, or
+   wires=; distinct. false after the error. */
+static bool chan_wires(VM *vm, Args *a, int pos, const DmChannelInfo *ci, SvOp *op)
+{
+    Value *wk = arg_kw(a, "wires");
+    int nw;
+    if (wk) {
+        if (pos < a->n) {
+            vm_error(vm, a->site, "%s: give wires either as arguments or as wires=, not both",
+                     ci->name);
+            return false;
+        }
+        nw = collect_wires(vm, *wk, op->wires, SV_MAX_WIRES, ci->name, a->site);
+    } else if (pos == a->n - 1 && a->v[pos].t != T_NUM) {
+        nw = collect_wires(vm, a->v[pos], op->wires, SV_MAX_WIRES, ci->name, a->site);
+    } else {
+        nw = 0;
+        for (; pos < a->n; pos++) {
+            if (nw >= SV_MAX_WIRES) {
+                vm_error(vm, a->site, "%s: too many wires", ci->name);
+                return false;
+            }
+            if (!wire_value(vm, a->v[pos], &op->wires[nw++], ci->name, a->site)) return false;
+        }
+    }
+    if (nw < 0) return false;
+    if (nw == 0) {
+        vm_error(vm, a->site, "%s needs its wire%s", ci->name, ci->nwires == 1 ? "" : "s");
+        return false;
+    }
+    op->nwires = nw;
+    return wires_distinct(vm, op->wires, nw, ci->name, a->site);
+}
+
+/* QubitChannel's Kraus matrices: a list of 2^k x 2^k arrays (or nested
+   lists) into p->kraus (owned), complete. */
+static bool qubit_channel_kraus(VM *vm, Args *a, Value kl, ObjOp *p)
+{
+    int nw = p->op.nwires;
+    size_t d = (size_t)1 << nw;
+    char err[256];
+    if (kl.t != T_LIST || AS_LIST(kl)->len == 0) {
+        vm_error(vm, a->site,
+                 "QubitChannel: the Kraus matrices must be a non-empty list of arrays");
+        return false;
+    }
+    ObjList *ks = AS_LIST(kl);
+    if (ks->len > 4096) {
+        vm_error(vm, a->site, "QubitChannel: too many Kraus matrices (%zu)", ks->len);
+        return false;
+    }
+    p->nkraus = (int)ks->len;
+    p->kraus = xmalloc((size_t)p->nkraus * d * d * sizeof(cplx));
+    for (size_t i = 0; i < ks->len; i++) {
+        Value m = ks->v[i];
+        if (m.t == T_LIST) {
+            m = vm_call(vm, builtin_named("array"), 1, &ks->v[i], a->site);
+            if (IS_EXC(m)) return false;
+        } else
+            incref(m);
+        if (m.t != T_ARRAY || ar_ndim(AS_ARR(m)) != 2 || ar_shape(AS_ARR(m))[0] != d ||
+            ar_shape(AS_ARR(m))[1] != d) {
+            decref(m);
+            vm_error(vm, a->site,
+                     "QubitChannel: Kraus matrix %zu must be a %zux%zu array for %d wire%s", i, d,
+                     d, nw, nw == 1 ? "" : "s");
+            return false;
+        }
+        Array *ar = AS_ARR(m);
+        for (size_t e = 0; e < d * d; e++) {
+            ArScalar sc = ar_item(ar, e);
+            p->kraus[i * d * d + e] = sc.re + (sc.is_complex ? sc.im : 0) * I;
+        }
+        decref(m);
+    }
+    if (dm_kraus_check("QubitChannel", nw, p->nkraus, p->kraus, err, sizeof err) != 0) {
+        vm_error(vm, a->site, "%s", err);
+        return false;
+    }
+    return true;
+}
+
+/* The channel operator of checked fields t (its Kraus matrices move in). */
+static Value chan_value(const ObjOp *t)
+{
+    ObjOp *p = op_new(OPK_CHAN);
+    Obj h = p->h;
+    *p = *t;
+    p->h = h;
+    return v_obj(&p->h);
+}
+
 /* Channel makers: PARAMS..., WIRE | wires=w  (PennyLane's signatures);
    PauliError(ops, p, wires); QubitChannel(kraus_list, wires). */
 Value bi_channel(VM *vm, Args *a)
 {
     const DmChannelInfo *ci = dm_channel_by_name(a->def->name);
-    ObjOp *p = op_new(OPK_CHAN);
-    Value pv = v_obj(&p->h);
+    ObjOp t; /* filled and checked before the operator is made (chan_value) */
+    memset(&t, 0, sizeof t);
+    t.kind = OPK_CHAN;
+    for (int i = 0; i < 3; i++) t.pnode[i] = AD_NONE;
+    ObjOp *p = &t;
     p->chan = ci->ch;
     int pos = 0;
     Value opsv = v_nil(), kl = v_nil();
     if (ci->ch == DM_PAULIERROR || ci->ch == DM_QUBITCHANNEL) {
         if (a->n < 1) {
-            decref(pv);
+            free(t.kraus);
             return vm_error(vm, a->site, "%s needs %s and its wires", ci->name,
                             ci->ch == DM_QUBITCHANNEL
                                 ? "a list of Kraus matrices"
@@ -35,7 +130,7 @@ Value bi_channel(VM *vm, Args *a)
             kl = a->v[pos++];
     }
     if (a->n - pos < ci->nparams) {
-        decref(pv);
+        free(t.kraus);
         return vm_error(vm, a->site, "%s needs %d parameter%s (%s) and its wire%s", ci->name,
                         ci->nparams, ci->nparams == 1 ? "" : "s", ci->params,
                         ci->nwires == 1 ? "" : "s");
@@ -44,139 +139,66 @@ Value bi_channel(VM *vm, Args *a)
     for (int i = 0; i < ci->nparams; i++, pos++) {
         double d;
         if (track_is(a->v[pos])) {
-            decref(pv);
+            free(t.kraus);
             return vm_error(vm, a->site, "%s: a channel's parameters cannot be differentiated",
                             ci->name);
         }
         if (a->v[pos].t != T_NUM && a->v[pos].t != T_BOOL) {
-            decref(pv);
+            free(t.kraus);
             return vm_error(vm, a->site, "%s: parameter %d must be a real number, not %s", ci->name,
                             i + 1, type_name(a->v[pos]));
         }
         d = a->v[pos].t == T_NUM ? a->v[pos].n : a->v[pos].b;
         p->cparams[i] = d;
     }
-    Value *wk = arg_kw(a, "wires");
-    int nw;
-    if (wk) {
-        if (pos < a->n) {
-            decref(pv);
-            return vm_error(vm, a->site,
-                            "%s: give wires either as arguments or as wires=, not both", ci->name);
-        }
-        nw = collect_wires(vm, *wk, p->op.wires, SV_MAX_WIRES, ci->name, a->site);
-    } else if (pos == a->n - 1 && a->v[pos].t != T_NUM) {
-        nw = collect_wires(vm, a->v[pos], p->op.wires, SV_MAX_WIRES, ci->name, a->site);
-    } else {
-        nw = 0;
-        for (; pos < a->n; pos++) {
-            if (nw >= SV_MAX_WIRES) {
-                decref(pv);
-                return vm_error(vm, a->site, "%s: too many wires", ci->name);
-            }
-            if (!wire_value(vm, a->v[pos], &p->op.wires[nw++], ci->name, a->site)) {
-                decref(pv);
-                return v_exc();
-            }
-        }
-    }
-    if (nw < 0) {
-        decref(pv);
-        return v_exc();
-    }
-    if (nw == 0) {
-        decref(pv);
-        return vm_error(vm, a->site, "%s needs its wire%s", ci->name, ci->nwires == 1 ? "" : "s");
-    }
-    p->op.nwires = nw;
-    if (!wires_distinct(vm, p->op.wires, nw, ci->name, a->site)) {
-        decref(pv);
-        return v_exc();
-    }
+    if (!chan_wires(vm, a, pos, ci, &p->op)) return v_exc();
+    int nw = p->op.nwires;
     char err[256];
     if (ci->nwires == 1) {
         if (nw != 1) {
-            decref(pv);
+            free(t.kraus);
             return vm_error(vm, a->site, "%s acts on 1 wire, but %d were given", ci->name, nw);
         }
         cplx k[DM_MAX_KRAUS * 4];
         int nk;
         if (dm_channel_kraus((DmChannel)ci->ch, p->cparams, k, &nk, err, sizeof err) != 0) {
-            decref(pv);
+            free(t.kraus);
             return vm_error(vm, a->site, "%s", err);
         }
-        return pv;
+        return chan_value(&t);
     }
     if (nw > DM_MAX_KRAUS_WIRES) {
-        decref(pv);
+        free(t.kraus);
         return vm_error(vm, a->site, "%s: at most %d wires, got %d", ci->name, DM_MAX_KRAUS_WIRES,
                         nw);
     }
     size_t d = (size_t)1 << nw;
     if (ci->ch == DM_PAULIERROR) {
         if (opsv.t != T_STR) {
-            decref(pv);
+            free(t.kraus);
             return vm_error(vm, a->site,
                             "PauliError: the operators must be a string such as \"XZ\", not %s",
                             type_name(opsv));
         }
         const char *ops = AS_STR(opsv)->s;
         if ((int)strlen(ops) != nw) {
-            decref(pv);
+            free(t.kraus);
             return vm_error(vm, a->site, "PauliError: %zu operators for %d wires", strlen(ops), nw);
         }
         snprintf(p->paulis, sizeof p->paulis, "%s", ops);
         p->kraus = xmalloc(2 * d * d * sizeof(cplx));
         p->nkraus = 2;
         if (dm_pauli_error_kraus(ops, p->cparams[0], p->kraus, err, sizeof err) != 0) {
-            decref(pv);
+            free(t.kraus);
             return vm_error(vm, a->site, "%s", err);
         }
-        return pv;
+        return chan_value(&t);
     }
-    /* QubitChannel: a list of 2^k x 2^k arrays (or nested lists) */
-    if (kl.t != T_LIST || AS_LIST(kl)->len == 0) {
-        decref(pv);
-        return vm_error(vm, a->site,
-                        "QubitChannel: the Kraus matrices must be a non-empty list of arrays");
+    if (!qubit_channel_kraus(vm, a, kl, p)) {
+        free(t.kraus);
+        return v_exc();
     }
-    ObjList *ks = AS_LIST(kl);
-    if (ks->len > 4096) {
-        decref(pv);
-        return vm_error(vm, a->site, "QubitChannel: too many Kraus matrices (%zu)", ks->len);
-    }
-    p->nkraus = (int)ks->len;
-    p->kraus = xmalloc((size_t)p->nkraus * d * d * sizeof(cplx));
-    for (size_t i = 0; i < ks->len; i++) {
-        Value m = ks->v[i];
-        if (m.t == T_LIST) {
-            m = vm_call(vm, builtin_named("array"), 1, &ks->v[i], a->site);
-            if (IS_EXC(m)) {
-                decref(pv);
-                return m;
-            }
-        } else
-            incref(m);
-        if (m.t != T_ARRAY || ar_ndim(AS_ARR(m)) != 2 || ar_shape(AS_ARR(m))[0] != d ||
-            ar_shape(AS_ARR(m))[1] != d) {
-            decref(m);
-            decref(pv);
-            return vm_error(vm, a->site,
-                            "QubitChannel: Kraus matrix %zu must be a %zux%zu array for %d wire%s",
-                            i, d, d, nw, nw == 1 ? "" : "s");
-        }
-        Array *ar = AS_ARR(m);
-        for (size_t e = 0; e < d * d; e++) {
-            ArScalar sc = ar_item(ar, e);
-            p->kraus[i * d * d + e] = sc.re + (sc.is_complex ? sc.im : 0) * I;
-        }
-        decref(m);
-    }
-    if (dm_kraus_check("QubitChannel", nw, p->nkraus, p->kraus, err, sizeof err) != 0) {
-        decref(pv);
-        return vm_error(vm, a->site, "%s", err);
-    }
-    return pv;
+    return chan_value(&t);
 }
 
 /* Why: a channel as a statement: only the mixed device has mixed states. */
@@ -193,7 +215,7 @@ Value chan_stmt(VM *vm, ObjOp *p, const Node *site)
         return vm_error(
             vm, site, "%s inside adjoint(f), ctrl(f) or matrix(f): a noise channel is not unitary",
             name);
-    if (!q->dm)
+    if (!q->sim.be || !q->sim.be->kraus)
         return vm_error(
             vm, site,
             "%s is a noise channel: it needs the mixed device, e.g. device(\"mixed\", wires=%d)",
@@ -201,10 +223,11 @@ Value chan_stmt(VM *vm, ObjOp *p, const Node *site)
     char err[256];
     int rc;
     if (p->kraus)
-        rc = dm_apply_kraus(q->dm, p->op.wires, p->op.nwires, p->nkraus, p->kraus, err, sizeof err);
-    else
-        rc = dm_apply_channel(q->dm, (DmChannel)p->chan, p->cparams, p->op.wires[0], err,
+        rc = q->sim.be->kraus(&q->sim, p->op.wires, p->op.nwires, p->nkraus, p->kraus, err,
                               sizeof err);
+    else
+        rc = q->sim.be->channel(&q->sim, (DmChannel)p->chan, p->cparams, p->op.wires[0], err,
+                                sizeof err);
     if (rc) return vm_error(vm, site, "%s", strncmp(err, "channel:", 8) == 0 ? err + 9 : err);
     if (q->rec) rec_op(q, QASM_CHANNEL, &p->op, p->chan, p->cparams);
     return v_nil();

@@ -45,127 +45,143 @@ static bool bcast_param(const ObjOp *p, int i, int m, double *d)
     return isfinite(*d);
 }
 
-Value bi_gate(VM *vm, Args *a)
+/* A gate's arguments, read and checked before anything is allocated:
+ * the operator is made only once they all hold (bi_gate). */
+typedef struct GateArgs {
+    const SvGateInfo *gi;
+    SvOp op;
+    AdNode pnode[3];
+    bool tracked;
+    Value bsrc[3]; /* broadcast sources, borrowed from the arguments */
+    int nb;
+    cplx *matrix; /* QubitUnitary: owned until the operator takes it */
+} GateArgs;
+
+/* Parameter broadcasting: the batch size of the arrays (or lists of
+   numbers) given as parameters (g->nb; 0: none). false after the error. */
+static bool gate_batch(VM *vm, Args *a, GateArgs *g)
 {
-    const SvGateInfo *gi = gate_of(a->def);
-    ObjOp *p = op_new(OPK_GATE);
-    Value pv = v_obj(&p->h);
-    SvOp *op = &p->op;
-    op->gate = gi->gate;
-    op->nparams = gi->nparams;
-    int pos = 0;
-    int special = gi->gate == SV_QUBITUNITARY || gi->gate == SV_BASISSTATE;
-    if (a->n < gi->nparams + special) {
-        decref(pv);
-        return vm_error(vm, a->site, "%s needs %d parameter%s and its wires", gi->name,
-                        gi->nparams + special, gi->nparams + special == 1 ? "" : "s");
-    }
-    /* parameter broadcasting: a 1-d array of values for a parameter */
+    const SvGateInfo *gi = g->gi;
     for (int i = 0; i < gi->nparams; i++) {
         Value v = a->v[i];
         if (track_is_arr(v)) {
-            decref(pv);
-            return vm_error(vm, a->site,
-                            "%s: a differentiated array as a parameter (broadcasting) cannot be "
-                            "differentiated: call the function once per value",
-                            gi->name);
+            vm_error(vm, a->site,
+                     "%s: a differentiated array as a parameter (broadcasting) cannot be "
+                     "differentiated: call the function once per value",
+                     gi->name);
+            return false;
         }
+        int nb;
         if (v.t == T_LIST) { /* a list of numbers broadcasts like an array of them */
             ObjList *l =
                 AS_LIST(v); /* (its other entries are checked by the member that reads them) */
             if (l->len == 0 || (l->v[0].t != T_NUM && l->v[0].t != T_BOOL))
                 continue; /* refused below: not a number */
             if (l->len > 1000000) {
-                decref(pv);
-                return vm_error(vm, a->site, "%s: parameter %d: more than 1000000 broadcast values",
-                                gi->name, i + 1);
+                vm_error(vm, a->site, "%s: parameter %d: more than 1000000 broadcast values",
+                         gi->name, i + 1);
+                return false;
             }
-            int nb = (int)l->len;
-            if (p->nb && nb != p->nb) {
-                decref(pv);
-                return vm_error(vm, a->site,
-                                "%s: broadcast parameters of different sizes (%d and %d)", gi->name,
-                                p->nb, nb);
+            nb = (int)l->len;
+        } else if (v.t == T_ARRAY) {
+            Array *ar = AS_ARR(v);
+            if (ar_ndim(ar) != 1 || ar_is_complex(ar) || ar_size(ar) == 0 ||
+                ar_size(ar) > 1000000) {
+                char sh[64];
+                ar_shape_str(ar, sh, sizeof sh);
+                vm_error(vm, a->site,
+                         "%s: parameter %d: an array of parameters (broadcasting) must be 1-d, "
+                         "real and not empty, not of shape %s",
+                         gi->name, i + 1, sh);
+                return false;
             }
-            p->nb = nb;
+            nb = (int)ar_size(ar);
+        } else {
             continue;
         }
-        if (v.t != T_ARRAY) continue;
-        Array *ar = AS_ARR(v);
-        if (ar_ndim(ar) != 1 || ar_is_complex(ar) || ar_size(ar) == 0 || ar_size(ar) > 1000000) {
-            char sh[64];
-            ar_shape_str(ar, sh, sizeof sh);
-            decref(pv);
-            return vm_error(vm, a->site,
-                            "%s: parameter %d: an array of parameters (broadcasting) must be 1-d, "
-                            "real and not empty, not of shape %s",
-                            gi->name, i + 1, sh);
+        if (g->nb && nb != g->nb) {
+            vm_error(vm, a->site, "%s: broadcast parameters of different sizes (%d and %d)",
+                     gi->name, g->nb, nb);
+            return false;
         }
-        int nb = (int)ar_size(ar);
-        if (p->nb && nb != p->nb) {
-            decref(pv);
-            return vm_error(vm, a->site, "%s: broadcast parameters of different sizes (%d and %d)",
-                            gi->name, p->nb, nb);
-        }
-        p->nb = nb;
+        g->nb = nb;
     }
-    if (p->nb) { /* the sources are held, not copied: a member reads its own entry (op_stmt) */
-        for (int i = 0; i < gi->nparams; i++) {
-            Value v = a->v[i];
-            if (track_is(v)) {
-                decref(pv);
-                return vm_error(vm, a->site,
-                                "%s: a differentiated parameter beside a broadcast one cannot be "
-                                "differentiated",
-                                gi->name);
-            }
-            if (v.t == T_ARRAY || v.t == T_LIST) {
-                incref(v);
-                p->bsrc[i] = v;
-            } else if (v.t != T_NUM && v.t != T_BOOL) {
-                decref(pv);
-                return vm_error(vm, a->site, "%s: parameter %d must be a real number, not %s",
-                                gi->name, i + 1, type_name(v));
-            }
-            if (!bcast_param(p, i, 0, &op->params[i])) {
-                decref(pv);
-                return vm_error(vm, a->site, "%s: parameter %d is not a finite real number",
-                                gi->name, i + 1);
-            }
+    return true;
+}
+
+/* The parameters of a broadcast gate: the sources are held, not copied (a
+   member reads its own entry: op_stmt); member 0's values in g->op. */
+static bool gate_batch_params(VM *vm, Args *a, GateArgs *g)
+{
+    const SvGateInfo *gi = g->gi;
+    ObjOp probe; /* bcast_param reads the sources and the shared values from an operator */
+    memset(&probe, 0, sizeof probe);
+    for (int i = 0; i < gi->nparams; i++) {
+        Value v = a->v[i];
+        if (track_is(v)) {
+            vm_error(vm, a->site,
+                     "%s: a differentiated parameter beside a broadcast one cannot be "
+                     "differentiated",
+                     gi->name);
+            return false;
         }
-        pos = gi->nparams;
+        if (v.t == T_ARRAY || v.t == T_LIST)
+            g->bsrc[i] = v;
+        else if (v.t != T_NUM && v.t != T_BOOL) {
+            vm_error(vm, a->site, "%s: parameter %d must be a real number, not %s", gi->name, i + 1,
+                     type_name(v));
+            return false;
+        }
+        probe.bsrc[i] = g->bsrc[i].t == T_NIL ? v_nil() : g->bsrc[i];
+        probe.op.params[i] = v.t == T_NUM ? v.n : v.t == T_BOOL ? v.b : 0;
+        if (!bcast_param(&probe, i, 0, &g->op.params[i])) {
+            vm_error(vm, a->site, "%s: parameter %d is not a finite real number", gi->name, i + 1);
+            return false;
+        }
     }
-    for (int i = 0; i < gi->nparams && !p->nb; i++, pos++) {
-        Value v = a->v[pos];
+    return true;
+}
+
+/* The parameters of a gate without broadcasting (tracked ones keep their
+   tape nodes). */
+static bool gate_params(VM *vm, Args *a, GateArgs *g)
+{
+    const SvGateInfo *gi = g->gi;
+    for (int i = 0; i < gi->nparams; i++) {
+        Value v = a->v[i];
         double d;
         AdNode node;
         bool terr;
         if (!track_number(vm, v, &d, &node, a->site, &terr)) {
-            decref(pv);
-            if (terr) return v_exc();
-            return vm_error(vm, a->site, "%s: parameter %d must be a real number, not %s", gi->name,
-                            i + 1, type_name(v));
+            if (!terr)
+                vm_error(vm, a->site, "%s: parameter %d must be a real number, not %s", gi->name,
+                         i + 1, type_name(v));
+            return false;
         }
         if (!isfinite(d)) {
-            decref(pv);
-            return vm_error(vm, a->site, "%s: parameter %d is not finite (%g)", gi->name, i + 1, d);
+            vm_error(vm, a->site, "%s: parameter %d is not finite (%g)", gi->name, i + 1, d);
+            return false;
         }
-        op->params[i] = d;
-        p->pnode[i] = node;
-        if (node != AD_NONE) {
-            p->tracked = true;
-            p->ptape = vm->ad->id;
-        }
+        g->op.params[i] = d;
+        g->pnode[i] = node;
+        if (node != AD_NONE) g->tracked = true;
     }
-    Value special_arg = v_nil();
-    if (special) special_arg = a->v[pos++];
+    return true;
+}
+
+/* The wires: trailing arguments from pos, one list or array, or wires=;
+   their number, distinct, as the gate takes them. */
+static bool gate_wires(VM *vm, Args *a, int pos, GateArgs *g)
+{
+    const SvGateInfo *gi = g->gi;
+    SvOp *op = &g->op;
     Value *wk = arg_kw(a, "wires");
     int nw;
     if (wk) {
         if (pos < a->n) {
-            decref(pv);
-            return vm_error(vm, a->site,
-                            "%s: give wires either as arguments or as wires=, not both", gi->name);
+            vm_error(vm, a->site, "%s: give wires either as arguments or as wires=, not both",
+                     gi->name);
+            return false;
         }
         nw = collect_wires(vm, *wk, op->wires, SV_MAX_WIRES, gi->name, a->site);
     } else if (pos == a->n - 1 && a->v[pos].t != T_NUM) {
@@ -174,116 +190,141 @@ Value bi_gate(VM *vm, Args *a)
         nw = 0;
         for (; pos < a->n; pos++) {
             if (nw >= SV_MAX_WIRES) {
-                decref(pv);
-                return vm_error(vm, a->site, "%s: too many wires", gi->name);
+                vm_error(vm, a->site, "%s: too many wires", gi->name);
+                return false;
             }
-            if (!wire_value(vm, a->v[pos], &op->wires[nw++], gi->name, a->site)) {
-                decref(pv);
-                return v_exc();
-            }
+            if (!wire_value(vm, a->v[pos], &op->wires[nw++], gi->name, a->site)) return false;
         }
     }
-    if (nw < 0) {
-        decref(pv);
-        return v_exc();
-    }
+    if (nw < 0) return false;
     op->nwires = nw;
     if (gi->nwires >= 0 && nw != gi->nwires) {
-        decref(pv);
-        return vm_error(vm, a->site, "%s acts on %d wire%s, but %d %s given", gi->name, gi->nwires,
-                        gi->nwires == 1 ? "" : "s", nw, nw == 1 ? "was" : "were");
+        vm_error(vm, a->site, "%s acts on %d wire%s, but %d %s given", gi->name, gi->nwires,
+                 gi->nwires == 1 ? "" : "s", nw, nw == 1 ? "was" : "were");
+        return false;
     }
     if (nw == 0) {
-        decref(pv);
-        return vm_error(vm, a->site, "%s needs at least one wire", gi->name);
+        vm_error(vm, a->site, "%s needs at least one wire", gi->name);
+        return false;
     }
-    if (!wires_distinct(vm, op->wires, nw, gi->name, a->site)) {
-        decref(pv);
-        return v_exc();
-    }
-    if (gi->gate == SV_QUBITUNITARY) {
-        Value m = special_arg;
-        if (m.t == T_LIST) {
-            Value arr = vm_call(vm, builtin_named("array"), 1, &m, a->site);
-            if (IS_EXC(arr)) {
-                decref(pv);
-                return arr;
-            }
-            m = arr;
-        } else
-            incref(m);
-        if (track_is(m)) {
-            decref(m);
-            decref(pv);
-            return vm_error(vm, a->site,
-                            "QubitUnitary: a matrix made from differentiated values cannot be "
-                            "differentiated (use rotation gates)");
-        }
-        if (m.t != T_ARRAY) {
-            decref(m);
-            decref(pv);
-            return vm_error(vm, a->site, "QubitUnitary: the matrix must be an array");
-        }
-        Array *ar = AS_ARR(m);
-        size_t d = (size_t)1 << nw;
-        if (nw > SV_MAX_DENSE || ar_ndim(ar) != 2 || ar_shape(ar)[0] != d || ar_shape(ar)[1] != d) {
-            char sh[64];
-            ar_shape_str(ar, sh, sizeof sh);
-            decref(m);
-            decref(pv);
-            return vm_error(
-                vm, a->site,
-                "QubitUnitary: a matrix of shape %s does not fit %d wire%s (needs (%zu, %zu))", sh,
-                nw, nw == 1 ? "" : "s", d, d);
-        }
-        p->matrix = xmalloc(d * d * sizeof(cplx));
-        for (size_t i = 0; i < d * d; i++) {
-            ArScalar s = ar_item(ar, i);
-            p->matrix[i] = s.re + (s.is_complex ? s.im : 0) * I;
-        }
+    return wires_distinct(vm, op->wires, nw, gi->name, a->site);
+}
+
+/* QubitUnitary's matrix: 2^k x 2^k for its k wires, unitary within 1e-8
+   (U U^dagger = I); g->matrix owns it on success. */
+static bool gate_matrix(VM *vm, Args *a, Value m, GateArgs *g)
+{
+    int nw = g->op.nwires;
+    if (m.t == T_LIST) {
+        m = vm_call(vm, builtin_named("array"), 1, &m, a->site);
+        if (IS_EXC(m)) return false;
+    } else
+        incref(m);
+    if (track_is(m)) {
         decref(m);
-        op->matrix = p->matrix;
-        /* unitarity check: U U^dagger = I within 1e-8 */
-        for (size_t i = 0; i < d; i++)
-            for (size_t j = 0; j < d; j++) {
-                cplx acc = 0;
-                for (size_t k = 0; k < d; k++)
-                    acc += p->matrix[i * d + k] * conj(p->matrix[j * d + k]);
-                if (cabs(acc - (i == j ? 1.0 : 0.0)) > 1e-8) {
-                    decref(pv);
-                    return vm_error(vm, a->site, "QubitUnitary: the matrix is not unitary");
-                }
-            }
+        vm_error(vm, a->site,
+                 "QubitUnitary: a matrix made from differentiated values cannot be "
+                 "differentiated (use rotation gates)");
+        return false;
     }
-    if (gi->gate == SV_BASISSTATE) {
-        Value bits = special_arg;
-        uint64_t b = 0;
-        size_t nb;
-        if (bits.t == T_LIST)
-            nb = AS_LIST(bits)->len;
-        else if (bits.t == T_ARRAY)
-            nb = ar_size(AS_ARR(bits));
-        else {
-            decref(pv);
-            return vm_error(vm, a->site, "BasisState: the state must be a list of 0/1");
-        }
-        if ((int)nb != nw) {
-            decref(pv);
-            return vm_error(vm, a->site, "BasisState: %zu bits for %d wires", nb, nw);
-        }
-        for (size_t i = 0; i < nb; i++) {
-            double x = bits.t == T_LIST
-                           ? (AS_LIST(bits)->v[i].t == T_NUM ? AS_LIST(bits)->v[i].n : -1)
-                           : ar_item(AS_ARR(bits), i).re;
-            if (x != 0 && x != 1) {
-                decref(pv);
-                return vm_error(vm, a->site, "BasisState: bits must be 0 or 1");
-            }
-            if (x == 1) b |= (uint64_t)1 << i;
-        }
-        op->bits = b;
+    if (m.t != T_ARRAY) {
+        decref(m);
+        vm_error(vm, a->site, "QubitUnitary: the matrix must be an array");
+        return false;
     }
-    return pv;
+    Array *ar = AS_ARR(m);
+    size_t d = (size_t)1 << nw;
+    if (nw > SV_MAX_DENSE || ar_ndim(ar) != 2 || ar_shape(ar)[0] != d || ar_shape(ar)[1] != d) {
+        char sh[64];
+        ar_shape_str(ar, sh, sizeof sh);
+        decref(m);
+        vm_error(vm, a->site,
+                 "QubitUnitary: a matrix of shape %s does not fit %d wire%s (needs (%zu, %zu))", sh,
+                 nw, nw == 1 ? "" : "s", d, d);
+        return false;
+    }
+    cplx *u = xmalloc(d * d * sizeof(cplx));
+    for (size_t i = 0; i < d * d; i++) {
+        ArScalar s = ar_item(ar, i);
+        u[i] = s.re + (s.is_complex ? s.im : 0) * I;
+    }
+    decref(m);
+    for (size_t i = 0; i < d; i++) /* unitarity: U U^dagger = I within 1e-8 */
+        for (size_t j = 0; j < d; j++) {
+            cplx acc = 0;
+            for (size_t k = 0; k < d; k++) acc += u[i * d + k] * conj(u[j * d + k]);
+            if (cabs(acc - (i == j ? 1.0 : 0.0)) > 1e-8) {
+                free(u);
+                vm_error(vm, a->site, "QubitUnitary: the matrix is not unitary");
+                return false;
+            }
+        }
+    g->matrix = u;
+    return true;
+}
+
+/* BasisState's bits: a list or array of 0/1, one per wire. */
+static bool gate_bits(VM *vm, Args *a, Value bits, SvOp *op)
+{
+    size_t nb;
+    uint64_t b = 0;
+    if (bits.t == T_LIST)
+        nb = AS_LIST(bits)->len;
+    else if (bits.t == T_ARRAY)
+        nb = ar_size(AS_ARR(bits));
+    else {
+        vm_error(vm, a->site, "BasisState: the state must be a list of 0/1");
+        return false;
+    }
+    if ((int)nb != op->nwires) {
+        vm_error(vm, a->site, "BasisState: %zu bits for %d wires", nb, op->nwires);
+        return false;
+    }
+    for (size_t i = 0; i < nb; i++) {
+        double x = bits.t == T_LIST ? (AS_LIST(bits)->v[i].t == T_NUM ? AS_LIST(bits)->v[i].n : -1)
+                                    : ar_item(AS_ARR(bits), i).re;
+        if (x != 0 && x != 1) {
+            vm_error(vm, a->site, "BasisState: bits must be 0 or 1");
+            return false;
+        }
+        if (x == 1) b |= (uint64_t)1 << i;
+    }
+    op->bits = b;
+    return true;
+}
+
+Value bi_gate(VM *vm, Args *a)
+{
+    GateArgs g;
+    memset(&g, 0, sizeof g);
+    const SvGateInfo *gi = g.gi = gate_of(a->def);
+    g.op.gate = gi->gate;
+    g.op.nparams = gi->nparams;
+    for (int i = 0; i < 3; i++) g.pnode[i] = AD_NONE;
+    int special = gi->gate == SV_QUBITUNITARY || gi->gate == SV_BASISSTATE;
+    if (a->n < gi->nparams + special)
+        return vm_error(vm, a->site, "%s needs %d parameter%s and its wires", gi->name,
+                        gi->nparams + special, gi->nparams + special == 1 ? "" : "s");
+    if (!gate_batch(vm, a, &g)) return v_exc();
+    if (!(g.nb ? gate_batch_params(vm, a, &g) : gate_params(vm, a, &g))) return v_exc();
+    int pos = gi->nparams;
+    Value special_arg = special ? a->v[pos++] : v_nil();
+    if (!gate_wires(vm, a, pos, &g)) return v_exc();
+    if (gi->gate == SV_QUBITUNITARY && !gate_matrix(vm, a, special_arg, &g)) return v_exc();
+    if (gi->gate == SV_BASISSTATE && !gate_bits(vm, a, special_arg, &g.op)) return v_exc();
+    ObjOp *p = op_new(OPK_GATE); /* every argument holds: the operator */
+    p->op = g.op;
+    p->matrix = g.matrix;
+    p->op.matrix = g.matrix;
+    memcpy(p->pnode, g.pnode, sizeof p->pnode);
+    p->tracked = g.tracked;
+    if (g.tracked) p->ptape = vm->ad->id;
+    p->nb = g.nb;
+    for (int i = 0; i < 3; i++) {
+        p->bsrc[i] = g.bsrc[i];
+        incref(p->bsrc[i]);
+    }
+    return v_obj(&p->h);
 }
 
 static Value make_mod(VM *vm, Value fn, bool adjoint, const int *ctrl, int nctrl, const Node *site);
@@ -498,10 +539,8 @@ Value op_stmt(VM *vm, Value opv, const Node *site)
             "as an argument",
             name);
     }
-    int rc = q->ds   ? qdist_apply(q->ds, use, err, sizeof err)
-             : q->dm ? dm_apply(q->dm, use, err, sizeof err)
-                     : sv_apply(q->s, use, err, sizeof err);
-    if (rc != 0) return vm_error(vm, site, "%s", err);
+    /* validated now (the error is this gate's), run at the next read (fuse.h) */
+    if (q->sim.be->apply(&q->sim, use, err, sizeof err) != 0) return vm_error(vm, site, "%s", err);
     if (q->rec) rec_op(q, QASM_GATE, &p->op, 0, NULL);
     atomic_fetch_add_explicit(&vm->in->qrt->gates, 1, memory_order_relaxed);
     if (q->dm && q->dev->noise.t == T_FUNC && !q->in_noise) return apply_noise(vm, q, opv, site);
@@ -550,17 +589,14 @@ Value qrt_apply_circuit_op(VM *vm, const QasmOp *o, const Node *site)
                             "a circuit with measure or reset inside adjoint(), ctrl() or matrix()");
         char err[256];
         int w = o->wires[0], r;
-        if (o->kind == QASM_RESET && q->dm) { /* the reset channel: |0><0| and |0><1| */
-            cplx k[8] = { 1, 0, 0, 0, 0, 1, 0, 0 };
-            if (dm_apply_kraus(q->dm, &w, 1, 2, k, err, sizeof err) != 0)
-                return vm_error(vm, site, "%s", err);
-            r = 0;
+        if (!qrt_flush(vm, q, site)) return v_exc();
+        if (o->kind == QASM_RESET) { /* mixed: the reset channel; pure: measure and flip */
+            r = q->sim.be->reset(&q->sim, w, &q->rng, err, sizeof err);
+            if (r < 0 && q->dm) return vm_error(vm, site, "%s", err);
         } else {
-            r = q->ds   ? qdist_measure(q->ds, w, o->kind == QASM_RESET, &q->rng, err, sizeof err)
-                : q->dm ? dm_measure(q->dm, w, o->kind == QASM_RESET, &q->rng, err, sizeof err)
-                        : sv_measure(q->s, w, o->kind == QASM_RESET, &q->rng, err, sizeof err);
-            if (r < 0) return vm_error_from(vm, site, "measure", err);
+            r = q->sim.be->measure(&q->sim, w, 0, &q->rng, err, sizeof err);
         }
+        if (r < 0) return vm_error_from(vm, site, "measure", err);
         if (q->grec) qrec_nondiff(q->grec, "measure", true);
         if (q->rec) {
             QasmOp *ro = qasm_add(&q->rec->c, o->kind, &w, 0, 1);

@@ -8,6 +8,7 @@
 #define QH_QRT_IMPL_H
 
 #include "qrt.h"
+#include "backend.h"
 #include "builtins.h"
 #include "dm.h"
 #include "pool.h"
@@ -71,7 +72,9 @@ typedef struct QRuntime {
     SvTeam **teams; /* one per worker, and one for the main thread */
     int nteams;
     long ncpu;
+    SvFuseCfg fuse; /* how calls run their gates (fuse.h; --no-fusion, QH_FUSION) */
     atomic_ulong gates, calls;
+    atomic_ulong blocks, passes; /* what the simulators ran: kernel runs, sweeps of a state */
 } QRuntime;
 
 /* A pooled device instance: a state vector, or a density matrix. */
@@ -84,6 +87,8 @@ typedef struct QInst {
 
 /* The running qfn's device. */
 typedef struct QCtx {
+    QbDev sim;            /* the simulator and its queued gates (backend.h): every gate, channel
+                             and read of the state goes through its table */
     SvState *s;           /* statevector device (NULL on the mixed device and a distributed one) */
     DmState *dm;          /* mixed device (NULL on the statevector device) */
     QDState *ds;          /* a distributed statevector (qdist.h), else NULL */
@@ -109,6 +114,9 @@ typedef struct InstArg {
 /* qrt.c */
 /* Kernel threads for a big state (the cores no other worker is using). */
 void give_threads(VM *vm, SvState *s);
+/* Runs the gates queued on the call's device (before anything reads the
+   state); false after the error (at site). */
+bool qrt_flush(VM *vm, QCtx *q, const Node *site);
 /* the gate of a gate builtin (looked up by name once, at start-up) */
 const SvGateInfo *gate_of(const BuiltinDef *d);
 

@@ -103,6 +103,7 @@ static QCtx *need_q(VM *vm, Args *a)
                  a->def->name);
         return NULL;
     }
+    if (!qrt_flush(vm, vm->q, a->site)) return NULL; /* the measurement reads the state */
     return vm->q;
 }
 
@@ -270,23 +271,22 @@ static bool obs_moments(VM *vm, QCtx *q, const SvTerm *t, int n, bool want_sq, d
     SvPauli *pw = pauli_of(t, n);
     size_t shots = (size_t)q->shots;
     *e2 = 0;
-    if (q->ds) { /* a distributed state (qdist.h): Pauli words and their sums */
-        const char *fn = want_sq ? "var" : "expval";
-        if (!pw) {
-            vm_error(vm, site,
-                     "%s(): a Hermitian or Projector observable is not available on a distributed "
-                     "device "
-                     "(sums of Pauli words are)",
-                     fn);
-            return false;
-        }
+    const char *fn = want_sq ? "var" : "expval";
+    if (q->ds && !pw) { /* a distributed state (qdist.h): Pauli words and their sums */
+        vm_error(vm, site,
+                 "%s(): a Hermitian or Projector observable is not available on a distributed "
+                 "device (sums of Pauli words are)",
+                 fn);
+        return false;
+    }
+    if (pw) { /* the simulator's Pauli kernels: <O>, and <O^2> as the sum O^2 */
         char de[256];
-        int rc = qdist_expval(q->ds, pw, n, shots, &q->rng, e, de, sizeof de);
+        int rc = q->sim.be->expval(&q->sim, pw, n, shots, &q->rng, e, de, sizeof de);
         if (!rc && want_sq) {
             SvPauli *sq = NULL;
             int nsq = sv_pauli_square(pw, n, &sq);
             rc = nsq < 0 ? (snprintf(de, sizeof de, "out of memory"), -1)
-                         : qdist_expval(q->ds, sq, nsq, shots, &q->rng, e2, de, sizeof de);
+                         : q->sim.be->expval(&q->sim, sq, nsq, shots, &q->rng, e2, de, sizeof de);
             free(sq);
         }
         free(pw);
@@ -294,30 +294,6 @@ static bool obs_moments(VM *vm, QCtx *q, const SvTerm *t, int n, bool want_sq, d
             vm_error(vm, site, "%s(): %s", fn, de);
             return false;
         }
-        return true;
-    }
-    if (pw) {
-        if (q->dm)
-            *e = shots ? dm_expval_shots(q->dm, pw, n, shots, &q->rng) : dm_expval(q->dm, pw, n);
-        else
-            *e = shots ? sv_expval_shots(q->s, pw, n, shots, &q->rng) : sv_expval(q->s, pw, n);
-        if (want_sq) {
-            SvPauli *sq = NULL;
-            int nsq = sv_pauli_square(pw, n, &sq);
-            if (nsq < 0) {
-                free(pw);
-                vm_error(vm, site, "%s(): out of memory", "var");
-                return false;
-            }
-            if (q->dm)
-                *e2 = shots ? dm_expval_shots(q->dm, sq, nsq, shots, &q->rng)
-                            : dm_expval(q->dm, sq, nsq);
-            else
-                *e2 = shots ? sv_expval_shots(q->s, sq, nsq, shots, &q->rng)
-                            : sv_expval(q->s, sq, nsq);
-            free(sq);
-        }
-        free(pw);
         return true;
     }
     if (shots) return obs_shots(vm, q, t, n, (long)shots, e, e2, site);
@@ -364,22 +340,10 @@ Value bi_var(VM *vm, Args *a)
     if (pw) { /* the Pauli kernels' own variance (one pass; shots: one sample) */
         double v;
         char de[256];
-        if (q->ds) {
-            int rc = qdist_var(q->ds, pw, n, (size_t)q->shots, &q->rng, &v, de, sizeof de);
-            if (rc) {
-                free(pw);
-                sv_terms_free(t, n);
-                return vm_error(vm, a->site, "var(): %s", de);
-            }
-        } else if (q->dm)
-            v = q->shots ? dm_var_shots(q->dm, pw, n, (size_t)q->shots, &q->rng)
-                         : dm_var(q->dm, pw, n);
-        else
-            v = q->shots ? sv_var_shots(q->s, pw, n, (size_t)q->shots, &q->rng)
-                         : sv_var(q->s, pw, n);
+        int rc = q->sim.be->var(&q->sim, pw, n, (size_t)q->shots, &q->rng, &v, de, sizeof de);
         free(pw);
         sv_terms_free(t, n);
-        if (isnan(v)) return vm_error(vm, a->site, "var(): out of memory");
+        if (rc) return vm_error(vm, a->site, "var(): %s", de);
         return v_num(v);
     }
     /* a differentiated run follows <O> and <O^2> */
@@ -453,26 +417,10 @@ Value bi_probs(VM *vm, Args *a)
     if (!r) return vm_error(vm, a->site, "%s", err);
     double *out = ar_f64(r);
     char e2[256];
-    if (q->ds) {
-        if (qdist_probs(q->ds, ws, nw, (size_t)q->dev->shots, &q->rng, out, e2, sizeof e2) != 0) {
-            ar_free(r);
-            return vm_error(vm, a->site, "probs(): %s", e2);
-        }
-        return arr_wrap(r);
-    }
-    if (q->dm) {
-        if (dm_probs(q->dm, ws, nw, out, e2, sizeof e2) != 0) {
-            ar_free(r);
-            return vm_error_from(vm, a->site, "probs()", e2);
-        }
-        if (q->shots) dm_probs_shots(q->dm, ws, nw, (size_t)q->shots, &q->rng, out);
-        return q->grec ? qrec_probs(vm, q->grec, ws, nw, q->nq, r, a->site) : arr_wrap(r);
-    }
-    if (sv_probs(q->s, ws, nw, out, e2, sizeof e2) != 0) {
+    if (q->sim.be->probs(&q->sim, ws, nw, (size_t)q->shots, &q->rng, out, e2, sizeof e2) != 0) {
         ar_free(r);
         return vm_error_from(vm, a->site, "probs()", e2);
     }
-    if (q->shots) sv_probs_shots(q->s, ws, nw, (size_t)q->shots, &q->rng, out);
     return q->grec ? qrec_probs(vm, q->grec, ws, nw, q->nq, r, a->site) : arr_wrap(r);
 }
 
@@ -612,17 +560,12 @@ Value bi_sample(VM *vm, Args *a)
             t[0].coeff == 1) { /* a Pauli word: its own sampler */
             SvPauli w = { 1, t[0].x, t[0].z };
             char de[256];
-            if (q->ds) {
-                if (qdist_sample_pauli(q->ds, &w, (size_t)shots, &q->rng, ar_f64(r), de,
-                                       sizeof de)) {
-                    sv_terms_free(t, n);
-                    ar_free(r);
-                    return vm_error(vm, a->site, "sample(): %s", de);
-                }
-            } else if (q->dm)
-                dm_sample_pauli(q->dm, &w, (size_t)shots, &q->rng, ar_f64(r));
-            else
-                sv_sample_pauli(q->s, &w, (size_t)shots, &q->rng, ar_f64(r));
+            if (q->sim.be->sample_pauli(&q->sim, &w, (size_t)shots, &q->rng, ar_f64(r), de,
+                                        sizeof de)) {
+                sv_terms_free(t, n);
+                ar_free(r);
+                return vm_error(vm, a->site, "sample(): %s", de);
+            }
         } else { /* any observable: its eigenvalues, drawn with their probabilities */
             SvSpectrum sp;
             double *pj;
@@ -654,16 +597,11 @@ Value bi_sample(VM *vm, Args *a)
         return vm_error(vm, a->site, "sample(): out of memory");
     }
     char de[256];
-    if (q->ds) {
-        if (qdist_sample(q->ds, (size_t)shots, &q->rng, idx, de, sizeof de)) {
-            free(idx);
-            ar_free(r);
-            return vm_error(vm, a->site, "sample(): %s", de);
-        }
-    } else if (q->dm)
-        dm_sample(q->dm, (size_t)shots, &q->rng, idx);
-    else
-        sv_sample(q->s, (size_t)shots, &q->rng, idx);
+    if (q->sim.be->sample(&q->sim, (size_t)shots, &q->rng, idx, de, sizeof de)) {
+        free(idx);
+        ar_free(r);
+        return vm_error(vm, a->site, "sample(): %s", de);
+    }
     double *out = ar_f64(r);
     for (long i = 0; i < shots; i++)
         for (int k = 0; k < cols; k++)
@@ -726,15 +664,10 @@ Value bi_counts(VM *vm, Args *a)
     uint64_t *idx = malloc((size_t)shots * sizeof(uint64_t));
     if (!idx) return vm_error(vm, a->site, "counts(): out of memory");
     char de[256];
-    if (q->ds) {
-        if (qdist_sample(q->ds, (size_t)shots, &q->rng, idx, de, sizeof de)) {
-            free(idx);
-            return vm_error(vm, a->site, "counts(): %s", de);
-        }
-    } else if (q->dm)
-        dm_sample(q->dm, (size_t)shots, &q->rng, idx);
-    else
-        sv_sample(q->s, (size_t)shots, &q->rng, idx);
+    if (q->sim.be->sample(&q->sim, (size_t)shots, &q->rng, idx, de, sizeof de)) {
+        free(idx);
+        return vm_error(vm, a->site, "counts(): %s", de);
+    }
     int nq = q->nq, cols = nw ? nw : nq;
     if (nw)
         for (long i = 0; i < shots; i++) idx[i] = index_on_wires(idx[i], nq, ws, nw);
@@ -802,9 +735,7 @@ Value bi_measure(VM *vm, Args *a)
     if (q->grec) qrec_nondiff(q->grec, "measure", true);
     int r;
     if (post < 0) {
-        r = q->ds   ? qdist_measure(q->ds, w, reset, &q->rng, err, sizeof err)
-            : q->dm ? dm_measure(q->dm, w, reset, &q->rng, err, sizeof err)
-                    : sv_measure(q->s, w, reset, &q->rng, err, sizeof err);
+        r = q->sim.be->measure(&q->sim, w, reset, &q->rng, err, sizeof err);
         if (r < 0) return vm_error_from(vm, a->site, "measure", err);
     } else {
         double prob = 0;
@@ -891,8 +822,7 @@ static cplx *reduced(VM *vm, QCtx *q, Args *a, const int *ws, int nw)
         vm_error(vm, a->site, "%s(): out of memory", a->def->name);
         return NULL;
     }
-    int rc = q->dm ? dm_reduced(q->dm, ws, nw, m, err, sizeof err)
-                   : sv_density_matrix(q->s, ws, nw, m, err, sizeof err);
+    int rc = q->sim.be->reduced(&q->sim, ws, nw, m, err, sizeof err);
     if (rc != 0) {
         free(m);
         char who[80];

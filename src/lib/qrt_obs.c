@@ -445,9 +445,34 @@ Value bi_projector(VM *vm, Args *a)
     return one_term_obs(t);
 }
 
-/* matrix(op, wires=n): the dense 2^n x 2^n matrix (complex array) */
 static Value matrix_of_callable(VM *vm, Args *a);
 
+/* The dense matrix (2^n x 2^n, added into out) of an observable of
+   Pauli words only. */
+static void pauli_sum_matrix(const ObjOp *p, int n, cplx *out)
+{
+    size_t d = (size_t)1 << n;
+    for (int t = 0; t < p->nterms; t++) {
+        SvTerm w = p->terms[t];
+        uint64_t xm = 0, zm = 0;
+        int ny = 0;
+        for (int wire = 0; wire < n; wire++) {
+            uint64_t bit = (uint64_t)1 << (n - 1 - wire), wb = (uint64_t)1 << wire;
+            if (w.x & wb) xm |= bit;
+            if (w.z & wb) zm |= bit;
+            if ((w.x & wb) && (w.z & wb)) ny++;
+        }
+        /* P|k> = phase |k ^ xm>; Y = iXZ: phase i^ny (-1)^{popcount(k & zm)} */
+        static const cplx ipow[4] = { 1, I, -1, -I };
+        cplx iy = ipow[ny & 3];
+        for (size_t k = 0; k < d; k++) {
+            double sgn = (__builtin_popcountll(k & zm) & 1) ? -1 : 1;
+            out[(k ^ xm) * d + k] += w.coeff * iy * sgn;
+        }
+    }
+}
+
+/* matrix(op, wires=n): the dense 2^n x 2^n matrix (complex array) */
 Value bi_matrix(VM *vm, Args *a)
 {
     Value o = a->v[0];
@@ -519,24 +544,7 @@ Value bi_matrix(VM *vm, Args *a)
             return vm_error(vm, a->site, "matrix(): %s", e2);
         }
     } else if (p->kind == OPK_OBS) {
-        for (int t = 0; t < p->nterms; t++) {
-            SvTerm w = p->terms[t];
-            uint64_t xm = 0, zm = 0;
-            int ny = 0;
-            for (int wire = 0; wire < n; wire++) {
-                uint64_t bit = (uint64_t)1 << (n - 1 - wire), wb = (uint64_t)1 << wire;
-                if (w.x & wb) xm |= bit;
-                if (w.z & wb) zm |= bit;
-                if ((w.x & wb) && (w.z & wb)) ny++;
-            }
-            /* P|k> = phase |k ^ xm>; Y = iXZ: phase i^ny (-1)^{popcount(k & zm)} */
-            static const cplx ipow[4] = { 1, I, -1, -I };
-            cplx iy = ipow[ny & 3];
-            for (size_t k = 0; k < d; k++) {
-                double sgn = (__builtin_popcountll(k & zm) & 1) ? -1 : 1;
-                out[(k ^ xm) * d + k] += w.coeff * iy * sgn;
-            }
-        }
+        pauli_sum_matrix(p, n, out);
     } else {
         SvState s;
         if (sv_init(&s, n) != 0) {

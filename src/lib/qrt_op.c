@@ -81,22 +81,28 @@ static void block_repr(Buf *b, const SvTerm *w)
     buf_puts(b, "])");
 }
 
+/* BitFlip(0.1, wires=[0]), PauliError("XZ", 0.1, wires=[0, 1]) */
+static void chan_repr(Buf *b, const ObjOp *p)
+{
+    const DmChannelInfo *ci = dm_channel_info((DmChannel)p->chan);
+    buf_printf(b, "%s(", ci->name);
+    if (p->chan == DM_PAULIERROR) buf_printf(b, "\"%s\", ", p->paulis);
+    if (p->chan == DM_QUBITCHANNEL) buf_printf(b, "<%d Kraus matrices>, ", p->nkraus);
+    for (int i = 0; i < p->op.nparams; i++) {
+        fmt_num(b, p->cparams[i]);
+        buf_puts(b, ", ");
+    }
+    buf_puts(b, "wires=[");
+    for (int i = 0; i < p->op.nwires; i++) buf_printf(b, "%s%d", i ? ", " : "", p->op.wires[i]);
+    buf_puts(b, "])");
+}
+
 static void op_repr(Buf *b, Value v, bool quoted)
 {
     (void)quoted;
     ObjOp *p = AS_OP(v);
     if (p->kind == OPK_CHAN) {
-        const DmChannelInfo *ci = dm_channel_info((DmChannel)p->chan);
-        buf_printf(b, "%s(", ci->name);
-        if (p->chan == DM_PAULIERROR) buf_printf(b, "\"%s\", ", p->paulis);
-        if (p->chan == DM_QUBITCHANNEL) buf_printf(b, "<%d Kraus matrices>, ", p->nkraus);
-        for (int i = 0; i < p->op.nparams; i++) {
-            fmt_num(b, p->cparams[i]);
-            buf_puts(b, ", ");
-        }
-        buf_puts(b, "wires=[");
-        for (int i = 0; i < p->op.nwires; i++) buf_printf(b, "%s%d", i ? ", " : "", p->op.wires[i]);
-        buf_puts(b, "])");
+        chan_repr(b, p);
         return;
     }
     if (p->kind == OPK_GATE) {
