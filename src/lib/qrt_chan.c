@@ -15,27 +15,7 @@
    wires=; distinct. false after the error. */
 static bool chan_wires(VM *vm, Args *a, int pos, const DmChannelInfo *ci, SvOp *op)
 {
-    Value *wk = arg_kw(a, "wires");
-    int nw;
-    if (wk) {
-        if (pos < a->n) {
-            vm_error(vm, a->site, "%s: give wires either as arguments or as wires=, not both",
-                     ci->name);
-            return false;
-        }
-        nw = collect_wires(vm, *wk, op->wires, SV_MAX_WIRES, ci->name, a->site);
-    } else if (pos == a->n - 1 && a->v[pos].t != T_NUM) {
-        nw = collect_wires(vm, a->v[pos], op->wires, SV_MAX_WIRES, ci->name, a->site);
-    } else {
-        nw = 0;
-        for (; pos < a->n; pos++) {
-            if (nw >= SV_MAX_WIRES) {
-                vm_error(vm, a->site, "%s: too many wires", ci->name);
-                return false;
-            }
-            if (!wire_value(vm, a->v[pos], &op->wires[nw++], ci->name, a->site)) return false;
-        }
-    }
+    int nw = arg_wires(vm, a, pos, ci->name, op->wires);
     if (nw < 0) return false;
     if (nw == 0) {
         vm_error(vm, a->site, "%s needs its wire%s", ci->name, ci->nwires == 1 ? "" : "s");

@@ -175,27 +175,7 @@ static bool gate_wires(VM *vm, Args *a, int pos, GateArgs *g)
 {
     const SvGateInfo *gi = g->gi;
     SvOp *op = &g->op;
-    Value *wk = arg_kw(a, "wires");
-    int nw;
-    if (wk) {
-        if (pos < a->n) {
-            vm_error(vm, a->site, "%s: give wires either as arguments or as wires=, not both",
-                     gi->name);
-            return false;
-        }
-        nw = collect_wires(vm, *wk, op->wires, SV_MAX_WIRES, gi->name, a->site);
-    } else if (pos == a->n - 1 && a->v[pos].t != T_NUM) {
-        nw = collect_wires(vm, a->v[pos], op->wires, SV_MAX_WIRES, gi->name, a->site);
-    } else {
-        nw = 0;
-        for (; pos < a->n; pos++) {
-            if (nw >= SV_MAX_WIRES) {
-                vm_error(vm, a->site, "%s: too many wires", gi->name);
-                return false;
-            }
-            if (!wire_value(vm, a->v[pos], &op->wires[nw++], gi->name, a->site)) return false;
-        }
-    }
+    int nw = arg_wires(vm, a, pos, gi->name, op->wires);
     if (nw < 0) return false;
     op->nwires = nw;
     if (gi->nwires >= 0 && nw != gi->nwires) {

@@ -127,6 +127,9 @@ ObjOp *op_clone(const ObjOp *p);
 bool wire_value(VM *vm, Value v, int *w, const char *gate, const Node *site);
 /* wires from a number, a list of numbers or an array */
 int collect_wires(VM *vm, Value v, int *out, int max, const char *gate, const Node *site);
+/* The wires of a maker: trailing arguments from pos, one list or array,
+   or wires=; their number, or -1 after the error. */
+int arg_wires(VM *vm, Args *a, int pos, const char *name, int *ws);
 /* false, with "NAME: wires must be distinct" naming the first wire given
  * twice, when ws repeats one */
 bool wires_distinct(VM *vm, const int *ws, int nw, const char *name, const Node *site);

@@ -297,26 +297,7 @@ Value bi_hamiltonian(VM *vm, Args *a)
 /* The wires of Hermitian/Projector: trailing arguments from index pos, or wires= */
 static int obs_wires(VM *vm, Args *a, int pos, int *ws, const char *name)
 {
-    Value *wk = arg_kw(a, "wires");
-    int nw = 0;
-    if (wk) {
-        if (pos < a->n) {
-            vm_error(vm, a->site, "%s: give wires either as arguments or as wires=, not both",
-                     name);
-            return -1;
-        }
-        nw = collect_wires(vm, *wk, ws, SV_MAX_WIRES, name, a->site);
-    } else if (pos == a->n - 1 && a->v[pos].t != T_NUM) {
-        nw = collect_wires(vm, a->v[pos], ws, SV_MAX_WIRES, name, a->site);
-    } else {
-        for (; pos < a->n; pos++) {
-            if (nw >= SV_MAX_WIRES) {
-                vm_error(vm, a->site, "%s: too many wires", name);
-                return -1;
-            }
-            if (!wire_value(vm, a->v[pos], &ws[nw++], name, a->site)) return -1;
-        }
-    }
+    int nw = arg_wires(vm, a, pos, name, ws);
     if (nw < 0) return -1;
     if (nw == 0) {
         vm_error(vm, a->site, "%s needs its wires", name);

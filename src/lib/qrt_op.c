@@ -383,6 +383,33 @@ int collect_wires(VM *vm, Value v, int *out, int max, const char *gate, const No
     return -1;
 }
 
+/* The wires of a maker (gates, channels, Hermitian, Projector): the
+   trailing arguments from pos, one list or array there, or wires= (not
+   both); their number, or -1 after the error. */
+int arg_wires(VM *vm, Args *a, int pos, const char *name, int *ws)
+{
+    Value *wk = arg_kw(a, "wires");
+    if (wk) {
+        if (pos < a->n) {
+            vm_error(vm, a->site, "%s: give wires either as arguments or as wires=, not both",
+                     name);
+            return -1;
+        }
+        return collect_wires(vm, *wk, ws, SV_MAX_WIRES, name, a->site);
+    }
+    if (pos == a->n - 1 && a->v[pos].t != T_NUM)
+        return collect_wires(vm, a->v[pos], ws, SV_MAX_WIRES, name, a->site);
+    int nw = 0;
+    for (; pos < a->n; pos++) {
+        if (nw >= SV_MAX_WIRES) {
+            vm_error(vm, a->site, "%s: too many wires", name);
+            return -1;
+        }
+        if (!wire_value(vm, a->v[pos], &ws[nw++], name, a->site)) return -1;
+    }
+    return nw;
+}
+
 /* false, with "NAME: wires must be distinct" naming the first wire given
  * twice, when ws repeats one */
 bool wires_distinct(VM *vm, const int *ws, int nw, const char *name, const Node *site)
