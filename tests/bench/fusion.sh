@@ -3,7 +3,7 @@
 # the same circuits gate by gate (--no-fusion), side by side in one run.
 #
 #   bash tests/bench/fusion.sh [QH] [--sizes 20,22,24] [--threads 1,2] [--reps R]
-#                              [--qsim PATH] [--qulacs PATH]
+#                              [--qsim PATH] [--qulacs PATH] [--base QH]
 #
 # Workloads (the same circuits for every simulator, written by this script):
 #   layered  10 layers of RX on every wire and a CNOT ladder (0-1, 1-2, ...)
@@ -22,12 +22,18 @@
 # A peer given by path (--qsim: qsim's qsim_base, --qulacs: a program that
 # takes "WORKLOAD N THREADS" and prints seconds) runs the same circuits and
 # gets its column and our ratio to it (bars: <= 1.0 x qsim, <= 0.5 x
-# qulacs); a peer not given is skipped. The machine is shared: the figures
+# qulacs); a peer not given is skipped. Last, the interpreter's own cost
+# per applied gate: a 10-wire circuit (2000 layers of RX on every wire and
+# a CNOT ladder) through a qfn, its time per gate less the C entry point's
+# (bench_gatecost beside qh's build: ninja -C build
+# tests/bench/bench_gatecost), fused (the default) and --no-fusion, and
+# with --base QH an earlier build's qh on the same program (bar: unchanged
+# or lower). The machine is shared: the figures
 # are provisional (print `uptime` beside them).
 set -u
 qh=build/src/qh
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then qh=$1; shift; fi
-sizes=20,22,24 threads=1,2 reps=1 qsim="" qulacs=""
+sizes=20,22,24 threads=1,2 reps=1 qsim="" qulacs="" base=""
 while [ $# -gt 0 ]; do
   case $1 in
     --sizes) sizes=$2; shift 2 ;;
@@ -35,6 +41,7 @@ while [ $# -gt 0 ]; do
     --reps) reps=$2; shift 2 ;;
     --qsim) qsim=$2; shift 2 ;;
     --qulacs) qulacs=$2; shift 2 ;;
+    --base) base=$2; shift 2 ;;
     *) echo "fusion.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -46,7 +53,7 @@ python3 - "$tmp" "$sizes" <<'EOF'
 import math, random, sys
 tmp, sizes = sys.argv[1], [int(x) for x in sys.argv[2].split(",")]
 head = 'n = int(argv[0])\ndev = device("statevector", wires=n)\n'
-tail = 't0 = clock()\nr = circuit(0.3)\nt = clock() - t0\nprint(fmt("time %.6f", t), fmt("%.9f", r))\n'
+tail = 't0 = clock()\nr = circuit(0.3)\nwait(r)\nt = clock() - t0\nprint(fmt("time %.6f", t), fmt("%.9f", r))\n'
 with open(tmp + "/layered.qh", "w") as f:
     f.write(head + """qfn circuit(theta) on dev {
     for l in range(10) {
@@ -178,4 +185,38 @@ for w in layered random qft; do
     done
   done
 done
+
+# The interpreter's own cost per gate.
+cat >"$tmp/cost.qh" <<'EOF2'
+dev = device("statevector", wires=10)
+qfn circuit(layers) on dev {
+    for l in range(layers) {
+        for w in range(10) { RX(0.01 * (l * 10 + w), w) }
+        for w in range(9) { CNOT(w, w + 1) }
+    }
+    return expval(PauliZ(9))
+}
+best = 1e9
+for rep in range(5) {
+    t0 = clock()
+    r = circuit(2000)
+    wait(r)
+    t = clock() - t0
+    if t < best { best = t }
+}
+print(fmt("ns_per_gate %.1f", best / (2000 * 19) * 1e9))
+EOF2
+gatecost=$(dirname "$qh")/../tests/bench/bench_gatecost
+cost() { "$@" "$tmp/cost.qh" 2>/dev/null | sed -n 's/^ns_per_gate //p'; }
+if [ -x "$gatecost" ]; then
+  c=$(taskset -c 0 "$gatecost" | sed -n 's/^ns_per_gate //p')
+  f=$(cost taskset -c 0 "$qh"); u=$(cost taskset -c 0 "$qh" --no-fusion)
+  echo "gate cost, 10 wires, one thread: C entry point $c ns/gate; qh fused $f ns/gate (own cost $(awk -v a="$f" -v b="$c" 'BEGIN{printf "%.1f", a - b}')), --no-fusion $u ns/gate (own cost $(awk -v a="$u" -v b="$c" 'BEGIN{printf "%.1f", a - b}'))"
+  if [ -n "$base" ] && [ -x "$base" ]; then
+    b=$(cost taskset -c 0 "$base")
+    echo "  base $base: $b ns/gate (own cost $(awk -v a="$b" -v b="$c" 'BEGIN{printf "%.1f", a - b}')): bar, own cost unchanged or lower"
+  fi
+else
+  echo "gate cost: no $gatecost (ninja -C build tests/bench/bench_gatecost): skipped"
+fi
 echo "load after: $(uptime | sed 's/.*load/load/')"
