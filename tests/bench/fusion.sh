@@ -210,10 +210,10 @@ gatecost=$(dirname "$qh")/../tests/bench/bench_gatecost
 cost() { "$@" "$tmp/cost.qh" 2>/dev/null | sed -n 's/^ns_per_gate //p'; }
 if [ -x "$gatecost" ]; then
   c=$(taskset -c 0 "$gatecost" | sed -n 's/^ns_per_gate //p')
-  f=$(cost taskset -c 0 "$qh"); u=$(cost taskset -c 0 "$qh" --no-fusion)
+  f=$(cost taskset -c 0 "$qh" --sync); u=$(cost taskset -c 0 "$qh" --sync --no-fusion)
   echo "gate cost, 10 wires, one thread: C entry point $c ns/gate; qh fused $f ns/gate (own cost $(awk -v a="$f" -v b="$c" 'BEGIN{printf "%.1f", a - b}')), --no-fusion $u ns/gate (own cost $(awk -v a="$u" -v b="$c" 'BEGIN{printf "%.1f", a - b}'))"
   if [ -n "$base" ] && [ -x "$base" ]; then
-    b=$(cost taskset -c 0 "$base")
+    b=$(cost taskset -c 0 "$base" --sync)
     echo "  base $base: $b ns/gate (own cost $(awk -v a="$b" -v b="$c" 'BEGIN{printf "%.1f", a - b}')): bar, own cost unchanged or lower"
   fi
 else
