@@ -499,6 +499,10 @@ static int dump(Buf *b, const IoJson *j, int indent, int depth)
             put(b, j->num < 0 ? "-Infinity" : "Infinity", j->num < 0 ? 9 : 8);
             return 0;
         }
+        if (j->num == 0 && signbit(j->num)) { /* Python's json writes -0.0; qh prints 0 */
+            put(b, "-0.0", 4);
+            return 0;
+        }
         char t[NUMFMT_BUF];
         int l = numfmt_double(t, j->num);
         put(b, t, (size_t)l);
