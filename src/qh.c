@@ -9,6 +9,7 @@
 #include "analyse.h"
 #include "arith.h"
 #include "arrayval.h"
+#include "randomval.h"
 #include "async.h"
 #include "corelib.h"
 #include "cpus.h"
@@ -46,6 +47,7 @@ static void init_rooms(void)
     func_open();       /* modules */
     corelib_open();    /* the core builtins */
     arrayval_open();   /* arrays */
+    randomval_open();  /* NumPy's random generators */
     track_open();      /* differentiated numbers and arrays */
     qrt_open();        /* devices, operators, quantum builtins */
     iolib_open();      /* files and data (io.h) */

@@ -190,6 +190,7 @@ struct VM {
     int cur_line;             /* line of the top-level statement running (trace) */
     const Source *top_src;    /* REPL: the input being run, for its top-level messages */
     struct AdCtx *ad;         /* the differentiation running on this VM (track.h), or NULL */
+    uint64_t unseeded_rngs;   /* NumPy-style generators made here without a seed (randomval.c) */
 };
 
 
