@@ -10,6 +10,7 @@
 #include "arith.h"
 #include "arrayval.h"
 #include "randomval.h"
+#include "nplib.h"
 #include "async.h"
 #include "corelib.h"
 #include "cpus.h"
@@ -48,6 +49,7 @@ static void init_rooms(void)
     corelib_open();    /* the core builtins */
     arrayval_open();   /* arrays */
     randomval_open();  /* NumPy's random generators */
+    nplib_open();      /* NumPy's array functions */
     track_open();      /* differentiated numbers and arrays */
     qrt_open();        /* devices, operators, quantum builtins */
     iolib_open();      /* files and data (io.h) */

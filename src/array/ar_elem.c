@@ -409,39 +409,95 @@ Array *ar_conj(const Array *a, char *err)
 
 /* ---- reductions ------------------------------------------------------------------- */
 
-/* Why: pairwise summation (NumPy's) keeps the rounding error of sum() and
- * mean() at O(log n) instead of O(n). */
+/* Why: NumPy's pairwise summation, exactly (its pairwise_sum loops): fewer
+ * than 8 elements in order; up to 128 in eight running sums combined as
+ * ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7)) plus the rest in
+ * order; beyond, two halves split at a multiple of 8. So sum() and mean()
+ * give NumPy's last bits, with O(log n) rounding error. */
 static double psum_f(const double *x, size_t n)
 {
+    if (n < 8) {
+        double s = 0.;
+        for (size_t i = 0; i < n; i++) s += x[i];
+        return s;
+    }
     if (n <= 128) {
-        double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-        size_t i = 0;
-        for (; i + 4 <= n; i += 4) {
-            s0 += x[i];
-            s1 += x[i + 1];
-            s2 += x[i + 2];
-            s3 += x[i + 3];
-        }
-        for (; i < n; i++) s0 += x[i];
-        return (s0 + s1) + (s2 + s3);
+        double r[8];
+        for (int j = 0; j < 8; j++) r[j] = x[j];
+        size_t i = 8;
+        for (; i < n - (n % 8); i += 8)
+            for (int j = 0; j < 8; j++) r[j] += x[i + (size_t)j];
+        double s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+        for (; i < n; i++) s += x[i];
+        return s;
     }
     size_t h = n / 2;
+    h -= h % 8;
     return psum_f(x, h) + psum_f(x + h, n - h);
 }
 
-/* Why: pairwise summation for complex elements. */
-static cplx psum_c(const cplx *x, size_t n)
+/* Why: NumPy's pairwise summation of complex elements (its loop runs over
+ * the interleaved doubles: four running complex sums). */
+static void psum_c2(const double *x, size_t n, double *re, double *im)
 {
-    if (n <= 128) {
-        double re = 0, im = 0;
-        for (size_t i = 0; i < n; i++) {
-            re += creal(x[i]);
-            im += cimag(x[i]);
+    if (n < 8) {
+        *re = 0.;
+        *im = 0.;
+        for (size_t i = 0; i < n; i += 2) {
+            *re += x[i];
+            *im += x[i + 1];
         }
-        return ar__cx(re, im);
+        return;
+    }
+    if (n <= 128) {
+        double r[8];
+        for (int j = 0; j < 8; j++) r[j] = x[j];
+        size_t i = 8;
+        for (; i < n - (n % 8); i += 8)
+            for (int j = 0; j < 8; j++) r[j] += x[i + (size_t)j];
+        *re = ((r[0] + r[2]) + (r[4] + r[6]));
+        *im = ((r[1] + r[3]) + (r[5] + r[7]));
+        for (; i < n; i += 2) {
+            *re += x[i];
+            *im += x[i + 1];
+        }
+        return;
     }
     size_t h = n / 2;
-    return psum_c(x, h) + psum_c(x + h, n - h);
+    h -= h % 8;
+    double r1, i1, r2, i2;
+    psum_c2(x, h, &r1, &i1);
+    psum_c2(x + h, n - h, &r2, &i2);
+    *re = r1 + r2;
+    *im = i1 + i2;
+}
+
+/* Why: NumPy's reduction hands its inner loop at most 8192 elements at a
+ * time (the iterator's buffer size) and adds each block's pairwise sum to
+ * the running total: the same here, so long sums agree to the last bit. */
+#define NP_BUFSIZE 8192
+
+static double sum_f(const double *x, size_t n)
+{
+    if (n <= NP_BUFSIZE) return psum_f(x, n);
+    double s = 0.;
+    for (size_t i = 0; i < n; i += NP_BUFSIZE)
+        s += psum_f(x + i, n - i < NP_BUFSIZE ? n - i : NP_BUFSIZE);
+    return s;
+}
+
+static cplx psum_c(const cplx *x, size_t n)
+{
+    double re = 0., im = 0.;
+    for (size_t i = 0; i < n || i == 0; i += NP_BUFSIZE) {
+        size_t m = n - i < NP_BUFSIZE ? n - i : NP_BUFSIZE;
+        double r, q;
+        psum_c2((const double *)(x + i), 2 * m, &r, &q);
+        if (n <= NP_BUFSIZE) return ar__cx(r, q);
+        re += r;
+        im += q;
+    }
+    return ar__cx(re, im);
 }
 
 static const char *const red_names[] = { "sum", "mean", "min", "max" };
@@ -465,7 +521,7 @@ static int reduce_all(ArReduce r, const Array *a, ArScalar *s, char *err)
     if (a->type == AR_F64) {
         const double *x = ar__data(a);
         if (r == AR_SUM || r == AR_MEAN) {
-            double v = psum_f(x, a->size);
+            double v = sum_f(x, a->size);
             *s = ar_scalar(r == AR_MEAN ? v / (double)a->size : v);
         } else {
             *s = ar_scalar(minmax(x, a->size, 1, r == AR_MAX));
@@ -503,9 +559,13 @@ static Array *reduce_axis(ArReduce r, const Array *a, int axis, char *err)
                     op[i] = minmax(xp + i, n, (ptrdiff_t)inner, r == AR_MAX);
                 continue;
             }
-            for (size_t i = 0; i < inner; i++) op[i] = 0;
-            for (size_t k = 0; k < n; k++)
-                for (size_t i = 0; i < inner; i++) op[i] += xp[k * inner + i];
+            if (inner == 1) { /* along the last axis: pairwise, as NumPy */
+                op[0] = sum_f(xp, n);
+            } else { /* along an outer axis: row by row, as NumPy */
+                for (size_t i = 0; i < inner; i++) op[i] = 0;
+                for (size_t k = 0; k < n; k++)
+                    for (size_t i = 0; i < inner; i++) op[i] += xp[k * inner + i];
+            }
             if (r == AR_MEAN)
                 for (size_t i = 0; i < inner; i++) op[i] /= (double)n;
         }
@@ -515,9 +575,13 @@ static Array *reduce_axis(ArReduce r, const Array *a, int axis, char *err)
         for (size_t p = 0; p < outer; p++) {
             cplx *op = o + p * inner;
             const cplx *xp = x + p * n * inner;
-            for (size_t i = 0; i < inner; i++) op[i] = 0;
-            for (size_t k = 0; k < n; k++)
-                for (size_t i = 0; i < inner; i++) op[i] += xp[k * inner + i];
+            if (inner == 1) {
+                op[0] = psum_c(xp, n);
+            } else {
+                for (size_t i = 0; i < inner; i++) op[i] = 0;
+                for (size_t k = 0; k < n; k++)
+                    for (size_t i = 0; i < inner; i++) op[i] += xp[k * inner + i];
+            }
             if (r == AR_MEAN)
                 for (size_t i = 0; i < inner; i++)
                     op[i] = ar__cx(creal(op[i]) / (double)n, cimag(op[i]) / (double)n);

@@ -1,6 +1,5 @@
 /* ar_linalg.c — linear algebra on arrays: the @ operator and dot (BLAS
- * gemm/gemv/dot), kron, norm and Hermitian eigenvalues (LAPACK dsyevd_ /
- * zheevd_ from OpenBLAS, declared in qblas.h: there is no lapacke.h).
+ * gemm/gemv/dot), kron and norm (the LAPACK functions are ar_lapack.c's).
  *
  * Validation names the operation and both shapes; the BLAS call then works
  * directly on the operands' buffers (arrays are contiguous row-major, so a
@@ -252,98 +251,4 @@ double ar_norm(const Array *a)
         p += n * es;
     }
     return acc;
-}
-
-/* Why: dsyevd with its workspace query; returns LAPACK's info, or -1000
- * when the workspace cannot be allocated. */
-static int syevd(int n, double *m, double *w)
-{
-    int info = 0, lwork = -1, liwork = -1, iwq = 0;
-    double wq = 0;
-    dsyevd_("N", "U", &n, m, &n, w, &wq, &lwork, &iwq, &liwork, &info, 1, 1);
-    if (info) return info;
-    lwork = wq > 1 ? (int)wq : 1;
-    liwork = iwq > 1 ? iwq : 1;
-    double *work = ar__malloc((size_t)lwork * sizeof *work);
-    int *iwork = ar__malloc((size_t)liwork * sizeof *iwork);
-    if (work && iwork)
-        dsyevd_("N", "U", &n, m, &n, w, work, &lwork, iwork, &liwork, &info, 1, 1);
-    else
-        info = -1000;
-    ar__free(work);
-    ar__free(iwork);
-    return info;
-}
-
-/* Why: the complex Hermitian counterpart of syevd. */
-static int heevd(int n, cplx *m, double *w)
-{
-    int info = 0, lwork = -1, lrwork = -1, liwork = -1, iwq = 0;
-    cplx wq = 0;
-    double rq = 0;
-    zheevd_("N", "U", &n, m, &n, w, &wq, &lwork, &rq, &lrwork, &iwq, &liwork, &info, 1, 1);
-    if (info) return info;
-    lwork = creal(wq) > 1 ? (int)creal(wq) : 1;
-    lrwork = rq > 1 ? (int)rq : 1;
-    liwork = iwq > 1 ? iwq : 1;
-    cplx *work = ar__malloc((size_t)lwork * sizeof *work);
-    double *rwork = ar__malloc((size_t)lrwork * sizeof *rwork);
-    int *iwork = ar__malloc((size_t)liwork * sizeof *iwork);
-    if (work && rwork && iwork)
-        zheevd_("N", "U", &n, m, &n, w, work, &lwork, rwork, &lrwork, iwork, &liwork, &info, 1, 1);
-    else
-        info = -1000;
-    ar__free(work);
-    ar__free(rwork);
-    ar__free(iwork);
-    return info;
-}
-
-/* Why: eigvalsh(H) — ground-state energies and spectra of Hamiltonians.
- * Row-major data is the transpose (= conjugate, for Hermitian input) of
- * what LAPACK sees, which has the same eigenvalues; uplo 'U' makes LAPACK
- * read our lower triangle. */
-Array *ar_eigvalsh(const Array *a, char *err)
-{
-    if (a->ndim != 2 || a->shape[0] != a->shape[1]) {
-        char sh[160];
-        ar__shape_fmt(sh, sizeof sh, a->ndim, a->shape);
-        ar__err(err, "eigvalsh: expected a square matrix, got shape %s", sh);
-        return NULL;
-    }
-    size_t n = a->shape[0];
-    if (!blas_ok(n)) {
-        ar__err(err, "eigvalsh: matrix too large for LAPACK");
-        return NULL;
-    }
-    const double *x = ar__data(a);
-    for (size_t i = 0; i < a->size * (a->type == AR_C128 ? 2 : 1); i++) {
-        if (!isfinite(x[i])) {
-            ar__err(err, "eigvalsh: matrix contains nan or inf");
-            return NULL;
-        }
-    }
-    size_t sh1[1] = { n };
-    Array *w = ar__alloc(AR_F64, 1, sh1, err);
-    if (!w || n == 0) return w;
-    Array *m = ar_copy(a, err);     /* shares a's buffer, so unique() copies it: */
-    if (!m || ar__unique(m, err)) { /* LAPACK overwrites its input */
-        ar_free(m);
-        ar_free(w);
-        return NULL;
-    }
-    int info = a->type == AR_F64 ? syevd((int)n, ar__data(m), ar__data(w))
-                                 : heevd((int)n, ar__data(m), ar__data(w));
-    ar_free(m);
-    if (info) {
-        if (info == -1000)
-            ar__err(err, "out of memory in eigvalsh");
-        else if (info > 0)
-            ar__err(err, "eigvalsh: the eigenvalue algorithm did not converge");
-        else
-            ar__err(err, "eigvalsh: LAPACK rejected argument %d", -info);
-        ar_free(w);
-        return NULL;
-    }
-    return w;
 }

@@ -194,10 +194,81 @@ int ar_dot(const Array *a, const Array *b, Array **out, ArScalar *s, char *err);
 Array *ar_kron(const Array *a, const Array *b, char *err);
 /* 2-norm of all elements (Frobenius for a matrix). */
 double ar_norm(const Array *a);
-/* Eigenvalues of a Hermitian (real symmetric) matrix, ascending, as a float
- * array. Only the lower triangle (in row-major terms, a[i][j] with j <= i)
- * is read; Hermiticity is not checked. */
+
+/* ---- numpy.linalg (ar_lapack.c): NumPy's LAPACK routine on a column-major
+ * copy of each matrix, so results are NumPy's for the same LAPACK. Stacks
+ * (leading axes) loop where NumPy's do; inf/nan inputs are errors. ---- */
+
+/* Eigenvalues of a Hermitian (real symmetric) matrix (or stack),
+ * ascending, as a float array; only the lower triangle (a[i][j], j <= i) is
+ * read (NumPy's UPLO='L'), Hermiticity is not checked. */
 Array *ar_eigvalsh(const Array *a, char *err);
+/* eigh: eigenvalues (float, ascending) and eigenvectors (columns of *v, the
+ * input's dtype); v NULL: values only. 0 or AR_ERR. */
+int ar_eigh(const Array *a, Array **w, Array **v, char *err);
+/* eig (geev): eigenvalues and right eigenvectors (columns); complex unless
+ * a real matrix has only real eigenvalues, as NumPy. 0 or AR_ERR. */
+int ar_eig(const Array *a, Array **w, Array **v, char *err);
+/* inv (gesv with B = I); "singular matrix" when it is. */
+Array *ar_inv(const Array *a, char *err);
+/* solve(a, b): a (..., M, M), b (M,) a vector or (..., M, K) matrices
+ * (NumPy 2's rule), stacks broadcast. */
+Array *ar_solve(const Array *a, const Array *b, char *err);
+/* det as NumPy computes it (sign * exp(log|det|) from getrf): AR_SCALAR for
+ * a matrix, AR_ARRAY for a stack. */
+int ar_det(const Array *a, Array **out, ArScalar *s, char *err);
+/* svd (gesdd): u, s, vh with full_matrices (full) and compute_uv (uv: when
+ * 0, only *s is set). 0 or AR_ERR. */
+int ar_svd(const Array *a, int full, int uv, Array **u, Array **s, Array **vh, char *err);
+/* qr of a 2-d matrix; mode 0 'reduced', 1 'complete', 2 'r' (*q NULL). */
+int ar_qr(const Array *a, int mode, Array **q, Array **r, char *err);
+/* pinv of a 2-d matrix (NumPy's: SVD, singular values <= rcond * max cut). */
+Array *ar_pinv(const Array *a, double rcond, char *err);
+/* least squares (gelsd) of a float m x n matrix and an m-vector; *rank set. */
+Array *ar_lstsq_vec(const Array *A, const Array *b, double rcond, int *rank, char *err);
+/* the matrix exponential (Pade scaling and squaring). */
+Array *ar_expm(const Array *a, char *err);
+
+/* ---- NumPy's array functions (ar_np.c) --------------------------------------- */
+
+/* trace (sum of the offset diagonal of the first two axes): AR_SCALAR for
+ * 2-d, AR_ARRAY over the remaining axes. */
+int ar_trace(const Array *a, long offset, Array **out, ArScalar *s, char *err);
+/* diag(v, k): a 1-d v as the k-th diagonal of a square matrix; a 2-d v's
+ * k-th diagonal. */
+Array *ar_diag(const Array *a, long k, char *err);
+/* outer(a, b) of the flattened operands. */
+Array *ar_outer(const Array *a, const Array *b, char *err);
+/* sign: -1, 0, 1 (nan kept); complex z / |z| (NumPy 2). */
+Array *ar_sign(const Array *a, char *err);
+/* argmax / argmin: flat (AR_AXIS_ALL, AR_SCALAR) or along an axis. */
+int ar_argminmax(const Array *a, int want_max, int axis, Array **out, ArScalar *s, char *err);
+/* stable sort / argsort along an axis (AR_AXIS_ALL: flattened); nan last. */
+Array *ar_sort(const Array *a, int axis, char *err);
+Array *ar_argsort(const Array *a, int axis, char *err);
+/* cumsum along an axis (AR_AXIS_ALL: flattened). */
+Array *ar_cumsum(const Array *a, int axis, char *err);
+/* var (root 0) / std (root 1) with ddof and keepdims (then AR_ARRAY). */
+int ar_var(const Array *a, int axis, double ddof, int keepdims, int root, Array **out, ArScalar *s,
+           char *err);
+/* where(c, x, y), clip(a, lo, hi) (lo or hi may be NULL) and isclose,
+ * broadcasting all operands. */
+Array *ar_where(const Array *c, const Array *x, const Array *y, char *err);
+Array *ar_clip(const Array *a, const Array *lo, const Array *hi, char *err);
+Array *ar_isclose(const Array *a, const Array *b, double rtol, double atol, int equal_nan,
+                  char *err);
+/* unique of the flattened array: sorted values, and optionally the first
+ * index, inverse and counts (NULL: not wanted). 0 or AR_ERR. */
+int ar_unique(const Array *a, Array **u, Array **index, Array **inverse, Array **counts, char *err);
+/* bincount(x, weights (may be NULL), minlength). */
+Array *ar_bincount(const Array *x, const Array *w, size_t minlength, char *err);
+/* concatenate along an existing axis / stack along a new one. */
+Array *ar_concat(const Array *const *as, int n, int axis, char *err);
+Array *ar_stack(const Array *const *as, int n, int axis, char *err);
+/* scipy.linalg.block_diag of 0..2-d arrays. */
+Array *ar_block_diag(const Array *const *as, int n, char *err);
+/* polyfit(x, y, deg): coefficients, highest power first. */
+Array *ar_polyfit(const Array *x, const Array *y, int deg, char *err);
 
 /* ---- reductions ------------------------------------------------------------ */
 

@@ -7,6 +7,7 @@
  * qrt_*.c files (qrt_impl.h). Knows values, the evaluator's entry, arrays,
  * the recording interface of differentiated runs (qrec.h), the pool and
  * sv.h/dm.h; nothing of the executor's scheduling. */
+#include "nplib.h"
 #include "qrt_impl.h"
 #include "arrayval.h"
 #include "array.h"
@@ -981,7 +982,7 @@ static const BuiltinDef builtins_quantum[] = {
     { "Projector", bi_projector, 1, -1, 0, kw_wires, 0 },
     { "matrix", bi_matrix, 1, -1, 0, kw_wires, 0 },
     { "expval", bi_expval, 1, 1, BI_QUANTUM, NULL, 0 },
-    { "var", bi_var, 1, 1, BI_QUANTUM, NULL, 0 },
+    { "var", bi_var, 1, 2, BI_QUANTUM, np_var_keywords, 0 },
     { "probs", bi_probs, 0, 1, BI_QUANTUM, kw_wires, 0 },
     { "state", bi_state, 0, 0, BI_QUANTUM, NULL, 0 },
     { "sample", bi_sample, 0, 1, BI_QUANTUM, kw_wires, 0 },

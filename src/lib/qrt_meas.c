@@ -4,6 +4,7 @@
  * what they report to drawing and to a differentiated run. Knows values,
  * arrays, the pool (results copied out are reserved from its budget) and
  * the simulators' measurement kernels. */
+#include "nplib.h"
 #include "qrt_impl.h"
 #include "arrayval.h"
 #include "array.h"
@@ -325,6 +326,10 @@ Value bi_expval(VM *vm, Args *a)
 
 Value bi_var(VM *vm, Args *a)
 {
+    Value x = a->v[0];
+    double d;
+    if (a->n != 1 || a->nkw || x.t == T_ARRAY || x.t == T_LIST || tp_number(x, &d))
+        return np_var(vm, a, false); /* NumPy's var of an array (nplib.c) */
     SvTerm *t;
     int n;
     QCtx *q = obs_arg(vm, a, &t, &n);

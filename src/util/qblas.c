@@ -55,6 +55,19 @@ static void load(void)
     LOAD(zgemv, "cblas_zgemv");
     LOAD(dsyevd, "dsyevd_");
     LOAD(zheevd, "zheevd_");
+    LOAD(dgesv, "dgesv_");
+    LOAD(zgesv, "zgesv_");
+    LOAD(dgetrf, "dgetrf_");
+    LOAD(zgetrf, "zgetrf_");
+    LOAD(dgeev, "dgeev_");
+    LOAD(zgeev, "zgeev_");
+    LOAD(dgesdd, "dgesdd_");
+    LOAD(zgesdd, "zgesdd_");
+    LOAD(dgeqrf, "dgeqrf_");
+    LOAD(zgeqrf, "zgeqrf_");
+    LOAD(dorgqr, "dorgqr_");
+    LOAD(zungqr, "zungqr_");
+    LOAD(dgelsd, "dgelsd_");
     LOAD(set_num_threads, "openblas_set_num_threads");
     LOAD(get_num_threads, "openblas_get_num_threads");
 #undef LOAD

@@ -26,6 +26,8 @@ def cnum(z):
 def q(v):
     """qh's text for a number, complex, bool, list or NumPy array."""
     if isinstance(v, np.ndarray):
+        if v.dtype == bool:  # qh's comparisons give 0s and 1s
+            v = v.astype(float)
         if v.ndim == 0:
             return q(v.item())
         return "array(" + q(v.tolist()) + ")"
