@@ -11,6 +11,7 @@
 #include "arrayval.h"
 #include "randomval.h"
 #include "nplib.h"
+#include "paulilib.h"
 #include "async.h"
 #include "corelib.h"
 #include "cpus.h"
@@ -54,6 +55,7 @@ static void init_rooms(void)
     qrt_open();        /* devices, operators, quantum builtins */
     iolib_open();      /* files and data (io.h) */
     circuitlib_open(); /* OpenQASM, draw, specs */
+    paulilib_open();   /* Pauli sums from text */
     async_open();      /* futures, ready/wait/sync */
     diffq_open();      /* differentiated quantum calls */
     grad_open();       /* gradient functions: grad, jacobian, hessian, metric_tensor */
