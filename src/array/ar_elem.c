@@ -231,12 +231,17 @@ Array *ar_binop(ArOp op, const Array *a, const Array *b, char *err)
             ar__err(err, "shape mismatch: %s %s %s", sa, op_names[op], sb);
         return NULL;
     }
-    if (!cx || (a->type == b->type)) return binop_typed(op, a, b, nout, oshape, err);
+    if (!cx || (a->type == b->type)) {
+        Array *r = binop_typed(op, a, b, nout, oshape, err);
+        if (r && is_cmp(op)) r->mask = 1;
+        return r;
+    }
     Array *ca = a->type == AR_C128 ? NULL : ar_to_complex(a, err);
     Array *cb = b->type == AR_C128 ? NULL : ar_to_complex(b, err);
     Array *r = NULL;
     if ((a->type == AR_C128 || ca) && (b->type == AR_C128 || cb))
         r = binop_typed(op, ca ? ca : a, cb ? cb : b, nout, oshape, err);
+    if (r && is_cmp(op)) r->mask = 1;
     ar_free(ca);
     ar_free(cb);
     return r;

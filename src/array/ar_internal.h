@@ -26,6 +26,7 @@ struct Array {
     size_t size; /* product of shape */
     size_t shape[AR_MAXDIM];
     ArBuf *buf;
+    int mask; /* a comparison's 0/1 result: indexing with it selects (NumPy's bool) */
 };
 
 static inline void *ar__data(const Array *a) { return (char *)a->buf + AR_ALIGN; }

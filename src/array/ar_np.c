@@ -457,6 +457,7 @@ Array *ar_isclose(const Array *a, const Array *b, double rtol, double atol, int 
             close = hypot(x.re - y.re, x.im - y.im) <= atol + rtol * hypot(y.re, y.im);
         ((double *)ar__data(r))[k] = close;
     }
+    if (r) r->mask = 1;
     return r;
 }
 

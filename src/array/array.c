@@ -236,6 +236,7 @@ Array *ar__alloc(ArType t, int ndim, const size_t *shape, char *err)
     a->type = t;
     a->ndim = ndim;
     a->size = size;
+    a->mask = 0;
     memset(a->shape, 0, sizeof a->shape);
     memcpy(a->shape, shape, (size_t)ndim * sizeof *shape);
     return a;
@@ -589,6 +590,7 @@ Array *ar_transpose(const Array *a, char *err)
     for (int i = 0; i < a->ndim; i++) sh[i] = a->shape[a->ndim - 1 - i];
     Array *r = ar__alloc(a->type, a->ndim, sh, err);
     if (!r) return NULL;
+    r->mask = a->mask;
     size_t esz = ar__esize(a->type);
     if (a->ndim == 2) {
         transpose2(ar__data(r), ar__data(a), a->shape[0], a->shape[1], esz);
@@ -691,3 +693,6 @@ void ar_set_blas_threads(int n) { qblas_set_threads(n); }
 
 /* Why: so the executor can restore what it changed. */
 int ar_blas_threads(void) { return qblas_threads(); }
+
+int ar_is_mask(const Array *a) { return a->mask; }
+void ar_set_mask(Array *a, int on) { a->mask = on != 0; }

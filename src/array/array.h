@@ -111,7 +111,7 @@ Array *ar_astype(const Array *a, ArType t, char *err);
 
 /* ---- indexing ------------------------------------------------------------ */
 
-enum { AR_IX_INT = 0, AR_IX_SLICE = 1 };
+enum { AR_IX_INT = 0, AR_IX_SLICE = 1, AR_IX_ARRAY = 2 };
 #define AR_IX_NONE LONG_MIN /* an omitted slice bound or step */
 
 /* One axis of an index: an integer (negative counts from the end) or a
@@ -120,19 +120,38 @@ typedef struct {
     int kind;
     long i;
     long start, stop, step;
+    const Array *arr; /* AR_IX_ARRAY: integer indices, or a mask (ar_is_mask) */
+    Array *own;       /* freed by ar_ix_release (an index made for the call) */
 } ArIndex;
 
 static inline ArIndex ar_ix(long i)
 {
-    ArIndex x = { AR_IX_INT, i, 0, 0, 0 };
+    ArIndex x = { AR_IX_INT, i, 0, 0, 0, NULL, NULL };
     return x;
 }
 static inline ArIndex ar_ix_slice(long start, long stop, long step)
 {
-    ArIndex x = { AR_IX_SLICE, 0, start, stop, step };
+    ArIndex x = { AR_IX_SLICE, 0, start, stop, step, NULL, NULL };
     return x;
 }
 static inline ArIndex ar_ix_all(void) { return ar_ix_slice(AR_IX_NONE, AR_IX_NONE, AR_IX_NONE); }
+
+/* An index array: integer positions along one axis, or a mask (a
+ * comparison's result, or made one with ar_set_mask) selecting the elements
+ * where it is non-zero along as many axes as it has. NumPy's advanced
+ * indexing rules: index arrays (and integers beside them) broadcast
+ * together, their result axes go where the first one stood if they are
+ * adjacent, else first; the result is a copy. */
+static inline ArIndex ar_ix_array(const Array *a)
+{
+    ArIndex x = { AR_IX_ARRAY, 0, 0, 0, 0, a, NULL };
+    return x;
+}
+/* Frees the arrays the indices own (own != NULL). */
+void ar_ix_release(ArIndex *ix, int n);
+/* A comparison's result is a mask; the flag follows copies and reshapes. */
+int ar_is_mask(const Array *a);
+void ar_set_mask(Array *a, int on);
 
 /* a[ix...]: nix <= ndim axes; missing trailing axes are taken whole.
  * Returns AR_SCALAR with *s when every axis got an integer, else AR_ARRAY

@@ -268,6 +268,27 @@ static bool to_ix(VM *vm, Value v, const Node *n, ArIndex *ix)
         *ix = ar_ix_slice(parts[0], parts[1], parts[2]);
         return true;
     }
+    if (v.t == T_ARRAY) { /* integer positions, or a mask (a comparison's result) */
+        *ix = ar_ix_array(AS_ARR(v));
+        return true;
+    }
+    if (v.t == T_LIST) { /* a list of integers, or of bools (a mask) */
+        bool e = false;
+        Array *x = list_to_array(vm, v, n, &e);
+        if (e) return false;
+        if (!x) {
+            size_t zero = 0;
+            char err[AR_ERRLEN];
+            x = ar_new(AR_F64, 1, &zero, err); /* a[[]]: nothing selected */
+            if (!x) {
+                vm_error(vm, n, "%s", err);
+                return false;
+            }
+        }
+        *ix = ar_ix_array(x);
+        ix->own = x;
+        return true;
+    }
     to_plain_number(&v); /* a tracked number indexes by its value */
     if (v.t != T_NUM || v.n != floor(v.n) || !isfinite(v.n)) {
         if (v.t == T_NUM)
@@ -291,14 +312,20 @@ static Value array_index(VM *vm, Value a, int nidx, const Value *idx, const Node
     ArIndex ix[AR_MAXDIM];
     if (nidx > AR_MAXDIM) return vm_error(vm, site, "too many indices for an array");
     for (int i = 0; i < nidx; i++)
-        if (!to_ix(vm, idx[i], at(isite, i, site), &ix[i])) return v_exc();
+        if (!to_ix(vm, idx[i], at(isite, i, site), &ix[i])) {
+            ar_ix_release(ix, i);
+            return v_exc();
+        }
     char err[AR_ERRLEN];
     ArScalar s;
     Array *out = NULL;
     int k = ar_index(AS_ARR(a), ix, nidx, &s, &out, err);
+    ar_ix_release(ix, nidx);
     if (k == AR_ERR) return vm_error(vm, site, "%s", err);
     return k == AR_SCALAR ? scalar_value(s) : arr_wrap(out);
 }
+
+static bool array_store(VM *vm, Value a, ArIndex *ix, int nidx, Value v, const Node *site);
 
 static bool array_setindex(VM *vm, Value a, int nidx, const Value *idx, Value v, const Node *site,
                            Node *const *isite)
@@ -309,7 +336,18 @@ static bool array_setindex(VM *vm, Value a, int nidx, const Value *idx, Value v,
         return false;
     }
     for (int i = 0; i < nidx; i++)
-        if (!to_ix(vm, idx[i], at(isite, i, site), &ix[i])) return false;
+        if (!to_ix(vm, idx[i], at(isite, i, site), &ix[i])) {
+            ar_ix_release(ix, i);
+            return false;
+        }
+    bool ok = array_store(vm, a, ix, nidx, v, site);
+    ar_ix_release(ix, nidx);
+    return ok;
+}
+
+/* a[ix] = v once the subscripts are read */
+static bool array_store(VM *vm, Value a, ArIndex *ix, int nidx, Value v, const Node *site)
+{
     char err[AR_ERRLEN];
     ArScalar s;
     int k;
@@ -459,6 +497,7 @@ typedef struct Flat {
     int ndim;
     size_t shape[AR_MAXDIM];
     Value foreign;
+    bool nonbool; /* a leaf that is not a bool: not a mask */
 } Flat;
 
 static bool flat_put(Flat *f, double re, double im)
@@ -528,6 +567,7 @@ static bool flatten(VM *vm, Value v, int depth, Flat *f, const Node *site)
         vm_error(vm, site, "array(): elements must be numbers, not %s", type_name(v));
         return false;
     }
+    if (v.t != T_BOOL) f->nonbool = true;
     if (depth != f->ndim) {
         vm_error(vm, site, "array(): ragged nested lists");
         return false;
@@ -565,6 +605,7 @@ static Array *flat_to_array(VM *vm, Flat *f, bool force_complex, const Node *sit
         double *d = ar_f64(a);
         if (f->n) memcpy(d, f->re, f->n * sizeof(double));
     }
+    if (f->n && !f->nonbool) ar_set_mask(a, 1); /* array([true, false]): NumPy's bool array */
     return a;
 }
 

@@ -708,7 +708,10 @@ static bool parse_ix(VM *vm, int nidx, const Value *idx, const Node *site, Node 
     for (int i = 0; i < nidx; i++) {
         Value s = idx[i];
         if (s.t == T_TNUM) s = v_num(TNUM(s)->x); /* an index has no derivative */
-        if (!arr_subscript(vm, s, isite && isite[i] ? isite[i] : site, &ix[i])) return false;
+        if (!arr_subscript(vm, s, isite && isite[i] ? isite[i] : site, &ix[i])) {
+            ar_ix_release(ix, i);
+            return false;
+        }
     }
     return true;
 }
@@ -764,7 +767,9 @@ static Value tarr_index(VM *vm, Value v, int nidx, const Value *idx, const Node 
     if (!mine(vm, v, site)) return v_exc();
     ArIndex ix[AR_MAXDIM];
     if (!parse_ix(vm, nidx, idx, site, isite, ix)) return v_exc();
-    return gather(vm, v, ix, nidx, site);
+    Value r = gather(vm, v, ix, nidx, site);
+    ar_ix_release(ix, nidx);
+    return r;
 }
 
 static int tarr_iter(VM *vm, Value v, Iter *it, Value *out, const Node *site)
@@ -796,12 +801,16 @@ static bool tarr_setindex(VM *vm, Value target, int nidx, const Value *idx, Valu
     ArIndex ix[AR_MAXDIM];
     if (!parse_ix(vm, nidx, idx, site, isite, ix)) return false;
     Value fv = tp_force(vm, v, site);
-    if (IS_EXC(fv)) return false;
+    if (IS_EXC(fv)) {
+        ar_ix_release(ix, nidx);
+        return false;
+    }
     Opd V;
     int k = operand(vm, fv, &V, site);
     decref(fv);
     if (k <= 0) {
         if (k == 0) vm_error(vm, site, "cannot store %s in an array", type_name(v));
+        ar_ix_release(ix, nidx);
         return false;
     }
     ObjTArr *o = TARR(target);
@@ -845,6 +854,7 @@ static bool tarr_setindex(VM *vm, Value target, int nidx, const Value *idx, Valu
     ar_free(pa);
     ar_free(vmap);
     decref(V.hold);
+    ar_ix_release(ix, nidx);
     if (!ok || n == AD_ERR) {
         ar_free(na);
         if (n == AD_ERR && ok)

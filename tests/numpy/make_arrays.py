@@ -175,5 +175,47 @@ do not edit).""")
     s.write("arrays_funcs")
 
 
+def indexing():
+    s = Script("""
+Boolean masks and integer-array indexing, read and write, against
+python3-numpy (made by make_arrays.py; do not edit).""")
+    a = np.arange(24.0).reshape(2, 3, 4)
+    s.code("a = reshape(arange(24), 2, 3, 4)")
+    reads = [
+        ("a[a > 17]", a[a > 17]),
+        ("a[[1, 0]]", a[[1, 0]]),
+        ("a[0, [2, 0]]", a[0, [2, 0]]),
+        ("a[:, [0, 2], 1]", a[:, [0, 2], 1]),
+        ("a[[0, 1], [1, 2]]", a[[0, 1], [1, 2]]),
+        ("a[[0, 1], :, [1, 2]]", a[[0, 1], :, [1, 2]]),
+        ("a[0, :, [3, 0, 3]]", a[0, :, [3, 0, 3]]),
+        ("a[[[0], [1]], [0, 2]]", a[[[0], [1]], [0, 2]]),
+        ("a[[true, false]]", a[[True, False]]),
+        ("a[a[:, :, 0] > 4]", a[a[:, :, 0] > 4]),
+        ("a[1][a[1] >= 15]", a[1][a[1] >= 15]),
+        ("a[:, 1][[1, 0], [-1, 0]]", a[:, 1][[1, 0], [-1, 0]]),
+        ("a[array([1, 1, 0]), 2]", a[np.array([1, 1, 0]), 2]),
+        ("a[1, array([true, false, true])]", a[1, np.array([True, False, True])]),
+    ]
+    for e, v in reads:
+        s.show(e, v)
+    writes = [
+        ("b[b > 10] = 0", lambda b: b.__setitem__(b > 10, 0)),
+        ("b[[0, 2]] = -1", lambda b: b.__setitem__([0, 2], -1)),
+        ("b[[1, 3], [0, 2]] = array([7, 8])", lambda b: b.__setitem__(([1, 3], [0, 2]), np.array([7, 8]))),
+        ("b[:, [0, 1]] = array([[1, 2]])", lambda b: b.__setitem__((slice(None), [0, 1]), np.array([[1, 2]]))),
+        ("b[b == 1] = b[b == 2] * 10", lambda b: b.__setitem__(b == 1, b[b == 2] * 10)),
+        ("b[[0, 0, 1]] = array([[1, 1, 1], [2, 2, 2], [3, 3, 3]])", lambda b: b.__setitem__([0, 0, 1], np.array([[1, 1, 1], [2, 2, 2], [3, 3, 3]]))),
+    ]
+    b = np.arange(12.0).reshape(4, 3)
+    s.code("b = reshape(arange(12), 4, 3)")
+    for e, f in writes:
+        f(b)
+        s.code(e)
+        s.show("b", b)
+    s.write("arrays_indexing")
+
+
 linalg()
 funcs()
+indexing()
