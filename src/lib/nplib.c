@@ -10,6 +10,8 @@
 #include "array.h"
 #include "arrayval.h"
 #include "qh_assert.h"
+#include "track.h"
+#include "track_np.h"
 #include "types.h"
 
 #include <math.h>
@@ -336,6 +338,7 @@ static Value bi_cumsum(VM *vm, Args *a)
 
 Value np_var(VM *vm, Args *a, bool root)
 {
+    if (track_is(a->v[0])) return track_np_var(vm, a, root); /* differentiated */
     long axis;
     double ddof = 0;
     Value dv = kwv(a, -1, "ddof", v_num(0));
@@ -552,6 +555,7 @@ static void seq_free(const Array **as, Array **own, int n)
 
 static Value joiner(VM *vm, Args *a, bool stack)
 {
+    if (track_inside(a->v[0])) return track_np_builtin(vm, a->def, a); /* differentiated */
     long axis;
     if (!int_opt(vm, a, kwv(a, 1, "axis", v_num(0)), "axis", &axis)) return v_exc();
     int n;

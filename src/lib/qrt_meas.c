@@ -328,7 +328,8 @@ Value bi_var(VM *vm, Args *a)
 {
     Value x = a->v[0];
     double d;
-    if (a->n != 1 || a->nkw || x.t == T_ARRAY || x.t == T_LIST || tp_number(x, &d))
+    if (a->n != 1 || a->nkw || x.t == T_ARRAY || x.t == T_LIST || tp_number(x, &d) ||
+        (x.t != T_OP && x.t >= T_FIRST_OBJ && (type_of(x)->flags & TF_INTERCEPT)))
         return np_var(vm, a, false); /* NumPy's var of an array (nplib.c) */
     SvTerm *t;
     int n;

@@ -15,6 +15,7 @@
 #include "arrayval.h"
 #include "builtins.h"
 #include "qh_assert.h"
+#include "track_np.h"
 
 #include <math.h>
 #include <pthread.h>
@@ -1351,6 +1352,7 @@ static void bk_init(void)
     for (const char *const *l = own_way; *l; l++)
         bk_add(*l, strcmp(*l, "num") == 0 ? BK_NUM : BK_OWN);
     for (const char *const *l = plain_builtins; *l; l++) bk_add(*l, BK_PLAIN);
+    for (const char *const *l = track_np_plain; *l; l++) bk_add(*l, BK_PLAIN);
     static const struct {
         const char *name;
         int kind;
@@ -1410,6 +1412,8 @@ static Value track_builtin(VM *vm, const BuiltinDef *bd, Args *a)
     }
     default: break;
     }
+    Value np = track_np_builtin(vm, bd, a); /* NumPy's functions (track_np.c) */
+    if (np.t != T_NOTIMPL) return np;
     return vm_error(vm, a->site,
                     "%s() cannot take a differentiated value (its result would have no derivative)",
                     bd->name);
