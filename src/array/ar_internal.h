@@ -63,6 +63,12 @@ int ar__unique(Array *a, char *err);
 /* Replaces a float array's buffer by a complex copy of it (in place). */
 int ar__promote(Array *a, char *err);
 
+/* a and b of one dtype for a binary kernel: *ca / *cb are complex copies of
+ * the float one when the other is complex (NULL where none was needed);
+ * *pa / *pb the operands to use. -1 (out of memory, err set) or 0. */
+int ar__common_type(const Array *a, const Array *b, Array **ca, Array **cb, const Array **pa,
+                    const Array **pb, char *err);
+
 /* Broadcast shape of two shapes (NumPy rules); -1 if incompatible. */
 int ar__bcast_shape(int na, const size_t *sa, int nb, const size_t *sb, int *nout, size_t *out);
 /* Element strides of an array of shape (n, s) viewed as broadcast to the

@@ -136,11 +136,10 @@ static int matmul_typed(const Array *a, const Array *b, Array **out, ArScalar *s
 int ar_matmul(const Array *a, const Array *b, Array **out, ArScalar *s, char *err)
 {
     if (a->type == b->type) return matmul_typed(a, b, out, s, err);
-    Array *ca = a->type == AR_F64 ? ar_to_complex(a, err) : NULL;
-    Array *cb = b->type == AR_F64 ? ar_to_complex(b, err) : NULL;
-    int rc = AR_ERR;
-    if ((ca || a->type == AR_C128) && (cb || b->type == AR_C128))
-        rc = matmul_typed(ca ? ca : a, cb ? cb : b, out, s, err);
+    Array *ca, *cb;
+    const Array *pa, *pb;
+    if (ar__common_type(a, b, &ca, &cb, &pa, &pb, err)) return AR_ERR;
+    int rc = matmul_typed(pa, pb, out, s, err);
     ar_free(ca);
     ar_free(cb);
     return rc;
@@ -170,11 +169,10 @@ int ar_dot(const Array *a, const Array *b, Array **out, ArScalar *s, char *err)
 Array *ar_kron(const Array *a, const Array *b, char *err)
 {
     if (a->type != b->type) {
-        Array *ca = a->type == AR_F64 ? ar_to_complex(a, err) : NULL;
-        Array *cb = b->type == AR_F64 ? ar_to_complex(b, err) : NULL;
-        Array *r = NULL;
-        if ((ca || a->type == AR_C128) && (cb || b->type == AR_C128))
-            r = ar_kron(ca ? ca : a, cb ? cb : b, err);
+        Array *ca, *cb;
+        const Array *pa, *pb;
+        if (ar__common_type(a, b, &ca, &cb, &pa, &pb, err)) return NULL;
+        Array *r = ar_kron(pa, pb, err);
         ar_free(ca);
         ar_free(cb);
         return r;

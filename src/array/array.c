@@ -696,3 +696,20 @@ int ar_blas_threads(void) { return qblas_threads(); }
 
 int ar_is_mask(const Array *a) { return a->mask; }
 void ar_set_mask(Array *a, int on) { a->mask = on != 0; }
+
+int ar__common_type(const Array *a, const Array *b, Array **ca, Array **cb, const Array **pa,
+                    const Array **pb, char *err)
+{
+    int cx = a->type == AR_C128 || b->type == AR_C128;
+    *ca = cx && a->type == AR_F64 ? ar_to_complex(a, err) : NULL;
+    *cb = cx && b->type == AR_F64 ? ar_to_complex(b, err) : NULL;
+    *pa = *ca ? *ca : a;
+    *pb = *cb ? *cb : b;
+    if ((*pa)->type != (*pb)->type) {
+        ar_free(*ca);
+        ar_free(*cb);
+        *ca = *cb = NULL;
+        return -1;
+    }
+    return 0;
+}
