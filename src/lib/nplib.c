@@ -555,7 +555,9 @@ static void seq_free(const Array **as, Array **own, int n)
 
 static Value joiner(VM *vm, Args *a, bool stack)
 {
-    if (track_inside(a->v[0])) return track_np_builtin(vm, a->def, a); /* differentiated */
+    for (size_t i = 0; a->v[0].t == T_LIST && i < AS_LIST(a->v[0])->len; i++)
+        if (track_is(AS_LIST(a->v[0])->v[i])) /* differentiated arrays: their rule */
+            return track_np_builtin(vm, a->def, a);
     long axis;
     if (!int_opt(vm, a, kwv(a, 1, "axis", v_num(0)), "axis", &axis)) return v_exc();
     int n;

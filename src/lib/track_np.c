@@ -602,13 +602,14 @@ static Value b_eigh(VM *vm, Args *a)
     const double *w = ar_f64_ro(W), *v = ar_f64_ro(V);
     for (size_t i = 1; i < n; i++)
         if (w[i] == w[i - 1]) {
+            double rep = w[i];
             ar_free(W);
             ar_free(V);
             drop(&A);
             return vm_error(vm, a->site,
                             "eigh() of a differentiated matrix with a repeated eigenvalue (%g) has "
                             "no derivative",
-                            w[i]);
+                            rep);
         }
     double *G = malloc(n2 * sizeof *G), *Jw = calloc(n * n2 + 1, sizeof *Jw),
            *Jv = calloc(n2 * n2 + 1, sizeof *Jv);
