@@ -14,22 +14,29 @@
 #include <string.h>
 
 #define FUSE_LOW_BITS 4 /* bits always in a pass's set: runs of >= 16 amplitudes */
+#define FUSE_AHEAD    8 /* gathered runs prefetched ahead */
 
 void sv_fuse_defaults(SvFuseCfg *cfg)
 {
     cfg->fuse = 1;
-    cfg->min_qubits = 14;
-    cfg->max_block = 2;
+    cfg->min_qubits = 0;
+    cfg->max_block = 0;
     cfg->chunk_bits = 14;
     cfg->max_ops = 1024;
+    cfg->low_bits = FUSE_LOW_BITS;
     const char *e = getenv("QH_FUSION");
     if (e && (strcmp(e, "0") == 0 || strcmp(e, "off") == 0)) cfg->fuse = 0;
     e = getenv("QH_FUSION_MIN");
     if (e && atoi(e) >= 1 && atoi(e) <= 64) cfg->min_qubits = atoi(e);
     e = getenv("QH_FUSION_BLOCK");
-    if (e && atoi(e) >= 1 && atoi(e) <= 2) cfg->max_block = atoi(e);
+    if (e && atoi(e) >= 0 && atoi(e) <= 2) cfg->max_block = atoi(e);
     e = getenv("QH_FUSION_CHUNK");
     if (e && atoi(e) >= FUSE_LOW_BITS + 2 && atoi(e) <= 24) cfg->chunk_bits = atoi(e);
+    e = getenv("QH_FUSION_LOW");
+    if (e && atoi(e) >= FUSE_LOW_BITS && atoi(e) <= cfg->chunk_bits - 2) cfg->low_bits = atoi(e);
+    /* a state of one chunk gains nothing from queueing: its gates would
+       run on it in order anyway */
+    if (cfg->min_qubits == 0) cfg->min_qubits = cfg->chunk_bits + 1;
 }
 
 void svc_init(SvCirc *c, const SvFuseCfg *cfg)
@@ -40,6 +47,9 @@ void svc_init(SvCirc *c, const SvFuseCfg *cfg)
     else
         sv_fuse_defaults(&c->cfg);
     if (c->cfg.max_ops < 1) c->cfg.max_ops = 1;
+    if (c->cfg.min_qubits < 1) c->cfg.min_qubits = c->cfg.chunk_bits + 1;
+    if (c->cfg.low_bits < FUSE_LOW_BITS || c->cfg.low_bits > c->cfg.chunk_bits - 2)
+        c->cfg.low_bits = FUSE_LOW_BITS;
 }
 
 /* Chunk buffers, one per thread that may run a part at the same time: a
@@ -205,26 +215,49 @@ static uint64_t op_mask(const SvOp *op, int nq)
     return m;
 }
 
-/* Why: a pass takes, in order, the gates that fit one chunk's bit set and
-   commute with every earlier gate left for later (disjoint bits). Fills
-   take[] with their indices; returns their number and the set in *set. */
+/* Whether an op only moves amplitudes (the exchange kernels: no
+   arithmetic) or does nothing: such an op and any op on disjoint bits
+   give the same bytes in either order, since each runs the same
+   arithmetic on the same values, only at exchanged places. Two ops that
+   both compute do not: H on one bit and H on another round in a
+   different order when swapped. */
+static int op_moves_only(const SvOp *op)
+{
+    switch (op->gate) {
+    case SV_IDENTITY:
+    case SV_PAULIX:
+    case SV_CNOT:
+    case SV_TOFFOLI:
+    case SV_SWAP:
+    case SV_CSWAP:
+    case SV_BASISSTATE: return 1;
+    default: return 0;
+    }
+}
+
+/* Why: a pass takes, in order, the gates that fit one chunk's bit set.
+   A gate left for a later pass is passed by a later gate only when the
+   two commute exactly: disjoint bits and (exact mode, the default) one
+   of them only moves amplitudes; in the dense mode (max_block >= 1, not
+   exact anyway) any two on disjoint bits. Fills take[] with their
+   indices; returns their number and the set in *set. */
 static int select_pass(const SvCirc *c, const uint64_t *mask, const unsigned char *done, int nq,
                        int cbits, int *take, uint64_t *set)
 {
     uint64_t all = nq >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << nq) - 1;
-    uint64_t S = nq <= cbits ? all : ((uint64_t)1 << FUSE_LOW_BITS) - 1, B = 0;
-    int n = 0;
+    uint64_t S = nq <= cbits ? all : ((uint64_t)1 << c->cfg.low_bits) - 1, B = 0;
+    int exact = c->cfg.max_block < 1, left_computes = 0, n = 0;
     for (int i = 0; i < c->nops; i++) {
         if (done[i]) continue;
         uint64_t m = mask[i];
-        if (m & B) {
-            B |= m;
-        } else if (__builtin_popcountll(S | m) <= cbits) {
-            S |= m;
-            take[n++] = i;
-        } else {
-            B |= m;
+        int moves = op_moves_only(&c->ops[i]);
+        if ((m & B) || (exact && left_computes && !moves) || __builtin_popcountll(S | m) > cbits) {
+            B |= m; /* left for a later pass */
+            left_computes |= !moves;
+            continue;
         }
+        S |= m;
+        take[n++] = i;
     }
     for (int b = 0; b < nq && __builtin_popcountll(S) < cbits; b++) S |= (uint64_t)1 << b;
     *set = S;
@@ -496,8 +529,10 @@ typedef struct PassCtx {
     int cbits;
     uint64_t set, free_mask; /* the chunk's bits, the others */
     uint64_t nchunks;
-    int inplace;      /* the set is the lowest bits: chunks are contiguous */
-    SvFuseBufs *bufs; /* gathered passes */
+    int inplace;         /* the set is the lowest bits: chunks are contiguous */
+    SvFuseBufs *bufs;    /* gathered passes */
+    uint64_t run, nruns; /* gathered: runs of run amplitudes, nruns per chunk */
+    uint64_t *roff;      /* their offsets from the chunk's base */
 } PassCtx;
 
 /* x's bits placed at the set bits of mask, lowest first. */
@@ -538,25 +573,25 @@ static void pass_part(void *ctx, int part, int nparts)
     while (atomic_exchange_explicit(&bs->busy[slot], 1, memory_order_acquire))
         slot = (slot + 1) % bs->n;
     cplx *buf = bs->buf[slot];
-    int r = __builtin_ctzll(~p->set); /* the contiguous low bits */
-    uint64_t run = (uint64_t)1 << r, H = p->set & ~(run - 1);
+    uint64_t run = p->run, nruns = p->nruns;
+    const uint64_t *ro = p->roff;
     uint64_t base = deposit(a, p->free_mask);
     for (uint64_t x = a; x < b; x++) {
-        uint64_t off = 0;
-        cplx *q = buf;
-        do {
-            memcpy(q, amp + (base | off), run * sizeof(cplx));
-            q += run;
-            off = (off - H) & H;
-        } while (off);
+        /* the runs are scattered over the state: ask for a few ahead (the
+           hardware prefetcher does not follow them), the next chunk's
+           first ones at the end of this one */
+        uint64_t next = x + 1 < b ? (base - p->free_mask) & p->free_mask : base;
+        for (uint64_t k = 0; k < nruns; k++) {
+            uint64_t kk = k + FUSE_AHEAD;
+            const cplx *src = kk < nruns ? amp + (base | ro[kk]) : amp + (next | ro[kk - nruns]);
+            if (kk < 2 * nruns)
+                for (uint64_t l = 0; l < run; l += 4) __builtin_prefetch(src + l);
+            memcpy(buf + k * run, amp + (base | ro[k]), run * sizeof(cplx));
+        }
         run_chunk_ops(p, buf);
-        q = buf;
-        do {
-            memcpy(amp + (base | off), q, run * sizeof(cplx));
-            q += run;
-            off = (off - H) & H;
-        } while (off);
-        base = (base - p->free_mask) & p->free_mask;
+        for (uint64_t k = 0; k < nruns; k++)
+            memcpy(amp + (base | ro[k]), buf + k * run, run * sizeof(cplx));
+        base = next;
     }
     atomic_store_explicit(&bs->busy[slot], 0, memory_order_release);
 }
@@ -603,12 +638,20 @@ static int run_pass(SvCirc *c, SvState *s, const SvOp *ops, int n, uint64_t set)
     p.nops = n;
     if (!p.inplace) {
         p.bufs = bufs_get(c, s);
-        if (!p.bufs) {
+        int r = __builtin_ctzll(~set); /* the contiguous low bits */
+        uint64_t H = set & ~(((uint64_t)1 << r) - 1), off = 0;
+        p.run = (uint64_t)1 << r;
+        p.nruns = (uint64_t)1 << (cbits - r);
+        p.roff = malloc(p.nruns * sizeof *p.roff);
+        if (!p.bufs || !p.roff) {
+            free(p.roff);
             free(lops);
             return -1;
         }
+        for (uint64_t k = 0; k < p.nruns; k++, off = (off - H) & H) p.roff[k] = off;
     }
     sv_parallel(s, pass_part, &p);
+    free(p.roff);
     free(lops);
     c->st.passes++;
     return 0;
@@ -657,8 +700,13 @@ int svc_flush(SvCirc *c, SvState *s, char *err, size_t errlen)
             c->st.passes++;
             continue;
         }
-        fuse_pass(c, take, nt, nq, &f);
-        for (int i = 0; i < f.nout; i++) block_op(c, &f.out[i], nq, &bops[i]);
+        if (c->cfg.max_block < 1) { /* exact: every gate its own kernel, in order */
+            for (int i = 0; i < nt; i++) bops[i] = c->ops[take[i]];
+            f.nout = nt;
+        } else {
+            fuse_pass(c, take, nt, nq, &f);
+            for (int i = 0; i < f.nout; i++) block_op(c, &f.out[i], nq, &bops[i]);
+        }
         if (run_pass(c, s, bops, f.nout, set) != 0) {
             run_in_order(c, s, done);
             goto out;

@@ -7,27 +7,31 @@
  * full. A flush:
  *   - schedules the queued gates into passes: a pass takes the gates whose
  *     bits (targets and controls) fit one set S of chunk_bits index bits
- *     (the lowest few bits always among them, for contiguous runs), in
- *     circuit order, a gate moving ahead of an earlier one only when the
- *     two act on disjoint bits (they commute);
- *   - fuses the gates of a pass into blocks of at most max_block qubits
- *     (consecutive gates on overlapping wires multiplied into one 2x2 or
- *     4x4; a gate left alone keeps its own kernel, so diagonal gates stay
- *     diagonal and X, CNOT, SWAP, Toffoli stay exchanges);
+ *     (the lowest low_bits bits always among them, for contiguous runs),
+ *     in circuit order; a gate moves ahead of an earlier one only when the
+ *     two act on disjoint bits and one of them only moves amplitudes (X,
+ *     CNOT, SWAP, Toffoli, CSWAP, BasisState): then either order gives
+ *     the same bytes;
  *   - runs a pass chunk by chunk (cache blocking): the 2^chunk_bits
  *     amplitudes that share the bits outside S are gathered into a buffer
  *     that fits the L2 cache (in place when S is the lowest bits), every
- *     block of the pass runs on it, and it is written back: one sweep over
- *     the state for the whole pass. A state of at most chunk_bits qubits
- *     is one chunk: its blocks run on it directly.
- * Fused blocks round differently from the gates one by one (products of
- * matrices, a changed order of commuting gates): results agree with the
- * gate-by-gate path to about 1e-15 per gate, not bit for bit. So states
- * of fewer than min_qubits qubits (default 14, Qiskit Aer's fusion
- * threshold), and every state when cfg.fuse is 0 (--no-fusion), run gate
- * by gate in order at once: the same bytes as sv_apply. Whatever is
- * fused, the blocks, the chunks and the arithmetic depend on the circuit
- * and the state's width only, never on threads or timing.
+ *     gate of the pass runs its own kernel on it, and it is written back:
+ *     one sweep over the state for the whole pass. A state of at most
+ *     chunk_bits qubits is one chunk: its gates run on it directly.
+ * This is exact by construction: the chunk renumbers bits monotonically
+ * and keeps the low ones, so each gate takes the same kernel with the same
+ * arithmetic per amplitude as sv_apply on the whole state; results are the
+ * bytes of the gate-by-gate path (doc/internals.md lists what that relies
+ * on). States of fewer than min_qubits qubits (default chunk_bits + 1: one
+ * chunk gains nothing from the queue), and every state when cfg.fuse is 0
+ * (--no-fusion), run gate by gate at once.
+ *
+ * max_block 1 or 2 (opt-in, QH_FUSION_BLOCK) is the dense mode, NOT exact:
+ * consecutive gates on overlapping wires are multiplied into one 2x2 or
+ * 4x4 where a cost model says it is cheaper, gates on disjoint bits are
+ * reordered freely; results agree to about 1e-15 per gate. Either way the
+ * passes, the chunks and the arithmetic depend on the circuit and the
+ * state's width only, never on threads or timing.
  *
  * Pure C (prefix svc_ / sv_fuse_), on the kernels of this room; knows
  * nothing of the language or of devices. One SvCirc per state, used by
@@ -40,10 +44,11 @@
 
 typedef struct SvFuseCfg {
     int fuse;       /* 0: every gate at once, in order (the unfused path) */
-    int min_qubits; /* narrower states run gate by gate (default 14) */
-    int max_block;  /* widest fused block, 1 or 2 qubits (default 2) */
+    int min_qubits; /* narrower states run gate by gate (0: chunk_bits + 1) */
+    int max_block;  /* 0: exact (default); 1, 2: dense blocks, inexact */
     int chunk_bits; /* chunks of 2^chunk_bits amplitudes (default 14: 256 KiB) */
     int max_ops;    /* gates queued before a flush (default 1024) */
+    int low_bits;   /* index bits always in a pass's set (default 4: runs of 16) */
 } SvFuseCfg;
 
 typedef struct SvFuseStats {
@@ -64,8 +69,9 @@ typedef struct SvCirc {
 } SvCirc;
 
 /* The defaults, then the environment: QH_FUSION=0 (or off) turns fusion
-   off; QH_FUSION_MIN, QH_FUSION_BLOCK, QH_FUSION_CHUNK set min_qubits,
-   max_block and chunk_bits (out-of-range values are ignored). */
+   off; QH_FUSION_MIN, QH_FUSION_BLOCK, QH_FUSION_CHUNK, QH_FUSION_LOW set
+   min_qubits, max_block, chunk_bits and low_bits (out-of-range values are
+   ignored). */
 void sv_fuse_defaults(SvFuseCfg *cfg);
 /* cfg NULL: sv_fuse_defaults. */
 void svc_init(SvCirc *c, const SvFuseCfg *cfg);

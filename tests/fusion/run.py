@@ -5,15 +5,17 @@ Random programs — circuits of 1- and 2-qubit gates (and a few wider ones),
 mid-circuit measurements with classical control (if/else on the outcome, a
 gate parameter taken from it), noise channels on the mixed device — run
 through qh fused and unfused: the fused runs (QH_FUSION_MIN=1 and
-QH_FUSION_CHUNK=6, so that even these small states take fused blocks and
-gathered, cache-blocked passes) under --sync, by default and with
---workers 2 must print what the unfused run (--no-fusion --sync) prints,
-every number within 1e-12 (relative to its size, at least 1) and every
-other token the same, with the same exit status and stderr. With --mpi
-(and mpirun on PATH, qh built with MPI) distributed devices run the same
-way on 1, 2 and 4 ranks.
+QH_FUSION_CHUNK=6, so that even these small states take gathered,
+cache-blocked passes) under --sync, --workers 1 and 4, --no-lookahead and
+by default must print byte for byte what the unfused run (--no-fusion
+--sync) prints, with the same exit status and stderr: fusion is exact by
+construction (fuse.h). With --mpi (and mpirun on PATH, qh built with MPI)
+distributed devices run the same way on 1, 2 and 4 ranks. --dense checks
+the opt-in dense blocks (QH_FUSION_BLOCK=2) instead, which round
+differently: every number within 1e-12 (relative to its size, at least 1),
+every other token the same.
 
-Usage: run.py QH [--seeds N] [--first S] [--mpi] [--keep DIR]
+Usage: run.py QH [--seeds N] [--first S] [--mpi] [--dense] [--keep DIR]
 """
 import os
 import random
@@ -126,7 +128,7 @@ def main():
     if not args:
         sys.exit(__doc__)
     qh = os.path.abspath(args[0])
-    seeds, first, use_mpi, keep = 40, 1, False, None
+    seeds, first, use_mpi, keep, dense = 40, 1, False, None, False
     i = 1
     while i < len(args):
         if args[i] == "--seeds":
@@ -135,6 +137,8 @@ def main():
             first = int(args[i + 1]); i += 2
         elif args[i] == "--mpi":
             use_mpi = True; i += 1
+        elif args[i] == "--dense":
+            dense = True; i += 1
         elif args[i] == "--keep":
             keep = args[i + 1]; i += 2
         else:
@@ -144,6 +148,9 @@ def main():
     for k in ("QH_FUSION", "QH_FUSION_MIN", "QH_FUSION_CHUNK", "QH_FUSION_BLOCK"):
         base_env.pop(k, None)
     fused_env = dict(base_env, QH_FUSION_MIN="1", QH_FUSION_CHUNK="6")
+    if dense:
+        fused_env["QH_FUSION_BLOCK"] = "2"
+    same = close if dense else (lambda a, b: a == b)
     mpirun = shutil.which("mpirun") if use_mpi else None
     if use_mpi and not mpirun:
         print("run.py: no mpirun: the MPI runs are skipped")
@@ -165,12 +172,13 @@ def main():
                             for nr in (1, 2, 4)]
             else:
                 want = run([qh, "--no-fusion", "--sync", path], base_env, tmp)
-                variants = [(fused_env, [qh, m, path]) for m in ("--sync", "--workers=2")]
+                variants = [(fused_env, [qh, m, path])
+                            for m in ("--sync", "--workers=1", "--workers=4", "--no-lookahead")]
                 variants.append((fused_env, [qh, path]))
             ok = True
             for env, cmd in variants:
                 got = run(cmd, env, tmp)
-                if got[0] != want[0] or got[2] != want[2] or not close(got[1], want[1]):
+                if got[0] != want[0] or got[2] != want[2] or not same(got[1], want[1]):
                     ok = False
                     print("FAIL seed %d%s: %s" % (seed, " (mpi)" if mpi else "", " ".join(cmd[-3:])))
                     print("  unfused (status %d): %s%s" % (want[0], want[1][:300], want[2][:300]))

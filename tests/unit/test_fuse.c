@@ -4,10 +4,12 @@
  * extra controls, adjoints, Toffoli and CSWAP, wide MultiRZ and BasisState,
  * QubitUnitary on 1-3 wires, non-unitary matrices as channels make them)
  * run through an SvCirc and, gate by gate, through sv_apply on a copy of
- * the same random state: the amplitudes agree within 1e-12, for blocks of
- * 1 and 2 qubits, chunks smaller than the state (gathered passes, in-place
- * passes) and as large as it, one thread and a team, flushes forced by a
- * short queue. Fusion off and narrow states give exactly sv_apply's bytes.
+ * the same random state. The default (exact) mode gives the same bytes,
+ * compared with memcmp, for chunks smaller than the state (gathered
+ * passes, in-place passes) and as large as it, one thread and a team,
+ * flushes forced by a short queue, at every SIMD level; the opt-in dense
+ * blocks of 1 and 2 qubits agree within 1e-12. Fusion off and narrow
+ * states give exactly sv_apply's bytes.
  * The statistics count gates, blocks and passes; a layered circuit takes
  * fewer passes than gates.
  */
@@ -140,15 +142,18 @@ static double f_maxdiff(const SvState *a, const SvState *b)
 }
 
 /* One random circuit through both paths. */
+static int simd_level = SV_SIMD_AVX512; /* both paths' kernels */
+
 static void run_case(int nq, int block, int chunk, int maxops, int ngates, SvTeam *team)
 {
     SvState a, b;
     ck_assert_int_eq(sv_init(&a, nq), 0);
     ck_assert_int_eq(sv_init(&b, nq), 0);
+    a.simd = b.simd = simd_level;
     f_random_state(&a);
     memcpy(b.amp, a.amp, a.dim * sizeof(cplx));
     if (team) sv_set_threads(&b, team, 2);
-    SvFuseCfg cfg = { 1, 1, block, chunk, maxops };
+    SvFuseCfg cfg = { 1, 1, block, chunk, maxops, 4 };
     SvCirc c;
     svc_init(&c, &cfg);
     char err[256];
@@ -171,10 +176,18 @@ static void run_case(int nq, int block, int chunk, int maxops, int ngates, SvTea
     ck_assert_int_eq(svc_flush(&c, &b, err, sizeof err), 0);
     ck_assert_int_eq(svc_pending(&c), 0);
     double d = f_maxdiff(&a, &b);
-    double scale = 0;
-    for (size_t i = 0; i < a.dim; i++) scale = fmax(scale, cabs(a.amp[i]));
-    ck_assert_msg(d <= 1e-12 * fmax(1, scale), "nq %d block %d chunk %d: max diff %g", nq, block,
-                  chunk, d);
+    if (block == 0) { /* exact: the same bytes as gate by gate */
+        size_t first = 0;
+        while (first < a.dim && memcmp(&a.amp[first], &b.amp[first], sizeof(cplx)) == 0) first++;
+        ck_assert_msg(first == a.dim,
+                      "nq %d chunk %d maxops %d simd %d: amplitude %zu differs (max diff %g)", nq,
+                      chunk, maxops, simd_level, first, d);
+    } else {
+        double scale = 0;
+        for (size_t i = 0; i < a.dim; i++) scale = fmax(scale, cabs(a.amp[i]));
+        ck_assert_msg(d <= 1e-12 * fmax(1, scale), "nq %d block %d chunk %d: max diff %g", nq,
+                      block, chunk, d);
+    }
     ck_assert_uint_eq(c.st.gates, (uint64_t)ngates);
     svc_free(&c);
     sv_free(&a);
@@ -185,11 +198,26 @@ START_TEST(test_random_circuits)
 {
     rs = 0x9e3779b97f4a7c15ull;
     for (int nq = 1; nq <= 11; nq++)
-        for (int block = 1; block <= 2; block++) {
+        for (int block = 0; block <= 2; block++) {
             run_case(nq, block, 6, 1024, 120, NULL);
             run_case(nq, block, 7, 9, 80, NULL);
             run_case(nq, block, 14, 1024, 80, NULL);
         }
+}
+END_TEST
+
+/* Exact at every instruction level (each level's kernels on both paths). */
+START_TEST(test_exact_levels)
+{
+    rs = 0x2545f4914f6cdd1dull;
+    for (int lv = SV_SIMD_C; lv <= SV_SIMD_AVX512; lv++) {
+        simd_level = lv;
+        for (int nq = 6; nq <= 12; nq++) {
+            run_case(nq, 0, 6, 1024, 150, NULL);
+            run_case(nq, 0, 8, 13, 150, NULL);
+        }
+    }
+    simd_level = SV_SIMD_AVX512;
 }
 END_TEST
 
@@ -199,6 +227,8 @@ START_TEST(test_random_threads)
     SvTeam *team = sv_team_new(2);
     ck_assert_ptr_nonnull(team);
     for (int r = 0; r < 3; r++) {
+        run_case(16, 0, 10, 1024, 150, team);
+        run_case(17, 0, 12, 1024, 150, team);
         run_case(16, 2, 10, 1024, 150, team);
         run_case(16, 1, 16, 64, 100, team);
         run_case(17, 2, 12, 1024, 100, team);
@@ -217,7 +247,7 @@ START_TEST(test_unfused_is_bit_identical)
         sv_init(&b, 9);
         f_random_state(&a);
         memcpy(b.amp, a.amp, a.dim * sizeof(cplx));
-        SvFuseCfg cfg = { off ? 0 : 1, off ? 1 : 10, 2, 6, 1024 };
+        SvFuseCfg cfg = { off ? 0 : 1, off ? 1 : 10, 2, 6, 1024, 4 };
         SvCirc c;
         svc_init(&c, &cfg);
         for (int g = 0; g < 200; g++) {
@@ -241,7 +271,7 @@ START_TEST(test_errors_at_push)
 {
     SvState s;
     sv_init(&s, 15);
-    SvFuseCfg cfg = { 1, 1, 2, 10, 1024 };
+    SvFuseCfg cfg = { 1, 1, 2, 10, 1024, 4 };
     SvCirc c;
     svc_init(&c, &cfg);
     SvOp op = { .gate = SV_CNOT, .nwires = 2, .wires = { 3, 3 } };
@@ -259,38 +289,43 @@ START_TEST(test_errors_at_push)
 }
 END_TEST
 
-/* A layered RX + CNOT-ladder circuit: fewer blocks than gates, a few
-   passes for many gates. */
+/* A layered RX + CNOT-ladder circuit: a few passes for many gates; the
+   exact mode runs every gate as its own block, the dense one fewer. */
 START_TEST(test_layered_stats)
 {
     int nq = 18;
-    SvState s;
-    sv_init(&s, nq);
-    SvFuseCfg cfg = { 1, 1, 2, 12, 4096 };
-    SvCirc c;
-    svc_init(&c, &cfg);
-    for (int l = 0; l < 4; l++) {
-        for (int w = 0; w < nq; w++) {
-            SvOp rx = { .gate = SV_RX,
-                        .nwires = 1,
-                        .wires = { w },
-                        .nparams = 1,
-                        .params = { 0.1 * (w + 1) } };
-            ck_assert_int_eq(svc_push(&c, &s, &rx, NULL, 0), 0);
+    for (int block = 0; block <= 2; block += 2) {
+        SvState s;
+        sv_init(&s, nq);
+        SvFuseCfg cfg = { 1, 1, block, 12, 4096, 4 };
+        SvCirc c;
+        svc_init(&c, &cfg);
+        for (int l = 0; l < 4; l++) {
+            for (int w = 0; w < nq; w++) {
+                SvOp rx = { .gate = SV_RX,
+                            .nwires = 1,
+                            .wires = { w },
+                            .nparams = 1,
+                            .params = { 0.1 * (w + 1) } };
+                ck_assert_int_eq(svc_push(&c, &s, &rx, NULL, 0), 0);
+            }
+            for (int w = 0; w + 1 < nq; w++) {
+                SvOp cx = { .gate = SV_CNOT, .nwires = 2, .wires = { w, w + 1 } };
+                ck_assert_int_eq(svc_push(&c, &s, &cx, NULL, 0), 0);
+            }
         }
-        for (int w = 0; w + 1 < nq; w++) {
-            SvOp cx = { .gate = SV_CNOT, .nwires = 2, .wires = { w, w + 1 } };
-            ck_assert_int_eq(svc_push(&c, &s, &cx, NULL, 0), 0);
-        }
+        svc_flush(&c, &s, NULL, 0);
+        uint64_t gates = 4 * (2 * (uint64_t)nq - 1);
+        ck_assert_uint_eq(c.st.gates, gates);
+        if (block == 0)
+            ck_assert_uint_eq(c.st.blocks, gates);
+        else
+            ck_assert_uint_lt(c.st.blocks, gates);
+        ck_assert_msg(c.st.passes * 10 <= gates * 3, "block %d: %llu passes for %llu gates", block,
+                      (unsigned long long)c.st.passes, (unsigned long long)gates);
+        svc_free(&c);
+        sv_free(&s);
     }
-    svc_flush(&c, &s, NULL, 0);
-    uint64_t gates = 4 * (2 * (uint64_t)nq - 1);
-    ck_assert_uint_eq(c.st.gates, gates);
-    ck_assert_uint_lt(c.st.blocks, gates);
-    ck_assert_msg(c.st.passes * 10 <= gates * 3, "%llu passes for %llu gates",
-                  (unsigned long long)c.st.passes, (unsigned long long)gates);
-    svc_free(&c);
-    sv_free(&s);
 }
 END_TEST
 
@@ -300,6 +335,7 @@ static Suite *fuse_suite(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_random_circuits);
+    tcase_add_test(tc, test_exact_levels);
     tcase_add_test(tc, test_random_threads);
     tcase_add_test(tc, test_unfused_is_bit_identical);
     tcase_add_test(tc, test_errors_at_push);
