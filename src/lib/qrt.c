@@ -632,7 +632,7 @@ static Value run_members(VM *vm, const RunSpec *rs, QInst *inst, QCtx *ctx)
         ctx->shots = shots;
         ctx->bsize = ctx->bidx = 0;
         Value x = eval_run_body(vm, rs->f, rs->slots, rs->site);
-        if (!IS_EXC(x) && ctx->bsize > 1) x = run_batch(vm, rs, inst, ctx, args, shots, x);
+        if (!IS_EXC(x) && ctx->bsize >= 1) x = run_batch(vm, rs, inst, ctx, args, shots, x);
         if (IS_EXC(x)) {
             if (out) decref(v_obj(&out->h));
             out = NULL;
