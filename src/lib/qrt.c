@@ -407,6 +407,7 @@ Value qrt_run_rec(VM *vm, ObjFunc *f, uint64_t seed, uint64_t index, Value *slot
 static QDState *ds_of(QbDev *d) { return d->st; }
 static int ds_apply(QbDev *d, const SvOp *op, char *err, size_t errlen)
 {
+    d->changes++;
     return qdist_apply(ds_of(d), op, err, errlen); /* queued by dsv itself */
 }
 static int ds_flush(QbDev *d, char *err, size_t errlen)
@@ -418,10 +419,12 @@ static int ds_flush(QbDev *d, char *err, size_t errlen)
 }
 static int ds_measure(QbDev *d, int wire, int reset, Rng *r, char *err, size_t errlen)
 {
+    d->changes++;
     return qdist_measure(ds_of(d), wire, reset, r, err, errlen);
 }
 static int ds_reset(QbDev *d, int wire, Rng *r, char *err, size_t errlen)
 {
+    d->changes++;
     return qdist_measure(ds_of(d), wire, 1, r, err, errlen);
 }
 static int ds_expval(QbDev *d, const SvPauli *t, int n, size_t shots, Rng *r, double *out,
@@ -485,6 +488,7 @@ static Value sim_done(VM *vm, QCtx *q, Value r, const Node *site)
     atomic_fetch_add_explicit(&rt->blocks, q->sim.circ.st.blocks, memory_order_relaxed);
     atomic_fetch_add_explicit(&rt->passes, q->sim.circ.st.passes, memory_order_relaxed);
     qb_done(&q->sim);
+    qrt_shots_free(q);
     return r;
 }
 
@@ -579,6 +583,7 @@ static void rerun_prep(QInst *inst, QCtx *ctx, const RunSpec *rs, Value *args)
     int np = rs->f->p->nparams, nl = rs->f->p->nlocals;
     inst_reset(inst);
     svc_clear(&ctx->sim.circ);
+    ctx->sim.changes++;
     for (int i = 0; i < nl; i++) rs->slots[i] = i < np ? args[i] : v_unbound();
     for (int i = 0; i < np; i++) incref(args[i]);
 }

@@ -103,6 +103,10 @@ typedef struct QCtx {
     QRec *grec;        /* a differentiated run (diffq.c), or NULL */
     void *copy_token;  /* the pool's reservation of results copied out (reserve_copy) */
     size_t copy_bytes; /* ... and its size */
+    /* the execution's shots, drawn once per measurement basis while the
+       state is unchanged (qrt_meas.c: shot_set) */
+    struct QShotSet *shotset;
+    int nshotset;
 } QCtx;
 
 typedef struct InstArg {
@@ -165,6 +169,8 @@ Value bi_var(VM *vm, Args *a);
 Value bi_probs(VM *vm, Args *a);
 Value bi_state(VM *vm, Args *a);
 Value bi_sample(VM *vm, Args *a);
+/* frees the call's shot sets (the end of a call) */
+void qrt_shots_free(QCtx *q);
 Value bi_counts(VM *vm, Args *a);
 Value bi_measure(VM *vm, Args *a);
 Value bi_density_matrix(VM *vm, Args *a);

@@ -193,6 +193,199 @@ static bool obs_spectrum(VM *vm, QCtx *q, const SvTerm *t, int n, SvSpectrum *sp
     return true;
 }
 
+static uint64_t index_on_wires(uint64_t idx, int nq, const int *ws, int nw);
+static bool device_wires_ok(VM *vm, const QCtx *q, const int *ws, int nw, const char *who,
+                            const Node *site);
+
+/* ---------------------------------------------------------------- one set of shots */
+
+/* PennyLane draws one set of shots per execution: every shot-based
+ * measurement of a call reads the same samples, so counts() are the tally
+ * of sample(), a shot-based expval the mean of the samples' eigenvalues.
+ * Measurements that need another basis on a wire (PauliX after PauliZ on
+ * wire 0: not qubit-wise commuting, which PennyLane runs as another
+ * execution) get a set of their own, drawn in their basis. A set holds the
+ * basis indices of its shots, wire w read in the X basis when bit w of xm
+ * is set, Y when of ym, else Z; it lasts while the state is unchanged
+ * (QbDev.changes). */
+typedef struct QShotSet {
+    uint64_t xm, ym;
+    uint64_t at; /* QbDev.changes when drawn */
+    size_t n;
+    uint64_t *idx;
+} QShotSet;
+
+#define MAX_SHOTSETS 16
+
+void qrt_shots_free(QCtx *q)
+{
+    for (int i = 0; i < q->nshotset; i++) free(q->shotset[i].idx);
+    free(q->shotset);
+    q->shotset = NULL;
+    q->nshotset = 0;
+}
+
+/* The state with wires xm turned to the X basis and ym to the Y basis
+   (S^dagger then H, PennyLane's diagonalising gates), sampled. */
+static int draw_rotated(QCtx *q, uint64_t xm, uint64_t ym, size_t shots, uint64_t *out, char *err,
+                        size_t errlen)
+{
+    SvOp h = { .gate = SV_HADAMARD, .nwires = 1 };
+    SvOp sdg = { .gate = SV_PHASESHIFT, .nwires = 1, .nparams = 1, .params = { -M_PI / 2 } };
+    int rc = 0;
+    if (q->dm) {
+        DmState d;
+        if (dm_init(&d, q->dm->n) != 0) return snprintf(err, errlen, "out of memory"), -1;
+        memcpy(d.v.amp, q->dm->v.amp, q->dm->v.dim * sizeof(cplx));
+        for (int w = 0; w < q->nq && !rc; w++) {
+            h.wires[0] = sdg.wires[0] = w;
+            if ((ym >> w) & 1) rc = dm_apply(&d, &sdg, err, errlen);
+            if (!rc && ((xm | ym) >> w) & 1) rc = dm_apply(&d, &h, err, errlen);
+        }
+        if (!rc) dm_sample(&d, shots, &q->rng, out);
+        dm_free(&d);
+        return rc;
+    }
+    SvState s;
+    if (sv_init(&s, q->s->nq) != 0) return snprintf(err, errlen, "out of memory"), -1;
+    memcpy(s.amp, q->s->amp, q->s->dim * sizeof(cplx));
+    for (int w = 0; w < q->nq && !rc; w++) {
+        h.wires[0] = sdg.wires[0] = w;
+        if ((ym >> w) & 1) rc = sv_apply(&s, &sdg, err, errlen);
+        if (!rc && ((xm | ym) >> w) & 1) rc = sv_apply(&s, &h, err, errlen);
+    }
+    if (!rc) sv_sample(&s, shots, &q->rng, out);
+    sv_free(&s);
+    return rc;
+}
+
+/* The execution's shots for reading the wires wm, those of xm in the X
+ * basis and of ym in the Y basis (both within wm): a set drawn earlier
+ * from the same state whose bases agree on wm, else a new one. NULL after
+ * the error (at site, naming who). */
+static const uint64_t *shot_set(VM *vm, QCtx *q, uint64_t xm, uint64_t ym, uint64_t wm,
+                                const char *who, const Node *site)
+{
+    size_t shots = (size_t)q->shots;
+    if (q->nshotset && q->shotset[0].at != q->sim.changes) qrt_shots_free(q);
+    for (int i = 0; i < q->nshotset; i++) {
+        QShotSet *s = &q->shotset[i];
+        if (s->n == shots && ((s->xm ^ xm) & wm) == 0 && ((s->ym ^ ym) & wm) == 0) return s->idx;
+    }
+    if ((xm | ym) && (q->ds || q->nq > 64)) {
+        vm_error(vm, site,
+                 "%s(): shots in the X or Y basis are not available on a distributed device", who);
+        return NULL;
+    }
+    uint64_t *idx = malloc((shots ? shots : 1) * sizeof(uint64_t));
+    if (!idx) {
+        vm_error(vm, site, "%s(): out of memory", who);
+        return NULL;
+    }
+    char de[256];
+    int rc = (xm | ym) ? draw_rotated(q, xm, ym, shots, idx, de, sizeof de)
+                       : q->sim.be->sample(&q->sim, shots, &q->rng, idx, de, sizeof de);
+    if (rc) {
+        free(idx);
+        vm_error(vm, site, "%s(): %s", who, de);
+        return NULL;
+    }
+    if (q->nshotset == MAX_SHOTSETS) { /* the oldest gives way */
+        free(q->shotset[0].idx);
+        memmove(q->shotset, q->shotset + 1, (MAX_SHOTSETS - 1) * sizeof(QShotSet));
+        q->nshotset--;
+    }
+    if (!q->shotset) q->shotset = xmalloc(MAX_SHOTSETS * sizeof(QShotSet));
+    q->shotset[q->nshotset++] = (QShotSet){ xm, ym, q->sim.changes, shots, idx };
+    return idx;
+}
+
+/* bit of wire w in a basis index of an nq-wire state (wire 0 most significant) */
+static inline int shot_bit(uint64_t idx, int nq, int w) { return (int)((idx >> (nq - 1 - w)) & 1); }
+
+/* The wires of a Pauli word in the X and Y bases (Z: the rest of x|z). */
+static void word_bases(uint64_t x, uint64_t z, uint64_t *xm, uint64_t *ym)
+{
+    *xm = x & ~z;
+    *ym = x & z;
+}
+
+/* An observable made of Pauli words whose words are qubit-wise commuting
+ * (on each wire one basis): its bases; false when two words disagree. */
+static bool words_qwc(const SvPauli *t, int n, uint64_t *xm, uint64_t *ym, uint64_t *wm)
+{
+    *xm = *ym = *wm = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t x, y, w = t[i].x | t[i].z;
+        word_bases(t[i].x, t[i].z, &x, &y);
+        uint64_t both = w & *wm;
+        if (((x ^ *xm) & both) || ((y ^ *ym) & both)) return false;
+        *xm |= x;
+        *ym |= y;
+        *wm |= w;
+    }
+    return true;
+}
+
+/* The eigenvalue of the word sum t (qubit-wise commuting, bases as drawn)
+   on the basis index idx: sum of c * prod over its wires of (-1)^bit. */
+static double words_value(const SvPauli *t, int n, uint64_t idx, int nq)
+{
+    double v = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t w = t[i].x | t[i].z;
+        int par = 0;
+        for (int k = 0; k < nq && w >> k; k++)
+            if ((w >> k) & 1) par ^= shot_bit(idx, nq, k);
+        v += par ? -t[i].coeff : t[i].coeff;
+    }
+    return v;
+}
+
+/* <O> (and <O^2>) of a sum of Pauli words from the execution's shots:
+ * each qubit-wise commuting group's words from one set (the first set a
+ * word fits). Var needs every word in one group: otherwise false with
+ * *grouped false (the caller estimates <O^2> another way). */
+static bool words_from_shots(VM *vm, QCtx *q, const SvPauli *t, int n, bool want_sq, double *e,
+                             double *e2, const char *who, const Node *site)
+{
+    size_t shots = (size_t)q->shots;
+    uint64_t xm, ym, wm;
+    if (want_sq || words_qwc(t, n, &xm, &ym, &wm)) {
+        if (!words_qwc(t, n, &xm, &ym, &wm)) {
+            vm_error(vm, site,
+                     "%s(): with shots, the variance of a sum of Pauli words that do not commute "
+                     "qubit-wise is not one measurement (measure each group)",
+                     who);
+            return false;
+        }
+        const uint64_t *idx = shot_set(vm, q, xm, ym, wm, who, site);
+        if (!idx) return false;
+        double s1 = 0, s2 = 0;
+        for (size_t i = 0; i < shots; i++) {
+            double v = words_value(t, n, idx[i], q->nq);
+            s1 += v;
+            s2 += v * v;
+        }
+        *e = s1 / (double)shots;
+        *e2 = s2 / (double)shots;
+        return true;
+    }
+    double s1 = 0;
+    for (int j = 0; j < n; j++) {
+        uint64_t x, y;
+        word_bases(t[j].x, t[j].z, &x, &y);
+        const uint64_t *idx = shot_set(vm, q, x, y, t[j].x | t[j].z, who, site);
+        if (!idx) return false;
+        double sj = 0;
+        for (size_t i = 0; i < shots; i++) sj += words_value(t + j, 1, idx[i], q->nq);
+        s1 += sj / (double)shots;
+    }
+    *e = s1;
+    *e2 = 0;
+    return true;
+}
+
 /* <O> and <O^2> estimated from shots draws of O's eigenvalues. */
 static bool obs_shots(VM *vm, QCtx *q, const SvTerm *t, int n, long shots, double *e, double *e2,
                       const Node *site)
@@ -280,6 +473,11 @@ static bool obs_moments(VM *vm, QCtx *q, const SvTerm *t, int n, bool want_sq, d
                  fn);
         return false;
     }
+    if (pw && shots) { /* the execution's shots */
+        bool ok = words_from_shots(vm, q, pw, n, want_sq, e, e2, fn, site);
+        free(pw);
+        return ok;
+    }
     if (pw) { /* the simulator's Pauli kernels: <O>, and <O^2> as the sum O^2 */
         char de[256];
         int rc = q->sim.be->expval(&q->sim, pw, n, shots, &q->rng, e, de, sizeof de);
@@ -343,7 +541,16 @@ Value bi_var(VM *vm, Args *a)
         rec_meas(q, l2, ws, nw);
     }
     SvPauli *pw = q->grec ? NULL : pauli_of(t, n);
-    if (pw) { /* the Pauli kernels' own variance (one pass; shots: one sample) */
+    if (pw && q->shots) { /* the variance of the execution's shots' eigenvalues */
+        double e, e2;
+        bool ok = words_from_shots(vm, q, pw, n, true, &e, &e2, "var", a->site);
+        free(pw);
+        sv_terms_free(t, n);
+        if (!ok) return v_exc();
+        double v = e2 - e * e;
+        return v_num(v < 0 ? 0 : v);
+    }
+    if (pw) { /* the Pauli kernels' own variance (one pass) */
         double v;
         char de[256];
         int rc = q->sim.be->var(&q->sim, pw, n, (size_t)q->shots, &q->rng, &v, de, sizeof de);
@@ -423,7 +630,29 @@ Value bi_probs(VM *vm, Args *a)
     if (!r) return vm_error(vm, a->site, "%s", err);
     double *out = ar_f64(r);
     char e2[256];
-    if (q->sim.be->probs(&q->sim, ws, nw, (size_t)q->shots, &q->rng, out, e2, sizeof e2) != 0) {
+    if (q->shots && q->nq <= 64) { /* the frequencies of the execution's shots */
+        int all[64];
+        const int *rw = ws;
+        if (!nw) {
+            for (int i = 0; i < q->nq; i++) all[i] = i;
+            rw = all;
+        }
+        if (!device_wires_ok(vm, q, rw, outw, "probs", a->site)) {
+            ar_free(r);
+            return v_exc();
+        }
+        uint64_t wm = 0;
+        for (int i = 0; i < outw; i++) wm |= (uint64_t)1 << rw[i];
+        const uint64_t *idx = shot_set(vm, q, 0, 0, wm, "probs", a->site);
+        if (!idx) {
+            ar_free(r);
+            return v_exc();
+        }
+        memset(out, 0, shape[0] * sizeof(double));
+        for (long i = 0; i < q->shots; i++) out[index_on_wires(idx[i], q->nq, rw, outw)] += 1;
+        for (size_t j = 0; j < shape[0]; j++) out[j] /= (double)q->shots;
+    } else if (q->sim.be->probs(&q->sim, ws, nw, (size_t)q->shots, &q->rng, out, e2, sizeof e2) !=
+               0) {
         ar_free(r);
         return vm_error_from(vm, a->site, "probs()", e2);
     }
@@ -562,8 +791,26 @@ Value bi_sample(VM *vm, Args *a)
             sv_terms_free(t, n);
             return vm_error(vm, a->site, "%s", err);
         }
+        SvPauli *pw = pauli_of(t, n);
+        uint64_t xm, ym, wm;
+        bool qwc = pw && words_qwc(pw, n, &xm, &ym, &wm) && (!(xm | ym) || !q->ds);
+        if (qwc) { /* Pauli words, one basis per wire: the execution's shots */
+            const uint64_t *idx = shot_set(vm, q, xm, ym, wm, "sample", a->site);
+            if (idx) {
+                double *out = ar_f64(r);
+                for (long i = 0; i < shots; i++) out[i] = words_value(pw, n, idx[i], q->nq);
+            }
+            free(pw);
+            sv_terms_free(t, n);
+            if (!idx) {
+                ar_free(r);
+                return v_exc();
+            }
+            return arr_wrap(r);
+        }
+        free(pw);
         if (n == 1 && t[0].kind == SVB_NONE &&
-            t[0].coeff == 1) { /* a Pauli word: its own sampler */
+            t[0].coeff == 1) { /* a Pauli word on a distributed device: its own sampler */
             SvPauli w = { 1, t[0].x, t[0].z };
             char de[256];
             if (q->sim.be->sample_pauli(&q->sim, &w, (size_t)shots, &q->rng, ar_f64(r), de,
@@ -597,28 +844,29 @@ Value bi_sample(VM *vm, Args *a)
     size_t shape[2] = { (size_t)shots, (size_t)cols };
     Array *r = ar_new(AR_F64, one ? 1 : 2, shape, err);
     if (!r) return vm_error(vm, a->site, "%s", err);
-    uint64_t *idx = malloc((size_t)shots * sizeof(uint64_t));
+    uint64_t wm = 0;
+    for (int k = 0; k < cols; k++) wm |= (uint64_t)1 << ws[k];
+    const uint64_t *idx = shot_set(vm, q, 0, 0, wm, "sample", a->site);
     if (!idx) {
         ar_free(r);
-        return vm_error(vm, a->site, "sample(): out of memory");
-    }
-    char de[256];
-    if (q->sim.be->sample(&q->sim, (size_t)shots, &q->rng, idx, de, sizeof de)) {
-        free(idx);
-        ar_free(r);
-        return vm_error(vm, a->site, "sample(): %s", de);
+        return v_exc();
     }
     double *out = ar_f64(r);
     for (long i = 0; i < shots; i++)
         for (int k = 0; k < cols; k++)
             out[(size_t)i * (size_t)cols + (size_t)k] = (double)((idx[i] >> (nq - 1 - ws[k])) & 1);
-    free(idx);
     return arr_wrap(r);
 }
 
 static int cmp_u64(const void *x, const void *y)
 {
     uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+static int cmp_f64(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
     return a < b ? -1 : a > b;
 }
 
@@ -645,6 +893,31 @@ Value bi_counts(VM *vm, Args *a)
         if (!as_terms(vm, a->v[0], &t, &idw, &n, a->site)) return v_exc();
         bool ok = check_terms(vm, q, t, idw, n, a->site);
         free(idw);
+        SvPauli *pw = ok ? pauli_of(t, n) : NULL;
+        uint64_t xm, ym, wm;
+        if (pw && words_qwc(pw, n, &xm, &ym, &wm) && (!(xm | ym) || !q->ds)) {
+            /* Pauli words, one basis per wire: the tally of the execution's shots */
+            sv_terms_free(t, n);
+            const uint64_t *idx = shot_set(vm, q, xm, ym, wm, "counts", a->site);
+            double *v = idx ? malloc((size_t)shots * sizeof(double)) : NULL;
+            if (!v) {
+                free(pw);
+                return idx ? vm_error(vm, a->site, "counts(): out of memory") : v_exc();
+            }
+            for (long i = 0; i < shots; i++) v[i] = words_value(pw, n, idx[i], q->nq);
+            free(pw);
+            qsort(v, (size_t)shots, sizeof(double), cmp_f64);
+            ObjDict *d = dict_new();
+            for (long i = 0; i < shots;) {
+                long j = i;
+                while (j < shots && v[j] == v[i]) j++;
+                dict_set(d, v_num(v[i]), v_num((double)(j - i)));
+                i = j;
+            }
+            free(v);
+            return v_obj(&d->h);
+        }
+        free(pw);
         SvSpectrum sp;
         double *pj;
         if (!ok || !obs_spectrum(vm, q, t, n, &sp, &pj, a->site)) {
@@ -667,16 +940,14 @@ Value bi_counts(VM *vm, Args *a)
         sv_spectrum_free(&sp);
         return v_obj(&d->h);
     }
+    int nq = q->nq, cols = nw ? nw : nq;
+    uint64_t wm = 0;
+    for (int k = 0; k < nw; k++) wm |= (uint64_t)1 << ws[k];
+    const uint64_t *drawn = shot_set(vm, q, 0, 0, nw ? wm : ~(uint64_t)0, "counts", a->site);
+    if (!drawn) return v_exc();
     uint64_t *idx = malloc((size_t)shots * sizeof(uint64_t));
     if (!idx) return vm_error(vm, a->site, "counts(): out of memory");
-    char de[256];
-    if (q->sim.be->sample(&q->sim, (size_t)shots, &q->rng, idx, de, sizeof de)) {
-        free(idx);
-        return vm_error(vm, a->site, "counts(): %s", de);
-    }
-    int nq = q->nq, cols = nw ? nw : nq;
-    if (nw)
-        for (long i = 0; i < shots; i++) idx[i] = index_on_wires(idx[i], nq, ws, nw);
+    for (long i = 0; i < shots; i++) idx[i] = nw ? index_on_wires(drawn[i], nq, ws, nw) : drawn[i];
     qsort(idx, (size_t)shots, sizeof(uint64_t), cmp_u64);
     ObjDict *d = dict_new();
     char bits[65];
@@ -700,6 +971,7 @@ static void poison_state(QCtx *q)
 {
     SvState *v = q->dm ? &q->dm->v : q->s;
     for (size_t i = 0; i < v->dim; i++) v->amp[i] = NAN;
+    q->sim.changes++;
 }
 
 /* measure(w) on the mixed device, kept only for the outcome b: rho -> P rho P / p */

@@ -14,6 +14,7 @@ void qb_init(QbDev *d, const QBackend *be, void *st, const SvFuseCfg *cfg)
 {
     d->be = be;
     d->st = st;
+    d->changes = 0;
     svc_init(&d->circ, cfg);
 }
 
@@ -25,6 +26,7 @@ static SvState *sv_of(QbDev *d) { return d->st; }
 
 static int sv_b_apply(QbDev *d, const SvOp *op, char *err, size_t errlen)
 {
+    d->changes++;
     return svc_push(&d->circ, sv_of(d), op, err, errlen);
 }
 static int sv_b_flush(QbDev *d, char *err, size_t errlen)
@@ -33,10 +35,12 @@ static int sv_b_flush(QbDev *d, char *err, size_t errlen)
 }
 static int sv_b_measure(QbDev *d, int wire, int reset, Rng *r, char *err, size_t errlen)
 {
+    d->changes++;
     return sv_measure(sv_of(d), wire, reset, r, err, errlen);
 }
 static int sv_b_reset(QbDev *d, int wire, Rng *r, char *err, size_t errlen)
 {
+    d->changes++;
     return sv_measure(sv_of(d), wire, 1, r, err, errlen);
 }
 static int sv_b_expval(QbDev *d, const SvPauli *t, int n, size_t shots, Rng *r, double *out,
@@ -104,6 +108,7 @@ static DmState *dm_of(QbDev *d) { return d->st; }
    it is lent to them, and only then. */
 static int dm_b_apply(QbDev *d, const SvOp *op, char *err, size_t errlen)
 {
+    d->changes++;
     DmState *m = dm_of(d);
     m->circ = &d->circ;
     int rc = dm_apply(m, op, err, errlen);
@@ -113,6 +118,7 @@ static int dm_b_apply(QbDev *d, const SvOp *op, char *err, size_t errlen)
 static int dm_b_kraus(QbDev *d, const int *wires, int k, int nk, const cplx *kraus, char *err,
                       size_t errlen)
 {
+    d->changes++;
     DmState *m = dm_of(d);
     m->circ = &d->circ;
     int rc = dm_apply_kraus(m, wires, k, nk, kraus, err, errlen);
@@ -122,6 +128,7 @@ static int dm_b_kraus(QbDev *d, const int *wires, int k, int nk, const cplx *kra
 static int dm_b_channel(QbDev *d, DmChannel ch, const double *params, int wire, char *err,
                         size_t errlen)
 {
+    d->changes++;
     DmState *m = dm_of(d);
     m->circ = &d->circ;
     int rc = dm_apply_channel(m, ch, params, wire, err, errlen);
@@ -134,11 +141,13 @@ static int dm_b_flush(QbDev *d, char *err, size_t errlen)
 }
 static int dm_b_measure(QbDev *d, int wire, int reset, Rng *r, char *err, size_t errlen)
 {
+    d->changes++;
     return dm_measure(dm_of(d), wire, reset, r, err, errlen);
 }
 /* the reset channel: |0><0| and |0><1| (no randomness) */
 static int dm_b_reset(QbDev *d, int wire, Rng *r, char *err, size_t errlen)
 {
+    d->changes++;
     (void)r;
     cplx k[8] = { 1, 0, 0, 0, 0, 1, 0, 0 };
     return dm_apply_kraus(dm_of(d), &wire, 1, 2, k, err, errlen);

@@ -58,6 +58,10 @@ struct QbDev {
     const QBackend *be;
     void *st;    /* SvState *, DmState *, or the distributed state */
     SvCirc circ; /* the gates queued for the state's vector */
+    /* bumped by every slot that changes the state (apply, measure, reset,
+       kraus, channel) and by its owner when it resets or overwrites the
+       state: what was drawn from the state holds while it is unchanged */
+    uint64_t changes;
 };
 
 extern const QBackend qb_statevector, qb_mixed;
