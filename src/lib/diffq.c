@@ -1205,7 +1205,13 @@ typedef struct ObjPend {
 #define AS_PEND(v) ((ObjPend *)(v).o)
 static ValType T_PEND = T_NTYPES;
 
-static void pend_free(Obj *o) { free(o); }
+/* a lazy kind: counted in value_lazy_live like futures, so forcing what a
+   container holds (tp_resolve_in) finds pending results too */
+static void pend_free(Obj *o)
+{
+    free(o);
+    atomic_fetch_sub_explicit(&value_lazy_live, 1, memory_order_relaxed);
+}
 static void pend_repr(Buf *b, Value v, bool quoted)
 {
     (void)quoted;
@@ -1419,6 +1425,7 @@ static Value diffq_call(VM *vm, ObjFunc *f, Value *params, const Node *site)
     c->fwd_item = add_unit(w, U_FORWARD, c, 0);
     if (c->fwd_item < 0) return vm_error(vm, site, "grad: out of memory");
     ObjPend *pv = (ObjPend *)obj_alloc(sizeof(ObjPend), T_PEND);
+    atomic_fetch_add_explicit(&value_lazy_live, 1, memory_order_relaxed);
     pv->dq = dq;
     pv->c = c;
     return v_obj(&pv->h);

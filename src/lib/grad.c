@@ -445,11 +445,12 @@ static bool eval_record(VM *vm, ObjFunc *f, Value *params, const DSpec *s, Eval 
         r = eval_run_body(vm, f, fr, site);
     vm->sp = base;
     if (IS_EXC(r)) return false;
-    if (is_lazy(r)) {
-        Value fr2 = tp_force(vm, r, site);
+    /* the result and the quantum calls' results inside its lists and dicts
+       forced now: each call's Jacobian node exists before diffq_finish
+       fills them ([c(p[0]), c(p[1])] holds two pending results) */
+    if (!tp_force_args(vm, &r, 1, site, NULL, true)) {
         decref(r);
-        if (IS_EXC(fr2)) return false;
-        r = fr2;
+        return false;
     }
     e->out = r;
     /* the Jacobians of its quantum calls, before any sweep */
@@ -654,36 +655,31 @@ static Value shaped(VM *vm, const double *v, int ond, const size_t *oshape, int 
 }
 
 /* jacobian: d out / d in, shape (out..., in...) per differentiated argument */
-static Value run_jacobian(VM *vm, ObjFunc *f, Value *params, const DSpec *s, const Node *site)
+/* The Jacobian of the outputs o (one sweep per scalar) by each input, in
+ * the outputs' shape then the input's (a list over the inputs with
+ * argnum=[...]). */
+static Value jac_value(VM *vm, Eval *e, AdGrad *g, const Outs *o, const DSpec *s, const Node *site)
 {
-    Eval e;
-    Outs o;
-    memset(&o, 0, sizeof o);
     Value result = v_exc();
-    AdGrad *g = ad_grad_new();
-    double *J = NULL, *row = NULL;
-    if (!eval_inputs(vm, f, params, s, &e, site) || !eval_record(vm, f, params, s, &e, NULL, site))
-        goto done;
-    if (!outs_walk(vm, e.out, 0, &o, f->p->name, site)) goto done;
-    J = calloc(o.n * e.n + 1, sizeof(double));
-    row = calloc(e.n + 1, sizeof(double));
+    double *J = calloc(o->n * e->n + 1, sizeof(double));
+    double *row = calloc(e->n + 1, sizeof(double));
     if (!J || !row) {
         vm_error(vm, site, "jacobian: out of memory");
         goto done;
     }
-    for (size_t i = 0; i < o.n; i++) {
-        if (!sweep(vm, &e, g, o.node[i], o.pos[i], row, site)) goto done;
-        memcpy(J + i * e.n, row, e.n * sizeof(double));
+    for (size_t i = 0; i < o->n; i++) {
+        if (!sweep(vm, e, g, o->node[i], o->pos[i], row, site)) goto done;
+        memcpy(J + i * e->n, row, e->n * sizeof(double));
     }
-    ObjList *l = s->argnum_list ? list_new((size_t)e.nin) : NULL;
-    for (int k = 0; k < e.nin; k++) {
-        const Leaf *L = &e.leaf[k];
+    ObjList *l = s->argnum_list ? list_new((size_t)e->nin) : NULL;
+    for (int k = 0; k < e->nin; k++) {
+        const Leaf *L = &e->leaf[k];
         size_t ish[AR_MAXDIM];
         int ind = leaf_dims(L, ish);
-        double *blk = xmalloc((o.n * L->size + 1) * sizeof(double));
-        for (size_t i = 0; i < o.n; i++)
-            memcpy(blk + i * L->size, J + i * e.n + L->off, L->size * sizeof(double));
-        Value jk = shaped(vm, blk, o.ndim, o.shape, ind, ish, site);
+        double *blk = xmalloc((o->n * L->size + 1) * sizeof(double));
+        for (size_t i = 0; i < o->n; i++)
+            memcpy(blk + i * L->size, J + i * e->n + L->off, L->size * sizeof(double));
+        Value jk = shaped(vm, blk, o->ndim, o->shape, ind, ish, site);
         free(blk);
         if (IS_EXC(jk)) {
             if (l) decref(v_list(l));
@@ -699,8 +695,82 @@ static Value run_jacobian(VM *vm, ObjFunc *f, Value *params, const DSpec *s, con
 done:
     free(J);
     free(row);
-    free(o.node);
-    free(o.pos);
+    return result;
+}
+
+static void outs_free(Outs *o)
+{
+    free(o->node);
+    free(o->pos);
+}
+
+/* jacobian: outputs of one shape stacked (a number, an array, lists of
+ * them), each output's Jacobian beside the input's shape. A list whose
+ * entries differ in shape ([expval(...), probs(...)]) gives one Jacobian
+ * per entry, as PennyLane does for a tuple of measurements. */
+static Value run_jacobian(VM *vm, ObjFunc *f, Value *params, const DSpec *s, const Node *site)
+{
+    Eval e;
+    Outs o;
+    memset(&o, 0, sizeof o);
+    Outs *parts = NULL;
+    size_t nparts = 0;
+    Value result = v_exc();
+    AdGrad *g = ad_grad_new();
+    if (!eval_inputs(vm, f, params, s, &e, site) || !eval_record(vm, f, params, s, &e, NULL, site))
+        goto done;
+    if (e.out.t != T_LIST || AS_LIST(e.out)->len == 0) {
+        if (!outs_walk(vm, e.out, 0, &o, f->p->name, site)) goto done;
+        result = jac_value(vm, &e, g, &o, s, site);
+        goto done;
+    }
+    ObjList *top = AS_LIST(e.out);
+    parts = calloc(top->len, sizeof(Outs));
+    if (!parts) {
+        vm_error(vm, site, "jacobian: out of memory");
+        goto done;
+    }
+    bool same = true;
+    for (; nparts < top->len; nparts++) {
+        Outs *p = &parts[nparts];
+        if (!outs_walk(vm, top->v[nparts], 0, p, f->p->name, site)) {
+            nparts++;
+            goto done;
+        }
+        same = same && p->ndim == parts[0].ndim &&
+               memcmp(p->shape, parts[0].shape, (size_t)p->ndim * sizeof(size_t)) == 0;
+    }
+    if (!same) {
+        ObjList *l = list_new(nparts);
+        for (size_t i = 0; i < nparts; i++) {
+            Value ji = jac_value(vm, &e, g, &parts[i], s, site);
+            if (IS_EXC(ji)) {
+                decref(v_list(l));
+                goto done;
+            }
+            l->v[l->len++] = ji;
+        }
+        result = v_list(l);
+        goto done;
+    }
+    if (parts[0].ndim + 1 > AR_MAXDIM) {
+        vm_error(vm, site, "jacobian: %s() returned lists nested too deeply", f->p->name);
+        goto done;
+    }
+    o.ndim = parts[0].ndim + 1;
+    o.shape[0] = nparts;
+    for (int i = 0; i < parts[0].ndim; i++) o.shape[i + 1] = parts[0].shape[i];
+    for (size_t i = 0; i < nparts; i++)
+        for (size_t k = 0; k < parts[i].n; k++)
+            if (!outs_add(&o, parts[i].node[k], parts[i].pos[k])) {
+                vm_error(vm, site, "jacobian: out of memory");
+                goto done;
+            }
+    result = jac_value(vm, &e, g, &o, s, site);
+done:
+    for (size_t i = 0; i < nparts; i++) outs_free(&parts[i]);
+    free(parts);
+    outs_free(&o);
     ad_grad_free(g);
     eval_free(vm, &e);
     return result;
