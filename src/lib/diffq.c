@@ -659,6 +659,19 @@ static void fail(Work *w, QCall *c, const char *fmt, const char *msg)
     jobset_fail(w->js, buf);
 }
 
+/* A run's error, where it happened in the body (as a task's failure says:
+   task.c), so grad's message names the line inside the qfn. */
+static void fail_vm(Work *w, QCall *c, const VM *vm)
+{
+    const VMError *e = &vm->err;
+    char msg[1100];
+    if (!e->chained && e->src && e->line > 0)
+        snprintf(msg, sizeof msg, "%s (%s:%d)", e->msg, e->src->name, e->line);
+    else
+        snprintf(msg, sizeof msg, "%s", e->msg);
+    fail(w, c, "%s(): %s", msg);
+}
+
 /* ---- flattening a call's result ------------------------------------------ */
 
 typedef struct Flat {
@@ -863,7 +876,7 @@ static int do_forward(Work *w, QCall *c, VM *vm)
     Value r = run_call(vm, c, &mm, record ? &c->rec : NULL);
     if (IS_EXC(r)) {
         if (record) track_end(vm, sub);
-        fail(w, c, "%s(): %s", vm->err.msg);
+        fail_vm(w, c, vm);
         (void)c->name;
         return -1;
     }
@@ -1085,7 +1098,7 @@ static int do_shift(Work *w, QCall *c, int run, VM *vm)
     Value r = run_call(vm, c, &mm, &rec);
     if (IS_EXC(r)) {
         qrec_free(&rec);
-        fail(w, c, "%s(): %s", vm->err.msg);
+        fail_vm(w, c, vm);
         return -1;
     }
     decref(r);
@@ -1111,7 +1124,7 @@ static int do_fd(Work *w, QCall *c, int run, VM *vm)
                    (size_t)(run / 2), run % 2 ? -h : h, false };
     Value r = run_call(vm, c, &mm, NULL);
     if (IS_EXC(r)) {
-        fail(w, c, "%s(): %s", vm->err.msg);
+        fail_vm(w, c, vm);
         return -1;
     }
     Flat f;

@@ -1288,12 +1288,12 @@ static const char *const plain_builtins[] = { "fmt",   "str",  "int",    "type",
                                               NULL };
 /* Builtins that dispatch back to the tracked kinds' slots, or only move
  * values around: they run as usual. */
-static const char *const own_way[] = { "len",   "abs",    "sqrt",     "sin",    "cos",  "tan",
-                                       "asin",  "acos",   "atan",     "exp",    "log",  "log2",
-                                       "log10", "floor",  "ceil",     "round",  "min",  "max",
-                                       "sum",   "append", "pop",      "insert", "keys", "values",
-                                       "items", "sorted", "reversed", "wait",   "sync", "print",
-                                       "num",   "get",    NULL };
+static const char *const own_way[] = { "len",   "abs",    "sqrt",      "sin",    "cos",  "tan",
+                                       "asin",  "acos",   "atan",      "exp",    "log",  "log2",
+                                       "log10", "floor",  "ceil",      "round",  "min",  "max",
+                                       "sum",   "append", "pop",       "insert", "keys", "values",
+                                       "items", "sorted", "reversed",  "wait",   "sync", "print",
+                                       "num",   "get",    "enumerate", "zip",    NULL };
 
 /* The builtins by kind, looked up once by name (after every room has
  * added its table): a call compares pointers. */
