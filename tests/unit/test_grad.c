@@ -888,6 +888,8 @@ START_TEST(test_jacobian_columns)
            "}\n"
            "print(\"jl\", jacobian(fn(t) { return [[t ** 2, t], [3 * t, 1]] })(2))\n"
            "try { print(jacobian(fn(t) { return [t ** 2, [t, 3 * t]] })(2)) } catch e { "
+           "print(\"ragged:\", e) }\n"
+           "try { print(jacobian(fn(t) { return [[t, [t, t]], t] })(2)) } catch e { "
            "print(\"ragged:\", e) }\n",
            out);
     static const char *const methods[] = { "adjoint", "parameter-shift", "finite-diff" };
@@ -904,9 +906,11 @@ START_TEST(test_jacobian_columns)
         }
     }
     ck_assert_msg(strstr(out, "jl array([[4, 1], [3, 0]])"), "jacobian of a nested list:\n%s", out);
-    ck_assert_msg(strstr(out, "ragged: jacobian <anonymous>() called at t.qh:20 failed: jacobian: "
+    /* entries of different shapes: one Jacobian each (PennyLane's tuple) */
+    ck_assert_msg(strstr(out, "[4, array([1, 3])]"), "jacobian of a ragged list:\n%s", out);
+    ck_assert_msg(strstr(out, "ragged: jacobian <anonymous>() called at t.qh:21 failed: jacobian: "
                               "<anonymous>() returned ragged lists"),
-                  "jacobian of a ragged list:\n%s", out);
+                  "jacobian of a list ragged inside an entry:\n%s", out);
     free(out);
 }
 END_TEST
