@@ -5,9 +5,17 @@ scipy.linalg's for expm and block_diag), and the qh statements that must
 print the same. numpy.linalg and qh call the same LAPACK routines on the
 same column-major copies, so most results are compared exactly; expm (a
 different algorithm from scipy's) and a few others by allclose. Run from
-this folder: python3 make_arrays.py."""
-import numpy as np
-import scipy.linalg
+this folder: /usr/bin/python3 make_arrays.py (Debian's python3-numpy and
+python3-scipy)."""
+import os
+
+# OpenBLAS's results depend on its thread count (eigh and eig split their
+# blocked reductions differently): NumPy here and qh in the test (meson.build's
+# numpy test) both run with one thread, so the comparison holds on any machine.
+os.environ["OPENBLAS_NUM_THREADS"] = "1"
+
+import numpy as np  # noqa: E402 (after the environment it reads)
+import scipy.linalg  # noqa: E402
 
 from qhfmt import Script, q
 
