@@ -73,6 +73,18 @@ def body(r, n, mixed, ngates):
     return lines
 
 
+def mpi_sanitizer_env():
+    """As tests/mpi/*.sh: Open MPI's own allocations are not freed at exit
+    (no leak checks under mpirun) and its races are suppressed (tsan.supp)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = {}
+    for name, extra in (("ASAN_OPTIONS", "detect_leaks=0"),
+                        ("TSAN_OPTIONS", "suppressions=" + os.path.join(here, "..", "mpi", "tsan.supp"))):
+        have = os.environ.get(name, "")
+        env[name] = have + ":" + extra if have else extra
+    return env
+
+
 def program(seed, mpi=False):
     r = random.Random(seed)
     mixed = not mpi and r.random() < 0.35
@@ -165,7 +177,7 @@ def main():
                 f.write(src)
             if mpi:
                 menv = dict(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-                            OMPI_MCA_btl="self,vader")
+                            OMPI_MCA_btl="self,vader", **mpi_sanitizer_env())
                 want = run([mpirun, "-q", "--oversubscribe", "-n", "1", qh, "--no-fusion", "--sync", path],
                            dict(base_env, **menv), tmp)
                 variants = [(dict(fused_env, **menv), [mpirun, "-q", "--oversubscribe", "-n", str(nr), qh, path])
