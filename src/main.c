@@ -3,6 +3,7 @@
  * exit statuses. Knows every room's entry point, none of their insides. */
 #include "bigstack.h"
 #include "exec.h"
+#include "kernel.h"
 #include "qh.h"
 #include "qh_assert.h"
 #include "remote.h"
@@ -19,6 +20,8 @@
 static const char usage_text[] =
     "usage: qh [options] [FILE | -] [ARGS...]\n"
     "       qh [options] -e CODE [ARGS...]\n"
+    "       qh [options] --kernel CONNECTION_FILE\n"
+    "       qh --install-kernel [--user | --prefix DIR]\n"
     "\n"
     "Runs a qh program: quantum function calls run in the background and\n"
     "return futures; the program waits only where it needs a value.\n"
@@ -43,6 +46,10 @@ static const char usage_text[] =
     "                      (and the simulators' gates, blocks and passes)\n"
     "  --deps              print the dependency analysis and exit\n"
     "  --check             parse and analyse only\n"
+    "  --kernel FILE       serve a Jupyter notebook (the connection file FILE)\n"
+    "  --install-kernel    write the Jupyter kernel spec (kernels/qh/kernel.json) to\n"
+    "                      /usr/local/share/jupyter, or with --user to the user's\n"
+    "                      Jupyter folder, or with --prefix DIR to DIR/share/jupyter\n"
     "  -V, --version       print the version and exit\n"
     "  -h, --help          print this help and exit\n"
     "  --                  end of options: the next argument is FILE\n"
@@ -167,7 +174,7 @@ static void hold_closed_std_fds(void)
 /* What the command line asks for. */
 typedef struct Opts {
     qh_Config cfg;
-    const char *code, *file;
+    const char *code, *file, *kernel;
     bool interactive, check, deps;
 } Opts;
 
@@ -224,9 +231,11 @@ static int parse_options(int argc, char **argv, Opts *o)
             continue;
         }
         const char *val = NULL;
-        const char *names[] = { "-e", "--workers", "--seed", "--trace", "--max-memory" };
+        const char *names[] = {
+            "-e", "--workers", "--seed", "--trace", "--max-memory", "--kernel"
+        };
         int which = -1;
-        for (int k = 0; k < 5; k++) {
+        for (int k = 0; k < 6; k++) {
             size_t nl = strlen(names[k]);
             if (strcmp(a, names[k]) == 0) {
                 which = k;
@@ -269,6 +278,10 @@ static int parse_options(int argc, char **argv, Opts *o)
                 return usage_error("--max-memory needs a size like 4G or 512M, not '%s'", val);
             c->max_memory = (size_t)u;
             break;
+        case 5:
+            if (!*val) return usage_error("--kernel needs a connection file%s", "");
+            o->kernel = val;
+            break;
         default: qh_unreachable();
         }
     }
@@ -278,6 +291,18 @@ static int parse_options(int argc, char **argv, Opts *o)
     return -1;
 }
 
+/* qh --install-kernel [--user | --prefix DIR] */
+static int install_kernel(int argc, char **argv)
+{
+    if (argc == 2) return kernel_install(NULL, NULL);
+    if (argc == 3 && strcmp(argv[2], "--user") == 0) return kernel_install("--user", NULL);
+    if (argc == 4 && strcmp(argv[2], "--prefix") == 0 && argv[3][0])
+        return kernel_install("--prefix", argv[3]);
+    if (argc == 3 && strncmp(argv[2], "--prefix=", 9) == 0 && argv[2][9])
+        return kernel_install("--prefix", argv[2] + 9);
+    return usage_error("usage: qh --install-kernel [--user | --prefix DIR]%s", "");
+}
+
 /* This process's part of an MPI job (NULL outside one): made by main()
  * before the interpreter's thread starts. */
 static Remote *remote;
@@ -285,6 +310,7 @@ static Remote *remote;
 /* Everything rank 0 (or a process outside MPI) does. */
 static int run(int argc, char **argv)
 {
+    if (argc >= 2 && strcmp(argv[1], "--install-kernel") == 0) return install_kernel(argc, argv);
     Opts o;
     int st = parse_options(argc, argv, &o);
     if (st >= 0) return st;
@@ -296,7 +322,21 @@ static int run(int argc, char **argv)
     if (bad) return bad;
     /* qh -i alone is the REPL, reading a pipe too (as python3 -i) */
     bool from_stdin = !code && (file ? strcmp(file, "-") == 0 : !isatty(0) && !interactive);
+    if (o.kernel && (code || file || interactive || check || deps)) {
+        fprintf(stderr, "qh: --kernel runs no script (-e, FILE, -i, --check and --deps are for "
+                        "scripts)\n");
+        return 2;
+    }
     bool repl_only = !code && !file && !from_stdin;
+    if (o.kernel) {
+        if (!kernel_built) return kernel_run(&cfg, o.kernel);
+        char *stdlib = find_stdlib();
+        cfg.stdlib_dir = stdlib;
+        cfg.qh_path = getenv("QH_PATH");
+        int st = kernel_run(&cfg, o.kernel);
+        free(stdlib);
+        return st;
+    }
     if (repl_only && (check || deps)) {
         fprintf(stderr, "qh: --check and --deps need a script\n");
         return 2;

@@ -706,6 +706,74 @@ void qh_complete(qh_State *Q, const char *text, void (*cand)(const char *name, v
         if (strncmp(lex_keyword(i), text, n) == 0) cand(lex_keyword(i), ud);
 }
 
+/* the text of line `line` (1-based) of src: start and length */
+static const char *source_line(const Source *src, int line, size_t *len)
+{
+    const char *p = src->text, *e = src->text + src->len;
+    for (int l = 1; l < line && p < e; l++) {
+        const char *nl = memchr(p, '\n', (size_t)(e - p));
+        p = nl ? nl + 1 : e;
+    }
+    const char *nl = memchr(p, '\n', (size_t)(e - p));
+    *len = (size_t)((nl ? nl : e) - p);
+    return p;
+}
+
+char *qh_describe(qh_State *Q, const char *name)
+{
+    ObjModule *mod = Q->main;
+    if (!mod) return NULL;
+    const char *dot = strchr(name, '.');
+    char head[256];
+    size_t hl = dot ? (size_t)(dot - name) : strlen(name);
+    if (hl >= sizeof head) return NULL;
+    memcpy(head, name, hl);
+    head[hl] = 0;
+    int slot = resolve_global_slot(mod->info, head);
+    if (slot < 0 || slot >= mod->nglobals) return NULL;
+    Value v = mod->globals[slot];
+    if (dot) {
+        if (v.t != T_MODULE || strchr(dot + 1, '.')) return NULL;
+        ObjModule *m = AS_MOD(v);
+        int s = resolve_global_slot(m->info, dot + 1);
+        if (s < 0 || s >= m->nglobals) return NULL;
+        v = m->globals[s];
+    }
+    if (v.t != T_FUNC) return NULL;
+    const FnProto *p = AS_FUNC(v)->p;
+    const Source *src = p->mod ? p->mod->src : NULL;
+    if (!src || !src->text || p->line < 1) return NULL;
+    Buf b;
+    buf_init(&b);
+    /* the comment lines just above the definition, then the definition up to its body */
+    int first = p->line;
+    for (size_t len; first > 1;) {
+        const char *t = source_line(src, first - 1, &len);
+        while (len && (*t == ' ' || *t == '\t')) t++, len--;
+        if (!len || *t != '#') break;
+        first--;
+    }
+    size_t len;
+    const char *t = source_line(src, p->line, &len);
+    const char *brace = memchr(t, '{', len);
+    size_t dl = brace ? (size_t)(brace - t) : len;
+    while (dl && (t[dl - 1] == ' ' || t[dl - 1] == '\t')) dl--;
+    size_t lead = 0;
+    while (lead < dl && (t[lead] == ' ' || t[lead] == '\t')) lead++;
+    buf_put(&b, t + lead, dl - lead);
+    for (int l = first; l < p->line; l++) {
+        const char *c = source_line(src, l, &len);
+        while (len && (*c == ' ' || *c == '\t')) c++, len--;
+        buf_putc(&b, '\n');
+        buf_put(&b, c, len);
+    }
+    if (buf_failed(&b)) {
+        buf_free(&b);
+        return NULL;
+    }
+    return b.p;
+}
+
 /* ---------------------------------------------------------------- values */
 
 bool qh_get_global(qh_State *Q, const char *name, Value *out)

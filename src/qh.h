@@ -167,6 +167,13 @@ double qh_wait_seconds(qh_State *Q);
  * keywords (a name may come twice: a global named like a builtin). */
 void qh_complete(qh_State *Q, const char *text, void (*cand)(const char *name, void *ud), void *ud);
 
+/* What a name is, for a host's help (a notebook's inspect): a function's
+ * definition line without its body ("fn f(a, b=2)", "qfn c(x) on dev")
+ * and the comment lines just above it, or the module member's (NAME.member);
+ * NULL (heap otherwise) if the name is not bound to a function of the
+ * session or is a builtin (lang/ describes those). */
+char *qh_describe(qh_State *Q, const char *name);
+
 /* ---- values, for hosts and tests ---- */
 /* A global of the main module, or else the builtin of that name (print,
  * len, ...): a new reference; false if the name is bound to nothing. */

@@ -12,7 +12,8 @@ room `value`). The core rooms live in three tiers, each a folder:
     start-up (qh.c), which registers them;
   * lib    (src/lib): the rooms that register kinds and builtins. They know
     the interpreter and the front end, never a host;
-  * the hosts (main, repl, remote, remote_none) may know everything.
+  * the hosts (main, repl, kernel, kernel_none, remote, remote_none) may know
+    everything.
 
 The other folders under src/ (array, exec, quantum, util, ...) are the lower
 rooms: none includes a header of a core room. Two graphs are built:
@@ -40,7 +41,7 @@ import sys
 GROUPS = [{"eval", "call"}, {"value", "gc"},
           {"lib/qrt", "lib/qrt_impl", "lib/qrt_op", "lib/qrt_gate", "lib/qrt_obs", "lib/qrt_chan",
            "lib/qrt_meas"}, {"lib/track", "lib/track_np"}]  # one room, several files
-HOSTS = {"main", "repl", "remote", "remote_none"}
+HOSTS = {"main", "repl", "kernel", "kernel_none", "remote", "remote_none"}
 STARTUP = {"qh"}                      # the interpreter's start-up: registers the lib rooms
 FRONT_MAY_KNOW = {"value", "gc", "builtins"}
 TIER_DIRS = {"front": "front", "lib": "lib"}
