@@ -20,9 +20,12 @@
 # and random, <= 1.0 on qft), and the passes over the state per gate that
 # --stats reports for the fused run (bar <= 0.3 on layered at 24 wires).
 # A peer given by path (--qsim: qsim's qsim_base, --qulacs: a program that
-# takes "WORKLOAD N THREADS" and prints seconds) runs the same circuits and
+# takes "CIRCUIT THREADS", CIRCUIT in qsim's format as written here, and
+# prints the seconds its simulation took, e.g. a driver of qulacs' csim
+# kernels) runs the same circuits, pinned like qh, best of R runs, and
 # gets its column and our ratio to it (bars: <= 1.0 x qsim, <= 0.5 x
-# qulacs); a peer not given is skipped. Last, the interpreter's own cost
+# qulacs); a peer not given is skipped. Build them outside the repository
+# (DEVELOPERS.md); never commit their code. Last, the interpreter's own cost
 # per applied gate: a 10-wire circuit (2000 layers of RX on every wire and
 # a CNOT ladder) through a qfn, its time per gate less the C entry point's
 # (bench_gatecost beside qh's build: ninja -C build
@@ -152,12 +155,23 @@ run_qsim() {   # WORKLOAD N THREADS -> seconds
   for fs in 2 3 4 5; do
     for r in $(seq 1 "$reps"); do
       local t0 t1 s out
-      t0=$(date +%s.%N); out=$("$qsim" -c "$f" -d 1000 -t "$3" -f "$fs" -v 1 2>&1) || { echo fail; return; }
+      local pin=(); [ "$3" = 1 ] && pin=(taskset -c 0)
+      t0=$(date +%s.%N); out=$("${pin[@]}" "$qsim" -c "$f" -d 1000 -t "$3" -f "$fs" -v 1 2>&1) || { echo fail; return; }
       t1=$(date +%s.%N)
       s=$(echo "$out" | sed -n 's/^simu time is \([0-9.e+-]*\) seconds.*/\1/p' | tail -1)
       [ -n "$s" ] || s=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.6f", b - a}')
       if [ -z "$best" ] || awk -v a="$s" -v b="$best" 'BEGIN{exit !(a < b)}'; then best=$s; fi
     done
+  done
+  echo "$best"
+}
+
+# qulacs' best time (the driver's own figure), best of reps
+run_qulacs() {   # WORKLOAD N THREADS -> seconds
+  local best="" s r pin=(); [ "$3" = 1 ] && pin=(taskset -c 0)
+  for r in $(seq 1 "$reps"); do
+    s=$("${pin[@]}" "$qulacs" "$tmp/$1$2.qsim" "$3" 2>/dev/null | tail -1) || { echo fail; return; }
+    if [ -z "$best" ] || awk -v a="$s" -v b="$best" 'BEGIN{exit !(a < b)}'; then best=$s; fi
   done
   echo "$best"
 }
@@ -178,7 +192,7 @@ for w in layered random qft; do
         peers="qsim $qs s (qh/qsim $(awk -v a="$fs" -v b="$qs" 'BEGIN{printf "%.2f", a / b}'), bar 1.0)"
       fi
       if [ -n "$qulacs" ] && [ -x "$qulacs" ]; then
-        ql=$("$qulacs" "$w" "$n" "$t" 2>/dev/null | tail -1)
+        ql=$(run_qulacs "$w" "$n" "$t")
         peers="$peers qulacs $ql s (qh/qulacs $(awk -v a="$fs" -v b="$ql" 'BEGIN{printf "%.2f", a / b}'), bar 0.5)"
       fi
       printf '%-8s %3s %3s %10s %10s %7s %5s %8s %s\n' "$w" "$n" "$t" "$fs" "$us" "$ratio" "$verdict" "$pp" "$peers"
