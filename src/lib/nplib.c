@@ -601,7 +601,7 @@ static Value bi_block_diag(VM *vm, Args *a)
 static Value bi_polyfit(VM *vm, Args *a)
 {
     double deg;
-    if (!tp_number(a->v[2], &deg) || deg != floor(deg) || deg > 1000)
+    if (!tp_number(a->v[2], &deg) || !(deg >= 0 && deg <= 1000) || deg != floor(deg))
         return vm_error(vm, a->site, "polyfit() deg must be a non-negative integer");
     Array *o1, *o2 = NULL;
     const Array *x = arr_arg(vm, a, a->v[0], "polyfit", false, &o1);
