@@ -249,7 +249,8 @@ static ModInfo *code_info(SerCtx *sc, uint32_t id)
 static bool module_ser(Value v, SerCtx *sc)
 {
     ObjModule *m = AS_MOD(v);
-    int id = code_module(sc->code, m->info);
+    int id = sc->local ? 0 : code_module(sc->code, m->info);
+    if (sc->local) ser_u64(sc, (uint64_t)(uintptr_t)m->info); /* local bytes: the code itself */
     if (id < 0)
         return ser_fail(sc,
                         "module '%s' was loaded after the start and cannot be sent to another rank",
@@ -298,10 +299,14 @@ static Value module_deser(SerCtx *sc, ValType t, size_t id)
 bool func_ser(Value v, SerCtx *sc)
 {
     ObjFunc *f = AS_FUNC(v);
-    int mid = code_module(sc->code, f->p->mod);
+    int mid = sc->local ? -1 : code_module(sc->code, f->p->mod);
     int pi = -1;
     const SerCode *code = sc->code;
-    for (int i = 0; mid >= 0 && i < code->nprotos[mid]; i++)
+    if (sc->local) { /* local bytes: the code itself */
+        ser_u64(sc, (uint64_t)(uintptr_t)f->p);
+        mid = pi = 0;
+    }
+    for (int i = 0; !sc->local && mid >= 0 && i < code->nprotos[mid]; i++)
         if (f->p->mod->protos[i] == f->p) {
             pi = i;
             break;

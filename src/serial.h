@@ -40,6 +40,10 @@ struct SerCtx {
     /* both */
     const void *code; /* the code table (func.h SerCode), or NULL: no functions */
     void *user;       /* for the slots of kinds above this room */
+    /* writing only: bytes for comparison in this process, never read back
+     * (a task's canonical bytes, task.h): code by its address (functions,
+     * modules: no code table needed), a future not yet read by its call */
+    bool local;
     int depth;
     bool failed;
     char error[200]; /* why, once failed */

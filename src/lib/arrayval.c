@@ -54,6 +54,7 @@ static bool array_ser(Value v, SerCtx *sc)
     const Array *a = AS_ARR(v);
     int nd = ar_ndim(a);
     ser_u8(sc, (unsigned)ar_type(a));
+    ser_u8(sc, ar_is_mask(a) ? 1 : 0); /* a comparison's result indexes as NumPy's bool */
     ser_u8(sc, (unsigned)nd);
     for (int i = 0; i < nd; i++) ser_u64(sc, ar_shape(a)[i]);
     size_t n = ar_size(a);
@@ -68,10 +69,10 @@ static Value array_deser(SerCtx *sc, ValType t, size_t id)
 {
     (void)t;
     (void)id;
-    uint8_t ty, nd;
+    uint8_t ty, mask, nd;
     size_t shape[AR_MAXDIM], n = 1;
-    if (!des_u8(sc, &ty) || !des_u8(sc, &nd)) return v_exc();
-    if (ty > AR_C128 || nd < 1 || nd > AR_MAXDIM) return des_fail(sc, "array");
+    if (!des_u8(sc, &ty) || !des_u8(sc, &mask) || !des_u8(sc, &nd)) return v_exc();
+    if (ty > AR_C128 || mask > 1 || nd < 1 || nd > AR_MAXDIM) return des_fail(sc, "array");
     for (int i = 0; i < nd; i++) {
         uint64_t d;
         if (!des_u64(sc, &d)) return v_exc();
@@ -88,6 +89,7 @@ static Value array_deser(SerCtx *sc, ValType t, size_t id)
         return v_exc();
     }
     des_bytes(sc, ty == AR_F64 ? (void *)ar_f64(a) : (void *)ar_c128(a), bytes);
+    ar_set_mask(a, mask);
     return arr_wrap(a);
 }
 

@@ -281,19 +281,22 @@ Value async_dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBo
     if (vm->is_task) return task_run_nested(vm, f, params, site, body, arg);
     if (vm->la_sandbox) return lookahead_start(vm, f, params, site, body);
     /* the call's random stream: (device seed or program seed, position in program order) */
-    uint64_t index = vm->qcall_seq;
-    Fut *fut = lookahead_claim(vm, f, params, site, body, index);
-    if (fut) {
-        /* started early with these very arguments (lookahead.h) */
-        vm->qcall_seq++;
-        for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
-        return record_call(vm, fut, prefix, f->p->name, site);
-    }
-    vm->qcall_seq++;
+    TaskSpec s = { .f = f,
+                   .params = params,
+                   .site = site,
+                   .body = body,
+                   .arg = arg,
+                   .argsize = argsize,
+                   .prefix = prefix,
+                   .index = vm->qcall_seq++ };
     const char *cerr = NULL;
-    fut = task_submit(vm, f, params, site, body, arg, argsize, prefix, index, false, &cerr, NULL,
-                      NULL);
+    TaskCtx *c = task_prepare(vm, &s, &cerr);
     for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
+    Fut *fut = c ? lookahead_claim(vm, &s, c) : NULL;
+    if (fut) /* started early, a task of this very input (lookahead.h) */
+        task_ctx_free(c);
+    else if (c)
+        fut = task_launch(vm, c);
     if (cerr)
         return vm_error(vm, site, "%s(): cannot pass %s to a quantum function", f->p->name, cerr);
     if (!fut) return vm_interrupted(vm, site);

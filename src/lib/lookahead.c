@@ -4,17 +4,21 @@
  * are computed by the evaluator itself in a sandbox: the loop's variables
  * and the plan's assignments are set to what the iteration will give them
  * (and put back after), nothing may wait, and each call site makes an early
- * task numbered as the call will be when it is reached; a copy of what it
- * read (its arguments, the globals it took along) is kept. The call, when
- * its statement is reached, takes the early task if everything matches:
- * the site, the number in program order, the function, and the values of
- * its arguments and of those globals, compared with the copies (so a list
- * changed in place meanwhile, through any name, is noticed). Otherwise,
- * and when the loop ends, the early task is cancelled and forgotten: it
- * has no record, so it can never be reported, and the random stream it
- * used is the one the call takes anyway. Main thread only. Knows the
- * evaluator's loop records (vm.h), the plans, task.h's submission and
- * future values, and the executor's cancellation. */
+ * task numbered as the call will be when it is reached. Each early task
+ * keeps the function object it calls and the canonical bytes of its input
+ * (task_canon: its random stream, the copied function with the globals it
+ * takes along, the copied arguments, their sharing). The call, when its
+ * statement is reached, makes its own task's copies and takes the early
+ * task iff it is the same function object and the bytes are identical:
+ * exact for every kind through the kinds' ser slots, with no rule of its
+ * own (a dict reordered in place, -0.0 for 0.0, complex(1, 0) for 1, an
+ * array's dtype, [l, l] for two equal lists all differ in bytes).
+ * Otherwise, and when the loop ends, the early task is cancelled and
+ * forgotten: it has no record, so it can never be reported, and the
+ * random stream it used is the one the call takes anyway. Main thread
+ * only. Knows the evaluator's loop records (vm.h), the plans, task.h's
+ * submission, canonical bytes and future values, and the executor's
+ * cancellation. */
 #include "lookahead.h"
 #include "eval.h"
 #include "laplan.h"
@@ -30,12 +34,8 @@ typedef struct Early {
     uint64_t iter;    /* that iteration */
     uint64_t index;   /* the call's number in program order */
     Fut *fut;
-    Value fn;      /* the function called */
-    Value *params; /* copies of the bound arguments, to compare when reached */
-    int nparams;
-    int *gslots;  /* the globals of fn's module it took along */
-    Value *gvals; /* and copies of their values */
-    int ng;
+    Value fn;        /* the function object called (a reference: its address stays its own) */
+    TaskCanon canon; /* the canonical bytes of its task's input (task.h) */
 } Early;
 
 typedef struct Lookahead {
@@ -44,6 +44,8 @@ typedef struct Lookahead {
     const Node *off[16]; /* loops whose early calls had to be dropped: not again */
     int noff;
     unsigned long started, used, dropped;
+    unsigned long checks; /* claims that compared canonical bytes */
+    double check_seconds; /* their time (the bytes of the call reached, the comparison) */
 } Lookahead;
 
 static Lookahead *la_of(Interp *in)
@@ -54,14 +56,10 @@ static Lookahead *la_of(Interp *in)
 
 static void early_free(Interp *in, Early *e, bool cancel)
 {
-    if (cancel && !fut_ready(e->fut) && in->exec) exec_cancel_task(in->exec, e->fut);
-    fut_release(e->fut);
+    if (cancel && e->fut && !fut_ready(e->fut) && in->exec) exec_cancel_task(in->exec, e->fut);
+    if (e->fut) fut_release(e->fut);
     decref(e->fn);
-    for (int i = 0; i < e->nparams; i++) decref(e->params[i]);
-    for (int i = 0; i < e->ng; i++) decref(e->gvals[i]);
-    free(e->params);
-    free(e->gslots);
-    free(e->gvals);
+    task_canon_free(&e->canon);
 }
 
 /* drops entry i (cancelled, never reported) */
@@ -90,111 +88,36 @@ static bool is_off(const Lookahead *la, const Node *loop)
     return la->noff == (int)(sizeof la->off / sizeof la->off[0]);
 }
 
-/* ---------------------------------------------------------------- comparing arguments */
-
-static bool same_value(Value a, Value b, int depth)
-{
-    if (depth > 100) return false;
-    if (a.t == T_FUTURE || b.t == T_FUTURE) {
-        Fut *fa = task_fut_of(a), *fb = task_fut_of(b);
-        return fa && fa == fb;
-    }
-    if (a.t != b.t) return value_eq(a, b);
-    if (a.t == T_LIST) {
-        ObjList *x = AS_LIST(a), *y = AS_LIST(b);
-        if (x->len != y->len) return false;
-        for (size_t i = 0; i < x->len; i++)
-            if (!same_value(x->v[i], y->v[i], depth + 1)) return false;
-        return true;
-    }
-    if (a.t == T_DICT) {
-        ObjDict *x = AS_DICT(a), *y = AS_DICT(b);
-        if (x->len != y->len) return false;
-        for (size_t i = 0; i < x->nent; i++) {
-            if (!x->ent[i].live) continue;
-            Value o;
-            if (!dict_get(y, x->ent[i].key, &o) || !same_value(x->ent[i].val, o, depth + 1))
-                return false;
-        }
-        return true;
-    }
-    if (!is_obj(a) || type_of(a)->eq || a.o == b.o) return value_eq(a, b);
-    /* a kind without an equality (an operator): the same printed form */
-    Buf x, y;
-    buf_init(&x);
-    buf_init(&y);
-    value_repr(&x, a, true);
-    value_repr(&y, b, true);
-    bool same = x.len == y.len && (!x.len || memcmp(x.p, y.p, x.len) == 0);
-    buf_free(&x);
-    buf_free(&y);
-    return same;
-}
-
-static Value share_lazy(Value v, CopyCtx *cc)
-{
-    (void)cc;
-    incref(v);
-    return v;
-}
-
-/* a function value anywhere in v: what it would take along is not checked ahead */
-static bool has_code(Value v, int depth)
-{
-    if (depth > 100) return true;
-    if (is_obj(v) && (value_flags[v.t] & TF_CODE)) return true;
-    if (v.t == T_LIST) {
-        ObjList *l = AS_LIST(v);
-        for (size_t i = 0; i < l->len; i++)
-            if (has_code(l->v[i], depth + 1)) return true;
-    } else if (v.t == T_DICT) {
-        ObjDict *d = AS_DICT(v);
-        for (size_t i = 0; i < d->nent; i++)
-            if (d->ent[i].live && has_code(d->ent[i].val, depth + 1)) return true;
-    }
-    return false;
-}
-
-/* a copy to compare with later (same thread: functions and futures are
- * shared, containers copied) */
-static Value snapshot(Value v)
-{
-    CopyCtx cc;
-    copy_init(&cc);
-    cc.share_code = true;
-    cc.on_future = share_lazy;
-    Value r = value_copy_deep(v, &cc);
-    copy_done(&cc);
-    return r;
-}
-
 /* ---------------------------------------------------------------- starting calls early */
 
 /* the sandbox's call: an early task numbered vm->la_index, and a future on it */
 Value lookahead_start(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body)
 {
     Interp *in = vm->in;
-    int np = f->p->nparams;
-    bool ok = body == task_qfn_body() && vm->loops && in->exec;
-    for (int i = 0; ok && i < np; i++)
-        if (has_code(params[i], 0)) ok = false;
-    if (!ok) {
-        for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
-        return vm_error(vm, site, "lookahead: not started early");
+    TaskCtx *c = NULL;
+    TaskCanon canon;
+    if (body == task_qfn_body() && vm->loops && in->exec) {
+        TaskSpec s = { .f = f,
+                       .params = params,
+                       .site = site,
+                       .body = body,
+                       .prefix = "",
+                       .index = vm->la_index,
+                       .early = true };
+        const char *cerr = NULL;
+        c = task_prepare(vm, &s, &cerr);
+        /* what it computes from must have canonical bytes, else it could
+         * never be told apart from the call when reached */
+        if (c && !task_canon(c, &canon)) {
+            task_ctx_free(c);
+            c = NULL;
+        }
     }
-    const char *cerr = NULL;
-    int *taken = NULL, ntaken = 0;
-    Fut *fut = task_submit(vm, f, params, site, body, NULL, 0, "", vm->la_index, true, &cerr,
-                           &taken, &ntaken);
-    if (fut && ntaken < 0) {
-        /* it reached state a copy cannot vouch for: not early after all */
-        exec_cancel_task(in->exec, fut);
-        fut_release(fut);
-        fut = NULL;
-    }
+    for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
+    if (!c) return vm_error(vm, site, "lookahead: not started early");
+    Fut *fut = task_launch(vm, c);
     if (!fut) {
-        for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
-        free(taken);
+        task_canon_free(&canon);
         return vm_error(vm, site, "lookahead: not started early");
     }
     Lookahead *la = la_of(in);
@@ -210,14 +133,7 @@ Value lookahead_start(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskB
     e->fut = fut;
     e->fn = v_obj(&f->h);
     incref(e->fn);
-    e->nparams = np;
-    e->params = xmalloc((size_t)(np + 1) * sizeof(Value));
-    for (int i = 0; i < np; i++) e->params[i] = snapshot(params[i]);
-    for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
-    e->gslots = taken;
-    e->ng = ntaken;
-    e->gvals = xmalloc((size_t)(ntaken + 1) * sizeof(Value));
-    for (int i = 0; i < ntaken; i++) e->gvals[i] = snapshot(f->mod->globals[taken[i]]);
+    e->canon = canon;
     la->started++;
     vm->la_index++;
     update_watch(vm, la);
@@ -369,27 +285,31 @@ void lookahead_run(VM *vm)
     update_watch(vm, la);
 }
 
-Fut *lookahead_claim(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body,
-                     uint64_t index)
+Fut *lookahead_claim(VM *vm, const TaskSpec *s, const TaskCtx *c)
 {
     Lookahead *la = vm->in->la;
     if (!la || !la->n) return NULL;
     Fut *got = NULL;
+    TaskCanon now;
+    int have = 0; /* the call's bytes: 0 not made yet, 1 made, -1 it has none */
     for (int i = 0; i < la->n;) {
         Early *e = &la->v[i];
-        if (e->index > index) {
+        if (e->index > s->index) {
             i++;
             continue;
         }
-        bool match = e->index == index && e->site == site && AS_FUNC(e->fn) == f &&
-                     body == task_qfn_body() && e->nparams == f->p->nparams;
-        for (int k = 0; match && k < e->nparams; k++)
-            if (!same_value(e->params[k], params[k], 0)) match = false;
-        /* what it took along has not changed, in place or otherwise */
-        for (int k = 0; match && k < e->ng; k++)
-            if (e->gslots[k] >= f->mod->nglobals ||
-                !same_value(e->gvals[k], f->mod->globals[e->gslots[k]], 0))
-                match = false;
+        /* reused iff the same function object, and a task of the same input:
+         * the same bytes (its random stream, what it copied, their sharing) */
+        bool match = !got && e->index == s->index && e->site == s->site && AS_FUNC(e->fn) == s->f &&
+                     s->body == task_qfn_body() && !s->argsize;
+        if (match && !have) {
+            double t0 = task_now();
+            have = task_canon(c, &now) ? 1 : -1;
+            if (have > 0) match = task_canon_same(&e->canon, &now);
+            la->check_seconds += task_now() - t0;
+            la->checks++;
+        } else if (match)
+            match = have > 0 && task_canon_same(&e->canon, &now);
         if (match) {
             got = e->fut;
             e->fut = NULL;
@@ -401,6 +321,7 @@ Fut *lookahead_claim(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBo
         turn_off(la, e->loop);
         drop_at(vm->in, la, i); /* its place has come and gone, or it would differ */
     }
+    if (have > 0) task_canon_free(&now);
     update_watch(vm, la);
     return got;
 }
@@ -430,6 +351,9 @@ void lookahead_stats(Interp *in, FILE *out)
     if (!la || !la->started) return;
     fprintf(out, "qh stats: lookahead started %lu calls early, %lu used, %lu dropped\n",
             la->started, la->used, la->dropped);
+    if (la->checks)
+        fprintf(out, "qh stats: lookahead checked %lu calls reached, %.1f us each\n", la->checks,
+                la->check_seconds * 1e6 / (double)la->checks);
 }
 
 void lookahead_free(Interp *in)

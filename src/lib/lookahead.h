@@ -10,10 +10,11 @@
 
 /* The main thread is about to block on a future: start what may start. */
 void lookahead_run(VM *vm);
-/* A call about to be dispatched as number index: the Fut of the same call
- * started early (a reference handed over), or NULL. */
-Fut *lookahead_claim(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body,
-                     uint64_t index);
+/* A call about to be dispatched (s, its task's copies c not yet launched):
+ * the Fut of the call started early for its place whose function object is
+ * s->f and whose task's canonical bytes equal c's (a reference handed
+ * over), or NULL. Early calls whose place has come are dropped either way. */
+Fut *lookahead_claim(VM *vm, const TaskSpec *s, const TaskCtx *c);
 /* Cancels and forgets every call started early that was not claimed. */
 void lookahead_drop(Interp *in);
 /* The sandbox's qfn call (async_dispatch while VM.la_sandbox): the call

@@ -26,6 +26,13 @@
 
 /* ---------------------------------------------------------------- state */
 
+/* The futures a canonical form names, by their calls (SerCtx.user while
+ * writing one: future_ser in local mode). */
+typedef struct CanonFuts {
+    Fut **v;
+    int n, cap;
+} CanonFuts;
+
 typedef struct ObjFuture {
     Obj h;
     Fut *fut;
@@ -201,6 +208,20 @@ static uint64_t fut_origin(Fut *fut)
 static bool future_ser(Value v, SerCtx *sc)
 {
     ObjFuture *f = AS_FUT(v);
+    if (sc->local && !f->resolved) {
+        /* a task's canonical bytes (task_canon): the call itself, whatever
+         * its state (its result never changes), kept alive so that no other
+         * call takes its address */
+        CanonFuts *k = sc->user;
+        if (k->n == k->cap) {
+            k->cap = k->cap ? 2 * k->cap : 4;
+            k->v = xrealloc(k->v, (size_t)k->cap * sizeof *k->v);
+        }
+        k->v[k->n++] = fut_retain(f->fut);
+        ser_u8(sc, 3);
+        ser_u64(sc, (uint64_t)(uintptr_t)f->fut);
+        return true;
+    }
     if (f->resolved) {
         ser_u8(sc, 0);
         return ser_value(sc, f->cached);
@@ -267,16 +288,18 @@ typedef struct DepList {
     int n, cap;
 } DepList;
 
-/* main -> task: a future still running becomes a dependency of the task
- * (it starts once the call is over) and a task-side future on the same
- * call; passing it on is not reading it (a call that ignores its argument
- * leaves a failure unread) */
+/* main -> task: a future the program has not read becomes a task-side
+ * future on the same call, and a dependency of the task while the call
+ * still runs (the task starts once it is over); passing it on is not
+ * reading it (a call that ignores its argument leaves a failure unread). A
+ * finished call stays a future too: its result never changes, the task
+ * copies it where it needs it, and the task's canonical bytes (task_canon)
+ * do not depend on when the call finished. */
 static Value copy_future_out(Value v, CopyCtx *cc)
 {
     ObjFuture *f = AS_FUT(v);
     if (f->resolved) return value_copy_deep(f->cached, cc);
     FutState st = fut_state(f->fut);
-    if (st == FUT_DONE) return fut_value_copy(f->fut, cc);
     DepList *d = cc->user;
     if (d && (st == FUT_PENDING || st == FUT_RUNNING)) {
         if (d->n == d->cap) {
@@ -464,6 +487,7 @@ void task_ctx_free(void *p)
     copy_release_modules(&c->mods);
     decref(c->fn);
     free(c->arg);
+    free(c->deps);
     free(c);
 }
 
@@ -604,10 +628,8 @@ Value task_run_nested(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskB
 
 /* The task's copies: the function (its module copied with only the globals
  * it reads, and what the function values it reaches read, transitively),
-
  * the arguments. Futures still running become dependencies. */
-static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const char **cerr,
-                         int **taken, int *ntaken)
+static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const char **cerr)
 {
     TaskCtx *c = xcalloc(1, sizeof *c + (size_t)(f->p->nparams + 1) * sizeof(Value));
     c->in = vm->in;
@@ -622,19 +644,6 @@ static TaskCtx *make_ctx(VM *vm, ObjFunc *f, Value *params, DepList *deps, const
     c->nargs = f->p->nparams;
     for (int i = 0; i < c->nargs; i++) c->args[i] = value_copy_deep(params[i], &cc);
     *cerr = cc.error;
-    if (taken) {
-        /* the globals of f's module the copies took; -1 if they reached
-         * anything whose later changes a copy of globals cannot show (a
-         * closure's cell, another module) */
-        bool opaque = cc.nmods > 1;
-        for (size_t i = 0; i < cc.cap && !opaque; i++)
-            if (cc.from[i] && ((const Obj *)cc.from[i])->type == T_CELL) opaque = true;
-        int *t = xmalloc((size_t)(tm->nglobals + 1) * sizeof *t), k = 0;
-        for (int g = 0; g < tm->nglobals; g++)
-            if (tm->globals[g].t != T_UNBOUND) t[k++] = g;
-        *taken = t;
-        *ntaken = opaque ? -1 : k;
-    }
     copy_done(&cc);
     copy_move_modules(&c->mods, &cc);
     value_track_resume(tracked);
@@ -684,46 +693,112 @@ static void task_label(char *buf, const char *prefix, const char *name, bool ear
 }
 
 
-Fut *task_submit(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body,
-                 const void *arg, size_t argsize, const char *prefix, uint64_t index, bool early,
-                 const char **cerr, int **taken, int *ntaken)
+TaskCtx *task_prepare(VM *vm, const TaskSpec *s, const char **cerr)
 {
-    Interp *in = vm->in;
     DepList deps = { NULL, 0, 0 };
     *cerr = NULL;
-    TaskCtx *c = make_ctx(vm, f, params, &deps, cerr, taken, ntaken);
+    ObjFunc *f = s->f;
+    TaskCtx *c = make_ctx(vm, f, s->params, &deps, cerr);
     c->seed = vm->stream_seed;
-    c->index = index;
-    c->body = body;
-    c->prefix = prefix;
+    c->index = s->index;
+    c->body = s->body;
+    c->prefix = s->prefix ? s->prefix : "";
     c->name = f->p->name;
-    c->line = site ? site->line : vm->cur_line;
-    if (argsize) {
-        c->arg = xmalloc(argsize);
-        memcpy(c->arg, arg, argsize);
+    c->line = s->site ? s->site->line : vm->cur_line;
+    c->early = s->early;
+    if (s->argsize) {
+        c->arg = xmalloc(s->argsize);
+        c->argsize = s->argsize;
+        memcpy(c->arg, s->arg, s->argsize);
     }
+    c->deps = deps.v;
+    c->ndeps = deps.n;
     if (*cerr) {
         task_ctx_free(c);
-        free(deps.v);
         return NULL;
     }
+    return c;
+}
+
+Fut *task_launch(VM *vm, TaskCtx *c)
+{
+    Interp *in = vm->in;
+    Fut **deps = c->deps;
+    int ndeps = c->ndeps;
+    c->deps = NULL;
+    c->ndeps = 0;
     Fut *fut;
     if (in->sync || !in->exec) {
-        for (int i = 0; i < deps.n; i++) fut_wait(deps.v[i]);
+        for (int i = 0; i < ndeps; i++) fut_wait(deps[i]);
         fut = run_now(in, c);
     } else {
         char label[64];
-        task_label(label, prefix, f->p->name, early);
+        task_label(label, c->prefix, c->name, c->early);
         /* another rank may run a plain qfn call whose device can live there */
         unsigned flags =
-            task_state(in)->ship && body == qfn_body && qrt_may_travel(in, f) ? EXEC_REMOTE : 0;
-        fut = exec_submit_flags(in->exec, run_task, c, task_ctx_free, (Fut *const *)deps.v, deps.n,
+            task_state(in)->ship && c->body == qfn_body && qrt_may_travel(in, AS_FUNC(c->fn))
+                ? EXEC_REMOTE
+                : 0;
+        fut = exec_submit_flags(in->exec, run_task, c, task_ctx_free, (Fut *const *)deps, ndeps,
                                 label, c->line, flags);
     }
-    free(deps.v);
+    free(deps);
     return fut;
 }
 
+Fut *task_submit(VM *vm, const TaskSpec *s, const char **cerr)
+{
+    TaskCtx *c = task_prepare(vm, s, cerr);
+    return c ? task_launch(vm, c) : NULL;
+}
+
+/* ---------------------------------------------------------------- canonical bytes */
+
+bool task_canon(const TaskCtx *c, TaskCanon *out)
+{
+    memset(out, 0, sizeof *out);
+    CanonFuts futs = { NULL, 0, 0 };
+    SerCtx sc;
+    ser_init(&sc, NULL);
+    sc.local = true;
+    sc.user = &futs;
+    /* what the task computes is a function of these, and of nothing else */
+    ser_u64(&sc, c->seed);
+    ser_u64(&sc, c->index);
+    ser_u64(&sc, (uint64_t)(uintptr_t)c->body);
+    ser_u64(&sc, c->argsize);
+    ser_bytes(&sc, c->arg, c->argsize);
+    ser_str(&sc, c->prefix, strlen(c->prefix));
+    ser_str(&sc, c->name, strlen(c->name));
+    ser_u32(&sc, (uint32_t)c->line);
+    bool ok = ser_value(&sc, c->fn);
+    ser_u32(&sc, (uint32_t)c->nargs);
+    for (int i = 0; ok && i < c->nargs; i++) ok = ser_value(&sc, c->args[i]);
+    ok = ok && !sc.failed && !sc.out.failed;
+    if (ok) {
+        out->bytes = sc.out;
+        buf_init(&sc.out); /* moved out */
+    }
+    ser_free(&sc);
+    out->futs = futs.v;
+    out->nfuts = futs.n;
+    if (!ok) task_canon_free(out);
+    return ok;
+}
+
+void task_canon_free(TaskCanon *k)
+{
+    buf_free(&k->bytes);
+    for (int i = 0; i < k->nfuts; i++) fut_release(k->futs[i]);
+    free(k->futs);
+    memset(k, 0, sizeof *k);
+}
+
+bool task_canon_same(const TaskCanon *a, const TaskCanon *b)
+{
+    return a->bytes.len == b->bytes.len &&
+           (!a->bytes.len || memcmp(a->bytes.p, b->bytes.p, a->bytes.len) == 0);
+}
 
 /* a plain qfn call's body: the quantum runtime runs it */
 static Value qfn_body(VM *vm, ObjFunc *f, Value *params, uint64_t seed, uint64_t index,

@@ -33,9 +33,40 @@ typedef struct TaskCtx {
     int line;
     TaskBody body; /* what the task runs */
     void *arg;     /* the body's argument (a copy) */
-    CopyCtx mods;  /* the modules copied for the task: released at its end */
-    Value args[];  /* nargs */
+    size_t argsize;
+    bool early;   /* started by the lookahead (traces) */
+    Fut **deps;   /* calls still running it waits for (borrowed: its futures hold them), */
+    int ndeps;    /* until task_launch */
+    CopyCtx mods; /* the modules copied for the task: released at its end */
+    Value args[]; /* nargs */
 } TaskCtx;
+
+/* A call to make into a task (task_prepare, task_submit). */
+typedef struct TaskSpec {
+    ObjFunc *f;
+    Value *params; /* the bound frame (borrowed) */
+    const Node *site;
+    TaskBody body;
+    const void *arg; /* the body's argument, copied (argsize bytes) */
+    size_t argsize;
+    const char *prefix; /* of its label and messages ("" or NULL: none) */
+    uint64_t index;     /* its number in program order: its random stream */
+    bool early;         /* started by the lookahead (traces) */
+} TaskSpec;
+
+/* The canonical bytes of a task's input (task_canon): everything the task
+ * computes from, written by the serializer in its local mode (serial.h) —
+ * its random stream (seed, index), its body and the body's argument, its
+ * names, the copied function with the module copy holding the globals it
+ * takes along, the copied arguments, with their sharing. Two tasks with
+ * the same bytes compute the same thing. futs: the calls a future in it
+ * stands for (references: no other call takes their address while the
+ * bytes are kept). */
+typedef struct TaskCanon {
+    Buf bytes;
+    Fut **futs;
+    int nfuts;
+} TaskCanon;
 
 /* The owner of a main-side future (async.c's record of the call): told when
  * the future object is freed. */
@@ -115,16 +146,20 @@ TaskBody task_qfn_body(void);
  * params: the bound frame (references taken). */
 Value task_run_nested(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body,
                       const void *arg);
-/* The task of a main-program call numbered index, submitted (or, --sync,
- * run) without a record: its Fut (a reference), NULL if the executor
- * refused it (Ctrl-C) or, with *cerr set, if an argument cannot be copied.
- * params are borrowed. early marks it in traces. */
-Fut *task_submit(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body,
-                 const void *arg, size_t argsize, const char *prefix, uint64_t index, bool early,
-                 const char **cerr, int **taken, int *ntaken);
-/* (taken, if not NULL: receives a malloc'd array of the slots of f's
- * module whose globals the task took along, *ntaken of them; -1 when the
- * copies reached a closure's cell or another module.) */
+/* The copies of a main-program call's task (s->params are borrowed),
+ * ready to launch; NULL with *cerr set if an argument cannot be copied. */
+TaskCtx *task_prepare(VM *vm, const TaskSpec *s, const char **cerr);
+/* Submits c (or, --sync, runs it) without a record: its Fut (a reference),
+ * NULL if the executor refused it (Ctrl-C). c is consumed. */
+Fut *task_launch(VM *vm, TaskCtx *c);
+/* task_prepare, then task_launch (NULL: see both). */
+Fut *task_submit(VM *vm, const TaskSpec *s, const char **cerr);
+/* The canonical bytes of c's input, before it is launched; false (*out
+ * empty) if something in it has no bytes (a kind without a ser slot, a
+ * value nested too deep): it cannot be compared. */
+bool task_canon(const TaskCtx *c, TaskCanon *out);
+bool task_canon_same(const TaskCanon *a, const TaskCanon *b);
+void task_canon_free(TaskCanon *k);
 /* Runs the call of c on a task VM (cancel: its flag; task: the executor's
  * task or NULL): true with the result's copy in *result, else false with
  * the message in err. */

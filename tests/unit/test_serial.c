@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "arrayval.h"
+#include "array.h"
 #include "func.h"
 #include "load.h"
 #include "qh.h"
@@ -45,7 +47,9 @@ static const char program[] = "x = 0.1 + 0.2\n"
                               "cyc = [1]\n"
                               "append(cyc, cyc)\n"
                               "fut = circ(0.3)\n"
-                              "done = wait(fut)\n";
+                              "done = wait(fut)\n"
+                              "mask = array([1, 0, 1]) > 0\n"
+                              "nomask = array([1, 0, 1])\n";
 
 static qh_State *Q;
 static qh_Program *P;
@@ -145,6 +149,21 @@ START_TEST(test_numbers_bits)
         ck_assert(memcmp(&v.n, &w.n, sizeof(double)) == 0);
         drop(w);
     }
+}
+END_TEST
+
+/* a comparison's result stays a mask (it indexes as NumPy's bool), and a
+ * 0/1 array stays positions: the same numbers, different meanings */
+START_TEST(test_array_mask)
+{
+    Value m = global("mask"), n = global("nomask");
+    Value wm = roundtrip(m, NULL), wn = roundtrip(n, NULL);
+    ck_assert(ar_is_mask(AS_ARR(wm)));
+    ck_assert(!ar_is_mask(AS_ARR(wn)));
+    decref(m);
+    decref(n);
+    drop(wm);
+    drop(wn);
 }
 END_TEST
 
@@ -261,6 +280,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_plain_kinds);
     tcase_add_test(tc, test_numbers_bits);
     tcase_add_test(tc, test_shared_and_cycles);
+    tcase_add_test(tc, test_array_mask);
     tcase_add_test(tc, test_functions);
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_truncated_and_corrupt);
