@@ -146,10 +146,12 @@ Value tp_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
     if ((is_container(a) || is_container(b)) &&
         atomic_load_explicit(&value_lazy_live, memory_order_relaxed)) {
         /* the operator reads the elements, unless it only passes them along
-         * (concatenation, repetition) */
-        bool along =
-            (op == OP_ADD && a.t == T_LIST && b.t == T_LIST) ||
-            (op == OP_MUL && ((a.t == T_LIST && b.t == T_NUM) || (a.t == T_NUM && b.t == T_LIST)));
+         * (concatenation, repetition) or reads what it needs itself (`in`:
+         * a dict's keys, a list's elements up to the first equal one) */
+        bool along = (op == OP_ADD && a.t == T_LIST && b.t == T_LIST) ||
+                     (op == OP_MUL &&
+                      ((a.t == T_LIST && b.t == T_NUM) || (a.t == T_NUM && b.t == T_LIST))) ||
+                     op == OP_IN || op == OP_NOTIN;
         if (!along && (!tp_resolve_in(vm, a, site) || !tp_resolve_in(vm, b, site))) return v_exc();
     }
     if (op == OP_IN || op == OP_NOTIN) {
@@ -242,7 +244,9 @@ Value tp_contains(VM *vm, Value coll, Value x, const Node *site)
         decref(fx);
         return r;
     }
-    if (!tp_resolve_in(vm, coll, site) || !tp_resolve_in(vm, x, site)) return v_exc();
+    /* only what is compared is read: the value looked for, a list's
+     * elements up to the first equal one, a dict's keys (never its values) */
+    if (!tp_resolve_in(vm, x, site)) return v_exc();
     switch (coll.t) {
     case T_LIST: {
         ObjList *l = AS_LIST(coll);
@@ -251,12 +255,17 @@ Value tp_contains(VM *vm, Value coll, Value x, const Node *site)
             if (is_lazy(e)) {
                 Value r = tp_force(vm, e, site);
                 if (IS_EXC(r)) return r;
+                if (!tp_resolve_in(vm, r, site)) {
+                    decref(r);
+                    return v_exc();
+                }
                 bool eq = value_eq(r, x);
                 decref(r);
                 if (eq) return v_bool(true);
                 continue;
             }
-            if (value_eq(e, x)) return v_bool(true);
+            if (!tp_resolve_in(vm, e, site)) return v_exc();
+            if (value_eq(l->v[i], x)) return v_bool(true);
         }
         return v_bool(false);
     }
