@@ -43,6 +43,9 @@ enum {
                            inside containers are passed along, not waited for */
     BI_MUTATES = 64, /* changes the container given as its first argument (append, insert,
                            pop): never computed ahead (laplan.c) */
+    BI_CALLS = 128,  /* may call user code: takes a function and calls it (matrix(f, ...),
+                           sorted(key=), grad, draw, ...) or returns one that will: never
+                           computed ahead (laplan.c) */
 };
 
 /* Adds a room's table (terminated by name NULL) at start-up, before any

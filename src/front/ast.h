@@ -188,7 +188,8 @@ struct Node {
             Node *iter;
             Node *body;
             struct LaPlan *plan;
-        } fors; /* plan: lookahead (laplan.h), or NULL */
+            const char *la_why; /* no plan though it calls a qfn: why not (--deps) */
+        } fors;                 /* plan: lookahead (laplan.h), or NULL */
         struct {
             Node *body;
             Node *var;

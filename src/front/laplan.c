@@ -4,6 +4,8 @@
 #include "laplan.h"
 #include "builtins.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -78,11 +80,70 @@ static bool makes_qcalls(ModInfo *m, FnProto *f, Set *seen)
     return false;
 }
 
+/* the line of the first statement in n that binds global `slot` other than
+ * def's own definition, else 0 */
+static int binds_global(const Node *n, int slot, const FnProto *def);
+static int binds_list(Node *const *v, int k, int slot, const FnProto *def)
+{
+    for (int i = 0; i < k; i++) {
+        int l = binds_global(v[i], slot, def);
+        if (l) return l;
+    }
+    return 0;
+}
+static int target_is(const Node *t, int slot)
+{
+    return t && t->kind == N_GLOBAL && t->u.var.slot == slot;
+}
+static int binds_global(const Node *n, int slot, const FnProto *def)
+{
+    if (!n) return 0;
+    int l = 0;
+    switch (n->kind) {
+    case N_BLOCK: return binds_list(n->u.list.items, n->u.list.n, slot, def);
+    case N_ASSIGN:
+    case N_AUGASSIGN: return target_is(n->u.assign.target, slot) ? n->line : 0;
+    case N_DESTRUCT:
+        for (int i = 0; i < n->u.destruct.n; i++)
+            if (target_is(n->u.destruct.targets[i], slot)) return n->line;
+        return 0;
+    case N_FOR:
+        if (n->u.fors.nvars == 1 ? target_is(n->u.fors.var, slot) : 0) return n->line;
+        for (int i = 0; n->u.fors.nvars > 1 && i < n->u.fors.nvars; i++)
+            if (target_is(n->u.fors.vars[i], slot)) return n->line;
+        return binds_global(n->u.fors.body, slot, def);
+    case N_WHILE: return binds_global(n->u.whiles.body, slot, def);
+    case N_IF:
+        l = binds_global(n->u.ifs.then, slot, def);
+        return l ? l : binds_global(n->u.ifs.els, slot, def);
+    case N_TRY:
+        if (target_is(n->u.tries.var, slot)) return n->line;
+        l = binds_global(n->u.tries.body, slot, def);
+        return l ? l : binds_global(n->u.tries.handler, slot, def);
+    case N_FNDEF: return n->u.fn != def && target_is(n->u.fn->binding, slot) ? n->line : 0;
+    case N_IMPORT: return target_is(n->u.import.var, slot) ? n->line : 0;
+    default: return 0;
+    }
+}
+
+/* a line where the name of def (bound to global slot) is bound again: by
+ * another definition, an assignment, a loop, an import, anywhere in the
+ * module's code (function bodies included); 0 if none */
+static int rebound_at(ModInfo *m, const Node *modbody, int slot, const FnProto *def)
+{
+    int l = binds_global(modbody, slot, def);
+    for (int i = 0; !l && i < m->nprotos; i++) l = binds_global(m->protos[i]->body, slot, def);
+    return l;
+}
+
 /* ---------------------------------------------------------------- the body */
 
 typedef struct Ctx {
     ModInfo *m;
-    Set writes; /* plain variables the body rebinds anywhere */
+    const Node *modbody; /* the module's top-level code */
+    char why[200];       /* the first reason the loop gets no plan (--deps) */
+    char pwhy[160];      /* why the last expression was not pure */
+    Set writes;          /* plain variables the body rebinds anywhere */
     Set loopvars;
     Set step_only; /* rebound only by steps (top-level pure assignments and sites) */
     Set defined;   /* assigned by a step met so far */
@@ -92,14 +153,45 @@ typedef struct Ctx {
     bool fail;
 } Ctx;
 
-static void add_step(Ctx *c, LaStepKind k, Node *target, Node *expr)
+static void add_step(Ctx *c, LaStepKind k, Node *target, Node *expr, FnProto *proto)
 {
     if (c->nsteps == c->cap) {
         c->cap = c->cap ? c->cap * 2 : 8;
         c->steps = realloc(c->steps, (size_t)c->cap * sizeof(LaStep));
     }
-    c->steps[c->nsteps++] = (LaStep){ k, target, expr };
+    c->steps[c->nsteps++] = (LaStep){ k, target, expr, proto };
     if (k == LA_SITE) c->nsites++;
+}
+
+/* the loop gets no plan: the first reason is kept for --deps */
+static void refuse(Ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void refuse(Ctx *c, const char *fmt, ...)
+{
+    c->fail = true;
+    if (c->why[0]) return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->why, sizeof c->why, fmt, ap);
+    va_end(ap);
+}
+
+static bool not_pure(Ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool not_pure(Ctx *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->pwhy, sizeof c->pwhy, fmt, ap);
+    va_end(ap);
+    return false;
+}
+
+static const char *var_name(const Node *n)
+{
+    return (n->kind == N_LOCAL || n->kind == N_GLOBAL || n->kind == N_LOCALCELL ||
+            n->kind == N_UPVAL) &&
+                   n->u.var.name
+               ? n->u.var.name
+               : "?";
 }
 
 static void write_target(Ctx *c, Node *t)
@@ -154,24 +246,27 @@ static void collect_writes(Ctx *c, Node *n)
     }
 }
 
-/* a break or continue of this loop, or a return, anywhere in n */
-static bool leaves_early(const Node *n, int inner)
+/* the line of a break or continue of this loop, or a return, anywhere in n; 0 if none */
+static int leaves_early(const Node *n, int inner)
 {
-    if (!n) return false;
+    if (!n) return 0;
+    int l = 0;
     switch (n->kind) {
     case N_BREAK:
-    case N_CONTINUE: return inner == 0;
-    case N_RETURN: return true;
+    case N_CONTINUE: return inner == 0 ? n->line : 0;
+    case N_RETURN: return n->line;
     case N_BLOCK:
-        for (int i = 0; i < n->u.list.n; i++)
-            if (leaves_early(n->u.list.items[i], inner)) return true;
-        return false;
-    case N_IF: return leaves_early(n->u.ifs.then, inner) || leaves_early(n->u.ifs.els, inner);
+        for (int i = 0; i < n->u.list.n && !l; i++) l = leaves_early(n->u.list.items[i], inner);
+        return l;
+    case N_IF:
+        l = leaves_early(n->u.ifs.then, inner);
+        return l ? l : leaves_early(n->u.ifs.els, inner);
     case N_WHILE: return leaves_early(n->u.whiles.body, inner + 1);
     case N_FOR: return leaves_early(n->u.fors.body, inner + 1);
     case N_TRY:
-        return leaves_early(n->u.tries.body, inner) || leaves_early(n->u.tries.handler, inner);
-    default: return false;
+        l = leaves_early(n->u.tries.body, inner);
+        return l ? l : leaves_early(n->u.tries.handler, inner);
+    default: return 0;
     }
 }
 
@@ -193,7 +288,7 @@ static bool value_builtin(const BuiltinDef *b)
         "join",      "split",     "replace",     "upper",   "lower",    "strip",  "startswith",
         "endswith",  "find",      "hamiltonian", "adjoint", "ctrl",     "matrix", NULL,
     };
-    if (b->flags & (BI_IMPURE | BI_MUTATES | BI_QUANTUM | BI_LAZY)) return false;
+    if (b->flags & (BI_IMPURE | BI_MUTATES | BI_QUANTUM | BI_LAZY | BI_CALLS)) return false;
     if (b->flags & BI_GATE) return true;
     for (const char *const *n = ok; *n; n++)
         if (strcmp(*n, b->name) == 0) return true;
@@ -225,7 +320,13 @@ static bool pure_expr(Ctx *c, const Node *n)
     case N_LOCAL:
     case N_GLOBAL:
     case N_LOCALCELL:
-    case N_UPVAL: return readable(c, n);
+    case N_UPVAL:
+        if (readable(c, n)) return true;
+        if (var_key(n) < 0)
+            return not_pure(c, "%s is a closure's variable, which a call may change (rebinding)",
+                            var_name(n));
+        return not_pure(c, "%s is rebound in the body after the call's turn (rebinding)",
+                        var_name(n));
     case N_UNARY:
     case N_NOT: return pure_expr(c, n->u.bin.a);
     case N_BINARY:
@@ -251,16 +352,26 @@ static bool pure_expr(Ctx *c, const Node *n)
         return pure_expr(c, n->u.slice.lo) && pure_expr(c, n->u.slice.hi) &&
                pure_expr(c, n->u.slice.step);
     case N_CALL: {
-        if (n->u.call.fn->kind != N_BUILTIN ||
-            !value_builtin(builtin_get(n->u.call.fn->u.var.slot)))
-            return false;
+        const Node *fn = n->u.call.fn;
+        if (fn->kind != N_BUILTIN)
+            return not_pure(c, "it calls %s() at line %d, which is not a value builtin (effect)",
+                            var_name(fn), n->line);
+        const BuiltinDef *b = builtin_get(fn->u.var.slot);
+        if (!value_builtin(b))
+            return not_pure(c, "%s() at line %d %s (effect)", b->name, n->line,
+                            b->flags & BI_CALLS     ? "may call user code"
+                            : b->flags & BI_MUTATES ? "changes a container"
+                            : b->flags & BI_IMPURE  ? "has an effect"
+                            : b->flags & BI_LAZY    ? "looks at futures"
+                                                    : "is not computed ahead (random numbers, the "
+                                                      "clock, waiting, ...)");
         for (int i = 0; i < n->u.call.nargs; i++)
             if (!pure_expr(c, n->u.call.args[i])) return false;
         for (int i = 0; i < n->u.call.nkw; i++)
             if (!pure_expr(c, n->u.call.kw[i].value)) return false;
         return true;
     }
-    default: return false;
+    default: return not_pure(c, "an argument at line %d is not computed ahead (effect)", n->line);
     }
 }
 
@@ -277,12 +388,19 @@ static void takes_along(ModInfo *m, FnProto *f, Set *out)
     }
 }
 
-/* a quantum call site: its callee stays bound, its arguments are pure, and
- * what it takes along is not rebound by anything but steps and the loop */
+/* a quantum call site: its callee is bound once and never rebound, its
+ * arguments are pure, and what it takes along is not rebound by anything
+ * but steps and the loop; false with c->pwhy saying why */
 static bool site_ok(Ctx *c, Node *n, FnProto *f)
 {
     int g = n->u.call.fn->u.var.slot;
-    if (set_has(&c->writes, 2 * g + 1)) return false;
+    const char *name = f->name;
+    int again = rebound_at(c->m, c->modbody, g, f);
+    if (again)
+        return not_pure(c,
+                        "%s is bound again at line %d, so the call may not be the qfn of line %d "
+                        "(rebinding)",
+                        name, again, f->line);
     for (int i = 0; i < n->u.call.nargs; i++)
         if (!pure_expr(c, n->u.call.args[i])) return false;
     for (int i = 0; i < n->u.call.nkw; i++)
@@ -292,8 +410,11 @@ static bool site_ok(Ctx *c, Node *n, FnProto *f)
     bool ok = true;
     for (int i = 0; i < t.n && ok; i++) {
         int k = 2 * t.v[i] + 1;
-        if (set_has(&c->writes, k) && !set_has(&c->loopvars, k) && !set_has(&c->step_only, k))
+        if (set_has(&c->writes, k) && !set_has(&c->loopvars, k) && !set_has(&c->step_only, k)) {
             ok = false;
+            not_pure(c, "%s() takes along %s, which the body rebinds (rebinding)", name,
+                     c->m->gnames[t.v[i]]);
+        }
     }
     free(t.v);
     return ok;
@@ -314,26 +435,42 @@ static void scan(Ctx *c, Node *n, bool cond)
             if (fn->kind == N_GLOBAL) {
                 FnProto *f = proto_of_global(c->m, fn->u.var.slot);
                 Set seen = { 0 };
-                bool bad = !f || !f->pure || makes_qcalls(c->m, f, &seen) ||
-                           set_has(&c->writes, 2 * fn->u.var.slot + 1);
+                const char *name = var_name(fn);
+                if (!f)
+                    refuse(c, "it calls %s() at line %d, a function value (effect)", name, n->line);
+                else if (!f->pure)
+                    refuse(c, "it calls %s() at line %d, which is not pure (effect)", name,
+                           n->line);
+                else if (makes_qcalls(c->m, f, &seen))
+                    refuse(c,
+                           "it calls %s() at line %d, which makes quantum calls of its own "
+                           "(not reached)",
+                           name, n->line);
+                else if (set_has(&c->writes, 2 * fn->u.var.slot + 1))
+                    refuse(c, "%s is rebound in the body (rebinding)", name);
                 free(seen.v);
-                if (bad) {
-                    c->fail = true;
-                    return;
-                }
+                if (c->fail) return;
             } else if (fn->kind != N_BUILTIN) {
-                c->fail = true; /* a function value: who knows what it calls */
+                /* a function value: who knows what it calls */
+                refuse(c, "it calls a function value at line %d (effect)", n->line);
                 return;
             }
         }
         for (int i = 0; i < n->u.call.nargs; i++) scan(c, n->u.call.args[i], cond);
         for (int i = 0; i < n->u.call.nkw; i++) scan(c, n->u.call.kw[i].value, cond);
         if (q) {
-            if (cond || !site_ok(c, n, q)) {
-                c->fail = true;
+            if (cond) {
+                refuse(c,
+                       "%s() at line %d runs only sometimes (under if, while, an inner for, try, "
+                       "and/or or a conditional) (condition)",
+                       q->name, n->line);
                 return;
             }
-            add_step(c, LA_SITE, NULL, n);
+            if (!site_ok(c, n, q)) {
+                refuse(c, "%s", c->pwhy);
+                return;
+            }
+            add_step(c, LA_SITE, NULL, n, q);
         }
         return;
     }
@@ -427,6 +564,7 @@ static bool make_steps(Ctx *c, Node *body)
     c->nsteps = c->nsites = 0;
     c->defined.n = 0;
     c->fail = false;
+    c->why[0] = 0;
     for (int i = 0; i < body->u.list.n && !c->fail; i++) {
         Node *s = body->u.list.items[i];
         int tk = s->kind == N_ASSIGN ? var_key(s->u.assign.target) : -1;
@@ -434,9 +572,9 @@ static bool make_steps(Ctx *c, Node *body)
             Node *v = s->u.assign.value;
             FnProto *q = qfn_called(c->m, v);
             if (q && site_ok(c, v, q))
-                add_step(c, LA_SITE, s->u.assign.target, v);
+                add_step(c, LA_SITE, s->u.assign.target, v, q);
             else if (!q && pure_expr(c, v))
-                add_step(c, LA_ASSIGN, s->u.assign.target, v);
+                add_step(c, LA_ASSIGN, s->u.assign.target, v, NULL);
             else {
                 set_del(&c->step_only, tk);
                 return false;
@@ -449,24 +587,114 @@ static bool make_steps(Ctx *c, Node *body)
     return true;
 }
 
-static LaPlan *plan_loop(ModInfo *m, Node *loop)
+/* the qfn call sites anywhere in n, as "c() (line 3), d() (line 5)" */
+static void list_sites(ModInfo *m, const Node *n, char *buf, size_t cap);
+static void list_sites_v(ModInfo *m, Node *const *v, int k, char *buf, size_t cap)
+{
+    for (int i = 0; i < k; i++) list_sites(m, v[i], buf, cap);
+}
+static void list_sites(ModInfo *m, const Node *n, char *buf, size_t cap)
+{
+    if (!n) return;
+    switch (n->kind) {
+    case N_CALL: {
+        FnProto *q = qfn_called(m, n);
+        size_t len = strlen(buf);
+        if (q && len + 1 < cap)
+            snprintf(buf + len, cap - len, "%s%s() (line %d)", len ? ", " : "", q->name, n->line);
+        list_sites(m, n->u.call.fn, buf, cap);
+        list_sites_v(m, n->u.call.args, n->u.call.nargs, buf, cap);
+        for (int i = 0; i < n->u.call.nkw; i++) list_sites(m, n->u.call.kw[i].value, buf, cap);
+        return;
+    }
+    case N_UNARY:
+    case N_NOT: list_sites(m, n->u.bin.a, buf, cap); return;
+    case N_BINARY:
+    case N_AND:
+    case N_OR:
+        list_sites(m, n->u.bin.a, buf, cap);
+        list_sites(m, n->u.bin.b, buf, cap);
+        return;
+    case N_COND:
+    case N_IF:
+        list_sites(m, n->u.ifs.cond, buf, cap);
+        list_sites(m, n->u.ifs.then, buf, cap);
+        list_sites(m, n->u.ifs.els, buf, cap);
+        return;
+    case N_LIST:
+    case N_BLOCK: list_sites_v(m, n->u.list.items, n->u.list.n, buf, cap); return;
+    case N_DICT:
+        list_sites_v(m, n->u.dict.keys, n->u.dict.n, buf, cap);
+        list_sites_v(m, n->u.dict.vals, n->u.dict.n, buf, cap);
+        return;
+    case N_INDEX:
+        list_sites(m, n->u.index.obj, buf, cap);
+        list_sites_v(m, n->u.index.idx, n->u.index.nidx, buf, cap);
+        return;
+    case N_MEMBER: list_sites(m, n->u.member.obj, buf, cap); return;
+    case N_LISTCOMP:
+    case N_DICTCOMP:
+        for (int i = 0; i < n->u.comp.nclauses; i++) {
+            list_sites(m, n->u.comp.clauses[i].iter, buf, cap);
+            list_sites_v(m, n->u.comp.clauses[i].conds, n->u.comp.clauses[i].nconds, buf, cap);
+        }
+        list_sites(m, n->u.comp.key, buf, cap);
+        list_sites(m, n->u.comp.elt, buf, cap);
+        return;
+    case N_WHILE:
+        list_sites(m, n->u.whiles.cond, buf, cap);
+        list_sites(m, n->u.whiles.body, buf, cap);
+        return;
+    case N_FOR:
+        list_sites(m, n->u.fors.iter, buf, cap);
+        list_sites(m, n->u.fors.body, buf, cap);
+        return;
+    case N_TRY:
+        list_sites(m, n->u.tries.body, buf, cap);
+        list_sites(m, n->u.tries.handler, buf, cap);
+        return;
+    case N_EXPRSTMT:
+    case N_RETURN: list_sites(m, n->u.expr.expr, buf, cap); return;
+    case N_ASSIGN:
+    case N_AUGASSIGN:
+        list_sites(m, n->u.assign.value, buf, cap);
+        list_sites(m, n->u.assign.target, buf, cap);
+        return;
+    case N_DESTRUCT: list_sites(m, n->u.destruct.value, buf, cap); return;
+    default: return;
+    }
+}
+
+static LaPlan *plan_loop(ModInfo *m, const Node *modbody, Node *loop)
 {
     Node *body = loop->u.fors.body;
-    if (leaves_early(body, 0)) return NULL;
     Ctx c;
     memset(&c, 0, sizeof c);
     c.m = m;
+    c.modbody = modbody;
     LaPlan *plan = NULL;
+    int early = leaves_early(body, 0);
+    if (early) {
+        refuse(&c, "an iteration may end early (break, continue or return at line %d) (condition)",
+               early);
+        goto done;
+    }
     /* the loop's variables: plain ones only (a cell may be changed by a closure) */
     int nv = loop->u.fors.nvars;
     for (int i = 0; i < nv; i++) {
         int k = var_key(nv == 1 ? loop->u.fors.var : loop->u.fors.vars[i]);
-        if (k < 0) goto done;
+        if (k < 0) {
+            refuse(&c, "the loop's variable is a closure's, which a call may change (rebinding)");
+            goto done;
+        }
         set_add(&c.loopvars, k);
     }
     collect_writes(&c, body);
     for (int i = 0; i < c.loopvars.n; i++)
-        if (set_has(&c.writes, c.loopvars.v[i])) goto done; /* the body rebinds them */
+        if (set_has(&c.writes, c.loopvars.v[i])) { /* the body rebinds them */
+            refuse(&c, "the body rebinds the loop's variable (rebinding)");
+            goto done;
+        }
     /* candidates for steps: variables rebound only by top-level plain assignments */
     {
         Set top = { 0 }, other = { 0 };
@@ -499,6 +727,16 @@ static LaPlan *plan_loop(ModInfo *m, Node *loop)
     plan->nsteps = last;
     plan->nsites = c.nsites;
 done:
+    if (!plan && c.why[0]) {
+        char sites[400] = "";
+        list_sites(m, body, sites, sizeof sites);
+        if (sites[0]) {
+            char text[640];
+            int k = snprintf(text, sizeof text, "%s refused: %s", sites, c.why);
+            loop->u.fors.la_why =
+                arena_strndup(m->arena, text, k < (int)sizeof text ? (size_t)k : sizeof text - 1);
+        }
+    }
     free(c.writes.v);
     free(c.loopvars.v);
     free(c.step_only.v);
@@ -508,25 +746,26 @@ done:
 }
 
 /* every `for` in n, inner ones included */
-static void visit(ModInfo *m, Node *n)
+static void visit(ModInfo *m, const Node *modbody, Node *n)
 {
     if (!n) return;
     switch (n->kind) {
     case N_BLOCK:
-        for (int i = 0; i < n->u.list.n; i++) visit(m, n->u.list.items[i]);
+        for (int i = 0; i < n->u.list.n; i++) visit(m, modbody, n->u.list.items[i]);
         break;
     case N_IF:
-        visit(m, n->u.ifs.then);
-        visit(m, n->u.ifs.els);
+        visit(m, modbody, n->u.ifs.then);
+        visit(m, modbody, n->u.ifs.els);
         break;
-    case N_WHILE: visit(m, n->u.whiles.body); break;
+    case N_WHILE: visit(m, modbody, n->u.whiles.body); break;
     case N_TRY:
-        visit(m, n->u.tries.body);
-        visit(m, n->u.tries.handler);
+        visit(m, modbody, n->u.tries.body);
+        visit(m, modbody, n->u.tries.handler);
         break;
     case N_FOR:
-        n->u.fors.plan = plan_loop(m, n);
-        visit(m, n->u.fors.body);
+        n->u.fors.la_why = NULL;
+        n->u.fors.plan = plan_loop(m, modbody, n);
+        visit(m, modbody, n->u.fors.body);
         break;
     default: break;
     }
@@ -534,9 +773,9 @@ static void visit(ModInfo *m, Node *n)
 
 void laplan_analyse(ModInfo *m, Node *body, int first_proto)
 {
-    visit(m, body);
+    visit(m, body, body);
     for (int i = first_proto; i < m->nprotos; i++)
-        if (!m->protos[i]->is_qfn) visit(m, m->protos[i]->body);
+        if (!m->protos[i]->is_qfn) visit(m, body, m->protos[i]->body);
 }
 
 /* ---------------------------------------------------------------- --deps */
@@ -570,6 +809,9 @@ static void print_plans(const Node *n, const char *at, FILE *out)
                         c->line);
             }
             fprintf(out, " of its next iterations early, while it waits (lookahead)\n");
+        } else if (n->u.fors.la_why) {
+            fprintf(out, "%s: the loop at line %d starts no call early: %s\n", at, n->line,
+                    n->u.fors.la_why);
         }
         print_plans(n->u.fors.body, at, out);
         break;

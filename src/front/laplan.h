@@ -10,10 +10,13 @@
  *   - every quantum call site sits at a place each iteration evaluates
  *     exactly once (not under if, while, an inner for, try, and/or, a
  *     conditional expression or a comprehension), calls a qfn bound to a
- *     global the body never rebinds, and has pure arguments (constants,
- *     names, operators, indexing, value builtins such as sin or array;
- *     no calls of functions, nothing that waits, draws random numbers or
- *     reads the clock);
+ *     global by its one definition and never rebound anywhere in the
+ *     module (and, at run time, the callee is checked to be a function of
+ *     that code before anything runs ahead), and has pure arguments
+ *     (constants, names, operators, indexing, value builtins such as sin
+ *     or array; no calls of functions, no builtin that may call user code
+ *     (BI_CALLS: matrix, sorted, grad, ...), nothing that waits, draws
+ *     random numbers or reads the clock);
  *   - the other calls of the body are builtins, or pure functions that make
  *     no quantum calls (so the calls of an iteration are counted exactly);
  *   - what the qfn takes along is rebound in the body only by such pure
@@ -35,6 +38,8 @@ typedef struct LaStep {
     LaStepKind kind;
     Node *target;
     Node *expr;
+    FnProto *proto; /* LA_SITE: the qfn analysed; the call starts early only
+                       if its callee is still a function of this code */
 } LaStep;
 
 typedef struct LaPlan {
@@ -47,7 +52,9 @@ typedef struct LaPlan {
  * the functions m->protos[first_proto..] that qualifies. */
 void laplan_analyse(ModInfo *m, Node *body, int first_proto);
 /* --deps: a line for each loop with a plan in stmt (a top-level statement,
- * function definitions included), labelled `at`. */
+ * function definitions included), labelled `at`, and for each loop that
+ * calls a qfn without one, which calls are refused and why (rebinding,
+ * effect, condition). */
 void laplan_print(const Node *stmt, const char *at, FILE *out);
 
 #endif

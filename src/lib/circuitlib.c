@@ -754,9 +754,9 @@ static const char *const kw_draw[] = { "decimals", NULL };
 static const BuiltinDef builtins_circuit[] = {
     { "qasm", bi_qasm, 1, 1, 0, NULL, 0 },
     { "qasm_file", bi_qasm_file, 1, 1, BI_IMPURE, NULL, 0 },
-    { "to_qasm", bi_to_qasm, 1, -1, 0, kw_to_qasm, 0 },
-    { "draw", bi_draw, 1, -1, 0, kw_draw, 0 },
-    { "specs", bi_specs, 1, -1, 0, NULL, 0 },
+    { "to_qasm", bi_to_qasm, 1, -1, BI_CALLS, kw_to_qasm, 0 },
+    { "draw", bi_draw, 1, -1, BI_CALLS, kw_draw, 0 },
+    { "specs", bi_specs, 1, -1, BI_CALLS, NULL, 0 },
     { NULL, NULL, 0, 0, 0, NULL, 0 },
 };
 

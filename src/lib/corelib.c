@@ -1393,7 +1393,7 @@ static const BuiltinDef builtins_core[] = {
     { "keys", bi_keys, 1, 1, BI_SHALLOW, NULL, 0 },
     { "values", bi_values, 1, 1, BI_SHALLOW, NULL, 0 },
     { "items", bi_items, 1, 1, BI_SHALLOW, NULL, 0 },
-    { "sorted", bi_sorted, 1, 1, 0, kw_sorted, 0 },
+    { "sorted", bi_sorted, 1, 1, BI_CALLS, kw_sorted, 0 },
     { "reversed", bi_reversed, 1, 1, BI_SHALLOW, NULL, 0 },
     { "enumerate", bi_enumerate, 1, 2, BI_SHALLOW, kw_start, 0 },
     { "zip", bi_zip, 0, -1, BI_SHALLOW, NULL, 0 },

@@ -881,10 +881,10 @@ static Value dfn_call(VM *vm, Value gv, Args *a)
 static const char *const kw_grad[] = { "argnum", "method", NULL };
 static const char *const kw_metric[] = { "argnum", "approx", NULL };
 static const BuiltinDef builtins_grad[] = {
-    { "grad", bi_grad, 1, 1, 0, kw_grad, 0 },
-    { "jacobian", bi_jacobian, 1, 1, 0, kw_grad, 0 },
-    { "hessian", bi_hessian, 1, 1, 0, kw_grad, 0 },
-    { "metric_tensor", bi_metric, 1, 1, 0, kw_metric, 0 },
+    { "grad", bi_grad, 1, 1, BI_CALLS, kw_grad, 0 },
+    { "jacobian", bi_jacobian, 1, 1, BI_CALLS, kw_grad, 0 },
+    { "hessian", bi_hessian, 1, 1, BI_CALLS, kw_grad, 0 },
+    { "metric_tensor", bi_metric, 1, 1, BI_CALLS, kw_metric, 0 },
     { NULL, NULL, 0, 0, 0, NULL, 0 },
 };
 

@@ -202,6 +202,18 @@ static bool run_ahead(VM *vm, LoopCtx *lc, const LaPlan *p, uint64_t iter, Value
             *slot = x;
         }
     }
+    /* each call's callee, before anything runs ahead: the function the
+     * analysis proved the call reaches (a name bound again to another
+     * function, a plain fn or any other value, starts nothing) */
+    for (int i = 0; ok && i < p->nsteps; i++) {
+        const LaStep *st = &p->steps[i];
+        if (st->kind != LA_SITE) continue;
+        const Node *callee = st->expr->u.call.fn;
+        Value fv = callee->kind == N_GLOBAL && callee->u.var.slot < vm->mod->nglobals
+                       ? vm->mod->globals[callee->u.var.slot]
+                       : v_nil();
+        if (fv.t != T_FUNC || AS_FUNC(fv)->p != st->proto || !st->proto->is_qfn) ok = false;
+    }
     Lookahead *la = la_of(vm->in);
     int first = la->n;
     vm->la_sandbox++;
