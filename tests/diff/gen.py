@@ -9,7 +9,13 @@ devices (some with a latency, so calls really overlap), futures kept in
 lists and dicts and compared, searched, summed and printed there, calls that
 fail (used under try, or never used: reported at exit), nested calls,
 function values passed into calls, gradients with future arguments, devices
-with shots and seeds, and sweep loops that lookahead may run ahead. Every
+with shots and seeds, and sweep loops that lookahead may run ahead. Among
+the sweeps are the lookahead's hazards (lang/async.md, "Exact reuse" and
+the binding rule): containers reordered or changed in place between an
+early start and the call (dict order, the sign of zero, a number becoming
+complex or a bool, an array's dtype or mask, [l, l] against two equal
+lists, a taken-along global), a qfn name rebound to a plain fn that prints,
+and matrix(f, t) templates that print and draw random numbers. Every
 value printed is printed in full (%.17g): the modes must agree bit for bit.
 The program itself is deterministic: only qh's scheduling differs between
 the runs the test compares.
@@ -72,6 +78,7 @@ class Gen:
         self.emit('dev = device("statevector", wires=%d%s)' % (self.nq, ", latency=%g" % lat if lat else ""))
         self.emit('shots = device("statevector", wires=2, shots=%d, seed=%d)' % (self.r.choice([8, 16, 32]), self.r.randrange(100)))
         self.emit('big = device("statevector", wires=%d)' % self.r.choice([5, 6]))
+        self.emit('hz = device("statevector", wires=1, latency=%g)' % self.r.choice([0.002, 0.004]))
         self.emit("k = %s" % self.angle())
         self.emit("scale = %d" % self.r.randint(1, 3))
         self.emit('fn f17(x) { return fmt("%.17g", x) }')
@@ -187,6 +194,69 @@ class Gen:
             self.emit("for %s in [%s] { append(%s, %s(%s)) }" % (var, ts, acc, name, var))
             self.emit("try { print(str(%s)) } catch e { print(\"caught:\", e) }" % acc)
 
+    def stmt_hazard(self):
+        """a loop the lookahead may run ahead while something the early call
+        copied changes in a way equality does not see (or the callee is not
+        what it seems): the early call must not be reused"""
+        n = self.r.randint(3, 5)
+        q, v = self.fresh("hq"), self.fresh("hv")
+        flip = "[%s]" % ", ".join(str(self.r.randint(0, 1)) for _ in range(n))
+        kind = self.r.choice(["order", "zero", "kind", "dtype", "mask", "alias", "global", "rebind",
+                              "template"])
+        if kind == "order":
+            self.emit("qfn %s(d) on hz { s = 0; j = 1; for x in keys(d) { s = s + j * d[x]; j = j + 1 }; "
+                      "RY(s, 0); return expval(PauliZ(0)) }" % q)
+            keys = ["a", "b", "c"][: self.r.randint(2, 3)]
+            self.emit("%s = {%s}" % (v, ", ".join('"%s": %s' % (k, self.angle()) for k in keys)))
+            k = self.r.choice(keys)
+            self.emit('for i in range(%d) { print(f17(%s(%s))); if %s[i] == 1 { x = pop(%s, "%s"); %s["%s"] = x } }'
+                      % (n, q, v, flip, v, k, v, k))
+        elif kind == "zero":
+            self.emit("qfn %s(z) on hz { RY(0.5, 0); return str(atan2(z, -1)) + \" \" + str(1 / (z * 0 + 1)) }" % q)
+            self.emit("%s = [0.0]" % v)
+            self.emit("for i in range(%d) { print(%s(%s[0])); if %s[i] == 1 { %s[0] = -%s[0] } }" % (n, q, v, flip, v, v))
+        elif kind == "kind":
+            self.emit("qfn %s(x) on hz { RY(0.5, 0); return type(x) + \" \" + str(x) }" % q)
+            self.emit("%s = [1]" % v)
+            forms = ["1", "complex(1, 0)", "true", "1.0"]
+            self.emit("%s = [%s]" % (v + "f", ", ".join(self.r.choice(forms) for _ in range(n))))
+            self.emit("for i in range(%d) { print(%s(%s[0])); %s[0] = %sf[i] }" % (n, q, v, v, v))
+        elif kind == "dtype":
+            self.emit("qfn %s(a) on hz { RY(0.5, 0); return str(a * 1) }" % q)
+            self.emit("%s = [array([1, 0])]" % v)
+            self.emit("for i in range(%d) { print(%s(%s[0])); %s[0] = array([complex(1, 0), 0]) if %s[i] == 1 else array([1, 0]) }"
+                      % (n, q, v, v, flip))
+        elif kind == "mask":
+            self.emit("qfn %s(m) on hz { RY(0.5, 0); return str(array([5, 6])[m]) }" % q)
+            self.emit("%s = [array([1, 0])]" % v)
+            self.emit("for i in range(%d) { print(%s(%s[0])); %s[0] = array([1, 0]) > 0 if %s[i] == 1 else array([1, 0]) }"
+                      % (n, q, v, v, flip))
+        elif kind == "alias":
+            self.emit("qfn %s(p) on hz { p[0][0] = 5; RY(p[1][0], 0); return expval(PauliZ(0)) }" % q)
+            self.emit("%s = [[1.0], [1.0]]" % v)
+            self.emit("for i in range(%d) { print(f17(%s(%s))); %s[1] = %s[0] if %s[i] == 1 else [1.0] }"
+                      % (n, q, v, v, v, flip))
+        elif kind == "global":
+            g = self.fresh("G")
+            self.emit("%s = [%s, %s]" % (g, self.angle(), self.angle()))
+            self.emit("qfn %s(t) on hz { RY(t + %s[0], 0); RX(%s[1], 0); return expval(PauliZ(0)) }" % (q, g, g))
+            self.emit("for i in range(%d) { print(f17(%s(i))); if %s[i] == 1 { %s[i %% 2] = -%s[i %% 2] } }"
+                      % (n, q, flip, g, g))
+        elif kind == "rebind":
+            w, lg = self.fresh("hw"), self.fresh("logged")
+            self.emit("qfn %s(t) on hz { RY(t, 0); return expval(PauliZ(0)) }" % q)
+            self.emit("qfn %s(t) on hz { RX(t, 0); return expval(PauliZ(0)) }" % w)
+            self.emit('fn %s(t) { print("plain", t); return %s(2 * t) }' % (lg, w))
+            self.emit("for i in range(%d) { print(f17(%s(i))) }" % (n, q))
+            self.emit("%s = %s" % (q, lg))
+            self.emit("for i in range(%d) { e = %s(i); r = %s(i); print(f17(r), f17(e)) }" % (n, w, q))
+        else:
+            tm = self.fresh("tmpl")
+            self.emit("qfn %s(m) on hz { QubitUnitary(m, wires=0); return expval(PauliZ(0)) }" % q)
+            self.emit('fn %s(t) { print("template", t); RY(t + rand(1)[0], 0) }' % tm)
+            self.emit("for i in range(%d) { r = %s(matrix(%s, i)); print(f17(r)) }" % (n, q, tm))
+            self.emit("print(f17(rand(1)[0]))")
+
     def stmt_grad(self):
         name = self.fresh("g")
         nq = self.nq
@@ -220,7 +290,7 @@ class Gen:
         for _ in range(self.r.randint(2, 5)):
             self.qfn()
         parts = [self.stmt_calls, self.stmt_calls, self.stmt_containers, self.stmt_sweep, self.stmt_sweep,
-                 self.stmt_grad, self.stmt_classical, self.stmt_big]
+                 self.stmt_grad, self.stmt_classical, self.stmt_big, self.stmt_hazard, self.stmt_hazard]
         for _ in range(self.r.randint(3, 9)):
             self.r.choice(parts)()
         if self.r.random() < 0.3:
