@@ -110,6 +110,7 @@ typedef struct LoopCtx {
     size_t pos;           /* list: the running element's index */
     double x, step, stop; /* range: the running value, its step and end */
     struct LoopCtx *up;
+    ObjModule *mod; /* the module whose globals its body reads */
 } LoopCtx;
 
 typedef struct Interp {

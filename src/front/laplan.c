@@ -5,6 +5,7 @@
 #include "builtins.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,17 +151,31 @@ typedef struct Ctx {
     LaStep *steps;
     int nsteps, cap;
     int nsites;
+    LaCheck *checks; /* the steps' checks (a step's checks: an offset into them until the
+                        plan is made) */
+    int nchecks, capchecks;
     bool fail;
 } Ctx;
 
-static void add_step(Ctx *c, LaStepKind k, Node *target, Node *expr, FnProto *proto)
+static void add_check(Ctx *c, int slot, FnProto *proto)
+{
+    if (c->nchecks == c->capchecks) {
+        c->capchecks = c->capchecks ? c->capchecks * 2 : 8;
+        c->checks = realloc(c->checks, (size_t)c->capchecks * sizeof(LaCheck));
+    }
+    c->checks[c->nchecks++] = (LaCheck){ slot, proto };
+}
+
+/* a step; a site's checks are the ones added since `first` */
+static void add_step(Ctx *c, LaStepKind k, Node *target, Node *expr, int first, int ncalls)
 {
     if (c->nsteps == c->cap) {
         c->cap = c->cap ? c->cap * 2 : 8;
         c->steps = realloc(c->steps, (size_t)c->cap * sizeof(LaStep));
     }
-    c->steps[c->nsteps++] = (LaStep){ k, target, expr, proto };
-    if (k == LA_SITE) c->nsites++;
+    c->steps[c->nsteps++] =
+        (LaStep){ k, target, expr, (const LaCheck *)(intptr_t)first, c->nchecks - first, ncalls };
+    if (k == LA_SITE) c->nsites += ncalls;
 }
 
 /* the loop gets no plan: the first reason is kept for --deps */
@@ -420,6 +435,117 @@ static bool site_ok(Ctx *c, Node *n, FnProto *f)
     return ok;
 }
 
+/* An expression of a wrapper's body (see wrapper_ok): constants, its own
+ * frame's variables, globals the loop never rebinds, operators, indexing,
+ * value builtins, and direct calls of qfns bound once, not under a
+ * condition (each adds its checks and counts one call). */
+static bool wrap_expr(Ctx *c, const Node *n, bool cond, int *ncalls)
+{
+    if (!n) return true;
+    switch (n->kind) {
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_BUILTIN:
+    case N_LOCAL: return true;
+    case N_GLOBAL:
+        if (!set_has(&c->writes, 2 * n->u.var.slot + 1)) return true;
+        return not_pure(c, "%s is rebound in the body (rebinding)", var_name(n));
+    case N_UNARY:
+    case N_NOT: return wrap_expr(c, n->u.bin.a, cond, ncalls);
+    case N_BINARY:
+        return wrap_expr(c, n->u.bin.a, cond, ncalls) && wrap_expr(c, n->u.bin.b, cond, ncalls);
+    case N_AND:
+    case N_OR:
+        return wrap_expr(c, n->u.bin.a, cond, ncalls) && wrap_expr(c, n->u.bin.b, true, ncalls);
+    case N_COND:
+        return wrap_expr(c, n->u.ifs.cond, cond, ncalls) &&
+               wrap_expr(c, n->u.ifs.then, true, ncalls) &&
+               wrap_expr(c, n->u.ifs.els, true, ncalls);
+    case N_LIST:
+        for (int i = 0; i < n->u.list.n; i++)
+            if (!wrap_expr(c, n->u.list.items[i], cond, ncalls)) return false;
+        return true;
+    case N_DICT:
+        for (int i = 0; i < n->u.dict.n; i++)
+            if (!wrap_expr(c, n->u.dict.keys[i], cond, ncalls) ||
+                !wrap_expr(c, n->u.dict.vals[i], cond, ncalls))
+                return false;
+        return true;
+    case N_INDEX:
+        if (!wrap_expr(c, n->u.index.obj, cond, ncalls)) return false;
+        for (int i = 0; i < n->u.index.nidx; i++)
+            if (!wrap_expr(c, n->u.index.idx[i], cond, ncalls)) return false;
+        return true;
+    case N_SLICE:
+        return wrap_expr(c, n->u.slice.lo, cond, ncalls) &&
+               wrap_expr(c, n->u.slice.hi, cond, ncalls) &&
+               wrap_expr(c, n->u.slice.step, cond, ncalls);
+    case N_CALL: {
+        const Node *fn = n->u.call.fn;
+        FnProto *q = qfn_called(c->m, n);
+        if (q) {
+            if (cond)
+                return not_pure(c, "%s() at line %d runs only sometimes (condition)", q->name,
+                                n->line);
+            int again = rebound_at(c->m, c->modbody, fn->u.var.slot, q);
+            if (again)
+                return not_pure(c, "%s is bound again at line %d (rebinding)", q->name, again);
+            Set t = { 0 };
+            takes_along(c->m, q, &t);
+            for (int i = 0; i < t.n; i++)
+                if (set_has(&c->writes, 2 * t.v[i] + 1)) {
+                    not_pure(c, "%s() takes along %s, which the body rebinds (rebinding)", q->name,
+                             c->m->gnames[t.v[i]]);
+                    free(t.v);
+                    return false;
+                }
+            free(t.v);
+            add_check(c, fn->u.var.slot, q);
+            (*ncalls)++;
+        } else if (fn->kind != N_BUILTIN || !value_builtin(builtin_get(fn->u.var.slot)))
+            return not_pure(c, "a call at line %d is not a value builtin nor a qfn (effect)",
+                            n->line);
+        for (int i = 0; i < n->u.call.nargs; i++)
+            if (!wrap_expr(c, n->u.call.args[i], cond, ncalls)) return false;
+        for (int i = 0; i < n->u.call.nkw; i++)
+            if (!wrap_expr(c, n->u.call.kw[i].value, cond, ncalls)) return false;
+        return true;
+    }
+    default: return not_pure(c, "an expression at line %d is not computed ahead (effect)", n->line);
+    }
+}
+
+/* A plain fn that may run ahead whole (a wrapper of qfn calls): no
+ * closure's variables, a body of assignments to its own plain variables
+ * and one final return, each made of wrap_expr's expressions; *ncalls: the
+ * quantum calls it makes, every time. Its checks are added to c. */
+static bool wrapper_ok(Ctx *c, FnProto *f, int *ncalls)
+{
+    *ncalls = 0;
+    const Node *b = f->body;
+    if (f->is_qfn || f->nupvals || !b || b->kind != N_BLOCK || !b->u.list.n)
+        return not_pure(c, "%s() is not a plain function of straight-line code (not reached)",
+                        f->name);
+    for (int i = 0; i < b->u.list.n; i++) {
+        const Node *s = b->u.list.items[i];
+        bool last = i == b->u.list.n - 1;
+        if (last && s->kind == N_RETURN) {
+            if (!wrap_expr(c, s->u.expr.expr, false, ncalls)) return false;
+        } else if (!last && s->kind == N_ASSIGN && s->u.assign.target->kind == N_LOCAL) {
+            if (!wrap_expr(c, s->u.assign.value, false, ncalls)) return false;
+        } else
+            return not_pure(c,
+                            "%s() is not straight-line assignments and a return (line %d) "
+                            "(not reached)",
+                            f->name, s->line);
+    }
+    return *ncalls > 0;
+}
+
 /* Walks an expression evaluated exactly once per iteration (cond: only
  * sometimes), in evaluation order: quantum calls become site steps; every
  * other call must be a builtin or a pure function that makes no quantum
@@ -441,13 +567,31 @@ static void scan(Ctx *c, Node *n, bool cond)
                 else if (!f->pure)
                     refuse(c, "it calls %s() at line %d, which is not pure (effect)", name,
                            n->line);
-                else if (makes_qcalls(c->m, f, &seen))
-                    refuse(c,
-                           "it calls %s() at line %d, which makes quantum calls of its own "
-                           "(not reached)",
-                           name, n->line);
                 else if (set_has(&c->writes, 2 * fn->u.var.slot + 1))
                     refuse(c, "%s is rebound in the body (rebinding)", name);
+                else if (makes_qcalls(c->m, f, &seen)) {
+                    /* a wrapper of qfn calls: a site of its own, run ahead whole */
+                    int first = c->nchecks, ncalls = 0, again;
+                    if (cond)
+                        refuse(c, "%s() at line %d runs only sometimes (condition)", name, n->line);
+                    else if ((again = rebound_at(c->m, c->modbody, fn->u.var.slot, f)) != 0)
+                        refuse(c, "%s is bound again at line %d (rebinding)", name, again);
+                    else {
+                        add_check(c, fn->u.var.slot, f);
+                        bool ok = wrapper_ok(c, f, &ncalls);
+                        for (int i = 0; ok && i < n->u.call.nargs; i++)
+                            ok = pure_expr(c, n->u.call.args[i]);
+                        for (int i = 0; ok && i < n->u.call.nkw; i++)
+                            ok = pure_expr(c, n->u.call.kw[i].value);
+                        if (!ok)
+                            refuse(c, "%s() at line %d makes quantum calls: %s", name, n->line,
+                                   c->pwhy);
+                        else
+                            add_step(c, LA_SITE, NULL, n, first, ncalls);
+                    }
+                    free(seen.v);
+                    return;
+                }
                 free(seen.v);
                 if (c->fail) return;
             } else if (fn->kind != N_BUILTIN) {
@@ -470,7 +614,9 @@ static void scan(Ctx *c, Node *n, bool cond)
                 refuse(c, "%s", c->pwhy);
                 return;
             }
-            add_step(c, LA_SITE, NULL, n, q);
+            int first = c->nchecks;
+            add_check(c, n->u.call.fn->u.var.slot, q);
+            add_step(c, LA_SITE, NULL, n, first, 1);
         }
         return;
     }
@@ -562,6 +708,7 @@ static void scan(Ctx *c, Node *n, bool cond)
 static bool make_steps(Ctx *c, Node *body)
 {
     c->nsteps = c->nsites = 0;
+    c->nchecks = 0;
     c->defined.n = 0;
     c->fail = false;
     c->why[0] = 0;
@@ -571,10 +718,12 @@ static bool make_steps(Ctx *c, Node *body)
         if (tk >= 0 && set_has(&c->step_only, tk)) {
             Node *v = s->u.assign.value;
             FnProto *q = qfn_called(c->m, v);
-            if (q && site_ok(c, v, q))
-                add_step(c, LA_SITE, s->u.assign.target, v, q);
-            else if (!q && pure_expr(c, v))
-                add_step(c, LA_ASSIGN, s->u.assign.target, v, NULL);
+            if (q && site_ok(c, v, q)) {
+                int first = c->nchecks;
+                add_check(c, v->u.call.fn->u.var.slot, q);
+                add_step(c, LA_SITE, s->u.assign.target, v, first, 1);
+            } else if (!q && pure_expr(c, v))
+                add_step(c, LA_ASSIGN, s->u.assign.target, v, c->nchecks, 0);
             else {
                 set_del(&c->step_only, tk);
                 return false;
@@ -599,6 +748,12 @@ static void list_sites(ModInfo *m, const Node *n, char *buf, size_t cap)
     switch (n->kind) {
     case N_CALL: {
         FnProto *q = qfn_called(m, n);
+        if (!q && n->u.call.fn->kind == N_GLOBAL) { /* a function making quantum calls */
+            FnProto *f = proto_of_global(m, n->u.call.fn->u.var.slot);
+            Set seen = { 0 };
+            if (f && makes_qcalls(m, f, &seen)) q = f;
+            free(seen.v);
+        }
         size_t len = strlen(buf);
         if (q && len + 1 < cap)
             snprintf(buf + len, cap - len, "%s%s() (line %d)", len ? ", " : "", q->name, n->line);
@@ -724,6 +879,10 @@ static LaPlan *plan_loop(ModInfo *m, const Node *modbody, Node *loop)
     plan = arena_alloc(m->arena, sizeof *plan);
     plan->steps = arena_alloc(m->arena, (size_t)last * sizeof(LaStep));
     memcpy(plan->steps, c.steps, (size_t)last * sizeof(LaStep));
+    LaCheck *checks = arena_alloc(m->arena, (size_t)(c.nchecks + 1) * sizeof(LaCheck));
+    memcpy(checks, c.checks, (size_t)c.nchecks * sizeof(LaCheck));
+    for (int i = 0; i < last; i++) /* offsets become pointers */
+        plan->steps[i].checks = checks + (intptr_t)plan->steps[i].checks;
     plan->nsteps = last;
     plan->nsites = c.nsites;
 done:
@@ -742,6 +901,7 @@ done:
     free(c.step_only.v);
     free(c.defined.v);
     free(c.steps);
+    free(c.checks);
     return plan;
 }
 

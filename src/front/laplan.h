@@ -17,8 +17,13 @@
  *     or array; no calls of functions, no builtin that may call user code
  *     (BI_CALLS: matrix, sorted, grad, ...), nothing that waits, draws
  *     random numbers or reads the clock);
- *   - the other calls of the body are builtins, or pure functions that make
- *     no quantum calls (so the calls of an iteration are counted exactly);
+ *   - the other calls of the body are builtins, pure functions that make
+ *     no quantum calls (so the calls of an iteration are counted exactly),
+ *     or wrappers: plain functions whose body is straight-line assignments
+ *     of locals and a return, computed as above from their parameters, and
+ *     whose quantum calls are direct calls of qfns bound once (`fn
+ *     energy(t) { return 2 * circuit(t) - 1 }`); such a call is a site: the
+ *     wrapper runs ahead in the sandbox up to where it needs a result;
  *   - what the qfn takes along is rebound in the body only by such pure
  *     assignments or the loop itself.
  * Containers changed in place are checked at run time (lookahead.c).
@@ -34,12 +39,23 @@ typedef enum LaStepKind { LA_ASSIGN, LA_SITE } LaStepKind;
 /* One thing an iteration does that the lookahead repeats ahead of time, in
  * body order: a pure assignment `target = expr`, or a quantum call site
  * (expr is the N_CALL; target the plain name it is assigned to, or NULL). */
+/* A global that must hold a function of proto's code when a site runs
+ * ahead (checked before anything runs: binding, not name). */
+typedef struct LaCheck {
+    int slot;
+    FnProto *proto;
+} LaCheck;
+
 typedef struct LaStep {
     LaStepKind kind;
     Node *target;
     Node *expr;
-    FnProto *proto; /* LA_SITE: the qfn analysed; the call starts early only
-                       if its callee is still a function of this code */
+    /* LA_SITE: the call's callee (a qfn, or a plain fn that wraps qfn
+     * calls: run ahead whole, it starts them) and, for a wrapper, the qfns
+     * it calls: each global of checks[] must hold a function of its proto */
+    const LaCheck *checks;
+    int nchecks;
+    int ncalls; /* quantum calls the site makes */
 } LaStep;
 
 typedef struct LaPlan {

@@ -147,7 +147,8 @@ Value lookahead_start(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskB
                            site ? site->line : vm->cur_line, 0);
 }
 
-/* the slot a plain variable of the loop's frame lives in */
+/* the slot a plain variable of the loop's frame lives in (run_ahead runs
+ * with the loop's frame and module in scope) */
 static Value *var_slot(VM *vm, const Node *v)
 {
     return v->kind == N_LOCAL ? &vm->frame->slots[v->u.var.slot] : &vm->mod->globals[v->u.var.slot];
@@ -207,12 +208,11 @@ static bool run_ahead(VM *vm, LoopCtx *lc, const LaPlan *p, uint64_t iter, Value
      * function, a plain fn or any other value, starts nothing) */
     for (int i = 0; ok && i < p->nsteps; i++) {
         const LaStep *st = &p->steps[i];
-        if (st->kind != LA_SITE) continue;
-        const Node *callee = st->expr->u.call.fn;
-        Value fv = callee->kind == N_GLOBAL && callee->u.var.slot < vm->mod->nglobals
-                       ? vm->mod->globals[callee->u.var.slot]
-                       : v_nil();
-        if (fv.t != T_FUNC || AS_FUNC(fv)->p != st->proto || !st->proto->is_qfn) ok = false;
+        for (int k = 0; ok && k < st->nchecks; k++) {
+            const LaCheck *ck = &st->checks[k];
+            Value fv = ck->slot < vm->mod->nglobals ? vm->mod->globals[ck->slot] : v_nil();
+            if (fv.t != T_FUNC || AS_FUNC(fv)->p != ck->proto) ok = false;
+        }
     }
     Lookahead *la = la_of(vm->in);
     int first = la->n;
@@ -249,7 +249,13 @@ void lookahead_run(VM *vm)
 {
     Interp *in = vm->in;
     LoopCtx *lc = vm->loops;
-    if (!vm->la_on || vm->la_sandbox || !lc || !in->exec || lc->frame != vm->frame) return;
+    if (!vm->la_on || vm->la_sandbox || !lc || !in->exec) return;
+    /* the wait is in the loop's body, or in a function it called (a
+     * wrapper needing its call's result, a helper forcing an argument):
+     * no loop of theirs runs in between, or it would be vm->loops */
+    const Frame *fr = vm->frame;
+    while (fr && fr != lc->frame) fr = fr->parent;
+    if (fr != lc->frame) return;
     const LaPlan *p = lc->loop->u.fors.plan;
     if (vm->qcall_seq - lc->iter_seq != (uint64_t)p->nsites)
         return; /* this iteration's calls are not all made */
@@ -290,7 +296,15 @@ void lookahead_run(VM *vm)
         if (exec_unfinished(in->exec) + p->nsites >= 16 * (in->nworkers > 4 ? in->nworkers : 4))
             break;
         uint64_t base = vm->qcall_seq + (next - lc->iter - 1) * (uint64_t)p->nsites;
-        if (!run_ahead(vm, lc, p, next, elem, base)) break;
+        /* ahead, the loop's frame and module are in scope, whatever runs now */
+        Frame *saved_frame = vm->frame;
+        ObjModule *saved_mod = vm->mod;
+        vm->frame = lc->frame;
+        vm->mod = lc->mod;
+        bool ran = run_ahead(vm, lc, p, next, elem, base);
+        vm->frame = saved_frame;
+        vm->mod = saved_mod;
+        if (!ran) break;
         next++;
         ahead++;
     }
