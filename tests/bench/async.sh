@@ -48,6 +48,13 @@
 #    RUNS interleaved runs, best wall time of each; every run must print the
 #    same bytes as --sync. Target: >= 1.8x.
 #
+#    The same sweep with the circuit called through a plain fn
+#    (tests/bench/async/sweep_fn.qh, `fn energy(t) { return 2 * circuit(t)
+#    - 1 }`): the same target. Then the exact reuse check's cost: the
+#    sweep's 12-wire version under --stats, whose "lookahead checked" line
+#    gives the check's time per call reached, against the time in tasks
+#    per call: <= 5%.
+#
 # 3. Dispatch cost: tests/bench/async/dispatch.qh calls a trivial 1-wire qfn
 #    DISPATCH_CALLS times, each result needed at once (`s += t(0.1)`), and
 #    times the loop with clock() inside qh; the median over DISPATCH_RUNS
@@ -82,8 +89,8 @@
 # N cores; default: qh's default, the online CPUs); BENCH_TIMEOUT (seconds
 # per run, default 300); SWEEP_CALLS (40); DISPATCH_CALLS (20000);
 # DISPATCH_RUNS (3); KEEP_CALLS (200000); MEM_CALLS (10000); MEM_KILL_MIB
-# (4096); ONLY (space-separated subset of "overlap sweep dispatch keep
-# memory"); PYTHON (default /usr/bin/python3); PRIORITY
+# (4096); CHECK_CALLS (40); ONLY (space-separated subset of "overlap sweep
+# check dispatch keep memory"); PYTHON (default /usr/bin/python3); PRIORITY
 # (e.g. -10, root only, for a machine shared with other work: raises the
 # CPU weight of this session's autogroup, which a plain nice does not
 # cross, and the nice value, for the run; the autogroup's value is restored
@@ -121,8 +128,9 @@ DISPATCH_REPS = 5
 MEM_CALLS = int(os.environ.get("MEM_CALLS", "10000"))
 MEM_KILL_MIB = float(os.environ.get("MEM_KILL_MIB", "4096"))
 SWEEP_CALLS = int(os.environ.get("SWEEP_CALLS", "40"))
+CHECK_CALLS = int(os.environ.get("CHECK_CALLS", "40"))
 KEEP_CALLS = int(os.environ.get("KEEP_CALLS", "200000"))
-ONLY = os.environ.get("ONLY", "").split() or ["overlap", "sweep", "dispatch", "keep", "memory"]
+ONLY = os.environ.get("ONLY", "").split() or ["overlap", "sweep", "check", "dispatch", "keep", "memory"]
 WORKERS = os.environ.get("WORKERS", "")
 QH = [qh] + (["--workers", WORKERS] if WORKERS else [])
 P = int(WORKERS) if WORKERS else (os.cpu_count() or 1)
@@ -472,11 +480,11 @@ def dispatch_section():
 
 
 # -------------------------------------------------------------------- sweep
-def sweep_section():
+def sweep_section(name="sweep.qh", what="`for t in ts { print(circuit(t)) }`", short="sweep"):
     """The sweep of lang/async.md "Lookahead": 40 calls of a 14-wire circuit,
     each value printed in its iteration; --workers 2 against --sync (and
     --no-lookahead for comparison), interleaved; the bytes must be equal."""
-    path = os.path.join(bench_dir, "sweep.qh")
+    path = os.path.join(bench_dir, name)
     modes = [("sync", ["--sync"]), ("async", ["--workers", "2"]),
              ("no-lookahead", ["--workers", "2", "--no-lookahead"])]
     runs = {m: [] for m, _ in modes}
@@ -501,10 +509,9 @@ def sweep_section():
     if ref is not None and len(ref.splitlines()) != SWEEP_CALLS:
         bad.append("--sync printed %d lines, expected %d" % (len(ref.splitlines()), SWEEP_CALLS))
     if bad:
-        failures.append("sweep.qh: " + "; ".join(sorted(set(bad))[:3]))
+        failures.append("%s: " % name + "; ".join(sorted(set(bad))[:3]))
     best = {m: min((r["wall"] for r in runs[m] if r["rc"] == 0), default=None) for m in runs}
-    print("## Sweep (`for t in ts { print(circuit(t)) }`, %d calls of a 14-wire circuit, best of %d)" % (
-        SWEEP_CALLS, RUNS))
+    print("## Sweep (%s, %d calls of a 14-wire circuit, best of %d)" % (what, SWEEP_CALLS, RUNS))
     print()
     print("| run | wall s | speedup over --sync | same bytes as --sync |")
     print("|---|---:|---:|---|")
@@ -516,13 +523,52 @@ def sweep_section():
     print()
     if best["sync"] and best["async"]:
         sp = best["sync"] / best["async"]
-        verdicts.append("- sweep of %d 14-wire calls, --workers 2 vs --sync >= 1.8x, same bytes: **%s** "
+        verdicts.append("- %s of %d 14-wire calls, --workers 2 vs --sync >= 1.8x, same bytes: **%s** "
                         "(%.2fx%s; without lookahead %s)" % (
-                            SWEEP_CALLS, "YES" if sp >= 1.8 and not bad else "NO", sp,
+                            short, SWEEP_CALLS, "YES" if sp >= 1.8 and not bad else "NO", sp,
                             "" if not bad else ", output differs or a run failed",
                             "%.2fx" % (best["sync"] / best["no-lookahead"]) if best["no-lookahead"] else "?"))
     else:
-        verdicts.append("- sweep: **UNKNOWN** (no successful run of each mode)")
+        verdicts.append("- %s: **UNKNOWN** (no successful run of each mode)" % short)
+
+
+# -------------------------------------------------------------------- reuse check
+def check_section():
+    """The cost of the exact reuse check (issue 23): a sweep of CHECK_CALLS
+    12-wire calls under --workers 2 --stats; --stats gives the time of the
+    checks (the call's canonical bytes and their comparison with the early
+    task's, per call reached) and the time in tasks; the ratio check / (task
+    time per call) must be <= 5%."""
+    path = os.path.join(bench_dir, "sweep.qh")
+    ratios = []
+    for i in range(RUNS):
+        r = run_plain([qh, "--workers", "2", "--stats", path, str(CHECK_CALLS), "40", "12"])
+        err = r.get("err", b"")
+        err = err.decode(errors="replace") if isinstance(err, bytes) else str(err)
+        mc = re.search(r"lookahead checked (\d+) calls reached, ([0-9.]+) us each", err)
+        mt = re.search(r"qh stats: (\d+) tasks, ([0-9.]+) s in tasks", err)
+        if r["rc"] != 0 or not mc or not mt:
+            log("  check run %d: no figures%s" % (i + 1, "" if r["rc"] == 0 else " FAIL " + describe_fail(r)))
+            continue
+        per_call = float(mt.group(2)) / int(mt.group(1)) * 1e6
+        ratios.append((float(mc.group(2)) / per_call, float(mc.group(2)), per_call))
+        log("  check run %d: %.1f us per check, %.0f us per 12-wire call" % (i + 1, ratios[-1][1], per_call))
+    print("## The exact reuse check (%d calls of a 12-wire circuit, --workers 2 --stats)" % CHECK_CALLS)
+    print()
+    if not ratios:
+        print("no figures (see stderr)")
+        print()
+        verdicts.append("- reuse check: **UNKNOWN** (no run printed its figures)")
+        return
+    best = min(ratios)
+    print("| run | check us | 12-wire call us | ratio |")
+    print("|---|---:|---:|---:|")
+    for k, (ra, c, pc) in enumerate(ratios):
+        print("| %d | %.1f | %.0f | %.2f%% |" % (k + 1, c, pc, 100 * ra))
+    print()
+    med = statistics.median(r[0] for r in ratios)
+    verdicts.append("- exact reuse check <= 5%% of a 12-wire call: **%s** (median %.2f%%, best %.2f%%)" % (
+        "YES" if med <= 0.05 else "NO", 100 * med, 100 * best[0]))
 
 
 # --------------------------------------------------------------------- keep
@@ -789,6 +835,10 @@ if "overlap" in ONLY:
     overlap_section()
 if "sweep" in ONLY:
     sweep_section()
+    sweep_section("sweep_fn.qh", "`for t in ts { print(energy(t)) }`, energy a plain fn calling the circuit",
+                  "sweep through a plain fn")
+if "check" in ONLY:
+    check_section()
 if "dispatch" in ONLY:
     dispatch_section()
 if "keep" in ONLY:
