@@ -270,11 +270,15 @@ static void flush_streams(Kernel *K)
 
 /* ---------------------------------------------------------------- showing values */
 
-/* text as an output's data: {"text/plain": text} */
-static void put_data(JbArena *a, IoJson *c, const char *text, size_t len)
+/* An output's data, the MIME bundle: {"text/plain": text} and, for a value
+ * that has a picture (draw, hist, plot), "image/svg+xml" (svg: heap or
+ * NULL, taken). */
+static void put_data(JbArena *a, IoJson *c, const char *text, size_t len, char *svg, size_t slen)
 {
-    IoJson *d = jb_obj_at(a, c, "data", 1);
+    IoJson *d = jb_obj_at(a, c, "data", 2);
     jb_put(d, "text/plain", jb_str(a, text, len));
+    if (svg) jb_put(d, "image/svg+xml", jb_str(a, svg, slen));
+    free(svg);
     jb_obj_at(a, c, "metadata", 0);
 }
 
@@ -304,12 +308,14 @@ static char *future_text(Kernel *K, Value v, size_t *len)
 }
 
 static void send_display(Kernel *K, const char *type, const char *id, const char *text, size_t len,
-                         const char *parent, size_t plen)
+                         Value v, const char *parent, size_t plen)
 {
     JbArena a;
     jb_init(&a);
     IoJson *c = jb_obj(&a, 3);
-    put_data(&a, c, text, len);
+    size_t slen = 0;
+    char *svg = qh_show_svg(K->Q, v, &slen);
+    put_data(&a, c, text, len, svg, slen);
     IoJson *tr = jb_obj_at(&a, c, "transient", 1);
     jb_put(tr, "display_id", jb_cstr(&a, id));
     if (parent)
@@ -343,7 +349,7 @@ static bool show(qh_State *Q, Value v, bool result, void *ud)
         p->parentn = K->cur->part[JM_HEADER].len;
         p->parent = xmalloc(p->parentn + 1);
         memcpy(p->parent, K->cur->part[JM_HEADER].p, p->parentn + 1);
-        send_display(K, "display_data", p->id, t, len, NULL, 0);
+        send_display(K, "display_data", p->id, t, len, v, NULL, 0);
         free(t);
         qh_want_poll(K->Q, true);
         return true;
@@ -354,7 +360,9 @@ static bool show(qh_State *Q, Value v, bool result, void *ud)
     jb_init(&a);
     IoJson *c = jb_obj(&a, 3);
     if (result) jb_put(c, "execution_count", io_json_number(K->count));
-    put_data(&a, c, t, len);
+    size_t slen = 0;
+    char *svg = qh_show_svg(K->Q, v, &slen);
+    put_data(&a, c, t, len, svg, slen);
     send_msg(K, K->iopub, K->cur, result ? "execute_result" : "display_data", c);
     jb_free(&a);
     free(t);
@@ -377,9 +385,9 @@ static void check_pending(Kernel *K)
         size_t len;
         char *t = future_text(K, p->v, &len);
         if (K->cur)
-            send_display(K, "update_display_data", p->id, t, len, NULL, 0);
+            send_display(K, "update_display_data", p->id, t, len, p->v, NULL, 0);
         else
-            send_display(K, "update_display_data", p->id, t, len, p->parent, p->parentn);
+            send_display(K, "update_display_data", p->id, t, len, p->v, p->parent, p->parentn);
         free(t);
         decref(p->v);
         free(p->parent);

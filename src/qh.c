@@ -657,6 +657,23 @@ char *qh_show_text(qh_State *Q, Value v, size_t *len)
     return text;
 }
 
+char *qh_show_svg(qh_State *Q, Value v, size_t *len)
+{
+    (void)Q;
+    if (qh_future_state(v) != QH_NOT_FUTURE) {
+        if (qh_future_state(v) != QH_DONE_FUT) return NULL;
+        Value r = qh_force(Q, v);
+        if (IS_EXC(r)) return NULL;
+        char *t = qh_show_svg(Q, r, len);
+        decref(r);
+        return t;
+    }
+    const char *svg = picture_svg(v);
+    if (!svg) return NULL;
+    if (len) *len = strlen(svg);
+    return xstrdup(svg);
+}
+
 void qh_interrupt(qh_State *Q) { async_interrupt(&Q->in); }
 
 void qh_print_tasks(qh_State *Q, FILE *out) { async_print_tasks(&Q->in, Q->main, out); }

@@ -143,6 +143,10 @@ int qh_future_state(Value v);
  * (never waited for); anything else as print writes it (futures inside it
  * are waited for). NULL after a runtime error (qh_print_error). */
 char *qh_show_text(qh_State *Q, Value v, size_t *len);
+/* The SVG drawing of a value that has a picture (draw, hist, plot: heap,
+ * *len its length), or NULL for any other value (a future is not waited
+ * for: NULL). */
+char *qh_show_svg(qh_State *Q, Value v, size_t *len);
 /* The dependency analysis of an entry, with what the script and the entries
  * run before it left in the globals (futures); entry NULL: the last entry
  * run, or else the script. False (nothing printed) if there is none. */

@@ -6,6 +6,8 @@
  * application, the qasm and io rooms, dm.h's channel names; nothing of
  * the evaluator or the executor. */
 #include "circuitlib.h"
+#include "chart.h"
+#include "picture.h"
 #include "qh_assert.h"
 #include "builtins.h"
 #include "dm.h"
@@ -591,6 +593,11 @@ static Value bi_draw(VM *vm, Args *a)
         if (l + 1 > nlayers) nlayers = l + 1;
     }
     Cell *cells = xcalloc((size_t)(nlayers ? nlayers : 1) * (size_t)n, sizeof(Cell));
+    /* the same grid for the SVG drawing: each cell's operation and role, and
+     * each operation's label (without the text's ╭├╰ corners) */
+    ChCell *pcells = xcalloc((size_t)(nlayers ? nlayers : 1) * (size_t)n, sizeof *pcells);
+    for (size_t k = 0; k < (size_t)(nlayers ? nlayers : 1) * (size_t)n; k++) pcells[k].op = -1;
+    Cell *plabels = xcalloc(nops + 1, sizeof *plabels);
     for (size_t i = 0; i < nops; i++) {
         const QasmOp *o = &rec.c.ops[i];
         int L = layer_of[i];
@@ -645,6 +652,12 @@ static Value bi_draw(VM *vm, Args *a)
                               : w == hi ? "\xe2\x95\xb0"
                                         : "\xe2\x94\x9c"; /* ╭ ╰ ├ */
             Cell *c = &cells[(size_t)L * (size_t)n + (size_t)w];
+            ChCell *pc = &pcells[(size_t)L * (size_t)n + (size_t)w];
+            snprintf(plabels[i].t, sizeof plabels[i].t, "%s",
+                     o->kind == QASM_MEASURE ? "M" : label);
+            pc->op = (int)i;
+            pc->role = role == -1 ? CH_PASS : role == 0 ? CH_CTRL : CH_TARGET;
+            pc->label = plabels[i].t;
             if (role == -1)
                 snprintf(c->t, sizeof c->t, "\xe2\x94\x82"); /* │ */
             else if (role == 0)
@@ -736,7 +749,30 @@ static Value bi_draw(VM *vm, Args *a)
         }
         if (w + 1 < n) sput(&out, "\n");
     }
-    Value s = v_strn(out.p ? out.p : "", out.n);
+    /* what each wire measures at the end, for the SVG */
+    Cell *ends = xcalloc((size_t)n, sizeof *ends);
+    const char **endp = xcalloc((size_t)n, sizeof *endp);
+    for (int w = 0; w < n; w++) {
+        size_t at = 0;
+        for (int col = 0; col < ncol; col++) {
+            const char *t = end[(size_t)col * (size_t)n + (size_t)w].t;
+            if (!t[0] || strcmp(t, "\xe2\x94\x82") == 0) continue;
+            /* without the corners ╭ ├ ╰ (three bytes each) */
+            if (strncmp(t, "\xe2\x95\xad", 3) == 0 || strncmp(t, "\xe2\x95\xb0", 3) == 0 ||
+                strncmp(t, "\xe2\x94\x9c", 3) == 0)
+                t += 3;
+            at += (size_t)snprintf(ends[w].t + at, sizeof ends[w].t - at, "%s%s", at ? " " : "", t);
+            if (at >= sizeof ends[w].t) break;
+        }
+        endp[w] = ends[w].t[0] ? ends[w].t : NULL;
+    }
+    char *svg = ch_circuit_svg(n, nlayers, pcells, endp);
+    Value s = picture_new(out.p ? out.p : "", svg);
+    free(svg);
+    free(endp);
+    free(ends);
+    free(pcells);
+    free(plabels);
     free(out.p);
     free(cw);
     free(mw);

@@ -88,6 +88,18 @@ def test_streams(k):
     check("2000 prints in order", text == "".join("%d\n" % i for i in range(2000)), text[:100])
 
 
+def test_pictures(k):
+    msgs, rep = k.run('h = hist({"00": 3, "11": 1})\nh')
+    res = outputs(msgs, "execute_result")
+    data = res[0]["data"] if res else {}
+    check("a picture's MIME bundle", set(data) == {"text/plain", "image/svg+xml"}
+          and data["image/svg+xml"].startswith("<svg") and data["text/plain"].startswith("00 "), data)
+    msgs, rep = k.run('display(plot([1, 2, 3]), 5)')
+    d = outputs(msgs, "display_data")
+    check("display() of a picture and a number", len(d) == 2 and "image/svg+xml" in d[0]["data"]
+          and set(d[1]["data"]) == {"text/plain"}, d)
+
+
 def cli_error(code, name):
     """The command line's stderr for code in a file named name, and its status."""
     d = tempfile.mkdtemp()
@@ -323,6 +335,7 @@ def main():
     try:
         test_basics(k)
         test_streams(k)
+        test_pictures(k)
         test_errors(k)
         test_requests(k)
         test_futures(k)

@@ -21,7 +21,7 @@ HOSTILE = ['bad()', '[bad()]', '[1, bad()]', '{"a": bad()}', 'raiser', 'mut', 'G
 NORMAL = ['1', '[1, 2]', '"ab"']
 SKIP = {'sleep', 'input', 'clock', 'error'}          # time, stdin, the error builtin itself
 IMPURE = ('print(', 'write_text(', 'save(', 'read_text(', 'read_lines(', 'load(', 'load_csv(',
-          'qasm_file(', 'json_dump(', 'display(')
+          'qasm_file(', 'json_dump(', 'display(', 'save_svg(')
 PRELUDE = '''dev1 = device("statevector", wires=2)
 qfn bad() on dev1 { PauliX(3); return 1 }
 fn raiser(a, b=nil, c=nil) { error("raised") }
