@@ -480,7 +480,10 @@ static void hist_add(Kernel *K, int n, const char *code)
     K->hist[K->nhist++].code = xstrdup(code);
 }
 
-static void execute(Kernel *K, const JmMsg *req)
+/* Returns whether the cell failed and asked to stop on error (then the
+ * execute requests already queued are aborted, as ipykernel does, so Run
+ * All stops at the first error). */
+static bool execute(Kernel *K, const JmMsg *req)
 {
     const IoJson *rq = req->json[JM_CONTENT];
     const char *code = jm_str(rq, "code");
@@ -512,6 +515,7 @@ static void execute(Kernel *K, const JmMsg *req)
     jb_init(&a);
     IoJson *rc = jb_obj(&a, 8);
     jb_put(rc, "execution_count", io_json_number(K->count));
+    bool failed = false;
     char *diag = NULL;
     size_t ndiag = 0;
     FILE *df = open_memstream(&diag, &ndiag);
@@ -524,6 +528,7 @@ static void execute(Kernel *K, const JmMsg *req)
         snprintf(evalue, sizeof evalue, "%s", colon ? colon + 7 : msg);
         evalue[strcspn(evalue, "\n")] = 0;
         cell_error(K, rc, &a, "SyntaxError", evalue, msg, ndiag);
+        failed = true;
     } else {
         if (ndiag) seg_add(K, true, diag, ndiag); /* warnings: the cell's first stderr */
         atomic_store(&K->running, 1);
@@ -535,6 +540,7 @@ static void execute(Kernel *K, const JmMsg *req)
         if (out == QH_DONE)
             jb_put(rc, "status", jb_cstr(&a, "ok"));
         else {
+            failed = true;
             size_t len;
             char *t = error_text(K, &len);
             if (out == QH_FAILED)
@@ -552,7 +558,9 @@ static void execute(Kernel *K, const JmMsg *req)
     jb_arr_at(&a, rc, "payload", 0);
     reply(K, K->shell, req, "execute_reply", rc);
     jb_free(&a);
+    bool stop = failed && !K->silent && jm_bool(rq, "stop_on_error", true);
     K->silent = false;
+    return stop;
 }
 
 /* a cursor position in code points to a byte offset */
@@ -789,14 +797,45 @@ static void interrupt_req(Kernel *K, const JmMsg *req)
     jb_free(&a);
 }
 
-/* One shell request, on the interpreter's thread, between busy and idle. */
-static void shell_request(Kernel *K, const JmMsg *m)
+static void shell_request(Kernel *K, const JmMsg *m, bool aborting);
+
+/* After a failed cell: the execute requests already waiting get an
+ * "aborted" reply; other requests are handled as usual. */
+static void abort_queued(Kernel *K)
+{
+    for (;;) {
+        zmq_pollitem_t it = { K->shell, 0, ZMQ_POLLIN, 0 };
+        if (zmq_poll(&it, 1, 0) <= 0) return;
+        JmMsg m;
+        if (!recv_msg(K, K->shell, &m)) continue;
+        shell_request(K, &m, true);
+        jm_msg_free(&m);
+    }
+}
+
+static void aborted(Kernel *K, const JmMsg *req)
+{
+    JbArena a;
+    jb_init(&a);
+    IoJson *rc = jb_obj(&a, 2);
+    jb_put(rc, "status", jb_cstr(&a, "aborted"));
+    jb_put(rc, "execution_count", io_json_number(K->count));
+    reply(K, K->shell, req, "execute_reply", rc);
+    jb_free(&a);
+}
+
+/* One shell request, on the interpreter's thread, between busy and idle
+ * (aborting: after a failed cell, an execute request is refused). */
+static void shell_request(Kernel *K, const JmMsg *m, bool aborting)
 {
     K->cur = m;
     publish_status(K, m, "busy");
     const char *t = m->type;
-    if (strcmp(t, "execute_request") == 0)
-        execute(K, m);
+    bool stop = false;
+    if (strcmp(t, "execute_request") == 0 && aborting)
+        aborted(K, m);
+    else if (strcmp(t, "execute_request") == 0)
+        stop = execute(K, m);
     else if (strcmp(t, "kernel_info_request") == 0)
         kernel_info(K, K->shell, m);
     else if (strcmp(t, "complete_request") == 0)
@@ -816,6 +855,7 @@ static void shell_request(Kernel *K, const JmMsg *m)
     check_pending(K);
     publish_status(K, m, "idle");
     K->cur = NULL;
+    if (stop) abort_queued(K);
 }
 
 /* ---------------------------------------------------------------- threads */
@@ -1027,7 +1067,7 @@ int kernel_run(qh_Config *cfg, const char *connection_file)
         if (it[0].revents & ZMQ_POLLIN) {
             JmMsg m;
             if (recv_msg(K, K->shell, &m)) {
-                shell_request(K, &m);
+                shell_request(K, &m, false);
                 jm_msg_free(&m);
             }
         }

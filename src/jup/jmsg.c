@@ -306,11 +306,43 @@ IoJson *jb_push_arr(JbArena *a, IoJson *arr, size_t cap)
     return j;
 }
 
+/* the length of the valid UTF-8 sequence at s (n bytes left), or 0 */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned c = s[0];
+    size_t k = c < 0x80                 ? 1
+               : c >= 0xC2 && c <= 0xDF ? 2
+               : c >= 0xE0 && c <= 0xEF ? 3
+               : c >= 0xF0 && c <= 0xF4 ? 4
+                                        : 0;
+    if (!k || k > n) return 0;
+    for (size_t i = 1; i < k; i++)
+        if ((s[i] & 0xC0) != 0x80) return 0;
+    if (k == 3 && ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] > 0x9F))) return 0;
+    if (k == 4 && ((c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] > 0x8F))) return 0;
+    return k;
+}
+
 IoJson jb_str(JbArena *a, const char *s, size_t len)
 {
-    char *c = jb_alloc(a, len + 1);
-    if (len) memcpy(c, s, len);
-    return io_json_string(c, len);
+    /* JSON text is UTF-8: a byte that starts no valid sequence becomes
+     * U+FFFD, as Python's decode(errors="replace") does */
+    char *c = jb_alloc(a, 3 * len + 1);
+    size_t o = 0;
+    for (size_t i = 0; i < len;) {
+        size_t k = utf8_len((const unsigned char *)s + i, len - i);
+        if (k) {
+            memcpy(c + o, s + i, k);
+            o += k;
+            i += k;
+        } else {
+            memcpy(c + o, "\xef\xbf\xbd", 3);
+            o += 3;
+            i++;
+        }
+    }
+    c[o] = 0;
+    return io_json_string(c, o);
 }
 
 IoJson jb_cstr(JbArena *a, const char *s) { return jb_str(a, s, strlen(s)); }

@@ -76,7 +76,7 @@ IoJson *jb_obj_at(JbArena *a, IoJson *obj, const char *key, size_t cap); /* a me
 IoJson *jb_arr_at(JbArena *a, IoJson *obj, const char *key, size_t cap); /* a member array */
 void jb_push(IoJson *arr, IoJson v);
 IoJson *jb_push_arr(JbArena *a, IoJson *arr, size_t cap); /* an array item that is an array */
-IoJson jb_str(JbArena *a, const char *s, size_t len);     /* a copy of s */
+IoJson jb_str(JbArena *a, const char *s, size_t len);     /* a copy of s, valid UTF-8 */
 IoJson jb_cstr(JbArena *a, const char *s);                /* a copy of a C string */
 /* The tree's text on one line (heap, free it; *len its length). */
 char *jb_dump(const IoJson *j, size_t *len);

@@ -86,6 +86,10 @@ def test_streams(k):
     msgs, rep = k.run('for i in range(2000) { print(i) }')
     text = "".join(c["text"] for c in outputs(msgs, "stream"))
     check("2000 prints in order", text == "".join("%d\n" % i for i in range(2000)), text[:100])
+    # a string that is not valid UTF-8 arrives as valid JSON, the bad byte replaced
+    msgs, rep = k.run('print("a\\xffb")\n"c\\xffd"')
+    check("invalid UTF-8 replaced", outputs(msgs, "stream") == [{"name": "stdout", "text": "a\ufffdb\n"}]
+          and text_of(outputs(msgs, "execute_result")[0]) == 'c\ufffdd', msgs)
 
 
 def test_pictures(k):
@@ -130,6 +134,15 @@ def test_errors(k):
     check("syntax error: the command line's message", status == 2 and rep["status"] == "error"
           and rep["ename"] == "SyntaxError" and tb == cli.replace("syn.qh", "<cell %d>" % n),
           "\n%s---\n%s" % (tb, cli))
+    # Run All: after a failed cell the execute requests already queued are aborted
+    ids = [k.kc.execute('t0 = clock()\nwhile clock() - t0 < 0.5 { }\n[][1]'),
+           k.kc.execute('print("not run")'), k.kc.execute('print("nor this")')]
+    reps = [k.reply(i)["content"]["status"] for i in ids]
+    check("stop_on_error aborts the queued cells", reps == ["error", "aborted", "aborted"], reps)
+    i = k.kc.execute('t0 = clock()\nwhile clock() - t0 < 0.5 { }\n[][1]', stop_on_error=False)
+    j = k.kc.execute('print("runs")')
+    reps = [k.reply(i)["content"]["status"], k.reply(j)["content"]["status"]]
+    check("stop_on_error=False runs them", reps == ["error", "ok"], reps)
     msgs, rep = k.run("print(\"alive\")")
     check("the kernel goes on after errors", rep["status"] == "ok"
           and outputs(msgs, "stream")[0]["text"] == "alive\n", msgs)

@@ -151,6 +151,15 @@ START_TEST(builder)
         t, "{\"status\": \"ok\", \"n\": 3, \"items\": [\"a\\\"b\\n\", [true]], \"empty\": {}}");
     ck_assert_uint_eq(len, strlen(t));
     free(t);
+    /* strings become valid UTF-8: a stray byte, a truncated sequence, a
+     * surrogate and an overlong form each turn into U+FFFD; good text stays */
+    const char *bad = "a\xff\xe2\x82 \xed\xa0\x80 \xc0\xaf \xcf\x95\xf0\x9f\x98\x80";
+    IoJson u = jb_str(&a, bad, strlen(bad));
+    t = jb_dump(&u, &len);
+    ck_assert_str_eq(t,
+                     "\"a\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd "
+                     "\xef\xbf\xbd\xef\xbf\xbd \xcf\x95\xf0\x9f\x98\x80\"");
+    free(t);
     jb_free(&a);
 }
 END_TEST
