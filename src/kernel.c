@@ -62,8 +62,11 @@ typedef struct Kernel {
     FILE *out, *err;  /* the interpreter's streams (cookies onto segs) */
     const JmMsg *cur; /* the request being handled on the interpreter's thread */
     bool silent;      /* ... is a silent execute_request */
-    int count;        /* execution count */
-    int cells;        /* cells compiled (the entry numbers) */
+    bool capture;     /* a user expression runs: its value goes to captured */
+    char *captured;
+    size_t ncaptured;
+    int count; /* execution count */
+    int cells; /* cells compiled (the entry numbers) */
     unsigned displays;
     Pending *pend;
     size_t npend, cappend;
@@ -331,6 +334,11 @@ static bool show(qh_State *Q, Value v, bool result, void *ud)
 {
     Kernel *K = ud;
     (void)Q;
+    if (K->capture && result) {
+        free(K->captured);
+        K->captured = qh_show_text(K->Q, v, &K->ncaptured);
+        return K->captured != NULL;
+    }
     if (K->silent) return true;
     flush_streams(K);
     int st = qh_future_state(v);
@@ -480,6 +488,55 @@ static void hist_add(Kernel *K, int n, const char *code)
     K->hist[K->nhist++].code = xstrdup(code);
 }
 
+/* The request's user_expressions, each evaluated after the cell without
+ * output: {name: {status, data: {text/plain}, metadata}} or the error. */
+static void user_expressions(Kernel *K, const IoJson *ue, JbArena *a, IoJson *rc)
+{
+    size_t n = ue && ue->kind == IOJ_OBJECT ? ue->n : 0;
+    IoJson *out = jb_obj_at(a, rc, "user_expressions", n);
+    bool silent = K->silent;
+    K->silent = true; /* what they print is not shown */
+    for (size_t i = 0; i < n; i++) {
+        IoJson *r = jb_obj_at(a, out, ue->keys[i], 5);
+        const IoJson *code = &ue->items[i];
+        if (code->kind != IOJ_STRING) {
+            jb_put(r, "status", jb_cstr(a, "error"));
+            jb_put(r, "ename", jb_cstr(a, "TypeError"));
+            jb_put(r, "evalue", jb_cstr(a, "a user expression must be a string"));
+            jb_arr_at(a, r, "traceback", 0);
+            continue;
+        }
+        char *diag = NULL;
+        size_t ndiag = 0;
+        FILE *df = open_memstream(&diag, &ndiag);
+        qh_Program *p = qh_compile_cell(K->Q, "<user expression>", code->str, code->len, ++K->cells,
+                                        "a user expression", df ? df : stderr);
+        if (df) fclose(df);
+        K->capture = true;
+        K->captured = NULL;
+        qh_Outcome o = p ? qh_run_cell(K->Q, p, QH_SHOW | QH_KEEP_ERROR) : QH_FAILED;
+        K->capture = false;
+        flush_streams(K);
+        if (p && o == QH_DONE) {
+            jb_put(r, "status", jb_cstr(a, "ok"));
+            put_data(a, r, K->captured ? K->captured : "", K->captured ? K->ncaptured : 0, NULL, 0);
+        } else {
+            size_t len = ndiag;
+            char *t = p ? error_text(K, &len) : NULL;
+            const char *text = p ? t : diag ? diag : "";
+            jb_put(r, "status", jb_cstr(a, "error"));
+            jb_put(r, "ename", jb_cstr(a, p ? "RuntimeError" : "SyntaxError"));
+            jb_put(r, "evalue", jb_cstr(a, p ? qh_error_message(K->Q) : "invalid syntax"));
+            put_lines(a, r, "traceback", text, len);
+            free(t);
+        }
+        free(K->captured);
+        K->captured = NULL;
+        free(diag);
+    }
+    K->silent = silent;
+}
+
 /* Returns whether the cell failed and asked to stop on error (then the
  * execute requests already queued are aborted, as ipykernel does, so Run
  * All stops at the first error). */
@@ -554,7 +611,7 @@ static bool execute(Kernel *K, const JmMsg *req)
         }
     }
     free(diag);
-    jb_obj_at(&a, rc, "user_expressions", 0);
+    user_expressions(K, jm_get(rq, "user_expressions"), &a, rc);
     jb_arr_at(&a, rc, "payload", 0);
     reply(K, K->shell, req, "execute_reply", rc);
     jb_free(&a);

@@ -57,8 +57,15 @@ def test_basics(k):
     msgs, rep = k.run("print(x)", store_history=False)
     check("store_history=False: no count", rep["execution_count"] == 2
           and outputs(msgs, "stream") == [{"name": "stdout", "text": "5\n"}], (msgs, rep))
+    msgs, rep = k.run('ue = 21', user_expressions={"double": "ue * 2", "printing": 'print("hidden")\nue',
+                                                  "bad": "[][1]", "syntax": "ue +"})
+    ue = rep["user_expressions"]
+    check("user_expressions", ue["double"] == {"status": "ok", "data": {"text/plain": "42"}, "metadata": {}}
+          and ue["printing"]["data"]["text/plain"] == "21" and outputs(msgs, "stream") == []
+          and ue["bad"]["status"] == "error" and "out of range" in ue["bad"]["evalue"]
+          and ue["syntax"]["status"] == "error" and ue["syntax"]["ename"] == "SyntaxError", (ue, msgs))
     msgs, rep = k.run("x + 1")
-    check("the count goes on", rep["execution_count"] == 3 and text_of(outputs(msgs, "execute_result")[0]) == "6",
+    check("the count goes on", rep["execution_count"] == 4 and text_of(outputs(msgs, "execute_result")[0]) == "6",
           (msgs, rep))
 
 
