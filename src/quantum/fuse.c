@@ -583,9 +583,11 @@ static void pass_part(void *ctx, int part, int nparts)
         uint64_t next = x + 1 < b ? (base - p->free_mask) & p->free_mask : base;
         for (uint64_t k = 0; k < nruns; k++) {
             uint64_t kk = k + FUSE_AHEAD;
-            const cplx *src = kk < nruns ? amp + (base | ro[kk]) : amp + (next | ro[kk - nruns]);
-            if (kk < 2 * nruns)
+            if (kk < 2 * nruns) { /* ro[kk - nruns] past that is out of bounds */
+                const cplx *src =
+                    kk < nruns ? amp + (base | ro[kk]) : amp + (next | ro[kk - nruns]);
                 for (uint64_t l = 0; l < run; l += 4) __builtin_prefetch(src + l);
+            }
             memcpy(buf + k * run, amp + (base | ro[k]), run * sizeof(cplx));
         }
         run_chunk_ops(p, buf);
