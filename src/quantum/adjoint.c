@@ -327,7 +327,9 @@ static int adjoint_sweep(SvState *psi, const SvOp *ops, int nops, const uint8_t 
     }
     SvState *lam = calloc((size_t)nobs, sizeof(SvState));
     uint8_t *active = calloc((size_t)nobs, 1);
-    cplx *G = NULL; /* a dense generator, when a gate needs one */
+    cplx *G = NULL; /* a dense generator, when a gate needs one: as large as the widest
+                       such gate (a 1-wire gate's is 64 bytes, not SV_MAX_DENSE's 16 MiB) */
+    size_t gcap = 0;
     int rc = 0;
     if (!lam || !active) rc = sv_err(err, errlen, SV_E_NOMEM, name);
     for (int j = 0; j < nobs && rc == 0; j++)
@@ -370,10 +372,16 @@ static int adjoint_sweep(SvState *psi, const SvOp *ops, int nops, const uint8_t 
                 if (fast)
                     z = bilinear(psi, lam[j].amp, psi->amp, &g);
                 else {
-                    if (!G && !(G = malloc(((size_t)1 << SV_MAX_DENSE) *
-                                           ((size_t)1 << SV_MAX_DENSE) * sizeof(cplx)))) {
-                        rc = sv_err(err, errlen, SV_E_NOMEM, name);
-                        break;
+                    int kg = op->nctrl + op->nwires;
+                    size_t gd = (size_t)1 << (kg < SV_MAX_DENSE ? kg : SV_MAX_DENSE);
+                    if (gd * gd > gcap) { /* (a wider gate is refused by sv_generator) */
+                        cplx *ng = realloc(G, gd * gd * sizeof(cplx));
+                        if (!ng) {
+                            rc = sv_err(err, errlen, SV_E_NOMEM, name);
+                            break;
+                        }
+                        G = ng;
+                        gcap = gd * gd;
                     }
                     if (dense_bilinear(psi, lam[j].amp, psi->amp, op, p, G, &z, err, errlen) != 0) {
                         rc = -1;

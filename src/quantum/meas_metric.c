@@ -73,7 +73,22 @@ int sv_metric_block(const SvState *s, int n, const cplx *const *gens, const int 
     if (n <= 0) return 0;
     if (!gens || !wires || !k || !out) return sv_err(err, errlen, SV_E_NOMAT, name);
     double *ev = malloc((size_t)n * sizeof(double));
-    size_t dmax = (size_t)1 << SV_MAX_DENSE;
+    /* the embedding buffers as large as the widest pair needs (its wires'
+       union, at most SV_MAX_DENSE): a few small generators need a few
+       hundred bytes, not the 16 MiB of the largest possible pair */
+    int kmax = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = i; j < n; j++) {
+            int ku = k[i];
+            for (int q = 0; q < k[j]; q++) {
+                int seen = 0;
+                for (int r = 0; r < k[i]; r++) seen |= wires[i][r] == wires[j][q];
+                ku += !seen;
+            }
+            if (ku > kmax) kmax = ku;
+        }
+    if (kmax > SV_MAX_DENSE) kmax = SV_MAX_DENSE; /* the pair is refused below */
+    size_t dmax = (size_t)1 << kmax;
     cplx *a = malloc(dmax * dmax * sizeof(cplx)), *b = malloc(dmax * dmax * sizeof(cplx));
     if (!ev || !a || !b) {
         free(ev);
@@ -274,15 +289,15 @@ int sv_metric_tensor(int nq, const SvOp *ops, int nops, const uint8_t *train, in
         return sv_err(err, errlen, SV_E_NOMEM, name);
     }
     char *anc = malloc((size_t)(ne + 1));
-    size_t gd = (size_t)1 << SV_MAX_DENSE;
-    cplx *gbuf = NULL;
+    cplx *gbuf = NULL; /* the layer's generators, each 2^k x 2^k, one after another */
+    size_t *goff = malloc((size_t)(P + 1) * sizeof(size_t)), gused = 0, gcap = 0;
     const cplx **gens = malloc((size_t)(P + 1) * sizeof *gens);
     const int **gw = malloc((size_t)(P + 1) * sizeof *gw);
     int *gk = malloc((size_t)(P + 1) * sizeof *gk);
     int *wbuf = malloc((size_t)(P + 1) * SV_MAX_WIRES * 2 * sizeof(int));
     int *slots = malloc((size_t)(P + 1) * sizeof(int));
     double *blk = malloc((size_t)(P + 1) * (size_t)(P + 1) * sizeof(double));
-    if (!anc || !gens || !gw || !gk || !wbuf || !slots || !blk)
+    if (!anc || !goff || !gens || !gw || !gk || !wbuf || !slots || !blk)
         rc = sv_err(err, errlen, SV_E_NOMEM, name);
     for (int l = 0; l < L && rc == 0; l++) {
         /* the layer's members and, scanning back, the gates they depend on */
@@ -300,6 +315,7 @@ int sv_metric_tensor(int nq, const SvOp *ops, int nops, const uint8_t *train, in
             }
         }
         sv_reset(&s);
+        gused = 0;
         for (int i = 0; i <= last && rc == 0; i++)
             if (anc[i] && sv_apply(&s, &el[i].op, err, errlen) != 0) rc = -1;
         /* generators of the members (controls first, as sv_op_matrix orders) */
@@ -311,13 +327,20 @@ int sv_metric_tensor(int nq, const SvOp *ops, int nops, const uint8_t *train, in
                 rc = sv_err(err, errlen, SV_E_BIGOP, name, k, SV_MAX_DENSE);
                 break;
             }
-            cplx *nb = realloc(gbuf, (size_t)(m + 1) * gd * gd * sizeof(cplx));
-            if (!nb) {
-                rc = sv_err(err, errlen, SV_E_NOMEM, name);
-                break;
+            size_t gd = (size_t)1 << k;
+            if (gused + gd * gd > gcap) {
+                size_t nc = 2 * (gused + gd * gd);
+                cplx *nb = realloc(gbuf, nc * sizeof(cplx));
+                if (!nb) {
+                    rc = sv_err(err, errlen, SV_E_NOMEM, name);
+                    break;
+                }
+                gbuf = nb;
+                gcap = nc;
             }
-            gbuf = nb;
-            if (sv_generator(op, 0, gbuf + (size_t)m * gd * gd, err, errlen) != 0) {
+            goff[m] = gused;
+            gused += gd * gd;
+            if (sv_generator(op, 0, gbuf + goff[m], err, errlen) != 0) {
                 rc = -1;
                 break;
             }
@@ -330,7 +353,7 @@ int sv_metric_tensor(int nq, const SvOp *ops, int nops, const uint8_t *train, in
         }
         if (rc) break;
         for (int q = 0; q < m; q++) {
-            gens[q] = gbuf + (size_t)q * gd * gd;
+            gens[q] = gbuf + goff[q];
             gw[q] = wbuf + (size_t)q * SV_MAX_WIRES * 2;
         }
         if (diag_only) {
@@ -354,6 +377,7 @@ int sv_metric_tensor(int nq, const SvOp *ops, int nops, const uint8_t *train, in
     free(layer);
     free(anc);
     free(gbuf);
+    free(goff);
     free(gens);
     free(gw);
     free(gk);
