@@ -205,24 +205,41 @@ static Value bi_metric(VM *vm, Args *a) { return make_dfn(vm, a, D_METRIC); }
 
 /* ---------------------------------------------------------------- inputs and outputs */
 
-/* The structure of one differentiated argument: a number, an array or a
- * list of those, with its tape nodes and its place in the flat input. */
+/* The structure of one differentiated argument: a number, an array, or a
+ * list or dict of those (nested: PennyLane's (weights, bias)), with its
+ * tape nodes and its place in the flat input. */
 typedef struct Leaf {
-    enum { L_NUM, L_ARR, L_LIST } kind;
+    enum { L_NUM, L_ARR, L_LIST, L_DICT } kind;
     AdNode node;
     int ndim;
     size_t shape[AR_MAXDIM];
     size_t size, off; /* scalars, and the first one's flat position */
     int nkids;
     struct Leaf *kids;
+    Value *keys; /* L_DICT: the key of each kid, in the dict's order (held) */
 } Leaf;
 
 static void leaf_free(Leaf *L)
 {
-    for (int i = 0; i < L->nkids; i++) leaf_free(&L->kids[i]);
+    for (int i = 0; i < L->nkids; i++) {
+        leaf_free(&L->kids[i]);
+        if (L->keys) decref(L->keys[i]);
+    }
     free(L->kids);
+    free(L->keys);
     L->kids = NULL;
+    L->keys = NULL;
     L->nkids = 0;
+}
+
+/* A list of numbers only (no arrays, lists or dicts inside): a Jacobian
+   treats it as a 1-d array, as before structured arguments. */
+static bool leaf_flat_list(const Leaf *L)
+{
+    if (L->kind != L_LIST) return false;
+    for (int i = 0; i < L->nkids; i++)
+        if (L->kids[i].kind != L_NUM) return false;
+    return true;
 }
 
 /* The structure and plain values of argument v (no tape yet): x gets the
@@ -256,10 +273,25 @@ static bool leaf_shape(VM *vm, Value v, Leaf *L, size_t *off, double **x, size_t
                 return false;
         L->size = *off - L->off;
         return true;
+    } else if (v.t == T_DICT) {
+        ObjDict *d = AS_DICT(v);
+        L->kind = L_DICT;
+        L->kids = xcalloc(d->len + 1, sizeof(Leaf));
+        L->keys = xcalloc(d->len + 1, sizeof(Value));
+        for (size_t i = 0; i < d->nent; i++) {
+            if (!d->ent[i].live) continue;
+            int k = L->nkids++;
+            L->keys[k] = d->ent[i].key;
+            incref(L->keys[k]);
+            if (!leaf_shape(vm, d->ent[i].val, &L->kids[k], off, x, cap, fname, argnum, site))
+                return false;
+        }
+        L->size = *off - L->off;
+        return true;
     } else {
         vm_error(vm, site,
-                 "argument %d of %s() must be a number, a float array or a list of them to be "
-                 "differentiated, not %s",
+                 "argument %d of %s() must be a number, a float array or a list or dict of "
+                 "them to be differentiated, not %s",
                  argnum, fname, v.t == T_ARRAY ? "a complex array" : type_name(v));
         return false;
     }
@@ -300,6 +332,20 @@ static Value leaf_make(VM *vm, Leaf *L, const double *x, const Node *site)
         }
         return lv;
     }
+    case L_DICT: {
+        ObjDict *d = dict_new_sized((size_t)L->nkids);
+        Value dv = v_obj(&d->h);
+        for (int i = 0; i < L->nkids; i++) {
+            Value e = leaf_make(vm, &L->kids[i], x, site);
+            if (IS_EXC(e)) {
+                decref(dv);
+                return e;
+            }
+            dict_set(d, L->keys[i], e);
+            decref(e);
+        }
+        return dv;
+    }
     }
     qh_unreachable();
 }
@@ -307,7 +353,7 @@ static Value leaf_make(VM *vm, Leaf *L, const double *x, const Node *site)
 /* The inputs' adjoints, flat (L->size values at out + L->off). */
 static void leaf_adjoint(const Leaf *L, AdGrad *g, double *out)
 {
-    if (L->kind == L_LIST) {
+    if (L->kind == L_LIST || L->kind == L_DICT) {
         for (int i = 0; i < L->nkids; i++) leaf_adjoint(&L->kids[i], g, out);
         return;
     }
@@ -337,6 +383,20 @@ static Value leaf_value(VM *vm, const Leaf *L, const double *x, const Node *site
             l->v[l->len++] = e;
         }
         return lv;
+    }
+    case L_DICT: {
+        ObjDict *d = dict_new_sized((size_t)L->nkids);
+        Value dv = v_obj(&d->h);
+        for (int i = 0; i < L->nkids; i++) {
+            Value e = leaf_value(vm, &L->kids[i], x, site);
+            if (IS_EXC(e)) {
+                decref(dv);
+                return e;
+            }
+            dict_set(d, L->keys[i], e);
+            decref(e);
+        }
+        return dv;
     }
     }
     qh_unreachable();
@@ -654,6 +714,42 @@ static Value shaped(VM *vm, const double *v, int ond, const size_t *oshape, int 
     return a ? arr_wrap(a) : vm_error(vm, site, "%s", err);
 }
 
+/* The Jacobian's columns of leaf L (J: o->n rows of n): shape out + L's
+ * shape for a number or an array (and for a list of numbers, as a 1-d
+ * array), and for a list or dict the same structure with each entry's
+ * block (PennyLane's jacobian of a tuple of arguments). */
+static Value jac_block(VM *vm, const Leaf *L, const double *J, size_t n, const Outs *o,
+                       const Node *site)
+{
+    if ((L->kind == L_LIST && !leaf_flat_list(L)) || L->kind == L_DICT) {
+        bool dict = L->kind == L_DICT;
+        ObjList *l = dict ? NULL : list_new((size_t)L->nkids);
+        ObjDict *d = dict ? dict_new_sized((size_t)L->nkids) : NULL;
+        Value rv = dict ? v_obj(&d->h) : v_list(l);
+        for (int i = 0; i < L->nkids; i++) {
+            Value e = jac_block(vm, &L->kids[i], J, n, o, site);
+            if (IS_EXC(e)) {
+                decref(rv);
+                return e;
+            }
+            if (dict) {
+                dict_set(d, L->keys[i], e);
+                decref(e);
+            } else
+                l->v[l->len++] = e;
+        }
+        return rv;
+    }
+    size_t ish[AR_MAXDIM];
+    int ind = leaf_dims(L, ish);
+    double *blk = xmalloc((o->n * L->size + 1) * sizeof(double));
+    for (size_t i = 0; i < o->n; i++)
+        memcpy(blk + i * L->size, J + i * n + L->off, L->size * sizeof(double));
+    Value r = shaped(vm, blk, o->ndim, o->shape, ind, ish, site);
+    free(blk);
+    return r;
+}
+
 /* jacobian: d out / d in, shape (out..., in...) per differentiated argument */
 /* The Jacobian of the outputs o (one sweep per scalar) by each input, in
  * the outputs' shape then the input's (a list over the inputs with
@@ -673,14 +769,7 @@ static Value jac_value(VM *vm, Eval *e, AdGrad *g, const Outs *o, const DSpec *s
     }
     ObjList *l = s->argnum_list ? list_new((size_t)e->nin) : NULL;
     for (int k = 0; k < e->nin; k++) {
-        const Leaf *L = &e->leaf[k];
-        size_t ish[AR_MAXDIM];
-        int ind = leaf_dims(L, ish);
-        double *blk = xmalloc((o->n * L->size + 1) * sizeof(double));
-        for (size_t i = 0; i < o->n; i++)
-            memcpy(blk + i * L->size, J + i * e->n + L->off, L->size * sizeof(double));
-        Value jk = shaped(vm, blk, o->ndim, o->shape, ind, ish, site);
-        free(blk);
+        Value jk = jac_block(vm, &e->leaf[k], J, e->n, o, site);
         if (IS_EXC(jk)) {
             if (l) decref(v_list(l));
             goto done;
