@@ -15,6 +15,7 @@
 #include "arrayval.h"
 #include "builtins.h"
 #include "qh_assert.h"
+#include "track_cx.h"
 #include "track_np.h"
 
 #include <math.h>
@@ -505,6 +506,8 @@ static Value array_op(VM *vm, BinOp op, Opd *A, Opd *B, const Node *site)
 static Value track_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
 {
     if (op == OP_IN || op == OP_NOTIN) return v_notimpl();
+    /* a complex operand: the pair of real parts (track_cx.c) */
+    if (track_cx_operand(a) || track_cx_operand(b)) return track_cx_binop(vm, op, a, b, site);
     /* the common case: two numbers */
     if ((a.t == T_TNUM || a.t == T_NUM) && (b.t == T_TNUM || b.t == T_NUM) && vm->ad) {
         uint64_t id = vm->ad->id;
@@ -1047,6 +1050,8 @@ static bool arg_array(VM *vm, Args *a, int i, Opd *o, const char *fn)
 
 static Value b_array(VM *vm, Args *a)
 {
+    if (a->n == 1 && !a->nkw && track_cx_inside(a->v[0]))
+        return track_cx_array(vm, a->v[0], a->site); /* complex elements */
     Value *dt = arg_kw(a, "dtype");
     if (dt && dt->t == T_STR && strcmp(AS_STR(*dt)->s, "complex") == 0)
         return vm_error(
@@ -1468,4 +1473,5 @@ void track_open(void)
 {
     T_TNUM = type_register_new(&tnum_ops);
     T_TARR = type_register_new(&tarr_ops);
+    track_cx_open();
 }

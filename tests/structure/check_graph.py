@@ -40,7 +40,7 @@ import sys
 
 GROUPS = [{"eval", "call"}, {"value", "gc"},
           {"lib/qrt", "lib/qrt_impl", "lib/qrt_op", "lib/qrt_gate", "lib/qrt_obs", "lib/qrt_chan",
-           "lib/qrt_meas"}, {"lib/track", "lib/track_np"}]  # one room, several files
+           "lib/qrt_meas"}, {"lib/track", "lib/track_np", "lib/track_cx"}]  # one room, several files
 HOSTS = {"main", "repl", "kernel", "kernel_none", "remote", "remote_none"}
 STARTUP = {"qh"}                      # the interpreter's start-up: registers the lib rooms
 FRONT_MAY_KNOW = {"value", "gc", "builtins"}
