@@ -506,6 +506,8 @@ static const char *gate_label(SvGate g)
     case SV_CSWAP: return "SWAP";
     case SV_QUBITUNITARY: return "U";
     case SV_BASISSTATE: return "|\xce\xa8\xe2\x9f\xa9"; /* |Ψ⟩ */
+    case SV_SINGLEEXC: return "G";                      /* PennyLane's labels */
+    case SV_DOUBLEEXC: return "G\xc2\xb2";              /* G² */
     default: return sv_gate_info(g)->name;
     }
 }
@@ -546,6 +548,10 @@ static Value bi_draw(VM *vm, Args *a)
         decimals = (int)dk->n;
     } else if (dk)
         decimals = -1;
+    Value *sk = arg_kw(a, "show_all_wires");
+    if (sk && sk->t != T_BOOL)
+        return vm_error(vm, a->site, "draw(): show_all_wires must be a bool");
+    bool show_all = sk && sk->b;
     QRecord rec;
     Value r = qrt_record(vm, a->v[0], a->n - 1, a->v + 1, a->site, &rec);
     if (IS_EXC(r)) {
@@ -558,6 +564,21 @@ static Value bi_draw(VM *vm, Args *a)
         qrt_record_free(&rec);
         return vm_error(vm, a->site, "draw(): at most 64 wires");
     }
+    /* the wires drawn: those an operation or a measurement names, as
+       qml.draw (every wire with show_all_wires=true, or when none is named) */
+    bool keep[65] = { false };
+    bool any = false;
+    for (size_t i = 0; i < rec.c.nops; i++) {
+        const QasmOp *o = &rec.c.ops[i];
+        if (o->kind == QASM_GPHASE) continue;
+        for (int k = 0; k < o->nctrl + o->nwires; k++)
+            if (o->wires[k] >= 0 && o->wires[k] < n) keep[o->wires[k]] = any = true;
+    }
+    for (int i = 0; i < rec.nmeas; i++)
+        for (int k = 0; !rec.meas[i].implicit && k < rec.meas[i].nwires; k++)
+            if (rec.meas[i].wires[k] >= 0 && rec.meas[i].wires[k] < n)
+                keep[rec.meas[i].wires[k]] = any = true;
+    for (int w = 0; w < n; w++) keep[w] = keep[w] || show_all || !any;
     /* layers: an op goes after every op that touches its wire span */
     size_t nops = rec.c.nops;
     int *layer_of = xcalloc(nops + 1, sizeof(int));
@@ -567,7 +588,10 @@ static Value bi_draw(VM *vm, Args *a)
     for (size_t i = 0; i < nops; i++) {
         const QasmOp *o = &rec.c.ops[i];
         int nw = o->nctrl + o->nwires;
-        if (o->kind == QASM_GPHASE || nw == 0) {
+        /* measure(w, reset=true) is one mark, ┤↗│  │0⟩: its reset is not drawn again */
+        bool merged = o->kind == QASM_RESET && i > 0 && rec.c.ops[i - 1].kind == QASM_MEASURE &&
+                      (rec.c.ops[i - 1].bits & 1) && rec.c.ops[i - 1].wires[0] == o->wires[0];
+        if (o->kind == QASM_GPHASE || nw == 0 || merged) {
             layer_of[i] = -1;
             continue;
         }
@@ -609,9 +633,16 @@ static Value bi_draw(VM *vm, Args *a)
             if (o->wires[k] > hi) hi = o->wires[k];
         }
         char label[128], pbuf[160] = "";
-        if (o->kind == QASM_MEASURE)
-            snprintf(label, sizeof label, "\xe2\x94\xa4\xe2\x86\x97\xe2\x94\x9c"); /* ┤↗├ */
-        else if (o->kind == QASM_RESET)
+        if (o->kind == QASM_MEASURE) { /* ┤↗├; postselected ┤↗₀├ ┤↗₁├; with a reset ┤↗│  │0⟩ */
+            int post = (int)((o->bits >> 1) & 3) - 1;
+            snprintf(label, sizeof label, "\xe2\x94\xa4\xe2\x86\x97%s%s",
+                     post == 0   ? "\xe2\x82\x80"
+                     : post == 1 ? "\xe2\x82\x81"
+                                 : "",
+                     (o->bits & 1) ? "\xe2\x94\x82  \xe2\x94\x82"
+                                     "0\xe2\x9f\xa9"
+                                   : "\xe2\x94\x9c");
+        } else if (o->kind == QASM_RESET)
             snprintf(label, sizeof label, "|0\xe2\x9f\xa9"); /* |0⟩ */
         else {
             const char *base = o->kind == QASM_CHANNEL ? dm_channel_info((DmChannel)o->chan)->name
@@ -642,8 +673,11 @@ static Value bi_draw(VM *vm, Args *a)
                      cbuf); /* † */
         }
         int ownc = o->kind == QASM_GATE ? own_controls(o->gate) : 0;
+        while (lo < hi && !keep[lo]) lo++; /* the span on the wires drawn */
+        while (hi > lo && !keep[hi]) hi--;
         bool multi = hi > lo;
         for (int w = lo; w <= hi; w++) {
+            if (!keep[w]) continue;
             int role = -1; /* -1 passing through, 0 control, 1 target */
             for (int k = 0; k < nw; k++)
                 if (o->wires[k] == w) role = (k < o->nctrl || (k - o->nctrl) < ownc) ? 0 : 1;
@@ -662,8 +696,8 @@ static Value bi_draw(VM *vm, Args *a)
                 snprintf(c->t, sizeof c->t, "\xe2\x94\x82"); /* │ */
             else if (role == 0)
                 snprintf(c->t, sizeof c->t, "%s\xe2\x97\x8f", pre); /* ● */
-            else
-                snprintf(c->t, sizeof c->t, "%s%s", pre, label);
+            else /* a one-wire label has its "─" where a span has ╭ ├ ╰ (qml.draw) */
+                snprintf(c->t, sizeof c->t, "%s%s", multi ? pre : "\xe2\x94\x80", label);
         }
     }
     /* terminal measurements in columns, as qml.draw: a measurement goes into
@@ -675,7 +709,7 @@ static Value bi_draw(VM *vm, Args *a)
         const QMeasRec *m = &rec.meas[i];
         int lo = n, hi = -1;
         for (int k = 0; k < m->nwires; k++)
-            if (m->wires[k] >= 0 && m->wires[k] < n) {
+            if (m->wires[k] >= 0 && m->wires[k] < n && keep[m->wires[k]]) {
                 if (m->wires[k] < lo) lo = m->wires[k];
                 if (m->wires[k] > hi) hi = m->wires[k];
             }
@@ -689,9 +723,10 @@ static Value bi_draw(VM *vm, Args *a)
         }
         if (col + 1 > ncol) ncol = col + 1;
         for (int w = lo; w <= hi; w++) {
+            if (!keep[w]) continue;
             bool on = false;
             for (int k = 0; k < m->nwires; k++) on |= m->wires[k] == w;
-            const char *pre = lo == hi  ? ""
+            const char *pre = lo == hi  ? " "
                               : w == lo ? "\xe2\x95\xad"
                               : w == hi ? "\xe2\x95\xb0"
                                         : "\xe2\x94\x9c"; /* ╭ ╰ ├ */
@@ -715,8 +750,10 @@ static Value bi_draw(VM *vm, Args *a)
             int x = width(cells[(size_t)L * (size_t)n + (size_t)w].t);
             if (x > cw[L]) cw[L] = x;
         }
-    int lw = 0;
+    int lw = 0, lastw = 0;
     for (int w = 0; w < n; w++) {
+        if (!keep[w]) continue;
+        lastw = w;
         char t[16];
         snprintf(t, sizeof t, "%d", w);
         if ((int)strlen(t) > lw) lw = (int)strlen(t);
@@ -724,8 +761,9 @@ static Value bi_draw(VM *vm, Args *a)
     Str out = { 0 };
     sput(&out, "");
     for (int w = 0; w < n; w++) {
+        if (!keep[w]) continue;
         char lab[32];
-        snprintf(lab, sizeof lab, "%*d: \xe2\x94\x80\xe2\x94\x80", lw, w);
+        snprintf(lab, sizeof lab, "%*d: \xe2\x94\x80", lw, w);
         sput(&out, lab);
         for (int L = 0; L < nlayers; L++) {
             const char *t = cells[(size_t)L * (size_t)n + (size_t)w].t;
@@ -737,17 +775,16 @@ static Value bi_draw(VM *vm, Args *a)
             sput(&out, "\xe2\x94\x80");
         }
         sput(&out, "\xe2\x94\xa4"); /* ┤ */
-        int last = -1;              /* the wire's last column with something (no trailing blanks) */
-        for (int col = 0; col < ncol; col++)
-            if (end[(size_t)col * (size_t)n + (size_t)w].t[0]) last = col;
-        for (int col = 0; col <= last; col++) {
+        /* the measurement columns, each " " and its cells padded with spaces
+           on every wire, as qml.draw (so "┤  " when there are none) */
+        if (ncol == 0) sput(&out, "  ");
+        for (int col = 0; col < ncol; col++) {
             const char *t = end[(size_t)col * (size_t)n + (size_t)w].t;
-            sput(&out, col == 0 ? "  " : " ");
+            sput(&out, " ");
             sput(&out, t);
-            if (col < last)
-                for (int k = width(t); k < mw[col]; k++) sput(&out, " ");
+            for (int k = width(t); k < mw[col]; k++) sput(&out, " ");
         }
-        if (w + 1 < n) sput(&out, "\n");
+        if (w < lastw) sput(&out, "\n");
     }
     /* what each wire measures at the end, for the SVG */
     Cell *ends = xcalloc((size_t)n, sizeof *ends);
@@ -785,7 +822,7 @@ static Value bi_draw(VM *vm, Args *a)
 }
 
 static const char *const kw_to_qasm[] = { "version", "measure_all", NULL };
-static const char *const kw_draw[] = { "decimals", NULL };
+static const char *const kw_draw[] = { "decimals", "show_all_wires", NULL };
 
 static const BuiltinDef builtins_circuit[] = {
     { "qasm", bi_qasm, 1, 1, 0, NULL, 0 },

@@ -47,6 +47,7 @@ typedef struct QMeasRec {
     char label[96];
     int nwires;
     int wires[64];
+    bool implicit; /* no wires named (probs(), state(), sample()): the drawing's wires */
 } QMeasRec;
 typedef struct QRecord {
     QasmCircuit c;

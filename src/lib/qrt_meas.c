@@ -25,6 +25,16 @@ static void rec_meas(QCtx *q, const char *label, const int *wires, int nw)
     snprintf(m->label, sizeof m->label, "%s", label);
     m->nwires = nw > 64 ? 64 : nw;
     for (int i = 0; i < m->nwires; i++) m->wires[i] = wires[i];
+    m->implicit = false;
+}
+
+/* a measurement of every wire, none named: drawn on the wires the drawing shows */
+static void rec_meas_all(QCtx *q, const char *label)
+{
+    int all[64];
+    for (int i = 0; i < q->nq && i < 64; i++) all[i] = i;
+    rec_meas(q, label, all, q->nq);
+    q->rec->meas[q->rec->nmeas - 1].implicit = true;
 }
 
 /* The label of an observable for drawing: Z, Z@Z, X@Y, 𝓗 (sums and
@@ -76,6 +86,25 @@ static void obs_label(const SvTerm *t, int n, char *out, size_t len, int *wires,
         snprintf(tmp, sizeof tmp, "%.3g·%s", t[0].coeff, out);
         snprintf(out, len, "%s", tmp);
     }
+}
+
+
+/* sample(obs) / counts(obs) for drawing: Sample[Z] on the observable's
+   wires, as qml.draw labels them */
+static bool rec_obs_meas(VM *vm, QCtx *q, const char *what, Value obs, const Node *site)
+{
+    SvTerm *t;
+    uint64_t *idw;
+    int n;
+    if (!as_terms(vm, obs, &t, &idw, &n, site)) return false;
+    free(idw);
+    char lb[96], l2[112];
+    int ws[64], nw;
+    obs_label(t, n, lb, sizeof lb, ws, &nw);
+    sv_terms_free(t, n);
+    snprintf(l2, sizeof l2, "%s[%s]", what, lb);
+    rec_meas(q, l2, ws, nw);
+    return true;
 }
 
 /* ---------------------------------------------------------------- measurements */
@@ -619,9 +648,10 @@ Value bi_probs(VM *vm, Args *a)
     int outw = nw ? nw : q->nq;
     if (outw > 30) return vm_error(vm, a->site, "probs(): at most 30 wires");
     if (q->rec) {
-        int all[64];
-        for (int i = 0; i < q->nq && i < 64; i++) all[i] = i;
-        rec_meas(q, "Probs", nw ? ws : all, nw ? nw : q->nq);
+        if (nw)
+            rec_meas(q, "Probs", ws, nw);
+        else
+            rec_meas_all(q, "Probs");
     }
     size_t shape[1] = { (size_t)1 << outw };
     if (!reserve_copy(vm, q, shape[0] * sizeof(double), "probs", a->site)) return v_exc();
@@ -665,11 +695,7 @@ Value bi_state(VM *vm, Args *a)
     if (!q) return v_exc();
     char err[AR_ERRLEN];
     if (q->grec) qrec_nondiff(q->grec, "state", false);
-    if (q->rec) {
-        int all[64];
-        for (int i = 0; i < q->nq && i < 64; i++) all[i] = i;
-        rec_meas(q, "State", all, q->nq);
-    }
+    if (q->rec) { rec_meas_all(q, "State"); }
     if (q->ds) {
         size_t dshape[1] = { (size_t)1 << q->nq };
         char de[400];
@@ -769,9 +795,12 @@ Value bi_sample(VM *vm, Args *a)
     if (nw < 0) return v_exc();
     if (q->grec) qrec_nondiff(q->grec, "sample", false);
     if (q->rec) {
-        int all[64];
-        for (int i = 0; i < q->nq && i < 64; i++) all[i] = i;
-        rec_meas(q, "Sample", nw ? ws : all, nw ? nw : q->nq);
+        if (nw)
+            rec_meas(q, "Sample", ws, nw);
+        else if (a->n == 0)
+            rec_meas_all(q, "Sample");
+        else if (!rec_obs_meas(vm, q, "Sample", a->v[0], a->site))
+            return v_exc();
     }
     char err[AR_ERRLEN];
     if (a->n > 0) {
@@ -882,9 +911,12 @@ Value bi_counts(VM *vm, Args *a)
     if (nw < 0) return v_exc();
     if (q->grec) qrec_nondiff(q->grec, "counts", false);
     if (q->rec) {
-        int all[64];
-        for (int i = 0; i < q->nq && i < 64; i++) all[i] = i;
-        rec_meas(q, "Counts", nw ? ws : all, nw ? nw : q->nq);
+        if (nw)
+            rec_meas(q, "Counts", ws, nw);
+        else if (a->n == 0)
+            rec_meas_all(q, "Counts");
+        else if (!rec_obs_meas(vm, q, "Counts", a->v[0], a->site))
+            return v_exc();
     }
     if (a->n > 0) { /* counts of an observable's eigenvalues: {value: count}, ascending */
         SvTerm *t;
@@ -1045,10 +1077,15 @@ Value bi_measure(VM *vm, Args *a)
             }
         }
         r = post;
+        q->sim.changes++; /* the state was changed in place (shot sets drawn from it are gone) */
     }
     if (q->rec) {
         QasmOp *o = qasm_add(&q->rec->c, QASM_MEASURE, &w, 0, 1);
-        if (o) o->clbit = q->rec->c.nclbits++;
+        if (o) {
+            o->clbit = q->rec->c.nclbits++;
+            /* for drawing (qml.draw's marks): bit 0 a reset follows, bits 1-2 postselect + 1 */
+            o->bits = (uint64_t)(reset ? 1 : 0) | (uint64_t)(post + 1) << 1;
+        }
         if (o && reset) qasm_add(&q->rec->c, QASM_RESET, &w, 0, 1);
     }
     return v_num(r);
