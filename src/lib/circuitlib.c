@@ -348,7 +348,7 @@ static Value bi_to_qasm(VM *vm, Args *a)
 static const char *op_name(const QasmOp *o)
 {
     if (o->kind == QASM_CHANNEL) return dm_channel_info((DmChannel)o->chan)->name;
-    if (o->kind == QASM_MEASURE) return "MidMeasure";
+    if (o->kind == QASM_MEASURE) return "MidMeasureMP"; /* PennyLane's name */
     if (o->kind == QASM_RESET) return "Reset";
     if (o->kind == QASM_GPHASE) return "GlobalPhase";
     return sv_gate_info(o->gate)->name;
@@ -387,6 +387,10 @@ static Value bi_specs(VM *vm, Args *a)
     for (size_t i = 0; i < rec.c.nops; i++) {
         const QasmOp *o = &rec.c.ops[i];
         if (o->kind == QASM_GPHASE) continue;
+        /* measure(w, reset=true) is one MidMeasureMP, its reset part of it */
+        if (o->kind == QASM_RESET && i > 0 && rec.c.ops[i - 1].kind == QASM_MEASURE &&
+            (rec.c.ops[i - 1].bits & 1) && rec.c.ops[i - 1].wires[0] == o->wires[0])
+            continue;
         nops++;
         char nm[96];
         if (o->kind == QASM_GATE && o->adjoint && o->nctrl)
@@ -419,12 +423,21 @@ static Value bi_specs(VM *vm, Args *a)
         }
         if (d > depth) depth = d;
     }
+    /* the wires the circuit uses, as PennyLane counts them: those its
+       operations and its measurements name (not a wireless probs() or state()) */
+    for (int i = 0; i < rec.nmeas; i++)
+        for (int k2 = 0; !rec.meas[i].implicit && k2 < rec.meas[i].nwires; k2++)
+            if (rec.meas[i].wires[k2] >= 0 && rec.meas[i].wires[k2] < rec.wires)
+                used[rec.meas[i].wires[k2]] = true;
+    int nused = 0;
+    for (int w = 0; w < rec.wires; w++) nused += used[w];
     ObjDict *out = dict_new();
     put_kv(out, "gate_types", v_obj(&types->h));
     put_kv(out, "gate_sizes", v_obj(&sizes->h));
     put_kv(out, "num_operations", v_num((double)nops));
     put_kv(out, "depth", v_num(depth));
-    put_kv(out, "num_wires", v_num(rec.wires));
+    put_kv(out, "num_wires", v_num(nused));
+    put_kv(out, "num_device_wires", v_num(rec.wires));
     ObjList *wl = list_new(4);
     for (int w = 0; w < rec.wires; w++)
         if (used[w]) list_push(wl, v_num(w));
@@ -633,7 +646,7 @@ static Value bi_draw(VM *vm, Args *a)
             if (o->wires[k] > hi) hi = o->wires[k];
         }
         char label[128], pbuf[160] = "";
-        if (o->kind == QASM_MEASURE) { /* ┤↗├; postselected ┤↗₀├ ┤↗₁├; with a reset ┤↗│  │0⟩ */
+        if (o->kind == QASM_MEASURE) { /* qml.draw: plain, postselected, with a reset */
             int post = (int)((o->bits >> 1) & 3) - 1;
             snprintf(label, sizeof label, "\xe2\x94\xa4\xe2\x86\x97%s%s",
                      post == 0   ? "\xe2\x82\x80"
