@@ -215,6 +215,28 @@ static uint64_t op_mask(const SvOp *op, int nq)
     return m;
 }
 
+/* The index bits of an op's controls: its extra controls and the control
+   wires of the controlled gates (those sv_op_uncontrol can drop). */
+static uint64_t op_ctrl_mask(const SvOp *op, int nq)
+{
+    uint64_t m = 0;
+    for (int i = 0; i < op->nctrl; i++) m |= (uint64_t)1 << sv_bitpos(nq, op->ctrl[i]);
+    if (op->gate == SV_TOFFOLI) m |= (uint64_t)1 << sv_bitpos(nq, op->wires[1]);
+    switch (op->gate) {
+    case SV_TOFFOLI:
+    case SV_CNOT:
+    case SV_CSWAP:
+    case SV_CY:
+    case SV_CRX:
+    case SV_CRY:
+    case SV_CZ:
+    case SV_CRZ:
+    case SV_CPHASE: m |= (uint64_t)1 << sv_bitpos(nq, op->wires[0]); break;
+    default: break;
+    }
+    return m;
+}
+
 /* Whether an op only moves amplitudes (the exchange kernels: no
    arithmetic) or does nothing: such an op and any op on disjoint bits
    give the same bytes in either order, since each runs the same
@@ -241,8 +263,8 @@ static int op_moves_only(const SvOp *op)
    of them only moves amplitudes; in the dense mode (max_block >= 1, not
    exact anyway) any two on disjoint bits. Fills take[] with their
    indices; returns their number and the set in *set. */
-static int select_pass(const SvCirc *c, const uint64_t *mask, const unsigned char *done, int nq,
-                       int cbits, int *take, uint64_t *set)
+static int select_pass(const SvCirc *c, const uint64_t *mask, const uint64_t *need,
+                       const unsigned char *done, int nq, int cbits, int *take, uint64_t *set)
 {
     uint64_t all = nq >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << nq) - 1;
     uint64_t S = nq <= cbits ? all : ((uint64_t)1 << c->cfg.low_bits) - 1, B = 0;
@@ -251,12 +273,13 @@ static int select_pass(const SvCirc *c, const uint64_t *mask, const unsigned cha
         if (done[i]) continue;
         uint64_t m = mask[i];
         int moves = op_moves_only(&c->ops[i]);
-        if ((m & B) || (exact && left_computes && !moves) || __builtin_popcountll(S | m) > cbits) {
+        if ((m & B) || (exact && left_computes && !moves) ||
+            __builtin_popcountll(S | need[i]) > cbits) {
             B |= m; /* left for a later pass */
             left_computes |= !moves;
             continue;
         }
-        S |= m;
+        S |= need[i];
         take[n++] = i;
     }
     for (int b = 0; b < nq && __builtin_popcountll(S) < cbits; b++) S |= (uint64_t)1 << b;
@@ -524,7 +547,8 @@ static void block_op(const SvCirc *c, const Blk *x, int nq, SvOp *op)
 
 typedef struct PassCtx {
     SvState *s;
-    const SvOp *ops; /* in the chunk's numbering */
+    const SvOp *ops;      /* in the chunk's numbering */
+    const uint64_t *pred; /* per op: control bits outside the set (all 1: it runs) */
     int nops;
     int cbits;
     uint64_t set, free_mask; /* the chunk's bits, the others */
@@ -544,7 +568,7 @@ static uint64_t deposit(uint64_t x, uint64_t mask)
     return r;
 }
 
-static void run_chunk_ops(const PassCtx *p, cplx *amp)
+static void run_chunk_ops(const PassCtx *p, cplx *amp, uint64_t base)
 {
     SvState L;
     memset(&L, 0, sizeof L);
@@ -553,7 +577,8 @@ static void run_chunk_ops(const PassCtx *p, cplx *amp)
     L.amp = amp;
     L.nthreads = 1;
     L.simd = p->s->simd;
-    for (int i = 0; i < p->nops; i++) sv_run_op(&L, &p->ops[i], NULL, 0);
+    for (int i = 0; i < p->nops; i++)
+        if ((base & p->pred[i]) == p->pred[i]) sv_run_op(&L, &p->ops[i], NULL, 0);
 }
 
 /* Why: each part of the team handles a range of chunks: gather, every
@@ -565,7 +590,7 @@ static void pass_part(void *ctx, int part, int nparts)
     uint64_t b = p->nchunks * (uint64_t)(part + 1) / (uint64_t)nparts;
     cplx *amp = p->s->amp;
     if (p->inplace) {
-        for (uint64_t x = a; x < b; x++) run_chunk_ops(p, amp + (x << p->cbits));
+        for (uint64_t x = a; x < b; x++) run_chunk_ops(p, amp + (x << p->cbits), x << p->cbits);
         return;
     }
     SvFuseBufs *bs = p->bufs;
@@ -590,7 +615,7 @@ static void pass_part(void *ctx, int part, int nparts)
             }
             memcpy(buf + k * run, amp + (base | ro[k]), run * sizeof(cplx));
         }
-        run_chunk_ops(p, buf);
+        run_chunk_ops(p, buf, base);
         for (uint64_t k = 0; k < nruns; k++)
             memcpy(amp + (base | ro[k]), buf + k * run, run * sizeof(cplx));
         base = next;
@@ -599,17 +624,35 @@ static void pass_part(void *ctx, int part, int nparts)
 }
 
 /* An op renumbered for the chunk: wire w of the state is the chunk's wire
-   of the same bit among the set's bits. */
-static void local_op(const SvOp *op, int nq, uint64_t set, int cbits, SvOp *out)
+   of the same bit among the set's bits. A control whose bit is outside
+   the set is dropped (sv_op_uncontrol; m holds a matrix it makes) and
+   becomes a bit of *pred: the op runs on the chunks where it is 1. */
+static void local_op(const SvOp *op, int nq, uint64_t set, int cbits, SvOp *out, cplx *m,
+                     uint64_t *pred)
 {
-    *out = *op;
-    for (int i = 0; i < op->nwires; i++) {
-        int p = sv_bitpos(nq, op->wires[i]);
+    SvOp t = *op;
+    *pred = 0;
+    for (int again = 1; again;) {
+        again = 0;
+        uint64_t cm = op_ctrl_mask(&t, nq) & ~set;
+        if (cm) {
+            int b = __builtin_ctzll(cm);
+            SvOp u;
+            if (sv_op_uncontrol(&t, nq - 1 - b, &u, m) == 0) {
+                t = u;
+                *pred |= (uint64_t)1 << b;
+                again = 1;
+            }
+        }
+    }
+    *out = t;
+    for (int i = 0; i < t.nwires; i++) {
+        int p = sv_bitpos(nq, t.wires[i]);
         int l = __builtin_popcountll(set & (((uint64_t)1 << p) - 1));
         out->wires[i] = cbits - 1 - l;
     }
-    for (int i = 0; i < op->nctrl; i++) {
-        int p = sv_bitpos(nq, op->ctrl[i]);
+    for (int i = 0; i < t.nctrl; i++) {
+        int p = sv_bitpos(nq, t.ctrl[i]);
         int l = __builtin_popcountll(set & (((uint64_t)1 << p) - 1));
         out->ctrl[i] = cbits - 1 - l;
     }
@@ -634,9 +677,17 @@ static int run_pass(SvCirc *c, SvState *s, const SvOp *ops, int n, uint64_t set)
     p.nchunks = (uint64_t)1 << (nq - cbits);
     p.inplace = set == ((uint64_t)1 << cbits) - 1;
     SvOp *lops = malloc((size_t)(n ? n : 1) * sizeof *lops);
-    if (!lops) return -1;
-    for (int i = 0; i < n; i++) local_op(&ops[i], nq, set, cbits, &lops[i]);
+    cplx *lm = malloc((size_t)(n ? n : 1) * 4 * sizeof *lm);
+    uint64_t *pred = malloc((size_t)(n ? n : 1) * sizeof *pred);
+    if (!lops || !lm || !pred) {
+        free(lops);
+        free(lm);
+        free(pred);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) local_op(&ops[i], nq, set, cbits, &lops[i], lm + 4 * i, &pred[i]);
     p.ops = lops;
+    p.pred = pred;
     p.nops = n;
     if (!p.inplace) {
         p.bufs = bufs_get(c, s);
@@ -648,6 +699,8 @@ static int run_pass(SvCirc *c, SvState *s, const SvOp *ops, int n, uint64_t set)
         if (!p.bufs || !p.roff) {
             free(p.roff);
             free(lops);
+            free(lm);
+            free(pred);
             return -1;
         }
         for (uint64_t k = 0; k < p.nruns; k++, off = (off - H) & H) p.roff[k] = off;
@@ -655,6 +708,8 @@ static int run_pass(SvCirc *c, SvState *s, const SvOp *ops, int n, uint64_t set)
     sv_parallel(s, pass_part, &p);
     free(p.roff);
     free(lops);
+    free(lm);
+    free(pred);
     c->st.passes++;
     return 0;
 }
@@ -678,7 +733,7 @@ int svc_flush(SvCirc *c, SvState *s, char *err, size_t errlen)
     for (int i = 0; i < c->nops; i++)
         c->ops[i].matrix = c->moff[i] == SIZE_MAX ? NULL : c->mat + c->moff[i];
     int nq = s->nq, n = c->nops;
-    uint64_t *mask = malloc((size_t)n * sizeof *mask);
+    uint64_t *mask = malloc(2 * (size_t)n * sizeof *mask), *need = mask ? mask + n : NULL;
     unsigned char *done = calloc((size_t)n, 1);
     int *take = malloc((size_t)n * sizeof *take);
     Fuser f = { malloc((size_t)n * sizeof(Blk)), 0, malloc((size_t)n * sizeof(Blk)), 0 };
@@ -687,11 +742,14 @@ int svc_flush(SvCirc *c, SvState *s, char *err, size_t errlen)
         run_in_order(c, s, NULL);
         goto out;
     }
-    for (int i = 0; i < n; i++) mask[i] = op_mask(&c->ops[i], nq);
+    for (int i = 0; i < n; i++) { /* exact mode: controls outside a pass's set are predicates */
+        mask[i] = op_mask(&c->ops[i], nq);
+        need[i] = c->cfg.max_block < 1 ? mask[i] & ~op_ctrl_mask(&c->ops[i], nq) : mask[i];
+    }
     int left = n;
     while (left > 0) {
         uint64_t set;
-        int nt = select_pass(c, mask, done, nq, c->cfg.chunk_bits, take, &set);
+        int nt = select_pass(c, mask, need, done, nq, c->cfg.chunk_bits, take, &set);
         if (nt == 0) { /* the first op left is wider than a chunk: alone, on the state */
             int i = 0;
             while (done[i]) i++;

@@ -829,6 +829,52 @@ int sv_run_op(SvState *s, const SvOp *op, char *err, size_t errlen)
     return sv_err(err, errlen, SV_E_BADGATE, (int)op->gate);
 }
 
+int sv_op_uncontrol(const SvOp *op, int w, SvOp *out, cplx *m)
+{
+    *out = *op;
+    for (int i = 0; i < op->nctrl; i++)
+        if (op->ctrl[i] == w) { /* an extra control: only the iteration changes */
+            for (int k = i; k + 1 < op->nctrl; k++) out->ctrl[k] = op->ctrl[k + 1];
+            out->nctrl--;
+            return 0;
+        }
+    if (op->nwires < 1 || op->wires[0] != w) {
+        if (op->gate == SV_TOFFOLI && op->wires[1] == w) { /* Toffoli(a, w, t): CNOT(a, t) */
+            out->gate = SV_CNOT;
+            out->nwires = 2;
+            out->wires[1] = op->wires[2];
+            return 0;
+        }
+        return -1;
+    }
+    /* the first wire is the control: the rest is the gate sv_run_op runs */
+    cplx u[16];
+    switch (op->gate) {
+    case SV_CNOT: out->gate = SV_PAULIX; break;
+    case SV_TOFFOLI: out->gate = SV_CNOT; break;
+    case SV_CSWAP: out->gate = SV_SWAP; break;
+    case SV_CY:
+    case SV_CRX:
+    case SV_CRY:
+    case SV_CZ:
+    case SV_CRZ:
+    case SV_CPHASE: /* sv_run_op's 2x2: the bottom-right block (adjoint at run time) */
+        base_matrix(op, -1, u);
+        m[0] = u[10];
+        m[1] = u[11];
+        m[2] = u[14];
+        m[3] = u[15];
+        out->gate = SV_QUBITUNITARY;
+        out->nparams = 0;
+        out->matrix = m;
+        break;
+    default: return -1;
+    }
+    out->nwires = op->nwires - 1;
+    for (int i = 0; i < out->nwires; i++) out->wires[i] = op->wires[i + 1];
+    return 0;
+}
+
 /* Why: adjoint differentiation applies dU/dtheta (not unitary) and
    projections; anything dense goes through the same kernels. */
 int sv_apply_matrix(SvState *s, const int *wires, int k, const cplx *m, char *err, size_t errlen)

@@ -173,6 +173,16 @@ int sv_blk_run(const SvState *s, const SvJob *j, int level);
    chunks). 0, or -1 for an unknown gate. */
 int sv_run_op(SvState *s, const SvOp *op, char *err, size_t errlen);
 
+/* Why: a chunk of fuse.c whose amplitudes all have a control bit at 1
+   runs the gate without that control. *out becomes op with control wire
+   w removed (an extra control, or the control of CNOT, Toffoli, CSWAP,
+   CY, CRX, CRY, CZ, CRZ, ControlledPhaseShift), running the same kernel
+   with the same matrix on the amplitudes it touches: the same bytes
+   there. m (4 entries) holds the 2x2 when the gate becomes a 1-wire
+   QubitUnitary; out->matrix points to it. 0, or -1 if w is not one of
+   op's controls. */
+int sv_op_uncontrol(const SvOp *op, int w, SvOp *out, cplx *m);
+
 /* Every user-facing message of the room, in one place. */
 #define SV_E_NOSTATE   "%s: no state"
 #define SV_E_NOOP      "sv_apply: no operation"
