@@ -3,7 +3,7 @@
 # the same circuits gate by gate (--no-fusion), side by side in one run.
 #
 #   bash tests/bench/fusion.sh [QH] [--sizes 20,22,24] [--threads 1,2] [--reps R]
-#                              [--qsim PATH] [--qulacs PATH] [--base QH]
+#                              [--qsim PATH] [--qulacs PATH] [--base QH] [--cpu]
 #
 # Workloads (the same circuits for every simulator, written by this script):
 #   layered  10 layers of RX on every wire and a CNOT ladder (0-1, 1-2, ...)
@@ -15,7 +15,12 @@
 # at each size and thread count (1 thread: qh under `taskset -c 0`; 2:
 # both CPUs, the call's kernels on a team of two). Each time is the best of
 # R runs (default 1) of the call alone, measured inside the program with
-# clock() (start-up and the interpreter's set-up excluded). Columns: fused
+# clock() (start-up and the interpreter's set-up excluded). With --cpu
+# (perf on PATH) every one-thread time, qh's and the peers', is instead
+# the CPU time of the whole process (perf stat's task-clock: start-up,
+# allocation and parsing included, the same for each side), which a
+# machine loaded by other work disturbs far less than a wall clock; the
+# two-thread times stay wall clock. Columns: fused
 # and --no-fusion seconds and their ratio with the bar (<= 0.33 on layered
 # and random, <= 1.0 on qft), and the passes over the state per gate that
 # --stats reports for the fused run (bar <= 0.3 on layered at 24 wires).
@@ -36,7 +41,7 @@
 set -u
 qh=build/src/qh
 if [ $# -gt 0 ] && [ "${1#--}" = "$1" ]; then qh=$1; shift; fi
-sizes=20,22,24 threads=1,2 reps=1 qsim="" qulacs="" base=""
+sizes=20,22,24 threads=1,2 reps=1 qsim="" qulacs="" base="" cpu=0
 while [ $# -gt 0 ]; do
   case $1 in
     --sizes) sizes=$2; shift 2 ;;
@@ -45,6 +50,7 @@ while [ $# -gt 0 ]; do
     --qsim) qsim=$2; shift 2 ;;
     --qulacs) qulacs=$2; shift 2 ;;
     --base) base=$2; shift 2 ;;
+    --cpu) cpu=1; shift ;;
     *) echo "fusion.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -128,8 +134,21 @@ for n in sizes:
             for j in range(i + 1, n):
                 f.write("%d cp %s %s %.12f\n" % (t, q(j), q(i), math.pi / 2 ** (j - i))); t += 1
         for i in range(n // 2):
-            f.write("%d swap %s %s\n" % (t, q(i), q(n - 1 - i))); t += 1
+            f.write("%d sw %s %s\n" % (t, q(i), q(n - 1 - i))); t += 1
 EOF
+
+# ptime THREADS CMD...: runs CMD (its stdout on ours); with --cpu and one
+# thread, leaves its task-clock in seconds in $tmp/cpu, else nothing there
+ptime() {
+  local t=$1; shift
+  rm -f "$tmp/cpu"
+  if [ "$cpu" = 1 ] && [ "$t" = 1 ]; then
+    perf stat -x, -o "$tmp/ps" -e task-clock "$@" || return 1
+    awk -F, '/task-clock/ { printf "%.6f", $1 / 1000 }' "$tmp/ps" >"$tmp/cpu"
+  else
+    "$@"
+  fi
+}
 
 # best time of `reps` runs of qh (fused or not) on a workload; also the
 # passes per gate of the last run
@@ -139,8 +158,9 @@ run_qh() {   # WORKLOAD N THREADS MODE(fused|unfused) -> "seconds passes_per_gat
   local pin=(); [ "$t" = 1 ] && pin=(taskset -c 0)
   local flag=(); [ "$mode" = unfused ] && flag=(--no-fusion)
   for r in $(seq 1 "$reps"); do
-    out=$("${pin[@]}" "$qh" "${flag[@]}" --stats "$prog" "$n" 2>&1) || { echo "fail -"; return; }
+    out=$(ptime "$t" "${pin[@]}" "$qh" "${flag[@]}" --stats "$prog" "$n" 2>&1) || { echo "fail -"; return; }
     local s; s=$(echo "$out" | sed -n 's/^time \([0-9.]*\).*/\1/p')
+    [ -s "$tmp/cpu" ] && s=$(cat "$tmp/cpu")
     if [ -z "$best" ] || awk -v a="$s" -v b="$best" 'BEGIN{exit !(a < b)}'; then best=$s; fi
     pp=$(echo "$out" | sed -n 's/.*(\([0-9.]*\) passes per gate.*/\1/p')
   done
@@ -156,9 +176,10 @@ run_qsim() {   # WORKLOAD N THREADS -> seconds
     for r in $(seq 1 "$reps"); do
       local t0 t1 s out
       local pin=(); [ "$3" = 1 ] && pin=(taskset -c 0)
-      t0=$(date +%s.%N); out=$("${pin[@]}" "$qsim" -c "$f" -d 1000 -t "$3" -f "$fs" -v 1 2>&1) || { echo fail; return; }
+      t0=$(date +%s.%N); out=$(ptime "$3" "${pin[@]}" "$qsim" -c "$f" -d 1000 -t "$3" -f "$fs" -v 1 2>&1) || { echo fail; return; }
       t1=$(date +%s.%N)
       s=$(echo "$out" | sed -n 's/^simu time is \([0-9.e+-]*\) seconds.*/\1/p' | tail -1)
+      [ -s "$tmp/cpu" ] && s=$(cat "$tmp/cpu")
       [ -n "$s" ] || s=$(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.6f", b - a}')
       if [ -z "$best" ] || awk -v a="$s" -v b="$best" 'BEGIN{exit !(a < b)}'; then best=$s; fi
     done
@@ -170,13 +191,15 @@ run_qsim() {   # WORKLOAD N THREADS -> seconds
 run_qulacs() {   # WORKLOAD N THREADS -> seconds
   local best="" s r pin=(); [ "$3" = 1 ] && pin=(taskset -c 0)
   for r in $(seq 1 "$reps"); do
-    s=$("${pin[@]}" "$qulacs" "$tmp/$1$2.qsim" "$3" 2>/dev/null | tail -1) || { echo fail; return; }
+    s=$(ptime "$3" "${pin[@]}" "$qulacs" "$tmp/$1$2.qsim" "$3" 2>/dev/null | tail -1) || { echo fail; return; }
+    [ -s "$tmp/cpu" ] && s=$(cat "$tmp/cpu")
     if [ -z "$best" ] || awk -v a="$s" -v b="$best" 'BEGIN{exit !(a < b)}'; then best=$s; fi
   done
   echo "$best"
 }
 
 echo "fusion.sh: $("$qh" --version), $(nproc) CPUs; load: $(uptime | sed 's/.*load/load/')"
+[ "$cpu" = 1 ] && echo "times: one thread, CPU seconds of the whole process (perf stat task-clock); two threads, wall seconds"
 printf '%-8s %3s %3s %10s %10s %7s %5s %8s %s\n' workload n thr fused unfused ratio bar "pass/g" peers
 for w in layered random qft; do
   for n in ${sizes//,/ }; do
