@@ -109,7 +109,7 @@ static bool recv_frames(void *sock, JmFrame **out, size_t *n)
         size_t len = zmq_msg_size(&m);
         JmFrame *f = &(*out)[(*n)++];
         f->p = xmalloc(len + 1);
-        memcpy(f->p, zmq_msg_data(&m), len);
+        if (len) memcpy(f->p, zmq_msg_data(&m), len);
         f->p[len] = 0;
         f->len = len;
         bool more = zmq_msg_more(&m);
@@ -226,7 +226,7 @@ static void seg_add(Kernel *K, bool err, const char *p, size_t n)
         s->cap = (s->len + n + 1) * 2;
         s->p = xrealloc(s->p, s->cap);
     }
-    memcpy(s->p + s->len, p, n);
+    if (n) memcpy(s->p + s->len, p, n);
     s->len += n;
     s->p[s->len] = 0;
     pthread_mutex_unlock(&K->out_mu);
@@ -624,7 +624,8 @@ static bool execute(Kernel *K, const JmMsg *req)
 static size_t byte_offset(const char *s, size_t len, double cp)
 {
     size_t i = 0;
-    long want = cp > 0 ? (long)cp : 0;
+    /* a client's number: clamped before it is converted (nan, 1e300) */
+    long want = cp > 0 ? (cp < (double)len ? (long)cp : (long)len) : 0;
     for (long c = 0; i < len && c < want; c++) {
         i++;
         while (i < len && ((unsigned char)s[i] & 0xC0) == 0x80) i++;
