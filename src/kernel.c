@@ -911,9 +911,11 @@ static void shell_request(Kernel *K, const JmMsg *m, bool aborting)
     else if (strncmp(t, "comm_", 5) != 0)
         log_line("unknown shell message type '%s' (ignored)", t);
     check_pending(K);
+    /* before this request's idle, as ipykernel: a client that sends its next
+     * cell on seeing idle is not aborted, Run All's queued cells are */
+    if (stop) abort_queued(K);
     publish_status(K, m, "idle");
     K->cur = NULL;
-    if (stop) abort_queued(K);
 }
 
 /* ---------------------------------------------------------------- threads */
