@@ -1610,7 +1610,8 @@ static ExecStatus for_body(VM *vm, Node *s, Value v)
 static __attribute__((noinline)) ExecStatus ex_for_planned(VM *vm, Node *s, Value coll,
                                                            double start, double stop, double step)
 {
-    LoopCtx lc = { s, vm->frame, 0, vm->qcall_seq, coll, 0, start, step, stop, vm->loops, vm->mod };
+    LoopCtx lc = { s,     vm->frame, 0,    vm->qcall_seq, coll,      0,
+                   start, step,      stop, start,         vm->loops, vm->mod };
     vm->loops = &lc;
     ExecStatus result = S_OK;
     unsigned tick = 0;

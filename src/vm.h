@@ -109,6 +109,7 @@ typedef struct LoopCtx {
     Value coll;           /* the list iterated (borrowed), or nil for a range */
     size_t pos;           /* list: the running element's index */
     double x, step, stop; /* range: the running value, its step and end */
+    double start;         /* range: its first value */
     struct LoopCtx *up;
     ObjModule *mod; /* the module whose globals its body reads */
 } LoopCtx;

@@ -151,6 +151,7 @@ typedef struct Ctx {
     LaStep *steps;
     int nsteps, cap;
     int nsites;
+    bool nested;     /* a step is an inner loop */
     LaCheck *checks; /* the steps' checks (a step's checks: an offset into them until the
                         plan is made) */
     int nchecks, capchecks;
@@ -702,6 +703,66 @@ static void scan(Ctx *c, Node *n, bool cond)
     }
 }
 
+/* does n read a plain variable the body rebinds (or a closure's)? */
+static bool reads_written(Ctx *c, const Node *n)
+{
+    if (!n) return false;
+    switch (n->kind) {
+    case N_LOCAL:
+    case N_GLOBAL: return set_has(&c->writes, var_key(n));
+    case N_LOCALCELL:
+    case N_UPVAL: return true;
+    case N_UNARY:
+    case N_NOT: return reads_written(c, n->u.bin.a);
+    case N_BINARY:
+    case N_AND:
+    case N_OR: return reads_written(c, n->u.bin.a) || reads_written(c, n->u.bin.b);
+    case N_COND:
+        return reads_written(c, n->u.ifs.cond) || reads_written(c, n->u.ifs.then) ||
+               reads_written(c, n->u.ifs.els);
+    case N_LIST:
+        for (int i = 0; i < n->u.list.n; i++)
+            if (reads_written(c, n->u.list.items[i])) return true;
+        return false;
+    case N_DICT:
+        for (int i = 0; i < n->u.dict.n; i++)
+            if (reads_written(c, n->u.dict.keys[i]) || reads_written(c, n->u.dict.vals[i]))
+                return true;
+        return false;
+    case N_INDEX:
+        if (reads_written(c, n->u.index.obj)) return true;
+        for (int i = 0; i < n->u.index.nidx; i++)
+            if (reads_written(c, n->u.index.idx[i])) return true;
+        return false;
+    case N_SLICE:
+        return reads_written(c, n->u.slice.lo) || reads_written(c, n->u.slice.hi) ||
+               reads_written(c, n->u.slice.step);
+    case N_CALL:
+        for (int i = 0; i < n->u.call.nargs; i++)
+            if (reads_written(c, n->u.call.args[i])) return true;
+        for (int i = 0; i < n->u.call.nkw; i++)
+            if (reads_written(c, n->u.call.kw[i].value)) return true;
+        return false;
+    default: return false;
+    }
+}
+
+/* the body's last statement, an inner loop with a plan over a collection
+ * the same every iteration, after steps: a step of its own (LA_LOOP) */
+static bool inner_loop_step(Ctx *c, Node *s, bool last)
+{
+    if (!last || s->kind != N_FOR || !s->u.fors.plan || c->nsites) return false;
+    Node *it = s->u.fors.iter;
+    if (!pure_expr(c, it) || reads_written(c, it)) {
+        refuse(c, "the inner loop at line %d iterates over what the body changes (rebinding)",
+               s->line);
+        return true;
+    }
+    add_step(c, LA_LOOP, NULL, s, c->nchecks, 0);
+    c->nested = true;
+    return true;
+}
+
 /* One pass over the body's statements with the current step_only; false
  * if a statement assumed to be a step is not one (then its target leaves
  * step_only and the caller tries again). */
@@ -709,6 +770,7 @@ static bool make_steps(Ctx *c, Node *body)
 {
     c->nsteps = c->nsites = 0;
     c->nchecks = 0;
+    c->nested = false;
     c->defined.n = 0;
     c->fail = false;
     c->why[0] = 0;
@@ -731,6 +793,7 @@ static bool make_steps(Ctx *c, Node *body)
             set_add(&c->defined, tk);
             continue;
         }
+        if (inner_loop_step(c, s, i == body->u.list.n - 1)) continue;
         scan(c, s, false);
     }
     return true;
@@ -873,9 +936,9 @@ static LaPlan *plan_loop(ModInfo *m, const Node *modbody, Node *loop)
         free(other.v);
     }
     while (!make_steps(&c, body)) {}
-    if (c.fail || !c.nsites) goto done;
+    if (c.fail || (!c.nsites && !c.nested)) goto done;
     int last = c.nsteps;
-    while (last > 0 && c.steps[last - 1].kind != LA_SITE) last--;
+    while (last > 0 && c.steps[last - 1].kind == LA_ASSIGN) last--;
     plan = arena_alloc(m->arena, sizeof *plan);
     plan->steps = arena_alloc(m->arena, (size_t)last * sizeof(LaStep));
     memcpy(plan->steps, c.steps, (size_t)last * sizeof(LaStep));
@@ -885,6 +948,7 @@ static LaPlan *plan_loop(ModInfo *m, const Node *modbody, Node *loop)
         plan->steps[i].checks = checks + (intptr_t)plan->steps[i].checks;
     plan->nsteps = last;
     plan->nsites = c.nsites;
+    plan->nested = c.nested;
 done:
     if (!plan && c.why[0]) {
         char sites[400] = "";
@@ -922,10 +986,10 @@ static void visit(ModInfo *m, const Node *modbody, Node *n)
         visit(m, modbody, n->u.tries.body);
         visit(m, modbody, n->u.tries.handler);
         break;
-    case N_FOR:
+    case N_FOR: /* inner loops first: an outer plan may take one as a step */
+        visit(m, modbody, n->u.fors.body);
         n->u.fors.la_why = NULL;
         n->u.fors.plan = plan_loop(m, modbody, n);
-        visit(m, modbody, n->u.fors.body);
         break;
     default: break;
     }
@@ -963,8 +1027,10 @@ static void print_plans(const Node *n, const char *at, FILE *out)
             fprintf(out, "%s: the loop at line %d may start ", at, n->line);
             int k = 0;
             for (int i = 0; i < p->nsteps; i++) {
-                if (p->steps[i].kind != LA_SITE) continue;
                 const Node *c = p->steps[i].expr;
+                if (p->steps[i].kind == LA_LOOP)
+                    fprintf(out, "%sthe calls of the loop at line %d", k++ ? ", " : "", c->line);
+                if (p->steps[i].kind != LA_SITE) continue;
                 fprintf(out, "%s%s() (line %d)", k++ ? ", " : "", c->u.call.fn->u.var.name,
                         c->line);
             }

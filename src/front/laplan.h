@@ -25,7 +25,12 @@
  *     energy(t) { return 2 * circuit(t) - 1 }`); such a call is a site: the
  *     wrapper runs ahead in the sandbox up to where it needs a result;
  *   - what the qfn takes along is rebound in the body only by such pure
- *     assignments or the loop itself.
+ *     assignments or the loop itself;
+ *   - or, a nested loop: the body's last statement is an inner `for` with
+ *     a plan whose collection reads nothing the outer body rebinds (a grid
+ *     sweep), after pure assignments and statements that make no quantum
+ *     calls; the outer iterations' calls are started from the inner loop's
+ *     last iteration.
  * Containers changed in place are checked at run time (lookahead.c).
  * Knows the AST and the builtin table; not evaluation. */
 #ifndef QH_LAPLAN_H
@@ -34,7 +39,7 @@
 #include <stdio.h>
 #include "ast.h"
 
-typedef enum LaStepKind { LA_ASSIGN, LA_SITE } LaStepKind;
+typedef enum LaStepKind { LA_ASSIGN, LA_SITE, LA_LOOP } LaStepKind;
 
 /* One thing an iteration does that the lookahead repeats ahead of time, in
  * body order: a pure assignment `target = expr`, or a quantum call site
@@ -61,7 +66,10 @@ typedef struct LaStep {
 typedef struct LaPlan {
     LaStep *steps; /* up to the last call site */
     int nsteps;
-    int nsites; /* quantum calls each iteration makes */
+    int nsites;  /* quantum calls each iteration makes (outside an inner loop) */
+    bool nested; /* its last step is an inner loop with a plan (LA_LOOP, expr the N_FOR),
+                    whose collection is the same every iteration: reached ahead from
+                    the inner loop's last iteration */
 } LaPlan;
 
 /* Attaches a plan (u.fors.plan, in m's arena) to every `for` of body and of

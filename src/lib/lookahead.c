@@ -44,8 +44,10 @@ typedef struct Lookahead {
     const Node *off[16]; /* loops whose early calls had to be dropped: not again */
     int noff;
     unsigned long started, used, dropped;
-    unsigned long checks; /* claims that compared canonical bytes */
-    double check_seconds; /* their time (the bytes of the call reached, the comparison) */
+    const Node *owner;        /* the loop being run ahead (run_ahead): the calls started are its */
+    int cur_ahead, max_ahead; /* iterations ahead of the running one: now, at most */
+    unsigned long checks;     /* claims that compared canonical bytes */
+    double check_seconds;     /* their time (the bytes of the call reached, the comparison) */
 } Lookahead;
 
 static Lookahead *la_of(Interp *in)
@@ -126,7 +128,7 @@ Value lookahead_start(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskB
         la->v = xrealloc(la->v, (size_t)la->cap * sizeof(Early));
     }
     Early *e = &la->v[la->n++];
-    e->loop = vm->loops->loop;
+    e->loop = la->owner ? la->owner : vm->loops->loop;
     e->site = site;
     e->iter = 0; /* set by the caller (the iteration being run ahead) */
     e->index = vm->la_index;
@@ -139,8 +141,8 @@ Value lookahead_start(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskB
     update_watch(vm, la);
     if (in->trace) {
         char args[96];
-        snprintf(args, sizeof args, "{\"line\":%d,\"call\":%llu}", site ? site->line : 0,
-                 (unsigned long long)e->index);
+        snprintf(args, sizeof args, "{\"line\":%d,\"call\":%llu,\"ahead\":%d}",
+                 site ? site->line : 0, (unsigned long long)e->index, la->cur_ahead);
         trace_complete(in->trace, 0, "lookahead", "lookahead", trace_now_us(in->trace), 1, args);
     }
     return task_future_new(fut_retain(fut), NULL, "", f->p->name, vm_source(vm),
@@ -172,68 +174,125 @@ static void save_slot(Saved *sv, int *n, Value *slot)
 /* Runs iteration iter's steps ahead with elem bound to the loop's variables;
  * its call sites get the numbers base, base + 1, ... False if something
  * cannot be computed ahead (nothing more is started then). */
-static bool run_ahead(VM *vm, LoopCtx *lc, const LaPlan *p, uint64_t iter, Value elem,
-                      uint64_t base)
+/* binds loop's variables to elem (saved in sv first); false if elem
+ * cannot be taken apart ahead */
+static bool bind_vars(VM *vm, const Node *loop, Value elem, Saved *sv, int *ns)
 {
-    const Node *loop = lc->loop;
     int nv = loop->u.fors.nvars;
-    Saved sv[64 + 8];
-    int ns = 0;
-    if (p->nsteps > 64 || nv > 8) return false;
-    bool ok = true;
-    /* the loop's variables */
     if (nv == 1) {
         Value *slot = var_slot(vm, loop->u.fors.var);
-        save_slot(sv, &ns, slot);
+        save_slot(sv, ns, slot);
         decref(*slot);
         incref(elem);
         *slot = elem;
-    } else {
-        if (elem.t != T_LIST || (int)AS_LIST(elem)->len != nv) return false;
-        for (int i = 0; i < nv; i++) {
-            Value x = AS_LIST(elem)->v[i];
-            if (is_lazy(x)) {
-                ok = false;
-                break;
-            }
-            Value *slot = var_slot(vm, loop->u.fors.vars[i]);
-            save_slot(sv, &ns, slot);
-            decref(*slot);
-            incref(x);
-            *slot = x;
-        }
+        return true;
     }
-    /* each call's callee, before anything runs ahead: the function the
-     * analysis proved the call reaches (a name bound again to another
-     * function, a plain fn or any other value, starts nothing) */
-    for (int i = 0; ok && i < p->nsteps; i++) {
+    if (nv > 8 || elem.t != T_LIST || (int)AS_LIST(elem)->len != nv) return false;
+    for (int i = 0; i < nv; i++) {
+        Value x = AS_LIST(elem)->v[i];
+        if (is_lazy(x)) return false;
+        Value *slot = var_slot(vm, loop->u.fors.vars[i]);
+        save_slot(sv, ns, slot);
+        decref(*slot);
+        incref(x);
+        *slot = x;
+    }
+    return true;
+}
+
+/* each call's callee, before anything runs ahead: the function the
+ * analysis proved the call reaches (a name bound again to another
+ * function, a plain fn or any other value, starts nothing); an inner
+ * loop's calls too */
+static bool callees_ok(VM *vm, const LaPlan *p, int depth)
+{
+    if (depth > 8) return false;
+    for (int i = 0; i < p->nsteps; i++) {
         const LaStep *st = &p->steps[i];
-        for (int k = 0; ok && k < st->nchecks; k++) {
+        if (st->kind == LA_LOOP && !callees_ok(vm, st->expr->u.fors.plan, depth + 1)) return false;
+        for (int k = 0; k < st->nchecks; k++) {
             const LaCheck *ck = &st->checks[k];
             Value fv = ck->slot < vm->mod->nglobals ? vm->mod->globals[ck->slot] : v_nil();
-            if (fv.t != T_FUNC || AS_FUNC(fv)->p != ck->proto) ok = false;
+            if (fv.t != T_FUNC || AS_FUNC(fv)->p != ck->proto) return false;
         }
     }
-    Lookahead *la = la_of(vm->in);
-    int first = la->n;
-    vm->la_sandbox++;
-    vm->la_index = base;
-    for (int i = 0; ok && i < p->nsteps; i++) {
-        const LaStep *st = &p->steps[i];
-        Value v = eval_expr(vm, st->expr);
-        if (IS_EXC(v)) {
-            ok = false;
-            break;
+    return true;
+}
+
+#define MAX_SAVED 72
+
+/* An inner loop's elements, as the loop will compute them: the list it
+ * iterates, or its range (start, stop, step), from the running one's
+ * record (the plan proved its collection is the same every time). */
+typedef struct Inner {
+    const LoopCtx *lc;
+} Inner;
+
+static bool run_steps(VM *vm, const LaPlan *p, Saved *sv, int *ns, const LoopCtx *inner);
+
+/* the steps of an inner loop's every iteration, in order */
+static bool run_inner(VM *vm, const Node *loop, Saved *sv, int *ns, const LoopCtx *inner)
+{
+    const LaPlan *ip = loop->u.fors.plan;
+    if (!inner || inner->loop != loop) return false;
+    if (inner->coll.t == T_LIST) {
+        ObjList *l = AS_LIST(inner->coll);
+        for (size_t i = 0; i < l->len; i++) {
+            if (is_lazy(l->v[i]) || !bind_vars(vm, loop, l->v[i], sv, ns) ||
+                !run_steps(vm, ip, sv, ns, NULL))
+                return false;
         }
+        return true;
+    }
+    for (double x = inner->start; inner->step > 0 ? x < inner->stop : x > inner->stop;
+         x += inner->step)
+        if (!bind_vars(vm, loop, v_num(x), sv, ns) || !run_steps(vm, ip, sv, ns, NULL))
+            return false;
+    return true;
+}
+
+static bool run_steps(VM *vm, const LaPlan *p, Saved *sv, int *ns, const LoopCtx *inner)
+{
+    for (int i = 0; i < p->nsteps; i++) {
+        const LaStep *st = &p->steps[i];
+        if (st->kind == LA_LOOP) {
+            if (!run_inner(vm, st->expr, sv, ns, inner)) return false;
+            continue;
+        }
+        if (*ns >= MAX_SAVED - 1) return false;
+        Value v = eval_expr(vm, st->expr);
+        if (IS_EXC(v)) return false;
         if (st->target) {
             Value *slot = var_slot(vm, st->target);
-            save_slot(sv, &ns, slot);
+            save_slot(sv, ns, slot);
             decref(*slot);
             *slot = v;
         } else {
             decref(v);
         }
     }
+    return true;
+}
+
+/* Runs iteration iter's steps ahead with elem bound to the loop's variables
+ * (an inner loop of the plan: every iteration of it, its elements from
+ * `inner`, the running inner loop's record); its call sites get the
+ * numbers base, base + 1, ... False if something cannot be computed ahead
+ * (nothing more is started then). */
+static bool run_ahead(VM *vm, LoopCtx *lc, const LaPlan *p, uint64_t iter, Value elem,
+                      uint64_t base, const LoopCtx *inner)
+{
+    Saved sv[MAX_SAVED];
+    int ns = 0;
+    if (p->nsteps > 64) return false;
+    bool ok = callees_ok(vm, p, 0) && bind_vars(vm, lc->loop, elem, sv, &ns);
+    Lookahead *la = la_of(vm->in);
+    int first = la->n;
+    vm->la_sandbox++;
+    vm->la_index = base;
+    la->owner = lc->loop;
+    if (ok) ok = run_steps(vm, p, sv, &ns, inner);
+    la->owner = NULL;
     vm->la_sandbox--;
     for (int i = first; i < la->n; i++) la->v[i].iter = iter;
     /* put every variable back */
@@ -243,6 +302,98 @@ static bool run_ahead(VM *vm, LoopCtx *lc, const LaPlan *p, uint64_t iter, Value
         decref(cur);
     }
     return ok;
+}
+
+/* the element of lc's iteration `next`, as the loop will compute it;
+ * false past its end (or an element still pending) */
+static bool elem_of(const LoopCtx *lc, uint64_t next, Value *elem)
+{
+    if (lc->coll.t == T_LIST) {
+        size_t pos = lc->pos + (size_t)(next - lc->iter);
+        if (pos >= AS_LIST(lc->coll)->len) return false;
+        *elem = AS_LIST(lc->coll)->v[pos];
+        return !is_lazy(*elem);
+    }
+    double x = lc->x;
+    for (uint64_t k = lc->iter; k < next; k++) x += lc->step; /* the loop adds, so must we */
+    if (!(lc->step > 0 ? x < lc->stop : x > lc->stop)) return false;
+    *elem = v_num(x);
+    return true;
+}
+
+/* iterations of lc after the running one */
+static uint64_t left_of(const LoopCtx *lc)
+{
+    if (lc->coll.t == T_LIST) {
+        size_t len = AS_LIST(lc->coll)->len;
+        return lc->pos + 1 < len ? (uint64_t)(len - lc->pos - 1) : 0;
+    }
+    uint64_t n = 0;
+    for (double x = lc->x + lc->step; (lc->step > 0 ? x < lc->stop : x > lc->stop) && n < 1u << 20;
+         x += lc->step)
+        n++;
+    return n;
+}
+
+static bool index_started(const Lookahead *la, uint64_t index)
+{
+    for (int i = 0; i < la->n; i++)
+        if (la->v[i].index == index) return true;
+    return false;
+}
+
+/* Starts the next iterations of lc (whose plan is p) while fewer than
+ * `depth` run ahead; per: the calls of one iteration, base0: the number of
+ * the first call of iteration lc->iter + 1; all_made: the running
+ * iteration's calls are all made (its early calls left are stale). True if
+ * it stopped at the loop's end. */
+static bool start_next(VM *vm, LoopCtx *lc, const LaPlan *p, uint64_t per, uint64_t base0,
+                       const LoopCtx *inner, bool all_made)
+{
+    Interp *in = vm->in;
+    Lookahead *la = la_of(in);
+    /* what is already running ahead for this loop (stale entries go) */
+    uint64_t next = lc->iter + 1;
+    for (int i = 0; i < la->n;) {
+        Early *e = &la->v[i];
+        if (e->loop == lc->loop) {
+            /* stale: its iteration is over (or, all its calls made, running) */
+            if (e->iter < lc->iter || (all_made && e->iter == lc->iter)) {
+                drop_at(in, la, i);
+                continue;
+            }
+            if (e->iter + 1 > next) next = e->iter + 1;
+        }
+        i++;
+    }
+    int ahead = (int)(next - lc->iter - 1);
+    int depth = in->nworkers < 1 ? 1 : in->nworkers > 8 ? 8 : in->nworkers;
+    while (ahead < depth) {
+        Value elem;
+        if (!elem_of(lc, next, &elem)) return true;
+        if (exec_unfinished(in->exec) + per >= 16 * (uint64_t)(in->nworkers > 4 ? in->nworkers : 4))
+            return false;
+        uint64_t base = base0 + (next - lc->iter - 1) * per;
+        if (per && index_started(la, base)) { /* an enclosing loop started it already */
+            next++;
+            ahead++;
+            continue;
+        }
+        /* ahead, the loop's frame and module are in scope, whatever runs now */
+        Frame *saved_frame = vm->frame;
+        ObjModule *saved_mod = vm->mod;
+        vm->frame = lc->frame;
+        vm->mod = lc->mod;
+        la->cur_ahead = (int)(next - lc->iter);
+        if (la->cur_ahead > la->max_ahead) la->max_ahead = la->cur_ahead;
+        bool ran = run_ahead(vm, lc, p, next, elem, base, inner);
+        vm->frame = saved_frame;
+        vm->mod = saved_mod;
+        if (!ran) return false;
+        next++;
+        ahead++;
+    }
+    return false;
 }
 
 void lookahead_run(VM *vm)
@@ -257,56 +408,21 @@ void lookahead_run(VM *vm)
     while (fr && fr != lc->frame) fr = fr->parent;
     if (fr != lc->frame) return;
     const LaPlan *p = lc->loop->u.fors.plan;
+    if (p->nested) return; /* reached from its inner loop only */
     if (vm->qcall_seq - lc->iter_seq != (uint64_t)p->nsites)
         return; /* this iteration's calls are not all made */
     Lookahead *la = la_of(in);
-    if (is_off(la, lc->loop)) return;
-    /* what is already running ahead for this loop (stale entries go) */
-    uint64_t next = lc->iter + 1;
-    int ahead = 0;
-    for (int i = 0; i < la->n;) {
-        Early *e = &la->v[i];
-        if (e->loop == lc->loop) {
-            if (e->iter <= lc->iter) {
-                drop_at(in, la, i);
-                continue;
-            }
-            if (e->iter + 1 > next) next = e->iter + 1;
+    if (!is_off(la, lc->loop) &&
+        start_next(vm, lc, p, (uint64_t)p->nsites, vm->qcall_seq, NULL, true)) {
+        /* at its end: the enclosing loop's next iterations, whose last step
+         * is this loop (laplan.h), their calls numbered after this loop's */
+        LoopCtx *up = lc->up;
+        const LaPlan *op = up ? up->loop->u.fors.plan : NULL;
+        if (op && op->nested && up->frame == lc->frame && op->nsteps &&
+            op->steps[op->nsteps - 1].expr == lc->loop && !is_off(la, up->loop)) {
+            uint64_t left = left_of(lc), per = (left + lc->iter + 1) * (uint64_t)p->nsites;
+            start_next(vm, up, op, per, vm->qcall_seq + left * (uint64_t)p->nsites, lc, left == 0);
         }
-        i++;
-    }
-    ahead = (int)(next - lc->iter - 1);
-    int depth = in->nworkers < 1 ? 1 : in->nworkers > 8 ? 8 : in->nworkers;
-    Value coll = lc->coll;
-    while (ahead < depth) {
-        /* the element of iteration `next`, as the loop will compute it */
-        Value elem;
-        if (coll.t == T_LIST) {
-            size_t pos = lc->pos + (size_t)(next - lc->iter);
-            if (pos >= AS_LIST(coll)->len) break;
-            elem = AS_LIST(coll)->v[pos];
-            if (is_lazy(elem)) break;
-        } else {
-            double x = lc->x;
-            for (uint64_t k = lc->iter; k < next; k++)
-                x += lc->step; /* the loop adds, so must we */
-            if (!(lc->step > 0 ? x < lc->stop : x > lc->stop)) break;
-            elem = v_num(x);
-        }
-        if (exec_unfinished(in->exec) + p->nsites >= 16 * (in->nworkers > 4 ? in->nworkers : 4))
-            break;
-        uint64_t base = vm->qcall_seq + (next - lc->iter - 1) * (uint64_t)p->nsites;
-        /* ahead, the loop's frame and module are in scope, whatever runs now */
-        Frame *saved_frame = vm->frame;
-        ObjModule *saved_mod = vm->mod;
-        vm->frame = lc->frame;
-        vm->mod = lc->mod;
-        bool ran = run_ahead(vm, lc, p, next, elem, base);
-        vm->frame = saved_frame;
-        vm->mod = saved_mod;
-        if (!ran) break;
-        next++;
-        ahead++;
     }
     update_watch(vm, la);
 }
@@ -377,6 +493,12 @@ void lookahead_stats(Interp *in, FILE *out)
     if (!la || !la->started) return;
     fprintf(out, "qh stats: lookahead started %lu calls early, %lu used, %lu dropped\n",
             la->started, la->used, la->dropped);
+    fprintf(out,
+            "qh stats: lookahead reached up to %d iterations ahead (a window of %d per loop)\n",
+            la->max_ahead,
+            in->nworkers < 1   ? 1
+            : in->nworkers > 8 ? 8
+                               : in->nworkers);
     if (la->checks)
         fprintf(out, "qh stats: lookahead checked %lu calls reached, %.1f us each\n", la->checks,
                 la->check_seconds * 1e6 / (double)la->checks);
