@@ -50,7 +50,9 @@
 #
 #    The same sweep with the circuit called through a plain fn
 #    (tests/bench/async/sweep_fn.qh, `fn energy(t) { return 2 * circuit(t)
-#    - 1 }`): the same target. Then the exact reuse check's cost: the
+#    - 1 }`), an 18 x 2 nested grid (async/sweep_grid.qh) and 20
+#    straight-line pairs (async/straight.qh): the same target. Then the
+#    exact reuse check's cost: the
 #    sweep's 12-wire version under --stats, whose "lookahead checked" line
 #    gives the check's time per call reached, against the time in tasks
 #    per call: <= 5%.
@@ -480,7 +482,7 @@ def dispatch_section():
 
 
 # -------------------------------------------------------------------- sweep
-def sweep_section(name="sweep.qh", what="`for t in ts { print(circuit(t)) }`", short="sweep"):
+def sweep_section(name="sweep.qh", what="`for t in ts { print(circuit(t)) }`", short="sweep", calls=None):
     """The sweep of lang/async.md "Lookahead": 40 calls of a 14-wire circuit,
     each value printed in its iteration; --workers 2 against --sync (and
     --no-lookahead for comparison), interleaved; the bytes must be equal."""
@@ -490,7 +492,7 @@ def sweep_section(name="sweep.qh", what="`for t in ts { print(circuit(t)) }`", s
     runs = {m: [] for m, _ in modes}
     for i in range(RUNS):
         for m, opts in modes:
-            r = run_plain([qh] + opts + [path, str(SWEEP_CALLS)])
+            r = run_plain([qh] + opts + [path, str(calls or SWEEP_CALLS)])
             runs[m].append(r)
             log("  sweep %-12s run %d: %.3f s%s" % (m, i + 1, r["wall"],
                 "" if r["rc"] == 0 else "  FAIL " + describe_fail(r)))
@@ -506,12 +508,12 @@ def sweep_section(name="sweep.qh", what="`for t in ts { print(circuit(t)) }`", s
                 bad.append("%s: %s" % (m, describe_fail(r)))
             elif ref is None or r["out"] != ref:
                 bad.append("%s printed other bytes than --sync" % m)
-    if ref is not None and len(ref.splitlines()) != SWEEP_CALLS:
-        bad.append("--sync printed %d lines, expected %d" % (len(ref.splitlines()), SWEEP_CALLS))
+    if ref is not None and len(ref.splitlines()) != (calls or SWEEP_CALLS):
+        bad.append("--sync printed %d lines, expected %d" % (len(ref.splitlines()), calls or SWEEP_CALLS))
     if bad:
         failures.append("%s: " % name + "; ".join(sorted(set(bad))[:3]))
     best = {m: min((r["wall"] for r in runs[m] if r["rc"] == 0), default=None) for m in runs}
-    print("## Sweep (%s, %d calls of a 14-wire circuit, best of %d)" % (what, SWEEP_CALLS, RUNS))
+    print("## Sweep (%s, %d calls of a 14-wire circuit, best of %d)" % (what, calls or SWEEP_CALLS, RUNS))
     print()
     print("| run | wall s | speedup over --sync | same bytes as --sync |")
     print("|---|---:|---:|---|")
@@ -525,7 +527,7 @@ def sweep_section(name="sweep.qh", what="`for t in ts { print(circuit(t)) }`", s
         sp = best["sync"] / best["async"]
         verdicts.append("- %s of %d 14-wire calls, --workers 2 vs --sync >= 1.8x, same bytes: **%s** "
                         "(%.2fx%s; without lookahead %s)" % (
-                            short, SWEEP_CALLS, "YES" if sp >= 1.8 and not bad else "NO", sp,
+                            short, calls or SWEEP_CALLS, "YES" if sp >= 1.8 and not bad else "NO", sp,
                             "" if not bad else ", output differs or a run failed",
                             "%.2fx" % (best["sync"] / best["no-lookahead"]) if best["no-lookahead"] else "?"))
     else:
@@ -837,6 +839,10 @@ if "sweep" in ONLY:
     sweep_section()
     sweep_section("sweep_fn.qh", "`for t in ts { print(energy(t)) }`, energy a plain fn calling the circuit",
                   "sweep through a plain fn")
+    sweep_section("sweep_grid.qh", "an 18 x 2 grid, `for a in ... { for b in range(2) { print(circuit(...)) } }`",
+                  "18 x 2 nested grid", 36)
+    sweep_section("straight.qh", "20 straight-line pairs `e = circuit(x_i); print(e)`",
+                  "20 straight-line pairs", 20)
 if "check" in ONLY:
     check_section()
 if "dispatch" in ONLY:
