@@ -76,12 +76,11 @@ bool load_compile(Interp *in, Source *src, LoadKind kind, ModInfo *session, Hide
         m->nprotos = 0;
         *out = m; /* the caller keeps the part, whatever follows */
         /* messages of resolve and analysis name the table's source: this input */
-        Source *session_src = session->src;
-        session->src = m->src;
+        session->msg_src = m->src; /* not src: tasks of earlier entries read it */
         bool ok = resolve_module(session, m->body, builtin_lookup, diag, false);
         if (ok) resolve_warn_hidden(session, m->body, builtin_lookup, memo, diag);
         ok = ok && analyse_body(session, m->body, first, diag);
-        session->src = session_src;
+        session->msg_src = NULL;
         ok = ok && preload_stmt(in, m->src, m->body, diag);
         if (!ok) load_forget_protos(session, first); /* a rejected entry defines nothing */
         return ok;

@@ -372,13 +372,13 @@ bool analyse_body(ModInfo *m, Node *body, int first_proto, FILE *diag)
                      "quantum function '%s' %s: a qfn body may not print, read input, read or "
                      "write files, import or assign globals",
                      f->name, f->impure_why);
-            diag_print(diag, m->src, f->impure_line, f->impure_col, "error", msg);
+            diag_print(diag, mod_msg_src(m), f->impure_line, f->impure_col, "error", msg);
         } else {
             snprintf(msg, sizeof msg,
                      "quantum function '%s' calls '%s', which prints, reads input, reads or writes "
                      "files, imports or assigns globals",
                      f->name, f->impure_why);
-            diag_print(diag, m->src, f->line, f->col, "error", msg);
+            diag_print(diag, mod_msg_src(m), f->line, f->col, "error", msg);
         }
         ok = false;
     }

@@ -255,6 +255,10 @@ typedef struct Source {
 
 typedef struct ModInfo {
     Source *src;
+    /* REPL: the entry being compiled, which resolve's and analysis' messages
+       name (NULL: src). Only the compiling (main) thread reads it: src itself
+       never changes, as tasks on workers read it for their tracebacks. */
+    const Source *msg_src;
     Node *body; /* N_BLOCK of top-level statements */
     int nglobals;
     const char **gnames;
@@ -269,6 +273,12 @@ typedef struct ModInfo {
     struct ModInfo *next_part; /* REPL: earlier inputs whose arenas we keep */
     bool prepared;             /* the evaluator prepared body and protos (main thread) */
 } ModInfo;
+
+/* the source that messages about m's code being compiled name */
+static inline const Source *mod_msg_src(const ModInfo *m)
+{
+    return m->msg_src ? m->msg_src : m->src;
+}
 
 /* arena for nodes and strings of one file */
 typedef struct Arena Arena;

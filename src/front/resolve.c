@@ -157,7 +157,7 @@ static void free_scope(Scope *s)
 
 static void error_at(Resolver *r, const Node *n, const char *msg)
 {
-    diag_print(r->diag, r->m->src, n->line, n->col, "error", msg);
+    diag_print(r->diag, mod_msg_src(r->m), n->line, n->col, "error", msg);
     r->ok = false;
 }
 
@@ -590,7 +590,7 @@ bool resolve_module(ModInfo *m, Node *body, BuiltinLookup builtins, FILE *diag, 
             if (!m->gassigned[g] && m->gbuiltin[g] < 0 && !warned[g]) {
                 char msg[300];
                 snprintf(msg, sizeof msg, "name '%s' is never bound in this file", n->u.var.name);
-                diag_print(diag, m->src, n->line, n->col, "warning", msg);
+                diag_print(diag, mod_msg_src(m), n->line, n->col, "warning", msg);
                 warned[g] = true;
             }
         }
@@ -657,7 +657,7 @@ typedef struct HideWalk {
 static void hide_note(HideSite *site, const HideWalk *w, const Node *n)
 {
     qh_assert(site);
-    if (!site->src) *site = (HideSite){ w->m->src, n->line, n->col };
+    if (!site->src) *site = (HideSite){ mod_msg_src(w->m), n->line, n->col };
 }
 
 /* a binding of a global: `callable` when it binds a function made right there */
@@ -690,7 +690,7 @@ static void local_bind(const HideWalk *w, LocalHide *lh, const Node *t, bool cal
 {
     if (!is_local(t) || callable) return;
     HideSite *b = &lh->bind[t->u.var.slot];
-    if (!b->src) *b = (HideSite){ w->m->src, t->line, t->col };
+    if (!b->src) *b = (HideSite){ mod_msg_src(w->m), t->line, t->col };
 }
 static void local_walk(const HideWalk *w, LocalHide *lh, const Node *n)
 {
@@ -713,7 +713,8 @@ static void local_walk(const HideWalk *w, LocalHide *lh, const Node *n)
     case N_CALL:
         if (is_local(n->u.call.fn)) {
             HideSite *c = &lh->call[n->u.call.fn->u.var.slot];
-            if (!c->src) *c = (HideSite){ w->m->src, n->u.call.fn->line, n->u.call.fn->col };
+            if (!c->src)
+                *c = (HideSite){ mod_msg_src(w->m), n->u.call.fn->line, n->u.call.fn->col };
         } else {
             local_walk(w, lh, n->u.call.fn);
         }
