@@ -12,7 +12,8 @@
 
 static int blank(char c) { return c == ' ' || c == '\t' || c == '\v' || c == '\f'; }
 
-/* One field [a, b): trimmed, unquoted, parsed. 0 or -1. */
+/* One field [a, b): trimmed, unquoted, parsed. 0 or -1 (not a number;
+   a NUL byte anywhere in it, which strtod would stop at, is not one). */
 static int field(const char *a, const char *b, double *out)
 {
     while (a < b && blank(*a)) a++;
@@ -23,13 +24,33 @@ static int field(const char *a, const char *b, double *out)
         while (a < b && blank(*a)) a++;
         while (b > a && blank(b[-1])) b--;
     }
-    if (a == b || b - a > 400) return -1;
-    char tmp[401];
-    memcpy(tmp, a, (size_t)(b - a));
-    tmp[b - a] = 0;
+    size_t l = (size_t)(b - a);
+    if (l == 0 || memchr(a, 0, l)) return -1;
+    char small[512];
+    char *tmp = l < sizeof small ? small : malloc(l + 1);
+    if (!tmp) return -2;
+    memcpy(tmp, a, l);
+    tmp[l] = 0;
     char *e;
     *out = strtod(tmp, &e);
-    return *e == 0 ? 0 : -1;
+    int ok = *e == 0;
+    if (tmp != small) free(tmp);
+    return ok ? 0 : -1;
+}
+
+/* The field as shown in a message: at most 40 bytes, a NUL as \0. */
+static void shown(char *dst, size_t cap, const char *a, const char *b)
+{
+    size_t k = 0;
+    for (const char *p = a; p < b && p - a < 40 && k + 3 < cap; p++) {
+        if (*p == 0) {
+            dst[k++] = '\\';
+            dst[k++] = '0';
+        } else {
+            dst[k++] = *p;
+        }
+    }
+    dst[k] = 0;
 }
 
 int io_csv_parse(const char *text, size_t len, const char *name, char delim, long skip,
@@ -75,12 +96,18 @@ int io_csv_parse(const char *text, size_t len, const char *name, char delim, lon
                 }
                 v = nv;
             }
-            if (field(f, g, &v[n]) != 0) {
+            int fr = field(f, g, &v[n]);
+            if (fr != 0) {
                 const char *fa = f, *fb = g;
                 while (fa < fb && blank(*fa)) fa++;
                 while (fb > fa && blank(fb[-1])) fb--;
-                qh_errf(err, errlen, "'%s': line %zu, field %zu: '%.*s' is not a number", name,
-                        line, k + 1, (int)(fb - fa > 40 ? 40 : fb - fa), fa);
+                char txt[100];
+                shown(txt, sizeof txt, fa, fb);
+                if (fr == -2)
+                    qh_errf(err, errlen, "'%s': out of memory", name);
+                else
+                    qh_errf(err, errlen, "'%s': line %zu, field %zu: '%s' is not a number", name,
+                            line, k + 1, txt);
                 free(v);
                 return -1;
             }

@@ -124,37 +124,36 @@ static int host_le(void)
     return c == 1;
 }
 
-/* The value after 'key': in a header dict (a pointer into it), or NULL. */
-static const char *dict_value(const char *h, size_t hl, const char *key)
-{
-    size_t kl = strlen(key);
-    for (size_t i = 0; i + kl + 2 <= hl; i++) {
-        if ((h[i] == '\'' || h[i] == '"') && memcmp(h + i + 1, key, kl) == 0 &&
-            h[i + 1 + kl] == h[i]) {
-            const char *p = h + i + kl + 2;
-            while (p < h + hl && (*p == ' ' || *p == ':')) p++;
-            return p;
-        }
-    }
-    return NULL;
-}
-
 typedef struct Dtype {
     char kind;
     int size;
     int swap;
 } Dtype; /* kind: f c i u b */
 
-/* Why: numpy writes descr as a byte order and a type code: '<f8', '|b1'. */
-static int parse_descr(const char *p, const char *end, Dtype *dt, char *code, size_t codelen)
+/* Why: numpy writes descr as a byte order and a type code: '<f8', '|b1'
+   (the string already read from the header's literal). */
+static int parse_descr(const char *s, Dtype *dt)
 {
-    if (p >= end || (*p != '\'' && *p != '"')) return -1;
-    char q = *p++;
-    const char *s = p;
-    while (p < end && *p != q) p++;
-    if (p >= end) return -1;
-    size_t l = (size_t)(p - s);
-    snprintf(code, codelen, "%.*s", (int)(l < 30 ? l : 30), s);
+    /* NumPy's names and one-letter codes (native byte order) */
+    static const struct {
+        const char *name, *code;
+    } names[] = { { "float64", "f8" },     { "float32", "f4" },   { "float16", "f2" },
+                  { "double", "f8" },      { "single", "f4" },    { "half", "f2" },
+                  { "complex128", "c16" }, { "complex64", "c8" }, { "cdouble", "c16" },
+                  { "csingle", "c8" },     { "int64", "i8" },     { "int32", "i4" },
+                  { "int16", "i2" },       { "int8", "i1" },      { "uint64", "u8" },
+                  { "uint32", "u4" },      { "uint16", "u2" },    { "uint8", "u1" },
+                  { "bool", "b1" },        { "d", "f8" },         { "f", "f4" },
+                  { "e", "f2" },           { "D", "c16" },        { "F", "c8" },
+                  { "?", "b1" },           { "b", "i1" },         { "B", "u1" },
+                  { "h", "i2" },           { "H", "u2" },         { "i", "i4" },
+                  { "I", "u4" },           { "q", "i8" },         { "Q", "u8" } };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strcmp(s, names[i].name) == 0) {
+            s = names[i].code;
+            break;
+        }
+    size_t l = strlen(s);
     if (l < 2) return -1;
     char order = s[0];
     const char *t = s + 1;
@@ -163,9 +162,10 @@ static int parse_descr(const char *p, const char *end, Dtype *dt, char *code, si
         t = s;
     }
     dt->kind = t[0];
+    if (t[1] < '0' || t[1] > '9') return -1;
     char *e;
     long sz = strtol(t + 1, &e, 10);
-    if (e != p || sz <= 0) return -1;
+    if (*e != 0 || sz <= 0) return -1;
     dt->size = (int)sz;
     int le = host_le();
     dt->swap = (order == '<' && !le) || (order == '>' && le);
@@ -256,6 +256,8 @@ int io_npy_parse(const unsigned char *buf, size_t len, const char *name, IoArray
         return qh_errf(err, errlen, "'%s': not a .npy file (bad magic string)", name);
     int major = buf[6];
     size_t hl, off;
+    if (buf[7] != 0 && major >= 1 && major <= 3)
+        return qh_errf(err, errlen, "'%s': unsupported .npy version %d.%d", name, major, buf[7]);
     if (major == 1) {
         hl = (size_t)buf[8] | (size_t)buf[9] << 8;
         off = 10;
@@ -267,43 +269,21 @@ int io_npy_parse(const unsigned char *buf, size_t len, const char *name, IoArray
         return qh_errf(err, errlen, "'%s': unsupported .npy version %d.%d", name, major, buf[7]);
     }
     if (hl > len - off) return qh_errf(err, errlen, "'%s': bad .npy header (truncated)", name);
-    const char *h = (const char *)buf + off, *he = h + hl;
-    const char *pd = dict_value(h, hl, "descr"), *pf = dict_value(h, hl, "fortran_order"),
-               *ps = dict_value(h, hl, "shape");
-    if (!pd || !pf || !ps)
-        return qh_errf(err, errlen, "'%s': bad .npy header (needs descr, fortran_order and shape)",
-                       name);
-    Dtype dt;
     char code[32] = "";
-    if (parse_descr(pd, he, &dt, code, sizeof code) != 0)
+    int fortran = 0, nd = 0;
+    int hr = io_npy_header(buf + off, hl, major, name, code, sizeof code, &fortran, &nd, out->shape,
+                           err, errlen);
+    if (hr < 0) return -1;
+    Dtype dt;
+    if (hr > 0 || parse_descr(code, &dt) != 0)
         return qh_errf(err, errlen,
                        "'%s': unsupported dtype '%s' (numbers only: float, complex, int, bool)",
                        name, code);
-    int fortran;
-    if (he - pf >= 4 && memcmp(pf, "True", 4) == 0)
-        fortran = 1;
-    else if (he - pf >= 5 && memcmp(pf, "False", 5) == 0)
-        fortran = 0;
-    else
-        return qh_errf(err, errlen, "'%s': bad .npy header (fortran_order)", name);
-    if (*ps != '(') return qh_errf(err, errlen, "'%s': bad .npy header (shape)", name);
-    ps++;
-    int nd = 0;
     size_t n = 1;
-    for (;;) {
-        while (ps < he && (*ps == ' ' || *ps == ',')) ps++;
-        if (ps < he && *ps == ')') break;
-        if (ps >= he || *ps < '0' || *ps > '9')
-            return qh_errf(err, errlen, "'%s': bad .npy header (shape)", name);
-        if (nd == IO_MAX_DIMS)
-            return qh_errf(err, errlen, "'%s': more than %d dimensions", name, IO_MAX_DIMS);
-        char *e;
-        unsigned long long v = strtoull(ps, &e, 10);
-        ps = e;
-        if (ps < he && *ps == 'L') ps++;
-        out->shape[nd++] = (size_t)v;
+    for (int i = 0; i < nd; i++) {
+        size_t v = out->shape[i];
         if (v && n > SIZE_MAX / 16 / v) return qh_errf(err, errlen, "'%s': shape too large", name);
-        n *= (size_t)v;
+        n *= v;
     }
     out->ndim = nd;
     out->n = n;

@@ -60,6 +60,8 @@ typedef struct Buf {
     char *d;
     size_t n, cap;
     int oom;
+    size_t bad; /* dumping: 1 + the offset of the first invalid UTF-8 byte of a string */
+    unsigned char badbyte;
 } Buf;
 
 static void put(Buf *b, const char *s, size_t n)
@@ -107,6 +109,24 @@ static void put_utf8(Buf *b, unsigned cp)
     put(b, u, n);
 }
 
+/* The length of the valid UTF-8 sequence at s (n bytes left), or 0: no
+   overlong forms, no surrogates (ED A0..BF), nothing past U+10FFFF. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t k = c < 0x80                 ? 1
+               : c >= 0xC2 && c < 0xE0  ? 2
+               : c >= 0xE0 && c < 0xF0  ? 3
+               : c >= 0xF0 && c <= 0xF4 ? 4
+                                        : 0;
+    if (k == 0 || k > n) return 0;
+    for (size_t j = 1; j < k; j++)
+        if ((s[j] & 0xC0) != 0x80) return 0;
+    if (k == 3 && ((c == 0xE0 && s[1] < 0xA0) || (c == 0xED && s[1] >= 0xA0))) return 0;
+    if (k == 4 && ((c == 0xF0 && s[1] < 0x90) || (c == 0xF4 && s[1] >= 0x90))) return 0;
+    return k;
+}
+
 static int hex4(P *p, unsigned *v)
 {
     if (p->e - p->p < 4) return -1;
@@ -136,8 +156,26 @@ static int string(P *p, char **out, size_t *len)
             break;
         }
         const char *a = p->p;
-        while (p->p < p->e && *p->p != '"' && *p->p != '\\' && (unsigned char)*p->p >= 0x20) p->p++;
+        int badutf8 = 0;
+        while (p->p < p->e && *p->p != '"' && *p->p != '\\' && (unsigned char)*p->p >= 0x20) {
+            if ((unsigned char)*p->p < 0x80) {
+                p->p++;
+                continue;
+            }
+            size_t k = utf8_seq((const unsigned char *)p->p, (size_t)(p->e - p->p));
+            if (!k) {
+                badutf8 = 1;
+                break;
+            }
+            p->p += k;
+        }
         put(&b, a, (size_t)(p->p - a));
+        if (badutf8) { /* Python decodes the text first and refuses it */
+            char m[64];
+            snprintf(m, sizeof m, "invalid UTF-8 (byte 0x%02x)", (unsigned char)*p->p);
+            fail(p, m);
+            break;
+        }
         if (p->p >= p->e) {
             fail(p, "unterminated string");
             break;
@@ -182,6 +220,15 @@ static int string(P *p, char **out, size_t *len)
                     cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
                 else
                     p->p = save;
+            }
+            if (cp >= 0xD800 && cp < 0xE000) {
+                /* Python keeps a lone surrogate in its str; a qh string is UTF-8 and
+                   cannot hold one: refused rather than written as invalid UTF-8 */
+                char m[80];
+                snprintf(m, sizeof m, "lone surrogate \\u%04x (qh's strings are UTF-8)", cp);
+                p->p -= 6;
+                fail(p, m);
+                goto out;
             }
             put_utf8(&b, cp);
             continue;
@@ -467,6 +514,29 @@ static void dump_string(Buf *b, const char *s, size_t n)
         else if (c < 0x20 || c == 0x7f) {
             snprintf(u, sizeof u, "\\u%04x", c);
             esc = u;
+        } else if (c >= 0x80) {
+            size_t k = utf8_seq((const unsigned char *)s + i, n - i);
+            if (k) {
+                i += k - 1;
+                continue;
+            }
+            if (c == 0xED && n - i >= 3 && ((unsigned char)s[i + 1] & 0xE0) == 0xA0 &&
+                ((unsigned char)s[i + 2] & 0xC0) == 0x80) {
+                /* a surrogate encoded as UTF-8 bytes: the escape Python writes */
+                unsigned cp =
+                    0xD000u | ((unsigned)(s[i + 1] & 0x3F) << 6) | (unsigned)(s[i + 2] & 0x3F);
+                snprintf(u, sizeof u, "\\u%04x", cp);
+                put(b, s + a, i - a);
+                put(b, u, strlen(u));
+                i += 2;
+                a = i + 1;
+                continue;
+            }
+            if (!b->bad) {
+                b->bad = i + 1;
+                b->badbyte = c;
+            }
+            continue;
         }
         if (esc) {
             put(b, s + a, i - a);
@@ -542,6 +612,12 @@ char *io_json_dump(const IoJson *j, int indent, size_t *len, char *err, size_t e
     if (b.oom) {
         free(b.d);
         qh_errf(err, errlen, "out of memory");
+        return NULL;
+    }
+    if (b.bad) { /* JSON text is Unicode: a string of other bytes has no JSON form */
+        free(b.d);
+        qh_errf(err, errlen, "a string is not valid UTF-8 (byte 0x%02x at offset %zu)", b.badbyte,
+                b.bad - 1);
         return NULL;
     }
     if (len) *len = b.n;

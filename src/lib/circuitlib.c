@@ -293,6 +293,8 @@ static Value bi_qasm_file(VM *vm, Args *a)
     if (a->v[0].t != T_STR)
         return vm_error(vm, a->site, "qasm_file() needs a file path string, not %s",
                         type_name(a->v[0]));
+    if (memchr(AS_STR(a->v[0])->s, 0, AS_STR(a->v[0])->len))
+        return vm_error(vm, a->site, "qasm_file(): the path has an embedded null byte");
     const char *path = AS_STR(a->v[0])->s;
     char err[600];
     size_t n;

@@ -26,7 +26,12 @@ static bool path_arg(VM *vm, Args *a, const char **path)
                  type_name(a->v[0]));
         return false;
     }
-    *path = AS_STR(a->v[0])->s;
+    ObjStr *s = AS_STR(a->v[0]);
+    if (memchr(s->s, 0, s->len)) { /* the OS would see a shorter name: Python refuses it too */
+        vm_error(vm, a->site, "%s(): the path has an embedded null byte", a->def->name);
+        return false;
+    }
+    *path = s->s;
     return true;
 }
 
