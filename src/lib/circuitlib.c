@@ -75,6 +75,12 @@ static bool circ_ser(Value v, SerCtx *sc)
     return true;
 }
 
+static bool des_fail_bool(SerCtx *sc)
+{
+    des_fail(sc, "circuit");
+    return false;
+}
+
 static Value circ_deser(SerCtx *sc, ValType t, size_t id)
 {
     (void)id;
@@ -128,15 +134,38 @@ static Value circ_deser(SerCtx *sc, ValType t, size_t id)
             c->nops = c->capops = (size_t)i + (ok ? 1 : 0);
             if (!ok) break;
             size_t nw = (size_t)op->nctrl + (size_t)op->nwires;
-            if (op->nctrl < 0 || op->nwires < 0 || op->nparams < 0 || op->nparams > 3 ||
-                (op->cond >= 0 && (uint64_t)op->cond >= nconds) ||
-                (at != UINT64_MAX && (at > npool || nw > npool - at))) {
+            /* every id and index against its table: kind, gate, channel,
+               condition, bit, and (below) each wire */
+            if (op->nctrl < 0 || op->nwires < 0 || nw > SV_MAX_WIRES || op->nparams < 0 ||
+                op->nparams > 4 || (unsigned)op->kind > QASM_CHANNEL ||
+                (op->kind == QASM_GATE && (unsigned)op->gate >= SV_NGATES) ||
+                (op->kind == QASM_CHANNEL && (unsigned)op->chan >= DM_NCHANNELS) ||
+                (op->kind == QASM_MEASURE && (op->clbit < 0 || op->clbit >= c->nclbits)) ||
+                op->cond < -1 || (op->cond >= 0 && (uint64_t)op->cond >= nconds) ||
+                (at == UINT64_MAX && nw) || (at != UINT64_MAX && (at > npool || nw > npool - at))) {
                 des_fail(sc, "circuit");
                 ok = false;
                 break;
             }
             if (at != UINT64_MAX) op->wires = c->pool + at;
         }
+    }
+    /* the tables themselves: sizes, register names and ranges, wires, condition bits */
+    if (ok && (nq > (1u << 20) || nc > (1u << 20))) ok = des_fail_bool(sc);
+    for (size_t i = 0; ok && i < c->npool; i++)
+        if (c->pool[i] < 0 || c->pool[i] >= c->nqubits) ok = des_fail_bool(sc);
+    for (size_t i = 0; ok && i < c->nconds; i++) {
+        const QasmCond *cd = &c->conds[i];
+        if (cd->nbits < 0 || cd->nbits > 64) ok = des_fail_bool(sc);
+        for (int k = 0; ok && k < cd->nbits; k++)
+            if (cd->bits[k] < 0 || cd->bits[k] >= c->nclbits) ok = des_fail_bool(sc);
+    }
+    for (int i = 0; ok && i < c->nqregs + c->ncregs; i++) {
+        const QasmReg *g = i < c->nqregs ? &c->qregs[i] : &c->cregs[i - c->nqregs];
+        int total = i < c->nqregs ? c->nqubits : c->nclbits;
+        if (memchr(g->name, 0, sizeof g->name) == NULL || g->size < 1 || g->offset < 0 ||
+            g->offset > total || g->size > total - g->offset)
+            ok = des_fail_bool(sc);
     }
     if (!ok) {
         if (!sc->failed) ser_fail(sc, "out of memory");

@@ -120,6 +120,12 @@ static Value device_deser(SerCtx *sc, ValType t, size_t id)
         decref(dv);
         return nz;
     }
+    /* as device() checks it: nil or a plain function (never the device itself) */
+    if (nz.t != T_NIL && (nz.t != T_FUNC || AS_FUNC(nz)->p->is_qfn)) {
+        decref(nz);
+        decref(dv);
+        return des_fail(sc, "device");
+    }
     d->noise = nz;
     return dv;
 }

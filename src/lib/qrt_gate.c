@@ -678,12 +678,30 @@ static Value mod_deser(SerCtx *sc, ValType t, size_t id)
         decref(mv);
         return v_exc();
     }
-    des_note(sc, id, &m->h);
+    for (uint32_t i = 0; i < nctrl; i++)
+        if (m->ctrl[i] < 0 || m->ctrl[i] >= SV_MAX_WIRES) {
+            decref(mv);
+            return des_fail(sc, "ctrl");
+        }
+    des_note(sc, id, &m->h); /* its function may reach it through a module's globals */
     Value f = des_value(sc);
     if (IS_EXC(f)) {
         decref(mv);
         return f;
     }
+    if (f.t == T_OP || !is_callable(f)) {
+        decref(f);
+        decref(mv);
+        return des_fail(sc, "ctrl");
+    }
+    /* adjoint(f) is made from an f that exists first: a chain of modifiers
+       never comes back to itself (calling it would recurse forever) */
+    for (Value g = f; g.t == T_MODFN; g = AS_MODFN(g)->fn)
+        if (g.o == &m->h) {
+            decref(f);
+            decref(mv);
+            return des_fail(sc, "ctrl");
+        }
     m->fn = f;
     return mv;
 }

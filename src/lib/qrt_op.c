@@ -197,6 +197,10 @@ static Value op_copy(Value v, CopyCtx *cc)
 }
 
 /* the SvOp (its matrix pointer aside), then each owned array with its length */
+/* The most wires a matrix or Kraus operator of an operator has on the wire
+   (QubitUnitary's bound is far below). */
+#define OP_MATRIX_WIRES 16
+
 static void ser_array(SerCtx *sc, const void *p, size_t bytes)
 {
     ser_u64(sc, p ? bytes : 0);
@@ -227,7 +231,8 @@ static bool op_ser(Value v, SerCtx *sc)
                         "a gate made from a differentiated value cannot be sent to another rank");
     SvOp op = p->op;
     op.matrix = NULL;
-    size_t d = (size_t)1 << p->op.nwires;
+    /* matrices exist only for few wires (a 64-wire observable has none: no 1 << 64) */
+    size_t d = p->op.nwires <= OP_MATRIX_WIRES ? (size_t)1 << p->op.nwires : 0;
     ser_u32(sc, (uint32_t)p->kind);
     ser_bytes(sc, &op, sizeof op);
     ser_u32(sc, (uint32_t)p->chan);
@@ -268,9 +273,18 @@ static Value op_deser(SerCtx *sc, ValType t, size_t id)
         return v_exc();
     if (kind > OPK_CHAN || op.nwires < 0 || op.nwires > SV_MAX_WIRES || op.nparams < 0 ||
         op.nparams > 3 || op.nctrl < 0 || op.nctrl > SV_MAX_WIRES || nkraus > 64 ||
-        nterms > (1u << 24) || nb > (1u << 24) || paulis[sizeof paulis - 1])
+        nterms > (1u << 24) || nb > (1u << 24) || paulis[sizeof paulis - 1] ||
+        (unsigned)op.gate >= SV_NGATES || chan >= DM_NCHANNELS ||
+        op.nwires + op.nctrl > SV_MAX_WIRES)
         return des_fail(sc, "operator");
-    size_t d = (size_t)1 << op.nwires;
+    /* every id and index against its table: the gate, the channel (above), each wire */
+    for (int i = 0; i < op.nwires; i++)
+        if (op.wires[i] < 0 || op.wires[i] >= SV_MAX_WIRES) return des_fail(sc, "operator");
+    for (int i = 0; i < op.nctrl; i++)
+        if (op.ctrl[i] < 0 || op.ctrl[i] >= SV_MAX_WIRES) return des_fail(sc, "operator");
+    if (op.nwires > OP_MATRIX_WIRES && (nkraus || op.gate == SV_QUBITUNITARY))
+        return des_fail(sc, "operator");
+    size_t d = op.nwires <= OP_MATRIX_WIRES ? (size_t)1 << op.nwires : 0;
     ObjOp *p = op_new((int)kind);
     Value pv = v_obj(&p->h);
     p->op = op;
@@ -307,6 +321,11 @@ static Value op_deser(SerCtx *sc, ValType t, size_t id)
                 des_fail(sc, "operator");
                 ok = false;
             }
+            for (int k = 0; ok && k < t.k; k++)
+                if (t.wires[k] < 0 || t.wires[k] >= SV_MAX_WIRES) {
+                    des_fail(sc, "operator");
+                    ok = false;
+                }
             if (!ok) break;
             size_t bd = (size_t)1 << t.k;
             void *m = NULL, *ket = NULL;

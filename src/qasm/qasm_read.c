@@ -45,6 +45,73 @@ typedef struct Env { /* a gate body's bindings */
     const int *wires;
 } Env;
 
+/* A name -> index table (open addressing, FNV-1a): files with many
+   registers or gate definitions are read in linear time. */
+typedef struct Names {
+    const char **keys; /* borrowed: the names live in the defs / registers */
+    int *vals;
+    size_t cap, n;
+} Names;
+
+static size_t name_hash(const char *s)
+{
+    size_t h = 1469598103934665603ull & SIZE_MAX;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * (size_t)1099511628211ull;
+    return h;
+}
+
+static int names_get(const Names *t, const char *s)
+{
+    if (!t->cap) return -1;
+    for (size_t i = name_hash(s) & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+        if (!t->keys[i]) return -1;
+        if (strcmp(t->keys[i], s) == 0) return t->vals[i];
+    }
+}
+
+/* Sets (or replaces) s -> v; the key must stay valid while the table lives
+   (when replacing, the new key is stored). 0, or -1: out of memory. */
+static int names_set(Names *t, const char *s, int v)
+{
+    if (2 * (t->n + 1) > t->cap) {
+        size_t nc = t->cap ? 2 * t->cap : 64;
+        const char **nk = calloc(nc, sizeof *nk);
+        int *nv = calloc(nc, sizeof *nv);
+        if (!nk || !nv) {
+            free(nk);
+            free(nv);
+            return -1;
+        }
+        for (size_t i = 0; i < t->cap; i++)
+            if (t->keys[i]) {
+                size_t j = name_hash(t->keys[i]) & (nc - 1);
+                while (nk[j]) j = (j + 1) & (nc - 1);
+                nk[j] = t->keys[i];
+                nv[j] = t->vals[i];
+            }
+        free(t->keys);
+        free(t->vals);
+        t->keys = nk;
+        t->vals = nv;
+        t->cap = nc;
+    }
+    size_t i = name_hash(s) & (t->cap - 1);
+    while (t->keys[i] && strcmp(t->keys[i], s) != 0) i = (i + 1) & (t->cap - 1);
+    if (!t->keys[i]) t->n++;
+    t->keys[i] = s;
+    t->vals[i] = v;
+    return 0;
+}
+
+static void names_free(Names *t)
+{
+    free(t->keys);
+    free(t->vals);
+    memset(t, 0, sizeof *t);
+}
+
+volatile int *qasm_interrupt_flag;
+
 typedef struct Rd {
     Tok *t;
     int nt, pos;
@@ -53,8 +120,11 @@ typedef struct Rd {
     int ndefs, capdefs;
     int ctrl[SV_MAX_WIRES]; /* controls added by enclosing modifiers */
     int nctrl;
-    int cond;  /* the condition of the statement being read */
-    int depth; /* nesting of gate expansions */
+    int cond;                       /* the condition of the statement being read */
+    int depth;                      /* nesting of gate expansions */
+    int edepth;                     /* nesting of an expression */
+    long steps;                     /* gate applications and statements read (QASM_MAX_STEPS) */
+    Names defnames, qnames, cnames; /* hashed look-ups: gate definitions, registers */
     char *err;
     size_t errlen;
     int failed;
@@ -275,13 +345,22 @@ static int power(Rd *r, const Env *env, double *v)
 
 static int unary(Rd *r, const Env *env, double *v)
 {
+    /* every recursion of an expression (parentheses, signs, powers,
+       function calls) passes here */
+    if (r->edepth >= QASM_MAX_NESTING)
+        return rd_err(r, cur(r)->line, "expression nested deeper than %d", QASM_MAX_NESTING);
+    r->edepth++;
+    int rc;
     if (accept(r, "-")) {
-        if (unary(r, env, v)) return -1;
-        *v = -*v;
-        return 0;
+        rc = unary(r, env, v);
+        if (!rc) *v = -*v;
+    } else if (accept(r, "+")) {
+        rc = unary(r, env, v);
+    } else {
+        rc = power(r, env, v);
     }
-    if (accept(r, "+")) return unary(r, env, v);
-    return power(r, env, v);
+    r->edepth--;
+    return rc;
 }
 
 static int term(Rd *r, const Env *env, double *v)
@@ -427,6 +506,8 @@ int qasm_add_cond(QasmCircuit *c, const QasmCond *cond)
     return (int)c->nconds++;
 }
 
+static int step(Rd *r, int line);
+
 /* Why: one place turns a primitive into an op: the enclosing controls are
    added, a controlled global phase becomes a PhaseShift on a control, and
    wires are checked distinct with the line in the message. */
@@ -449,6 +530,7 @@ static int emit(Rd *r, int line, QasmKind kind, SvGate g, int adj, const double 
         g = SV_PHASESHIFT;
         totc--;
     }
+    if (step(r, line)) return -1;
     QasmOp *op = qasm_add(r->c, kind, w, totc, n - totc);
     if (!op) return rd_err(r, line, "out of memory");
     op->gate = g;
@@ -607,9 +689,25 @@ static int body(Rd *r, const Env *env, int end);
 
 static const GateDef *find_def(Rd *r, const char *name)
 {
-    for (int i = r->ndefs - 1; i >= 0; i--)
-        if (strcmp(r->defs[i].name, name) == 0) return &r->defs[i];
-    return NULL;
+    int i = names_get(&r->defnames, name); /* the latest definition of the name */
+    return i >= 0 && i < r->ndefs ? &r->defs[i] : NULL;
+}
+
+/* Why: a statement, a gate application, an op all count against the
+   file's bounds (and a caller's interrupt is seen here). */
+static int step(Rd *r, int line)
+{
+    if (++r->steps > QASM_MAX_STEPS)
+        return rd_err(r, line,
+                      "the circuit expands to more than %d gate applications (the limit of a file)",
+                      QASM_MAX_STEPS);
+    if (r->c->nops >= QASM_MAX_OPS)
+        return rd_err(r, line,
+                      "the circuit expands to more than %d operations (the limit of a file)",
+                      QASM_MAX_OPS);
+    if ((r->steps & 4095) == 0 && qasm_interrupt_flag && *qasm_interrupt_flag)
+        return rd_err(r, line, "interrupted");
+    return 0;
 }
 
 /* Why: the adjoint of an expansion is its ops reversed, each inverted. */
@@ -646,6 +744,7 @@ static int apply_named(Rd *r, int line, const char *name, const double *p, int n
         return rd_err(r, line, "%s takes %d parameter%s, got %d", name, d->nparams,
                       d->nparams == 1 ? "" : "s", np);
     if (r->depth > 64) return rd_err(r, line, "gate definitions nested too deeply (at '%s')", name);
+    if (step(r, line)) return -1;
     Env env = { d, p, q };
     size_t from = r->c->nops;
     int save = r->pos;
@@ -722,11 +821,11 @@ typedef struct Arg {
     int line;
 } Arg; /* wires first..first+size-1 (size 1: one qubit) */
 
-static const QasmReg *find_reg(const QasmReg *regs, int n, const char *name)
+static const QasmReg *find_reg_in(const Rd *r, int classical, const char *name)
 {
-    for (int i = 0; i < n; i++)
-        if (strcmp(regs[i].name, name) == 0) return &regs[i];
-    return NULL;
+    int i = names_get(classical ? &r->cnames : &r->qnames, name);
+    if (classical) return i >= 0 && i < r->c->ncregs ? &r->c->cregs[i] : NULL;
+    return i >= 0 && i < r->c->nqregs ? &r->c->qregs[i] : NULL;
 }
 
 /* A qubit (or, at the top level, a whole register) operand. */
@@ -749,10 +848,9 @@ static int operand(Rd *r, const Env *env, int classical, Arg *a)
         return rd_err(r, a->line, "unknown qubit '%s' in the body of gate '%s'", name,
                       env->g->name);
     }
-    const QasmReg *reg = classical ? find_reg(r->c->cregs, r->c->ncregs, name)
-                                   : find_reg(r->c->qregs, r->c->nqregs, name);
+    const QasmReg *reg = find_reg_in(r, classical, name);
     if (!reg) {
-        if (!classical && find_reg(r->c->cregs, r->c->ncregs, name))
+        if (!classical && find_reg_in(r, 1, name))
             return rd_err(r, a->line, "'%s' is a classical register, not qubits", name);
         return rd_err(r, a->line, "unknown %s register '%s'", classical ? "classical" : "quantum",
                       name);
@@ -816,8 +914,8 @@ static int gate_call(Rd *r, const Env *env)
                 if (k != floor(k) || k < 1 || k > 32)
                     return rd_err(r, line, "bad number of controls");
             }
+            if (m.nctrl + (int)k > 32) return rd_err(r, line, "too many controls");
             for (int i = 0; i < (int)k; i++) m.ctrlneg[m.nctrl++] = neg;
-            if (m.nctrl > 32) return rd_err(r, line, "too many controls");
         } else
             break;
         if (expect(r, "@")) return -1;
@@ -867,6 +965,7 @@ static int measure_stmt(Rd *r, const Arg *qa, const Arg *ca, int line)
     int n = qa->size < 0 ? 1 : qa->size;
     for (int k = 0; k < n; k++) {
         int w = wire_of(qa, k);
+        if (step(r, line)) return -1;
         QasmOp *op = qasm_add(r->c, QASM_MEASURE, &w, 0, 1);
         if (!op) return rd_err(r, line, "out of memory");
         op->clbit = wire_of(ca, k);
@@ -882,15 +981,32 @@ static int statement(Rd *r, const Env *env);
 static int declare(Rd *r, int quantum, const char *name, int size, int line)
 {
     if (size < 1 || size > 4096) return rd_err(r, line, "register '%s' of size %d", name, size);
-    if (find_reg(r->c->qregs, r->c->nqregs, name) || find_reg(r->c->cregs, r->c->ncregs, name))
+    if (find_reg_in(r, 0, name) || find_reg_in(r, 1, name))
         return rd_err(r, line, "'%s' is already declared", name);
     QasmReg **regs = quantum ? &r->c->qregs : &r->c->cregs;
     int *n = quantum ? &r->c->nqregs : &r->c->ncregs;
-    QasmReg *nr = realloc(*regs, (size_t)(*n + 1) * sizeof(QasmReg));
-    if (!nr) return rd_err(r, line, "out of memory");
-    *regs = nr;
-    QasmReg *g = &nr[(*n)++];
+    if (r->c->nqubits + (quantum ? size : 0) > 1000000 ||
+        r->c->nclbits + (quantum ? 0 : size) > 1000000)
+        return rd_err(r, line, "more than 1000000 %s in the file", quantum ? "qubits" : "bits");
+    /* the array grows by doubling (capacity: the next power of two) */
+    int moved = 0;
+    if ((*n & (*n - 1)) == 0) {
+        QasmReg *nr = realloc(*regs, (size_t)(*n ? 2 * *n : 1) * sizeof(QasmReg));
+        if (!nr) return rd_err(r, line, "out of memory");
+        moved = nr != *regs;
+        *regs = nr;
+    }
+    QasmReg *g = &(*regs)[(*n)++];
     snprintf(g->name, sizeof g->name, "%s", name);
+    /* the table's keys point into the array: rebuilt when it moved */
+    Names *t = quantum ? &r->qnames : &r->cnames;
+    if (moved) {
+        names_free(t);
+        for (int i = 0; i < *n; i++)
+            if (names_set(t, (*regs)[i].name, i)) return rd_err(r, line, "out of memory");
+    } else if (names_set(t, g->name, *n - 1)) {
+        return rd_err(r, line, "out of memory");
+    }
     g->size = size;
     if (quantum) {
         g->offset = r->c->nqubits;
@@ -920,6 +1036,11 @@ static int gate_def(Rd *r, int opaque)
         int cap = r->capdefs ? 2 * r->capdefs : 16;
         GateDef *nd = realloc(r->defs, (size_t)cap * sizeof(GateDef));
         if (!nd) return rd_err(r, line, "out of memory");
+        if (nd != r->defs) { /* the table's keys point into the array */
+            names_free(&r->defnames);
+            for (int i = 0; i < r->ndefs; i++)
+                if (names_set(&r->defnames, nd[i].name, i)) return rd_err(r, line, "out of memory");
+        }
         r->defs = nd;
         r->capdefs = cap;
     }
@@ -941,7 +1062,12 @@ static int gate_def(Rd *r, int opaque)
         if (ident(r, g->qnames[g->nqubits++], 32, "a qubit argument")) return -1;
         if (!accept(r, ",")) break;
     }
-    if (opaque) return expect(r, ";") ? -1 : (r->ndefs++, 0);
+    if (opaque) {
+        if (expect(r, ";")) return -1;
+        if (names_set(&r->defnames, g->name, r->ndefs)) return rd_err(r, line, "out of memory");
+        r->ndefs++;
+        return 0;
+    }
     if (expect(r, "{")) return -1;
     g->body = r->pos;
     int depth = 1;
@@ -956,6 +1082,7 @@ static int gate_def(Rd *r, int opaque)
     /* a gate named like a qelib1 gate replaces it only if it is new: files
        that paste qelib1.inc in keep the built-in meaning (same unitary) */
     if (builtin(g->name)) return 0;
+    if (names_set(&r->defnames, g->name, r->ndefs)) return rd_err(r, line, "out of memory");
     r->ndefs++;
     return 0;
 }
@@ -984,10 +1111,27 @@ static int condition(Rd *r, QasmCond *cd)
         Tok *t = cur(r);
         if (t->kind != T_NUM || t->num != floor(t->num) || t->num < 0)
             return rd_err(r, t->line, "expected a whole number in the condition");
-        if (cd->nbits < 64 && t->num >= ldexp(1, cd->nbits))
-            return rd_err(r, t->line, "%g does not fit in %d bit%s", t->num, cd->nbits,
+        /* the value exactly: decimal digits read as an integer (a double
+           rounds past 2^53), anything else must be below 2^64 */
+        uint64_t val = 0;
+        int exact = 1, over = 0;
+        for (int i = 0; i < t->len; i++) {
+            char ch = t->s[i];
+            if (ch < '0' || ch > '9') {
+                exact = 0;
+                break;
+            }
+            if (val > (UINT64_MAX - (uint64_t)(ch - '0')) / 10) over = 1;
+            val = val * 10 + (uint64_t)(ch - '0');
+        }
+        if (!exact) {
+            over = t->num >= 18446744073709551616.0;
+            val = over ? 0 : (uint64_t)t->num;
+        }
+        if (over || (cd->nbits < 64 && val >> cd->nbits))
+            return rd_err(r, t->line, "%.*s does not fit in %d bit%s", t->len, t->s, cd->nbits,
                           cd->nbits == 1 ? "" : "s");
-        cd->value = (uint64_t)t->num;
+        cd->value = val;
         cd->negate = ne;
         r->pos++;
     } else {
@@ -1014,6 +1158,7 @@ static int statement(Rd *r, const Env *env)
 {
     Tok *t = cur(r);
     int line = t->line;
+    if (step(r, line)) return -1;
     if (t->kind != T_ID) {
         if (accept(r, ";")) return 0;
         return rd_err(r, line, "expected a statement, got '%.*s'", t->len, t->s);
@@ -1030,9 +1175,9 @@ static int statement(Rd *r, const Env *env)
     if (accept(r, "OPENQASM")) {
         Tok *v = cur(r);
         if (v->kind != T_NUM) return rd_err(r, line, "expected a version number");
-        r->c->version = (int)v->num;
         if (v->num != 2.0 && v->num != 3.0 && v->num != 3.1 && v->num != 3.2)
             return rd_err(r, line, "unsupported OpenQASM version %g (2.0 or 3)", v->num);
+        r->c->version = (int)v->num; /* checked first: no out-of-range conversion */
         r->pos++;
         return expect(r, ";");
     }
@@ -1088,6 +1233,7 @@ static int statement(Rd *r, const Env *env)
         int n = qa.size < 0 ? 1 : qa.size;
         for (int k = 0; k < n; k++) {
             int w = wire_of(&qa, k);
+            if (step(r, line)) return -1;
             QasmOp *op = qasm_add(r->c, QASM_RESET, &w, 0, 1);
             if (!op) return rd_err(r, line, "out of memory");
             op->cond = r->cond;
@@ -1128,7 +1274,7 @@ static int statement(Rd *r, const Env *env)
     char nm[64];
     if (ident(r, nm, sizeof nm, "a name") == 0 && (is(r, "=") || is(r, "["))) {
         r->pos = save;
-        if (find_reg(r->c->cregs, r->c->ncregs, nm)) {
+        if (find_reg_in(r, 1, nm)) {
             Arg ca, qa;
             if (operand(r, NULL, 1, &ca) || expect(r, "=") || expect(r, "measure") ||
                 operand(r, NULL, 0, &qa) || expect(r, ";"))
@@ -1171,6 +1317,9 @@ int qasm_parse(const char *text, size_t len, QasmCircuit *c, char *err, size_t e
     }
     free(r.t);
     free(r.defs);
+    names_free(&r.defnames);
+    names_free(&r.qnames);
+    names_free(&r.cnames);
     free(copy);
     if (rc) qasm_free(c);
     return rc ? -1 : 0;

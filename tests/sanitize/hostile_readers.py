@@ -12,6 +12,10 @@ sanitizer, and never read data differently from NumPy or Python.
   csv   NUL bytes in fields, long valid numbers: as numpy.loadtxt.
   json  invalid UTF-8 and lone surrogates refused, as Python's json.
   path  an embedded NUL refused by every builtin taking a path.
+  qasm  OpenQASM nested a million deep, exponential gate expansions,
+        powers of empty gates, many registers and gate definitions (hashed
+        look-ups: a few seconds, not minutes), comparison values and
+        versions past the integer range.
 
 Needs the python3 with numpy (/usr/bin/python3 on Debian).
 Usage: hostile_readers.py PATH/TO/qh
@@ -339,6 +343,61 @@ def check_paths(tmp):
         bad('path', "a file 'a' was written (the name cut at the NUL)")
 
 
+def check_qasm(tmp):
+    global checked
+    H = 'OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[2];\ncreg c[64];\n'
+    expo = ''.join('gate g%d a { g%d a; g%d a; }\n' % (i + 1, i, i) for i in range(60))
+    cases = {
+        # name: (text, a piece of the expected error, or None: must be read)
+        'parens': (H + 'rx(' + '(' * 1000000 + '0.5' + ')' * 1000000 + ') q[0];\n', 'nested deeper'),
+        'minus': (H + 'rx(' + '-' * 1000000 + '0.5) q[0];\n', 'nested deeper'),
+        'func': (H + 'rx(' + 'sin(' * 300000 + '0.5' + ')' * 300000 + ') q[0];\n', 'nested deeper'),
+        'power': (H + 'rx(' + '2**' * 300000 + '1) q[0];\n', 'nested deeper'),
+        'ok_nesting': (H + 'rx(' + '(' * 200 + '0.5' + ')' * 200 + ') q[0];\n', None),
+        'expo': (H + 'gate g0 a { x a; }\n' + expo + 'g60 q[0];\n', 'expands to more than'),
+        'expo_ctrl': (H + 'gate g0 a { x a; }\n' + expo + 'ctrl @ g60 q[1], q[0];\n',
+                      'expands to more than'),
+        'pow_empty': (H + 'gate a x { }\ngate b x { pow(1000000) @ a x; }\n'
+                      'gate c x { pow(1000000) @ b x; }\nc q[0];\n', 'expands to more than'),
+        'pow_big': (H + 'pow(1000000) @ x q[0];\npow(1000000) @ x q[0];\n', 'expands to more than'),
+        'ok_expand': (H + 'gate g0 a { x a; }\n' + expo[:expo.index('gate g17')] + 'g16 q[0];\n', None),
+        'regs': ('OPENQASM 2.0;\n' + ''.join('qreg r%d[1];\n' % i for i in range(60000)) +
+                 ''.join('x r%d[0];\n' % (i * 7 % 60000) for i in range(60000)), None),
+        'cregs': ('OPENQASM 2.0;\nqreg q[1];\n' + ''.join('creg c%d[1];\n' % i for i in range(60000)) +
+                  ''.join('measure q[0] -> c%d[0];\n' % (i * 7 % 60000) for i in range(30000)), None),
+        'defs': ('OPENQASM 2.0;\nqreg q[1];\n' + ''.join('gate d%d a { x a; }\n' % i for i in range(60000)) +
+                 ''.join('d%d q[0];\n' % (i * 7 % 60000) for i in range(60000)), None),
+        'cond_2_64': (H + 'if (c == 18446744073709551616) x q[0];\n', 'does not fit'),
+        'cond_big': (H + 'if (c == 1e300) x q[0];\n', 'does not fit'),
+        'cond_max': (H + 'if (c == 18446744073709551615) x q[0];\n', None),
+        'cond_small': ('OPENQASM 2.0;\nqreg q[1];\ncreg c[3];\nif (c == 8) x q[0];\n', 'does not fit'),
+        'version_big': ('OPENQASM 1e300;\nqreg q[1];\n', 'unsupported OpenQASM version'),
+        'version_neg': ('OPENQASM -1e300;\nqreg q[1];\n', 'version'),
+        'index_big': (H + 'x q[1e300];\n', 'out of range'),
+        'ctrl_many': (H + 'ctrl(32) @ ctrl(32) @ x q[0];\n', 'too many controls'),
+        'reg_huge': ('OPENQASM 2.0;\n' + ''.join('qreg r%d[4096];\n' % i for i in range(600)), 'more than'),
+    }
+    prog = []
+    for name, (text, _) in cases.items():
+        with open(os.path.join(tmp, name + '.qasm'), 'w') as f:
+            f.write(text)
+        prog.append('try { c = qasm_file("%s.qasm"); print("%s|OK") } catch e { print("%s|ERR|" + str(e)) }'
+                    % (name, name, name))
+    rc, out, err = qh('\n'.join(prog), tmp)
+    if judge_crash('qasm', rc, err):
+        return
+    got = {l.split('|')[0]: l.split('|')[1:] for l in out.splitlines() if '|' in l}
+    for name, (_, want) in cases.items():
+        checked += 1
+        g = got.get(name)
+        if not g:
+            bad('qasm_' + name, 'no output')
+        elif want is None and g[0] != 'OK':
+            bad('qasm_' + name, 'refused: ' + '|'.join(g[1:])[:200])
+        elif want is not None and (g[0] != 'ERR' or want not in g[1] or "'%s.qasm'" % name not in g[1]):
+            bad('qasm_' + name, 'wanted an error with %r naming the file, got %s' % (want, '|'.join(g)[:200]))
+
+
 KEEP = os.environ.get("HOSTILE_KEEP")
 with (tempfile.TemporaryDirectory() if not KEEP else open(os.devnull)) as tmp:
     tmp = KEEP or tmp
@@ -346,6 +405,7 @@ with (tempfile.TemporaryDirectory() if not KEEP else open(os.devnull)) as tmp:
     check_csv(tmp)
     check_json(tmp)
     check_paths(tmp)
+    check_qasm(tmp)
 
 for f in failures:
     print('FAIL', f)

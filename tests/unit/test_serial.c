@@ -18,38 +18,43 @@
 #include "qh.h"
 #include "serial.h"
 
-static const char program[] = "x = 0.1 + 0.2\n"
-                              "neg = -0.0\n"
-                              "big = 1e308 * 10\n"
-                              "s = \"h\\u{e9}llo\\nworld\"\n"
-                              "l = [1, \"two\", [3, 4], nil, true, false]\n"
-                              "d = {\"a\": 1, 2: [3], true: {\"x\": \"y\"}}\n"
-                              "c = 1.5 + 2j\n"
-                              "a = array([[1, 2.5], [3, 4]])\n"
-                              "ca = array([1 + 1j, 2])\n"
-                              "dev = device(\"statevector\", wires=3, shots=100, seed=7)\n"
-                              "k = 10\n"
-                              "fn add(p, q=2) { return p + q }\n"
-                              "fn mk(n) { fn inner(x) { return x + n + k } \n return inner }\n"
-                              "cl = mk(5)\n"
-                              "qfn circ(t) on dev { RX(t, 0)\n return expval(PauliZ(0)) }\n"
-                              "g = RX(0.5, wires=[1])\n"
-                              "cg = ctrl(PauliX(2), control=[0])\n"
-                              "obs = 0.5 * PauliZ(0) @ PauliX(1) + PauliY(2)\n"
-                              "hob = 2 * Hermitian(array([[1, 2j], [-2j, 3]]), wires=[1]) @ "
-                              "PauliZ(0) + Projector([1, 0], wires=[0, 2])\n"
-                              "bg = RX(array([0.1, 0.2, 0.3]), wires=[0])\n"
-                              "u = QubitUnitary(array([[0, 1], [1, 0]]), wires=[0])\n"
-                              "adj = adjoint(circ)\n"
-                              "bi = len\n"
-                              "shared = [1, 2]\n"
-                              "pair = [shared, shared]\n"
-                              "cyc = [1]\n"
-                              "append(cyc, cyc)\n"
-                              "fut = circ(0.3)\n"
-                              "done = wait(fut)\n"
-                              "mask = array([1, 0, 1]) > 0\n"
-                              "nomask = array([1, 0, 1])\n";
+static const char program[] =
+    "x = 0.1 + 0.2\n"
+    "neg = -0.0\n"
+    "big = 1e308 * 10\n"
+    "s = \"h\\u{e9}llo\\nworld\"\n"
+    "l = [1, \"two\", [3, 4], nil, true, false]\n"
+    "d = {\"a\": 1, 2: [3], true: {\"x\": \"y\"}}\n"
+    "c = 1.5 + 2j\n"
+    "a = array([[1, 2.5], [3, 4]])\n"
+    "ca = array([1 + 1j, 2])\n"
+    "dev = device(\"statevector\", wires=3, shots=100, seed=7)\n"
+    "k = 10\n"
+    "fn add(p, q=2) { return p + q }\n"
+    "fn mk(n) { fn inner(x) { return x + n + k } \n return inner }\n"
+    "cl = mk(5)\n"
+    "qfn circ(t) on dev { RX(t, 0)\n return expval(PauliZ(0)) }\n"
+    "g = RX(0.5, wires=[1])\n"
+    "cg = ctrl(PauliX(2), control=[0])\n"
+    "obs = 0.5 * PauliZ(0) @ PauliX(1) + PauliY(2)\n"
+    "hob = 2 * Hermitian(array([[1, 2j], [-2j, 3]]), wires=[1]) @ "
+    "PauliZ(0) + Projector([1, 0], wires=[0, 2])\n"
+    "bg = RX(array([0.1, 0.2, 0.3]), wires=[0])\n"
+    "u = QubitUnitary(array([[0, 1], [1, 0]]), wires=[0])\n"
+    "adj = adjoint(circ)\n"
+    "bi = len\n"
+    "shared = [1, 2]\n"
+    "pair = [shared, shared]\n"
+    "cyc = [1]\n"
+    "append(cyc, cyc)\n"
+    "fut = circ(0.3)\n"
+    "done = wait(fut)\n"
+    "mask = array([1, 0, 1]) > 0\n"
+    "nomask = array([1, 0, 1])\n"
+    "qc = qasm(\"OPENQASM 2.0; qreg q[2]; creg c[2]; h q[0]; cx q[0], q[1]; "
+    "if (c == 1) x q[1]; measure q -> c;\")\n"
+    "mdev = device(\"mixed\", wires=2)\n"
+    "ch = DepolarizingChannel(0.1, wires=0)\n";
 
 static qh_State *Q;
 static qh_Program *P;
@@ -271,6 +276,91 @@ START_TEST(test_truncated_and_corrupt)
 }
 END_TEST
 
+/* Uses a value read back the ways that dereference its ids: its text,
+   and the builtins that walk a circuit's ops or an operator's gate. */
+static void use(Value x)
+{
+    free(repr_of(x));
+    static const char *fns[] = { "to_qasm", "specs", "matrix" };
+    for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
+        Value f;
+        if (!qh_get_global(Q, fns[i], &f)) continue;
+        Value r = qh_call(Q, f, 1, &x);
+        if (!IS_EXC(r)) decref(r);
+        decref(f);
+    }
+}
+
+/* Another rank's bytes with every id and index replaced by hostile values
+ * (a 32-bit word at each offset: -1, 64, INT_MAX): each is refused or
+ * reads as a value that can be used without a crash or a sanitizer report
+ * (gate and channel ids, wire numbers, bit numbers, condition indices,
+ * wire counts against 1 << nwires). */
+START_TEST(test_hostile_ids)
+{
+    const char *names[] = { "g", "cg", "u", "qc", "ch" };
+    const int32_t bad[] = { -1, 64, 0x7fffffff };
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+        Value v = global(names[k]);
+        SerCtx w;
+        ser_init(&w, &code);
+        ck_assert(ser_value(&w, v));
+        unsigned char *copy = malloc(w.out.len);
+        for (size_t n = 0; n + 4 <= w.out.len; n++)
+            for (size_t b = 0; b < sizeof bad / sizeof *bad; b++) {
+                memcpy(copy, w.out.p, w.out.len);
+                memcpy(copy + n, &bad[b], 4);
+                SerCtx r;
+                des_init(&r, copy, w.out.len, &code);
+                Value x = des_value(&r);
+                if (!IS_EXC(x)) {
+                    use(x);
+                    value_break_cycles(&x, 1);
+                    decref(x);
+                } else {
+                    ck_assert(r.error[0]);
+                }
+                copy_move_modules(&kept, &r.memo);
+                ser_free(&r);
+            }
+        free(copy);
+        ser_free(&w);
+        decref(v);
+    }
+}
+END_TEST
+
+/* A modifier whose function is itself, a device whose noise function is
+ * itself: refused (calling either would recurse forever). */
+START_TEST(test_self_reference)
+{
+    const char *names[] = { "adj", "dev" };
+    for (size_t k = 0; k < 2; k++) {
+        Value v = global(names[k]);
+        SerCtx w;
+        ser_init(&w, &code);
+        ck_assert(ser_value(&w, v));
+        /* the modifier's function / the device's noise is its last value: a
+           whole module for adj (replaced by cutting there), nil for dev */
+        size_t cut = w.out.len - 1;
+        if (k == 0) cut = 1 + 1 + 4; /* tag, adjoint flag, nctrl = 0 */
+        unsigned char *copy = malloc(cut + 9);
+        memcpy(copy, w.out.p, cut);
+        copy[cut] = 0xff; /* a reference to object 0: the value itself */
+        memset(copy + cut + 1, 0, 8);
+        SerCtx r;
+        des_init(&r, copy, cut + 9, &code);
+        Value x = des_value(&r);
+        ck_assert_msg(IS_EXC(x), "%s: a self-reference was read", names[k]);
+        ck_assert(r.error[0]);
+        ser_free(&r);
+        free(copy);
+        ser_free(&w);
+        decref(v);
+    }
+}
+END_TEST
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("serial");
@@ -284,6 +374,8 @@ static Suite *suite(void)
     tcase_add_test(tc, test_functions);
     tcase_add_test(tc, test_refusals);
     tcase_add_test(tc, test_truncated_and_corrupt);
+    tcase_add_test(tc, test_hostile_ids);
+    tcase_add_test(tc, test_self_reference);
     suite_add_tcase(s, tc);
     return s;
 }
