@@ -857,8 +857,22 @@ static bool is_range_call(const Node *it)
            it->u.call.nkw == 0 && it->u.call.nargs >= 1 && it->u.call.nargs <= 3;
 }
 
-/* the bounds of range(...) called directly (a for loop or a comprehension) */
-static bool range_args(VM *vm, Node *it, double *start, double *stop, double *step)
+/* qh's numbers are exact integers up to 2^53: a range stops there */
+#define RANGE_EXACT 9007199254740992.0
+
+/* Why: past 2^53, x + 1 == x: a range going there would repeat its last
+   value forever (Python's integers are exact: qh refuses rather than
+   loop or skip values). */
+static Value range_past(VM *vm, Node *it)
+{
+    return vm_error(vm, it,
+                    "range() passed 2^53 (9007199254740992): past it numbers are not exact "
+                    "integers");
+}
+
+/* the bounds of range(...) called directly (a for loop or a comprehension);
+   *past: stop was beyond 2^53 and is 2^53 now (reaching it is an error) */
+static bool range_args(VM *vm, Node *it, double *start, double *stop, double *step, bool *past)
 {
     double a[3] = { 0, 0, 0 };
     for (int i = 0; i < it->u.call.nargs; i++) {
@@ -889,6 +903,15 @@ static bool range_args(VM *vm, Node *it, double *start, double *stop, double *st
         vm_error(vm, it, "range() step must not be zero");
         return false;
     }
+    *past = false;
+    if (fabs(*start) > RANGE_EXACT) {
+        range_past(vm, it);
+        return false;
+    }
+    if (*step > 0 ? *stop > RANGE_EXACT : *stop < -RANGE_EXACT) {
+        *stop = *step > 0 ? RANGE_EXACT : -RANGE_EXACT;
+        *past = true;
+    }
     return true;
 }
 
@@ -897,7 +920,7 @@ static bool range_args(VM *vm, Node *it, double *start, double *stop, double *st
 /* what a comprehension's `for` clause walks: range(...) called directly (no
  * list is built), or any iterable through the dispatcher */
 typedef struct CompIter {
-    bool range;
+    bool range, past;
     double x, stop, step;
     Value coll;
     Iter it;
@@ -909,7 +932,7 @@ static bool comp_iter_begin(VM *vm, Node *it, CompIter *ci)
     ci->site = it;
     ci->coll = v_nil();
     ci->range = is_range_call(it);
-    if (ci->range) return range_args(vm, it, &ci->x, &ci->stop, &ci->step);
+    if (ci->range) return range_args(vm, it, &ci->x, &ci->stop, &ci->step, &ci->past);
     ci->coll = eval_forced(vm, it);
     if (IS_EXC(ci->coll)) return false;
     if (!tp_iter_begin(vm, ci->coll, &ci->it, it)) {
@@ -923,7 +946,13 @@ static bool comp_iter_begin(VM *vm, Node *it, CompIter *ci)
 static int comp_iter_next(VM *vm, CompIter *ci, Value *out)
 {
     if (ci->range) {
-        if (ci->step > 0 ? ci->x >= ci->stop : ci->x <= ci->stop) return 0;
+        if (ci->step > 0 ? ci->x >= ci->stop : ci->x <= ci->stop) {
+            if (ci->past) {
+                range_past(vm, ci->site);
+                return -1;
+            }
+            return 0;
+        }
         *out = v_num(ci->x);
         ci->x += ci->step;
         return 1;
@@ -1653,8 +1682,10 @@ static __attribute__((noinline)) ExecStatus ex_for_planned(VM *vm, Node *s, Valu
 static ExecStatus ex_for_range(VM *vm, Node *s)
 {
     double start, stop, step;
-    if (!range_args(vm, s->u.fors.iter, &start, &stop, &step)) return S_ERR;
-    if (s->u.fors.plan && vm->la_on) return ex_for_planned(vm, s, v_nil(), start, stop, step);
+    bool past;
+    if (!range_args(vm, s->u.fors.iter, &start, &stop, &step, &past)) return S_ERR;
+    if (s->u.fors.plan && vm->la_on && !past)
+        return ex_for_planned(vm, s, v_nil(), start, stop, step);
     Node *var = s->u.fors.var;
     bool fast =
         s->u.fors.nvars == 1 && (var->kind == N_LOCAL || (var->kind == N_GLOBAL && !vm->is_task));
@@ -1674,6 +1705,10 @@ static ExecStatus ex_for_range(VM *vm, Node *s)
         if (st == S_BREAK) return S_OK;
         if (st != S_OK) return st;
         if (((++tick & 1023) == 0) && vm_attention(vm) && vm_check_interrupt(vm)) return S_ERR;
+    }
+    if (past) {
+        range_past(vm, s->u.fors.iter);
+        return S_ERR;
     }
     return S_OK;
 }

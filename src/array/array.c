@@ -677,8 +677,22 @@ char *ar_format(const Array *a)
 {
     Sb b = { NULL, 0, 0, 0 };
     sb_put(&b, "array(", 6);
-    fmt_axis(&b, a, 0, 0);
-    sb_put(&b, ")", 1);
+    size_t n = 1;
+    for (int i = 0; i < a->ndim; i++) n *= a->shape[i];
+    if (n == 0 && a->ndim > 1) {
+        /* as NumPy: an empty array by its shape (its nested lists could be
+           10^10 "[]" for a shape (100000, 100000, 0)) */
+        sb_put(&b, "[], shape=(", 11);
+        for (int i = 0; i < a->ndim; i++) {
+            char t[32];
+            int l = snprintf(t, sizeof t, i ? ", %zu" : "%zu", a->shape[i]);
+            sb_put(&b, t, (size_t)l);
+        }
+        sb_put(&b, "))", 2);
+    } else {
+        fmt_axis(&b, a, 0, 0);
+        sb_put(&b, ")", 1);
+    }
     if (b.oom) {
         free(b.p);
         return NULL;

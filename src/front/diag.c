@@ -84,6 +84,8 @@ Source *source_from_text(const char *name, const char *text, size_t len)
     return s;
 }
 
+#define SOURCE_MAX_BYTES (64 << 20)
+
 Source *source_from_file(const char *path, const char *shown, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rb");
@@ -96,6 +98,13 @@ Source *source_from_file(const char *path, const char *shown, char *err, size_t 
     size_t r;
     while ((r = fread(buf + n, 1, cap - n, f)) > 0) {
         n += r;
+        if (n >= SOURCE_MAX_BYTES) { /* qh /dev/zero: not read until memory runs out */
+            free(buf);
+            fclose(f);
+            snprintf(err, errlen, "'%s' is larger than %d MiB (the limit of a program's file)",
+                     path, SOURCE_MAX_BYTES >> 20);
+            return NULL;
+        }
         if (n == cap) {
             cap *= 2;
             char *nb = realloc(buf, cap);

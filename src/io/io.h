@@ -19,8 +19,13 @@
 
 /* ---- text files ----------------------------------------------------------- */
 
+/* What is read of a file whose size is not known (a device, a pipe; or
+   beyond the size of a regular file that grows while it is read). */
+#define IO_MAX_STREAM ((size_t)256 << 20)
+
 /* The whole file, NUL-terminated (the NUL is not counted in *len), on the
-   heap (free it). NULL + err if it can't be opened or read. */
+   heap (free it). NULL + err if it can't be opened or read, or if it is
+   not a regular file and longer than IO_MAX_STREAM. */
 char *io_read_file(const char *path, size_t *len, char *err, size_t errlen);
 /* Write (append = 0: replace, 1: append) len bytes; 0 or -1 + err. */
 int io_write_file(const char *path, const char *data, size_t len, int append, char *err,

@@ -46,8 +46,14 @@ char *io_read_file(const char *path, size_t *len, char *err, size_t errlen)
         return NULL;
     }
     size_t cap = 4096, n = 0;
-    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0)
+    /* a size is known only for a regular file: anything else (a device such
+       as /dev/zero, a pipe, a /proc file) is read up to IO_MAX_STREAM bytes,
+       and a regular file that grows while read up to that much more */
+    size_t limit = IO_MAX_STREAM;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0) {
         cap = (size_t)st.st_size + 1;
+        limit = (size_t)st.st_size + IO_MAX_STREAM;
+    }
     char *buf = malloc(cap);
     if (!buf) {
         fclose(f);
@@ -55,8 +61,16 @@ char *io_read_file(const char *path, size_t *len, char *err, size_t errlen)
         return NULL;
     }
     for (;;) {
+        if (n >= limit) {
+            free(buf);
+            fclose(f);
+            qh_errf(err, errlen, "'%s': more than %zu bytes (not a regular file, or still growing)",
+                    path, limit);
+            return NULL;
+        }
         if (n + 1 >= cap) {
             size_t nc = cap * 2;
+            if (nc > limit + 1) nc = limit + 1;
             char *nb = realloc(buf, nc);
             if (!nb) {
                 free(buf);

@@ -12,6 +12,7 @@ sanitizer, and never read data differently from NumPy or Python.
   csv   NUL bytes in fields, long valid numbers: as numpy.loadtxt.
   json  invalid UTF-8 and lone surrogates refused, as Python's json.
   path  an embedded NUL refused by every builtin taking a path.
+  files /dev/zero read up to a limit with a message (builtins, `qh FILE`).
   qasm  OpenQASM nested a million deep, exponential gate expansions,
         powers of empty gates, many registers and gate definitions (hashed
         look-ups: a few seconds, not minutes), comparison values and
@@ -398,6 +399,33 @@ def check_qasm(tmp):
             bad('qasm_' + name, 'wanted an error with %r naming the file, got %s' % (want, '|'.join(g)[:200]))
 
 
+def check_streams(tmp):
+    """Files without a known size (/dev/zero) are read up to a limit, with a
+    message, by every reader and by the qh command itself."""
+    global checked
+    calls = ['read_text("/dev/zero")', 'read_lines("/dev/zero")', 'load("/dev/zero")',
+             'load_csv("/dev/zero")', 'qasm_file("/dev/zero")']
+    prog = ['try { %s; print("OK") } catch e { print("ERR", e) }' % c for c in calls]
+    rc, out, err = qh('\n'.join(prog), tmp)
+    if judge_crash('streams', rc, err):
+        return
+    lines = out.splitlines()
+    for c, l in zip(calls, lines + [''] * len(calls)):
+        checked += 1
+        if not l.startswith('ERR') or '/dev/zero' not in l or 'more than' not in l:
+            bad('stream ' + c, 'not refused at its limit: ' + l)
+    checked += 1
+    try:
+        sanitized = 'ASAN_OPTIONS' in os.environ or 'TSAN_OPTIONS' in os.environ
+        p = subprocess.run([QH, '/dev/zero'], capture_output=True, timeout=LIMIT_S * 3,
+                           preexec_fn=None if sanitized else limits)
+        e = p.stderr.decode('utf-8', 'replace')
+        if p.returncode not in (1, 2) or '/dev/zero' not in e or 'larger than' not in e:
+            bad('qh /dev/zero', 'status %d: %s' % (p.returncode, e[:200]))
+    except subprocess.TimeoutExpired:
+        bad('qh /dev/zero', 'timed out')
+
+
 KEEP = os.environ.get("HOSTILE_KEEP")
 with (tempfile.TemporaryDirectory() if not KEEP else open(os.devnull)) as tmp:
     tmp = KEEP or tmp
@@ -406,6 +434,7 @@ with (tempfile.TemporaryDirectory() if not KEEP else open(os.devnull)) as tmp:
     check_json(tmp)
     check_paths(tmp)
     check_qasm(tmp)
+    check_streams(tmp)
 
 for f in failures:
     print('FAIL', f)
