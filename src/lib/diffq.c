@@ -1202,7 +1202,12 @@ void diffq_free(DiffQ *dq)
             decref(w->calls[i]->result);
             w->calls[i]->result = v_nil();
         }
-        /* every item is over (diffq_finish, or a failure): helpers only hold the set */
+        /* after diffq_finish every item is over; a run that failed first (its
+           cost raised with a call still pending) leaves queued items, which
+           must not start now (there is no VM to run them on, and their inputs
+           are being freed): the set is failed, so only running helpers are
+           waited for */
+        jobset_fail(w->js, "the differentiated run ended");
         jobset_finish_all(w->js, NULL);
         jobset_release(w->js);
     }
