@@ -16,6 +16,20 @@
 /* A builtin that prints or reads input, called inside a task: only a
  * function value can bring it there (the analysis rejects qfn bodies that
  * name one), and its effect would leave program order. */
+
+/* Why: SIGINT/SIGTERM during a builtin (a long load, str, QASM expansion,
+ * linear algebra: the lower rooms stop at their safe points, stop.h) end
+ * the statement there: the error is not catchable and the next statement
+ * does not run. */
+static Value builtin_done(VM *vm, Value r, const Node *site)
+{
+    if (vm->watch_interrupt && atomic_load_explicit(&vm->in->interrupt, memory_order_relaxed)) {
+        if (!IS_EXC(r)) decref(r);
+        return vm_interrupted(vm, site);
+    }
+    return r;
+}
+
 static __attribute__((noinline)) Value impure_in_task(VM *vm, const BuiltinDef *bd,
                                                       const Node *site)
 {
@@ -152,7 +166,7 @@ Value eval_call_callee(VM *vm, Node *n, Value callee)
         Value r = tp_intercepts(&a) ? tp_builtin(vm, bd, &a) : v_notimpl();
         if (r.t == T_NOTIMPL) r = bd->fn(vm, &a);
         pop_to(vm, base);
-        return r;
+        return builtin_done(vm, r, n);
     }
     if (callee.t != T_FUNC || n->u.call.nkw) return eval_call_general(vm, n, callee);
     ObjFunc *f = AS_FUNC(callee);
@@ -335,9 +349,9 @@ static Value builtin_call(VM *vm, Value fn, Args *a)
     a->def = bd;
     if (tp_intercepts(a)) { /* differentiated values: their kind decides first */
         Value r = tp_builtin(vm, bd, a);
-        if (r.t != T_NOTIMPL) return r;
+        if (r.t != T_NOTIMPL) return builtin_done(vm, r, a->site);
     }
-    return bd->fn(vm, a);
+    return builtin_done(vm, bd->fn(vm, a), a->site);
 }
 
 /* a builtin travels as its index in the builtin table (the same on every rank) */

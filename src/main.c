@@ -68,7 +68,7 @@ static const char usage_text[] =
     "With no FILE and a terminal on standard input, qh starts the interactive REPL.\n"
     "Exit status: 0 success; 1 runtime error, a failed task nobody needed or\n"
     "output that could not be written; 2 usage, syntax or analysis error;\n"
-    "130 interrupted (Ctrl-C); 141 broken pipe; 143 SIGTERM.\n"
+    "129 SIGHUP; 130 interrupted (Ctrl-C); 141 broken pipe; 143 SIGTERM.\n"
     "Reference: man qh, and lang/ in the source tree.\n";
 
 /* Ranks above 0 of an MPI job parse the same command line without a word:

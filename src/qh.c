@@ -676,6 +676,12 @@ char *qh_show_svg(qh_State *Q, Value v, size_t *len)
 
 void qh_interrupt(qh_State *Q) { async_interrupt(&Q->in); }
 
+void qh_signal_prompt(qh_State *Q, volatile sig_atomic_t *at_prompt,
+                      volatile sig_atomic_t *prompt_hit)
+{
+    async_signal_prompt(&Q->in, at_prompt, prompt_hit);
+}
+
 void qh_print_tasks(qh_State *Q, FILE *out) { async_print_tasks(&Q->in, Q->main, out); }
 
 int qh_pending(qh_State *Q) { return Q->started ? async_pending(&Q->in) : 0; }

@@ -16,6 +16,7 @@
 #ifndef QH_QH_H
 #define QH_QH_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -154,6 +155,11 @@ bool qh_print_entry_deps(qh_State *Q, qh_Program *entry, FILE *out);
 /* Ctrl-C: cancels the running statement and the tasks in flight. Only
  * atomic stores: safe in a signal handler and from any thread. */
 void qh_interrupt(qh_State *Q);
+/* The REPL's Ctrl-C: at the prompt (*at_prompt set) a SIGINT only sets
+   *prompt_hit; while an entry runs each one interrupts it (qh_interrupt).
+   The one signal handler of the process (SIGINT, SIGTERM, SIGHUP). */
+void qh_signal_prompt(qh_State *Q, volatile sig_atomic_t *at_prompt,
+                      volatile sig_atomic_t *prompt_hit);
 /* The session must end: SIGTERM arrived, or the reader of the output is
  * gone (a broken pipe). qh_close then gives 143 or 141. */
 bool qh_ended(qh_State *Q);

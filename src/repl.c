@@ -6,6 +6,7 @@
  * "entry", numbered from 1 as typed) is parsed on its own and resolved into
  * one growing global table (qh_compile_entry). Knows qh.h and readline. */
 #include "repl.h"
+#include "afile.h"
 #include "bigstack.h"
 #include "qh_assert.h"
 
@@ -114,19 +115,7 @@ static char **complete(const char *text, int start, int end)
 /* ---- Ctrl-C ---- */
 
 static qh_State *sig_q;
-static volatile sig_atomic_t prompt_sigint;
-
-/* Only flags: readline's state is changed outside the handler, in the
- * event hook readline calls when a read is interrupted. */
-static void on_sigint(int sig)
-{
-    if (signal_forward(sig)) return; /* to the interpreter's thread, reading (bigstack.h) */
-    if (at_prompt) {
-        prompt_sigint = 1;
-        return;
-    }
-    if (sig_q) qh_interrupt(sig_q);
-}
+static volatile sig_atomic_t prompt_sigint; /* a Ctrl-C at the prompt (qh_signal_prompt) */
 
 static Buf *pending; /* lines typed so far of an unfinished statement */
 
@@ -221,11 +210,11 @@ static void history_trim(const char *path)
     }
     free(line);
     fclose(f);
-    if (n > 1000) {
-        f = fopen(path, "w");
-        if (f) {
-            for (size_t i = n - 1000; i < n; i++) fputs(lines[i], f);
-            fclose(f);
+    if (n > 1000) { /* the last 1000 lines, replacing the file whole or not at all */
+        AFile af;
+        if (afile_open(&af, path) == 0) {
+            for (size_t i = n - 1000; i < n; i++) fputs(lines[i], af.f);
+            afile_commit(&af);
         }
     }
     for (size_t i = 0; i < n; i++) free(lines[i]);
@@ -370,11 +359,9 @@ int repl_run(qh_State *Q, bool fresh)
     r.Q = Q;
     the_repl = &r;
     sig_q = Q;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, NULL);
+    /* the interpreter's one handler; readline's state is changed outside
+       it, in the event hook readline calls when a read is interrupted */
+    qh_signal_prompt(Q, &at_prompt, &prompt_sigint);
     rl_readline_name = "qh";
     rl_attempted_completion_function = complete;
     rl_basic_word_break_characters = " \t\n\"'`@$><=;|&{([,+-*/%";

@@ -241,6 +241,7 @@ bool vm_write_out(VM *vm, const char *p, size_t n, bool flush, const Node *site)
 int vm_stop_status(Interp *in)
 {
     if (in->out_errno == EPIPE) return 128 + SIGPIPE;
-    if (atomic_load(&in->terminate)) return 128 + SIGTERM;
+    int t = atomic_load(&in->terminate); /* the signal that ended the run: SIGTERM or SIGHUP */
+    if (t) return 128 + (t == SIGHUP ? SIGHUP : SIGTERM);
     return 130;
 }

@@ -16,6 +16,7 @@
 #include "qblas.h"
 
 #include "numfmt.h"
+#include "stop.h"
 
 /* Test hook: allocations left before failures begin (< 0: never fail).
  * Thread-local so one thread's test cannot break another's allocations. */
@@ -624,7 +625,8 @@ Array *ar_transpose(const Array *a, char *err)
 typedef struct {
     char *p;
     size_t len, cap;
-    int oom;
+    int oom; /* out of memory, or stopped (stop.h) */
+    unsigned ticks;
 } Sb;
 
 /* Why: a growable string so large arrays print in full. */
@@ -654,7 +656,12 @@ static void fmt_axis(Sb *b, const Array *a, int axis, size_t off)
     for (int i = axis + 1; i < a->ndim; i++) stride *= a->shape[i];
     sb_put(b, "[", 1);
     for (size_t k = 0; k < a->shape[axis]; k++) {
+        if (b->oom) return; /* out of memory, or stopped */
         if (k) sb_put(b, ", ", 2);
+        if ((++b->ticks & 0xFFFF) == 0 && qh_stop_requested()) {
+            b->oom = 1; /* SIGINT/SIGTERM while printing a big array */
+            return;
+        }
         if (axis + 1 < a->ndim) {
             fmt_axis(b, a, axis + 1, off + k * stride);
         } else {
@@ -675,7 +682,7 @@ static void fmt_axis(Sb *b, const Array *a, int axis, size_t off)
 /* Why: str(a) per lang/values.md, every element, nested lists per axis. */
 char *ar_format(const Array *a)
 {
-    Sb b = { NULL, 0, 0, 0 };
+    Sb b = { NULL, 0, 0, 0, 0 };
     sb_put(&b, "array(", 6);
     size_t n = 1;
     for (int i = 0; i < a->ndim; i++) n *= a->shape[i];

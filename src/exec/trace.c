@@ -5,6 +5,7 @@
  * memcpy. The text holds comma-separated event objects; trace_write wraps
  * them. Must not know: the executor, the language, quantum. */
 #include "trace.h"
+#include "afile.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -280,19 +281,21 @@ size_t trace_count(Trace *tr)
  * so the file is one consistent snapshot. */
 int trace_write(Trace *tr, const char *path)
 {
-    FILE *f = strcmp(path, "-") == 0 ? stdout : fopen(path, "w");
-    if (!f) return -1;
+    AFile af; /* replaced whole or not at all */
+    FILE *f = stdout;
+    if (strcmp(path, "-") != 0) {
+        if (afile_open(&af, path) != 0) return -1;
+        f = af.f;
+    }
     pthread_mutex_lock(&tr->mu);
     fputs("{\"traceEvents\":[\n", f);
     if (tr->len) fwrite(tr->buf, 1, tr->len, f);
     fputs("\n],\"displayTimeUnit\":\"ms\"}\n", f);
     pthread_mutex_unlock(&tr->mu);
+    if (f != stdout) return afile_commit(&af);
     int err = ferror(f);
     int save = errno;
-    if (f == stdout)
-        err |= fflush(f) != 0;
-    else
-        err |= fclose(f) != 0;
+    err |= fflush(f) != 0;
     if (err) {
         errno = save ? save : EIO;
         return -1;

@@ -6,6 +6,7 @@
  */
 #include "io.h"
 #include "io_impl.h"
+#include "stop.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +73,10 @@ int io_csv_parse(const char *text, size_t len, const char *name, char delim, lon
         if (i < len && text[i] == '\r' && i + 1 < len && text[i + 1] == '\n') i++;
         if (i < len) i++;
         line++;
+        if ((line & 0xFFFF) == 0 && qh_stop_requested()) {
+            free(v);
+            return qh_errf(err, errlen, "'%s': interrupted", name);
+        }
         if ((long)(line - 1) < skip) continue;
         const char *s = text + a, *end = text + e;
         const char *hash = memchr(s, '#', (size_t)(end - s));

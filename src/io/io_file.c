@@ -7,6 +7,8 @@
  */
 #include "io.h"
 #include "io_impl.h"
+#include "afile.h"
+#include "stop.h"
 
 #include <errno.h>
 #include <math.h>
@@ -84,6 +86,12 @@ char *io_read_file(const char *path, size_t *len, char *err, size_t errlen)
         size_t got = fread(buf + n, 1, cap - 1 - n, f);
         n += got;
         if (got == 0) break;
+        if (qh_stop_requested()) { /* SIGINT/SIGTERM during a long read */
+            free(buf);
+            fclose(f);
+            qh_errf(err, errlen, "'%s': interrupted", path);
+            return NULL;
+        }
     }
     if (ferror(f)) {
         int e = errno;
@@ -102,7 +110,19 @@ int io_write_file(const char *path, const char *data, size_t len, int append, ch
                   size_t errlen)
 {
     if (!path) return qh_errf(err, errlen, "no path");
-    FILE *f = fopen(path, append ? "ab" : "wb");
+    if (!append) { /* replaced whole or not at all (afile.h): a failed write keeps the old file */
+        AFile af;
+        if (afile_open(&af, path) != 0)
+            return qh_errf(err, errlen, "'%s': %s", path, strerror(errno));
+        if (len && fwrite(data, 1, len, af.f) != len) {
+            int e = errno ? errno : EIO;
+            afile_abort(&af);
+            return qh_errf(err, errlen, "'%s': %s", path, strerror(e));
+        }
+        if (afile_commit(&af) != 0) return qh_errf(err, errlen, "'%s': %s", path, strerror(errno));
+        return 0;
+    }
+    FILE *f = fopen(path, "ab");
     if (!f) return qh_errf(err, errlen, "'%s': %s", path, strerror(errno));
     size_t put = len ? fwrite(data, 1, len, f) : 0;
     int e = errno;
@@ -323,6 +343,11 @@ int io_npy_parse(const unsigned char *buf, size_t len, const char *name, IoArray
     }
     size_t cidx[IO_MAX_DIMS] = { 0 };
     for (size_t k = 0; k < n; k++) {
+        if ((k & 0xFFFFF) == 0xFFFFF && qh_stop_requested()) {
+            free(out->data);
+            out->data = NULL;
+            return qh_errf(err, errlen, "'%s': interrupted", name);
+        }
         size_t at = k;
         if (fortran && nd > 1) {
             at = 0;

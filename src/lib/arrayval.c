@@ -32,7 +32,7 @@ static void array_repr(Buf *b, Value v, bool quoted)
         buf_puts(b, s);
         free(s);
     } else
-        buf_puts(b, "array(<out of memory>)");
+        b->failed = true; /* out of memory (or stopped): str() and print raise */
 }
 
 static Value array_copy(Value v, CopyCtx *cc)

@@ -17,8 +17,15 @@
 #include "qh_assert.h"
 #include "qrt.h"
 #include "ship.h"
+#include "stop.h"
 #include "task.h"
 #include "trace.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <time.h>
 
 #include <pthread.h>
 #include <signal.h>
@@ -379,39 +386,121 @@ static const BuiltinDef builtins_async[] = {
 
 /* ---------------------------------------------------------------- start and finish */
 
-/* The SIGINT handler's interpreter: a handler gets no context, so this one
+/* The signal handler's interpreter: a handler gets no context, so this one
  * pointer is file-scope (set once before the handler is installed). */
 static Interp *sig_interp;
+/* The REPL's prompt flags (async_signal_prompt): at the prompt a Ctrl-C
+ * only clears the line; while an entry runs it interrupts that entry. */
+static volatile sig_atomic_t *sig_at_prompt, *sig_prompt_hit;
+/* The first of SIGINT/SIGTERM/SIGHUP of a script's run (0: none yet). */
+static atomic_int sig_first;
+/* A repeated signal wakes the watchdog through this pipe (-1: no watchdog). */
+static int sig_pipe[2] = { -1, -1 };
+static pthread_once_t sig_once = PTHREAD_ONCE_INIT;
 
-/* SIGINT (Ctrl-C) and SIGTERM: the running statement and the tasks in
- * flight are cancelled and qh ends in order (output flushed); SIGTERM also
- * ends a REPL session, with status 143. A second signal of the same kind
- * while the first is handled leaves at once. */
-static void on_sigint(int sig)
+/* SIGINT (Ctrl-C), SIGTERM and SIGHUP: the running statement (a builtin at
+ * its next safe point, stop.h) and the tasks in flight are cancelled and qh
+ * ends in order, output flushed, with status 128 + the signal; SIGTERM and
+ * SIGHUP also end a REPL session. A second signal while the first is
+ * handled (timeout -s TERM sends two) does not leave at once: it wakes the
+ * watchdog, which gives the orderly end a second, then leaves with what was
+ * printed flushed. */
+static void on_signal(int sig)
 {
     if (signal_forward(sig)) return; /* it lands where the interpreter runs (bigstack.h) */
     Interp *in = sig_interp;
-    int status = 128 + sig;
-    if (!in) _exit(status);
-    if (sig == SIGTERM) {
-        if (atomic_load(&in->terminate)) _exit(status);
-        atomic_store(&in->terminate, 1);
-    } else if (atomic_load(&in->sigint))
-        _exit(status); /* a second Ctrl-C: leave now */
-    atomic_store(&in->sigint, 1);
-    atomic_store(&in->interrupt, 1);
-    if (in->exec) exec_interrupt(in->exec);
+    if (!in) _exit(128 + sig);
+    if (sig == SIGINT && sig_at_prompt) { /* the REPL: every Ctrl-C counts */
+        if (*sig_at_prompt)
+            *sig_prompt_hit = 1;
+        else
+            async_interrupt(in);
+        return;
+    }
+    int none = 0;
+    if (!atomic_compare_exchange_strong(&sig_first, &none, sig)) {
+        if (sig_pipe[1] >= 0) {
+            char c = (char)sig;
+            ssize_t w = write(sig_pipe[1], &c, 1); /* async-signal-safe */
+            (void)w;
+        }
+        return;
+    }
+    if (sig != SIGINT) atomic_store(&in->terminate, sig);
+    async_interrupt(in);
+}
+
+static void sleep_ms(long ms)
+{
+    struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+/* Why: a second signal must not lose printed output. The watchdog is an
+ * ordinary thread (not a handler): it may take stdio's locks, so it flushes
+ * the output whole lines at a time (the lock is held by whoever is mid-write),
+ * then leaves. */
+static void *sig_watchdog(void *arg)
+{
+    Interp *in = arg;
+    char c;
+    ssize_t r;
+    do r = read(sig_pipe[0], &c, 1);
+    while (r < 0 && errno == EINTR);
+    if (r != 1) return NULL;
+    sleep_ms(1000); /* the orderly end, usually done by now */
+    FILE *outs[2] = { in->out ? in->out : stdout, in->err ? in->err : stderr };
+    for (int k = 0; k < 2; k++) {
+        int locked = 0;
+        for (int i = 0; i < 100 && !(locked = ftrylockfile(outs[k]) == 0); i++) sleep_ms(10);
+        if (locked) fflush(outs[k]); /* kept locked: nothing more is written */
+    }
+    int first = atomic_load(&sig_first);
+    _exit(128 + (first ? first : SIGTERM));
+}
+
+static void start_watchdog(void)
+{
+    Interp *in = sig_interp;
+    if (!in || pipe(sig_pipe) != 0) return;
+    fcntl(sig_pipe[0], F_SETFD, FD_CLOEXEC);
+    fcntl(sig_pipe[1], F_SETFD, FD_CLOEXEC);
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread takes no signals */
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&at, 64 * 1024);
+    pthread_t t;
+    if (pthread_create(&t, &at, sig_watchdog, in) != 0) {
+        close(sig_pipe[0]);
+        close(sig_pipe[1]);
+        sig_pipe[0] = sig_pipe[1] = -1;
+    }
+    pthread_attr_destroy(&at);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 void async_install_sigint(Interp *in)
 {
     sig_interp = in;
+    qh_stop_watch(&in->interrupt); /* the lower rooms' safe points see it */
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_sigint;
+    sa.sa_handler = on_signal;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+}
+
+void async_signal_prompt(Interp *in, volatile sig_atomic_t *at_prompt,
+                         volatile sig_atomic_t *prompt_hit)
+{
+    if (sig_interp != in) async_install_sigint(in);
+    sig_prompt_hit = prompt_hit;
+    sig_at_prompt = at_prompt;
 }
 
 void async_start(Interp *in, const char *trace_path)
@@ -424,6 +513,7 @@ void async_start(Interp *in, const char *trace_path)
         in->nworkers = w && opt_int(w, 1, 1024, &n) ? (int)n : (int)in->ncpu;
     }
     if (!in->max_memory) in->max_memory = pool_default_budget();
+    if (sig_interp == in) pthread_once(&sig_once, start_watchdog); /* threads start here */
     qrt_start(in);
     if (trace_path) {
         if (!in->trace) in->trace = trace_new(); /* under mpirun it was made when the ranks met */
@@ -732,8 +822,11 @@ int async_finish(Interp *in, VM *main_vm, bool cancel)
     if (remote && remote->finish) remote->finish(remote->ud, in); /* the other ranks' part */
     if (in->trace) {
         /* a serving rank hands its events to rank 0 instead of writing them */
-        if (in->trace_path && trace_write(in->trace, in->trace_path) != 0)
-            fprintf(in->err, "qh: cannot write trace file '%s'\n", in->trace_path);
+        if (in->trace_path && trace_write(in->trace, in->trace_path) != 0) {
+            fprintf(in->err, "qh: cannot write trace file '%s': %s\n", in->trace_path,
+                    strerror(errno));
+            in->out_lost = true; /* exit status 1 */
+        }
         trace_free(in->trace);
         in->trace = NULL;
     }

@@ -8,6 +8,7 @@
 #ifndef QH_ASYNC_H
 #define QH_ASYNC_H
 
+#include <signal.h>
 #include <stdio.h>
 #include "task.h"
 
@@ -61,5 +62,10 @@ void async_interrupt(Interp *in);
 void async_describe_pending(Interp *in, FILE *out);
 /* Installs the SIGINT handler that cancels tasks. */
 void async_install_sigint(Interp *in);
+/* The REPL's flags: at the prompt (*at_prompt) a Ctrl-C sets *prompt_hit
+   and nothing else; while an entry runs it interrupts the entry, however
+   many times it comes. Installs the handler if it is not yet. */
+void async_signal_prompt(Interp *in, volatile sig_atomic_t *at_prompt,
+                         volatile sig_atomic_t *prompt_hit);
 
 #endif

@@ -89,14 +89,11 @@ void qasm_svop(const QasmOp *o, SvOp *op);
    powers repeated, statements read) at most QASM_MAX_STEPS times, and an
    expression nests at most QASM_MAX_NESTING deep; past them the reader
    stops with a message ("line N: the circuit expands to more than ...").
-   Its hooks (qasm_interrupted) let a caller stop a long expansion. */
+   A stop request (stop.h: SIGINT, SIGTERM) ends a long expansion with
+   "interrupted". */
 #define QASM_MAX_OPS     1000000
 #define QASM_MAX_STEPS   10000000
 #define QASM_MAX_NESTING 256
-
-/* Set by the caller's signal handler (may be NULL): read at the reader's
-   safe points, a nonzero value stops it with "interrupted". */
-extern volatile int *qasm_interrupt_flag;
 
 /* Parse and expand; 0, or -1 with "line N: reason" in err. The circuit
    is empty (qasm_free is still right) after a failure. */

@@ -10,6 +10,7 @@
  * of the rotation-like gates). Must not know about the language.
  */
 #include "qasm.h"
+#include "stop.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -109,8 +110,6 @@ static void names_free(Names *t)
     free(t->vals);
     memset(t, 0, sizeof *t);
 }
-
-volatile int *qasm_interrupt_flag;
 
 typedef struct Rd {
     Tok *t;
@@ -705,8 +704,7 @@ static int step(Rd *r, int line)
         return rd_err(r, line,
                       "the circuit expands to more than %d operations (the limit of a file)",
                       QASM_MAX_OPS);
-    if ((r->steps & 4095) == 0 && qasm_interrupt_flag && *qasm_interrupt_flag)
-        return rd_err(r, line, "interrupted");
+    if ((r->steps & 4095) == 0 && qh_stop_requested()) return rd_err(r, line, "interrupted");
     return 0;
 }
 
