@@ -28,6 +28,7 @@
 #include "qh_assert.h"
 #include "qrt.h"
 #include "resolve.h"
+#include "stop.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -129,6 +130,7 @@ qh_State *qh_open(const qh_Config *cfg)
     load_attach(in);
     Q->argv = list_new(0);
     for (int i = 0; i < cfg->argc; i++) list_push(Q->argv, v_str(cfg->argv[i]));
+    qh_stop_watch(&in->interrupt); /* a host's qh_interrupt reaches the lower rooms too */
     if (cfg->handle_sigint) async_install_sigint(in);
     return Q;
 }

@@ -332,6 +332,25 @@ static char *read_plain(const char *prompt)
         ssize_t n = getline(&line, &cap, stdin);
         if (n >= 0) {
             if (n > 0 && line[n - 1] == '\n') line[n - 1] = 0;
+            const char *nul = memchr(line, 0, (size_t)(n > 0 && line[n - 1] == 0 ? n - 1 : n));
+            if (nul) {
+                /* the rest of the line would be dropped unseen: the line is
+                   refused (as a script's file is), and the statement typed so
+                   far with it */
+                int col = (int)(nul - line) + 1;
+                fprintf(stderr,
+                        "<repl>:1:%d: error: unexpected control character 0x00 (the line is not "
+                        "run)\n    1 | ",
+                        col);
+                for (const char *q = line; q < line + n - (n > 0 && line[n - 1] == 0); q++)
+                    fputc(*q ? *q : ' ', stderr);
+                fprintf(stderr, "\n      | %*s^\n", col - 1, "");
+                if (pending) {
+                    pending->len = 0;
+                    if (pending->p) pending->p[0] = 0;
+                }
+                line[0] = 0;
+            }
             return line;
         }
         bool again = errno == EINTR && !qh_ended(sig_q) && !feof(stdin);

@@ -439,8 +439,9 @@ unsigned char *io_npy_encode(const IoArray *a, size_t *len, char *err, size_t er
 int io_npy_write(const char *path, const IoArray *a, char *err, size_t errlen)
 {
     size_t len;
-    unsigned char *buf = io_npy_encode(a, &len, err, errlen);
-    if (!buf) return -1;
+    char why[200];
+    unsigned char *buf = io_npy_encode(a, &len, why, sizeof why);
+    if (!buf) return qh_errf(err, errlen, "'%s': %s", path, why); /* errors name the file */
     int rc = io_write_file(path, (const char *)buf, len, 0, err, errlen);
     free(buf);
     return rc;

@@ -98,7 +98,7 @@ static Value bi_write_text(VM *vm, Args *a)
 /* ---- arrays --------------------------------------------------------------- */
 
 /* An IoArray as a value: a number (0-d), or an array. Frees x's data. */
-static Value from_ioarray(VM *vm, IoArray *x, const Node *site, const char *who)
+static Value from_ioarray(VM *vm, IoArray *x, const Node *site, const char *who, const char *path)
 {
     if (x->ndim == 0) {
         Value v = x->is_complex ? v_complex(x->data[0], x->data[1]) : v_num(x->data[0]);
@@ -108,7 +108,7 @@ static Value from_ioarray(VM *vm, IoArray *x, const Node *site, const char *who)
     char err[AR_ERRLEN];
     Array *r = ar_from_data(x->is_complex ? AR_C128 : AR_F64, x->ndim, x->shape, x->data, err);
     io_array_free(x);
-    if (!r) return vm_error(vm, site, "%s(): %s", who, err);
+    if (!r) return vm_error(vm, site, "%s(): '%s': %s", who, path, err); /* errors name the file */
     return arr_wrap(r);
 }
 
@@ -120,7 +120,7 @@ static Value bi_load(VM *vm, Args *a)
     char err[IO_ERRLEN];
     if (io_npy_read(path, &x, err, sizeof err) != 0)
         return vm_error(vm, a->site, "load(): %s", err);
-    return from_ioarray(vm, &x, a->site, "load");
+    return from_ioarray(vm, &x, a->site, "load", path);
 }
 
 static Value bi_save(VM *vm, Args *a)
@@ -153,7 +153,7 @@ static Value bi_save(VM *vm, Args *a)
         x.data = malloc((x.is_complex ? 2 : 1) * (x.n ? x.n : 1) * sizeof(double));
         if (!x.data) {
             decref(tmp);
-            return vm_error(vm, a->site, "save(): out of memory");
+            return vm_error(vm, a->site, "save(): '%s': out of memory", path);
         }
         for (size_t i = 0; i < x.n; i++) {
             ArScalar s = ar_item(ar, i);
@@ -217,7 +217,7 @@ static Value bi_load_csv(VM *vm, Args *a)
     char err[IO_ERRLEN];
     if (io_csv_read(path, delim, skip, &x, err, sizeof err) != 0)
         return vm_error(vm, a->site, "load_csv(): %s", err);
-    return from_ioarray(vm, &x, a->site, "load_csv");
+    return from_ioarray(vm, &x, a->site, "load_csv", path);
 }
 
 /* ---- JSON ----------------------------------------------------------------- */

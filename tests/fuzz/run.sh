@@ -2,7 +2,8 @@
 # Runs the libFuzzer targets for a bounded time each.
 # Usage: tests/fuzz/run.sh [BUILD_DIR] [TARGET...]
 #   BUILD_DIR     a directory made by tests/fuzz/build.sh (default: build-fuzz)
-#   TARGET        fuzz_parse, fuzz_run, fuzz_gen (default: all three)
+#   TARGET        fuzz_parse, fuzz_run, fuzz_gen, fuzz_qasm, fuzz_json, fuzz_csv,
+#                 fuzz_npy, fuzz_deser (default: all)
 #   FUZZ_SECONDS  seconds per target (default 60)
 #   FUZZ_JOBS     fork-mode jobs for fuzz_run (default 1)
 # The corpus of each target lives in tests/fuzz/corpus-TARGET/ (ignored by
@@ -17,7 +18,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 dir=${1:-$root/build-fuzz}
 dir=$(cd "$dir" && pwd)
 shift || true
-targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(fuzz_parse fuzz_run fuzz_gen)
+targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(fuzz_parse fuzz_run fuzz_gen fuzz_qasm fuzz_json fuzz_csv fuzz_npy fuzz_deser)
 secs=${FUZZ_SECONDS:-60}
 jobs=${FUZZ_JOBS:-1}
 
@@ -41,19 +42,34 @@ for t in "${targets[@]}"; do
   [ -x "$exe" ] || { echo "$t: not built ($exe); run tests/fuzz/build.sh" >&2; fail=1; continue; }
   corpus=$root/tests/fuzz/corpus-$t
   art=$dir/fuzz-artifacts/$t
+  # the readers' seeds: valid files of their format and their regressions
+  tseeds=$seeds
+  case "$t" in
+    fuzz_qasm|fuzz_json|fuzz_csv|fuzz_npy|fuzz_deser)
+      tseeds=$dir/fuzz-seeds-$t; rm -rf "$tseeds"; mkdir -p "$tseeds"
+      for d in "$root/tests/fuzz/seeds/$t" "$root/tests/fuzz/regressions/$t"; do
+        [ -d "$d" ] && cp "$d"/* "$tseeds/" 2>/dev/null
+      done
+      [ "$t" = fuzz_qasm ] && cp "$root"/tests/qasm/circuits/*.qasm "$tseeds/" 2>/dev/null ;;
+  esac
   mkdir -p "$corpus" "$art"
   log=$dir/fuzz-$t.log
+  dict=(-dict="$root/tests/fuzz/qh.dict") # the language's words; the readers have none
+  case "$t" in fuzz_qasm|fuzz_json|fuzz_csv|fuzz_npy|fuzz_deser) dict=() ;; esac
   opts=(-max_total_time="$secs" -timeout=10 -rss_limit_mb=2560 -malloc_limit_mb=2048
-        -close_fd_mask=3 -dict="$root/tests/fuzz/qh.dict" -print_final_stats=1
+        -close_fd_mask=3 "${dict[@]}" -print_final_stats=1
         -artifact_prefix="$art/")
   case "$t" in
     fuzz_parse) opts+=(-max_len=8192) ;;
     fuzz_run)   opts+=(-max_len=2048 -fork="$jobs" -ignore_timeouts=1 -ignore_ooms=1) ;;
     fuzz_gen)   opts+=(-max_len=256 -fork="$jobs" -ignore_timeouts=1 -ignore_ooms=1) ;;
+    fuzz_qasm|fuzz_json|fuzz_csv) opts+=(-max_len=16384) ;;
+    fuzz_npy)   opts+=(-max_len=4096) ;;
+    fuzz_deser) opts+=(-max_len=512) ;;
   esac
   touch "$art/.start"
   start=$(date +%s)
-  "$exe" "${opts[@]}" "$corpus" "$seeds" >"$log" 2>&1
+  "$exe" "${opts[@]}" "$corpus" "$tseeds" >"$log" 2>&1
   st=$?
   took=$(( $(date +%s) - start ))
   # executions: -print_final_stats in plain mode, the last "#N:" status line in fork mode
