@@ -8,6 +8,7 @@
 #include "io.h"
 #include "io_impl.h"
 #include "numfmt.h"
+#include "utf8.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -86,27 +87,7 @@ static void put(Buf *b, const char *s, size_t n)
 static void put_utf8(Buf *b, unsigned cp)
 {
     char u[4];
-    size_t n;
-    if (cp < 0x80) {
-        u[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (char)(0xC0 | cp >> 6);
-        u[1] = (char)(0x80 | (cp & 63));
-        n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (char)(0xE0 | cp >> 12);
-        u[1] = (char)(0x80 | ((cp >> 6) & 63));
-        u[2] = (char)(0x80 | (cp & 63));
-        n = 3;
-    } else {
-        u[0] = (char)(0xF0 | cp >> 18);
-        u[1] = (char)(0x80 | ((cp >> 12) & 63));
-        u[2] = (char)(0x80 | ((cp >> 6) & 63));
-        u[3] = (char)(0x80 | (cp & 63));
-        n = 4;
-    }
-    put(b, u, n);
+    put(b, u, utf8_put(cp, u));
 }
 
 /* The length of the valid UTF-8 sequence at s (n bytes left), or 0: no

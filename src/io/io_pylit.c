@@ -13,6 +13,7 @@
  */
 #include "io.h"
 #include "io_impl.h"
+#include "utf8.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -130,27 +131,7 @@ static int sb_put(SB *b, const char *s, size_t n)
 static int sb_cp(SB *b, uint32_t cp)
 {
     char u[4];
-    size_t n;
-    if (cp < 0x80) {
-        u[0] = (char)cp;
-        n = 1;
-    } else if (cp < 0x800) {
-        u[0] = (char)(0xC0 | cp >> 6);
-        u[1] = (char)(0x80 | (cp & 63));
-        n = 2;
-    } else if (cp < 0x10000) {
-        u[0] = (char)(0xE0 | cp >> 12);
-        u[1] = (char)(0x80 | ((cp >> 6) & 63));
-        u[2] = (char)(0x80 | (cp & 63));
-        n = 3;
-    } else {
-        u[0] = (char)(0xF0 | cp >> 18);
-        u[1] = (char)(0x80 | ((cp >> 12) & 63));
-        u[2] = (char)(0x80 | ((cp >> 6) & 63));
-        u[3] = (char)(0x80 | (cp & 63));
-        n = 4;
-    }
-    return sb_put(b, u, n);
+    return sb_put(b, u, utf8_put(cp, u));
 }
 
 static int hexv(unsigned char c)

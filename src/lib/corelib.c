@@ -5,6 +5,7 @@
 #include "corelib.h"
 #include "numfmt.h"
 #include "qh_assert.h"
+#include "utf8.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -73,27 +74,7 @@ static bool want(VM *vm, Args *a, int i, ValType t, const char *fn)
 static size_t utf8_encode(double cp, char *o)
 {
     if (!(cp >= 0 && cp <= 0x10ffff) || cp != floor(cp) || (cp >= 0xd800 && cp <= 0xdfff)) return 0;
-    unsigned long c = (unsigned long)cp;
-    if (c < 0x80) {
-        o[0] = (char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        o[0] = (char)(0xc0 | (c >> 6));
-        o[1] = (char)(0x80 | (c & 0x3f));
-        return 2;
-    }
-    if (c < 0x10000) {
-        o[0] = (char)(0xe0 | (c >> 12));
-        o[1] = (char)(0x80 | ((c >> 6) & 0x3f));
-        o[2] = (char)(0x80 | (c & 0x3f));
-        return 3;
-    }
-    o[0] = (char)(0xf0 | (c >> 18));
-    o[1] = (char)(0x80 | ((c >> 12) & 0x3f));
-    o[2] = (char)(0x80 | ((c >> 6) & 0x3f));
-    o[3] = (char)(0x80 | (c & 0x3f));
-    return 4;
+    return utf8_put((uint32_t)cp, o);
 }
 
 /* ord(c): the code point of a one-character string */
