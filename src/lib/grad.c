@@ -305,25 +305,28 @@ static bool leaf_shape(VM *vm, Value v, Leaf *L, size_t *off, double **x, size_t
     return true;
 }
 
-/* The tracked argument with the structure of L and the values x (flat):
- * new inputs on vm's tape. */
-static Value leaf_make(VM *vm, Leaf *L, const double *x, const Node *site)
+/* A value with the structure of L and the values x (flat): tracked, as new
+ * inputs on vm's tape (L keeps their nodes), or plain numbers and arrays. */
+static Value leaf_build(VM *vm, Leaf *L, const double *x, const Node *site, bool tracked)
 {
-    AdTape *t = vm->ad->tape;
     switch (L->kind) {
-    case L_NUM: L->node = ad_input(t, 0, NULL); return track_num(vm, x[L->off], L->node, site);
+    case L_NUM:
+        if (!tracked) return v_num(x[L->off]);
+        L->node = ad_input(vm->ad->tape, 0, NULL);
+        return track_num(vm, x[L->off], L->node, site);
     case L_ARR: {
         char err[AR_ERRLEN];
         Array *a = ar_from_data(AR_F64, L->ndim, L->shape, x + L->off, err);
         if (!a) return vm_error(vm, site, "%s", err);
-        L->node = ad_input(t, L->ndim, L->shape);
+        if (!tracked) return arr_wrap(a);
+        L->node = ad_input(vm->ad->tape, L->ndim, L->shape);
         return track_arr(vm, a, L->node, site);
     }
     case L_LIST: {
         ObjList *l = list_new((size_t)L->nkids);
         Value lv = v_list(l);
         for (int i = 0; i < L->nkids; i++) {
-            Value e = leaf_make(vm, &L->kids[i], x, site);
+            Value e = leaf_build(vm, &L->kids[i], x, site, tracked);
             if (IS_EXC(e)) {
                 decref(lv);
                 return e;
@@ -336,7 +339,7 @@ static Value leaf_make(VM *vm, Leaf *L, const double *x, const Node *site)
         ObjDict *d = dict_new_sized((size_t)L->nkids);
         Value dv = v_obj(&d->h);
         for (int i = 0; i < L->nkids; i++) {
-            Value e = leaf_make(vm, &L->kids[i], x, site);
+            Value e = leaf_build(vm, &L->kids[i], x, site, tracked);
             if (IS_EXC(e)) {
                 decref(dv);
                 return e;
@@ -361,46 +364,6 @@ static void leaf_adjoint(const Leaf *L, AdGrad *g, double *out)
     for (size_t i = 0; i < L->size; i++) out[L->off + i] = a ? a[i] : 0;
 }
 
-/* Flat values in the structure of L: a number, an array, a list. */
-static Value leaf_value(VM *vm, const Leaf *L, const double *x, const Node *site)
-{
-    switch (L->kind) {
-    case L_NUM: return v_num(x[L->off]);
-    case L_ARR: {
-        char err[AR_ERRLEN];
-        Array *a = ar_from_data(AR_F64, L->ndim, L->shape, x + L->off, err);
-        return a ? arr_wrap(a) : vm_error(vm, site, "%s", err);
-    }
-    case L_LIST: {
-        ObjList *l = list_new((size_t)L->nkids);
-        Value lv = v_list(l);
-        for (int i = 0; i < L->nkids; i++) {
-            Value e = leaf_value(vm, &L->kids[i], x, site);
-            if (IS_EXC(e)) {
-                decref(lv);
-                return e;
-            }
-            l->v[l->len++] = e;
-        }
-        return lv;
-    }
-    case L_DICT: {
-        ObjDict *d = dict_new_sized((size_t)L->nkids);
-        Value dv = v_obj(&d->h);
-        for (int i = 0; i < L->nkids; i++) {
-            Value e = leaf_value(vm, &L->kids[i], x, site);
-            if (IS_EXC(e)) {
-                decref(dv);
-                return e;
-            }
-            dict_set(d, L->keys[i], e);
-            decref(e);
-        }
-        return dv;
-    }
-    }
-    qh_unreachable();
-}
 
 /* The shape a leaf contributes to a Jacobian or Hessian: its own for a
  * number or an array, the flat length for a list. */
@@ -489,7 +452,7 @@ static bool eval_record(VM *vm, ObjFunc *f, Value *params, const DSpec *s, Eval 
     }
     vm->sp = base + (size_t)p->nlocals;
     for (int i = 0; i < s->nargnum; i++) {
-        Value t = leaf_make(vm, &e->leaf[i], x, site);
+        Value t = leaf_build(vm, &e->leaf[i], x, site, true);
         if (IS_EXC(t)) {
             for (int k = 0; k < p->nlocals; k++) decref(fr[k]);
             vm->sp = base;
@@ -676,12 +639,12 @@ static Value run_grad(VM *vm, ObjFunc *f, Value *params, const DSpec *s, const N
         goto done;
     }
     if (!s->argnum_list)
-        result = leaf_value(vm, &e.leaf[0], row, site);
+        result = leaf_build(vm, &e.leaf[0], row, site, false);
     else {
         ObjList *l = list_new((size_t)e.nin);
         result = v_list(l);
         for (int i = 0; i < e.nin; i++) {
-            Value gi = leaf_value(vm, &e.leaf[i], row, site);
+            Value gi = leaf_build(vm, &e.leaf[i], row, site, false);
             if (IS_EXC(gi)) {
                 decref(result);
                 result = gi;
