@@ -553,231 +553,137 @@ static Node *postfix(Parser *p)
     }
 }
 
-static Node *unary(Parser *p);
+/* Binary operators, from one table (as Lua's priority[] and clox's rules[]).
+ * Each operator token has a left and a right priority: subexpr(limit) takes
+ * the operators whose left priority is above `limit` and parses each one's
+ * right operand with subexpr(right). A left-associative operator has
+ * left == right; '**' is right-associative and its right operand is a unary
+ * expression (2 ** -1), so its right priority is P_UNARY. From loosest to
+ * tightest (lang/lexical.md, lang/grammar.ebnf): */
+enum {
+    P_NONE,
+    P_OR,    /* or */
+    P_AND,   /* and */
+    P_NOT,   /* prefix not: its operand is a comparison or tighter */
+    P_CMP,   /* == != < <= > >= in, not in (no chaining) */
+    P_BOR,   /* | */
+    P_BXOR,  /* ^ */
+    P_BAND,  /* & */
+    P_SHIFT, /* << >> */
+    P_ARITH, /* + - */
+    P_TERM,  /* * / // % @ */
+    P_UNARY, /* prefix - + ~ */
+    P_POW    /* ** */
+};
 
-/* power -> postfix ['**' unary]   (right-associative, tighter than unary minus on its left) */
-static Node *power(Parser *p)
-{
-    Node *a = postfix(p);
-    if (peekk(p) == TK_POW) {
-        Token *t = advance(p);
-        enter(p);
-        Node *n = node(p, N_BINARY, t);
-        n->op = OP_POW;
-        n->u.bin.a = a;
-        n->u.bin.b = unary(p);
-        leave(p);
-        return n;
-    }
-    return a;
-}
+typedef struct BinRule {
+    uint8_t left, right; /* 0: not a binary operator */
+    uint8_t op;          /* BinOp of an N_BINARY */
+    uint8_t kind;        /* N_BINARY, N_AND or N_OR */
+} BinRule;
 
-/* unary -> ('-' | '+' | '~') unary | power */
-static Node *unary(Parser *p)
+static const BinRule rules[TK_NKINDS] = {
+    [TK_OR] = { P_OR, P_OR, 0, N_OR },
+    [TK_AND] = { P_AND, P_AND, 0, N_AND },
+    [TK_EQ] = { P_CMP, P_CMP, OP_EQ, N_BINARY },
+    [TK_NE] = { P_CMP, P_CMP, OP_NE, N_BINARY },
+    [TK_LT] = { P_CMP, P_CMP, OP_LT, N_BINARY },
+    [TK_LE] = { P_CMP, P_CMP, OP_LE, N_BINARY },
+    [TK_GT] = { P_CMP, P_CMP, OP_GT, N_BINARY },
+    [TK_GE] = { P_CMP, P_CMP, OP_GE, N_BINARY },
+    [TK_IN] = { P_CMP, P_CMP, OP_IN, N_BINARY },
+    [TK_NOT] = { P_CMP, P_CMP, OP_NOTIN, N_BINARY }, /* only as 'not' 'in' (binop_rule) */
+    [TK_PIPE] = { P_BOR, P_BOR, OP_BOR, N_BINARY },
+    [TK_CARET] = { P_BXOR, P_BXOR, OP_BXOR, N_BINARY },
+    [TK_AMP] = { P_BAND, P_BAND, OP_BAND, N_BINARY },
+    [TK_SHL] = { P_SHIFT, P_SHIFT, OP_SHL, N_BINARY },
+    [TK_SHR] = { P_SHIFT, P_SHIFT, OP_SHR, N_BINARY },
+    [TK_PLUS] = { P_ARITH, P_ARITH, OP_ADD, N_BINARY },
+    [TK_MINUS] = { P_ARITH, P_ARITH, OP_SUB, N_BINARY },
+    [TK_STAR] = { P_TERM, P_TERM, OP_MUL, N_BINARY },
+    [TK_SLASH] = { P_TERM, P_TERM, OP_DIV, N_BINARY },
+    [TK_DSLASH] = { P_TERM, P_TERM, OP_IDIV, N_BINARY },
+    [TK_PERCENT] = { P_TERM, P_TERM, OP_MOD, N_BINARY },
+    [TK_AT] = { P_TERM, P_TERM, OP_MATMUL, N_BINARY },
+    [TK_POW] = { P_POW, P_UNARY, OP_POW, N_BINARY },
+};
+
+/* the rule of the binary operator at the current token, or NULL */
+static const BinRule *binop_rule(Parser *p)
 {
     TokKind k = peekk(p);
-    if (k == TK_MINUS || k == TK_PLUS || k == TK_TILDE) {
-        Token *t = advance(p);
-        enter(p);
-        Node *operand = unary(p);
-        leave(p);
-        if (k == TK_MINUS && (operand->kind == N_NUM || operand->kind == N_IMAG) &&
-            operand->line == t->line) {
-            /* fold -constant; keeps the literal's own node */
-            operand->u.num = -operand->u.num;
-            operand->col = t->col;
-            return operand;
-        }
-        Node *n = node(p, N_UNARY, t);
-        n->op = k == TK_MINUS ? OP_NEG : k == TK_PLUS ? OP_POS : OP_INVERT;
-        n->u.bin.a = operand;
-        return n;
-    }
-    return power(p);
+    if (k == TK_NOT && p->toks[p->pos + 1].kind != TK_IN) return NULL;
+    return rules[k].left ? &rules[k] : NULL;
 }
 
-static Node *binary(Parser *p, Node *a, const Token *t, BinOp op, Node *(*next)(Parser *))
-{
-    Node *n = node(p, N_BINARY, t);
-    n->op = (uint8_t)op;
-    n->u.bin.a = a;
-    n->u.bin.b = next(p);
-    return n;
-}
+static Node *subexpr(Parser *p, int limit);
 
-/* term -> unary { ('*' | '/' | '//' | '%' | '@') unary } */
-static Node *term(Parser *p)
+/* unary -> ('-' | '+' | '~') unary | power ;  not_expr -> 'not' not_expr | comparison
+ * (a 'not' only where a not_expr may stand: not as the operand of a comparison or tighter) */
+static Node *prefix(Parser *p, int limit)
 {
-    Node *a = unary(p);
-    int chain = 0;
-    for (;;) {
-        TokKind k = peekk(p);
-        BinOp op;
-        if (k == TK_STAR)
-            op = OP_MUL;
-        else if (k == TK_SLASH)
-            op = OP_DIV;
-        else if (k == TK_DSLASH)
-            op = OP_IDIV;
-        else if (k == TK_PERCENT)
-            op = OP_MOD;
-        else if (k == TK_AT)
-            op = OP_MATMUL;
-        else
-            return a;
-        Token *t = advance(p);
-        chain_step(p, &chain, t);
-        a = binary(p, a, t, op, unary);
-    }
-}
-
-/* arith -> term { ('+' | '-') term } */
-static Node *arith(Parser *p)
-{
-    Node *a = term(p);
-    int chain = 0;
-    for (;;) {
-        TokKind k = peekk(p);
-        if (k != TK_PLUS && k != TK_MINUS) return a;
-        Token *t = advance(p);
-        chain_step(p, &chain, t);
-        a = binary(p, a, t, k == TK_PLUS ? OP_ADD : OP_SUB, term);
-    }
-}
-
-/* shift -> arith { ('<<' | '>>') arith } */
-static Node *shift(Parser *p)
-{
-    Node *a = arith(p);
-    int chain = 0;
-    for (;;) {
-        TokKind k = peekk(p);
-        if (k != TK_SHL && k != TK_SHR) return a;
-        Token *t = advance(p);
-        chain_step(p, &chain, t);
-        a = binary(p, a, t, k == TK_SHL ? OP_SHL : OP_SHR, arith);
-    }
-}
-
-/* band -> shift { '&' shift } */
-static Node *band(Parser *p)
-{
-    Node *a = shift(p);
-    int chain = 0;
-    while (peekk(p) == TK_AMP) {
-        Token *t = advance(p);
-        chain_step(p, &chain, t);
-        a = binary(p, a, t, OP_BAND, shift);
-    }
-    return a;
-}
-
-/* bxor -> band { '^' band } */
-static Node *bxor(Parser *p)
-{
-    Node *a = band(p);
-    int chain = 0;
-    while (peekk(p) == TK_CARET) {
-        Token *t = advance(p);
-        chain_step(p, &chain, t);
-        a = binary(p, a, t, OP_BXOR, band);
-    }
-    return a;
-}
-
-/* bor -> bxor { '|' bxor } */
-static Node *bor(Parser *p)
-{
-    Node *a = bxor(p);
-    int chain = 0;
-    while (peekk(p) == TK_PIPE) {
-        Token *t = advance(p);
-        chain_step(p, &chain, t);
-        a = binary(p, a, t, OP_BOR, bxor);
-    }
-    return a;
-}
-
-static bool comp_op(Parser *p, BinOp *op)
-{
-    switch (peekk(p)) {
-    case TK_EQ: *op = OP_EQ; return true;
-    case TK_NE: *op = OP_NE; return true;
-    case TK_LT: *op = OP_LT; return true;
-    case TK_LE: *op = OP_LE; return true;
-    case TK_GT: *op = OP_GT; return true;
-    case TK_GE: *op = OP_GE; return true;
-    case TK_IN: *op = OP_IN; return true;
-    case TK_NOT:
-        if (p->toks[p->pos + 1].kind == TK_IN) {
-            *op = OP_NOTIN;
-            return true;
-        }
-        return false;
-    default: return false;
-    }
-}
-
-/* comparison -> bor [ ('==' | '!=' | '<' | '<=' | '>' | '>=' | 'in' | 'not' 'in') bor ]  (no
- * chaining) */
-static Node *comparison(Parser *p)
-{
-    Node *a = bor(p);
-    BinOp op;
-    if (!comp_op(p, &op)) return a;
-    Token *t = advance(p);
-    if (op == OP_NOTIN) advance(p);
-    Node *n = binary(p, a, t, op, bor);
-    BinOp op2;
-    if (comp_op(p, &op2))
-        error_tok(p, peek(p), "comparisons do not chain: write (a < b) and (b < c)");
-    return n;
-}
-
-/* not_expr -> 'not' not_expr | comparison */
-static Node *not_expr(Parser *p)
-{
-    if (peekk(p) == TK_NOT) {
-        Token *t = advance(p);
-        enter(p);
+    Token *t = peek(p);
+    TokKind k = t->kind;
+    if (k == TK_NOT && limit <= P_NOT) {
+        advance(p);
         Node *n = node(p, N_NOT, t);
-        n->u.bin.a = not_expr(p);
+        enter(p);
+        n->u.bin.a = subexpr(p, P_NOT);
         leave(p);
         return n;
     }
-    return comparison(p);
+    if (k != TK_MINUS && k != TK_PLUS && k != TK_TILDE) return postfix(p);
+    advance(p);
+    enter(p);
+    Node *operand = subexpr(p, P_UNARY);
+    leave(p);
+    if (k == TK_MINUS && (operand->kind == N_NUM || operand->kind == N_IMAG) &&
+        operand->line == t->line) {
+        /* fold -constant; keeps the literal's own node */
+        operand->u.num = -operand->u.num;
+        operand->col = t->col;
+        return operand;
+    }
+    Node *n = node(p, N_UNARY, t);
+    n->op = k == TK_MINUS ? OP_NEG : k == TK_PLUS ? OP_POS : OP_INVERT;
+    n->u.bin.a = operand;
+    return n;
 }
 
-/* and_expr -> not_expr { 'and' not_expr } */
-static Node *and_expr(Parser *p)
+/* subexpr -> prefix { binop subexpr }, the operators above `limit` (precedence climbing).
+ * A run of one level's operators counts against MAX_CHAIN (the run of a lower level
+ * starts a new count); '**' recurses on its right, under the nesting guard. */
+static Node *subexpr(Parser *p, int limit)
 {
-    Node *a = not_expr(p);
-    int chain = 0;
-    while (peekk(p) == TK_AND) {
+    Node *a = prefix(p, limit);
+    int chain = 0, level = P_NONE;
+    for (const BinRule *r; (r = binop_rule(p)) && r->left > limit;) {
         Token *t = advance(p);
-        chain_step(p, &chain, t);
-        Node *n = node(p, N_AND, t);
+        if (t->kind == TK_NOT) advance(p); /* the 'in' of 'not in' */
+        bool right_assoc = r->right < r->left;
+        if (!right_assoc) {
+            if (r->left != level) chain = 0;
+            level = r->left;
+            chain_step(p, &chain, t);
+        }
+        Node *n = node(p, (NodeKind)r->kind, t);
+        n->op = r->kind == N_BINARY ? r->op : 0;
         n->u.bin.a = a;
-        n->u.bin.b = not_expr(p);
+        if (right_assoc) enter(p);
+        n->u.bin.b = subexpr(p, r->right);
+        if (right_assoc) leave(p);
         a = n;
+        if (r->left == P_CMP && (r = binop_rule(p)) && r->left == P_CMP)
+            error_tok(p, peek(p), "comparisons do not chain: write (a < b) and (b < c)");
     }
     return a;
 }
 
-/* or_expr -> and_expr { 'or' and_expr } */
+/* or_expr -> and_expr { 'or' and_expr }, and all tighter levels (subexpr) */
 static Node *or_expr(Parser *p)
 {
     enter(p);
-    Node *a = and_expr(p);
-    int chain = 0;
-    while (peekk(p) == TK_OR) {
-        Token *t = advance(p);
-        chain_step(p, &chain, t);
-        Node *n = node(p, N_OR, t);
-        n->u.bin.a = a;
-        n->u.bin.b = and_expr(p);
-        a = n;
-    }
+    Node *a = subexpr(p, P_NONE);
     leave(p);
     return a;
 }
@@ -938,148 +844,141 @@ static int aug_op(TokKind k)
     }
 }
 
-/* statement -> fndef | qfndef | if | while | for | try | return | break | continue
- *            | import | global | simple */
-static Node *statement(Parser *p)
+/* fndef -> 'fn' NAME params block */
+static Node *fndef_stmt(Parser *p)
+{
+    Token *t = advance(p);
+    Token *nm = advance(p);
+    Node *n = node(p, N_FNDEF, t);
+    FnProto *f = new_proto(p, t, name_of(p, nm));
+    params(p, f);
+    f->body = fn_body(p);
+    n->u.fn = f;
+    return n;
+}
+
+/* qfndef -> 'qfn' NAME params ['on' expr] block */
+static Node *qfndef_stmt(Parser *p)
+{
+    Token *t = advance(p);
+    Token *nm = expect(p, TK_NAME, "after 'qfn'");
+    Node *n = node(p, N_FNDEF, t);
+    FnProto *f = new_proto(p, t, name_of(p, nm));
+    f->is_qfn = true;
+    params(p, f);
+    if (accept(p, TK_ON)) f->device = expr(p);
+    f->body = fn_body(p);
+    n->u.fn = f;
+    return n;
+}
+
+/* while -> 'while' expr block */
+static Node *while_stmt(Parser *p)
+{
+    Token *t = advance(p);
+    Node *n = node(p, N_WHILE, t);
+    n->u.whiles.cond = expr(p);
+    p->loops++;
+    n->u.whiles.body = block(p);
+    p->loops--;
+    return n;
+}
+
+/* for -> 'for' NAME {',' NAME} 'in' expr block */
+static Node *for_stmt(Parser *p)
+{
+    Token *t = advance(p);
+    Node *n = node(p, N_FOR, t);
+    Vec vars = { 0 };
+    do {
+        Token *v = expect(p, TK_NAME, "as the loop variable");
+        Node *vn = node(p, N_NAME, v);
+        vn->u.var.name = name_of(p, v);
+        vec_push(&vars, vn);
+    } while (accept(p, TK_COMMA));
+    expect(p, TK_IN, "after the loop variable");
+    n->u.fors.nvars = vars.n;
+    n->u.fors.vars = vec_done(p, &vars);
+    n->u.fors.var = n->u.fors.vars[0];
+    n->u.fors.iter = expr(p);
+    p->loops++;
+    n->u.fors.body = block(p);
+    p->loops--;
+    return n;
+}
+
+/* try -> 'try' block 'catch' [NAME] block */
+static Node *try_stmt(Parser *p)
+{
+    Token *t = advance(p);
+    Node *n = node(p, N_TRY, t);
+    n->u.tries.body = block(p);
+    int at;
+    if (peek_past_newlines(p, &at) == TK_CATCH) p->pos = at;
+    expect(p, TK_CATCH, "after the try block");
+    if (peekk(p) == TK_NAME) {
+        Token *v = advance(p);
+        Node *vn = node(p, N_NAME, v);
+        vn->u.var.name = name_of(p, v);
+        n->u.tries.var = vn;
+    }
+    n->u.tries.handler = block(p);
+    return n;
+}
+
+/* return -> 'return' [expr {',' expr}] */
+static Node *return_stmt(Parser *p)
+{
+    Token *t = advance(p);
+    if (!p->fns) error_tok(p, t, "'return' outside a function");
+    Node *n = node(p, N_RETURN, t);
+    TokKind k = p->toks[p->pos].kind;
+    if (k != TK_NEWLINE && k != TK_SEMI && k != TK_RBRACE && k != TK_EOF) n->u.expr.expr = rhs(p);
+    return n;
+}
+
+/* break | continue (one function: they differ in their node kind only) */
+static Node *jump_stmt(Parser *p)
+{
+    Token *t = advance(p);
+    if (!p->loops)
+        error_tok(p, t, "'%s' outside a loop", t->kind == TK_BREAK ? "break" : "continue");
+    return node(p, t->kind == TK_BREAK ? N_BREAK : N_CONTINUE, t);
+}
+
+/* import -> 'import' NAME */
+static Node *import_stmt(Parser *p)
+{
+    Token *t = advance(p);
+    Token *nm = expect(p, TK_NAME, "after 'import'");
+    Node *n = node(p, N_IMPORT, t);
+    n->u.import.name = name_of(p, nm);
+    Node *vn = node(p, N_NAME, nm);
+    vn->u.var.name = n->u.import.name;
+    n->u.import.var = vn;
+    return n;
+}
+
+/* global -> 'global' NAME {',' NAME} */
+static Node *global_stmt(Parser *p)
+{
+    Token *t = advance(p);
+    Node *n = node(p, N_GLOBALDECL, t);
+    Vec names = { 0 };
+    do {
+        Token *nm = expect(p, TK_NAME, "after 'global'");
+        vec_push(&names, (void *)name_of(p, nm));
+    } while (accept(p, TK_COMMA));
+    n->u.global.n = names.n;
+    n->u.global.names = vec_done(p, &names);
+    return n;
+}
+
+/* simple -> expr [ {',' expr} '=' expr | augop expr ] */
+static Node *simple_stmt(Parser *p)
 {
     Token *t = peek(p);
-    Node *n;
-    switch (t->kind) {
-    case TK_FN:
-        if (p->toks[p->pos + 1].kind == TK_NAME) {
-            /* fndef -> 'fn' NAME params block */
-            advance(p);
-            Token *nm = advance(p);
-            n = node(p, N_FNDEF, t);
-            FnProto *f = new_proto(p, t, name_of(p, nm));
-            params(p, f);
-            f->body = fn_body(p);
-            n->u.fn = f;
-            end_statement(p);
-            return n;
-        }
-        break;
-    case TK_QFN: {
-        /* qfndef -> 'qfn' NAME params ['on' expr] block */
-        advance(p);
-        Token *nm = expect(p, TK_NAME, "after 'qfn'");
-        n = node(p, N_FNDEF, t);
-        FnProto *f = new_proto(p, t, name_of(p, nm));
-        f->is_qfn = true;
-        params(p, f);
-        if (accept(p, TK_ON)) f->device = expr(p);
-        f->body = fn_body(p);
-        n->u.fn = f;
-        end_statement(p);
-        return n;
-    }
-    case TK_IF:
-        n = if_stmt(p);
-        end_statement(p);
-        return n;
-    case TK_WHILE:
-        /* while -> 'while' expr block */
-        advance(p);
-        n = node(p, N_WHILE, t);
-        n->u.whiles.cond = expr(p);
-        p->loops++;
-        n->u.whiles.body = block(p);
-        p->loops--;
-        end_statement(p);
-        return n;
-    case TK_FOR: {
-        /* for -> 'for' NAME {',' NAME} 'in' expr block */
-        advance(p);
-        n = node(p, N_FOR, t);
-        Vec vars = { 0 };
-        do {
-            Token *v = expect(p, TK_NAME, "as the loop variable");
-            Node *vn = node(p, N_NAME, v);
-            vn->u.var.name = name_of(p, v);
-            vec_push(&vars, vn);
-        } while (accept(p, TK_COMMA));
-        expect(p, TK_IN, "after the loop variable");
-        n->u.fors.nvars = vars.n;
-        n->u.fors.vars = vec_done(p, &vars);
-        n->u.fors.var = n->u.fors.vars[0];
-        n->u.fors.iter = expr(p);
-        p->loops++;
-        n->u.fors.body = block(p);
-        p->loops--;
-        end_statement(p);
-        return n;
-    }
-    case TK_TRY: {
-        /* try -> 'try' block 'catch' [NAME] block */
-        advance(p);
-        n = node(p, N_TRY, t);
-        n->u.tries.body = block(p);
-        int at;
-        if (peek_past_newlines(p, &at) == TK_CATCH) p->pos = at;
-        expect(p, TK_CATCH, "after the try block");
-        if (peekk(p) == TK_NAME) {
-            Token *v = advance(p);
-            Node *vn = node(p, N_NAME, v);
-            vn->u.var.name = name_of(p, v);
-            n->u.tries.var = vn;
-        }
-        n->u.tries.handler = block(p);
-        end_statement(p);
-        return n;
-    }
-    case TK_RETURN: {
-        /* return -> 'return' [expr {',' expr}] */
-        advance(p);
-        if (!p->fns) error_tok(p, t, "'return' outside a function");
-        n = node(p, N_RETURN, t);
-        TokKind k = p->toks[p->pos].kind;
-        if (k != TK_NEWLINE && k != TK_SEMI && k != TK_RBRACE && k != TK_EOF) {
-            Node *e = rhs(p);
-            n->u.expr.expr = e;
-        }
-        end_statement(p);
-        return n;
-    }
-    case TK_BREAK:
-    case TK_CONTINUE:
-        advance(p);
-        if (!p->loops)
-            error_tok(p, t, "'%s' outside a loop", t->kind == TK_BREAK ? "break" : "continue");
-        n = node(p, t->kind == TK_BREAK ? N_BREAK : N_CONTINUE, t);
-        end_statement(p);
-        return n;
-    case TK_IMPORT: {
-        /* import -> 'import' NAME */
-        advance(p);
-        Token *nm = expect(p, TK_NAME, "after 'import'");
-        n = node(p, N_IMPORT, t);
-        n->u.import.name = name_of(p, nm);
-        Node *vn = node(p, N_NAME, nm);
-        vn->u.var.name = n->u.import.name;
-        n->u.import.var = vn;
-        end_statement(p);
-        return n;
-    }
-    case TK_GLOBAL: {
-        /* global -> 'global' NAME {',' NAME} */
-        advance(p);
-        n = node(p, N_GLOBALDECL, t);
-        Vec names = { 0 };
-        do {
-            Token *nm = expect(p, TK_NAME, "after 'global'");
-            vec_push(&names, (void *)name_of(p, nm));
-        } while (accept(p, TK_COMMA));
-        n->u.global.n = names.n;
-        n->u.global.names = vec_done(p, &names);
-        end_statement(p);
-        return n;
-    }
-    case TK_ERROR: error_tok(p, t, "%s", t->str);
-    case TK_RBRACE: error_tok(p, t, "unexpected '}' with no block open");
-    default: break;
-    }
-    /* simple -> expr [ {',' expr} '=' expr | augop expr ] */
-    Node *e = expr(p);
+    Node *n, *e = expr(p);
     TokKind k = peekk(p);
     if (k == TK_COMMA) {
         Vec targets = { 0 };
@@ -1118,6 +1017,32 @@ static Node *statement(Parser *p)
         n->line = e->line;
         n->col = e->col;
         n->u.expr.expr = e;
+    }
+    return n;
+}
+
+/* statement -> fndef | qfndef | if | while | for | try | return | break | continue
+ *            | import | global | simple ; one function per kind, chosen by the first token,
+ * then the statement's end */
+static Node *statement(Parser *p)
+{
+    Token *t = peek(p);
+    Node *n;
+    switch (t->kind) {
+    case TK_FN: n = p->toks[p->pos + 1].kind == TK_NAME ? fndef_stmt(p) : simple_stmt(p); break;
+    case TK_QFN: n = qfndef_stmt(p); break;
+    case TK_IF: n = if_stmt(p); break;
+    case TK_WHILE: n = while_stmt(p); break;
+    case TK_FOR: n = for_stmt(p); break;
+    case TK_TRY: n = try_stmt(p); break;
+    case TK_RETURN: n = return_stmt(p); break;
+    case TK_BREAK:
+    case TK_CONTINUE: n = jump_stmt(p); break;
+    case TK_IMPORT: n = import_stmt(p); break;
+    case TK_GLOBAL: n = global_stmt(p); break;
+    case TK_ERROR: error_tok(p, t, "%s", t->str);
+    case TK_RBRACE: error_tok(p, t, "unexpected '}' with no block open");
+    default: n = simple_stmt(p); break;
     }
     end_statement(p);
     return n;
