@@ -17,6 +17,7 @@
 #include "load.h"
 #include "qh.h"
 #include "serial.h"
+#include "sv.h"
 
 static const char program[] =
     "x = 0.1 + 0.2\n"
@@ -41,6 +42,7 @@ static const char program[] =
     "PauliZ(0) + Projector([1, 0], wires=[0, 2])\n"
     "bg = RX(array([0.1, 0.2, 0.3]), wires=[0])\n"
     "u = QubitUnitary(array([[0, 1], [1, 0]]), wires=[0])\n"
+    "wide = MultiRZ(0.1, wires=range(64))\n"
     "adj = adjoint(circ)\n"
     "bi = len\n"
     "shared = [1, 2]\n"
@@ -361,6 +363,72 @@ START_TEST(test_self_reference)
 }
 END_TEST
 
+/* the offset of the only occurrence of `pat` in `buf` (two occurrences fail the test) */
+static size_t find_once(const unsigned char *buf, size_t len, const void *pat, size_t n)
+{
+    size_t at = len;
+    for (size_t i = 0; i + n <= len; i++)
+        if (memcmp(buf + i, pat, n) == 0) {
+            ck_assert_msg(at == len, "the pattern occurs twice");
+            at = i;
+        }
+    ck_assert_msg(at < len, "the pattern does not occur");
+    return at;
+}
+
+/* An operator read back claims a width whose 2^k x 2^k matrix cannot exist (wider than
+ * QubitUnitary's SV_MAX_DENSE; 64 wires made 1 << 64; 32 made d * d wrap to 0, so an empty
+ * matrix matched): refused, whether its matrix bytes are the original ones or none. An
+ * operator on all 64 wires without a matrix travels. */
+START_TEST(test_operator_width)
+{
+    check_same("wide");
+    Value u = global("u");
+    SerCtx w;
+    ser_init(&w, &code);
+    ck_assert(ser_value(&w, u));
+    const unsigned char *enc = (const unsigned char *)w.out.p;
+    size_t len = w.out.len;
+    int head[3] = { SV_QUBITUNITARY, 1, 0 }; /* SvOp's gate, nwires, wires[0] */
+    size_t at = find_once(enc, len, head, sizeof head) + offsetof(SvOp, nwires);
+    /* the matrix: its length, its presence, then [[0, 1], [1, 0]] as complex numbers */
+    double m[8] = { 0, 0, 1, 0, 1, 0, 0, 0 };
+    size_t mat = find_once(enc, len, m, sizeof m) - sizeof(uint64_t) - 1;
+    unsigned char *bad = malloc(len);
+    const int widths[] = { 1, 11, 20, 31, 32, 33, 63, 64 };
+    for (size_t k = 0; k < sizeof widths / sizeof *widths; k++)
+        for (int empty = 0; empty < 2; empty++) {
+            size_t n = len;
+            memcpy(bad, enc, len);
+            memcpy(bad + at, &widths[k], sizeof(int));
+            if (empty) { /* the matrix as present with 0 bytes */
+                uint64_t zero = 0;
+                memcpy(bad + mat, &zero, sizeof zero);
+                size_t tail = mat + sizeof zero + 1 + sizeof m;
+                memmove(bad + mat + sizeof zero + 1, enc + tail, len - tail);
+                n = len - sizeof m;
+            }
+            SerCtx r;
+            des_init(&r, bad, n, &code);
+            Value x = des_value(&r);
+            if (widths[k] == 1 && !empty) {
+                ck_assert_msg(!IS_EXC(x), "the unchanged encoding: %s", r.error);
+                drop(x);
+            } else {
+                ck_assert_msg(IS_EXC(x), "%d wires%s read as an operator", widths[k],
+                              empty ? " with an empty matrix" : "");
+                ck_assert_msg(strstr(r.error, "operator") != NULL, "%s", r.error);
+            }
+            copy_move_modules(&kept, &r.memo);
+            ser_free(&r);
+        }
+    free(bad);
+    ser_free(&w);
+    decref(u);
+}
+END_TEST
+
+
 static Suite *suite(void)
 {
     Suite *s = suite_create("serial");
@@ -376,6 +444,7 @@ static Suite *suite(void)
     tcase_add_test(tc, test_truncated_and_corrupt);
     tcase_add_test(tc, test_hostile_ids);
     tcase_add_test(tc, test_self_reference);
+    tcase_add_test(tc, test_operator_width);
     suite_add_tcase(s, tc);
     return s;
 }
