@@ -3,6 +3,7 @@
  * Knows the AST and the builtin table. */
 #include "laplan.h"
 #include "builtins.h"
+#include "qh_assert.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -22,7 +23,7 @@ static void set_add(Set *s, int x)
         if (s->v[i] == x) return;
     if (s->n == s->cap) {
         s->cap = s->cap ? s->cap * 2 : 16;
-        s->v = realloc(s->v, (size_t)s->cap * sizeof(int));
+        s->v = xrealloc(s->v, (size_t)s->cap * sizeof(int));
     }
     s->v[s->n++] = x;
 }
@@ -172,7 +173,7 @@ static void add_step(Ctx *c, LaStepKind k, Node *target, Node *expr, int first, 
 {
     if (c->nsteps == c->cap) {
         c->cap = c->cap ? c->cap * 2 : 8;
-        c->steps = realloc(c->steps, (size_t)c->cap * sizeof(LaStep));
+        c->steps = xrealloc(c->steps, (size_t)c->cap * sizeof(LaStep));
     }
     c->steps[c->nsteps++] =
         (LaStep){ k, target, expr, (const LaCheck *)(intptr_t)first, c->nchecks - first, ncalls };

@@ -505,10 +505,15 @@ typedef struct Flat {
 static bool flat_put(Flat *f, double re, double im)
 {
     if (f->n == f->cap) {
-        f->cap = f->cap ? f->cap * 2 : 16;
-        f->re = realloc(f->re, f->cap * sizeof(double));
-        f->im = realloc(f->im, f->cap * sizeof(double));
-        if (!f->re || !f->im) return false;
+        /* each block replaced only when its realloc succeeds: on failure both are still
+         * owned, cap long, and the caller frees them */
+        size_t cap = f->cap ? f->cap * 2 : 16;
+        double *re_ = realloc(f->re, cap * sizeof(double));
+        if (re_) f->re = re_;
+        double *im_ = re_ ? realloc(f->im, cap * sizeof(double)) : NULL;
+        if (!im_) return false;
+        f->im = im_;
+        f->cap = cap;
     }
     f->re[f->n] = re;
     f->im[f->n] = im;

@@ -440,15 +440,23 @@ typedef struct Inputs {
 static bool inputs_add(Inputs *in, AdNode node, const double *x, size_t n)
 {
     if (in->n == in->cap) {
-        in->cap = in->cap ? in->cap * 2 : 8;
-        in->node = realloc(in->node, in->cap * sizeof(AdNode));
-        in->size = realloc(in->size, in->cap * sizeof(size_t));
-        if (!in->node || !in->size) return false;
+        /* each block replaced only when its realloc succeeds: on failure the blocks are
+         * still owned, cap long, and the caller frees them */
+        size_t cap = in->cap ? in->cap * 2 : 8;
+        AdNode *node = realloc(in->node, cap * sizeof(AdNode));
+        if (node) in->node = node;
+        size_t *size = node ? realloc(in->size, cap * sizeof(size_t)) : NULL;
+        if (!size) return false;
+        in->size = size;
+        in->cap = cap;
     }
     if (in->nx + n > in->capx) {
-        while (in->nx + n > in->capx) in->capx = in->capx ? in->capx * 2 : 16;
-        in->x = realloc(in->x, in->capx * sizeof(double));
-        if (!in->x) return false;
+        size_t capx = in->capx ? in->capx : 16;
+        while (in->nx + n > capx) capx *= 2;
+        double *x2 = realloc(in->x, capx * sizeof(double));
+        if (!x2) return false;
+        in->x = x2;
+        in->capx = capx;
     }
     in->node[in->n] = node;
     in->size[in->n++] = n;
@@ -687,9 +695,11 @@ typedef struct Flat {
 static bool fl_int(Flat *f, int x)
 {
     if (f->nskel == f->capskel) {
-        f->capskel = f->capskel ? f->capskel * 2 : 16;
-        f->skel = realloc(f->skel, (size_t)f->capskel * sizeof(int));
-        if (!f->skel) return false;
+        int cap = f->capskel ? f->capskel * 2 : 16;
+        int *skel = realloc(f->skel, (size_t)cap * sizeof(int));
+        if (!skel) return false; /* f->skel still owned: the caller frees it */
+        f->skel = skel;
+        f->capskel = cap;
     }
     f->skel[f->nskel++] = x;
     return true;
@@ -698,11 +708,16 @@ static bool fl_int(Flat *f, int x)
 static bool fl_num(Flat *f, double x, AdNode n, size_t p)
 {
     if (f->n == f->cap) {
-        f->cap = f->cap ? f->cap * 2 : 16;
-        f->v = realloc(f->v, f->cap * sizeof(double));
-        f->node = realloc(f->node, f->cap * sizeof(AdNode));
-        f->pos = realloc(f->pos, f->cap * sizeof(size_t));
-        if (!f->v || !f->node || !f->pos) return false;
+        /* each block replaced only when its realloc succeeds (the caller frees them) */
+        size_t cap = f->cap ? f->cap * 2 : 16;
+        double *v = realloc(f->v, cap * sizeof(double));
+        if (v) f->v = v;
+        AdNode *node = v ? realloc(f->node, cap * sizeof(AdNode)) : NULL;
+        if (node) f->node = node;
+        size_t *pos = node ? realloc(f->pos, cap * sizeof(size_t)) : NULL;
+        if (!pos) return false;
+        f->pos = pos;
+        f->cap = cap;
     }
     f->v[f->n] = x;
     f->node[f->n] = n;
@@ -1053,11 +1068,12 @@ static int do_sweep(Work *w, QCall *c, VM *vm)
     int row = 0;
     for (int i = 0; ok && i < r->nquant; i++) {
         const Quant *q = &r->q[i];
-        d = realloc(d, ((size_t)q->rows * (size_t)(q->nslots + 1) + 1) * sizeof(double));
-        if (!d) {
+        double *d2 = realloc(d, ((size_t)q->rows * (size_t)(q->nslots + 1) + 1) * sizeof(double));
+        if (!d2) { /* d still owned: freed below */
             ok = false;
             break;
         }
+        d = d2;
         for (int k = 0; k < q->rows; k++)
             for (int s = 0; s < q->nslots; s++) {
                 const Slot *sl = &r->slots[s];
@@ -1437,7 +1453,7 @@ static Value diffq_call(VM *vm, ObjFunc *f, Value *params, const Node *site)
     }
     if (w->ncalls == w->capcalls) {
         w->capcalls = w->capcalls ? w->capcalls * 2 : 16;
-        w->calls = realloc(w->calls, (size_t)w->capcalls * sizeof(QCall *));
+        w->calls = xrealloc(w->calls, (size_t)w->capcalls * sizeof(QCall *));
     }
     w->calls[w->ncalls++] = c;
     c->fwd_item = add_unit(w, U_FORWARD, c, 0);

@@ -494,10 +494,14 @@ typedef struct Outs {
 static bool outs_add(Outs *o, AdNode n, size_t p)
 {
     if (o->n == o->cap) {
-        o->cap = o->cap ? o->cap * 2 : 16;
-        o->node = realloc(o->node, o->cap * sizeof(AdNode));
-        o->pos = realloc(o->pos, o->cap * sizeof(size_t));
-        if (!o->node || !o->pos) return false;
+        /* each block replaced only when its realloc succeeds (the caller frees both) */
+        size_t cap = o->cap ? o->cap * 2 : 16;
+        AdNode *node = realloc(o->node, cap * sizeof(AdNode));
+        if (node) o->node = node;
+        size_t *pos = node ? realloc(o->pos, cap * sizeof(size_t)) : NULL;
+        if (!pos) return false;
+        o->pos = pos;
+        o->cap = cap;
     }
     o->node[o->n] = n;
     o->pos[o->n++] = p;
