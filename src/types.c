@@ -806,6 +806,24 @@ bool tp_repr(VM *vm, Buf *b, Value v, bool quoted, const Node *site)
     return true;
 }
 
+const PrintSep print_line = { " ", "\n", 1, 1 };
+
+bool tp_print(VM *vm, const Value *v, int n, const PrintSep *ps, const Node *site)
+{
+    Buf b;
+    buf_init(&b);
+    bool ok = true;
+    for (int i = 0; ok && i < n; i++) {
+        if (i) buf_put(&b, ps->sep, ps->seplen);
+        ok = tp_repr(vm, &b, v[i], false, site);
+    }
+    if (ok) buf_put(&b, ps->end, ps->endlen);
+    if (ok && buf_failed(&b)) ok = (vm_oom(vm, site), false);
+    if (ok) ok = vm_write_out(vm, b.p, b.len, false, site);
+    buf_free(&b);
+    return ok;
+}
+
 /* ---------------------------------------------------------------- builtin arguments */
 
 bool arg_num(VM *vm, Args *a, int i, const char *what, double *out)

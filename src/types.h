@@ -60,6 +60,14 @@ Value vm_call(VM *vm, Value fn, int nargs, Value *args, Node *site);
 Value tp_member(VM *vm, Value obj, const ObjStr *name, const Node *site);
 /* str(v) into b, forcing lazy values inside containers; false on error. */
 bool tp_repr(VM *vm, Buf *b, Value v, bool quoted, const Node *site);
+/* print's line: the str forms of v[0..n) with `sep` between them and `end` after, written to
+ * the program's output at once (print, and display where the host shows nothing itself). */
+typedef struct PrintSep {
+    const char *sep, *end;
+    size_t seplen, endlen;
+} PrintSep;
+extern const PrintSep print_line; /* " " between, "\n" after */
+bool tp_print(VM *vm, const Value *v, int n, const PrintSep *ps, const Node *site);
 /* The real number v stands for (numbers, and kinds with a number slot). */
 bool tp_number(Value v, double *out);
 /* A math builtin or a reduction on a kind that implements it: v_notimpl()

@@ -115,36 +115,19 @@ static Value bi_chr(VM *vm, Args *a)
 
 static Value bi_print(VM *vm, Args *a)
 {
-    const char *sep = " ", *end = "\n";
-    size_t seplen = 1, endlen = 1;
+    PrintSep ps = print_line;
     Value *s = arg_kw(a, "sep"), *e = arg_kw(a, "end");
     if (s) {
         if (s->t != T_STR) return vm_error(vm, a->site, "print(): sep must be a string");
-        sep = AS_STR(*s)->s;
-        seplen = AS_STR(*s)->len;
+        ps.sep = AS_STR(*s)->s;
+        ps.seplen = AS_STR(*s)->len;
     }
     if (e) {
         if (e->t != T_STR) return vm_error(vm, a->site, "print(): end must be a string");
-        end = AS_STR(*e)->s;
-        endlen = AS_STR(*e)->len;
+        ps.end = AS_STR(*e)->s;
+        ps.endlen = AS_STR(*e)->len;
     }
-    Buf b;
-    buf_init(&b);
-    for (int i = 0; i < a->n; i++) {
-        if (i) buf_put(&b, sep, seplen);
-        if (!tp_repr(vm, &b, a->v[i], false, a->site)) {
-            buf_free(&b);
-            return v_exc();
-        }
-    }
-    buf_put(&b, end, endlen);
-    if (buf_failed(&b)) {
-        buf_free(&b);
-        return vm_oom(vm, a->site);
-    }
-    bool ok = vm_write_out(vm, b.p, b.len, false, a->site);
-    buf_free(&b);
-    return ok ? v_nil() : v_exc();
+    return tp_print(vm, a->v, a->n, &ps, a->site) ? v_nil() : v_exc();
 }
 
 static Value bi_str(VM *vm, Args *a)

@@ -94,14 +94,8 @@ static Value bi_display(VM *vm, Args *a)
         }
         Value v = tp_force(vm, a->v[i], a->site);
         if (IS_EXC(v)) return v;
-        Buf b;
-        buf_init(&b);
-        bool ok = tp_repr(vm, &b, v, false, a->site);
+        bool ok = tp_print(vm, &v, 1, &print_line, a->site);
         decref(v);
-        if (ok) buf_putc(&b, '\n');
-        if (ok && buf_failed(&b)) ok = (vm_oom(vm, a->site), false);
-        if (ok) ok = vm_write_out(vm, b.p, b.len, false, a->site);
-        buf_free(&b);
         if (!ok) return v_exc();
     }
     return v_nil();
