@@ -13,9 +13,12 @@
 #include "types.h"
 #include "vm.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define IO_ERRLEN 600
 
@@ -33,6 +36,30 @@ static bool path_arg(VM *vm, Args *a, const char **path)
     }
     *path = s->s;
     return true;
+}
+
+/* ---- the script's folder -------------------------------------------------- */
+
+/* Why: script_dir(): a script names the files next to itself whatever the current directory
+   (Python's Path(__file__).resolve().parent); the paths of the file builtins stay relative to
+   the current directory, as Python's open(). The folder of the file whose code calls it (a
+   module's own), absolute; code with no file (the REPL, -e, stdin) gets the current directory. */
+static Value bi_script_dir(VM *vm, Args *a)
+{
+    const Source *src = vm->mod && vm->mod->info ? vm->mod->info->src : NULL;
+    char *dir;
+    if (src && src->path) {
+        const char *slash = strrchr(src->path, '/');
+        size_t n = slash ? (slash == src->path ? 1 : (size_t)(slash - src->path)) : 0;
+        char *d = n ? strndup(src->path, n) : strdup(".");
+        dir = d ? realpath(d, NULL) : NULL;
+        free(d);
+    } else
+        dir = getcwd(NULL, 0);
+    if (!dir) return vm_error(vm, a->site, "script_dir(): %s", strerror(errno));
+    Value v = v_str(dir);
+    free(dir);
+    return v;
 }
 
 /* ---- text ----------------------------------------------------------------- */
@@ -406,6 +433,7 @@ static const char *const kw_csv[] = { "delimiter", "skip", NULL };
 static const char *const kw_json[] = { "indent", NULL };
 
 static const BuiltinDef builtins_io[] = {
+    { "script_dir", bi_script_dir, 0, 0, 0, NULL, 0 },
     { "read_text", bi_read_text, 1, 1, BI_IMPURE, NULL, 0 },
     { "read_lines", bi_read_lines, 1, 1, BI_IMPURE, NULL, 0 },
     { "write_text", bi_write_text, 2, 2, BI_IMPURE, kw_write, 0 },

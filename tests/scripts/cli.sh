@@ -88,5 +88,16 @@ for fact in '1 to 1024' '--opt=VALUE'; do
     if grep -qF -- "$pat" <<<"$text"; then pass=$((pass+1)); else fail=$((fail+1)); echo "FAIL $where does not state '$fact'"; fi
   done
 done
+# script_dir(): the folder of the calling code's file, absolute, whatever the current directory
+# (a module's own folder); the current directory for -e and standard input
+real=$(cd "$tmp" && pwd -P)
+mkdir -p "$tmp/sd" "$tmp/mods" "$tmp/other"
+printf 'import sdmod\nprint("<" + script_dir() + ">", "[" + sdmod.here + "]", "{" + sdmod.where() + "}")\n' > "$tmp/sd/s.qh"
+printf 'here = script_dir()\nfn where() { return script_dir() }\n' > "$tmp/mods/sdmod.qh"
+check script-dir-relative 0 "<$real/sd> [$real/mods] {$real/mods}" "" -- bash -c "cd '$tmp/other' && QH_PATH='$tmp/mods' '$qh' ../sd/s.qh"
+check script-dir-bare-name 0 "<$real/sd>" "" -- bash -c "cd '$tmp/sd' && QH_PATH='$tmp/mods' '$qh' s.qh"
+check script-dir-absolute 0 "<$real/sd>" "" -- bash -c "cd / && QH_PATH='$tmp/mods' '$qh' '$tmp/sd/s.qh'"
+check script-dir-e 0 "<$real/other>" "" -- bash -c "cd '$tmp/other' && '$qh' -e 'print(\"<\" + script_dir() + \">\")'"
+check script-dir-stdin 0 "<$real/other>" "" -- bash -c "cd '$tmp/other' && echo 'print(\"<\" + script_dir() + \">\")' | '$qh' -"
 echo "cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]
