@@ -3,6 +3,7 @@
  * looked up by name for the resolver and by index for the evaluator.
  * Knows values only. */
 #include "builtins.h"
+#include "qh_assert.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@ void builtins_add(const BuiltinDef *t)
             fputs("qh: too many builtins\n", stderr);
             abort();
         }
+        qh_assert(t->min >= 0 && (t->max < 0 || t->max >= t->min)); /* an arity that can be met */
         all[nall++] = t;
     }
 }
@@ -32,10 +34,15 @@ int builtin_lookup(const char *name)
 
 int builtin_count(void) { return nall; }
 
-const BuiltinDef *builtin_get(int i) { return all[i]; }
+const BuiltinDef *builtin_get(int i)
+{
+    qh_assert(i >= 0 && i < nall);
+    return all[i];
+}
 
 Value builtin_value(int i)
 {
+    qh_assert(i >= 0 && i < nall); /* a slot the resolver gave (builtin_lookup) */
     const BuiltinDef *b = all[i];
     if (b->flags & BI_CONST) return v_num(b->cval);
     Value v;

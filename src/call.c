@@ -110,8 +110,10 @@ static Value run_bound(VM *vm, ObjFunc *f, Value *slots, const Node *site)
     return vm->in->hooks.qfn_call(vm, f, slots, site);
 }
 
+/* The value stack is a stack: a call pops back to where its arguments began, never below */
 static void pop_to(VM *vm, size_t base)
 {
+    qh_assert(base <= vm->sp && vm->sp <= vm->cap);
     while (vm->sp > base) decref(vm->stack[--vm->sp]);
 }
 
@@ -162,9 +164,11 @@ Value eval_call_callee(VM *vm, Node *n, Value callee)
             pop_to(vm, base);
             return v_exc();
         }
+        qh_assert(vm->sp == base + (size_t)nargs);
         Args a = { nargs, vm->stack + base, 0, NULL, NULL, n, bd };
         Value r = tp_intercepts(&a) ? tp_builtin(vm, bd, &a) : v_notimpl();
         if (r.t == T_NOTIMPL) r = bd->fn(vm, &a);
+        qh_assert(vm->sp == base + (size_t)nargs); /* a builtin leaves the stack as it found it */
         pop_to(vm, base);
         return builtin_done(vm, r, n);
     }
@@ -199,6 +203,7 @@ Value eval_call_callee(VM *vm, Node *n, Value callee)
         for (int i = nargs; i < nl; i++) slots[i] = v_unbound();
     }
     Value r = eval_run_body(vm, f, slots, n);
+    qh_assert(vm->sp == base + (size_t)nl); /* the body leaves its frame as it found it */
     vm->sp = base;
     decref(callee);
     return r;
@@ -233,6 +238,7 @@ __attribute__((noinline)) static Value eval_call_general(VM *vm, Node *n, Value 
         vm->stack[vm->sp++] = v;
         kwnames[i] = n->u.call.kw[i].key;
     }
+    qh_assert(vm->sp == base + (size_t)nargs + (size_t)nkw);
     Value *argv = vm->stack + base;
     Value result;
     if (callee.t == T_FUNC) {
@@ -301,6 +307,7 @@ Value *eval_bind_frame(VM *vm, ObjFunc *f, Args *a, size_t *base)
     }
     Args kw = { 0, NULL, a->nkw, a->kwname, kwv, a->site, NULL };
     vm->sp = *base + need - 4;
+    qh_assert(vm->sp < vm->cap);
     if (!eval_bind_args(vm, f, slots, a->n, &kw, a->site)) {
         vm->sp = *base;
         return NULL;

@@ -1097,7 +1097,9 @@ static Value ev_comp(VM *vm, Node *n)
     comp_reset(vm, n, false);
     bool ok = comp_clause(vm, n, 0, acc);
     comp_reset(vm, n, true);
+    qh_assert(vm->sp == base + (size_t)nslots); /* the clauses leave the frame as they found it */
     if (nslots) {
+        qh_assert(vm->frame == &fr);
         vm->frame = fr.parent;
         while (vm->sp > base) decref(vm->stack[--vm->sp]);
     }
@@ -1892,8 +1894,12 @@ static ExecStatus ex_try(VM *vm, Node *s)
     int depth = vm->depth;
     ObjModule *mod = vm->mod;
     ExecStatus st = block(vm, s->u.tries.body);
-    if (st != S_ERR) return st;
+    if (st != S_ERR) {
+        qh_assert(vm->sp == sp && vm->frame == fr && vm->depth == depth);
+        return st;
+    }
     if (vm->err.interrupted) return S_ERR;
+    qh_assert(vm->sp >= sp && vm->depth >= depth); /* an error unwinds only inward frames */
     /* unwind to the try's own frame */
     while (vm->sp > sp) decref(vm->stack[--vm->sp]);
     vm->frame = fr;
@@ -2346,6 +2352,7 @@ static Value ev_call(VM *vm, Node *n)
     for (int i = na; i < nl; i++) slots[i] = v_unbound();
     vm->sp = base + (size_t)nl;
     Value r = run_body(vm, f, slots, n);
+    qh_assert(vm->sp == base + (size_t)nl);
     vm->sp = base;
     decref(callee);
     return r;

@@ -14,6 +14,7 @@
 
 ObjFunc *func_new(FnProto *p, ObjModule *mod)
 {
+    qh_assert(p && mod && p->nparams >= 0 && p->nupvals >= 0 && p->nlocals >= p->nparams);
     ObjFunc *f = (ObjFunc *)obj_alloc(sizeof(ObjFunc), T_FUNC);
     f->p = p;
     f->mod = mod;
@@ -63,11 +64,13 @@ Value func_copy(Value v, CopyCtx *cc)
         n->up = xcalloc((size_t)f->p->nupvals, sizeof(ObjCell *));
         for (int i = 0; i < f->p->nupvals; i++) {
             Value c = value_copy_deep(v_obj(&f->up[i]->h), cc);
+            qh_assert(c.t == T_CELL); /* a cell copies to a cell */
             n->up[i] = (ObjCell *)c.o;
         }
     }
     n->device = value_copy_deep(f->device, cc);
     Value mv = value_copy_deep(v_obj(&f->mod->h), cc);
+    qh_assert(mv.t == T_MODULE && ((ObjModule *)mv.o)->info == f->mod->info); /* the same code */
     n->mod = (ObjModule *)mv.o;
     if (n->mod->partial) module_copy_reads(f->mod, n->mod, f->p, cc);
     return v_obj(&n->h);

@@ -44,8 +44,17 @@ static inline Obj *obj_of(GcHead *g) { return (Obj *)(g + 1); }
 static inline bool tracked_kind(unsigned t) { return (value_flags[t] & TF_TRACK) != 0; }
 
 static void list_init(GcHead *s) { s->next = s->prev = s; }
-static void list_unlink(GcHead *g) { gc_list_unlink(g); }
-static void list_append(GcHead *s, GcHead *g) { gc_list_append(s, g); }
+/* the lists are circular and doubly linked: each neighbour points back */
+static void list_unlink(GcHead *g)
+{
+    qh_assert(g->next->prev == g && g->prev->next == g);
+    gc_list_unlink(g);
+}
+static void list_append(GcHead *s, GcHead *g)
+{
+    qh_assert(s->prev->next == s && s->next->prev == s);
+    gc_list_append(s, g);
+}
 /* moves every element of from to the end of to */
 static void list_splice(GcHead *to, GcHead *from)
 {
@@ -67,6 +76,7 @@ static GcHeap *heap_get(void)
     list_init(&h->young);
     list_init(&h->old);
     gc_tls_heap = h;
+    qh_assert(h->young.next == &h->young && h->old.next == &h->old);
     pthread_once(&heap_once, key_init);
     pthread_setspecific(heap_key, h);
     return h;
@@ -133,8 +143,15 @@ static void collect(GcHeap *h, bool full)
         list_splice(&set, &h->old);
         h->nold = 0;
     }
-    /* what the set holds of itself is subtracted from each count */
-    for (GcHead *g = set.next; g != &set; g = g->next) g->refs = obj_of(g)->rc;
+    /* what the set holds of itself is subtracted from each count; every member is a live
+     * object of a tracked kind of this heap, and this collection's own */
+    for (GcHead *g = set.next; g != &set; g = g->next) {
+        Obj *o = obj_of(g);
+        qh_assert(g->heap == h && tracked_kind(o->type));
+        qh_assert(o->rc > 0 && o->rc != OBJ_IMMORTAL);
+        qh_assert(g->refs == GC_IN_YOUNG || g->refs == GC_IN_OLD);
+        g->refs = o->rc;
+    }
     for (GcHead *g = set.next; g != &set; g = g->next) value_traverse(obj_of(g), visit_decref, h);
     /* held from outside (refs > 0), or reachable from such: alive */
     Reach r = { h, &set };
@@ -150,9 +167,11 @@ static void collect(GcHeap *h, bool full)
             g = next;
         }
     }
-    /* the living become old */
+    /* the living become old: each was held from outside or reached (refs > 0); the others
+     * were all moved out, as found unreachable */
     size_t n = 0;
     for (GcHead *g = set.next; g != &set; g = g->next) {
+        qh_assert(g->refs > 0);
         g->refs = GC_IN_OLD;
         n++;
     }
@@ -165,6 +184,7 @@ static void collect(GcHeap *h, bool full)
      * emptied, then let go (freeing unlinks them from the old list) */
     size_t ng = 0;
     for (GcHead *g = unreach.next; g != &unreach; g = g->next) {
+        qh_assert(g->refs == GC_TENTATIVE);
         g->refs = GC_IN_OLD;
         ng++;
     }
@@ -172,6 +192,7 @@ static void collect(GcHeap *h, bool full)
         Obj **garbage = xmalloc(ng * sizeof(Obj *));
         size_t k = 0;
         for (GcHead *g = unreach.next; g != &unreach; g = g->next) garbage[k++] = obj_of(g);
+        qh_assert(k == ng);
         list_splice(&h->old, &unreach);
         h->nold += ng;
         for (size_t i = 0; i < ng; i++) garbage[i]->rc++;
@@ -220,7 +241,11 @@ static void adopt_visit(Value v, void *ud)
     if (!is_obj(v) || v.o->rc == OBJ_IMMORTAL) return;
     if (tracked_kind(v.t)) {
         GcHead *g = head_of(v.o);
-        if (g->heap) return; /* tracked already (here): seen */
+        if (g->heap) {
+            qh_assert(g->heap == h); /* copies for this thread hold nothing of another heap */
+            return;                  /* tracked already (here): seen */
+        }
+        qh_assert(g->next == NULL && g->prev == NULL); /* untracked: on no list */
         g->heap = h;
         g->refs = GC_IN_YOUNG;
         list_append(&h->young, g);
@@ -243,6 +268,7 @@ void value_track_adopt(Value v)
 static void heap_end(void *p)
 {
     GcHeap *h = p;
+    qh_assert(!h->collecting);
     gc_tls_heap = h;
     h->paused = false;
     collect(h, true);

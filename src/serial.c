@@ -87,6 +87,7 @@ void ser_str(SerCtx *sc, const char *s, size_t n)
 
 bool des_bytes(SerCtx *sc, void *p, size_t n)
 {
+    qh_assert(sc->pos <= sc->len); /* the reader never passes the end of its input */
     if (sc->failed) return false;
     if (n > sc->len - sc->pos) {
         des_fail(sc, "truncated");
@@ -111,6 +112,7 @@ const char *des_str(SerCtx *sc, uint32_t *n)
     }
     const char *s = (const char *)sc->in + sc->pos;
     sc->pos += (size_t)len + 1;
+    qh_assert(sc->pos <= sc->len && s[len] == 0);
     if (n) *n = len;
     return s;
 }
@@ -122,6 +124,7 @@ bool des_count(SerCtx *sc, uint64_t *n, size_t each)
         des_fail(sc, "count");
         return false;
     }
+    qh_assert(!each || *n * each <= sc->len - sc->pos); /* no count overflows what is left */
     return true;
 }
 

@@ -464,6 +464,7 @@ ObjStr *str_alloc(size_t n)
 
 ObjStr *str_append(ObjStr *s, const ObjStr *t)
 {
+    qh_assert(s->len <= s->cap && s->h.rc == 1); /* grown in place: only its owner sees it */
     size_t need = (size_t)s->len + t->len;
     if (need > 0xfffffff0u) return NULL;
     bool self = t == s; /* s += s: s may move below */
@@ -494,11 +495,13 @@ ObjStr *str_append(ObjStr *s, const ObjStr *t)
     }
     s->len = (uint32_t)need;
     s->s[need] = 0;
+    qh_assert(s->len <= s->cap);
     return s;
 }
 
 void str_finish(ObjStr *s)
 {
+    qh_assert(s->len <= s->cap);
     s->s[s->len] = 0;
     s->hash = str_hash(s->s, s->len);
     bool ascii = true;
@@ -591,11 +594,13 @@ bool list_reserve(ObjList *l, size_t n)
     }
     l->v = nv;
     l->cap = nc;
+    qh_assert(l->len <= l->cap && !list_inline(l));
     return true;
 }
 
 bool list_push_try(ObjList *l, Value v)
 {
+    qh_assert(l->len <= l->cap);
     if (l->len == l->cap && !list_reserve(l, l->len + 1)) return false;
     l->v[l->len++] = v;
     return true;
@@ -678,9 +683,12 @@ static long dict_find(ObjDict *d, Value key, uint32_t h, size_t *slot)
             if (d->ent[i].live && d->ent[i].hash == h && key_eq(d->ent[i].key, key)) return (long)i;
         return -1;
     }
+    /* a power of two with a free slot left, so every probe ends */
+    qh_assert((d->idxcap & (d->idxcap - 1)) == 0 && d->nent < d->idxcap);
     size_t mask = d->idxcap - 1, i = h & mask;
     for (;;) {
         int32_t e = d->idx[i];
+        qh_assert(e >= -2 && e < (int32_t)d->nent);
         if (e == -1) {
             if (slot) *slot = i;
             return -1;
@@ -711,6 +719,7 @@ static bool dict_rebuild(ObjDict *d, size_t idxcap)
         while (d->idx[k] != -1) k = (k + 1) & (idxcap - 1);
         d->idx[k] = (int32_t)i;
     }
+    qh_assert(d->nent == d->len); /* compacted: every entry is live */
     return true;
 }
 
@@ -762,6 +771,7 @@ bool dict_set_try(ObjDict *d, Value key, Value val)
     }
     d->nent++;
     d->len++;
+    qh_assert(d->len <= d->nent && d->nent <= d->cap);
     return true;
 }
 
@@ -775,6 +785,7 @@ bool dict_del(ObjDict *d, Value key, Value *out)
     size_t slot;
     long e = dict_find(d, key, value_hash(key), &slot);
     if (e < 0) return false;
+    qh_assert(d->len > 0 && d->ent[e].live);
     if (d->idxcap) d->idx[slot] = -2; /* tombstone */
     d->ent[e].live = false;
     decref(d->ent[e].key);

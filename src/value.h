@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "qh_assert.h"
+
 typedef enum ValType {
     T_NIL,
     T_BOOL,
@@ -167,6 +169,7 @@ static inline Value v_num(double n)
 }
 static inline Value v_obj(Obj *o)
 {
+    qh_assert(o->type >= T_FIRST_OBJ); /* the tags below are immediate values */
     Value v;
     v.t = o->type;
     v.o = o;
@@ -207,13 +210,21 @@ static inline bool num_int53(double d, int64_t *out)
 }
 
 void obj_free(Obj *o);
+/* A live object has a count of at least 1: taking or dropping a reference to one at 0 is a
+ * use after free (qh_assert, in debug and sanitizer builds). */
 static inline void incref(Value v)
 {
-    if (v.t >= T_FIRST_OBJ && v.o->rc != OBJ_IMMORTAL) v.o->rc++;
+    if (v.t >= T_FIRST_OBJ && v.o->rc != OBJ_IMMORTAL) {
+        qh_assert(v.o->rc > 0);
+        v.o->rc++;
+    }
 }
 static inline void decref(Value v)
 {
-    if (v.t >= T_FIRST_OBJ && v.o->rc != OBJ_IMMORTAL && --v.o->rc == 0) obj_free(v.o);
+    if (v.t >= T_FIRST_OBJ && v.o->rc != OBJ_IMMORTAL) {
+        qh_assert(v.o->rc > 0);
+        if (--v.o->rc == 0) obj_free(v.o);
+    }
 }
 
 #define AS_STR(v)   ((ObjStr *)(v).o)
@@ -420,8 +431,17 @@ typedef struct TypeOps {
  * value_flags mirrors each entry's flags (one load on hot paths). */
 extern const TypeOps *value_types[T_MAXTYPES];
 extern unsigned char value_flags[T_MAXTYPES];
-static inline const TypeOps *type_of(Value v) { return value_types[v.t]; }
-static inline const TypeOps *type_ops(unsigned t) { return value_types[t]; }
+/* every tag a value carries was registered (type_register, type_register_new) */
+static inline const TypeOps *type_of(Value v)
+{
+    qh_assert(value_types[v.t] != NULL);
+    return value_types[v.t];
+}
+static inline const TypeOps *type_ops(unsigned t)
+{
+    qh_assert(t < T_MAXTYPES);
+    return value_types[t];
+}
 static inline bool is_lazy(Value v) { return (value_flags[v.t] & TF_LAZY) != 0; }
 /* Objects of lazy kinds alive now, on any thread (their rooms count them in
  * and out). While it is zero no container can hold one, so the dispatcher

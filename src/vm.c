@@ -96,6 +96,7 @@ void vm_init(VM *vm, Interp *in, bool is_task)
 
 void vm_free(VM *vm)
 {
+    qh_assert(vm->sp <= vm->cap);
     while (vm->sp) decref(vm->stack[--vm->sp]);
     decref(vm->ret);
     vm->ret = v_nil();
@@ -180,6 +181,7 @@ Value vm_interrupted(VM *vm, const Node *n)
 void vm_tb_push(VM *vm, const Node *site)
 {
     VMError *e = &vm->err;
+    qh_assert(e->ntb >= 1); /* an error was raised (vm_error) before it leaves a call */
     TraceEnt t = { vm_source(vm), site ? site->line : 0, cur_fn_name(vm) };
     if (e->ntb < (int)(sizeof e->tb / sizeof e->tb[0]))
         e->tb[e->ntb++] = t;
@@ -192,6 +194,7 @@ void vm_tb_push(VM *vm, const Node *site)
 void vm_print_error(VM *vm, FILE *out)
 {
     VMError *e = &vm->err;
+    qh_assert(e->ntb >= 1 && e->ntb <= (int)(sizeof e->tb / sizeof e->tb[0]) && e->dropped >= 0);
     diag_print(out, e->src, e->line, e->col, "error", e->msg);
     if (e->ntb > 1 || e->dropped) {
         fprintf(out, "traceback (most recent call last):\n");

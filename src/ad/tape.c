@@ -10,6 +10,7 @@
 #include "ad.h"
 
 #include "qblas.h"
+#include "qh_assert.h"
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -115,6 +116,11 @@ static AdNode push(AdTape *t, int kind, AdNode a, AdNode b, size_t n, int ndim, 
         aux_free(aux);
         return fail(t, "gradient tape too long");
     }
+    /* the tape is in topological order: a node's parents are recorded before it, which the
+     * backward sweep (one pass from the output down) relies on */
+    qh_assert(a < 0 || (size_t)a < t->len);
+    qh_assert(b < 0 || (size_t)b < t->len);
+    qh_assert(ndim >= 0 && ndim <= AR_MAXDIM);
     Nd *d = &t->v[t->len];
     d->kind = (uint8_t)kind;
     d->ndim = (uint8_t)ndim;
@@ -653,6 +659,8 @@ int ad_backward(AdTape *t, AdNode out, const double *seed, AdGrad *g)
     for (AdNode i = out; i >= 0; i--) {
         if (!touched[i]) continue;
         const Nd *d = &t->v[i];
+        qh_assert(d->a < i && d->b < i);      /* parents below: adjoints flow down */
+        qh_assert(d->off + d->n <= t->total); /* its slice of the adjoint buffer */
         if (d->kind == K_S) { /* the common case: a number from one or two numbers */
             double gv = adj[d->off];
             if (d->a >= 0) {
@@ -689,7 +697,10 @@ int ad_backward(AdTape *t, AdNode out, const double *seed, AdGrad *g)
         case K_SUM: vjp_sum(t, d, gi, ga); break;
         case K_GATHER:
             if (d->aux->idx)
-                for (size_t k = 0; k < d->n; k++) ga[d->aux->idx[k]] += gi[k];
+                for (size_t k = 0; k < d->n; k++) {
+                    qh_assert(d->aux->idx[k] < t->v[d->a].n);
+                    ga[d->aux->idx[k]] += gi[k];
+                }
             else
                 for (size_t k = 0; k < d->n; k++) ga[k] += gi[k];
             break;

@@ -17,6 +17,7 @@
 int ar__bcast_shape(int na, const size_t *sa, int nb, const size_t *sb, int *nout, size_t *out)
 {
     int n = na > nb ? na : nb;
+    qh_assert(na >= 0 && nb >= 0 && n <= AR_MAXDIM);
     for (int i = 0; i < n; i++) {
         size_t x = i < na ? sa[na - 1 - i] : 1, y = i < nb ? sb[nb - 1 - i] : 1;
         if (x == y || y == 1)
@@ -33,17 +34,20 @@ int ar__bcast_shape(int na, const size_t *sa, int nb, const size_t *sb, int *nou
 /* Why: broadcasting is reading with stride 0 along stretched axes. */
 void ar__bcast_strides(int n, const size_t *s, int nout, const size_t *out, ptrdiff_t *st)
 {
-    (void)out;
+    qh_assert(n <= nout && nout <= AR_MAXDIM);
     ptrdiff_t acc = 1;
     for (int i = nout - 1; i >= 0; i--) {
         int j = i - (nout - n);
         if (j < 0) {
             st[i] = 0;
         } else {
+            /* an operand's axis is the result's or stretched from 1 */
+            qh_assert(s[j] == out[i] || s[j] == 1);
             st[i] = s[j] == 1 ? 0 : acc;
             acc *= (ptrdiff_t)s[j];
         }
     }
+    (void)out;
 }
 
 /* ---- binary kernels --------------------------------------------------------------- */
@@ -186,6 +190,9 @@ static Array *binop_typed(ArOp op, const Array *a, const Array *b, int nout, con
     size_t idx[AR_MAXDIM] = { 0 }, inner = oshape[nout - 1];
     ptrdiff_t oa = 0, ob = 0;
     for (;;) {
+        /* each run reads inside both operands and writes inside the result */
+        qh_assert(oa >= 0 && (size_t)oa < a->size && ob >= 0 && (size_t)ob < b->size);
+        qh_assert(po + inner * oe <= (char *)ar__data(r) + r->size * oe);
         k(po, pa + oa * (ptrdiff_t)ie, sa[nout - 1], pb + ob * (ptrdiff_t)ie, sb[nout - 1], inner);
         po += inner * oe;
         int d = nout - 2;
@@ -199,6 +206,7 @@ static Array *binop_typed(ArOp op, const Array *a, const Array *b, int nout, con
         }
         if (d < 0) break;
     }
+    qh_assert(oa == 0 && ob == 0 && po == (char *)ar__data(r) + r->size * oe); /* all written */
     return r;
 }
 

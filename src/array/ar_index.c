@@ -60,6 +60,9 @@ static int norm_slice(const ArIndex *x, size_t len, int axis, size_t *start, ptr
         }
         n = b > e ? (b - e - 1) / (-st) + 1 : 0;
     }
+    /* the first and the last element taken lie on the axis */
+    qh_assert(n == 0 || (b >= 0 && b < L && b + (n - 1) * st >= 0 && b + (n - 1) * st < L));
+    qh_assert(n <= L);
     *start = n ? (size_t)b : 0;
     *step = st;
     *count = (size_t)n;
@@ -98,7 +101,13 @@ static int region_make(const Array *a, const ArIndex *ix, int nix, Region *r, ch
             return ar__err(err, "bad index kind %d on axis %d", ix[d].kind, d);
         }
         if (r->keep[d]) r->kshape[r->nkeep++] = r->count[d];
+        /* every position the region takes on this axis is on it */
+        qh_assert(
+            r->count[d] == 0 ||
+            ((ptrdiff_t)r->start[d] + (ptrdiff_t)(r->count[d] - 1) * r->step[d] >= 0 &&
+             (ptrdiff_t)r->start[d] + (ptrdiff_t)(r->count[d] - 1) * r->step[d] < (ptrdiff_t)len));
     }
+    qh_assert(r->nkeep <= a->ndim);
     return 0;
 }
 
@@ -115,11 +124,17 @@ static void region_walk(const Array *a, const Region *r, RunFn fn, void *ctx)
     ptrdiff_t st[AR_MAXDIM];
     st[nd - 1] = 1;
     for (int d = nd - 2; d >= 0; d--) st[d] = st[d + 1] * (ptrdiff_t)a->shape[d + 1];
+    qh_assert(st[0] * (ptrdiff_t)a->shape[0] == (ptrdiff_t)a->size); /* C order: the block */
     size_t idx[AR_MAXDIM] = { 0 };
     for (;;) {
         ptrdiff_t off = 0;
         for (int d = 0; d < nd; d++)
             off += ((ptrdiff_t)r->start[d] + (ptrdiff_t)idx[d] * r->step[d]) * st[d];
+        /* the run's first and last elements are in the array */
+        qh_assert(off >= 0 && off < (ptrdiff_t)a->size);
+        qh_assert(off + (ptrdiff_t)(r->count[nd - 1] - 1) * r->step[nd - 1] * st[nd - 1] >= 0 &&
+                  off + (ptrdiff_t)(r->count[nd - 1] - 1) * r->step[nd - 1] * st[nd - 1] <
+                      (ptrdiff_t)a->size);
         fn(ctx, idx, off, r->count[nd - 1], r->step[nd - 1] * st[nd - 1]);
         int d = nd - 2;
         for (; d >= 0; d--) {
@@ -501,6 +516,7 @@ static int adv_offsets(const Array *a, const Adv *p, size_t *off, char *err)
     size_t ast[AR_MAXDIM];
     ast[a->ndim - 1] = 1;
     for (int d = a->ndim - 2; d >= 0; d--) ast[d] = ast[d + 1] * a->shape[d + 1];
+    qh_assert(ast[0] * a->shape[0] == a->size);
     size_t idx[AR_MAXDIM];
     for (size_t k = 0; k < p->n; k++) {
         size_t rem = k;
@@ -529,8 +545,10 @@ static int adv_offsets(const Array *a, const Adv *p, size_t *off, char *err)
                                    d, len);
                 if (j < 0) j += len;
             }
+            qh_assert(j >= 0 && (size_t)j < a->shape[d]);
             o += (size_t)j * ast[d];
         }
+        qh_assert(o < a->size);
         off[k] = o;
     }
     return 0;

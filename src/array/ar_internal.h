@@ -6,10 +6,12 @@
 #define QH_AR_INTERNAL_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "array.h"
+#include "qh_assert.h"
 
 #define AR_ALIGN 64 /* buffer alignment; also the buffer header's size */
 
@@ -33,6 +35,23 @@ static inline void *ar__data(const Array *a) { return (char *)a->buf + AR_ALIGN;
 static inline size_t ar__esize(ArType t)
 {
     return t == AR_C128 ? sizeof(double _Complex) : sizeof(double);
+}
+
+/* The header's invariants (checked by qh_assert where arrays are made, shared and changed):
+ * a known type; 1..AR_MAXDIM axes, the unused ones 0; size the product of the shape; the
+ * buffer held by at least this header, its elements exactly size of this type, within its
+ * capacity. The room has no strides: a C-ordered block, the last axis contiguous. */
+static inline bool ar__valid(const Array *a)
+{
+    if (!a || (a->type != AR_F64 && a->type != AR_C128) || a->ndim < 1 || a->ndim > AR_MAXDIM)
+        return false;
+    size_t n = 1;
+    for (int i = 0; i < AR_MAXDIM; i++) {
+        if (i >= a->ndim && a->shape[i] != 0) return false;
+        if (i < a->ndim) n *= a->shape[i];
+    }
+    return n == a->size && a->buf && atomic_load_explicit(&a->buf->rc, memory_order_relaxed) >= 1 &&
+           a->buf->nbytes == a->size * ar__esize(a->type) && a->buf->nbytes <= a->buf->cap;
 }
 /* re + im*i without the NaN/inf pitfalls of re + im*I (CMPLX is missing
  * under clang with glibc). */

@@ -103,6 +103,7 @@ static int matmul_typed(const Array *a, const Array *b, Array **out, ArScalar *s
     if (!r) return AR_ERR;
     size_t es = ar__esize(t);
     if (nbt == 0) {
+        qh_assert(a->size == m * ka && b->size == ka * n && r->size == m * n);
         gemm(t, m, n, ka, ar__data(a), ar__data(b), ar__data(r));
         *out = r;
         return AR_ARRAY;
@@ -116,7 +117,11 @@ static int matmul_typed(const Array *a, const Array *b, Array **out, ArScalar *s
     const char *pa = ar__data(a), *pb = ar__data(b);
     char *pc = ar__data(r);
     ptrdiff_t oa = 0, ob = 0;
+    qh_assert(nbatch * m * n == r->size);
     for (size_t q = 0; q < nbatch; q++) {
+        /* the matrices of this batch lie inside their operands */
+        qh_assert(oa >= 0 && (size_t)(oa + 1) * m * ka <= a->size);
+        qh_assert(ob >= 0 && (size_t)(ob + 1) * ka * n <= b->size);
         gemm(t, m, n, ka, pa + oa * (ptrdiff_t)asz, pb + ob * (ptrdiff_t)bsz, pc + q * csz);
         for (int d = nbt - 1; d >= 0; d--) {
             oa += sa[d];

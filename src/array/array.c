@@ -240,6 +240,7 @@ Array *ar__alloc(ArType t, int ndim, const size_t *shape, char *err)
     a->mask = 0;
     memset(a->shape, 0, sizeof a->shape);
     memcpy(a->shape, shape, (size_t)ndim * sizeof *shape);
+    qh_assert(ar__valid(a));
     return a;
 }
 
@@ -263,6 +264,7 @@ Array *ar_from_data(ArType t, int ndim, const size_t *shape, const void *data, c
  * never change under it. */
 Array *ar_copy(const Array *a, char *err)
 {
+    qh_assert(ar__valid(a));
     Array *c = ar__malloc(sizeof *c);
     if (!c) {
         ar__err(err, "out of memory allocating an array header");
@@ -277,6 +279,7 @@ Array *ar_copy(const Array *a, char *err)
 void ar_free(Array *a)
 {
     if (!a) return;
+    qh_assert(ar__valid(a));
     buf_release(a->buf);
     free(a);
 }
@@ -286,12 +289,14 @@ void ar_free(Array *a)
  * thread's header references the buffer. */
 int ar__unique(Array *a, char *err)
 {
+    qh_assert(ar__valid(a));
     if (atomic_load_explicit(&a->buf->rc, memory_order_acquire) == 1) return 0;
     ArBuf *nb = buf_new(a->buf->nbytes, err);
     if (!nb) return AR_ERR;
     if (a->buf->nbytes) memcpy((char *)nb + AR_ALIGN, ar__data(a), a->buf->nbytes);
     buf_release(a->buf);
     a->buf = nb;
+    qh_assert(ar__valid(a) && atomic_load_explicit(&nb->rc, memory_order_relaxed) == 1);
     return 0;
 }
 
@@ -307,6 +312,7 @@ int ar__promote(Array *a, char *err)
     buf_release(a->buf);
     a->buf = nb;
     a->type = AR_C128;
+    qh_assert(ar__valid(a));
     return 0;
 }
 
@@ -316,7 +322,11 @@ int ar_is_complex(const Array *a) { return a->type == AR_C128; }
 int ar_ndim(const Array *a) { return a->ndim; }
 size_t ar_size(const Array *a) { return a->size; }
 const size_t *ar_shape(const Array *a) { return a->shape; }
-size_t ar_len(const Array *a) { return a->shape[0]; }
+size_t ar_len(const Array *a)
+{
+    qh_assert(ar__valid(a));
+    return a->shape[0];
+}
 
 /* Why: shape(a)[-1] style access; 0 for an axis that does not exist. */
 size_t ar_dim(const Array *a, int axis)
@@ -356,6 +366,7 @@ double _Complex *ar_c128(Array *a)
 /* Why: generic element read for iteration and tests. */
 ArScalar ar_item(const Array *a, size_t i)
 {
+    qh_assert(i < a->size);
     if (a->type == AR_F64) return ar_scalar(((const double *)ar__data(a))[i]);
     double _Complex z = ((const double _Complex *)ar__data(a))[i];
     return ar_cscalar(creal(z), cimag(z));
@@ -558,6 +569,7 @@ Array *ar_reshape(const Array *a, int ndim, const long *shape, char *err)
     r->ndim = ndim;
     memset(r->shape, 0, sizeof r->shape);
     memcpy(r->shape, sh, (size_t)ndim * sizeof *sh);
+    qh_assert(ar__valid(r) && r->size == a->size); /* the same elements, another shape */
     return r;
 }
 
@@ -605,6 +617,7 @@ Array *ar_transpose(const Array *a, char *err)
         sst[a->ndim - 1 - i] = st; /* output axis k = source axis ndim-1-k */
         st *= a->shape[i];
     }
+    qh_assert(st == a->size); /* the source strides span the block, C order */
     const char *s = ar__data(a);
     char *d = ar__data(r);
     size_t off = 0;
@@ -617,6 +630,7 @@ Array *ar_transpose(const Array *a, char *err)
             idx[ax] = 0;
         }
     }
+    qh_assert(off == 0); /* the walk wrapped round every axis back to the start */
     return r;
 }
 

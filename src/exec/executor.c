@@ -24,6 +24,7 @@
  *
  * Must not know: what a task computes, the language, quantum devices. */
 #include "exec_internal.h"
+#include "qh_assert.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -31,6 +32,8 @@
 #include <string.h>
 
 typedef enum { T_PARKED, T_QUEUED, T_RUNNING, T_DOOMED } TState;
+
+static inline bool open_fut_state(FutState s) { return s == FUT_PENDING || s == FUT_RUNNING; }
 
 typedef struct DepWaiter {
     FutWaiter w; /* first: the callback gets &w */
@@ -129,6 +132,7 @@ static void count_ready(Exec *e)
  * keeps the main thread's next wait short. */
 static void heap_push(Exec *e, Heap *h, ExecTask *t)
 {
+    qh_assert(t->state == T_QUEUED); /* only runnable tasks are in a heap */
     if (h->n == h->cap) {
         size_t cap = h->cap ? 2 * h->cap : 64;
         ExecTask **v = realloc(h->v, cap * sizeof *v);
@@ -144,6 +148,7 @@ static void heap_push(Exec *e, Heap *h, ExecTask *t)
         i = p;
     }
     h->v[i] = t;
+    qh_assert(i == 0 || h->v[(i - 1) / 2]->seq <= t->seq); /* the heap order holds */
     count_ready(e);
 }
 
@@ -152,6 +157,7 @@ static void heap_push(Exec *e, Heap *h, ExecTask *t)
  * into the hole and sifts it whichever way it must go. */
 static void heap_remove_at(Exec *e, Heap *h, size_t i)
 {
+    qh_assert(i < h->n);
     ExecTask *last = h->v[--h->n];
     size_t n = h->n;
     if (i < n) {
@@ -168,13 +174,16 @@ static void heap_remove_at(Exec *e, Heap *h, size_t i)
             i = c;
         }
         h->v[i] = last;
+        qh_assert(i == 0 || h->v[(i - 1) / 2]->seq <= last->seq);
     }
     count_ready(e);
 }
 
 static ExecTask *heap_pop(Exec *e, Heap *h)
 {
+    qh_assert(h->n > 0);
     ExecTask *top = h->v[0];
+    qh_assert(top->state == T_QUEUED);
     heap_remove_at(e, h, 0);
     return top;
 }
@@ -182,6 +191,7 @@ static ExecTask *heap_pop(Exec *e, Heap *h)
 /* Why: a worker takes the oldest runnable task of either heap. */
 static ExecTask *pop_oldest(Exec *e)
 {
+    qh_assert(e->heap.n + e->rheap.n > 0);
     Heap *h = &e->heap;
     if (!h->n || (e->rheap.n && e->rheap.v[0]->seq < h->v[0]->seq)) h = &e->rheap;
     return heap_pop(e, h);
@@ -222,7 +232,11 @@ static bool heap_take(Exec *e, ExecTask *t)
 static void task_end(ExecTask *t, bool ran, double dur)
 {
     Exec *e = t->e;
+    /* run: it ran on a thread; not run: cancelled before (doomed) or as it started */
+    qh_assert(t->state == T_RUNNING || (!ran && t->state == T_DOOMED));
     pthread_mutex_lock(&e->mu);
+    qh_assert(t->prev ? t->prev->next == t : e->head == t); /* on the unfinished list */
+    qh_assert(t->next ? t->next->prev == t : e->tail == t);
     if (t->prev)
         t->prev->next = t->next;
     else
@@ -263,6 +277,7 @@ static void task_end(ExecTask *t, bool ran, double dur)
         e->st.failed++;
     else if (fs == FUT_CANCELLED)
         e->st.cancelled++;
+    qh_assert(e->unfinished > 0 && !open_fut_state(fs)); /* its future is final now */
     e->unfinished--;
     if ((size_t)e->unfinished < e->bound) pthread_cond_signal(&e->space);
     if (e->unfinished == 0) pthread_cond_broadcast(&e->idle);
@@ -297,6 +312,7 @@ static void doom(ExecTask *t)
  * that will not come. Under e->mu. */
 static void unhook_locked(ExecTask *t)
 {
+    qh_assert(t->state == T_DOOMED);
     for (int i = 0; i < t->ndeps; i++)
         if (fut_remove_waiter(t->deps[i], &t->waiters[i].w)) t->npending--;
 }
@@ -307,6 +323,8 @@ static void dep_settled(ExecTask *t)
 {
     Exec *e = t->e;
     pthread_mutex_lock(&e->mu);
+    qh_assert(t->npending > 0); /* a callback or the submit guard still to come */
+    qh_assert(t->state == T_PARKED || t->state == T_DOOMED);
     if (--t->npending > 0) {
         pthread_mutex_unlock(&e->mu);
         return;
@@ -331,6 +349,7 @@ static void dep_callback(FutWaiter *w) { dep_settled(((DepWaiter *)w)->t); }
  * and now is ended without running. */
 static void run_one(Exec *e, ExecTask *t, int idx)
 {
+    qh_assert(t->state == T_RUNNING && t->npending == 0);
     if (atomic_load_explicit(fut_cancel_flag(t->fut), memory_order_relaxed) ||
         !fut_set_running(t->fut)) {
         task_end(t, false, 0);

@@ -10,6 +10,7 @@
  * Must not know: the executor's queue, the language's values (a result is a
  * void * with a destructor). */
 #include "exec_internal.h"
+#include "qh_assert.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -84,7 +85,9 @@ Fut *fut_new(void)
  * tasks; each holder keeps its own reference. */
 Fut *fut_retain(Fut *f)
 {
-    if (f) atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
+    if (!f) return f;
+    int old = atomic_fetch_add_explicit(&f->refs, 1, memory_order_relaxed);
+    qh_assert(old > 0); /* a holder retains; a freed future has no holder */
     return f;
 }
 
@@ -92,7 +95,11 @@ Fut *fut_retain(Fut *f)
  * the freeing thread sees every other holder's writes. */
 void fut_release(Fut *f)
 {
-    if (!f || atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel) != 1) return;
+    if (!f) return;
+    int old = atomic_fetch_sub_explicit(&f->refs, 1, memory_order_acq_rel);
+    qh_assert(old > 0);
+    if (old != 1) return;
+    qh_assert(f->nwaiting == 0); /* a thread asleep on it holds a reference */
     if (f->result && f->free_result) f->free_result(f->result);
     free(f->error);
     pthread_cond_destroy(&f->cv);
@@ -100,11 +107,17 @@ void fut_release(Fut *f)
     free(f);
 }
 
+/* Why: true while the producer may still write (PENDING or RUNNING). */
+static bool open_state(int st) { return st == FUT_PENDING || st == FUT_RUNNING; }
+
 /* Why: common tail of complete/fail/cancel. Called with f->mu held and the
  * state not yet final: publishes the final state, wakes sleepers and
  * detaches the waiter list, which the caller runs after unlocking. */
 static FutWaiter *finish_locked(Fut *f, FutState st)
 {
+    qh_assert(open_state(atomic_load_explicit(&f->state, memory_order_relaxed)));
+    qh_assert(st == FUT_DONE || st == FUT_FAILED || st == FUT_CANCELLED);
+    qh_assert(st != FUT_FAILED || f->error); /* a failure has its message */
     atomic_store_explicit(&f->state, st, memory_order_release);
     if (f->nwaiting) pthread_cond_broadcast(&f->cv);
     FutWaiter *list = f->waiters;
@@ -120,13 +133,11 @@ static void run_waiters(FutWaiter *w)
 {
     while (w) {
         FutWaiter *next = w->next;
+        qh_assert(w->on == NULL); /* detached by finish_locked */
         w->cb(w);
         w = next;
     }
 }
-
-/* Why: true while the producer may still write (PENDING or RUNNING). */
-static bool open_state(int st) { return st == FUT_PENDING || st == FUT_RUNNING; }
 
 /* Why: the producer's success path; first outcome wins so that a late
  * result after a cancellation is dropped instead of leaked. */
@@ -188,6 +199,7 @@ bool fut_set_running(Fut *f)
     pthread_mutex_lock(&f->mu);
     bool ok = atomic_compare_exchange_strong(&f->state, &expect, FUT_RUNNING);
     pthread_mutex_unlock(&f->mu);
+    qh_assert(ok || expect != FUT_RUNNING); /* a task starts once */
     return ok;
 }
 
@@ -218,6 +230,7 @@ FutState fut_wait(Fut *f)
         pthread_cond_wait(&f->cv, &f->mu);
     f->nwaiting--;
     pthread_mutex_unlock(&f->mu);
+    qh_assert(!open_state(st));
     return (FutState)st;
 }
 
@@ -294,6 +307,7 @@ const char *fut_error(Fut *f)
     pthread_mutex_lock(&f->mu);
     const char *e = f->error;
     pthread_mutex_unlock(&f->mu);
+    qh_assert(e);
     return e;
 }
 
@@ -335,6 +349,7 @@ bool fut_add_waiter(Fut *f, FutWaiter *w)
         pthread_mutex_unlock(&f->mu);
         return false;
     }
+    qh_assert(w->on == NULL); /* a node hangs on one future at a time */
     w->prev = NULL;
     w->next = f->waiters;
     if (f->waiters) f->waiters->prev = w;
@@ -351,6 +366,8 @@ bool fut_remove_waiter(Fut *f, FutWaiter *w)
     pthread_mutex_lock(&f->mu);
     bool hung = w->on == f;
     if (hung) {
+        qh_assert(w->prev ? w->prev->next == w : f->waiters == w);
+        qh_assert(!w->next || w->next->prev == w);
         if (w->prev)
             w->prev->next = w->next;
         else

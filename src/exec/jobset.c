@@ -4,6 +4,7 @@
  * claim queued items until none is left. Must not know about values.
  */
 #include "jobset.h"
+#include "qh_assert.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -32,7 +33,10 @@ struct JobSet {
 
 static void js_unref(JobSet *js)
 {
-    if (atomic_fetch_sub_explicit(&js->refs, 1, memory_order_acq_rel) != 1) return;
+    int old = atomic_fetch_sub_explicit(&js->refs, 1, memory_order_acq_rel);
+    qh_assert(old > 0);
+    if (old != 1) return;
+    qh_assert(js->helpers == 0); /* each helper task holds a reference */
     if (js->vt->free_ctx) js->vt->free_ctx(js->ctx);
     pthread_mutex_destroy(&js->mu);
     pthread_cond_destroy(&js->cv);
@@ -65,6 +69,7 @@ static int claim(JobSet *js)
     while (js->next < js->n && js->st[js->next] != J_QUEUED) js->next++;
     if (js->next >= js->n) return -1;
     int i = js->next++;
+    qh_assert(js->st[i] == J_QUEUED); /* an item is claimed once */
     js->st[i] = J_RUNNING;
     return i;
 }
@@ -74,6 +79,7 @@ static void run_item(JobSet *js, int i, void *state)
 {
     int rc = js->vt->run(js->ctx, state, i);
     pthread_mutex_lock(&js->mu);
+    qh_assert(i >= 0 && i < js->n && js->st[i] == J_RUNNING); /* its claimer ends it */
     js->st[i] = rc == 0 ? J_DONE : J_FAILED;
     if (rc != 0 && !js->failed) {
         js->failed = 1;
@@ -97,6 +103,7 @@ static void helper_run(void *p, ExecTask *t)
     }
     if (js->vt->end) js->vt->end(js->ctx, state);
     pthread_mutex_lock(&js->mu);
+    qh_assert(js->helpers > 0);
     js->helpers--;
     pthread_cond_broadcast(&js->cv);
     pthread_mutex_unlock(&js->mu);
@@ -118,6 +125,7 @@ int jobset_add(JobSet *js)
         js->st = st;
         js->cap = cap;
     }
+    qh_assert(js->n < js->cap && js->next <= js->n);
     int i = js->n++;
     js->st[i] = J_QUEUED;
     int spawn = js->helpers < js->max_helpers && exec_busy_workers(js->e) < exec_nworkers(js->e);

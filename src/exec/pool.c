@@ -16,6 +16,7 @@
  * Must not know: what an instance is, the executor, the language. */
 #include "pool.h"
 #include "memlimit.h"
+#include "qh_assert.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -123,6 +124,8 @@ void pool_free(Pool *p)
 /* Why: the entry list doubles as the LRU order for eviction. */
 static void unlink_entry(Pool *p, Entry *e)
 {
+    qh_assert(e->prev ? e->prev->next == e : p->head == e); /* on the list, linked both ways */
+    qh_assert(e->next ? e->next->prev == e : p->tail == e);
     if (e->prev)
         e->prev->next = e->next;
     else
@@ -137,6 +140,7 @@ static void unlink_entry(Pool *p, Entry *e)
 /* Why: most recently released (or created) goes last. */
 static void append_entry(Pool *p, Entry *e)
 {
+    qh_assert(!e->prev && !e->next && e != p->head); /* on no list yet */
     e->next = NULL;
     e->prev = p->tail;
     if (p->tail)
@@ -177,6 +181,7 @@ static void destroy_unlocked(Pool *p, Entry *list)
         list = next;
     }
     pthread_mutex_lock(&p->mu);
+    qh_assert(freed <= p->held && p->in_use <= p->held); /* counted until destroyed */
     p->held -= freed;
     p->st.destroyed += (unsigned long)n;
     pthread_cond_broadcast(&p->cv);
@@ -197,6 +202,7 @@ static Entry *take_idle(Pool *p, const char *key)
         if (!e->in_use && strcmp(e->key, key) == 0) {
             e->in_use = 1;
             p->in_use += e->bytes;
+            qh_assert(p->in_use <= p->held);
             p->st.reused++;
             return e;
         }
@@ -231,6 +237,7 @@ static void *create_reserved(Pool *p, const char *key, size_t bytes, void *creat
     void *inst = p->vt.create(create_arg, err, errlen);
     pthread_mutex_lock(&p->mu);
     if (!inst) {
+        qh_assert(bytes <= p->held); /* the reservation */
         p->held -= bytes;
         p->st.failed++;
         pthread_cond_broadcast(&p->cv);
@@ -381,6 +388,7 @@ void pool_release(Pool *p, void *inst, int clean)
         pthread_mutex_unlock(&p->mu);
         return; /* not ours, or released twice: ignore */
     }
+    qh_assert(e->bytes <= p->in_use);
     e->in_use = 0;
     p->in_use -= e->bytes;
     unlink_entry(p, e);

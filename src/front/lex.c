@@ -107,6 +107,9 @@ const char *lex_kind_name(TokKind k)
 
 static Token make(Lexer *lx, TokKind k, const char *start)
 {
+    /* a token lies inside the text, on or after the start of the line it starts on */
+    qh_assert(lx->src <= start && start <= lx->p && lx->p <= lx->end);
+    qh_assert(lx->tok_line_start <= start && lx->tok_line >= 1);
     Token t;
     memset(&t, 0, sizeof t);
     t.kind = k;
@@ -370,6 +373,7 @@ Token lex_next(Lexer *lx)
         break;
     }
     const char *start = lx->p;
+    qh_assert(lx->line_start <= lx->p && lx->line >= 1);
     lx->tok_line = lx->line;
     lx->tok_line_start = lx->line_start;
     if (lx->p >= lx->end) return make(lx, TK_EOF, start);

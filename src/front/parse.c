@@ -97,10 +97,15 @@ static void enter(Parser *p)
     if (++p->nest > MAX_NEST)
         error_tok(p, peek(p), "nesting too deep (more than %d levels)", MAX_NEST);
 }
-static void leave(Parser *p) { p->nest--; }
+static void leave(Parser *p)
+{
+    qh_assert(p->nest > 0); /* every leave matches an enter */
+    p->nest--;
+}
 
 static Node *node(Parser *p, NodeKind k, const Token *t)
 {
+    qh_assert((unsigned)k < N_NKINDS && t->line >= 1 && t->col >= 1);
     Node *n = arena_alloc(p->ar, sizeof(Node));
     n->kind = (uint16_t)k;
     n->line = t->line;
@@ -658,6 +663,9 @@ static Node *subexpr(Parser *p, int limit)
     Node *a = prefix(p, limit);
     int chain = 0, level = P_NONE;
     for (const BinRule *r; (r = binop_rule(p)) && r->left > limit;) {
+        /* left-associative (left == right), or '**', whose right operand is a unary */
+        qh_assert(r->right == r->left || (r->kind == N_BINARY && r->op == OP_POW));
+        qh_assert(r->kind == N_BINARY || r->kind == N_AND || r->kind == N_OR);
         Token *t = advance(p);
         if (t->kind == TK_NOT) advance(p); /* the 'in' of 'not in' */
         bool right_assoc = r->right < r->left;
@@ -773,6 +781,7 @@ static Node *block(Parser *p)
         vec_push(&items, statement(p));
     }
     leave(p);
+    qh_assert(p->depth == 0); /* the brackets opened inside the block are closed */
     p->depth = saved;
     n->u.list.n = items.n;
     n->u.list.items = vec_done(p, &items);

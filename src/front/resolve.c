@@ -61,6 +61,7 @@ static int global_slot(Resolver *r, const char *name, bool assign)
     ObjStr *key = str_from(name);
     if (dict_get(m->gindex, v_obj(&key->h), &v)) {
         int slot = (int)v.n;
+        qh_assert(slot >= 0 && slot < m->nglobals && strcmp(m->gnames[slot], name) == 0);
         if (assign) m->gassigned[slot] = true;
         free(key);
         return slot;
@@ -86,6 +87,7 @@ static int global_slot(Resolver *r, const char *name, bool assign)
     m->gbuiltin[slot] = r->builtins(name);
     m->nglobals++;
     dict_set(m->gindex, v_obj(&k->h), v_num(slot));
+    qh_assert(m->nglobals <= m->capglobals);
     return slot;
 }
 
@@ -134,6 +136,7 @@ static int new_local(Scope *s, const char *name, bool hidden)
     s->is_cell[s->nlocals] = false;
     s->hidden[s->nlocals] = hidden;
     s->nassign[s->nlocals] = 0;
+    qh_assert(s->nlocals < s->caplocals);
     return s->nlocals++;
 }
 static int add_local(Scope *s, const char *name)
@@ -281,6 +284,8 @@ static int find_upval(Resolver *r, Scope *s, const char *name)
     s->capup = cap;
     s->up[s->nup] = d;
     s->upnames[s->nup] = name;
+    /* a cell of the enclosing frame, or an upvalue the enclosing function has already */
+    qh_assert(d.from_local ? d.index < p->nlocals && p->is_cell[d.index] : d.index < p->nup);
     return s->nup++;
 }
 
@@ -293,6 +298,7 @@ static void resolve_list(Resolver *r, Scope *s, Node **v, int n)
 /* name -> local | cell | upvalue | global | builtin */
 static void local_ref(Scope *s, Node *n, int slot)
 {
+    qh_assert(slot >= 0 && slot < s->nlocals); /* a slot of this frame */
     n->kind = N_LOCAL;
     n->u.var.slot = slot;
     int cap = s->caprefs;
@@ -329,6 +335,7 @@ static void resolve_name(Resolver *r, Scope *s, Node *n, bool assign)
         }
         int ui = find_upval(r, s, name);
         if (ui >= 0) {
+            qh_assert(ui < s->nup && strcmp(s->upnames[ui], name) == 0);
             n->kind = N_UPVAL;
             n->u.var.slot = ui;
             return;

@@ -12,6 +12,7 @@
 #include "dm.h"
 #include "fuse.h"
 #include "errf.h"
+#include "qh_assert.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -36,6 +37,7 @@ int dm_init(DmState *d, int n)
     if (sv_init(&d->v, 2 * n) != 0) return -1;
     d->n = n;
     d->dim = (size_t)1 << n;
+    qh_assert(d->v.nq == 2 * n && d->v.dim == d->dim * d->dim); /* rho as a vector */
     return 0;
 }
 
@@ -155,6 +157,10 @@ static int conj_op(const SvOp *op, int n, SvOp *c, cplx **buf, char *err, size_t
 {
     *c = *op;
     *buf = NULL;
+    /* the row half acts on wires 0..n-1, the column half on n..2n-1 */
+    qh_assert(op->nwires + op->nctrl <= n);
+    for (int i = 0; i < op->nwires; i++) qh_assert(op->wires[i] >= 0 && op->wires[i] < n);
+    for (int i = 0; i < op->nctrl; i++) qh_assert(op->ctrl[i] >= 0 && op->ctrl[i] < n);
     for (int i = 0; i < op->nwires; i++) c->wires[i] = op->wires[i] + n;
     for (int i = 0; i < op->nctrl; i++) c->ctrl[i] = op->ctrl[i] + n;
     if (is_real(op->gate)) return 0;
@@ -257,6 +263,7 @@ int dm_apply(DmState *d, const SvOp *op, char *err, size_t errlen)
         if (sv_op_matrix(op, m, err, errlen) != 0) return -1;
         return apply_super1(d, op->wires[0], m, err, errlen);
     }
+    qh_assert(d->v.nq == 2 * d->n);
     if (vec_op(d, op, err, errlen) != 0) return -1;
     SvOp c;
     cplx *buf;
@@ -288,6 +295,7 @@ int dm_apply_kraus(DmState *d, const int *wires, int k, int nk, const cplx *krau
     if (check_range(d, name, wires, k, NULL, 0, err, errlen)) return -1;
     if (check_distinct(name, wires, k, err, errlen)) return -1;
     size_t dd = (size_t)1 << k, D = dd * dd;
+    qh_assert(k <= d->n); /* distinct wires of rho's row side */
     if (k == 1) {
         cplx s[16] = { 0 };
         for (int i = 0; i < nk; i++) add_super(kraus + 4 * i, 2, s);

@@ -713,8 +713,20 @@ int sv_run_op(SvState *s, const SvOp *op, char *err, size_t errlen)
     int nq = s->nq, adj = op->adjoint != 0;
     int tp[SV_MAX_WIRES], cp[SV_MAX_WIRES + 3];
     int nc = 0;
-    for (int i = 0; i < op->nwires; i++) tp[i] = sv_bitpos(nq, op->wires[i]);
-    for (int i = 0; i < op->nctrl; i++) cp[nc++] = sv_bitpos(nq, op->ctrl[i]);
+    /* validated (check_op): the wires and controls are the state's, all distinct */
+    sv_assert(op->nwires >= 0 && op->nctrl >= 0 && op->nwires + op->nctrl <= nq);
+    uint64_t seen = 0;
+    for (int i = 0; i < op->nwires; i++) {
+        sv_assert(op->wires[i] >= 0 && op->wires[i] < nq && !(seen >> op->wires[i] & 1));
+        seen |= (uint64_t)1 << op->wires[i];
+        tp[i] = sv_bitpos(nq, op->wires[i]);
+    }
+    for (int i = 0; i < op->nctrl; i++) {
+        sv_assert(op->ctrl[i] >= 0 && op->ctrl[i] < nq && !(seen >> op->ctrl[i] & 1));
+        seen |= (uint64_t)1 << op->ctrl[i];
+        cp[nc++] = sv_bitpos(nq, op->ctrl[i]);
+    }
+    (void)seen;
     cplx u[256], m[4];
     switch (op->gate) {
     case SV_IDENTITY: return 0;

@@ -460,6 +460,19 @@ static void job_part(void *ctx, int part, int nparts)
 void sv_job_run(const SvState *s, const SvJob *jb)
 {
     if (jb->total == 0) return;
+    /* the fixed bits are wires of the state, ascending; the controls and the streams' offsets
+     * set only fixed bits, so every amplitude a job touches is one of the state's */
+    uint64_t fixed = 0;
+    sv_assert(jb->m >= 0 && jb->m <= s->nq);
+    for (int k = 0; k < jb->m; k++) {
+        sv_assert(jb->pos[k] >= 0 && jb->pos[k] < s->nq && (k == 0 || jb->pos[k - 1] < jb->pos[k]));
+        fixed |= (uint64_t)1 << jb->pos[k];
+    }
+    sv_assert((jb->cm & ~fixed) == 0);
+    if (jb->kind == SVJ_PAIR || jb->kind == SVJ_SWAP) {
+        sv_assert((jb->off[0] & ~fixed) == 0 && (jb->off[1] & ~fixed) == 0);
+        sv_assert(jb->off[0] != jb->off[1] && (jb->total << jb->m) <= s->dim);
+    }
     int level = sv_level(s);
     if ((jb->kind == SVJ_PAIR || jb->kind == SVJ_SWAP || jb->kind == SVJ_QUAD) &&
         sv_blk_run(s, jb, level))
@@ -471,6 +484,7 @@ void sv_job_run(const SvState *s, const SvJob *jb)
 /* Why: Born probabilities and renormalisation need sums of |a|^2. */
 double sv_norm_range(const SvState *s, uint64_t a, uint64_t b)
 {
+    sv_assert(a <= b && b <= s->dim);
     const double *p = (const double *)s->amp + 2 * a;
     uint64_t n = b - a;
 #if SV_X86

@@ -37,13 +37,18 @@
 #endif
 
 /* Index bit of a wire: wire 0 is the most significant bit. */
-static inline int sv_bitpos(int nq, int wire) { return nq - 1 - wire; }
+static inline int sv_bitpos(int nq, int wire)
+{
+    sv_assert(wire >= 0 && wire < nq);
+    return nq - 1 - wire;
+}
 
 /* Insert a zero bit at each of the sorted (ascending) positions pos[0..m):
    maps an index of the "free" bits onto a full basis index. */
 static inline uint64_t sv_expand(uint64_t i, const int *pos, int m)
 {
     for (int k = 0; k < m; k++) {
+        sv_assert(pos[k] >= 0 && pos[k] < 64 && (k == 0 || pos[k - 1] < pos[k]));
         uint64_t low = ((uint64_t)1 << pos[k]) - 1;
         i = (i & low) | ((i & ~low) << 1);
     }
