@@ -413,18 +413,23 @@ static Value bi_range(VM *vm, Args *a)
         if (a->n == 3) step = x[2];
     }
     if (step == 0) return vm_error(vm, a->site, "range() step must not be zero");
-    double count = step > 0 ? ceil((double)(stop - start) / (double)step)
-                            : ceil((double)(start - stop) / (double)-step);
-    if (count < 0) count = 0;
-    if (count > 2e8)
+    /* the count in integers, as the loop below takes it (arguments are below 9e15 in magnitude,
+     * so no difference overflows; in floating point a span over 2^53 rounded, and the list was
+     * allocated one short of what the loop wrote) */
+    long span = step > 0 ? stop - start : start - stop, astep = step > 0 ? step : -step;
+    long count = span > 0 ? (span - 1) / astep + 1 : 0;
+    if (count > 200000000)
         return vm_error(
             vm, a->site,
             "range() of %.0f elements is too large for a list (loop over it with for instead)",
-            count);
+            (double)count);
     ObjList *l = list_new_try((size_t)count);
     if (!l) return vm_oom(vm, a->site);
-    for (long i = start; step > 0 ? i < stop : i > stop; i += step)
+    for (long i = start; step > 0 ? i < stop : i > stop; i += step) {
+        qh_assert(l->len < (size_t)count);
         l->v[l->len++] = v_num((double)i);
+    }
+    qh_assert(l->len == (size_t)count);
     return v_list(l);
 }
 
