@@ -180,8 +180,10 @@ static Value ev_nil(VM *vm, Node *n)
     return v_nil();
 }
 
+/* The resolver's slots fit the frame, module, cells and closure they are read from */
 static Value ev_local(VM *vm, Node *n)
 {
+    qh_assert(n->u.var.slot >= 0 && (!vm->frame->p || n->u.var.slot < vm->frame->p->nlocals));
     Value v = vm->frame->slots[n->u.var.slot];
     if (v.t == T_UNBOUND) return eval_name_error(vm, n);
     incref(v);
@@ -190,6 +192,7 @@ static Value ev_local(VM *vm, Node *n)
 
 static Value ev_global(VM *vm, Node *n)
 {
+    qh_assert(n->u.var.slot >= 0 && n->u.var.slot < vm->mod->nglobals);
     Value v = vm->mod->globals[n->u.var.slot];
     if (v.t == T_UNBOUND) return eval_name_error(vm, n);
     incref(v);
@@ -198,6 +201,7 @@ static Value ev_global(VM *vm, Node *n)
 
 static Value ev_localcell(VM *vm, Node *n)
 {
+    qh_assert(vm->frame->slots[n->u.var.slot].t == T_CELL); /* made a cell at the call */
     Value v = AS_CELL(vm->frame->slots[n->u.var.slot])->v;
     if (v.t == T_UNBOUND) return eval_name_error(vm, n);
     incref(v);
@@ -206,6 +210,7 @@ static Value ev_localcell(VM *vm, Node *n)
 
 static Value ev_upval(VM *vm, Node *n)
 {
+    qh_assert(vm->frame->fn && n->u.var.slot < vm->frame->fn->p->nupvals);
     Value v = vm->frame->fn->up[n->u.var.slot]->v;
     if (v.t == T_UNBOUND) return eval_name_error(vm, n);
     incref(v);
@@ -822,6 +827,9 @@ static Value make_closure(VM *vm, FnProto *p)
         f->up = xcalloc((size_t)p->nupvals, sizeof(ObjCell *));
         for (int i = 0; i < p->nupvals; i++) {
             UpvalDesc d = p->upvals[i];
+            /* a cell of the defining frame, or one the defining function closed over */
+            qh_assert(d.from_local ? vm->frame->slots[d.index].t == T_CELL
+                                   : vm->frame->fn && d.index < vm->frame->fn->p->nupvals);
             ObjCell *c =
                 d.from_local ? AS_CELL(vm->frame->slots[d.index]) : vm->frame->fn->up[d.index];
             incref(v_obj(&c->h));

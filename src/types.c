@@ -318,6 +318,7 @@ bool num_to_index(VM *vm, Value v, long len, long *out, const Node *site, const 
         return false;
     }
     *out = (long)d;
+    qh_assert(*out >= 0 && *out < len);
     return true;
 }
 
@@ -356,6 +357,10 @@ bool slice_indices(VM *vm, const ObjSlice *sl, long len, long *start, long *stop
         }
         *outs[i] = (long)d;
     }
+    /* Python's clamping: a forward slice runs within [0, len], a backward one within [-1,
+     * len - 1], so every element it visits (a, a + s, ... short of b) is in range */
+    qh_assert(s > 0 ? 0 <= a && a <= len && 0 <= b && b <= len
+                    : -1 <= a && a < len && -1 <= b && b < len);
     *start = a;
     *stop = b;
     *st = s;
@@ -387,6 +392,7 @@ static Value index_list(VM *vm, ObjList *l, Value i, const Node *site, const Nod
         ObjList *r = list_new_try(n);
         if (!r) return vm_oom(vm, site);
         for (long k = a; s > 0 ? k < b : k > b; k += s) {
+            qh_assert(k >= 0 && (size_t)k < l->len);
             incref(l->v[k]);
             r->v[r->len++] = l->v[k];
         }
@@ -407,6 +413,7 @@ static Value index_str(VM *vm, ObjStr *s, Value i, const Node *site, const Node 
         if (!slice_indices(vm, AS_SLICE(i), n, &a, &b, &st, site)) return v_exc();
         if (st == 1) {
             if (b < a) b = a;
+            qh_assert(0 <= a && a <= b && b <= n);
             size_t o1 = str_offset(s, (size_t)a), o2 = str_offset(s, (size_t)b);
             return v_strn(s->s + o1, o2 - o1);
         }
@@ -427,6 +434,7 @@ static Value index_str(VM *vm, ObjStr *s, Value i, const Node *site, const Node 
     long k;
     if (!num_to_index(vm, i, n, &k, isite, "string")) return v_exc();
     size_t o1 = str_offset(s, (size_t)k), o2 = str_offset(s, (size_t)k + 1);
+    qh_assert(o1 < o2 && o2 <= s->len); /* one whole UTF-8 character */
     return v_strn(s->s + o1, o2 - o1);
 }
 

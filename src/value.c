@@ -539,6 +539,7 @@ size_t str_nchars(ObjStr *s)
 
 size_t str_offset(ObjStr *s, size_t i)
 {
+    qh_assert(!s->ascii || i <= s->len);
     if (s->ascii) return i;
     size_t off = 0, c = 0;
     while (off < s->len) {

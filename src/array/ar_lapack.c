@@ -35,6 +35,7 @@ static int check_stack(const Array *a, const char *who, int square, size_t *batc
     if (!lapack_ok(m) || !lapack_ok(n)) return ar__err(err, "%s: matrix too large for LAPACK", who);
     *batch = 1;
     for (int d = 0; d < a->ndim - 2; d++) *batch *= a->shape[d];
+    qh_assert(*batch * m * n == a->size); /* the stack is whole m x n matrices, C order */
     const double *x = ar__data(a);
     for (size_t i = 0; i < a->size * (a->type == AR_C128 ? 2 : 1); i++)
         if (!isfinite(x[i])) return ar__err(err, "%s: array must not contain infs or NaNs", who);
@@ -48,6 +49,7 @@ static int check_stack(const Array *a, const char *who, int square, size_t *batc
  * cache miss per element: a 500x500 copy costs ~0.3 ms instead of ~3. */
 static void to_f(ArType t, const void *src, size_t m, size_t n, void *dst, size_t ld)
 {
+    qh_assert(ld >= m && src != dst); /* a column holds its m rows; a copy, not in place */
     for (size_t i0 = 0; i0 < m; i0 += TILE)
         for (size_t j0 = 0; j0 < n; j0 += TILE) {
             size_t i1 = i0 + TILE < m ? i0 + TILE : m, j1 = j0 + TILE < n ? j0 + TILE : n;
@@ -68,6 +70,7 @@ static void to_f(ArType t, const void *src, size_t m, size_t n, void *dst, size_
 /* Why: column-major (leading dimension ld) m x n back into row-major. */
 static void from_f(ArType t, const void *src, size_t ld, size_t m, size_t n, void *dst)
 {
+    qh_assert(ld >= m && src != dst);
     for (size_t i0 = 0; i0 < m; i0 += TILE)
         for (size_t j0 = 0; j0 < n; j0 += TILE) {
             size_t i1 = i0 + TILE < m ? i0 + TILE : m, j1 = j0 + TILE < n ? j0 + TILE : n;
@@ -92,6 +95,7 @@ static Array *stack_out(ArType t, const Array *a, int keep, const size_t *tail, 
     size_t sh[AR_MAXDIM];
     int nd = 0;
     for (int d = 0; d < a->ndim - 2 + keep && d < a->ndim; d++) sh[nd++] = a->shape[d];
+    qh_assert(keep >= 0 && keep <= 2 && nd + ntail <= AR_MAXDIM);
     for (int i = 0; i < ntail; i++) sh[nd++] = tail[i];
     if (nd == 0) {
         ar__err(err, "internal: a 0-d stack output");
@@ -115,6 +119,7 @@ static int lapack_fail(const char *who, int info, char *err)
  * with B = I). info > 0: singular. */
 static int gesv(ArType t, int n, int nrhs, void *A, void *B)
 {
+    qh_assert(n >= 0 && nrhs >= 0 && A != B); /* LU of A in place, B overwritten by the solution */
     int info = 0, *ipiv = ar__malloc((size_t)(n ? n : 1) * sizeof *ipiv);
     if (!ipiv) return -1000;
     int ld = n ? n : 1;

@@ -31,12 +31,14 @@ static void split(const Array *a, int ax, size_t *outer, size_t *n, size_t *inne
         if (d > ax) *inner *= a->shape[d];
     }
     *n = a->shape[ax];
+    qh_assert(ax >= 0 && ax < a->ndim && *outer * *n * *inner == a->size); /* C order's blocks */
 }
 
 static ArScalar item(const Array *a, size_t i) { return ar_item(a, i); }
 
 static void put(Array *r, size_t i, ArScalar v)
 {
+    qh_assert(i < r->size && (r->type == AR_C128 || v.im == 0)); /* a float takes no imaginary */
     if (r->type == AR_F64)
         ((double *)ar__data(r))[i] = v.re;
     else
@@ -200,6 +202,7 @@ static void msort(size_t *ix, size_t *tmp, size_t n, const SortCtx *c)
     }
     while (i < h) tmp[k++] = ix[i++];
     while (j < n) tmp[k++] = ix[j++];
+    qh_assert(k == n); /* every position merged once */
     memcpy(ix, tmp, n * sizeof *ix);
 }
 
@@ -392,6 +395,7 @@ static void bc3_at(const Bc3 *b, size_t k, size_t off[3])
         k /= b->sh[d];
         for (int q = 0; q < 3; q++) off[q] += i * (size_t)b->st[q][d];
     }
+    qh_assert(k == 0); /* k was an element of the broadcast shape */
 }
 
 Array *ar_where(const Array *c, const Array *x, const Array *y, char *err)

@@ -199,6 +199,7 @@ static Quant *new_quant(DRec *r, QKind kind, int rows)
         r->q = n;
         r->capq = cap;
     }
+    qh_assert(rows >= 0 && r->nquant < r->capq);
     Quant *q = &r->q[r->nquant++];
     memset(q, 0, sizeof *q);
     q->kind = kind;
@@ -215,6 +216,7 @@ static Quant *new_quant(DRec *r, QKind kind, int rows)
 static AdNode quant_node(DRec *r, int nslots, int ndim, const size_t *shape)
 {
     AdTape *t = r->vm->ad->tape;
+    qh_assert(nslots >= 0 && nslots <= r->nslots); /* the parameters recorded so far */
     AdNode par[nslots ? nslots : 1];
     for (int i = 0; i < nslots; i++) par[i] = r->slots[i].node;
     return ad_jac(t, nslots, par, ndim, shape);
@@ -981,6 +983,7 @@ static bool set_quant(QCall *c, const Quant *q, const double *d, int stride, cha
     for (int part = 0; part < (q->kind == Q_VAR ? 2 : 1); part++) {
         if (q->node[part] == AD_NONE) continue;
         int rows = q->kind == Q_VAR ? 1 : q->rows;
+        qh_assert(stride >= q->nslots && rows >= 0); /* a row holds every slot's derivative */
         double *Jq = malloc((size_t)(rows * q->nslots + 1) * sizeof(double));
         if (!Jq) {
             snprintf(err, errlen, "out of memory");
@@ -1258,6 +1261,7 @@ static Value build(VM *vm, QCall *c, const int *skel, int *si, size_t *vi, bool 
                    const Node *site)
 {
     int k = skel[(*si)++];
+    qh_assert(k >= 0 && k <= 2); /* the skeleton flatten() wrote: number, array, list */
     AdTape *t = vm->ad->tape;
     if (k == 0) {
         size_t p = (*vi)++;
@@ -1266,6 +1270,7 @@ static Value build(VM *vm, QCall *c, const int *skel, int *si, size_t *vi, bool 
     }
     if (k == 1) {
         int nd = skel[(*si)++];
+        qh_assert(nd >= 1 && nd <= AR_MAXDIM);
         size_t shape[AR_MAXDIM], n = 1;
         for (int i = 0; i < nd; i++) {
             shape[i] = (size_t)skel[(*si)++];

@@ -111,6 +111,8 @@ static inline __attribute__((always_inline)) Value tnum_new(VM *vm, double x, Ad
 {
     if (node == AD_NONE) return v_num(x);
     if (node == AD_ERR) return tape_error(vm, site);
+    /* a node of the tape of the differentiation running here */
+    qh_assert(vm->ad && node >= 0 && (size_t)node < ad_len(vm->ad->tape));
     ObjTNum *o;
     if (tnum_free_list) {
         Obj *b = tnum_free_list;
@@ -140,6 +142,8 @@ Value track_arr(VM *vm, Array *a, AdNode node, const Node *site)
         ar_free(a);
         return tape_error(vm, site);
     }
+    qh_assert(vm->ad && node >= 0 && (size_t)node < ad_len(vm->ad->tape));
+    qh_assert(ad_size(vm->ad->tape, node) == ar_size(a)); /* one tape value per element */
     ObjTArr *o = (ObjTArr *)obj_alloc(sizeof(ObjTArr), T_TARR);
     o->a = a;
     o->n = node;
@@ -740,6 +744,7 @@ static Value gather(VM *vm, Value v, const ArIndex *ix, int nidx, const Node *si
             pos = pos * sh[i] + (size_t)j;
         }
         for (int i = nidx; i < ar_ndim(A); i++) pos *= sh[i];
+        qh_assert(pos < ar_size(A) && nidx == ar_ndim(A)); /* a scalar: one index per axis */
         return track_num(vm, s.re, ad_gather(tape(vm), TARR(v)->n, 1, &pos, 0, NULL), site);
     }
     Array *io = iota(A, err), *pa = NULL;
@@ -758,7 +763,11 @@ static Value gather(VM *vm, Value v, const ArIndex *ix, int nidx, const Node *si
         return vm_error(vm, site, "out of memory");
     }
     const double *pd = ar_f64_ro(pa);
-    for (size_t i = 0; i < n; i++) src[i] = (size_t)pd[i];
+    qh_assert(pd || !n); /* iota is a float array */
+    for (size_t i = 0; i < n; i++) {
+        qh_assert(pd[i] >= 0 && (size_t)pd[i] < ar_size(A)); /* positions of A's elements */
+        src[i] = (size_t)pd[i];
+    }
     AdNode node = ad_gather(tape(vm), TARR(v)->n, n, src, ar_ndim(out), ar_shape(out));
     free(src);
     ar_free(pa);

@@ -301,6 +301,7 @@ static int dense_bilinear(const SvState *s, const cplx *bra, const cplx *ket, co
 static int state_like(const SvState *final, SvState *s)
 {
     memset(s, 0, sizeof *s);
+    sv_assert(final->nq >= 0 && final->nq < 64 && final->dim == (size_t)1 << final->nq);
     size_t bytes = final->dim * sizeof(cplx);
     void *p = NULL;
     if (posix_memalign(&p, 64, bytes < 64 ? 64 : bytes) != 0 || !p) return -1;
@@ -319,6 +320,10 @@ static int adjoint_sweep(SvState *psi, const SvOp *ops, int nops, const uint8_t 
 {
     const char *name = "adjoint";
     size_t slots = (size_t)nops * 3;
+    sv_assert(nops >= 0 && nobs >= 0 && psi && psi->amp);
+    /* each observable is measured after some prefix of the circuit, 0..nops gates */
+    for (int j = 0; pos && j < nobs; j++) sv_assert(pos[j] >= 0 && pos[j] <= nops);
+    for (int k = 0; k < nops; k++) sv_assert(ops[k].nparams >= 0 && ops[k].nparams <= 3);
     /* gates before the first wanted parameter need not be undone */
     int first = nops;
     for (int k = 0; k < nops && first == nops; k++) {

@@ -45,8 +45,10 @@ static int blk_init(Blk *b, int nq, const SvTerm *t)
     b->kind = t->kind;
     b->k = t->kind == SVB_NONE ? 0 : t->k;
     b->d = (uint64_t)1 << (b->k < 64 ? b->k : 0);
+    sv_assert(b->k >= 0 && b->k <= nq); /* a block on wires of the state (sv_obs_check) */
     for (int i = 0; i < b->k; i++) b->pos[i] = sv_bitpos(nq, t->wires[i]);
     sv_sort_ints(b->pos, b->k);
+    for (int i = 1; i < b->k; i++) sv_assert(b->pos[i - 1] < b->pos[i]); /* distinct wires */
     b->mat = t->m;
     b->ket = t->ket;
     if (t->kind == SVB_BASIS) {
@@ -67,6 +69,7 @@ static int blk_init(Blk *b, int nq, const SvTerm *t)
         uint64_t o = 0;
         for (int i = 0; i < b->k; i++)
             if ((a >> (b->k - 1 - i)) & 1) o |= (uint64_t)1 << sv_bitpos(nq, t->wires[i]);
+        sv_assert(o < ((uint64_t)1 << nq) && (a == 0) == (o == 0)); /* inside the block's bits */
         b->off[a] = o;
     }
     return 0;
@@ -160,6 +163,7 @@ static Word word_of(int nq, double coeff, uint64_t x, uint64_t z)
     }
     static const cplx ipow[4] = { 1, I, -1, -I };
     w.ph = coeff * ipow[ny & 3];
+    sv_assert(nq >= 64 || ((w.X | w.Z) >> nq) == 0); /* the word acts on the state's wires */
     return w;
 }
 
@@ -261,6 +265,7 @@ static void diag_part(void *vctx, int part, int np)
 /* out (=|+=) coeff W in, over the state's dimension. */
 static void word_apply(const SvState *s, Word w, const cplx *in, cplx *out, int acc)
 {
+    sv_assert(in != out); /* each output is written once from another vector */
     WordCtx c = { (const double *)in, (double *)out, w, acc, s->dim };
     sv_parallel(s, word_part, &c);
 }

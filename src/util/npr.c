@@ -7,6 +7,7 @@
  * structs; knows nothing of values, arrays or the interpreter. */
 #include "npr.h"
 #include "npr_ziggurat.h"
+#include "qh_assert.h"
 
 #include <math.h>
 
@@ -62,6 +63,7 @@ static void mt_twist(NprMT *m)
 uint32_t npr_mt_next32(NprMT *m)
 {
     if (m->pos >= NPR_MT_N) mt_twist(m);
+    qh_assert(m->pos < NPR_MT_N); /* a word of the state left to temper */
     uint32_t y = m->key[m->pos++];
     y ^= y >> 11;
     y ^= (y << 7) & 0x9d2c5680u;
@@ -93,6 +95,7 @@ double npr_mt_gauss(NprMT *m)
         x2 = 2.0 * npr_mt_double(m) - 1.0;
         r2 = x1 * x1 + x2 * x2;
     } while (r2 >= 1.0 || r2 == 0.0);
+    qh_assert(r2 > 0.0 && r2 < 1.0); /* inside the unit disc, not its centre: log is finite */
     double f = sqrt(-2.0 * log(r2) / r2);
     m->gauss = f * x1; /* the first value is kept, the second returned */
     m->has_gauss = 1;
@@ -117,10 +120,12 @@ uint64_t npr_mt_bounded(NprMT *m, uint64_t rng)
     if (rng <= 0xffffffffu) {
         if (rng == 0xffffffffu) return npr_mt_next32(m);
         while ((v = (npr_mt_next32(m) & mask)) > rng) continue;
+        qh_assert(v <= rng && mask >= rng && (mask & (mask + 1)) == 0); /* all ones, covering */
         return v;
     }
     if (rng == UINT64_MAX) return npr_mt_next64(m);
     while ((v = (npr_mt_next64(m) & mask)) > rng) continue;
+    qh_assert(v <= rng);
     return v;
 }
 
@@ -292,6 +297,7 @@ uint64_t npr_pcg_bounded(NprPCG *g, uint64_t rng)
                 left = (uint32_t)m;
             }
         }
+        qh_assert((m >> 32) <= rng); /* Lemire: the high word of x * (rng + 1) */
         return m >> 32;
     }
     if (rng == UINT64_MAX) return npr_pcg_next64(g);
@@ -301,6 +307,7 @@ uint64_t npr_pcg_bounded(NprPCG *g, uint64_t rng)
         uint64_t thr = (UINT64_MAX - rng) % excl;
         while (lo < thr) mul64(npr_pcg_next64(g), excl, &hi, &lo);
     }
+    qh_assert(hi <= rng);
     return hi;
 }
 

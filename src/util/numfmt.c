@@ -1,6 +1,7 @@
 /* numfmt.c — shortest round-trip printing of doubles and complex numbers.
  * See numfmt.h for the rules. Must not know about qh values. */
 #include "numfmt.h"
+#include "qh_assert.h"
 
 #include <math.h>
 #include <stdbool.h>
@@ -48,6 +49,7 @@ static int repr_double(char *buf, double d)
     for (; *p && *p != 'e'; p++)
         if (*p != '.') digits[nd++] = *p;
     digits[nd] = 0;
+    qh_assert(nd >= 1 && nd <= 17 && *p == 'e'); /* %e wrote d.ddd...e[+-]XX, at most 17 digits */
     int exp = atoi(p + 1);
     while (nd > 1 && digits[nd - 1] == '0') digits[--nd] = 0;
     char *o = buf;
@@ -79,6 +81,7 @@ static int repr_double(char *buf, double d)
         }
     }
     *o = 0;
+    qh_assert(o - buf < NUMFMT_BUF && strtod(buf, NULL) == d); /* fits, and reads back as d */
     return (int)(o - buf);
 }
 
@@ -98,6 +101,7 @@ static int int_text(char *buf, double d)
     if (neg) buf[o++] = '-';
     while (n) buf[o++] = tmp[--n];
     buf[o] = 0;
+    qh_assert(o < NUMFMT_BUF && (double)v == d);
     return o;
 }
 
@@ -131,5 +135,7 @@ int numfmt_complex(char *buf, double re, double im)
     const char *sign =
         (im < 0 || (im == 0 && signbit(im)) || (isnan(im) && signbit(im))) ? "" : "+";
     if (isnan(im)) sign = "+";
-    return sprintf(buf, "(%s%s%sj)", r, sign, i);
+    int n = sprintf(buf, "(%s%s%sj)", r, sign, i);
+    qh_assert(n < NUMFMT_CBUF);
+    return n;
 }
