@@ -3,7 +3,7 @@
  *
  * The reader understands OPENQASM 2.0 with qelib1.inc (Qiskit's version:
  * u3 u2 u1 u0 u p cx id x y z h s sdg t tdg sx sxdg rx ry rz cz cy ch swap
- * ccx cswap crx cry crz cu1 cp cu3 cu csx rxx rzz c3x c4x c3sqrtx), `U`
+ * ccx cswap crx cry crz cu1 cp cu3 cu csx rxx rzz c3x c4x c3sqrtx rccx rc3x), `U`
  * and `CX`, custom `gate` definitions (expanded where they are used),
  * `opaque` (an error when applied), qreg/creg, broadcasting over
  * registers, measure, reset, barrier (ignored) and `if (creg == n)`.

@@ -13,6 +13,7 @@
 #include "stop.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,6 +38,7 @@ typedef struct GateDef {
     char pnames[8][32];
     char qnames[16][32];
     int body, body_end; /* token range of the body (inside the braces) */
+    int prev;           /* the definition of the same name before it, or -1 */
     int opaque;
 } GateDef;
 
@@ -113,7 +115,8 @@ static void names_free(Names *t)
 
 typedef struct Rd {
     Tok *t;
-    int nt, pos;
+    int nt, pos, capt;
+    int scope; /* the gate definitions a body sees: those before its own (INT_MAX at the top) */
     QasmCircuit *c;
     GateDef *defs;
     int ndefs, capdefs;
@@ -149,10 +152,15 @@ static int rd_err(Rd *r, int line, const char *fmt, ...)
 
 static int lex(const char *s, size_t len, Rd *r)
 {
-    int cap = 256, line = 1;
-    r->t = malloc((size_t)cap * sizeof(Tok));
-    if (!r->t) return rd_err(r, 1, "out of memory");
-    r->nt = 0;
+    /* appended to the tokens read so far (the prelude's), over their end */
+    int cap = r->capt ? r->capt : 256, line = 1;
+    if (!r->t) {
+        r->t = malloc((size_t)cap * sizeof(Tok));
+        if (!r->t) return rd_err(r, 1, "out of memory");
+        r->nt = 0;
+    } else if (r->nt > 0) {
+        r->nt--;
+    }
     const char *p = s, *e = s + len;
     for (;;) {
         while (p < e) {
@@ -179,6 +187,7 @@ static int lex(const char *s, size_t len, Rd *r)
             Tok *nt = realloc(r->t, (size_t)cap * sizeof(Tok));
             if (!nt) return rd_err(r, line, "out of memory");
             r->t = nt;
+            r->capt = cap;
         }
         Tok *t = &r->t[r->nt];
         t->line = line;
@@ -619,7 +628,8 @@ static int apply_builtin(Rd *r, int line, const char *n, const double *p, const 
     if (!strcmp(n, "rzz")) return G(SV_ISINGZZ, 1, 0, 2);
     if (!strcmp(n, "c3x")) return G(SV_PAULIX, 0, 3, 1);
     if (!strcmp(n, "c4x")) return G(SV_PAULIX, 0, 4, 1);
-    if (!strcmp(n, "c3sqrtx")) return G(SV_SX, 0, 3, 1);
+    if (!strcmp(n, "c3sqrtx")) /* qelib1.inc's text: its phases make it ctrl^3(SX^dagger) */
+        return emit(r, line, QASM_GATE, SV_SX, !adj, p, 0, q, 3, q + 3, 1);
     if (!strcmp(n, "gphase"))
         return emit(r, line, QASM_GPHASE, SV_IDENTITY, 0, adj ? (a[0] = -p[0], a) : p, 1, NULL, 0,
                     NULL, 0);
@@ -686,9 +696,15 @@ static int apply_power(Rd *r, int line, const char *n, const double *p, const in
 
 static int body(Rd *r, const Env *env, int end);
 
+/* Why: a file's own gate named like a built-in one replaces it from its
+   definition on; inside a body, a name means what it meant before that
+   definition (gate h a { h a; } wraps the built-in h). A name only defined
+   later is still found (files that define gates out of order). */
 static const GateDef *find_def(Rd *r, const char *name)
 {
-    int i = names_get(&r->defnames, name); /* the latest definition of the name */
+    int latest = names_get(&r->defnames, name), i = latest;
+    while (i >= r->scope) i = r->defs[i].prev;
+    if (i < 0 && latest >= 0 && !builtin(name)) i = latest;
     return i >= 0 && i < r->ndefs ? &r->defs[i] : NULL;
 }
 
@@ -745,12 +761,14 @@ static int apply_named(Rd *r, int line, const char *name, const double *p, int n
     if (step(r, line)) return -1;
     Env env = { d, p, q };
     size_t from = r->c->nops;
-    int save = r->pos;
+    int save = r->pos, save_scope = r->scope;
     r->pos = d->body;
+    r->scope = (int)(d - r->defs);
     r->depth++;
     int rc = body(r, &env, d->body_end);
     r->depth--;
     r->pos = save;
+    r->scope = save_scope;
     if (rc) return -1;
     if (adj) invert_range(r->c, from);
     return 0;
@@ -1062,6 +1080,8 @@ static int gate_def(Rd *r, int opaque)
     }
     if (opaque) {
         if (expect(r, ";")) return -1;
+        if (builtin(g->name)) return 0; /* "the target has it": the built-in gate stays */
+        g->prev = names_get(&r->defnames, g->name);
         if (names_set(&r->defnames, g->name, r->ndefs)) return rd_err(r, line, "out of memory");
         r->ndefs++;
         return 0;
@@ -1077,9 +1097,9 @@ static int gate_def(Rd *r, int opaque)
     if (cur(r)->kind == T_END) return rd_err(r, line, "gate '%s': missing '}'", g->name);
     g->body_end = r->pos;
     r->pos++;
-    /* a gate named like a qelib1 gate replaces it only if it is new: files
-       that paste qelib1.inc in keep the built-in meaning (same unitary) */
-    if (builtin(g->name)) return 0;
+    /* a gate named like a built-in one replaces it in this file (as for any
+       gate defined twice, the later definition counts from there on) */
+    g->prev = names_get(&r->defnames, g->name);
     if (names_set(&r->defnames, g->name, r->ndefs)) return rd_err(r, line, "out of memory");
     r->ndefs++;
     return 0;
@@ -1292,6 +1312,16 @@ static int body(Rd *r, const Env *env, int end)
     return 0;
 }
 
+/* qelib1.inc's gates that are no PennyLane gate, by their definitions there
+   (the relative-phase Toffolis: their phases are what these make them),
+   read before every file as if it began with them. */
+static const char qelib1_prelude[] =
+    "gate rccx a, b, c { u2(0, pi) c; u1(pi/4) c; cx b, c; u1(-pi/4) c; cx a, c;"
+    " u1(pi/4) c; cx b, c; u1(-pi/4) c; u2(0, pi) c; }\n"
+    "gate rc3x a, b, c, d { u2(0, pi) d; u1(pi/4) d; cx c, d; u1(-pi/4) d; u2(0, pi) d;"
+    " cx a, d; u1(pi/4) d; cx b, d; u1(-pi/4) d; cx a, d; u1(pi/4) d; cx b, d;"
+    " u1(-pi/4) d; u2(0, pi) d; u1(pi/4) d; cx c, d; u1(-pi/4) d; u2(0, pi) d; }\n";
+
 int qasm_parse(const char *text, size_t len, QasmCircuit *c, char *err, size_t errlen)
 {
     qasm_init(c, 0, 0);
@@ -1305,7 +1335,11 @@ int qasm_parse(const char *text, size_t len, QasmCircuit *c, char *err, size_t e
     if (!copy) return rd_err(&r, 1, "out of memory");
     memcpy(copy, text, len);
     copy[len] = 0;
-    int rc = lex(copy, len, &r);
+    r.scope = INT_MAX;
+    int rc = lex(qelib1_prelude, sizeof qelib1_prelude - 1, &r);
+    while (rc == 0 && cur(&r)->kind != T_END) rc = statement(&r, NULL);
+    r.steps = 0;
+    if (rc == 0) rc = lex(copy, len, &r);
     if (rc == 0) {
         while (cur(&r)->kind != T_END)
             if (statement(&r, NULL)) {
@@ -1335,6 +1369,7 @@ int qasm_gate_circuit(const char *name, const double *params, int nparams, QasmC
     qasm_init(c, b->nq, 0);
     Rd r;
     memset(&r, 0, sizeof r);
+    r.scope = INT_MAX;
     r.c = c;
     r.cond = -1;
     r.err = err;

@@ -275,9 +275,16 @@ static int gate(W *w, const QasmCircuit *c, const QasmOp *op)
             wires(w, q, nc + 1);
             return 0;
         }
-        if (op->gate == SV_SX && !adj && (nc == 1 || nc == 3)) {
-            call(w, nc == 1 ? "csx" : "c3sqrtx", NULL, 0, 0, 0);
-            wires(w, q, nc + 1);
+        if (op->gate == SV_SX && nc == 1 && !adj) {
+            call(w, "csx", NULL, 0, 0, 0);
+            wires(w, q, 2);
+            return 0;
+        }
+        if (op->gate == SV_SX && nc == 3) { /* c3sqrtx is ctrl^3(SX^dagger); SX = (SX^dagger)^3 */
+            for (int k = 0; k < (adj ? 1 : 3); k++) {
+                call(w, "c3sqrtx", NULL, 0, 0, 0);
+                wires(w, q, 4);
+            }
             return 0;
         }
         if (op->gate != SV_SX && nc == 1) { /* controlled phase */

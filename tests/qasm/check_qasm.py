@@ -31,11 +31,11 @@ QELIB1 = """
 gate u3(theta,phi,lambda) q { U(theta,phi,lambda) q; }
 gate u2(phi,lambda) q { U(pi/2,phi,lambda) q; }
 gate u1(lambda) q { U(0,0,lambda) q; }
-gate p(lambda) q { U(0,0,lambda) q; }
-gate u(theta,phi,lambda) q { U(theta,phi,lambda) q; }
-gate u0(gamma) q { U(0,0,0) q; }
 gate cx c,t { CX c,t; }
 gate id a { U(0,0,0) a; }
+gate u0(gamma) q { U(0,0,0) q; }
+gate u(theta,phi,lambda) q { U(theta,phi,lambda) q; }
+gate p(lambda) q { U(0,0,lambda) q; }
 gate x a { u3(pi,0,pi) a; }
 gate y a { u3(pi,pi/2,pi/2) a; }
 gate z a { u1(pi) a; }
@@ -44,26 +44,32 @@ gate s a { u1(pi/2) a; }
 gate sdg a { u1(-pi/2) a; }
 gate t a { u1(pi/4) a; }
 gate tdg a { u1(-pi/4) a; }
-gate sx a { sdg a; h a; sdg a; }
-gate sxdg a { s a; h a; s a; }
 gate rx(theta) a { u3(theta,-pi/2,pi/2) a; }
 gate ry(theta) a { u3(theta,0,0) a; }
 gate rz(phi) a { u1(phi) a; }
+gate sx a { sdg a; h a; sdg a; }
+gate sxdg a { s a; h a; s a; }
 gate cz a,b { h b; cx a,b; h b; }
 gate cy a,b { sdg b; cx a,b; s b; }
 gate swap a,b { cx a,b; cx b,a; cx a,b; }
-gate ch a,b { s b; h b; t b; cx a,b; tdg b; h b; sdg b; }
+gate ch a,b { h b; sdg b; cx a,b; h b; t b; cx a,b; t b; h b; s b; x b; s a; }
 gate ccx a,b,c { h c; cx b,c; tdg c; cx a,c; t c; cx b,c; tdg c; cx a,c; t b; t c; h c; cx a,b; t a; tdg b; cx a,b; }
 gate cswap a,b,c { cx c,b; ccx a,b,c; cx c,b; }
 gate crx(lambda) a,b { u1(pi/2) b; cx a,b; u3(-lambda/2,0,0) b; cx a,b; u3(lambda/2,-pi/2,0) b; }
-gate cry(lambda) a,b { ry(lambda/2) b; cx a,b; ry(-lambda/2) b; cx a,b; }
-gate crz(lambda) a,b { rz(lambda/2) b; cx a,b; rz(-lambda/2) b; cx a,b; }
+gate cry(lambda) a,b { u3(lambda/2,0,0) b; cx a,b; u3(-lambda/2,0,0) b; cx a,b; }
+gate crz(lambda) a,b { u1(lambda/2) b; cx a,b; u1(-lambda/2) b; cx a,b; }
 gate cu1(lambda) a,b { u1(lambda/2) a; cx a,b; u1(-lambda/2) b; cx a,b; u1(lambda/2) b; }
 gate cp(lambda) a,b { p(lambda/2) a; cx a,b; p(-lambda/2) b; cx a,b; p(lambda/2) b; }
 gate cu3(theta,phi,lambda) c,t { u1((lambda+phi)/2) c; u1((lambda-phi)/2) t; cx c,t; u3(-theta/2,0,-(phi+lambda)/2) t; cx c,t; u3(theta/2,phi,0) t; }
 gate csx a,b { h b; cu1(pi/2) a,b; h b; }
+gate cu(theta,phi,lambda,gamma) c,t { p(gamma) c; p((lambda+phi)/2) c; p((lambda-phi)/2) t; cx c,t; u(-theta/2,0,-(phi+lambda)/2) t; cx c,t; u(theta/2,phi,0) t; }
 gate rxx(theta) a,b { u3(pi/2,theta,0) a; h b; cx a,b; u1(-theta) b; cx a,b; h b; u2(-pi,pi-theta) a; }
 gate rzz(theta) a,b { cx a,b; u1(theta) b; cx a,b; }
+gate rccx a,b,c { u2(0,pi) c; u1(pi/4) c; cx b,c; u1(-pi/4) c; cx a,c; u1(pi/4) c; cx b,c; u1(-pi/4) c; u2(0,pi) c; }
+gate rc3x a,b,c,d { u2(0,pi) d; u1(pi/4) d; cx c,d; u1(-pi/4) d; u2(0,pi) d; cx a,d; u1(pi/4) d; cx b,d; u1(-pi/4) d; cx a,d; u1(pi/4) d; cx b,d; u1(-pi/4) d; u2(0,pi) d; u1(pi/4) d; cx c,d; u1(-pi/4) d; u2(0,pi) d; }
+gate c3x a,b,c,d { h d; cu1(-pi/4) a,d; h d; cx a,b; h d; cu1(pi/4) b,d; h d; cx a,b; h d; cu1(-pi/4) b,d; h d; cx b,c; h d; cu1(pi/4) c,d; h d; cx a,c; h d; cu1(-pi/4) c,d; h d; cx b,c; h d; cu1(pi/4) c,d; h d; cx a,c; h d; cu1(-pi/4) c,d; h d; }
+gate c3sqrtx a,b,c,d { h d; cu1(-pi/8) a,d; h d; cx a,b; h d; cu1(pi/8) b,d; h d; cx a,b; h d; cu1(-pi/8) b,d; h d; cx b,c; h d; cu1(pi/8) c,d; h d; cx a,c; h d; cu1(-pi/8) c,d; h d; cx b,c; h d; cu1(pi/8) c,d; h d; cx a,c; h d; cu1(-pi/8) c,d; h d; }
+gate c4x a,b,c,d,e { h e; cu1(-pi/2) d,e; h e; c3x a,b,c,d; h e; cu1(pi/2) d,e; h e; c3x a,b,c,d; c3sqrtx a,b,c,e; }
 """
 
 TOKEN = re.compile(r"\s*(?:(//[^\n]*)|(/\*.*?\*/)|([A-Za-z_][A-Za-z_0-9]*)|(\d+\.?\d*(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?)|(\"[^\"]*\")|(->|==|.))", re.S)
@@ -152,16 +158,20 @@ class Program:
                 i += 1
         return out, i + 1
 
-    def call(self, name, params, wires):
+    def call(self, name, params, wires, scope):
         if name == "U":
             self.ops.append(("U", params[0], params[1], params[2], wires[0]))
         elif name == "CX":
             self.ops.append(("CX", wires[0], wires[1]))
         else:
-            pnames, qnames, body = self.gates[name]
-            self.run(body, dict(zip(pnames, params)), dict(zip(qnames, wires)))
+            # inside a body, the names it saw at its definition; a gate
+            # defined later is found too (files that define out of order)
+            seen = scope.get(name) or self.gates[name]
+            pnames, qnames, body, inner = seen
+            self.run(body, dict(zip(pnames, params)), dict(zip(qnames, wires)), inner)
 
-    def run(self, toks, env, qenv):
+    def run(self, toks, env, qenv, scope=None):
+        scope = self.gates if scope is None else scope
         i = 0
         while i < len(toks):
             t = toks[i]
@@ -193,8 +203,9 @@ class Program:
                 while depth:
                     depth += {"{": 1, "}": -1}.get(toks[j], 0)
                     j += 1
-                if name not in self.gates:
-                    self.gates[name] = (pnames, qnames, toks[i + 1:j - 1])
+                # a definition replaces any earlier one of its name (qelib1's
+                # too) from here on; its body sees the gates defined before it
+                self.gates[name] = (pnames, qnames, toks[i + 1:j - 1], dict(self.gates))
                 i = j
             elif t in ("measure", "barrier"):
                 i = toks.index(";", i) + 1
@@ -213,7 +224,7 @@ class Program:
                 ops, i = self.args(toks, i, qenv)
                 size = max(len(o) for o in ops)
                 for k in range(size):
-                    self.call(name, params, [o[k] if len(o) > 1 else o[0] for o in ops])
+                    self.call(name, params, [o[k] if len(o) > 1 else o[0] for o in ops], scope)
 
 
 def simulate(prog):

@@ -474,6 +474,22 @@ START_TEST(test_extended_gates)
             }
         qasm_free(&c);
     }
+    /* c3sqrtx: qelib1.inc's text makes it ctrl^3(SX^dagger), SX^dagger = [[1-i, 1+i], [1+i, 1-i]]/2
+       (tests/qasm/check_qasm.py checks it against that text too) */
+    {
+        const char *t3 = "qreg q[4]; c3sqrtx q[0], q[1], q[2], q[3];";
+        QasmCircuit c;
+        ck_assert_int_eq(qasm_parse(t3, strlen(t3), &c, NULL, 0), 0);
+        static cplx u[MAXD * MAXD];
+        circuit_unitary(&c, 4, u);
+        for (int r = 0; r < 16; r++)
+            for (int col = 0; col < 16; col++) {
+                cplx want = r == col ? 1 : 0;
+                if (r >= 14 && col >= 14) want = r == col ? (1 - I) / 2 : (1 + I) / 2;
+                ck_assert(cabs(u[r * 16 + col] - want) <= 1e-12);
+            }
+        qasm_free(&c);
+    }
     /* ryy(t) = exp(-i t/2 Y (x) Y) */
     const char *t = "OPENQASM 3; qubit[2] q; ryy(0.7) q[0], q[1];";
     QasmCircuit c;
