@@ -561,7 +561,16 @@ Value qrt_apply_circuit_op(VM *vm, const QasmOp *o, const Node *site)
         qasm_svop(o, &op);
         return apply_svop(vm, &op, site);
     }
-    case QASM_GPHASE: return v_nil(); /* no effect on a state; under ctrl it became a PhaseShift */
+    case QASM_GPHASE:
+        /* no effect on a state; inside adjoint(f)/ctrl(f)/matrix(f) it is collected: under
+           ctrl it becomes a phase on the controls' |1..1> (mod_call) */
+        if (q->capture) {
+            QasmOp *g = qasm_add(q->capture, QASM_GPHASE, NULL, 0, 0);
+            if (!g) return vm_error(vm, site, "out of memory");
+            g->nparams = 1;
+            g->params[0] = o->params[0];
+        }
+        return v_nil();
     case QASM_MEASURE:
     case QASM_RESET: {
         if (q->capture)
@@ -719,6 +728,34 @@ static void mod_repr(Buf *b, Value v, bool quoted)
     buf_putc(b, '>');
 }
 
+/* Why: a global phase e^{i a} under ctrl is a phase on the controls' |1..1>:
+   PhaseShift(a) on the last control, controlled by the others (as OpenQASM 3's
+   ctrl @ gphase). Without controls it stays a global phase: kept only where
+   gates are being collected (a matrix(), an enclosing ctrl). */
+static Value ctrl_gphase(VM *vm, const ObjMod *m, double a, const Node *site)
+{
+    QCtx *q = vm->q;
+    if (m->nctrl == 0) {
+        if (q->capture) {
+            QasmOp *g = qasm_add(q->capture, QASM_GPHASE, NULL, 0, 0);
+            if (!g) return vm_error(vm, site, "out of memory");
+            g->nparams = 1;
+            g->params[0] = a;
+        }
+        return v_nil();
+    }
+    SvOp op;
+    memset(&op, 0, sizeof op);
+    op.gate = SV_PHASESHIFT;
+    op.nwires = 1;
+    op.wires[0] = m->ctrl[m->nctrl - 1];
+    op.nctrl = m->nctrl - 1;
+    for (int i = 0; i + 1 < m->nctrl; i++) op.ctrl[i] = m->ctrl[i];
+    op.nparams = 1;
+    op.params[0] = a;
+    return apply_svop(vm, &op, site);
+}
+
 /* Why: adjoint(f)(args) and ctrl(f, control=w)(args): run f collecting its
    gates, then apply them inverted in reverse order, or with the controls. */
 static Value mod_call(VM *vm, Value fv, Args *a)
@@ -749,6 +786,10 @@ static Value mod_call(VM *vm, Value fv, Args *a)
     Value out = v_nil();
     for (size_t k = 0; k < cap.nops && !IS_EXC(out); k++) {
         const QasmOp *o = &cap.ops[m->adjoint ? cap.nops - 1 - k : k];
+        if (o->kind == QASM_GPHASE) {
+            out = ctrl_gphase(vm, m, m->adjoint ? -o->params[0] : o->params[0], a->site);
+            continue;
+        }
         SvOp op;
         qasm_svop(o, &op);
         if (m->adjoint) op.adjoint = !op.adjoint;
