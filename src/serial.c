@@ -119,8 +119,12 @@ const char *des_str(SerCtx *sc, uint32_t *n)
 
 bool des_count(SerCtx *sc, uint64_t *n, size_t each)
 {
-    if (!des_u64(sc, n)) return false;
-    if (each && *n > (sc->len - sc->pos) / each) {
+    return des_u64(sc, n) && des_room(sc, *n, each);
+}
+
+bool des_room(SerCtx *sc, uint64_t n, size_t each)
+{
+    if (each && n > (sc->len - sc->pos) / each) {
         des_fail(sc, "count");
         return false;
     }

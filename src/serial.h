@@ -88,6 +88,10 @@ const char *des_str(SerCtx *sc, uint32_t *n);
 /* A count of items of at least `each` bytes that the rest of the input can
  * hold (guards allocations sized by the input). */
 bool des_count(SerCtx *sc, uint64_t *n, size_t each);
+/* Whether the rest of the input can hold n items of at least `each` bytes
+ * (a count read otherwise, checked before it sizes an allocation); fails
+ * the read ("count") when it cannot. */
+bool des_room(SerCtx *sc, uint64_t n, size_t each);
 
 /* A deser slot that makes its object before reading what it holds (so
  * that cycles through it are read back) registers it under its number. */

@@ -14,6 +14,9 @@
 #   # same-stdout      likewise for stdout (for output that may differ between
 #                      machines, e.g. last bits, kept without a NAME.out)
 # Every test also runs with --sync unless async-only; all runs must match.
+# QH_TEST_LIGHT=1 (.ci/run's ThreadSanitizer step, which looks for races, not
+# for output differences the test step already checks) leaves out --sync,
+# the one mode without worker threads.
 # Usage: run_scripts.sh PATH/TO/qh DIR [NAME...]
 set -u
 qh=${1:?usage: run_scripts.sh PATH/TO/qh DIR [NAME...]}
@@ -32,6 +35,7 @@ for t in "$dir"/*.qh; do
   flags=$(sed -n 's/^# flags: *//p' "$t" | head -1)
   stdin_text=$(sed -n 's/^# stdin: *//p' "$t")
   modes=("" "--sync"); grep -q '^# async-only' "$t" && modes=("")
+  [ "${QH_TEST_LIGHT:-}" = 1 ] && modes=("")
   for w in $(sed -n 's/^# workers: *//p' "$t" | head -1); do modes+=("--workers $w"); done
   while IFS= read -r extra; do [ -n "$extra" ] && modes+=("$extra"); done < <(sed -n 's/^# also: *//p' "$t")
   same_err=0; grep -q '^# same-stderr' "$t" && same_err=1; first=1

@@ -942,9 +942,9 @@ static LaPlan *plan_loop(ModInfo *m, const Node *modbody, Node *loop)
     while (last > 0 && c.steps[last - 1].kind == LA_ASSIGN) last--;
     plan = arena_alloc(m->arena, sizeof *plan);
     plan->steps = arena_alloc(m->arena, (size_t)last * sizeof(LaStep));
-    memcpy(plan->steps, c.steps, (size_t)last * sizeof(LaStep));
+    if (last) memcpy(plan->steps, c.steps, (size_t)last * sizeof(LaStep));
     LaCheck *checks = arena_alloc(m->arena, (size_t)(c.nchecks + 1) * sizeof(LaCheck));
-    memcpy(checks, c.checks, (size_t)c.nchecks * sizeof(LaCheck));
+    if (c.nchecks) memcpy(checks, c.checks, (size_t)c.nchecks * sizeof(LaCheck));
     for (int i = 0; i < last; i++) /* offsets become pointers */
         plan->steps[i].checks = checks + (intptr_t)plan->steps[i].checks;
     plan->nsteps = last;

@@ -310,6 +310,7 @@ static Value op_deser(SerCtx *sc, ValType t, size_t id)
         if (ok) p->bsrc[i] = b;
     }
     ok = ok && des_u8(sc, &has_terms);
+    ok = ok && (!has_terms || des_room(sc, nterms, sizeof(SvTerm)));
     if (ok && has_terms) {
         /* the terms one by one, each counted as soon as its arrays are owned (sv_terms_free) */
         p->terms = xcalloc(nterms ? nterms : 1, sizeof(SvTerm));

@@ -26,8 +26,9 @@ export ASAN_OPTIONS=${FUZZ_ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_nul
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 export OPENBLAS_NUM_THREADS=1
 
-seeds=$dir/fuzz-seeds
-rm -rf "$seeds"; mkdir -p "$seeds"
+# each run its own seed folder: CI runs two targets at once
+seeds=$(mktemp -d "$dir/fuzz-seeds.XXXXXX")
+trap 'rm -rf "$seeds"' EXIT
 for d in "$root/../shared/conformance" "$root/tests/scripts" "$root/examples" "$root/stdlib" "$root/tests/fuzz/regressions"; do
   [ -d "$d" ] || continue
   for f in "$d"/*; do
