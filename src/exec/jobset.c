@@ -36,7 +36,6 @@ static void js_unref(JobSet *js)
     int old = atomic_fetch_sub_explicit(&js->refs, 1, memory_order_acq_rel);
     qh_assert(old > 0);
     if (old != 1) return;
-    qh_assert(js->helpers == 0); /* each helper task holds a reference */
     if (js->vt->free_ctx) js->vt->free_ctx(js->ctx);
     pthread_mutex_destroy(&js->mu);
     pthread_cond_destroy(&js->cv);
