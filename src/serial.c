@@ -128,7 +128,7 @@ bool des_room(SerCtx *sc, uint64_t n, size_t each)
         des_fail(sc, "count");
         return false;
     }
-    qh_assert(!each || *n * each <= sc->len - sc->pos); /* no count overflows what is left */
+    qh_assert(!each || n * each <= sc->len - sc->pos); /* no count overflows what is left */
     return true;
 }
 
