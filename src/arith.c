@@ -39,7 +39,26 @@ static Value bit_op(VM *vm, BinOp op, double a, double b, const Node *site)
         if (y > 62) y = 62;
         r = x >= 0 ? x >> y : ~(~x >> y); /* floor division by 2^y */
         break;
-    default: qh_unreachable();
+    case OP_ADD:
+    case OP_SUB:
+    case OP_MUL:
+    case OP_DIV:
+    case OP_IDIV:
+    case OP_MOD:
+    case OP_POW:
+    case OP_MATMUL:
+    case OP_EQ:
+    case OP_NE:
+    case OP_LT:
+    case OP_LE:
+    case OP_GT:
+    case OP_GE:
+    case OP_IN:
+    case OP_NOTIN:
+    case OP_NEG:
+    case OP_POS:
+    case OP_INVERT:
+    case OP_NOPS: qh_unreachable();
     }
     /* & | ^ of two such integers can reach -2^53 (e.g. -1 ^ (2^53 - 1)) */
     if (!((double)r > -NUM_INT53 && (double)r < NUM_INT53))
@@ -101,8 +120,8 @@ Value arith_num(VM *vm, BinOp op, double a, double b, const Node *site)
     case OP_NOPS:
         return vm_error(vm, site, "unsupported operand types for %s: number and number",
                         op_symbol(op));
-    default: qh_unreachable();
     }
+    qh_unreachable();
 }
 
 static Value complex_op(VM *vm, BinOp op, double ar, double ai, double br, double bi,
@@ -158,8 +177,8 @@ static Value complex_op(VM *vm, BinOp op, double ar, double ai, double br, doubl
     case OP_SHR:
     case OP_INVERT:
         return vm_error(vm, site, "unsupported operation %s on complex numbers", op_symbol(op));
-    default: qh_unreachable();
     }
+    qh_unreachable();
 }
 
 static Value seq_repeat(VM *vm, Value seq, double times, const Node *site);
@@ -220,7 +239,26 @@ static Value str_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
         case OP_LE: return v_bool(str_cmp(x, y) <= 0);
         case OP_GT: return v_bool(str_cmp(x, y) > 0);
         case OP_GE: return v_bool(str_cmp(x, y) >= 0);
-        default: break;
+        case OP_NOPS: qh_unreachable();
+        case OP_SUB:
+        case OP_MUL:
+        case OP_DIV:
+        case OP_IDIV:
+        case OP_MOD:
+        case OP_POW:
+        case OP_MATMUL:
+        case OP_EQ:
+        case OP_NE:
+        case OP_IN:
+        case OP_NOTIN:
+        case OP_NEG:
+        case OP_POS:
+        case OP_BAND:
+        case OP_BOR:
+        case OP_BXOR:
+        case OP_SHL:
+        case OP_SHR:
+        case OP_INVERT: break;
         }
     }
     double times; /* a count: a number, or a kind standing for one (its plain value) */

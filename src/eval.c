@@ -118,12 +118,10 @@ enum { OPD_ANY, OPD_NUM, OPD_LOCAL, OPD_GLOBAL };
 
 static unsigned operand_shape(const Node *c)
 {
-    switch (c->kind) {
-    case N_NUM: return OPD_NUM;
-    case N_LOCAL: return OPD_LOCAL;
-    case N_GLOBAL: return OPD_GLOBAL;
-    default: return OPD_ANY;
-    }
+    if (c->kind == N_NUM) return OPD_NUM;
+    if (c->kind == N_LOCAL) return OPD_LOCAL;
+    if (c->kind == N_GLOBAL) return OPD_GLOBAL;
+    return OPD_ANY;
 }
 
 /* the operand's value: borrowed for a number read in place (numbers carry
@@ -592,13 +590,11 @@ enum { IX_ANY, IX_NUM, IX_LOCAL, IX_GLOBAL, IX_STR };
 
 static unsigned subscript_shape(const Node *c)
 {
-    switch (c->kind) {
-    case N_NUM: return IX_NUM;
-    case N_LOCAL: return IX_LOCAL;
-    case N_GLOBAL: return IX_GLOBAL;
-    case N_STR: return IX_STR;
-    default: return IX_ANY;
-    }
+    if (c->kind == N_NUM) return IX_NUM;
+    if (c->kind == N_LOCAL) return IX_LOCAL;
+    if (c->kind == N_GLOBAL) return IX_GLOBAL;
+    if (c->kind == N_STR) return IX_STR;
+    return IX_ANY;
 }
 
 /* obj[leaf] for a list and a number, or a dict and a constant key; NULL
@@ -1137,13 +1133,54 @@ static __attribute__((noinline)) bool global_in_task(VM *vm, const Node *t)
  * a variable) */
 static inline Value *var_slot(VM *vm, Node *t)
 {
-    switch (t->kind) {
+    switch ((NodeKind)t->kind) {
     case N_LOCAL: return &vm->frame->slots[t->u.var.slot];
     case N_GLOBAL: return vm->is_task ? NULL : &vm->mod->globals[t->u.var.slot];
     case N_LOCALCELL: return &AS_CELL(vm->frame->slots[t->u.var.slot])->v;
     case N_UPVAL: return &vm->frame->fn->up[t->u.var.slot]->v;
-    default: return NULL;
+    case N_NKINDS: qh_unreachable();
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_NAME:
+    case N_BUILTIN:
+    case N_SELF:
+    case N_LIST:
+    case N_DICT:
+    case N_UNARY:
+    case N_BINARY:
+    case N_AND:
+    case N_OR:
+    case N_NOT:
+    case N_CALL:
+    case N_INDEX:
+    case N_SLICE:
+    case N_MEMBER:
+    case N_FNEXPR:
+    case N_COND:
+    case N_LISTCOMP:
+    case N_DICTCOMP:
+    case N_EXPRSTMT:
+    case N_ASSIGN:
+    case N_AUGASSIGN:
+    case N_DESTRUCT:
+    case N_IF:
+    case N_WHILE:
+    case N_FOR:
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_RETURN:
+    case N_FNDEF:
+    case N_TRY:
+    case N_IMPORT:
+    case N_GLOBALDECL:
+    case N_BLOCK:
+    case N_PASS: return NULL;
     }
+    qh_unreachable();
 }
 
 /* obj[i] = v with one plain subscript, past the fast paths, the subscript
@@ -1480,12 +1517,33 @@ static ExecStatus ex_aug_var(VM *vm, Node *s)
     }
     slot = var_slot(vm, t);
     if (cur.t == T_NUM && rhs.t == T_NUM) {
-        double x = cur.n, y = rhs.n, r;
+        double x = cur.n, y = rhs.n, r = 0;
         switch (op) {
         case OP_ADD: r = x + y; break;
         case OP_SUB: r = x - y; break;
         case OP_MUL: r = x * y; break;
-        default: {
+        case OP_NOPS: qh_unreachable();
+        case OP_DIV:
+        case OP_IDIV:
+        case OP_MOD:
+        case OP_POW:
+        case OP_MATMUL:
+        case OP_EQ:
+        case OP_NE:
+        case OP_LT:
+        case OP_LE:
+        case OP_GT:
+        case OP_GE:
+        case OP_IN:
+        case OP_NOTIN:
+        case OP_NEG:
+        case OP_POS:
+        case OP_BAND:
+        case OP_BOR:
+        case OP_BXOR:
+        case OP_SHL:
+        case OP_SHR:
+        case OP_INVERT: {
             Value v = arith_num(vm, op, x, y, s);
             if (IS_EXC(v)) return S_ERR;
             Value old = *slot;
@@ -1613,7 +1671,28 @@ static ExecStatus ex_aug_index(VM *vm, Node *s)
             case OP_ADD: e->n = x + y; return S_OK;
             case OP_SUB: e->n = x - y; return S_OK;
             case OP_MUL: e->n = x * y; return S_OK;
-            default: {
+            case OP_NOPS: qh_unreachable();
+            case OP_DIV:
+            case OP_IDIV:
+            case OP_MOD:
+            case OP_POW:
+            case OP_MATMUL:
+            case OP_EQ:
+            case OP_NE:
+            case OP_LT:
+            case OP_LE:
+            case OP_GT:
+            case OP_GE:
+            case OP_IN:
+            case OP_NOTIN:
+            case OP_NEG:
+            case OP_POS:
+            case OP_BAND:
+            case OP_BOR:
+            case OP_BXOR:
+            case OP_SHL:
+            case OP_SHR:
+            case OP_INVERT: {
                 Value r = arith_num(vm, (BinOp)s->op, x, y, s);
                 if (IS_EXC(r)) return S_ERR;
                 *e = r;
@@ -2021,7 +2100,7 @@ static EvalFn binop_handler(BinOp op, unsigned sa, unsigned sb)
  * for leaves (nothing below them) */
 static EvalFn deep_handler(const Node *n)
 {
-    switch ((NodeKind)n->kind) {
+    switch ((NodeKind)((NodeKind)n->kind)) {
     case N_BINARY: return binop_handler((BinOp)n->op, OPD_A(n), OPD_B(n));
     case N_AND:
     case N_OR: return ev_andor;
@@ -2035,8 +2114,40 @@ static EvalFn deep_handler(const Node *n)
     case N_DICT: return ev_dict;
     case N_LISTCOMP:
     case N_DICTCOMP: return ev_comp;
-    default: return NULL;
+    case N_NKINDS: qh_unreachable();
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_NAME:
+    case N_LOCAL:
+    case N_LOCALCELL:
+    case N_UPVAL:
+    case N_GLOBAL:
+    case N_BUILTIN:
+    case N_SELF:
+    case N_SLICE:
+    case N_FNEXPR:
+    case N_EXPRSTMT:
+    case N_ASSIGN:
+    case N_AUGASSIGN:
+    case N_DESTRUCT:
+    case N_IF:
+    case N_WHILE:
+    case N_FOR:
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_RETURN:
+    case N_FNDEF:
+    case N_TRY:
+    case N_IMPORT:
+    case N_GLOBALDECL:
+    case N_BLOCK:
+    case N_PASS: return NULL;
     }
+    qh_unreachable();
 }
 
 static inline size_t stack_used(const VM *vm);

@@ -208,7 +208,7 @@ static bool preload_file(Interp *in, const Source *from, const char *name, int l
 static bool preload_stmt(Interp *in, const Source *from, Node *n, FILE *diag)
 {
     if (!n) return true;
-    switch (n->kind) {
+    switch ((NodeKind)n->kind) {
     case N_BLOCK:
         for (int i = 0; i < n->u.list.n; i++)
             if (!preload_stmt(in, from, n->u.list.items[i], diag)) return false;
@@ -223,8 +223,46 @@ static bool preload_stmt(Interp *in, const Source *from, Node *n, FILE *diag)
         return preload_stmt(in, from, n->u.tries.body, diag) &&
                preload_stmt(in, from, n->u.tries.handler, diag);
     case N_FNDEF: return preload_stmt(in, from, n->u.fn->body, diag);
-    default: return true;
+    case N_NKINDS: qh_unreachable();
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_NAME:
+    case N_LOCAL:
+    case N_LOCALCELL:
+    case N_UPVAL:
+    case N_GLOBAL:
+    case N_BUILTIN:
+    case N_SELF:
+    case N_LIST:
+    case N_DICT:
+    case N_UNARY:
+    case N_BINARY:
+    case N_AND:
+    case N_OR:
+    case N_NOT:
+    case N_CALL:
+    case N_INDEX:
+    case N_SLICE:
+    case N_MEMBER:
+    case N_FNEXPR:
+    case N_COND:
+    case N_LISTCOMP:
+    case N_DICTCOMP:
+    case N_EXPRSTMT:
+    case N_ASSIGN:
+    case N_AUGASSIGN:
+    case N_DESTRUCT:
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_RETURN:
+    case N_GLOBALDECL:
+    case N_PASS: return true;
     }
+    qh_unreachable();
 }
 
 /* the preloaded parse of path, taken (each is run once) */

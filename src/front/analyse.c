@@ -87,7 +87,7 @@ static void walk_target(Walk *w, Node *t)
 static void walk(Walk *w, Node *n, bool need)
 {
     if (!n) return;
-    switch (n->kind) {
+    switch ((NodeKind)n->kind) {
     case N_GLOBAL:
         if (need)
             set_add(&w->reads, n->u.var.slot);
@@ -216,7 +216,23 @@ static void walk(Walk *w, Node *n, bool need)
         impure(w, n, "imports a module");
         walk_target(w, n->u.import.var);
         break;
-    default: break;
+    case N_NKINDS: qh_unreachable();
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_NAME:
+    case N_LOCAL:
+    case N_LOCALCELL:
+    case N_UPVAL:
+    case N_BUILTIN:
+    case N_SELF:
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_GLOBALDECL:
+    case N_PASS: break;
     }
 }
 
@@ -272,7 +288,7 @@ static void nested_list(ModInfo *m, FnProto *f, Node **v, int k, IntSet *r)
 static void nested_reads(ModInfo *m, FnProto *f, Node *n, IntSet *r)
 {
     if (!n) return;
-    switch (n->kind) {
+    switch ((NodeKind)n->kind) {
     case N_FNEXPR:
     case N_FNDEF:
         for (int i = 0; i < n->u.fn->nglobal_reads; i++) set_add(r, n->u.fn->global_reads[i]);
@@ -323,7 +339,29 @@ static void nested_reads(ModInfo *m, FnProto *f, Node *n, IntSet *r)
         nested_reads(m, f, n->u.tries.body, r);
         nested_reads(m, f, n->u.tries.handler, r);
         break;
-    default: break;
+    case N_NKINDS: qh_unreachable();
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_NAME:
+    case N_LOCAL:
+    case N_LOCALCELL:
+    case N_UPVAL:
+    case N_GLOBAL:
+    case N_BUILTIN:
+    case N_SELF:
+    case N_INDEX:
+    case N_SLICE:
+    case N_MEMBER:
+    case N_DESTRUCT:
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_IMPORT:
+    case N_GLOBALDECL:
+    case N_PASS: break;
     }
 }
 

@@ -182,7 +182,7 @@ static void collect_list(Resolver *r, Scope *s, Node **v, int n)
 static void collect(Resolver *r, Scope *s, Node *n)
 {
     if (!n) return;
-    switch (n->kind) {
+    switch ((NodeKind)n->kind) {
     case N_BLOCK: collect_list(r, s, n->u.list.items, n->u.list.n); break;
     case N_ASSIGN:
     case N_AUGASSIGN: collect_target(r, s, n->u.assign.target); break;
@@ -210,13 +210,47 @@ static void collect(Resolver *r, Scope *s, Node *n)
         break;
     }
     case N_IMPORT: collect_target(r, s, n->u.import.var); break;
-    default: break;
+    case N_NKINDS: qh_unreachable();
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_NAME:
+    case N_LOCAL:
+    case N_LOCALCELL:
+    case N_UPVAL:
+    case N_GLOBAL:
+    case N_BUILTIN:
+    case N_SELF:
+    case N_LIST:
+    case N_DICT:
+    case N_UNARY:
+    case N_BINARY:
+    case N_AND:
+    case N_OR:
+    case N_NOT:
+    case N_CALL:
+    case N_INDEX:
+    case N_SLICE:
+    case N_MEMBER:
+    case N_FNEXPR:
+    case N_COND:
+    case N_LISTCOMP:
+    case N_DICTCOMP:
+    case N_EXPRSTMT:
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_RETURN:
+    case N_GLOBALDECL:
+    case N_PASS: break;
     }
 }
 static void collect_globals(Resolver *r, Scope *s, Node *n)
 {
     if (!n) return;
-    switch (n->kind) {
+    switch ((NodeKind)n->kind) {
     case N_BLOCK:
         for (int i = 0; i < n->u.list.n; i++) collect_globals(r, s, n->u.list.items[i]);
         break;
@@ -248,7 +282,45 @@ static void collect_globals(Resolver *r, Scope *s, Node *n)
             s->globals[s->nglobals++] = nm;
         }
         break;
-    default: break;
+    case N_NKINDS: qh_unreachable();
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_NAME:
+    case N_LOCAL:
+    case N_LOCALCELL:
+    case N_UPVAL:
+    case N_GLOBAL:
+    case N_BUILTIN:
+    case N_SELF:
+    case N_LIST:
+    case N_DICT:
+    case N_UNARY:
+    case N_BINARY:
+    case N_AND:
+    case N_OR:
+    case N_NOT:
+    case N_CALL:
+    case N_INDEX:
+    case N_SLICE:
+    case N_MEMBER:
+    case N_FNEXPR:
+    case N_COND:
+    case N_LISTCOMP:
+    case N_DICTCOMP:
+    case N_EXPRSTMT:
+    case N_ASSIGN:
+    case N_AUGASSIGN:
+    case N_DESTRUCT:
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_RETURN:
+    case N_FNDEF:
+    case N_IMPORT:
+    case N_PASS: break;
     }
 }
 
@@ -454,7 +526,7 @@ static void resolve_target(Resolver *r, Scope *s, Node *t)
 static void resolve_node(Resolver *r, Scope *s, Node *n)
 {
     if (!n) return;
-    switch (n->kind) {
+    switch ((NodeKind)n->kind) {
     case N_NAME: resolve_name(r, s, n, false); break;
     case N_LIST:
     case N_BLOCK: resolve_list(r, s, n->u.list.items, n->u.list.n); break;
@@ -554,7 +626,22 @@ static void resolve_node(Resolver *r, Scope *s, Node *n)
     case N_GLOBALDECL:
         if (!s->fn) error_at(r, n, "'global' outside a function");
         break;
-    default: break;
+    case N_NKINDS: qh_unreachable();
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_LOCAL:
+    case N_LOCALCELL:
+    case N_UPVAL:
+    case N_GLOBAL:
+    case N_BUILTIN:
+    case N_SELF:
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_PASS: break;
     }
 }
 
@@ -702,7 +789,7 @@ static void local_bind(const HideWalk *w, LocalHide *lh, const Node *t, bool cal
 static void local_walk(const HideWalk *w, LocalHide *lh, const Node *n)
 {
     if (!n) return;
-    switch (n->kind) {
+    switch ((NodeKind)n->kind) {
     case N_LIST:
     case N_BLOCK: local_list(w, lh, n->u.list.items, n->u.list.n); break;
     case N_DICT:
@@ -774,7 +861,29 @@ static void local_walk(const HideWalk *w, LocalHide *lh, const Node *n)
         local_walk(w, lh, n->u.tries.handler);
         break;
     case N_IMPORT: local_bind(w, lh, n->u.import.var, false); break;
-    default: break; /* nested functions: checked on their own */
+    case N_NKINDS: qh_unreachable();
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_NAME:
+    case N_LOCAL:
+    case N_LOCALCELL:
+    case N_UPVAL:
+    case N_GLOBAL:
+    case N_BUILTIN:
+    case N_SELF:
+    case N_FNEXPR:
+    case N_COND:
+    case N_LISTCOMP:
+    case N_DICTCOMP:
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_FNDEF:
+    case N_GLOBALDECL:
+    case N_PASS: break; /* nested functions: checked on their own */
     }
 }
 
@@ -802,7 +911,7 @@ static void hide_fn(HideWalk *w, const FnProto *f)
 static void hide_walk(HideWalk *w, const Node *n)
 {
     if (!n) return;
-    switch (n->kind) {
+    switch ((NodeKind)n->kind) {
     case N_LIST:
     case N_BLOCK: hide_list(w, n->u.list.items, n->u.list.n); break;
     case N_DICT:
@@ -880,7 +989,27 @@ static void hide_walk(HideWalk *w, const Node *n)
         break;
     case N_FNDEF: hide_fn(w, n->u.fn); break; /* binds a function: meant */
     case N_IMPORT: hide_bind(w, n->u.import.var, false); break;
-    default: break;
+    case N_NKINDS: qh_unreachable();
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_NAME:
+    case N_LOCAL:
+    case N_LOCALCELL:
+    case N_UPVAL:
+    case N_GLOBAL:
+    case N_BUILTIN:
+    case N_SELF:
+    case N_COND:
+    case N_LISTCOMP:
+    case N_DICTCOMP:
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_GLOBALDECL:
+    case N_PASS: break;
     }
 }
 

@@ -159,8 +159,8 @@ bool arr_op_of(BinOp op, ArOp *out)
     case OP_SHL:
     case OP_SHR:
     case OP_INVERT: return false;
-    default: qh_unreachable();
     }
+    qh_unreachable();
 }
 
 /* a list of numbers on one side of an array operator becomes an array */

@@ -317,7 +317,7 @@ static int operand(VM *vm, Value v, Opd *o, const Node *site)
     memset(o, 0, sizeof *o);
     o->n = AD_NONE;
     o->hold = v_nil();
-    switch (v.t) {
+    switch (val_kind(v.t)) {
     case T_NUM: o->x = v.n; return 1;
     case T_BOOL: o->x = v.b; return 1;
     case T_ARRAY:
@@ -341,7 +341,23 @@ static int operand(VM *vm, Value v, Opd *o, const Node *site)
             decref(a);
         return k;
     }
-    default: break;
+    case T_MAXTYPES: qh_unreachable();
+    case T_NIL:
+    case T_BUILTIN:
+    case T_UNBOUND:
+    case T_EXC:
+    case T_NOTIMPL:
+    case T_STR:
+    case T_DICT:
+    case T_CELL:
+    case T_SLICE:
+    case T_FUNC:
+    case T_MODULE:
+    case T_DEVICE:
+    case T_OP:
+    case T_FUTURE:
+    case T_GRADFN:
+    case T_NTYPES: break;
     }
     if (v.t == T_TNUM) {
         if (!mine(vm, v, site)) return -1;
@@ -380,9 +396,27 @@ static inline __attribute__((always_inline)) Value scalar_op(VM *vm, BinOp op, d
     case OP_GE: return v_bool(x >= y);
     case OP_EQ: return v_bool(x == y);
     case OP_NE: return v_bool(x != y);
-    default: break;
+    case OP_NOPS: qh_unreachable();
+    case OP_ADD:
+    case OP_SUB:
+    case OP_MUL:
+    case OP_DIV:
+    case OP_IDIV:
+    case OP_MOD:
+    case OP_POW:
+    case OP_MATMUL:
+    case OP_IN:
+    case OP_NOTIN:
+    case OP_NEG:
+    case OP_POS:
+    case OP_BAND:
+    case OP_BOR:
+    case OP_BXOR:
+    case OP_SHL:
+    case OP_SHR:
+    case OP_INVERT: break;
     }
-    double r, ca = 0, cb = 0; /* r = f(x, y); dr = ca dx + cb dy */
+    double r = 0, ca = 0, cb = 0; /* r = f(x, y); dr = ca dx + cb dy */
     switch (op) {
     case OP_ADD:
         r = x + y;
@@ -446,7 +480,6 @@ static inline __attribute__((always_inline)) Value scalar_op(VM *vm, BinOp op, d
     case OP_NE:
         return vm_error(vm, site, "unsupported operation %s on a differentiated number",
                         op_symbol(op));
-    default: qh_unreachable();
     }
     return tnum_new(vm, r, ad_s2(tape(vm), na, ca, nb, cb), site);
 }

@@ -204,7 +204,23 @@ Value track_cx_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
         r = ok ? v_bool(op == OP_EQ ? eq : !eq) : v_exc();
         break;
     }
-    default:
+    case OP_NOPS: qh_unreachable();
+    case OP_IDIV:
+    case OP_MOD:
+    case OP_LT:
+    case OP_LE:
+    case OP_GT:
+    case OP_GE:
+    case OP_IN:
+    case OP_NOTIN:
+    case OP_NEG:
+    case OP_POS:
+    case OP_BAND:
+    case OP_BOR:
+    case OP_BXOR:
+    case OP_SHL:
+    case OP_SHR:
+    case OP_INVERT:
         r = vm_error(vm, site, "unsupported operator for a differentiated complex value: %s",
                      op_symbol(op));
         break;

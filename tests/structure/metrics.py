@@ -9,11 +9,13 @@ Prints, for the C files of src/:
   * stated invariants (qh_assert, sv_assert) per 1,000 lines of C, overall
     and for gc.c, src/exec and src/array;
   * switches over a node kind (N_*), a value kind (T_*) or an operator
-    (OP_*) that have a `default:` label — a switch is over one of those
-    enums when one of its own case labels is an enumerator of it.
+    (OP_*) that have a `default:` label or lack one of the enum's
+    enumerators (the sentinels N_NKINDS, T_NTYPES, T_MAXTYPES and OP_NOPS
+    aside) — a switch is over one of those enums when one of its own case
+    labels is an enumerator of it.
 
 With --check it also fails (exit 1) where a rule is broken: a `default:`
-in a switch over those enums (they must list every case and end in
+or a missing case in a switch over those enums (they must list every case and end in
 qh_unreachable()) beyond --max-defaults (0 unless given: the switches
 not yet converted are a ratchet that may only go down), and, when given
 limits, more long functions or more functions with 8+ parameters than
@@ -195,6 +197,11 @@ def main(argv):
             e = next((enum_of[lab] for lab in labels if lab in enum_of), None)
             if e and has_default:
                 bad_switch.append("%s:%d: switch over %s has a default" % (rel(f), line, e))
+            elif e:
+                missing = [k for k, v in enum_of.items() if v == e and k not in labels]
+                if missing:
+                    bad_switch.append("%s:%d: switch over %s lacks %s" %
+                                      (rel(f), line, e, ", ".join(missing)))
 
     def rate(sel):
         a = sum(asserts[f][0] for f in sel)
@@ -226,15 +233,17 @@ def main(argv):
                        ("src/array", [f for f in files if os.sep + "array" + os.sep in f])):
         a, n, r = rate(sel)
         print("  %-10s %3d in %5d lines: %.2f per 1,000" % (label, a, n, r))
-    print("switches over NodeKind/ValType/BinOp with a default: %d" % len(bad_switch))
+    print("switches over NodeKind/ValType/BinOp with a default or a case missing: %d" %
+          len(bad_switch))
     for b in bad_switch:
         print("  " + b)
     if not check:
         return 0
     bad = len(bad_switch) > max_defaults
     if bad:
-        print("metrics: %d switches over a node kind, value kind or operator with a default (at most"
-              " %d): list every case and end in qh_unreachable()" % (len(bad_switch), max_defaults))
+        print("metrics: %d switches over a node kind, value kind or operator with a default or a"
+              " case missing (at most %d): list every case and end in qh_unreachable()" %
+              (len(bad_switch), max_defaults))
     if max_long is not None and nlong is not None and nlong > max_long:
         print("metrics: %d functions of 100 lines or more (at most %d)" % (nlong, max_long))
         bad = True
