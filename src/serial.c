@@ -143,7 +143,7 @@ void des_note(SerCtx *sc, size_t id, Obj *o)
 
 static bool ser_obj(SerCtx *sc, Value v)
 {
-    switch (val_kind(v.t)) {
+    switch (v.t) {
     case T_STR: ser_str(sc, AS_STR(v)->s, AS_STR(v)->len); return true;
     case T_COMPLEX:
         ser_f64(sc, AS_CPLX(v)->re);
@@ -169,22 +169,7 @@ static bool ser_obj(SerCtx *sc, Value v)
     case T_SLICE:
         return ser_value(sc, AS_SLICE(v)->lo) && ser_value(sc, AS_SLICE(v)->hi) &&
                ser_value(sc, AS_SLICE(v)->step);
-    case T_MAXTYPES: qh_unreachable();
-    case T_NIL:
-    case T_BOOL:
-    case T_NUM:
-    case T_BUILTIN:
-    case T_UNBOUND:
-    case T_EXC:
-    case T_NOTIMPL:
-    case T_FUNC:
-    case T_MODULE:
-    case T_ARRAY:
-    case T_DEVICE:
-    case T_OP:
-    case T_FUTURE:
-    case T_GRADFN:
-    case T_NTYPES: {
+    default: {
         const TypeOps *ops = type_of(v);
         if (!ops->ser)
             return ser_fail(sc, "%s %s cannot be sent to another rank",
@@ -192,13 +177,12 @@ static bool ser_obj(SerCtx *sc, Value v)
         return ops->ser(v, sc);
     }
     }
-    qh_unreachable();
 }
 
 bool ser_value(SerCtx *sc, Value v)
 {
     if (sc->failed) return false;
-    switch (val_kind(v.t)) {
+    switch (v.t) {
     case T_NIL:
     case T_UNBOUND: ser_u8(sc, v.t); return true;
     case T_BOOL:
@@ -211,22 +195,7 @@ bool ser_value(SerCtx *sc, Value v)
         return true;
     case T_EXC:
     case T_NOTIMPL: return ser_fail(sc, "an internal marker cannot be sent");
-    case T_MAXTYPES: qh_unreachable();
-    case T_BUILTIN:
-    case T_STR:
-    case T_LIST:
-    case T_DICT:
-    case T_COMPLEX:
-    case T_CELL:
-    case T_SLICE:
-    case T_FUNC:
-    case T_MODULE:
-    case T_ARRAY:
-    case T_DEVICE:
-    case T_OP:
-    case T_FUTURE:
-    case T_GRADFN:
-    case T_NTYPES: break;
+    default: break;
     }
     if (!is_obj(v)) { /* an immediate kind of another room (builtins) */
         const TypeOps *ops = type_of(v);
@@ -305,7 +274,7 @@ static Value des_dict(SerCtx *sc, size_t id)
 
 static Value des_obj(SerCtx *sc, ValType t, size_t id)
 {
-    switch (val_kind(t)) {
+    switch (t) {
     case T_STR: {
         uint32_t n;
         const char *s = des_str(sc, &n);
@@ -339,28 +308,12 @@ static Value des_obj(SerCtx *sc, ValType t, size_t id)
         }
         return v_slice(lo, hi, st);
     }
-    case T_MAXTYPES: qh_unreachable();
-    case T_NIL:
-    case T_BOOL:
-    case T_NUM:
-    case T_BUILTIN:
-    case T_UNBOUND:
-    case T_EXC:
-    case T_NOTIMPL:
-    case T_FUNC:
-    case T_MODULE:
-    case T_ARRAY:
-    case T_DEVICE:
-    case T_OP:
-    case T_FUTURE:
-    case T_GRADFN:
-    case T_NTYPES: {
+    default: {
         const TypeOps *ops = type_ops(t);
         if (!ops || !ops->deser) return des_fail(sc, "kind");
         return ops->deser(sc, t, id);
     }
     }
-    qh_unreachable();
 }
 
 Value des_value(SerCtx *sc)
@@ -368,15 +321,7 @@ Value des_value(SerCtx *sc)
     if (sc->failed) return v_exc();
     uint8_t t;
     if (!des_u8(sc, &t)) return v_exc();
-    if (t == TAG_REF) {
-        uint64_t k;
-        if (!des_u64(sc, &k)) return v_exc();
-        if (k >= sc->nobjs || IS_EXC(sc->objs[k])) return des_fail(sc, "reference");
-        Value r = sc->objs[k];
-        incref(r);
-        return r;
-    }
-    switch (val_kind(t)) {
+    switch (t) {
     case T_NIL: return v_nil();
     case T_UNBOUND: return v_unbound();
     case T_BOOL: {
@@ -387,24 +332,15 @@ Value des_value(SerCtx *sc)
         double d;
         return des_f64(sc, &d) ? v_num(d) : v_exc();
     }
-    case T_MAXTYPES: qh_unreachable();
-    case T_BUILTIN:
-    case T_EXC:
-    case T_NOTIMPL:
-    case T_STR:
-    case T_LIST:
-    case T_DICT:
-    case T_COMPLEX:
-    case T_CELL:
-    case T_SLICE:
-    case T_FUNC:
-    case T_MODULE:
-    case T_ARRAY:
-    case T_DEVICE:
-    case T_OP:
-    case T_FUTURE:
-    case T_GRADFN:
-    case T_NTYPES: break;
+    case TAG_REF: {
+        uint64_t k;
+        if (!des_u64(sc, &k)) return v_exc();
+        if (k >= sc->nobjs || IS_EXC(sc->objs[k])) return des_fail(sc, "reference");
+        Value r = sc->objs[k];
+        incref(r);
+        return r;
+    }
+    default: break;
     }
     const TypeOps *ops = type_ops(t);
     if (t == T_EXC || t == T_NOTIMPL || !ops) return des_fail(sc, "tag");

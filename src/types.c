@@ -209,7 +209,7 @@ Value tp_unop(VM *vm, BinOp op, Value a, const Node *site)
 
 bool tp_truthy(VM *vm, Value v, const Node *site, bool *err)
 {
-    switch (val_kind(v.t)) {
+    switch (v.t) {
     case T_NIL: return false;
     case T_BOOL: return v.b;
     case T_NUM: return v.n != 0;
@@ -217,21 +217,7 @@ bool tp_truthy(VM *vm, Value v, const Node *site, bool *err)
     case T_LIST: return AS_LIST(v)->len != 0;
     case T_DICT: return AS_DICT(v)->len != 0;
     case T_COMPLEX: return AS_CPLX(v)->re != 0 || AS_CPLX(v)->im != 0;
-    case T_MAXTYPES: qh_unreachable();
-    case T_BUILTIN:
-    case T_UNBOUND:
-    case T_EXC:
-    case T_NOTIMPL:
-    case T_CELL:
-    case T_SLICE:
-    case T_FUNC:
-    case T_MODULE:
-    case T_ARRAY:
-    case T_DEVICE:
-    case T_OP:
-    case T_FUTURE:
-    case T_GRADFN:
-    case T_NTYPES: break;
+    default: break;
     }
     if (is_lazy(v)) {
         Value r = tp_force(vm, v, site);
@@ -261,7 +247,7 @@ Value tp_contains(VM *vm, Value coll, Value x, const Node *site)
     /* only what is compared is read: the value looked for, a list's
      * elements up to the first equal one, a dict's keys (never its values) */
     if (!tp_resolve_in(vm, x, site)) return v_exc();
-    switch (val_kind(coll.t)) {
+    switch (coll.t) {
     case T_LIST: {
         ObjList *l = AS_LIST(coll);
         for (size_t i = 0; i < l->len; i++) {
@@ -294,25 +280,7 @@ Value tp_contains(VM *vm, Value coll, Value x, const Node *site)
                             type_name(x));
         return v_bool(memmem(AS_STR(coll)->s, AS_STR(coll)->len, AS_STR(x)->s, AS_STR(x)->len) !=
                       NULL);
-    case T_MAXTYPES: qh_unreachable();
-    case T_NIL:
-    case T_BOOL:
-    case T_NUM:
-    case T_BUILTIN:
-    case T_UNBOUND:
-    case T_EXC:
-    case T_NOTIMPL:
-    case T_COMPLEX:
-    case T_CELL:
-    case T_SLICE:
-    case T_FUNC:
-    case T_MODULE:
-    case T_ARRAY:
-    case T_DEVICE:
-    case T_OP:
-    case T_FUTURE:
-    case T_GRADFN:
-    case T_NTYPES: break;
+    default: break;
     }
     if (is_lazy(coll)) {
         Value c = tp_force(vm, coll, site);
@@ -472,7 +440,7 @@ static Value index_str(VM *vm, ObjStr *s, Value i, const Node *site, const Node 
 
 Value tp_index(VM *vm, Value obj, int nidx, const Value *idx, const Node *site, Node *const *isite)
 {
-    switch (val_kind(obj.t)) {
+    switch (obj.t) {
     case T_LIST:
         if (nidx == 1) return index_list(vm, AS_LIST(obj), idx[0], site, isite_at(isite, 0, site));
         if (nidx > 1) {
@@ -503,25 +471,7 @@ Value tp_index(VM *vm, Value obj, int nidx, const Value *idx, const Node *site, 
     case T_STR:
         if (nidx == 1) return index_str(vm, AS_STR(obj), idx[0], site, isite_at(isite, 0, site));
         break;
-    case T_MAXTYPES: qh_unreachable();
-    case T_NIL:
-    case T_BOOL:
-    case T_NUM:
-    case T_BUILTIN:
-    case T_UNBOUND:
-    case T_EXC:
-    case T_NOTIMPL:
-    case T_COMPLEX:
-    case T_CELL:
-    case T_SLICE:
-    case T_FUNC:
-    case T_MODULE:
-    case T_ARRAY:
-    case T_DEVICE:
-    case T_OP:
-    case T_FUTURE:
-    case T_GRADFN:
-    case T_NTYPES: {
+    default: {
         if (is_lazy(obj)) {
             Value r = tp_force(vm, obj, site);
             if (IS_EXC(r)) return r;
@@ -540,7 +490,7 @@ Value tp_index(VM *vm, Value obj, int nidx, const Value *idx, const Node *site, 
 bool tp_setindex(VM *vm, Value obj, int nidx, const Value *idx, Value v, const Node *site,
                  Node *const *isite)
 {
-    switch (val_kind(obj.t)) {
+    switch (obj.t) {
     case T_LIST:
     case T_DICT:
         if (nidx != 1) {
@@ -584,25 +534,7 @@ bool tp_setindex(VM *vm, Value obj, int nidx, const Value *idx, Value v, const N
         }
         vm_error(vm, site, "strings are immutable");
         return false;
-    case T_MAXTYPES: qh_unreachable();
-    case T_NIL:
-    case T_BOOL:
-    case T_NUM:
-    case T_BUILTIN:
-    case T_UNBOUND:
-    case T_EXC:
-    case T_NOTIMPL:
-    case T_COMPLEX:
-    case T_CELL:
-    case T_SLICE:
-    case T_FUNC:
-    case T_MODULE:
-    case T_ARRAY:
-    case T_DEVICE:
-    case T_OP:
-    case T_FUTURE:
-    case T_GRADFN:
-    case T_NTYPES: {
+    default: {
         if (is_lazy(obj)) {
             Value r = tp_force(vm, obj, site);
             if (IS_EXC(r)) return false;
@@ -635,39 +567,19 @@ bool tp_setindex(VM *vm, Value obj, int nidx, const Value *idx, Value v, const N
         return false;
     }
     }
-    qh_unreachable();
 }
 
 bool tp_len(Value v, size_t *out)
 {
-    switch (val_kind(v.t)) {
+    switch (v.t) {
     case T_STR: *out = str_nchars(AS_STR(v)); return true;
     case T_LIST: *out = AS_LIST(v)->len; return true;
     case T_DICT: *out = AS_DICT(v)->len; return true;
-    case T_MAXTYPES: qh_unreachable();
-    case T_NIL:
-    case T_BOOL:
-    case T_NUM:
-    case T_BUILTIN:
-    case T_UNBOUND:
-    case T_EXC:
-    case T_NOTIMPL:
-    case T_COMPLEX:
-    case T_CELL:
-    case T_SLICE:
-    case T_FUNC:
-    case T_MODULE:
-    case T_ARRAY:
-    case T_DEVICE:
-    case T_OP:
-    case T_FUTURE:
-    case T_GRADFN:
-    case T_NTYPES: {
+    default: {
         const TypeOps *t = type_of(v);
         return t->len && t->len(v, out);
     }
     }
-    qh_unreachable();
 }
 
 /* ---------------------------------------------------------------- iteration */
@@ -676,7 +588,7 @@ bool tp_iter_begin(VM *vm, Value coll, Iter *it, const Node *site)
 {
     it->pos = 0;
     it->aux = v_nil();
-    switch (val_kind(coll.t)) {
+    switch (coll.t) {
     case T_LIST:
     case T_STR: return true;
     case T_DICT: {
@@ -695,35 +607,16 @@ bool tp_iter_begin(VM *vm, Value coll, Iter *it, const Node *site)
         it->aux = v_list(keys);
         return true;
     }
-    case T_MAXTYPES: qh_unreachable();
-    case T_NIL:
-    case T_BOOL:
-    case T_NUM:
-    case T_BUILTIN:
-    case T_UNBOUND:
-    case T_EXC:
-    case T_NOTIMPL:
-    case T_COMPLEX:
-    case T_CELL:
-    case T_SLICE:
-    case T_FUNC:
-    case T_MODULE:
-    case T_ARRAY:
-    case T_DEVICE:
-    case T_OP:
-    case T_FUTURE:
-    case T_GRADFN:
-    case T_NTYPES:
+    default:
         if (type_of(coll)->iter) return true;
         vm_error(vm, site, "cannot iterate over %s", type_name(coll));
         return false;
     }
-    qh_unreachable();
 }
 
 int tp_iter_next(VM *vm, Value coll, Iter *it, Value *out, const Node *site)
 {
-    switch (val_kind(coll.t)) {
+    switch (coll.t) {
     case T_LIST: {
         ObjList *l = AS_LIST(coll);
         if (it->pos >= l->len) return 0;
@@ -748,27 +641,8 @@ int tp_iter_next(VM *vm, Value coll, Iter *it, Value *out, const Node *site)
         incref(*out);
         return 1;
     }
-    case T_MAXTYPES: qh_unreachable();
-    case T_NIL:
-    case T_BOOL:
-    case T_NUM:
-    case T_BUILTIN:
-    case T_UNBOUND:
-    case T_EXC:
-    case T_NOTIMPL:
-    case T_COMPLEX:
-    case T_CELL:
-    case T_SLICE:
-    case T_FUNC:
-    case T_MODULE:
-    case T_ARRAY:
-    case T_DEVICE:
-    case T_OP:
-    case T_FUTURE:
-    case T_GRADFN:
-    case T_NTYPES: return type_of(coll)->iter(vm, coll, it, out, site);
+    default: return type_of(coll)->iter(vm, coll, it, out, site);
     }
-    qh_unreachable();
 }
 
 void tp_iter_end(Iter *it)
@@ -889,7 +763,7 @@ static bool repr_rec(VM *vm, Buf *b, Value v, bool quoted, const Node *site, con
             buf_puts(b, v.t == T_DICT ? "{...}" : "[...]");
             return true;
         }
-    switch (val_kind(v.t)) {
+    switch (v.t) {
     case T_LIST: {
         ObjList *l = AS_LIST(v);
         ReprUp me = { v.o, st };
@@ -917,26 +791,7 @@ static bool repr_rec(VM *vm, Buf *b, Value v, bool quoted, const Node *site, con
         buf_putc(b, '}');
         return true;
     }
-    case T_MAXTYPES: qh_unreachable();
-    case T_NIL:
-    case T_BOOL:
-    case T_NUM:
-    case T_BUILTIN:
-    case T_UNBOUND:
-    case T_EXC:
-    case T_NOTIMPL:
-    case T_STR:
-    case T_COMPLEX:
-    case T_CELL:
-    case T_SLICE:
-    case T_FUNC:
-    case T_MODULE:
-    case T_ARRAY:
-    case T_DEVICE:
-    case T_OP:
-    case T_FUTURE:
-    case T_GRADFN:
-    case T_NTYPES:
+    default:
         if (is_lazy(v)) {
             Value r = tp_force(vm, v, site);
             if (IS_EXC(r)) return false;
@@ -947,7 +802,6 @@ static bool repr_rec(VM *vm, Buf *b, Value v, bool quoted, const Node *site, con
         value_repr(b, v, quoted);
         return true;
     }
-    qh_unreachable();
 }
 
 bool tp_repr(VM *vm, Buf *b, Value v, bool quoted, const Node *site)

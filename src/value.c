@@ -260,7 +260,7 @@ void obj_free(Obj *o)
 static void free_one(Obj *o)
 {
     size_t size;
-    switch (val_kind(o->type)) {
+    switch (o->type) {
     case T_STR: size = sizeof(ObjStr) + ((ObjStr *)o)->cap + 1; break;
     case T_COMPLEX: size = sizeof(ObjComplex); break;
     case T_SLICE: {
@@ -298,22 +298,7 @@ static void free_one(Obj *o)
         decref(((ObjCell *)o)->v);
         size = sizeof(ObjCell);
         break;
-    case T_MAXTYPES: qh_unreachable();
-    case T_NIL:
-    case T_BOOL:
-    case T_NUM:
-    case T_BUILTIN:
-    case T_UNBOUND:
-    case T_EXC:
-    case T_NOTIMPL:
-    case T_FUNC:
-    case T_MODULE:
-    case T_ARRAY:
-    case T_DEVICE:
-    case T_OP:
-    case T_FUTURE:
-    case T_GRADFN:
-    case T_NTYPES:
+    default:
         if (value_types[o->type]->free) {
             value_types[o->type]->free(o);
             return;
@@ -330,7 +315,7 @@ bool obj_freeing(void) { return freeing != 0; }
 
 void value_traverse(Obj *o, void (*visit)(Value child, void *ud), void *ud)
 {
-    switch (val_kind(o->type)) {
+    switch (o->type) {
     case T_LIST: {
         ObjList *l = (ObjList *)o;
         for (size_t i = 0; i < l->len; i++) visit(l->v[i], ud);
@@ -355,29 +340,14 @@ void value_traverse(Obj *o, void (*visit)(Value child, void *ud), void *ud)
     }
     case T_STR:
     case T_COMPLEX: return;
-    case T_MAXTYPES: qh_unreachable();
-    case T_NIL:
-    case T_BOOL:
-    case T_NUM:
-    case T_BUILTIN:
-    case T_UNBOUND:
-    case T_EXC:
-    case T_NOTIMPL:
-    case T_FUNC:
-    case T_MODULE:
-    case T_ARRAY:
-    case T_DEVICE:
-    case T_OP:
-    case T_FUTURE:
-    case T_GRADFN:
-    case T_NTYPES:
+    default:
         if (value_types[o->type]->traverse) value_types[o->type]->traverse(o, visit, ud);
     }
 }
 
 void value_clear(Obj *o)
 {
-    switch (val_kind(o->type)) {
+    switch (o->type) {
     case T_LIST: {
         ObjList *l = (ObjList *)o;
         size_t k = l->len;
@@ -404,22 +374,7 @@ void value_clear(Obj *o)
     case T_STR:
     case T_COMPLEX:
     case T_SLICE: return;
-    case T_MAXTYPES: qh_unreachable();
-    case T_NIL:
-    case T_BOOL:
-    case T_NUM:
-    case T_BUILTIN:
-    case T_UNBOUND:
-    case T_EXC:
-    case T_NOTIMPL:
-    case T_FUNC:
-    case T_MODULE:
-    case T_ARRAY:
-    case T_DEVICE:
-    case T_OP:
-    case T_FUTURE:
-    case T_GRADFN:
-    case T_NTYPES:
+    default:
         if (value_types[o->type]->clear) value_types[o->type]->clear(o);
     }
 }
@@ -434,31 +389,15 @@ typedef struct Sweep {
 
 static bool holds_refs(const Obj *o)
 {
-    switch (val_kind(o->type)) {
+    switch (o->type) {
     case T_LIST:
     case T_DICT:
     case T_CELL: return true;
     case T_STR:
     case T_COMPLEX:
     case T_SLICE: return false;
-    case T_MAXTYPES: qh_unreachable();
-    case T_NIL:
-    case T_BOOL:
-    case T_NUM:
-    case T_BUILTIN:
-    case T_UNBOUND:
-    case T_EXC:
-    case T_NOTIMPL:
-    case T_FUNC:
-    case T_MODULE:
-    case T_ARRAY:
-    case T_DEVICE:
-    case T_OP:
-    case T_FUTURE:
-    case T_GRADFN:
-    case T_NTYPES: return value_types[o->type]->clear != NULL;
+    default: return value_types[o->type]->clear != NULL;
     }
-    qh_unreachable();
 }
 
 static void sweep_visit(Value v, void *ud)
@@ -707,7 +646,7 @@ bool to_plain_number(Value *k)
 
 uint32_t value_hash(Value v)
 {
-    switch (val_kind(v.t)) {
+    switch (v.t) {
     case T_STR: return AS_STR(v)->hash;
     case T_BOOL: return v.b ? 0x9e3779b9u : 0x7f4a7c15u;
     case T_NUM: {
@@ -719,57 +658,19 @@ uint32_t value_hash(Value v)
         u ^= u >> 33;
         return (uint32_t)u;
     }
-    case T_MAXTYPES: qh_unreachable();
-    case T_NIL:
-    case T_BUILTIN:
-    case T_UNBOUND:
-    case T_EXC:
-    case T_NOTIMPL:
-    case T_LIST:
-    case T_DICT:
-    case T_COMPLEX:
-    case T_CELL:
-    case T_SLICE:
-    case T_FUNC:
-    case T_MODULE:
-    case T_ARRAY:
-    case T_DEVICE:
-    case T_OP:
-    case T_FUTURE:
-    case T_GRADFN:
-    case T_NTYPES: return value_types[v.t]->hash ? value_types[v.t]->hash(v) : 0;
+    default: return value_types[v.t]->hash ? value_types[v.t]->hash(v) : 0;
     }
-    qh_unreachable();
 }
 
 static bool key_eq(Value a, Value b)
 {
     if (a.t != b.t) return false;
-    switch (val_kind(a.t)) {
+    switch (a.t) {
     case T_STR: return str_eq(AS_STR(a), AS_STR(b));
     case T_NUM: return a.n == b.n;
     case T_BOOL: return a.b == b.b;
-    case T_MAXTYPES: qh_unreachable();
-    case T_NIL:
-    case T_BUILTIN:
-    case T_UNBOUND:
-    case T_EXC:
-    case T_NOTIMPL:
-    case T_LIST:
-    case T_DICT:
-    case T_COMPLEX:
-    case T_CELL:
-    case T_SLICE:
-    case T_FUNC:
-    case T_MODULE:
-    case T_ARRAY:
-    case T_DEVICE:
-    case T_OP:
-    case T_FUTURE:
-    case T_GRADFN:
-    case T_NTYPES: return value_types[a.t]->eq ? value_types[a.t]->eq(a, b) : a.o == b.o;
+    default: return value_types[a.t]->eq ? value_types[a.t]->eq(a, b) : a.o == b.o;
     }
-    qh_unreachable();
 }
 
 /* Small dicts (up to DICT_SMALL entries) have no index: a scan of the
@@ -943,7 +844,7 @@ static bool eq_rec(Value a, Value b, int depth)
         return ar == br && ai == bi;
     }
     if (a.t != b.t) return false;
-    switch (val_kind(a.t)) {
+    switch (a.t) {
     case T_NIL: return true;
     case T_BOOL: return a.b == b.b;
     case T_BUILTIN: return a.bi == b.bi;
@@ -968,26 +869,10 @@ static bool eq_rec(Value a, Value b, int depth)
         }
         return true;
     }
-    case T_MAXTYPES: qh_unreachable();
-    case T_NUM:
-    case T_UNBOUND:
-    case T_EXC:
-    case T_NOTIMPL:
-    case T_COMPLEX:
-    case T_CELL:
-    case T_SLICE:
-    case T_FUNC:
-    case T_MODULE:
-    case T_ARRAY:
-    case T_DEVICE:
-    case T_OP:
-    case T_FUTURE:
-    case T_GRADFN:
-    case T_NTYPES:
+    default:
         if (value_types[a.t]->eq) return value_types[a.t]->eq(a, b);
         return a.o == b.o;
     }
-    qh_unreachable();
 }
 
 /* ---- buffers ---- */
@@ -1090,7 +975,7 @@ void value_repr(Buf *b, Value v, bool quoted) { repr_rec(b, v, quoted, NULL); }
 static void repr_rec(Buf *b, Value v, bool quoted, const ReprStack *st)
 {
     char tmp[NUMFMT_CBUF];
-    switch (val_kind(v.t)) {
+    switch (v.t) {
     case T_NIL: buf_puts(b, "nil"); break;
     case T_BOOL: buf_puts(b, v.b ? "true" : "false"); break;
     case T_NUM: {
@@ -1155,20 +1040,7 @@ static void repr_rec(Buf *b, Value v, bool quoted, const ReprStack *st)
         buf_putc(b, ')');
         break;
     }
-    case T_MAXTYPES: qh_unreachable();
-    case T_BUILTIN:
-    case T_UNBOUND:
-    case T_EXC:
-    case T_NOTIMPL:
-    case T_CELL:
-    case T_FUNC:
-    case T_MODULE:
-    case T_ARRAY:
-    case T_DEVICE:
-    case T_OP:
-    case T_FUTURE:
-    case T_GRADFN:
-    case T_NTYPES:
+    default:
         if (value_types[v.t]->repr)
             value_types[v.t]->repr(b, v, quoted);
         else
@@ -1312,7 +1184,7 @@ Value value_copy_deep(Value v, CopyCtx *cc)
         incref(r);
         return r;
     }
-    switch (val_kind(v.t)) {
+    switch (v.t) {
     case T_STR: {
         ObjStr *s = AS_STR(v);
         ObjStr *n = str_alloc_try(s->len);
@@ -1366,26 +1238,10 @@ Value value_copy_deep(Value v, CopyCtx *cc)
         return v_slice(value_copy_deep(sl->lo, cc), value_copy_deep(sl->hi, cc),
                        value_copy_deep(sl->step, cc));
     }
-    case T_MAXTYPES: qh_unreachable();
-    case T_NIL:
-    case T_BOOL:
-    case T_NUM:
-    case T_BUILTIN:
-    case T_UNBOUND:
-    case T_EXC:
-    case T_NOTIMPL:
-    case T_FUNC:
-    case T_MODULE:
-    case T_ARRAY:
-    case T_DEVICE:
-    case T_OP:
-    case T_FUTURE:
-    case T_GRADFN:
-    case T_NTYPES:
+    default:
         if ((ops->flags & TF_LAZY) && cc->on_future) return cc->on_future(v, cc);
         if (ops->copy) return ops->copy(v, cc);
         cc->error = ops->name;
         return v_nil();
     }
-    qh_unreachable();
 }

@@ -48,9 +48,6 @@ typedef enum ValType {
     T_MAXTYPES = 256
 } ValType;
 #define T_FIRST_OBJ T_STR
-/* A tag as a switch over ValType sees it: a kind named above is itself, every kind
- * type_register_new adds is T_NTYPES (such switches list every case, no default). */
-static inline ValType val_kind(unsigned t) { return t < T_NTYPES ? (ValType)t : T_NTYPES; }
 
 /* The operators of the language (the evaluator's dispatch and the kinds'
  * binop/unop slots speak them). */

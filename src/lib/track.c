@@ -317,7 +317,7 @@ static int operand(VM *vm, Value v, Opd *o, const Node *site)
     memset(o, 0, sizeof *o);
     o->n = AD_NONE;
     o->hold = v_nil();
-    switch (val_kind(v.t)) {
+    switch (v.t) {
     case T_NUM: o->x = v.n; return 1;
     case T_BOOL: o->x = v.b; return 1;
     case T_ARRAY:
@@ -341,23 +341,7 @@ static int operand(VM *vm, Value v, Opd *o, const Node *site)
             decref(a);
         return k;
     }
-    case T_MAXTYPES: qh_unreachable();
-    case T_NIL:
-    case T_BUILTIN:
-    case T_UNBOUND:
-    case T_EXC:
-    case T_NOTIMPL:
-    case T_STR:
-    case T_DICT:
-    case T_CELL:
-    case T_SLICE:
-    case T_FUNC:
-    case T_MODULE:
-    case T_DEVICE:
-    case T_OP:
-    case T_FUTURE:
-    case T_GRADFN:
-    case T_NTYPES: break;
+    default: break;
     }
     if (v.t == T_TNUM) {
         if (!mine(vm, v, site)) return -1;
