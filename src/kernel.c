@@ -271,6 +271,69 @@ static void flush_streams(Kernel *K)
     free(segs);
 }
 
+/* ---------------------------------------------------------------- input() */
+
+/* qh_set_input: input(prompt) in a cell asks the frontend, as ipykernel's
+ * raw_input does: what the cell wrote so far is sent, then an
+ * input_request (the prompt, password false) goes to the stdin channel,
+ * addressed as the execute request was, and the kernel waits for the
+ * input_reply; an interrupt stops the wait as Ctrl-C stops the cell. A
+ * request with allow_stdin false (nbclient's) makes input() an error. */
+static int kernel_input(qh_State *Q, const char *prompt, size_t plen, char **line, size_t *len,
+                        void *ud)
+{
+    Kernel *K = ud;
+    const JmMsg *req = K->cur;
+    if (!req || strcmp(req->type, "execute_request") != 0 ||
+        !jm_bool(req->json[JM_CONTENT], "allow_stdin", true)) {
+        *line = xstrdup("this frontend does not support input requests (allow_stdin is false)");
+        return QH_INPUT_ERROR;
+    }
+    flush_streams(K);
+    for (;;) { /* a reply to an earlier, interrupted request is stale */
+        zmq_pollitem_t it = { K->stdin_sock, 0, ZMQ_POLLIN, 0 };
+        if (zmq_poll(&it, 1, 0) <= 0) break;
+        JmMsg m;
+        if (recv_msg(K, K->stdin_sock, &m)) {
+            log_line("dropped a stale '%s' message on stdin", m.type);
+            jm_msg_free(&m);
+        }
+    }
+    JbArena a;
+    jb_init(&a);
+    IoJson *c = jb_obj(&a, 2);
+    jb_put(c, "prompt", jb_str(&a, plen ? prompt : "", plen));
+    jb_put(c, "password", io_json_bool(false));
+    send_msg(K, K->stdin_sock, req, "input_request", c);
+    jb_free(&a);
+    for (;;) {
+        if (qh_interrupt_requested(Q) || atomic_load(&K->stop)) return QH_INPUT_INTERRUPTED;
+        zmq_pollitem_t it = { K->stdin_sock, 0, ZMQ_POLLIN, 0 };
+        int r = zmq_poll(&it, 1, 50);
+        if (r < 0 && zmq_errno() == ETERM) return QH_INPUT_INTERRUPTED;
+        if (r <= 0) continue;
+        JmMsg m;
+        if (!recv_msg(K, K->stdin_sock, &m)) continue;
+        if (strcmp(m.type, "input_reply") != 0) {
+            log_line("unknown stdin message type '%s' (ignored)", m.type);
+            jm_msg_free(&m);
+            continue;
+        }
+        const IoJson *v = jm_get(m.json[JM_CONTENT], "value");
+        if (!v || v->kind != IOJ_STRING) {
+            log_line("an input_reply without a string value (%s)", "taken as end of input");
+            jm_msg_free(&m);
+            return QH_INPUT_EOF;
+        }
+        *line = xmalloc(v->len + 1); /* the value may hold NULs (JSON escapes them) */
+        if (v->len) memcpy(*line, v->str, v->len);
+        (*line)[v->len] = 0;
+        *len = v->len;
+        jm_msg_free(&m);
+        return QH_INPUT_LINE;
+    }
+}
+
 /* ---------------------------------------------------------------- showing values */
 
 /* An output's data, the MIME bundle: {"text/plain": text} and, for a value
@@ -1104,6 +1167,7 @@ int kernel_run(qh_Config *cfg, const char *connection_file)
     K->Q = qh_open(cfg);
     qh_set_show(K->Q, show, K);
     qh_set_poll(K->Q, poll_cb, K);
+    qh_set_input(K->Q, kernel_input, K);
     sig_kernel = K;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);

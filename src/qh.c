@@ -97,6 +97,8 @@ struct qh_State {
     void *poll_ud;
     bool polling;     /* inside the host's poll */
     double poll_last; /* when it last ran (coarse clock) */
+    qh_InputFn input; /* a host's input() (qh_set_input), or NULL */
+    void *input_ud;
 };
 
 /* the state an Interp belongs to (hooks get the Interp) */
@@ -613,6 +615,45 @@ void qh_set_poll(qh_State *Q, qh_PollFn fn, void *ud)
     Q->in.hooks.poll = fn ? host_poll : NULL;
     if (!fn) atomic_store(&Q->in.poll, 0);
 }
+
+/* Interp.hooks.input: the host's answer as input()'s (vm.h's contract). */
+static int host_input(VM *vm, const char *prompt, size_t plen, Buf *line, const Node *site)
+{
+    qh_State *Q = state_of(vm->in);
+    char *text = NULL;
+    size_t len = 0;
+    int r = Q->input(Q, prompt, plen, &text, &len, Q->input_ud);
+    switch (r) {
+    case QH_INPUT_LINE:
+        buf_put(line, text, len);
+        free(text);
+        if (buf_failed(line)) {
+            vm_oom(vm, site);
+            return -1;
+        }
+        return 1;
+    case QH_INPUT_EOF: free(text); return 0;
+    case QH_INPUT_ERROR:
+        vm_error(vm, site, "input(): %s", text ? text : "the host cannot read a line");
+        free(text);
+        return -1;
+    case QH_INPUT_INTERRUPTED:
+        free(text);
+        if (!vm_check_interrupt(vm)) vm_interrupted(vm, NULL);
+        return -1;
+    }
+    free(text);
+    qh_unreachable();
+}
+
+void qh_set_input(qh_State *Q, qh_InputFn fn, void *ud)
+{
+    Q->input = fn;
+    Q->input_ud = ud;
+    Q->in.hooks.input = fn ? host_input : NULL;
+}
+
+bool qh_interrupt_requested(qh_State *Q) { return atomic_load(&Q->in.interrupt) != 0; }
 
 void qh_want_poll(qh_State *Q, bool on) { atomic_store(&Q->in.poll, on && Q->poll ? 1 : 0); }
 

@@ -136,6 +136,19 @@ void qh_set_show(qh_State *Q, qh_ShowFn fn, void *ud);
 typedef void (*qh_PollFn)(qh_State *Q, void *ud);
 void qh_set_poll(qh_State *Q, qh_PollFn fn, void *ud);
 void qh_want_poll(qh_State *Q, bool on);
+/* The host's input(), called on the interpreter's thread for input(prompt)
+ * (prompt: the text print would write, plen bytes, not NUL-terminated).
+ * It returns QH_INPUT_LINE with *line a malloc'd line of *len bytes (no
+ * newline), QH_INPUT_EOF (input() gives nil), QH_INPUT_ERROR with *line a
+ * malloc'd message (input() raises it at its call), or QH_INPUT_INTERRUPTED
+ * after qh_interrupt (the entry stops as at Ctrl-C). A host that waits for
+ * the line polls qh_interrupt_requested. */
+enum { QH_INPUT_LINE, QH_INPUT_EOF, QH_INPUT_ERROR, QH_INPUT_INTERRUPTED };
+typedef int (*qh_InputFn)(qh_State *Q, const char *prompt, size_t plen, char **line, size_t *len,
+                          void *ud);
+void qh_set_input(qh_State *Q, qh_InputFn fn, void *ud);
+/* qh_interrupt was called and the running entry has not yet stopped. */
+bool qh_interrupt_requested(qh_State *Q);
 /* The state of the call behind a future value, never waiting. */
 enum { QH_NOT_FUTURE = -1, QH_QUEUED, QH_RUNNING, QH_DONE_FUT, QH_FAILED_FUT, QH_CANCELLED };
 int qh_future_state(Value v);

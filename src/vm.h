@@ -87,6 +87,11 @@ typedef struct InterpHooks {
      * is up (qh.h's qh_set_poll): from vm_check_interrupt and between the
      * statements of an entry */
     void (*poll)(VM *vm);
+    /* a host that answers input() itself (the notebook kernel, qh.h's
+     * qh_set_input): 1 with the line in *line, 0 at end of input (input()
+     * gives nil), -1 after a runtime error or an interrupt it raised on vm;
+     * NULL: input() reads standard input */
+    int (*input)(VM *vm, const char *prompt, size_t plen, Buf *line, const Node *site);
 } InterpHooks;
 
 struct Exec;

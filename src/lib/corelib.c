@@ -891,26 +891,37 @@ static Value bi_sleep(VM *vm, Args *a)
     return v_nil();
 }
 
+/* input(prompt): the prompt is written as print writes it (flushed), then
+ * a line is read from standard input without its newline; nil at the end
+ * of input. A host that answers input() itself (the notebook kernel) gets
+ * the prompt's text instead. */
 static Value bi_input(VM *vm, Args *a)
 {
-    if (a->n > 0) {
-        Buf b;
-        buf_init(&b);
-        if (!tp_repr(vm, &b, a->v[0], false, a->site)) {
-            buf_free(&b);
-            return v_exc();
-        }
-        if (buf_failed(&b)) {
-            buf_free(&b);
-            return vm_oom(vm, a->site);
-        }
-        bool ok = vm_write_out(vm, b.p, b.len, false, a->site);
+    Buf b;
+    buf_init(&b);
+    if (a->n > 0 && !tp_repr(vm, &b, a->v[0], false, a->site)) {
         buf_free(&b);
-        if (!ok) return v_exc();
+        return v_exc();
     }
-    if (!vm_write_out(vm, NULL, 0, true, a->site)) return v_exc();
+    if (buf_failed(&b)) {
+        buf_free(&b);
+        return vm_oom(vm, a->site);
+    }
     Buf line;
     buf_init(&line);
+    if (vm->in->hooks.input) {
+        int r = vm->in->hooks.input(vm, b.p, b.len, &line, a->site);
+        buf_free(&b);
+        if (r > 0) return buf_result(vm, &line, a->site);
+        buf_free(&line);
+        return r == 0 ? v_nil() : v_exc();
+    }
+    bool ok = vm_write_out(vm, b.p, b.len, true, a->site);
+    buf_free(&b);
+    if (!ok) {
+        buf_free(&line);
+        return v_exc();
+    }
     int c;
     errno = 0;
     while ((c = getchar()) != EOF && c != '\n') buf_putc(&line, (char)c);

@@ -5,7 +5,8 @@ store_history, complete, inspect, is_complete, history, comm_info,
 shutdown, restart), the heartbeat, the order of a cell's outputs, errors
 as the command line prints them, interrupts (message and signal modes)
 during a long quantum call and a classical loop, a future whose display is
-updated in place while a later cell runs, and malformed, unsigned and
+updated in place while a later cell runs, input() through the stdin
+channel, and malformed, unsigned and
 badly signed messages (dropped and logged; the kernel goes on).
 
 Usage: test_kernel.py PATH/TO/qh       (exit 77: no kernel or no client)"""
@@ -286,6 +287,52 @@ def test_interrupts(k, mode):
           and outputs(msgs, "stream") == [{"name": "stdout", "text": "still\n"}], (msgs, rep))
 
 
+def test_input(k):
+    # input() asks the frontend (an input_request on the stdin channel), as ipykernel's raw_input
+    msg_id = k.kc.execute('print("before")\nname = input("name? ")\nprint("hi " + name)\nname + "!"',
+                          allow_stdin=True)
+    req = k.kc.get_stdin_msg(timeout=20)
+    check("input(): an input_request with the prompt", req["msg_type"] == "input_request"
+          and req["content"] == {"prompt": "name? ", "password": False}
+          and req["parent_header"].get("msg_id") == msg_id, req)
+    k.kc.input("qh \u00e9 user")
+    msgs = k.iopub_until_idle(msg_id)
+    rep = k.reply(msg_id)["content"]
+    text = "".join(m["content"]["text"] for m in msgs if m["msg_type"] == "stream")
+    res = [text_of(m["content"]) for m in msgs if m["msg_type"] == "execute_result"]
+    check("input(): the reply's line is the value", rep["status"] == "ok" and text == "before\nhi qh \u00e9 user\n"
+          and res == ["qh \u00e9 user!"], (msgs, rep))
+    # a prompt that is not a string is written as print writes it; two reads in one cell
+    msg_id = k.kc.execute('a = input(3.5)\nb = input([1])\nprint(a + "|" + b)', allow_stdin=True)
+    prompts = []
+    for answer in ["x", ""]:
+        req = k.kc.get_stdin_msg(timeout=20)
+        prompts.append(req["content"]["prompt"])
+        k.kc.input(answer)
+    msgs = k.iopub_until_idle(msg_id)
+    rep = k.reply(msg_id)["content"]
+    check("input(): prompts as print writes them, an empty line", prompts == ["3.5", "[1]"]
+          and [m["content"]["text"] for m in msgs if m["msg_type"] == "stream"] == ["x|\n"], (prompts, msgs))
+    # a frontend without input (nbclient sends allow_stdin false): a located error, the kernel goes on
+    msgs, rep = k.run('z = 1\nz = input("? ")', allow_stdin=False)
+    check("input() with allow_stdin false: an error", rep["status"] == "error"
+          and "does not support input requests" in rep["evalue"]
+          and any(":2:" in line for line in rep["traceback"]), rep)
+    # an interrupt while the kernel waits for the line stops the cell as Ctrl-C
+    msg_id = k.kc.execute('w = input()\nprint("not reached")', allow_stdin=True)
+    req = k.kc.get_stdin_msg(timeout=20)
+    check("input(): no prompt", req["content"]["prompt"] == "", req)
+    time.sleep(0.3)
+    k.km.interrupt_kernel()
+    msgs = k.iopub_until_idle(msg_id, timeout=20)
+    rep = k.reply(msg_id)["content"]
+    check("interrupt while input() waits", rep["status"] == "error" and rep["ename"] == "KeyboardInterrupt"
+          and not any(m["msg_type"] == "stream" for m in msgs), (msgs, rep))
+    msgs, rep = k.run('print("after input")')
+    check("input(): the kernel goes on", outputs(msgs, "stream") == [{"name": "stdout", "text": "after input\n"}],
+          (msgs, rep))
+
+
 def raw_send(k, frames):
     k.kc.shell_channel.socket.send_multipart(frames)
 
@@ -363,6 +410,7 @@ def main():
         test_requests(k)
         test_futures(k)
         test_interrupts(k, "message")
+        test_input(k)
         test_bad_messages(k)
     finally:
         k.close()
