@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -392,6 +393,9 @@ static Interp *sig_interp;
 /* The REPL's prompt flags (async_signal_prompt): at the prompt a Ctrl-C
  * only clears the line; while an entry runs it interrupts that entry. */
 static volatile sig_atomic_t *sig_at_prompt, *sig_prompt_hit;
+/* How long the orderly end after a first signal may take before the
+ * watchdog leaves (a builtin without a safe point still running). */
+enum { SIG_GRACE_MS = 5000 };
 /* The first of SIGINT/SIGTERM/SIGHUP of a script's run (0: none yet). */
 static atomic_int sig_first;
 /* A repeated signal wakes the watchdog through this pipe (-1: no watchdog). */
@@ -401,10 +405,11 @@ static pthread_once_t sig_once = PTHREAD_ONCE_INIT;
 /* SIGINT (Ctrl-C), SIGTERM and SIGHUP: the running statement (a builtin at
  * its next safe point, stop.h) and the tasks in flight are cancelled and qh
  * ends in order, output flushed, with status 128 + the signal; SIGTERM and
- * SIGHUP also end a REPL session. A second signal while the first is
- * handled (timeout -s TERM sends two) does not leave at once: it wakes the
- * watchdog, which gives the orderly end a second, then leaves with what was
- * printed flushed. */
+ * SIGHUP also end a REPL session. Every such signal also wakes the
+ * watchdog: the orderly end gets SIG_GRACE_MS (a builtin with no safe point,
+ * one long LAPACK call, would hold it up for as long as it runs), or a
+ * second from a second signal (timeout -s TERM sends two), then qh leaves
+ * with what was printed flushed. */
 static void on_signal(int sig)
 {
     if (signal_forward(sig)) return; /* it lands where the interpreter runs (bigstack.h) */
@@ -418,16 +423,16 @@ static void on_signal(int sig)
         return;
     }
     int none = 0;
-    if (!atomic_compare_exchange_strong(&sig_first, &none, sig)) {
-        if (sig_pipe[1] >= 0) {
-            char c = (char)sig;
-            ssize_t w = write(sig_pipe[1], &c, 1); /* async-signal-safe */
-            (void)w;
-        }
-        return;
+    bool first = atomic_compare_exchange_strong(&sig_first, &none, sig);
+    if (first) {
+        if (sig != SIGINT) atomic_store(&in->terminate, sig);
+        async_interrupt(in);
     }
-    if (sig != SIGINT) atomic_store(&in->terminate, sig);
-    async_interrupt(in);
+    if (sig_pipe[1] >= 0) {
+        char c = (char)sig;
+        ssize_t w = write(sig_pipe[1], &c, 1); /* async-signal-safe */
+        (void)w;
+    }
 }
 
 static void sleep_ms(long ms)
@@ -448,7 +453,20 @@ static void *sig_watchdog(void *arg)
     do r = read(sig_pipe[0], &c, 1);
     while (r < 0 && errno == EINTR);
     if (r != 1) return NULL;
-    sleep_ms(1000); /* the orderly end, usually done by now */
+    /* the first signal: the orderly end, usually done at once, gets
+     * SIG_GRACE_MS; a second signal meanwhile cuts that to a second */
+    struct pollfd pf = { sig_pipe[0], POLLIN, 0 };
+    double end = task_now() + SIG_GRACE_MS / 1000.0;
+    for (;;) {
+        double left = end - task_now();
+        if (left <= 0) break;
+        int pr = poll(&pf, 1, (int)(left * 1000) + 1);
+        if (pr > 0) {
+            sleep_ms(1000);
+            break;
+        }
+        if (pr < 0 && errno != EINTR) break;
+    }
     FILE *outs[2] = { in->out ? in->out : stdout, in->err ? in->err : stderr };
     for (int k = 0; k < 2; k++) {
         int locked = 0;

@@ -8,7 +8,8 @@
 #   - SIGINT/SIGTERM during a long builtin (str of a big array, an OpenQASM
 #     expansion, load_csv of a big file): it stops at its next safe point,
 #     status 130/143 within seconds, and the next statement does not run
-#     (the error is not catchable)
+#     (the error is not catchable); one long LAPACK call (no safe point):
+#     qh leaves after the orderly end's 5 s grace, output kept
 #   - a write that fails part-way (a file-size limit) keeps the old file
 #     (temporary + rename), write_text, save and --trace alike
 #   - --trace that cannot be written at exit (/dev/full): status 1 with the
@@ -96,6 +97,15 @@ random.seed(1)
 with open('big.csv', 'w') as f:
     for i in range(1500000): f.write('%r,%r,%r\n' % (random.random(), random.random(), i))
 "
+# one LAPACK call of a minute or more (no safe point inside): the orderly
+# end's grace (5 s) bounds it
+cat > long_lapack.qh <<'EOF'
+print("start")
+m = randn(6000, 6000, seed=1)
+write_text("ready", "1")
+try { x = inv(m) } catch e { print("caught", e) }
+print("never")
+EOF
 cat > long_csv.qh <<'EOF'
 print("start")
 write_text("ready", "1")
@@ -103,7 +113,7 @@ try { a = load_csv("big.csv") } catch e { print("caught", e) }
 print("never")
 EOF
 if ! $tsan; then
-  for prog in long_str long_qasm long_csv; do
+  for prog in long_str long_qasm long_csv long_lapack; do
     for sig in INT TERM; do
       rm -f ready
       "$qh" $prog.qh >out 2>err &
