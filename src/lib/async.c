@@ -395,7 +395,7 @@ static Interp *sig_interp;
 static volatile sig_atomic_t *sig_at_prompt, *sig_prompt_hit;
 /* How long the orderly end after a first signal may take before the
  * watchdog leaves (a builtin without a safe point still running). */
-enum { SIG_GRACE_MS = 5000 };
+#define SIG_GRACE_MS 5000
 /* The first of SIGINT/SIGTERM/SIGHUP of a script's run (0: none yet). */
 static atomic_int sig_first;
 /* A repeated signal wakes the watchdog through this pipe (-1: no watchdog). */
