@@ -30,13 +30,23 @@ Value tp_force(VM *vm, Value v, const Node *site)
 
 static inline bool is_container(Value v) { return v.t == T_LIST || v.t == T_DICT; }
 
+/* The walk of tp_resolve_in: the containers still to visit (a stack that
+ * starts in small[] and grows on the heap) and those met already. */
+typedef struct ResolveWalk {
+    VM *vm;
+    const Node *site;
+    Value *st; /* small, or a heap block of cap values */
+    size_t n, cap;
+    Value small[32];
+    CopyCtx seen;
+} ResolveWalk;
+
 /* one element slot: forced in place if lazy; a container to walk is pushed */
-static bool resolve_slot(VM *vm, Value *slot, const Node *site, Value **st, size_t *n, size_t *cap,
-                         Value *small, CopyCtx *seen)
+static bool resolve_slot(ResolveWalk *w, Value *slot)
 {
     Value e = *slot;
     if (is_lazy(e)) {
-        Value r = tp_force(vm, e, site);
+        Value r = tp_force(w->vm, e, w->site);
         if (IS_EXC(r)) return false;
         *slot = r; /* the value a resolved future stands for */
         decref(e);
@@ -44,17 +54,18 @@ static bool resolve_slot(VM *vm, Value *slot, const Node *site, Value **st, size
     }
     if (!is_container(e) || (e.t == T_LIST ? AS_LIST(e)->len == 0 : AS_DICT(e)->len == 0))
         return true;
-    if (copy_memo_get(seen, e.o)) return true; /* met before (shared, or a cycle) */
-    copy_memo_put(seen, e.o, e.o);
-    if (*n == *cap) {
-        size_t nc = *cap * 2;
+    if (copy_memo_get(&w->seen, e.o)) return true; /* met before (shared, or a cycle) */
+    copy_memo_put(&w->seen, e.o, e.o);
+    qh_assert(w->n <= w->cap);
+    if (w->n == w->cap) {
+        size_t nc = w->cap * 2;
         Value *ns = xmalloc(nc * sizeof(Value));
-        memcpy(ns, *st, *n * sizeof(Value));
-        if (*st != small) free(*st);
-        *st = ns;
-        *cap = nc;
+        memcpy(ns, w->st, w->n * sizeof(Value));
+        if (w->st != w->small) free(w->st);
+        w->st = ns;
+        w->cap = nc;
     }
-    (*st)[(*n)++] = e;
+    w->st[w->n++] = e;
     return true;
 }
 
@@ -62,29 +73,31 @@ bool tp_resolve_in(VM *vm, Value v, const Node *site)
 {
     if (!is_container(v) || atomic_load_explicit(&value_lazy_live, memory_order_relaxed) == 0)
         return true;
-    Value small[32], *st = small;
-    size_t n = 0, cap = 32;
-    CopyCtx seen;
-    copy_init(&seen);
-    st[n++] = v;
+    ResolveWalk w;
+    w.vm = vm;
+    w.site = site;
+    w.st = w.small;
+    w.n = 0;
+    w.cap = sizeof w.small / sizeof w.small[0];
+    copy_init(&w.seen);
+    w.st[w.n++] = v;
     bool ok = true;
     /* Borrowed references: nothing runs user code while futures are forced
      * (a task runs on its own copies), so no container here can be freed. */
-    while (n && ok) {
-        Value c = st[--n];
+    while (w.n && ok) {
+        Value c = w.st[--w.n];
+        qh_assert(is_container(c));
         if (c.t == T_LIST) {
             ObjList *l = AS_LIST(c);
-            for (size_t i = 0; i < l->len && ok; i++)
-                ok = resolve_slot(vm, &l->v[i], site, &st, &n, &cap, small, &seen);
+            for (size_t i = 0; i < l->len && ok; i++) ok = resolve_slot(&w, &l->v[i]);
         } else {
             ObjDict *d = AS_DICT(c);
             for (size_t i = 0; i < d->nent && ok; i++)
-                if (d->ent[i].live)
-                    ok = resolve_slot(vm, &d->ent[i].val, site, &st, &n, &cap, small, &seen);
+                if (d->ent[i].live) ok = resolve_slot(&w, &d->ent[i].val);
         }
     }
-    if (st != small) free(st);
-    copy_done(&seen);
+    if (w.st != w.small) free(w.st);
+    copy_done(&w.seen);
     return ok;
 }
 

@@ -478,10 +478,29 @@ int ar_eig(const Array *a, Array **w, Array **v, char *err)
 
 /* ---------------------------------------------------------------- svd */
 
+/* One gesdd call: the column-major m x n matrix F (overwritten), the
+ * singular values s, and U (ldu rows) and VT (ldvt rows) as jobz asks. */
+typedef struct SvdCall {
+    ArType t;
+    char jobz; /* 'A', 'S' or 'N' */
+    int m, n;
+    void *F;
+    double *s;
+    void *U;
+    int ldu;
+    void *VT;
+    int ldvt;
+} SvdCall;
+
 /* Why: gesdd of one column-major m x n matrix (jobz 'A', 'S' or 'N'). */
-static int gesdd(ArType t, char jobz, int m, int n, void *F, double *s, void *U, int ldu, void *VT,
-                 int ldvt)
+static int gesdd(const SvdCall *c)
 {
+    ArType t = c->t;
+    char jobz = c->jobz;
+    int m = c->m, n = c->n, ldu = c->ldu, ldvt = c->ldvt;
+    void *F = c->F, *U = c->U, *VT = c->VT;
+    double *s = c->s;
+    qh_assert(m >= 0 && n >= 0 && ldu >= 1 && ldvt >= 1);
     int info = 0, lwork = -1, mn = m < n ? m : n, mx = m > n ? m : n;
     int *iwork = ar__malloc((size_t)(8 * (mn ? mn : 1)) * sizeof *iwork);
     if (!iwork) return -1000;
@@ -541,8 +560,12 @@ int ar_svd(const Array *a, int full, int uv, Array **u, Array **s, Array **vh, c
     int info = S && (!uv || VH) && F && UF && VF ? 0 : -1000;
     for (size_t q = 0; q < batch && !info && k; q++) {
         to_f(a->type, (char *)ar__data(a) + q * m * n * es, m, n, F, m);
-        info = gesdd(a->type, jobz, (int)m, (int)n, F, (double *)ar__data(S) + q * k, UF,
-                     (int)(ur ? ur : 1), VF, (int)(vr ? vr : 1));
+        SvdCall c = { a->type, jobz,
+                      (int)m,  (int)n,
+                      F,       (double *)ar__data(S) + q * k,
+                      UF,      (int)(ur ? ur : 1),
+                      VF,      (int)(vr ? vr : 1) };
+        info = gesdd(&c);
         if (!info && uv) {
             from_f(a->type, UF, ur, ur, uc, (char *)ar__data(U) + q * ur * uc * es);
             from_f(a->type, VF, vr, vr, vc, (char *)ar__data(VH) + q * vr * vc * es);

@@ -290,9 +290,10 @@ Array *ar_cumsum(const Array *a, int axis, char *err)
 /* Why: NumPy's var: mean(|x - mean(x)|^2) * n / (n - ddof), its sums
  * pairwise along the last axis and row by row along others (as
  * ar_reduce's); std is its square root. keepdims keeps the axis as 1. */
-int ar_var(const Array *a, int axis, double ddof, int keepdims, int root, Array **out, ArScalar *s,
-           char *err)
+int ar_var(const Array *a, const ArVarSpec *sp, Array **out, ArScalar *s, char *err)
 {
+    int axis = sp->axis, keepdims = sp->keepdims, root = sp->root;
+    double ddof = sp->ddof;
     const char *who = root ? "std" : "var";
     ArScalar m;
     Array *mean = NULL;

@@ -268,8 +268,13 @@ Array *ar_argsort(const Array *a, int axis, char *err);
 /* cumsum along an axis (AR_AXIS_ALL: flattened). */
 Array *ar_cumsum(const Array *a, int axis, char *err);
 /* var (root 0) / std (root 1) with ddof and keepdims (then AR_ARRAY). */
-int ar_var(const Array *a, int axis, double ddof, int keepdims, int root, Array **out, ArScalar *s,
-           char *err);
+typedef struct ArVarSpec {
+    int axis; /* or AR_AXIS_ALL */
+    double ddof;
+    int keepdims;
+    int root; /* std: the square root of var */
+} ArVarSpec;
+int ar_var(const Array *a, const ArVarSpec *sp, Array **out, ArScalar *s, char *err);
 /* where(c, x, y), clip(a, lo, hi) (lo or hi may be NULL) and isclose,
  * broadcasting all operands. */
 Array *ar_where(const Array *c, const Array *x, const Array *y, char *err);

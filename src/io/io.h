@@ -69,8 +69,16 @@ unsigned char *io_npy_encode(const IoArray *a, size_t *len, char *err, size_t er
    Fields may be blank-padded or double-quoted; numbers as strtod reads
    them (nan, inf too). Every row must have the same number of fields. */
 int io_csv_read(const char *path, char delim, long skip, IoArray *out, char *err, size_t errlen);
-int io_csv_parse(const char *text, size_t len, const char *name, char delim, long skip,
-                 IoArray *out, char *err, size_t errlen);
+/* io_csv_parse's input: the text (len bytes, not 0-terminated), the name its
+   messages give it (NULL: "<csv>"), and io_csv_read's delim and skip. */
+typedef struct IoCsvText {
+    const char *text;
+    size_t len;
+    const char *name;
+    char delim;
+    long skip;
+} IoCsvText;
+int io_csv_parse(const IoCsvText *in, IoArray *out, char *err, size_t errlen);
 
 /* ---- JSON ----------------------------------------------------------------- */
 

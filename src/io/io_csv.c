@@ -6,6 +6,7 @@
  */
 #include "io.h"
 #include "io_impl.h"
+#include "qh_assert.h"
 #include "stop.h"
 
 #include <stdlib.h>
@@ -54,9 +55,12 @@ static void shown(char *dst, size_t cap, const char *a, const char *b)
     dst[k] = 0;
 }
 
-int io_csv_parse(const char *text, size_t len, const char *name, char delim, long skip,
-                 IoArray *out, char *err, size_t errlen)
+int io_csv_parse(const IoCsvText *in, IoArray *out, char *err, size_t errlen)
 {
+    const char *text = in->text, *name = in->name;
+    size_t len = in->len;
+    char delim = in->delim;
+    long skip = in->skip;
     memset(out, 0, sizeof *out);
     if (!name) name = "<csv>";
     if (skip < 0) return qh_errf(err, errlen, "'%s': skip must be >= 0, got %ld", name, skip);
@@ -134,6 +138,7 @@ int io_csv_parse(const char *text, size_t len, const char *name, char delim, lon
         }
         rows++;
     }
+    qh_assert(n == rows * cols);
     out->ndim = 2;
     out->shape[0] = rows;
     out->shape[1] = cols;
@@ -148,7 +153,8 @@ int io_csv_read(const char *path, char delim, long skip, IoArray *out, char *err
     size_t len;
     char *buf = io_read_file(path, &len, err, errlen);
     if (!buf) return -1;
-    int rc = io_csv_parse(buf, len, path, delim, skip, out, err, errlen);
+    IoCsvText in = { buf, len, path, delim, skip };
+    int rc = io_csv_parse(&in, out, err, errlen);
     free(buf);
     return rc;
 }

@@ -8,6 +8,7 @@
 #include "io.h"
 #include "io_impl.h"
 #include "afile.h"
+#include "qh_assert.h"
 #include "stop.h"
 
 #include <errno.h>
@@ -303,11 +304,13 @@ int io_npy_parse(const unsigned char *buf, size_t len, const char *name, IoArray
         return qh_errf(err, errlen, "'%s': unsupported .npy version %d.%d", name, major, buf[7]);
     }
     if (hl > len - off) return qh_errf(err, errlen, "'%s': bad .npy header (truncated)", name);
-    char code[32] = "";
-    int fortran = 0, nd = 0;
-    int hr = io_npy_header(buf + off, hl, major, name, code, sizeof code, &fortran, &nd, out->shape,
-                           err, errlen);
+    NpyHeader hd;
+    int hr = io_npy_header(buf + off, hl, major, name, &hd, err, errlen);
     if (hr < 0) return -1;
+    const char *code = hd.descr;
+    int fortran = hd.fortran, nd = hd.ndim;
+    qh_assert(nd >= 0 && nd <= IO_MAX_DIMS);
+    memcpy(out->shape, hd.shape, sizeof hd.shape);
     Dtype dt;
     if (hr > 0 || parse_descr(code, &dt) != 0)
         return qh_errf(err, errlen,

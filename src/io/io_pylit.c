@@ -573,10 +573,82 @@ static int utf8_ok(const unsigned char *s, size_t n)
 
 #define NPY_MAX_HEADER 10000
 
-int io_npy_header(const unsigned char *h, size_t hl, int major, const char *name, char *descr,
-                  size_t descrlen, int *fortran, int *ndim, size_t *shape, char *err, size_t errlen)
+/* The header's shape (a tuple of ints) into out; -1 + err if it is not one. */
+static int npy_shape(const PlVal *vs, const char *name, NpyHeader *out, char *err, size_t errlen)
+{
+    if (vs->k != PL_TUPLE)
+        return qh_errf(err, errlen, "'%s': bad .npy header (shape is not a tuple of ints)", name);
+    if (vs->n > IO_MAX_DIMS)
+        return qh_errf(err, errlen, "'%s': more than %d dimensions", name, IO_MAX_DIMS);
+    for (size_t i = 0; i < vs->n; i++) {
+        const PlVal *e = &vs->items[i];
+        if (e->k != PL_INT)
+            return qh_errf(err, errlen, "'%s': bad .npy header (shape is not a tuple of ints)",
+                           name);
+        if (e->neg)
+            return qh_errf(err, errlen, "'%s': bad .npy header (negative dimension in shape)",
+                           name);
+        if (e->big || e->mag > SIZE_MAX) return qh_errf(err, errlen, "'%s': shape too large", name);
+        out->shape[i] = (size_t)e->mag;
+    }
+    out->ndim = (int)vs->n;
+    return 0;
+}
+
+/* The header's dict: descr, fortran_order and shape (the last value of a
+ * repeated key wins; every key must be one of the three) into out. */
+static int npy_fields(const PlVal *d, const char *name, NpyHeader *out, char *err, size_t errlen)
+{
+    if (d->k != PL_DICT) return qh_errf(err, errlen, "'%s': bad .npy header (not a dict)", name);
+    const PlVal *vd = NULL, *vf = NULL, *vs = NULL;
+    for (size_t i = 0; i < d->n; i++) {
+        const PlVal *k = &d->items[2 * i], *v = &d->items[2 * i + 1];
+        if (is_key(k, "descr"))
+            vd = v;
+        else if (is_key(k, "fortran_order"))
+            vf = v;
+        else if (is_key(k, "shape"))
+            vs = v;
+        else {
+            char kn[48];
+            if (k->k == PL_STR)
+                snprintf(kn, sizeof kn, "'%.*s'", (int)(k->len > 40 ? 40 : k->len), k->s);
+            else
+                snprintf(kn, sizeof kn, "a key that is not a string");
+            return qh_errf(err, errlen,
+                           "'%s': bad .npy header (unknown key %s: NumPy's header has exactly "
+                           "'descr', 'fortran_order' and 'shape')",
+                           name, kn);
+        }
+    }
+    if (!vd || !vf || !vs)
+        return qh_errf(err, errlen, "'%s': bad .npy header (missing key '%s')", name,
+                       !vd   ? "descr"
+                       : !vf ? "fortran_order"
+                             : "shape");
+    if (npy_shape(vs, name, out, err, errlen) != 0) return -1;
+    if (vf->k != PL_BOOL)
+        return qh_errf(err, errlen, "'%s': bad .npy header (fortran_order is not a bool)", name);
+    out->fortran = vf->mag != 0;
+    if (vd->k != PL_STR)
+        return qh_errf(err, errlen,
+                       "'%s': unsupported dtype (a structured or non-string descr; numbers only: "
+                       "float, complex, int, bool)",
+                       name);
+    size_t descrlen = sizeof out->descr;
+    if (vd->len >= descrlen || memchr(vd->s, 0, vd->len)) {
+        snprintf(out->descr, descrlen, "%.*s", (int)(descrlen - 1), vd->s);
+        return 1; /* the caller refuses it as an unsupported dtype */
+    }
+    memcpy(out->descr, vd->s, vd->len + 1);
+    return 0;
+}
+
+int io_npy_header(const unsigned char *h, size_t hl, int major, const char *name, NpyHeader *out,
+                  char *err, size_t errlen)
 {
     char why[200];
+    memset(out, 0, sizeof *out);
     /* numpy counts characters of the decoded header */
     size_t chars = hl;
     if (major >= 3) {
@@ -602,85 +674,7 @@ int io_npy_header(const unsigned char *h, size_t hl, int major, const char *name
         pl_free(&d);
         return qh_errf(err, errlen, "'%s': bad .npy header (%s)", name, why);
     }
-    if (d.k != PL_DICT) {
-        pl_free(&d);
-        return qh_errf(err, errlen, "'%s': bad .npy header (not a dict)", name);
-    }
-    /* the last value of a repeated key wins; every key must be one of the three */
-    const PlVal *vd = NULL, *vf = NULL, *vs = NULL;
-    for (size_t i = 0; i < d.n; i++) {
-        const PlVal *k = &d.items[2 * i], *v = &d.items[2 * i + 1];
-        if (is_key(k, "descr"))
-            vd = v;
-        else if (is_key(k, "fortran_order"))
-            vf = v;
-        else if (is_key(k, "shape"))
-            vs = v;
-        else {
-            char kn[48];
-            if (k->k == PL_STR)
-                snprintf(kn, sizeof kn, "'%.*s'", (int)(k->len > 40 ? 40 : k->len), k->s);
-            else
-                snprintf(kn, sizeof kn, "a key that is not a string");
-            pl_free(&d);
-            return qh_errf(err, errlen,
-                           "'%s': bad .npy header (unknown key %s: NumPy's header has exactly "
-                           "'descr', 'fortran_order' and 'shape')",
-                           name, kn);
-        }
-    }
-    if (!vd || !vf || !vs) {
-        pl_free(&d);
-        return qh_errf(err, errlen, "'%s': bad .npy header (missing key '%s')", name,
-                       !vd   ? "descr"
-                       : !vf ? "fortran_order"
-                             : "shape");
-    }
-    if (vs->k != PL_TUPLE) {
-        pl_free(&d);
-        return qh_errf(err, errlen, "'%s': bad .npy header (shape is not a tuple of ints)", name);
-    }
-    if (vs->n > IO_MAX_DIMS) {
-        pl_free(&d);
-        return qh_errf(err, errlen, "'%s': more than %d dimensions", name, IO_MAX_DIMS);
-    }
-    for (size_t i = 0; i < vs->n; i++) {
-        const PlVal *e = &vs->items[i];
-        if (e->k != PL_INT) {
-            pl_free(&d);
-            return qh_errf(err, errlen, "'%s': bad .npy header (shape is not a tuple of ints)",
-                           name);
-        }
-        if (e->neg) {
-            pl_free(&d);
-            return qh_errf(err, errlen, "'%s': bad .npy header (negative dimension in shape)",
-                           name);
-        }
-        if (e->big || e->mag > SIZE_MAX) {
-            pl_free(&d);
-            return qh_errf(err, errlen, "'%s': shape too large", name);
-        }
-        shape[i] = (size_t)e->mag;
-    }
-    *ndim = (int)vs->n;
-    if (vf->k != PL_BOOL) {
-        pl_free(&d);
-        return qh_errf(err, errlen, "'%s': bad .npy header (fortran_order is not a bool)", name);
-    }
-    *fortran = vf->mag != 0;
-    if (vd->k != PL_STR) {
-        pl_free(&d);
-        return qh_errf(err, errlen,
-                       "'%s': unsupported dtype (a structured or non-string descr; numbers only: "
-                       "float, complex, int, bool)",
-                       name);
-    }
-    if (vd->len >= descrlen || memchr(vd->s, 0, vd->len)) {
-        snprintf(descr, descrlen, "%.*s", (int)(descrlen - 1), vd->s);
-        pl_free(&d);
-        return 1; /* the caller refuses it as an unsupported dtype */
-    }
-    memcpy(descr, vd->s, vd->len + 1);
+    rc = npy_fields(&d, name, out, err, errlen);
     pl_free(&d);
-    return 0;
+    return rc;
 }

@@ -352,7 +352,8 @@ Value np_var(VM *vm, Args *a, bool root)
     if (!x) return v_exc();
     char err[AR_ERRLEN];
     ArScalar s;
-    int k = ar_var(x, (int)axis, ddof, keep, root, &out, &s, err);
+    ArVarSpec sp = { (int)axis, ddof, keep, root };
+    int k = ar_var(x, &sp, &out, &s, err);
     ar_free(own);
     if (k == AR_ERR) return vm_error(vm, a->site, "%s", err);
     return k == AR_SCALAR ? scalar(s) : arr_wrap(out);

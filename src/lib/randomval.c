@@ -694,10 +694,23 @@ static bool choice_floyd(ObjRand *r, size_t pop, size_t n, uint64_t *idx, bool s
     return true;
 }
 
-/* the indices of one choice() call into idx (n of them) */
-static bool choice_indices(VM *vm, ObjRand *r, size_t pop, size_t n, bool replace, double *p,
-                           bool shuf, uint64_t *idx, const Node *site)
+/* One choice() call: n indices drawn from range(pop), with or without
+ * replacement, weighted by p (pop weights summing to 1) or uniform, the
+ * Generator's draws without replacement shuffled or not. */
+typedef struct ChoiceSpec {
+    size_t pop, n;
+    bool replace;
+    double *p; /* NULL: uniform; zeroed as drawn without replacement */
+    bool shuf;
+} ChoiceSpec;
+
+/* the indices of one choice() call into idx (c->n of them) */
+static bool choice_indices(VM *vm, ObjRand *r, const ChoiceSpec *c, uint64_t *idx, const Node *site)
 {
+    size_t pop = c->pop, n = c->n;
+    bool replace = c->replace, shuf = c->shuf;
+    double *p = c->p;
+    qh_assert(replace || n <= pop);
     if (p) {
         double *cdf = malloc(pop * sizeof *cdf), *u = malloc((n ? n : 1) * sizeof *u);
         bool ok = cdf && u;
@@ -848,7 +861,8 @@ static Value m_choice(VM *vm, ObjRand *r, Args *a)
         free(p);
         return vm_oom(vm, a->site);
     }
-    bool ok = choice_indices(vm, r, pop, s.n, replace, p, shuf, idx, a->site);
+    ChoiceSpec cs = { pop, s.n, replace, p, shuf };
+    bool ok = choice_indices(vm, r, &cs, idx, a->site);
     free(p);
     Value res = ok ? choice_result(vm, av, &s, idx, a->site) : v_exc();
     free(idx);

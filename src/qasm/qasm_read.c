@@ -10,6 +10,7 @@
  * of the rotation-like gates). Must not know about the language.
  */
 #include "qasm.h"
+#include "qh_assert.h"
 #include "stop.h"
 
 #include <ctype.h>
@@ -519,9 +520,26 @@ static int step(Rd *r, int line);
 /* Why: one place turns a primitive into an op: the enclosing controls are
    added, a controlled global phase becomes a PhaseShift on a control, and
    wires are checked distinct with the line in the message. */
-static int emit(Rd *r, int line, QasmKind kind, SvGate g, int adj, const double *p, int np,
-                const int *ctrl, int nc, const int *tw, int nt)
+typedef struct Prim {
+    QasmKind kind;
+    SvGate g;
+    int adj;
+    const double *p; /* np parameters */
+    int np;
+    const int *ctrl; /* nc controls, after the enclosing ones */
+    int nc;
+    const int *tw; /* nt target wires */
+    int nt;
+} Prim;
+
+static int emit(Rd *r, int line, const Prim *e)
 {
+    QasmKind kind = e->kind;
+    SvGate g = e->g;
+    int adj = e->adj, np = e->np, nc = e->nc, nt = e->nt;
+    const double *p = e->p;
+    const int *ctrl = e->ctrl, *tw = e->tw;
+    qh_assert(np >= 0 && np <= 4 && nc >= 0 && nt >= 0); /* QasmOp.params holds 4 */
     int w[SV_MAX_WIRES * 2], n = 0;
     for (int i = 0; i < r->nctrl; i++) w[n++] = r->ctrl[i];
     for (int i = 0; i < nc; i++) w[n++] = ctrl[i];
@@ -580,14 +598,15 @@ static const Builtin *builtin(const char *name)
 /* Why: each qelib1/stdgates gate as PennyLane gates (OpenQASM 3 phases). */
 static int apply_builtin(Rd *r, int line, const char *n, const double *p, const int *q, int adj)
 {
-#define G(gate, np_, nc_, nt_) emit(r, line, QASM_GATE, gate, adj, p, np_, q, nc_, q + (nc_), nt_)
+#define G(gate, np_, nc_, nt_) \
+    emit(r, line, &(Prim){ QASM_GATE, gate, adj, p, np_, q, nc_, q + (nc_), nt_ })
     double a[3];
     if (!strcmp(n, "U") || !strcmp(n, "u3") || !strcmp(n, "u")) return G(SV_U3, 3, 0, 1);
     if (!strcmp(n, "u2")) {
         a[0] = M_PI / 2;
         a[1] = p[0];
         a[2] = p[1];
-        return emit(r, line, QASM_GATE, SV_U3, adj, a, 3, NULL, 0, q, 1);
+        return emit(r, line, &(Prim){ QASM_GATE, SV_U3, adj, a, 3, NULL, 0, q, 1 });
     }
     if (!strcmp(n, "u1") || !strcmp(n, "p") || !strcmp(n, "phase"))
         return G(SV_PHASESHIFT, 1, 0, 1);
@@ -601,9 +620,12 @@ static int apply_builtin(Rd *r, int line, const char *n, const double *p, const 
     if (!strcmp(n, "s")) return G(SV_S, 0, 0, 1);
     if (!strcmp(n, "t")) return G(SV_T, 0, 0, 1);
     if (!strcmp(n, "sx")) return G(SV_SX, 0, 0, 1);
-    if (!strcmp(n, "sdg")) return emit(r, line, QASM_GATE, SV_S, !adj, p, 0, NULL, 0, q, 1);
-    if (!strcmp(n, "tdg")) return emit(r, line, QASM_GATE, SV_T, !adj, p, 0, NULL, 0, q, 1);
-    if (!strcmp(n, "sxdg")) return emit(r, line, QASM_GATE, SV_SX, !adj, p, 0, NULL, 0, q, 1);
+    if (!strcmp(n, "sdg"))
+        return emit(r, line, &(Prim){ QASM_GATE, SV_S, !adj, p, 0, NULL, 0, q, 1 });
+    if (!strcmp(n, "tdg"))
+        return emit(r, line, &(Prim){ QASM_GATE, SV_T, !adj, p, 0, NULL, 0, q, 1 });
+    if (!strcmp(n, "sxdg"))
+        return emit(r, line, &(Prim){ QASM_GATE, SV_SX, !adj, p, 0, NULL, 0, q, 1 });
     if (!strcmp(n, "rx")) return G(SV_RX, 1, 0, 1);
     if (!strcmp(n, "ry")) return G(SV_RY, 1, 0, 1);
     if (!strcmp(n, "rz")) return G(SV_RZ, 1, 0, 1);
@@ -619,7 +641,8 @@ static int apply_builtin(Rd *r, int line, const char *n, const double *p, const 
     if (!strcmp(n, "cu1") || !strcmp(n, "cp") || !strcmp(n, "cphase")) return G(SV_CPHASE, 1, 0, 2);
     if (!strcmp(n, "cu3")) return G(SV_U3, 3, 1, 1);
     if (!strcmp(n, "cu")) { /* ctrl(e^{i gamma} U3(theta, phi, lambda)) */
-        if (emit(r, line, QASM_GATE, SV_PHASESHIFT, adj, p + 3, 1, NULL, 0, q, 1)) return -1;
+        if (emit(r, line, &(Prim){ QASM_GATE, SV_PHASESHIFT, adj, p + 3, 1, NULL, 0, q, 1 }))
+            return -1;
         return G(SV_U3, 3, 1, 1);
     }
     if (!strcmp(n, "csx")) return G(SV_SX, 0, 1, 1);
@@ -629,10 +652,11 @@ static int apply_builtin(Rd *r, int line, const char *n, const double *p, const 
     if (!strcmp(n, "c3x")) return G(SV_PAULIX, 0, 3, 1);
     if (!strcmp(n, "c4x")) return G(SV_PAULIX, 0, 4, 1);
     if (!strcmp(n, "c3sqrtx")) /* qelib1.inc's text: its phases make it ctrl^3(SX^dagger) */
-        return emit(r, line, QASM_GATE, SV_SX, !adj, p, 0, q, 3, q + 3, 1);
+        return emit(r, line, &(Prim){ QASM_GATE, SV_SX, !adj, p, 0, q, 3, q + 3, 1 });
     if (!strcmp(n, "gphase"))
-        return emit(r, line, QASM_GPHASE, SV_IDENTITY, 0, adj ? (a[0] = -p[0], a) : p, 1, NULL, 0,
-                    NULL, 0);
+        return emit(r, line,
+                    &(Prim){ QASM_GPHASE, SV_IDENTITY, 0, adj ? (a[0] = -p[0], a) : p, 1, NULL, 0,
+                             NULL, 0 });
 #undef G
     return rd_err(r, line, "unknown gate '%s'", n);
 }
@@ -660,12 +684,14 @@ static int apply_power(Rd *r, int line, const char *n, const double *p, const in
         if (!strcmp(n, one[i].n)) {
             a[0] = k * p[0];
             if (one[i].g == SV_IDENTITY)
-                return emit(r, line, QASM_GPHASE, SV_IDENTITY, 0, (a[0] = adj ? -a[0] : a[0], a), 1,
-                            NULL, 0, NULL, 0)
+                return emit(r, line,
+                            &(Prim){ QASM_GPHASE, SV_IDENTITY, 0, (a[0] = adj ? -a[0] : a[0], a), 1,
+                                     NULL, 0, NULL, 0 })
                            ? -1
                            : 1;
             int nq = builtin(n)->nq;
-            return emit(r, line, QASM_GATE, one[i].g, adj, a, 1, NULL, 0, q, nq) ? -1 : 1;
+            return emit(r, line, &(Prim){ QASM_GATE, one[i].g, adj, a, 1, NULL, 0, q, nq }) ? -1
+                                                                                            : 1;
         }
     /* z = p(pi), s = p(pi/2), t = p(pi/4) (and their daggers); x = e^{i pi/2} rx(pi) */
     static const struct {
@@ -682,12 +708,15 @@ static int apply_power(Rd *r, int line, const char *n, const double *p, const in
             double ang = k * ph[i].ang;
             if (ph[i].kind == 0) {
                 a[0] = ang;
-                return emit(r, line, QASM_GATE, SV_PHASESHIFT, adj, a, 1, NULL, 0, q, 1) ? -1 : 1;
+                return emit(r, line, &(Prim){ QASM_GATE, SV_PHASESHIFT, adj, a, 1, NULL, 0, q, 1 })
+                           ? -1
+                           : 1;
             }
             a[0] = adj ? -ang / 2 : ang / 2; /* X^k = e^{i k pi/2} RX(k pi) */
-            if (emit(r, line, QASM_GPHASE, SV_IDENTITY, 0, a, 1, NULL, 0, NULL, 0)) return -1;
+            if (emit(r, line, &(Prim){ QASM_GPHASE, SV_IDENTITY, 0, a, 1, NULL, 0, NULL, 0 }))
+                return -1;
             a[0] = ang;
-            return emit(r, line, QASM_GATE, SV_RX, adj, a, 1, NULL, 0, q, 1) ? -1 : 1;
+            return emit(r, line, &(Prim){ QASM_GATE, SV_RX, adj, a, 1, NULL, 0, q, 1 }) ? -1 : 1;
         }
     return 0;
 }
@@ -784,16 +813,16 @@ typedef struct Mods {
 /* Why: modifiers: negative controls are X-conjugated, controls pushed on
    the control stack, powers repeat or scale. q holds the controls first. */
 static int apply_mods(Rd *r, int line, const char *name, const double *p, int np, const int *q,
-                      int nq, const Mods *m)
+                      const Mods *m)
 {
     int nc = m->nctrl;
     for (int i = 0; i < nc; i++)
-        if (m->ctrlneg[i] && emit(r, line, QASM_GATE, SV_PAULIX, 0, NULL, 0, NULL, 0, &q[i], 1))
+        if (m->ctrlneg[i] &&
+            emit(r, line, &(Prim){ QASM_GATE, SV_PAULIX, 0, NULL, 0, NULL, 0, &q[i], 1 }))
             return -1;
     int save = r->nctrl;
     if (r->nctrl + nc > SV_MAX_WIRES) return rd_err(r, line, "too many controls");
     for (int i = 0; i < nc; i++) r->ctrl[r->nctrl++] = q[i];
-    (void)nq;
     int rc = 0;
     double k = m->pw;
     if (k == floor(k) && fabs(k) <= 1e6) {
@@ -825,7 +854,8 @@ static int apply_mods(Rd *r, int line, const char *name, const double *p, int np
     r->nctrl = save;
     if (rc) return -1;
     for (int i = 0; i < nc; i++)
-        if (m->ctrlneg[i] && emit(r, line, QASM_GATE, SV_PAULIX, 0, NULL, 0, NULL, 0, &q[i], 1))
+        if (m->ctrlneg[i] &&
+            emit(r, line, &(Prim){ QASM_GATE, SV_PAULIX, 0, NULL, 0, NULL, 0, &q[i], 1 }))
             return -1;
     return 0;
 }
@@ -969,7 +999,7 @@ static int gate_call(Rd *r, const Env *env)
     for (int k = 0; k < size; k++) {
         int q[SV_MAX_WIRES];
         for (int i = 0; i < na; i++) q[i] = wire_of(&a[i], k);
-        if (apply_mods(r, line, name, p, np, q, na, &m)) return -1;
+        if (apply_mods(r, line, name, p, np, q, &m)) return -1;
     }
     return 0;
 }

@@ -94,8 +94,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     long skip = (data[0] >> 3) & 3;
     char err[300];
     IoArray a;
-    if (io_csv_parse((const char *)data + 1, size - 1, "<fuzz>", delim, skip, &a, err,
-                     sizeof err) != 0) {
+    IoCsvText in = { (const char *)data + 1, size - 1, "<fuzz>", delim, skip };
+    if (io_csv_parse(&in, &a, err, sizeof err) != 0) {
         CHECK(err[0]);
         return 0;
     }

@@ -313,30 +313,37 @@ START_TEST(test_csv)
     char err[512];
     IoArray a;
     const char *t = "x,y,label\n# a comment\n1, 2.5 ,0\r\n\n-3e2,\"4\",1 # trailing\n nan,inf,-0\n";
-    ck_assert_msg(io_csv_parse(t, strlen(t), "d.csv", ',', 1, &a, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(
+        io_csv_parse(&(IoCsvText){ t, strlen(t), "d.csv", ',', 1 }, &a, err, sizeof err) == 0, "%s",
+        err);
     ck_assert(a.ndim == 2 && a.shape[0] == 3 && a.shape[1] == 3);
     ck_assert(a.data[0] == 1 && a.data[1] == 2.5 && a.data[3] == -300 && a.data[4] == 4 &&
               a.data[5] == 1);
     ck_assert(isnan(a.data[6]) && isinf(a.data[7]));
     io_array_free(&a);
     /* without skip the header is a bad field, named with its line */
-    ck_assert_int_eq(io_csv_parse(t, strlen(t), "d.csv", ',', 0, &a, err, sizeof err), -1);
+    ck_assert_int_eq(
+        io_csv_parse(&(IoCsvText){ t, strlen(t), "d.csv", ',', 0 }, &a, err, sizeof err), -1);
     ck_assert_str_eq(err, "'d.csv': line 1, field 1: 'x' is not a number");
     const char *r = "1;2;3\n4;5\n";
-    ck_assert_int_eq(io_csv_parse(r, strlen(r), "r.csv", ';', 0, &a, err, sizeof err), -1);
+    ck_assert_int_eq(
+        io_csv_parse(&(IoCsvText){ r, strlen(r), "r.csv", ';', 0 }, &a, err, sizeof err), -1);
     ck_assert_str_eq(err, "'r.csv': line 2: expected 3 fields, got 2");
     const char *e = "1,,3\n";
-    ck_assert_int_eq(io_csv_parse(e, strlen(e), "e.csv", ',', 0, &a, err, sizeof err), -1);
+    ck_assert_int_eq(
+        io_csv_parse(&(IoCsvText){ e, strlen(e), "e.csv", ',', 0 }, &a, err, sizeof err), -1);
     ck_assert_str_eq(err, "'e.csv': line 1, field 2: '' is not a number");
     const char *w = "  1   2\t3\n4 5 6  \n";
-    ck_assert_int_eq(io_csv_parse(w, strlen(w), "w.txt", ' ', 0, &a, err, sizeof err), 0);
+    ck_assert_int_eq(
+        io_csv_parse(&(IoCsvText){ w, strlen(w), "w.txt", ' ', 0 }, &a, err, sizeof err), 0);
     ck_assert(a.shape[0] == 2 && a.shape[1] == 3 && a.data[5] == 6);
     io_array_free(&a);
     const char *one = "7\n8"; /* a single column stays 2-d; no final newline */
-    ck_assert_int_eq(io_csv_parse(one, strlen(one), "o.csv", ',', 0, &a, err, sizeof err), 0);
+    ck_assert_int_eq(
+        io_csv_parse(&(IoCsvText){ one, strlen(one), "o.csv", ',', 0 }, &a, err, sizeof err), 0);
     ck_assert(a.shape[0] == 2 && a.shape[1] == 1 && a.data[1] == 8);
     io_array_free(&a);
-    ck_assert_int_eq(io_csv_parse("", 0, "z.csv", ',', 0, &a, err, sizeof err), 0);
+    ck_assert_int_eq(io_csv_parse(&(IoCsvText){ "", 0, "z.csv", ',', 0 }, &a, err, sizeof err), 0);
     ck_assert(a.shape[0] == 0 && a.shape[1] == 0);
     io_array_free(&a);
     io_write_file(tmp("f.csv"), "h1,h2\n0.5,1\n2,3\n", 16, 0, NULL, 0);
@@ -345,7 +352,8 @@ START_TEST(test_csv)
     io_array_free(&a);
     ck_assert_int_eq(io_csv_read(tmp("g.csv"), ',', 0, &a, err, sizeof err), -1);
     ck_assert_msg(strstr(err, "g.csv': No such file or directory") != NULL, "%s", err);
-    ck_assert_int_eq(io_csv_parse("1", 1, "s.csv", ',', -1, &a, err, sizeof err), -1);
+    ck_assert_int_eq(io_csv_parse(&(IoCsvText){ "1", 1, "s.csv", ',', -1 }, &a, err, sizeof err),
+                     -1);
 }
 END_TEST
 
