@@ -786,6 +786,21 @@ static void local_bind(const HideWalk *w, LocalHide *lh, const Node *t, bool cal
     HideSite *b = &lh->bind[t->u.var.slot];
     if (!b->src) *b = (HideSite){ mod_msg_src(w->m), t->line, t->col };
 }
+/* A comprehension inside a function: its variables are the function's
+ * locals (slots of its frame), bound by the comprehension; its parts are
+ * walked for calls. */
+static void local_comp(const HideWalk *w, LocalHide *lh, const Node *n)
+{
+    const CompClause *cl = n->u.comp.clauses;
+    qh_assert(n->u.comp.nclauses >= 1 && n->u.comp.frame == 0);
+    for (int i = 0; i < n->u.comp.nclauses; i++) {
+        local_walk(w, lh, cl[i].iter);
+        for (int k = 0; k < cl[i].nvars; k++) local_bind(w, lh, cl[i].vars[k], false);
+        local_list(w, lh, cl[i].conds, cl[i].nconds);
+    }
+    local_walk(w, lh, n->u.comp.key);
+    local_walk(w, lh, n->u.comp.elt);
+}
 static void local_walk(const HideWalk *w, LocalHide *lh, const Node *n)
 {
     if (!n) return;
@@ -861,6 +876,13 @@ static void local_walk(const HideWalk *w, LocalHide *lh, const Node *n)
         local_walk(w, lh, n->u.tries.handler);
         break;
     case N_IMPORT: local_bind(w, lh, n->u.import.var, false); break;
+    case N_COND:
+        local_walk(w, lh, n->u.ifs.cond);
+        local_walk(w, lh, n->u.ifs.then);
+        local_walk(w, lh, n->u.ifs.els);
+        break;
+    case N_LISTCOMP:
+    case N_DICTCOMP: local_comp(w, lh, n); break;
     case N_NKINDS: qh_unreachable();
     case N_NUM:
     case N_IMAG:
@@ -876,9 +898,6 @@ static void local_walk(const HideWalk *w, LocalHide *lh, const Node *n)
     case N_BUILTIN:
     case N_SELF:
     case N_FNEXPR:
-    case N_COND:
-    case N_LISTCOMP:
-    case N_DICTCOMP:
     case N_BREAK:
     case N_CONTINUE:
     case N_FNDEF:
@@ -908,6 +927,19 @@ static void hide_fn(HideWalk *w, const FnProto *f)
     free(lh.call);
 }
 
+/* A comprehension: its parts are walked for calls (its variables are
+ * locals, of its own frame at the top level: never a global binding). */
+static void hide_comp(HideWalk *w, const Node *n)
+{
+    const CompClause *cl = n->u.comp.clauses;
+    qh_assert(n->u.comp.nclauses >= 1);
+    for (int i = 0; i < n->u.comp.nclauses; i++) {
+        hide_walk(w, cl[i].iter);
+        hide_list(w, cl[i].conds, cl[i].nconds);
+    }
+    hide_walk(w, n->u.comp.key);
+    hide_walk(w, n->u.comp.elt);
+}
 static void hide_walk(HideWalk *w, const Node *n)
 {
     if (!n) return;
@@ -989,6 +1021,13 @@ static void hide_walk(HideWalk *w, const Node *n)
         break;
     case N_FNDEF: hide_fn(w, n->u.fn); break; /* binds a function: meant */
     case N_IMPORT: hide_bind(w, n->u.import.var, false); break;
+    case N_COND:
+        hide_walk(w, n->u.ifs.cond);
+        hide_walk(w, n->u.ifs.then);
+        hide_walk(w, n->u.ifs.els);
+        break;
+    case N_LISTCOMP:
+    case N_DICTCOMP: hide_comp(w, n); break;
     case N_NKINDS: qh_unreachable();
     case N_NUM:
     case N_IMAG:
@@ -1003,9 +1042,6 @@ static void hide_walk(HideWalk *w, const Node *n)
     case N_GLOBAL:
     case N_BUILTIN:
     case N_SELF:
-    case N_COND:
-    case N_LISTCOMP:
-    case N_DICTCOMP:
     case N_BREAK:
     case N_CONTINUE:
     case N_GLOBALDECL:

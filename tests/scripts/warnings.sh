@@ -102,6 +102,39 @@ fn a() { len = 3; return len }
 fn b(xs) { return len(xs) }
 print(a(), b([1]))'
 
+# calls inside a conditional expression or a comprehension count too
+case_ cond-expr "cond-expr.qh:1:1: warning: 'len' hides the builtin len(), called at cond-expr.qh:2" '
+len = 3
+print(len([1]) if len > 5 else 0)'
+case_ comp-call "comp-call.qh:1:1: warning: 'abs' hides the builtin abs(), called at comp-call.qh:3" '
+abs = 2
+xs = [1, 2]
+try { print([abs(x) for x in xs if x > 0]) } catch e { print(e) }'
+case_ local-cond "local-cond.qh:2:5: warning: 'max' hides the builtin max(), called at local-cond.qh:3" '
+fn f(xs) {
+    max = 0
+    return max(xs) if max == 0 else max
+}
+try { print(f([1])) } catch e { print(e) }'
+case_ local-comp "local-comp.qh:2:5: warning: 'min' hides the builtin min(), called at local-comp.qh:3" '
+fn f(xs) {
+    min = 1
+    return {k: min(k, 2) for k in xs}
+}
+try { print(f([1])) } catch e { print(e) }'
+# a comprehension variable is bound inside the comprehension only
+case_ comp-var "" '
+fn f() {
+    xs = [1 for len in [1, 2]]
+    return len(xs)
+}
+print(f())'
+case_ comp-var-call "comp-var-call.qh:2:24: warning: 'abs' hides the builtin abs(), called at comp-var-call.qh:2" '
+fn f(fs) {
+    return [abs(1) for abs in fs]
+}
+print(f([fn (v) { return v }]))'
+
 # in an imported module, named by the module's file
 printf 'state = [1, 2]\nfn first() { return state()[0] }\n' > hidemod.qh
 case_ module "./hidemod.qh:1:1: warning: 'state' hides the builtin state(), called at ./hidemod.qh:2" '
