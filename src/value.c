@@ -138,6 +138,7 @@ static inline void *small_alloc_try(size_t size)
     if (c > SMALL_CLASSES) return malloc(size);
     SmallBlock *b = small.head[c];
     if (!b) return malloc(small_size(c));
+    qh_assert(small.n[c] > 0 && small.n[c] <= SMALL_KEEP); /* the list's count is its length */
     small.head[c] = b->next;
     small.n[c]--;
     return b;
@@ -905,6 +906,7 @@ static bool buf_grow(Buf *b, size_t n)
 void buf_put(Buf *b, const char *s, size_t n)
 {
     if (!buf_grow(b, n)) return;
+    qh_assert(b->len + n < b->cap);
     memcpy(b->p + b->len, s, n);
     b->len += n;
     b->p[b->len] = 0;
@@ -1120,6 +1122,7 @@ static size_t ptr_hash(const void *p)
 Obj *copy_memo_get(CopyCtx *cc, const void *from)
 {
     if (!cc->cap) return NULL;
+    qh_assert((cc->cap & (cc->cap - 1)) == 0 && cc->n * 2 <= cc->cap);
     size_t i = ptr_hash(from) & (cc->cap - 1);
     while (cc->from[i]) {
         if (cc->from[i] == from) return cc->to[i];
@@ -1152,6 +1155,7 @@ void copy_memo_put(CopyCtx *cc, const void *from, void *to)
         cc->to = nt;
         cc->cap = ncap;
     }
+    qh_assert(from && (cc->n + 1) * 2 <= cc->cap); /* a free slot is left: the probe ends */
     size_t i = ptr_hash(from) & (cc->cap - 1);
     while (cc->from[i]) i = (i + 1) & (cc->cap - 1);
     cc->from[i] = (void *)from;

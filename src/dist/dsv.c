@@ -9,6 +9,7 @@
  * readouts live in dsv_gates.c and dsv_reduce.c.
  */
 #include "dsv_impl.h"
+#include "qh_assert.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -108,9 +109,11 @@ int dsv_irecv(Dsv *d, void *buf, size_t bytes, int peer, MPI_Request *rq, char *
 
 /* Why: every block exchange is a pair of equal-sized messages between two
    ranks; pieces of at most 1 GiB keep MPI's int counts safe. */
-int dsv_sendrecv(Dsv *d, const void *sbuf, size_t sbytes, void *rbuf, size_t rbytes, int peer,
-                 char *err, size_t errlen)
+int dsv_sendrecv(Dsv *d, const void *sbuf, void *rbuf, size_t bytes, int peer, char *err,
+                 size_t errlen)
 {
+    qh_assert(peer >= 0 && peer < d->R && peer != d->rank && sbuf != rbuf);
+    size_t sbytes = bytes, rbytes = bytes;
     const char *s = sbuf;
     char *r = rbuf;
     while (sbytes || rbytes) {
@@ -131,9 +134,18 @@ int dsv_sendrecv(Dsv *d, const void *sbuf, size_t sbytes, void *rbuf, size_t rby
 
 /* Why: reductions go through one helper per type so that every one of
    them can be abandoned when a rank dies. */
-static int allreduce(Dsv *d, void *buf, size_t n, MPI_Datatype t, size_t tsize, MPI_Op op,
-                     char *err, size_t errlen)
+typedef struct RedType {
+    MPI_Datatype t;
+    size_t size; /* bytes of one t */
+    MPI_Op op;
+} RedType;
+
+static int allreduce(Dsv *d, void *buf, size_t n, RedType rt, char *err, size_t errlen)
 {
+    MPI_Datatype t = rt.t;
+    size_t tsize = rt.size;
+    MPI_Op op = rt.op;
+    qh_assert(tsize > 0 && tsize <= DSV_MSG_MAX);
     if (d->R == 1 || n == 0) return 0;
     d->st.reductions++;
     char *p = buf;
@@ -152,17 +164,17 @@ static int allreduce(Dsv *d, void *buf, size_t n, MPI_Datatype t, size_t tsize, 
 
 int dsv_allreduce_i64(Dsv *d, int64_t *buf, size_t n, char *err, size_t errlen)
 {
-    return allreduce(d, buf, n, MPI_INT64_T, sizeof(int64_t), MPI_SUM, err, errlen);
+    return allreduce(d, buf, n, (RedType){ MPI_INT64_T, sizeof(int64_t), MPI_SUM }, err, errlen);
 }
 
 int dsv_allreduce_u64(Dsv *d, uint64_t *buf, size_t n, char *err, size_t errlen)
 {
-    return allreduce(d, buf, n, MPI_UINT64_T, sizeof(uint64_t), MPI_SUM, err, errlen);
+    return allreduce(d, buf, n, (RedType){ MPI_UINT64_T, sizeof(uint64_t), MPI_SUM }, err, errlen);
 }
 
 int dsv_allreduce_f64(Dsv *d, double *buf, size_t n, char *err, size_t errlen)
 {
-    return allreduce(d, buf, n, MPI_DOUBLE, sizeof(double), MPI_SUM, err, errlen);
+    return allreduce(d, buf, n, (RedType){ MPI_DOUBLE, sizeof(double), MPI_SUM }, err, errlen);
 }
 
 int dsv_allgather(Dsv *d, const void *mine, void *all, size_t bytes, char *err, size_t errlen)
@@ -398,6 +410,7 @@ int dsv_swap_global_local(Dsv *d, int pg, int pl, char *err, size_t errlen)
     uint64_t run = (uint64_t)1 << q; /* contiguous amplitudes with bit q fixed */
     uint64_t nruns = d->loc.dim >> (q + 1);
     uint64_t half = d->xamps / 2;
+    qh_assert(pg >= 0 && pg < d->k && pl >= d->k && pl < d->n && half >= 1);
     cplx *sb = d->xbuf, *rbuf = d->xbuf + half;
     cplx *a = d->loc.amp;
     /* walk the selected amplitudes (bit q = 1-x) in order, a buffer at a time */
@@ -410,8 +423,7 @@ int dsv_swap_global_local(Dsv *d, int pg, int pl, char *err, size_t errlen)
             memcpy(sb + t, a + (2 * r + (uint64_t)(1 - x)) * run + o, len * sizeof(cplx));
             t += len;
         }
-        if (dsv_sendrecv(d, sb, m * sizeof(cplx), rbuf, m * sizeof(cplx), peer, err, errlen))
-            return -1;
+        if (dsv_sendrecv(d, sb, rbuf, m * sizeof(cplx), peer, err, errlen)) return -1;
         for (uint64_t t = 0; t < m;) { /* unpack into the same places */
             uint64_t g = done + t, r = g / run, o = g % run;
             uint64_t len = run - o < m - t ? run - o : m - t;
@@ -425,6 +437,7 @@ int dsv_swap_global_local(Dsv *d, int pg, int pl, char *err, size_t errlen)
     d->inv[pl] = wg;
     d->perm[wl] = pg;
     d->perm[wg] = pl;
+    qh_assert(d->inv[d->perm[wl]] == wl && d->inv[d->perm[wg]] == wg); /* still inverses */
     d->st.swaps++;
     return 0;
 }
@@ -436,8 +449,7 @@ int dsv_swap_chunk(Dsv *d, int peer, char *err, size_t errlen)
     cplx *a = d->loc.amp;
     for (uint64_t s = 0; s < d->loc.dim; s += d->xamps) {
         uint64_t m = d->loc.dim - s < d->xamps ? d->loc.dim - s : d->xamps;
-        if (dsv_sendrecv(d, a + s, m * sizeof(cplx), d->xbuf, m * sizeof(cplx), peer, err, errlen))
-            return -1;
+        if (dsv_sendrecv(d, a + s, d->xbuf, m * sizeof(cplx), peer, err, errlen)) return -1;
         memcpy(a + s, d->xbuf, m * sizeof(cplx));
     }
     return 0;

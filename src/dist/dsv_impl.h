@@ -57,9 +57,9 @@ int dsv_check_ok(Dsv *d, char *err, size_t errlen);
 
 /* Communication (no-ops for R == 1; every call polls the abort hook). */
 int dsv_wait(Dsv *d, MPI_Request *rq, int n, char *err, size_t errlen);
-/* Exchange: send sbytes from sbuf to peer, receive rbytes into rbuf. */
-int dsv_sendrecv(Dsv *d, const void *sbuf, size_t sbytes, void *rbuf, size_t rbytes, int peer,
-                 char *err, size_t errlen);
+/* Exchange: send bytes from sbuf to peer, receive as many into rbuf. */
+int dsv_sendrecv(Dsv *d, const void *sbuf, void *rbuf, size_t bytes, int peer, char *err,
+                 size_t errlen);
 /* Start a send/receive of up to 2^30 bytes (counted in the stats). */
 int dsv_isend(Dsv *d, const void *buf, size_t bytes, int peer, MPI_Request *rq, char *err,
               size_t errlen);

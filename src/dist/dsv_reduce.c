@@ -390,8 +390,7 @@ static int group_acc(Dsv *d, const PTerm *t, int ng, XSum *acc, char *err, size_
         uint64_t ybase = 0;
         if (Xg) {
             uint64_t sp = s ^ (Xl & ~(piece - 1));
-            if (dsv_sendrecv(d, a + sp, piece * sizeof(cplx), d->xbuf, piece * sizeof(cplx), peer,
-                             err, errlen)) {
+            if (dsv_sendrecv(d, a + sp, d->xbuf, piece * sizeof(cplx), peer, err, errlen)) {
                 free(w);
                 return -1;
             }

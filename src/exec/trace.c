@@ -6,6 +6,7 @@
  * them. Must not know: the executor, the language, quantum. */
 #include "trace.h"
 #include "afile.h"
+#include "qh_assert.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -110,6 +111,7 @@ size_t trace_json_string(char *buf, size_t cap, const char *s)
         memcpy(buf + n, esc, k);
         n += k;
     }
+    qh_assert(n + 2 <= cap); /* the loop left room for the quote and the NUL */
     buf[n++] = '"';
     buf[n] = 0;
     return n;
@@ -131,6 +133,7 @@ static void append(Trace *tr, const char *ev, size_t len)
         tr->buf = b;
         tr->cap = cap;
     }
+    qh_assert(tr->len + len + 2 <= tr->cap && (tr->len == 0) == (tr->count == 0));
     if (tr->len) {
         tr->buf[tr->len++] = ',';
         tr->buf[tr->len++] = '\n';
@@ -253,6 +256,7 @@ void trace_set_process(Trace *tr, int pid, const char *name)
 char *trace_events(Trace *tr, size_t *len)
 {
     pthread_mutex_lock(&tr->mu);
+    qh_assert(tr->len <= tr->cap);
     char *out = malloc(tr->len + 1);
     if (out) {
         if (tr->len) memcpy(out, tr->buf, tr->len);

@@ -29,6 +29,7 @@ void *arena_alloc(Arena *a, size_t n)
         c->cap = cap;
         a->head = c;
     }
+    qh_assert(a->head->used % 16 == 0 && a->head->used + n <= a->head->cap);
     void *p = (char *)a->head->data + a->head->used;
     a->head->used += n;
     memset(p, 0, n);

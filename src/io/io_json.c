@@ -6,6 +6,7 @@
  * qh's own shortest form. Must not know about the language's values.
  */
 #include "io.h"
+#include "qh_assert.h"
 #include "io_impl.h"
 #include "numfmt.h"
 #include "utf8.h"
@@ -79,6 +80,7 @@ static void put(Buf *b, const char *s, size_t n)
         b->d = d;
         b->cap = c;
     }
+    qh_assert(b->n + n < b->cap);
     memcpy(b->d + b->n, s, n);
     b->n += n;
     b->d[b->n] = 0;
@@ -315,6 +317,7 @@ static int container(P *p, IoJson *j, int depth, int obj)
             }
             cap = nc;
         }
+        qh_assert(j->n < cap && p->p <= p->e); /* a slot for this element */
         ws(p);
         if (obj) {
             if (p->p >= p->e || *p->p != '"') {
@@ -401,6 +404,8 @@ static void free_node(IoJson *j)
     if (!j) return;
     if (j->kind == IOJ_STRING) free(j->str);
     if (j->kind == IOJ_ARRAY || j->kind == IOJ_OBJECT) {
+        qh_assert(j->n == 0 || j->items);
+        qh_assert(j->kind == IOJ_ARRAY || j->n == 0 || (j->keys && j->keylens));
         for (size_t i = 0; i < j->n; i++) {
             free_node(&j->items[i]);
             if (j->kind == IOJ_OBJECT) free(j->keys[i]);
