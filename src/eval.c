@@ -2522,10 +2522,16 @@ bool vm_run_module(VM *vm, ObjModule *m)
     Node *body = m->info->body;
     bool ok = true;
     Trace *trace = vm->is_task ? NULL : vm->in->trace;
+    StraightCtx saved_straight = vm->straight;
+    if (vm->la_on) vm->straight = (StraightCtx){ body, 0, 0, m };
     for (int i = 0; i < body->u.list.n; i++) {
         Node *s = body->u.list.items[i];
         int saved_line = vm->cur_line;
         vm->cur_line = s->line;
+        if (vm->la_on) {
+            vm->straight.i = i;
+            vm->straight.seq = vm->qcall_seq;
+        }
         double ts = trace ? trace_now_us(trace) : 0;
         ExecStatus st = EXEC(vm, s);
         if (trace) trace_stmt(trace, s->line, ts);
@@ -2540,6 +2546,7 @@ bool vm_run_module(VM *vm, ObjModule *m)
             break;
         }
     }
+    vm->straight = saved_straight;
     vm->mod = saved;
     vm->frame = saved_frame;
     vm->top_src = saved_top;

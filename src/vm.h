@@ -119,6 +119,17 @@ typedef struct LoopCtx {
     ObjModule *mod; /* the module whose globals its body reads */
 } LoopCtx;
 
+/* The top-level statement of a module's block that the main program is
+ * running (vm_run_module), for straight-line lookahead (laplan.h's
+ * LaStraight): its index and where the call numbers stood when it began.
+ * block is NULL outside one (a REPL entry, a task). */
+typedef struct StraightCtx {
+    const Node *block; /* the N_BLOCK */
+    int i;             /* the running statement */
+    uint64_t seq;      /* VM.qcall_seq when it began */
+    ObjModule *mod;    /* the module whose globals it reads */
+} StraightCtx;
+
 typedef struct Interp {
     /* set before any thread starts, then read-only */
     bool sync;
@@ -189,6 +200,7 @@ struct VM {
     bool la_watch;            /* calls started early are outstanding */
     int la_sandbox;           /* lookahead.c is evaluating ahead: never wait, calls start early */
     uint64_t la_index;        /* in the sandbox: the number the next call started early takes */
+    StraightCtx straight;     /* main VM: the top-level statement running (lookahead) */
     const atomic_int *cancel; /* task cancellation flag, or NULL */
     bool watch_interrupt;     /* answers Ctrl-C: the main program, and tasks run on
                                    the main thread (others stop when cancelled) */

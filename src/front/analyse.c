@@ -605,6 +605,7 @@ void analyse_deps_part(ModInfo *m, const Source *src, Node *body, int first_prot
                             m->gnames[d->passes[k]]);
             }
         }
+        if (out) laplan_print_straight(s, at, out); /* calls it may start early */
         /* what this statement leaves behind */
         Origin made = { 0 };
         for (int k = 0; k < d->nqcalls; k++) origin_add(&made, src, s->line, d->qcalls[k]);

@@ -91,6 +91,7 @@ typedef struct CompClause {
 /* Per-statement dependency facts (analyse.c); indices into the module's
  * global names. */
 typedef struct DepInfo {
+    struct LaStraight *straight; /* straight-line lookahead (laplan.h), in the arena, or NULL */
     int *writes;
     int nwrites;
     int *reads;

@@ -970,6 +970,295 @@ done:
     return plan;
 }
 
+/* ---------------------------------------------------------------- straight-line code */
+
+/* the plain variable an assignment target or a container argument is rooted in (l in
+ * l[0][k], d.x), else -1 */
+static int root_key(const Node *n)
+{
+    while (n && (n->kind == N_INDEX || n->kind == N_MEMBER || n->kind == N_SLICE))
+        n = n->kind == N_INDEX ? n->u.index.obj : n->kind == N_MEMBER ? n->u.member.obj : NULL;
+    return n ? var_key(n) : -1;
+}
+
+static int sl_count(Ctx *c, const Node *n, bool cond, Set *w);
+static int sl_sum(Ctx *c, Node *const *v, int k, bool cond, Set *w)
+{
+    int t = 0;
+    for (int i = 0; i < k && t >= 0; i++) {
+        int x = sl_count(c, v[i], cond, w);
+        t = x < 0 ? -1 : t + x;
+    }
+    return t;
+}
+static int sl_add(int a, int b) { return a < 0 || b < 0 ? -1 : a + b; }
+
+/* the quantum calls of n's call, each time it runs (-1: unknown, c->pwhy says why); the
+ * containers it may change in place go to w */
+static int sl_call(Ctx *c, const Node *n, bool cond, Set *w)
+{
+    const Node *fn = n->u.call.fn;
+    int own = 0, args = sl_sum(c, n->u.call.args, n->u.call.nargs, cond, w);
+    for (int i = 0; i < n->u.call.nkw && args >= 0; i++)
+        args = sl_add(args, sl_count(c, n->u.call.kw[i].value, cond, w));
+    if (args < 0) return -1;
+    FnProto *q = qfn_called(c->m, n);
+    if (q) {
+        if (cond)
+            return not_pure(c, "%s() at line %d runs only sometimes (condition)", q->name, n->line),
+                   -1;
+        int again = rebound_at(c->m, c->modbody, fn->u.var.slot, q);
+        if (again)
+            return not_pure(c, "%s is bound again at line %d (rebinding)", q->name, again), -1;
+        own = 1;
+    } else if (fn->kind == N_BUILTIN) {
+        const BuiltinDef *b = builtin_get(fn->u.var.slot);
+        if (b->flags & (BI_CALLS | BI_QUANTUM))
+            return not_pure(c, "%s() at line %d may call user code (effect)", b->name, n->line), -1;
+        if (strcmp(b->name, "error") == 0)
+            return not_pure(c, "error() at line %d may end the program (condition)", n->line), -1;
+        if ((b->flags & BI_MUTATES) && n->u.call.nargs) {
+            int k = root_key(n->u.call.args[0]);
+            if (k < 0)
+                return not_pure(c, "%s() at line %d changes a container (effect)", b->name,
+                                n->line),
+                       -1;
+            set_add(w, k);
+        }
+    } else if (fn->kind == N_GLOBAL) {
+        FnProto *f = proto_of_global(c->m, fn->u.var.slot);
+        Set seen = { 0 };
+        bool qc = f && makes_qcalls(c->m, f, &seen);
+        free(seen.v);
+        if (!f || !f->pure || qc || rebound_at(c->m, c->modbody, fn->u.var.slot, f))
+            return not_pure(c,
+                            "it calls %s() at line %d, which may make quantum calls or change "
+                            "what they read (effect)",
+                            var_name(fn), n->line),
+                   -1;
+        for (int i = 0; i < n->u.call.nargs; i++) { /* a pure function may change its argument */
+            int k = root_key(n->u.call.args[i]);
+            if (k >= 0) set_add(w, k);
+        }
+    } else
+        return not_pure(c, "it calls a function value at line %d (effect)", n->line), -1;
+    return args + own;
+}
+
+static int sl_count(Ctx *c, const Node *n, bool cond, Set *w)
+{
+    if (!n) return 0;
+    switch ((NodeKind)n->kind) {
+    case N_CALL: return sl_call(c, n, cond, w);
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_NAME:
+    case N_LOCAL:
+    case N_LOCALCELL:
+    case N_UPVAL:
+    case N_GLOBAL:
+    case N_BUILTIN:
+    case N_SELF:
+    case N_FNEXPR:
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_GLOBALDECL:
+    case N_PASS: return 0;
+    case N_UNARY:
+    case N_NOT: return sl_count(c, n->u.bin.a, cond, w);
+    case N_BINARY:
+        return sl_add(sl_count(c, n->u.bin.a, cond, w), sl_count(c, n->u.bin.b, cond, w));
+    case N_AND:
+    case N_OR: return sl_add(sl_count(c, n->u.bin.a, cond, w), sl_count(c, n->u.bin.b, true, w));
+    case N_COND:
+    case N_IF:
+        return sl_add(
+            sl_count(c, n->u.ifs.cond, cond, w),
+            sl_add(sl_count(c, n->u.ifs.then, true, w), sl_count(c, n->u.ifs.els, true, w)));
+    case N_LIST:
+    case N_BLOCK: return sl_sum(c, n->u.list.items, n->u.list.n, cond, w);
+    case N_DICT:
+        return sl_add(sl_sum(c, n->u.dict.keys, n->u.dict.n, cond, w),
+                      sl_sum(c, n->u.dict.vals, n->u.dict.n, cond, w));
+    case N_INDEX:
+        return sl_add(sl_count(c, n->u.index.obj, cond, w),
+                      sl_sum(c, n->u.index.idx, n->u.index.nidx, cond, w));
+    case N_SLICE:
+        return sl_add(
+            sl_count(c, n->u.slice.lo, cond, w),
+            sl_add(sl_count(c, n->u.slice.hi, cond, w), sl_count(c, n->u.slice.step, cond, w)));
+    case N_MEMBER: return sl_count(c, n->u.member.obj, cond, w);
+    case N_LISTCOMP:
+    case N_DICTCOMP: {
+        int t = 0;
+        for (int i = 0; i < n->u.comp.nclauses && t >= 0; i++) {
+            CompClause *cl = &n->u.comp.clauses[i];
+            t = sl_add(t, sl_count(c, cl->iter, i == 0 ? cond : true, w));
+            t = sl_add(t, sl_sum(c, cl->conds, cl->nconds, true, w));
+        }
+        return sl_add(
+            t, sl_add(sl_count(c, n->u.comp.key, true, w), sl_count(c, n->u.comp.elt, true, w)));
+    }
+    case N_WHILE:
+    case N_FOR: {
+        int t = n->kind == N_FOR ? sl_count(c, n->u.fors.iter, cond, w)
+                                 : sl_count(c, n->u.whiles.cond, true, w);
+        int b = sl_count(c, n->kind == N_FOR ? n->u.fors.body : n->u.whiles.body, true, w);
+        if (t >= 0 && b != 0)
+            return not_pure(c,
+                            "the loop at line %d makes quantum calls a number of times not known "
+                            "ahead (condition)",
+                            n->line),
+                   -1;
+        return t;
+    }
+    case N_TRY:
+        return not_pure(c, "a try at line %d may skip what follows (condition)", n->line), -1;
+    case N_IMPORT: return not_pure(c, "an import at line %d runs a module (effect)", n->line), -1;
+    case N_EXPRSTMT:
+    case N_RETURN: return sl_count(c, n->u.expr.expr, cond, w);
+    case N_ASSIGN:
+    case N_AUGASSIGN: {
+        const Node *t = n->u.assign.target;
+        if (t->kind == N_INDEX || t->kind == N_MEMBER) {
+            int k = root_key(t);
+            if (k < 0)
+                return not_pure(c, "line %d changes a container in place (effect)", n->line), -1;
+            set_add(w, k);
+        }
+        return sl_add(sl_count(c, n->u.assign.value, cond, w),
+                      t->kind == N_INDEX || t->kind == N_MEMBER ? sl_count(c, t, cond, w) : 0);
+    }
+    case N_DESTRUCT: return sl_count(c, n->u.destruct.value, cond, w);
+    case N_FNDEF: {
+        int t = 0;
+        for (int i = 0; i < n->u.fn->nparams && t >= 0; i++)
+            t = sl_add(t, sl_count(c, n->u.fn->defaults[i], cond, w));
+        return sl_add(t, sl_count(c, n->u.fn->device, cond, w));
+    }
+    case N_NKINDS: break;
+    }
+    qh_unreachable();
+}
+
+
+/* scans statement s for its calls with c->writes as what may change before they
+ * run; true if every call it makes is a site */
+static bool sl_scan(Ctx *c, Node *s, int ncalls)
+{
+    c->nsteps = c->nsites = c->nchecks = 0;
+    c->nested = false;
+    c->fail = false;
+    c->why[0] = 0;
+    scan(c, s, false);
+    if (!c->fail && c->nsites != ncalls)
+        snprintf(c->why, sizeof c->why, "not every call is planned (condition)");
+    return !c->fail && c->nsites == ncalls;
+}
+
+/* st's plan: c's steps and checks, copied into the arena */
+static void sl_keep(ModInfo *m, LaStraight *st, const Ctx *c)
+{
+    LaStep *steps = arena_alloc(m->arena, (size_t)(c->nsteps + 1) * sizeof(LaStep));
+    LaCheck *checks = arena_alloc(m->arena, (size_t)(c->nchecks + 1) * sizeof(LaCheck));
+    if (c->nsteps) memcpy(steps, c->steps, (size_t)c->nsteps * sizeof(LaStep));
+    if (c->nchecks) memcpy(checks, c->checks, (size_t)c->nchecks * sizeof(LaCheck));
+    for (int k = 0; k < c->nsteps; k++) steps[k].checks = checks + (intptr_t)steps[k].checks;
+    st->plan.steps = steps;
+    st->plan.nsteps = c->nsteps;
+    st->plan.nsites = c->nsites;
+}
+
+/* Statement j's window (laplan.h's LaStraight): back from j - 1 while the
+ * statements make a known number of calls and change nothing its calls read */
+static void sl_window(ModInfo *m, Node *body, LaStraight **ls, Set *writes, int j)
+{
+    LaStraight *st = ls[j];
+    Node *s = body->u.list.items[j];
+    Ctx c;
+    memset(&c, 0, sizeof c);
+    c.m = m;
+    c.modbody = body;
+    char why[240] = "";
+    if (!sl_scan(&c, s, st->ncalls)) {
+        snprintf(why, sizeof why, "%s", c.why);
+    } else {
+        int i = j - 1;
+        for (; i >= 0 && i >= j - LA_STRAIGHT_REACH; i--) {
+            const Node *si = body->u.list.items[i];
+            if (!ls[i] || ls[i]->ncalls < 0) {
+                snprintf(why, sizeof why, "line %d may make other quantum calls or skip it: %s",
+                         si->line, ls[i] && ls[i]->why ? ls[i]->why : "not analysed");
+                break;
+            }
+            for (int k = 0; k < writes[i].n; k++) set_add(&c.writes, writes[i].v[k]);
+            if (!sl_scan(&c, s, st->ncalls)) {
+                snprintf(why, sizeof why,
+                         "line %d rebinds or changes what its arguments read or the qfn takes "
+                         "along (rebinding)",
+                         si->line);
+                break;
+            }
+        }
+        st->from = i + 1;
+        st->first_line = body->u.list.items[st->from < j ? st->from : j - 1]->line;
+        st->last_line = body->u.list.items[j - 1]->line;
+        if (st->from < j) { /* the widest window's plan (the same steps as any narrower one's) */
+            c.writes.n = 0;
+            for (int k = st->from; k < j; k++)
+                for (int x = 0; x < writes[k].n; x++) set_add(&c.writes, writes[k].v[x]);
+            if (sl_scan(&c, s, st->ncalls))
+                sl_keep(m, st, &c);
+            else
+                st->from = j;
+        }
+    }
+    if (why[0]) st->why = arena_strndup(m->arena, why, strlen(why));
+    free(c.writes.v);
+    free(c.steps);
+    free(c.checks);
+}
+
+/* The straight-line facts of every statement of a top-level block (laplan.h's LaStraight). */
+static void plan_straight(ModInfo *m, Node *body)
+{
+    int n = body->u.list.n;
+    Set *writes = xcalloc((size_t)n + 1, sizeof(Set)); /* per statement: rebinds and changes */
+    LaStraight **ls = xcalloc((size_t)n + 1, sizeof *ls);
+    for (int i = 0; i < n; i++) {
+        Node *s = body->u.list.items[i];
+        if (!s->dep) continue;
+        Ctx c;
+        memset(&c, 0, sizeof c);
+        c.m = m;
+        c.modbody = body;
+        LaStraight *st = arena_alloc(m->arena, sizeof *st);
+        memset(st, 0, sizeof *st);
+        st->ncalls = sl_count(&c, s, false, &writes[i]);
+        if (st->ncalls < 0) st->why = arena_strndup(m->arena, c.pwhy, strlen(c.pwhy));
+        collect_writes(&c, s);
+        for (int k = 0; k < c.writes.n; k++) set_add(&writes[i], c.writes.v[k]);
+        free(c.writes.v);
+        st->from = i;
+        ls[i] = st;
+        s->dep->straight = st;
+    }
+    bool seen = false;
+    for (int j = 0; j < n; j++)
+        if (ls[j] && ls[j]->ncalls > 0) {
+            ls[j]->first = !seen;
+            seen = true;
+            if (j) sl_window(m, body, ls, writes, j);
+        }
+    for (int i = 0; i < n; i++) free(writes[i].v);
+    free(writes);
+    free(ls);
+}
+
 /* every `for` in n, inner ones included */
 static void visit(ModInfo *m, const Node *modbody, Node *n)
 {
@@ -999,6 +1288,7 @@ static void visit(ModInfo *m, const Node *modbody, Node *n)
 void laplan_analyse(ModInfo *m, Node *body, int first_proto)
 {
     visit(m, body, body);
+    if (body == m->body) plan_straight(m, body); /* a module's block (not a REPL entry's) */
     for (int i = first_proto; i < m->nprotos; i++)
         if (!m->protos[i]->is_qfn) visit(m, body, m->protos[i]->body);
 }
@@ -1047,4 +1337,42 @@ static void print_plans(const Node *n, const char *at, FILE *out)
     }
 }
 
+/* straight-line code: what a top-level statement's calls may do (LaStraight) */
+static void print_straight(const Node *stmt, const char *at, FILE *out)
+{
+    const LaStraight *st = stmt->dep ? stmt->dep->straight : NULL;
+    if (!st || st->ncalls == 0) return;
+    if (st->ncalls < 0) { /* a loop explains itself (print_plans) */
+        if (stmt->dep->nqcalls && stmt->kind != N_FOR && st->why)
+            fprintf(out, "%s: straight-line code starts no call of line %d early: %s\n", at,
+                    stmt->line, st->why);
+        return;
+    }
+    if (st->first) return;
+    if (st->plan.nsteps) {
+        fprintf(out, "%s: straight-line code may start ", at);
+        for (int i = 0, k = 0; i < st->plan.nsteps; i++) {
+            const Node *c = st->plan.steps[i].expr;
+            if (st->plan.steps[i].kind == LA_SITE)
+                fprintf(out, "%s%s() (line %d)", k++ ? ", " : "", c->u.call.fn->u.var.name,
+                        c->line);
+        }
+        if (st->first_line == st->last_line)
+            fprintf(out, " early while line %d waits (lookahead)", st->first_line);
+        else
+            fprintf(out, " early while lines %d-%d wait (lookahead)", st->first_line,
+                    st->last_line);
+        if (st->why) fprintf(out, "; not before: %s", st->why);
+        fputc('\n', out);
+    } else if (st->why) {
+        fprintf(out, "%s: straight-line code starts no call of line %d early: %s\n", at, stmt->line,
+                st->why);
+    }
+}
+
 void laplan_print(const Node *stmt, const char *at, FILE *out) { print_plans(stmt, at, out); }
+
+void laplan_print_straight(const Node *stmt, const char *at, FILE *out)
+{
+    print_straight(stmt, at, out);
+}

@@ -72,6 +72,38 @@ typedef struct LaPlan {
                     the inner loop's last iteration */
 } LaPlan;
 
+/* Straight-line lookahead (lang/async.md, "Straight-line code"): what a
+ * top-level statement of a module's block allows while an earlier one
+ * waits. Its quantum calls may start early while statement `from` (or any
+ * between it and this one) waits, when every statement from `from` up to
+ * this one (the waiting one included: the rest of it may still run)
+ *   - makes a known number of quantum calls (ncalls >= 0: each call of a
+ *     qfn bound once sits where the statement evaluates it exactly once;
+ *     the other calls are value builtins, builtins that neither call user
+ *     code nor run quantum code, or pure plain functions that make no
+ *     quantum calls), so the calls started early get the numbers (and
+ *     random streams) they will have;
+ *   - cannot skip what follows: it has no `error()` call (the only raise
+ *     at top level; break, continue and return are errors there), no
+ *     import (a module's code) and no `try`;
+ *   - rebinds no name the calls' arguments read nor a global the qfn
+ *     takes along, and changes no container they read in place (an
+ *     indexed or member assignment to it, a builtin that changes its
+ *     first argument given it, a plain function given it);
+ * and this statement's calls are planned as a loop body's are (laplan.h:
+ * the callee by binding, pure arguments, no condition). Knows the AST. */
+#define LA_STRAIGHT_REACH 32 /* statements a call may start ahead of its own */
+
+typedef struct LaStraight {
+    int ncalls;  /* quantum calls the statement makes each time it runs, or -1 (unknown) */
+    int from;    /* index of the earliest statement whose wait may start its calls;
+                        its own index: none may */
+    LaPlan plan; /* its calls, in evaluation order (sites only; nsteps 0: none) */
+    int first_line, last_line; /* --deps: the lines of statements from and (own index - 1) */
+    bool first;                /* the block's first statement making quantum calls */
+    const char *why;           /* --deps: why it may not start earlier (or at all) */
+} LaStraight;
+
 /* Attaches a plan (u.fors.plan, in m's arena) to every `for` of body and of
  * the functions m->protos[first_proto..] that qualifies. */
 void laplan_analyse(ModInfo *m, Node *body, int first_proto);
@@ -80,5 +112,9 @@ void laplan_analyse(ModInfo *m, Node *body, int first_proto);
  * calls a qfn without one, which calls are refused and why (rebinding,
  * effect, condition). */
 void laplan_print(const Node *stmt, const char *at, FILE *out);
+/* --deps: for a top-level statement that calls a qfn (after the block's
+ * first such), which of its calls straight-line code may start early and
+ * while which lines wait, or why none may (LaStraight). */
+void laplan_print_straight(const Node *stmt, const char *at, FILE *out);
 
 #endif

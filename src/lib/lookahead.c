@@ -1,6 +1,8 @@
 /* lookahead.c — lookahead dispatch (lookahead.h, lang/async.md): while the
  * main thread waits for a future inside a loop with a plan (laplan.h), the
- * quantum calls of the loop's next iterations are started. Their arguments
+ * quantum calls of the loop's next iterations are started; at a module's
+ * top level, the calls of the statements after the waiting one
+ * (straight-line code, laplan.h's LaStraight). Their arguments
  * are computed by the evaluator itself in a sandbox: the loop's variables
  * and the plan's assignments are set to what the iteration will give them
  * (and put back after), nothing may wait, and each call site makes an early
@@ -29,7 +31,8 @@
 #include <string.h>
 
 typedef struct Early {
-    const Node *loop; /* the N_FOR whose iteration it belongs to */
+    const Node *loop; /* the N_FOR whose iteration it belongs to; NULL: straight-line code */
+    const Node *stmt; /* straight-line code: the top-level statement it belongs to */
     const Node *site; /* the call */
     uint64_t iter;    /* that iteration */
     uint64_t index;   /* the call's number in program order */
@@ -46,6 +49,9 @@ typedef struct Lookahead {
     unsigned long started, used, dropped;
     const Node *owner;        /* the loop being run ahead (run_ahead): the calls started are its */
     int cur_ahead, max_ahead; /* iterations ahead of the running one: now, at most */
+    const Node *straight;     /* the top-level statement being run ahead (straight_run), or NULL */
+    unsigned long sl_started; /* of started: from straight-line code */
+    int sl_max;               /* statements ahead of the waiting one it reached, at most */
     unsigned long checks;     /* claims that compared canonical bytes */
     double check_seconds;     /* their time (the bytes of the call reached, the comparison) */
 } Lookahead;
@@ -98,7 +104,8 @@ Value lookahead_start(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskB
     Interp *in = vm->in;
     TaskCtx *c = NULL;
     TaskCanon canon;
-    if (body == task_qfn_body() && vm->loops && in->exec) {
+    Lookahead *la = la_of(in);
+    if (body == task_qfn_body() && (vm->loops || la->straight) && in->exec) {
         TaskSpec s = { .f = f,
                        .params = params,
                        .site = site,
@@ -122,13 +129,13 @@ Value lookahead_start(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskB
         task_canon_free(&canon);
         return vm_error(vm, site, "lookahead: not started early");
     }
-    Lookahead *la = la_of(in);
     if (la->n == la->cap) {
         la->cap = la->cap ? la->cap * 2 : 8;
         la->v = xrealloc(la->v, (size_t)la->cap * sizeof(Early));
     }
     Early *e = &la->v[la->n++];
-    e->loop = la->owner ? la->owner : vm->loops->loop;
+    e->loop = la->straight ? NULL : la->owner ? la->owner : vm->loops->loop;
+    e->stmt = la->straight;
     e->site = site;
     e->iter = 0; /* set by the caller (the iteration being run ahead) */
     e->index = vm->la_index;
@@ -137,6 +144,7 @@ Value lookahead_start(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskB
     incref(e->fn);
     e->canon = canon;
     la->started++;
+    if (la->straight) la->sl_started++;
     vm->la_index++;
     update_watch(vm, la);
     if (in->trace) {
@@ -342,6 +350,21 @@ static bool index_started(const Lookahead *la, uint64_t index)
     return false;
 }
 
+/* the window of calls started early: per loop, and for straight-line code */
+static int window_of(const Interp *in)
+{
+    return in->nworkers < 1 ? 1 : in->nworkers > 8 ? 8 : in->nworkers;
+}
+
+/* is the queue or the memory budget full (no more starts early)? */
+static bool room_full(Interp *in, uint64_t more)
+{
+    if (exec_unfinished(in->exec) + more >= 16 * (uint64_t)(in->nworkers > 4 ? in->nworkers : 4))
+        return true;
+    return in->hooks.mem_budget && in->hooks.mem_held &&
+           in->hooks.mem_held(in) >= in->hooks.mem_budget(in);
+}
+
 /* Starts the next iterations of lc (whose plan is p) while fewer than
  * `depth` run ahead; per: the calls of one iteration, base0: the number of
  * the first call of iteration lc->iter + 1; all_made: the running
@@ -367,12 +390,11 @@ static bool start_next(VM *vm, LoopCtx *lc, const LaPlan *p, uint64_t per, uint6
         i++;
     }
     int ahead = (int)(next - lc->iter - 1);
-    int depth = in->nworkers < 1 ? 1 : in->nworkers > 8 ? 8 : in->nworkers;
+    int depth = window_of(in);
     while (ahead < depth) {
         Value elem;
         if (!elem_of(lc, next, &elem)) return true;
-        if (exec_unfinished(in->exec) + per >= 16 * (uint64_t)(in->nworkers > 4 ? in->nworkers : 4))
-            return false;
+        if (room_full(in, per)) return false;
         uint64_t base = base0 + (next - lc->iter - 1) * per;
         if (per && index_started(la, base)) { /* an enclosing loop started it already */
             next++;
@@ -396,11 +418,12 @@ static bool start_next(VM *vm, LoopCtx *lc, const LaPlan *p, uint64_t per, uint6
     return false;
 }
 
-void lookahead_run(VM *vm)
+/* the loops' part: the next iterations of the innermost loop running */
+static void loops_run(VM *vm)
 {
     Interp *in = vm->in;
     LoopCtx *lc = vm->loops;
-    if (!vm->la_on || vm->la_sandbox || !lc || !in->exec) return;
+    if (!lc) return;
     /* the wait is in the loop's body, or in a function it called (a
      * wrapper needing its call's result, a helper forcing an argument):
      * no loop of theirs runs in between, or it would be vm->loops */
@@ -424,7 +447,82 @@ void lookahead_run(VM *vm)
             start_next(vm, up, op, per, vm->qcall_seq + left * (uint64_t)p->nsites, lc, left == 0);
         }
     }
-    update_watch(vm, la);
+}
+
+/* runs the calls of top-level statement s (plan st) ahead in the sandbox, with the
+ * module's scope; the first is numbered at; false if one could not start */
+static bool straight_ahead(VM *vm, const StraightCtx *sc, const Node *s, const LaStraight *st,
+                           uint64_t at)
+{
+    Lookahead *la = la_of(vm->in);
+    Frame *saved_frame = vm->frame;
+    ObjModule *saved_mod = vm->mod;
+    vm->frame = NULL; /* a module's top level has no frame (vm_run_module) */
+    vm->mod = sc->mod;
+    vm->la_sandbox++;
+    vm->la_index = at;
+    la->straight = s;
+    bool ok = true;
+    for (int t = 0; t < st->plan.nsteps && ok; t++) {
+        Value v = eval_expr(vm, st->plan.steps[t].expr);
+        if (IS_EXC(v))
+            ok = false;
+        else
+            decref(v);
+    }
+    la->straight = NULL;
+    vm->la_sandbox--;
+    vm->frame = saved_frame;
+    vm->mod = saved_mod;
+    return ok;
+}
+
+/* The straight-line part (laplan.h's LaStraight): while top-level statement
+ * k waits, the calls of the statements after it whose window reaches back
+ * to k, numbered as they will be: k's calls all counted from where the
+ * statement began, then each statement's in turn. At most window_of()
+ * calls from straight-line code are outstanding. */
+static void straight_run(VM *vm)
+{
+    Interp *in = vm->in;
+    const StraightCtx *sc = &vm->straight;
+    if (!sc->block) return;
+    const Node *b = sc->block;
+    int k = sc->i, n = b->u.list.n;
+    const DepInfo *dk = b->u.list.items[k]->dep;
+    const LaStraight *sk = dk ? dk->straight : NULL;
+    if (!sk || sk->ncalls < 0) return;
+    uint64_t base = sc->seq + (uint64_t)sk->ncalls;
+    if (vm->qcall_seq > base) return; /* not as counted: start nothing */
+    Lookahead *la = la_of(in);
+    int ahead = 0, depth = window_of(in);
+    for (int i = 0; i < la->n; i++)
+        if (!la->v[i].loop) ahead++;
+    for (int j = k + 1; j < n && j <= k + LA_STRAIGHT_REACH && ahead < depth; j++) {
+        const Node *s = b->u.list.items[j];
+        const LaStraight *st = s->dep ? s->dep->straight : NULL;
+        if (!st || st->ncalls < 0) return; /* the numbers past it are not known */
+        uint64_t at = base;
+        base += (uint64_t)st->ncalls;
+        if (st->from > k || !st->plan.nsteps || is_off(la, s) || index_started(la, at)) continue;
+        if (room_full(in, (uint64_t)st->ncalls)) return;
+        if (!callees_ok(vm, &st->plan, 0)) continue; /* a name holds another function now */
+        int before = la->n;
+        la->cur_ahead = j - k;
+        bool ok = straight_ahead(vm, sc, s, st, at);
+        if (la->n > before && j - k > la->sl_max) la->sl_max = j - k;
+        ahead += la->n - before;
+        if (!ok) continue;
+    }
+}
+
+void lookahead_run(VM *vm)
+{
+    Interp *in = vm->in;
+    if (!vm->la_on || vm->la_sandbox || !in->exec) return;
+    loops_run(vm);
+    straight_run(vm);
+    update_watch(vm, la_of(in));
 }
 
 Fut *lookahead_claim(VM *vm, const TaskSpec *s, const TaskCtx *c)
@@ -460,7 +558,7 @@ Fut *lookahead_claim(VM *vm, const TaskSpec *s, const TaskCtx *c)
             la->used++;
             continue;
         }
-        turn_off(la, e->loop);
+        turn_off(la, e->loop ? e->loop : e->stmt);
         drop_at(vm->in, la, i); /* its place has come and gone, or it would differ */
     }
     if (have > 0) task_canon_free(&now);
@@ -493,12 +591,15 @@ void lookahead_stats(Interp *in, FILE *out)
     if (!la || !la->started) return;
     fprintf(out, "qh stats: lookahead started %lu calls early, %lu used, %lu dropped\n",
             la->started, la->used, la->dropped);
-    fprintf(out,
-            "qh stats: lookahead reached up to %d iterations ahead (a window of %d per loop)\n",
-            la->max_ahead,
-            in->nworkers < 1   ? 1
-            : in->nworkers > 8 ? 8
-                               : in->nworkers);
+    if (la->started > la->sl_started)
+        fprintf(out,
+                "qh stats: lookahead reached up to %d iterations ahead (a window of %d per loop)\n",
+                la->max_ahead, window_of(in));
+    if (la->sl_started)
+        fprintf(out,
+                "qh stats: lookahead started %lu of them from straight-line code, up to %d "
+                "statements ahead of the waiting one (a window of %d calls)\n",
+                la->sl_started, la->sl_max, window_of(in));
     if (la->checks)
         fprintf(out, "qh stats: lookahead checked %lu calls reached, %.1f us each\n", la->checks,
                 la->check_seconds * 1e6 / (double)la->checks);

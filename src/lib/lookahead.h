@@ -1,6 +1,7 @@
 /* lookahead.h — starting quantum calls early while the main thread waits
  * (lang/async.md, "Lookahead"): calls the analysis proves will come next,
- * with arguments already known, are dispatched before their statement is
+ * (a loop's next iterations, the statements after a waiting top-level
+ * one), with arguments already known, are dispatched before their statement is
  * reached; the statement then takes the future started early. Main thread
  * only. Knows the evaluator's loop state, task.h's submission. */
 #ifndef QH_LOOKAHEAD_H

@@ -15,7 +15,9 @@ the binding rule): containers reordered or changed in place between an
 early start and the call (dict order, the sign of zero, a number becoming
 complex or a bool, an array's dtype or mask, [l, l] against two equal
 lists, a taken-along global), a qfn name rebound to a plain fn that prints,
-and matrix(f, t) templates that print and draw random numbers. Every
+and matrix(f, t) templates that print and draw random numbers; and the
+same hazards in straight-line code (pairs `e = q(x); print(e)` whose
+later calls start early while an earlier statement waits). Every
 value printed is printed in full (%.17g): the modes must agree bit for bit.
 The program itself is deterministic: only qh's scheduling differs between
 the runs the test compares.
@@ -257,6 +259,72 @@ class Gen:
             self.emit("for i in range(%d) { r = %s(matrix(%s, i)); print(f17(r)) }" % (n, q, tm))
             self.emit("print(f17(rand(1)[0]))")
 
+    def stmt_straight(self):
+        """straight-line code (lang/async.md, "Straight-line code"): pairs `e =
+        q(x); print(e)` whose later calls start while an earlier print waits,
+        with something the early call copied changed in between through
+        another name bound to the same object (which the analysis does not
+        see: the exact reuse check must), or a call the analysis must refuse
+        (a name rebound later, a template in an argument, a call in a branch)"""
+        q, v, al = self.fresh("sq"), self.fresh("sv"), self.fresh("sa")
+        flip = [self.r.randint(0, 1) for _ in range(self.r.randint(2, 4))]
+        kind = self.r.choice(["plain", "order", "zero", "kind", "dtype", "alias", "global", "rebind",
+                              "template", "cond"])
+        arg, change = v, None
+        if kind == "order":
+            self.emit("qfn %s(d) on hz { s = 0; j = 1; for x in keys(d) { s = s + j * d[x]; j = j + 1 }; "
+                      "RY(s, 0); return expval(PauliZ(0)) }" % q)
+            self.emit('%s = {"a": %s, "b": %s}' % (v, self.angle(), self.angle()))
+            change = 'x = pop(%s, "a"); %s["a"] = x' % (al, al)
+        elif kind == "zero":
+            self.emit("qfn %s(l) on hz { RY(0.5, 0); return str(atan2(l[0], -1)) }" % q)
+            self.emit("%s = [0.0]" % v)
+            change = "%s[0] = -%s[0]" % (al, al)
+        elif kind == "kind":
+            self.emit("qfn %s(l) on hz { RY(0.5, 0); return type(l[0]) + \" \" + str(l[0]) }" % q)
+            self.emit("%s = [1]" % v)
+            change = "%s[0] = %s" % (al, self.r.choice(["complex(1, 0)", "true", "1.0", "1"]))
+        elif kind == "dtype":
+            self.emit("qfn %s(l) on hz { RY(0.5, 0); return str(l[0] * 1) }" % q)
+            self.emit("%s = [array([1, 0])]" % v)
+            change = "%s[0] = %s" % (al, self.r.choice(["array([complex(1, 0), 0])", "array([1, 0]) > 0"]))
+        elif kind == "alias":
+            self.emit("qfn %s(p) on hz { p[0][0] = 5; RY(p[1][0], 0); return expval(PauliZ(0)) }" % q)
+            self.emit("%s = [[1.0], [1.0]]" % v)
+            change = "%s[1] = %s[0]" % (al, al)
+        elif kind == "global":
+            self.emit("%s = [%s, %s]" % (v, self.angle(), self.angle()))
+            self.emit("qfn %s(t) on hz { RY(t + %s[0], 0); RX(%s[1], 0); return expval(PauliZ(0)) }" % (q, v, v))
+            arg = self.angle()
+            change = "%s[0] = -%s[0]" % (al, al)
+        else:
+            self.emit("qfn %s(t) on hz { RY(t, 0); return expval(PauliZ(0)) }" % q)
+            self.emit("%s = %s" % (v, self.angle()))
+        self.emit("%s = %s" % (al, v))
+        for i, f in enumerate(flip):
+            if kind == "template":
+                tm = self.fresh("tmpl")
+                self.emit('fn %s(t) { print("template", t); RY(t + rand(1)[0], 0) }' % tm)
+                self.emit("e = %s(matrix(%s, %s)[0][0])" % (q, tm, self.angle()))
+                self.emit("print(str(e))")
+                continue
+            call = "%s(%s)" % (q, arg if kind not in ("plain", "rebind", "cond") else self.angle())
+            if kind == "cond" and f:
+                self.emit("if %s > 0 { e = %s }" % (v, call))
+            else:
+                self.emit("e = %s" % call)
+            self.emit("print(show(e))" if kind in ("zero", "kind", "dtype") else "print(f17(e))")
+            if f and change:
+                self.emit(change)
+        if kind == "rebind":
+            lg = self.fresh("logged")
+            self.emit('fn %s(t) { print("plain", t); return 2 * t }' % lg)
+            self.emit("%s = %s" % (q, lg))
+            self.emit("e = %s(%s)" % (q, self.angle()))
+            self.emit("print(f17(e))")
+        if kind == "template":
+            self.emit("print(f17(rand(1)[0]))")
+
     def stmt_grad(self):
         name = self.fresh("g")
         nq = self.nq
@@ -290,7 +358,8 @@ class Gen:
         for _ in range(self.r.randint(2, 5)):
             self.qfn()
         parts = [self.stmt_calls, self.stmt_calls, self.stmt_containers, self.stmt_sweep, self.stmt_sweep,
-                 self.stmt_grad, self.stmt_classical, self.stmt_big, self.stmt_hazard, self.stmt_hazard]
+                 self.stmt_grad, self.stmt_classical, self.stmt_big, self.stmt_hazard, self.stmt_hazard,
+                 self.stmt_straight, self.stmt_straight]
         for _ in range(self.r.randint(3, 9)):
             self.r.choice(parts)()
         if self.r.random() < 0.3:
