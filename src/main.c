@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -178,6 +179,63 @@ typedef struct Opts {
     bool interactive, check, deps;
 } Opts;
 
+/* The field a flag (an option without a value) sets, or NULL. */
+static bool *flag_of(Opts *o, const char *a)
+{
+    static const struct {
+        const char *name;
+        size_t off;
+    } flags[] = {
+        { "-i", offsetof(Opts, interactive) },
+        { "--sync", offsetof(Opts, cfg.sync) },
+        { "--no-lookahead", offsetof(Opts, cfg.no_lookahead) },
+        { "--no-fusion", offsetof(Opts, cfg.no_fusion) },
+        { "--stats", offsetof(Opts, cfg.stats) },
+        { "--deps", offsetof(Opts, deps) },
+        { "--check", offsetof(Opts, check) },
+    };
+    for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
+        if (strcmp(a, flags[k].name) == 0) return (bool *)((char *)o + flags[k].off);
+    return NULL;
+}
+
+/* The value of option `which` (1: --workers, 2: --seed, 3: --trace,
+ * 4: --max-memory, 5: --kernel) into o: -1 to go on, else a usage error's
+ * exit status. */
+static int set_value(Opts *o, int which, const char *val)
+{
+    qh_Config *c = &o->cfg;
+    long long n;
+    uint64_t u;
+    switch (which) {
+    case 1:
+        if (!opt_int(val, 1, 1024, &n))
+            return usage_error("--workers needs a number from 1 to 1024, not '%s'", val);
+        c->workers = (int)n;
+        return -1;
+    case 2:
+        if (!opt_u64(val, &u))
+            return usage_error("--seed needs a non-negative integer, not '%s'", val);
+        c->seed = u;
+        c->seed_given = true;
+        return -1;
+    case 3:
+        if (!*val) return usage_error("--trace needs a file name%s", "");
+        c->trace_path = val;
+        return -1;
+    case 4:
+        if (!opt_size(val, &u) || u > SIZE_MAX)
+            return usage_error("--max-memory needs a size like 4G or 512M, not '%s'", val);
+        c->max_memory = (size_t)u;
+        return -1;
+    case 5:
+        if (!*val) return usage_error("--kernel needs a connection file%s", "");
+        o->kernel = val;
+        return -1;
+    default: qh_unreachable();
+    }
+}
+
 /* Reads the options into o: -1 to go on, else the exit status (--help,
  * --version, a usage error). */
 static int parse_options(int argc, char **argv, Opts *o)
@@ -202,32 +260,9 @@ static int parse_options(int argc, char **argv, Opts *o)
             printf("qh %s\n", QH_VERSION);
             return printed();
         }
-        if (strcmp(a, "-i") == 0) {
-            o->interactive = true;
-            continue;
-        }
-        if (strcmp(a, "--sync") == 0) {
-            c->sync = true;
-            continue;
-        }
-        if (strcmp(a, "--no-lookahead") == 0) {
-            c->no_lookahead = true;
-            continue;
-        }
-        if (strcmp(a, "--no-fusion") == 0) {
-            c->no_fusion = true;
-            continue;
-        }
-        if (strcmp(a, "--stats") == 0) {
-            c->stats = true;
-            continue;
-        }
-        if (strcmp(a, "--deps") == 0) {
-            o->deps = true;
-            continue;
-        }
-        if (strcmp(a, "--check") == 0) {
-            o->check = true;
+        bool *flag = flag_of(o, a);
+        if (flag) {
+            *flag = true;
             continue;
         }
         const char *val = NULL;
@@ -255,35 +290,8 @@ static int parse_options(int argc, char **argv, Opts *o)
             i++;
             break;
         } /* -e CODE ends the options: the rest is argv */
-        long long n;
-        uint64_t u;
-        switch (which) {
-        case 1:
-            if (!opt_int(val, 1, 1024, &n))
-                return usage_error("--workers needs a number from 1 to 1024, not '%s'", val);
-            c->workers = (int)n;
-            break;
-        case 2:
-            if (!opt_u64(val, &u))
-                return usage_error("--seed needs a non-negative integer, not '%s'", val);
-            c->seed = u;
-            c->seed_given = true;
-            break;
-        case 3:
-            if (!*val) return usage_error("--trace needs a file name%s", "");
-            c->trace_path = val;
-            break;
-        case 4:
-            if (!opt_size(val, &u) || u > SIZE_MAX)
-                return usage_error("--max-memory needs a size like 4G or 512M, not '%s'", val);
-            c->max_memory = (size_t)u;
-            break;
-        case 5:
-            if (!*val) return usage_error("--kernel needs a connection file%s", "");
-            o->kernel = val;
-            break;
-        default: qh_unreachable();
-        }
+        int rc = set_value(o, which, val);
+        if (rc >= 0) return rc;
     }
     if (!o->code && i < argc) o->file = argv[i++];
     c->argc = argc - i;

@@ -691,6 +691,42 @@ static void serve_item(Remote *r, Item *it)
     fut_release(f);
 }
 
+/* The program rank 0 broadcasts after its header h: its name and text
+ * (heap, 0-terminated). */
+static void recv_program(const ProgHdr *h, char **name, char **text)
+{
+    *name = xmalloc((size_t)h->namelen + 1);
+    *text = xmalloc((size_t)h->textlen + 1);
+    MPI_Bcast(*name, (int)h->namelen, MPI_BYTE, 0, MPI_COMM_WORLD);
+    for (size_t at = 0; at < h->textlen;) {
+        size_t n = h->textlen - at > (1u << 30) ? (1u << 30) : h->textlen - at;
+        MPI_Bcast(*text + at, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD);
+        at += n;
+    }
+    (*name)[h->namelen] = 0;
+    (*text)[h->textlen] = 0;
+}
+
+/* Serves the farm's items until rank 0 says stop (or falls silent). */
+static void serve_inbox(Remote *r)
+{
+    pthread_mutex_lock(&r->mu);
+    while (r->farm) {
+        while (!r->inbox && !r->stop) pthread_cond_wait(&r->cv, &r->mu);
+        if (!r->inbox) break;
+        qh_assert(r->inbox_tail && !r->inbox_tail->next); /* the tail is the last item */
+        Item *it = r->inbox;
+        r->inbox = it->next;
+        if (!r->inbox) r->inbox_tail = NULL;
+        pthread_mutex_unlock(&r->mu);
+        serve_item(r, it);
+        free(it->blob);
+        free(it);
+        pthread_mutex_lock(&r->mu);
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
 int remote_follow(Remote *r, const qh_Config *cfg0)
 {
     if (!r) return 0;
@@ -699,16 +735,8 @@ int remote_follow(Remote *r, const qh_Config *cfg0)
     if (r->size < 2 || !r->multiple) goto done;
     MPI_Bcast(&h, (int)sizeof h, MPI_BYTE, 0, MPI_COMM_WORLD);
     if (h.kind != MSG_PROGRAM) goto done;
-    char *name = xmalloc((size_t)h.namelen + 1);
-    char *text = xmalloc((size_t)h.textlen + 1);
-    MPI_Bcast(name, (int)h.namelen, MPI_BYTE, 0, MPI_COMM_WORLD);
-    for (size_t at = 0; at < h.textlen;) {
-        size_t n = h.textlen - at > (1u << 30) ? (1u << 30) : h.textlen - at;
-        MPI_Bcast(text + at, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD);
-        at += n;
-    }
-    name[h.namelen] = 0;
-    text[h.textlen] = 0;
+    char *name, *text;
+    recv_program(&h, &name, &text);
     /* this rank prints nothing: its messages travel to rank 0 */
     FILE *null = fopen("/dev/null", "w");
     qh_Config cfg = *cfg0;
@@ -754,21 +782,7 @@ int remote_follow(Remote *r, const qh_Config *cfg0)
         r->qd = qd; /* the farm's thread reads it */
         pthread_mutex_unlock(&r->mu);
     }
-    /* serve until rank 0 says stop (or falls silent) */
-    pthread_mutex_lock(&r->mu);
-    while (r->farm) {
-        while (!r->inbox && !r->stop) pthread_cond_wait(&r->cv, &r->mu);
-        if (!r->inbox) break;
-        Item *it = r->inbox;
-        r->inbox = it->next;
-        if (!r->inbox) r->inbox_tail = NULL;
-        pthread_mutex_unlock(&r->mu);
-        serve_item(r, it);
-        free(it->blob);
-        free(it);
-        pthread_mutex_lock(&r->mu);
-    }
-    pthread_mutex_unlock(&r->mu);
+    serve_inbox(r);
     if (in->exec) exec_cancel_all(in->exec);
     int died = 0;
     if (r->qd) died |= qdist_close(r->qd);

@@ -148,6 +148,82 @@ static int flush_batch(Dsvr *r, char *err, size_t errlen)
 
 /* ---- the follower ----------------------------------------------------- */
 
+/* One command a follower runs with the leader (its state *dp; pay: the
+ * payload of h->len bytes). Errors are the leader's to report: a
+ * follower's failure shows on the leader too (the collectives agree or
+ * the leader's own call fails the same way). */
+static void follow_cmd(Dsv **dp, const Hdr *h, char *pay, const DsvConfig *cfg, MPI_Comm comm)
+{
+    Dsv *d = *dp;
+    char e2[256];
+    Rng rng = h->rng;
+    switch (h->cmd) {
+    case C_NEW: {
+        DsvConfig c = *cfg;
+        c.xbuf_bytes = (size_t)h->n1;
+        c.relabel = h->b;
+        if (dsv_new(&d, h->a, comm, &c, e2, sizeof e2)) d = NULL;
+        break;
+    }
+    case C_FREE:
+        dsv_free(d);
+        d = NULL;
+        break;
+    case C_RESET:
+        if (d) dsv_reset(d, e2, sizeof e2);
+        break;
+    case C_APPLY:
+        if (d) run_applies(d, pay, h->len, e2, sizeof e2);
+        break;
+    case C_EXPVAL:
+    case C_VAR: {
+        double v;
+        int n = (int)(h->len / sizeof(SvPauli));
+        if (!d) break;
+        if (h->cmd == C_EXPVAL)
+            dsv_expval_shots(d, (SvPauli *)pay, n, (size_t)h->n1, &rng, &v, e2, sizeof e2);
+        else
+            dsv_var_shots(d, (SvPauli *)pay, n, (size_t)h->n1, &rng, &v, e2, sizeof e2);
+        break;
+    }
+    case C_SPAULI: {
+        double *o = malloc((size_t)(h->n1 ? h->n1 : 1) * sizeof(double));
+        if (d && o) dsv_sample_pauli(d, (SvPauli *)pay, (size_t)h->n1, &rng, o, e2, sizeof e2);
+        free(o);
+        break;
+    }
+    case C_PROBS: {
+        int nw = (int)(h->len / sizeof(int));
+        int all = nw == 0 || (d && nw == dsv_nq(d)), valid = nw <= 30;
+        double *o = all || !valid ? NULL : malloc(((size_t)1 << nw) * sizeof(double));
+        /* an invalid request fails before any traffic, as on the leader */
+        if (d && (all || o || !valid))
+            dsv_probs_shots(d, (int *)pay, nw, (size_t)h->n1, &rng, o, e2, sizeof e2);
+        free(o);
+        break;
+    }
+    case C_SAMPLE: {
+        uint64_t *o = malloc((size_t)(h->n1 ? h->n1 : 1) * sizeof(uint64_t));
+        if (d && o) dsv_sample(d, (size_t)h->n1, &rng, o, e2, sizeof e2);
+        free(o);
+        break;
+    }
+    case C_MEASURE:
+        if (d) dsv_measure(d, h->a, h->b, &rng, e2, sizeof e2);
+        break;
+    case C_NORM: {
+        double v;
+        if (d) dsv_norm(d, &v, e2, sizeof e2);
+        break;
+    }
+    case C_GATHER:
+        if (d) dsv_gather(d, 0, NULL, e2, sizeof e2);
+        break;
+    default: break;
+    }
+    *dp = d;
+}
+
 /* Terms of a Pauli sum travel as raw SvPauli records. */
 int dsvr_serve(MPI_Comm comm0, const DsvConfig *cfg0, char *err, size_t errlen)
 {
@@ -164,7 +240,6 @@ int dsvr_serve(MPI_Comm comm0, const DsvConfig *cfg0, char *err, size_t errlen)
     Dsv *d = NULL;
     char *pay = NULL;
     int rc = 0;
-    char e2[256];
     for (;;) {
         Hdr h;
         if (bcast(comm, &cfg, &h, sizeof h, err, errlen)) {
@@ -183,73 +258,7 @@ int dsvr_serve(MPI_Comm comm0, const DsvConfig *cfg0, char *err, size_t errlen)
             break;
         }
         if (h.cmd == C_CLOSE) break;
-        Rng rng = h.rng;
-        /* a follower's failure shows on the leader too (the collectives
-           agree or the leader's own call fails the same way) */
-        switch (h.cmd) {
-        case C_NEW: {
-            DsvConfig c = cfg;
-            c.xbuf_bytes = (size_t)h.n1;
-            c.relabel = h.b;
-            if (dsv_new(&d, h.a, comm, &c, e2, sizeof e2)) d = NULL;
-            break;
-        }
-        case C_FREE:
-            dsv_free(d);
-            d = NULL;
-            break;
-        case C_RESET:
-            if (d) dsv_reset(d, e2, sizeof e2);
-            break;
-        case C_APPLY:
-            if (d) run_applies(d, pay, h.len, e2, sizeof e2);
-            break;
-        case C_EXPVAL:
-        case C_VAR: {
-            double v;
-            int n = (int)(h.len / sizeof(SvPauli));
-            if (!d) break;
-            if (h.cmd == C_EXPVAL)
-                dsv_expval_shots(d, (SvPauli *)pay, n, (size_t)h.n1, &rng, &v, e2, sizeof e2);
-            else
-                dsv_var_shots(d, (SvPauli *)pay, n, (size_t)h.n1, &rng, &v, e2, sizeof e2);
-            break;
-        }
-        case C_SPAULI: {
-            double *o = malloc((size_t)(h.n1 ? h.n1 : 1) * sizeof(double));
-            if (d && o) dsv_sample_pauli(d, (SvPauli *)pay, (size_t)h.n1, &rng, o, e2, sizeof e2);
-            free(o);
-            break;
-        }
-        case C_PROBS: {
-            int nw = (int)(h.len / sizeof(int));
-            int all = nw == 0 || (d && nw == dsv_nq(d)), valid = nw <= 30;
-            double *o = all || !valid ? NULL : malloc(((size_t)1 << nw) * sizeof(double));
-            /* an invalid request fails before any traffic, as on the leader */
-            if (d && (all || o || !valid))
-                dsv_probs_shots(d, (int *)pay, nw, (size_t)h.n1, &rng, o, e2, sizeof e2);
-            free(o);
-            break;
-        }
-        case C_SAMPLE: {
-            uint64_t *o = malloc((size_t)(h.n1 ? h.n1 : 1) * sizeof(uint64_t));
-            if (d && o) dsv_sample(d, (size_t)h.n1, &rng, o, e2, sizeof e2);
-            free(o);
-            break;
-        }
-        case C_MEASURE:
-            if (d) dsv_measure(d, h.a, h.b, &rng, e2, sizeof e2);
-            break;
-        case C_NORM: {
-            double v;
-            if (d) dsv_norm(d, &v, e2, sizeof e2);
-            break;
-        }
-        case C_GATHER:
-            if (d) dsv_gather(d, 0, NULL, e2, sizeof e2);
-            break;
-        default: break;
-        }
+        follow_cmd(&d, &h, pay, &cfg, comm);
     }
     free(pay);
     dsv_free(d);

@@ -556,6 +556,41 @@ void exec_free(Exec *e)
     free(e);
 }
 
+/* A submit from outside the workers when the executor holds its bound of
+ * unfinished tasks: wait (under e->mu) until there is room; false if the
+ * submit is refused instead (closing, cancelled, interrupted). */
+static bool wait_room_locked(Exec *e)
+{
+    unsigned long gen = e->cancel_gen;
+    double t_block = exec_clock();
+    while ((size_t)e->unfinished >= e->bound && !e->closing && gen == e->cancel_gen &&
+           !atomic_load_explicit(&e->interrupt, memory_order_relaxed)) {
+        struct timespec dl;
+        exec_deadline(&dl, 0.010);
+        pthread_cond_timedwait(&e->space, &e->mu, &dl);
+    }
+    bool refused = (size_t)e->unfinished >= e->bound || e->closing || gen != e->cancel_gen ||
+                   atomic_load_explicit(&e->interrupt, memory_order_relaxed);
+    e->st.blocked_submits++;
+    e->st.blocked_seconds += exec_clock() - t_block;
+    if (!refused && (size_t)e->unfinished + 1 < e->bound)
+        pthread_cond_signal(&e->space); /* pass on a wakeup we may have eaten */
+    return !refused;
+}
+
+/* The submit slice of task t on track tid, from t_enter (exec_clock) to now. */
+static void trace_submit(Trace *tr, const ExecTask *t, int tid, double t_enter)
+{
+    double now = trace_now_us(tr);
+    double ts = trace_mono_to_us(tr, t_enter);
+    char args[96];
+    snprintf(args, sizeof args, "{\"line\":%d,\"seq\":%lu,\"deps\":%d}", t->line, t->seq, t->ndeps);
+    /* The arrow leaves from inside the submit slice (viewers bind a
+     * flow to the slice that encloses it). */
+    trace_complete(tr, tid, "submit", "exec", ts, now - ts + 0.002, args);
+    trace_flow_start(tr, tid, t->seq, now + 0.001);
+}
+
 /* Why: the one way work enters the executor; see exec.h for the contract.
  * Allocation happens before the lock, the dependency nodes are hung after
  * it, and a guard in npending keeps the task parked until all are hung. */
@@ -599,22 +634,7 @@ Fut *exec_submit_flags(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void 
     bool on_worker = tl_worker >= 0;
     pthread_mutex_lock(&e->mu);
     bool refused = e->closing;
-    if (!refused && !on_worker && (size_t)e->unfinished >= e->bound) {
-        unsigned long gen = e->cancel_gen;
-        double t_block = exec_clock();
-        while ((size_t)e->unfinished >= e->bound && !e->closing && gen == e->cancel_gen &&
-               !atomic_load_explicit(&e->interrupt, memory_order_relaxed)) {
-            struct timespec dl;
-            exec_deadline(&dl, 0.010);
-            pthread_cond_timedwait(&e->space, &e->mu, &dl);
-        }
-        refused = (size_t)e->unfinished >= e->bound || e->closing || gen != e->cancel_gen ||
-                  atomic_load_explicit(&e->interrupt, memory_order_relaxed);
-        e->st.blocked_submits++;
-        e->st.blocked_seconds += exec_clock() - t_block;
-        if (!refused && (size_t)e->unfinished + 1 < e->bound)
-            pthread_cond_signal(&e->space); /* pass on a wakeup we may have eaten */
-    }
+    if (!refused && !on_worker && (size_t)e->unfinished >= e->bound) refused = !wait_room_locked(e);
     if (refused) {
         pthread_mutex_unlock(&e->mu);
         for (int i = 0; i < nd; i++) fut_release(t->deps[i]);
@@ -624,6 +644,7 @@ Fut *exec_submit_flags(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void 
         if (free_ctx && ctx) free_ctx(ctx);
         return NULL;
     }
+    qh_assert(!e->closing && (on_worker || (size_t)e->unfinished < e->bound));
     t->fut = fut_new();
     Fut *ret = fut_retain(t->fut);
     t->seq = ++e->seq;
@@ -646,17 +667,7 @@ Fut *exec_submit_flags(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void 
             dep_settled(t); /* never the last: the guard is still held */
 
     Trace *tr = atomic_load_explicit(&e->trace, memory_order_acquire);
-    if (tr) {
-        int tid = on_worker ? tl_worker + 1 : 0;
-        double now = trace_now_us(tr);
-        double ts = trace_mono_to_us(tr, t_enter);
-        char args[96];
-        snprintf(args, sizeof args, "{\"line\":%d,\"seq\":%lu,\"deps\":%d}", line, t->seq, nd);
-        /* The arrow leaves from inside the submit slice (viewers bind a
-         * flow to the slice that encloses it). */
-        trace_complete(tr, tid, "submit", "exec", ts, now - ts + 0.002, args);
-        trace_flow_start(tr, tid, t->seq, now + 0.001);
-    }
+    if (tr) trace_submit(tr, t, on_worker ? tl_worker + 1 : 0, t_enter);
 
     /* Drop the guard. If exec_cancel_all doomed the task while the nodes
      * were being hung, unhook the ones it could not see yet. */

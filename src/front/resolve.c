@@ -786,6 +786,21 @@ static void local_bind(const HideWalk *w, LocalHide *lh, const Node *t, bool cal
     HideSite *b = &lh->bind[t->u.var.slot];
     if (!b->src) *b = (HideSite){ mod_msg_src(w->m), t->line, t->col };
 }
+/* A call: of a local, noted (the first one) */
+static void local_call(const HideWalk *w, LocalHide *lh, const Node *n)
+{
+    const Node *fn = n->u.call.fn;
+    if (is_local(fn)) {
+        qh_assert(fn->u.var.slot >= 0 && fn->u.var.slot < lh->f->nlocals);
+        HideSite *c = &lh->call[fn->u.var.slot];
+        if (!c->src) *c = (HideSite){ mod_msg_src(w->m), fn->line, fn->col };
+    } else {
+        local_walk(w, lh, fn);
+    }
+    local_list(w, lh, n->u.call.args, n->u.call.nargs);
+    for (int i = 0; i < n->u.call.nkw; i++) local_walk(w, lh, n->u.call.kw[i].value);
+}
+
 /* A comprehension inside a function: its variables are the function's
  * locals (slots of its frame), bound by the comprehension; its parts are
  * walked for calls. */
@@ -819,17 +834,7 @@ static void local_walk(const HideWalk *w, LocalHide *lh, const Node *n)
         local_walk(w, lh, n->u.bin.a);
         local_walk(w, lh, n->u.bin.b);
         break;
-    case N_CALL:
-        if (is_local(n->u.call.fn)) {
-            HideSite *c = &lh->call[n->u.call.fn->u.var.slot];
-            if (!c->src)
-                *c = (HideSite){ mod_msg_src(w->m), n->u.call.fn->line, n->u.call.fn->col };
-        } else {
-            local_walk(w, lh, n->u.call.fn);
-        }
-        local_list(w, lh, n->u.call.args, n->u.call.nargs);
-        for (int i = 0; i < n->u.call.nkw; i++) local_walk(w, lh, n->u.call.kw[i].value);
-        break;
+    case N_CALL: local_call(w, lh, n); break;
     case N_INDEX:
         local_walk(w, lh, n->u.index.obj);
         local_list(w, lh, n->u.index.idx, n->u.index.nidx);
@@ -857,6 +862,7 @@ static void local_walk(const HideWalk *w, LocalHide *lh, const Node *n)
             local_bind(w, lh, n->u.destruct.targets[i], false);
         break;
     case N_IF:
+    case N_COND:
         local_walk(w, lh, n->u.ifs.cond);
         local_walk(w, lh, n->u.ifs.then);
         local_walk(w, lh, n->u.ifs.els);
@@ -876,11 +882,6 @@ static void local_walk(const HideWalk *w, LocalHide *lh, const Node *n)
         local_walk(w, lh, n->u.tries.handler);
         break;
     case N_IMPORT: local_bind(w, lh, n->u.import.var, false); break;
-    case N_COND:
-        local_walk(w, lh, n->u.ifs.cond);
-        local_walk(w, lh, n->u.ifs.then);
-        local_walk(w, lh, n->u.ifs.els);
-        break;
     case N_LISTCOMP:
     case N_DICTCOMP: local_comp(w, lh, n); break;
     case N_NKINDS: qh_unreachable();
@@ -927,6 +928,21 @@ static void hide_fn(HideWalk *w, const FnProto *f)
     free(lh.call);
 }
 
+/* A call: of a global bound to a builtin's name, noted */
+static void hide_call(HideWalk *w, const Node *n)
+{
+    const Node *fn = n->u.call.fn;
+    if (fn->kind == N_GLOBAL) {
+        int g = fn->u.var.slot;
+        qh_assert(g >= 0 && g < w->m->nglobals);
+        if (g < w->h->n && w->m->gbuiltin[g] >= 0) hide_note(&w->h->call[g], w, fn);
+    } else {
+        hide_walk(w, fn);
+    }
+    hide_list(w, n->u.call.args, n->u.call.nargs);
+    for (int i = 0; i < n->u.call.nkw; i++) hide_walk(w, n->u.call.kw[i].value);
+}
+
 /* A comprehension: its parts are walked for calls (its variables are
  * locals, of its own frame at the top level: never a global binding). */
 static void hide_comp(HideWalk *w, const Node *n)
@@ -958,18 +974,7 @@ static void hide_walk(HideWalk *w, const Node *n)
         hide_walk(w, n->u.bin.a);
         hide_walk(w, n->u.bin.b);
         break;
-    case N_CALL: {
-        const Node *fn = n->u.call.fn;
-        if (fn->kind == N_GLOBAL) {
-            int g = fn->u.var.slot;
-            if (g < w->h->n && w->m->gbuiltin[g] >= 0) hide_note(&w->h->call[g], w, fn);
-        } else {
-            hide_walk(w, fn);
-        }
-        hide_list(w, n->u.call.args, n->u.call.nargs);
-        for (int i = 0; i < n->u.call.nkw; i++) hide_walk(w, n->u.call.kw[i].value);
-        break;
-    }
+    case N_CALL: hide_call(w, n); break;
     case N_INDEX:
         hide_walk(w, n->u.index.obj);
         hide_list(w, n->u.index.idx, n->u.index.nidx);
@@ -984,14 +989,11 @@ static void hide_walk(HideWalk *w, const Node *n)
     case N_EXPRSTMT:
     case N_RETURN: hide_walk(w, n->u.expr.expr); break;
     case N_ASSIGN:
+    case N_AUGASSIGN: /* x = fn ... binds a function: meant */
         hide_walk(w, n->u.assign.value);
         hide_walk(w, n->u.assign.target);
-        hide_bind(w, n->u.assign.target, n->u.assign.value->kind == N_FNEXPR);
-        break;
-    case N_AUGASSIGN:
-        hide_walk(w, n->u.assign.value);
-        hide_walk(w, n->u.assign.target);
-        hide_bind(w, n->u.assign.target, false);
+        hide_bind(w, n->u.assign.target,
+                  n->kind == N_ASSIGN && n->u.assign.value->kind == N_FNEXPR);
         break;
     case N_DESTRUCT:
         hide_walk(w, n->u.destruct.value);
@@ -1001,6 +1003,7 @@ static void hide_walk(HideWalk *w, const Node *n)
         }
         break;
     case N_IF:
+    case N_COND:
         hide_walk(w, n->u.ifs.cond);
         hide_walk(w, n->u.ifs.then);
         hide_walk(w, n->u.ifs.els);
@@ -1021,11 +1024,6 @@ static void hide_walk(HideWalk *w, const Node *n)
         break;
     case N_FNDEF: hide_fn(w, n->u.fn); break; /* binds a function: meant */
     case N_IMPORT: hide_bind(w, n->u.import.var, false); break;
-    case N_COND:
-        hide_walk(w, n->u.ifs.cond);
-        hide_walk(w, n->u.ifs.then);
-        hide_walk(w, n->u.ifs.els);
-        break;
     case N_LISTCOMP:
     case N_DICTCOMP: hide_comp(w, n); break;
     case N_NKINDS: qh_unreachable();

@@ -127,6 +127,38 @@ static int hex4(P *p, unsigned *v)
     return 0;
 }
 
+/* A \\u escape at p->p (after the 'u'), a surrogate pair as one code
+ * point, into b; -1 (failed) if it is bad or a lone surrogate. */
+static int u_escape(P *p, Buf *b)
+{
+    unsigned cp;
+    if (hex4(p, &cp)) {
+        fail(p, "bad \\u escape");
+        return -1;
+    }
+    if (cp >= 0xD800 && cp < 0xDC00 && p->e - p->p >= 6 && p->p[0] == '\\' && p->p[1] == 'u') {
+        const char *save = p->p;
+        unsigned lo;
+        p->p += 2;
+        if (!hex4(p, &lo) && lo >= 0xDC00 && lo < 0xE000)
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+        else
+            p->p = save;
+    }
+    if (cp >= 0xD800 && cp < 0xE000) {
+        /* Python keeps a lone surrogate in its str; a qh string is UTF-8 and
+           cannot hold one: refused rather than written as invalid UTF-8 */
+        char m[80];
+        snprintf(m, sizeof m, "lone surrogate \\u%04x (qh's strings are UTF-8)", cp);
+        p->p -= 6;
+        fail(p, m);
+        return -1;
+    }
+    qh_assert(cp < 0x110000);
+    put_utf8(b, cp);
+    return 0;
+}
+
 /* A string at p->p (after its opening quote is checked). */
 static int string(P *p, char **out, size_t *len)
 {
@@ -188,34 +220,9 @@ static int string(P *p, char **out, size_t *len)
         case 'n': m = "\n"; break;
         case 'r': m = "\r"; break;
         case 't': m = "\t"; break;
-        case 'u': {
-            unsigned cp;
-            if (hex4(p, &cp)) {
-                fail(p, "bad \\u escape");
-                goto out;
-            }
-            if (cp >= 0xD800 && cp < 0xDC00 && p->e - p->p >= 6 && p->p[0] == '\\' &&
-                p->p[1] == 'u') {
-                const char *save = p->p;
-                unsigned lo;
-                p->p += 2;
-                if (!hex4(p, &lo) && lo >= 0xDC00 && lo < 0xE000)
-                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-                else
-                    p->p = save;
-            }
-            if (cp >= 0xD800 && cp < 0xE000) {
-                /* Python keeps a lone surrogate in its str; a qh string is UTF-8 and
-                   cannot hold one: refused rather than written as invalid UTF-8 */
-                char m[80];
-                snprintf(m, sizeof m, "lone surrogate \\u%04x (qh's strings are UTF-8)", cp);
-                p->p -= 6;
-                fail(p, m);
-                goto out;
-            }
-            put_utf8(&b, cp);
+        case 'u':
+            if (u_escape(p, &b)) goto out;
             continue;
-        }
         default:
             p->p--;
             fail(p, "bad escape in a string");

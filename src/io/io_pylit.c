@@ -13,6 +13,7 @@
  */
 #include "io.h"
 #include "io_impl.h"
+#include "qh_assert.h"
 #include "utf8.h"
 
 #include <stdint.h>
@@ -142,6 +143,39 @@ static int hexv(unsigned char c)
                                   : -1;
 }
 
+/* The character a one-letter escape (\\n, \\t, \\' ...) stands for, or -1. */
+static int simple_escape(unsigned char d)
+{
+    switch (d) {
+    case '\\': return '\\';
+    case '\'': return '\'';
+    case '"': return '"';
+    case 'a': return 7;
+    case 'b': return 8;
+    case 'f': return 12;
+    case 'n': return 10;
+    case 'r': return 13;
+    case 't': return 9;
+    case 'v': return 11;
+    default: return -1;
+    }
+}
+
+/* The nd hex digits of a \\u (4) or \\U (8) escape at x->p into *cp. */
+static int u_escape(Lx *x, int nd, uint32_t *cp)
+{
+    if (x->e - x->p < nd) return lfail(x, "a bad \\u escape");
+    for (int i = 0; i < nd; i++) {
+        int h = hexv(x->p[i]);
+        if (h < 0) return lfail(x, "a bad \\u escape");
+        *cp = *cp * 16 + (uint32_t)h;
+    }
+    x->p += nd;
+    if (*cp > 0x10FFFF) return lfail(x, "a \\U escape beyond U+10FFFF");
+    if (*cp >= 0xD800 && *cp < 0xE000) return lfail(x, "a surrogate \\u escape (not read)");
+    return 0;
+}
+
 /* One string literal at x->p (its prefix already read: raw, bytes), the
    text appended to b (a str as UTF-8, bytes as they are). */
 static int str_body(Lx *x, SB *b, int raw, int bytes)
@@ -177,22 +211,17 @@ static int str_body(Lx *x, SB *b, int raw, int bytes)
         }
         x->p += 2;
         uint32_t cp = 0;
-        int ok = 1, lit = -1;
+        int ok = 1, lit = simple_escape(d);
+        if (lit >= 0) {
+            char ch = (char)lit;
+            if (sb_put(b, &ch, 1)) return lfail(x, "out of memory");
+            continue;
+        }
         switch (d) {
         case '\n': continue;
         case '\r':
             if (x->p < x->e && *x->p == '\n') x->p++;
             continue;
-        case '\\': lit = '\\'; break;
-        case '\'': lit = '\''; break;
-        case '"': lit = '"'; break;
-        case 'a': lit = 7; break;
-        case 'b': lit = 8; break;
-        case 'f': lit = 12; break;
-        case 'n': lit = 10; break;
-        case 'r': lit = 13; break;
-        case 't': lit = 9; break;
-        case 'v': lit = 11; break;
         case 'x': {
             if (x->e - x->p < 2 || hexv(x->p[0]) < 0 || hexv(x->p[1]) < 0)
                 return lfail(x, "a bad \\x escape");
@@ -211,16 +240,7 @@ static int str_body(Lx *x, SB *b, int raw, int bytes)
                 if (sb_put(b, (const char *)x->p - 2, 2)) return lfail(x, "out of memory");
                 continue;
             }
-            int nd = d == 'u' ? 4 : 8;
-            if (x->e - x->p < nd) return lfail(x, "a bad \\u escape");
-            for (int i = 0; i < nd; i++) {
-                int h = hexv(x->p[i]);
-                if (h < 0) return lfail(x, "a bad \\u escape");
-                cp = cp * 16 + (uint32_t)h;
-            }
-            x->p += nd;
-            if (cp > 0x10FFFF) return lfail(x, "a \\U escape beyond U+10FFFF");
-            if (cp >= 0xD800 && cp < 0xE000) return lfail(x, "a surrogate \\u escape (not read)");
+            if (u_escape(x, d == 'u' ? 4 : 8, &cp)) return -1;
             break;
         }
         case 'N': return lfail(x, "a \\N{...} escape (not read)");
@@ -251,12 +271,8 @@ static int str_body(Lx *x, SB *b, int raw, int bytes)
             }
             continue;
         }
-        if (lit >= 0) {
-            char ch = (char)lit;
-            if (sb_put(b, &ch, 1)) return lfail(x, "out of memory");
-        } else if (sb_cp(b, cp)) {
-            return lfail(x, "out of memory");
-        }
+        qh_assert(cp <= 0x10FFFF);
+        if (sb_cp(b, cp)) return lfail(x, "out of memory");
     }
 }
 
