@@ -1136,8 +1136,12 @@ static inline Value *var_slot(VM *vm, Node *t)
     switch ((NodeKind)t->kind) {
     case N_LOCAL: return &vm->frame->slots[t->u.var.slot];
     case N_GLOBAL: return vm->is_task ? NULL : &vm->mod->globals[t->u.var.slot];
-    case N_LOCALCELL: return &AS_CELL(vm->frame->slots[t->u.var.slot])->v;
-    case N_UPVAL: return &vm->frame->fn->up[t->u.var.slot]->v;
+    case N_LOCALCELL:
+        qh_assert(vm->frame->slots[t->u.var.slot].t == T_CELL); /* made a cell at the call */
+        return &AS_CELL(vm->frame->slots[t->u.var.slot])->v;
+    case N_UPVAL:
+        qh_assert(vm->frame->fn && t->u.var.slot < vm->frame->fn->p->nupvals);
+        return &vm->frame->fn->up[t->u.var.slot]->v;
     case N_NKINDS: qh_unreachable();
     case N_NUM:
     case N_IMAG:
@@ -1350,6 +1354,8 @@ static ExecStatus ex_assign_local(VM *vm, Node *s)
 {
     Value v = EVAL(vm, s->u.assign.value);
     if (IS_EXC(v)) return S_ERR;
+    qh_assert(s->u.assign.target->kind == N_LOCAL && s->u.assign.target->u.var.slot >= 0 &&
+              (!vm->frame->p || s->u.assign.target->u.var.slot < vm->frame->p->nlocals));
     Value *slot = &vm->frame->slots[s->u.assign.target->u.var.slot];
     Value old = *slot;
     *slot = v;
@@ -1366,6 +1372,8 @@ static ExecStatus ex_assign_global(VM *vm, Node *s)
         global_in_task(vm, s->u.assign.target);
         return S_ERR;
     }
+    qh_assert(s->u.assign.target->kind == N_GLOBAL &&
+              s->u.assign.target->u.var.slot < vm->mod->nglobals);
     Value *slot = &vm->mod->globals[s->u.assign.target->u.var.slot];
     Value old = *slot;
     *slot = v;

@@ -373,9 +373,15 @@ static char *future_text(Kernel *K, Value v, size_t *len)
     return t;
 }
 
-static void send_display(Kernel *K, const char *type, const char *id, const char *text, size_t len,
-                         Value v, const char *parent, size_t plen)
+/* A display (or its update) of pending display p, its text now: to the
+ * request being handled, or (to_parent) to the one that showed it. */
+static void send_display(Kernel *K, const char *type, const Pending *p, const char *text,
+                         size_t len, bool to_parent)
 {
+    const char *id = p->id, *parent = to_parent ? p->parent : NULL;
+    size_t plen = p->parentn;
+    Value v = p->v;
+    qh_assert(p->parent && id[0]); /* every pending display remembers its request */
     JbArena a;
     jb_init(&a);
     IoJson *c = jb_obj(&a, 3);
@@ -413,6 +419,7 @@ static bool show(qh_State *Q, Value v, bool result, void *ud)
             K->cappend = K->cappend ? 2 * K->cappend : 8;
             K->pend = xrealloc(K->pend, K->cappend * sizeof *K->pend);
         }
+        qh_assert(K->npend < K->cappend);
         Pending *p = &K->pend[K->npend++];
         p->v = v;
         incref(v);
@@ -420,7 +427,7 @@ static bool show(qh_State *Q, Value v, bool result, void *ud)
         p->parentn = K->cur->part[JM_HEADER].len;
         p->parent = xmalloc(p->parentn + 1);
         memcpy(p->parent, K->cur->part[JM_HEADER].p, p->parentn + 1);
-        send_display(K, "display_data", p->id, t, len, v, NULL, 0);
+        send_display(K, "display_data", p, t, len, false);
         free(t);
         qh_want_poll(K->Q, true);
         return true;
@@ -455,10 +462,7 @@ static void check_pending(Kernel *K)
         }
         size_t len;
         char *t = future_text(K, p->v, &len);
-        if (K->cur)
-            send_display(K, "update_display_data", p->id, t, len, p->v, NULL, 0);
-        else
-            send_display(K, "update_display_data", p->id, t, len, p->v, p->parent, p->parentn);
+        send_display(K, "update_display_data", p, t, len, !K->cur);
         free(t);
         decref(p->v);
         free(p->parent);

@@ -683,7 +683,8 @@ static void serve_item(Remote *r, Item *it)
     run->next = r->running;
     r->running = run;
     pthread_mutex_unlock(&r->mu);
-    Fut *f = exec_submit(in->exec, serve_run, run, serve_free, NULL, 0, label, line);
+    Fut *f =
+        exec_submit(in->exec, &(ExecJob){ serve_run, run, serve_free, NULL, 0, label, line, 0 });
     pthread_mutex_lock(&r->mu);
     for (Running *x = r->running; x; x = x->next)
         if (x == run) x->fut = fut_retain(f);

@@ -181,9 +181,11 @@ int ar_index(const Array *a, const ArIndex *ix, int nix, ArScalar *s, Array **ou
     if (r.nkeep == 0) {
         ptrdiff_t off = 0, st = 1;
         for (int d = a->ndim - 1; d >= 0; d--) {
+            qh_assert(r.start[d] < a->shape[d]); /* region_make checked every index */
             off += (ptrdiff_t)r.start[d] * st;
             st *= (ptrdiff_t)a->shape[d];
         }
+        qh_assert(off >= 0 && (size_t)off < a->size);
         *s = ar_item(a, (size_t)off);
         return AR_SCALAR;
     }

@@ -210,6 +210,7 @@ Array *ar_kron(const Array *a, const Array *b, char *err)
     for (size_t j = 0; j < b->size; j++) {
         size_t off = 0;
         for (int d = 0; d < nd; d++) off += idx[d] * ost[d];
+        qh_assert(off < r->size); /* b's block lies inside the result */
         boff[j] = off;
         for (int d = nd - 1; d >= 0; d--) {
             if (++idx[d] < sb[d]) break;
@@ -220,6 +221,7 @@ Array *ar_kron(const Array *a, const Array *b, char *err)
     for (size_t i = 0; i < a->size; i++) {
         size_t base = 0;
         for (int d = 0; d < nd; d++) base += idx[d] * sb[d] * ost[d];
+        qh_assert(base + boff[b->size - 1] < r->size); /* so does each of a's blocks */
         if (a->type == AR_F64) {
             double x = ((const double *)ar__data(a))[i], *o = (double *)ar__data(r) + base;
             const double *y = ar__data(b);

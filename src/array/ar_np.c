@@ -94,6 +94,7 @@ Array *ar_diag(const Array *a, long k, char *err)
     if (r0 < m && c0 < n) len = (m - r0 < n - c0) ? m - r0 : n - c0;
     size_t sh[1] = { len };
     Array *r = ar__alloc(a->type, 1, sh, err);
+    qh_assert(!len || (r0 + len - 1) * n + c0 + len - 1 < a->size); /* the last is inside a */
     for (size_t i = 0; r && i < len; i++) put(r, i, item(a, (r0 + i) * n + c0 + i));
     return r;
 }
@@ -572,6 +573,7 @@ Array *ar_concat(const Array *const *as, int n, int axis, char *err)
             size_t blk = as[i]->shape[ax] * inner;
             for (size_t k = 0; k < blk; k++) put(r, pos++, item(as[i], p * blk + k));
         }
+    qh_assert(pos == r->size); /* the inputs fill the result exactly */
     return r;
 }
 

@@ -9,6 +9,7 @@
  * cannot hang anybody. Must not know what a task is.
  */
 #include "farm.h"
+#include "qh_assert.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -118,6 +119,7 @@ static void enqueue(Farm *f, int peer, int tag, uint64_t id, const void *p, size
     o->buf = b;
     o->len = 8 + len;
     pthread_mutex_lock(&f->mu);
+    qh_assert(!f->qtail == !f->qhead && (!f->qtail || !f->qtail->next)); /* the tail is last */
     if (f->qtail)
         f->qtail->next = o;
     else
@@ -133,6 +135,7 @@ static void enqueue(Farm *f, int peer, int tag, uint64_t id, const void *p, size
 static void declare_dead(Farm *f, int r, const char *why)
 {
     pthread_mutex_lock(&f->mu);
+    qh_assert(r >= 0 && r < f->size && r != f->rank);
     Peer *p = &f->peer[r];
     if (!p->alive) {
         pthread_mutex_unlock(&f->mu);
@@ -158,7 +161,9 @@ static void declare_dead(Farm *f, int r, const char *why)
 static int forget(Farm *f, int r, uint64_t id)
 {
     pthread_mutex_lock(&f->mu);
+    qh_assert(r >= 0 && r < f->size);
     Peer *p = &f->peer[r];
+    qh_assert(p->nids >= 0 && p->nids <= p->cap);
     int found = 0;
     for (int i = 0; i < p->nids; i++)
         if (p->ids[i] == id) {
@@ -553,6 +558,7 @@ int farm_submit(Farm *f, int rank, uint64_t id, const void *blob, size_t len, ch
         p->ids = ids;
         p->cap = cap;
     }
+    qh_assert(p->nids < p->cap);
     p->ids[p->nids++] = id;
     pthread_mutex_unlock(&f->mu);
     enqueue(f, rank, TAG_TASK, id, blob, len);

@@ -113,7 +113,21 @@ Exec *exec_new(int nworkers, size_t queue_bound);
  * inside exec_submit on e while this runs. NULL is a no-op. */
 void exec_free(Exec *e);
 
-/* Submits a task and returns its future (one reference for the caller).
+/* What exec_submit runs: run(ctx, task), ctx freed by free_ctx; after
+ * deps[0..ndeps); label and line for traces; flags: 0 or EXEC_REMOTE. */
+typedef struct ExecJob {
+    ExecRunFn run;
+    void *ctx;
+    void (*free_ctx)(void *);
+    Fut *const *deps;
+    int ndeps;
+    const char *label;
+    int line;
+    unsigned flags;
+} ExecJob;
+
+/* Submits a task (job, read during the call only) and returns its future
+ * (one reference for the caller).
  * The task becomes runnable when every future in deps[0..ndeps) has
  * finished, whatever its state (NULL entries are skipped); it never holds a
  * worker while waiting. Runnable tasks run in submission order. The
@@ -131,11 +145,10 @@ void exec_free(Exec *e);
  * blocks: such
  * submissions bypass the bound (they are counted, but do not wait), so a
  * task submitting tasks cannot deadlock the pool. */
-Fut *exec_submit(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void *), Fut *const *deps,
-                 int ndeps, const char *label, int line);
+Fut *exec_submit(Exec *e, const ExecJob *job);
 
 /* ---- remote slots: tasks that other processes may run ----
- * A task submitted with EXEC_REMOTE may be taken by a remote slot as well
+ * A task submitted with EXEC_REMOTE (ExecJob.flags) may be taken by a remote slot as well
  * as by a worker. A remote slot is one more thread (made by
  * exec_add_remote) that takes only such tasks, oldest first like the
  * workers, and calls their run function: exec_task_remote(t) then says
@@ -146,8 +159,6 @@ Fut *exec_submit(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void *), Fu
  * the others and its thread ends. Futures, dependencies, cancellation and
  * statistics are the same for every task. */
 enum { EXEC_REMOTE = 1 };
-Fut *exec_submit_flags(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void *),
-                       Fut *const *deps, int ndeps, const char *label, int line, unsigned flags);
 /* Makes nslots remote slots, once (their trace tracks follow the workers',
  * named names[i]); returns how many threads were made, -1 if called twice. */
 int exec_add_remote(Exec *e, int nslots, bool (*usable)(void *ud, int slot), void *ud,

@@ -594,29 +594,27 @@ static void trace_submit(Trace *tr, const ExecTask *t, int tid, double t_enter)
 /* Why: the one way work enters the executor; see exec.h for the contract.
  * Allocation happens before the lock, the dependency nodes are hung after
  * it, and a guard in npending keeps the task parked until all are hung. */
-Fut *exec_submit(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void *), Fut *const *deps,
-                 int ndeps, const char *label, int line)
+Fut *exec_submit(Exec *e, const ExecJob *job)
 {
-    return exec_submit_flags(e, run, ctx, free_ctx, deps, ndeps, label, line, 0);
-}
-
-Fut *exec_submit_flags(Exec *e, ExecRunFn run, void *ctx, void (*free_ctx)(void *),
-                       Fut *const *deps, int ndeps, const char *label, int line, unsigned flags)
-{
+    void *ctx = job->ctx;
+    void (*free_ctx)(void *) = job->free_ctx;
+    Fut *const *deps = job->deps;
+    int ndeps = job->ndeps;
+    qh_assert(job->run && ndeps >= 0 && (ndeps == 0 || deps));
     double t_enter = exec_clock();
     int nd = 0;
     for (int i = 0; i < ndeps; i++) nd += deps[i] != NULL;
     ExecTask *t = calloc(1, sizeof *t);
     if (!t) abort();
     t->e = e;
-    t->run = run;
+    t->run = job->run;
     t->ctx = ctx;
     t->free_ctx = free_ctx;
-    t->line = line;
+    t->line = job->line;
     t->worker = -1;
     t->remote = -1;
-    t->flags = flags;
-    copy_label(t->label, label ? label : "task");
+    t->flags = job->flags;
+    copy_label(t->label, job->label ? job->label : "task");
     if (nd) {
         t->deps = malloc((size_t)nd * sizeof *t->deps);
         t->waiters = calloc((size_t)nd, sizeof *t->waiters);

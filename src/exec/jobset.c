@@ -132,7 +132,8 @@ int jobset_add(JobSet *js)
     pthread_mutex_unlock(&js->mu);
     if (spawn) {
         atomic_fetch_add(&js->refs, 1);
-        Fut *f = exec_submit(js->e, helper_run, js, helper_release, NULL, 0, js->label, js->line);
+        Fut *f = exec_submit(
+            js->e, &(ExecJob){ helper_run, js, helper_release, NULL, 0, js->label, js->line, 0 });
         if (f)
             fut_release(f);
         else { /* not started: exec_submit already dropped its reference through helper_release */

@@ -175,6 +175,7 @@ static void vec_push_ar(Arena *ar, Vec *v, void *x)
         v->v = nv;
         v->cap = nc;
     }
+    qh_assert(v->n < v->cap);
     v->v[v->n++] = x;
 }
 #define vec_push(vec, x) vec_push_ar(p->ar, (vec), (x))
@@ -291,6 +292,7 @@ static CompClause *comp_clauses(Parser *p, int *nclauses)
             cl = ncl;
             cap = nc;
         }
+        qh_assert(n < cap);
         CompClause *c = &cl[n++];
         memset(c, 0, sizeof *c);
         Vec vars = { 0 }, conds = { 0 };
@@ -416,6 +418,7 @@ static Node *primary(Parser *p)
                     buf = nb;
                     cap = nc;
                 }
+                qh_assert(len + s2->strlen < cap); /* room for the text and a NUL */
                 memcpy(buf + len, s2->str, s2->strlen);
                 len += s2->strlen;
             }

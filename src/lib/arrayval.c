@@ -515,6 +515,7 @@ static bool flat_put(Flat *f, double re, double im)
         f->im = im_;
         f->cap = cap;
     }
+    qh_assert(f->n < f->cap);
     f->re[f->n] = re;
     f->im[f->n] = im;
     f->n++;
@@ -605,6 +606,7 @@ static Array *flat_to_array(VM *vm, Flat *f, bool force_complex, const Node *sit
         *err = true;
         return NULL;
     }
+    qh_assert(ar_size(a) == f->n); /* flatten saw a leaf for every place of the shape */
     if (c) {
         double _Complex *d = ar_c128(a);
         for (size_t i = 0; i < f->n; i++) d[i] = f->re[i] + f->im[i] * I;

@@ -741,6 +741,7 @@ static void merge_sort(SortCtx *c, Value *v, Value *k, Value *tv, Value *tk, siz
         tv[o] = v[j];
         tk[o++] = k[j++];
     }
+    qh_assert(o == n && i == m && j == n); /* every element merged once */
     memcpy(v, tv, n * sizeof(Value));
     memcpy(k, tk, n * sizeof(Value));
 }
@@ -1031,6 +1032,7 @@ static Value bi_split(VM *vm, Args *a)
             return v_exc();
         }
         cur = f + p->len;
+        qh_assert(cur <= end); /* a match lies inside the string */
     }
     return v_list(l);
 }
@@ -1053,6 +1055,7 @@ static Value bi_replace(VM *vm, Args *a)
         buf_put(&b, cur, (size_t)(f - cur));
         buf_put(&b, n->s, n->len);
         cur = f + o->len;
+        qh_assert(cur <= end);
     }
     return buf_result(vm, &b, a->site);
 }

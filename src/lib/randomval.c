@@ -298,9 +298,11 @@ static double param_at(const Param *p, const Shape *s, size_t k)
         size_t i = k % s->d[ax];
         k /= s->d[ax];
         if (pa < 0) continue;
+        qh_assert(ps[pa] == 1 || ps[pa] == s->d[ax]); /* param_shape broadcast it */
         if (ps[pa] != 1) off += i * stride;
         stride *= ps[pa];
     }
+    qh_assert(off < ar_size(p->a));
     return ar_item(p->a, off).re;
 }
 
@@ -564,6 +566,7 @@ static size_t search_right(const double *cdf, size_t n, double u)
         else
             hi = mid;
     }
+    qh_assert(lo <= n && (lo == 0 || cdf[lo - 1] <= u) && (lo == n || cdf[lo] > u));
     return lo;
 }
 
@@ -668,6 +671,7 @@ static bool choice_floyd(ObjRand *r, size_t pop, size_t n, uint64_t *idx, bool s
     mask |= mask >> 8;
     mask |= mask >> 16;
     mask |= mask >> 32;
+    qh_assert((mask & (mask + 1)) == 0 && mask + 1 > n); /* a power of two, never full */
     uint64_t *set = malloc((size_t)(mask + 1) * sizeof *set);
     if (!set) return false;
     for (uint64_t i = 0; i <= mask; i++) set[i] = UINT64_MAX;
@@ -682,6 +686,7 @@ static bool choice_floyd(ObjRand *r, size_t pop, size_t n, uint64_t *idx, bool s
             while (set[loc] != UINT64_MAX) loc = (loc + 1) & mask;
             set[loc] = j;
         }
+        qh_assert(v <= j); /* drawn from range(j + 1) */
         idx[j - (pop - n)] = v;
     }
     free(set);

@@ -739,8 +739,8 @@ Fut *task_launch(VM *vm, TaskCtx *c)
             task_state(in)->ship && c->body == qfn_body && qrt_may_travel(in, AS_FUNC(c->fn))
                 ? EXEC_REMOTE
                 : 0;
-        fut = exec_submit_flags(in->exec, run_task, c, task_ctx_free, (Fut *const *)deps, ndeps,
-                                label, c->line, flags);
+        fut = exec_submit(in->exec, &(ExecJob){ run_task, c, task_ctx_free, (Fut *const *)deps,
+                                                ndeps, label, c->line, flags });
     }
     free(deps);
     return fut;

@@ -9,6 +9,7 @@
  */
 #include "qasm.h"
 #include "numfmt.h"
+#include "qh_assert.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -42,6 +43,7 @@ static void out(W *w, const char *fmt, ...)
         }
         if (w->d && w->n + (size_t)k < w->cap) {
             w->n += (size_t)k;
+            qh_assert(w->d[w->n] == 0); /* vsnprintf wrote it all, and its NUL */
             return;
         }
         size_t cap = w->cap ? w->cap : 4096;
@@ -143,7 +145,9 @@ static void ccz(W *w, const int *q)
 static void cond_prefix(W *w, const QasmCircuit *c, const QasmOp *op)
 {
     if (op->cond < 0) return;
+    qh_assert((size_t)op->cond < c->nconds);
     const QasmCond *cd = &c->conds[op->cond];
+    qh_assert(cd->nbits >= 0 && cd->nbits <= 64); /* QasmCond.bits holds 64 */
     if (w->v == 2) {
         if (w->bitregs)
             out(w, "if(c%d==%llu) ", cd->bits[0], (unsigned long long)cd->value);
@@ -188,6 +192,7 @@ static int mcx(W *w, const QasmOp *op, const int *q, int k)
 static int gate(W *w, const QasmCircuit *c, const QasmOp *op)
 {
     const SvGateInfo *info = sv_gate_info(op->gate);
+    qh_assert(op->nctrl >= 0 && op->nwires >= 0 && (op->nctrl + op->nwires == 0 || op->wires));
     int nc = op->nctrl, adj = op->adjoint, v3 = w->v == 3;
     const int *q = op->wires;
     double p[3] = { op->params[0], op->params[1], op->params[2] };

@@ -1,5 +1,6 @@
 /* afile.c — files replaced whole or not at all (afile.h). */
 #include "afile.h"
+#include "qh_assert.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -66,6 +67,7 @@ int afile_open(AFile *a, const char *path)
 
 int afile_commit(AFile *a)
 {
+    qh_assert(a->f && !a->tmp == !a->target); /* open; a temporary replaces its target */
     int bad = ferror(a->f) != 0;
     int e = errno ? errno : EIO;
     if (fflush(a->f) != 0) {

@@ -228,7 +228,8 @@ START_TEST(exec_many_results)
     for (int i = 0; i < N; i++) {
         Sq *s = malloc(sizeof *s);
         s->i = i;
-        fs[i] = exec_submit(e, run_square, s, free_ctx_counted, NULL, 0, "square", i);
+        fs[i] =
+            exec_submit(e, &(ExecJob){ run_square, s, free_ctx_counted, NULL, 0, "square", i, 0 });
         ck_assert_ptr_nonnull(fs[i]);
     }
     exec_wait_all(e);
@@ -306,11 +307,11 @@ START_TEST(exec_run_inline_queued)
 {
     Exec *e = exec_new(1, 16);
     Gate *g = calloc(1, sizeof *g);
-    Fut *busy = exec_submit(e, run_gate, g, NULL, NULL, 0, "gate", 1);
+    Fut *busy = exec_submit(e, &(ExecJob){ run_gate, g, NULL, NULL, 0, "gate", 1, 0 });
     wait_started(g);
     Sq *s = malloc(sizeof *s);
     s->i = 7;
-    Fut *f = exec_submit(e, run_square, s, free, NULL, 0, "square", 2);
+    Fut *f = exec_submit(e, &(ExecJob){ run_square, s, free, NULL, 0, "square", 2, 0 });
     ck_assert(!fut_ready(f));
     ck_assert(exec_run_inline(e, f)); /* queued behind the gate: runs here */
     ck_assert_int_eq(fut_state(f), FUT_DONE);
@@ -331,7 +332,7 @@ START_TEST(exec_fifo)
 {
     Exec *e = exec_new(1, 1000);
     Gate g = { 0, 0 };
-    Fut *gf = exec_submit(e, run_gate, &g, NULL, NULL, 0, "gate", 1);
+    Fut *gf = exec_submit(e, &(ExecJob){ run_gate, &g, NULL, NULL, 0, "gate", 1, 0 });
     wait_started(&g);
     static Order o;
     atomic_store(&o.n, 0);
@@ -341,7 +342,7 @@ START_TEST(exec_fifo)
         OrderCtx *c = malloc(sizeof *c);
         c->o = &o;
         c->i = i;
-        fs[i] = exec_submit(e, run_record, c, free, NULL, 0, "rec", i);
+        fs[i] = exec_submit(e, &(ExecJob){ run_record, c, free, NULL, 0, "rec", i, 0 });
     }
     atomic_store(&g.open, 1);
     exec_wait_all(e);
@@ -385,7 +386,8 @@ START_TEST(exec_chain_forward)
         Fut *fs[N];
         for (int i = 0; i < N; i++) {
             Fut *dep = i ? fs[i - 1] : NULL;
-            fs[i] = exec_submit(e, run_plus1, NULL, NULL, &dep, i ? 1 : 0, "chain", i);
+            fs[i] =
+                exec_submit(e, &(ExecJob){ run_plus1, NULL, NULL, &dep, i ? 1 : 0, "chain", i, 0 });
         }
         ck_assert_int_eq(must_finish(fs[N - 1]), FUT_DONE);
         ck_assert_int_eq(*(int *)fut_result(fs[N - 1]), N);
@@ -428,7 +430,7 @@ START_TEST(exec_chain_reverse_one_worker)
         r->o = &o;
         r->i = i;
         Fut *dep = i + 1 < N ? ph[i + 1] : NULL;
-        fs[i] = exec_submit(e, run_rev, r, free, &dep, 1, "rev", i);
+        fs[i] = exec_submit(e, &(ExecJob){ run_rev, r, free, &dep, 1, "rev", i, 0 });
     }
     ck_assert_int_eq(must_finish(fs[0]), FUT_DONE);
     exec_wait_all(e);
@@ -445,11 +447,11 @@ START_TEST(exec_diamond)
 {
     Exec *e = exec_new(2, 16);
     for (int round = 0; round < 50; round++) {
-        Fut *a = exec_submit(e, run_plus1, NULL, NULL, NULL, 0, "a", 1);
-        Fut *b = exec_submit(e, run_plus1, NULL, NULL, &a, 1, "b", 2);
-        Fut *c = exec_submit(e, run_plus1, NULL, NULL, &a, 1, "c", 3);
+        Fut *a = exec_submit(e, &(ExecJob){ run_plus1, NULL, NULL, NULL, 0, "a", 1, 0 });
+        Fut *b = exec_submit(e, &(ExecJob){ run_plus1, NULL, NULL, &a, 1, "b", 2, 0 });
+        Fut *c = exec_submit(e, &(ExecJob){ run_plus1, NULL, NULL, &a, 1, "c", 3, 0 });
         Fut *bc[3] = { b, NULL, c }; /* NULL deps are skipped */
-        Fut *d = exec_submit(e, run_plus1, NULL, NULL, bc, 3, "d", 4);
+        Fut *d = exec_submit(e, &(ExecJob){ run_plus1, NULL, NULL, bc, 3, "d", 4, 0 });
         ck_assert_int_eq(must_finish(d), FUT_DONE);
         ck_assert_int_eq(*(int *)fut_result(d), 5); /* (1+1)+(1+1)+1 */
         fut_release(a);
@@ -472,12 +474,12 @@ static void run_nothing(void *ctx, ExecTask *t)
 START_TEST(exec_failed_dep)
 {
     Exec *e = exec_new(2, 16);
-    Fut *a = exec_submit(e, run_fail, NULL, NULL, NULL, 0, "a", 1);
-    Fut *b = exec_submit(e, run_plus1, NULL, NULL, &a, 1, "b", 2);
+    Fut *a = exec_submit(e, &(ExecJob){ run_fail, NULL, NULL, NULL, 0, "a", 1, 0 });
+    Fut *b = exec_submit(e, &(ExecJob){ run_plus1, NULL, NULL, &a, 1, "b", 2, 0 });
     ck_assert_int_eq(must_finish(b), FUT_FAILED);
     ck_assert_str_eq(fut_error(a), "boom");
     ck_assert_str_eq(fut_error(b), "dep failed: boom");
-    Fut *c = exec_submit(e, run_nothing, NULL, NULL, NULL, 0, "c", 3);
+    Fut *c = exec_submit(e, &(ExecJob){ run_nothing, NULL, NULL, NULL, 0, "c", 3, 0 });
     ck_assert_int_eq(must_finish(c), FUT_FAILED);
     ck_assert_str_eq(fut_error(c), "task produced no result");
     exec_wait_all(e);
@@ -509,7 +511,7 @@ START_TEST(exec_backpressure)
     atomic_store(&live_max, 0);
     Exec *e = exec_new(2, 4);
     for (int i = 0; i < 100; i++) {
-        Fut *f = exec_submit(e, run_slow, NULL, NULL, NULL, 0, "slow", i);
+        Fut *f = exec_submit(e, &(ExecJob){ run_slow, NULL, NULL, NULL, 0, "slow", i, 0 });
         ck_assert_ptr_nonnull(f);
         int n = atomic_fetch_add(&live, 1) + 1;
         int m = atomic_load(&live_max);
@@ -544,13 +546,14 @@ START_TEST(exec_cancel_queued_and_running)
     atomic_store(&freed_ctx, 0);
     Exec *e = exec_new(1, 100);
     Gate g = { 0, 0 };
-    Fut *gf = exec_submit(e, run_gate, &g, NULL, NULL, 0, "gate", 1);
+    Fut *gf = exec_submit(e, &(ExecJob){ run_gate, &g, NULL, NULL, 0, "gate", 1, 0 });
     wait_started(&g);
     Fut *never = fut_new(); /* a dep that is never finished */
     Fut *fs[20];
     for (int i = 0; i < 20; i++) {
         Fut *dep = i % 2 ? never : (i ? fs[i - 1] : NULL);
-        fs[i] = exec_submit(e, run_count, malloc(8), free_ctx_counted, &dep, 1, "q", i);
+        fs[i] = exec_submit(
+            e, &(ExecJob){ run_count, malloc(8), free_ctx_counted, &dep, 1, "q", i, 0 });
     }
     int n = 0;
     ExecTaskInfo info[32];
@@ -576,7 +579,7 @@ START_TEST(exec_cancel_queued_and_running)
     exec_stats(e, &st);
     ck_assert_uint_eq(st.cancelled, 21);
     /* Still usable afterwards. */
-    Fut *f = exec_submit(e, run_count, NULL, NULL, NULL, 0, "after", 99);
+    Fut *f = exec_submit(e, &(ExecJob){ run_count, NULL, NULL, NULL, 0, "after", 99, 0 });
     ck_assert_int_eq(must_finish(f), FUT_DONE);
     fut_release(f);
     fut_release(gf);
@@ -590,9 +593,9 @@ START_TEST(exec_fut_cancel_queued)
     atomic_store(&ran_count, 0);
     Exec *e = exec_new(1, 100);
     Gate g = { 0, 0 };
-    Fut *gf = exec_submit(e, run_gate, &g, NULL, NULL, 0, "gate", 1);
+    Fut *gf = exec_submit(e, &(ExecJob){ run_gate, &g, NULL, NULL, 0, "gate", 1, 0 });
     wait_started(&g);
-    Fut *f = exec_submit(e, run_count, NULL, NULL, NULL, 0, "q", 2);
+    Fut *f = exec_submit(e, &(ExecJob){ run_count, NULL, NULL, NULL, 0, "q", 2, 0 });
     ck_assert(fut_cancel(f));
     atomic_store(&g.open, 1);
     exec_wait_all(e);
@@ -651,8 +654,8 @@ START_TEST(exec_remote_only_flagged)
     for (int i = 0; i < N; i++) {
         w[i].slot = -2;
         w[i].gate = NULL;
-        f[i] =
-            exec_submit_flags(e, run_where, &w[i], NULL, NULL, 0, "w", i, i % 2 ? EXEC_REMOTE : 0);
+        f[i] = exec_submit(
+            e, &(ExecJob){ run_where, &w[i], NULL, NULL, 0, "w", i, i % 2 ? EXEC_REMOTE : 0 });
     }
     int remote = 0;
     for (int i = 0; i < N; i++) {
@@ -682,11 +685,11 @@ START_TEST(exec_remote_takes_work_while_workers_busy)
     exec_add_remote(e, 1, slot_usable, NULL, NULL);
     atomic_int gate = 0;
     Where hold = { -2, -2, &gate };
-    Fut *h = exec_submit(e, run_where, &hold, NULL, NULL, 0, "hold", 1);
+    Fut *h = exec_submit(e, &(ExecJob){ run_where, &hold, NULL, NULL, 0, "hold", 1, 0 });
     sleep_ms(20);
     Where a = { -2, -2, NULL }, b = { -2, -2, NULL };
-    Fut *fa = exec_submit_flags(e, run_where, &a, NULL, NULL, 0, "a", 2, EXEC_REMOTE);
-    Fut *fb = exec_submit(e, run_where, &b, NULL, NULL, 0, "b", 3);
+    Fut *fa = exec_submit(e, &(ExecJob){ run_where, &a, NULL, NULL, 0, "a", 2, EXEC_REMOTE });
+    Fut *fb = exec_submit(e, &(ExecJob){ run_where, &b, NULL, NULL, 0, "b", 3, 0 });
     ck_assert_int_eq(must_finish(fa), FUT_DONE);
     ck_assert_int_eq(a.slot, 0);
     ck_assert(!fut_ready(fb));
@@ -714,7 +717,7 @@ START_TEST(exec_remote_slot_gone)
     for (int i = 0; i < N; i++) {
         w[i].slot = -2;
         w[i].gate = NULL;
-        f[i] = exec_submit_flags(e, run_where, &w[i], NULL, NULL, 0, "w", i, EXEC_REMOTE);
+        f[i] = exec_submit(e, &(ExecJob){ run_where, &w[i], NULL, NULL, 0, "w", i, EXEC_REMOTE });
     }
     for (int i = 0; i < N; i++) {
         ck_assert_int_eq(must_finish(f[i]), FUT_DONE);
@@ -736,7 +739,7 @@ START_TEST(exec_remote_cancel)
     Fut *f[4];
     for (int i = 0; i < 4; i++) {
         w[i] = (Where){ -2, -2, &gate };
-        f[i] = exec_submit_flags(e, run_where, &w[i], NULL, NULL, 0, "w", i, EXEC_REMOTE);
+        f[i] = exec_submit(e, &(ExecJob){ run_where, &w[i], NULL, NULL, 0, "w", i, EXEC_REMOTE });
     }
     sleep_ms(30);
     exec_cancel_all(e);
@@ -755,12 +758,15 @@ START_TEST(exec_cancel_one_task)
     atomic_store(&freed_ctx, 0);
     Exec *e = exec_new(1, 100);
     Gate g = { 0, 0 };
-    Fut *gf = exec_submit(e, run_gate, &g, NULL, NULL, 0, "gate", 1);
+    Fut *gf = exec_submit(e, &(ExecJob){ run_gate, &g, NULL, NULL, 0, "gate", 1, 0 });
     wait_started(&g);
     Fut *never = fut_new();
-    Fut *queued = exec_submit(e, run_count, malloc(8), free_ctx_counted, NULL, 0, "queued", 2);
-    Fut *parked = exec_submit(e, run_count, malloc(8), free_ctx_counted, &never, 1, "parked", 3);
-    Fut *other = exec_submit(e, run_count, malloc(8), free_ctx_counted, NULL, 0, "other", 4);
+    Fut *queued = exec_submit(
+        e, &(ExecJob){ run_count, malloc(8), free_ctx_counted, NULL, 0, "queued", 2, 0 });
+    Fut *parked = exec_submit(
+        e, &(ExecJob){ run_count, malloc(8), free_ctx_counted, &never, 1, "parked", 3, 0 });
+    Fut *other = exec_submit(
+        e, &(ExecJob){ run_count, malloc(8), free_ctx_counted, NULL, 0, "other", 4, 0 });
     ck_assert(exec_cancel_task(e, queued));
     ck_assert(exec_cancel_task(e, parked));
     ck_assert_int_eq(fut_state(queued), FUT_CANCELLED);
@@ -789,9 +795,9 @@ START_TEST(exec_pending_names_futures)
 {
     Exec *e = exec_new(1, 100);
     Gate g = { 0, 0 };
-    Fut *gf = exec_submit(e, run_gate, &g, NULL, NULL, 0, "gate", 1);
+    Fut *gf = exec_submit(e, &(ExecJob){ run_gate, &g, NULL, NULL, 0, "gate", 1, 0 });
     wait_started(&g);
-    Fut *q = exec_submit(e, run_count, NULL, NULL, NULL, 0, "q", 2);
+    Fut *q = exec_submit(e, &(ExecJob){ run_count, NULL, NULL, NULL, 0, "q", 2, 0 });
     ExecTaskInfo info[4];
     ck_assert_int_eq(exec_pending_tasks(e, info, 4), 2);
     ck_assert_ptr_eq(info[0].fut, gf);
@@ -832,7 +838,7 @@ START_TEST(exec_interrupt_wakes_wait)
     exec_clear_interrupt(e);
     ck_assert(!atomic_load(exec_interrupt_flag(e)));
     /* exec_wait_all_interruptible too. */
-    Fut *parked = exec_submit(e, run_count, NULL, NULL, &never, 1, "parked", 1);
+    Fut *parked = exec_submit(e, &(ExecJob){ run_count, NULL, NULL, &never, 1, "parked", 1, 0 });
     pthread_create(&th, NULL, interrupt_later, &it);
     ck_assert(!exec_wait_all_interruptible(e, exec_interrupt_flag(e)));
     pthread_join(th, NULL);
@@ -919,11 +925,12 @@ START_TEST(exec_interrupt_unblocks_submit)
     atomic_store(&freed_ctx, 0);
     Exec *e = exec_new(1, 1);
     Gate g = { 0, 0 };
-    Fut *gf = exec_submit(e, run_stubborn, &g, NULL, NULL, 0, "gate", 1);
+    Fut *gf = exec_submit(e, &(ExecJob){ run_stubborn, &g, NULL, NULL, 0, "gate", 1, 0 });
     Interrupter it = { e, 50 };
     pthread_t th;
     pthread_create(&th, NULL, interrupt_later, &it);
-    Fut *f = exec_submit(e, run_count, malloc(8), free_ctx_counted, NULL, 0, "blocked", 2);
+    Fut *f = exec_submit(
+        e, &(ExecJob){ run_count, malloc(8), free_ctx_counted, NULL, 0, "blocked", 2, 0 });
     ck_assert_ptr_null(f);
     ck_assert_int_eq(atomic_load(&freed_ctx), 1); /* ctx taken even on NULL */
     pthread_join(th, NULL);
@@ -931,7 +938,8 @@ START_TEST(exec_interrupt_unblocks_submit)
     /* exec_cancel_all unblocks it too. */
     Canceller c = { e, 0 };
     pthread_create(&th, NULL, cancel_repeatedly, &c);
-    f = exec_submit(e, run_count, malloc(8), free_ctx_counted, NULL, 0, "blocked", 3);
+    f = exec_submit(e,
+                    &(ExecJob){ run_count, malloc(8), free_ctx_counted, NULL, 0, "blocked", 3, 0 });
     ck_assert_ptr_null(f);
     ck_assert_int_eq(atomic_load(&freed_ctx), 2);
     atomic_store(&c.stop, 1);
@@ -964,7 +972,8 @@ START_TEST(exec_free_while_running)
     Exec *e = exec_new(3, 100);
     Fut *fs[12];
     for (int i = 0; i < 12; i++)
-        fs[i] = exec_submit(e, run_spin, malloc(8), free_ctx_counted, NULL, 0, "spin", i);
+        fs[i] = exec_submit(
+            e, &(ExecJob){ run_spin, malloc(8), free_ctx_counted, NULL, 0, "spin", i, 0 });
     double t0 = (double)time(NULL);
     while (exec_busy_workers(e) < 3) {
         ck_assert((double)time(NULL) - t0 < LONG_WAIT);
@@ -996,7 +1005,8 @@ static void run_parent(void *ctx, ExecTask *t)
         Sq *s = malloc(sizeof *s);
         s->i = i;
         Fut *dep = i ? p->kids[i - 1] : NULL;
-        p->kids[i] = exec_submit(p->e, run_square, s, free, &dep, i ? 1 : 0, "kid", i);
+        p->kids[i] =
+            exec_submit(p->e, &(ExecJob){ run_square, s, free, &dep, i ? 1 : 0, "kid", i, 0 });
         ck_assert_ptr_nonnull(p->kids[i]);
     }
     exec_task_done(t, NULL, NULL);
@@ -1008,7 +1018,7 @@ START_TEST(exec_submit_from_worker)
     ck_assert_int_eq(exec_current_worker(), -1);
     Exec *e = exec_new(1, 1);
     Parent p = { e, { 0 } };
-    Fut *f = exec_submit(e, run_parent, &p, NULL, NULL, 0, "parent", 1);
+    Fut *f = exec_submit(e, &(ExecJob){ run_parent, &p, NULL, NULL, 0, "parent", 1, 0 });
     ck_assert_int_eq(must_finish(f), FUT_DONE);
     for (int i = 0; i < 10; i++) {
         ck_assert_int_eq(must_finish(p.kids[i]), FUT_DONE);
@@ -1032,8 +1042,8 @@ static void *stress_thread(void *arg)
     Stress *s = arg;
     Fut *prev = NULL;
     for (int i = 0; i < 300; i++) {
-        Fut *f = exec_submit(s->e, (i + s->seed) % 7 == 0 ? run_fail : run_plus1, NULL, NULL, &prev,
-                             1, "stress", i);
+        Fut *f = exec_submit(s->e, &(ExecJob){ (i + s->seed) % 7 == 0 ? run_fail : run_plus1, NULL,
+                                               NULL, &prev, 1, "stress", i, 0 });
         if (!f) continue;
         if (i % 3 == 0) fut_wait_timeout(f, LONG_WAIT);
         fut_release(prev);
@@ -1534,7 +1544,7 @@ START_TEST(trace_executor)
     exec_set_trace(e, tr);
     Fut *prev = NULL;
     for (int i = 0; i < 10; i++) {
-        Fut *f = exec_submit(e, run_plus1, NULL, NULL, &prev, 1, "q\"fn", 100 + i);
+        Fut *f = exec_submit(e, &(ExecJob){ run_plus1, NULL, NULL, &prev, 1, "q\"fn", 100 + i, 0 });
         fut_release(prev);
         prev = f;
     }

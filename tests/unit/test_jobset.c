@@ -137,7 +137,7 @@ START_TEST(test_helpers_share)
     ctx_init(&c);
     c.item_ms = 2;
     Owner o = { e, &c, 60, 2, -1 };
-    Fut *f = exec_submit(e, owner_task, &o, NULL, NULL, 0, "owner", 1);
+    Fut *f = exec_submit(e, &(ExecJob){ owner_task, &o, NULL, NULL, 0, "owner", 1, 0 });
     ck_assert_int_eq(fut_wait_timeout(f, LONG_WAIT), FUT_DONE);
     fut_release(f);
     exec_wait_all(e);
@@ -168,7 +168,7 @@ START_TEST(test_nested)
     c.nested = 8;
     c.item_ms = 1;
     Owner o = { e, &c, 10, 2, -1 };
-    Fut *f = exec_submit(e, owner_task, &o, NULL, NULL, 0, "owner", 1);
+    Fut *f = exec_submit(e, &(ExecJob){ owner_task, &o, NULL, NULL, 0, "owner", 1, 0 });
     ck_assert_int_eq(fut_wait_timeout(f, LONG_WAIT), FUT_DONE);
     fut_release(f);
     exec_wait_all(e);
@@ -192,7 +192,7 @@ START_TEST(test_failure)
     c.fail_at = 5;
     c.item_ms = 1;
     Owner o = { e, &c, 30, 1, 0 };
-    Fut *f = exec_submit(e, owner_task, &o, NULL, NULL, 0, "owner", 1);
+    Fut *f = exec_submit(e, &(ExecJob){ owner_task, &o, NULL, NULL, 0, "owner", 1, 0 });
     ck_assert_int_eq(fut_wait_timeout(f, LONG_WAIT), FUT_DONE);
     fut_release(f);
     exec_wait_all(e);
@@ -211,7 +211,7 @@ START_TEST(test_no_idle_worker)
     Ctx c;
     ctx_init(&c);
     Owner o = { e, &c, 20, 4, -1 };
-    Fut *f = exec_submit(e, owner_task, &o, NULL, NULL, 0, "owner", 1);
+    Fut *f = exec_submit(e, &(ExecJob){ owner_task, &o, NULL, NULL, 0, "owner", 1, 0 });
     ck_assert_int_eq(fut_wait_timeout(f, LONG_WAIT), FUT_DONE);
     fut_release(f);
     exec_wait_all(e);
