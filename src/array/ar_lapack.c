@@ -765,13 +765,12 @@ static void zmm(int n, const cplx *A, const cplx *B, cplx *C)
  * 5, 7, 9 or 13 (SIAM J. Matrix Anal. Appl. 26(4), 2005), the method of
  * scipy.linalg.expm's ancestors; computed in complex arithmetic (a real
  * input gives the real part). */
-Array *ar_expm(const Array *a, char *err)
+/* Why: the Pade approximant of degree 3, 5, 7, 9 (deg 0..3) or 13 (deg < 0)
+ * of exp(A) as U, V (exp(A) ~ (V - U)^-1 (V + U)), Higham's scaling and
+ * squaring; P[0] = I, P[1] = A^2, P[2] = A^4, P[3] = A^6 on entry, P[4..6]
+ * scratch. */
+static void pade_uv(int deg, size_t n, const cplx *A, cplx *const P[7], cplx *U, cplx *V)
 {
-    size_t batch;
-    if (check_stack(a, "expm", 1, &batch, err)) return NULL;
-    if (a->ndim != 2) return bad_shape("expm", "a 2-d square matrix", a, err), NULL;
-    static const double th[4] = { 1.495585217958292e-2, 2.539398330063230e-1, 9.504178996162932e-1,
-                                  2.097847961257068e0 };
     static const double b13[14] = { 64764752532480000.0,
                                     32382376266240000.0,
                                     7771770303897600.0,
@@ -793,6 +792,45 @@ Array *ar_expm(const Array *a, char *err)
         { 17643225600.0, 8821612800.0, 2075673600.0, 302702400, 30270240, 2162160, 110880, 3960, 90,
           1 },
     };
+    size_t nn = n * n;
+    qh_assert(deg >= -1 && deg < 4);
+    if (deg >= 0) { /* U = A sum_odd b_k A^(k-1), V = sum_even b_k A^k */
+        const double *b = bs[deg];
+        int m = 2 * deg + 3;
+        memset(P[4], 0, nn * sizeof(cplx));
+        memset(V, 0, nn * sizeof(cplx));
+        for (int k = 0; k <= m; k++) {
+            cplx *pw = P[k / 2 < 4 ? k / 2 : 3]; /* A^(2j) for j = k/2 (j <= 3) */
+            if (k / 2 == 4) {                    /* A^8 = A^4 A^4 (degree 9) */
+                zmm((int)n, P[2], P[2], P[5]);
+                pw = P[5];
+            }
+            cplx *dst = k % 2 ? P[4] : V;
+            for (size_t i = 0; i < nn; i++) dst[i] += b[k] * pw[i];
+        }
+        zmm((int)n, A, P[4], U);
+    } else {
+        for (size_t i = 0; i < nn; i++) {
+            P[4][i] = b13[13] * P[3][i] + b13[11] * P[2][i] + b13[9] * P[1][i];
+            P[5][i] = b13[12] * P[3][i] + b13[10] * P[2][i] + b13[8] * P[1][i];
+        }
+        zmm((int)n, P[3], P[4], P[6]);
+        for (size_t i = 0; i < nn; i++)
+            P[6][i] += b13[7] * P[3][i] + b13[5] * P[2][i] + b13[3] * P[1][i] + b13[1] * P[0][i];
+        zmm((int)n, A, P[6], U);
+        zmm((int)n, P[3], P[5], V);
+        for (size_t i = 0; i < nn; i++)
+            V[i] += b13[6] * P[3][i] + b13[4] * P[2][i] + b13[2] * P[1][i] + b13[0] * P[0][i];
+    }
+}
+
+Array *ar_expm(const Array *a, char *err)
+{
+    size_t batch;
+    if (check_stack(a, "expm", 1, &batch, err)) return NULL;
+    if (a->ndim != 2) return bad_shape("expm", "a 2-d square matrix", a, err), NULL;
+    static const double th[4] = { 1.495585217958292e-2, 2.539398330063230e-1, 9.504178996162932e-1,
+                                  2.097847961257068e0 };
     size_t n = a->shape[0], nn = n * n;
     Array *ca = ar_to_complex(a, err);
     cplx *A = ca ? wbuf(nn, sizeof(cplx)) : NULL, *P[7], *U = NULL, *V = NULL;
@@ -822,35 +860,7 @@ Array *ar_expm(const Array *a, char *err)
         zmm((int)n, A, A, P[1]);
         zmm((int)n, P[1], P[1], P[2]);
         zmm((int)n, P[1], P[2], P[3]);
-        if (deg >= 0) { /* U = A sum_odd b_k A^(k-1), V = sum_even b_k A^k */
-            const double *b = bs[deg];
-            int m = 2 * deg + 3;
-            memset(P[4], 0, nn * sizeof(cplx));
-            memset(V, 0, nn * sizeof(cplx));
-            for (int k = 0; k <= m; k++) {
-                cplx *pw = P[k / 2 < 4 ? k / 2 : 3]; /* A^(2j) for j = k/2 (j <= 3) */
-                if (k / 2 == 4) {                    /* A^8 = A^4 A^4 (degree 9) */
-                    zmm((int)n, P[2], P[2], P[5]);
-                    pw = P[5];
-                }
-                cplx *dst = k % 2 ? P[4] : V;
-                for (size_t i = 0; i < nn; i++) dst[i] += b[k] * pw[i];
-            }
-            zmm((int)n, A, P[4], U);
-        } else {
-            for (size_t i = 0; i < nn; i++) {
-                P[4][i] = b13[13] * P[3][i] + b13[11] * P[2][i] + b13[9] * P[1][i];
-                P[5][i] = b13[12] * P[3][i] + b13[10] * P[2][i] + b13[8] * P[1][i];
-            }
-            zmm((int)n, P[3], P[4], P[6]);
-            for (size_t i = 0; i < nn; i++)
-                P[6][i] +=
-                    b13[7] * P[3][i] + b13[5] * P[2][i] + b13[3] * P[1][i] + b13[1] * P[0][i];
-            zmm((int)n, A, P[6], U);
-            zmm((int)n, P[3], P[5], V);
-            for (size_t i = 0; i < nn; i++)
-                V[i] += b13[6] * P[3][i] + b13[4] * P[2][i] + b13[2] * P[1][i] + b13[0] * P[0][i];
-        }
+        pade_uv(deg, n, A, P, U, V);
         /* (V - U) X = V + U, solved column-major: transpose in, transpose out */
         for (size_t i = 0; i < n; i++)
             for (size_t j = 0; j < n; j++) {

@@ -523,6 +523,38 @@ static void resolve_target(Resolver *r, Scope *s, Node *t)
         resolve_node(r, s, t);
 }
 
+/* x op= v: the target is bound, and a global one is also read */
+static void resolve_augassign(Resolver *r, Scope *s, Node *n)
+{
+    resolve_node(r, s, n->u.assign.value);
+    if (n->u.assign.target->kind != N_NAME) {
+        resolve_node(r, s, n->u.assign.target);
+        return;
+    }
+    resolve_name(r, s, n->u.assign.target, true);
+    if (n->u.assign.target->kind == N_GLOBAL) {
+        int cap = r->capunbound;
+        r->unbound = grow(r->unbound, &cap, r->nunbound + 1, sizeof(Node *));
+        r->capunbound = cap;
+        r->unbound[r->nunbound++] = n->u.assign.target;
+    }
+}
+
+/* fn name(...) {...}: the name is bound in the enclosing scope; the body
+ * sees itself through it */
+static void resolve_fndef(Resolver *r, Scope *s, Node *n)
+{
+    FnProto *f = n->u.fn;
+    Node *nm = arena_alloc(r->m->arena, sizeof(Node));
+    nm->kind = N_NAME;
+    nm->line = n->line;
+    nm->col = n->col;
+    nm->u.var.name = f->name;
+    resolve_target(r, s, nm);
+    resolve_fn(r, s, f);
+    f->binding = nm;
+}
+
 static void resolve_node(Resolver *r, Scope *s, Node *n)
 {
     if (!n) return;
@@ -558,11 +590,6 @@ static void resolve_node(Resolver *r, Scope *s, Node *n)
         break;
     case N_MEMBER: resolve_node(r, s, n->u.member.obj); break;
     case N_FNEXPR: resolve_fn(r, s, n->u.fn); break;
-    case N_COND:
-        resolve_node(r, s, n->u.ifs.cond);
-        resolve_node(r, s, n->u.ifs.then);
-        resolve_node(r, s, n->u.ifs.els);
-        break;
     case N_LISTCOMP:
     case N_DICTCOMP: resolve_comp(r, s, n); break;
     case N_EXPRSTMT:
@@ -571,26 +598,13 @@ static void resolve_node(Resolver *r, Scope *s, Node *n)
         resolve_node(r, s, n->u.assign.value);
         resolve_target(r, s, n->u.assign.target);
         break;
-    case N_AUGASSIGN:
-        resolve_node(r, s, n->u.assign.value);
-        if (n->u.assign.target->kind == N_NAME) {
-            resolve_name(r, s, n->u.assign.target, true);
-            /* an augmented global assignment also reads it */
-            if (n->u.assign.target->kind == N_GLOBAL) {
-                int cap = r->capunbound;
-                r->unbound = grow(r->unbound, &cap, r->nunbound + 1, sizeof(Node *));
-                r->capunbound = cap;
-                r->unbound[r->nunbound++] = n->u.assign.target;
-            }
-        } else {
-            resolve_node(r, s, n->u.assign.target);
-        }
-        break;
+    case N_AUGASSIGN: resolve_augassign(r, s, n); break;
     case N_DESTRUCT:
         resolve_node(r, s, n->u.destruct.value);
         for (int i = 0; i < n->u.destruct.n; i++) resolve_target(r, s, n->u.destruct.targets[i]);
         break;
     case N_IF:
+    case N_COND:
         resolve_node(r, s, n->u.ifs.cond);
         resolve_node(r, s, n->u.ifs.then);
         resolve_node(r, s, n->u.ifs.els);
@@ -609,19 +623,7 @@ static void resolve_node(Resolver *r, Scope *s, Node *n)
         if (n->u.tries.var) resolve_target(r, s, n->u.tries.var);
         resolve_node(r, s, n->u.tries.handler);
         break;
-    case N_FNDEF: {
-        FnProto *f = n->u.fn;
-        /* the name is bound in the enclosing scope; the body sees itself through it */
-        Node *nm = arena_alloc(r->m->arena, sizeof(Node));
-        nm->kind = N_NAME;
-        nm->line = n->line;
-        nm->col = n->col;
-        nm->u.var.name = f->name;
-        resolve_target(r, s, nm);
-        resolve_fn(r, s, f);
-        f->binding = nm;
-        break;
-    }
+    case N_FNDEF: resolve_fndef(r, s, n); break;
     case N_IMPORT: resolve_target(r, s, n->u.import.var); break;
     case N_GLOBALDECL:
         if (!s->fn) error_at(r, n, "'global' outside a function");

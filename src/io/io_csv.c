@@ -136,6 +136,7 @@ int io_csv_parse(const IoCsvText *in, IoArray *out, char *err, size_t errlen)
             return qh_errf(err, errlen, "'%s': line %zu: expected %zu field%s, got %zu", name, line,
                            cols, cols == 1 ? "" : "s", k);
         }
+        qh_assert(n == (rows + 1) * cols); /* every row so far has cols fields */
         rows++;
     }
     qh_assert(n == rows * cols);

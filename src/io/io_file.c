@@ -406,6 +406,7 @@ unsigned char *io_npy_encode(const IoArray *a, size_t *len, char *err, size_t er
         pad = (64 - total % 64) % 64;
         hl = (size_t)at + 1 + pad;
     }
+    qh_assert((size_t)at < sizeof dict && (pre + hl) % 64 == 0); /* NumPy's alignment */
     size_t es = a->is_complex ? 16 : 8, bytes = a->n * es;
     unsigned char *buf = malloc(pre + hl + bytes);
     if (!buf) {

@@ -1202,6 +1202,47 @@ static int block_or_stmt(Rd *r, const Env *env)
     return statement(r, env);
 }
 
+/* reset q; (after 'reset'): a reset of each wire of q */
+static int reset_stmt(Rd *r, int line)
+{
+    Arg qa;
+    if (operand(r, NULL, 0, &qa) || expect(r, ";")) return -1;
+    int n = qa.size < 0 ? 1 : qa.size;
+    for (int k = 0; k < n; k++) {
+        int w = wire_of(&qa, k);
+        if (step(r, line)) return -1;
+        QasmOp *op = qasm_add(r->c, QASM_RESET, &w, 0, 1);
+        if (!op) return rd_err(r, line, "out of memory");
+        op->cond = r->cond;
+        op->line = line;
+    }
+    return 0;
+}
+
+/* if (c == v) stmt [else stmt] (after 'if'): the statements under the
+ * condition and its negation */
+static int if_stmt(Rd *r, int line)
+{
+    if (r->cond >= 0) return rd_err(r, line, "nested 'if' is not supported");
+    QasmCond cd;
+    if (condition(r, &cd)) return -1;
+    int ci = qasm_add_cond(r->c, &cd);
+    if (ci < 0) return rd_err(r, line, "out of memory");
+    r->cond = ci;
+    int rc = block_or_stmt(r, NULL);
+    r->cond = -1;
+    if (rc) return -1;
+    if (accept(r, "else")) {
+        cd.negate = !cd.negate;
+        ci = qasm_add_cond(r->c, &cd);
+        if (ci < 0) return rd_err(r, line, "out of memory");
+        r->cond = ci;
+        rc = block_or_stmt(r, NULL);
+        r->cond = -1;
+    }
+    return rc;
+}
+
 static int statement(Rd *r, const Env *env)
 {
     Tok *t = cur(r);
@@ -1275,40 +1316,8 @@ static int statement(Rd *r, const Env *env)
         if (expect(r, ";")) return -1;
         return rd_err(r, line, "measure without a target bit ('-> c' or 'c = measure q')");
     }
-    if (accept(r, "reset")) {
-        Arg qa;
-        if (operand(r, NULL, 0, &qa) || expect(r, ";")) return -1;
-        int n = qa.size < 0 ? 1 : qa.size;
-        for (int k = 0; k < n; k++) {
-            int w = wire_of(&qa, k);
-            if (step(r, line)) return -1;
-            QasmOp *op = qasm_add(r->c, QASM_RESET, &w, 0, 1);
-            if (!op) return rd_err(r, line, "out of memory");
-            op->cond = r->cond;
-            op->line = line;
-        }
-        return 0;
-    }
-    if (accept(r, "if")) {
-        if (r->cond >= 0) return rd_err(r, line, "nested 'if' is not supported");
-        QasmCond cd;
-        if (condition(r, &cd)) return -1;
-        int ci = qasm_add_cond(r->c, &cd);
-        if (ci < 0) return rd_err(r, line, "out of memory");
-        r->cond = ci;
-        int rc = block_or_stmt(r, NULL);
-        r->cond = -1;
-        if (rc) return -1;
-        if (accept(r, "else")) {
-            cd.negate = !cd.negate;
-            ci = qasm_add_cond(r->c, &cd);
-            if (ci < 0) return rd_err(r, line, "out of memory");
-            r->cond = ci;
-            rc = block_or_stmt(r, NULL);
-            r->cond = -1;
-        }
-        return rc;
-    }
+    if (accept(r, "reset")) return reset_stmt(r, line);
+    if (accept(r, "if")) return if_stmt(r, line);
     static const char *unsupported[] = {
         "for",      "while", "def",     "defcal", "cal",    "const", "float",    "int",   "uint",
         "angle",    "bool",  "complex", "input",  "output", "let",   "box",      "delay", "stretch",

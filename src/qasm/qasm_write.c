@@ -533,6 +533,61 @@ static int gate(W *w, const QasmCircuit *c, const QasmOp *op)
     return werr(w, op, "unknown gate %d", (int)op->gate);
 }
 
+/* Whether the circuit's conditions have a form in w's version (w->bitregs
+ * set when 2.0 needs a creg per bit); -1 (w failed) if not. */
+static int check_conds(W *w, const QasmCircuit *c)
+{
+    /* registers: in 2.0 a condition on single bits needs one creg per bit */
+    for (size_t i = 0; i < c->nconds; i++) {
+        const QasmCond *cd = &c->conds[i];
+        if (w->v == 2 && !whole(c, cd)) {
+            if (cd->nbits != 1)
+                return werr(w, NULL,
+                            "a condition on some bits of the register has no OpenQASM 2.0 form "
+                            "(use version 3)");
+            w->bitregs = 1;
+        }
+        if (w->v == 2 && cd->negate)
+            return werr(w, NULL, "a '!=' condition has no OpenQASM 2.0 form (use version 3)");
+        if (w->v == 3 && cd->nbits != 1 && !whole(c, cd))
+            return werr(w, NULL, "a condition on some bits of the register has no OpenQASM form");
+    }
+    if (w->bitregs)
+        for (size_t i = 0; i < c->nconds; i++)
+            if (whole(c, &c->conds[i]) && c->nclbits != 1)
+                return werr(w, NULL,
+                            "conditions on single bits and on the whole register in one circuit "
+                            "have no OpenQASM 2.0 form (use version 3)");
+    return 0;
+}
+
+/* A conditional gate: a condition covers one statement, so the lines of a
+ * multi-statement form each get the condition. */
+static void cond_gate(W *w, const QasmCircuit *c, const QasmOp *op)
+{
+    size_t mark = w->n;
+    gate(w, c, op);
+    if (w->failed || w->oom) return;
+    size_t end = w->n;
+    qh_assert(mark <= end && (end == 0 || end < w->cap)); /* out keeps room for the NUL */
+    char *body = malloc(end - mark + 1);
+    if (!body) {
+        w->oom = 1;
+        return;
+    }
+    memcpy(body, w->d + mark, end - mark);
+    body[end - mark] = 0;
+    w->n = mark;
+    for (char *line = body; *line;) {
+        char *nl = strchr(line, '\n');
+        size_t l = nl ? (size_t)(nl - line) + 1 : strlen(line);
+        cond_prefix(w, c, op);
+        out(w, "%.*s", (int)l, line);
+        line += l;
+    }
+    free(body);
+}
+
 char *qasm_write(const QasmCircuit *c, int version, size_t *len, char *err, size_t errlen)
 {
     W w;
@@ -544,35 +599,7 @@ char *qasm_write(const QasmCircuit *c, int version, size_t *len, char *err, size
         werr(&w, NULL, "OpenQASM version %d (2 or 3)", version);
         return NULL;
     }
-    /* registers: in 2.0 a condition on single bits needs one creg per bit */
-    for (size_t i = 0; i < c->nconds; i++) {
-        const QasmCond *cd = &c->conds[i];
-        if (w.v == 2 && !whole(c, cd)) {
-            if (cd->nbits != 1) {
-                werr(&w, NULL,
-                     "a condition on some bits of the register has no OpenQASM 2.0 form (use "
-                     "version 3)");
-                return NULL;
-            }
-            w.bitregs = 1;
-        }
-        if (w.v == 2 && cd->negate) {
-            werr(&w, NULL, "a '!=' condition has no OpenQASM 2.0 form (use version 3)");
-            return NULL;
-        }
-        if (w.v == 3 && cd->nbits != 1 && !whole(c, cd)) {
-            werr(&w, NULL, "a condition on some bits of the register has no OpenQASM form");
-            return NULL;
-        }
-    }
-    if (w.bitregs)
-        for (size_t i = 0; i < c->nconds; i++)
-            if (whole(c, &c->conds[i]) && c->nclbits != 1) {
-                werr(&w, NULL,
-                     "conditions on single bits and on the whole register in one circuit have no "
-                     "OpenQASM 2.0 form (use version 3)");
-                return NULL;
-            }
+    if (check_conds(&w, c)) return NULL;
     int used[SV_NGATES] = { 0 };
     for (size_t i = 0; i < c->nops; i++)
         if (c->ops[i].kind == QASM_GATE) used[c->ops[i].gate] = 1;
@@ -627,35 +654,12 @@ char *qasm_write(const QasmCircuit *c, int version, size_t *len, char *err, size
             qb(&w, op->wires[0]);
             out(&w, ";\n");
             break;
-        case QASM_GATE: {
-            if (op->cond < 0) {
+        case QASM_GATE:
+            if (op->cond < 0)
                 gate(&w, c, op);
-                break;
-            }
-            /* a condition covers one statement: multi-statement forms go in a block (3.0) or
-             * repeat (2.0) */
-            size_t mark = w.n;
-            gate(&w, c, op);
-            if (w.failed || w.oom) break;
-            size_t end = w.n;
-            char *body = malloc(end - mark + 1);
-            if (!body) {
-                w.oom = 1;
-                break;
-            }
-            memcpy(body, w.d + mark, end - mark);
-            body[end - mark] = 0;
-            w.n = mark;
-            for (char *line = body; *line;) {
-                char *nl = strchr(line, '\n');
-                size_t l = nl ? (size_t)(nl - line) + 1 : strlen(line);
-                cond_prefix(&w, c, op);
-                out(&w, "%.*s", (int)l, line);
-                line += l;
-            }
-            free(body);
+            else
+                cond_gate(&w, c, op);
             break;
-        }
         }
     }
     if (w.failed || w.oom) {
