@@ -122,15 +122,21 @@ int dsv_apply(Dsv *d, const SvOp *op, char *err, size_t errlen);
 /* Run the queued ops now. */
 int dsv_flush(Dsv *d, char *err, size_t errlen);
 
+/* A readout's sampling: n shots drawn with rng (n == 0: the exact value). */
+typedef struct DsvShots {
+    size_t n;
+    Rng *rng;
+} DsvShots;
+
 /* Readouts, as in sv.h; every rank gets the same numbers. Randomness comes
    from r, which must be in the same state on every rank (it advances the
    same way everywhere). */
 int dsv_expval(Dsv *d, const SvPauli *t, int nterms, double *out, char *err, size_t errlen);
 int dsv_var(Dsv *d, const SvPauli *t, int nterms, double *out, char *err, size_t errlen);
-int dsv_expval_shots(Dsv *d, const SvPauli *t, int nterms, size_t shots, Rng *r, double *out,
-                     char *err, size_t errlen);
-int dsv_var_shots(Dsv *d, const SvPauli *t, int nterms, size_t shots, Rng *r, double *out,
-                  char *err, size_t errlen);
+int dsv_expval_shots(Dsv *d, const SvPauli *t, int nterms, DsvShots sh, double *out, char *err,
+                     size_t errlen);
+int dsv_var_shots(Dsv *d, const SvPauli *t, int nterms, DsvShots sh, double *out, char *err,
+                  size_t errlen);
 int dsv_sample_pauli(Dsv *d, const SvPauli *word, size_t shots, Rng *r, double *out, char *err,
                      size_t errlen);
 /* nw = 0: all wires. Over all wires in order the 2^n values are gathered
@@ -139,7 +145,7 @@ int dsv_sample_pauli(Dsv *d, const SvPauli *word, size_t shots, Rng *r, double *
    most DSV_MAX_PROBS_WIRES wires. */
 #define DSV_MAX_PROBS_WIRES 20
 int dsv_probs(Dsv *d, const int *wires, int nw, double *out, char *err, size_t errlen);
-int dsv_probs_shots(Dsv *d, const int *wires, int nw, size_t shots, Rng *r, double *out, char *err,
+int dsv_probs_shots(Dsv *d, const int *wires, int nw, DsvShots sh, double *out, char *err,
                     size_t errlen);
 int dsv_sample(Dsv *d, size_t shots, Rng *r, uint64_t *out, char *err, size_t errlen);
 /* 0/1 outcome, or -1 with a message. */

@@ -221,9 +221,11 @@ static int share_rng(Dsv *d, Rng *r, char *err, size_t errlen)
     return dsv_bcast(d, r, sizeof *r, 0, err, errlen);
 }
 
-int dsv_probs_shots(Dsv *d, const int *wires, int nw, size_t shots, Rng *r, double *out, char *err,
+int dsv_probs_shots(Dsv *d, const int *wires, int nw, DsvShots sh, double *out, char *err,
                     size_t errlen)
 {
+    size_t shots = sh.n;
+    Rng *r = sh.rng;
     if (dsv_probs(d, wires, nw, out, err, errlen)) return -1;
     if (shots == 0) return 0;
     int n = nw ? nw : d->n;
@@ -458,9 +460,11 @@ static int term_vals(Dsv *d, PTerm *t, int n, double *vals, char *err, size_t er
 }
 
 /* sum c <W>, exact or estimated, in the sorted order. */
-static int weighted(Dsv *d, const SvPauli *in, int n, size_t shots, Rng *r, double *out, char *err,
+static int weighted(Dsv *d, const SvPauli *in, int n, DsvShots sh, double *out, char *err,
                     size_t errlen)
 {
+    size_t shots = sh.n;
+    Rng *r = sh.rng;
     PTerm *t = malloc((size_t)(n > 0 ? n : 1) * sizeof *t);
     double *vals = malloc((size_t)(n > 0 ? n : 1) * sizeof *vals);
     if (!t || !vals) {
@@ -486,28 +490,32 @@ static int weighted(Dsv *d, const SvPauli *in, int n, size_t shots, Rng *r, doub
 
 int dsv_expval(Dsv *d, const SvPauli *t, int nterms, double *out, char *err, size_t errlen)
 {
-    return dsv_expval_shots(d, t, nterms, 0, NULL, out, err, errlen);
+    return dsv_expval_shots(d, t, nterms, (DsvShots){ 0, NULL }, out, err, errlen);
 }
 
-int dsv_expval_shots(Dsv *d, const SvPauli *t, int nterms, size_t shots, Rng *r, double *out,
-                     char *err, size_t errlen)
+int dsv_expval_shots(Dsv *d, const SvPauli *t, int nterms, DsvShots sh, double *out, char *err,
+                     size_t errlen)
 {
+    size_t shots = sh.n;
+    Rng *r = sh.rng;
     if (ready(d, err, errlen)) return -1;
     *out = 0;
     if (!t || nterms <= 0) return 0;
-    return weighted(d, t, nterms, shots, r, out, err, errlen);
+    return weighted(d, t, nterms, (DsvShots){ shots, r }, out, err, errlen);
 }
 
 int dsv_var(Dsv *d, const SvPauli *t, int nterms, double *out, char *err, size_t errlen)
 {
-    return dsv_var_shots(d, t, nterms, 0, NULL, out, err, errlen);
+    return dsv_var_shots(d, t, nterms, (DsvShots){ 0, NULL }, out, err, errlen);
 }
 
 /* Why: var = <H^2> - <H>^2 with H^2 expanded into Pauli words (sv's own
    expansion), the square first as sv does (the order of random draws). */
-int dsv_var_shots(Dsv *d, const SvPauli *t, int nterms, size_t shots, Rng *r, double *out,
-                  char *err, size_t errlen)
+int dsv_var_shots(Dsv *d, const SvPauli *t, int nterms, DsvShots sh, double *out, char *err,
+                  size_t errlen)
 {
+    size_t shots = sh.n;
+    Rng *r = sh.rng;
     if (ready(d, err, errlen)) return -1;
     *out = 0;
     if (!t || nterms <= 0) return 0;
@@ -515,9 +523,9 @@ int dsv_var_shots(Dsv *d, const SvPauli *t, int nterms, size_t shots, Rng *r, do
     int nsq = sv_pauli_square(t, nterms, &sq);
     if (nsq < 0) return dsv_fail(d, err, errlen, "var: out of memory");
     double h2 = 0, h1 = 0;
-    int rc = weighted(d, sq, nsq, shots, r, &h2, err, errlen);
+    int rc = weighted(d, sq, nsq, (DsvShots){ shots, r }, &h2, err, errlen);
     free(sq);
-    if (!rc) rc = weighted(d, t, nterms, shots, r, &h1, err, errlen);
+    if (!rc) rc = weighted(d, t, nterms, (DsvShots){ shots, r }, &h1, err, errlen);
     if (rc) return -1;
     double v = h2 - h1 * h1;
     *out = v > 0 ? v : 0;

@@ -181,9 +181,11 @@ static void follow_cmd(Dsv **dp, const Hdr *h, char *pay, const DsvConfig *cfg, 
         int n = (int)(h->len / sizeof(SvPauli));
         if (!d) break;
         if (h->cmd == C_EXPVAL)
-            dsv_expval_shots(d, (SvPauli *)pay, n, (size_t)h->n1, &rng, &v, e2, sizeof e2);
+            dsv_expval_shots(d, (SvPauli *)pay, n, (DsvShots){ (size_t)h->n1, &rng }, &v, e2,
+                             sizeof e2);
         else
-            dsv_var_shots(d, (SvPauli *)pay, n, (size_t)h->n1, &rng, &v, e2, sizeof e2);
+            dsv_var_shots(d, (SvPauli *)pay, n, (DsvShots){ (size_t)h->n1, &rng }, &v, e2,
+                          sizeof e2);
         break;
     }
     case C_SPAULI: {
@@ -198,7 +200,7 @@ static void follow_cmd(Dsv **dp, const Hdr *h, char *pay, const DsvConfig *cfg, 
         double *o = all || !valid ? NULL : malloc(((size_t)1 << nw) * sizeof(double));
         /* an invalid request fails before any traffic, as on the leader */
         if (d && (all || o || !valid))
-            dsv_probs_shots(d, (int *)pay, nw, (size_t)h->n1, &rng, o, e2, sizeof e2);
+            dsv_probs_shots(d, (int *)pay, nw, (DsvShots){ (size_t)h->n1, &rng }, o, e2, sizeof e2);
         free(o);
         break;
     }
@@ -386,9 +388,11 @@ int dsvr_apply(Dsvr *r, const SvOp *op, char *err, size_t errlen)
     return 0;
 }
 
-static int pauli_call(Dsvr *r, int cmd, const SvPauli *t, int n, size_t shots, Rng *rng, char *err,
+static int pauli_call(Dsvr *r, int cmd, const SvPauli *t, int n, DsvShots sh, char *err,
                       size_t errlen)
 {
+    size_t shots = sh.n;
+    Rng *rng = sh.rng;
     if (need_state(r, err, errlen)) return -1;
     Hdr h;
     memset(&h, 0, sizeof h);
@@ -399,42 +403,47 @@ static int pauli_call(Dsvr *r, int cmd, const SvPauli *t, int n, size_t shots, R
     return call(r, &h, t, err, errlen);
 }
 
-int dsvr_expval(Dsvr *r, const SvPauli *t, int n, size_t shots, Rng *rng, double *out, char *err,
+int dsvr_expval(Dsvr *r, const SvPauli *t, int n, DsvShots sh, double *out, char *err,
                 size_t errlen)
 {
+    size_t shots = sh.n;
+    Rng *rng = sh.rng;
     Rng dummy;
     rng_seed(&dummy, 0);
     if (!rng) {
         rng = &dummy;
         shots = 0;
     }
-    if (pauli_call(r, C_EXPVAL, t, n, shots, rng, err, errlen)) return -1;
-    return dsv_expval_shots(r->d, t, n, shots, rng, out, err, errlen);
+    if (pauli_call(r, C_EXPVAL, t, n, (DsvShots){ shots, rng }, err, errlen)) return -1;
+    return dsv_expval_shots(r->d, t, n, (DsvShots){ shots, rng }, out, err, errlen);
 }
 
-int dsvr_var(Dsvr *r, const SvPauli *t, int n, size_t shots, Rng *rng, double *out, char *err,
-             size_t errlen)
+int dsvr_var(Dsvr *r, const SvPauli *t, int n, DsvShots sh, double *out, char *err, size_t errlen)
 {
+    size_t shots = sh.n;
+    Rng *rng = sh.rng;
     Rng dummy;
     rng_seed(&dummy, 0);
     if (!rng) {
         rng = &dummy;
         shots = 0;
     }
-    if (pauli_call(r, C_VAR, t, n, shots, rng, err, errlen)) return -1;
-    return dsv_var_shots(r->d, t, n, shots, rng, out, err, errlen);
+    if (pauli_call(r, C_VAR, t, n, (DsvShots){ shots, rng }, err, errlen)) return -1;
+    return dsv_var_shots(r->d, t, n, (DsvShots){ shots, rng }, out, err, errlen);
 }
 
 int dsvr_sample_pauli(Dsvr *r, const SvPauli *word, size_t shots, Rng *rng, double *out, char *err,
                       size_t errlen)
 {
-    if (pauli_call(r, C_SPAULI, word, 1, shots, rng, err, errlen)) return -1;
+    if (pauli_call(r, C_SPAULI, word, 1, (DsvShots){ shots, rng }, err, errlen)) return -1;
     return dsv_sample_pauli(r->d, word, shots, rng, out, err, errlen);
 }
 
-int dsvr_probs(Dsvr *r, const int *wires, int nw, size_t shots, Rng *rng, double *out, char *err,
+int dsvr_probs(Dsvr *r, const int *wires, int nw, DsvShots sh, double *out, char *err,
                size_t errlen)
 {
+    size_t shots = sh.n;
+    Rng *rng = sh.rng;
     if (need_state(r, err, errlen)) return -1;
     if (nw < 0 || (nw > 0 && !wires)) {
         if (err && errlen) snprintf(err, errlen, "probs: needs at least one wire");
@@ -453,7 +462,7 @@ int dsvr_probs(Dsvr *r, const int *wires, int nw, size_t shots, Rng *rng, double
     h.len = (uint64_t)nw * sizeof(int);
     h.rng = *rng;
     if (call(r, &h, wires, err, errlen)) return -1;
-    return dsv_probs_shots(r->d, wires, nw, shots, rng, out, err, errlen);
+    return dsv_probs_shots(r->d, wires, nw, (DsvShots){ shots, rng }, out, err, errlen);
 }
 
 int dsvr_sample(Dsvr *r, size_t shots, Rng *rng, uint64_t *out, char *err, size_t errlen)

@@ -38,13 +38,12 @@ Dsv *dsvr_state(Dsvr *r); /* the leader's part (stats, rank count), or NULL */
 
 /* Leader: as in dsv.h (results on the leader). */
 int dsvr_apply(Dsvr *r, const SvOp *op, char *err, size_t errlen);
-int dsvr_expval(Dsvr *r, const SvPauli *t, int n, size_t shots, Rng *rng, double *out, char *err,
+int dsvr_expval(Dsvr *r, const SvPauli *t, int n, DsvShots sh, double *out, char *err,
                 size_t errlen);
-int dsvr_var(Dsvr *r, const SvPauli *t, int n, size_t shots, Rng *rng, double *out, char *err,
-             size_t errlen);
+int dsvr_var(Dsvr *r, const SvPauli *t, int n, DsvShots sh, double *out, char *err, size_t errlen);
 int dsvr_sample_pauli(Dsvr *r, const SvPauli *word, size_t shots, Rng *rng, double *out, char *err,
                       size_t errlen);
-int dsvr_probs(Dsvr *r, const int *wires, int nw, size_t shots, Rng *rng, double *out, char *err,
+int dsvr_probs(Dsvr *r, const int *wires, int nw, DsvShots sh, double *out, char *err,
                size_t errlen);
 int dsvr_sample(Dsvr *r, size_t shots, Rng *rng, uint64_t *out, char *err, size_t errlen);
 int dsvr_measure(Dsvr *r, int wire, int reset, Rng *rng, char *err, size_t errlen);

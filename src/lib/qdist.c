@@ -364,16 +364,19 @@ int qdist_apply(QDState *s, const SvOp *op, char *err, size_t errlen)
 int qdist_expval(QDState *s, const SvPauli *t, int n, size_t shots, Rng *rng, double *out,
                  char *err, size_t errlen)
 {
-    if (s->qd) return dsvr_expval(s->qd->r, t, n, shots, shots ? rng : NULL, out, err, errlen);
-    return shots ? dsv_expval_shots(s->local, t, n, shots, rng, out, err, errlen)
+    if (s->qd)
+        return dsvr_expval(s->qd->r, t, n, (DsvShots){ shots, shots ? rng : NULL }, out, err,
+                           errlen);
+    return shots ? dsv_expval_shots(s->local, t, n, (DsvShots){ shots, rng }, out, err, errlen)
                  : dsv_expval(s->local, t, n, out, err, errlen);
 }
 
 int qdist_var(QDState *s, const SvPauli *t, int n, size_t shots, Rng *rng, double *out, char *err,
               size_t errlen)
 {
-    if (s->qd) return dsvr_var(s->qd->r, t, n, shots, shots ? rng : NULL, out, err, errlen);
-    return shots ? dsv_var_shots(s->local, t, n, shots, rng, out, err, errlen)
+    if (s->qd)
+        return dsvr_var(s->qd->r, t, n, (DsvShots){ shots, shots ? rng : NULL }, out, err, errlen);
+    return shots ? dsv_var_shots(s->local, t, n, (DsvShots){ shots, rng }, out, err, errlen)
                  : dsv_var(s->local, t, n, out, err, errlen);
 }
 
@@ -387,8 +390,10 @@ int qdist_sample_pauli(QDState *s, const SvPauli *word, size_t shots, Rng *rng, 
 int qdist_probs(QDState *s, const int *wires, int nw, size_t shots, Rng *rng, double *out,
                 char *err, size_t errlen)
 {
-    if (s->qd) return dsvr_probs(s->qd->r, wires, nw, shots, shots ? rng : NULL, out, err, errlen);
-    return shots ? dsv_probs_shots(s->local, wires, nw, shots, rng, out, err, errlen)
+    if (s->qd)
+        return dsvr_probs(s->qd->r, wires, nw, (DsvShots){ shots, shots ? rng : NULL }, out, err,
+                          errlen);
+    return shots ? dsv_probs_shots(s->local, wires, nw, (DsvShots){ shots, rng }, out, err, errlen)
                  : dsv_probs(s->local, wires, nw, out, err, errlen);
 }
 

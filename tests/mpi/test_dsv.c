@@ -209,8 +209,8 @@ static void test_circuit(int n, int depth, size_t xbuf, int relabel)
         note("var", &v, sizeof v);
         Rng r1 = r, r2 = r;
         double es = 0, es0 = sv_expval_shots(&ref, t, nt, 1000, &r1);
-        CHECK(dsv_expval_shots(d, t, nt, 1000, &r2, &es, err, sizeof err) == 0, "expval shots: %s",
-              err);
+        CHECK(dsv_expval_shots(d, t, nt, (DsvShots){ 1000, &r2 }, &es, err, sizeof err) == 0,
+              "expval shots: %s", err);
         CHECK(fabs(es - es0) <= TOL, "n=%d expval shots %.17g vs sv %.17g", n, es, es0);
         note("expval shots", &es, sizeof es);
         rng_next(&r);

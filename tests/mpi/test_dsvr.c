@@ -58,31 +58,36 @@ static void lead(void)
         CHECK(same, "n=%d: state not bit-identical to sv", n);
         note("state", buf, dim * sizeof(cplx));
         double *p = malloc(dim * sizeof(double)), *q = malloc(dim * sizeof(double));
-        CHECK(dsvr_probs(r, NULL, 0, 0, NULL, p, err, sizeof err) == 0, "probs: %s", err);
+        CHECK(dsvr_probs(r, NULL, 0, (DsvShots){ 0, NULL }, p, err, sizeof err) == 0, "probs: %s",
+              err);
         sv_probs(&ref, NULL, 0, q, NULL, 0);
         CHECK(memcmp(p, q, dim * sizeof(double)) == 0, "n=%d probs differ", n);
         int w[3] = { 1, n - 1, 0 };
-        CHECK(dsvr_probs(r, w, 3, 0, NULL, p, err, sizeof err) == 0, "probs subset: %s", err);
+        CHECK(dsvr_probs(r, w, 3, (DsvShots){ 0, NULL }, p, err, sizeof err) == 0,
+              "probs subset: %s", err);
         sv_probs(&ref, w, 3, q, NULL, 0);
         double worst = 0;
         for (int i = 0; i < 8; i++) worst = fmax(worst, fabs(p[i] - q[i]));
         CHECK(worst <= TOL, "probs subset off by %.3g", worst);
         note("probs subset", p, 8 * sizeof(double));
         Rng ps = g;
-        CHECK(dsvr_probs(r, w, 2, 500, &ps, p, err, sizeof err) == 0, "probs shots: %s", err);
+        CHECK(dsvr_probs(r, w, 2, (DsvShots){ 500, &ps }, p, err, sizeof err) == 0,
+              "probs shots: %s", err);
         note("probs shots", p, 4 * sizeof(double));
         SvPauli t[8];
         int nt = random_paulis(t, n, &g);
         double e = 0, v = 0, e0 = sv_expval(&ref, t, nt), v0 = sv_var(&ref, t, nt);
-        CHECK(dsvr_expval(r, t, nt, 0, NULL, &e, err, sizeof err) == 0, "expval: %s", err);
-        CHECK(dsvr_var(r, t, nt, 0, NULL, &v, err, sizeof err) == 0, "var: %s", err);
+        CHECK(dsvr_expval(r, t, nt, (DsvShots){ 0, NULL }, &e, err, sizeof err) == 0, "expval: %s",
+              err);
+        CHECK(dsvr_var(r, t, nt, (DsvShots){ 0, NULL }, &v, err, sizeof err) == 0, "var: %s", err);
         CHECK(fabs(e - e0) <= TOL && fabs(v - v0) <= 1e-11, "expval %.17g/%.17g var %.17g/%.17g", e,
               e0, v, v0);
         note("expval", &e, sizeof e);
         note("var", &v, sizeof v);
         Rng a = g, b = g;
         double es, es0 = sv_expval_shots(&ref, t, nt, 300, &a);
-        CHECK(dsvr_expval(r, t, nt, 300, &b, &es, err, sizeof err) == 0, "expval shots: %s", err);
+        CHECK(dsvr_expval(r, t, nt, (DsvShots){ 300, &b }, &es, err, sizeof err) == 0,
+              "expval shots: %s", err);
         CHECK(fabs(es - es0) <= TOL, "expval shots %.17g vs %.17g", es, es0);
         double sp[50];
         CHECK(dsvr_sample_pauli(r, &t[0], 50, &b, sp, err, sizeof err) == 0, "sample_pauli: %s",
