@@ -1030,6 +1030,10 @@ static int sl_call(Ctx *c, const Node *n, bool cond, Set *w)
         Set seen = { 0 };
         bool qc = f && makes_qcalls(c->m, f, &seen);
         free(seen.v);
+        int nc = 0;
+        if (qc && !cond && f->pure && !rebound_at(c->m, c->modbody, fn->u.var.slot, f) &&
+            wrapper_ok(c, f, &nc))
+            return args + nc; /* a wrapper: its calls, every time */
         if (!f || !f->pure || qc || rebound_at(c->m, c->modbody, fn->u.var.slot, f))
             return not_pure(c,
                             "it calls %s() at line %d, which may make quantum calls or change "

@@ -80,8 +80,9 @@ typedef struct LaPlan {
  *   - makes a known number of quantum calls (ncalls >= 0: each call of a
  *     qfn bound once sits where the statement evaluates it exactly once;
  *     the other calls are value builtins, builtins that neither call user
- *     code nor run quantum code, or pure plain functions that make no
- *     quantum calls), so the calls started early get the numbers (and
+ *     code nor run quantum code, pure plain functions that make no
+ *     quantum calls, or wrappers as a loop body's: their calls count), so
+ *     the calls started early get the numbers (and
  *     random streams) they will have;
  *   - cannot skip what follows: it has no `error()` call (the only raise
  *     at top level; break, continue and return are errors there), no

@@ -259,6 +259,15 @@ static bool run_inner(VM *vm, const Node *loop, Saved *sv, int *ns, const LoopCt
     return true;
 }
 
+/* A wrapper site ahead stops where it needs its calls' results (it may
+ * not wait): done once every call it makes has started, unless the step
+ * assigns its value, which later steps may read */
+static bool wrapper_started(const VM *vm, const LaStep *st, uint64_t before)
+{
+    return st->kind == LA_SITE && !st->target && st->ncalls > 0 &&
+           vm->la_index - before == (uint64_t)st->ncalls;
+}
+
 static bool run_steps(VM *vm, const LaPlan *p, Saved *sv, int *ns, const LoopCtx *inner)
 {
     for (int i = 0; i < p->nsteps; i++) {
@@ -268,8 +277,12 @@ static bool run_steps(VM *vm, const LaPlan *p, Saved *sv, int *ns, const LoopCtx
             continue;
         }
         if (*ns >= MAX_SAVED - 1) return false;
+        uint64_t before = vm->la_index;
         Value v = eval_expr(vm, st->expr);
-        if (IS_EXC(v)) return false;
+        if (IS_EXC(v)) {
+            if (wrapper_started(vm, st, before)) continue;
+            return false;
+        }
         if (st->target) {
             Value *slot = var_slot(vm, st->target);
             save_slot(sv, ns, slot);
@@ -464,9 +477,10 @@ static bool straight_ahead(VM *vm, const StraightCtx *sc, const Node *s, const L
     la->straight = s;
     bool ok = true;
     for (int t = 0; t < st->plan.nsteps && ok; t++) {
+        uint64_t before = vm->la_index;
         Value v = eval_expr(vm, st->plan.steps[t].expr);
         if (IS_EXC(v))
-            ok = false;
+            ok = wrapper_started(vm, &st->plan.steps[t], before);
         else
             decref(v);
     }
