@@ -473,6 +473,7 @@ void sv_job_run(const SvState *s, const SvJob *jb)
         sv_assert((jb->off[0] & ~fixed) == 0 && (jb->off[1] & ~fixed) == 0);
         sv_assert(jb->off[0] != jb->off[1] && (jb->total << jb->m) <= s->dim);
     }
+    (void)fixed; /* read only by the assertions: a release build drops them */
     int level = sv_level(s);
     if ((jb->kind == SVJ_PAIR || jb->kind == SVJ_SWAP || jb->kind == SVJ_QUAD) &&
         sv_blk_run(s, jb, level))
