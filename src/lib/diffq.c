@@ -11,7 +11,9 @@
  * probabilities) becomes a Jacobian node over the gate parameters measured
  * so far. The method then adds items: one adjoint sweep (sv_adjoint on the
  * final state), or one shifted run per shift of each parameter (the shift
- * rule), or two perturbed runs per input (finite differences). The owner
+ * rule; a channel parameter on the mixed device: one run with the channel's
+ * map replaced by its derivative, dm.h), or two perturbed runs per input
+ * (finite differences). The owner
  * gets a pending value; forcing it finishes only the forward item. Before a
  * backward sweep, diffq_finish finishes every item and assembles each
  * call's Jacobian: the measured quantities' derivatives by the gate
@@ -52,8 +54,9 @@ typedef struct RecOp {
     uint8_t tracked;
 } RecOp;
 typedef struct Slot {
-    int op, param;
+    int op, param; /* gate op's parameter; chan: channel number op's */
     AdNode node;
+    bool chan;
 } Slot;
 
 typedef struct Quant {
@@ -84,7 +87,8 @@ typedef struct DRec {
     int capvals; /* shifted runs: the values measured */
     int shift_op, shift_param;
     double shift;
-    int counter;
+    int dchan, dparam; /* a channel-derivative run: channel dchan's map by parameter dparam */
+    int counter, nchan;
     uint64_t shape; /* which gates on which wires: a shifted run must repeat it */
     const char *nondiff;
     bool measured, shots;
@@ -168,7 +172,7 @@ static const SvOp *rec_gate(QRec *rq, const SvOp *op, const AdNode *pnode, SvOp 
             r->slots = n;
             r->capslots = cap;
         }
-        r->slots[r->nslots++] = (Slot){ r->nops, p, pnode[p] };
+        r->slots[r->nslots++] = (Slot){ r->nops, p, pnode[p], false };
         o->tracked |= (uint8_t)(1u << p);
     }
     r->nops++;
@@ -336,8 +340,55 @@ static bool rec_after_body(QRec *rq, const SvState *s, int nq)
     return true;
 }
 
+/* Why: channel parameters have exact derivatives (lang/quantum.md, "Noise
+   channels"): each tracked one is a slot whose derivative is one run with
+   the channel's map replaced by its derivative (everything after it is
+   linear in rho, so that run measures the derivatives of the values). */
+static int rec_channel(QRec *rq, const char *name, int np, const AdNode *pnode)
+{
+    DRec *r = (DRec *)rq;
+    int k = r->nchan++;
+    r->shape = (r->shape ^ ((uint64_t)k + 0x51)) * 0xbf58476d1ce4e5b9ULL;
+    if (r->mode == QR_SHIFT) return k == r->dchan ? 1 + r->dparam : 0;
+    if (r->mode == QR_METRIC) { /* sv_metric_tensor works on the pure state of the gates */
+        snprintf(r->err, sizeof r->err,
+                 "metric_tensor: %s: a circuit with noise channels (the metric tensor here is the "
+                 "Fubini-Study metric of the gates' pure state)",
+                 name);
+        return -1;
+    }
+    int first = -1;
+    for (int i = 0; i < np && first < 0; i++)
+        if (pnode[i] != AD_NONE) first = i;
+    if (first < 0) return 0;
+    if (r->shots) {
+        snprintf(r->err, sizeof r->err,
+                 "grad: %s: a channel parameter on a device with shots has no exact derivative "
+                 "(it needs the density matrix); use a device without shots, or "
+                 "method=\"finite-diff\"",
+                 name);
+        return -1;
+    }
+    for (int p = first; p < np; p++) {
+        if (pnode[p] == AD_NONE) continue;
+        if (r->nslots == r->capslots) {
+            int cap = r->capslots ? r->capslots * 2 : 32;
+            Slot *n = realloc(r->slots, (size_t)cap * sizeof(Slot));
+            if (!n) {
+                snprintf(r->err, sizeof r->err, "grad: out of memory recording the circuit");
+                return -1;
+            }
+            r->slots = n;
+            r->capslots = cap;
+        }
+        r->slots[r->nslots++] = (Slot){ k, p, pnode[p], true };
+    }
+    return 0;
+}
+
 static const QRecOps drec_ops = {
-    rec_gate, rec_expval, rec_var, rec_probs, rec_nondiff, rec_shots, rec_after_body, rec_error,
+    rec_gate,  rec_expval,     rec_var,   rec_probs,   rec_nondiff,
+    rec_shots, rec_after_body, rec_error, rec_channel,
 };
 
 static void qrec_init(DRec *r, QRMode mode, VM *vm)
@@ -347,6 +398,7 @@ static void qrec_init(DRec *r, QRMode mode, VM *vm)
     r->mode = mode;
     r->vm = vm;
     r->shift_op = -1;
+    r->dchan = -1;
 }
 
 
@@ -849,6 +901,13 @@ static bool plan_runs(Work *w, QCall *c)
     if (!c->run_slot || !c->run_shift || !c->run_coef) return false;
     int n = 0;
     for (int s = 0; s < c->rec.nslots; s++) {
+        if (c->rec.slots[s].chan) { /* one run: the channel's derivative map */
+            c->run_slot[n] = s;
+            c->run_shift[n] = 0;
+            c->run_coef[n] = 1;
+            n++;
+            continue;
+        }
         const SvOp *op = &c->rec.ops[c->rec.slots[s].op].op;
         const SvGateInfo *gi = sv_gate_info(op->gate);
         bool phase_like = op->gate == SV_PHASESHIFT || op->gate == SV_CPHASE;
@@ -1080,6 +1139,7 @@ static int do_sweep(Work *w, QCall *c, VM *vm)
         for (int k = 0; k < q->rows; k++)
             for (int s = 0; s < q->nslots; s++) {
                 const Slot *sl = &r->slots[s];
+                qh_assert(!sl->chan); /* channels only on the mixed device: parameter shift */
                 d[(size_t)k * (size_t)q->nslots + (size_t)s] =
                     out[(size_t)(row + k) * 3 * (size_t)r->nops + 3 * (size_t)sl->op +
                         (size_t)sl->param];
@@ -1110,9 +1170,14 @@ static int do_shift(Work *w, QCall *c, int run, VM *vm)
     DRec rec;
     qrec_init(&rec, QR_SHIFT, vm);
     const Slot *sl = &c->rec.slots[c->run_slot[run]];
-    rec.shift_op = sl->op;
-    rec.shift_param = sl->param;
-    rec.shift = c->run_shift[run];
+    if (sl->chan) {
+        rec.dchan = sl->op;
+        rec.dparam = sl->param;
+    } else {
+        rec.shift_op = sl->op;
+        rec.shift_param = sl->param;
+        rec.shift = c->run_shift[run];
+    }
     MarkMap mm = { MARK_MAGIC, MM_PLAIN, vm, NULL, c->inoff, 0, 0, false };
     Value r = run_call(vm, c, &mm, &rec);
     if (IS_EXC(r)) {

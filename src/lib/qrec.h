@@ -2,7 +2,8 @@
  * qfn (the interface between qrt.c and diffq.c). A run may be recorded
  * (gates with the tape nodes of their parameters, measured quantities as
  * tape nodes whose Jacobians come later), shifted (one gate parameter moved,
- * the measured values kept) or read for the metric tensor (gates only).
+ * or one channel replaced by the derivative of its map, the measured values
+ * kept) or read for the metric tensor (gates only).
  * qrt.c calls these where it applies gates and measures; it never looks
  * past a QRec's operations. Knows the simulator's plain structs, values and the tape.
  */
@@ -41,6 +42,12 @@ typedef struct QRecOps {
      * with a message (error) if the run cannot be differentiated. */
     bool (*after_body)(QRec *r, const SvState *s, int nq);
     const char *(*error)(const QRec *r);
+    /* A channel about to be applied (name: its name, for messages) with np
+     * parameters, pnode[i] the node of parameter i on the run's tape
+     * (AD_NONE: a constant). Returns 0: apply it; 1 + i: apply instead the
+     * derivative of its map by parameter i (a run of the channel-derivative
+     * rule); -1 when the run cannot follow it (the reason: error). */
+    int (*channel)(QRec *r, const char *name, int np, const AdNode *pnode);
 } QRecOps;
 
 /* The head of every recorder (diffq.c's extends it). */
@@ -76,5 +83,9 @@ static inline bool qrec_after_body(QRec *r, const SvState *s, int nq)
     return r->ops->after_body(r, s, nq);
 }
 static inline const char *qrec_error(const QRec *r) { return r->ops->error(r); }
+static inline int qrec_channel(QRec *r, const char *name, int np, const AdNode *pnode)
+{
+    return r->ops->channel(r, name, np, pnode);
+}
 
 #endif

@@ -46,6 +46,13 @@ static bool qubit_channel_kraus(VM *vm, Args *a, Value kl, ObjOp *p)
     p->kraus = xmalloc((size_t)p->nkraus * d * d * sizeof(cplx));
     for (size_t i = 0; i < ks->len; i++) {
         Value m = ks->v[i];
+        if (track_is(m)) {
+            vm_error(vm, a->site,
+                     "QubitChannel: Kraus matrix %zu depends on a differentiated value; its "
+                     "derivative is not followed (the built-in channels' parameters are)",
+                     i);
+            return false;
+        }
         if (m.t == T_LIST) {
             m = vm_call(vm, builtin_named("array"), 1, &ks->v[i], a->site);
             if (IS_EXC(m)) return false;
@@ -83,6 +90,35 @@ static Value chan_value(const ObjOp *t)
     return v_obj(&p->h);
 }
 
+/* Parameter i of a channel: a real number (or bool), or a differentiated
+   number whose tape node goes with the channel. false after the error. */
+static bool chan_param(VM *vm, Args *a, const DmChannelInfo *ci, int i, Value v, ObjOp *p)
+{
+    if (track_is(v)) {
+        AdNode node;
+        bool terr;
+        if (!track_number(vm, v, &p->cparams[i], &node, a->site, &terr)) {
+            if (!terr)
+                vm_error(vm, a->site, "%s: parameter %d must be a real number, not %s", ci->name,
+                         i + 1, type_name(v));
+            return false;
+        }
+        p->pnode[i] = node;
+        if (node != AD_NONE) {
+            p->tracked = true;
+            p->ptape = vm->ad->id;
+        }
+        return true;
+    }
+    if (v.t != T_NUM && v.t != T_BOOL) {
+        vm_error(vm, a->site, "%s: parameter %d must be a real number, not %s", ci->name, i + 1,
+                 type_name(v));
+        return false;
+    }
+    p->cparams[i] = v.t == T_NUM ? v.n : v.b;
+    return true;
+}
+
 /* Channel makers: PARAMS..., WIRE | wires=w  (PennyLane's signatures);
    PauliError(ops, p, wires); QubitChannel(kraus_list, wires). */
 Value bi_channel(VM *vm, Args *a)
@@ -91,7 +127,7 @@ Value bi_channel(VM *vm, Args *a)
     ObjOp t; /* filled and checked before the operator is made (chan_value) */
     memset(&t, 0, sizeof t);
     t.kind = OPK_CHAN;
-    for (int i = 0; i < 3; i++) t.pnode[i] = AD_NONE;
+    for (int i = 0; i < 4; i++) t.pnode[i] = AD_NONE;
     ObjOp *p = &t;
     p->chan = ci->ch;
     int pos = 0;
@@ -116,21 +152,8 @@ Value bi_channel(VM *vm, Args *a)
                         ci->nwires == 1 ? "" : "s");
     }
     p->op.nparams = ci->nparams;
-    for (int i = 0; i < ci->nparams; i++, pos++) {
-        double d;
-        if (track_is(a->v[pos])) {
-            free(t.kraus);
-            return vm_error(vm, a->site, "%s: a channel's parameters cannot be differentiated",
-                            ci->name);
-        }
-        if (a->v[pos].t != T_NUM && a->v[pos].t != T_BOOL) {
-            free(t.kraus);
-            return vm_error(vm, a->site, "%s: parameter %d must be a real number, not %s", ci->name,
-                            i + 1, type_name(a->v[pos]));
-        }
-        d = a->v[pos].t == T_NUM ? a->v[pos].n : a->v[pos].b;
-        p->cparams[i] = d;
-    }
+    for (int i = 0; i < ci->nparams; i++, pos++)
+        if (!chan_param(vm, a, ci, i, a->v[pos], p)) return v_exc();
     if (!chan_wires(vm, a, pos, ci, &p->op)) return v_exc();
     int nw = p->op.nwires;
     char err[256];
@@ -181,6 +204,25 @@ Value bi_channel(VM *vm, Args *a)
     return chan_value(&t);
 }
 
+/* Why: a run of the channel-derivative rule applies the derivative of the
+   channel's map by its parameter i in place of the channel (dm.h). */
+static int chan_derivative(QCtx *q, const ObjOp *p, int i, char *err, size_t errlen)
+{
+    if (!q->sim.be->pairs) return snprintf(err, errlen, "channel: no derivative map here"), -1;
+    if (p->chan == DM_PAULIERROR) {
+        size_t d = (size_t)1 << p->op.nwires;
+        cplx *ab = xmalloc(4 * d * d * sizeof(cplx));
+        int rc = dm_pauli_error_dterms(p->paulis, p->cparams[0], ab, err, errlen);
+        if (rc == 0) rc = q->sim.be->pairs(&q->sim, p->op.wires, p->op.nwires, 2, ab, err, errlen);
+        free(ab);
+        return rc;
+    }
+    cplx ab[2 * DM_MAX_DTERMS * 4];
+    int np;
+    if (dm_channel_dterms((DmChannel)p->chan, p->cparams, i, ab, &np, err, errlen) != 0) return -1;
+    return q->sim.be->pairs(&q->sim, p->op.wires, 1, np, ab, err, errlen);
+}
+
 /* Why: a channel as a statement: only the mixed device has mixed states. */
 Value chan_stmt(VM *vm, ObjOp *p, const Node *site)
 {
@@ -200,9 +242,26 @@ Value chan_stmt(VM *vm, ObjOp *p, const Node *site)
             vm, site,
             "%s is a noise channel: it needs the mixed device, e.g. device(\"mixed\", wires=%d)",
             name, q->nq);
+    if (p->tracked && (!vm->ad || vm->ad->id != p->ptape))
+        return vm_error(vm, site,
+                        "%s: a channel made from a differentiated value outside this quantum call; "
+                        "make the channel inside the quantum function from its arguments",
+                        name);
+    int mode = 0; /* 1 + i: the derivative of the map by parameter i (diffq.c) */
+    if (q->grec) {
+        mode = qrec_channel(q->grec, name, p->op.nparams, p->pnode);
+        if (mode < 0) return vm_error(vm, site, "%s", qrec_error(q->grec));
+    } else if (p->tracked)
+        return vm_error(vm, site,
+                        "%s: a differentiated channel parameter on a device that is not being "
+                        "differentiated (a quantum function called from another one, or one that "
+                        "captured the value): pass it as an argument",
+                        name);
     char err[256];
     int rc;
-    if (p->kraus)
+    if (mode > 0)
+        rc = chan_derivative(q, p, mode - 1, err, sizeof err);
+    else if (p->kraus)
         rc = q->sim.be->kraus(&q->sim, p->op.wires, p->op.nwires, p->nkraus, p->kraus, err,
                               sizeof err);
     else

@@ -296,7 +296,7 @@ Value bi_gate(VM *vm, Args *a)
     p->op = g.op;
     p->matrix = g.matrix;
     p->op.matrix = g.matrix;
-    memcpy(p->pnode, g.pnode, sizeof p->pnode);
+    memcpy(p->pnode, g.pnode, sizeof g.pnode);
     p->tracked = g.tracked;
     if (g.tracked) p->ptape = vm->ad->id;
     p->nb = g.nb;

@@ -54,7 +54,8 @@ typedef struct ObjOp {
     char paulis[8];    /* OPK_CHAN PauliError: its operators */
     double cparams[4]; /* OPK_CHAN: its parameters (op.nparams of them) */
     cplx *matrix;      /* QubitUnitary: owned copy */
-    AdNode pnode[3];   /* the tape nodes of tracked parameters (AD_NONE: a constant) */
+    AdNode pnode[4];   /* the tape nodes of tracked parameters (AD_NONE: a constant; a gate
+                           has at most 3, a channel 4) */
     bool tracked;      /* some parameter is tracked */
     uint64_t ptape;    /* the evaluation whose tape pnode refers to */
     Value bsrc[3];     /* parameter broadcasting: parameter i's 1-d array or list of values, held

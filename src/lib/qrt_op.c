@@ -27,7 +27,7 @@ ObjOp *op_new(int kind)
 {
     ObjOp *p = (ObjOp *)obj_alloc(sizeof(ObjOp), T_OP);
     p->kind = kind;
-    p->pnode[0] = p->pnode[1] = p->pnode[2] = AD_NONE;
+    p->pnode[0] = p->pnode[1] = p->pnode[2] = p->pnode[3] = AD_NONE;
     return p;
 }
 

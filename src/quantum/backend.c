@@ -98,6 +98,7 @@ const QBackend qb_statevector = {
     .reduced = sv_b_reduced,
     .kraus = NULL,
     .channel = NULL,
+    .pairs = NULL,
 };
 
 /* ---- the density matrix --------------------------------------------------- */
@@ -132,6 +133,16 @@ static int dm_b_channel(QbDev *d, DmChannel ch, const double *params, int wire, 
     DmState *m = dm_of(d);
     m->circ = &d->circ;
     int rc = dm_apply_channel(m, ch, params, wire, err, errlen);
+    m->circ = NULL;
+    return rc;
+}
+static int dm_b_pairs(QbDev *d, const int *wires, int k, int np, const cplx *ab, char *err,
+                      size_t errlen)
+{
+    d->changes++;
+    DmState *m = dm_of(d);
+    m->circ = &d->circ;
+    int rc = dm_apply_pairs(m, wires, k, np, ab, err, errlen);
     m->circ = NULL;
     return rc;
 }
@@ -207,4 +218,5 @@ const QBackend qb_mixed = {
     .reduced = dm_b_reduced,
     .kraus = dm_b_kraus,
     .channel = dm_b_channel,
+    .pairs = dm_b_pairs,
 };

@@ -52,6 +52,11 @@ typedef struct QBackend {
     /* a built-in 1-wire channel with its parameters (the mixed device only) */
     int (*channel)(QbDev *d, DmChannel ch, const double *params, int wire, char *err,
                    size_t errlen);
+    /* rho -> sum A_j rho B_j^dagger (ab: the A_j, then the B_j): a channel's
+       derivative map, in a differentiated run (dm_apply_pairs; the mixed
+       device only) */
+    int (*pairs)(QbDev *d, const int *wires, int k, int np, const cplx *ab, char *err,
+                 size_t errlen);
 } QBackend;
 
 struct QbDev {

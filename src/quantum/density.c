@@ -49,7 +49,11 @@ void dm_free(DmState *d)
     d->dim = 0;
 }
 
-void dm_reset(DmState *d) { sv_reset(&d->v); }
+void dm_reset(DmState *d)
+{
+    sv_reset(&d->v);
+    d->tangent = 0;
+}
 
 void dm_set_threads(DmState *d, SvTeam *team, int nthreads)
 {
@@ -64,6 +68,7 @@ int dm_set_pure(DmState *d, const cplx *psi, char *err, size_t errlen)
     size_t D = d->dim;
     for (size_t r = 0; r < D; r++)
         for (size_t c = 0; c < D; c++) d->v.amp[r * D + c] = psi[r] * conj(psi[c]);
+    d->tangent = 0;
     return 0;
 }
 
@@ -73,6 +78,7 @@ int dm_set_matrix(DmState *d, const cplx *m, char *err, size_t errlen)
     if (!d || !d->v.amp) return qh_errf(err, errlen, "set_state: no state");
     if (!m) return qh_errf(err, errlen, "set_state: no matrix");
     memcpy(d->v.amp, m, d->dim * d->dim * sizeof(cplx));
+    d->tangent = 0;
     return 0;
 }
 
@@ -211,8 +217,9 @@ static int conj_op(const SvOp *op, int n, SvOp *c, cplx **buf, char *err, size_t
     return 0;
 }
 
-/* (a (x) conj(a)) for a d x d matrix a into s (d^2 x d^2), added to s. */
-static void add_super(const cplx *a, size_t d, cplx *s)
+/* (a (x) conj(b)) for d x d matrices a, b into s (d^2 x d^2), added to s:
+   the superoperator of rho -> a rho b^dagger. */
+static void add_pair(const cplx *a, const cplx *b, size_t d, cplx *s)
 {
     size_t D = d * d;
     for (size_t r = 0; r < d; r++)
@@ -221,9 +228,10 @@ static void add_super(const cplx *a, size_t d, cplx *s)
             if (x == 0) continue;
             for (size_t c = 0; c < d; c++)
                 for (size_t c2 = 0; c2 < d; c2++)
-                    s[(r * d + c) * D + (r2 * d + c2)] += x * conj(a[c * d + c2]);
+                    s[(r * d + c) * D + (r2 * d + c2)] += x * conj(b[c * d + c2]);
         }
 }
+static void add_super(const cplx *a, size_t d, cplx *s) { add_pair(a, a, d, s); }
 
 /* The vector's gates and matrices: at once, or queued (DmState.circ). */
 static int vec_op(DmState *d, const SvOp *op, char *err, size_t errlen)
@@ -281,30 +289,36 @@ int dm_apply_matrix(DmState *d, const int *wires, int k, const cplx *m, char *er
 
 /* ---- Kraus maps ----------------------------------------------------------- */
 
-/* Why: a channel is one pass of its superoperator over the 2k row and
-   column wires: S = sum K (x) conj(K), (row bits, column bits). */
-int dm_apply_kraus(DmState *d, const int *wires, int k, int nk, const cplx *kraus, char *err,
-                   size_t errlen)
+/* One pass of the superoperator sum A_j (x) conj(B_j) over the 2k row and
+   column wires (row bits, column bits): rho -> sum A_j rho B_j^dagger, for
+   the A_j at a and the B_j at b. */
+typedef struct PairSet {
+    int np;
+    const cplx *a, *b; /* the A_j, the B_j */
+} PairSet;
+static int apply_pairs(DmState *d, const int *wires, int k, PairSet ps, char *err, size_t errlen)
 {
+    int np = ps.np;
+    const cplx *a = ps.a, *b = ps.b;
     const char *name = "channel";
     if (!d || !d->v.amp) return qh_errf(err, errlen, "%s: no state", name);
     if (k < 1 || !wires) return qh_errf(err, errlen, "%s: needs at least one wire", name);
     if (k > DM_MAX_KRAUS_WIRES)
         return qh_errf(err, errlen, "%s: at most %d wires, got %d", name, DM_MAX_KRAUS_WIRES, k);
-    if (nk < 1 || !kraus) return qh_errf(err, errlen, "%s: no Kraus matrices", name);
+    if (np < 1 || !a || !b) return qh_errf(err, errlen, "%s: no Kraus matrices", name);
     if (check_range(d, name, wires, k, NULL, 0, err, errlen)) return -1;
     if (check_distinct(name, wires, k, err, errlen)) return -1;
     size_t dd = (size_t)1 << k, D = dd * dd;
     qh_assert(k <= d->n); /* distinct wires of rho's row side */
     if (k == 1) {
         cplx s[16] = { 0 };
-        for (int i = 0; i < nk; i++) add_super(kraus + 4 * i, 2, s);
+        for (int i = 0; i < np; i++) add_pair(a + 4 * i, b + 4 * i, 2, s);
         int w2[2] = { wires[0], d->n + wires[0] };
         return vec_matrix(d, w2, 2, s, err, errlen);
     }
     cplx *s = calloc(D * D, sizeof(cplx));
     if (!s) return qh_errf(err, errlen, "%s: out of memory", name);
-    for (int i = 0; i < nk; i++) add_super(kraus + (size_t)i * D, dd, s);
+    for (int i = 0; i < np; i++) add_pair(a + (size_t)i * D, b + (size_t)i * D, dd, s);
     int w2[2 * DM_MAX_KRAUS_WIRES];
     for (int i = 0; i < k; i++) {
         w2[i] = wires[i];
@@ -312,6 +326,24 @@ int dm_apply_kraus(DmState *d, const int *wires, int k, int nk, const cplx *krau
     }
     int rc = vec_matrix(d, w2, 2 * k, s, err, errlen);
     free(s);
+    return rc;
+}
+
+/* Why: a channel is one pass of its superoperator S = sum K (x) conj(K). */
+int dm_apply_kraus(DmState *d, const int *wires, int k, int nk, const cplx *kraus, char *err,
+                   size_t errlen)
+{
+    return apply_pairs(d, wires, k, (PairSet){ nk, kraus, kraus }, err, errlen);
+}
+
+/* Why: exact gradients of channel parameters run a channel's derivative map. */
+int dm_apply_pairs(DmState *d, const int *wires, int k, int np, const cplx *ab, char *err,
+                   size_t errlen)
+{
+    size_t D = k >= 1 && k <= DM_MAX_KRAUS_WIRES ? (size_t)1 << (2 * k) : 0;
+    const cplx *b = ab && np > 0 ? ab + (size_t)np * D : NULL;
+    int rc = apply_pairs(d, wires, k, (PairSet){ np, ab, b }, err, errlen);
+    if (rc == 0) d->tangent = 1;
     return rc;
 }
 

@@ -38,6 +38,10 @@ typedef struct DmState {
        maps queue their passes on the vector there (fuse.h) instead of
        running them; NULL (dm_init): they run at once */
     struct SvCirc *circ;
+    /* set by dm_apply_pairs: v holds a derivative of rho (a differentiated
+       channel's map), not a state, so dm_probs keeps negative entries;
+       cleared where rho is set (dm_init, dm_reset, dm_set_pure, dm_set_matrix) */
+    int tangent;
 } DmState;
 
 /* Largest number of wires of a mixed state (the vector has 2n qubits). */
@@ -123,6 +127,29 @@ int dm_apply_kraus(DmState *d, const int *wires, int k, int nk, const cplx *krau
 int dm_apply_channel(DmState *d, DmChannel ch, const double *params, int wire, char *err,
                      size_t errlen);
 
+/* Most pairs of a channel's derivative map (dm_channel_dterms). */
+#define DM_MAX_DTERMS 12
+/* A derivative map rho -> sum_j A_j rho B_j^dagger of np pairs of
+   d x d matrices is stored as one block ab: A_0 ... A_{np-1}, then
+   B_0 ... B_{np-1} (each row-major, 2 * np * d * d entries). */
+/* The derivative of a built-in 1-wire channel's map rho -> sum K rho K^dagger
+   by its parameter number `which` (0-based), in closed form (from
+   sum dK rho K^dagger + K rho dK^dagger, written without 1/sqrt(p), so it is
+   finite at p = 0): *np pairs of 2x2 matrices into ab (room for
+   2 * DM_MAX_DTERMS * 4 entries). Parameters are checked as
+   dm_channel_kraus checks them. Where the map has no derivative
+   (AmplitudeDamping at gamma = 1) the entries are not finite. 0, or -1
+   with the reason. */
+int dm_channel_dterms(DmChannel ch, const double *params, int which, cplx *ab, int *np, char *err,
+                      size_t errlen);
+/* PauliError(ops, p)'s derivative by p: the pairs (-I, I) and (P, P), of
+   size 2^k, into ab (4 * 4^k entries). */
+int dm_pauli_error_dterms(const char *ops, double p, cplx *ab, char *err, size_t errlen);
+/* rho -> sum_j A_j rho B_j^dagger for np pairs (ab) of 2^k x 2^k matrices on
+   the wires (k <= DM_MAX_KRAUS_WIRES): a derivative map; sets d->tangent. */
+int dm_apply_pairs(DmState *d, const int *wires, int k, int np, const cplx *ab, char *err,
+                   size_t errlen);
+
 /* ---- measurements --------------------------------------------------------- */
 
 /* Tr(rho) (1 for a state reached by gates, channels and measurements). */
@@ -142,7 +169,7 @@ double dm_expval_matrix(const DmState *d, const int *wires, int k, const cplx *h
 
 /* Probabilities (the diagonal of rho, marginalised on the given wires,
    first = MSB; nw = 0: all wires), as sv_probs. Tiny negative rounding
-   is clipped to 0. */
+   is clipped to 0 (kept when d->tangent: a derivative's diagonal). */
 int dm_probs(const DmState *d, const int *wires, int nw, double *out, char *err, size_t errlen);
 /* The same from `shots` exact samples (a multinomial draw), as sv_probs_shots. */
 void dm_probs_shots(const DmState *d, const int *wires, int nw, size_t shots, Rng *r, double *out);

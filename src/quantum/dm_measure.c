@@ -248,7 +248,7 @@ int dm_probs(const DmState *d, const int *wires, int nw, double *out, char *err,
     if (nw == 0) {
         for (uint64_t b = 0; b < d->dim; b++) {
             double p = creal(el(d, b, b));
-            out[b] = p > 0 ? p : 0;
+            out[b] = p > 0 || d->tangent ? p : 0;
         }
         return 0;
     }
@@ -258,7 +258,7 @@ int dm_probs(const DmState *d, const int *wires, int nw, double *out, char *err,
         for (int i = 0; i < nw; i++) j = (j << 1) | ((b >> (n - 1 - wires[i])) & 1);
         out[j] += creal(el(d, b, b));
     }
-    for (size_t j = 0; j < ((size_t)1 << nw); j++)
+    for (size_t j = 0; j < ((size_t)1 << nw) && !d->tangent; j++)
         if (out[j] < 0) out[j] = 0;
     return 0;
 }

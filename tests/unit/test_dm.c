@@ -11,7 +11,8 @@
  * a pure circuit on the mixed simulator agrees with the statevector one,
  * measurements (expval, var, probs, reduced states, purity, entropy,
  * samples, mid-circuit measurement) against dense formulas, errors,
- * threads. Tolerance 1e-12.
+ * threads; the channels' derivative maps against finite differences.
+ * Tolerance 1e-12.
  */
 #include <check.h>
 #include <complex.h>
@@ -289,6 +290,146 @@ START_TEST(test_thermal_documented)
     ck_assert_int_eq(dm_apply_channel(&dm, DM_THERMAL, p, w, NULL, 0), 0);
     ck_assert(maxdiff(dm.v.amp, ref, (size_t)D * D) <= TOL);
     dm_free(&dm);
+}
+END_TEST
+
+/* Why: a channel's derivative map (dm_channel_dterms, dm_apply_pairs)
+   against Richardson-extrapolated central differences of the reference
+   map, every built-in channel by each parameter, at random interior
+   points (ThermalRelaxationError on both sides of T2 = T1), and at p = 0
+   where the map is linear in p (forward differences are exact there). */
+static void ref_map(DmChannel ch, const double *p, int w, int n, const cplx *rho, cplx *out)
+{
+    if (ch == DM_THERMAL) { /* both cases are one map: populations relax to pe, coherences decay */
+        double pe = p[0], pr = 1 - exp(-p[3] / p[1]), eT2 = exp(-p[3] / p[2]);
+        size_t D = (size_t)1 << n, m = (size_t)1 << (n - 1 - w);
+        for (size_t r = 0; r < D; r++)
+            for (size_t c = 0; c < D; c++) {
+                if ((r & m) || (c & m)) continue;
+                cplx a = rho[r * D + c], b = rho[(r | m) * D + (c | m)];
+                out[r * D + c] = (1 - pe * pr) * a + (1 - pe) * pr * b;
+                out[(r | m) * D + (c | m)] = pe * pr * a + (1 - (1 - pe) * pr) * b;
+                out[r * D + (c | m)] = eT2 * rho[r * D + (c | m)];
+                out[(r | m) * D + c] = eT2 * rho[(r | m) * D + c];
+            }
+        return;
+    }
+    cplx kr[24];
+    int nk = ref_kraus(ch, p, kr);
+    ref_channel(kr, nk, &w, 1, n, rho, out);
+}
+
+START_TEST(test_channel_derivatives)
+{
+    Rng r;
+    rng_seed(&r, 19);
+    int n = 3, D = 1 << n;
+    size_t DD = (size_t)D * D;
+    cplx *rho = malloc(DD * sizeof(cplx)), *want = malloc(DD * sizeof(cplx));
+    cplx *a = malloc(DD * sizeof(cplx)), *b = malloc(DD * sizeof(cplx));
+    for (int ch = 0; ch < DM_NCHANNELS; ch++) {
+        if (ch == DM_PAULIERROR || ch == DM_QUBITCHANNEL) continue;
+        const DmChannelInfo *info = dm_channel_info((DmChannel)ch);
+        for (int rep = 0; rep < 8; rep++)
+            for (int which = 0; which < info->nparams; which++) {
+                double p[4] = { 0.1 + 0.8 * rng_uniform(&r), 0.1 + 0.8 * rng_uniform(&r), 0, 0 };
+                if (ch == DM_RESETERROR) p[1] = (1 - p[0]) * (0.1 + 0.8 * rng_uniform(&r));
+                if (ch == DM_THERMAL) {
+                    p[1] = 1 + rng_uniform(&r);
+                    p[2] = p[1] *
+                           (rep % 2 ? 1.1 + 0.8 * rng_uniform(&r) : 0.2 + 0.7 * rng_uniform(&r));
+                    p[3] = 0.1 + rng_uniform(&r);
+                }
+                int w = (int)rng_below(&r, (uint64_t)n);
+                rand_rho(n, &r, rho);
+                if (ch == DM_THERMAL && p[2] <= p[1]) { /* the map is the Kraus set's */
+                    cplx kr[24];
+                    ref_channel(kr, ref_kraus(DM_THERMAL, p, kr), &w, 1, n, rho, a);
+                    ref_map(DM_THERMAL, p, w, n, rho, b);
+                    ck_assert(maxdiff(a, b, DD) <= TOL);
+                }
+                double h = 1e-4;
+                for (size_t i = 0; i < DD; i++) want[i] = 0;
+                for (int k = 0; k < 2; k++) { /* D(h), D(h/2): (4 D(h/2) - D(h)) / 3 */
+                    double q[4], hk = k ? h / 2 : h, c = (k ? 4.0 : -1.0) / 3 / (2 * hk);
+                    memcpy(q, p, sizeof q);
+                    q[which] = p[which] + hk;
+                    ref_map((DmChannel)ch, q, w, n, rho, a);
+                    q[which] = p[which] - hk;
+                    ref_map((DmChannel)ch, q, w, n, rho, b);
+                    for (size_t i = 0; i < DD; i++) want[i] += c * (a[i] - b[i]);
+                }
+                cplx ab[2 * DM_MAX_DTERMS * 4];
+                int np;
+                char err[256] = "";
+                ck_assert_msg(
+                    dm_channel_dterms((DmChannel)ch, p, which, ab, &np, err, sizeof err) == 0, "%s",
+                    err);
+                DmState dm;
+                ck_assert_int_eq(dm_init(&dm, n), 0);
+                dm_set_matrix(&dm, rho, NULL, 0);
+                ck_assert(!dm.tangent);
+                ck_assert_int_eq(dm_apply_pairs(&dm, &w, 1, np, ab, err, sizeof err), 0);
+                ck_assert(dm.tangent);
+                double e = maxdiff(dm.v.amp, want, DD);
+                ck_assert_msg(e <= 1e-8, "%s by parameter %d: max error %g", info->name, which + 1,
+                              e);
+                ck_assert(fabs(dm_trace(&dm)) <= 1e-12); /* trace preserving: d Tr = 0 */
+                dm_free(&dm);
+            }
+        /* p = 0: finite (no 1/sqrt(p)); these maps are linear in their parameter */
+        if (ch == DM_BITFLIP || ch == DM_PHASEFLIP || ch == DM_DEPOLARIZING ||
+            ch == DM_RESETERROR) {
+            double p[4] = { 0, 0, 0, 0 }, q[4] = { 0.5, 0, 0, 0 };
+            int w = 1, np;
+            rand_rho(n, &r, rho);
+            ref_map((DmChannel)ch, p, w, n, rho, b);
+            ref_map((DmChannel)ch, q, w, n, rho, a);
+            for (size_t i = 0; i < DD; i++) want[i] = (a[i] - b[i]) / 0.5;
+            cplx ab[2 * DM_MAX_DTERMS * 4];
+            ck_assert_int_eq(dm_channel_dterms((DmChannel)ch, p, 0, ab, &np, NULL, 0), 0);
+            DmState dm;
+            dm_init(&dm, n);
+            dm_set_matrix(&dm, rho, NULL, 0);
+            ck_assert_int_eq(dm_apply_pairs(&dm, &w, 1, np, ab, NULL, 0), 0);
+            ck_assert_msg(maxdiff(dm.v.amp, want, DD) <= TOL, "%s at 0", info->name);
+            /* the derivative's diagonal keeps its signs */
+            double pr[8], sum = 0;
+            ck_assert_int_eq(dm_probs(&dm, NULL, 0, pr, NULL, 0), 0);
+            for (int i = 0; i < D; i++) {
+                ck_assert(fabs(pr[i] - creal(want[(size_t)i * D + i])) <= TOL);
+                sum += pr[i];
+            }
+            ck_assert(fabs(sum) <= TOL);
+            dm_reset(&dm);
+            ck_assert(!dm.tangent);
+            dm_free(&dm);
+        }
+    }
+    /* PauliError: P rho P - rho, whatever p */
+    int wires[2] = { 2, 0 }, np = 2;
+    cplx ab[2 * DM_MAX_DTERMS * 4], k[2 * 16]; /* room for PauliError on 2 wires (64) too */
+    rand_rho(n, &r, rho);
+    ck_assert_int_eq(dm_pauli_error_dterms("YZ", 0.3, ab, NULL, 0), 0);
+    ck_assert_int_eq(dm_pauli_error_kraus("YZ", 1.0, k, NULL, 0), 0);
+    for (size_t i = 0; i < DD; i++) want[i] = -rho[i];
+    ref_channel(k + 16, 1, wires, 2, n, rho, a);
+    for (size_t i = 0; i < DD; i++) want[i] += a[i];
+    DmState dm;
+    dm_init(&dm, n);
+    dm_set_matrix(&dm, rho, NULL, 0);
+    ck_assert_int_eq(dm_apply_pairs(&dm, wires, 2, np, ab, NULL, 0), 0);
+    ck_assert(maxdiff(dm.v.amp, want, DD) <= TOL);
+    dm_free(&dm);
+    /* parameters checked as the Kraus sets check them */
+    double bad = 1.5;
+    char err[256] = "";
+    ck_assert_int_eq(dm_channel_dterms(DM_BITFLIP, &bad, 0, ab, &np, err, sizeof err), -1);
+    ck_assert_str_eq(err, "BitFlip: p must be in the interval [0,1], got 1.5");
+    free(rho);
+    free(want);
+    free(a);
+    free(b);
 }
 END_TEST
 
@@ -741,6 +882,7 @@ static Suite *dm_suite(void)
     tcase_add_test(tc, test_gates_small_and_odd);
     tcase_add_test(tc, test_builtin_channels);
     tcase_add_test(tc, test_thermal_documented);
+    tcase_add_test(tc, test_channel_derivatives);
     tcase_add_test(tc, test_qubit_channel_and_pauli_error);
     tcase_add_test(tc, test_pure_circuit_agrees);
     tcase_add_test(tc, test_expval_var_probs);
