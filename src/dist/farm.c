@@ -324,6 +324,13 @@ static void watch_master(Farm *f, double t, double *last_hb)
             if (!p.alive || p.bye) continue;
             char why[96];
             if (p.local && !f->cfg.no_pid_check && process_gone(p.h.pid)) {
+                /* a worker that said goodbye and left between the last pump and
+                 * this check is not dead: its bye is already in the queue */
+                pump_in(f);
+                pthread_mutex_lock(&f->mu);
+                int bye = f->peer[r].bye;
+                pthread_mutex_unlock(&f->mu);
+                if (bye) continue;
                 snprintf(why, sizeof why, "its process %d is gone", p.h.pid);
                 declare_dead(f, r, why);
             } else if (t - p.last > f->cfg.timeout) {

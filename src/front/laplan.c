@@ -159,6 +159,17 @@ typedef struct Ctx {
     bool fail;
 } Ctx;
 
+/* what a Ctx holds on the heap (its sets, steps and checks) */
+static void ctx_free(Ctx *c)
+{
+    free(c->writes.v);
+    free(c->loopvars.v);
+    free(c->step_only.v);
+    free(c->defined.v);
+    free(c->steps);
+    free(c->checks);
+}
+
 static void add_check(Ctx *c, int slot, FnProto *proto)
 {
     if (c->nchecks == c->capchecks) {
@@ -961,12 +972,7 @@ done:
                 arena_strndup(m->arena, text, k < (int)sizeof text ? (size_t)k : sizeof text - 1);
         }
     }
-    free(c.writes.v);
-    free(c.loopvars.v);
-    free(c.step_only.v);
-    free(c.defined.v);
-    free(c.steps);
-    free(c.checks);
+    ctx_free(&c);
     return plan;
 }
 
@@ -1222,9 +1228,7 @@ static void sl_window(ModInfo *m, Node *body, LaStraight **ls, Set *writes, int 
         }
     }
     if (why[0]) st->why = arena_strndup(m->arena, why, strlen(why));
-    free(c.writes.v);
-    free(c.steps);
-    free(c.checks);
+    ctx_free(&c);
 }
 
 /* The straight-line facts of every statement of a top-level block (laplan.h's LaStraight). */
@@ -1246,7 +1250,7 @@ static void plan_straight(ModInfo *m, Node *body)
         if (st->ncalls < 0) st->why = arena_strndup(m->arena, c.pwhy, strlen(c.pwhy));
         collect_writes(&c, s);
         for (int k = 0; k < c.writes.n; k++) set_add(&writes[i], c.writes.v[k]);
-        free(c.writes.v);
+        ctx_free(&c); /* a wrapper's checks too (wrapper_ok) */
         st->from = i;
         ls[i] = st;
         s->dep->straight = st;
