@@ -106,45 +106,42 @@ const QBackend qb_statevector = {
 static DmState *dm_of(QbDev *d) { return d->st; }
 
 /* Why: dm_apply and the Kraus maps queue on the device's circuit while
-   it is lent to them, and only then. */
-static int dm_b_apply(QbDev *d, const SvOp *op, char *err, size_t errlen)
+   it is lent to them, and only then: every change of the mixed state is
+   counted and made between dm_begin and dm_end. */
+static DmState *dm_begin(QbDev *d)
 {
     d->changes++;
     DmState *m = dm_of(d);
     m->circ = &d->circ;
-    int rc = dm_apply(m, op, err, errlen);
+    return m;
+}
+static int dm_end(DmState *m, int rc)
+{
     m->circ = NULL;
     return rc;
+}
+static int dm_b_apply(QbDev *d, const SvOp *op, char *err, size_t errlen)
+{
+    DmState *m = dm_begin(d);
+    return dm_end(m, dm_apply(m, op, err, errlen));
 }
 static int dm_b_kraus(QbDev *d, const int *wires, int k, int nk, const cplx *kraus, char *err,
                       size_t errlen)
 {
-    d->changes++;
-    DmState *m = dm_of(d);
-    m->circ = &d->circ;
-    int rc = dm_apply_kraus(m, wires, k, nk, kraus, err, errlen);
-    m->circ = NULL;
-    return rc;
+    DmState *m = dm_begin(d);
+    return dm_end(m, dm_apply_kraus(m, wires, k, nk, kraus, err, errlen));
 }
 static int dm_b_channel(QbDev *d, DmChannel ch, const double *params, int wire, char *err,
                         size_t errlen)
 {
-    d->changes++;
-    DmState *m = dm_of(d);
-    m->circ = &d->circ;
-    int rc = dm_apply_channel(m, ch, params, wire, err, errlen);
-    m->circ = NULL;
-    return rc;
+    DmState *m = dm_begin(d);
+    return dm_end(m, dm_apply_channel(m, ch, params, wire, err, errlen));
 }
 static int dm_b_pairs(QbDev *d, const int *wires, int k, int np, const cplx *ab, char *err,
                       size_t errlen)
 {
-    d->changes++;
-    DmState *m = dm_of(d);
-    m->circ = &d->circ;
-    int rc = dm_apply_pairs(m, wires, k, np, ab, err, errlen);
-    m->circ = NULL;
-    return rc;
+    DmState *m = dm_begin(d);
+    return dm_end(m, dm_apply_pairs(m, wires, k, np, ab, err, errlen));
 }
 static int dm_b_flush(QbDev *d, char *err, size_t errlen)
 {
