@@ -274,7 +274,7 @@ static Value des_dict(SerCtx *sc, size_t id)
 
 static Value des_obj(SerCtx *sc, ValType t, size_t id)
 {
-    switch (t) {
+    switch ((int)t) { /* this room's kinds; every other, registered ones too, through TypeOps */
     case T_STR: {
         uint32_t n;
         const char *s = des_str(sc, &n);

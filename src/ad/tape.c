@@ -534,7 +534,7 @@ static void vjp_ewise(const AdTape *t, const Nd *d, const double *g, double *ga,
     (void)t;
     for (size_t k = 0; k < d->n; k++) {
         double av = A ? A[ba.pos] : x->xa, bv = B ? B[bb.pos] : x->xb, gk = g[k];
-        double da, db;
+        double da = 0, db = 0; /* every operator sets both */
         switch (x->op) {
         case AR_ADD:
             da = 1;
@@ -556,7 +556,14 @@ static void vjp_ewise(const AdTape *t, const Nd *d, const double *g, double *ga,
             da = bv == 0 ? 0 : bv * pow(av, bv - 1);
             db = av > 0 ? O[k] * log(av) : 0;
             break;
-        default: da = db = 0; break;
+        case AR_EQ: /* ad_ewise refuses every other operator */
+        case AR_NE:
+        case AR_LT:
+        case AR_LE:
+        case AR_GT:
+        case AR_GE:
+        case AR_ATAN2:
+        case AR_NOPS: qh_unreachable();
         }
         if (ga) ga[A ? ba.pos : 0] += da * gk;
         if (gb) gb[B ? bb.pos : 0] += db * gk;

@@ -42,7 +42,7 @@ static void canon(const SvOp *in, Canon *c)
     *o = *in;
     int nc0 = 0; /* leading wires that are controls */
     SvGate base = in->gate;
-    switch (in->gate) {
+    switch ((int)in->gate) {
     case SV_CNOT:
         base = SV_PAULIX;
         nc0 = 1;

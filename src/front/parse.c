@@ -389,7 +389,7 @@ static Node *primary(Parser *p)
 {
     Token *t = peek(p);
     Node *n;
-    switch (t->kind) {
+    switch ((int)t->kind) {
     case TK_NUM:
         advance(p);
         n = node(p, N_NUM, t);
@@ -838,7 +838,7 @@ static Node *if_stmt(Parser *p)
  * | '>>=' */
 static int aug_op(TokKind k)
 {
-    switch (k) {
+    switch ((int)k) {
     case TK_PLUSEQ: return OP_ADD;
     case TK_MINUSEQ: return OP_SUB;
     case TK_STAREQ: return OP_MUL;
@@ -1040,7 +1040,7 @@ static Node *statement(Parser *p)
 {
     Token *t = peek(p);
     Node *n;
-    switch (t->kind) {
+    switch ((int)t->kind) {
     case TK_FN: n = p->toks[p->pos + 1].kind == TK_NAME ? fndef_stmt(p) : simple_stmt(p); break;
     case TK_QFN: n = qfndef_stmt(p); break;
     case TK_IF: n = if_stmt(p); break;

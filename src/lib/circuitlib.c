@@ -532,7 +532,7 @@ static void fmt_param(char *out, size_t len, double x, int decimals)
 /* PennyLane's short labels of gates on their target wires. */
 static const char *gate_label(SvGate g)
 {
-    switch (g) {
+    switch ((int)g) {
     case SV_IDENTITY: return "I";
     case SV_HADAMARD: return "H";
     case SV_PAULIX: return "X";
@@ -559,7 +559,7 @@ static const char *gate_label(SvGate g)
 /* How many of a gate's own wires are controls (drawn as dots). */
 static int own_controls(SvGate g)
 {
-    switch (g) {
+    switch ((int)g) {
     case SV_CNOT:
     case SV_CY:
     case SV_CZ:

@@ -1160,7 +1160,15 @@ static Value math1(VM *vm, Args *a, MathFn fn, const char *name)
         case M_SIN: r = csin(z); break;
         case M_COS: r = ccos(z); break;
         case M_TAN: r = ctan(z); break;
-        default: return vm_error(vm, a->site, "%s() of a complex number", name);
+        case M_ASIN:
+        case M_ACOS:
+        case M_ATAN:
+        case M_LOG2:
+        case M_LOG10:
+        case M_FLOOR:
+        case M_CEIL:
+        case M_ROUND: return vm_error(vm, a->site, "%s() of a complex number", name);
+        case M_NFUNCS: qh_unreachable();
         }
         return v_complex(creal(r), cimag(r));
     }

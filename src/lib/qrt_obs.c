@@ -41,7 +41,7 @@ static bool as_terms_gate(VM *vm, Value v, SvTerm **terms, int *n, uint64_t *id,
     *terms = xcalloc(2, sizeof(SvTerm));
     *n = 1;
     SvTerm *t = *terms;
-    switch (o->gate) {
+    switch ((int)o->gate) {
     case SV_IDENTITY:
         t[0].coeff = 1;
         *id = m;

@@ -275,7 +275,20 @@ static Value cx_math(VM *vm, MathFn fn, Value v, long arg, const Node *site)
     switch (fn) {
     case M_ABS: return cx_abs(vm, v, site);
     case M_EXP: return cx_exp(vm, v, site);
-    default: break;
+    case M_SQRT:
+    case M_SIN:
+    case M_COS:
+    case M_TAN:
+    case M_ASIN:
+    case M_ACOS:
+    case M_ATAN:
+    case M_LOG:
+    case M_LOG2:
+    case M_LOG10:
+    case M_FLOOR:
+    case M_CEIL:
+    case M_ROUND: break;
+    case M_NFUNCS: qh_unreachable();
     }
     return vm_error(vm, site,
                     "this function of a differentiated complex value cannot be differentiated "

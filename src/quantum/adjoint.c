@@ -40,7 +40,7 @@ static int fast_gen(const SvOp *op, int p, int nq, Gen *g)
     for (int i = 0; i < op->nwires && i < SV_MAX_WIRES; i++)
         b[i] = (uint64_t)1 << sv_bitpos(nq, op->wires[i]);
     for (int i = 0; i < op->nctrl; i++) g->ctrl |= (uint64_t)1 << sv_bitpos(nq, op->ctrl[i]);
-    switch (op->gate) {
+    switch ((int)op->gate) {
     case SV_RX:
         g->c = -0.5;
         g->X = b[0];

@@ -116,7 +116,7 @@ static int check_distinct(const char *name, const int *w, int k, char *err, size
    (conj U = U^dagger); the rest get an explicit conjugate. */
 static int is_real(SvGate g)
 {
-    switch (g) {
+    switch ((int)g) {
     case SV_IDENTITY:
     case SV_HADAMARD:
     case SV_PAULIX:
@@ -137,7 +137,7 @@ static int is_real(SvGate g)
 
 static int is_symmetric(SvGate g)
 {
-    switch (g) {
+    switch ((int)g) {
     case SV_S:
     case SV_T:
     case SV_SX:

@@ -233,7 +233,7 @@ static uint64_t op_ctrl_mask(const SvOp *op, int nq)
     uint64_t m = 0;
     for (int i = 0; i < op->nctrl; i++) m |= (uint64_t)1 << sv_bitpos(nq, op->ctrl[i]);
     if (op->gate == SV_TOFFOLI) m |= (uint64_t)1 << sv_bitpos(nq, op->wires[1]);
-    switch (op->gate) {
+    switch ((int)op->gate) {
     case SV_TOFFOLI:
     case SV_CNOT:
     case SV_CSWAP:
@@ -256,7 +256,7 @@ static uint64_t op_ctrl_mask(const SvOp *op, int nq)
    different order when swapped. */
 static int op_moves_only(const SvOp *op)
 {
-    switch (op->gate) {
+    switch ((int)op->gate) {
     case SV_IDENTITY:
     case SV_PAULIX:
     case SV_CNOT:

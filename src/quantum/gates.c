@@ -861,7 +861,7 @@ int sv_op_uncontrol(const SvOp *op, int w, SvOp *out, cplx *m)
     }
     /* the first wire is the control: the rest is the gate sv_run_op runs */
     cplx u[16];
-    switch (op->gate) {
+    switch ((int)op->gate) {
     case SV_CNOT: out->gate = SV_PAULIX; break;
     case SV_TOFFOLI: out->gate = SV_CNOT; break;
     case SV_CSWAP: out->gate = SV_SWAP; break;

@@ -66,7 +66,7 @@ static TV bin(ArOp op, TV A, TV B)
     char err[AR_ERRLEN];
     if (!A.a && !B.a) {
         double x = A.x, y = B.x, r = 0, ca = 0, cb = 0;
-        switch (op) {
+        switch ((int)op) {
         case AR_ADD:
             r = x + y;
             ca = 1;
@@ -112,7 +112,7 @@ static TV map(ArFunc f, TV A)
     char err[AR_ERRLEN];
     if (!A.a) {
         double y;
-        switch (f) {
+        switch ((int)f) {
         case AR_SIN: y = sin(A.x); break;
         case AR_EXP: y = exp(A.x); break;
         case AR_LOG: y = log(A.x); break;

@@ -138,7 +138,7 @@ static int ref_kraus(DmChannel ch, const double *p, cplx *k)
     memset(k, 0, 6 * 4 * sizeof(cplx));
 #define K(i, a, b, c, d) \
     (k[4 * (i)] = (a), k[4 * (i) + 1] = (b), k[4 * (i) + 2] = (c), k[4 * (i) + 3] = (d))
-    switch (ch) {
+    switch ((int)ch) {
     case DM_BITFLIP:
         K(0, sqrt(1 - p[0]), 0, 0, sqrt(1 - p[0]));
         K(1, 0, sqrt(p[0]), sqrt(p[0]), 0);

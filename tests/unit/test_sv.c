@@ -64,7 +64,7 @@ static int ref_small(SvGate g, const double *p, int k, const cplx *qu, uint64_t 
     cplx a[16], b[16], c[16];
     int d = 1 << k;
     memset(u, 0, (size_t)d * d * sizeof(cplx));
-    switch (g) {
+    switch ((int)g) {
     case SV_IDENTITY: memcpy(u, P_I, sizeof P_I); break;
     case SV_HADAMARD:
         for (int i = 0; i < 4; i++) u[i] = (P_X[i] + P_Z[i]) / sqrt(2);
