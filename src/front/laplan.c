@@ -124,8 +124,43 @@ static int binds_global(const Node *n, int slot, const FnProto *def)
         return l ? l : binds_global(n->u.tries.handler, slot, def);
     case N_FNDEF: return n->u.fn != def && target_is(n->u.fn->binding, slot) ? n->line : 0;
     case N_IMPORT: return target_is(n->u.import.var, slot) ? n->line : 0;
-    default: return 0;
+    case N_NKINDS: qh_unreachable();
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_NAME:
+    case N_LOCAL:
+    case N_LOCALCELL:
+    case N_UPVAL:
+    case N_GLOBAL:
+    case N_BUILTIN:
+    case N_SELF:
+    case N_LIST:
+    case N_DICT:
+    case N_UNARY:
+    case N_BINARY:
+    case N_AND:
+    case N_OR:
+    case N_NOT:
+    case N_CALL:
+    case N_INDEX:
+    case N_SLICE:
+    case N_MEMBER:
+    case N_FNEXPR:
+    case N_COND:
+    case N_LISTCOMP:
+    case N_DICTCOMP:
+    case N_EXPRSTMT:
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_RETURN:
+    case N_GLOBALDECL:
+    case N_PASS: return 0;
     }
+    qh_unreachable();
 }
 
 /* a line where the name of def (bound to global slot) is bound again: by
@@ -270,7 +305,38 @@ static void collect_writes(Ctx *c, Node *n)
             for (int j = 0; j < n->u.comp.clauses[i].nvars; j++)
                 write_target(c, n->u.comp.clauses[i].vars[j]);
         break;
-    default: break;
+    case N_NKINDS: qh_unreachable();
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_NAME:
+    case N_LOCAL:
+    case N_LOCALCELL:
+    case N_UPVAL:
+    case N_GLOBAL:
+    case N_BUILTIN:
+    case N_SELF:
+    case N_LIST:
+    case N_DICT:
+    case N_UNARY:
+    case N_BINARY:
+    case N_AND:
+    case N_OR:
+    case N_NOT:
+    case N_CALL:
+    case N_INDEX:
+    case N_SLICE:
+    case N_MEMBER:
+    case N_FNEXPR:
+    case N_COND:
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_RETURN:
+    case N_GLOBALDECL:
+    case N_PASS: break;
     }
 }
 
@@ -294,8 +360,45 @@ static int leaves_early(const Node *n, int inner)
     case N_TRY:
         l = leaves_early(n->u.tries.body, inner);
         return l ? l : leaves_early(n->u.tries.handler, inner);
-    default: return 0;
+    case N_NKINDS: qh_unreachable();
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_NAME:
+    case N_LOCAL:
+    case N_LOCALCELL:
+    case N_UPVAL:
+    case N_GLOBAL:
+    case N_BUILTIN:
+    case N_SELF:
+    case N_LIST:
+    case N_DICT:
+    case N_UNARY:
+    case N_BINARY:
+    case N_AND:
+    case N_OR:
+    case N_NOT:
+    case N_CALL:
+    case N_INDEX:
+    case N_SLICE:
+    case N_MEMBER:
+    case N_FNEXPR:
+    case N_COND:
+    case N_LISTCOMP:
+    case N_DICTCOMP:
+    case N_EXPRSTMT:
+    case N_ASSIGN:
+    case N_AUGASSIGN:
+    case N_DESTRUCT:
+    case N_FNDEF:
+    case N_IMPORT:
+    case N_GLOBALDECL:
+    case N_PASS: return 0;
     }
+    qh_unreachable();
 }
 
 /* Builtins an argument may use: they compute a value from their arguments
@@ -399,8 +502,32 @@ static bool pure_expr(Ctx *c, const Node *n)
             if (!pure_expr(c, n->u.call.kw[i].value)) return false;
         return true;
     }
-    default: return not_pure(c, "an argument at line %d is not computed ahead (effect)", n->line);
+    case N_NKINDS: qh_unreachable();
+    case N_NAME:
+    case N_SELF:
+    case N_MEMBER:
+    case N_FNEXPR:
+    case N_LISTCOMP:
+    case N_DICTCOMP:
+    case N_EXPRSTMT:
+    case N_ASSIGN:
+    case N_AUGASSIGN:
+    case N_DESTRUCT:
+    case N_IF:
+    case N_WHILE:
+    case N_FOR:
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_RETURN:
+    case N_FNDEF:
+    case N_TRY:
+    case N_IMPORT:
+    case N_GLOBALDECL:
+    case N_BLOCK:
+    case N_PASS:
+        return not_pure(c, "an argument at line %d is not computed ahead (effect)", n->line);
     }
+    qh_unreachable();
 }
 
 /* the globals a qfn takes along: what it reads, and what the functions it
@@ -446,6 +573,29 @@ static bool site_ok(Ctx *c, Node *n, FnProto *f)
     }
     free(t.v);
     return ok;
+}
+
+/* A wrapper's direct call n of qfn q: not under a condition, q bound once,
+ * and nothing q takes along rebound in the body; adds its checks. */
+static bool wrap_qfn_call(Ctx *c, const Node *n, FnProto *q, bool cond)
+{
+    const Node *fn = n->u.call.fn;
+    if (cond)
+        return not_pure(c, "%s() at line %d runs only sometimes (condition)", q->name, n->line);
+    int again = rebound_at(c->m, c->modbody, fn->u.var.slot, q);
+    if (again) return not_pure(c, "%s is bound again at line %d (rebinding)", q->name, again);
+    Set t = { 0 };
+    takes_along(c->m, q, &t);
+    for (int i = 0; i < t.n; i++)
+        if (set_has(&c->writes, 2 * t.v[i] + 1)) {
+            not_pure(c, "%s() takes along %s, which the body rebinds (rebinding)", q->name,
+                     c->m->gnames[t.v[i]]);
+            free(t.v);
+            return false;
+        }
+    free(t.v);
+    add_check(c, fn->u.var.slot, q);
+    return true;
 }
 
 /* An expression of a wrapper's body (see wrapper_ok): constants, its own
@@ -501,23 +651,7 @@ static bool wrap_expr(Ctx *c, const Node *n, bool cond, int *ncalls)
         const Node *fn = n->u.call.fn;
         FnProto *q = qfn_called(c->m, n);
         if (q) {
-            if (cond)
-                return not_pure(c, "%s() at line %d runs only sometimes (condition)", q->name,
-                                n->line);
-            int again = rebound_at(c->m, c->modbody, fn->u.var.slot, q);
-            if (again)
-                return not_pure(c, "%s is bound again at line %d (rebinding)", q->name, again);
-            Set t = { 0 };
-            takes_along(c->m, q, &t);
-            for (int i = 0; i < t.n; i++)
-                if (set_has(&c->writes, 2 * t.v[i] + 1)) {
-                    not_pure(c, "%s() takes along %s, which the body rebinds (rebinding)", q->name,
-                             c->m->gnames[t.v[i]]);
-                    free(t.v);
-                    return false;
-                }
-            free(t.v);
-            add_check(c, fn->u.var.slot, q);
+            if (!wrap_qfn_call(c, n, q, cond)) return false;
             (*ncalls)++;
         } else if (fn->kind != N_BUILTIN || !value_builtin(builtin_get(fn->u.var.slot)))
             return not_pure(c, "a call at line %d is not a value builtin nor a qfn (effect)",
@@ -528,8 +662,34 @@ static bool wrap_expr(Ctx *c, const Node *n, bool cond, int *ncalls)
             if (!wrap_expr(c, n->u.call.kw[i].value, cond, ncalls)) return false;
         return true;
     }
-    default: return not_pure(c, "an expression at line %d is not computed ahead (effect)", n->line);
+    case N_NKINDS: qh_unreachable();
+    case N_NAME:
+    case N_LOCALCELL:
+    case N_UPVAL:
+    case N_SELF:
+    case N_MEMBER:
+    case N_FNEXPR:
+    case N_LISTCOMP:
+    case N_DICTCOMP:
+    case N_EXPRSTMT:
+    case N_ASSIGN:
+    case N_AUGASSIGN:
+    case N_DESTRUCT:
+    case N_IF:
+    case N_WHILE:
+    case N_FOR:
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_RETURN:
+    case N_FNDEF:
+    case N_TRY:
+    case N_IMPORT:
+    case N_GLOBALDECL:
+    case N_BLOCK:
+    case N_PASS:
+        return not_pure(c, "an expression at line %d is not computed ahead (effect)", n->line);
     }
+    qh_unreachable();
 }
 
 /* A plain fn that may run ahead whole (a wrapper of qfn calls): no
@@ -559,6 +719,100 @@ static bool wrapper_ok(Ctx *c, FnProto *f, int *ncalls)
     return *ncalls > 0;
 }
 
+static void scan(Ctx *c, Node *n, bool cond);
+
+/* a call of f, a pure function bound to a global that makes quantum calls
+ * (a wrapper of qfn calls): a site of its own, run ahead whole */
+static void scan_wrapper_call(Ctx *c, Node *n, FnProto *f, bool cond)
+{
+    Node *fn = n->u.call.fn;
+    const char *name = var_name(fn);
+    int first = c->nchecks, ncalls = 0, again;
+    if (cond)
+        refuse(c, "%s() at line %d runs only sometimes (condition)", name, n->line);
+    else if ((again = rebound_at(c->m, c->modbody, fn->u.var.slot, f)) != 0)
+        refuse(c, "%s is bound again at line %d (rebinding)", name, again);
+    else {
+        add_check(c, fn->u.var.slot, f);
+        bool ok = wrapper_ok(c, f, &ncalls);
+        for (int i = 0; ok && i < n->u.call.nargs; i++) ok = pure_expr(c, n->u.call.args[i]);
+        for (int i = 0; ok && i < n->u.call.nkw; i++) ok = pure_expr(c, n->u.call.kw[i].value);
+        if (!ok)
+            refuse(c, "%s() at line %d makes quantum calls: %s", name, n->line, c->pwhy);
+        else
+            add_step(c, LA_SITE, NULL, n, first, ncalls);
+    }
+}
+
+/* a call of a function bound to a global, not a qfn: true when scan is
+ * done with it (a wrapper's site, or refused) */
+static bool scan_global_call(Ctx *c, Node *n, bool cond)
+{
+    Node *fn = n->u.call.fn;
+    FnProto *f = proto_of_global(c->m, fn->u.var.slot);
+    Set seen = { 0 };
+    const char *name = var_name(fn);
+    if (!f)
+        refuse(c, "it calls %s() at line %d, a function value (effect)", name, n->line);
+    else if (!f->pure)
+        refuse(c, "it calls %s() at line %d, which is not pure (effect)", name, n->line);
+    else if (set_has(&c->writes, 2 * fn->u.var.slot + 1))
+        refuse(c, "%s is rebound in the body (rebinding)", name);
+    else if (makes_qcalls(c->m, f, &seen)) {
+        scan_wrapper_call(c, n, f, cond);
+        free(seen.v);
+        return true;
+    }
+    free(seen.v);
+    return c->fail;
+}
+
+/* a call: a qfn's becomes a site step, after its arguments */
+static void scan_call(Ctx *c, Node *n, bool cond)
+{
+    FnProto *q = qfn_called(c->m, n);
+    Node *fn = n->u.call.fn;
+    if (!q) {
+        if (fn->kind == N_GLOBAL) {
+            if (scan_global_call(c, n, cond)) return;
+        } else if (fn->kind != N_BUILTIN) {
+            /* a function value: who knows what it calls */
+            refuse(c, "it calls a function value at line %d (effect)", n->line);
+            return;
+        }
+    }
+    for (int i = 0; i < n->u.call.nargs; i++) scan(c, n->u.call.args[i], cond);
+    for (int i = 0; i < n->u.call.nkw; i++) scan(c, n->u.call.kw[i].value, cond);
+    if (q) {
+        if (cond) {
+            refuse(c,
+                   "%s() at line %d runs only sometimes (under if, while, an inner for, try, "
+                   "and/or or a conditional) (condition)",
+                   q->name, n->line);
+            return;
+        }
+        if (!site_ok(c, n, q)) {
+            refuse(c, "%s", c->pwhy);
+            return;
+        }
+        int first = c->nchecks;
+        add_check(c, n->u.call.fn->u.var.slot, q);
+        add_step(c, LA_SITE, NULL, n, first, 1);
+    }
+}
+
+/* a comprehension: its first iterable runs once, the rest only sometimes */
+static void scan_comp(Ctx *c, Node *n, bool cond)
+{
+    for (int i = 0; i < n->u.comp.nclauses; i++) {
+        CompClause *cl = &n->u.comp.clauses[i];
+        scan(c, cl->iter, i == 0 ? cond : true);
+        for (int j = 0; j < cl->nconds; j++) scan(c, cl->conds[j], true);
+    }
+    scan(c, n->u.comp.key, true);
+    scan(c, n->u.comp.elt, true);
+}
+
 /* Walks an expression evaluated exactly once per iteration (cond: only
  * sometimes), in evaluation order: quantum calls become site steps; every
  * other call must be a builtin or a pure function that makes no quantum
@@ -567,72 +821,7 @@ static void scan(Ctx *c, Node *n, bool cond)
 {
     if (!n || c->fail) return;
     switch (n->kind) {
-    case N_CALL: {
-        FnProto *q = qfn_called(c->m, n);
-        Node *fn = n->u.call.fn;
-        if (!q) {
-            if (fn->kind == N_GLOBAL) {
-                FnProto *f = proto_of_global(c->m, fn->u.var.slot);
-                Set seen = { 0 };
-                const char *name = var_name(fn);
-                if (!f)
-                    refuse(c, "it calls %s() at line %d, a function value (effect)", name, n->line);
-                else if (!f->pure)
-                    refuse(c, "it calls %s() at line %d, which is not pure (effect)", name,
-                           n->line);
-                else if (set_has(&c->writes, 2 * fn->u.var.slot + 1))
-                    refuse(c, "%s is rebound in the body (rebinding)", name);
-                else if (makes_qcalls(c->m, f, &seen)) {
-                    /* a wrapper of qfn calls: a site of its own, run ahead whole */
-                    int first = c->nchecks, ncalls = 0, again;
-                    if (cond)
-                        refuse(c, "%s() at line %d runs only sometimes (condition)", name, n->line);
-                    else if ((again = rebound_at(c->m, c->modbody, fn->u.var.slot, f)) != 0)
-                        refuse(c, "%s is bound again at line %d (rebinding)", name, again);
-                    else {
-                        add_check(c, fn->u.var.slot, f);
-                        bool ok = wrapper_ok(c, f, &ncalls);
-                        for (int i = 0; ok && i < n->u.call.nargs; i++)
-                            ok = pure_expr(c, n->u.call.args[i]);
-                        for (int i = 0; ok && i < n->u.call.nkw; i++)
-                            ok = pure_expr(c, n->u.call.kw[i].value);
-                        if (!ok)
-                            refuse(c, "%s() at line %d makes quantum calls: %s", name, n->line,
-                                   c->pwhy);
-                        else
-                            add_step(c, LA_SITE, NULL, n, first, ncalls);
-                    }
-                    free(seen.v);
-                    return;
-                }
-                free(seen.v);
-                if (c->fail) return;
-            } else if (fn->kind != N_BUILTIN) {
-                /* a function value: who knows what it calls */
-                refuse(c, "it calls a function value at line %d (effect)", n->line);
-                return;
-            }
-        }
-        for (int i = 0; i < n->u.call.nargs; i++) scan(c, n->u.call.args[i], cond);
-        for (int i = 0; i < n->u.call.nkw; i++) scan(c, n->u.call.kw[i].value, cond);
-        if (q) {
-            if (cond) {
-                refuse(c,
-                       "%s() at line %d runs only sometimes (under if, while, an inner for, try, "
-                       "and/or or a conditional) (condition)",
-                       q->name, n->line);
-                return;
-            }
-            if (!site_ok(c, n, q)) {
-                refuse(c, "%s", c->pwhy);
-                return;
-            }
-            int first = c->nchecks;
-            add_check(c, n->u.call.fn->u.var.slot, q);
-            add_step(c, LA_SITE, NULL, n, first, 1);
-        }
-        return;
-    }
+    case N_CALL: scan_call(c, n, cond); return;
     case N_UNARY:
     case N_NOT: scan(c, n->u.bin.a, cond); return;
     case N_BINARY:
@@ -669,15 +858,7 @@ static void scan(Ctx *c, Node *n, bool cond)
         return;
     case N_MEMBER: scan(c, n->u.member.obj, cond); return;
     case N_LISTCOMP:
-    case N_DICTCOMP:
-        for (int i = 0; i < n->u.comp.nclauses; i++) {
-            CompClause *cl = &n->u.comp.clauses[i];
-            scan(c, cl->iter, i == 0 ? cond : true);
-            for (int j = 0; j < cl->nconds; j++) scan(c, cl->conds[j], true);
-        }
-        scan(c, n->u.comp.key, true);
-        scan(c, n->u.comp.elt, true);
-        return;
+    case N_DICTCOMP: scan_comp(c, n, cond); return;
     /* compound statements: each part runs a number of times the analysis does not know */
     case N_IF:
         scan(c, n->u.ifs.cond, cond);
@@ -711,8 +892,28 @@ static void scan(Ctx *c, Node *n, bool cond)
         for (int i = 0; i < n->u.fn->nparams; i++) scan(c, n->u.fn->defaults[i], cond);
         scan(c, n->u.fn->device, cond);
         return;
-    default: return; /* names, constants, closures (their bodies run when called) */
+    case N_NKINDS: qh_unreachable();
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_NAME:
+    case N_LOCAL:
+    case N_LOCALCELL:
+    case N_UPVAL:
+    case N_GLOBAL:
+    case N_BUILTIN:
+    case N_SELF:
+    case N_FNEXPR:
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_IMPORT:
+    case N_GLOBALDECL:
+    case N_PASS: return; /* names, constants, closures (their bodies run when called) */
     }
+    qh_unreachable();
 }
 
 /* does n read a plain variable the body rebinds (or a closure's)? */
@@ -755,8 +956,38 @@ static bool reads_written(Ctx *c, const Node *n)
         for (int i = 0; i < n->u.call.nkw; i++)
             if (reads_written(c, n->u.call.kw[i].value)) return true;
         return false;
-    default: return false;
+    case N_NKINDS: qh_unreachable();
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_NAME:
+    case N_BUILTIN:
+    case N_SELF:
+    case N_MEMBER:
+    case N_FNEXPR:
+    case N_LISTCOMP:
+    case N_DICTCOMP:
+    case N_EXPRSTMT:
+    case N_ASSIGN:
+    case N_AUGASSIGN:
+    case N_DESTRUCT:
+    case N_IF:
+    case N_WHILE:
+    case N_FOR:
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_RETURN:
+    case N_FNDEF:
+    case N_TRY:
+    case N_IMPORT:
+    case N_GLOBALDECL:
+    case N_BLOCK:
+    case N_PASS: return false;
     }
+    qh_unreachable();
 }
 
 /* the body's last statement, an inner loop with a plan over a collection
@@ -891,8 +1122,30 @@ static void list_sites(ModInfo *m, const Node *n, char *buf, size_t cap)
         list_sites(m, n->u.assign.target, buf, cap);
         return;
     case N_DESTRUCT: list_sites(m, n->u.destruct.value, buf, cap); return;
-    default: return;
+    case N_NKINDS: qh_unreachable();
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_NAME:
+    case N_LOCAL:
+    case N_LOCALCELL:
+    case N_UPVAL:
+    case N_GLOBAL:
+    case N_BUILTIN:
+    case N_SELF:
+    case N_SLICE:
+    case N_FNEXPR:
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_FNDEF:
+    case N_IMPORT:
+    case N_GLOBALDECL:
+    case N_PASS: return;
     }
+    qh_unreachable();
 }
 
 static LaPlan *plan_loop(ModInfo *m, const Node *modbody, Node *loop)
@@ -1289,7 +1542,46 @@ static void visit(ModInfo *m, const Node *modbody, Node *n)
         n->u.fors.la_why = NULL;
         n->u.fors.plan = plan_loop(m, modbody, n);
         break;
-    default: break;
+    case N_NKINDS: qh_unreachable();
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_NAME:
+    case N_LOCAL:
+    case N_LOCALCELL:
+    case N_UPVAL:
+    case N_GLOBAL:
+    case N_BUILTIN:
+    case N_SELF:
+    case N_LIST:
+    case N_DICT:
+    case N_UNARY:
+    case N_BINARY:
+    case N_AND:
+    case N_OR:
+    case N_NOT:
+    case N_CALL:
+    case N_INDEX:
+    case N_SLICE:
+    case N_MEMBER:
+    case N_FNEXPR:
+    case N_COND:
+    case N_LISTCOMP:
+    case N_DICTCOMP:
+    case N_EXPRSTMT:
+    case N_ASSIGN:
+    case N_AUGASSIGN:
+    case N_DESTRUCT:
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_RETURN:
+    case N_FNDEF:
+    case N_IMPORT:
+    case N_GLOBALDECL:
+    case N_PASS: break;
     }
 }
 
@@ -1341,7 +1633,45 @@ static void print_plans(const Node *n, const char *at, FILE *out)
         print_plans(n->u.fors.body, at, out);
         break;
     }
-    default: break;
+    case N_NKINDS: qh_unreachable();
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_NAME:
+    case N_LOCAL:
+    case N_LOCALCELL:
+    case N_UPVAL:
+    case N_GLOBAL:
+    case N_BUILTIN:
+    case N_SELF:
+    case N_LIST:
+    case N_DICT:
+    case N_UNARY:
+    case N_BINARY:
+    case N_AND:
+    case N_OR:
+    case N_NOT:
+    case N_CALL:
+    case N_INDEX:
+    case N_SLICE:
+    case N_MEMBER:
+    case N_FNEXPR:
+    case N_COND:
+    case N_LISTCOMP:
+    case N_DICTCOMP:
+    case N_EXPRSTMT:
+    case N_ASSIGN:
+    case N_AUGASSIGN:
+    case N_DESTRUCT:
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_RETURN:
+    case N_IMPORT:
+    case N_GLOBALDECL:
+    case N_PASS: break;
     }
 }
 
