@@ -415,24 +415,24 @@ BINOP(ev_binop, (void)x; (void)y;)
         /* a: K */ { nm##_KX, nm, nm##_KL, nm##_KG },      \
         /* a: L */ { nm##_LX, nm##_LK, nm##_LL, nm##_LG }, \
         /* a: G */ { nm##_GX, nm##_GK, nm##_GL, nm##_GG }, \
-    };
+    }
 
-BIN_SHAPES(ev_add, 1, v_num(x + y))
-BIN_SHAPES(ev_sub, 1, v_num(x - y))
-BIN_SHAPES(ev_mul, 1, v_num((x) * (y)))
-BIN_SHAPES(ev_div, y != 0, v_num(x / y))
-BIN_SHAPES(ev_lt, 1, v_bool(x < y))
-BIN_SHAPES(ev_le, 1, v_bool(x <= y))
-BIN_SHAPES(ev_gt, 1, v_bool(x > y))
-BIN_SHAPES(ev_ge, 1, v_bool(x >= y))
-BIN_SHAPES(ev_eq, 1, v_bool(x == y))
-BIN_SHAPES(ev_ne, 1, v_bool(x != y))
+BIN_SHAPES(ev_add, 1, v_num(x + y));
+BIN_SHAPES(ev_sub, 1, v_num(x - y));
+BIN_SHAPES(ev_mul, 1, v_num((x) * (y)));
+BIN_SHAPES(ev_div, y != 0, v_num(x / y));
+BIN_SHAPES(ev_lt, 1, v_bool(x < y));
+BIN_SHAPES(ev_le, 1, v_bool(x <= y));
+BIN_SHAPES(ev_gt, 1, v_bool(x > y));
+BIN_SHAPES(ev_ge, 1, v_bool(x >= y));
+BIN_SHAPES(ev_eq, 1, v_bool(x == y));
+BIN_SHAPES(ev_ne, 1, v_bool(x != y));
 
-BIN_SHAPES(ev_band, i53(x) && i53(y), v_num((double)((int64_t)x &(int64_t)y)))
-BIN_SHAPES(ev_bor, i53(x) && i53(y), v_num((double)((int64_t)x | (int64_t)y)))
-BIN_SHAPES(ev_bxor, i53(x) && i53(y), v_num((double)((int64_t)x ^ (int64_t)y)))
-BIN_SHAPES(ev_shl, shl_ok(x, y), v_num((double)(int64_t)((uint64_t)(int64_t)x << (int)y)))
-BIN_SHAPES(ev_shr, i53(x) && i53(y) && y >= 0, v_num(shr53(x, y)))
+BIN_SHAPES(ev_band, i53(x) && i53(y), v_num((double)((int64_t)x &(int64_t)y)));
+BIN_SHAPES(ev_bor, i53(x) && i53(y), v_num((double)((int64_t)x | (int64_t)y)));
+BIN_SHAPES(ev_bxor, i53(x) && i53(y), v_num((double)((int64_t)x ^ (int64_t)y)));
+BIN_SHAPES(ev_shl, shl_ok(x, y), v_num((double)(int64_t)((uint64_t)(int64_t)x << (int)y)));
+BIN_SHAPES(ev_shr, i53(x) && i53(y) && y >= 0, v_num(shr53(x, y)));
 
 static Value ev_unary(VM *vm, Node *n)
 {
@@ -2169,6 +2169,186 @@ static Value ev_deep(VM *vm, Node *n)
     return deep_handler(n)(vm, n);
 }
 
+/* the handler of an index n (its parts prepared), by the shapes of a
+ * single subscript and of the object */
+static void prepare_index(Node *n, int depth)
+{
+#define SUB(x) prepare_at((x), depth + 1)
+    SUB(n->u.index.obj);
+    for (int i = 0; i < n->u.index.nidx; i++) {
+        Node *s = n->u.index.idx[i];
+        if (s->kind == N_SLICE) {
+            SUB(s->u.slice.lo);
+            SUB(s->u.slice.hi);
+            SUB(s->u.slice.step);
+        }
+        SUB(s);
+    }
+#undef SUB
+    if (n->u.index.nidx == 1 && n->u.index.idx[0]->kind != N_SLICE) {
+        unsigned so = operand_shape(n->u.index.obj);
+        unsigned si = subscript_shape(n->u.index.idx[0]);
+        n->flag = (uint8_t)((so == OPD_LOCAL || so == OPD_GLOBAL ? so : OPD_ANY) | si << 2);
+        static const EvalFn shaped[4][5] = {
+            [OPD_LOCAL] = { [IX_ANY] = ev_index_LX,
+                            [IX_NUM] = ev_index_LK,
+                            [IX_LOCAL] = ev_index_LL,
+                            [IX_GLOBAL] = ev_index_LG,
+                            [IX_STR] = ev_index_LS },
+            [OPD_GLOBAL] = { [IX_NUM] = ev_index_GK,
+                             [IX_LOCAL] = ev_index_GL,
+                             [IX_GLOBAL] = ev_index_GG,
+                             [IX_STR] = ev_index_GS },
+        };
+        n->run.ev = shaped[so][si] ? shaped[so][si] : ev_index1;
+    } else {
+        n->run.ev = ev_index;
+    }
+}
+
+static void prepare_comp(Node *n, int depth)
+{
+    for (int i = 0; i < n->u.comp.nclauses; i++) {
+        CompClause *c = &n->u.comp.clauses[i];
+        prepare_list_at(depth + 1, c->vars, c->nvars);
+        prepare_at(c->iter, depth + 1);
+        prepare_list_at(depth + 1, c->conds, c->nconds);
+    }
+    prepare_at(n->u.comp.key, depth + 1);
+    prepare_at(n->u.comp.elt, depth + 1);
+}
+
+/* the handler of an assignment t = v, by their shapes */
+static ExecFn assign_handler(const Node *t, const Node *v)
+{
+    if (v->kind == N_BINARY && v->op == OP_ADD && var_kind_same(t, v->u.bin.a))
+        return ex_assign_concat;
+    if (t->kind == N_LOCAL) return ex_assign_local;
+    if (t->kind == N_GLOBAL) return ex_assign_global;
+    if (t->kind == N_INDEX) return ex_assign_index;
+    return ex_assign;
+}
+
+/* the handler of an augmented assignment n, by its operator and the shapes
+ * of its target and value */
+static ExecFn aug_handler(Node *n)
+{
+    Node *t = n->u.assign.target;
+    n->flag = (uint8_t)(operand_shape(n->u.assign.value) << 2);
+    unsigned st = operand_shape(t), sv = operand_shape(n->u.assign.value);
+    const ExecFn *row = n->op == OP_ADD   ? ex_aug_add_shapes[st]
+                        : n->op == OP_SUB ? ex_aug_sub_shapes[st]
+                        : n->op == OP_MUL ? ex_aug_mul_shapes[st]
+                                          : NULL;
+    if (row && row[sv]) return row[sv];
+    return t->kind == N_INDEX ? ex_aug_index : ex_aug_var;
+}
+
+/* a, b = x, y (as many values as targets): no list is made */
+static ExecFn destruct_handler(const Node *n)
+{
+    const Node *v = n->u.destruct.value;
+    return v->kind == N_LIST && v->u.list.n == n->u.destruct.n ? ex_destruct_list : ex_destruct;
+}
+
+/* prepare_node's statements: their parts are statements or expressions
+ * of their own (depth 0) */
+static void prepare_stmt(Node *n)
+{
+    switch ((NodeKind)n->kind) {
+    case N_EXPRSTMT:
+    case N_RETURN:
+        prepare(n->u.expr.expr);
+        n->run.ex = n->kind == N_RETURN ? ex_return : ex_expr;
+        return;
+    case N_ASSIGN:
+        prepare(n->u.assign.target);
+        prepare(n->u.assign.value);
+        n->run.ex = assign_handler(n->u.assign.target, n->u.assign.value);
+        return;
+    case N_AUGASSIGN:
+        prepare(n->u.assign.target);
+        prepare(n->u.assign.value);
+        n->run.ex = aug_handler(n);
+        return;
+    case N_DESTRUCT:
+        prepare_list(n->u.destruct.targets, n->u.destruct.n);
+        prepare(n->u.destruct.value);
+        n->run.ex = destruct_handler(n);
+        return;
+    case N_IF:
+        prepare(n->u.ifs.cond);
+        prepare(n->u.ifs.then);
+        prepare(n->u.ifs.els);
+        n->run.ex = ex_if;
+        return;
+    case N_WHILE:
+        prepare(n->u.whiles.cond);
+        prepare(n->u.whiles.body);
+        n->run.ex = ex_while;
+        return;
+    case N_FOR:
+        prepare_list(n->u.fors.vars, n->u.fors.nvars);
+        prepare(n->u.fors.iter);
+        prepare(n->u.fors.body);
+        n->run.ex = is_range_call(n->u.fors.iter) ? ex_for_range : ex_for;
+        return;
+    case N_BREAK: n->run.ex = ex_break; return;
+    case N_CONTINUE: n->run.ex = ex_continue; return;
+    case N_FNDEF:
+        prepare(n->u.fn->binding);
+        prepare_fn(n->u.fn);
+        n->run.ex = ex_fndef;
+        return;
+    case N_TRY:
+        prepare(n->u.tries.body);
+        prepare(n->u.tries.var);
+        prepare(n->u.tries.handler);
+        n->run.ex = ex_try;
+        return;
+    case N_IMPORT:
+        prepare(n->u.import.var);
+        n->run.ex = ex_import;
+        return;
+    case N_GLOBALDECL:
+    case N_PASS: n->run.ex = ex_pass; return;
+    case N_BLOCK:
+        prepare_list(n->u.list.items, n->u.list.n);
+        n->run.ex = ex_block;
+        return;
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_NAME:
+    case N_LOCAL:
+    case N_LOCALCELL:
+    case N_UPVAL:
+    case N_GLOBAL:
+    case N_BUILTIN:
+    case N_SELF:
+    case N_LIST:
+    case N_DICT:
+    case N_UNARY:
+    case N_BINARY:
+    case N_AND:
+    case N_OR:
+    case N_NOT:
+    case N_CALL:
+    case N_INDEX:
+    case N_SLICE:
+    case N_MEMBER:
+    case N_FNEXPR:
+    case N_COND:
+    case N_LISTCOMP:
+    case N_DICTCOMP:
+    case N_NKINDS: break; /* expressions: prepare_node's */
+    }
+    qh_unreachable();
+}
+
 /* Chooses the handler of n (and of everything under it) from its kind and
  * shape; depth is n's distance from its statement (see ev_deep). Idempotent. */
 static void prepare_node(Node *n, int depth)
@@ -2223,37 +2403,7 @@ static void prepare_node(Node *n, int depth)
         for (int i = 0; i < n->u.call.nkw; i++) SUB(n->u.call.kw[i].value);
         n->run.ev = ev_call;
         return;
-    case N_INDEX:
-        SUB(n->u.index.obj);
-        for (int i = 0; i < n->u.index.nidx; i++) {
-            Node *s = n->u.index.idx[i];
-            if (s->kind == N_SLICE) {
-                SUB(s->u.slice.lo);
-                SUB(s->u.slice.hi);
-                SUB(s->u.slice.step);
-            }
-            SUB(s);
-        }
-        if (n->u.index.nidx == 1 && n->u.index.idx[0]->kind != N_SLICE) {
-            unsigned so = operand_shape(n->u.index.obj);
-            unsigned si = subscript_shape(n->u.index.idx[0]);
-            n->flag = (uint8_t)((so == OPD_LOCAL || so == OPD_GLOBAL ? so : OPD_ANY) | si << 2);
-            static const EvalFn shaped[4][5] = {
-                [OPD_LOCAL] = { [IX_ANY] = ev_index_LX,
-                                [IX_NUM] = ev_index_LK,
-                                [IX_LOCAL] = ev_index_LL,
-                                [IX_GLOBAL] = ev_index_LG,
-                                [IX_STR] = ev_index_LS },
-                [OPD_GLOBAL] = { [IX_NUM] = ev_index_GK,
-                                 [IX_LOCAL] = ev_index_GL,
-                                 [IX_GLOBAL] = ev_index_GG,
-                                 [IX_STR] = ev_index_GS },
-            };
-            n->run.ev = shaped[so][si] ? shaped[so][si] : ev_index1;
-        } else {
-            n->run.ev = ev_index;
-        }
-        return;
+    case N_INDEX: prepare_index(n, depth); return;
     case N_SLICE: n->run.ev = ev_slice; return;
     case N_MEMBER:
         SUB(n->u.member.obj);
@@ -2271,103 +2421,25 @@ static void prepare_node(Node *n, int depth)
         return;
     case N_LISTCOMP:
     case N_DICTCOMP:
-        for (int i = 0; i < n->u.comp.nclauses; i++) {
-            CompClause *c = &n->u.comp.clauses[i];
-            prepare_list_at(depth + 1, c->vars, c->nvars);
-            SUB(c->iter);
-            prepare_list_at(depth + 1, c->conds, c->nconds);
-        }
-        SUB(n->u.comp.key);
-        SUB(n->u.comp.elt);
+        prepare_comp(n, depth);
         n->run.ev = ev_comp;
         return;
-    /* statements */
     case N_EXPRSTMT:
-        prepare(n->u.expr.expr);
-        n->run.ex = ex_expr;
-        return;
-    case N_RETURN:
-        prepare(n->u.expr.expr);
-        n->run.ex = ex_return;
-        return;
-    case N_ASSIGN: {
-        Node *t = n->u.assign.target, *v = n->u.assign.value;
-        prepare(t);
-        prepare(v);
-        if (v->kind == N_BINARY && v->op == OP_ADD && var_kind_same(t, v->u.bin.a))
-            n->run.ex = ex_assign_concat;
-        else if (t->kind == N_LOCAL)
-            n->run.ex = ex_assign_local;
-        else if (t->kind == N_GLOBAL)
-            n->run.ex = ex_assign_global;
-        else if (t->kind == N_INDEX)
-            n->run.ex = ex_assign_index;
-        else
-            n->run.ex = ex_assign;
-        return;
-    }
-    case N_AUGASSIGN: {
-        Node *t = n->u.assign.target;
-        prepare(t);
-        prepare(n->u.assign.value);
-        n->flag = (uint8_t)(operand_shape(n->u.assign.value) << 2);
-        n->run.ex = t->kind == N_INDEX ? ex_aug_index : ex_aug_var;
-        unsigned st = operand_shape(t), sv = operand_shape(n->u.assign.value);
-        const ExecFn *row = n->op == OP_ADD   ? ex_aug_add_shapes[st]
-                            : n->op == OP_SUB ? ex_aug_sub_shapes[st]
-                            : n->op == OP_MUL ? ex_aug_mul_shapes[st]
-                                              : NULL;
-        if (row && row[sv]) n->run.ex = row[sv];
-        return;
-    }
-    case N_DESTRUCT: {
-        Node *v = n->u.destruct.value;
-        prepare_list(n->u.destruct.targets, n->u.destruct.n);
-        prepare(v);
-        n->run.ex =
-            v->kind == N_LIST && v->u.list.n == n->u.destruct.n ? ex_destruct_list : ex_destruct;
-        return;
-    }
+    case N_ASSIGN:
+    case N_AUGASSIGN:
+    case N_DESTRUCT:
     case N_IF:
-        prepare(n->u.ifs.cond);
-        prepare(n->u.ifs.then);
-        prepare(n->u.ifs.els);
-        n->run.ex = ex_if;
-        return;
     case N_WHILE:
-        prepare(n->u.whiles.cond);
-        prepare(n->u.whiles.body);
-        n->run.ex = ex_while;
-        return;
     case N_FOR:
-        prepare_list(n->u.fors.vars, n->u.fors.nvars);
-        prepare(n->u.fors.iter);
-        prepare(n->u.fors.body);
-        n->run.ex = is_range_call(n->u.fors.iter) ? ex_for_range : ex_for;
-        return;
-    case N_BREAK: n->run.ex = ex_break; return;
-    case N_CONTINUE: n->run.ex = ex_continue; return;
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_RETURN:
     case N_FNDEF:
-        prepare(n->u.fn->binding);
-        prepare_fn(n->u.fn);
-        n->run.ex = ex_fndef;
-        return;
     case N_TRY:
-        prepare(n->u.tries.body);
-        prepare(n->u.tries.var);
-        prepare(n->u.tries.handler);
-        n->run.ex = ex_try;
-        return;
     case N_IMPORT:
-        prepare(n->u.import.var);
-        n->run.ex = ex_import;
-        return;
     case N_GLOBALDECL:
-    case N_PASS: n->run.ex = ex_pass; return;
-    case N_BLOCK:
-        prepare_list(n->u.list.items, n->u.list.n);
-        n->run.ex = ex_block;
-        return;
+    case N_PASS:
+    case N_BLOCK: prepare_stmt(n); return;
     case N_NAME: return; /* unresolved: never run (an error stopped the pipeline) */
     case N_NKINDS: break;
     }
