@@ -184,6 +184,49 @@ static void circ_repr(Buf *b, Value v, bool quoted)
                c->c.nops == 1 ? "" : "s");
 }
 
+/* The wires of c(wires=[...]): qubit i on map[i] (default: wire i). */
+static bool circ_map(VM *vm, Args *a, const QasmCircuit *qc, int *map)
+{
+    for (int i = 0; i < qc->nqubits && i < 4096; i++) map[i] = i;
+    Value *wk = NULL;
+    for (int k = 0; k < a->nkw; k++) {
+        if (strcmp(a->kwname[k]->s, "wires") == 0)
+            wk = &a->kw[k];
+        else {
+            vm_error(vm, a->site,
+                     "a circuit got an unexpected keyword argument '%s' (it takes wires=)",
+                     a->kwname[k]->s);
+            return false;
+        }
+    }
+    if (!wk) return true;
+    Value w = *wk;
+    if (w.t != T_LIST) {
+        vm_error(vm, a->site, "wires= must be a list of %d wires", qc->nqubits);
+        return false;
+    }
+    ObjList *l = AS_LIST(w);
+    if ((int)l->len != qc->nqubits) {
+        vm_error(vm, a->site, "the circuit has %d qubit%s, wires= gives %zu", qc->nqubits,
+                 qc->nqubits == 1 ? "" : "s", l->len);
+        return false;
+    }
+    for (size_t i = 0; i < l->len; i++) {
+        Value x = l->v[i];
+        if (x.t != T_NUM || x.n != floor(x.n) || x.n < 0 || x.n >= 64) {
+            vm_error(vm, a->site, "wires= must hold wire numbers");
+            return false;
+        }
+        map[i] = (int)x.n;
+        for (size_t j = 0; j < i; j++)
+            if (map[j] == map[i]) {
+                vm_error(vm, a->site, "wires= names wire %d twice", map[i]);
+                return false;
+            }
+    }
+    return true;
+}
+
 /* Why: c() / c(wires=[...]) inside a qfn: every op on the mapped wires,
    conditions read from the bits measured so far; returns the bits. */
 static Value circ_call(VM *vm, Value v, Args *a)
@@ -193,34 +236,7 @@ static Value circ_call(VM *vm, Value v, Args *a)
     if (a->n > 0)
         return vm_error(vm, a->site, "a circuit takes no arguments but wires= (got %d)", a->n);
     int map[4096];
-    for (int i = 0; i < qc->nqubits && i < 4096; i++) map[i] = i;
-    Value *wk = NULL;
-    for (int k = 0; k < a->nkw; k++) {
-        if (strcmp(a->kwname[k]->s, "wires") == 0)
-            wk = &a->kw[k];
-        else
-            return vm_error(vm, a->site,
-                            "a circuit got an unexpected keyword argument '%s' (it takes wires=)",
-                            a->kwname[k]->s);
-    }
-    if (wk) {
-        Value w = *wk;
-        if (w.t != T_LIST)
-            return vm_error(vm, a->site, "wires= must be a list of %d wires", qc->nqubits);
-        ObjList *l = AS_LIST(w);
-        if ((int)l->len != qc->nqubits)
-            return vm_error(vm, a->site, "the circuit has %d qubit%s, wires= gives %zu",
-                            qc->nqubits, qc->nqubits == 1 ? "" : "s", l->len);
-        for (size_t i = 0; i < l->len; i++) {
-            Value x = l->v[i];
-            if (x.t != T_NUM || x.n != floor(x.n) || x.n < 0 || x.n >= 64)
-                return vm_error(vm, a->site, "wires= must hold wire numbers");
-            map[i] = (int)x.n;
-            for (size_t j = 0; j < i; j++)
-                if (map[j] == map[i])
-                    return vm_error(vm, a->site, "wires= names wire %d twice", map[i]);
-        }
-    }
+    if (!circ_map(vm, a, qc, map)) return v_exc();
     if (qc->nqubits > 4096) return vm_error(vm, a->site, "circuit too wide");
     int *bits = calloc((size_t)qc->nclbits + 1, sizeof(int));
     int *recbit =
@@ -577,266 +593,709 @@ typedef struct Cell {
     char t[160];
 } Cell;
 
-/* Why: draw(f, args...): the circuit as text in qml.draw's style: a line per
-   wire, gates as labels (parameters with `decimals` digits), controls as
-   dots joined by ╭├╰ and │, mid-circuit measurements ┤↗├, resets │0⟩,
-   channels by name, terminal measurements after ┤. */
-static Value bi_draw(VM *vm, Args *a)
+static void sput_n(Str *s, const char *t, int k)
+{
+    for (int i = 0; i < k; i++) sput(s, t);
+}
+
+/* ---- NumPy's str() of a matrix: what qml.draw lists after "M0 = " ------- */
+
+/* The shortest digits that read back as |x| (d, no dot, at least one),
+   and x's decimal exponent: |x| = d[0].d[1...] * 10^e. */
+static int np_digits(double x, int maxsig, char *d, int *e)
+{
+    char buf[48];
+    x = fabs(x);
+    for (int p = 1; p <= 17; p++) {
+        snprintf(buf, sizeof buf, "%.*e", p - 1, x);
+        if (strtod(buf, NULL) == x) break;
+    }
+    if (maxsig > 0 && (int)strcspn(buf, "e") - 1 > maxsig) /* rounded at the cut */
+        snprintf(buf, sizeof buf, "%.*e", maxsig - 1, x);
+    int n = 0;
+    const char *s = buf;
+    for (; *s && *s != 'e'; s++)
+        if (*s != '.') d[n++] = *s;
+    while (n > 1 && d[n - 1] == '0') n--;
+    d[n] = 0;
+    *e = atoi(s + 1);
+    return n;
+}
+
+/* dragon4_positional(x, precision=8, unique=True, trim='.'): int and fraction parts */
+static void np_positional(double x, bool plus, char *ip, char *fp)
+{
+    char d[24];
+    int e, n = np_digits(x, 0, d, &e);
+    const char *sg = signbit(x) ? "-" : plus ? "+" : "";
+    if (n - 1 - e > 8) { /* more than 8 fractional digits: rounded to 8 */
+        char buf[400];
+        snprintf(buf, sizeof buf, "%.8f", fabs(x));
+        size_t l = strlen(buf);
+        while (buf[l - 1] == '0') buf[--l] = 0;
+        char *dot = strchr(buf, '.');
+        *dot = 0;
+        sprintf(ip, "%s%s", sg, buf);
+        strcpy(fp, dot + 1);
+        return;
+    }
+    int at = sprintf(ip, "%s", sg);
+    if (e < 0)
+        ip[at++] = '0';
+    else
+        for (int i = 0; i <= e; i++) ip[at++] = i < n ? d[i] : '0';
+    ip[at] = 0;
+    at = 0;
+    for (int i = 0; i < -e - 1; i++) fp[at++] = '0';
+    for (int i = e < 0 ? 0 : e + 1; i < n; i++) fp[at++] = d[i];
+    fp[at] = 0;
+}
+
+/* NumPy's FloatingFormat for one part (real or imaginary) of the entries shown */
+typedef struct NpFmt {
+    bool exp, plus;
+    int pad_left, pad_right, prec, exp_size;
+} NpFmt;
+
+static void np_fill(NpFmt *f, const double *v, size_t n, bool plus)
+{
+    double mx = 0, mn = INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        double a = fabs(v[i]);
+        if (a == 0) continue;
+        mx = a > mx ? a : mx;
+        mn = a < mn ? a : mn;
+    }
+    *f = (NpFmt){ .plus = plus };
+    f->exp = mx > 0 && (mx >= 1e8 || mn < 1e-4 || mx / mn > 1000.);
+    for (size_t i = 0; i < n; i++) {
+        char ip[400], fp[400];
+        if (f->exp) {
+            char d[24];
+            int e, k = np_digits(v[i], 9, d, &e);
+            int il = 1 + (signbit(v[i]) || plus), el = abs(e) >= 100 ? 3 : 2;
+            f->pad_left = il > f->pad_left ? il : f->pad_left;
+            f->prec = k - 1 > f->prec ? k - 1 : f->prec;
+            f->exp_size = el > f->exp_size ? el : f->exp_size;
+        } else {
+            np_positional(v[i], plus, ip, fp);
+            int il = (int)strlen(ip), fl = (int)strlen(fp);
+            f->pad_left = il > f->pad_left ? il : f->pad_left;
+            f->pad_right = fl > f->pad_right ? fl : f->pad_right;
+        }
+    }
+}
+
+static void np_format(const NpFmt *f, double x, char *out, size_t len)
+{
+    char ip[400], fp[400];
+    if (f->exp) {
+        char d[24];
+        int e, k = np_digits(x, 9, d, &e);
+        snprintf(ip, sizeof ip, "%s%c", signbit(x) ? "-" : f->plus ? "+" : "", d[0]);
+        int at = 0;
+        for (int i = 1; i < k; i++) fp[at++] = d[i];
+        while (at < f->prec) fp[at++] = '0';
+        fp[at] = 0;
+        char ex[16];
+        snprintf(ex, sizeof ex, "e%c%0*d", e < 0 ? '-' : '+', f->exp_size, abs(e));
+        Str s = { 0 };
+        sput_n(&s, " ", f->pad_left - (int)strlen(ip));
+        sput(&s, ip);
+        sput(&s, ".");
+        sput(&s, fp);
+        sput(&s, ex);
+        snprintf(out, len, "%s", s.p);
+        free(s.p);
+        return;
+    }
+    np_positional(x, f->plus, ip, fp);
+    Str s = { 0 };
+    sput_n(&s, " ", f->pad_left - (int)strlen(ip));
+    sput(&s, ip);
+    sput(&s, ".");
+    sput(&s, fp);
+    sput_n(&s, " ", f->pad_right - (int)strlen(fp));
+    snprintf(out, len, "%s", s.p ? s.p : "");
+    free(s.p);
+}
+
+/* numpy's _extendLine: a word on the line, or the line ended and a new one begun */
+static void np_word(Str *s, Str *line, const char *word)
+{
+    if (line->n + strlen(word) > 73 && line->n > 2) {
+        while (line->n && line->p[line->n - 1] == ' ') line->p[--line->n] = 0;
+        sput(s, line->p);
+        sput(s, "\n");
+        line->n = 0;
+        sput(line, "  ");
+    }
+    sput(line, word);
+}
+
+/* str(m) for a dim x dim matrix as NumPy prints it (linewidth 75, precision
+   8, summarised to 3 rows and columns each side past 1000 entries); real
+   when every imaginary part is 0 (NumPy prints a real array's dtype). */
+static void np_matrix(Str *out, const double *m, int dim)
+{
+    bool cx = false, sum = (size_t)dim * (size_t)dim > 1000;
+    for (size_t i = 0; i < (size_t)dim * (size_t)dim; i++) cx |= m[2 * i + 1] != 0;
+    int idx[64], k = 0;
+    for (int i = 0; i < dim; i++)
+        if (!sum || i < 3 || i >= dim - 3) idx[k++] = i;
+    double *re = xcalloc((size_t)k * (size_t)k + 1, sizeof(double));
+    double *im = xcalloc((size_t)k * (size_t)k + 1, sizeof(double));
+    for (int r = 0; r < k; r++)
+        for (int c = 0; c < k; c++) {
+            re[r * k + c] = m[2 * ((size_t)idx[r] * (size_t)dim + (size_t)idx[c])];
+            im[r * k + c] = m[2 * ((size_t)idx[r] * (size_t)dim + (size_t)idx[c]) + 1];
+        }
+    NpFmt fr, fi;
+    np_fill(&fr, re, (size_t)k * (size_t)k, false);
+    np_fill(&fi, im, (size_t)k * (size_t)k, true);
+    sput(out, "[");
+    for (int r = 0; r < k; r++) {
+        Str s = { 0 }, line = { 0 };
+        sput(&s, "");
+        sput(&line, "  ");
+        for (int c = 0; c < k; c++) {
+            char w[900], wi[440];
+            np_format(&fr, re[r * k + c], w, sizeof w);
+            if (cx) { /* the j before the imaginary part's padding */
+                np_format(&fi, im[r * k + c], wi, sizeof wi);
+                size_t sp = strlen(wi);
+                while (sp && wi[sp - 1] == ' ') sp--;
+                size_t wl = strlen(w);
+                snprintf(w + wl, sizeof w - wl, "%.*sj%s", (int)sp, wi, wi + sp);
+            }
+            np_word(&s, &line, w);
+            if (c + 1 < k) sput(&line, " ");
+            if (sum && c == 2) {
+                np_word(&s, &line, "...");
+                sput(&line, " ");
+            }
+        }
+        sput(&s, line.p);
+        sput(out, r ? " [" : "[");
+        sput(out, s.p + 2);
+        sput(out, r + 1 < k ? "]\n" : "]");
+        if (sum && r == 2) sput(out, " ...\n");
+        free(s.p);
+        free(line.p);
+    }
+    sput(out, "]");
+    free(re);
+    free(im);
+}
+
+/* ---- draw ------------------------------------------------------------------ */
+
+/* One drawing (qml.draw's tape_text): the record, the wires shown, each op's
+   layer, the matrices numbered, the classical wires, and the cells. */
+typedef struct Draw {
+    QRecord *rec;
+    int n, decimals;
+    bool keep[65];
+    size_t nops;
+    int *layer_of, nlayers;
+    int *mat_of;          /* per op: its matrix's number, or -1 */
+    const QMatRec **mats; /* the distinct matrices, in order of number */
+    int nmats;
+    int *bitline, *blo, *bhi; /* per recorded bit: its classical wire (-1: none), its span */
+    int nlines;
+    Cell *cells, *bcells; /* nlayers x n, nlayers x nlines */
+    ChCell *pcells;
+    Cell *plabels;
+    Cell *end;
+    int ncol, *mw, *cw;
+} Draw;
+
+/* The options: decimals (nil: no parameters) and show_all_wires. */
+static bool draw_opts(VM *vm, Args *a, int *decimals, bool *show_all)
 {
     Value *dk = arg_kw(a, "decimals");
-    int decimals = 2;
+    *decimals = 2;
     if (dk && dk->t != T_NIL) {
-        if (dk->t != T_NUM || dk->n != floor(dk->n) || dk->n < 0 || dk->n > 15)
-            return vm_error(vm, a->site,
-                            "draw(): decimals must be a whole number from 0 to 15, or nil");
-        decimals = (int)dk->n;
+        if (dk->t != T_NUM || dk->n != floor(dk->n) || dk->n < 0 || dk->n > 15) {
+            vm_error(vm, a->site, "draw(): decimals must be a whole number from 0 to 15, or nil");
+            return false;
+        }
+        *decimals = (int)dk->n;
     } else if (dk)
-        decimals = -1;
+        *decimals = -1;
     Value *sk = arg_kw(a, "show_all_wires");
-    if (sk && sk->t != T_BOOL)
-        return vm_error(vm, a->site, "draw(): show_all_wires must be a bool");
-    bool show_all = sk && sk->b;
-    QRecord rec;
-    Value r = qrt_record(vm, a->v[0], a->n - 1, a->v + 1, a->site, &rec);
-    if (IS_EXC(r)) {
-        qrt_record_free(&rec);
-        return r;
+    if (sk && sk->t != T_BOOL) {
+        vm_error(vm, a->site, "draw(): show_all_wires must be a bool");
+        return false;
     }
-    decref(r);
-    int n = rec.wires;
-    if (n > 64) {
-        qrt_record_free(&rec);
-        return vm_error(vm, a->site, "draw(): at most 64 wires");
-    }
-    /* the wires drawn: those an operation or a measurement names, as
-       qml.draw (every wire with show_all_wires=true, or when none is named) */
-    bool keep[65] = { false };
+    *show_all = sk && sk->b;
+    return true;
+}
+
+/* The wires drawn: those an operation or a measurement names, as qml.draw
+   (every wire with show_all_wires=true, or when none is named). */
+static void draw_keep(Draw *d, bool show_all)
+{
+    const QRecord *rec = d->rec;
     bool any = false;
-    for (size_t i = 0; i < rec.c.nops; i++) {
-        const QasmOp *o = &rec.c.ops[i];
+    for (size_t i = 0; i < rec->c.nops; i++) {
+        const QasmOp *o = &rec->c.ops[i];
         if (o->kind == QASM_GPHASE) continue;
         for (int k = 0; k < o->nctrl + o->nwires; k++)
-            if (o->wires[k] >= 0 && o->wires[k] < n) keep[o->wires[k]] = any = true;
+            if (o->wires[k] >= 0 && o->wires[k] < d->n) d->keep[o->wires[k]] = any = true;
     }
-    for (int i = 0; i < rec.nmeas; i++)
-        for (int k = 0; !rec.meas[i].implicit && k < rec.meas[i].nwires; k++)
-            if (rec.meas[i].wires[k] >= 0 && rec.meas[i].wires[k] < n)
-                keep[rec.meas[i].wires[k]] = any = true;
-    for (int w = 0; w < n; w++) keep[w] = keep[w] || show_all || !any;
-    /* layers: an op goes after every op that touches its wire span */
-    size_t nops = rec.c.nops;
-    int *layer_of = xcalloc(nops + 1, sizeof(int));
-    int *mlayer =
-        xcalloc((size_t)rec.c.nclbits + 1, sizeof(int)); /* layer of each mid-circuit measurement */
-    int last[65] = { 0 }, nlayers = 0;
-    for (size_t i = 0; i < nops; i++) {
-        const QasmOp *o = &rec.c.ops[i];
+    for (int i = 0; i < rec->nmeas; i++)
+        for (int k = 0; !rec->meas[i].implicit && k < rec->meas[i].nwires; k++)
+            if (rec->meas[i].wires[k] >= 0 && rec->meas[i].wires[k] < d->n)
+                d->keep[rec->meas[i].wires[k]] = any = true;
+    for (int w = 0; w < d->n; w++) d->keep[w] = d->keep[w] || show_all || !any;
+}
+
+static const QasmCond *op_cond(const QRecord *rec, const QasmOp *o)
+{
+    return o->cond >= 0 && (size_t)o->cond < rec->c.nconds ? &rec->c.conds[o->cond] : NULL;
+}
+
+/* measure(w, reset=true) is one mark, ┤↗│  │0⟩: its reset is not drawn again */
+static bool merged_reset(const QRecord *rec, size_t i)
+{
+    const QasmOp *o = &rec->c.ops[i];
+    return o->kind == QASM_RESET && i > 0 && rec->c.ops[i - 1].kind == QASM_MEASURE &&
+           (rec->c.ops[i - 1].bits & 1) && rec->c.ops[i - 1].wires[0] == o->wires[0];
+}
+
+/* Layers, as qml.draw's drawable_layers: an op goes after every op that
+   touches its span of wires; a conditional op's span and that of a
+   measurement a condition reads reach down to the last wire (their
+   classical wire is drawn below). A measurement read by a condition gets
+   a bit of its own (d->bitline >= 0 for now). */
+static void draw_layers(Draw *d)
+{
+    const QRecord *rec = d->rec;
+    int nb = rec->c.nclbits, last[65] = { 0 };
+    for (int b = 0; b < nb; b++) d->bitline[b] = -1;
+    for (size_t i = 0; i < d->nops; i++) {
+        const QasmCond *cd = op_cond(rec, &rec->c.ops[i]);
+        for (int k = 0; cd && k < cd->nbits; k++)
+            if (cd->bits[k] >= 0 && cd->bits[k] < nb) d->bitline[cd->bits[k]] = 0;
+    }
+    for (size_t i = 0; i < d->nops; i++) {
+        const QasmOp *o = &rec->c.ops[i];
         int nw = o->nctrl + o->nwires;
-        /* measure(w, reset=true) is one mark, ┤↗│  │0⟩: its reset is not drawn again */
-        bool merged = o->kind == QASM_RESET && i > 0 && rec.c.ops[i - 1].kind == QASM_MEASURE &&
-                      (rec.c.ops[i - 1].bits & 1) && rec.c.ops[i - 1].wires[0] == o->wires[0];
-        if (o->kind == QASM_GPHASE || nw == 0 || merged) {
-            layer_of[i] = -1;
-            continue;
-        }
+        d->layer_of[i] = -1;
+        if (o->kind == QASM_GPHASE || nw == 0 || merged_reset(rec, i)) continue;
         int lo = 64, hi = -1;
         for (int k = 0; k < nw; k++) {
-            if (o->wires[k] < lo) lo = o->wires[k];
-            if (o->wires[k] > hi) hi = o->wires[k];
+            lo = o->wires[k] < lo ? o->wires[k] : lo;
+            hi = o->wires[k] > hi ? o->wires[k] : hi;
         }
+        bool read =
+            o->kind == QASM_MEASURE && o->clbit >= 0 && o->clbit < nb && d->bitline[o->clbit] >= 0;
+        if (read || op_cond(rec, o)) hi = d->n - 1;
         int l = 0;
-        for (int w = lo; w <= hi; w++)
-            if (last[w] > l) l = last[w];
-        if (o->cond >= 0 && (size_t)o->cond < rec.c.nconds) { /* after the measurements it reads */
-            const QasmCond *cd = &rec.c.conds[o->cond];
-            for (int k = 0; k < cd->nbits; k++) {
-                int b = cd->bits[k];
-                if (b >= 0 && b < rec.c.nclbits && mlayer[b] + 1 > l) l = mlayer[b] + 1;
-            }
-        }
-        if (o->kind == QASM_MEASURE && o->clbit >= 0 && o->clbit < rec.c.nclbits)
-            mlayer[o->clbit] = l;
-        layer_of[i] = l;
+        for (int w = lo; w <= hi; w++) l = last[w] > l ? last[w] : l;
+        d->layer_of[i] = l;
         for (int w = lo; w <= hi; w++) last[w] = l + 1;
-        if (l + 1 > nlayers) nlayers = l + 1;
+        d->nlayers = l + 1 > d->nlayers ? l + 1 : d->nlayers;
     }
-    Cell *cells = xcalloc((size_t)(nlayers ? nlayers : 1) * (size_t)n, sizeof(Cell));
-    /* the same grid for the SVG drawing: each cell's operation and role, and
-     * each operation's label (without the text's ╭├╰ corners) */
-    ChCell *pcells = xcalloc((size_t)(nlayers ? nlayers : 1) * (size_t)n, sizeof *pcells);
-    for (size_t k = 0; k < (size_t)(nlayers ? nlayers : 1) * (size_t)n; k++) pcells[k].op = -1;
-    Cell *plabels = xcalloc(nops + 1, sizeof *plabels);
-    for (size_t i = 0; i < nops; i++) {
-        const QasmOp *o = &rec.c.ops[i];
-        int L = layer_of[i];
-        if (L < 0) continue;
-        int nw = o->nctrl + o->nwires;
-        int lo = 64, hi = -1;
-        for (int k = 0; k < nw; k++) {
-            if (o->wires[k] < lo) lo = o->wires[k];
-            if (o->wires[k] > hi) hi = o->wires[k];
-        }
-        char label[128], pbuf[160] = "";
-        if (o->kind == QASM_MEASURE) { /* qml.draw: plain, postselected, with a reset */
-            int post = (int)((o->bits >> 1) & 3) - 1;
-            snprintf(label, sizeof label, "\xe2\x94\xa4\xe2\x86\x97%s%s",
-                     post == 0   ? "\xe2\x82\x80"
-                     : post == 1 ? "\xe2\x82\x81"
-                                 : "",
-                     (o->bits & 1) ? "\xe2\x94\x82  \xe2\x94\x82"
-                                     "0\xe2\x9f\xa9"
-                                   : "\xe2\x94\x9c");
-        } else if (o->kind == QASM_RESET)
-            snprintf(label, sizeof label, "|0\xe2\x9f\xa9"); /* |0⟩ */
-        else {
-            const char *base = o->kind == QASM_CHANNEL ? dm_channel_info((DmChannel)o->chan)->name
-                                                       : gate_label(o->gate);
-            if (o->nparams && decimals >= 0) {
-                size_t at = 0;
-                pbuf[at++] = '(';
-                for (int k = 0; k < o->nparams; k++) {
-                    char x[40];
-                    fmt_param(x, sizeof x, o->params[k], decimals);
-                    at += (size_t)snprintf(pbuf + at, sizeof pbuf - at, "%s%s", k ? "," : "", x);
-                }
-                snprintf(pbuf + at, sizeof pbuf - at, ")");
-            }
-            char cbuf[96] = "";
-            if (o->cond >= 0 &&
-                (size_t)o->cond < rec.c.nconds) { /* [m0=1]: the measurement's number and value */
-                const QasmCond *cd = &rec.c.conds[o->cond];
-                size_t at = (size_t)snprintf(cbuf, sizeof cbuf, "[");
-                for (int k = cd->nbits - 1; k >= 0 && at < sizeof cbuf; k--)
-                    at += (size_t)snprintf(cbuf + at, sizeof cbuf - at, "m%d%s", cd->bits[k],
-                                           k ? "," : "");
-                if (at < sizeof cbuf)
-                    snprintf(cbuf + at, sizeof cbuf - at, "%s%llu]",
-                             cd->negate ? "\xe2\x89\xa0" : "=", (unsigned long long)cd->value);
-            }
-            snprintf(label, sizeof label, "%s%s%s%s", base, pbuf, o->adjoint ? "\xe2\x80\xa0" : "",
-                     cbuf); /* † */
-        }
-        int ownc = o->kind == QASM_GATE ? own_controls(o->gate) : 0;
-        while (lo < hi && !keep[lo]) lo++; /* the span on the wires drawn */
-        while (hi > lo && !keep[hi]) hi--;
-        bool multi = hi > lo;
-        for (int w = lo; w <= hi; w++) {
-            if (!keep[w]) continue;
-            int role = -1; /* -1 passing through, 0 control, 1 target */
-            for (int k = 0; k < nw; k++)
-                if (o->wires[k] == w) role = (k < o->nctrl || (k - o->nctrl) < ownc) ? 0 : 1;
-            const char *pre = !multi    ? ""
-                              : w == lo ? "\xe2\x95\xad"
-                              : w == hi ? "\xe2\x95\xb0"
-                                        : "\xe2\x94\x9c"; /* ╭ ╰ ├ */
-            Cell *c = &cells[(size_t)L * (size_t)n + (size_t)w];
-            ChCell *pc = &pcells[(size_t)L * (size_t)n + (size_t)w];
-            snprintf(plabels[i].t, sizeof plabels[i].t, "%s",
-                     o->kind == QASM_MEASURE ? "M" : label);
-            pc->op = (int)i;
-            pc->role = role == -1 ? CH_PASS : role == 0 ? CH_CTRL : CH_TARGET;
-            pc->label = plabels[i].t;
-            if (role == -1)
-                snprintf(c->t, sizeof c->t, "\xe2\x94\x82"); /* │ */
-            else if (role == 0)
-                snprintf(c->t, sizeof c->t, "%s\xe2\x97\x8f", pre); /* ● */
-            else /* a one-wire label has its "─" where a span has ╭ ├ ╰ (qml.draw) */
-                snprintf(c->t, sizeof c->t, "%s%s", multi ? pre : "\xe2\x94\x80", label);
+}
+
+/* The classical wires, as qml.draw's cwire_connections: a bit's span runs
+   from its measurement's layer to the last condition that reads it; a
+   wire is reused by a later bit whose span starts after its last one ends. */
+static void draw_cwires(Draw *d)
+{
+    const QRecord *rec = d->rec;
+    int nb = rec->c.nclbits;
+    for (size_t i = 0; i < d->nops; i++) {
+        const QasmOp *o = &rec->c.ops[i];
+        if (o->kind == QASM_MEASURE && o->clbit >= 0 && o->clbit < nb)
+            d->blo[o->clbit] = d->bhi[o->clbit] = d->layer_of[i];
+    }
+    for (size_t i = 0; i < d->nops; i++) {
+        const QasmCond *cd = op_cond(rec, &rec->c.ops[i]);
+        for (int k = 0; cd && k < cd->nbits; k++) {
+            int b = cd->bits[k];
+            if (b >= 0 && b < nb && d->layer_of[i] > d->bhi[b]) d->bhi[b] = d->layer_of[i];
         }
     }
-    /* terminal measurements in columns, as qml.draw: a measurement goes into
-       the first column where its span of wires is free; wires it passes
-       over get a │ */
-    int nm = rec.nmeas > 0 ? rec.nmeas : 1, ncol = 0;
-    Cell *end = xcalloc((size_t)nm * (size_t)n, sizeof *end);
-    for (int i = 0; i < rec.nmeas; i++) {
-        const QMeasRec *m = &rec.meas[i];
-        int lo = n, hi = -1;
-        for (int k = 0; k < m->nwires; k++)
-            if (m->wires[k] >= 0 && m->wires[k] < n && keep[m->wires[k]]) {
-                if (m->wires[k] < lo) lo = m->wires[k];
-                if (m->wires[k] > hi) hi = m->wires[k];
-            }
+    int *ends = xcalloc((size_t)nb + 1, sizeof(int));
+    for (int b = 0; b < nb; b++) {
+        if (d->bitline[b] < 0) continue;
+        int line = 0;
+        while (line < d->nlines && ends[line] >= d->blo[b]) line++;
+        qh_assert(line <= d->nlines && line < nb);
+        if (line == d->nlines) d->nlines++;
+        ends[line] = d->bhi[b];
+        d->bitline[b] = line;
+    }
+    free(ends);
+}
+
+/* Whether classical wire `line` carries a bit at layer L (═), and whether
+   a span of it ends there (╝ ╣). */
+static bool line_on(const Draw *d, int line, int L)
+{
+    for (int b = 0; b < d->rec->c.nclbits; b++)
+        if (d->bitline[b] == line && d->blo[b] < L && L <= d->bhi[b]) return true;
+    return false;
+}
+
+static bool line_ends(const Draw *d, int line, int L)
+{
+    for (int b = 0; b < d->rec->c.nclbits; b++)
+        if (d->bitline[b] == line && d->bhi[b] == L) return true;
+    return false;
+}
+
+/* A matrix's number, as qml.draw's cache: that of an equal one already
+   numbered (numpy.allclose's tolerances), or the next. */
+static int mat_number(Draw *d, const QMatRec *m)
+{
+    for (int k = 0; k < d->nmats; k++) {
+        const QMatRec *o = d->mats[k];
+        bool close = o->dim == m->dim;
+        for (size_t e = 0; close && e < (size_t)m->dim * (size_t)m->dim; e++) {
+            double dr = m->m[2 * e] - o->m[2 * e], di = m->m[2 * e + 1] - o->m[2 * e + 1];
+            close = hypot(dr, di) <= 1e-8 + 1e-5 * hypot(o->m[2 * e], o->m[2 * e + 1]);
+        }
+        if (close) return k;
+    }
+    d->mats[d->nmats] = m;
+    return d->nmats++;
+}
+
+/* The ops' matrices numbered in drawing order (layer by layer). */
+static void draw_matrices(Draw *d)
+{
+    const QRecord *rec = d->rec;
+    for (size_t i = 0; i < d->nops; i++) d->mat_of[i] = -1;
+    for (int L = 0; L < d->nlayers; L++)
+        for (size_t j = 0; j < rec->nmats; j++) {
+            const QMatRec *m = &rec->mats[j];
+            if (m->meas < 0 && m->op < d->nops && d->layer_of[m->op] == L)
+                d->mat_of[m->op] = mat_number(d, m);
+        }
+}
+
+/* An op's label: PennyLane's name, parameters with `decimals` digits (or
+   M0 for a matrix), † for an adjoint; svg gets the condition too ([m0=1]). */
+static void draw_label(const Draw *d, size_t i, char *label, size_t len, char *svg, size_t slen)
+{
+    const QasmOp *o = &d->rec->c.ops[i];
+    if (o->kind == QASM_MEASURE) { /* qml.draw: plain, postselected, with a reset */
+        int post = (int)((o->bits >> 1) & 3) - 1;
+        snprintf(label, len, "\xe2\x94\xa4\xe2\x86\x97%s%s",
+                 post == 0   ? "\xe2\x82\x80"
+                 : post == 1 ? "\xe2\x82\x81"
+                             : "",
+                 (o->bits & 1) ? "\xe2\x94\x82  \xe2\x94\x82"
+                                 "0\xe2\x9f\xa9"
+                               : "\xe2\x94\x9c");
+        snprintf(svg, slen, "M");
+        return;
+    }
+    if (o->kind == QASM_RESET) {
+        snprintf(label, len, "|0\xe2\x9f\xa9"); /* |0⟩ */
+        snprintf(svg, slen, "%s", label);
+        return;
+    }
+    const char *base =
+        o->kind == QASM_CHANNEL ? dm_channel_info((DmChannel)o->chan)->name : gate_label(o->gate);
+    char pbuf[160] = "";
+    size_t at = 0;
+    if (d->mat_of[i] >= 0)
+        snprintf(pbuf, sizeof pbuf, "(M%d)", d->mat_of[i]);
+    else if (o->nparams && d->decimals >= 0) {
+        pbuf[at++] = '(';
+        for (int k = 0; k < o->nparams; k++) {
+            char x[40];
+            fmt_param(x, sizeof x, o->params[k], d->decimals);
+            at += (size_t)snprintf(pbuf + at, sizeof pbuf - at, "%s%s", k ? "," : "", x);
+        }
+        snprintf(pbuf + at, sizeof pbuf - at, ")");
+    }
+    snprintf(label, len, "%s%s%s", base, pbuf, o->adjoint ? "\xe2\x80\xa0" : ""); /* † */
+    char cbuf[96] = "";
+    const QasmCond *cd = op_cond(d->rec, o);
+    if (cd) { /* [m0=1]: the measurement's number and value */
+        at = (size_t)snprintf(cbuf, sizeof cbuf, "[");
+        for (int k = cd->nbits - 1; k >= 0 && at < sizeof cbuf; k--)
+            at += (size_t)snprintf(cbuf + at, sizeof cbuf - at, "m%d%s", cd->bits[k], k ? "," : "");
+        if (at < sizeof cbuf)
+            snprintf(cbuf + at, sizeof cbuf - at, "%s%llu]", cd->negate ? "\xe2\x89\xa0" : "=",
+                     (unsigned long long)cd->value);
+    }
+    snprintf(svg, slen, "%s%s", label, cbuf);
+}
+
+/* Whether a condition reads a bit on classical wire `line`. */
+static bool cond_reads(const Draw *d, const QasmCond *cd, int line)
+{
+    for (int k = 0; k < cd->nbits; k++)
+        if (d->bitline[cd->bits[k]] == line) return true;
+    return false;
+}
+
+/* The links of a measurement read by a condition, or of a conditional op,
+   to its classical wire (qml.draw's _add_mid_measure_grouping_symbols and
+   _add_cond_grouping_symbols): ║ down the wires below, ╚ where the bit
+   begins, ╩ ╝ (╬ ╣ on the other bits it reads) where a condition reads it. */
+static void draw_links(Draw *d, size_t i, int L, int bottom)
+{
+    const QasmOp *o = &d->rec->c.ops[i];
+    const QasmCond *cd = op_cond(d->rec, o);
+    Cell *bc = &d->bcells[(size_t)L * (size_t)d->nlines];
+    int line = -1;
+    for (int k = 0; cd && k < cd->nbits; k++)
+        line = d->bitline[cd->bits[k]] > line ? d->bitline[cd->bits[k]] : line;
+    if (!cd) line = d->bitline[o->clbit];
+    for (int w = bottom + 1; w < d->n; w++)
+        if (d->keep[w])
+            snprintf(d->cells[(size_t)L * (size_t)d->n + (size_t)w].t, sizeof(Cell),
+                     cd ? "\xe2\x94\x80\xe2\x95\x91" : "\xe2\x94\x80\xe2\x94\x80\xe2\x95\x91");
+    for (int b = 0; b < line; b++) {
+        bool on = line_on(d, b, L);
+        if (cd && cond_reads(d, cd, b))
+            snprintf(bc[b].t, sizeof(Cell), "\xe2\x95\x90%s",
+                     line_ends(d, b, L) ? "\xe2\x95\xa3" : "\xe2\x95\xac"); /* ═╣ ═╬ */
+        else
+            snprintf(bc[b].t, sizeof(Cell), "%s%s\xe2\x95\x91",
+                     cd   ? ""
+                     : on ? "\xe2\x95\x90"
+                          : " ",
+                     on ? "\xe2\x95\x90" : " ");
+    }
+    if (cd)
+        snprintf(bc[line].t, sizeof(Cell), "\xe2\x95\x90%s",
+                 line_ends(d, line, L) ? "\xe2\x95\x9d" : "\xe2\x95\xa9"); /* ═╝ ═╩ */
+    else
+        snprintf(bc[line].t, sizeof(Cell), "  \xe2\x95\x9a"); /* ╚ */
+}
+
+/* The cells of op i in its layer: labels on targets (after ─, or ╭ ├ ╰ on
+   a span), ● on controls, │ on wires passed; the SVG grid alike. */
+static void draw_op(Draw *d, size_t i)
+{
+    const QasmOp *o = &d->rec->c.ops[i];
+    int L = d->layer_of[i], nw = o->nctrl + o->nwires, n = d->n;
+    int lo = 64, hi = -1;
+    for (int k = 0; k < nw; k++) {
+        lo = o->wires[k] < lo ? o->wires[k] : lo;
+        hi = o->wires[k] > hi ? o->wires[k] : hi;
+    }
+    if (op_cond(d->rec, o) || (o->kind == QASM_MEASURE && o->clbit >= 0 &&
+                               o->clbit < d->rec->c.nclbits && d->bitline[o->clbit] >= 0))
+        draw_links(d, i, L, hi);
+    char label[128];
+    draw_label(d, i, label, sizeof label, d->plabels[i].t, sizeof d->plabels[i].t);
+    int ownc = o->kind == QASM_GATE ? own_controls(o->gate) : 0;
+    while (lo < hi && !d->keep[lo]) lo++; /* the span on the wires drawn */
+    while (hi > lo && !d->keep[hi]) hi--;
+    bool multi = hi > lo;
+    for (int w = lo; w <= hi; w++) {
+        if (!d->keep[w]) continue;
+        int role = -1; /* -1 passing through, 0 control, 1 target */
+        for (int k = 0; k < nw; k++)
+            if (o->wires[k] == w) role = (k < o->nctrl || (k - o->nctrl) < ownc) ? 0 : 1;
+        const char *pre = !multi    ? ""
+                          : w == lo ? "\xe2\x95\xad"
+                          : w == hi ? "\xe2\x95\xb0"
+                                    : "\xe2\x94\x9c"; /* ╭ ╰ ├ */
+        Cell *c = &d->cells[(size_t)L * (size_t)n + (size_t)w];
+        ChCell *pc = &d->pcells[(size_t)L * (size_t)n + (size_t)w];
+        pc->op = (int)i;
+        pc->role = role == -1 ? CH_PASS : role == 0 ? CH_CTRL : CH_TARGET;
+        pc->label = d->plabels[i].t;
+        if (role == -1)
+            snprintf(c->t, sizeof c->t, "\xe2\x94\x82"); /* │ */
+        else if (role == 0)
+            snprintf(c->t, sizeof c->t, "%s\xe2\x97\x8f", pre); /* ● */
+        else /* a one-wire label has its "─" where a span has ╭ ├ ╰ (qml.draw) */
+            snprintf(c->t, sizeof c->t, "%s%s", multi ? pre : "\xe2\x94\x80", label);
+    }
+}
+
+/* A terminal measurement's wires drawn (lo..hi; hi < 0: none). */
+static void meas_span(const Draw *d, const QMeasRec *m, int *lo, int *hi)
+{
+    *lo = d->n;
+    *hi = -1;
+    for (int k = 0; k < m->nwires; k++)
+        if (m->wires[k] >= 0 && m->wires[k] < d->n && d->keep[m->wires[k]]) {
+            *lo = m->wires[k] < *lo ? m->wires[k] : *lo;
+            *hi = m->wires[k] > *hi ? m->wires[k] : *hi;
+        }
+}
+
+/* Measured matrices numbered after the ops' (qml.draw labels the
+   measurement layers last), column by column. */
+static void draw_meas_matrices(Draw *d, const int *mcol, int *mmat)
+{
+    const QRecord *rec = d->rec;
+    for (int i = 0; i < rec->nmeas; i++) mmat[i] = -1;
+    for (int col = 0; col < d->ncol; col++)
+        for (size_t j = 0; j < rec->nmats; j++) {
+            const QMatRec *m = &rec->mats[j];
+            if (m->meas >= 0 && m->meas < rec->nmeas && mcol[m->meas] == col)
+                mmat[m->meas] = mat_number(d, m);
+        }
+}
+
+/* The label of a terminal measurement: 𝓗 with its matrix's number */
+static void meas_label(const QMeasRec *m, int mat, char *out, size_t len)
+{
+    const char *h = strstr(m->label, "\xf0\x9d\x93\x97"), *end = h ? h + 4 : NULL;
+    if (mat < 0 || !h) {
+        snprintf(out, len, "%s", m->label);
+        return;
+    }
+    snprintf(out, len, "%.*s(M%d)%s", (int)(end - m->label), m->label, mat, end);
+}
+
+/* Terminal measurements in columns, as qml.draw: a measurement goes into
+   the first column where its span of wires is free; wires it passes over
+   get a │. */
+static void draw_ends(Draw *d)
+{
+    const QRecord *rec = d->rec;
+    int n = d->n, nm = rec->nmeas > 0 ? rec->nmeas : 1;
+    d->end = xcalloc((size_t)nm * (size_t)n, sizeof *d->end);
+    bool *busy = xcalloc((size_t)nm * (size_t)n, sizeof(bool));
+    int *mcol = xcalloc((size_t)nm, sizeof(int)), *mmat = xcalloc((size_t)nm, sizeof(int));
+    for (int i = 0; i < rec->nmeas; i++) {
+        int lo, hi, col = 0;
+        meas_span(d, &rec->meas[i], &lo, &hi);
+        mcol[i] = -1;
         if (hi < 0) continue;
-        int col = 0;
         for (;; col++) {
             bool free_span = true;
             for (int w = lo; w <= hi && free_span; w++)
-                free_span = !end[(size_t)col * (size_t)n + (size_t)w].t[0];
+                free_span = !busy[(size_t)col * (size_t)n + (size_t)w];
             if (free_span) break;
         }
-        if (col + 1 > ncol) ncol = col + 1;
-        for (int w = lo; w <= hi; w++) {
-            if (!keep[w]) continue;
+        for (int w = lo; w <= hi; w++) busy[(size_t)col * (size_t)n + (size_t)w] = true;
+        mcol[i] = col;
+        d->ncol = col + 1 > d->ncol ? col + 1 : d->ncol;
+    }
+    draw_meas_matrices(d, mcol, mmat);
+    for (int i = 0; i < rec->nmeas; i++) {
+        const QMeasRec *m = &rec->meas[i];
+        int lo, hi;
+        meas_span(d, m, &lo, &hi);
+        char lab[128];
+        meas_label(m, mmat[i], lab, sizeof lab);
+        for (int w = lo; w <= hi && mcol[i] >= 0; w++) {
+            if (!d->keep[w]) continue;
             bool on = false;
             for (int k = 0; k < m->nwires; k++) on |= m->wires[k] == w;
             const char *pre = lo == hi  ? " "
                               : w == lo ? "\xe2\x95\xad"
                               : w == hi ? "\xe2\x95\xb0"
                                         : "\xe2\x94\x9c"; /* ╭ ╰ ├ */
-            Cell *c = &end[(size_t)col * (size_t)n + (size_t)w];
+            Cell *c = &d->end[(size_t)mcol[i] * (size_t)n + (size_t)w];
             if (on)
-                snprintf(c->t, sizeof c->t, "%s%s", pre, m->label);
+                snprintf(c->t, sizeof c->t, "%s%s", pre, lab);
             else
                 snprintf(c->t, sizeof c->t, "\xe2\x94\x82"); /* │ */
         }
     }
-    int *mw = xcalloc((size_t)(ncol ? ncol : 1), sizeof(int));
-    for (int col = 0; col < ncol; col++)
+    free(busy);
+    free(mcol);
+    free(mmat);
+    d->mw = xcalloc((size_t)(d->ncol ? d->ncol : 1), sizeof(int));
+    for (int col = 0; col < d->ncol; col++)
         for (int w = 0; w < n; w++) {
-            int x = width(end[(size_t)col * (size_t)n + (size_t)w].t);
-            if (x > mw[col]) mw[col] = x;
+            int x = width(d->end[(size_t)col * (size_t)n + (size_t)w].t);
+            d->mw[col] = x > d->mw[col] ? x : d->mw[col];
         }
-    /* column widths */
-    int *cw = xcalloc((size_t)(nlayers ? nlayers : 1), sizeof(int));
-    for (int L = 0; L < nlayers; L++)
+}
+
+/* A classical wire's line: each layer's cell after the bit's filler (═ where
+   it carries a bit, else a space), padded with the next layer's. */
+static void draw_bitline(const Draw *d, Str *out, int line, int lw)
+{
+    static const char *const dbl = "\xe2\x95\x90"; /* ═ */
+    sput_n(out, " ", lw + 2);
+    for (int L = 0; L < d->nlayers; L++) {
+        const char *t = d->bcells[(size_t)L * (size_t)d->nlines + (size_t)line].t;
+        const char *f = line_on(d, line, L) ? dbl : " ";
+        sput(out, f);
+        sput(out, t[0] ? t : f);
+        sput_n(out, line_on(d, line, L + 1) ? dbl : " ", d->cw[L] - (t[0] ? width(t) : 1));
+    }
+    sput(out, "  ");
+    if (d->ncol == 0) sput(out, "  ");
+    for (int col = 0; col < d->ncol; col++) sput_n(out, " ", d->mw[col] + 1);
+}
+
+/* The text: a line per wire drawn, then the classical wires. */
+static void draw_text(Draw *d, Str *out)
+{
+    int n = d->n, lw = 0, lastw = 0;
+    d->cw = xcalloc((size_t)(d->nlayers ? d->nlayers : 1), sizeof(int));
+    for (int L = 0; L < d->nlayers; L++) {
         for (int w = 0; w < n; w++) {
-            int x = width(cells[(size_t)L * (size_t)n + (size_t)w].t);
-            if (x > cw[L]) cw[L] = x;
+            int x = width(d->cells[(size_t)L * (size_t)n + (size_t)w].t);
+            d->cw[L] = x > d->cw[L] ? x : d->cw[L];
         }
-    int lw = 0, lastw = 0;
+        for (int b = 0; b < d->nlines; b++) {
+            int x = width(d->bcells[(size_t)L * (size_t)d->nlines + (size_t)b].t);
+            d->cw[L] = x > d->cw[L] ? x : d->cw[L];
+        }
+    }
     for (int w = 0; w < n; w++) {
-        if (!keep[w]) continue;
+        if (!d->keep[w]) continue;
         lastw = w;
         char t[16];
         snprintf(t, sizeof t, "%d", w);
-        if ((int)strlen(t) > lw) lw = (int)strlen(t);
+        lw = (int)strlen(t) > lw ? (int)strlen(t) : lw;
     }
-    Str out = { 0 };
-    sput(&out, "");
+    sput(out, "");
     for (int w = 0; w < n; w++) {
-        if (!keep[w]) continue;
+        if (!d->keep[w]) continue;
         char lab[32];
         snprintf(lab, sizeof lab, "%*d: \xe2\x94\x80", lw, w);
-        sput(&out, lab);
-        for (int L = 0; L < nlayers; L++) {
-            const char *t = cells[(size_t)L * (size_t)n + (size_t)w].t;
-            int x = width(t);
-            bool vertical = strcmp(t, "\xe2\x94\x82") == 0;
-            sput(&out, x ? t : "");
-            for (int k = x; k < cw[L]; k++)
-                sput(&out, vertical && k == x ? "\xe2\x94\x80" : "\xe2\x94\x80");
-            sput(&out, "\xe2\x94\x80");
+        sput(out, lab);
+        for (int L = 0; L < d->nlayers; L++) {
+            const char *t = d->cells[(size_t)L * (size_t)n + (size_t)w].t;
+            sput(out, t);
+            sput_n(out, "\xe2\x94\x80", d->cw[L] - width(t) + 1);
         }
-        sput(&out, "\xe2\x94\xa4"); /* ┤ */
+        sput(out, "\xe2\x94\xa4"); /* ┤ */
         /* the measurement columns, each " " and its cells padded with spaces
            on every wire, as qml.draw (so "┤  " when there are none) */
-        if (ncol == 0) sput(&out, "  ");
-        for (int col = 0; col < ncol; col++) {
-            const char *t = end[(size_t)col * (size_t)n + (size_t)w].t;
-            sput(&out, " ");
-            sput(&out, t);
-            for (int k = width(t); k < mw[col]; k++) sput(&out, " ");
+        if (d->ncol == 0) sput(out, "  ");
+        for (int col = 0; col < d->ncol; col++) {
+            const char *t = d->end[(size_t)col * (size_t)n + (size_t)w].t;
+            sput(out, " ");
+            sput(out, t);
+            sput_n(out, " ", d->mw[col] - width(t));
         }
-        if (w < lastw) sput(&out, "\n");
+        if (w < lastw || d->nlines) sput(out, "\n");
     }
-    /* what each wire measures at the end, for the SVG */
+    for (int b = 0; b < d->nlines; b++) {
+        draw_bitline(d, out, b, lw);
+        if (b + 1 < d->nlines) sput(out, "\n");
+    }
+    for (int k = 0; k < d->nmats; k++) { /* qml.draw's show_matrices */
+        char h[32];
+        snprintf(h, sizeof h, "\nM%d = \n", k);
+        sput(out, h);
+        np_matrix(out, d->mats[k]->m, d->mats[k]->dim);
+    }
+}
+
+/* The SVG of the same grid: what each wire measures at the end. */
+static char *draw_svg(const Draw *d)
+{
+    int n = d->n;
     Cell *ends = xcalloc((size_t)n, sizeof *ends);
     const char **endp = xcalloc((size_t)n, sizeof *endp);
     for (int w = 0; w < n; w++) {
         size_t at = 0;
-        for (int col = 0; col < ncol; col++) {
-            const char *t = end[(size_t)col * (size_t)n + (size_t)w].t;
+        for (int col = 0; col < d->ncol; col++) {
+            const char *t = d->end[(size_t)col * (size_t)n + (size_t)w].t;
             if (!t[0] || strcmp(t, "\xe2\x94\x82") == 0) continue;
             /* without the corners ╭ ├ ╰ (three bytes each) */
             if (strncmp(t, "\xe2\x95\xad", 3) == 0 || strncmp(t, "\xe2\x95\xb0", 3) == 0 ||
@@ -847,21 +1306,79 @@ static Value bi_draw(VM *vm, Args *a)
         }
         endp[w] = ends[w].t[0] ? ends[w].t : NULL;
     }
-    char *svg = ch_circuit_svg(n, nlayers, pcells, endp);
-    Value s = picture_new(out.p ? out.p : "", svg);
-    free(svg);
+    char *svg = ch_circuit_svg(n, d->nlayers, d->pcells, endp);
     free(endp);
     free(ends);
-    free(pcells);
-    free(plabels);
+    return svg;
+}
+
+static void draw_free(Draw *d)
+{
+    free(d->layer_of);
+    free(d->mat_of);
+    free(d->mats);
+    free(d->bitline);
+    free(d->blo);
+    free(d->bhi);
+    free(d->cells);
+    free(d->bcells);
+    free(d->pcells);
+    free(d->plabels);
+    free(d->end);
+    free(d->mw);
+    free(d->cw);
+    qrt_record_free(d->rec);
+}
+
+/* Why: draw(f, args...): the circuit as text in qml.draw's format (tape_text):
+   a line per wire, gates as labels, controls as dots joined by ╭├╰ and │,
+   mid-circuit measurements ┤↗├ linked to the classical wires of the
+   conditions that read them, terminal measurements after ┤, the matrices
+   listed after it. */
+static Value bi_draw(VM *vm, Args *a)
+{
+    int decimals;
+    bool show_all;
+    if (!draw_opts(vm, a, &decimals, &show_all)) return v_exc();
+    QRecord rec;
+    Value r = qrt_record(vm, a->v[0], a->n - 1, a->v + 1, a->site, &rec);
+    if (IS_EXC(r)) {
+        qrt_record_free(&rec);
+        return r;
+    }
+    decref(r);
+    if (rec.wires > 64) {
+        qrt_record_free(&rec);
+        return vm_error(vm, a->site, "draw(): at most 64 wires");
+    }
+    Draw d = { .rec = &rec, .n = rec.wires, .decimals = decimals, .nops = rec.c.nops };
+    size_t nb = (size_t)rec.c.nclbits + 1;
+    d.layer_of = xcalloc(d.nops + 1, sizeof(int));
+    d.mat_of = xcalloc(d.nops + 1, sizeof(int));
+    d.mats = xcalloc(rec.nmats + 1, sizeof *d.mats);
+    d.bitline = xcalloc(nb, sizeof(int));
+    d.blo = xcalloc(nb, sizeof(int));
+    d.bhi = xcalloc(nb, sizeof(int));
+    draw_keep(&d, show_all);
+    draw_layers(&d);
+    draw_cwires(&d);
+    draw_matrices(&d);
+    size_t ncells = (size_t)(d.nlayers ? d.nlayers : 1) * (size_t)d.n;
+    d.cells = xcalloc(ncells, sizeof(Cell));
+    d.bcells = xcalloc((size_t)(d.nlayers ? d.nlayers : 1) * (size_t)(d.nlines + 1), sizeof(Cell));
+    d.pcells = xcalloc(ncells, sizeof *d.pcells);
+    for (size_t k = 0; k < ncells; k++) d.pcells[k].op = -1;
+    d.plabels = xcalloc(d.nops + 1, sizeof *d.plabels);
+    for (size_t i = 0; i < d.nops; i++)
+        if (d.layer_of[i] >= 0) draw_op(&d, i);
+    draw_ends(&d);
+    Str out = { 0 };
+    draw_text(&d, &out);
+    char *svg = draw_svg(&d);
+    Value s = picture_new(out.p ? out.p : "", svg);
+    free(svg);
     free(out.p);
-    free(cw);
-    free(mw);
-    free(end);
-    free(cells);
-    free(layer_of);
-    free(mlayer);
-    qrt_record_free(&rec);
+    draw_free(&d);
     return s;
 }
 

@@ -892,6 +892,10 @@ void qrt_record_free(QRecord *rec)
     free(rec->meas);
     rec->meas = NULL;
     rec->nmeas = rec->capmeas = 0;
+    for (size_t i = 0; i < rec->nmats; i++) free(rec->mats[i].m);
+    free(rec->mats);
+    rec->mats = NULL;
+    rec->nmats = rec->capmats = 0;
 }
 
 Value qrt_record(VM *vm, Value fv, int nargs, const Value *args, const Node *site, QRecord *rec)

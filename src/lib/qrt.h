@@ -49,10 +49,20 @@ typedef struct QMeasRec {
     int wires[64];
     bool implicit; /* no wires named (probs(), state(), sample()): the drawing's wires */
 } QMeasRec;
+/* The matrix of a recorded QubitUnitary or of a measured Hermitian (drawn
+ * as U(M0), <𝓗(M0)> with the matrix listed). */
+typedef struct QMatRec {
+    size_t op; /* index into c.ops, or SIZE_MAX: a measurement's */
+    int meas;  /* index into meas, or -1: an op's */
+    int dim;   /* 2^k for k wires */
+    double *m; /* dim x dim row-major, (re, im) pairs */
+} QMatRec;
 typedef struct QRecord {
     QasmCircuit c;
     QMeasRec *meas;
     int nmeas, capmeas;
+    QMatRec *mats;
+    size_t nmats, capmats;
     char device[32];
     int wires;
     long shots;

@@ -226,7 +226,8 @@ static bool gate_matrix(VM *vm, Args *a, Value m, GateArgs *g)
     cplx *u = xmalloc(d * d * sizeof(cplx));
     for (size_t i = 0; i < d * d; i++) {
         ArScalar s = ar_item(ar, i);
-        u[i] = s.re + (s.is_complex ? s.im : 0) * I;
+        double re_im[2] = { s.re, s.is_complex ? s.im : 0 }; /* signs of zeros kept (drawn) */
+        memcpy(&u[i], re_im, sizeof u[i]);
     }
     decref(m);
     for (size_t i = 0; i < d; i++) /* unitarity: U U^dagger = I within 1e-8 */
@@ -388,6 +389,23 @@ void rec_op(QCtx *q, QasmKind kind, const SvOp *op, int chan, const double *cpar
         o->params[i] = cparams ? cparams[i] : op->params[i];
     o->bits = op->bits;
     o->chan = chan;
+    if (kind == QASM_GATE && op->gate == SV_QUBITUNITARY && op->matrix) { /* drawn as U(M0) */
+        QRecord *r = q->rec;
+        if (r->nmats == r->capmats) {
+            r->capmats = r->capmats ? 2 * r->capmats : 4;
+            r->mats = xrealloc(r->mats, r->capmats * sizeof *r->mats);
+        }
+        size_t d = (size_t)1 << op->nwires;
+        QMatRec *m = &r->mats[r->nmats++];
+        m->op = r->c.nops - 1;
+        m->meas = -1;
+        m->dim = (int)d;
+        m->m = xmalloc(2 * d * d * sizeof(double));
+        for (size_t i = 0; i < d * d; i++) {
+            m->m[2 * i] = creal(op->matrix[i]);
+            m->m[2 * i + 1] = cimag(op->matrix[i]);
+        }
+    }
 }
 
 /* Why: a noise model (device("mixed", noise=fn)): after each gate, fn(op)

@@ -28,6 +28,27 @@ static void rec_meas(QCtx *q, const char *label, const int *wires, int nw)
     m->implicit = false;
 }
 
+/* the matrix of a measured Hermitian (one term, a dense block), for drawing <𝓗(M0)> */
+static void rec_meas_mat(QCtx *q, const SvTerm *t, int n)
+{
+    QRecord *r = q->rec;
+    if (n != 1 || t[0].kind != SVB_DENSE || !t[0].m || t[0].k > SV_MAX_WIRES) return;
+    if (r->nmats == r->capmats) {
+        r->capmats = r->capmats ? 2 * r->capmats : 4;
+        r->mats = xrealloc(r->mats, r->capmats * sizeof *r->mats);
+    }
+    size_t d = (size_t)1 << t[0].k;
+    QMatRec *m = &r->mats[r->nmats++];
+    m->op = SIZE_MAX;
+    m->meas = r->nmeas - 1;
+    m->dim = (int)d;
+    m->m = xmalloc(2 * d * d * sizeof(double));
+    for (size_t i = 0; i < d * d; i++) {
+        m->m[2 * i] = creal(t[0].m[i]);
+        m->m[2 * i + 1] = cimag(t[0].m[i]);
+    }
+}
+
 /* a measurement of every wire, none named: drawn on the wires the drawing shows */
 static void rec_meas_all(QCtx *q, const char *label)
 {
@@ -101,9 +122,10 @@ static bool rec_obs_meas(VM *vm, QCtx *q, const char *what, Value obs, const Nod
     char lb[96], l2[112];
     int ws[64], nw;
     obs_label(t, n, lb, sizeof lb, ws, &nw);
-    sv_terms_free(t, n);
     snprintf(l2, sizeof l2, "%s[%s]", what, lb);
     rec_meas(q, l2, ws, nw);
+    rec_meas_mat(q, t, n);
+    sv_terms_free(t, n);
     return true;
 }
 
@@ -540,6 +562,7 @@ Value bi_expval(VM *vm, Args *a)
         obs_label(t, n, lb, sizeof lb, ws, &nw);
         snprintf(l2, sizeof l2, "<%s>", lb);
         rec_meas(q, l2, ws, nw);
+        rec_meas_mat(q, t, n);
     }
     double e, e2;
     if (!obs_moments(vm, q, t, n, false, &e, &e2, a->site)) {
@@ -568,6 +591,7 @@ Value bi_var(VM *vm, Args *a)
         obs_label(t, n, lb, sizeof lb, ws, &nw);
         snprintf(l2, sizeof l2, "Var[%s]", lb);
         rec_meas(q, l2, ws, nw);
+        rec_meas_mat(q, t, n);
     }
     SvPauli *pw = q->grec ? NULL : pauli_of(t, n);
     if (pw && q->shots) { /* the variance of the execution's shots' eigenvalues */
