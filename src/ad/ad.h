@@ -141,11 +141,18 @@ AdNode ad_gather(AdTape *t, AdNode a, size_t nsrc, const size_t *src, int ndim,
  * may hold AD_NONE for constants (size sizes[i] each). */
 AdNode ad_concat(AdTape *t, int nparents, const AdNode *parents, const size_t *sizes, int ndim,
                  const size_t *shape);
-/* out = base with the flat positions pos[0..npos) replaced by values from v:
- * v broadcast over them (vmap[k] = the flat position in v for pos[k]).
- * base or v may be AD_NONE; shape is base's. */
-AdNode ad_setitems(AdTape *t, AdNode base, int ndim, const size_t *shape, AdNode v, size_t npos,
-                   const size_t *pos, const size_t *vmap);
+/* Where a setitems writes: the flat positions pos[0..npos) of the base,
+ * each from the flat position vmap[k] of the value (vmap NULL: 0, one
+ * value for every position). Borrowed: the tape copies it. */
+typedef struct AdScatter {
+    size_t npos;
+    const size_t *pos;
+    const size_t *vmap;
+} AdScatter;
+/* out = base with the positions of sc replaced by values from v (v
+ * broadcast over them). base or v may be AD_NONE; shape is base's. */
+AdNode ad_setitems(AdTape *t, AdNode base, int ndim, const size_t *shape, AdNode v,
+                   const AdScatter *sc);
 
 /* ---- Jacobian nodes ------------------------------------------------------------
  * out (m values, shaped (ndim, shape); ndim 0 for a number) depends on the

@@ -387,9 +387,11 @@ AdNode ad_concat(AdTape *t, int np, const AdNode *parents, const size_t *sizes, 
     return push(t, K_CONCAT, AD_NONE, AD_NONE, n, ndim, x);
 }
 
-AdNode ad_setitems(AdTape *t, AdNode base, int ndim, const size_t *shape, AdNode v, size_t npos,
-                   const size_t *pos, const size_t *vmap)
+AdNode ad_setitems(AdTape *t, AdNode base, int ndim, const size_t *shape, AdNode v,
+                   const AdScatter *sc)
 {
+    size_t npos = sc->npos;
+    const size_t *pos = sc->pos, *vmap = sc->vmap;
     if (base == AD_NONE && v == AD_NONE) return AD_NONE;
     if (bad(t, base) || bad(t, v)) return AD_ERR;
     size_t n = ndim ? shape_size(ndim, shape) : 1;

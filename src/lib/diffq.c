@@ -1061,6 +1061,44 @@ static bool set_quant(QCall *c, const Quant *q, const double *d, int stride, cha
     return true;
 }
 
+/* The adjoint sweep's observables for the recorded call r (room for every
+   row): per row of each quantity its observable obs[row] (nt[row] terms),
+   measured after pos[row] gates: an expval's, a var's O and O^2, a probs
+   row's projector onto its basis state (kept in basis). */
+static void sweep_rows(const DRec *r, const SvTerm **obs, int *nt, int *pos, SvTerm *basis)
+{
+    int row = 0, b = 0;
+    for (int i = 0; i < r->nquant; i++) {
+        const Quant *q = &r->q[i];
+        if (q->kind == Q_EXPVAL) {
+            obs[row] = q->t;
+            nt[row] = q->n;
+            pos[row++] = q->pos;
+        } else if (q->kind == Q_VAR) {
+            obs[row] = q->t;
+            nt[row] = q->n;
+            pos[row++] = q->pos;
+            obs[row] = q->t2;
+            nt[row] = q->n2;
+            pos[row++] = q->pos;
+        } else {
+            for (int k = 0; k < q->rows; k++, b++) {
+                SvTerm *t = &basis[b];
+                t->coeff = 1;
+                t->kind = SVB_BASIS;
+                t->k = q->nw;
+                for (int j = 0; j < q->nw; j++) {
+                    t->wires[j] = q->wires[j];
+                    if ((k >> (q->nw - 1 - j)) & 1) t->bits |= (uint64_t)1 << j;
+                }
+                obs[row] = t;
+                nt[row] = 1;
+                pos[row++] = q->pos;
+            }
+        }
+    }
+}
+
 static int do_sweep(Work *w, QCall *c, VM *vm)
 {
     (void)vm;
@@ -1081,36 +1119,7 @@ static int do_sweep(Work *w, QCall *c, VM *vm)
         if (r->q[i].kind == Q_PROBS) nbasis += r->q[i].rows;
     if (ok && nbasis && !(basis = calloc((size_t)nbasis, sizeof(SvTerm)))) ok = false;
     if (ok) {
-        int row = 0, b = 0;
-        for (int i = 0; i < r->nquant; i++) {
-            const Quant *q = &r->q[i];
-            if (q->kind == Q_EXPVAL) {
-                obs[row] = q->t;
-                nt[row] = q->n;
-                pos[row++] = q->pos;
-            } else if (q->kind == Q_VAR) {
-                obs[row] = q->t;
-                nt[row] = q->n;
-                pos[row++] = q->pos;
-                obs[row] = q->t2;
-                nt[row] = q->n2;
-                pos[row++] = q->pos;
-            } else {
-                for (int k = 0; k < q->rows; k++, b++) {
-                    SvTerm *t = &basis[b];
-                    t->coeff = 1;
-                    t->kind = SVB_BASIS;
-                    t->k = q->nw;
-                    for (int j = 0; j < q->nw; j++) {
-                        t->wires[j] = q->wires[j];
-                        if ((k >> (q->nw - 1 - j)) & 1) t->bits |= (uint64_t)1 << j;
-                    }
-                    obs[row] = t;
-                    nt[row] = 1;
-                    pos[row++] = q->pos;
-                }
-            }
-        }
+        sweep_rows(r, obs, nt, pos, basis);
         for (int k = 0; k < r->nops; k++) {
             ops[k] = r->ops[k].op;
             want[k] = r->ops[k].tracked;
@@ -1122,9 +1131,8 @@ static int do_sweep(Work *w, QCall *c, VM *vm)
         fin.amp = r->final;
         fin.nthreads = 1;
         fin.simd = sv_simd_level();
-        if (R && sv_adjoint_inplace(&fin, ops, r->nops, want, R, obs, nt, pos, out, err,
-                                    sizeof err) != 0)
-            ok = false;
+        SvAdjointSpec as = { ops, r->nops, want, R, obs, nt, pos };
+        if (R && sv_adjoint_inplace(&fin, &as, out, err, sizeof err) != 0) ok = false;
     }
     /* each quantity's rows by its parameters (slot s = gate op, param p) */
     int row = 0;
@@ -1601,21 +1609,196 @@ bool diffq_finish(DiffQ *dq, VM *vm, const Node *site)
 
 /* ================================================================ metric tensor */
 
-Value diffq_metric(VM *vm, ObjFunc *f, Value *params, const int *argnum, int nargnum, bool list,
-                   bool diag, const Node *site)
+/* One differentiated argument of a metric_tensor call: its leaf on the
+   tape, and its shape and size (a number: 0 dimensions, size 1). */
+typedef struct MetricArg {
+    AdNode leaf;
+    int ndim;
+    size_t shape[AR_MAXDIM];
+    size_t size;
+} MetricArg;
+
+/* A metric_tensor call under way: what it asks, its tape and recorded
+   circuit, its arguments (ask->nargnum of them, n values in all), the
+   gates' metric G (P x P, P the recorded parameter slots) and the
+   parameters' Jacobian by the arguments Jc (P x n). */
+typedef struct MetricRun {
+    VM *vm;
+    const DiffqMetricAsk *ask;
+    const Node *site;
+    AdCtx *ctx;
+    DRec rec;
+    MetricArg *args;
+    AdGrad *g;
+    double *G, *Jc;
+    size_t n;
+    int P;
+} MetricRun;
+
+/* The frame fr's differentiated arguments replaced by tracked copies on
+   fresh leaves: false with the error recorded. */
+static bool metric_leaves(MetricRun *mr, Value *fr, const char *fname)
+{
+    VM *vm = mr->vm;
+    const Node *site = mr->site;
+    const int *argnum = mr->ask->argnum;
+    for (int k = 0; k < mr->ask->nargnum; k++) {
+        MetricArg *ma = &mr->args[k];
+        Value v = tp_force(vm, fr[argnum[k]], site);
+        if (IS_EXC(v)) return false;
+        char err[AR_ERRLEN];
+        Value t;
+        if (v.t == T_NUM || v.t == T_BOOL) {
+            ma->ndim = 0;
+            ma->size = 1;
+            ma->leaf = ad_input(mr->ctx->tape, 0, NULL);
+            t = track_num(vm, v.t == T_NUM ? v.n : v.b, ma->leaf, site);
+        } else if (v.t == T_ARRAY && !ar_is_complex(AS_ARR(v))) {
+            ma->ndim = ar_ndim(AS_ARR(v));
+            memcpy(ma->shape, ar_shape(AS_ARR(v)), (size_t)ma->ndim * sizeof(size_t));
+            ma->size = ar_size(AS_ARR(v));
+            ma->leaf = ad_input(mr->ctx->tape, ma->ndim, ma->shape);
+            Array *c = ar_copy(AS_ARR(v), err);
+            t = c ? track_arr(vm, c, ma->leaf, site) : vm_error(vm, site, "%s", err);
+        } else {
+            t = vm_error(
+                vm, site,
+                "metric_tensor: argument %d of %s() must be a number or a float array, not %s",
+                argnum[k], fname, type_name(v));
+        }
+        decref(v);
+        if (IS_EXC(t)) return false;
+        decref(fr[argnum[k]]);
+        fr[argnum[k]] = t;
+    }
+    return true;
+}
+
+/* The recorded circuit's metric in its parameter slots (mr->G) and room
+   for the slots' Jacobian (mr->Jc): false with the error recorded. */
+static bool gate_metric(MetricRun *mr)
+{
+    VM *vm = mr->vm;
+    DRec *rec = &mr->rec;
+    int P = mr->P = rec->nslots;
+    mr->n = 0;
+    for (int k = 0; k < mr->ask->nargnum; k++) mr->n += mr->args[k].size;
+    mr->G = calloc((size_t)P * (size_t)P + 1, sizeof(double));
+    mr->Jc = calloc((size_t)P * mr->n + 1, sizeof(double));
+    SvOp *ops = malloc((size_t)(rec->nops + 1) * sizeof(SvOp));
+    uint8_t *train = malloc((size_t)rec->nops + 1);
+    if (!mr->G || !mr->Jc || !ops || !train) {
+        free(ops);
+        free(train);
+        vm_error(vm, mr->site, "metric_tensor: out of memory");
+        return false;
+    }
+    for (int i = 0; i < rec->nops; i++) {
+        ops[i] = rec->ops[i].op;
+        train[i] = rec->ops[i].tracked;
+    }
+    char err[300];
+    int rc = sv_metric_tensor(&(SvMetricSpec){ rec->nqubits, ops, rec->nops, train, mr->ask->diag },
+                              mr->G, NULL, err, sizeof err);
+    free(ops);
+    free(train);
+    if (rc != 0) {
+        vm_error(vm, mr->site, "metric_tensor: %s", err);
+        return false;
+    }
+    return true;
+}
+
+/* The gate parameters by the arguments (mr->Jc): one backward sweep per
+   parameter. false with the error recorded. */
+static bool slot_jacobian(MetricRun *mr)
+{
+    AdTape *tape = mr->ctx->tape;
+    for (int s = 0; s < mr->P; s++) {
+        if (ad_backward(tape, mr->rec.slots[s].node, NULL, mr->g) != 0) {
+            vm_error(mr->vm, mr->site, "metric_tensor: %s", ad_error(tape));
+            return false;
+        }
+        size_t off = 0;
+        for (int k = 0; k < mr->ask->nargnum; k++) {
+            const double *a = ad_adjoint(mr->g, mr->args[k].leaf);
+            for (size_t j = 0; j < mr->args[k].size; j++)
+                mr->Jc[(size_t)s * mr->n + off + j] = a ? a[j] : 0;
+            off += mr->args[k].size;
+        }
+    }
+    return true;
+}
+
+/* Argument k's metric, Jk^T G Jk (its values at columns off.. of Jc), as
+   a number or an array of shape (in..., in...); an exception after the
+   error. */
+static Value arg_metric(MetricRun *mr, int k, size_t off)
+{
+    VM *vm = mr->vm;
+    const MetricArg *ma = &mr->args[k];
+    size_t m = ma->size, n = mr->n;
+    int P = mr->P;
+    double *M = calloc(m * m + 1, sizeof(double));
+    if (!M) return vm_error(vm, mr->site, "metric_tensor: out of memory");
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < m; j++) {
+            double acc = 0;
+            for (int a = 0; a < P; a++) {
+                double ja = mr->Jc[(size_t)a * n + off + i];
+                if (ja == 0) continue;
+                for (int b = 0; b < P; b++)
+                    acc += ja * mr->G[(size_t)a * P + b] * mr->Jc[(size_t)b * n + off + j];
+            }
+            M[i * m + j] = acc;
+        }
+    Value mv;
+    if (ma->ndim == 0)
+        mv = v_num(M[0]);
+    else {
+        size_t sh[AR_MAXDIM];
+        memcpy(sh, ma->shape, (size_t)ma->ndim * sizeof(size_t));
+        memcpy(sh + ma->ndim, ma->shape, (size_t)ma->ndim * sizeof(size_t));
+        char e2[AR_ERRLEN];
+        Array *a = 2 * ma->ndim <= AR_MAXDIM ? ar_from_data(AR_F64, 2 * ma->ndim, sh, M, e2) : NULL;
+        mv = a ? arr_wrap(a)
+               : vm_error(vm, mr->site, "metric_tensor: %s",
+                          2 * ma->ndim <= AR_MAXDIM ? e2 : "too many dimensions");
+    }
+    free(M);
+    return mv;
+}
+
+/* Per argument its metric: the first one alone, or (ask->list) a list of
+   all. */
+static Value metric_result(MetricRun *mr)
+{
+    ObjList *l = mr->ask->list ? list_new((size_t)mr->ask->nargnum) : NULL;
+    size_t off = 0;
+    for (int k = 0; k < mr->ask->nargnum; k++) {
+        Value mv = arg_metric(mr, k, off);
+        if (IS_EXC(mv)) {
+            if (l) decref(v_list(l));
+            return mv;
+        }
+        off += mr->args[k].size;
+        if (!l) return mv;
+        l->v[l->len++] = mv;
+    }
+    return l ? v_list(l) : v_exc();
+}
+
+Value diffq_metric(VM *vm, ObjFunc *f, Value *params, const DiffqMetricAsk *ask, const Node *site)
 {
     AdCtx *ctx = track_begin(vm);
     if (!ctx) return vm_error(vm, site, "metric_tensor: out of memory");
     FnProto *p = f->p;
     size_t base = vm->sp;
     Value result = v_exc();
-    DRec rec;
-    qrec_init(&rec, QR_METRIC, vm);
-    AdNode leaf[nargnum];
-    int ndim[nargnum];
-    size_t shape[nargnum][AR_MAXDIM], size[nargnum];
-    AdGrad *g = ad_grad_new();
-    double *G = NULL, *Jc = NULL;
+    MetricArg args[ask->nargnum];
+    MetricRun mr = { .vm = vm, .ask = ask, .site = site, .ctx = ctx, .args = args };
+    qrec_init(&mr.rec, QR_METRIC, vm);
+    mr.g = ad_grad_new();
     if (base + (size_t)p->nlocals + 8 >= vm->cap) {
         vm_error(vm, site, "maximum recursion depth exceeded");
         goto done;
@@ -1626,144 +1809,26 @@ Value diffq_metric(VM *vm, ObjFunc *f, Value *params, const int *argnum, int nar
         incref(fr[i]);
     }
     vm->sp = base + (size_t)p->nlocals;
-    for (int k = 0; k < nargnum; k++) {
-        Value v = tp_force(vm, fr[argnum[k]], site);
-        if (IS_EXC(v)) goto unwind;
-        char err[AR_ERRLEN];
-        Value t;
-        if (v.t == T_NUM || v.t == T_BOOL) {
-            ndim[k] = 0;
-            size[k] = 1;
-            leaf[k] = ad_input(ctx->tape, 0, NULL);
-            t = track_num(vm, v.t == T_NUM ? v.n : v.b, leaf[k], site);
-        } else if (v.t == T_ARRAY && !ar_is_complex(AS_ARR(v))) {
-            ndim[k] = ar_ndim(AS_ARR(v));
-            memcpy(shape[k], ar_shape(AS_ARR(v)), (size_t)ndim[k] * sizeof(size_t));
-            size[k] = ar_size(AS_ARR(v));
-            leaf[k] = ad_input(ctx->tape, ndim[k], shape[k]);
-            Array *c = ar_copy(AS_ARR(v), err);
-            t = c ? track_arr(vm, c, leaf[k], site) : vm_error(vm, site, "%s", err);
-        } else {
-            t = vm_error(
-                vm, site,
-                "metric_tensor: argument %d of %s() must be a number or a float array, not %s",
-                argnum[k], p->name, type_name(v));
-        }
-        decref(v);
-        if (IS_EXC(t)) goto unwind;
-        decref(fr[argnum[k]]);
-        fr[argnum[k]] = t;
-    }
-    {
-        uint64_t index = vm->qcall_seq++;
-        Value r = qrt_run_rec(vm, f, vm->stream_seed, index, fr, site, &rec.head);
+    if (!metric_leaves(&mr, fr, p->name)) {
+        for (int i = 0; i < p->nlocals; i++) decref(vm->stack[base + (size_t)i]);
         vm->sp = base;
-        if (IS_EXC(r)) goto done;
-        decref(r);
-    }
-    if (rec.err[0]) {
-        vm_error(vm, site, "%s", rec.err);
         goto done;
     }
-    {
-        int P = rec.nslots;
-        size_t n = 0;
-        for (int k = 0; k < nargnum; k++) n += size[k];
-        G = calloc((size_t)P * (size_t)P + 1, sizeof(double));
-        Jc = calloc((size_t)P * n + 1, sizeof(double));
-        SvOp *ops = malloc((size_t)(rec.nops + 1) * sizeof(SvOp));
-        uint8_t *train = malloc((size_t)rec.nops + 1);
-        if (!G || !Jc || !ops || !train) {
-            free(ops);
-            free(train);
-            vm_error(vm, site, "metric_tensor: out of memory");
-            goto done;
-        }
-        for (int i = 0; i < rec.nops; i++) {
-            ops[i] = rec.ops[i].op;
-            train[i] = rec.ops[i].tracked;
-        }
-        char err[300];
-        int rc =
-            sv_metric_tensor(rec.nqubits, ops, rec.nops, train, diag, G, NULL, err, sizeof err);
-        free(ops);
-        free(train);
-        if (rc != 0) {
-            vm_error(vm, site, "metric_tensor: %s", err);
-            goto done;
-        }
-        /* the gate parameters by the arguments: one backward sweep per parameter */
-        for (int s = 0; s < P; s++) {
-            if (ad_backward(ctx->tape, rec.slots[s].node, NULL, g) != 0) {
-                vm_error(vm, site, "metric_tensor: %s", ad_error(ctx->tape));
-                goto done;
-            }
-            size_t off = 0;
-            for (int k = 0; k < nargnum; k++) {
-                const double *a = ad_adjoint(g, leaf[k]);
-                for (size_t j = 0; j < size[k]; j++) Jc[(size_t)s * n + off + j] = a ? a[j] : 0;
-                off += size[k];
-            }
-        }
-        /* per argument: Jk^T G Jk */
-        ObjList *l = list ? list_new((size_t)nargnum) : NULL;
-        size_t off = 0;
-        for (int k = 0; k < nargnum; k++) {
-            size_t m = size[k];
-            double *M = calloc(m * m + 1, sizeof(double));
-            if (!M) {
-                if (l) decref(v_list(l));
-                vm_error(vm, site, "metric_tensor: out of memory");
-                goto done;
-            }
-            for (size_t i = 0; i < m; i++)
-                for (size_t j = 0; j < m; j++) {
-                    double acc = 0;
-                    for (int a = 0; a < P; a++) {
-                        double ja = Jc[(size_t)a * n + off + i];
-                        if (ja == 0) continue;
-                        for (int b = 0; b < P; b++)
-                            acc += ja * G[(size_t)a * P + b] * Jc[(size_t)b * n + off + j];
-                    }
-                    M[i * m + j] = acc;
-                }
-            Value mv;
-            if (ndim[k] == 0)
-                mv = v_num(M[0]);
-            else {
-                size_t sh[AR_MAXDIM];
-                memcpy(sh, shape[k], (size_t)ndim[k] * sizeof(size_t));
-                memcpy(sh + ndim[k], shape[k], (size_t)ndim[k] * sizeof(size_t));
-                char e2[AR_ERRLEN];
-                Array *a =
-                    2 * ndim[k] <= AR_MAXDIM ? ar_from_data(AR_F64, 2 * ndim[k], sh, M, e2) : NULL;
-                mv = a ? arr_wrap(a)
-                       : vm_error(vm, site, "metric_tensor: %s",
-                                  2 * ndim[k] <= AR_MAXDIM ? e2 : "too many dimensions");
-            }
-            free(M);
-            if (IS_EXC(mv)) {
-                if (l) decref(v_list(l));
-                goto done;
-            }
-            off += m;
-            if (!l) {
-                result = mv;
-                break;
-            }
-            l->v[l->len++] = mv;
-        }
-        if (l) result = v_list(l);
-    }
-    goto done;
-unwind:
-    for (int i = 0; i < p->nlocals; i++) decref(vm->stack[base + (size_t)i]);
+    uint64_t index = vm->qcall_seq++;
+    Value r = qrt_run_rec(vm, f, vm->stream_seed, index, fr, site, &mr.rec.head);
     vm->sp = base;
+    if (IS_EXC(r)) goto done;
+    decref(r);
+    if (mr.rec.err[0]) {
+        vm_error(vm, site, "%s", mr.rec.err);
+        goto done;
+    }
+    if (gate_metric(&mr) && slot_jacobian(&mr)) result = metric_result(&mr);
 done:
-    free(G);
-    free(Jc);
-    ad_grad_free(g);
-    qrec_free(&rec);
+    free(mr.G);
+    free(mr.Jc);
+    ad_grad_free(mr.g);
+    qrec_free(&mr.rec);
     track_end(vm, ctx);
     return result;
 }

@@ -36,11 +36,21 @@ void diffq_free(DiffQ *dq);
  * a backward sweep): false with the error recorded. */
 bool diffq_finish(DiffQ *dq, VM *vm, const Node *site);
 
+/* What a metric_tensor(f, ...) call asks: the metric with respect to the
+ * arguments argnum[0..nargnum) (positions in f's frame), one result per
+ * argument (list: argnum= was a list) or one, and the whole block-diagonal
+ * metric or its diagonal only (diag: approx="diag"). Borrowed. */
+typedef struct DiffqMetricAsk {
+    const int *argnum;
+    int nargnum;
+    bool list;
+    bool diag;
+} DiffqMetricAsk;
+
 /* metric_tensor(f)(params): PennyLane's block-diagonal (or diagonal)
- * Fubini-Study metric with respect to the arguments argnum (through the
+ * Fubini-Study metric with respect to the arguments ask names (through the
  * classical processing inside f), shape (in..., in...); one per argument
- * when list. params: f's bound frame (borrowed). */
-Value diffq_metric(VM *vm, ObjFunc *f, Value *params, const int *argnum, int nargnum, bool list,
-                   bool diag, const Node *site);
+ * when ask->list. params: f's bound frame (borrowed). */
+Value diffq_metric(VM *vm, ObjFunc *f, Value *params, const DiffqMetricAsk *ask, const Node *site);
 
 #endif

@@ -242,10 +242,18 @@ static bool leaf_flat_list(const Leaf *L)
     return true;
 }
 
+/* The differentiated argument a structure is read from, as its error
+   names it: argument argnum of fname(), at site. */
+typedef struct LeafArg {
+    const char *fname;
+    int argnum;
+    const Node *site;
+} LeafArg;
+
 /* The structure and plain values of argument v (no tape yet): x gets the
  * flat values. */
 static bool leaf_shape(VM *vm, Value v, Leaf *L, size_t *off, double **x, size_t *cap,
-                       const char *fname, int argnum, const Node *site)
+                       const LeafArg *who)
 {
     memset(L, 0, sizeof *L);
     L->off = *off;
@@ -269,8 +277,7 @@ static bool leaf_shape(VM *vm, Value v, Leaf *L, size_t *off, double **x, size_t
         L->nkids = (int)l->len;
         L->kids = xcalloc(l->len + 1, sizeof(Leaf));
         for (size_t i = 0; i < l->len; i++)
-            if (!leaf_shape(vm, l->v[i], &L->kids[i], off, x, cap, fname, argnum, site))
-                return false;
+            if (!leaf_shape(vm, l->v[i], &L->kids[i], off, x, cap, who)) return false;
         L->size = *off - L->off;
         return true;
     } else if (v.t == T_DICT) {
@@ -283,16 +290,15 @@ static bool leaf_shape(VM *vm, Value v, Leaf *L, size_t *off, double **x, size_t
             int k = L->nkids++;
             L->keys[k] = d->ent[i].key;
             incref(L->keys[k]);
-            if (!leaf_shape(vm, d->ent[i].val, &L->kids[k], off, x, cap, fname, argnum, site))
-                return false;
+            if (!leaf_shape(vm, d->ent[i].val, &L->kids[k], off, x, cap, who)) return false;
         }
         L->size = *off - L->off;
         return true;
     } else {
-        vm_error(vm, site,
+        vm_error(vm, who->site,
                  "argument %d of %s() must be a number, a float array or a list or dict of "
                  "them to be differentiated, not %s",
-                 argnum, fname, v.t == T_ARRAY ? "a complex array" : type_name(v));
+                 who->argnum, who->fname, v.t == T_ARRAY ? "a complex array" : type_name(v));
         return false;
     }
     if (*off + n > *cap) {
@@ -417,8 +423,8 @@ static bool eval_inputs(VM *vm, ObjFunc *f, Value *params, const DSpec *s, Eval 
             e->nin = i;
             return false;
         }
-        bool ok =
-            leaf_shape(vm, v, &e->leaf[i], &e->n, &e->x, &cap, f->p->name, s->argnum[i], site);
+        LeafArg who = { f->p->name, s->argnum[i], site };
+        bool ok = leaf_shape(vm, v, &e->leaf[i], &e->n, &e->x, &cap, &who);
         decref(v);
         if (!ok) {
             e->nin = i + 1;
@@ -909,7 +915,8 @@ static Value dfn_body(VM *vm, ObjFunc *f, Value *params, uint64_t seed, uint64_t
     case D_JAC: r = run_jacobian(vm, f, params, s, site); break;
     case D_HESS: r = run_hessian(vm, f, params, s, site); break;
     case D_METRIC:
-        r = diffq_metric(vm, f, params, s->argnum, s->nargnum, s->argnum_list, s->diag, site);
+        r = diffq_metric(vm, f, params,
+                         &(DiffqMetricAsk){ s->argnum, s->nargnum, s->argnum_list, s->diag }, site);
         break;
     case D_NKINDS:
     default: qh_unreachable();

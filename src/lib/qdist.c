@@ -361,23 +361,29 @@ int qdist_apply(QDState *s, const SvOp *op, char *err, size_t errlen)
     return s->qd ? dsvr_apply(s->qd->r, op, err, errlen) : dsv_apply(s->local, op, err, errlen);
 }
 
-int qdist_expval(QDState *s, const SvPauli *t, int n, size_t shots, Rng *rng, double *out,
-                 char *err, size_t errlen)
+/* The shots of a distributed readout: the generator only where there are
+   shots (the service sends none for an exact read). */
+static DsvShots read_shots(const QbRead *rq)
 {
-    if (s->qd)
-        return dsvr_expval(s->qd->r, t, n, (DsvShots){ shots, shots ? rng : NULL }, out, err,
-                           errlen);
-    return shots ? dsv_expval_shots(s->local, t, n, (DsvShots){ shots, rng }, out, err, errlen)
-                 : dsv_expval(s->local, t, n, out, err, errlen);
+    return (DsvShots){ rq->shots, rq->shots ? rq->rng : NULL };
 }
 
-int qdist_var(QDState *s, const SvPauli *t, int n, size_t shots, Rng *rng, double *out, char *err,
-              size_t errlen)
+int qdist_expval(QDState *s, const QbRead *rq, double *out, char *err, size_t errlen)
 {
-    if (s->qd)
-        return dsvr_var(s->qd->r, t, n, (DsvShots){ shots, shots ? rng : NULL }, out, err, errlen);
-    return shots ? dsv_var_shots(s->local, t, n, (DsvShots){ shots, rng }, out, err, errlen)
-                 : dsv_var(s->local, t, n, out, err, errlen);
+    const SvPauli *t = rq->terms;
+    int n = rq->nterms;
+    if (s->qd) return dsvr_expval(s->qd->r, t, n, read_shots(rq), out, err, errlen);
+    return rq->shots ? dsv_expval_shots(s->local, t, n, read_shots(rq), out, err, errlen)
+                     : dsv_expval(s->local, t, n, out, err, errlen);
+}
+
+int qdist_var(QDState *s, const QbRead *rq, double *out, char *err, size_t errlen)
+{
+    const SvPauli *t = rq->terms;
+    int n = rq->nterms;
+    if (s->qd) return dsvr_var(s->qd->r, t, n, read_shots(rq), out, err, errlen);
+    return rq->shots ? dsv_var_shots(s->local, t, n, read_shots(rq), out, err, errlen)
+                     : dsv_var(s->local, t, n, out, err, errlen);
 }
 
 int qdist_sample_pauli(QDState *s, const SvPauli *word, size_t shots, Rng *rng, double *out,
@@ -387,14 +393,13 @@ int qdist_sample_pauli(QDState *s, const SvPauli *word, size_t shots, Rng *rng, 
     return dsv_sample_pauli(s->local, word, shots, rng, out, err, errlen);
 }
 
-int qdist_probs(QDState *s, const int *wires, int nw, size_t shots, Rng *rng, double *out,
-                char *err, size_t errlen)
+int qdist_probs(QDState *s, const QbRead *rq, double *out, char *err, size_t errlen)
 {
-    if (s->qd)
-        return dsvr_probs(s->qd->r, wires, nw, (DsvShots){ shots, shots ? rng : NULL }, out, err,
-                          errlen);
-    return shots ? dsv_probs_shots(s->local, wires, nw, (DsvShots){ shots, rng }, out, err, errlen)
-                 : dsv_probs(s->local, wires, nw, out, err, errlen);
+    const int *w = rq->wires;
+    int nw = rq->nwires;
+    if (s->qd) return dsvr_probs(s->qd->r, w, nw, read_shots(rq), out, err, errlen);
+    return rq->shots ? dsv_probs_shots(s->local, w, nw, read_shots(rq), out, err, errlen)
+                     : dsv_probs(s->local, w, nw, out, err, errlen);
 }
 
 int qdist_sample(QDState *s, size_t shots, Rng *rng, uint64_t *out, char *err, size_t errlen)

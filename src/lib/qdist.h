@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "backend.h"
 #include "rng.h"
 #include "sv.h"
 #include "vm.h"
@@ -60,16 +61,14 @@ QDState *qdist_acquire(Interp *in, int nq, const atomic_int *cancel, char *err, 
 void qdist_release(QDState *s);
 int qdist_nranks(const QDState *s);
 
-/* As in sv.h; shots 0: exact. 0, or -1 with a message. */
+/* As in sv.h; the readouts as backend.h's slots ask them (a QbRead: shots
+ * 0 exact). 0, or -1 with a message. */
 int qdist_apply(QDState *s, const SvOp *op, char *err, size_t errlen);
-int qdist_expval(QDState *s, const SvPauli *t, int n, size_t shots, Rng *rng, double *out,
-                 char *err, size_t errlen);
-int qdist_var(QDState *s, const SvPauli *t, int n, size_t shots, Rng *rng, double *out, char *err,
-              size_t errlen);
+int qdist_expval(QDState *s, const QbRead *rq, double *out, char *err, size_t errlen);
+int qdist_var(QDState *s, const QbRead *rq, double *out, char *err, size_t errlen);
 int qdist_sample_pauli(QDState *s, const SvPauli *word, size_t shots, Rng *rng, double *out,
                        char *err, size_t errlen);
-int qdist_probs(QDState *s, const int *wires, int nw, size_t shots, Rng *rng, double *out,
-                char *err, size_t errlen);
+int qdist_probs(QDState *s, const QbRead *rq, double *out, char *err, size_t errlen);
 int qdist_sample(QDState *s, size_t shots, Rng *rng, uint64_t *out, char *err, size_t errlen);
 int qdist_measure(QDState *s, int wire, int reset, Rng *rng, char *err, size_t errlen);
 /* The whole state on this process (out: 2^n amplitudes), only if it fits

@@ -43,27 +43,19 @@ int qdist_apply(QDState *s, const SvOp *op, char *err, size_t errlen)
     (void)errlen;
     qh_unreachable();
 }
-int qdist_expval(QDState *s, const SvPauli *t, int n, size_t shots, Rng *rng, double *out,
-                 char *err, size_t errlen)
+int qdist_expval(QDState *s, const QbRead *rq, double *out, char *err, size_t errlen)
 {
     (void)s;
-    (void)t;
-    (void)n;
-    (void)shots;
-    (void)rng;
+    (void)rq;
     (void)out;
     (void)err;
     (void)errlen;
     qh_unreachable();
 }
-int qdist_var(QDState *s, const SvPauli *t, int n, size_t shots, Rng *rng, double *out, char *err,
-              size_t errlen)
+int qdist_var(QDState *s, const QbRead *rq, double *out, char *err, size_t errlen)
 {
     (void)s;
-    (void)t;
-    (void)n;
-    (void)shots;
-    (void)rng;
+    (void)rq;
     (void)out;
     (void)err;
     (void)errlen;
@@ -81,14 +73,10 @@ int qdist_sample_pauli(QDState *s, const SvPauli *word, size_t shots, Rng *rng, 
     (void)errlen;
     qh_unreachable();
 }
-int qdist_probs(QDState *s, const int *wires, int nw, size_t shots, Rng *rng, double *out,
-                char *err, size_t errlen)
+int qdist_probs(QDState *s, const QbRead *rq, double *out, char *err, size_t errlen)
 {
     (void)s;
-    (void)wires;
-    (void)nw;
-    (void)shots;
-    (void)rng;
+    (void)rq;
     (void)out;
     (void)err;
     (void)errlen;

@@ -433,20 +433,17 @@ static int ds_reset(QbDev *d, int wire, Rng *r, char *err, size_t errlen)
     d->changes++;
     return qdist_measure(ds_of(d), wire, 1, r, err, errlen);
 }
-static int ds_expval(QbDev *d, const SvPauli *t, int n, size_t shots, Rng *r, double *out,
-                     char *err, size_t errlen)
+static int ds_expval(QbDev *d, const QbRead *rq, double *out, char *err, size_t errlen)
 {
-    return qdist_expval(ds_of(d), t, n, shots, r, out, err, errlen);
+    return qdist_expval(ds_of(d), rq, out, err, errlen);
 }
-static int ds_var(QbDev *d, const SvPauli *t, int n, size_t shots, Rng *r, double *out, char *err,
-                  size_t errlen)
+static int ds_var(QbDev *d, const QbRead *rq, double *out, char *err, size_t errlen)
 {
-    return qdist_var(ds_of(d), t, n, shots, r, out, err, errlen);
+    return qdist_var(ds_of(d), rq, out, err, errlen);
 }
-static int ds_probs(QbDev *d, const int *wires, int nw, size_t shots, Rng *r, double *out,
-                    char *err, size_t errlen)
+static int ds_probs(QbDev *d, const QbRead *rq, double *out, char *err, size_t errlen)
 {
-    return qdist_probs(ds_of(d), wires, nw, shots, r, out, err, errlen);
+    return qdist_probs(ds_of(d), rq, out, err, errlen);
 }
 static int ds_sample(QbDev *d, size_t shots, Rng *r, uint64_t *out, char *err, size_t errlen)
 {

@@ -393,16 +393,31 @@ static double words_value(const SvPauli *t, int n, uint64_t idx, int nq)
     return v;
 }
 
+/* What a moments read asks (expval, var): <O>, and <O^2> too when want_sq;
+   who is the builtin its errors name, at site. */
+typedef struct MomentAsk {
+    bool want_sq;
+    const char *who;
+    const Node *site;
+} MomentAsk;
+
+/* A moments read's answer: <O> and <O^2> (0 where not asked or not read). */
+typedef struct Moments {
+    double e, e2;
+} Moments;
+
 /* <O> (and <O^2>) of a sum of Pauli words from the execution's shots:
  * each qubit-wise commuting group's words from one set (the first set a
  * word fits). Var needs every word in one group: otherwise false with
  * *grouped false (the caller estimates <O^2> another way). */
-static bool words_from_shots(VM *vm, QCtx *q, const SvPauli *t, int n, bool want_sq, double *e,
-                             double *e2, const char *who, const Node *site)
+static bool words_from_shots(VM *vm, QCtx *q, const SvPauli *t, int n, const MomentAsk *ask,
+                             Moments *m)
 {
+    const char *who = ask->who;
+    const Node *site = ask->site;
     size_t shots = (size_t)q->shots;
     uint64_t xm, ym, wm;
-    if (want_sq || words_qwc(t, n, &xm, &ym, &wm)) {
+    if (ask->want_sq || words_qwc(t, n, &xm, &ym, &wm)) {
         if (!words_qwc(t, n, &xm, &ym, &wm)) {
             vm_error(vm, site,
                      "%s(): with shots, the variance of a sum of Pauli words that do not commute "
@@ -418,8 +433,8 @@ static bool words_from_shots(VM *vm, QCtx *q, const SvPauli *t, int n, bool want
             s1 += v;
             s2 += v * v;
         }
-        *e = s1 / (double)shots;
-        *e2 = s2 / (double)shots;
+        m->e = s1 / (double)shots;
+        m->e2 = s2 / (double)shots;
         return true;
     }
     double s1 = 0;
@@ -432,15 +447,16 @@ static bool words_from_shots(VM *vm, QCtx *q, const SvPauli *t, int n, bool want
         for (size_t i = 0; i < shots; i++) sj += words_value(t + j, 1, idx[i], q->nq);
         s1 += sj / (double)shots;
     }
-    *e = s1;
-    *e2 = 0;
+    m->e = s1;
+    m->e2 = 0;
     return true;
 }
 
-/* <O> and <O^2> estimated from shots draws of O's eigenvalues. */
-static bool obs_shots(VM *vm, QCtx *q, const SvTerm *t, int n, long shots, double *e, double *e2,
-                      const Node *site)
+/* <O> and <O^2> estimated from the device's shots draws of O's
+   eigenvalues. */
+static bool obs_shots(VM *vm, QCtx *q, const SvTerm *t, int n, Moments *m, const Node *site)
 {
+    long shots = q->shots;
     SvSpectrum sp;
     double *pj;
     if (!obs_spectrum(vm, q, t, n, &sp, &pj, site)) return false;
@@ -451,8 +467,8 @@ static bool obs_shots(VM *vm, QCtx *q, const SvTerm *t, int n, long shots, doubl
         s1 += (double)cnt[j] * sp.vals[j];
         s2 += (double)cnt[j] * sp.vals[j] * sp.vals[j];
     }
-    *e = s1 / (double)shots;
-    *e2 = s2 / (double)shots;
+    m->e = s1 / (double)shots;
+    m->e2 = s2 / (double)shots;
     free(cnt);
     free(pj);
     sv_spectrum_free(&sp);
@@ -462,10 +478,10 @@ static bool obs_shots(VM *vm, QCtx *q, const SvTerm *t, int n, long shots, doubl
 /* Exact <O> and <O^2> of an observable with Hermitian or Projector
  * factors: the state vector's own kernels, or on the mixed device
  * Tr(rho_S M) and Tr(rho_S M^2) with M its matrix on its support S. */
-static bool obs_exact(VM *vm, QCtx *q, const SvTerm *t, int n, double *e, double *e2,
-                      const Node *site)
+static bool obs_exact(VM *vm, QCtx *q, const SvTerm *t, int n, Moments *mo, const Node *site)
 {
     char err[256];
+    double *e = &mo->e, *e2 = &mo->e2;
     if (!q->dm) {
         *e = sv_obs_expval(q->s, t, n, err, sizeof err);
         double v = isnan(*e) ? NAN : sv_obs_var(q->s, t, n, err, sizeof err);
@@ -510,13 +526,13 @@ static bool obs_exact(VM *vm, QCtx *q, const SvTerm *t, int n, double *e, double
 
 /* <O> and <O^2> (want_sq) as the device measures them: exact, or
  * estimated from its shots. */
-static bool obs_moments(VM *vm, QCtx *q, const SvTerm *t, int n, bool want_sq, double *e,
-                        double *e2, const Node *site)
+static bool obs_moments(VM *vm, QCtx *q, const SvTerm *t, int n, const MomentAsk *ask, Moments *m)
 {
     SvPauli *pw = pauli_of(t, n);
     size_t shots = (size_t)q->shots;
-    *e2 = 0;
-    const char *fn = want_sq ? "var" : "expval";
+    m->e2 = 0;
+    const char *fn = ask->who;
+    const Node *site = ask->site;
     if (q->ds && !pw) { /* a distributed state (qdist.h): Pauli words and their sums */
         vm_error(vm, site,
                  "%s(): a Hermitian or Projector observable is not available on a distributed "
@@ -525,18 +541,20 @@ static bool obs_moments(VM *vm, QCtx *q, const SvTerm *t, int n, bool want_sq, d
         return false;
     }
     if (pw && shots) { /* the execution's shots */
-        bool ok = words_from_shots(vm, q, pw, n, want_sq, e, e2, fn, site);
+        bool ok = words_from_shots(vm, q, pw, n, ask, m);
         free(pw);
         return ok;
     }
     if (pw) { /* the simulator's Pauli kernels: <O>, and <O^2> as the sum O^2 */
         char de[256];
-        int rc = q->sim.be->expval(&q->sim, pw, n, shots, &q->rng, e, de, sizeof de);
-        if (!rc && want_sq) {
+        QbRead rq = { .terms = pw, .nterms = n, .shots = shots, .rng = &q->rng };
+        int rc = q->sim.be->expval(&q->sim, &rq, &m->e, de, sizeof de);
+        if (!rc && ask->want_sq) {
             SvPauli *sq = NULL;
             int nsq = sv_pauli_square(pw, n, &sq);
+            QbRead rq2 = { .terms = sq, .nterms = nsq, .shots = shots, .rng = &q->rng };
             rc = nsq < 0 ? (snprintf(de, sizeof de, "out of memory"), -1)
-                         : q->sim.be->expval(&q->sim, sq, nsq, shots, &q->rng, e2, de, sizeof de);
+                         : q->sim.be->expval(&q->sim, &rq2, &m->e2, de, sizeof de);
             free(sq);
         }
         free(pw);
@@ -546,8 +564,8 @@ static bool obs_moments(VM *vm, QCtx *q, const SvTerm *t, int n, bool want_sq, d
         }
         return true;
     }
-    if (shots) return obs_shots(vm, q, t, n, (long)shots, e, e2, site);
-    return obs_exact(vm, q, t, n, e, e2, site);
+    if (shots) return obs_shots(vm, q, t, n, m, site);
+    return obs_exact(vm, q, t, n, m, site);
 }
 
 Value bi_expval(VM *vm, Args *a)
@@ -564,12 +582,12 @@ Value bi_expval(VM *vm, Args *a)
         rec_meas(q, l2, ws, nw);
         rec_meas_mat(q, t, n);
     }
-    double e, e2;
-    if (!obs_moments(vm, q, t, n, false, &e, &e2, a->site)) {
+    Moments m;
+    if (!obs_moments(vm, q, t, n, &(MomentAsk){ false, "expval", a->site }, &m)) {
         sv_terms_free(t, n);
         return v_exc();
     }
-    Value r = q->grec ? qrec_expval(vm, q->grec, t, n, e, a->site) : v_num(e);
+    Value r = q->grec ? qrec_expval(vm, q->grec, t, n, m.e, a->site) : v_num(m.e);
     sv_terms_free(t, n);
     return r;
 }
@@ -595,31 +613,32 @@ Value bi_var(VM *vm, Args *a)
     }
     SvPauli *pw = q->grec ? NULL : pauli_of(t, n);
     if (pw && q->shots) { /* the variance of the execution's shots' eigenvalues */
-        double e, e2;
-        bool ok = words_from_shots(vm, q, pw, n, true, &e, &e2, "var", a->site);
+        Moments m;
+        bool ok = words_from_shots(vm, q, pw, n, &(MomentAsk){ true, "var", a->site }, &m);
         free(pw);
         sv_terms_free(t, n);
         if (!ok) return v_exc();
-        double v = e2 - e * e;
+        double v = m.e2 - m.e * m.e;
         return v_num(v < 0 ? 0 : v);
     }
     if (pw) { /* the Pauli kernels' own variance (one pass) */
         double v;
         char de[256];
-        int rc = q->sim.be->var(&q->sim, pw, n, (size_t)q->shots, &q->rng, &v, de, sizeof de);
+        QbRead rq = { .terms = pw, .nterms = n, .shots = (size_t)q->shots, .rng = &q->rng };
+        int rc = q->sim.be->var(&q->sim, &rq, &v, de, sizeof de);
         free(pw);
         sv_terms_free(t, n);
         if (rc) return vm_error(vm, a->site, "var(): %s", de);
         return v_num(v);
     }
     /* a differentiated run follows <O> and <O^2> */
-    double e, e2;
-    if (!obs_moments(vm, q, t, n, true, &e, &e2, a->site)) {
+    Moments m;
+    if (!obs_moments(vm, q, t, n, &(MomentAsk){ true, "var", a->site }, &m)) {
         sv_terms_free(t, n);
         return v_exc();
     }
-    double v = e2 - e * e;
-    Value r = q->grec ? qrec_var(vm, q->grec, t, n, e, e2, a->site) : v_num(v < 0 ? 0 : v);
+    double v = m.e2 - m.e * m.e;
+    Value r = q->grec ? qrec_var(vm, q->grec, t, n, m.e, m.e2, a->site) : v_num(v < 0 ? 0 : v);
     sv_terms_free(t, n);
     return r;
 }
@@ -705,8 +724,11 @@ Value bi_probs(VM *vm, Args *a)
         memset(out, 0, shape[0] * sizeof(double));
         for (long i = 0; i < q->shots; i++) out[index_on_wires(idx[i], q->nq, rw, outw)] += 1;
         for (size_t j = 0; j < shape[0]; j++) out[j] /= (double)q->shots;
-    } else if (q->sim.be->probs(&q->sim, ws, nw, (size_t)q->shots, &q->rng, out, e2, sizeof e2) !=
-               0) {
+    } else if (q->sim.be->probs(
+                   &q->sim,
+                   &(QbRead){
+                       .wires = ws, .nwires = nw, .shots = (size_t)q->shots, .rng = &q->rng },
+                   out, e2, sizeof e2) != 0) {
         ar_free(r);
         return vm_error_from(vm, a->site, "probs()", e2);
     }

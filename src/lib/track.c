@@ -877,7 +877,9 @@ static bool tarr_setindex(VM *vm, Value target, int nidx, const Value *idx, Valu
         }
     }
     AdNode n = AD_ERR;
-    if (ok) n = ad_setitems(tape(vm), o->n, ar_ndim(o->a), ar_shape(o->a), V.n, np, pos, vmp);
+    if (ok)
+        n = ad_setitems(tape(vm), o->n, ar_ndim(o->a), ar_shape(o->a), V.n,
+                        &(AdScatter){ np, pos, vmp });
     free(pos);
     free(vmp);
     ar_free(io);

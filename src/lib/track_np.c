@@ -184,7 +184,7 @@ static Value b_diag(VM *vm, Args *a)
             }
         }
         AdNode nd = ps && vm_ ? ad_setitems(tape(vm), AD_NONE, ar_ndim(out), ar_shape(out), A.n,
-                                            cnt, ps, vm_)
+                                            &(AdScatter){ cnt, ps, vm_ })
                               : AD_ERR;
         free(ps);
         free(vm_);

@@ -267,11 +267,38 @@ static cplx bilinear(const SvState *s, const cplx *bra, const cplx *ket, const G
     return g->c * ipow[g->ny & 3] * (re + I * im);
 }
 
-/* <bra| G |ket> for a dense generator on the op's wires (controls first). */
-static int dense_bilinear(const SvState *s, const cplx *bra, const cplx *ket, const SvOp *op, int p,
-                          cplx *G, cplx *out, char *err, size_t errlen)
+/* One backward sweep's working state: the spec; psi, the state after the
+   gates not yet undone (the caller's copy or its own); per observable its
+   bra lam[j], active once the sweep has reached the place it is measured;
+   the scratch for a dense generator, G with gcap entries, grown to the
+   widest gate that needed one (a 1-wire gate's is 64 bytes, not
+   SV_MAX_DENSE's 16 MiB); and out, the derivatives (adjoint's layout). */
+typedef struct Sweep {
+    const SvAdjointSpec *sp;
+    SvState *psi;
+    SvState *lam;
+    uint8_t *active;
+    cplx *G;
+    size_t gcap;
+    double *out;
+    char *err;
+    size_t errlen;
+} Sweep;
+
+/* <bra| G |psi> for the dense generator of parameter p of op (on its
+   wires, controls first), in w's scratch. */
+static int dense_bilinear(Sweep *w, const cplx *bra, const SvOp *op, int p, cplx *out)
 {
-    if (sv_generator(op, p, G, err, errlen) != 0) return -1;
+    const SvState *s = w->psi;
+    int kg = op->nctrl + op->nwires;
+    size_t gd = (size_t)1 << (kg < SV_MAX_DENSE ? kg : SV_MAX_DENSE);
+    if (gd * gd > w->gcap) { /* (a wider gate is refused by sv_generator) */
+        cplx *ng = realloc(w->G, gd * gd * sizeof(cplx));
+        if (!ng) return sv_err(w->err, w->errlen, SV_E_NOMEM, "adjoint");
+        w->G = ng;
+        w->gcap = gd * gd;
+    }
+    if (sv_generator(op, p, w->G, w->err, w->errlen) != 0) return -1;
     SvTerm t;
     memset(&t, 0, sizeof t);
     t.coeff = 1;
@@ -279,13 +306,11 @@ static int dense_bilinear(const SvState *s, const cplx *bra, const cplx *ket, co
     t.k = op->nctrl + op->nwires;
     for (int i = 0; i < op->nctrl; i++) t.wires[i] = op->ctrl[i];
     for (int i = 0; i < op->nwires; i++) t.wires[op->nctrl + i] = op->wires[i];
-    t.m = G;
-    /* G ket into a buffer, then the inner product */
+    t.m = w->G;
+    /* G psi into a buffer, then the inner product */
     cplx *tmp = aligned_alloc(64, ((s->dim * sizeof(cplx)) + 63) & ~(size_t)63);
-    if (!tmp) return sv_err(err, errlen, SV_E_NOMEM, "adjoint");
-    SvState ks = *s;
-    ks.amp = (cplx *)ket;
-    if (sv_obs_apply(&ks, &t, 1, tmp, err, errlen) != 0) {
+    if (!tmp) return sv_err(w->err, w->errlen, SV_E_NOMEM, "adjoint");
+    if (sv_obs_apply(s, &t, 1, tmp, w->err, w->errlen) != 0) {
         free(tmp);
         return -1;
     }
@@ -293,6 +318,28 @@ static int dense_bilinear(const SvState *s, const cplx *bra, const cplx *ket, co
     for (uint64_t i = 0; i < s->dim; i++) z += conj(bra[i]) * tmp[i];
     free(tmp);
     *out = z;
+    return 0;
+}
+
+/* The derivatives of every active observable in the wanted parameters
+   (bits wb) of gate k - 1, op, with psi and the bras before it. */
+static int gate_derivs(Sweep *w, const SvOp *op, int k, uint8_t wb)
+{
+    size_t slots = (size_t)w->sp->nops * 3;
+    Gen g;
+    for (int p = 0; p < op->nparams && p < 3; p++) {
+        if (!((wb >> p) & 1)) continue;
+        int fast = fast_gen(op, p, w->psi->nq, &g);
+        for (int j = 0; j < w->sp->nobs; j++) {
+            if (!w->active[j]) continue;
+            cplx z = 0;
+            if (fast)
+                z = bilinear(w->psi, w->lam[j].amp, w->psi->amp, &g);
+            else if (dense_bilinear(w, w->lam[j].amp, op, p, &z) != 0)
+                return -1;
+            w->out[(size_t)j * slots + (size_t)(k - 1) * 3 + (size_t)p] = -2 * cimag(z);
+        }
+    }
     return 0;
 }
 
@@ -314,11 +361,14 @@ static int state_like(const SvState *final, SvState *s)
 }
 
 /* Why: the sweep runs on psi in place (the caller's copy or its own). */
-static int adjoint_sweep(SvState *psi, const SvOp *ops, int nops, const uint8_t *want, int nobs,
-                         const SvTerm *const *obs, const int *nterms, const int *pos, double *out,
-                         char *err, size_t errlen)
+static int adjoint_sweep(SvState *psi, const SvAdjointSpec *sp, double *out, char *err,
+                         size_t errlen)
 {
     const char *name = "adjoint";
+    const SvOp *ops = sp->ops;
+    int nops = sp->nops, nobs = sp->nobs;
+    const uint8_t *want = sp->want;
+    const int *pos = sp->pos;
     size_t slots = (size_t)nops * 3;
     sv_assert(nops >= 0 && nobs >= 0 && psi && psi->amp);
     /* each observable is measured after some prefix of the circuit, 0..nops gates */
@@ -330,11 +380,12 @@ static int adjoint_sweep(SvState *psi, const SvOp *ops, int nops, const uint8_t 
         uint8_t w = want ? want[k] : (uint8_t)((1u << ops[k].nparams) - 1);
         if (w & ((1u << ops[k].nparams) - 1)) first = k;
     }
-    SvState *lam = calloc((size_t)nobs, sizeof(SvState));
-    uint8_t *active = calloc((size_t)nobs, 1);
-    cplx *G = NULL; /* a dense generator, when a gate needs one: as large as the widest
-                       such gate (a 1-wire gate's is 64 bytes, not SV_MAX_DENSE's 16 MiB) */
-    size_t gcap = 0;
+    Sweep sw = {
+        sp,  psi,   calloc((size_t)nobs, sizeof(SvState)), calloc((size_t)nobs, 1), NULL, 0, out,
+        err, errlen
+    };
+    SvState *lam = sw.lam;
+    uint8_t *active = sw.active;
     int rc = 0;
     if (!lam || !active) rc = sv_err(err, errlen, SV_E_NOMEM, name);
     for (int j = 0; j < nobs && rc == 0; j++)
@@ -343,7 +394,8 @@ static int adjoint_sweep(SvState *psi, const SvOp *ops, int nops, const uint8_t 
         /* psi is the state after k gates: bras of the observables measured here */
         for (int j = 0; j < nobs && rc == 0; j++)
             if ((pos ? pos[j] : nops) == k) {
-                if (sv_obs_apply(psi, obs[j], nterms[j], lam[j].amp, err, errlen) != 0) rc = -1;
+                if (sv_obs_apply(psi, sp->obs[j], sp->nterms[j], lam[j].amp, err, errlen) != 0)
+                    rc = -1;
                 active[j] = 1;
             }
         if (rc) break;
@@ -368,77 +420,47 @@ static int adjoint_sweep(SvState *psi, const SvOp *ops, int nops, const uint8_t 
         }
         for (int j = 0; j < nobs && rc == 0; j++)
             if (active[j] && sv_apply(&lam[j], &inv, err, errlen) != 0) rc = -1;
-        for (int p = 0; p < op->nparams && p < 3 && rc == 0 && !after; p++) {
-            if (!((w >> p) & 1)) continue;
-            int fast = fast_gen(op, p, psi->nq, &g);
-            for (int j = 0; j < nobs && rc == 0; j++) {
-                if (!active[j]) continue;
-                cplx z = 0;
-                if (fast)
-                    z = bilinear(psi, lam[j].amp, psi->amp, &g);
-                else {
-                    int kg = op->nctrl + op->nwires;
-                    size_t gd = (size_t)1 << (kg < SV_MAX_DENSE ? kg : SV_MAX_DENSE);
-                    if (gd * gd > gcap) { /* (a wider gate is refused by sv_generator) */
-                        cplx *ng = realloc(G, gd * gd * sizeof(cplx));
-                        if (!ng) {
-                            rc = sv_err(err, errlen, SV_E_NOMEM, name);
-                            break;
-                        }
-                        G = ng;
-                        gcap = gd * gd;
-                    }
-                    if (dense_bilinear(psi, lam[j].amp, psi->amp, op, p, G, &z, err, errlen) != 0) {
-                        rc = -1;
-                        break;
-                    }
-                }
-                out[(size_t)j * slots + (size_t)(k - 1) * 3 + (size_t)p] = -2 * cimag(z);
-            }
-        }
+        if (rc == 0 && !after) rc = gate_derivs(&sw, op, k, w);
     }
     for (int j = 0; j < nobs && lam; j++) sv_free(&lam[j]);
     free(lam);
     free(active);
-    free(G);
+    free(sw.G);
     return rc;
 }
 
-static int adjoint_check(const SvState *final, int nops, const SvOp *ops, int nobs,
-                         const SvTerm *const *obs, const int *nterms, const int *pos, double *out,
-                         char *err, size_t errlen)
+static int adjoint_check(const SvState *final, const SvAdjointSpec *sp, double *out, char *err,
+                         size_t errlen)
 {
     const char *name = "adjoint";
+    int nops = sp->nops, nobs = sp->nobs;
     if (!final || !final->amp) return sv_err(err, errlen, SV_E_NOSTATE, name);
-    if (nops < 0 || nobs < 0 || (nops && !ops) || (nobs && (!obs || !nterms)) || !out)
+    if (nops < 0 || nobs < 0 || (nops && !sp->ops) || (nobs && (!sp->obs || !sp->nterms)) || !out)
         return sv_err(err, errlen, SV_E_NOMAT, name);
     memset(out, 0, (size_t)nobs * (size_t)nops * 3 * sizeof(double));
     for (int j = 0; j < nobs; j++) {
-        int at = pos ? pos[j] : nops;
+        int at = sp->pos ? sp->pos[j] : nops;
         if (at < 0 || at > nops) return sv_err(err, errlen, E_NOBS, j, at, nops);
     }
     return 0;
 }
 
-int sv_adjoint(const SvState *final, const SvOp *ops, int nops, const uint8_t *want, int nobs,
-               const SvTerm *const *obs, const int *nterms, const int *pos, double *out, char *err,
-               size_t errlen)
+int sv_adjoint(const SvState *final, const SvAdjointSpec *sp, double *out, char *err, size_t errlen)
 {
-    if (adjoint_check(final, nops, ops, nobs, obs, nterms, pos, out, err, errlen) != 0) return -1;
-    if (nobs == 0) return 0;
+    if (adjoint_check(final, sp, out, err, errlen) != 0) return -1;
+    if (sp->nobs == 0) return 0;
     SvState psi;
     if (state_like(final, &psi) != 0) return sv_err(err, errlen, SV_E_NOMEM, "adjoint");
     memcpy(psi.amp, final->amp, final->dim * sizeof(cplx));
-    int rc = adjoint_sweep(&psi, ops, nops, want, nobs, obs, nterms, pos, out, err, errlen);
+    int rc = adjoint_sweep(&psi, sp, out, err, errlen);
     sv_free(&psi);
     return rc;
 }
 
-int sv_adjoint_inplace(SvState *final, const SvOp *ops, int nops, const uint8_t *want, int nobs,
-                       const SvTerm *const *obs, const int *nterms, const int *pos, double *out,
-                       char *err, size_t errlen)
+int sv_adjoint_inplace(SvState *final, const SvAdjointSpec *sp, double *out, char *err,
+                       size_t errlen)
 {
-    if (adjoint_check(final, nops, ops, nobs, obs, nterms, pos, out, err, errlen) != 0) return -1;
-    if (nobs == 0) return 0;
-    return adjoint_sweep(final, ops, nops, want, nobs, obs, nterms, pos, out, err, errlen);
+    if (adjoint_check(final, sp, out, err, errlen) != 0) return -1;
+    if (sp->nobs == 0) return 0;
+    return adjoint_sweep(final, sp, out, err, errlen);
 }

@@ -43,25 +43,24 @@ static int sv_b_reset(QbDev *d, int wire, Rng *r, char *err, size_t errlen)
     d->changes++;
     return sv_measure(sv_of(d), wire, 1, r, err, errlen);
 }
-static int sv_b_expval(QbDev *d, const SvPauli *t, int n, size_t shots, Rng *r, double *out,
-                       char *err, size_t errlen)
+static int sv_b_expval(QbDev *d, const QbRead *rq, double *out, char *err, size_t errlen)
 {
     (void)err;
     (void)errlen;
-    *out = shots ? sv_expval_shots(sv_of(d), t, n, shots, r) : sv_expval(sv_of(d), t, n);
+    *out = rq->shots ? sv_expval_shots(sv_of(d), rq->terms, rq->nterms, rq->shots, rq->rng)
+                     : sv_expval(sv_of(d), rq->terms, rq->nterms);
     return 0;
 }
-static int sv_b_var(QbDev *d, const SvPauli *t, int n, size_t shots, Rng *r, double *out, char *err,
-                    size_t errlen)
+static int sv_b_var(QbDev *d, const QbRead *rq, double *out, char *err, size_t errlen)
 {
-    *out = shots ? sv_var_shots(sv_of(d), t, n, shots, r) : sv_var(sv_of(d), t, n);
+    *out = rq->shots ? sv_var_shots(sv_of(d), rq->terms, rq->nterms, rq->shots, rq->rng)
+                     : sv_var(sv_of(d), rq->terms, rq->nterms);
     return isnan(*out) ? qh_errf(err, errlen, "out of memory") : 0;
 }
-static int sv_b_probs(QbDev *d, const int *wires, int nw, size_t shots, Rng *r, double *out,
-                      char *err, size_t errlen)
+static int sv_b_probs(QbDev *d, const QbRead *rq, double *out, char *err, size_t errlen)
 {
-    if (sv_probs(sv_of(d), wires, nw, out, err, errlen) != 0) return -1;
-    if (shots) sv_probs_shots(sv_of(d), wires, nw, shots, r, out);
+    if (sv_probs(sv_of(d), rq->wires, rq->nwires, out, err, errlen) != 0) return -1;
+    if (rq->shots) sv_probs_shots(sv_of(d), rq->wires, rq->nwires, rq->shots, rq->rng, out);
     return 0;
 }
 static int sv_b_sample(QbDev *d, size_t shots, Rng *r, uint64_t *out, char *err, size_t errlen)
@@ -160,25 +159,24 @@ static int dm_b_reset(QbDev *d, int wire, Rng *r, char *err, size_t errlen)
     cplx k[8] = { 1, 0, 0, 0, 0, 1, 0, 0 };
     return dm_apply_kraus(dm_of(d), &wire, 1, 2, k, err, errlen);
 }
-static int dm_b_expval(QbDev *d, const SvPauli *t, int n, size_t shots, Rng *r, double *out,
-                       char *err, size_t errlen)
+static int dm_b_expval(QbDev *d, const QbRead *rq, double *out, char *err, size_t errlen)
 {
     (void)err;
     (void)errlen;
-    *out = shots ? dm_expval_shots(dm_of(d), t, n, shots, r) : dm_expval(dm_of(d), t, n);
+    *out = rq->shots ? dm_expval_shots(dm_of(d), rq->terms, rq->nterms, rq->shots, rq->rng)
+                     : dm_expval(dm_of(d), rq->terms, rq->nterms);
     return 0;
 }
-static int dm_b_var(QbDev *d, const SvPauli *t, int n, size_t shots, Rng *r, double *out, char *err,
-                    size_t errlen)
+static int dm_b_var(QbDev *d, const QbRead *rq, double *out, char *err, size_t errlen)
 {
-    *out = shots ? dm_var_shots(dm_of(d), t, n, shots, r) : dm_var(dm_of(d), t, n);
+    *out = rq->shots ? dm_var_shots(dm_of(d), rq->terms, rq->nterms, rq->shots, rq->rng)
+                     : dm_var(dm_of(d), rq->terms, rq->nterms);
     return isnan(*out) ? qh_errf(err, errlen, "out of memory") : 0;
 }
-static int dm_b_probs(QbDev *d, const int *wires, int nw, size_t shots, Rng *r, double *out,
-                      char *err, size_t errlen)
+static int dm_b_probs(QbDev *d, const QbRead *rq, double *out, char *err, size_t errlen)
 {
-    if (dm_probs(dm_of(d), wires, nw, out, err, errlen) != 0) return -1;
-    if (shots) dm_probs_shots(dm_of(d), wires, nw, shots, r, out);
+    if (dm_probs(dm_of(d), rq->wires, rq->nwires, out, err, errlen) != 0) return -1;
+    if (rq->shots) dm_probs_shots(dm_of(d), rq->wires, rq->nwires, rq->shots, rq->rng, out);
     return 0;
 }
 static int dm_b_sample(QbDev *d, size_t shots, Rng *r, uint64_t *out, char *err, size_t errlen)

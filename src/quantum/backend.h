@@ -25,6 +25,21 @@
 
 typedef struct QbDev QbDev;
 
+/* One readout asked of a simulator (the expval, var and probs slots, and
+ * qdist's): what is read, the Pauli sum terms[0..nterms) (expval, var) or
+ * the wires[0..nwires) (probs; none: every wire, in order), and how:
+ * exactly (shots 0) or estimated from shots draws of rng, the call's
+ * generator (then non-NULL; an exact read draws nothing from it). The
+ * request is the caller's and only read; the slot never keeps it. */
+typedef struct QbRead {
+    const SvPauli *terms;
+    int nterms;
+    const int *wires;
+    int nwires;
+    size_t shots;
+    Rng *rng;
+} QbRead;
+
 typedef struct QBackend {
     const char *name;
     int (*apply)(QbDev *d, const SvOp *op, char *err, size_t errlen);
@@ -34,12 +49,11 @@ typedef struct QBackend {
     /* a wire back to |0> (qasm's reset): the reset channel where the state
        is mixed, else a measurement with reset */
     int (*reset)(QbDev *d, int wire, Rng *r, char *err, size_t errlen);
-    int (*expval)(QbDev *d, const SvPauli *t, int n, size_t shots, Rng *r, double *out, char *err,
-                  size_t errlen);
-    int (*var)(QbDev *d, const SvPauli *t, int n, size_t shots, Rng *r, double *out, char *err,
-               size_t errlen);
-    int (*probs)(QbDev *d, const int *wires, int nw, size_t shots, Rng *r, double *out, char *err,
-                 size_t errlen);
+    /* the readouts: rq's Pauli sum (expval, var) or wires (probs), exact or
+       from rq's shots; out: one value (expval, var) or 2^nw probabilities */
+    int (*expval)(QbDev *d, const QbRead *rq, double *out, char *err, size_t errlen);
+    int (*var)(QbDev *d, const QbRead *rq, double *out, char *err, size_t errlen);
+    int (*probs)(QbDev *d, const QbRead *rq, double *out, char *err, size_t errlen);
     int (*sample)(QbDev *d, size_t shots, Rng *r, uint64_t *out, char *err, size_t errlen);
     int (*sample_pauli)(QbDev *d, const SvPauli *w, size_t shots, Rng *r, double *out, char *err,
                         size_t errlen);

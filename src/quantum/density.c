@@ -86,17 +86,16 @@ int dm_set_matrix(DmState *d, const cplx *m, char *err, size_t errlen)
 
 /* Why: the vector has 2n wires, so sv_apply alone would accept wire n;
    the wires are checked against rho's n wires first, in sv_apply's words. */
-static int check_range(const DmState *d, const char *name, const int *w, int nw, const int *c,
-                       int nc, char *err, size_t errlen)
+static int check_range(const DmState *d, const SvWires *ws, char *err, size_t errlen)
 {
-    for (int i = 0; i < nw; i++)
-        if (w[i] < 0 || w[i] >= d->n)
-            return qh_errf(err, errlen, "%s: wire %d out of range for a %d-wire device", name, w[i],
-                           d->n);
-    for (int i = 0; i < nc; i++)
-        if (c[i] < 0 || c[i] >= d->n)
+    for (int i = 0; i < ws->nw; i++)
+        if (ws->w[i] < 0 || ws->w[i] >= d->n)
+            return qh_errf(err, errlen, "%s: wire %d out of range for a %d-wire device", ws->name,
+                           ws->w[i], d->n);
+    for (int i = 0; i < ws->nc; i++)
+        if (ws->c[i] < 0 || ws->c[i] >= d->n)
             return qh_errf(err, errlen, "%s: control wire %d out of range for a %d-wire device",
-                           name, c[i], d->n);
+                           ws->name, ws->c[i], d->n);
     return 0;
 }
 
@@ -262,7 +261,8 @@ int dm_apply(DmState *d, const SvOp *op, char *err, size_t errlen)
     if (!info) return qh_errf(err, errlen, "unknown gate %d", (int)op->gate);
     if (op->nwires < 0 || op->nwires > SV_MAX_WIRES || op->nctrl < 0 || op->nctrl > SV_MAX_WIRES)
         return sv_apply(&d->v, op, err, errlen); /* its message */
-    if (check_range(d, info->name, op->wires, op->nwires, op->ctrl, op->nctrl, err, errlen))
+    if (check_range(d, &(SvWires){ info->name, op->wires, op->nwires, op->ctrl, op->nctrl }, err,
+                    errlen))
         return -1;
     if (op->nctrl == 0 && op->nwires == 1 && info->nwires == 1 && op->gate != SV_QUBITUNITARY &&
         op->gate != SV_BASISSTATE) {
@@ -306,7 +306,7 @@ static int apply_pairs(DmState *d, const int *wires, int k, PairSet ps, char *er
     if (k > DM_MAX_KRAUS_WIRES)
         return qh_errf(err, errlen, "%s: at most %d wires, got %d", name, DM_MAX_KRAUS_WIRES, k);
     if (np < 1 || !a || !b) return qh_errf(err, errlen, "%s: no Kraus matrices", name);
-    if (check_range(d, name, wires, k, NULL, 0, err, errlen)) return -1;
+    if (check_range(d, &(SvWires){ name, wires, k, NULL, 0 }, err, errlen)) return -1;
     if (check_distinct(name, wires, k, err, errlen)) return -1;
     size_t dd = (size_t)1 << k, D = dd * dd;
     qh_assert(k <= d->n); /* distinct wires of rho's row side */
@@ -355,6 +355,7 @@ int dm_apply_channel(DmState *d, DmChannel ch, const double *params, int wire, c
     int nk;
     if (dm_channel_kraus(ch, params, k, &nk, err, errlen) != 0) return -1;
     const DmChannelInfo *info = dm_channel_info(ch);
-    if (d && d->v.amp && check_range(d, info->name, &wire, 1, NULL, 0, err, errlen)) return -1;
+    if (d && d->v.amp && check_range(d, &(SvWires){ info->name, &wire, 1, NULL, 0 }, err, errlen))
+        return -1;
     return dm_apply_kraus(d, &wire, 1, nk, k, err, errlen);
 }

@@ -268,15 +268,27 @@ static int op_moves_only(const SvOp *op)
     }
 }
 
+/* svc_flush's view of the queued gates while it cuts them into passes:
+   per gate its bits (mask), the bits a pass must hold for it (need; in
+   exact mode the controls are predicates outside it) and whether it has
+   run (done); take gets the indices of the gates the next pass runs. */
+typedef struct PassQueue {
+    const uint64_t *mask, *need;
+    const unsigned char *done;
+    int *take;
+} PassQueue;
+
 /* Why: a pass takes, in order, the gates that fit one chunk's bit set.
    A gate left for a later pass is passed by a later gate only when the
    two commute exactly: disjoint bits and (exact mode, the default) one
    of them only moves amplitudes; in the dense mode (max_block >= 1, not
-   exact anyway) any two on disjoint bits. Fills take[] with their
+   exact anyway) any two on disjoint bits. Fills pq->take with their
    indices; returns their number and the set in *set. */
-static int select_pass(const SvCirc *c, const uint64_t *mask, const uint64_t *need,
-                       const unsigned char *done, int nq, int cbits, int *take, uint64_t *set)
+static int select_pass(const SvCirc *c, const PassQueue *pq, int nq, int cbits, uint64_t *set)
 {
+    const uint64_t *mask = pq->mask, *need = pq->need;
+    const unsigned char *done = pq->done;
+    int *take = pq->take;
     uint64_t all = nq >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << nq) - 1;
     uint64_t S = nq <= cbits ? all : ((uint64_t)1 << c->cfg.low_bits) - 1, B = 0;
     int exact = c->cfg.max_block < 1, left_computes = 0, n = 0;
@@ -760,7 +772,8 @@ int svc_flush(SvCirc *c, SvState *s, char *err, size_t errlen)
     int left = n;
     while (left > 0) {
         uint64_t set;
-        int nt = select_pass(c, mask, need, done, nq, c->cfg.chunk_bits, take, &set);
+        PassQueue pq = { mask, need, done, take };
+        int nt = select_pass(c, &pq, nq, c->cfg.chunk_bits, &set);
         if (nt == 0) { /* the first op left is wider than a chunk: alone, on the state */
             int i = 0;
             while (done[i]) i++;

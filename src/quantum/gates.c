@@ -96,9 +96,11 @@ static const char *wire_list(char *buf, size_t len, const int *w, int n)
 
 /* Why: wires are where user input most often goes wrong; the message
    names the gate and the offending wire. nq < 0: no device to check. */
-static int check_wires(const char *name, const int *w, int n, const int *c, int nc, int nq,
-                       char *err, size_t errlen)
+static int check_wires(const SvWires *ws, int nq, char *err, size_t errlen)
 {
+    const char *name = ws->name;
+    const int *w = ws->w, *c = ws->c;
+    int n = ws->nw, nc = ws->nc;
     for (int i = 0; i < n; i++) {
         if (w[i] < 0 && nq < 0) return sv_err(err, errlen, SV_E_NEGWIRE, name, w[i]);
         if (w[i] < 0 || (nq >= 0 && w[i] >= nq))
@@ -179,7 +181,9 @@ static const SvGateInfo *check_op(const SvOp *op, int nq, char *err, size_t errl
             sv_err(err, errlen, SV_E_NOTFINITE, name, i + 1);
             return NULL;
         }
-    if (check_wires(name, op->wires, op->nwires, op->ctrl, op->nctrl, nq, err, errlen)) return NULL;
+    if (check_wires(&(SvWires){ name, op->wires, op->nwires, op->ctrl, op->nctrl }, nq, err,
+                    errlen))
+        return NULL;
     if (op->gate == SV_QUBITUNITARY) {
         int k = op->nwires;
         if (k > SV_MAX_DENSE) {
@@ -260,208 +264,204 @@ static cplx ex(double a, double x, int d)
 /* A constant entry, or its derivative (0). */
 static double one(int d) { return d ? 0.0 : 1.0; }
 
-/* Why: the single definition of every gate's matrix (PennyLane's, wire
-   order as given, first wire = MSB), or of its derivative in params[dp]
-   (dp >= 0). u has 2^nwires x 2^nwires entries. */
-static void base_matrix(const SvOp *op, int dp, cplx *u)
+/* The value of one matrix entry: a constant, or one of the forms a
+   one-parameter gate's entries take in its Trig t and e^{i a p0}. */
+typedef enum EntryKind {
+    V_K,   /* the constant re + i im */
+    V_C,   /* t.c */
+    V_S,   /* t.s */
+    V_NS,  /* -t.s */
+    V_IS,  /* i t.s */
+    V_NIS, /* -i t.s */
+    V_ONE, /* t.one: 1, or its derivative 0 */
+    V_EXN, /* e^{-i p0 / 2} (or its derivative) */
+    V_EXP, /* e^{i p0 / 2} */
+    V_EX1, /* e^{i p0} */
+} EntryKind;
+
+/* One nonzero entry of a gate's matrix: its row, column and value. */
+typedef struct MatEntry {
+    unsigned char r, c, v; /* v: an EntryKind */
+    double re, im;         /* V_K's value */
+} MatEntry;
+
+/* The matrix of one gate (or its derivative in params[dp]): what fill
+   writes first (NULL: nothing), then the entries e[0..n), each written
+   over what is there; everything else is 0. */
+typedef struct GateMatrix {
+    void (*fill)(const SvOp *op, int dp, const Trig *t, cplx *u, size_t d);
+    int n;
+    MatEntry e[8];
+} GateMatrix;
+
+/* RZ(omega) RY(theta) RZ(phi) */
+static void fill_rot(const SvOp *op, int dp, const Trig *t, cplx *u, size_t d)
 {
-    int k = op->nwires;
-    size_t d = (size_t)1 << k;
-    memset(u, 0, d * d * sizeof(cplx));
+    (void)t;
     const double *p = op->params;
     int d0 = dp == 0, d1 = dp == 1, d2 = dp == 2;
-    const double r2 = M_SQRT1_2;
-    Trig t = trig(op->nparams ? p[0] : 0, d0);
-#define U(r, c) u[(size_t)(r)*d + (c)]
-    switch (op->gate) {
-    case SV_IDENTITY:
-        U(0, 0) = 1;
-        U(1, 1) = 1;
-        break;
-    case SV_HADAMARD:
-        U(0, 0) = r2;
-        U(0, 1) = r2;
-        U(1, 0) = r2;
-        U(1, 1) = -r2;
-        break;
-    case SV_PAULIX:
-        U(0, 1) = 1;
-        U(1, 0) = 1;
-        break;
-    case SV_PAULIY:
-        U(0, 1) = cx(0, -1);
-        U(1, 0) = cx(0, 1);
-        break;
-    case SV_PAULIZ:
-        U(0, 0) = 1;
-        U(1, 1) = -1;
-        break;
-    case SV_S:
-        U(0, 0) = 1;
-        U(1, 1) = cx(0, 1);
-        break;
-    case SV_T:
-        U(0, 0) = 1;
-        U(1, 1) = cx(r2, r2);
-        break;
-    case SV_SX:
-        U(0, 0) = cx(0.5, 0.5);
-        U(0, 1) = cx(0.5, -0.5);
-        U(1, 0) = cx(0.5, -0.5);
-        U(1, 1) = cx(0.5, 0.5);
-        break;
-    case SV_RX:
-        U(0, 0) = t.c;
-        U(0, 1) = cx(0, -t.s);
-        U(1, 0) = cx(0, -t.s);
-        U(1, 1) = t.c;
-        break;
-    case SV_RY:
-        U(0, 0) = t.c;
-        U(0, 1) = -t.s;
-        U(1, 0) = t.s;
-        U(1, 1) = t.c;
-        break;
-    case SV_RZ:
-        U(0, 0) = ex(-0.5, p[0], d0);
-        U(1, 1) = ex(0.5, p[0], d0);
-        break;
-    case SV_PHASESHIFT:
-        U(0, 0) = one(d0);
-        U(1, 1) = ex(1, p[0], d0);
-        break;
-    case SV_ROT: { /* RZ(omega) RY(theta) RZ(phi) */
-        Trig th = trig(p[1], d1);
-        U(0, 0) = ex(-0.5, p[0], d0) * ex(-0.5, p[2], d2) * th.c;
-        U(0, 1) = -ex(0.5, p[0], d0) * ex(-0.5, p[2], d2) * th.s;
-        U(1, 0) = ex(-0.5, p[0], d0) * ex(0.5, p[2], d2) * th.s;
-        U(1, 1) = ex(0.5, p[0], d0) * ex(0.5, p[2], d2) * th.c;
-        break;
+    Trig th = trig(p[1], d1);
+    u[0 * d + 0] = ex(-0.5, p[0], d0) * ex(-0.5, p[2], d2) * th.c;
+    u[0 * d + 1] = -ex(0.5, p[0], d0) * ex(-0.5, p[2], d2) * th.s;
+    u[1 * d + 0] = ex(-0.5, p[0], d0) * ex(0.5, p[2], d2) * th.s;
+    u[1 * d + 1] = ex(0.5, p[0], d0) * ex(0.5, p[2], d2) * th.c;
+}
+
+/* U3(theta, phi, delta) */
+static void fill_u3(const SvOp *op, int dp, const Trig *t, cplx *u, size_t d)
+{
+    const double *p = op->params;
+    int d1 = dp == 1, d2 = dp == 2;
+    u[0 * d + 0] = t->c * one(d1) * one(d2);
+    u[0 * d + 1] = -ex(1, p[2], d2) * t->s * one(d1);
+    u[1 * d + 0] = ex(1, p[1], d1) * t->s * one(d2);
+    u[1 * d + 1] = ex(1, p[1], d1) * ex(1, p[2], d2) * t->c;
+}
+
+static void fill_multirz(const SvOp *op, int dp, const Trig *t, cplx *u, size_t d)
+{
+    (void)t;
+    for (size_t i = 0; i < d; i++)
+        u[i * d + i] = ex((__builtin_popcountll(i) & 1) ? 0.5 : -0.5, op->params[0], dp == 0);
+}
+
+static void fill_unitary(const SvOp *op, int dp, const Trig *t, cplx *u, size_t d)
+{
+    (void)dp;
+    (void)t;
+    memcpy(u, op->matrix, d * d * sizeof(cplx));
+}
+
+/* the permutation that flips the wires whose bit is set */
+static void fill_basis(const SvOp *op, int dp, const Trig *t, cplx *u, size_t d)
+{
+    (void)dp;
+    (void)t;
+    int k = op->nwires;
+    size_t mask = 0;
+    for (int i = 0; i < k; i++)
+        if ((op->bits >> i) & 1) mask |= (size_t)1 << (k - 1 - i);
+    for (size_t c = 0; c < d; c++) u[(c ^ mask) * d + c] = 1;
+}
+
+/* DoubleExcitation's diagonal of t.one (its four rotated entries follow) */
+static void fill_diag_one(const SvOp *op, int dp, const Trig *t, cplx *u, size_t d)
+{
+    (void)op;
+    (void)dp;
+    for (size_t i = 0; i < d; i++) u[i * d + i] = t->one;
+}
+
+#define K(r, c, re, im)   \
+    {                     \
+        r, c, V_K, re, im \
     }
-    case SV_U3: /* (theta, phi, delta) */
-        U(0, 0) = t.c * one(d1) * one(d2);
-        U(0, 1) = -ex(1, p[2], d2) * t.s * one(d1);
-        U(1, 0) = ex(1, p[1], d1) * t.s * one(d2);
-        U(1, 1) = ex(1, p[1], d1) * ex(1, p[2], d2) * t.c;
-        break;
-    case SV_CNOT:
-        U(0, 0) = 1;
-        U(1, 1) = 1;
-        U(2, 3) = 1;
-        U(3, 2) = 1;
-        break;
-    case SV_CY:
-        U(0, 0) = 1;
-        U(1, 1) = 1;
-        U(2, 3) = cx(0, -1);
-        U(3, 2) = cx(0, 1);
-        break;
-    case SV_CZ:
-        U(0, 0) = 1;
-        U(1, 1) = 1;
-        U(2, 2) = 1;
-        U(3, 3) = -1;
-        break;
-    case SV_SWAP:
-        U(0, 0) = 1;
-        U(1, 2) = 1;
-        U(2, 1) = 1;
-        U(3, 3) = 1;
-        break;
-    case SV_ISWAP:
-        U(0, 0) = 1;
-        U(1, 2) = cx(0, 1);
-        U(2, 1) = cx(0, 1);
-        U(3, 3) = 1;
-        break;
-    case SV_CRX:
-        U(0, 0) = t.one;
-        U(1, 1) = t.one;
-        U(2, 2) = t.c;
-        U(2, 3) = cx(0, -t.s);
-        U(3, 2) = cx(0, -t.s);
-        U(3, 3) = t.c;
-        break;
-    case SV_CRY:
-        U(0, 0) = t.one;
-        U(1, 1) = t.one;
-        U(2, 2) = t.c;
-        U(2, 3) = -t.s;
-        U(3, 2) = t.s;
-        U(3, 3) = t.c;
-        break;
-    case SV_CRZ:
-        U(0, 0) = t.one;
-        U(1, 1) = t.one;
-        U(2, 2) = ex(-0.5, p[0], d0);
-        U(3, 3) = ex(0.5, p[0], d0);
-        break;
-    case SV_CPHASE:
-        U(0, 0) = t.one;
-        U(1, 1) = t.one;
-        U(2, 2) = t.one;
-        U(3, 3) = ex(1, p[0], d0);
-        break;
-    case SV_ISINGXX:
-        for (int i = 0; i < 4; i++) {
-            U(i, i) = t.c;
-            U(i, 3 - i) = cx(0, -t.s);
-        }
-        break;
-    case SV_ISINGYY:
-        for (int i = 0; i < 4; i++) U(i, i) = t.c;
-        U(0, 3) = cx(0, t.s);
-        U(1, 2) = cx(0, -t.s);
-        U(2, 1) = cx(0, -t.s);
-        U(3, 0) = cx(0, t.s);
-        break;
-    case SV_ISINGZZ:
-        U(0, 0) = ex(-0.5, p[0], d0);
-        U(1, 1) = ex(0.5, p[0], d0);
-        U(2, 2) = ex(0.5, p[0], d0);
-        U(3, 3) = ex(-0.5, p[0], d0);
-        break;
-    case SV_TOFFOLI:
-        for (int i = 0; i < 6; i++) U(i, i) = 1;
-        U(6, 7) = 1;
-        U(7, 6) = 1;
-        break;
-    case SV_CSWAP:
-        for (int i = 0; i < 5; i++) U(i, i) = 1;
-        U(5, 6) = 1;
-        U(6, 5) = 1;
-        U(7, 7) = 1;
-        break;
-    case SV_MULTIRZ:
-        for (size_t i = 0; i < d; i++)
-            U(i, i) = ex((__builtin_popcountll(i) & 1) ? 0.5 : -0.5, p[0], d0);
-        break;
-    case SV_QUBITUNITARY: memcpy(u, op->matrix, d * d * sizeof(cplx)); break;
-    case SV_BASISSTATE: {
-        size_t mask = 0;
-        for (int i = 0; i < k; i++)
-            if ((op->bits >> i) & 1) mask |= (size_t)1 << (k - 1 - i);
-        for (size_t c = 0; c < d; c++) U(c ^ mask, c) = 1;
-        break;
+#define E(r, c, v)    \
+    {                 \
+        r, c, v, 0, 0 \
     }
-    case SV_SINGLEEXC:
-        U(0, 0) = t.one;
-        U(3, 3) = t.one;
-        U(1, 1) = t.c;
-        U(1, 2) = -t.s;
-        U(2, 1) = t.s;
-        U(2, 2) = t.c;
-        break;
-    case SV_DOUBLEEXC:
-        for (int i = 0; i < 16; i++) U(i, i) = t.one;
-        U(3, 3) = t.c;
-        U(3, 12) = -t.s;
-        U(12, 3) = t.s;
-        U(12, 12) = t.c;
-        break;
-    case SV_NGATES: break;
+#define R2 M_SQRT1_2
+/* Why: the single definition of every gate's matrix (PennyLane's, wire
+   order as given, first wire = MSB), one row per gate. */
+static const GateMatrix GATE_MATRIX[SV_NGATES] = {
+    [SV_IDENTITY] = { NULL, 2, { K(0, 0, 1, 0), K(1, 1, 1, 0) } },
+    [SV_HADAMARD] = { NULL,
+                      4,
+                      { K(0, 0, R2, 0), K(0, 1, R2, 0), K(1, 0, R2, 0), K(1, 1, -R2, 0) } },
+    [SV_PAULIX] = { NULL, 2, { K(0, 1, 1, 0), K(1, 0, 1, 0) } },
+    [SV_PAULIY] = { NULL, 2, { K(0, 1, 0, -1), K(1, 0, 0, 1) } },
+    [SV_PAULIZ] = { NULL, 2, { K(0, 0, 1, 0), K(1, 1, -1, 0) } },
+    [SV_S] = { NULL, 2, { K(0, 0, 1, 0), K(1, 1, 0, 1) } },
+    [SV_T] = { NULL, 2, { K(0, 0, 1, 0), K(1, 1, R2, R2) } },
+    [SV_SX] = { NULL,
+                4,
+                { K(0, 0, 0.5, 0.5), K(0, 1, 0.5, -0.5), K(1, 0, 0.5, -0.5), K(1, 1, 0.5, 0.5) } },
+    [SV_RX] = { NULL, 4, { E(0, 0, V_C), E(0, 1, V_NIS), E(1, 0, V_NIS), E(1, 1, V_C) } },
+    [SV_RY] = { NULL, 4, { E(0, 0, V_C), E(0, 1, V_NS), E(1, 0, V_S), E(1, 1, V_C) } },
+    [SV_RZ] = { NULL, 2, { E(0, 0, V_EXN), E(1, 1, V_EXP) } },
+    [SV_PHASESHIFT] = { NULL, 2, { E(0, 0, V_ONE), E(1, 1, V_EX1) } },
+    [SV_ROT] = { fill_rot, 0, { { 0 } } },
+    [SV_U3] = { fill_u3, 0, { { 0 } } },
+    [SV_CNOT] = { NULL, 4, { K(0, 0, 1, 0), K(1, 1, 1, 0), K(2, 3, 1, 0), K(3, 2, 1, 0) } },
+    [SV_CY] = { NULL, 4, { K(0, 0, 1, 0), K(1, 1, 1, 0), K(2, 3, 0, -1), K(3, 2, 0, 1) } },
+    [SV_CZ] = { NULL, 4, { K(0, 0, 1, 0), K(1, 1, 1, 0), K(2, 2, 1, 0), K(3, 3, -1, 0) } },
+    [SV_SWAP] = { NULL, 4, { K(0, 0, 1, 0), K(1, 2, 1, 0), K(2, 1, 1, 0), K(3, 3, 1, 0) } },
+    [SV_ISWAP] = { NULL, 4, { K(0, 0, 1, 0), K(1, 2, 0, 1), K(2, 1, 0, 1), K(3, 3, 1, 0) } },
+    [SV_CRX] = { NULL,
+                 6,
+                 { E(0, 0, V_ONE), E(1, 1, V_ONE), E(2, 2, V_C), E(2, 3, V_NIS), E(3, 2, V_NIS),
+                   E(3, 3, V_C) } },
+    [SV_CRY] = { NULL,
+                 6,
+                 { E(0, 0, V_ONE), E(1, 1, V_ONE), E(2, 2, V_C), E(2, 3, V_NS), E(3, 2, V_S),
+                   E(3, 3, V_C) } },
+    [SV_CRZ] = { NULL, 4, { E(0, 0, V_ONE), E(1, 1, V_ONE), E(2, 2, V_EXN), E(3, 3, V_EXP) } },
+    [SV_CPHASE] = { NULL, 4, { E(0, 0, V_ONE), E(1, 1, V_ONE), E(2, 2, V_ONE), E(3, 3, V_EX1) } },
+    [SV_ISINGXX] = { NULL,
+                     8,
+                     { E(0, 0, V_C), E(0, 3, V_NIS), E(1, 1, V_C), E(1, 2, V_NIS), E(2, 2, V_C),
+                       E(2, 1, V_NIS), E(3, 3, V_C), E(3, 0, V_NIS) } },
+    [SV_ISINGYY] = { NULL,
+                     8,
+                     { E(0, 0, V_C), E(1, 1, V_C), E(2, 2, V_C), E(3, 3, V_C), E(0, 3, V_IS),
+                       E(1, 2, V_NIS), E(2, 1, V_NIS), E(3, 0, V_IS) } },
+    [SV_ISINGZZ] = { NULL, 4, { E(0, 0, V_EXN), E(1, 1, V_EXP), E(2, 2, V_EXP), E(3, 3, V_EXN) } },
+    [SV_TOFFOLI] = { NULL,
+                     8,
+                     { K(0, 0, 1, 0), K(1, 1, 1, 0), K(2, 2, 1, 0), K(3, 3, 1, 0), K(4, 4, 1, 0),
+                       K(5, 5, 1, 0), K(6, 7, 1, 0), K(7, 6, 1, 0) } },
+    [SV_CSWAP] = { NULL,
+                   8,
+                   { K(0, 0, 1, 0), K(1, 1, 1, 0), K(2, 2, 1, 0), K(3, 3, 1, 0), K(4, 4, 1, 0),
+                     K(5, 6, 1, 0), K(6, 5, 1, 0), K(7, 7, 1, 0) } },
+    [SV_MULTIRZ] = { fill_multirz, 0, { { 0 } } },
+    [SV_QUBITUNITARY] = { fill_unitary, 0, { { 0 } } },
+    [SV_BASISSTATE] = { fill_basis, 0, { { 0 } } },
+    [SV_SINGLEEXC] = { NULL,
+                       6,
+                       { E(0, 0, V_ONE), E(3, 3, V_ONE), E(1, 1, V_C), E(1, 2, V_NS), E(2, 1, V_S),
+                         E(2, 2, V_C) } },
+    [SV_DOUBLEEXC] = { fill_diag_one,
+                       4,
+                       { E(3, 3, V_C), E(3, 12, V_NS), E(12, 3, V_S), E(12, 12, V_C) } },
+};
+#undef K
+#undef E
+#undef R2
+
+/* One entry's value for the gate's first parameter p0 (t: its Trig; d0:
+   the derivative in it). */
+static cplx entry_value(const MatEntry *e, const Trig *t, double p0, int d0)
+{
+    switch ((EntryKind)e->v) {
+    case V_K: return cx(e->re, e->im);
+    case V_C: return t->c;
+    case V_S: return t->s;
+    case V_NS: return -t->s;
+    case V_IS: return cx(0, t->s);
+    case V_NIS: return cx(0, -t->s);
+    case V_ONE: return t->one;
+    case V_EXN: return ex(-0.5, p0, d0);
+    case V_EXP: return ex(0.5, p0, d0);
+    case V_EX1: return ex(1, p0, d0);
     }
-#undef U
+    sv_unreachable();
+}
+
+/* Why: every gate's matrix from its row of GATE_MATRIX, or its derivative
+   in params[dp] (dp >= 0). u has 2^nwires x 2^nwires entries. */
+static void base_matrix(const SvOp *op, int dp, cplx *u)
+{
+    size_t d = (size_t)1 << op->nwires;
+    memset(u, 0, d * d * sizeof(cplx));
+    sv_assert((unsigned)op->gate < SV_NGATES);
+    const GateMatrix *g = &GATE_MATRIX[op->gate];
+    sv_assert(g->fill || g->n > 0); /* every gate has its row */
+    double p0 = op->nparams ? op->params[0] : 0;
+    Trig t = trig(p0, dp == 0);
+    if (g->fill) g->fill(op, dp, &t, u, d);
+    for (int i = 0; i < g->n; i++)
+        u[(size_t)g->e[i].r * d + g->e[i].c] = entry_value(&g->e[i], &t, p0, dp == 0);
 }
 
 /* In-place conjugate transpose of a d x d matrix. */
@@ -538,31 +538,54 @@ static void job_fixed(SvJob *j, const int *tpos, int nt, const int *cpos, int nc
     sv_sort_ints(j->pos, j->m);
 }
 
+/* The index bits a kernel job is fixed on: the targets t[0..nt) and the
+   controls c[0..nc) (bit positions, as sv_bitpos gives them; c may be NULL
+   when nc is 0). Borrowed for the job's set-up. */
+typedef struct JobBits {
+    const int *t;
+    int nt;
+    const int *c;
+    int nc;
+} JobBits;
+
 /* Why: a 2x2 acting on the amplitude pairs (base+o1, base+o2), or their
    exchange (swap = 1); the kernels pick the loop shape by where the fixed
    bits sit. */
-static void run_pair(SvState *s, const int *tpos, int nt, const int *cpos, int nc, uint64_t o1,
-                     uint64_t o2, const cplx *m, int swap)
+static void run_pair(SvState *s, JobBits b, uint64_t o1, uint64_t o2, const cplx *m, int swap)
 {
     SvJob j;
     j.amp = (double *)s->amp;
     if (m) memcpy(j.mat, m, 4 * sizeof(cplx));
     j.kind = swap ? SVJ_SWAP : SVJ_PAIR;
-    job_fixed(&j, tpos, nt, cpos, nc);
+    job_fixed(&j, b.t, b.nt, b.c, b.nc);
     j.off[0] = o1;
     j.off[1] = o2;
     j.total = s->dim >> j.m;
     sv_job_run(s, &j);
 }
 
+/* A diagonal gate's phases: by the target bits, d[pattern] (the first
+   target the MSB of the pattern), or in parity mode (parity 1; d unused)
+   ph0 where the bits of tmask have even parity and ph1 where odd. */
+typedef struct DiagPhases {
+    const cplx *d;
+    int parity;
+    uint64_t tmask;
+    cplx ph0, ph1;
+} DiagPhases;
+
 /* Why: diagonal gates touch each amplitude once with a phase; the phase
    comes from the target bits (table d, first target = MSB of its index)
    or, in parity mode, from the parity of the bits in tmask (IsingZZ,
    MultiRZ). Controls at bits >= 3 are skipped by the iteration, lower
    ones are folded into the table. */
-static void run_diag(SvState *s, const int *cpos, int nc, const int *tpos, int k, const cplx *d,
-                     int parity, uint64_t tmask, cplx ph0, cplx ph1)
+static void run_diag(SvState *s, JobBits b, const DiagPhases *ph)
 {
+    const int *cpos = b.c, *tpos = b.t;
+    int nc = b.nc, k = b.nt, parity = ph->parity;
+    const cplx *d = ph->d;
+    uint64_t tmask = ph->tmask;
+    cplx ph0 = ph->ph0, ph1 = ph->ph1;
     SvJob j;
     j.kind = SVJ_DIAG;
     j.amp = (double *)s->amp;
@@ -639,12 +662,18 @@ static void run_1q(SvState *s, int t, const int *cpos, int nc, const cplx *m)
 {
     if (m[1] == 0 && m[2] == 0) {
         cplx dg[2] = { m[0], m[3] };
-        run_diag(s, cpos, nc, &t, 1, dg, 0, 0, 0, 0);
+        run_diag(s, (JobBits){ &t, 1, cpos, nc }, &(DiagPhases){ dg, 0, 0, 0, 0 });
     } else if (m[0] == 0 && m[3] == 0 && m[1] == 1 && m[2] == 1) {
-        run_pair(s, &t, 1, cpos, nc, 0, (uint64_t)1 << t, NULL, 1);
+        run_pair(s, (JobBits){ &t, 1, cpos, nc }, 0, (uint64_t)1 << t, NULL, 1);
     } else {
-        run_pair(s, &t, 1, cpos, nc, 0, (uint64_t)1 << t, m, 0);
+        run_pair(s, (JobBits){ &t, 1, cpos, nc }, 0, (uint64_t)1 << t, m, 0);
     }
+}
+
+/* Why: X on target bit *t under the controls: the exchange of its pairs. */
+static void run_flip(SvState *s, const int *t, const int *cpos, int nc)
+{
+    run_pair(s, (JobBits){ t, 1, cpos, nc }, 0, (uint64_t)1 << *t, NULL, 1);
 }
 
 /* Why: two-qubit gates that mix all four amplitudes (IsingXX, IsingYY,
@@ -706,14 +735,12 @@ int sv_apply(SvState *s, const SvOp *op, char *err, size_t errlen)
     return sv_run_op(s, op, err, errlen);
 }
 
-/* Why: the dispatcher; each gate goes to one kernel by its kind (the op
-   was validated: sv_apply, or the fused runs of fuse.c). */
-int sv_run_op(SvState *s, const SvOp *op, char *err, size_t errlen)
+/* The op's target bit positions in tp and control bit positions in cp
+   (validated, check_op: the state's wires, all distinct); returns the
+   number of controls. */
+static int op_bits(const SvState *s, const SvOp *op, int *tp, int *cp)
 {
-    int nq = s->nq, adj = op->adjoint != 0;
-    int tp[SV_MAX_WIRES], cp[SV_MAX_WIRES + 3];
-    int nc = 0;
-    /* validated (check_op): the wires and controls are the state's, all distinct */
+    int nq = s->nq, nc = 0;
     sv_assert(op->nwires >= 0 && op->nctrl >= 0 && op->nwires + op->nctrl <= nq);
     uint64_t seen = 0;
     for (int i = 0; i < op->nwires; i++) {
@@ -727,10 +754,66 @@ int sv_run_op(SvState *s, const SvOp *op, char *err, size_t errlen)
         cp[nc++] = sv_bitpos(nq, op->ctrl[i]);
     }
     (void)seen;
-    cplx u[256], m[4];
+    return nc;
+}
+
+/* The 2x2 block of the op's matrix on its rows and columns a and b (the
+   only ones a controlled or excitation gate changes), as the op applies
+   it (adjoint included). */
+static void block2(const SvOp *op, size_t a, size_t b, cplx *m)
+{
+    cplx u[256];
+    size_t d = (size_t)1 << op->nwires;
+    base_matrix(op, -1, u);
+    m[0] = u[a * d + a];
+    m[1] = u[a * d + b];
+    m[2] = u[b * d + a];
+    m[3] = u[b * d + b];
+    if (op->adjoint) dagger2(m);
+}
+
+/* Why: IsingZZ and MultiRZ are a phase by the parity of their wires. */
+static void run_parity(SvState *s, const SvOp *op, const int *tp, const int *cp, int nc)
+{
+    uint64_t mask = 0;
+    for (int i = 0; i < op->nwires; i++) mask |= (uint64_t)1 << tp[i];
+    cplx ph0 = ex(-0.5, op->params[0], 0), ph1 = ex(0.5, op->params[0], 0);
+    if (op->adjoint) {
+        ph0 = conj(ph0);
+        ph1 = conj(ph1);
+    }
+    run_diag(s, (JobBits){ NULL, 0, cp, nc }, &(DiagPhases){ NULL, 1, mask, ph0, ph1 });
+}
+
+/* Why: QubitUnitary by its width: the 2x2 and 4x4 kernels, else dense. */
+static void run_unitary(SvState *s, const SvOp *op, const int *tp, const int *cp, int nc)
+{
+    int adj = op->adjoint != 0;
+    if (op->nwires == 1) {
+        cplx m[4];
+        memcpy(m, op->matrix, sizeof m);
+        if (adj) dagger2(m);
+        run_1q(s, tp[0], cp, nc, m);
+    } else if (op->nwires == 2) {
+        cplx u[16];
+        memcpy(u, op->matrix, 16 * sizeof(cplx));
+        if (adj) dagger(u, 4);
+        run_quad(s, tp[0], tp[1], cp, nc, u);
+    } else {
+        run_dense(s, tp, op->nwires, cp, nc, op->matrix, adj);
+    }
+}
+
+/* Why: the dispatcher; each gate goes to one kernel by its kind (the op
+   was validated: sv_apply, or the fused runs of fuse.c). */
+int sv_run_op(SvState *s, const SvOp *op, char *err, size_t errlen)
+{
+    int tp[SV_MAX_WIRES], cp[SV_MAX_WIRES + 3];
+    int nc = op_bits(s, op, tp, cp);
+    cplx u[16], m[4];
     switch (op->gate) {
     case SV_IDENTITY: return 0;
-    case SV_PAULIX: run_pair(s, tp, 1, cp, nc, 0, (uint64_t)1 << tp[0], NULL, 1); return 0;
+    case SV_PAULIX: run_flip(s, tp, cp, nc); return 0;
     case SV_HADAMARD:
     case SV_PAULIY:
     case SV_PAULIZ:
@@ -744,17 +827,17 @@ int sv_run_op(SvState *s, const SvOp *op, char *err, size_t errlen)
     case SV_ROT:
     case SV_U3:
         base_matrix(op, -1, m);
-        if (adj) dagger2(m);
+        if (op->adjoint) dagger2(m);
         run_1q(s, tp[0], cp, nc, m);
         return 0;
     case SV_CNOT:
         cp[nc++] = tp[0];
-        run_pair(s, tp + 1, 1, cp, nc, 0, (uint64_t)1 << tp[1], NULL, 1);
+        run_flip(s, tp + 1, cp, nc);
         return 0;
     case SV_TOFFOLI:
         cp[nc++] = tp[0];
         cp[nc++] = tp[1];
-        run_pair(s, tp + 2, 1, cp, nc, 0, (uint64_t)1 << tp[2], NULL, 1);
+        run_flip(s, tp + 2, cp, nc);
         return 0;
     case SV_CY:
     case SV_CRX:
@@ -762,79 +845,43 @@ int sv_run_op(SvState *s, const SvOp *op, char *err, size_t errlen)
     case SV_CZ:
     case SV_CRZ:
     case SV_CPHASE:
-        base_matrix(op, -1, u); /* the 2x2 is the bottom-right block */
-        m[0] = u[10];
-        m[1] = u[11];
-        m[2] = u[14];
-        m[3] = u[15];
-        if (adj) dagger2(m);
+        block2(op, 2, 3, m); /* the 2x2 is the bottom-right block */
         cp[nc++] = tp[0];
         run_1q(s, tp[1], cp, nc, m);
         return 0;
     case SV_SWAP:
-        run_pair(s, tp, 2, cp, nc, (uint64_t)1 << tp[1], (uint64_t)1 << tp[0], NULL, 1);
+        run_pair(s, (JobBits){ tp, 2, cp, nc }, (uint64_t)1 << tp[1], (uint64_t)1 << tp[0], NULL,
+                 1);
         return 0;
     case SV_CSWAP:
         cp[nc++] = tp[0];
-        run_pair(s, tp + 1, 2, cp, nc, (uint64_t)1 << tp[2], (uint64_t)1 << tp[1], NULL, 1);
+        run_pair(s, (JobBits){ tp + 1, 2, cp, nc }, (uint64_t)1 << tp[2], (uint64_t)1 << tp[1],
+                 NULL, 1);
         return 0;
     case SV_ISWAP:
     case SV_SINGLEEXC: /* acts on |01>, |10> only */
-        base_matrix(op, -1, u);
-        m[0] = u[5];
-        m[1] = u[6];
-        m[2] = u[9];
-        m[3] = u[10];
-        if (adj) dagger2(m);
-        run_pair(s, tp, 2, cp, nc, (uint64_t)1 << tp[1], (uint64_t)1 << tp[0], m, 0);
+        block2(op, 1, 2, m);
+        run_pair(s, (JobBits){ tp, 2, cp, nc }, (uint64_t)1 << tp[1], (uint64_t)1 << tp[0], m, 0);
         return 0;
     case SV_DOUBLEEXC: { /* acts on |0011>, |1100> only */
-        base_matrix(op, -1, u);
-        m[0] = u[3 * 16 + 3];
-        m[1] = u[3 * 16 + 12];
-        m[2] = u[12 * 16 + 3];
-        m[3] = u[12 * 16 + 12];
-        if (adj) dagger2(m);
+        block2(op, 3, 12, m);
         uint64_t o1 = ((uint64_t)1 << tp[2]) | ((uint64_t)1 << tp[3]);
         uint64_t o2 = ((uint64_t)1 << tp[0]) | ((uint64_t)1 << tp[1]);
-        run_pair(s, tp, 4, cp, nc, o1, o2, m, 0);
+        run_pair(s, (JobBits){ tp, 4, cp, nc }, o1, o2, m, 0);
         return 0;
     }
     case SV_ISINGXX:
     case SV_ISINGYY:
         base_matrix(op, -1, u);
-        if (adj) dagger(u, 4);
+        if (op->adjoint) dagger(u, 4);
         run_quad(s, tp[0], tp[1], cp, nc, u);
         return 0;
     case SV_ISINGZZ:
-    case SV_MULTIRZ: {
-        uint64_t mask = 0;
-        for (int i = 0; i < op->nwires; i++) mask |= (uint64_t)1 << tp[i];
-        cplx ph0 = ex(-0.5, op->params[0], 0), ph1 = ex(0.5, op->params[0], 0);
-        if (adj) {
-            ph0 = conj(ph0);
-            ph1 = conj(ph1);
-        }
-        run_diag(s, cp, nc, NULL, 0, NULL, 1, mask, ph0, ph1);
-        return 0;
-    }
-    case SV_QUBITUNITARY:
-        if (op->nwires == 1) {
-            memcpy(m, op->matrix, sizeof m);
-            if (adj) dagger2(m);
-            run_1q(s, tp[0], cp, nc, m);
-        } else if (op->nwires == 2) {
-            memcpy(u, op->matrix, 16 * sizeof(cplx));
-            if (adj) dagger(u, 4);
-            run_quad(s, tp[0], tp[1], cp, nc, u);
-        } else {
-            run_dense(s, tp, op->nwires, cp, nc, op->matrix, adj);
-        }
-        return 0;
+    case SV_MULTIRZ: run_parity(s, op, tp, cp, nc); return 0;
+    case SV_QUBITUNITARY: run_unitary(s, op, tp, cp, nc); return 0;
     case SV_BASISSTATE:
         for (int i = 0; i < op->nwires; i++)
-            if ((op->bits >> i) & 1)
-                run_pair(s, tp + i, 1, cp, nc, 0, (uint64_t)1 << tp[i], NULL, 1);
+            if ((op->bits >> i) & 1) run_flip(s, tp + i, cp, nc);
         return 0;
     case SV_NGATES: break;
     }
@@ -896,7 +943,7 @@ int sv_apply_matrix(SvState *s, const int *wires, int k, const cplx *m, char *er
     if (k < 1 || !wires) return sv_err(err, errlen, SV_E_NOWIRES, name);
     if (k > SV_MAX_DENSE) return sv_err(err, errlen, SV_E_BIGOP, name, k, SV_MAX_DENSE);
     if (!m) return sv_err(err, errlen, SV_E_NOMAT, name);
-    if (check_wires(name, wires, k, NULL, 0, s->nq, err, errlen)) return -1;
+    if (check_wires(&(SvWires){ name, wires, k, NULL, 0 }, s->nq, err, errlen)) return -1;
     int d = 1 << k;
     for (long i = 0; i < (long)d * d; i++)
         if (!isfinite(creal(m[i])) || !isfinite(cimag(m[i])))
@@ -904,7 +951,7 @@ int sv_apply_matrix(SvState *s, const int *wires, int k, const cplx *m, char *er
     int tp[SV_MAX_DENSE];
     for (int i = 0; i < k; i++) tp[i] = sv_bitpos(s->nq, wires[i]);
     if (k == 1)
-        run_pair(s, tp, 1, NULL, 0, 0, (uint64_t)1 << tp[0], m, 0);
+        run_pair(s, (JobBits){ tp, 1, NULL, 0 }, 0, (uint64_t)1 << tp[0], m, 0);
     else if (k == 2)
         run_quad(s, tp[0], tp[1], NULL, 0, m);
     else

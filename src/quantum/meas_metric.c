@@ -51,44 +51,115 @@ int sv_generator(const SvOp *op, int p, cplx *out, char *err, size_t errlen)
     return rc;
 }
 
+/* t as the dense term m on the wires w[0..k) (coefficient 1). */
+static void dense_term(SvTerm *t, const cplx *m, const int *w, int k)
+{
+    memset(t, 0, sizeof *t);
+    t->coeff = 1;
+    t->kind = SVB_DENSE;
+    t->k = k;
+    memcpy(t->wires, w, (size_t)k * sizeof(int));
+    t->m = m;
+}
+
 /* The dense matrix of generator i embedded on the wires un[0..ku). */
-static int embed(const cplx *g, const int *w, int k, const int *un, int ku, cplx *out, char *err,
-                 size_t errlen)
+static int embed(const SvGens *g, int i, const int *un, int ku, cplx *out, char *err, size_t errlen)
 {
     SvTerm t;
-    memset(&t, 0, sizeof t);
-    t.coeff = 1;
-    t.kind = SVB_DENSE;
-    t.k = k;
-    memcpy(t.wires, w, (size_t)k * sizeof(int));
-    t.m = g;
+    dense_term(&t, g->m[i], g->wires[i], g->k[i]);
     return sv_obs_matrix(&t, 1, un, ku, out, err, errlen);
 }
 
-int sv_metric_block(const SvState *s, int n, const cplx *const *gens, const int *const *wires,
-                    const int *k, double *out, char *err, size_t errlen)
+/* The width of the widest pair of generators (their wires' union), at
+   most SV_MAX_DENSE (a wider pair is refused when it is read). */
+static int widest_pair(const SvGens *g)
 {
-    const char *name = "metric_tensor";
-    if (!s || !s->amp) return sv_err(err, errlen, SV_E_NOSTATE, name);
-    if (n <= 0) return 0;
-    if (!gens || !wires || !k || !out) return sv_err(err, errlen, SV_E_NOMAT, name);
-    double *ev = malloc((size_t)n * sizeof(double));
-    /* the embedding buffers as large as the widest pair needs (its wires'
-       union, at most SV_MAX_DENSE): a few small generators need a few
-       hundred bytes, not the 16 MiB of the largest possible pair */
     int kmax = 0;
-    for (int i = 0; i < n; i++)
-        for (int j = i; j < n; j++) {
-            int ku = k[i];
-            for (int q = 0; q < k[j]; q++) {
+    for (int i = 0; i < g->n; i++)
+        for (int j = i; j < g->n; j++) {
+            int ku = g->k[i];
+            for (int q = 0; q < g->k[j]; q++) {
                 int seen = 0;
-                for (int r = 0; r < k[i]; r++) seen |= wires[i][r] == wires[j][q];
+                for (int r = 0; r < g->k[i]; r++) seen |= g->wires[i][r] == g->wires[j][q];
                 ku += !seen;
             }
             if (ku > kmax) kmax = ku;
         }
-    if (kmax > SV_MAX_DENSE) kmax = SV_MAX_DENSE; /* the pair is refused below */
-    size_t dmax = (size_t)1 << kmax;
+    return kmax > SV_MAX_DENSE ? SV_MAX_DENSE : kmax;
+}
+
+/* The union of the wires of generators i and j, in first-seen order, in
+   un: its width, or -1 with the error when it is wider than SV_MAX_DENSE. */
+static int wire_union(const SvGens *g, int i, int j, int *un, char *err, size_t errlen)
+{
+    int ku = 0;
+    for (int q = 0; q < g->k[i]; q++) un[ku++] = g->wires[i][q];
+    for (int q = 0; q < g->k[j]; q++) {
+        int seen = 0;
+        for (int r = 0; r < ku; r++) seen |= un[r] == g->wires[j][q];
+        if (!seen) {
+            if (ku == SV_MAX_DENSE) return sv_err(err, errlen, E_UNION, ku + 1, SV_MAX_DENSE);
+            un[ku++] = g->wires[j][q];
+        }
+    }
+    return ku;
+}
+
+/* One covariance block's work: the state and the generators, and the two
+   embedding buffers a and b, each as large as the widest pair's union
+   needs; errors go to err. */
+typedef struct BlockWork {
+    const SvState *s;
+    const SvGens *g;
+    cplx *a, *b;
+    char *err;
+    size_t errlen;
+} BlockWork;
+
+/* Re<G_i G_j> on the state into *e. */
+static int pair_moment(const BlockWork *w, int i, int j, double *e)
+{
+    const SvGens *g = w->g;
+    cplx *a = w->a, *b = w->b;
+    char *err = w->err;
+    size_t errlen = w->errlen;
+    int un[2 * SV_MAX_DENSE];
+    int ku = wire_union(g, i, j, un, err, errlen);
+    if (ku < 0) return -1;
+    size_t d = (size_t)1 << ku;
+    if (embed(g, i, un, ku, a, err, errlen) != 0 || embed(g, j, un, ku, b, err, errlen) != 0)
+        return -1;
+    /* H = (A B + B A) / 2: Re<A B> as the expectation of a Hermitian matrix */
+    cplx *h = malloc(d * d * sizeof(cplx));
+    if (!h) return sv_err(err, errlen, SV_E_NOMEM, "metric_tensor");
+    for (size_t r = 0; r < d; r++)
+        for (size_t c = 0; c < d; c++) {
+            cplx ab = 0, ba = 0;
+            for (size_t q = 0; q < d; q++) {
+                ab += a[r * d + q] * b[q * d + c];
+                ba += b[r * d + q] * a[q * d + c];
+            }
+            h[r * d + c] = 0.5 * (ab + ba);
+        }
+    SvTerm t;
+    dense_term(&t, h, un, ku);
+    *e = sv_obs_expval(w->s, &t, 1, err, errlen);
+    free(h);
+    return isnan(*e) ? -1 : 0;
+}
+
+int sv_metric_block(const SvState *s, const SvGens *g, double *out, char *err, size_t errlen)
+{
+    const char *name = "metric_tensor";
+    if (!s || !s->amp) return sv_err(err, errlen, SV_E_NOSTATE, name);
+    int n = g->n;
+    if (n <= 0) return 0;
+    if (!g->m || !g->wires || !g->k || !out) return sv_err(err, errlen, SV_E_NOMAT, name);
+    double *ev = malloc((size_t)n * sizeof(double));
+    /* the embedding buffers as large as the widest pair needs (its wires'
+       union, at most SV_MAX_DENSE): a few small generators need a few
+       hundred bytes, not the 16 MiB of the largest possible pair */
+    size_t dmax = (size_t)1 << widest_pair(g);
     cplx *a = malloc(dmax * dmax * sizeof(cplx)), *b = malloc(dmax * dmax * sizeof(cplx));
     if (!ev || !a || !b) {
         free(ev);
@@ -99,12 +170,7 @@ int sv_metric_block(const SvState *s, int n, const cplx *const *gens, const int 
     int rc = 0;
     for (int i = 0; i < n && rc == 0; i++) {
         SvTerm t;
-        memset(&t, 0, sizeof t);
-        t.coeff = 1;
-        t.kind = SVB_DENSE;
-        t.k = k[i];
-        memcpy(t.wires, wires[i], (size_t)k[i] * sizeof(int));
-        t.m = gens[i];
+        dense_term(&t, g->m[i], g->wires[i], g->k[i]);
         if (sv_obs_check(&t, 1, s->nq, name, err, errlen) != 0) {
             rc = -1;
             break;
@@ -114,56 +180,9 @@ int sv_metric_block(const SvState *s, int n, const cplx *const *gens, const int 
     }
     for (int i = 0; i < n && rc == 0; i++)
         for (int j = i; j < n && rc == 0; j++) {
-            /* union of the wires, in first-seen order */
-            int un[2 * SV_MAX_DENSE], ku = 0;
-            for (int q = 0; q < k[i]; q++) un[ku++] = wires[i][q];
-            for (int q = 0; q < k[j]; q++) {
-                int seen = 0;
-                for (int r = 0; r < ku; r++) seen |= un[r] == wires[j][q];
-                if (!seen) {
-                    if (ku == SV_MAX_DENSE) {
-                        rc = sv_err(err, errlen, E_UNION, ku + 1, SV_MAX_DENSE);
-                        break;
-                    }
-                    un[ku++] = wires[j][q];
-                }
-            }
-            if (rc) break;
-            size_t d = (size_t)1 << ku;
-            if (embed(gens[i], wires[i], k[i], un, ku, a, err, errlen) != 0 ||
-                embed(gens[j], wires[j], k[j], un, ku, b, err, errlen) != 0) {
-                rc = -1;
-                break;
-            }
-            /* H = (A B + B A) / 2: Re<A B> as the expectation of a Hermitian matrix */
-            cplx *h = malloc(d * d * sizeof(cplx));
-            if (!h) {
-                rc = sv_err(err, errlen, SV_E_NOMEM, name);
-                break;
-            }
-            for (size_t r = 0; r < d; r++)
-                for (size_t c = 0; c < d; c++) {
-                    cplx ab = 0, ba = 0;
-                    for (size_t q = 0; q < d; q++) {
-                        ab += a[r * d + q] * b[q * d + c];
-                        ba += b[r * d + q] * a[q * d + c];
-                    }
-                    h[r * d + c] = 0.5 * (ab + ba);
-                }
-            SvTerm t;
-            memset(&t, 0, sizeof t);
-            t.coeff = 1;
-            t.kind = SVB_DENSE;
-            t.k = ku;
-            memcpy(t.wires, un, (size_t)ku * sizeof(int));
-            t.m = h;
-            double e = sv_obs_expval(s, &t, 1, err, errlen);
-            free(h);
-            if (isnan(e)) {
-                rc = -1;
-                break;
-            }
-            out[(size_t)i * n + j] = out[(size_t)j * n + i] = e - ev[i] * ev[j];
+            double e = 0;
+            rc = pair_moment(&(BlockWork){ s, g, a, b, err, errlen }, i, j, &e);
+            if (rc == 0) out[(size_t)i * n + j] = out[(size_t)j * n + i] = e - ev[i] * ev[j];
         }
     free(ev);
     free(a);
@@ -199,72 +218,71 @@ static SvOp part(const SvOp *op, SvGate g, double t)
     return r;
 }
 
-int sv_metric_tensor(int nq, const SvOp *ops, int nops, const uint8_t *train, int diag_only,
-                     double *out, int *nlayers, char *err, size_t errlen)
+/* A trained Rot or U3 as its three one-parameter parts, in applied order,
+   at el (slot: the trainable slots of its parameters): Rot: RZ(phi)
+   RY(theta) RZ(omega); U3(theta, phi, delta): PhaseShift(delta) RY(theta)
+   PhaseShift(phi); an adjoint reverses it. */
+static void split_rotation(const SvOp *op, const int *slot, Elem *el)
 {
-    const char *name = "metric_tensor";
-    if (nq < 1 || nq > 63) return sv_err(err, errlen, SV_E_NWMEAS, name, nq, 63);
-    if (nops < 0 || (nops && (!ops || !train)) || !out)
-        return sv_err(err, errlen, SV_E_NOMAT, name);
-    /* the elementary gates and the trainable slots */
-    Elem *el = malloc((size_t)(3 * nops + 1) * sizeof *el);
-    if (!el) return sv_err(err, errlen, SV_E_NOMEM, name);
-    int ne = 0, P = 0;
-    for (int k = 0; k < nops; k++) {
-        const SvOp *op = &ops[k];
+    SvOp pr[3];
+    int ps[3];
+    if (op->gate == SV_ROT) {
+        pr[0] = part(op, SV_RZ, op->params[0]);
+        ps[0] = slot[0];
+        pr[1] = part(op, SV_RY, op->params[1]);
+        ps[1] = slot[1];
+        pr[2] = part(op, SV_RZ, op->params[2]);
+        ps[2] = slot[2];
+    } else {
+        pr[0] = part(op, SV_PHASESHIFT, op->params[2]);
+        ps[0] = slot[2];
+        pr[1] = part(op, SV_RY, op->params[0]);
+        ps[1] = slot[0];
+        pr[2] = part(op, SV_PHASESHIFT, op->params[1]);
+        ps[2] = slot[1];
+    }
+    for (int q = 0; q < 3; q++) {
+        int j = op->adjoint ? 2 - q : q;
+        el[q].op = pr[j];
+        el[q].slot = ps[j];
+        el[q].wires = op_wires(op);
+    }
+}
+
+/* The circuit's elementary gates into el (room for 3 per op): their
+   number in *ne and the trainable slots' in *P; -1 with the error for a
+   wire outside the device. */
+static int elementary(const SvMetricSpec *sp, Elem *el, int *ne, int *P, char *err, size_t errlen)
+{
+    *ne = *P = 0;
+    for (int k = 0; k < sp->nops; k++) {
+        const SvOp *op = &sp->ops[k];
+        uint8_t tr = sp->train[k];
         for (int i = 0; i < op->nwires; i++)
-            if (op->wires[i] < 0 || op->wires[i] >= nq) {
-                free(el);
-                return sv_err(err, errlen, SV_E_RANGE, name, op->wires[i], nq);
-            }
-        int base = P;
+            if (op->wires[i] < 0 || op->wires[i] >= sp->nq)
+                return sv_err(err, errlen, SV_E_RANGE, "metric_tensor", op->wires[i], sp->nq);
+        int slot[3] = { -1, -1, -1 }, s = *P;
         for (int p = 0; p < op->nparams && p < 3; p++)
-            if ((train[k] >> p) & 1) P++;
-        int slot[3] = { -1, -1, -1 }, s = base;
-        for (int p = 0; p < op->nparams && p < 3; p++)
-            if ((train[k] >> p) & 1) slot[p] = s++;
-        if ((op->gate == SV_ROT || op->gate == SV_U3) && train[k]) {
-            /* applied order: Rot: RZ(phi) RY(theta) RZ(omega); U3(theta, phi, delta):
-               PhaseShift(delta) RY(theta) PhaseShift(phi); an adjoint reverses it */
-            SvOp pr[3];
-            int ps[3];
-            if (op->gate == SV_ROT) {
-                pr[0] = part(op, SV_RZ, op->params[0]);
-                ps[0] = slot[0];
-                pr[1] = part(op, SV_RY, op->params[1]);
-                ps[1] = slot[1];
-                pr[2] = part(op, SV_RZ, op->params[2]);
-                ps[2] = slot[2];
-            } else {
-                pr[0] = part(op, SV_PHASESHIFT, op->params[2]);
-                ps[0] = slot[2];
-                pr[1] = part(op, SV_RY, op->params[0]);
-                ps[1] = slot[0];
-                pr[2] = part(op, SV_PHASESHIFT, op->params[1]);
-                ps[2] = slot[1];
-            }
-            for (int q = 0; q < 3; q++) {
-                int j = op->adjoint ? 2 - q : q;
-                el[ne].op = pr[j];
-                el[ne].slot = ps[j];
-                el[ne].wires = op_wires(op);
-                ne++;
-            }
+            if ((tr >> p) & 1) slot[p] = s++;
+        *P = s;
+        if ((op->gate == SV_ROT || op->gate == SV_U3) && tr) {
+            split_rotation(op, slot, el + *ne);
+            *ne += 3;
             continue;
         }
-        el[ne].op = *op;
-        el[ne].slot = op->nparams >= 1 ? slot[0] : -1;
-        el[ne].wires = op_wires(op);
-        ne++;
+        el[*ne].op = *op;
+        el[*ne].slot = op->nparams >= 1 ? slot[0] : -1;
+        el[*ne].wires = op_wires(op);
+        (*ne)++;
     }
-    memset(out, 0, (size_t)P * (size_t)P * sizeof(double));
-    /* layers: a trainable gate touching a wire that depends on the current
-       layer starts a new one */
-    int *layer = malloc((size_t)(ne + 1) * sizeof(int));
-    if (!layer) {
-        free(el);
-        return sv_err(err, errlen, SV_E_NOMEM, name);
-    }
+    return 0;
+}
+
+/* Each elementary gate's layer (layer[i], -1: not trainable): a trainable
+   gate touching a wire that depends on the current layer starts a new one.
+   Returns the number of layers. */
+static int assign_layers(const Elem *el, int ne, int *layer)
+{
     int L = 0;
     uint64_t taint = 0;
     for (int i = 0; i < ne; i++) {
@@ -280,6 +298,133 @@ int sv_metric_tensor(int nq, const SvOp *ops, int nops, const uint8_t *train, in
             taint |= el[i].wires;
         }
     }
+    return L;
+}
+
+/* One metric tensor's work: the elementary gates el[0..ne) and their
+   layers, the P x P result out (diag_only: its diagonal), and the buffers
+   reused layer after layer: anc marks the gates a layer depends on; the
+   layer's generators, each 2^k x 2^k, lie one after another in gbuf (gcap
+   entries, gused in use; member q's at goff[q]), with their wires in wbuf
+   (2 SV_MAX_WIRES each) and their trainable slots; gens, gw and gk are the
+   SvGens view of them, and blk the layer's block. */
+typedef struct Metric {
+    const Elem *el;
+    const int *layer;
+    int ne, P, diag_only;
+    double *out;
+    char *anc;
+    cplx *gbuf;
+    size_t *goff, gused, gcap;
+    const cplx **gens;
+    const int **gw;
+    int *gk, *wbuf, *slots;
+    double *blk;
+} Metric;
+
+/* Layer l's members' generators (controls first, as sv_op_matrix orders)
+   into w, its last member at el[last]: their number, or -1. */
+static int layer_generators(Metric *w, int l, int last, char *err, size_t errlen)
+{
+    const char *name = "metric_tensor";
+    const Elem *el = w->el;
+    const int *layer = w->layer;
+    int m = 0;
+    w->gused = 0;
+    for (int i = 0; i <= last; i++) {
+        if (layer[i] != l) continue;
+        const SvOp *op = &el[i].op;
+        int k = op->nctrl + op->nwires;
+        if (k > SV_MAX_DENSE) return sv_err(err, errlen, SV_E_BIGOP, name, k, SV_MAX_DENSE);
+        size_t gd = (size_t)1 << k;
+        if (w->gused + gd * gd > w->gcap) {
+            size_t nc = 2 * (w->gused + gd * gd);
+            cplx *nb = realloc(w->gbuf, nc * sizeof(cplx));
+            if (!nb) return sv_err(err, errlen, SV_E_NOMEM, name);
+            w->gbuf = nb;
+            w->gcap = nc;
+        }
+        w->goff[m] = w->gused;
+        w->gused += gd * gd;
+        if (sv_generator(op, 0, w->gbuf + w->goff[m], err, errlen) != 0) return -1;
+        int *wq = w->wbuf + (size_t)m * SV_MAX_WIRES * 2;
+        for (int q = 0; q < op->nctrl; q++) wq[q] = op->ctrl[q];
+        for (int q = 0; q < op->nwires; q++) wq[op->nctrl + q] = op->wires[q];
+        w->gk[m] = k;
+        w->slots[m] = el[i].slot;
+        m++;
+    }
+    for (int q = 0; q < m; q++) {
+        w->gens[q] = w->gbuf + w->goff[q];
+        w->gw[q] = w->wbuf + (size_t)q * SV_MAX_WIRES * 2;
+    }
+    return m;
+}
+
+/* Layer l's block of the tensor (out: P x P): the state s made by the
+   gates the layer depends on, then the covariance of its generators. */
+static int layer_block(SvState *s, Metric *w, int l, char *err, size_t errlen)
+{
+    const Elem *el = w->el;
+    const int *layer = w->layer;
+    int P = w->P, last = -1;
+    /* the layer's members and, scanning back, the gates they depend on */
+    for (int i = 0; i < w->ne; i++)
+        if (layer[i] == l) last = i;
+    uint64_t cone = 0;
+    for (int i = last; i >= 0; i--) {
+        w->anc[i] = 0;
+        if (layer[i] == l)
+            cone |= el[i].wires;
+        else if (el[i].wires & cone) {
+            w->anc[i] = 1;
+            cone |= el[i].wires;
+        }
+    }
+    sv_reset(s);
+    for (int i = 0; i <= last; i++)
+        if (w->anc[i] && sv_apply(s, &el[i].op, err, errlen) != 0) return -1;
+    int m = layer_generators(w, l, last, err, errlen);
+    if (m < 0) return -1;
+    if (w->diag_only) {
+        for (int q = 0; q < m; q++) {
+            double g;
+            SvGens one = { 1, w->gens + q, w->gw + q, w->gk + q };
+            if (sv_metric_block(s, &one, &g, err, errlen) != 0) return -1;
+            w->out[(size_t)w->slots[q] * P + w->slots[q]] = g;
+        }
+        return 0;
+    }
+    SvGens all = { m, w->gens, w->gw, w->gk };
+    if (sv_metric_block(s, &all, w->blk, err, errlen) != 0) return -1;
+    for (int a = 0; a < m; a++)
+        for (int b = 0; b < m; b++)
+            w->out[(size_t)w->slots[a] * P + w->slots[b]] = w->blk[(size_t)a * m + b];
+    return 0;
+}
+
+int sv_metric_tensor(const SvMetricSpec *sp, double *out, int *nlayers, char *err, size_t errlen)
+{
+    const char *name = "metric_tensor";
+    int nq = sp->nq, nops = sp->nops;
+    if (nq < 1 || nq > 63) return sv_err(err, errlen, SV_E_NWMEAS, name, nq, 63);
+    if (nops < 0 || (nops && (!sp->ops || !sp->train)) || !out)
+        return sv_err(err, errlen, SV_E_NOMAT, name);
+    /* the elementary gates and the trainable slots */
+    Elem *el = malloc((size_t)(3 * nops + 1) * sizeof *el);
+    if (!el) return sv_err(err, errlen, SV_E_NOMEM, name);
+    int ne, P;
+    if (elementary(sp, el, &ne, &P, err, errlen) != 0) {
+        free(el);
+        return -1;
+    }
+    memset(out, 0, (size_t)P * (size_t)P * sizeof(double));
+    int *layer = malloc((size_t)(ne + 1) * sizeof(int));
+    if (!layer) {
+        free(el);
+        return sv_err(err, errlen, SV_E_NOMEM, name);
+    }
+    int L = assign_layers(el, ne, layer);
     if (nlayers) *nlayers = L;
     int rc = 0;
     SvState s;
@@ -288,101 +433,36 @@ int sv_metric_tensor(int nq, const SvOp *ops, int nops, const uint8_t *train, in
         free(layer);
         return sv_err(err, errlen, SV_E_NOMEM, name);
     }
-    char *anc = malloc((size_t)(ne + 1));
-    cplx *gbuf = NULL; /* the layer's generators, each 2^k x 2^k, one after another */
-    size_t *goff = malloc((size_t)(P + 1) * sizeof(size_t)), gused = 0, gcap = 0;
-    const cplx **gens = malloc((size_t)(P + 1) * sizeof *gens);
-    const int **gw = malloc((size_t)(P + 1) * sizeof *gw);
-    int *gk = malloc((size_t)(P + 1) * sizeof *gk);
-    int *wbuf = malloc((size_t)(P + 1) * SV_MAX_WIRES * 2 * sizeof(int));
-    int *slots = malloc((size_t)(P + 1) * sizeof(int));
-    double *blk = malloc((size_t)(P + 1) * (size_t)(P + 1) * sizeof(double));
-    if (!anc || !goff || !gens || !gw || !gk || !wbuf || !slots || !blk)
+    Metric w = {
+        .el = el,
+        .layer = layer,
+        .ne = ne,
+        .P = P,
+        .diag_only = sp->diag_only,
+        .out = out,
+        .anc = malloc((size_t)(ne + 1)),
+        .goff = malloc((size_t)(P + 1) * sizeof(size_t)),
+        .gens = malloc((size_t)(P + 1) * sizeof(const cplx *)),
+        .gw = malloc((size_t)(P + 1) * sizeof(const int *)),
+        .gk = malloc((size_t)(P + 1) * sizeof(int)),
+        .wbuf = malloc((size_t)(P + 1) * SV_MAX_WIRES * 2 * sizeof(int)),
+        .slots = malloc((size_t)(P + 1) * sizeof(int)),
+        .blk = malloc((size_t)(P + 1) * (size_t)(P + 1) * sizeof(double)),
+    };
+    if (!w.anc || !w.goff || !w.gens || !w.gw || !w.gk || !w.wbuf || !w.slots || !w.blk)
         rc = sv_err(err, errlen, SV_E_NOMEM, name);
-    for (int l = 0; l < L && rc == 0; l++) {
-        /* the layer's members and, scanning back, the gates they depend on */
-        int last = -1, m = 0;
-        for (int i = 0; i < ne; i++)
-            if (layer[i] == l) last = i;
-        uint64_t cone = 0;
-        for (int i = last; i >= 0; i--) {
-            anc[i] = 0;
-            if (layer[i] == l)
-                cone |= el[i].wires;
-            else if (el[i].wires & cone) {
-                anc[i] = 1;
-                cone |= el[i].wires;
-            }
-        }
-        sv_reset(&s);
-        gused = 0;
-        for (int i = 0; i <= last && rc == 0; i++)
-            if (anc[i] && sv_apply(&s, &el[i].op, err, errlen) != 0) rc = -1;
-        /* generators of the members (controls first, as sv_op_matrix orders) */
-        for (int i = 0; i <= last && rc == 0; i++) {
-            if (layer[i] != l) continue;
-            const SvOp *op = &el[i].op;
-            int k = op->nctrl + op->nwires;
-            if (k > SV_MAX_DENSE) {
-                rc = sv_err(err, errlen, SV_E_BIGOP, name, k, SV_MAX_DENSE);
-                break;
-            }
-            size_t gd = (size_t)1 << k;
-            if (gused + gd * gd > gcap) {
-                size_t nc = 2 * (gused + gd * gd);
-                cplx *nb = realloc(gbuf, nc * sizeof(cplx));
-                if (!nb) {
-                    rc = sv_err(err, errlen, SV_E_NOMEM, name);
-                    break;
-                }
-                gbuf = nb;
-                gcap = nc;
-            }
-            goff[m] = gused;
-            gused += gd * gd;
-            if (sv_generator(op, 0, gbuf + goff[m], err, errlen) != 0) {
-                rc = -1;
-                break;
-            }
-            int *w = wbuf + (size_t)m * SV_MAX_WIRES * 2;
-            for (int q = 0; q < op->nctrl; q++) w[q] = op->ctrl[q];
-            for (int q = 0; q < op->nwires; q++) w[op->nctrl + q] = op->wires[q];
-            gk[m] = k;
-            slots[m] = el[i].slot;
-            m++;
-        }
-        if (rc) break;
-        for (int q = 0; q < m; q++) {
-            gens[q] = gbuf + goff[q];
-            gw[q] = wbuf + (size_t)q * SV_MAX_WIRES * 2;
-        }
-        if (diag_only) {
-            for (int q = 0; q < m && rc == 0; q++) {
-                double g;
-                if (sv_metric_block(&s, 1, gens + q, gw + q, gk + q, &g, err, errlen) != 0)
-                    rc = -1;
-                else
-                    out[(size_t)slots[q] * P + slots[q]] = g;
-            }
-        } else if (sv_metric_block(&s, m, gens, gw, gk, blk, err, errlen) != 0) {
-            rc = -1;
-        } else {
-            for (int a = 0; a < m; a++)
-                for (int b = 0; b < m; b++)
-                    out[(size_t)slots[a] * P + slots[b]] = blk[(size_t)a * m + b];
-        }
-    }
+    for (int l = 0; l < L && rc == 0; l++) rc = layer_block(&s, &w, l, err, errlen);
     if (L) sv_free(&s);
     free(el);
     free(layer);
-    free(anc);
-    free(gbuf);
-    free(goff);
-    free(gens);
-    free(gw);
-    free(gk);
-    free(wbuf);
-    free(slots);
-    free(blk);
+    free(w.anc);
+    free(w.gbuf);
+    free(w.goff);
+    free(w.gens);
+    free(w.gw);
+    free(w.gk);
+    free(w.wbuf);
+    free(w.slots);
+    free(w.blk);
     return rc;
 }

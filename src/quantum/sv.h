@@ -145,6 +145,18 @@ typedef struct SvOp {
     int ctrl[SV_MAX_WIRES]; /* extra control wires, all must be |1> */
 } SvOp;
 
+/* The wires a gate or a dense map acts on, as the checks of wires read
+   them: the targets w[0..nw) and the controls c[0..nc) (nc 0: none, c may
+   be NULL), and the name their messages give (the gate's, or the entry
+   point's). Borrowed: the checks only read it. */
+typedef struct SvWires {
+    const char *name;
+    const int *w;
+    int nw;
+    const int *c;
+    int nc;
+} SvWires;
+
 /* Validate (wires in range and distinct, arity, parameter count, finite
    parameters, QubitUnitary matrix present, finite and unitary) then apply
    in place. Returns 0, or -1 with a message in err (may be NULL) such as

@@ -171,48 +171,71 @@ int sv_measure_post(SvState *s, int wire, int outcome, int reset, double *prob, 
  * caller, to get the same layers). Matrix on nctrl + nwires wires, in
  * sv_op_matrix's order (controls first). */
 int sv_generator(const SvOp *op, int p, cplx *out, char *err, size_t errlen);
-/* The covariance block g_ij = Re<G_i G_j> - <G_i><G_j> on the state, for n
- * generators (gens[i]: 2^k_i x 2^k_i on wires[i][0..k_i)); out n x n.
- * Uses n state-sized buffers. 0 or -1. */
-int sv_metric_block(const SvState *s, int n, const cplx *const *gens, const int *const *wires,
-                    const int *k, double *out, char *err, size_t errlen);
+/* A layer's generators, as sv_metric_block reads them: generator i < n
+ * is m[i], a 2^k[i] x 2^k[i] matrix on the wires wires[i][0..k[i]) (first
+ * wire the most significant bit). Borrowed. */
+typedef struct SvGens {
+    int n;
+    const cplx *const *m;
+    const int *const *wires;
+    const int *k;
+} SvGens;
+/* The covariance block g_ij = Re<G_i G_j> - <G_i><G_j> on the state, for
+ * the n generators of g; out n x n. Uses n state-sized buffers. 0 or -1. */
+int sv_metric_block(const SvState *s, const SvGens *g, double *out, char *err, size_t errlen);
 
 /* The block-diagonal metric tensor of a circuit, as PennyLane's
- * metric_tensor(approx="block-diag") computes it. ops run from |0..0>;
- * train[k] has bit p set when params[p] of ops[k] is a trainable parameter
- * (the others are fixed angles). Rot and U3 count as their one-parameter
- * decompositions (Rot = RZ RY RZ, U3 = PhaseShift RY PhaseShift, each part
- * its own gate). The trainable gates are grouped greedily in circuit order
- * into layers, a new layer starting at a gate that depends on one of the
- * current layer (through shared wires, directly or via other gates); each
- * layer's block is sv_metric_block on the state made by the gates the layer
- * depends on. out: P x P (P = trainable parameters, ordered by gate then
- * parameter index), zero between layers; diag_only keeps only the
- * diagonal. *nlayers (may be NULL) gets the number of layers. Wires < 64.
- * 0 or -1. */
-int sv_metric_tensor(int nq, const SvOp *ops, int nops, const uint8_t *train, int diag_only,
-                     double *out, int *nlayers, char *err, size_t errlen);
+ * metric_tensor(approx="block-diag") computes it, for the circuit of an
+ * SvMetricSpec (borrowed, only read): ops[0..nops) run from |0..0> on nq
+ * wires; train[k] has bit p set when params[p] of ops[k] is a trainable
+ * parameter (the others are fixed angles). Rot and U3 count as their
+ * one-parameter decompositions (Rot = RZ RY RZ, U3 = PhaseShift RY
+ * PhaseShift, each part its own gate). The trainable gates are grouped
+ * greedily in circuit order into layers, a new layer starting at a gate
+ * that depends on one of the current layer (through shared wires, directly
+ * or via other gates); each layer's block is sv_metric_block on the state
+ * made by the gates the layer depends on. out: P x P (P = trainable
+ * parameters, ordered by gate then parameter index), zero between layers;
+ * diag_only keeps only the diagonal. *nlayers (may be NULL) gets the number
+ * of layers. Wires < 64. 0 or -1. */
+typedef struct SvMetricSpec {
+    int nq;
+    const SvOp *ops;
+    int nops;
+    const uint8_t *train;
+    int diag_only;
+} SvMetricSpec;
+int sv_metric_tensor(const SvMetricSpec *sp, double *out, int *nlayers, char *err, size_t errlen);
 
 /* ---- adjoint differentiation --------------------------------------------
- * final is the state after the gates ops[0..nops) (unitary: no measurement
- * among them); observable j (obs[j], nterms[j] terms) was measured after
- * the first pos[j] gates (pos NULL: all at the end). want[k] has bit p set
- * for each parameter p of gate k whose derivative is wanted (NULL: all);
- * the gates before the first wanted one are not undone. out is nobs x (3 nops): entry
+ * The circuit and its observables are one SvAdjointSpec: final is the
+ * state after the gates ops[0..nops) (unitary: no measurement among them);
+ * observable j (obs[j], nterms[j] terms) was measured after the first
+ * pos[j] gates (pos NULL: all at the end). want[k] has bit p set for each
+ * parameter p of gate k whose derivative is wanted (NULL: all); the gates
+ * before the first wanted one are not undone. The spec is only read. out
+ * is nobs x (3 nops): entry
  * [j][3k + p] = d<O_j>/d(params[p] of gate k) (0 where not wanted). One
  * backward sweep for all observables: 1 + nobs state-sized buffers. The
  * rotation gates (RX RY RZ PhaseShift CRX CRY CRZ ControlledPhaseShift
  * IsingXX IsingYY IsingZZ MultiRZ, with ctrl and adjoint) cost one
  * read-only pass per parameter; Rot, U3 and the excitations a dense
  * generator and one more buffer. 0 or -1. */
-int sv_adjoint(const SvState *final, const SvOp *ops, int nops, const uint8_t *want, int nobs,
-               const SvTerm *const *obs, const int *nterms, const int *pos, double *out, char *err,
+typedef struct SvAdjointSpec {
+    const SvOp *ops; /* the gates ops[0..nops), unitary */
+    int nops;
+    const uint8_t *want;      /* per gate, the parameters wanted (NULL: all) */
+    int nobs;                 /* the observables obs[0..nobs) */
+    const SvTerm *const *obs; /* obs[j]: nterms[j] terms */
+    const int *nterms;
+    const int *pos; /* obs[j] measured after pos[j] gates (NULL: all at the end) */
+} SvAdjointSpec;
+int sv_adjoint(const SvState *final, const SvAdjointSpec *sp, double *out, char *err,
                size_t errlen);
 /* The same on the final state itself, which it overwrites (no copy; its
    amplitudes 64-byte aligned, as sv_init makes them). */
-int sv_adjoint_inplace(SvState *final, const SvOp *ops, int nops, const uint8_t *want, int nobs,
-                       const SvTerm *const *obs, const int *nterms, const int *pos, double *out,
-                       char *err, size_t errlen);
+int sv_adjoint_inplace(SvState *final, const SvAdjointSpec *sp, double *out, char *err,
+                       size_t errlen);
 
 /* ---- batches (parameter broadcasting) -----------------------------------
  * n states of nq qubits in one allocation, each member an SvState view of

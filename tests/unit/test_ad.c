@@ -286,7 +286,7 @@ static TV setitems(TV A, const ArIndex *ix, int nix, TV V)
         } else {
             for (size_t i = 0; i < np; i++) vm[i] = 0;
         }
-        node = ad_setitems(T, A.n, ar_ndim(A.a), ar_shape(A.a), V.n, np, p, vm);
+        node = ad_setitems(T, A.n, ar_ndim(A.a), ar_shape(A.a), V.n, &(AdScatter){ np, p, vm });
         free(p);
         free(vm);
         ar_free(io);

@@ -733,7 +733,8 @@ START_TEST(test_metric_block)
         wp[i] = wires[i];
     }
     double g[9];
-    ck_assert_msg(sv_metric_block(&s, 3, gp, wp, k, g, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(sv_metric_block(&s, &(SvGens){ 3, gp, wp, k }, g, err, sizeof err) == 0, "%s",
+                  err);
     /* derivatives of psi(t) */
     const double h = 1e-5;
     cplx dpsi[3][32];
@@ -935,15 +936,13 @@ START_TEST(test_adjoint)
         for (int k = 0; k < n; k++) ck_assert_int_eq(sv_apply(&s, &ops[k], NULL, 0), 0);
         double out[3 * 3 * 24], out2[3 * 3 * 24];
         char err[200];
-        ck_assert_msg(sv_adjoint(&s, ops, n, want, 3, obs, nt, pos, out, err, sizeof err) == 0,
-                      "%s", err);
+        SvAdjointSpec as = { ops, n, want, 3, obs, nt, pos };
+        ck_assert_msg(sv_adjoint(&s, &as, out, err, sizeof err) == 0, "%s", err);
         /* in place: the same numbers, the state overwritten */
         SvState c;
         sv_init(&c, nq);
         memcpy(c.amp, s.amp, s.dim * sizeof(cplx));
-        ck_assert_msg(
-            sv_adjoint_inplace(&c, ops, n, want, 3, obs, nt, pos, out2, err, sizeof err) == 0, "%s",
-            err);
+        ck_assert_msg(sv_adjoint_inplace(&c, &as, out2, err, sizeof err) == 0, "%s", err);
         ck_assert(memcmp(out, out2, sizeof(double) * 3 * 3 * (size_t)n) == 0);
         sv_free(&c);
         const double h = 1e-5;
@@ -985,7 +984,8 @@ START_TEST(test_adjoint)
     op.gate = SV_RX;
     op.nwires = 1;
     op.nparams = 1;
-    ck_assert_int_eq(sv_adjoint(&s, &op, 1, NULL, 1, &tp, &one, &bad, out, err, sizeof err), -1);
+    SvAdjointSpec as = { &op, 1, NULL, 1, &tp, &one, &bad };
+    ck_assert_int_eq(sv_adjoint(&s, &as, out, err, sizeof err), -1);
     ck_assert_str_eq(err, "adjoint: observable 0 is measured after 3 gates, but the circuit has 1");
     sv_free(&s);
 }
@@ -1042,9 +1042,12 @@ START_TEST(test_metric_tensor)
     double g[16], gd[16];
     int L = 0;
     char err[200];
-    ck_assert_msg(sv_metric_tensor(3, ops, n, train, 0, g, &L, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(
+        sv_metric_tensor(&(SvMetricSpec){ 3, ops, n, train, 0 }, g, &L, err, sizeof err) == 0, "%s",
+        err);
     ck_assert_int_eq(L, 2);
-    ck_assert_int_eq(sv_metric_tensor(3, ops, n, train, 1, gd, NULL, err, sizeof err), 0);
+    ck_assert_int_eq(
+        sv_metric_tensor(&(SvMetricSpec){ 3, ops, n, train, 1 }, gd, NULL, err, sizeof err), 0);
     /* references: generators -Z/2 (RZ), -Y/2 (RY), -X/2 (RX) as full matrices */
     cplx Z0[64], Z1[64], Y1[64], X2[64];
     word_full(-0.5, 0, 1, 3, Z0);
@@ -1103,8 +1106,10 @@ START_TEST(test_metric_tensor)
         uint8_t tb[8] = { 0, 1, 1, 1, 0, 1, 1, 0 };
         double ga[25], gb[25];
         int La, Lb;
-        ck_assert_int_eq(sv_metric_tensor(2, a, 4, ta, 0, ga, &La, err, sizeof err), 0);
-        ck_assert_int_eq(sv_metric_tensor(2, b, m, tb, 0, gb, &Lb, err, sizeof err), 0);
+        ck_assert_int_eq(
+            sv_metric_tensor(&(SvMetricSpec){ 2, a, 4, ta, 0 }, ga, &La, err, sizeof err), 0);
+        ck_assert_int_eq(
+            sv_metric_tensor(&(SvMetricSpec){ 2, b, m, tb, 0 }, gb, &Lb, err, sizeof err), 0);
         ck_assert_int_eq(La, Lb);
         /* slots of a: Rot phi, theta, omega, then U3 theta, delta; of b the parts in
            circuit order: (adj: omega, theta, phi), delta, theta */
