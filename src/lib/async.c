@@ -282,21 +282,19 @@ static Value record_call(VM *vm, Fut *fut, const char *prefix, const char *name,
 }
 
 
-Value async_dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body,
-                     const void *arg, size_t argsize, const char *label_prefix)
+Value async_dispatch(VM *vm, const TaskSpec *call)
 {
-    const char *prefix = label_prefix ? label_prefix : "";
-    if (vm->is_task) return task_run_nested(vm, f, params, site, body, arg);
-    if (vm->la_sandbox) return lookahead_start(vm, f, params, site, body);
+    ObjFunc *f = call->f;
+    Value *params = call->params;
+    const Node *site = call->site;
+    const char *prefix = call->prefix ? call->prefix : "";
+    if (vm->is_task) return task_run_nested(vm, f, params, site, call->body, call->arg);
+    if (vm->la_sandbox) return lookahead_start(vm, f, params, site, call->body);
     /* the call's random stream: (device seed or program seed, position in program order) */
-    TaskSpec s = { .f = f,
-                   .params = params,
-                   .site = site,
-                   .body = body,
-                   .arg = arg,
-                   .argsize = argsize,
-                   .prefix = prefix,
-                   .index = vm->qcall_seq++ };
+    TaskSpec s = *call;
+    s.prefix = prefix;
+    s.index = vm->qcall_seq++;
+    s.early = false;
     const char *cerr = NULL;
     TaskCtx *c = task_prepare(vm, &s, &cerr);
     for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
@@ -314,7 +312,8 @@ Value async_dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBo
 /* the evaluator's qfn call hook */
 static Value qfn_call(VM *vm, ObjFunc *f, Value *params, const Node *site)
 {
-    return async_dispatch(vm, f, params, site, task_qfn_body(), NULL, 0, NULL);
+    return async_dispatch(
+        vm, &(TaskSpec){ .f = f, .params = params, .site = site, .body = task_qfn_body() });
 }
 
 /* ---------------------------------------------------------------- builtins */

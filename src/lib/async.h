@@ -12,14 +12,14 @@
 #include <stdio.h>
 #include "task.h"
 
-/* A call of f (a qfn) with the bound frame params (references taken):
- * from the main program, a task on copies of everything it reads that
- * returns a future at once (--sync: run to completion first); inside a
- * task, run at once. body does the work; arg (argsize bytes) is copied
- * for it; label_prefix names the task ("grad " -> "grad f", a static
- * string). */
-Value async_dispatch(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskBody body,
-                     const void *arg, size_t argsize, const char *label_prefix);
+/* A call of call->f (a qfn) with the bound frame call->params (references
+ * taken) at call->site: from the main program, a task on copies of
+ * everything it reads that returns a future at once (--sync: run to
+ * completion first); inside a task, run at once. call->body does the work;
+ * call->arg (argsize bytes) is copied for it; call->prefix names the task
+ * ("grad " -> "grad f", a static string; NULL: none). call->index and
+ * call->early are the dispatch's own (ignored). */
+Value async_dispatch(VM *vm, const TaskSpec *call);
 /* Registers the future kind (task.h) and the async builtins (start-up). */
 void async_open(void);
 /* Installs the evaluator's qfn call hook in an interpreter. */

@@ -935,8 +935,13 @@ static Value dfn_call(VM *vm, Value gv, Args *a)
     /* futures are passed on: the derivative's task chains on them like a qfn call */
     Value *slots = eval_bind_frame(vm, f, a, &base);
     if (!slots) return v_exc();
-    Value r =
-        async_dispatch(vm, f, slots, a->site, dfn_body, &g->s, sizeof g->s, kind_prefix[g->s.kind]);
+    Value r = async_dispatch(vm, &(TaskSpec){ .f = f,
+                                              .params = slots,
+                                              .site = a->site,
+                                              .body = dfn_body,
+                                              .arg = &g->s,
+                                              .argsize = sizeof g->s,
+                                              .prefix = kind_prefix[g->s.kind] });
     vm->sp = base;
     return r;
 }
