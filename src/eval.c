@@ -2447,10 +2447,45 @@ static void prepare_node(Node *n, int depth)
     qh_unreachable();
 }
 
+/* c's value is forced as soon as c returns (eval.h, EVAL_FORCED_AT_ONCE) */
+static void forced_at_once(Node *c)
+{
+    if (c && c->kind == N_CALL) c->flag |= EVAL_FORCED_AT_ONCE;
+}
+
+/* Marks the calls among n's parts whose value n forces as soon as they
+ * return: the operand of a unary operator, not, and/or's left side; a
+ * binary operator's right operand (and its left when the right one is a
+ * leaf: nothing runs in between); a condition; an augmented assignment's
+ * value; the arguments of a builtin that reads them, which call.c's fast
+ * path forces as each is evaluated (positional only), and wait()'s. */
+static void note_forced(Node *n)
+{
+    NodeKind k = (NodeKind)n->kind;
+    if (k == N_UNARY || k == N_NOT || k == N_AND || k == N_OR) {
+        forced_at_once(n->u.bin.a);
+    } else if (k == N_BINARY) {
+        forced_at_once(n->u.bin.b);
+        if (operand_shape(n->u.bin.b) != OPD_ANY) forced_at_once(n->u.bin.a);
+    } else if (k == N_COND || k == N_IF) {
+        forced_at_once(n->u.ifs.cond);
+    } else if (k == N_WHILE) {
+        forced_at_once(n->u.whiles.cond);
+    } else if (k == N_AUGASSIGN) {
+        forced_at_once(n->u.assign.value);
+    } else if (k == N_CALL && n->u.call.fn->kind == N_BUILTIN && !n->u.call.nkw) {
+        const BuiltinDef *bd = builtin_get(n->u.call.fn->u.var.slot);
+        bool reads =
+            !(bd->flags & BI_LAZY) || (strcmp(bd->name, "wait") == 0 && n->u.call.nargs == 1);
+        for (int i = 0; reads && i < n->u.call.nargs; i++) forced_at_once(n->u.call.args[i]);
+    }
+}
+
 static void prepare_at(Node *n, int depth)
 {
     if (!n) return;
     prepare_node(n, depth);
+    note_forced(n);
     if (depth >= DEEP_EVERY && depth % DEEP_EVERY == 0) {
         EvalFn h = deep_handler(n);
         if (h) n->run.ev = ev_deep;

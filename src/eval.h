@@ -25,6 +25,17 @@ ExecStatus exec_block(VM *vm, Node *b);
  * (references taken); checks the recursion limits. */
 Value eval_run_body(VM *vm, ObjFunc *f, Value *slots, const Node *site);
 
+/* A call whose value prepared code forces as soon as the call returns,
+ * with nothing evaluated in between (an operand of an operator, the
+ * argument of a builtin that reads it, of wait(), a condition): the
+ * evaluator notes it in the N_CALL's flag. A quantum call there may run on
+ * the calling thread at once (async.c): no other work could overlap it. */
+#define EVAL_FORCED_AT_ONCE 1u
+static inline bool eval_forced_at_once(const Node *site)
+{
+    return site && site->kind == N_CALL && (site->flag & EVAL_FORCED_AT_ONCE);
+}
+
 /* An expression of prepared code (inside the evaluator: call.c) */
 static inline Value eval_node(VM *vm, Node *e) { return e->run.ev(vm, e); }
 

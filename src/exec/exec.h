@@ -114,7 +114,8 @@ Exec *exec_new(int nworkers, size_t queue_bound);
 void exec_free(Exec *e);
 
 /* What exec_submit runs: run(ctx, task), ctx freed by free_ctx; after
- * deps[0..ndeps); label and line for traces; flags: 0 or EXEC_REMOTE. */
+ * deps[0..ndeps); label and line for traces; flags: 0, EXEC_REMOTE or
+ * EXEC_HERE. */
 typedef struct ExecJob {
     ExecRunFn run;
     void *ctx;
@@ -158,7 +159,16 @@ Fut *exec_submit(Exec *e, const ExecJob *job);
  * once that says no (its process died) the slot puts the task back for
  * the others and its thread ends. Futures, dependencies, cancellation and
  * statistics are the same for every task. */
-enum { EXEC_REMOTE = 1 };
+enum { EXEC_REMOTE = 1, EXEC_HERE = 2 };
+/* EXEC_HERE: the caller needs the result at once. From a non-worker thread,
+ * a task with no dependencies (ndeps counts no non-NULL entry) then runs
+ * on the calling thread inside exec_submit, which returns its future
+ * finished: it never enters the queue and no worker is woken (the
+ * hand-over to a worker and back would be all the cost of a small call).
+ * It is a task like any other meanwhile: counted in the statistics, traced
+ * (on track 0), listed as running, cancellable through its flag; it does
+ * not wait for room (it holds its place only while it runs). With
+ * dependencies, or from a worker, the flag is ignored. */
 /* Makes nslots remote slots, once (their trace tracks follow the workers',
  * named names[i]); returns how many threads were made, -1 if called twice. */
 int exec_add_remote(Exec *e, int nslots, bool (*usable)(void *ud, int slot), void *ud,
@@ -184,6 +194,8 @@ Fut *exec_task_dep(const ExecTask *t, int i); /* borrowed reference */
 Fut *exec_task_fut(const ExecTask *t);        /* borrowed; do not complete it directly */
 const char *exec_task_label(const ExecTask *t);
 int exec_task_line(const ExecTask *t);
+/* When its run function was called: seconds on CLOCK_MONOTONIC. */
+double exec_task_started(const ExecTask *t);
 Exec *exec_task_exec(const ExecTask *t);
 
 /* Cancels the one unfinished task whose future is f, as exec_cancel_all
@@ -247,6 +259,8 @@ typedef struct ExecStats {
     unsigned long failed;          /* ... ended FAILED                           */
     unsigned long cancelled;       /* ended CANCELLED (run or not)               */
     double task_seconds;           /* total time inside run functions            */
+    unsigned long run_here;        /* ... run on the thread that needed them     */
+    double here_seconds;           /* (exec_run_inline, EXEC_HERE), and their time */
     double max_task_seconds;       /* longest run function                       */
     double wall_seconds;           /* since exec_new                             */
     unsigned long blocked_submits; /* submissions that waited on backpressure  */

@@ -62,6 +62,7 @@ struct ExecTask {
     int line;
     int worker;
     double t_submit;
+    double t_start; /* when its run function was called */
     /* Outcome, written by the run function on the worker thread. */
     int outcome; /* 0 none, 1 done, 2 failed */
     void *result;
@@ -274,6 +275,10 @@ static void task_end(ExecTask *t, bool ran, double dur)
         e->st.run++;
         e->st.task_seconds += dur;
         if (dur > e->st.max_task_seconds) e->st.max_task_seconds = dur;
+        if (t->worker < 0) { /* on the thread that needed it, not a worker's */
+            e->st.run_here++;
+            e->st.here_seconds += dur;
+        }
     }
     if (fs == FUT_DONE)
         e->st.done++;
@@ -362,7 +367,7 @@ static void run_one(Exec *e, ExecTask *t, int idx)
     /* a remote slot waits for another process: it keeps no core busy */
     bool local = t->remote < 0;
     if (local) atomic_fetch_add_explicit(&e->busy, 1, memory_order_relaxed);
-    double start = exec_clock();
+    double start = t->t_start = exec_clock();
     t->run(t->ctx, t);
     double end = exec_clock();
     if (local) atomic_fetch_sub_explicit(&e->busy, 1, memory_order_relaxed);
@@ -634,9 +639,11 @@ Fut *exec_submit(Exec *e, const ExecJob *job)
     t->ndeps = nd;
 
     bool on_worker = tl_worker >= 0;
+    bool here = (job->flags & EXEC_HERE) && !on_worker && nd == 0; /* runs in this call */
     pthread_mutex_lock(&e->mu);
     bool refused = e->closing;
-    if (!refused && !on_worker && (size_t)e->unfinished >= e->bound) refused = !wait_room_locked(e);
+    if (!refused && !on_worker && !here && (size_t)e->unfinished >= e->bound)
+        refused = !wait_room_locked(e);
     if (refused) {
         pthread_mutex_unlock(&e->mu);
         for (int i = 0; i < nd; i++) fut_release(t->deps[i]);
@@ -646,13 +653,13 @@ Fut *exec_submit(Exec *e, const ExecJob *job)
         if (free_ctx && ctx) free_ctx(ctx);
         return NULL;
     }
-    qh_assert(!e->closing && (on_worker || (size_t)e->unfinished < e->bound));
+    qh_assert(!e->closing && (on_worker || here || (size_t)e->unfinished < e->bound));
     t->fut = fut_new();
     Fut *ret = fut_retain(t->fut);
     t->seq = ++e->seq;
-    t->state = T_PARKED;
-    t->npending = nd + 1;
-    t->t_submit = exec_clock();
+    t->state = here ? T_RUNNING : T_PARKED;
+    t->npending = here ? 0 : nd + 1;
+    t->t_submit = t_enter; /* a clock read saved: the trace's submit slice starts there too */
     t->prev = e->tail;
     if (e->tail)
         e->tail->next = t;
@@ -670,6 +677,11 @@ Fut *exec_submit(Exec *e, const ExecJob *job)
 
     Trace *tr = atomic_load_explicit(&e->trace, memory_order_acquire);
     if (tr) trace_submit(tr, t, on_worker ? tl_worker + 1 : 0, t_enter);
+    if (here) { /* never queued: no guard, no dependency, nobody else can take it */
+        run_one(e, t, -1);
+        qh_assert(fut_ready(ret));
+        return ret;
+    }
 
     /* Drop the guard. If exec_cancel_all doomed the task while the nodes
      * were being hung, unhook the ones it could not see yet. */
@@ -721,6 +733,7 @@ Fut *exec_task_dep(const ExecTask *t, int i) { return i >= 0 && i < t->ndeps ? t
 Fut *exec_task_fut(const ExecTask *t) { return t->fut; }
 const char *exec_task_label(const ExecTask *t) { return t->label; }
 int exec_task_line(const ExecTask *t) { return t->line; }
+double exec_task_started(const ExecTask *t) { return t->t_start; }
 Exec *exec_task_exec(const ExecTask *t) { return t->e; }
 
 /* Why: Ctrl-C, an error that ends the program, or exec_free: nothing that

@@ -299,10 +299,20 @@ Value async_dispatch(VM *vm, const TaskSpec *call)
     TaskCtx *c = task_prepare(vm, &s, &cerr);
     for (int i = 0; i < f->p->nlocals; i++) decref(params[i]);
     Fut *fut = c ? lookahead_claim(vm, &s, c) : NULL;
-    if (fut) /* started early, a task of this very input (lookahead.h) */
+    if (fut) { /* started early, a task of this very input (lookahead.h) */
         task_ctx_free(c);
-    else if (c)
+    } else if (c && vm->in->exec && eval_forced_at_once(site) && task_short(vm->in, f->p)) {
+        /* its value is needed at once and this code's calls are short: run
+         * it here, now; handing it to a worker and waiting for it to come
+         * back would cost more than the call (and so would starting later
+         * calls early, lookahead.c). A longer call goes to the executor:
+         * while the main thread waits for it the lookahead may start the
+         * calls that come next, and if no worker has started it by then,
+         * the main thread runs it (task.c's main_wait). */
+        fut = task_launch_here(vm, c);
+    } else if (c) {
         fut = task_launch(vm, c);
+    }
     if (cerr)
         return vm_error(vm, site, "%s(): cannot pass %s to a quantum function", f->p->name, cerr);
     if (!fut) return vm_interrupted(vm, site);
@@ -799,25 +809,32 @@ int async_finish(Interp *in, VM *main_vm, bool cancel)
     if (quiet) unobserved = 0;
     if (in->stats) {
         double wall = task_now() - as->run_start;
-        unsigned long ntasks;
-        double task_s;
+        unsigned long ntasks, nhere;
+        double task_s, here_s; /* here: run by the main thread itself */
         if (in->exec) {
             ExecStats st;
             exec_stats(in->exec, &st);
             ntasks = st.run;
             task_s = st.task_seconds;
+            nhere = st.run_here;
+            here_s = st.here_seconds;
         } else {
-            ntasks = ts->sync_tasks;
-            task_s = ts->sync_task_seconds;
+            ntasks = nhere = ts->sync_tasks;
+            task_s = here_s = ts->sync_task_seconds;
         }
-        double busy_main = wall - ts->main_wait_seconds - (in->exec ? 0 : task_s);
-        double overlap = task_s + busy_main - wall;
+        double busy_main = wall - ts->main_wait_seconds - here_s;
+        double overlap = (task_s - here_s) + busy_main - wall;
         if (overlap < 0) overlap = 0;
         fprintf(in->err,
                 "qh stats: %lu tasks, %.3f s in tasks, main thread waited %.3f s, wall %.3f s, "
                 "overlap %.3f s (%.0f%% of task time ran alongside the main thread)\n",
                 ntasks, task_s, ts->main_wait_seconds, wall, overlap,
                 task_s > 0 ? 100.0 * overlap / task_s : 0.0);
+        if (in->exec && nhere)
+            fprintf(in->err,
+                    "qh stats: %lu of the tasks ran on the main thread, which needed them before "
+                    "a worker had started them (%.3f s)\n",
+                    nhere, here_s);
         qrt_stats(in, in->err);
         lookahead_stats(in, in->err);
     }

@@ -15,7 +15,9 @@
 /* A call of call->f (a qfn) with the bound frame call->params (references
  * taken) at call->site: from the main program, a task on copies of
  * everything it reads that returns a future at once (--sync: run to
- * completion first); inside a task, run at once. call->body does the work;
+ * completion first; a short call whose value is needed at once, eval.h's
+ * EVAL_FORCED_AT_ONCE, runs on the main thread unless it waits for calls
+ * still running); inside a task, run at once. call->body does the work;
  * call->arg (argsize bytes) is copied for it; call->prefix names the task
  * ("grad " -> "grad f", a static string; NULL: none). call->index and
  * call->early are the dispatch's own (ignored). */

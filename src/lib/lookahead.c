@@ -105,7 +105,9 @@ Value lookahead_start(VM *vm, ObjFunc *f, Value *params, const Node *site, TaskB
     TaskCtx *c = NULL;
     TaskCanon canon;
     Lookahead *la = la_of(in);
-    if (body == task_qfn_body() && (vm->loops || la->straight) && in->exec) {
+    /* a call too short to gain from starting early runs where it is needed */
+    if (body == task_qfn_body() && (vm->loops || la->straight) && in->exec &&
+        !task_short(in, f->p)) {
         TaskSpec s = { .f = f,
                        .params = params,
                        .site = site,

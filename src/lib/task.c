@@ -557,6 +557,47 @@ bool task_execute(TaskCtx *c, const atomic_int *cancel, void *task, Value *resul
 static Value qfn_body(VM *vm, ObjFunc *f, Value *params, uint64_t seed, uint64_t index,
                       const Node *site, const void *arg);
 
+/* ---------------------------------------------------------------- timings */
+
+static TaskTiming *timing_slot(TaskState *ts, const FnProto *p, bool add)
+{
+    size_t h = (size_t)(((uintptr_t)p >> 4) * 0x9e3779b97f4a7c15ULL >> 58);
+    for (size_t k = 0; k < TASK_TIMINGS; k++) {
+        TaskTiming *tm = &ts->timing[(h + k) % TASK_TIMINGS];
+        const FnProto *cur = atomic_load_explicit(&tm->proto, memory_order_acquire);
+        if (!cur) {
+            if (!add) return NULL;
+            /* a slot is claimed once, for good; a racing thread may claim it first */
+            if (atomic_compare_exchange_strong(&tm->proto, &cur, p)) return tm;
+        }
+        if (cur == p) return tm;
+    }
+    return NULL; /* full: the program's further codes go untimed */
+}
+
+/* The run time of a finished call of p's code (any thread). The estimate
+ * follows a shorter call at once and a longer one by at most doubling, so
+ * that one call slowed by its thread losing the core (a loaded machine)
+ * does not make the code count as slow; a code that really became slower
+ * is caught up with in a few calls. (Two threads noting at once may lose
+ * one note: it is an estimate.) */
+static void timing_note(Interp *in, const FnProto *p, double seconds)
+{
+    TaskTiming *tm = in->tasks ? timing_slot(in->tasks, p, true) : NULL;
+    if (!tm) return;
+    if (seconds < 1e-9) seconds = 1e-9; /* 0: not known */
+    double est = atomic_load_explicit(&tm->seconds, memory_order_relaxed);
+    if (est > 0 && seconds > 2 * est) seconds = 2 * est;
+    atomic_store_explicit(&tm->seconds, seconds, memory_order_relaxed);
+}
+
+bool task_short(Interp *in, const FnProto *p)
+{
+    TaskTiming *tm = in->tasks ? timing_slot(in->tasks, p, false) : NULL;
+    double s = tm ? atomic_load_explicit(&tm->seconds, memory_order_relaxed) : 0;
+    return s > 0 && s < TASK_SHORT_SECONDS;
+}
+
 static void run_task(void *p, ExecTask *t)
 {
     TaskCtx *c = p;
@@ -565,7 +606,10 @@ static void run_task(void *p, ExecTask *t)
     if (slot >= 0 && ship && ship(c, t, slot)) return; /* else it could not travel: run here */
     Value result;
     char err[1200];
-    if (task_execute(c, exec_task_cancel_flag(t), t, &result, err, sizeof err)) {
+    const FnProto *proto = c->body == qfn_body ? AS_FUNC(c->fn)->p : NULL;
+    bool ok = task_execute(c, exec_task_cancel_flag(t), t, &result, err, sizeof err);
+    if (proto && ok) timing_note(c->in, proto, task_now() - exec_task_started(t));
+    if (ok) {
         Value *box = xmalloc(sizeof(Value));
         *box = result;
         exec_task_done(t, box, task_free_box);
@@ -720,7 +764,13 @@ TaskCtx *task_prepare(VM *vm, const TaskSpec *s, const char **cerr)
     return c;
 }
 
-Fut *task_launch(VM *vm, TaskCtx *c)
+static Fut *launch(VM *vm, TaskCtx *c, bool here);
+
+Fut *task_launch(VM *vm, TaskCtx *c) { return launch(vm, c, false); }
+
+Fut *task_launch_here(VM *vm, TaskCtx *c) { return launch(vm, c, true); }
+
+static Fut *launch(VM *vm, TaskCtx *c, bool here)
 {
     Interp *in = vm->in;
     Fut **deps = c->deps;
@@ -739,6 +789,7 @@ Fut *task_launch(VM *vm, TaskCtx *c)
             task_state(in)->ship && c->body == qfn_body && qrt_may_travel(in, AS_FUNC(c->fn))
                 ? EXEC_REMOTE
                 : 0;
+        if (here && !flags) flags = EXEC_HERE; /* a call that may travel keeps its chance to */
         fut = exec_submit(in->exec, &(ExecJob){ run_task, c, task_ctx_free, (Fut *const *)deps,
                                                 ndeps, label, c->line, flags });
     }

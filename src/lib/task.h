@@ -74,6 +74,16 @@ typedef struct TaskOwner {
     void (*orphan)(struct TaskOwner *self);
 } TaskOwner;
 
+/* How long a qfn's code runs (task_short: an estimate from its calls that
+ * finished), for the first TASK_TIMINGS codes a program calls: written by
+ * the threads that ran them, read by the main thread. seconds 0: not
+ * known yet. */
+#define TASK_TIMINGS 64
+typedef struct TaskTiming {
+    _Atomic(const FnProto *) proto;
+    _Atomic double seconds;
+} TaskTiming;
+
 /* The interpreter's task state (Interp.tasks), made on first need. */
 typedef struct TaskState {
     double main_wait_seconds; /* main thread only */
@@ -84,6 +94,7 @@ typedef struct TaskState {
      * before the first run, read by the executor's threads. */
     bool (*ship)(TaskCtx *c, ExecTask *t, int slot);
     struct ShipState *ship_state;
+    TaskTiming timing[TASK_TIMINGS]; /* open addressing on the proto */
 } TaskState;
 
 TaskState *task_state(Interp *in);
@@ -152,6 +163,17 @@ TaskCtx *task_prepare(VM *vm, const TaskSpec *s, const char **cerr);
 /* Submits c (or, --sync, runs it) without a record: its Fut (a reference),
  * NULL if the executor refused it (Ctrl-C). c is consumed. */
 Fut *task_launch(VM *vm, TaskCtx *c);
+/* The same for a call whose value is needed at once: with no calls still
+ * running among its inputs, and unless it may travel to another rank, it
+ * runs now on the calling thread (EXEC_HERE: never queued, no worker woken)
+ * and its Fut is finished; otherwise as task_launch. */
+Fut *task_launch_here(VM *vm, TaskCtx *c);
+/* A call of p's code is short: its calls that finished ran under
+ * TASK_SHORT_SECONDS (TaskTiming's estimate), less than handing one to a
+ * worker and back, or starting it early and checking it when reached,
+ * would cost the main thread. False while none has finished. */
+#define TASK_SHORT_SECONDS 20e-6
+bool task_short(Interp *in, const FnProto *p);
 /* task_prepare, then task_launch (NULL: see both). */
 Fut *task_submit(VM *vm, const TaskSpec *s, const char **cerr);
 /* The canonical bytes of c's input, before it is launched; false (*out

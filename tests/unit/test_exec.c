@@ -283,6 +283,52 @@ static void wait_started(Gate *g)
     }
 }
 
+/* EXEC_HERE: a task with no dependency runs inside exec_submit on the
+ * calling thread (never queued: the busy worker could not have taken it),
+ * counted as run here; given a dependency the flag is ignored and the
+ * task runs on a worker once the dependency is done. */
+static void run_which_thread(void *ctx, ExecTask *t)
+{
+    int *where = ctx;
+    *where = exec_on_worker() ? 1 : 2;
+    exec_task_done(t, new_int(exec_task_worker(t)), free);
+}
+
+START_TEST(exec_submit_here)
+{
+    Exec *e = exec_new(1, 1);
+    Gate *g = calloc(1, sizeof *g);
+    Fut *busy = exec_submit(e, &(ExecJob){ run_gate, g, NULL, NULL, 0, "gate", 1, 0 });
+    wait_started(g);
+    int where = 0;
+    /* the bound (1) is full: a task run here does not wait for room */
+    Fut *f =
+        exec_submit(e, &(ExecJob){ run_which_thread, &where, NULL, NULL, 0, "here", 2, EXEC_HERE });
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fut_state(f), FUT_DONE); /* finished when exec_submit returns */
+    ck_assert_int_eq(where, 2);
+    ck_assert_int_eq(*(int *)fut_result(f), -1);
+    int where2 = 0;
+    Fut *dep[1] = { busy };
+    atomic_store(&g->open, 1);
+    Fut *g2 = exec_submit(
+        e, &(ExecJob){ run_which_thread, &where2, NULL, dep, 1, "after", 3, EXEC_HERE });
+    ck_assert_ptr_nonnull(g2);
+    ck_assert_int_eq(fut_wait(g2), FUT_DONE);
+    ck_assert_int_eq(where2, 1); /* given a dependency (finished or not): a worker's */
+    exec_wait_all(e);
+    ExecStats st;
+    exec_stats(e, &st);
+    ck_assert_int_eq((int)st.run, 3);
+    ck_assert_int_eq((int)st.run_here, 1);
+    fut_release(f);
+    fut_release(g2);
+    fut_release(busy);
+    exec_free(e);
+    free(g);
+}
+END_TEST
+
 typedef struct Order {
     atomic_int n;
     int seen[256];
@@ -619,7 +665,7 @@ typedef struct Where {
     atomic_int *gate;
 } Where;
 
-static void run_where(void *ctx, ExecTask *t)
+static void run_note_thread(void *ctx, ExecTask *t)
 {
     Where *w = ctx;
     w->slot = exec_task_remote(t);
@@ -654,8 +700,8 @@ START_TEST(exec_remote_only_flagged)
     for (int i = 0; i < N; i++) {
         w[i].slot = -2;
         w[i].gate = NULL;
-        f[i] = exec_submit(
-            e, &(ExecJob){ run_where, &w[i], NULL, NULL, 0, "w", i, i % 2 ? EXEC_REMOTE : 0 });
+        f[i] = exec_submit(e, &(ExecJob){ run_note_thread, &w[i], NULL, NULL, 0, "w", i,
+                                          i % 2 ? EXEC_REMOTE : 0 });
     }
     int remote = 0;
     for (int i = 0; i < N; i++) {
@@ -685,11 +731,11 @@ START_TEST(exec_remote_takes_work_while_workers_busy)
     exec_add_remote(e, 1, slot_usable, NULL, NULL);
     atomic_int gate = 0;
     Where hold = { -2, -2, &gate };
-    Fut *h = exec_submit(e, &(ExecJob){ run_where, &hold, NULL, NULL, 0, "hold", 1, 0 });
+    Fut *h = exec_submit(e, &(ExecJob){ run_note_thread, &hold, NULL, NULL, 0, "hold", 1, 0 });
     sleep_ms(20);
     Where a = { -2, -2, NULL }, b = { -2, -2, NULL };
-    Fut *fa = exec_submit(e, &(ExecJob){ run_where, &a, NULL, NULL, 0, "a", 2, EXEC_REMOTE });
-    Fut *fb = exec_submit(e, &(ExecJob){ run_where, &b, NULL, NULL, 0, "b", 3, 0 });
+    Fut *fa = exec_submit(e, &(ExecJob){ run_note_thread, &a, NULL, NULL, 0, "a", 2, EXEC_REMOTE });
+    Fut *fb = exec_submit(e, &(ExecJob){ run_note_thread, &b, NULL, NULL, 0, "b", 3, 0 });
     ck_assert_int_eq(must_finish(fa), FUT_DONE);
     ck_assert_int_eq(a.slot, 0);
     ck_assert(!fut_ready(fb));
@@ -717,7 +763,8 @@ START_TEST(exec_remote_slot_gone)
     for (int i = 0; i < N; i++) {
         w[i].slot = -2;
         w[i].gate = NULL;
-        f[i] = exec_submit(e, &(ExecJob){ run_where, &w[i], NULL, NULL, 0, "w", i, EXEC_REMOTE });
+        f[i] = exec_submit(
+            e, &(ExecJob){ run_note_thread, &w[i], NULL, NULL, 0, "w", i, EXEC_REMOTE });
     }
     for (int i = 0; i < N; i++) {
         ck_assert_int_eq(must_finish(f[i]), FUT_DONE);
@@ -739,7 +786,8 @@ START_TEST(exec_remote_cancel)
     Fut *f[4];
     for (int i = 0; i < 4; i++) {
         w[i] = (Where){ -2, -2, &gate };
-        f[i] = exec_submit(e, &(ExecJob){ run_where, &w[i], NULL, NULL, 0, "w", i, EXEC_REMOTE });
+        f[i] = exec_submit(
+            e, &(ExecJob){ run_note_thread, &w[i], NULL, NULL, 0, "w", i, EXEC_REMOTE });
     }
     sleep_ms(30);
     exec_cancel_all(e);
@@ -1594,6 +1642,7 @@ static Suite *exec_suite(void)
     tcase_add_test(te, exec_many_results);
     tcase_add_test(te, exec_fifo);
     tcase_add_test(te, exec_run_inline_queued);
+    tcase_add_test(te, exec_submit_here);
     tcase_add_test(te, exec_chain_forward);
     tcase_add_test(te, exec_chain_reverse_one_worker);
     tcase_add_test(te, exec_diamond);
