@@ -627,13 +627,11 @@ static void vjp_sum(const AdTape *t, const Nd *d, const double *g, double *ga)
                 ga[(o * len + l) * inner + i] += d->ca * g[o * inner + i];
 }
 
-int ad_backward(AdTape *t, AdNode out, const double *seed, AdGrad *g)
+/* Why: one buffer for every node's adjoint, reused sweep after sweep: g's
+   buffer as large as the tape's slices and its touched flags as the nodes
+   up to out, both zeroed. */
+static int grad_room(AdTape *t, AdNode out, AdGrad *g)
 {
-    if (!valid(t, out)) {
-        fail(t, "backward: no such node");
-        return -1;
-    }
-    const Nd *o = &t->v[out];
     size_t need = t->total; /* every node has its slice: later ones stay 0 */
     if (need > g->cap) {
         double *b = realloc(g->buf, need * sizeof(double));
@@ -656,14 +654,89 @@ int ad_backward(AdTape *t, AdNode out, const double *seed, AdGrad *g)
     g->t = t;
     memset(g->buf, 0, need * sizeof(double));
     memset(g->touched, 0, (size_t)out + 1);
+    return 0;
+}
+
+/* A concatenation's adjoint, slice by slice to its parents. */
+static void vjp_concat(const AdTape *t, const Nd *d, const double *gi, double *adj,
+                       uint8_t *touched)
+{
+    size_t off = 0;
+    for (int p = 0; p < d->aux->np; p++) {
+        AdNode q = d->aux->parents[p];
+        if (q >= 0) {
+            double *gq = adj + t->v[q].off;
+            for (size_t k = 0; k < d->aux->sizes[p]; k++) gq[k] += gi[off + k];
+            touched[q] = 1;
+        }
+        off += d->aux->sizes[p];
+    }
+}
+
+/* The sweep's scratch: a mask of n bytes, grown to the widest setitems. */
+typedef struct SetMask {
+    uint8_t *m;
+    size_t n;
+} SetMask;
+
+/* A setitems' adjoint: to the base where it was not overwritten, to the
+   value from the positions written. -1 when out of memory. */
+static int vjp_set(const Nd *d, const double *gi, double *ga, double *gb, SetMask *mk)
+{
+    if (ga) {
+        if (d->n > mk->n) {
+            uint8_t *m = realloc(mk->m, d->n);
+            if (!m) return -1;
+            mk->m = m;
+            mk->n = d->n;
+        }
+        uint8_t *mask = mk->m;
+        memset(mask, 0, d->n);
+        for (size_t k = 0; k < d->aux->nidx; k++) mask[d->aux->idx[k]] = 1;
+        for (size_t k = 0; k < d->n; k++)
+            if (!mask[k]) ga[k] += gi[k];
+    }
+    if (gb)
+        for (size_t k = 0; k < d->aux->nidx; k++) gb[d->aux->idx2[k]] += gi[d->aux->idx[k]];
+    return 0;
+}
+
+/* A Jacobian node's adjoint, gi J, split over its parents (its columns in
+   order). */
+static void vjp_jac(const AdTape *t, const Nd *d, const double *gi, double *adj, uint8_t *touched)
+{
+    const Aux *x = d->aux;
+    size_t col = 0;
+    for (int p = 0; p < x->np; p++) {
+        AdNode q = x->parents[p];
+        double *gq = adj + t->v[q].off;
+        size_t nq = t->v[q].n;
+        for (size_t r = 0; r < d->n; r++) {
+            double gr = gi[r];
+            if (gr == 0) continue;
+            const double *row = x->J + r * x->width + col;
+            for (size_t k = 0; k < nq; k++) gq[k] += gr * row[k];
+        }
+        touched[q] = 1;
+        col += nq;
+    }
+}
+
+int ad_backward(AdTape *t, AdNode out, const double *seed, AdGrad *g)
+{
+    if (!valid(t, out)) {
+        fail(t, "backward: no such node");
+        return -1;
+    }
+    const Nd *o = &t->v[out];
+    if (grad_room(t, out, g) != 0) return -1;
     double *adj = g->buf;
     if (seed)
         memcpy(adj + o->off, seed, o->n * sizeof(double));
     else
         adj[o->off] = 1;
     g->touched[out] = 1;
-    uint8_t *mask = NULL;
-    size_t maskn = 0;
+    SetMask mask = { NULL, 0 };
     uint8_t *touched = g->touched;
     for (AdNode i = out; i >= 0; i--) {
         if (!touched[i]) continue;
@@ -713,66 +786,25 @@ int ad_backward(AdTape *t, AdNode out, const double *seed, AdGrad *g)
             else
                 for (size_t k = 0; k < d->n; k++) ga[k] += gi[k];
             break;
-        case K_CONCAT: {
-            size_t off = 0;
-            for (int p = 0; p < d->aux->np; p++) {
-                AdNode q = d->aux->parents[p];
-                if (q >= 0) {
-                    double *gq = adj + t->v[q].off;
-                    for (size_t k = 0; k < d->aux->sizes[p]; k++) gq[k] += gi[off + k];
-                    g->touched[q] = 1;
-                }
-                off += d->aux->sizes[p];
+        case K_CONCAT: vjp_concat(t, d, gi, adj, touched); break;
+        case K_SET:
+            if (vjp_set(d, gi, ga, gb, &mask) != 0) {
+                free(mask.m);
+                fail(t, "out of memory in the backward sweep");
+                return -1;
             }
             break;
-        }
-        case K_SET: {
-            if (ga) {
-                if (d->n > maskn) {
-                    uint8_t *m = realloc(mask, d->n);
-                    if (!m) {
-                        free(mask);
-                        fail(t, "out of memory in the backward sweep");
-                        return -1;
-                    }
-                    mask = m;
-                    maskn = d->n;
-                }
-                memset(mask, 0, d->n);
-                for (size_t k = 0; k < d->aux->nidx; k++) mask[d->aux->idx[k]] = 1;
-                for (size_t k = 0; k < d->n; k++)
-                    if (!mask[k]) ga[k] += gi[k];
-            }
-            if (gb)
-                for (size_t k = 0; k < d->aux->nidx; k++) gb[d->aux->idx2[k]] += gi[d->aux->idx[k]];
-            break;
-        }
-        case K_JAC: {
-            const Aux *x = d->aux;
-            if (!x->J) {
-                free(mask);
+        case K_JAC:
+            if (!d->aux->J) {
+                free(mask.m);
                 fail(t, "internal error: a Jacobian node was not filled in");
                 return -1;
             }
-            size_t col = 0;
-            for (int p = 0; p < x->np; p++) {
-                AdNode q = x->parents[p];
-                double *gq = adj + t->v[q].off;
-                size_t nq = t->v[q].n;
-                for (size_t r = 0; r < d->n; r++) {
-                    double gr = gi[r];
-                    if (gr == 0) continue;
-                    const double *row = x->J + r * x->width + col;
-                    for (size_t k = 0; k < nq; k++) gq[k] += gr * row[k];
-                }
-                g->touched[q] = 1;
-                col += nq;
-            }
+            vjp_jac(t, d, gi, adj, touched);
             break;
-        }
         default: break;
         }
     }
-    free(mask);
+    free(mask.m);
     return 0;
 }

@@ -238,6 +238,146 @@ static int apply_local(Dsv *d, const Canon *c, char *err, size_t errlen)
     return 0;
 }
 
+/* One exchanged gate (apply_exchange): its g global targets gp (physical
+   wires), its nlt local targets lq (local bits) and per target tslot (0
+   global, 1 local); the gathered block of b low bits with the nh local
+   targets hq above it (ascending), g + h + b <= lx; the controls above the
+   block as cmask_hi (they select stretches), those below it cl (they stay
+   in the op); the op so on the gathered state s of sq wires; this rank's
+   slot my of the G = 2^g and the peer of each slot. */
+typedef struct Xchg {
+    int g, gp[SV_MAX_WIRES];
+    int nlt, lq[SV_MAX_WIRES];
+    int tslot[SV_MAX_WIRES];
+    int b, h, nh, hq[SV_MAX_WIRES];
+    uint64_t cmask_hi;
+    int ncl, cl[SV_MAX_WIRES];
+    int sq;
+    SvOp so;
+    SvState s;
+    int my, G, peer[1 << 6];
+} Xchg;
+
+/* The gate's targets split into global and local ones. */
+static void xchg_targets(const Dsv *d, const SvOp *o, Xchg *x)
+{
+    x->g = x->nlt = 0;
+    for (int i = 0; i < o->nwires; i++) {
+        int p = d->perm[o->wires[i]];
+        if (p < d->k) {
+            x->gp[x->g++] = p;
+            x->tslot[i] = 0;
+        } else {
+            x->lq[x->nlt++] = dsv_pbit(d, p);
+            x->tslot[i] = 1;
+        }
+    }
+}
+
+/* The block: the most low bits that fit the exchange buffer beside the
+   targets above them; the local targets and the controls (lo's, local)
+   placed against it. -1 when the gate does not fit. */
+static int xchg_block(Dsv *d, const SvOp *lo, Xchg *x, char *err, size_t errlen)
+{
+    int g = x->g, b = d->nl < d->lx - g ? d->nl : d->lx - g, h = 0;
+    for (;; b--) {
+        h = 0;
+        for (int i = 0; i < x->nlt; i++) h += x->lq[i] >= b;
+        if (g + h + b <= d->lx || b == 0) break;
+    }
+    if (g + h + b > d->lx)
+        return dsv_fail(d, err, errlen,
+                        "distributed state: gate too large for the exchange buffer");
+    x->b = b;
+    x->h = h;
+    x->nh = 0; /* local targets above the block, ascending */
+    for (int q = b; q < d->nl; q++)
+        for (int i = 0; i < x->nlt; i++)
+            if (x->lq[i] == q) x->hq[x->nh++] = q;
+    /* controls: below the block they stay in the op, above it they select stretches */
+    x->cmask_hi = 0;
+    x->ncl = 0;
+    for (int i = 0; i < lo->nctrl; i++) {
+        int q = d->nl - 1 - lo->ctrl[i];
+        if (q >= b)
+            x->cmask_hi |= (uint64_t)1 << q;
+        else
+            x->cl[x->ncl++] = q;
+    }
+    x->sq = g + h + b; /* qubits of the gathered state */
+    return 0;
+}
+
+/* The op on the gathered state (wire = sq - 1 - bit), and that state on
+   the exchange buffer. */
+static void xchg_op(const Dsv *d, const SvOp *o, Xchg *x)
+{
+    int sq = x->sq;
+    SvOp *so = &x->so;
+    *so = *o;
+    so->nctrl = x->ncl;
+    for (int i = 0; i < x->ncl; i++) so->ctrl[i] = sq - 1 - x->cl[i];
+    for (int i = 0, gi = 0; i < o->nwires; i++) {
+        int p = d->perm[o->wires[i]];
+        if (!x->tslot[i]) { /* global target gi: bit sq-1-gi (first = top) */
+            for (gi = 0; gi < x->g && x->gp[gi] != p; gi++) {}
+            so->wires[i] = gi;
+        } else {
+            int q = dsv_pbit(d, p);
+            if (q < x->b)
+                so->wires[i] = sq - 1 - q;
+            else {
+                int j = 0;
+                while (x->hq[j] != q) j++;
+                so->wires[i] = sq - 1 - (x->b + j);
+            }
+        }
+    }
+    SvState *s = &x->s;
+    memset(s, 0, sizeof *s);
+    s->nq = sq;
+    s->dim = (size_t)1 << sq;
+    s->amp = d->xbuf;
+    s->simd = d->loc.simd;
+    sv_set_threads(s, d->cfg.team, d->cfg.nthreads);
+}
+
+/* One stretch (the local bits outside the block fixed at base): this
+   rank's sub-blocks into its slot, the slots swapped with the group, the
+   gate on the buffer and this rank's slot back. */
+static int xchg_stretch(Dsv *d, Xchg *x, uint64_t base, char *err, size_t errlen)
+{
+    uint64_t B = (uint64_t)1 << x->b, slot = (uint64_t)1 << (x->h + x->b);
+    cplx *a = d->loc.amp;
+    cplx *mine = d->xbuf + (uint64_t)x->my * slot;
+    MPI_Request rq[2 << 6];
+    int nh = x->nh;
+    for (uint64_t hv = 0; hv < ((uint64_t)1 << nh); hv++) {
+        uint64_t off = base;
+        for (int j = 0; j < nh; j++)
+            if ((hv >> j) & 1) off |= (uint64_t)1 << x->hq[j];
+        memcpy(mine + hv * B, a + off, B * sizeof(cplx));
+    }
+    int nr = 0;
+    for (int m = 0; m < x->G; m++) {
+        if (m == x->my) continue;
+        if (dsv_irecv(d, d->xbuf + (uint64_t)m * slot, slot * sizeof(cplx), x->peer[m], &rq[nr++],
+                      err, errlen))
+            return -1;
+        if (dsv_isend(d, mine, slot * sizeof(cplx), x->peer[m], &rq[nr++], err, errlen)) return -1;
+    }
+    if (dsv_wait(d, rq, nr, err, errlen)) return -1;
+    if (sv_apply(&x->s, &x->so, err, errlen) != 0)
+        return dsv_fail(d, err, errlen, "%s", err ? err : "gate");
+    for (uint64_t hv = 0; hv < ((uint64_t)1 << nh); hv++) {
+        uint64_t off = base;
+        for (int j = 0; j < nh; j++)
+            if ((hv >> j) & 1) off |= (uint64_t)1 << x->hq[j];
+        memcpy(a + off, mine + hv * B, B * sizeof(cplx));
+    }
+    return 0;
+}
+
 /* Why: a gate on g global targets needs the amplitudes of the 2^g ranks
    that differ in those bits. For each stretch of the chunk (the local
    bits outside the gathered block fixed), every rank of the group copies
@@ -252,123 +392,38 @@ static int apply_exchange(Dsv *d, const Canon *c, char *err, size_t errlen)
     SvOp lo;
     if (!localize_controls(d, &c->op, &lo)) return 0;
     const SvOp *o = &c->op;
-    int g = 0, gp[SV_MAX_WIRES];   /* global targets: physical wires */
-    int lq[SV_MAX_WIRES], nlt = 0; /* local targets: local bits */
-    int tslot[SV_MAX_WIRES];       /* target i: 0 global, 1 local */
-    for (int i = 0; i < o->nwires; i++) {
-        int p = d->perm[o->wires[i]];
-        if (p < d->k) {
-            gp[g++] = p;
-            tslot[i] = 0;
-        } else {
-            lq[nlt++] = dsv_pbit(d, p);
-            tslot[i] = 1;
-        }
-    }
-    /* the block: b low bits, h local targets above it, g + h + b <= lx */
-    int b = d->nl < d->lx - g ? d->nl : d->lx - g, h = 0;
-    for (;; b--) {
-        h = 0;
-        for (int i = 0; i < nlt; i++) h += lq[i] >= b;
-        if (g + h + b <= d->lx || b == 0) break;
-    }
-    if (g + h + b > d->lx)
-        return dsv_fail(d, err, errlen,
-                        "distributed state: gate too large for the exchange buffer");
-    int hq[SV_MAX_WIRES], nh = 0; /* local targets above the block, ascending */
-    for (int q = b; q < d->nl; q++)
-        for (int i = 0; i < nlt; i++)
-            if (lq[i] == q) hq[nh++] = q;
-    /* controls: below the block they stay in the op, above it they select stretches */
-    uint64_t cmask_hi = 0;
-    int cl[SV_MAX_WIRES], ncl = 0;
-    for (int i = 0; i < lo.nctrl; i++) {
-        int q = d->nl - 1 - lo.ctrl[i];
-        if (q >= b)
-            cmask_hi |= (uint64_t)1 << q;
-        else
-            cl[ncl++] = q;
-    }
-    int sq = g + h + b; /* qubits of the gathered state */
-    uint64_t B = (uint64_t)1 << b, slot = (uint64_t)1 << (h + b);
-    /* the op on the gathered state: wire = sq - 1 - bit */
-    SvOp so = *o;
-    so.nctrl = ncl;
-    for (int i = 0; i < ncl; i++) so.ctrl[i] = sq - 1 - cl[i];
-    for (int i = 0, gi = 0; i < o->nwires; i++) {
-        int p = d->perm[o->wires[i]];
-        if (!tslot[i]) { /* global target gi: bit sq-1-gi (first = top) */
-            for (gi = 0; gi < g && gp[gi] != p; gi++) {}
-            so.wires[i] = gi;
-        } else {
-            int q = dsv_pbit(d, p);
-            if (q < b)
-                so.wires[i] = sq - 1 - q;
-            else {
-                int j = 0;
-                while (hq[j] != q) j++;
-                so.wires[i] = sq - 1 - (b + j);
-            }
-        }
-    }
-    SvState s;
-    memset(&s, 0, sizeof s);
-    s.nq = sq;
-    s.dim = (size_t)1 << sq;
-    s.amp = d->xbuf;
-    s.simd = d->loc.simd;
-    sv_set_threads(&s, d->cfg.team, d->cfg.nthreads);
+    Xchg x;
+    xchg_targets(d, o, &x);
+    int rc = xchg_block(d, &lo, &x, err, errlen);
+    if (rc) return rc;
+    xchg_op(d, o, &x);
     /* my slot: my bits of the global targets, first target = top */
-    int my = 0;
-    for (int i = 0; i < g; i++) my = (my << 1) | dsv_gbit(d, gp[i]);
-    int G = 1 << g;
-    int peer[1 << 6];
+    int g = x.g;
+    x.my = 0;
+    for (int i = 0; i < g; i++) x.my = (x.my << 1) | dsv_gbit(d, x.gp[i]);
+    x.G = 1 << g;
     if (g > 6) return dsv_fail(d, err, errlen, "distributed state: more than 6 global targets");
-    for (int m = 0; m < G; m++) {
+    for (int m = 0; m < x.G; m++) {
         int r = d->rank;
         for (int i = 0; i < g; i++)
-            if (((m ^ my) >> (g - 1 - i)) & 1) r ^= 1 << (d->k - 1 - gp[i]);
-        peer[m] = r;
+            if (((m ^ x.my) >> (g - 1 - i)) & 1) r ^= 1 << (d->k - 1 - x.gp[i]);
+        x.peer[m] = r;
     }
     /* stretches: the local bits at or above b that are not targets */
     int oq[64], no = 0;
-    for (int q = b; q < d->nl; q++) {
+    for (int q = x.b; q < d->nl; q++) {
         int t = 0;
-        for (int j = 0; j < nh; j++) t |= hq[j] == q;
+        for (int j = 0; j < x.nh; j++) t |= x.hq[j] == q;
         if (!t) oq[no++] = q;
     }
     d->st.exchanges++;
-    cplx *a = d->loc.amp;
-    cplx *mine = d->xbuf + (uint64_t)my * slot;
-    MPI_Request rq[2 << 6];
     for (uint64_t u = 0; u < ((uint64_t)1 << no); u++) {
         uint64_t base = 0;
         for (int j = 0; j < no; j++)
             if ((u >> j) & 1) base |= (uint64_t)1 << oq[j];
-        if ((base & cmask_hi) != cmask_hi) continue;
-        for (uint64_t hv = 0; hv < ((uint64_t)1 << nh); hv++) {
-            uint64_t off = base;
-            for (int j = 0; j < nh; j++)
-                if ((hv >> j) & 1) off |= (uint64_t)1 << hq[j];
-            memcpy(mine + hv * B, a + off, B * sizeof(cplx));
-        }
-        int nr = 0;
-        for (int m = 0; m < G; m++) {
-            if (m == my) continue;
-            if (dsv_irecv(d, d->xbuf + (uint64_t)m * slot, slot * sizeof(cplx), peer[m], &rq[nr++],
-                          err, errlen))
-                return -1;
-            if (dsv_isend(d, mine, slot * sizeof(cplx), peer[m], &rq[nr++], err, errlen)) return -1;
-        }
-        if (dsv_wait(d, rq, nr, err, errlen)) return -1;
-        if (sv_apply(&s, &so, err, errlen) != 0)
-            return dsv_fail(d, err, errlen, "%s", err ? err : "gate");
-        for (uint64_t hv = 0; hv < ((uint64_t)1 << nh); hv++) {
-            uint64_t off = base;
-            for (int j = 0; j < nh; j++)
-                if ((hv >> j) & 1) off |= (uint64_t)1 << hq[j];
-            memcpy(a + off, mine + hv * B, B * sizeof(cplx));
-        }
+        if ((base & x.cmask_hi) != x.cmask_hi) continue;
+        rc = xchg_stretch(d, &x, base, err, errlen);
+        if (rc) return rc;
     }
     return 0;
 }

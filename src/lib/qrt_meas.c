@@ -829,6 +829,76 @@ static uint64_t index_on_wires(uint64_t idx, int nq, const int *ws, int nw)
     for (int k = 0; k < nw; k++) r = (r << 1) | ((idx >> (nq - 1 - ws[k])) & 1);
     return r;
 }
+/* sample(obs): shots draws of an observable's eigenvalue, from the
+   execution's shots where its Pauli words share one basis per wire, else
+   from its own sampler or its spectrum. */
+static Value sample_obs(VM *vm, QCtx *q, Args *a, long shots)
+{
+    char err[AR_ERRLEN];
+    SvTerm *t;
+    int n;
+    uint64_t *idw;
+    if (!as_terms(vm, a->v[0], &t, &idw, &n, a->site)) return v_exc();
+    bool ok = check_terms(vm, q, t, idw, n, a->site);
+    free(idw);
+    if (!ok) {
+        sv_terms_free(t, n);
+        return v_exc();
+    }
+    size_t shape[1] = { (size_t)shots };
+    Array *r = ar_new(AR_F64, 1, shape, err);
+    if (!r) {
+        sv_terms_free(t, n);
+        return vm_error(vm, a->site, "%s", err);
+    }
+    SvPauli *pw = pauli_of(t, n);
+    uint64_t xm, ym, wm;
+    bool qwc = pw && words_qwc(pw, n, &xm, &ym, &wm) && (!(xm | ym) || !q->ds);
+    if (qwc) { /* Pauli words, one basis per wire: the execution's shots */
+        const uint64_t *idx = shot_set(vm, q, xm, ym, wm, "sample", a->site);
+        if (idx) {
+            double *out = ar_f64(r);
+            for (long i = 0; i < shots; i++) out[i] = words_value(pw, n, idx[i], q->nq);
+        }
+        free(pw);
+        sv_terms_free(t, n);
+        if (!idx) {
+            ar_free(r);
+            return v_exc();
+        }
+        return arr_wrap(r);
+    }
+    free(pw);
+    if (n == 1 && t[0].kind == SVB_NONE &&
+        t[0].coeff == 1) { /* a Pauli word on a distributed device: its own sampler */
+        SvPauli w = { 1, t[0].x, t[0].z };
+        char de[256];
+        if (q->sim.be->sample_pauli(&q->sim, &w, (size_t)shots, &q->rng, ar_f64(r), de,
+                                    sizeof de)) {
+            sv_terms_free(t, n);
+            ar_free(r);
+            return vm_error(vm, a->site, "sample(): %s", de);
+        }
+    } else { /* any observable: its eigenvalues, drawn with their probabilities */
+        SvSpectrum sp;
+        double *pj;
+        if (!obs_spectrum(vm, q, t, n, &sp, &pj, a->site)) {
+            ar_free(r);
+            sv_terms_free(t, n);
+            return v_exc();
+        }
+        uint64_t *idx = xmalloc((size_t)shots * sizeof(uint64_t));
+        sv_draw(&q->rng, pj, (size_t)sp.d, (size_t)shots, idx);
+        double *out = ar_f64(r);
+        for (long i = 0; i < shots; i++) out[i] = sp.vals[idx[i]];
+        free(idx);
+        free(pj);
+        sv_spectrum_free(&sp);
+    }
+    sv_terms_free(t, n);
+    return arr_wrap(r);
+}
+
 Value bi_sample(VM *vm, Args *a)
 {
     QCtx *q = need_q(vm, a);
@@ -848,71 +918,8 @@ Value bi_sample(VM *vm, Args *a)
         else if (!rec_obs_meas(vm, q, "Sample", a->v[0], a->site))
             return v_exc();
     }
+    if (a->n > 0) return sample_obs(vm, q, a, shots);
     char err[AR_ERRLEN];
-    if (a->n > 0) {
-        SvTerm *t;
-        int n;
-        uint64_t *idw;
-        if (!as_terms(vm, a->v[0], &t, &idw, &n, a->site)) return v_exc();
-        bool ok = check_terms(vm, q, t, idw, n, a->site);
-        free(idw);
-        if (!ok) {
-            sv_terms_free(t, n);
-            return v_exc();
-        }
-        size_t shape[1] = { (size_t)shots };
-        Array *r = ar_new(AR_F64, 1, shape, err);
-        if (!r) {
-            sv_terms_free(t, n);
-            return vm_error(vm, a->site, "%s", err);
-        }
-        SvPauli *pw = pauli_of(t, n);
-        uint64_t xm, ym, wm;
-        bool qwc = pw && words_qwc(pw, n, &xm, &ym, &wm) && (!(xm | ym) || !q->ds);
-        if (qwc) { /* Pauli words, one basis per wire: the execution's shots */
-            const uint64_t *idx = shot_set(vm, q, xm, ym, wm, "sample", a->site);
-            if (idx) {
-                double *out = ar_f64(r);
-                for (long i = 0; i < shots; i++) out[i] = words_value(pw, n, idx[i], q->nq);
-            }
-            free(pw);
-            sv_terms_free(t, n);
-            if (!idx) {
-                ar_free(r);
-                return v_exc();
-            }
-            return arr_wrap(r);
-        }
-        free(pw);
-        if (n == 1 && t[0].kind == SVB_NONE &&
-            t[0].coeff == 1) { /* a Pauli word on a distributed device: its own sampler */
-            SvPauli w = { 1, t[0].x, t[0].z };
-            char de[256];
-            if (q->sim.be->sample_pauli(&q->sim, &w, (size_t)shots, &q->rng, ar_f64(r), de,
-                                        sizeof de)) {
-                sv_terms_free(t, n);
-                ar_free(r);
-                return vm_error(vm, a->site, "sample(): %s", de);
-            }
-        } else { /* any observable: its eigenvalues, drawn with their probabilities */
-            SvSpectrum sp;
-            double *pj;
-            if (!obs_spectrum(vm, q, t, n, &sp, &pj, a->site)) {
-                ar_free(r);
-                sv_terms_free(t, n);
-                return v_exc();
-            }
-            uint64_t *idx = xmalloc((size_t)shots * sizeof(uint64_t));
-            sv_draw(&q->rng, pj, (size_t)sp.d, (size_t)shots, idx);
-            double *out = ar_f64(r);
-            for (long i = 0; i < shots; i++) out[i] = sp.vals[idx[i]];
-            free(idx);
-            free(pj);
-            sv_spectrum_free(&sp);
-        }
-        sv_terms_free(t, n);
-        return arr_wrap(r);
-    }
     int nq = q->nq, cols = nw ? nw : nq;
     if (!nw)
         for (int w = 0; w < nq; w++) ws[w] = w;

@@ -413,6 +413,10 @@ SV_INLINE int term_k(int shape, int D, int L, int d)
     return (L << pc2(D)) | i;
 }
 
+static void plan_tuples(Plan *P, const SvJob *j, const int *line, uint64_t Lf, uint64_t Lc);
+static void plan_swap(Plan *P, const int (*row)[4], const int *line);
+static void plan_coeffs(Plan *P, const SvJob *j, const int (*row)[4], const int *line);
+
 /* Why: everything about a job's low bits is decided here, once per job,
    and only what the level's kernels read: which lines form a group,
    which lanes are rows of the matrix (the others are untouched), and the
@@ -470,18 +474,8 @@ static void make_plan(Plan *P, const SvJob *j, uint64_t dim, int level)
     P->nt = shape_nt(P->shape);
     sv_assert(P->nb == shape_nb(P->shape, P->D));
     P->ahead = 128 / (uint64_t)P->nb;
-    if (level == SV_SIMD_C) { /* tuples: one per value of the free lane bits */
-        if (P->swap)
-            memset(P->mat, 0, sizeof P->mat); /* an exchange has none */
-        else
-            memcpy(P->mat, j->mat, sizeof P->mat);
-        P->ntup = 0;
-        for (uint64_t f = 0; f < 4; f++) {
-            if (f & Lf) continue;
-            for (int r = 0; r < d; r++)
-                P->toff[P->ntup][r] = 8 * P->loff[line[r]] + 2 * (f | (o[r] & 3) | Lc);
-            P->ntup++;
-        }
+    if (level == SV_SIMD_C) {
+        plan_tuples(P, j, line, Lf, Lc);
         return;
     }
     /* the row of each lane of each output line (-1: untouched) */
@@ -493,21 +487,55 @@ static void make_plan(Plan *P, const SvJob *j, uint64_t dim, int level)
             row[ol][q] = ((uint64_t)q & Lc) == Lc && ((uint64_t)q & Lz) == 0
                              ? rowof[4 * ol + (int)((uint64_t)q & Lt)]
                              : -1;
-    if (P->swap) { /* a row lane takes its partner: the other row, lane xor D */
-        P->live = 0;
-        for (int ol = 0; ol < P->nb; ol++)
-            for (int q = 0; q < 4; q++) {
-                int r = row[ol][q], L = r < 0 ? ol : line[1 - r], sq = r < 0 ? q : q ^ P->D;
-                if (r >= 0) P->live |= 1 << (q >> 1);
-                for (int h = 0; h < 2; h++) {
-                    P->idx[ol][2 * q + h] = (P->nb == 1 ? 0 : 8 * L) + 2 * sq + h;
-                    P->msk[ol][2 * q + h] =
-                        r < 0 ? 0.0 : -0.0; /* sign bit: blendv takes the partner */
-                }
-            }
-        sv_assert(P->live != 0);
-        return;
+    if (P->swap)
+        plan_swap(P, row, line);
+    else
+        plan_coeffs(P, j, row, line);
+}
+
+/* The portable kernels' tuples: one per value of the free lane bits (Lf:
+   the fixed low bits, Lc: the low controls), the matrix beside them. */
+static void plan_tuples(Plan *P, const SvJob *j, const int *line, uint64_t Lf, uint64_t Lc)
+{
+    int d = j->kind == SVJ_QUAD ? 4 : 2;
+    const uint64_t *o = j->off;
+    if (P->swap)
+        memset(P->mat, 0, sizeof P->mat); /* an exchange has none */
+    else
+        memcpy(P->mat, j->mat, sizeof P->mat);
+    P->ntup = 0;
+    for (uint64_t f = 0; f < 4; f++) {
+        if (f & Lf) continue;
+        for (int r = 0; r < d; r++)
+            P->toff[P->ntup][r] = 8 * P->loff[line[r]] + 2 * (f | (o[r] & 3) | Lc);
+        P->ntup++;
     }
+}
+
+/* An exchange's lane selections: a row lane takes its partner, the other
+   row, lane xor D (row[ol][q]: the row of lane q of output line ol, -1
+   untouched). */
+static void plan_swap(Plan *P, const int (*row)[4], const int *line)
+{
+    P->live = 0;
+    for (int ol = 0; ol < P->nb; ol++)
+        for (int q = 0; q < 4; q++) {
+            int r = row[ol][q], L = r < 0 ? ol : line[1 - r], sq = r < 0 ? q : q ^ P->D;
+            if (r >= 0) P->live |= 1 << (q >> 1);
+            for (int h = 0; h < 2; h++) {
+                P->idx[ol][2 * q + h] = (P->nb == 1 ? 0 : 8 * L) + 2 * sq + h;
+                P->msk[ol][2 * q + h] = r < 0 ? 0.0 : -0.0; /* sign bit: blendv takes the partner */
+            }
+        }
+    sv_assert(P->live != 0);
+}
+
+/* The coefficient of every term on every lane of every output line (an
+   untouched lane: 1 on its own term). */
+static void plan_coeffs(Plan *P, const SvJob *j, const int (*row)[4], const int *line)
+{
+    int d = j->kind == SVJ_QUAD ? 4 : 2;
+    const uint64_t *o = j->off;
     for (int ol = 0; ol < P->nb; ol++) {
         for (int k = 0; k < P->nt; k++)
             for (int e = 0; e < 8; e++) P->cr[ol][k][e] = P->ci[ol][k][e] = 0;
