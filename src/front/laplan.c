@@ -1438,6 +1438,40 @@ static void sl_keep(ModInfo *m, LaStraight *st, const Ctx *c)
 
 /* Statement j's window (laplan.h's LaStraight): back from j - 1 while the
  * statements make a known number of calls and change nothing its calls read */
+/* --deps: why statement s's calls may not start while the statement at
+ * line `line` (its writes w) waits: a global it rebinds or changes that
+ * s reads, or that a qfn s calls takes along */
+static void sl_rebinds(ModInfo *m, const Node *s, const Set *w, int line, char *why, size_t cap)
+{
+    const DepInfo *d = s->dep;
+    for (int k = 0; k < d->nreads + d->npasses; k++) {
+        int g = k < d->nreads ? d->reads[k] : d->passes[k - d->nreads];
+        if (set_has(w, 2 * g + 1)) {
+            snprintf(why, cap, "line %d rebinds or changes %s, which the call reads (rebinding)",
+                     line, m->gnames[g]);
+            return;
+        }
+    }
+    for (int k = 0; k < d->nqcalls; k++) {
+        FnProto *f = proto_of_global(m, d->qcalls[k]);
+        Set t = { 0 };
+        if (f) takes_along(m, f, &t);
+        for (int x = 0; x < t.n; x++)
+            if (set_has(w, 2 * t.v[x] + 1)) {
+                snprintf(why, cap,
+                         "line %d rebinds or changes %s, which %s() takes along (rebinding)", line,
+                         m->gnames[t.v[x]], f->name);
+                free(t.v);
+                return;
+            }
+        free(t.v);
+    }
+    snprintf(
+        why, cap,
+        "line %d rebinds or changes what its arguments read or the qfn takes along (rebinding)",
+        line);
+}
+
 static void sl_window(ModInfo *m, Node *body, LaStraight **ls, Set *writes, int j)
 {
     LaStraight *st = ls[j];
@@ -1460,10 +1494,7 @@ static void sl_window(ModInfo *m, Node *body, LaStraight **ls, Set *writes, int 
             }
             for (int k = 0; k < writes[i].n; k++) set_add(&c.writes, writes[i].v[k]);
             if (!sl_scan(&c, s, st->ncalls)) {
-                snprintf(why, sizeof why,
-                         "line %d rebinds or changes what its arguments read or the qfn takes "
-                         "along (rebinding)",
-                         si->line);
+                sl_rebinds(m, s, &writes[i], si->line, why, sizeof why);
                 break;
             }
         }
@@ -1508,12 +1539,14 @@ static void plan_straight(ModInfo *m, Node *body)
         ls[i] = st;
         s->dep->straight = st;
     }
-    bool seen = false;
+    int firstq = -1; /* the first statement making quantum calls: none waits before it */
     for (int j = 0; j < n; j++)
         if (ls[j] && ls[j]->ncalls > 0) {
-            ls[j]->first = !seen;
-            seen = true;
+            ls[j]->first = firstq < 0;
+            if (firstq < 0) firstq = j;
             if (j) sl_window(m, body, ls, writes, j);
+            if (ls[j]->from < firstq && firstq < j) /* --deps names the lines that may wait */
+                ls[j]->first_line = body->u.list.items[firstq]->line;
         }
     for (int i = 0; i < n; i++) free(writes[i].v);
     free(writes);
@@ -1691,9 +1724,17 @@ static void print_straight(const Node *stmt, const char *at, FILE *out)
         fprintf(out, "%s: straight-line code may start ", at);
         for (int i = 0, k = 0; i < st->plan.nsteps; i++) {
             const Node *c = st->plan.steps[i].expr;
-            if (st->plan.steps[i].kind == LA_SITE)
-                fprintf(out, "%s%s() (line %d)", k++ ? ", " : "", c->u.call.fn->u.var.name,
-                        c->line);
+            if (st->plan.steps[i].kind != LA_SITE) continue;
+            int same = 1; /* the same callee on the same line: counted, not repeated */
+            while (i + same < st->plan.nsteps && st->plan.steps[i + same].kind == LA_SITE &&
+                   st->plan.steps[i + same].expr->line == c->line &&
+                   strcmp(st->plan.steps[i + same].expr->u.call.fn->u.var.name,
+                          c->u.call.fn->u.var.name) == 0)
+                same++;
+            fprintf(out, "%s%s() (line %d", k++ ? ", " : "", c->u.call.fn->u.var.name, c->line);
+            if (same > 1) fprintf(out, ", %d calls", same);
+            fputc(')', out);
+            i += same - 1;
         }
         if (st->first_line == st->last_line)
             fprintf(out, " early while line %d waits (lookahead)", st->first_line);
