@@ -810,9 +810,16 @@ typedef struct Draw {
     int ncol, *mw, *cw;
 } Draw;
 
-/* The options: decimals (nil: no parameters) and show_all_wires. */
-static bool draw_opts(VM *vm, Args *a, int *decimals, bool *show_all)
+/* The options: decimals (nil: no parameters), show_all_wires, max_length. */
+static bool draw_opts(VM *vm, Args *a, int *decimals, bool *show_all, int *max_length)
 {
+    Value *mk = arg_kw(a, "max_length");
+    *max_length = 100;
+    if (mk && (mk->t != T_NUM || mk->n != floor(mk->n) || mk->n < 1 || mk->n > 1e6)) {
+        vm_error(vm, a->site, "draw(): max_length must be a whole number from 1 to 1000000");
+        return false;
+    }
+    if (mk) *max_length = (int)mk->n;
     Value *dk = arg_kw(a, "decimals");
     *decimals = 2;
     if (dk && dk->t != T_NIL) {
@@ -1211,32 +1218,98 @@ static void draw_ends(Draw *d)
         }
 }
 
-/* A classical wire's line: each layer's cell after the bit's filler (═ where
-   it carries a bit, else a space), padded with the next layer's. */
-static void draw_bitline(const Draw *d, Str *out, int line, int lw)
+/* The rows of the text (qml.draw's totals): a line per wire drawn, then the
+   classical wires, and the blocks already cut at max_length. */
+typedef struct Rows {
+    Str *row, done;
+    int nw, nrows, lw;
+} Rows;
+
+/* A row's start: its wire's label, or spaces under the labels ("··· " after
+   them when the drawing goes on from the block above). */
+static void rows_begin(const Draw *d, Rows *r, bool cont)
 {
-    static const char *const dbl = "\xe2\x95\x90"; /* ═ */
-    sput_n(out, " ", lw + 2);
-    for (int L = 0; L < d->nlayers; L++) {
-        const char *t = d->bcells[(size_t)L * (size_t)d->nlines + (size_t)line].t;
-        const char *f = line_on(d, line, L) ? dbl : " ";
-        sput(out, f);
-        sput(out, t[0] ? t : f);
-        sput_n(out, line_on(d, line, L + 1) ? dbl : " ", d->cw[L] - (t[0] ? width(t) : 1));
+    int k = 0;
+    for (int w = 0; w < d->n; w++) {
+        if (!d->keep[w]) continue;
+        char lab[32];
+        snprintf(lab, sizeof lab, "%*d: ", r->lw, w);
+        r->row[k].n = 0;
+        sput(&r->row[k], lab);
+        if (cont) sput(&r->row[k], "\xc2\xb7\xc2\xb7\xc2\xb7 "); /* ··· */
+        k++;
     }
-    sput(out, "  ");
-    if (d->ncol == 0) sput(out, "  ");
-    for (int col = 0; col < d->ncol; col++) sput_n(out, " ", d->mw[col] + 1);
+    for (; k < r->nrows; k++) {
+        r->row[k].n = 0;
+        sput(&r->row[k], "");
+        sput_n(&r->row[k], " ", r->lw + 2 + (cont ? 4 : 0));
+    }
 }
 
-/* The text: a line per wire drawn, then the classical wires. */
-static void draw_text(Draw *d, Str *out)
+/* qml.draw's max_length: the rows so far become a block (" ···" after each
+   wire's, a blank line after the block) and the rows begin again. */
+static void rows_cut(const Draw *d, Rows *r)
 {
-    int n = d->n, lw = 0, lastw = 0;
-    d->cw = xcalloc((size_t)(d->nlayers ? d->nlayers : 1), sizeof(int));
-    for (int L = 0; L < d->nlayers; L++) {
-        for (int w = 0; w < n; w++) {
-            int x = width(d->cells[(size_t)L * (size_t)n + (size_t)w].t);
+    for (int k = 0; k < r->nrows; k++) {
+        sput(&r->done, r->row[k].p);
+        sput(&r->done, k < r->nw ? " \xc2\xb7\xc2\xb7\xc2\xb7\n" : "\n");
+    }
+    sput(&r->done, "\n");
+    rows_begin(d, r, true);
+}
+
+/* Op layer L (of the nl drawn; an empty one when there are none) on every
+   row: after ─, each wire's cell padded with ─; each classical wire's cell
+   after the bit's filler (═ where it carries a bit, else a space), padded
+   with the next layer's. */
+static void rows_layer(const Draw *d, Rows *r, int L, int width_L)
+{
+    static const char *const dbl = "\xe2\x95\x90"; /* ═ */
+    int k = 0;
+    for (int w = 0; w < d->n; w++) {
+        if (!d->keep[w]) continue;
+        const char *t = L < d->nlayers ? d->cells[(size_t)L * (size_t)d->n + (size_t)w].t : "";
+        sput(&r->row[k], "\xe2\x94\x80");
+        sput(&r->row[k], t);
+        sput_n(&r->row[k], "\xe2\x94\x80", width_L - width(t));
+        k++;
+    }
+    for (int b = 0; b < d->nlines; b++, k++) {
+        const char *t = d->bcells[(size_t)L * (size_t)d->nlines + (size_t)b].t;
+        const char *f = line_on(d, b, L) ? dbl : " ";
+        sput(&r->row[k], f);
+        sput(&r->row[k], t[0] ? t : f);
+        sput_n(&r->row[k], line_on(d, b, L + 1) ? dbl : " ", width_L - (t[0] ? width(t) : 1));
+    }
+}
+
+/* Measurement column col (-1: the empty one when there are none) after a
+   space, padded with spaces on every row, as qml.draw pads it. */
+static void rows_column(const Draw *d, Rows *r, int col, int width_c)
+{
+    int k = 0;
+    for (int w = 0; w < d->n; w++) {
+        if (!d->keep[w]) continue;
+        const char *t = col >= 0 ? d->end[(size_t)col * (size_t)d->n + (size_t)w].t : "";
+        sput(&r->row[k], " ");
+        sput(&r->row[k], t);
+        sput_n(&r->row[k], " ", width_c - width(t));
+        k++;
+    }
+    for (; k < r->nrows; k++) sput_n(&r->row[k], " ", width_c + 1);
+}
+
+/* The text, as qml.draw's tape_text: the op layers, ─┤ (two spaces on the
+   classical wires), the measurement columns, each layer cut to a new block
+   where the first line would pass max_length; then the matrices. */
+static void draw_text(Draw *d, Str *out, int max_length)
+{
+    int nl = d->nlayers ? d->nlayers : 1, nc = d->ncol ? d->ncol : 1;
+    d->cw = xcalloc((size_t)nl, sizeof(int));
+    for (int L = 0; L < nl; L++) {
+        d->cw[L] = 1;
+        for (int w = 0; w < d->n && L < d->nlayers; w++) {
+            int x = width(d->cells[(size_t)L * (size_t)d->n + (size_t)w].t);
             d->cw[L] = x > d->cw[L] ? x : d->cw[L];
         }
         for (int b = 0; b < d->nlines; b++) {
@@ -1244,40 +1317,36 @@ static void draw_text(Draw *d, Str *out)
             d->cw[L] = x > d->cw[L] ? x : d->cw[L];
         }
     }
-    for (int w = 0; w < n; w++) {
+    Rows r = { .lw = 1 };
+    for (int w = 0; w < d->n; w++) {
         if (!d->keep[w]) continue;
-        lastw = w;
-        char t[16];
-        snprintf(t, sizeof t, "%d", w);
-        lw = (int)strlen(t) > lw ? (int)strlen(t) : lw;
+        r.nw++;
+        r.lw = w >= 10 && r.lw < 2 ? 2 : r.lw; /* at most 64 wires */
     }
-    sput(out, "");
-    for (int w = 0; w < n; w++) {
-        if (!d->keep[w]) continue;
-        char lab[32];
-        snprintf(lab, sizeof lab, "%*d: \xe2\x94\x80", lw, w);
-        sput(out, lab);
-        for (int L = 0; L < d->nlayers; L++) {
-            const char *t = d->cells[(size_t)L * (size_t)n + (size_t)w].t;
-            sput(out, t);
-            sput_n(out, "\xe2\x94\x80", d->cw[L] - width(t) + 1);
-        }
-        sput(out, "\xe2\x94\xa4"); /* ┤ */
-        /* the measurement columns, each " " and its cells padded with spaces
-           on every wire, as qml.draw (so "┤  " when there are none) */
-        if (d->ncol == 0) sput(out, "  ");
-        for (int col = 0; col < d->ncol; col++) {
-            const char *t = d->end[(size_t)col * (size_t)n + (size_t)w].t;
-            sput(out, " ");
-            sput(out, t);
-            sput_n(out, " ", d->mw[col] - width(t));
-        }
-        if (w < lastw || d->nlines) sput(out, "\n");
+    r.nrows = r.nw + d->nlines;
+    r.row = xcalloc((size_t)r.nrows + 1, sizeof(Str));
+    sput(&r.done, "");
+    rows_begin(d, &r, false);
+    for (int L = 0; L < nl + nc; L++) {
+        bool op = L < nl;
+        int wl = op ? d->cw[L] : d->ncol ? d->mw[L - nl] : 1;
+        int lim = L == nl + nc - 1 ? max_length : max_length - 4;
+        if (r.nrows && width(r.row[0].p) + wl > lim - 1) rows_cut(d, &r);
+        if (op)
+            rows_layer(d, &r, L, wl);
+        else
+            rows_column(d, &r, d->ncol ? L - nl : -1, wl);
+        for (int k = 0; op && L == nl - 1 && k < r.nrows; k++)
+            sput(&r.row[k], k < r.nw ? "\xe2\x94\x80\xe2\x94\xa4" : "  "); /* ─┤ */
     }
-    for (int b = 0; b < d->nlines; b++) {
-        draw_bitline(d, out, b, lw);
-        if (b + 1 < d->nlines) sput(out, "\n");
+    sput(out, r.done.p);
+    for (int k = 0; k < r.nrows; k++) {
+        sput(out, r.row[k].p);
+        if (k + 1 < r.nrows) sput(out, "\n");
+        free(r.row[k].p);
     }
+    free(r.row);
+    free(r.done.p);
     for (int k = 0; k < d->nmats; k++) { /* qml.draw's show_matrices */
         char h[32];
         snprintf(h, sizeof h, "\nM%d = \n", k);
@@ -1337,9 +1406,9 @@ static void draw_free(Draw *d)
    listed after it. */
 static Value bi_draw(VM *vm, Args *a)
 {
-    int decimals;
+    int decimals, max_length;
     bool show_all;
-    if (!draw_opts(vm, a, &decimals, &show_all)) return v_exc();
+    if (!draw_opts(vm, a, &decimals, &show_all, &max_length)) return v_exc();
     QRecord rec;
     Value r = qrt_record(vm, a->v[0], a->n - 1, a->v + 1, a->site, &rec);
     if (IS_EXC(r)) {
@@ -1373,7 +1442,7 @@ static Value bi_draw(VM *vm, Args *a)
         if (d.layer_of[i] >= 0) draw_op(&d, i);
     draw_ends(&d);
     Str out = { 0 };
-    draw_text(&d, &out);
+    draw_text(&d, &out, max_length);
     char *svg = draw_svg(&d);
     Value s = picture_new(out.p ? out.p : "", svg);
     free(svg);
@@ -1383,7 +1452,7 @@ static Value bi_draw(VM *vm, Args *a)
 }
 
 static const char *const kw_to_qasm[] = { "version", "measure_all", NULL };
-static const char *const kw_draw[] = { "decimals", "show_all_wires", NULL };
+static const char *const kw_draw[] = { "decimals", "show_all_wires", "max_length", NULL };
 
 static const BuiltinDef builtins_circuit[] = {
     { "qasm", bi_qasm, 1, 1, 0, NULL, 0 },
