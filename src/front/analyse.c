@@ -3,10 +3,10 @@
  * afterwards the AST is never written again. Knows the AST and the builtin
  * flags, not evaluation. */
 #include "analyse.h"
+#include "builtins.h"
+#include "diag.h"
 #include "laplan.h"
 #include "qh_assert.h"
-#include "diag.h"
-#include "builtins.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -83,6 +83,125 @@ static void walk_target(Walk *w, Node *t)
     }
 }
 
+/* a call: a qfn's arguments are passed along, a builtin's effects noted */
+static void walk_call(Walk *w, Node *n)
+{
+    Node *fn = n->u.call.fn;
+    bool pass = false;
+    if (fn->kind == N_BUILTIN) {
+        const BuiltinDef *b = builtin_get(fn->u.var.slot);
+        if (b->flags & BI_IMPURE)
+            impure(w, n,
+                   b->name[0] == 'p'               ? "prints"
+                   : strcmp(b->name, "input") == 0 ? "reads input"
+                                                   : "reads or writes files");
+        pass = (b->flags & BI_LAZY) != 0;
+    } else if (fn->kind == N_GLOBAL) {
+        set_add(&w->calls, fn->u.var.slot);
+        FnProto *f = proto_of_global(w->m, fn->u.var.slot);
+        if (f && f->is_qfn) {
+            set_add(&w->qcalls, fn->u.var.slot);
+            pass = true;
+        }
+        set_add(&w->reads, fn->u.var.slot);
+    } else {
+        walk(w, fn, true);
+    }
+    walk_list(w, n->u.call.args, n->u.call.nargs, !pass);
+    for (int i = 0; i < n->u.call.nkw; i++) walk(w, n->u.call.kw[i].value, !pass);
+}
+
+/* walk's statements */
+static void walk_stmt(Walk *w, Node *n)
+{
+    switch ((NodeKind)n->kind) {
+    case N_BLOCK: walk_list(w, n->u.list.items, n->u.list.n, true); return;
+    case N_EXPRSTMT:
+    case N_RETURN: walk(w, n->u.expr.expr, false); return;
+    case N_ASSIGN:
+        walk(w, n->u.assign.value, false);
+        walk_target(w, n->u.assign.target);
+        return;
+    case N_AUGASSIGN:
+        walk(w, n->u.assign.value, true);
+        walk(w, n->u.assign.target, true);
+        walk_target(w, n->u.assign.target);
+        return;
+    case N_DESTRUCT:
+        walk(w, n->u.destruct.value, true);
+        for (int i = 0; i < n->u.destruct.n; i++) walk_target(w, n->u.destruct.targets[i]);
+        return;
+    case N_IF:
+        walk(w, n->u.ifs.cond, true);
+        walk(w, n->u.ifs.then, true);
+        walk(w, n->u.ifs.els, true);
+        return;
+    case N_WHILE:
+        walk(w, n->u.whiles.cond, true);
+        walk(w, n->u.whiles.body, true);
+        return;
+    case N_FOR:
+        walk(w, n->u.fors.iter, true);
+        for (int i = 0; i < n->u.fors.nvars; i++) walk_target(w, n->u.fors.vars[i]);
+        walk(w, n->u.fors.body, true);
+        return;
+    case N_TRY:
+        walk(w, n->u.tries.body, true);
+        if (n->u.tries.var) walk_target(w, n->u.tries.var);
+        walk(w, n->u.tries.handler, true);
+        return;
+    case N_FNDEF: {
+        FnProto *f = n->u.fn;
+        for (int i = 0; i < f->nparams; i++) walk(w, f->defaults[i], true);
+        walk(w, f->device, true);
+        if (w->in_fn && f->binding->kind != N_GLOBAL) {
+            /* a nested function: its impurity is the body's (it may be called here) */
+            if (f->analysed && !f->pure && f->impure_line > 0) impure(w, n, f->impure_why);
+        }
+        walk_target(w, f->binding);
+        return;
+    }
+    case N_IMPORT:
+        impure(w, n, "imports a module");
+        walk_target(w, n->u.import.var);
+        return;
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_GLOBALDECL:
+    case N_PASS: return;
+    case N_NUM:
+    case N_IMAG:
+    case N_STR:
+    case N_TRUE:
+    case N_FALSE:
+    case N_NIL:
+    case N_NAME:
+    case N_LOCAL:
+    case N_LOCALCELL:
+    case N_UPVAL:
+    case N_GLOBAL:
+    case N_BUILTIN:
+    case N_SELF:
+    case N_LIST:
+    case N_DICT:
+    case N_UNARY:
+    case N_BINARY:
+    case N_AND:
+    case N_OR:
+    case N_NOT:
+    case N_CALL:
+    case N_INDEX:
+    case N_SLICE:
+    case N_MEMBER:
+    case N_FNEXPR:
+    case N_COND:
+    case N_LISTCOMP:
+    case N_DICTCOMP:
+    case N_NKINDS: break; /* expressions: walk's */
+    }
+    qh_unreachable();
+}
+
 /* need: the value of n is needed (not just passed along) */
 static void walk(Walk *w, Node *n, bool need)
 {
@@ -95,7 +214,6 @@ static void walk(Walk *w, Node *n, bool need)
             set_add(&w->passes, n->u.var.slot);
         break;
     case N_LIST: walk_list(w, n->u.list.items, n->u.list.n, need); break;
-    case N_BLOCK: walk_list(w, n->u.list.items, n->u.list.n, true); break;
     case N_DICT:
         walk_list(w, n->u.dict.keys, n->u.dict.n, true);
         walk_list(w, n->u.dict.vals, n->u.dict.n, need);
@@ -108,32 +226,7 @@ static void walk(Walk *w, Node *n, bool need)
         walk(w, n->u.bin.a, true);
         walk(w, n->u.bin.b, true);
         break;
-    case N_CALL: {
-        Node *fn = n->u.call.fn;
-        bool pass = false;
-        if (fn->kind == N_BUILTIN) {
-            const BuiltinDef *b = builtin_get(fn->u.var.slot);
-            if (b->flags & BI_IMPURE)
-                impure(w, n,
-                       b->name[0] == 'p'               ? "prints"
-                       : strcmp(b->name, "input") == 0 ? "reads input"
-                                                       : "reads or writes files");
-            pass = (b->flags & BI_LAZY) != 0;
-        } else if (fn->kind == N_GLOBAL) {
-            set_add(&w->calls, fn->u.var.slot);
-            FnProto *f = proto_of_global(w->m, fn->u.var.slot);
-            if (f && f->is_qfn) {
-                set_add(&w->qcalls, fn->u.var.slot);
-                pass = true;
-            }
-            set_add(&w->reads, fn->u.var.slot);
-        } else {
-            walk(w, fn, true);
-        }
-        walk_list(w, n->u.call.args, n->u.call.nargs, !pass);
-        for (int i = 0; i < n->u.call.nkw; i++) walk(w, n->u.call.kw[i].value, !pass);
-        break;
-    }
+    case N_CALL: walk_call(w, n); break;
     case N_INDEX:
         walk(w, n->u.index.obj, true);
         walk_list(w, n->u.index.idx, n->u.index.nidx, true);
@@ -167,55 +260,22 @@ static void walk(Walk *w, Node *n, bool need)
         if (w->in_fn && f->analysed && !f->pure && f->impure_line > 0) impure(w, n, f->impure_why);
         break;
     }
-    case N_EXPRSTMT: walk(w, n->u.expr.expr, false); break;
-    case N_RETURN: walk(w, n->u.expr.expr, false); break;
+    case N_EXPRSTMT:
     case N_ASSIGN:
-        walk(w, n->u.assign.value, false);
-        walk_target(w, n->u.assign.target);
-        break;
     case N_AUGASSIGN:
-        walk(w, n->u.assign.value, true);
-        walk(w, n->u.assign.target, true);
-        walk_target(w, n->u.assign.target);
-        break;
     case N_DESTRUCT:
-        walk(w, n->u.destruct.value, true);
-        for (int i = 0; i < n->u.destruct.n; i++) walk_target(w, n->u.destruct.targets[i]);
-        break;
     case N_IF:
-        walk(w, n->u.ifs.cond, true);
-        walk(w, n->u.ifs.then, true);
-        walk(w, n->u.ifs.els, true);
-        break;
     case N_WHILE:
-        walk(w, n->u.whiles.cond, true);
-        walk(w, n->u.whiles.body, true);
-        break;
     case N_FOR:
-        walk(w, n->u.fors.iter, true);
-        for (int i = 0; i < n->u.fors.nvars; i++) walk_target(w, n->u.fors.vars[i]);
-        walk(w, n->u.fors.body, true);
-        break;
+    case N_BREAK:
+    case N_CONTINUE:
+    case N_RETURN:
+    case N_FNDEF:
     case N_TRY:
-        walk(w, n->u.tries.body, true);
-        if (n->u.tries.var) walk_target(w, n->u.tries.var);
-        walk(w, n->u.tries.handler, true);
-        break;
-    case N_FNDEF: {
-        FnProto *f = n->u.fn;
-        for (int i = 0; i < f->nparams; i++) walk(w, f->defaults[i], true);
-        walk(w, f->device, true);
-        if (w->in_fn && f->binding->kind != N_GLOBAL) {
-            /* a nested function: its impurity is the body's (it may be called here) */
-            if (f->analysed && !f->pure && f->impure_line > 0) impure(w, n, f->impure_why);
-        }
-        walk_target(w, f->binding);
-        break;
-    }
     case N_IMPORT:
-        impure(w, n, "imports a module");
-        walk_target(w, n->u.import.var);
-        break;
+    case N_GLOBALDECL:
+    case N_BLOCK:
+    case N_PASS: walk_stmt(w, n); break;
     case N_NKINDS: qh_unreachable();
     case N_NUM:
     case N_IMAG:
@@ -228,11 +288,7 @@ static void walk(Walk *w, Node *n, bool need)
     case N_LOCALCELL:
     case N_UPVAL:
     case N_BUILTIN:
-    case N_SELF:
-    case N_BREAK:
-    case N_CONTINUE:
-    case N_GLOBALDECL:
-    case N_PASS: break;
+    case N_SELF: break;
     }
 }
 
@@ -407,13 +463,15 @@ bool analyse_body(ModInfo *m, Node *body, int first_proto, FILE *diag)
         char msg[400];
         if (f->impure_line > 0) {
             snprintf(msg, sizeof msg,
-                     "quantum function '%s' %s: a qfn body may not print, read input, read or "
+                     "quantum function '%s' %s: a qfn body may not print, read "
+                     "input, read or "
                      "write files, import or assign globals",
                      f->name, f->impure_why);
             diag_print(diag, mod_msg_src(m), f->impure_line, f->impure_col, "error", msg);
         } else {
             snprintf(msg, sizeof msg,
-                     "quantum function '%s' calls '%s', which prints, reads input, reads or writes "
+                     "quantum function '%s' calls '%s', which prints, reads input, "
+                     "reads or writes "
                      "files, imports or assigns globals",
                      f->name, f->impure_why);
             diag_print(diag, mod_msg_src(m), f->line, f->col, "error", msg);
@@ -510,6 +568,135 @@ static void print_names(FILE *out, ModInfo *m, const int *v, int n)
     for (int i = 0; i < n; i++) fprintf(out, "%s%s", i ? ", " : "", m->gnames[v[i]]);
 }
 
+/* what qfn f takes along: what it reads, and what the functions it reads
+ * read, transitively */
+static void print_takes_along(FILE *out, ModInfo *m, FnProto *f)
+{
+    IntSet all = { 0 };
+    FnProto *stack[256];
+    int sp = 0;
+    stack[sp++] = f;
+    while (sp) {
+        FnProto *g = stack[--sp];
+        for (int k = 0; k < g->nglobal_reads; k++) {
+            int slot = g->global_reads[k];
+            if (set_has(&all, slot)) continue;
+            set_add(&all, slot);
+            FnProto *h = proto_of_global(m, slot);
+            if (h && h != f && sp < 256) stack[sp++] = h;
+        }
+    }
+    fprintf(out, "; takes along: ");
+    if (!all.n) fprintf(out, "nothing");
+    print_names(out, m, all.v, all.n);
+    free(all.v);
+}
+
+/* a line per function bound to a global, protos [first, end) */
+static void print_fns(FILE *out, ModInfo *m, const Source *src, int first, int end)
+{
+    char at[64];
+    for (int i = first; i < end; i++) {
+        FnProto *f = m->protos[i];
+        if (!f->binding || f->binding->kind != N_GLOBAL) continue;
+        fprintf(out, "%s %s (%s): %s", f->is_qfn ? "qfn" : "fn", f->name,
+                label(at, sizeof at, src, f->line), f->pure ? "pure" : "impure");
+        if (f->is_qfn) print_takes_along(out, m, f);
+        fputc('\n', out);
+    }
+}
+
+/* a statement's line: the qfns it dispatches, the globals it writes and
+ * the values it reads */
+static void print_stmt_deps(FILE *out, ModInfo *m, const DepInfo *d, const char *at)
+{
+    fprintf(out, "%s:", at);
+    bool any = false;
+    if (d->nqcalls) {
+        fprintf(out, " dispatches ");
+        for (int k = 0; k < d->nqcalls; k++)
+            fprintf(out, "%s%s()", k ? ", " : "", m->gnames[d->qcalls[k]]);
+        any = true;
+    }
+    if (d->nwrites) {
+        fprintf(out, "%s writes ", any ? ";" : "");
+        print_names(out, m, d->writes, d->nwrites);
+        any = true;
+    }
+    if (d->nreads) {
+        int shown = 0;
+        for (int k = 0; k < d->nreads; k++) {
+            FnProto *f = proto_of_global(m, d->reads[k]);
+            if (f) continue; /* calling a function is not reading a value */
+            fprintf(out, "%s%s", shown ? ", " : (any ? "; reads " : " reads "),
+                    m->gnames[d->reads[k]]);
+            shown++;
+        }
+        if (shown) any = true;
+    }
+    if (!any) fprintf(out, " -");
+    fputc('\n', out);
+}
+
+/* a statement's waits (value-needing reads of globals that may hold
+ * futures) and chains (futures passed on into new calls) */
+static void print_waits(FILE *out, ModInfo *m, const Origin *holds, const DepInfo *d,
+                        const char *at)
+{
+    char from[64];
+    for (int k = 0; k < d->nreads; k++) {
+        const Origin *o = &holds[d->reads[k]];
+        for (int j = 0; j < o->nsrc; j++)
+            fprintf(out, "%s waits for %s() from %s (via %s)\n", at, m->gnames[o->src_fn[j]],
+                    label(from, sizeof from, o->src[j], o->src_line[j]), m->gnames[d->reads[k]]);
+    }
+    if (!d->nqcalls) return;
+    for (int k = 0; k < d->npasses; k++) {
+        const Origin *o = &holds[d->passes[k]];
+        for (int j = 0; j < o->nsrc; j++)
+            fprintf(out, "%s chains on %s() from %s (via %s), in the background\n", at,
+                    m->gnames[o->src_fn[j]], label(from, sizeof from, o->src[j], o->src_line[j]),
+                    m->gnames[d->passes[k]]);
+    }
+}
+
+/* the futures the globals hold after statement s (at src) */
+static void update_holds(Origin *holds, const Source *src, const Node *s, const DepInfo *d)
+{
+    /* what this statement leaves behind */
+    Origin made = { 0 };
+    for (int k = 0; k < d->nqcalls; k++) origin_add(&made, src, s->line, d->qcalls[k]);
+    /* a new call's future replaces the ones it chains on; without a call,
+     * futures passed along (y = x, [x, y]) are held as they are */
+    for (int k = 0; k < d->npasses && !d->nqcalls; k++) {
+        Origin *o = &holds[d->passes[k]];
+        for (int j = 0; j < o->nsrc; j++)
+            origin_add(&made, o->src[j], o->src_line[j], o->src_fn[j]);
+    }
+    for (int k = 0; k < d->nwrites; k++) {
+        int g = d->writes[k];
+        bool read_here = false;
+        for (int j = 0; j < d->nreads; j++)
+            if (d->reads[j] == g) read_here = true;
+        if (read_here && !made.nsrc) {
+            holds[g].nsrc = 0;
+            continue;
+        } /* resolved by this statement */
+        if (s->kind == N_ASSIGN || s->kind == N_DESTRUCT || s->kind == N_FOR)
+            holds[g] = made;
+        else
+            for (int j = 0; j < made.nsrc; j++)
+                origin_add(&holds[g], made.src[j], made.src_line[j], made.src_fn[j]);
+    }
+    /* a value-needing read resolves the future it needed */
+    for (int k = 0; k < d->nreads; k++) {
+        bool written = false;
+        for (int j = 0; j < d->nwrites; j++)
+            if (d->writes[j] == d->reads[k]) written = true;
+        if (!written) holds[d->reads[k]].nsrc = 0;
+    }
+}
+
 void analyse_deps_part(ModInfo *m, const Source *src, Node *body, int first_proto, int end_proto,
                        DepsState *st, FILE *out)
 {
@@ -521,123 +708,24 @@ void analyse_deps_part(ModInfo *m, const Source *src, Node *body, int first_prot
         st->n = m->nglobals;
     }
     Origin *holds = st->holds;
-    char at[64], from[64];
+    char at[64];
     if (out && src->entry > 0)
         fprintf(out, "# entry %d: dependency analysis\n", src->entry);
     else if (out)
         fprintf(out, "# %s: dependency analysis\n", src->name);
-    for (int i = first_proto; out && i < end_proto; i++) {
-        FnProto *f = m->protos[i];
-        if (!f->binding || f->binding->kind != N_GLOBAL) continue;
-        fprintf(out, "%s %s (%s): %s", f->is_qfn ? "qfn" : "fn", f->name,
-                label(at, sizeof at, src, f->line), f->pure ? "pure" : "impure");
-        if (f->is_qfn) {
-            /* what it reads, and what the functions it reads read, transitively */
-            IntSet all = { 0 };
-            FnProto *stack[256];
-            int sp = 0;
-            stack[sp++] = f;
-            while (sp) {
-                FnProto *g = stack[--sp];
-                for (int k = 0; k < g->nglobal_reads; k++) {
-                    int slot = g->global_reads[k];
-                    if (set_has(&all, slot)) continue;
-                    set_add(&all, slot);
-                    FnProto *h = proto_of_global(m, slot);
-                    if (h && h != f && sp < 256) stack[sp++] = h;
-                }
-            }
-            fprintf(out, "; takes along: ");
-            if (!all.n) fprintf(out, "nothing");
-            print_names(out, m, all.v, all.n);
-            free(all.v);
-        }
-        fputc('\n', out);
-    }
+    if (out) print_fns(out, m, src, first_proto, end_proto);
     for (int i = 0; i < body->u.list.n; i++) {
         Node *s = body->u.list.items[i];
         DepInfo *d = s->dep;
         if (!d) continue;
         label(at, sizeof at, src, s->line);
-        if (out) fprintf(out, "%s:", at);
-        bool any = false;
-        if (out && d->nqcalls) {
-            fprintf(out, " dispatches ");
-            for (int k = 0; k < d->nqcalls; k++)
-                fprintf(out, "%s%s()", k ? ", " : "", m->gnames[d->qcalls[k]]);
-            any = true;
+        if (out) {
+            print_stmt_deps(out, m, d, at);
+            laplan_print(s, at, out); /* calls a loop may start early */
+            print_waits(out, m, holds, d, at);
+            laplan_print_straight(s, at, out); /* calls it may start early */
         }
-        if (out && d->nwrites) {
-            fprintf(out, "%s writes ", any ? ";" : "");
-            print_names(out, m, d->writes, d->nwrites);
-            any = true;
-        }
-        if (out && d->nreads) {
-            int shown = 0;
-            for (int k = 0; k < d->nreads; k++) {
-                FnProto *f = proto_of_global(m, d->reads[k]);
-                if (f) continue; /* calling a function is not reading a value */
-                fprintf(out, "%s%s", shown ? ", " : (any ? "; reads " : " reads "),
-                        m->gnames[d->reads[k]]);
-                shown++;
-            }
-            if (shown) any = true;
-        }
-        if (out && !any) fprintf(out, " -");
-        if (out) fputc('\n', out);
-        if (out) laplan_print(s, at, out); /* calls a loop may start early */
-        /* waits: value-needing reads of globals that may hold futures */
-        for (int k = 0; k < d->nreads; k++) {
-            Origin *o = &holds[d->reads[k]];
-            for (int j = 0; out && j < o->nsrc; j++)
-                fprintf(out, "%s waits for %s() from %s (via %s)\n", at, m->gnames[o->src_fn[j]],
-                        label(from, sizeof from, o->src[j], o->src_line[j]),
-                        m->gnames[d->reads[k]]);
-        }
-        /* chains: futures passed on into new calls */
-        if (d->nqcalls) {
-            for (int k = 0; k < d->npasses; k++) {
-                Origin *o = &holds[d->passes[k]];
-                for (int j = 0; out && j < o->nsrc; j++)
-                    fprintf(out, "%s chains on %s() from %s (via %s), in the background\n", at,
-                            m->gnames[o->src_fn[j]],
-                            label(from, sizeof from, o->src[j], o->src_line[j]),
-                            m->gnames[d->passes[k]]);
-            }
-        }
-        if (out) laplan_print_straight(s, at, out); /* calls it may start early */
-        /* what this statement leaves behind */
-        Origin made = { 0 };
-        for (int k = 0; k < d->nqcalls; k++) origin_add(&made, src, s->line, d->qcalls[k]);
-        /* a new call's future replaces the ones it chains on; without a call,
-         * futures passed along (y = x, [x, y]) are held as they are */
-        for (int k = 0; k < d->npasses && !d->nqcalls; k++) {
-            Origin *o = &holds[d->passes[k]];
-            for (int j = 0; j < o->nsrc; j++)
-                origin_add(&made, o->src[j], o->src_line[j], o->src_fn[j]);
-        }
-        for (int k = 0; k < d->nwrites; k++) {
-            int g = d->writes[k];
-            bool read_here = false;
-            for (int j = 0; j < d->nreads; j++)
-                if (d->reads[j] == g) read_here = true;
-            if (read_here && !made.nsrc) {
-                holds[g].nsrc = 0;
-                continue;
-            } /* resolved by this statement */
-            if (s->kind == N_ASSIGN || s->kind == N_DESTRUCT || s->kind == N_FOR)
-                holds[g] = made;
-            else
-                for (int j = 0; j < made.nsrc; j++)
-                    origin_add(&holds[g], made.src[j], made.src_line[j], made.src_fn[j]);
-        }
-        /* a value-needing read resolves the future it needed */
-        for (int k = 0; k < d->nreads; k++) {
-            bool written = false;
-            for (int j = 0; j < d->nwrites; j++)
-                if (d->writes[j] == d->reads[k]) written = true;
-            if (!written) holds[d->reads[k]].nsrc = 0;
-        }
+        update_holds(holds, src, s, d);
     }
     free(own.holds);
 }

@@ -347,7 +347,8 @@ static Token lex_number(Lexer *lx, const char *start)
     return t;
 }
 
-Token lex_next(Lexer *lx)
+/* past blanks, comments and explicit line joins */
+static void skip_blank(Lexer *lx)
 {
     for (;;) {
         while (lx->p < lx->end &&
@@ -372,39 +373,45 @@ Token lex_next(Lexer *lx)
         }
         break;
     }
-    const char *start = lx->p;
-    qh_assert(lx->line_start <= lx->p && lx->line >= 1);
-    lx->tok_line = lx->line;
-    lx->tok_line_start = lx->line_start;
-    if (lx->p >= lx->end) return make(lx, TK_EOF, start);
-    char c = *lx->p;
-    if (c == '\n') {
-        Token t = make(lx, TK_NEWLINE, start);
-        lx->p++;
-        t.len = 1;
-        lx->line++;
-        lx->line_start = lx->p;
-        return t;
+}
+
+/* a name or a keyword from start (a letter or '_') */
+static Token lex_word(Lexer *lx, const char *start)
+{
+    while (lx->p < lx->end && (isalnum((unsigned char)*lx->p) || *lx->p == '_')) lx->p++;
+    size_t n = (size_t)(lx->p - start);
+    for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++)
+        if (strlen(keywords[i].w) == n && memcmp(keywords[i].w, start, n) == 0)
+            return make(lx, keywords[i].k, start);
+    for (size_t i = 0; i < sizeof not_qh / sizeof not_qh[0]; i++)
+        if (strlen(not_qh[i].w) == n && memcmp(not_qh[i].w, start, n) == 0) {
+            char msg[200];
+            snprintf(msg, sizeof msg, "'%s' is not part of qh: %s", not_qh[i].w, not_qh[i].hint);
+            return error_at(lx, start, msg);
+        }
+    return make(lx, TK_NAME, start);
+}
+
+/* c at start is no token's: an error (a UTF-8 sequence skipped whole) */
+static Token bad_char(Lexer *lx, const char *start, char c)
+{
+    char msg[64];
+    unsigned char uc = (unsigned char)c;
+    if (uc >= 0x80) {
+        /* skip the whole UTF-8 sequence so the caret lands on its start */
+        while (lx->p < lx->end && ((unsigned char)*lx->p & 0xc0) == 0x80) lx->p++;
+        snprintf(msg, sizeof msg, "unexpected character outside a string");
+    } else if (uc < 32 || uc == 127) {
+        snprintf(msg, sizeof msg, "unexpected control character 0x%02x", uc);
+    } else {
+        snprintf(msg, sizeof msg, "unexpected character '%c'", c);
     }
-    if (isalpha((unsigned char)c) || c == '_') {
-        while (lx->p < lx->end && (isalnum((unsigned char)*lx->p) || *lx->p == '_')) lx->p++;
-        size_t n = (size_t)(lx->p - start);
-        for (size_t i = 0; i < sizeof keywords / sizeof keywords[0]; i++)
-            if (strlen(keywords[i].w) == n && memcmp(keywords[i].w, start, n) == 0)
-                return make(lx, keywords[i].k, start);
-        for (size_t i = 0; i < sizeof not_qh / sizeof not_qh[0]; i++)
-            if (strlen(not_qh[i].w) == n && memcmp(not_qh[i].w, start, n) == 0) {
-                char msg[200];
-                snprintf(msg, sizeof msg, "'%s' is not part of qh: %s", not_qh[i].w,
-                         not_qh[i].hint);
-                return error_at(lx, start, msg);
-            }
-        return make(lx, TK_NAME, start);
-    }
-    if (isdigit((unsigned char)c) ||
-        (c == '.' && lx->p + 1 < lx->end && isdigit((unsigned char)lx->p[1])))
-        return lex_number(lx, start);
-    if (c == '"' || c == '\'') return lex_string(lx, start);
+    return error_at(lx, start, msg);
+}
+
+/* an operator or punctuation mark c at start; a bad character is an error */
+static Token lex_operator(Lexer *lx, const char *start, char c)
+{
     lx->p++;
     char d = lx->p < lx->end ? *lx->p : 0;
 #define TWO(ch, k2, k1)             \
@@ -483,16 +490,30 @@ Token lex_next(Lexer *lx)
     }
 #undef TWO
 #undef TWO2
-    char msg[64];
-    unsigned char uc = (unsigned char)c;
-    if (uc >= 0x80) {
-        /* skip the whole UTF-8 sequence so the caret lands on its start */
-        while (lx->p < lx->end && ((unsigned char)*lx->p & 0xc0) == 0x80) lx->p++;
-        snprintf(msg, sizeof msg, "unexpected character outside a string");
-    } else if (uc < 32 || uc == 127) {
-        snprintf(msg, sizeof msg, "unexpected control character 0x%02x", uc);
-    } else {
-        snprintf(msg, sizeof msg, "unexpected character '%c'", c);
+    return bad_char(lx, start, c);
+}
+
+Token lex_next(Lexer *lx)
+{
+    skip_blank(lx);
+    const char *start = lx->p;
+    qh_assert(lx->line_start <= lx->p && lx->line >= 1);
+    lx->tok_line = lx->line;
+    lx->tok_line_start = lx->line_start;
+    if (lx->p >= lx->end) return make(lx, TK_EOF, start);
+    char c = *lx->p;
+    if (c == '\n') {
+        Token t = make(lx, TK_NEWLINE, start);
+        lx->p++;
+        t.len = 1;
+        lx->line++;
+        lx->line_start = lx->p;
+        return t;
     }
-    return error_at(lx, start, msg);
+    if (isalpha((unsigned char)c) || c == '_') return lex_word(lx, start);
+    if (isdigit((unsigned char)c) ||
+        (c == '.' && lx->p + 1 < lx->end && isdigit((unsigned char)lx->p[1])))
+        return lex_number(lx, start);
+    if (c == '"' || c == '\'') return lex_string(lx, start);
+    return lex_operator(lx, start, c);
 }

@@ -384,133 +384,162 @@ static Node *subscript(Parser *p)
     return n;
 }
 
-/* primary -> NUM | IMAG | STR | true | false | nil | NAME | '(' expr ')' | list | dict | fnexpr */
-static Node *primary(Parser *p)
+/* primary -> NUM | IMAG | STR | true | false | nil | NAME | '(' expr ')' | list | dict | fnexpr:
+ * one prefix function per token that starts one (primaries[], as Lua's
+ * simpleexp and clox's rules[]), called with that token current */
+typedef Node *(*PrefixFn)(Parser *p, Token *t);
+
+static Node *prim_num(Parser *p, Token *t)
 {
-    Token *t = peek(p);
-    Node *n;
+    advance(p);
+    Node *n = node(p, t->kind == TK_NUM ? N_NUM : N_IMAG, t);
+    n->u.num = t->num;
+    return n;
+}
+
+static Node *prim_str(Parser *p, Token *t)
+{
+    advance(p);
+    Node *n = node(p, N_STR, t);
+    /* adjacent string literals concatenate, as in C and Python (the
+     * buffer grows in the arena: an error midway leaks nothing) */
+    if (peek(p)->kind == TK_STR) {
+        size_t cap = t->strlen + 64, len = t->strlen;
+        char *buf = arena_alloc(p->ar, cap);
+        memcpy(buf, t->str, t->strlen);
+        while (peek(p)->kind == TK_STR) {
+            Token *s2 = advance(p);
+            if (len + s2->strlen + 1 > cap) {
+                size_t nc = (len + s2->strlen + 1) * 2;
+                char *nb = arena_alloc(p->ar, nc);
+                memcpy(nb, buf, len);
+                buf = nb;
+                cap = nc;
+            }
+            qh_assert(len + s2->strlen < cap); /* room for the text and a NUL */
+            memcpy(buf + len, s2->str, s2->strlen);
+            len += s2->strlen;
+        }
+        n->u.str = const_str(p, buf, len);
+    } else {
+        n->u.str = const_str(p, t->str, t->strlen);
+    }
+    return n;
+}
+
+/* true, false, nil */
+static Node *prim_const(Parser *p, Token *t)
+{
+    advance(p);
+    return node(p, t->kind == TK_TRUE ? N_TRUE : t->kind == TK_FALSE ? N_FALSE : N_NIL, t);
+}
+
+static Node *prim_name(Parser *p, Token *t)
+{
+    advance(p);
+    Node *n = node(p, N_NAME, t);
+    n->u.var.name = name_of(p, t);
+    return n;
+}
+
+static Node *prim_fn(Parser *p, Token *t)
+{
+    (void)t;
+    return fn_expr(p);
+}
+
+static Node *prim_paren(Parser *p, Token *t)
+{
+    (void)t;
+    advance(p);
+    p->depth++;
+    Node *n = expr(p);
+    if (peekk(p) == TK_COMMA) error_tok(p, peek(p), "qh has no tuples: use a list [a, b]");
+    if (peekk(p) == TK_FOR) no_genexp(p);
+    p->depth--;
+    expect(p, TK_RPAREN, "to close the parenthesis");
+    return n;
+}
+
+static Node *prim_list(Parser *p, Token *t)
+{
+    /* list -> '[' [expr {',' expr} [',']] ']' ; listcomp -> '[' expr comp_for {comp_for} ']' */
+    advance(p);
+    Node *n = node(p, N_LIST, t);
+    p->depth++;
+    Vec items = { 0 };
+    if (peekk(p) != TK_RBRACK) {
+        Node *first = expr(p);
+        if (peekk(p) == TK_FOR) {
+            n->kind = N_LISTCOMP;
+            n->u.comp.elt = first;
+            n->u.comp.clauses = comp_clauses(p, &n->u.comp.nclauses);
+            p->depth--;
+            expect(p, TK_RBRACK, "to close the list comprehension");
+            return n;
+        }
+        vec_push(&items, first);
+        while (accept(p, TK_COMMA) && peekk(p) != TK_RBRACK) vec_push(&items, expr(p));
+    }
+    p->depth--;
+    expect(p, TK_RBRACK, "to close the list");
+    n->u.list.n = items.n;
+    n->u.list.items = vec_done(p, &items);
+    return n;
+}
+
+static Node *prim_dict(Parser *p, Token *t)
+{
+    advance(p);
+    Node *n = node(p, N_DICT, t);
+    p->depth++;
+    Vec ks = { 0 }, vs = { 0 };
+    /* dict -> '{' [expr ':' expr {',' expr ':' expr} [',']] '}'
+     * dictcomp -> '{' expr ':' expr comp_for {comp_for} '}' */
+    while (peekk(p) != TK_RBRACE) {
+        Node *k = expr(p);
+        if (peekk(p) == TK_FOR)
+            error_tok(p, peek(p),
+                      "qh has no sets: write a dict comprehension {x: true for ...} or a list "
+                      "comprehension [x for ...]");
+        if (peekk(p) == TK_COMMA || peekk(p) == TK_RBRACE)
+            error_tok(p, peek(p),
+                      "qh has no sets: a dict needs key: value (use a list [a, b] or a dict "
+                      "{a: true})");
+        expect(p, TK_COLON, "between a dict key and its value");
+        Node *v = expr(p);
+        if (!ks.n && peekk(p) == TK_FOR) {
+            n->kind = N_DICTCOMP;
+            n->u.comp.key = k;
+            n->u.comp.elt = v;
+            n->u.comp.clauses = comp_clauses(p, &n->u.comp.nclauses);
+            p->depth--;
+            expect(p, TK_RBRACE, "to close the dict comprehension");
+            return n;
+        }
+        vec_push(&ks, k);
+        vec_push(&vs, v);
+        if (!accept(p, TK_COMMA)) break;
+    }
+    p->depth--;
+    expect(p, TK_RBRACE, "to close the dict");
+    n->u.dict.n = ks.n;
+    n->u.dict.keys = vec_done(p, &ks);
+    n->u.dict.vals = vec_done(p, &vs);
+    return n;
+}
+
+static const PrefixFn primaries[TK_NKINDS] = {
+    [TK_NUM] = prim_num,     [TK_IMAG] = prim_num,    [TK_STR] = prim_str,
+    [TK_TRUE] = prim_const,  [TK_FALSE] = prim_const, [TK_NIL] = prim_const,
+    [TK_NAME] = prim_name,   [TK_FN] = prim_fn,       [TK_LPAREN] = prim_paren,
+    [TK_LBRACK] = prim_list, [TK_LBRACE] = prim_dict,
+};
+
+/* t starts no expression */
+static _Noreturn void no_primary(Parser *p, Token *t)
+{
     switch ((int)t->kind) {
-    case TK_NUM:
-        advance(p);
-        n = node(p, N_NUM, t);
-        n->u.num = t->num;
-        return n;
-    case TK_IMAG:
-        advance(p);
-        n = node(p, N_IMAG, t);
-        n->u.num = t->num;
-        return n;
-    case TK_STR: {
-        advance(p);
-        n = node(p, N_STR, t);
-        /* adjacent string literals concatenate, as in C and Python (the
-         * buffer grows in the arena: an error midway leaks nothing) */
-        if (peek(p)->kind == TK_STR) {
-            size_t cap = t->strlen + 64, len = t->strlen;
-            char *buf = arena_alloc(p->ar, cap);
-            memcpy(buf, t->str, t->strlen);
-            while (peek(p)->kind == TK_STR) {
-                Token *s2 = advance(p);
-                if (len + s2->strlen + 1 > cap) {
-                    size_t nc = (len + s2->strlen + 1) * 2;
-                    char *nb = arena_alloc(p->ar, nc);
-                    memcpy(nb, buf, len);
-                    buf = nb;
-                    cap = nc;
-                }
-                qh_assert(len + s2->strlen < cap); /* room for the text and a NUL */
-                memcpy(buf + len, s2->str, s2->strlen);
-                len += s2->strlen;
-            }
-            n->u.str = const_str(p, buf, len);
-        } else {
-            n->u.str = const_str(p, t->str, t->strlen);
-        }
-        return n;
-    }
-    case TK_TRUE: advance(p); return node(p, N_TRUE, t);
-    case TK_FALSE: advance(p); return node(p, N_FALSE, t);
-    case TK_NIL: advance(p); return node(p, N_NIL, t);
-    case TK_NAME:
-        advance(p);
-        n = node(p, N_NAME, t);
-        n->u.var.name = name_of(p, t);
-        return n;
-    case TK_FN: return fn_expr(p);
-    case TK_LPAREN: {
-        advance(p);
-        p->depth++;
-        n = expr(p);
-        if (peekk(p) == TK_COMMA) error_tok(p, peek(p), "qh has no tuples: use a list [a, b]");
-        if (peekk(p) == TK_FOR) no_genexp(p);
-        p->depth--;
-        expect(p, TK_RPAREN, "to close the parenthesis");
-        return n;
-    }
-    case TK_LBRACK: {
-        /* list -> '[' [expr {',' expr} [',']] ']' ; listcomp -> '[' expr comp_for {comp_for} ']' */
-        advance(p);
-        n = node(p, N_LIST, t);
-        p->depth++;
-        Vec items = { 0 };
-        if (peekk(p) != TK_RBRACK) {
-            Node *first = expr(p);
-            if (peekk(p) == TK_FOR) {
-                n->kind = N_LISTCOMP;
-                n->u.comp.elt = first;
-                n->u.comp.clauses = comp_clauses(p, &n->u.comp.nclauses);
-                p->depth--;
-                expect(p, TK_RBRACK, "to close the list comprehension");
-                return n;
-            }
-            vec_push(&items, first);
-            while (accept(p, TK_COMMA) && peekk(p) != TK_RBRACK) vec_push(&items, expr(p));
-        }
-        p->depth--;
-        expect(p, TK_RBRACK, "to close the list");
-        n->u.list.n = items.n;
-        n->u.list.items = vec_done(p, &items);
-        return n;
-    }
-    case TK_LBRACE: {
-        advance(p);
-        n = node(p, N_DICT, t);
-        p->depth++;
-        Vec ks = { 0 }, vs = { 0 };
-        /* dict -> '{' [expr ':' expr {',' expr ':' expr} [',']] '}'
-         * dictcomp -> '{' expr ':' expr comp_for {comp_for} '}' */
-        while (peekk(p) != TK_RBRACE) {
-            Node *k = expr(p);
-            if (peekk(p) == TK_FOR)
-                error_tok(p, peek(p),
-                          "qh has no sets: write a dict comprehension {x: true for ...} or a list "
-                          "comprehension [x for ...]");
-            if (peekk(p) == TK_COMMA || peekk(p) == TK_RBRACE)
-                error_tok(p, peek(p),
-                          "qh has no sets: a dict needs key: value (use a list [a, b] or a dict "
-                          "{a: true})");
-            expect(p, TK_COLON, "between a dict key and its value");
-            Node *v = expr(p);
-            if (!ks.n && peekk(p) == TK_FOR) {
-                n->kind = N_DICTCOMP;
-                n->u.comp.key = k;
-                n->u.comp.elt = v;
-                n->u.comp.clauses = comp_clauses(p, &n->u.comp.nclauses);
-                p->depth--;
-                expect(p, TK_RBRACE, "to close the dict comprehension");
-                return n;
-            }
-            vec_push(&ks, k);
-            vec_push(&vs, v);
-            if (!accept(p, TK_COMMA)) break;
-        }
-        p->depth--;
-        expect(p, TK_RBRACE, "to close the dict");
-        n->u.dict.n = ks.n;
-        n->u.dict.keys = vec_done(p, &ks);
-        n->u.dict.vals = vec_done(p, &vs);
-        return n;
-    }
     case TK_ERROR: error_tok(p, t, "%s", t->str);
     case TK_EOF: error_tok(p, t, "unexpected end of file: expected an expression");
     case TK_NEWLINE: error_tok(p, t, "unexpected end of line: expected an expression");
@@ -519,6 +548,15 @@ static Node *primary(Parser *p)
         error_tok(p, t, "expected an expression, found %s", tok_desc(t, b, sizeof b));
     }
     }
+}
+
+static Node *primary(Parser *p)
+{
+    Token *t = peek(p);
+    qh_assert((unsigned)t->kind < TK_NKINDS);
+    PrefixFn f = primaries[t->kind];
+    if (!f) no_primary(p, t);
+    return f(p, t);
 }
 
 /* postfix -> primary { '(' args ')' | '[' subscript {',' subscript} ']' | '.' NAME } */
