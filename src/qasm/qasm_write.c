@@ -188,349 +188,353 @@ static int mcx(W *w, const QasmOp *op, const int *q, int k)
     return 0;
 }
 
+/* The form of each gate (gate_forms[], by SvGate): most are one library
+ * gate with extra controls, written by gate_form from their names; the
+ * others have an emitter of their own. An emitter returns 0, -1 (w
+ * failed), or NO_FORM: no OpenQASM 2.0 form with that many controls. */
+enum { NO_FORM = 1 };
+enum { ADJ_SELF, ADJ_DG, ADJ_NEG }; /* an adjoint: the gate itself, name + "dg", angle negated */
+typedef struct GateForm GateForm;
+struct GateForm {
+    /* the gate's own emitter; NULL: gate_form, from the fields below */
+    int (*emit)(W *w, const QasmOp *op, const GateForm *g);
+    const char *name2;         /* no control, in 2.0 */
+    const char *name3;         /* 3.0: no control, and ctrl(k) @ name3 with k */
+    const char *ctrl2, *ctrl3; /* one control (NULL: none of its own) */
+    int own;                   /* controls of the gate's own (CNOT, CRX, CSWAP: 1) */
+    int ntarget;               /* wires after the controls */
+    int angle;                 /* takes one angle */
+    int adj;                   /* ADJ_* */
+    /* other 2.0 forms (NULL: none) */
+    int (*fallback)(W *w, const QasmOp *op, int tc);
+};
+
+/* A PauliZ with two controls, a CZ with one: H CCX H. */
+static int ccz_form(W *w, const QasmOp *op, int tc)
+{
+    if (tc != 2) return NO_FORM;
+    ccz(w, op->wires);
+    return 0;
+}
+
+/* S and T with one control: a controlled phase. */
+static int cu1_form(W *w, const QasmOp *op, int tc)
+{
+    if (tc != 1) return NO_FORM;
+    double a = (op->gate == SV_S ? M_PI / 2 : M_PI / 4) * (op->adjoint ? -1 : 1);
+    call(w, "cu1", &a, 1, 0, 0);
+    wires(w, op->wires, 2);
+    return 0;
+}
+
+static int csx_form(W *w, const QasmOp *op, int tc)
+{
+    if (tc == 1 && !op->adjoint) {
+        call(w, "csx", NULL, 0, 0, 0);
+        wires(w, op->wires, 2);
+        return 0;
+    }
+    if (tc == 3) { /* c3sqrtx is ctrl^3(SX^dagger); SX = (SX^dagger)^3 */
+        for (int k = 0; k < (op->adjoint ? 1 : 3); k++) {
+            call(w, "c3sqrtx", NULL, 0, 0, 0);
+            wires(w, op->wires, 4);
+        }
+        return 0;
+    }
+    return NO_FORM;
+}
+
+/* A library gate with tc = the op's controls and its own: its plain name,
+ * its controlled name, ctrl(tc) @ in 3.0, or a 2.0 fallback. */
+static int gate_form(W *w, const QasmOp *op, const GateForm *g)
+{
+    int tc = op->nctrl + g->own, v3 = w->v == 3, np = g->angle;
+    const int *q = op->wires;
+    double a = op->adjoint && g->adj == ADJ_NEG ? -op->params[0] : op->params[0];
+    const char *dg = op->adjoint && g->adj == ADJ_DG ? "dg" : "";
+    char nm[16];
+    if (tc == 0) {
+        snprintf(nm, sizeof nm, "%s%s", v3 ? g->name3 : g->name2, dg);
+        call(w, nm, &a, np, 0, 0);
+        wires(w, q, g->ntarget);
+        return 0;
+    }
+    if (tc == 1 && g->ctrl2) {
+        call(w, v3 ? g->ctrl3 : g->ctrl2, &a, np, 0, 0);
+        wires(w, q, 1 + g->ntarget);
+        return 0;
+    }
+    if (v3) {
+        snprintf(nm, sizeof nm, "%s%s", g->name3, dg);
+        call(w, nm, &a, np, tc, 0);
+        wires(w, q, tc + g->ntarget);
+        return 0;
+    }
+    return g->fallback ? g->fallback(w, op, tc) : NO_FORM;
+}
+
+static int emit_identity(W *w, const QasmOp *op, const GateForm *g)
+{
+    (void)g;
+    if (op->nctrl == 0) {
+        call(w, "id", NULL, 0, 0, 0);
+        wires(w, op->wires, 1);
+    }
+    return 0;
+}
+
+/* PauliX, CNOT, Toffoli: X with the op's controls and its own */
+static int emit_x(W *w, const QasmOp *op, const GateForm *g)
+{
+    return mcx(w, op, op->wires, op->nctrl + g->own);
+}
+
+static int emit_basisstate(W *w, const QasmOp *op, const GateForm *g)
+{
+    int nc = op->nctrl;
+    const int *q = op->wires;
+    (void)g;
+    for (int i = 0; i < op->nwires; i++)
+        if ((op->bits >> i) & 1) {
+            int qq[SV_MAX_WIRES + 1];
+            memcpy(qq, q, (size_t)nc * sizeof(int));
+            qq[nc] = q[nc + i];
+            if (mcx(w, op, qq, nc)) return -1;
+        }
+    return 0;
+}
+
+/* Rot: RZ(w) RY(t) RZ(phi) = e^{-i(phi+w)/2} U3(t, phi, w) */
+static int emit_rot(W *w, const QasmOp *op, const GateForm *g)
+{
+    int nc = op->nctrl, adj = op->adjoint;
+    const int *q = op->wires;
+    const double *p = op->params;
+    (void)g;
+    if (nc == 0) {
+        double a[3] = { adj ? -p[2] : p[0], adj ? -p[1] : p[1], adj ? -p[0] : p[2] };
+        call(w, "rz", &a[0], 1, 0, 0);
+        wires(w, q, 1);
+        call(w, "ry", &a[1], 1, 0, 0);
+        wires(w, q, 1);
+        call(w, "rz", &a[2], 1, 0, 0);
+        wires(w, q, 1);
+        return 0;
+    }
+    if (w->v != 3) return NO_FORM;
+    double a[3] = { p[0], p[1], p[2] };
+    call(w, "rz", &a[adj ? 2 : 0], 1, nc, adj);
+    wires(w, q, nc + 1);
+    call(w, "ry", &a[1], 1, nc, adj);
+    wires(w, q, nc + 1);
+    call(w, "rz", &a[adj ? 0 : 2], 1, nc, adj);
+    wires(w, q, nc + 1);
+    return 0;
+}
+
+static int emit_u3(W *w, const QasmOp *op, const GateForm *g)
+{
+    int nc = op->nctrl, adj = op->adjoint, v3 = w->v == 3;
+    const int *q = op->wires;
+    double t = op->params[0], ph = op->params[1], la = op->params[2];
+    (void)g;
+    double a[3] = { adj ? -t : t, adj ? -la : ph,
+                    adj ? -ph : la }; /* U3^dagger = U3(-t, -la, -ph) */
+    if (nc == 0) {
+        call(w, "u3", a, 3, 0, 0);
+        wires(w, q, 1);
+        return 0;
+    }
+    if (nc == 1 && !v3) {
+        call(w, "cu3", a, 3, 0, 0);
+        wires(w, q, 2);
+        return 0;
+    }
+    if (v3) {
+        call(w, "U", a, 3, nc, 0);
+        wires(w, q, nc + 1);
+        return 0;
+    }
+    return NO_FORM;
+}
+
+static int emit_iswap(W *w, const QasmOp *op, const GateForm *g)
+{
+    int nc = op->nctrl, adj = op->adjoint, v3 = w->v == 3;
+    const int *q = op->wires;
+    (void)g;
+    if (nc && !v3) return NO_FORM;
+    if (adj && !v3) { /* ISWAP^dagger = (Z x I) ISWAP (Z x I) */
+        call(w, "z", NULL, 0, 0, 0);
+        wires(w, q, 1);
+        call(w, "iswap", NULL, 0, 0, 0);
+        wires(w, q, 2);
+        call(w, "z", NULL, 0, 0, 0);
+        wires(w, q, 1);
+        return 0;
+    }
+    call(w, "iswap", NULL, 0, nc, adj);
+    wires(w, q, nc + 2);
+    return 0;
+}
+
+/* MultiRZ: a CX ladder up to the last wire, RZ there, and down again */
+static int emit_multirz(W *w, const QasmOp *op, const GateForm *g)
+{
+    int nc = op->nctrl;
+    const int *q = op->wires;
+    (void)g;
+    if (nc && w->v != 3) return NO_FORM;
+    int k = op->nwires;
+    const int *t = q + nc;
+    double a = op->adjoint ? -op->params[0] : op->params[0];
+    for (int i = 0; i + 1 < k; i++) {
+        call(w, "cx", NULL, 0, 0, 0);
+        int pr[2] = { t[i], t[i + 1] };
+        wires(w, pr, 2);
+    }
+    if (nc) {
+        call(w, "rz", &a, 1, nc, 0);
+        int qq[SV_MAX_WIRES + 1];
+        memcpy(qq, q, (size_t)nc * sizeof(int));
+        qq[nc] = t[k - 1];
+        wires(w, qq, nc + 1);
+    } else {
+        call(w, "rz", &a, 1, 0, 0);
+        wires(w, &t[k - 1], 1);
+    }
+    for (int i = k - 2; i >= 0; i--) {
+        call(w, "cx", NULL, 0, 0, 0);
+        int pr[2] = { t[i], t[i + 1] };
+        wires(w, pr, 2);
+    }
+    return 0;
+}
+
+/* SingleExcitation: cx b,a; cry(-theta) a,b; cx b,a */
+static int emit_singleexc(W *w, const QasmOp *op, const GateForm *g)
+{
+    int nc = op->nctrl;
+    const int *q = op->wires;
+    (void)g;
+    if (nc && w->v != 3) return NO_FORM;
+    const int *t = q + nc;
+    double a = op->adjoint ? op->params[0] : -op->params[0];
+    int ba[2] = { t[1], t[0] };
+    call(w, "cx", NULL, 0, 0, 0);
+    wires(w, ba, 2);
+    int qq[SV_MAX_WIRES + 2];
+    memcpy(qq, q, (size_t)nc * sizeof(int));
+    qq[nc] = t[0];
+    qq[nc + 1] = t[1];
+    if (nc)
+        call(w, "ry", &a, 1, nc + 1, 0);
+    else
+        call(w, "cry", &a, 1, 0, 0);
+    wires(w, qq, nc + 2);
+    call(w, "cx", NULL, 0, 0, 0);
+    wires(w, ba, 2);
+    return 0;
+}
+
+/* DoubleExcitation on a b c d: cx c,d; cx a,b; cx a,c; ry on a if b=0 c=1 d=0; undo */
+static int emit_doubleexc(W *w, const QasmOp *op, const GateForm *g)
+{
+    int nc = op->nctrl;
+    const int *q = op->wires;
+    (void)g;
+    if (w->v != 3) return NO_FORM;
+    const int *t = q + nc;
+    int cd[2] = { t[2], t[3] }, ab[2] = { t[0], t[1] }, ac[2] = { t[0], t[2] };
+    double a = op->adjoint ? -op->params[0] : op->params[0];
+    call(w, "cx", NULL, 0, 0, 0);
+    wires(w, cd, 2);
+    call(w, "cx", NULL, 0, 0, 0);
+    wires(w, ab, 2);
+    call(w, "cx", NULL, 0, 0, 0);
+    wires(w, ac, 2);
+    if (nc > 1)
+        out(w, "ctrl(%d) @ ", nc);
+    else if (nc == 1)
+        out(w, "ctrl @ ");
+    out(w, "negctrl @ ctrl @ negctrl @ ry(");
+    ang(w, a);
+    out(w, ") ");
+    int qq[SV_MAX_WIRES + 4];
+    memcpy(qq, q, (size_t)nc * sizeof(int));
+    qq[nc] = t[1];
+    qq[nc + 1] = t[2];
+    qq[nc + 2] = t[3];
+    qq[nc + 3] = t[0];
+    wires(w, qq, nc + 4);
+    call(w, "cx", NULL, 0, 0, 0);
+    wires(w, ac, 2);
+    call(w, "cx", NULL, 0, 0, 0);
+    wires(w, ab, 2);
+    call(w, "cx", NULL, 0, 0, 0);
+    wires(w, cd, 2);
+    return 0;
+}
+
+static int emit_unitary(W *w, const QasmOp *op, const GateForm *g)
+{
+    (void)g;
+    return werr(w, op, "QubitUnitary has no OpenQASM form");
+}
+
+/* clang-format off */
+static const GateForm gate_forms[SV_NGATES] = {
+    /* emit, name2, name3, ctrl2, ctrl3, own, ntarget, angle, adj, fallback */
+    [SV_IDENTITY]   = { .emit = emit_identity },
+    [SV_PAULIX]     = { .emit = emit_x, .own = 0 },
+    [SV_CNOT]       = { .emit = emit_x, .own = 1 },
+    [SV_TOFFOLI]    = { .emit = emit_x, .own = 2 },
+    [SV_BASISSTATE] = { .emit = emit_basisstate },
+    [SV_HADAMARD]   = { NULL, "h",    "h",    "ch",    "ch",    0, 1, 0, ADJ_SELF, NULL },
+    [SV_PAULIY]     = { NULL, "y",    "y",    "cy",    "cy",    0, 1, 0, ADJ_SELF, NULL },
+    [SV_PAULIZ]     = { NULL, "z",    "z",    "cz",    "cz",    0, 1, 0, ADJ_SELF, ccz_form },
+    [SV_CY]         = { NULL, "y",    "y",    "cy",    "cy",    1, 1, 0, ADJ_SELF, NULL },
+    [SV_CZ]         = { NULL, "z",    "z",    "cz",    "cz",    1, 1, 0, ADJ_SELF, ccz_form },
+    [SV_S]          = { NULL, "s",    "s",    NULL,    NULL,    0, 1, 0, ADJ_DG,   cu1_form },
+    [SV_T]          = { NULL, "t",    "t",    NULL,    NULL,    0, 1, 0, ADJ_DG,   cu1_form },
+    [SV_SX]         = { NULL, "sx",   "sx",   NULL,    NULL,    0, 1, 0, ADJ_DG,   csx_form },
+    [SV_RX]         = { NULL, "rx",   "rx",   "crx",   "crx",   0, 1, 1, ADJ_NEG,  NULL },
+    [SV_RY]         = { NULL, "ry",   "ry",   "cry",   "cry",   0, 1, 1, ADJ_NEG,  NULL },
+    [SV_RZ]         = { NULL, "rz",   "rz",   "crz",   "crz",   0, 1, 1, ADJ_NEG,  NULL },
+    [SV_PHASESHIFT] = { NULL, "u1",   "p",    "cu1",   "cp",    0, 1, 1, ADJ_NEG,  NULL },
+    [SV_CRX]        = { NULL, "rx",   "rx",   "crx",   "crx",   1, 1, 1, ADJ_NEG,  NULL },
+    [SV_CRY]        = { NULL, "ry",   "ry",   "cry",   "cry",   1, 1, 1, ADJ_NEG,  NULL },
+    [SV_CRZ]        = { NULL, "rz",   "rz",   "crz",   "crz",   1, 1, 1, ADJ_NEG,  NULL },
+    [SV_CPHASE]     = { NULL, "u1",   "p",    "cu1",   "cp",    1, 1, 1, ADJ_NEG,  NULL },
+    [SV_ROT]        = { .emit = emit_rot },
+    [SV_U3]         = { .emit = emit_u3 },
+    [SV_SWAP]       = { NULL, "swap", "swap", "cswap", "cswap", 0, 2, 0, ADJ_SELF, NULL },
+    [SV_CSWAP]      = { NULL, "swap", "swap", "cswap", "cswap", 1, 2, 0, ADJ_SELF, NULL },
+    [SV_ISWAP]      = { .emit = emit_iswap },
+    [SV_ISINGXX]    = { NULL, "rxx",  "rxx",  NULL,    NULL,    0, 2, 1, ADJ_NEG,  NULL },
+    [SV_ISINGYY]    = { NULL, "ryy",  "ryy",  NULL,    NULL,    0, 2, 1, ADJ_NEG,  NULL },
+    [SV_ISINGZZ]    = { NULL, "rzz",  "rzz",  NULL,    NULL,    0, 2, 1, ADJ_NEG,  NULL },
+    [SV_MULTIRZ]    = { .emit = emit_multirz },
+    [SV_SINGLEEXC]  = { .emit = emit_singleexc },
+    [SV_DOUBLEEXC]  = { .emit = emit_doubleexc },
+    [SV_QUBITUNITARY] = { .emit = emit_unitary },
+};
+/* clang-format on */
+
 /* One gate op (its condition already written). */
 static int gate(W *w, const QasmCircuit *c, const QasmOp *op)
 {
     const SvGateInfo *info = sv_gate_info(op->gate);
     qh_assert(op->nctrl >= 0 && op->nwires >= 0 && (op->nctrl + op->nwires == 0 || op->wires));
-    int nc = op->nctrl, adj = op->adjoint, v3 = w->v == 3;
-    const int *q = op->wires;
-    double p[3] = { op->params[0], op->params[1], op->params[2] };
-    const char *bad2 = NULL;
     (void)c;
-    switch (op->gate) {
-    case SV_IDENTITY:
-        if (nc == 0) {
-            call(w, "id", NULL, 0, 0, 0);
-            wires(w, q, 1);
-        }
-        return 0;
-    case SV_PAULIX: return mcx(w, op, q, nc);
-    case SV_CNOT: return mcx(w, op, q, nc + 1);
-    case SV_TOFFOLI: return mcx(w, op, q, nc + 2);
-    case SV_BASISSTATE:
-        for (int i = 0; i < op->nwires; i++)
-            if ((op->bits >> i) & 1) {
-                int qq[SV_MAX_WIRES + 1];
-                memcpy(qq, q, (size_t)nc * sizeof(int));
-                qq[nc] = q[nc + i];
-                if (mcx(w, op, qq, nc)) return -1;
-            }
-        return 0;
-    case SV_PAULIY:
-    case SV_PAULIZ:
-    case SV_HADAMARD: {
-        const char *b = op->gate == SV_PAULIY ? "y" : op->gate == SV_PAULIZ ? "z" : "h";
-        if (nc == 0) {
-            call(w, b, NULL, 0, 0, 0);
-            wires(w, q, 1);
-            return 0;
-        }
-        if (nc == 1) {
-            char n2[4] = { 'c', b[0], 0, 0 };
-            call(w, n2, NULL, 0, 0, 0);
-            wires(w, q, 2);
-            return 0;
-        }
-        if (v3) {
-            call(w, b, NULL, 0, nc, 0);
-            wires(w, q, nc + 1);
-            return 0;
-        }
-        if (op->gate == SV_PAULIZ && nc == 2) {
-            ccz(w, q);
-            return 0;
-        }
-        bad2 = info->name;
-        break;
-    }
-    case SV_CY:
-    case SV_CZ: {
-        const char *b = op->gate == SV_CY ? "cy" : "cz";
-        if (nc == 0) {
-            call(w, b, NULL, 0, 0, 0);
-            wires(w, q, 2);
-            return 0;
-        }
-        if (v3) {
-            call(w, b + 1, NULL, 0, nc + 1, 0);
-            wires(w, q, nc + 2);
-            return 0;
-        }
-        if (op->gate == SV_CZ && nc == 1) {
-            ccz(w, q);
-            return 0;
-        }
-        bad2 = info->name;
-        break;
-    }
-    case SV_S:
-    case SV_T:
-    case SV_SX: {
-        const char *b = op->gate == SV_S ? "s" : op->gate == SV_T ? "t" : "sx";
-        char nm[8];
-        snprintf(nm, sizeof nm, "%s%s", b, adj ? "dg" : "");
-        if (nc == 0) {
-            call(w, nm, NULL, 0, 0, 0);
-            wires(w, q, 1);
-            return 0;
-        }
-        if (v3) {
-            call(w, nm, NULL, 0, nc, 0);
-            wires(w, q, nc + 1);
-            return 0;
-        }
-        if (op->gate == SV_SX && nc == 1 && !adj) {
-            call(w, "csx", NULL, 0, 0, 0);
-            wires(w, q, 2);
-            return 0;
-        }
-        if (op->gate == SV_SX && nc == 3) { /* c3sqrtx is ctrl^3(SX^dagger); SX = (SX^dagger)^3 */
-            for (int k = 0; k < (adj ? 1 : 3); k++) {
-                call(w, "c3sqrtx", NULL, 0, 0, 0);
-                wires(w, q, 4);
-            }
-            return 0;
-        }
-        if (op->gate != SV_SX && nc == 1) { /* controlled phase */
-            double a = (op->gate == SV_S ? M_PI / 2 : M_PI / 4) * (adj ? -1 : 1);
-            call(w, "cu1", &a, 1, 0, 0);
-            wires(w, q, 2);
-            return 0;
-        }
-        bad2 = info->name;
-        break;
-    }
-    case SV_RX:
-    case SV_RY:
-    case SV_RZ:
-    case SV_PHASESHIFT:
-    case SV_CRX:
-    case SV_CRY:
-    case SV_CRZ:
-    case SV_CPHASE: {
-        static const char *one[] = { "rx", "ry", "rz", "u1" },
-                          *two[] = { "crx", "cry", "crz", "cu1" };
-        int k = op->gate == SV_RX || op->gate == SV_CRX   ? 0
-                : op->gate == SV_RY || op->gate == SV_CRY ? 1
-                : op->gate == SV_RZ || op->gate == SV_CRZ ? 2
-                                                          : 3;
-        int own =
-            op->gate == SV_CRX || op->gate == SV_CRY || op->gate == SV_CRZ || op->gate == SV_CPHASE;
-        int tc = nc + own;
-        double a = adj ? -p[0] : p[0];
-        if (tc == 0) {
-            call(w, v3 && k == 3 ? "p" : one[k], &a, 1, 0, 0);
-            wires(w, q, 1);
-            return 0;
-        }
-        if (tc == 1) {
-            call(w, v3 && k == 3 ? "cp" : two[k], &a, 1, 0, 0);
-            wires(w, q, 2);
-            return 0;
-        }
-        if (v3) {
-            call(w, k == 3 ? "p" : one[k], &a, 1, tc, 0);
-            wires(w, q, tc + 1);
-            return 0;
-        }
-        bad2 = info->name;
-        break;
-    }
-    case SV_U3:
-    case SV_ROT: {
-        double t = p[0], ph = p[1], la = p[2];
-        if (op->gate == SV_ROT) { /* RZ(w) RY(t) RZ(phi) = e^{-i(phi+w)/2} U3(t, phi, w) */
-            if (nc == 0) {
-                double a[3] = { adj ? -p[2] : p[0], adj ? -p[1] : p[1], adj ? -p[0] : p[2] };
-                call(w, "rz", &a[0], 1, 0, 0);
-                wires(w, q, 1);
-                call(w, "ry", &a[1], 1, 0, 0);
-                wires(w, q, 1);
-                call(w, "rz", &a[2], 1, 0, 0);
-                wires(w, q, 1);
-                return 0;
-            }
-            if (!v3) {
-                bad2 = info->name;
-                break;
-            }
-            double a[3] = { p[0], p[1], p[2] };
-            call(w, "rz", &a[adj ? 2 : 0], 1, nc, adj);
-            wires(w, q, nc + 1);
-            call(w, "ry", &a[1], 1, nc, adj);
-            wires(w, q, nc + 1);
-            call(w, "rz", &a[adj ? 0 : 2], 1, nc, adj);
-            wires(w, q, nc + 1);
-            return 0;
-        }
-        double a[3] = { adj ? -t : t, adj ? -la : ph,
-                        adj ? -ph : la }; /* U3^dagger = U3(-t, -la, -ph) */
-        if (nc == 0) {
-            call(w, "u3", a, 3, 0, 0);
-            wires(w, q, 1);
-            return 0;
-        }
-        if (nc == 1 && !v3) {
-            call(w, "cu3", a, 3, 0, 0);
-            wires(w, q, 2);
-            return 0;
-        }
-        if (v3) {
-            call(w, "U", a, 3, nc, 0);
-            wires(w, q, nc + 1);
-            return 0;
-        }
-        bad2 = info->name;
-        break;
-    }
-    case SV_SWAP:
-    case SV_CSWAP: {
-        int tc = nc + (op->gate == SV_CSWAP);
-        if (tc == 0) {
-            call(w, "swap", NULL, 0, 0, 0);
-            wires(w, q, 2);
-            return 0;
-        }
-        if (tc == 1) {
-            call(w, "cswap", NULL, 0, 0, 0);
-            wires(w, q, 3);
-            return 0;
-        }
-        if (v3) {
-            call(w, "swap", NULL, 0, tc, 0);
-            wires(w, q, tc + 2);
-            return 0;
-        }
-        bad2 = info->name;
-        break;
-    }
-    case SV_ISWAP:
-        if (nc && !v3) {
-            bad2 = info->name;
-            break;
-        }
-        if (adj && !v3) { /* ISWAP^dagger = (Z x I) ISWAP (Z x I) */
-            call(w, "z", NULL, 0, 0, 0);
-            wires(w, q, 1);
-            call(w, "iswap", NULL, 0, 0, 0);
-            wires(w, q, 2);
-            call(w, "z", NULL, 0, 0, 0);
-            wires(w, q, 1);
-            return 0;
-        }
-        call(w, "iswap", NULL, 0, nc, adj);
-        wires(w, q, nc + 2);
-        return 0;
-    case SV_ISINGXX:
-    case SV_ISINGYY:
-    case SV_ISINGZZ: {
-        const char *b = op->gate == SV_ISINGXX ? "rxx" : op->gate == SV_ISINGYY ? "ryy" : "rzz";
-        double a = adj ? -p[0] : p[0];
-        if (nc && !v3) {
-            bad2 = info->name;
-            break;
-        }
-        call(w, b, &a, 1, nc, 0);
-        wires(w, q, nc + 2);
-        return 0;
-    }
-    case SV_MULTIRZ: {
-        if (nc && !v3) {
-            bad2 = info->name;
-            break;
-        }
-        int k = op->nwires;
-        const int *t = q + nc;
-        double a = adj ? -p[0] : p[0];
-        for (int i = 0; i + 1 < k; i++) {
-            call(w, "cx", NULL, 0, 0, 0);
-            int pr[2] = { t[i], t[i + 1] };
-            wires(w, pr, 2);
-        }
-        if (nc) {
-            call(w, "rz", &a, 1, nc, 0);
-            int qq[SV_MAX_WIRES + 1];
-            memcpy(qq, q, (size_t)nc * sizeof(int));
-            qq[nc] = t[k - 1];
-            wires(w, qq, nc + 1);
-        } else {
-            call(w, "rz", &a, 1, 0, 0);
-            wires(w, &t[k - 1], 1);
-        }
-        for (int i = k - 2; i >= 0; i--) {
-            call(w, "cx", NULL, 0, 0, 0);
-            int pr[2] = { t[i], t[i + 1] };
-            wires(w, pr, 2);
-        }
-        return 0;
-    }
-    case SV_SINGLEEXC: { /* cx b,a; cry(-theta) a,b; cx b,a */
-        if (nc && !v3) {
-            bad2 = info->name;
-            break;
-        }
-        const int *t = q + nc;
-        double a = adj ? p[0] : -p[0];
-        int ba[2] = { t[1], t[0] };
-        call(w, "cx", NULL, 0, 0, 0);
-        wires(w, ba, 2);
-        int qq[SV_MAX_WIRES + 2];
-        memcpy(qq, q, (size_t)nc * sizeof(int));
-        qq[nc] = t[0];
-        qq[nc + 1] = t[1];
-        if (nc)
-            call(w, "ry", &a, 1, nc + 1, 0);
-        else
-            call(w, "cry", &a, 1, 0, 0);
-        wires(w, qq, nc + 2);
-        call(w, "cx", NULL, 0, 0, 0);
-        wires(w, ba, 2);
-        return 0;
-    }
-    case SV_DOUBLEEXC: {
-        if (!v3) {
-            bad2 = info->name;
-            break;
-        }
-        const int *t = q + nc; /* a b c d: cx c,d; cx a,b; cx a,c; ry on a if b=0 c=1 d=0; undo */
-        int cd[2] = { t[2], t[3] }, ab[2] = { t[0], t[1] }, ac[2] = { t[0], t[2] };
-        double a = adj ? -p[0] : p[0];
-        call(w, "cx", NULL, 0, 0, 0);
-        wires(w, cd, 2);
-        call(w, "cx", NULL, 0, 0, 0);
-        wires(w, ab, 2);
-        call(w, "cx", NULL, 0, 0, 0);
-        wires(w, ac, 2);
-        if (nc > 1)
-            out(w, "ctrl(%d) @ ", nc);
-        else if (nc == 1)
-            out(w, "ctrl @ ");
-        out(w, "negctrl @ ctrl @ negctrl @ ry(");
-        ang(w, a);
-        out(w, ") ");
-        int qq[SV_MAX_WIRES + 4];
-        memcpy(qq, q, (size_t)nc * sizeof(int));
-        qq[nc] = t[1];
-        qq[nc + 1] = t[2];
-        qq[nc + 2] = t[3];
-        qq[nc + 3] = t[0];
-        wires(w, qq, nc + 4);
-        call(w, "cx", NULL, 0, 0, 0);
-        wires(w, ac, 2);
-        call(w, "cx", NULL, 0, 0, 0);
-        wires(w, ab, 2);
-        call(w, "cx", NULL, 0, 0, 0);
-        wires(w, cd, 2);
-        return 0;
-    }
-    case SV_QUBITUNITARY: return werr(w, op, "QubitUnitary has no OpenQASM form");
-    case SV_NGATES: break;
-    }
-    if (bad2)
-        return werr(w, op, "%s with %d control%s has no OpenQASM 2.0 form (use version 3)", bad2,
-                    nc, nc == 1 ? "" : "s");
-    return werr(w, op, "unknown gate %d", (int)op->gate);
+    if ((unsigned)op->gate >= SV_NGATES) return werr(w, op, "unknown gate %d", (int)op->gate);
+    const GateForm *g = &gate_forms[op->gate];
+    qh_assert(g->emit || g->name2); /* every gate has a row */
+    int r = g->emit ? g->emit(w, op, g) : gate_form(w, op, g);
+    if (r != NO_FORM) return r;
+    int nc = op->nctrl;
+    return werr(w, op, "%s with %d control%s has no OpenQASM 2.0 form (use version 3)", info->name,
+                nc, nc == 1 ? "" : "s");
 }
 
 /* Whether the circuit's conditions have a form in w's version (w->bitregs
