@@ -151,6 +151,139 @@ static Value bi_str(VM *vm, Args *a)
     return buf_result(vm, &b, a->site);
 }
 
+/* fmt's conversion spec after a '%': flags, width, precision, copied into
+ * spec (from its '%'); returns its length, *pp moved past them */
+static int fmt_spec(const char **pp, const char *end, char *spec)
+{
+    const char *p = *pp;
+    int sn = 0;
+    spec[sn++] = '%';
+    while (p < end && strchr("-+ #0", *p) && sn < 10) spec[sn++] = *p++;
+    int width_digits = 0;
+    while (p < end && isdigit((unsigned char)*p) && width_digits < 4) {
+        spec[sn++] = *p++;
+        width_digits++;
+    }
+    if (p < end && *p == '.') {
+        spec[sn++] = *p++;
+        int pd = 0;
+        while (p < end && isdigit((unsigned char)*p) && pd < 3) {
+            spec[sn++] = *p++;
+            pd++;
+        }
+    }
+    *pp = p;
+    return sn;
+}
+
+/* fmt's %s of v onto b; nil, or the error */
+static Value fmt_s(VM *vm, Args *a, Buf *b, Value v, char *spec, int sn)
+{
+    Buf s;
+    buf_init(&s);
+    if (!tp_repr(vm, &s, v, false, a->site)) {
+        buf_free(&s);
+        return v_exc();
+    }
+    spec[sn++] = 's';
+    spec[sn] = 0;
+    int need = snprintf(NULL, 0, spec, s.p ? s.p : "");
+    char *tmp = need >= 0 ? malloc((size_t)need + 1) : NULL;
+    if (!tmp) {
+        buf_free(&s);
+        return vm_oom(vm, a->site);
+    }
+    snprintf(tmp, (size_t)need + 1, spec, s.p ? s.p : "");
+    buf_put(b, tmp, (size_t)need);
+    free(tmp);
+    buf_free(&s);
+    return v_nil();
+}
+
+/* fmt's %c of x: the character with that code, a one-character string
+ * (NUL included), padded to the spec's width; nil, or the error */
+static Value fmt_c(VM *vm, Args *a, Buf *b, double x, char *spec, int sn)
+{
+    char ch[4];
+    size_t cn = utf8_encode(trunc(x), ch);
+    if (!cn)
+        return vm_error(vm, a->site, "fmt(): %%c needs a code point from 0 to 0x10ffff, got %.17g",
+                        x);
+    spec[sn] = 0;
+    long width = 0;
+    bool left = false;
+    for (int k = 1; k < sn; k++) {
+        if (spec[k] == '-')
+            left = true;
+        else if (isdigit((unsigned char)spec[k]) && (width || spec[k] != '0'))
+            width = width * 10 + (spec[k] - '0');
+        else if (spec[k] == '.')
+            break;
+    }
+    if (!left)
+        for (long k = 1; k < width; k++) buf_putc(b, ' ');
+    buf_put(b, ch, cn);
+    if (left)
+        for (long k = 1; k < width; k++) buf_putc(b, ' ');
+    return v_nil();
+}
+
+/* fmt's %d %i %x %X %o of x (truncated) onto b; nil, or the error */
+static Value fmt_int(VM *vm, Args *a, Buf *b, double x, char conv, char *spec, int sn)
+{
+    char out[512];
+    double d = trunc(x);
+    if (!isfinite(d)) return vm_error(vm, a->site, "fmt(): %%%c of a non-finite number", conv);
+    if (fabs(d) >= 9.2e18) {
+        /* out of integer range: print the integral double */
+        spec[sn++] = '.';
+        spec[sn++] = '0';
+        spec[sn++] = 'f';
+        spec[sn] = 0;
+        snprintf(out, sizeof out, spec, d);
+    } else {
+        spec[sn++] = 'l';
+        spec[sn++] = 'l';
+        spec[sn++] = conv;
+        spec[sn] = 0;
+        if (conv == 'x' || conv == 'X' || conv == 'o') {
+            long long ll = (long long)d;
+            if (ll < 0) {
+                /* Python prints -0x1f: sign then magnitude */
+                snprintf(out, sizeof out, spec, (unsigned long long)(-ll));
+                memmove(out + 1, out, strlen(out) + 1);
+                out[0] = '-';
+            } else
+                snprintf(out, sizeof out, spec, (unsigned long long)ll);
+        } else
+            snprintf(out, sizeof out, spec, (long long)d);
+    }
+    buf_puts(b, out);
+    return v_nil();
+}
+
+/* fmt's conversion conv of argument v onto b; nil, or the error */
+static Value fmt_arg(VM *vm, Args *a, Buf *b, Value v, char conv, char *spec, int sn)
+{
+    if (conv == 's') return fmt_s(vm, a, b, v, spec, sn);
+    double num;
+    if (v.t == T_BOOL)
+        v = v_num(v.b);
+    else if (v.t != T_NUM && tp_number(v, &num))
+        v = v_num(num);
+    if (v.t != T_NUM)
+        return vm_error(vm, a->site, "fmt(): %%%c needs a number, not %s", conv, type_name(v));
+    if (conv == 'c') return fmt_c(vm, a, b, v.n, spec, sn);
+    if (conv == 'd' || conv == 'i' || conv == 'x' || conv == 'X' || conv == 'o')
+        return fmt_int(vm, a, b, v.n, conv, spec, sn);
+    char out[512];
+    spec[sn++] = conv;
+    spec[sn] = 0;
+    snprintf(out, sizeof out, spec, v.n);
+    buf_puts(b, out);
+    return v_nil();
+}
+
 /* fmt(format, args...): C printf for %d %i %f %e %g %s %x (and %X %o %c %E %G %%) */
 static Value bi_fmt(VM *vm, Args *a)
 {
@@ -174,22 +307,7 @@ static Value bi_fmt(VM *vm, Args *a)
             continue;
         }
         char spec[64];
-        int sn = 0;
-        spec[sn++] = '%';
-        while (p < end && strchr("-+ #0", *p) && sn < 10) spec[sn++] = *p++;
-        int width_digits = 0;
-        while (p < end && isdigit((unsigned char)*p) && width_digits < 4) {
-            spec[sn++] = *p++;
-            width_digits++;
-        }
-        if (p < end && *p == '.') {
-            spec[sn++] = *p++;
-            int pd = 0;
-            while (p < end && isdigit((unsigned char)*p) && pd < 3) {
-                spec[sn++] = *p++;
-                pd++;
-            }
-        }
+        int sn = fmt_spec(&p, end, spec);
         if (p >= end) {
             buf_free(&b);
             return vm_error(vm, a->site, "fmt(): incomplete format specifier at the end");
@@ -203,103 +321,11 @@ static Value bi_fmt(VM *vm, Args *a)
             buf_free(&b);
             return vm_error(vm, a->site, "fmt(): not enough arguments for the format");
         }
-        Value v = a->v[argi++];
-        char out[512];
-        if (conv == 's') {
-            Buf s;
-            buf_init(&s);
-            if (!tp_repr(vm, &s, v, false, a->site)) {
-                buf_free(&s);
-                buf_free(&b);
-                return v_exc();
-            }
-            spec[sn++] = 's';
-            spec[sn] = 0;
-            int need = snprintf(NULL, 0, spec, s.p ? s.p : "");
-            char *tmp = need >= 0 ? malloc((size_t)need + 1) : NULL;
-            if (!tmp) {
-                buf_free(&s);
-                buf_free(&b);
-                return vm_oom(vm, a->site);
-            }
-            snprintf(tmp, (size_t)need + 1, spec, s.p ? s.p : "");
-            buf_put(&b, tmp, (size_t)need);
-            free(tmp);
-            buf_free(&s);
-            continue;
-        }
-        double num;
-        if (v.t == T_BOOL)
-            v = v_num(v.b);
-        else if (v.t != T_NUM && tp_number(v, &num))
-            v = v_num(num);
-        if (v.t != T_NUM) {
+        Value r = fmt_arg(vm, a, &b, a->v[argi++], conv, spec, sn);
+        if (IS_EXC(r)) {
             buf_free(&b);
-            return vm_error(vm, a->site, "fmt(): %%%c needs a number, not %s", conv, type_name(v));
+            return r;
         }
-        if (conv == 'c') {
-            /* the character with that code: a one-character string, NUL included */
-            char ch[4];
-            size_t cn = utf8_encode(trunc(v.n), ch);
-            if (!cn) {
-                buf_free(&b);
-                return vm_error(vm, a->site,
-                                "fmt(): %%c needs a code point from 0 to 0x10ffff, got %.17g", v.n);
-            }
-            spec[sn] = 0;
-            long width = 0;
-            bool left = false;
-            for (int k = 1; k < sn; k++) {
-                if (spec[k] == '-')
-                    left = true;
-                else if (isdigit((unsigned char)spec[k]) && (width || spec[k] != '0'))
-                    width = width * 10 + (spec[k] - '0');
-                else if (spec[k] == '.')
-                    break;
-            }
-            if (!left)
-                for (long k = 1; k < width; k++) buf_putc(&b, ' ');
-            buf_put(&b, ch, cn);
-            if (left)
-                for (long k = 1; k < width; k++) buf_putc(&b, ' ');
-            continue;
-        }
-        if (conv == 'd' || conv == 'i' || conv == 'x' || conv == 'X' || conv == 'o') {
-            double d = trunc(v.n);
-            if (!isfinite(d)) {
-                buf_free(&b);
-                return vm_error(vm, a->site, "fmt(): %%%c of a non-finite number", conv);
-            }
-            if (fabs(d) >= 9.2e18) {
-                /* out of integer range: print the integral double */
-                spec[sn++] = '.';
-                spec[sn++] = '0';
-                spec[sn++] = 'f';
-                spec[sn] = 0;
-                snprintf(out, sizeof out, spec, d);
-            } else {
-                spec[sn++] = 'l';
-                spec[sn++] = 'l';
-                spec[sn++] = conv;
-                spec[sn] = 0;
-                if (conv == 'x' || conv == 'X' || conv == 'o') {
-                    long long ll = (long long)d;
-                    if (ll < 0) {
-                        /* Python prints -0x1f: sign then magnitude */
-                        snprintf(out, sizeof out, spec, (unsigned long long)(-ll));
-                        memmove(out + 1, out, strlen(out) + 1);
-                        out[0] = '-';
-                    } else
-                        snprintf(out, sizeof out, spec, (unsigned long long)ll);
-                } else
-                    snprintf(out, sizeof out, spec, (long long)d);
-            }
-        } else {
-            spec[sn++] = conv;
-            spec[sn] = 0;
-            snprintf(out, sizeof out, spec, v.n);
-        }
-        buf_puts(&b, out);
     }
     if (argi < a->n) {
         buf_free(&b);

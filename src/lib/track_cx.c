@@ -129,6 +129,55 @@ static Value cx_mul(VM *vm, BinOp op, Value ar, Value ai, Value br, Value bi, co
     return make(vm, re, im, site);
 }
 
+/* (a / b) = a conj(b) / |b|^2 */
+static Value cx_div(VM *vm, Value ar, Value ai, Value br, Value bi, const Node *site)
+{
+    Value b2 = rop(vm, OP_MUL, br, br, site), c2 = rop(vm, OP_MUL, bi, bi, site);
+    Value d = rop(vm, OP_ADD, b2, c2, site);
+    decref(b2);
+    decref(c2);
+    Value nb = tp_unop(vm, OP_NEG, bi, site);
+    Value q = IS_EXC(nb) ? nb : cx_mul(vm, OP_MUL, ar, ai, br, nb, site);
+    decref(nb);
+    Value qr, qi;
+    if (IS_EXC(q) || IS_EXC(d) || !parts(vm, q, &qr, &qi, site)) {
+        decref(q);
+        decref(d);
+        return v_exc();
+    }
+    decref(q);
+    Value r = make(vm, rop(vm, OP_DIV, qr, d, site), rop(vm, OP_DIV, qi, d, site), site);
+    decref(qr);
+    decref(qi);
+    decref(d);
+    return r;
+}
+
+/* an integer power: repeated products (z ** 2, z ** 3 ...) */
+static Value cx_pow(VM *vm, Value ar, Value ai, Value br, Value bi, const Node *site)
+{
+    double n;
+    bool plain = !track_inside(br) && bi.t == T_NUM && bi.n == 0 && tp_number(br, &n);
+    if (!plain || n != floor(n) || n < 0 || n > 64)
+        return vm_error(vm, site,
+                        "a differentiated complex value to the power %s: only whole powers "
+                        "0..64 of it can be differentiated",
+                        plain ? "given" : "of a non-constant");
+    Value pr = v_num(1), pi = v_num(0);
+    for (int k = 0; k < (int)n; k++) {
+        Value z = cx_mul(vm, OP_MUL, pr, pi, ar, ai, site);
+        decref(pr);
+        decref(pi);
+        if (IS_EXC(z) || !parts(vm, z, &pr, &pi, site)) {
+            decref(z);
+            pr = pi = v_exc();
+            break;
+        }
+        decref(z);
+    }
+    return IS_EXC(pr) ? v_exc() : make(vm, pr, pi, site);
+}
+
 Value track_cx_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
 {
     if (op == OP_IN || op == OP_NOTIN) return v_notimpl();
@@ -145,55 +194,8 @@ Value track_cx_binop(VM *vm, BinOp op, Value a, Value b, const Node *site)
     case OP_SUB: r = make(vm, rop(vm, op, ar, br, site), rop(vm, op, ai, bi, site), site); break;
     case OP_MUL:
     case OP_MATMUL: r = cx_mul(vm, op, ar, ai, br, bi, site); break;
-    case OP_DIV: {
-        /* (a / b) = a conj(b) / |b|^2 */
-        Value b2 = rop(vm, OP_MUL, br, br, site), c2 = rop(vm, OP_MUL, bi, bi, site);
-        Value d = rop(vm, OP_ADD, b2, c2, site);
-        decref(b2);
-        decref(c2);
-        Value nb = tp_unop(vm, OP_NEG, bi, site);
-        Value q = IS_EXC(nb) ? nb : cx_mul(vm, OP_MUL, ar, ai, br, nb, site);
-        decref(nb);
-        Value qr, qi;
-        if (IS_EXC(q) || IS_EXC(d) || !parts(vm, q, &qr, &qi, site)) {
-            decref(q);
-            decref(d);
-            r = v_exc();
-            break;
-        }
-        decref(q);
-        r = make(vm, rop(vm, OP_DIV, qr, d, site), rop(vm, OP_DIV, qi, d, site), site);
-        decref(qr);
-        decref(qi);
-        decref(d);
-        break;
-    }
-    case OP_POW: {
-        /* an integer power: repeated products (z ** 2, z ** 3 ...) */
-        double n;
-        bool plain = !track_inside(br) && bi.t == T_NUM && bi.n == 0 && tp_number(br, &n);
-        if (!plain || n != floor(n) || n < 0 || n > 64) {
-            r = vm_error(vm, site,
-                         "a differentiated complex value to the power %s: only whole powers "
-                         "0..64 of it can be differentiated",
-                         plain ? "given" : "of a non-constant");
-            break;
-        }
-        Value pr = v_num(1), pi = v_num(0);
-        for (int k = 0; k < (int)n; k++) {
-            Value z = cx_mul(vm, OP_MUL, pr, pi, ar, ai, site);
-            decref(pr);
-            decref(pi);
-            if (IS_EXC(z) || !parts(vm, z, &pr, &pi, site)) {
-                decref(z);
-                pr = pi = v_exc();
-                break;
-            }
-            decref(z);
-        }
-        r = IS_EXC(pr) ? v_exc() : make(vm, pr, pi, site);
-        break;
-    }
+    case OP_DIV: r = cx_div(vm, ar, ai, br, bi, site); break;
+    case OP_POW: r = cx_pow(vm, ar, ai, br, bi, site); break;
     case OP_EQ:
     case OP_NE: {
         Value e1 = rop(vm, OP_EQ, ar, br, site), e2 = rop(vm, OP_EQ, ai, bi, site);
