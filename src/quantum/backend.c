@@ -5,6 +5,7 @@
  */
 #include "backend.h"
 #include "errf.h"
+#include "qh_assert.h"
 #include "svmeas.h"
 
 #include <math.h>
@@ -45,6 +46,7 @@ static int sv_b_reset(QbDev *d, int wire, Rng *r, char *err, size_t errlen)
 }
 static int sv_b_expval(QbDev *d, const QbRead *rq, double *out, char *err, size_t errlen)
 {
+    qh_assert(qb_read_valid(rq) && d->st);
     (void)err;
     (void)errlen;
     *out = rq->shots ? sv_expval_shots(sv_of(d), rq->terms, rq->nterms, rq->shots, rq->rng)
@@ -53,12 +55,14 @@ static int sv_b_expval(QbDev *d, const QbRead *rq, double *out, char *err, size_
 }
 static int sv_b_var(QbDev *d, const QbRead *rq, double *out, char *err, size_t errlen)
 {
+    qh_assert(qb_read_valid(rq) && d->st);
     *out = rq->shots ? sv_var_shots(sv_of(d), rq->terms, rq->nterms, rq->shots, rq->rng)
                      : sv_var(sv_of(d), rq->terms, rq->nterms);
     return isnan(*out) ? qh_errf(err, errlen, "out of memory") : 0;
 }
 static int sv_b_probs(QbDev *d, const QbRead *rq, double *out, char *err, size_t errlen)
 {
+    qh_assert(qb_read_valid(rq) && d->st);
     if (sv_probs(sv_of(d), rq->wires, rq->nwires, out, err, errlen) != 0) return -1;
     if (rq->shots) sv_probs_shots(sv_of(d), rq->wires, rq->nwires, rq->shots, rq->rng, out);
     return 0;
@@ -161,6 +165,7 @@ static int dm_b_reset(QbDev *d, int wire, Rng *r, char *err, size_t errlen)
 }
 static int dm_b_expval(QbDev *d, const QbRead *rq, double *out, char *err, size_t errlen)
 {
+    qh_assert(qb_read_valid(rq) && d->st);
     (void)err;
     (void)errlen;
     *out = rq->shots ? dm_expval_shots(dm_of(d), rq->terms, rq->nterms, rq->shots, rq->rng)
@@ -169,12 +174,14 @@ static int dm_b_expval(QbDev *d, const QbRead *rq, double *out, char *err, size_
 }
 static int dm_b_var(QbDev *d, const QbRead *rq, double *out, char *err, size_t errlen)
 {
+    qh_assert(qb_read_valid(rq) && d->st);
     *out = rq->shots ? dm_var_shots(dm_of(d), rq->terms, rq->nterms, rq->shots, rq->rng)
                      : dm_var(dm_of(d), rq->terms, rq->nterms);
     return isnan(*out) ? qh_errf(err, errlen, "out of memory") : 0;
 }
 static int dm_b_probs(QbDev *d, const QbRead *rq, double *out, char *err, size_t errlen)
 {
+    qh_assert(qb_read_valid(rq) && d->st);
     if (dm_probs(dm_of(d), rq->wires, rq->nwires, out, err, errlen) != 0) return -1;
     if (rq->shots) dm_probs_shots(dm_of(d), rq->wires, rq->nwires, rq->shots, rq->rng, out);
     return 0;

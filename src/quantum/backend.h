@@ -40,6 +40,14 @@ typedef struct QbRead {
     Rng *rng;
 } QbRead;
 
+/* A readout request as the back ends take it: a Pauli sum or wires, and a
+   generator whenever shots are asked for (the tables' contract). */
+static inline int qb_read_valid(const QbRead *rq)
+{
+    return rq && rq->nterms >= 0 && (rq->nterms == 0 || rq->terms) && rq->nwires >= 0 &&
+           (rq->nwires == 0 || rq->wires) && (rq->shots == 0 || rq->rng);
+}
+
 typedef struct QBackend {
     const char *name;
     int (*apply)(QbDev *d, const SvOp *op, char *err, size_t errlen);

@@ -155,6 +155,7 @@ static int enqueue(SvCirc *c, const SvOp *op, const cplx *m, size_t nm, char *er
     c->ops[c->nops].matrix = NULL;
     c->moff[c->nops] = off;
     c->nops++;
+    sv_assert(c->nops <= c->cap && c->nmat <= c->capmat);
     return 0;
 }
 
@@ -611,6 +612,7 @@ static void pass_part(void *ctx, int part, int nparts)
     const PassCtx *p = ctx;
     uint64_t a = p->nchunks * (uint64_t)part / (uint64_t)nparts;
     uint64_t b = p->nchunks * (uint64_t)(part + 1) / (uint64_t)nparts;
+    sv_assert(part >= 0 && part < nparts && a <= b && b <= p->nchunks);
     cplx *amp = p->s->amp;
     if (p->inplace) {
         for (uint64_t x = a; x < b; x++) run_chunk_ops(p, amp + (x << p->cbits), x << p->cbits);
@@ -671,11 +673,13 @@ static void local_op(const SvOp *op, int nq, uint64_t set, int cbits, SvOp *out,
     *out = t;
     for (int i = 0; i < t.nwires; i++) {
         int p = sv_bitpos(nq, t.wires[i]);
+        sv_assert(set >> p & 1); /* a pass holds only ops whose targets are its bits */
         int l = __builtin_popcountll(set & (((uint64_t)1 << p) - 1));
         out->wires[i] = cbits - 1 - l;
     }
     for (int i = 0; i < t.nctrl; i++) {
         int p = sv_bitpos(nq, t.ctrl[i]);
+        sv_assert(set >> p & 1); /* the others became *pred above */
         int l = __builtin_popcountll(set & (((uint64_t)1 << p) - 1));
         out->ctrl[i] = cbits - 1 - l;
     }
@@ -691,6 +695,7 @@ static int run_pass(SvCirc *c, SvState *s, const SvOp *ops, int n, uint64_t set)
         c->st.passes += (uint64_t)n;
         return 0;
     }
+    sv_assert(__builtin_popcountll(set) == cbits); /* a chunk: the set's bits */
     PassCtx p;
     memset(&p, 0, sizeof p);
     p.s = s;

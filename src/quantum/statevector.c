@@ -149,7 +149,9 @@ static void run_parts(SvTeam *t, unsigned g, SvPartFn fn, void *ctx, int np)
         if ((unsigned)(c >> 32) != g || (int)(c & 0xffffffffu) >= np) return;
         if (!atomic_compare_exchange_weak(&t->claim, &c, c + 1)) continue;
         fn(ctx, (int)(c & 0xffffffffu), np);
-        if (atomic_fetch_add(&t->done, 1) + 1 == np) {
+        int done = atomic_fetch_add(&t->done, 1) + 1;
+        sv_assert(done <= np); /* each part claimed once, by one participant */
+        if (done == np) {
             pthread_mutex_lock(&t->mu);
             pthread_cond_signal(&t->cv_done);
             pthread_mutex_unlock(&t->mu);
@@ -311,6 +313,7 @@ int sv_parallel(const SvState *s, SvPartFn fn, void *ctx)
     atomic_store_explicit(&t->gen, g, memory_order_release);
     pthread_cond_broadcast(&t->cv_start);
     pthread_mutex_unlock(&t->mu);
+    sv_assert(np > 1 && np <= SV_FIXED_PARTS);
     run_parts(t, g, fn, ctx, np);
     for (int i = 0; i < SV_SPIN && atomic_load(&t->done) < np; i++) cpu_relax();
     if (atomic_load(&t->done) < np) {
@@ -318,6 +321,7 @@ int sv_parallel(const SvState *s, SvPartFn fn, void *ctx)
         while (atomic_load(&t->done) < np) pthread_cond_wait(&t->cv_done, &t->mu);
         pthread_mutex_unlock(&t->mu);
     }
+    sv_assert(atomic_load(&t->done) == np); /* every part ran before the job returns */
     pthread_mutex_unlock(&t->run);
     return np;
 }
