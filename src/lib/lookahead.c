@@ -371,6 +371,12 @@ static int window_of(const Interp *in)
     return in->nworkers < 1 ? 1 : in->nworkers > 8 ? 8 : in->nworkers;
 }
 
+/* Straight-line code's: one more. With the call being waited for, as many
+ * early calls as workers leave one queued: when two calls end together
+ * (two statements' calls started at once), a worker idles while the main
+ * thread wakes to start the next; one more leaves two queued. */
+static int straight_window(const Interp *in) { return window_of(in) + 1; }
+
 /* is the queue or the memory budget full (no more starts early)? */
 static bool room_full(Interp *in, uint64_t more)
 {
@@ -496,7 +502,7 @@ static bool straight_ahead(VM *vm, const StraightCtx *sc, const Node *s, const L
 /* The straight-line part (laplan.h's LaStraight): while top-level statement
  * k waits, the calls of the statements after it whose window reaches back
  * to k, numbered as they will be: k's calls all counted from where the
- * statement began, then each statement's in turn. At most window_of()
+ * statement began, then each statement's in turn. At most straight_window()
  * calls from straight-line code are outstanding. */
 static void straight_run(VM *vm)
 {
@@ -511,7 +517,7 @@ static void straight_run(VM *vm)
     uint64_t base = sc->seq + (uint64_t)sk->ncalls;
     if (vm->qcall_seq > base) return; /* not as counted: start nothing */
     Lookahead *la = la_of(in);
-    int ahead = 0, depth = window_of(in);
+    int ahead = 0, depth = straight_window(in);
     for (int i = 0; i < la->n; i++)
         if (!la->v[i].loop) ahead++;
     for (int j = k + 1; j < n && j <= k + LA_STRAIGHT_REACH && ahead < depth; j++) {
@@ -546,6 +552,7 @@ Fut *lookahead_claim(VM *vm, const TaskSpec *s, const TaskCtx *c)
     Lookahead *la = vm->in->la;
     if (!la || !la->n) return NULL;
     Fut *got = NULL;
+    bool straight = false; /* got one started from straight-line code */
     TaskCanon now;
     int have = 0; /* the call's bytes: 0 not made yet, 1 made, -1 it has none */
     for (int i = 0; i < la->n;) {
@@ -568,6 +575,7 @@ Fut *lookahead_claim(VM *vm, const TaskSpec *s, const TaskCtx *c)
             match = have > 0 && task_canon_same(&e->canon, &now);
         if (match) {
             got = e->fut;
+            straight = !e->loop;
             e->fut = NULL;
             early_free(vm->in, e, false);
             la->v[i] = la->v[--la->n];
@@ -578,6 +586,12 @@ Fut *lookahead_claim(VM *vm, const TaskSpec *s, const TaskCtx *c)
         drop_at(vm->in, la, i); /* its place has come and gone, or it would differ */
     }
     if (have > 0) task_canon_free(&now);
+    /* Straight-line code: the window lost a call, so start the next now
+     * rather than at the next wait. When the calls finish before they are
+     * needed, the main thread may not wait again for several statements,
+     * and a worker would idle meanwhile. (The statement running is this
+     * call's: its calls are all counted from where it began, as in a wait.) */
+    if (straight && vm->la_on && !vm->la_sandbox && vm->in->exec) straight_run(vm);
     update_watch(vm, la);
     return got;
 }
@@ -615,7 +629,7 @@ void lookahead_stats(Interp *in, FILE *out)
         fprintf(out,
                 "qh stats: lookahead started %lu of them from straight-line code, up to %d "
                 "statements ahead of the waiting one (a window of %d calls)\n",
-                la->sl_started, la->sl_max, window_of(in));
+                la->sl_started, la->sl_max, straight_window(in));
     if (la->checks)
         fprintf(out, "qh stats: lookahead checked %lu calls reached, %.1f us each\n", la->checks,
                 la->check_seconds * 1e6 / (double)la->checks);
