@@ -925,17 +925,27 @@ static void interrupt_req(Kernel *K, const JmMsg *req)
 static void shell_request(Kernel *K, const JmMsg *m, bool aborting);
 
 /* After a failed cell: the execute requests already waiting get an
- * "aborted" reply; other requests are handled as usual. */
+ * "aborted" reply; other requests are handled as usual. Why read them all
+ * before answering any: a client that sends its next request on seeing an
+ * "aborted" reply (the last of Run All's cells answered, the next cell
+ * sent) must find it run, not aborted with the cells that were queued. */
 static void abort_queued(Kernel *K)
 {
+    JmMsg *q = NULL;
+    size_t n = 0, cap = 0;
     for (;;) {
         zmq_pollitem_t it = { K->shell, 0, ZMQ_POLLIN, 0 };
-        if (zmq_poll(&it, 1, 0) <= 0) return;
+        if (zmq_poll(&it, 1, 0) <= 0) break;
         JmMsg m;
         if (!recv_msg(K, K->shell, &m)) continue;
-        shell_request(K, &m, true);
-        jm_msg_free(&m);
+        if (n == cap) q = xrealloc(q, (cap = cap ? 2 * cap : 8) * sizeof *q);
+        q[n++] = m;
     }
+    for (size_t i = 0; i < n; i++) {
+        shell_request(K, &q[i], true);
+        jm_msg_free(&q[i]);
+    }
+    free(q);
 }
 
 static void aborted(Kernel *K, const JmMsg *req)

@@ -147,6 +147,16 @@ def test_errors(k):
            k.kc.execute('print("not run")'), k.kc.execute('print("nor this")')]
     reps = [k.reply(i)["content"]["status"] for i in ids]
     check("stop_on_error aborts the queued cells", reps == ["error", "aborted", "aborted"], reps)
+    # only what was queued when the cell failed is aborted: a request sent on
+    # seeing the first "aborted" reply runs (the kernel reads the queue whole
+    # before it answers any of it)
+    ids = [k.kc.execute('t0 = clock()\nwhile clock() - t0 < 0.5 { }\n[][1]')]
+    ids += [k.kc.execute('print(%d)' % n) for n in range(12)]
+    first = k.reply(ids[1])["content"]["status"]
+    late = k.kc.execute('print("sent after an aborted reply")')
+    reps = [k.reply(i)["content"]["status"] for i in ids[2:]] + [k.reply(late)["content"]["status"]]
+    check("a request sent after the abort runs", first == "aborted"
+          and reps == ["aborted"] * 11 + ["ok"], (first, reps))
     i = k.kc.execute('t0 = clock()\nwhile clock() - t0 < 0.5 { }\n[][1]', stop_on_error=False)
     j = k.kc.execute('print("runs")')
     reps = [k.reply(i)["content"]["status"], k.reply(j)["content"]["status"]]
