@@ -46,6 +46,8 @@ enum {
     BI_CALLS = 128,  /* may call user code: takes a function and calls it (matrix(f, ...),
                            sorted(key=), grad, draw, ...) or returns one that will: never
                            computed ahead (laplan.c) */
+    BI_FORCES = 256, /* lazy, yet resolves its one argument at once (wait): a call in
+                           that argument is needed as soon as it returns (eval.c) */
 };
 
 /* Adds a room's table (terminated by name NULL) at start-up, before any

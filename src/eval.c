@@ -2458,7 +2458,8 @@ static void forced_at_once(Node *c)
  * binary operator's right operand (and its left when the right one is a
  * leaf: nothing runs in between); a condition; an augmented assignment's
  * value; the arguments of a builtin that reads them, which call.c's fast
- * path forces as each is evaluated (positional only), and wait()'s. */
+ * path forces as each is evaluated (positional only), and the one of a
+ * builtin flagged BI_FORCES (wait). */
 static void note_forced(Node *n)
 {
     NodeKind k = (NodeKind)n->kind;
@@ -2475,8 +2476,7 @@ static void note_forced(Node *n)
         forced_at_once(n->u.assign.value);
     } else if (k == N_CALL && n->u.call.fn->kind == N_BUILTIN && !n->u.call.nkw) {
         const BuiltinDef *bd = builtin_get(n->u.call.fn->u.var.slot);
-        bool reads =
-            !(bd->flags & BI_LAZY) || (strcmp(bd->name, "wait") == 0 && n->u.call.nargs == 1);
+        bool reads = !(bd->flags & BI_LAZY) || ((bd->flags & BI_FORCES) && n->u.call.nargs == 1);
         for (int i = 0; reads && i < n->u.call.nargs; i++) forced_at_once(n->u.call.args[i]);
     }
 }

@@ -389,7 +389,7 @@ static Value bi_sync(VM *vm, Args *a)
 
 static const BuiltinDef builtins_async[] = {
     { "ready", bi_ready, 1, 1, BI_LAZY, NULL, 0 },
-    { "wait", bi_wait, 1, 1, BI_LAZY, NULL, 0 },
+    { "wait", bi_wait, 1, 1, BI_LAZY | BI_FORCES, NULL, 0 },
     { "sync", bi_sync, 0, 0, 0, NULL, 0 },
     { NULL, NULL, 0, 0, 0, NULL, 0 },
 };
