@@ -10,9 +10,21 @@ python3-scipy)."""
 import os
 
 # OpenBLAS's results depend on its thread count (eigh and eig split their
-# blocked reductions differently): NumPy here and qh in the test (meson.build's
-# numpy test) both run with one thread, so the comparison holds on any machine.
+# blocked reductions differently) and on the kernels it picks for the CPU
+# (an AVX-512 machine's SkylakeX kernels round inv, solve, det and lstsq
+# differently from the Haswell ones): NumPy here and qh in the test
+# (tests/numpy/run.sh) both run with one thread and, unless the environment
+# says otherwise, the Haswell kernels, so the stored outputs hold on any
+# machine that can run them (AVX2 and FMA); run.sh also makes them again on
+# the machine where NumPy is.
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
+if not os.environ.get("OPENBLAS_CORETYPE"):
+    try:
+        flags = open("/proc/cpuinfo").read().split()
+    except OSError:
+        flags = []
+    if "avx2" in flags and "fma" in flags:
+        os.environ["OPENBLAS_CORETYPE"] = "Haswell"
 
 import numpy as np  # noqa: E402 (after the environment it reads)
 import scipy.linalg  # noqa: E402
