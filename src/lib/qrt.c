@@ -805,12 +805,25 @@ static bool device_seed_latency(VM *vm, Args *a, const Value *sd, const Value *l
     return true;
 }
 
+/* Why: PennyLane's names for the same simulators (qml.device("default.qubit",
+   wires=2)) are the ones a PennyLane user types first; a device made by one
+   is the same value as by qh's name (it prints, compares and travels as it). */
+static const char *device_canonical(const char *name)
+{
+    static const char *const alias[][2] = { { "default.qubit", "statevector" },
+                                            { "lightning.qubit", "statevector" },
+                                            { "default.mixed", "mixed" } };
+    for (size_t i = 0; i < sizeof alias / sizeof alias[0]; i++)
+        if (strcmp(name, alias[i][0]) == 0) return alias[i][1];
+    return name;
+}
+
 static Value bi_device(VM *vm, Args *a)
 {
     if (a->v[0].t != T_STR)
         return vm_error(vm, a->site, "device() needs a device name string, not %s",
                         type_name(a->v[0]));
-    const char *name = AS_STR(a->v[0])->s;
+    const char *name = device_canonical(AS_STR(a->v[0])->s);
     bool mixed = strcmp(name, "mixed") == 0;
     if (strcmp(name, "statevector") != 0 && !mixed)
         return vm_error(vm, a->site,
