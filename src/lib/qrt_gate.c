@@ -311,10 +311,10 @@ static void gate_op_copy(SvOp *dst, const SvOp *src)
     qh_assert(src->nwires >= 0 && src->nwires <= SV_MAX_WIRES && src->nctrl >= 0 &&
               src->nctrl <= SV_MAX_WIRES);
     memcpy(dst, src, offsetof(SvOp, wires));
-    memcpy(dst->wires, src->wires, (size_t)src->nwires * sizeof src->wires[0]);
+    for (int i = 0; i < src->nwires; i++) dst->wires[i] = src->wires[i]; /* 1-3: no call */
     memcpy((char *)dst + offsetof(SvOp, nparams), (const char *)src + offsetof(SvOp, nparams),
            offsetof(SvOp, ctrl) - offsetof(SvOp, nparams));
-    memcpy(dst->ctrl, src->ctrl, (size_t)src->nctrl * sizeof src->ctrl[0]);
+    for (int i = 0; i < src->nctrl; i++) dst->ctrl[i] = src->ctrl[i];
 }
 
 Value bi_gate(VM *vm, Args *a)

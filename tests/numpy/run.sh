@@ -39,4 +39,5 @@ else
   echo "no numpy and scipy for /usr/bin/python3: the stored outputs are the reference" \
        "(OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-as OpenBLAS picks})"
 fi
-exec bash "$here/../run_scripts.sh" "$qh" "$dir"
+# not exec: the EXIT trap removes the copy afterwards
+bash "$here/../run_scripts.sh" "$qh" "$dir"
