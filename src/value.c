@@ -90,12 +90,21 @@ ValType type_register_new(const TypeOps *ops)
  * returned to malloc when the thread ends. */
 #define SMALL_CLASSES 8
 #define SMALL_KEEP    1024
+/* Past the classes, the few last blocks of up to 1 KiB that a kind of
+ * another room gave back by size (obj_dealloc_size: an operator, made and
+ * dropped for every gate statement) wait for the next object of exactly
+ * that size: the newest replaces the oldest. */
+#define BIG_SLOTS 4
+#define BIG_MAX   1024
 typedef struct SmallBlock {
     struct SmallBlock *next;
 } SmallBlock;
 typedef struct SmallCache {
     SmallBlock *head[SMALL_CLASSES + 1];
     unsigned n[SMALL_CLASSES + 1];
+    void *big[BIG_SLOTS];
+    size_t bigsz[BIG_SLOTS]; /* 0: the slot is empty */
+    unsigned bignext;        /* the slot the next block goes to when none is empty */
     bool keyed;
 } SmallCache;
 static _Thread_local SmallCache small;
@@ -111,6 +120,8 @@ static void small_release(void *unused)
             small.head[c] = b->next;
             free(b);
         }
+    for (int i = 0; i < BIG_SLOTS; i++)
+        if (small.bigsz[i]) free(small.big[i]);
     memset(&small, 0, sizeof small);
 }
 static void small_key_init(void) { pthread_key_create(&small_key, small_release); }
@@ -135,7 +146,17 @@ static inline size_t small_round(size_t size)
 static inline void *small_alloc_try(size_t size)
 {
     size_t c = small_class(size);
-    if (c > SMALL_CLASSES) return malloc(size);
+    if (c > SMALL_CLASSES) {
+        if (size <= BIG_MAX)
+            for (int i = 0; i < BIG_SLOTS; i++)
+                if (small.bigsz[i] == size) {
+                    void *p = small.big[i];
+                    small.big[i] = NULL;
+                    small.bigsz[i] = 0;
+                    return p;
+                }
+        return malloc(size);
+    }
     SmallBlock *b = small.head[c];
     if (!b) return malloc(small_size(c));
     qh_assert(small.n[c] > 0 && small.n[c] <= SMALL_KEEP); /* the list's count is its length */
@@ -163,6 +184,29 @@ static inline void small_free(void *p, size_t size)
     small.n[c]++;
 }
 
+/* a block past the classes into a slot (obj_dealloc_size) */
+static void big_free(void *p, size_t size)
+{
+    if (size > BIG_MAX) {
+        free(p);
+        return;
+    }
+    if (!small.keyed) {
+        pthread_once(&small_once, small_key_init);
+        pthread_setspecific(small_key, &small);
+        small.keyed = true;
+    }
+    int at = -1;
+    for (int i = 0; i < BIG_SLOTS && at < 0; i++)
+        if (small.bigsz[i] == 0) at = i;
+    if (at < 0) { /* all kept: the oldest goes */
+        at = (int)(small.bignext++ % BIG_SLOTS);
+        free(small.big[at]);
+    }
+    small.big[at] = p;
+    small.bigsz[at] = size;
+}
+
 void value_thread_cleanup(void) { small_release(NULL); }
 
 /* Kinds that can form cycles get the collector's header in front (gc.h). */
@@ -187,6 +231,12 @@ Obj *obj_alloc_part(size_t size, size_t zeroed, ValType type)
 }
 
 Obj *obj_alloc(size_t size, ValType type) { return obj_alloc_part(size, size, type); }
+
+void obj_dealloc_size(Obj *o, size_t size)
+{
+    qh_assert(!(value_flags[o->type] & TF_TRACK) && small_class(size) > SMALL_CLASSES);
+    big_free(o, size);
+}
 
 void obj_dealloc(Obj *o)
 {

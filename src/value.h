@@ -491,6 +491,10 @@ typedef struct ValueGcStats {
     size_t tracked;
 } ValueGcStats;
 void value_gc_stats(ValueGcStats *out);
+/* obj_dealloc for an untracked object of more than 136 bytes made by
+ * obj_alloc(size, ...): its block may serve the thread's next object of
+ * that size (an operator per gate statement, without malloc) */
+void obj_dealloc_size(Obj *o, size_t size);
 
 /* Deep copy for moving values between threads. The memo keeps shared
  * structure shared and cycles finite. Futures met inside are handed to

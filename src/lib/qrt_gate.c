@@ -280,21 +280,19 @@ static bool gate_bits(VM *vm, Args *a, Value bits, SvOp *op)
    nctrl entries mean anything: the arguments are read into a GateArgs
    whose arrays are left unset, and only the entries in use are copied
    into the operator (zeroed when allocated, so the rest reads 0 as
-   before). Measured: a memset and a copy of the whole SvOp were about 160
-   of the 670 instructions a gate took here. */
-_Static_assert(offsetof(SvOp, ctrl) + sizeof(((SvOp *)0)->ctrl) == sizeof(SvOp),
-               "SvOp's controls are its last field (gate_args_init, gate_op_copy)");
-_Static_assert(offsetof(SvOp, wires) < offsetof(SvOp, nparams) &&
-                   offsetof(SvOp, nparams) < offsetof(SvOp, ctrl),
-               "SvOp: header, targets, the fields between, controls");
-
+   before: sv_op_copy). Measured: a memset and a copy of the whole SvOp
+   were about 160 of the 670 instructions a gate took here. */
 static void gate_args_init(GateArgs *g, const SvGateInfo *gi)
 {
     SvOp *op = &g->op;
-    memset(op, 0, offsetof(SvOp, wires));
-    memset((char *)op + offsetof(SvOp, nparams), 0, offsetof(SvOp, ctrl) - offsetof(SvOp, nparams));
     op->gate = gi->gate;
+    op->nwires = 0;
     op->nparams = gi->nparams;
+    for (int i = 0; i < 3; i++) op->params[i] = 0;
+    op->matrix = NULL;
+    op->bits = 0;
+    op->adjoint = 0;
+    op->nctrl = 0;
     g->gi = gi;
     for (int i = 0; i < 3; i++) {
         g->pnode[i] = AD_NONE;
@@ -303,18 +301,6 @@ static void gate_args_init(GateArgs *g, const SvGateInfo *gi)
     g->tracked = false;
     g->nb = 0;
     g->matrix = NULL;
-}
-
-/* dst zeroed: src's fields and the wires in use */
-static void gate_op_copy(SvOp *dst, const SvOp *src)
-{
-    qh_assert(src->nwires >= 0 && src->nwires <= SV_MAX_WIRES && src->nctrl >= 0 &&
-              src->nctrl <= SV_MAX_WIRES);
-    memcpy(dst, src, offsetof(SvOp, wires));
-    for (int i = 0; i < src->nwires; i++) dst->wires[i] = src->wires[i]; /* 1-3: no call */
-    memcpy((char *)dst + offsetof(SvOp, nparams), (const char *)src + offsetof(SvOp, nparams),
-           offsetof(SvOp, ctrl) - offsetof(SvOp, nparams));
-    for (int i = 0; i < src->nctrl; i++) dst->ctrl[i] = src->ctrl[i];
 }
 
 Value bi_gate(VM *vm, Args *a)
@@ -334,7 +320,7 @@ Value bi_gate(VM *vm, Args *a)
     if (gi->gate == SV_QUBITUNITARY && !gate_matrix(vm, a, special_arg, &g)) return v_exc();
     if (gi->gate == SV_BASISSTATE && !gate_bits(vm, a, special_arg, &g.op)) return v_exc();
     ObjOp *p = op_new(OPK_GATE); /* every argument holds: the operator */
-    gate_op_copy(&p->op, &g.op);
+    sv_op_copy(&p->op, &g.op);
     p->matrix = g.matrix;
     p->op.matrix = g.matrix;
     memcpy(p->pnode, g.pnode, sizeof g.pnode);

@@ -15,12 +15,12 @@
 static void op_free(Obj *o)
 {
     ObjOp *p = (ObjOp *)o;
-    free(p->matrix);
+    if (p->matrix) free(p->matrix); /* (a gate owns none of these: no calls) */
     for (int i = 0; i < 3; i++) decref(p->bsrc[i]);
-    sv_terms_free(p->terms, p->nterms);
-    free(p->idw);
-    free(p->kraus);
-    free(p);
+    if (p->terms) sv_terms_free(p->terms, p->nterms);
+    if (p->idw) free(p->idw);
+    if (p->kraus) free(p->kraus);
+    obj_dealloc_size(o, sizeof(ObjOp)); /* the next gate's operator takes the block */
 }
 
 ObjOp *op_new(int kind)
@@ -355,6 +355,10 @@ static Value op_deser(SerCtx *sc, ValType t, size_t id)
 
 bool wire_value(VM *vm, Value v, int *w, const char *gate, const Node *site)
 {
+    if (v.t == T_NUM && v.n >= 0 && v.n < 64 && (double)(int)v.n == v.n) { /* no floor() call */
+        *w = (int)v.n;
+        return true;
+    }
     if (v.t != T_NUM || v.n != floor(v.n) || !isfinite(v.n)) {
         if (v.t == T_NUM)
             vm_error(vm, site, "%s: wires must be integers, got %g", gate, v.n);
@@ -408,7 +412,7 @@ int collect_wires(VM *vm, Value v, int *out, int max, const char *gate, const No
    both); their number, or -1 after the error. */
 int arg_wires(VM *vm, Args *a, int pos, const char *name, int *ws)
 {
-    Value *wk = arg_kw(a, "wires");
+    Value *wk = a->nkw ? arg_kw(a, "wires") : NULL;
     if (wk) {
         if (pos < a->n) {
             vm_error(vm, a->site, "%s: give wires either as arguments or as wires=, not both",

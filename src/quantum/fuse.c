@@ -159,22 +159,29 @@ static int enqueue(SvCirc *c, const SvOp *op, const cplx *m, size_t nm, char *er
     return 0;
 }
 
-int svc_push(SvCirc *c, SvState *s, const SvOp *op, char *err, size_t errlen)
+/* the queued path of svc_push: validated, run at the next flush */
+static __attribute__((noinline)) int push_queued(SvCirc *c, SvState *s, const SvOp *op, char *err,
+                                                 size_t errlen)
 {
-    if (!queues(c, s)) {
-        if (sv_apply(s, op, err, errlen) != 0) return -1;
-        c->st.gates++;
-        c->st.blocks++;
-        c->st.passes++;
-        return 0;
-    }
-    if (!s || !s->amp) return sv_err(err, errlen, SV_E_NOSTATE, "sv_apply");
-    if (sv_check(op, s->nq, err, errlen) != 0) return -1;
     if (c->nops >= c->cfg.max_ops && svc_flush(c, s, err, errlen) != 0) return -1;
     size_t nm = op->gate == SV_QUBITUNITARY ? (size_t)1 << (2 * op->nwires) : 0;
     if (enqueue(c, op, nm ? op->matrix : NULL, nm, err, errlen) != 0) return -1;
     c->st.gates++;
     return 0;
+}
+
+/* Why: a gate per statement comes here; the unqueued path (small states)
+   is sv_apply's, with the counts taken once the op is known valid (sv_run_op
+   cannot fail then), so that it ends in a tail call. */
+int svc_push(SvCirc *c, SvState *s, const SvOp *op, char *err, size_t errlen)
+{
+    if (!s || !s->amp) return sv_err(err, errlen, SV_E_NOSTATE, "sv_apply");
+    if (sv_check(op, s->nq, err, errlen) != 0) return -1;
+    if (queues(c, s)) return push_queued(c, s, op, err, errlen);
+    c->st.gates++;
+    c->st.blocks++;
+    c->st.passes++;
+    return sv_run_op(s, op, err, errlen);
 }
 
 int svc_push_matrix(SvCirc *c, SvState *s, const int *wires, int k, const cplx *m, char *err,

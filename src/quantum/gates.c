@@ -96,7 +96,8 @@ static const char *wire_list(char *buf, size_t len, const int *w, int n)
 
 /* Why: wires are where user input most often goes wrong; the message
    names the gate and the offending wire. nq < 0: no device to check. */
-static int check_wires(const SvWires *ws, int nq, char *err, size_t errlen)
+static __attribute__((noinline)) int wires_error(const SvWires *ws, int nq, char *err,
+                                                 size_t errlen)
 {
     const char *name = ws->name;
     const int *w = ws->w, *c = ws->c;
@@ -125,6 +126,24 @@ static int check_wires(const SvWires *ws, int nq, char *err, size_t errlen)
                           wire_list(b2, sizeof b2, w, n));
     }
     return 0;
+}
+
+/* The common case in one pass, a mask of the wires seen (a state of up to
+   64 wires); anything else, and every error, goes to wires_error. */
+static inline int check_wires(const SvWires *ws, int nq, char *err, size_t errlen)
+{
+    if (nq >= 0 && nq <= 64) {
+        uint64_t seen = 0;
+        int ok = 1;
+        for (int i = 0; i < ws->nw + ws->nc && ok; i++) {
+            int x = i < ws->nw ? ws->w[i] : ws->c[i - ws->nw];
+            uint64_t bit = (unsigned)x < (unsigned)nq ? (uint64_t)1 << x : 0;
+            ok = bit && !(seen & bit);
+            seen |= bit;
+        }
+        if (ok) return 0;
+    }
+    return wires_error(ws, nq, err, errlen);
 }
 
 /* Why: a non-unitary "unitary" would silently break normalisation. */
@@ -453,12 +472,16 @@ static cplx entry_value(const MatEntry *e, const Trig *t, double p0, int d0)
 static void base_matrix(const SvOp *op, int dp, cplx *u)
 {
     size_t d = (size_t)1 << op->nwires;
-    memset(u, 0, d * d * sizeof(cplx));
+    if (d == 2) /* a constant size: no call for the common gates */
+        memset(u, 0, 4 * sizeof(cplx));
+    else
+        memset(u, 0, d * d * sizeof(cplx));
     sv_assert((unsigned)op->gate < SV_NGATES);
     const GateMatrix *g = &GATE_MATRIX[op->gate];
     sv_assert(g->fill || g->n > 0); /* every gate has its row */
     double p0 = op->nparams ? op->params[0] : 0;
-    Trig t = trig(p0, dp == 0);
+    Trig t = { 0, 0, 1 }; /* a gate without parameters reads none of it: no sincos */
+    if (op->nparams) t = trig(p0, dp == 0);
     if (g->fill) g->fill(op, dp, &t, u, d);
     for (int i = 0; i < g->n; i++)
         u[(size_t)g->e[i].r * d + g->e[i].c] = entry_value(&g->e[i], &t, p0, dp == 0);
@@ -528,9 +551,9 @@ int sv_op_dmatrix(const SvOp *op, int p, cplx *out, char *err, size_t errlen)
 /* Fixed positions = targets + controls, ascending; cm = control mask. */
 static void job_fixed(SvJob *j, const int *tpos, int nt, const int *cpos, int nc)
 {
-    j->m = 0;
+    j->m = nt;
     j->cm = 0;
-    for (int i = 0; i < nt; i++) j->pos[j->m++] = tpos[i];
+    sv_copy_ints(j->pos, tpos, nt);
     for (int i = 0; i < nc; i++) {
         j->pos[j->m++] = cpos[i];
         j->cm |= (uint64_t)1 << cpos[i];

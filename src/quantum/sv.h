@@ -21,6 +21,7 @@
 #include <complex.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include "rng.h"
 
 typedef double _Complex cplx;
@@ -132,6 +133,7 @@ const SvGateInfo *sv_gate_info(SvGate g);
 /* Largest k for QubitUnitary and sv_apply_matrix (a 2^k x 2^k matrix). */
 #define SV_MAX_DENSE 10
 
+/* One gate application (a new field goes into sv_op_copy too). */
 typedef struct SvOp {
     SvGate gate;
     int nwires;
@@ -144,6 +146,38 @@ typedef struct SvOp {
     int nctrl;
     int ctrl[SV_MAX_WIRES]; /* extra control wires, all must be |1> */
 } SvOp;
+
+/* n ints from s to d: a gate's 1-4 wires without a call (a copy loop
+   becomes a memcpy call, a dozen instructions more per gate). */
+static inline void sv_copy_ints(int *d, const int *s, int n)
+{
+    if (n > 4) {
+        memcpy(d, s, (size_t)n * sizeof(int));
+        return;
+    }
+    if (n > 0) d[0] = s[0];
+    if (n > 1) d[1] = s[1];
+    if (n > 2) d[2] = s[2];
+    if (n > 3) d[3] = s[3];
+}
+
+/* An op into dst, whose wire arrays past the ones in use are left as they
+   are (zero in a zeroed dst: an op is mostly its two arrays of
+   SV_MAX_WIRES, of which a gate uses 1-3 entries). src's counts are
+   valid (0..SV_MAX_WIRES). */
+static inline void sv_op_copy(SvOp *dst, const SvOp *src)
+{
+    dst->gate = src->gate;
+    dst->nwires = src->nwires;
+    sv_copy_ints(dst->wires, src->wires, src->nwires);
+    dst->nparams = src->nparams;
+    for (int i = 0; i < 3; i++) dst->params[i] = src->params[i];
+    dst->matrix = src->matrix;
+    dst->bits = src->bits;
+    dst->adjoint = src->adjoint;
+    dst->nctrl = src->nctrl;
+    sv_copy_ints(dst->ctrl, src->ctrl, src->nctrl);
+}
 
 /* The wires a gate or a dense map acts on, as the checks of wires read
    them: the targets w[0..nw) and the controls c[0..nc) (nc 0: none, c may

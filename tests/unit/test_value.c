@@ -8,6 +8,7 @@
  * ASan or valgrind too. */
 #include <check.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -941,6 +942,68 @@ START_TEST(rc_list_and_dict)
 }
 END_TEST
 
+/* obj_dealloc_size: a block past the small classes serves the thread's
+ * next object of exactly its size (an operator per gate statement); other
+ * sizes get their own, a full set of slots gives up its oldest, and a
+ * thread's slots go back to malloc when it ends (ASan's leak check). */
+typedef struct Big {
+    Obj h;
+    char body[700];
+} Big;
+static void big_free_slot(Obj *o) { obj_dealloc_size(o, sizeof(Big)); }
+static const TypeOps big_ops = { .name = "big", .free = big_free_slot };
+static ValType big_tag;
+/* a block taken back from a slot is the caller's: the thread's end frees
+   only the blocks still waiting (the main thread frees this one) */
+static void *big_round_trip(void *unused)
+{
+    (void)unused;
+    Obj *a = obj_alloc(sizeof(Big), big_tag);
+    Obj *w = obj_alloc(sizeof(Big) + 32, big_tag); /* one waiting at the end */
+    obj_dealloc_size(w, sizeof(Big) + 32);
+    obj_dealloc_size(a, sizeof(Big));
+    Obj *b = obj_alloc(sizeof(Big), big_tag);
+    if (b != a) return NULL;
+    value_thread_cleanup(); /* what the thread's end does: b is not freed */
+    memset(((Big *)b)->body, 2, sizeof((Big *)b)->body);
+    obj_dealloc_size(b, sizeof(Big));
+    value_thread_cleanup(); /* b freed once (glibc aborts on a double free) */
+    b = obj_alloc(sizeof(Big), big_tag);
+    return b;
+}
+START_TEST(big_blocks_reused_by_size)
+{
+    if (!big_tag) big_tag = type_register_new(&big_ops);
+    Obj *a = obj_alloc(sizeof(Big), big_tag);
+    memset(((Big *)a)->body, 0x5a, sizeof((Big *)a)->body);
+    Value va = v_obj(a);
+    decref(va); /* the kind's free slot hands the block back by size */
+    Obj *b = obj_alloc(sizeof(Big), big_tag);
+    ck_assert_ptr_eq(b, a);
+    ck_assert_uint_eq(b->rc, 1);
+    for (size_t i = 0; i < sizeof((Big *)b)->body; i++) /* zeroed like any new object */
+        ck_assert_int_eq(((Big *)b)->body[i], 0);
+    Obj *c = obj_alloc_part(sizeof(Big) + 64, 0, big_tag); /* another size: another block */
+    ck_assert_ptr_ne(c, b);
+    obj_dealloc_size(b, sizeof(Big));
+    obj_dealloc_size(c, sizeof(Big) + 64);
+    Obj *d = obj_alloc_part(sizeof(Big) + 64, 0, big_tag);
+    ck_assert_ptr_eq(d, c);
+    obj_dealloc_size(d, sizeof(Big) + 64);
+    /* more blocks than slots: each is kept or freed, none lost (ASan) */
+    Obj *many[10];
+    for (int i = 0; i < 10; i++) many[i] = obj_alloc_part(sizeof(Big) + 16 * (size_t)i, 0, big_tag);
+    for (int i = 0; i < 10; i++) obj_dealloc_size(many[i], sizeof(Big) + 16 * (size_t)i);
+    pthread_t t;
+    void *same = NULL;
+    ck_assert_int_eq(pthread_create(&t, NULL, big_round_trip, NULL), 0);
+    ck_assert_int_eq(pthread_join(t, &same), 0);
+    ck_assert_ptr_nonnull(same);
+    memset(((Big *)same)->body, 1, sizeof((Big *)same)->body); /* still ours */
+    obj_dealloc_size(same, sizeof(Big));
+}
+END_TEST
+
 START_TEST(rc_frees_counted)
 {
     install_probe_hooks();
@@ -1034,6 +1097,7 @@ static Suite *value_suite(void)
     tcase_add_test(tc, rc_immortal);
     tcase_add_test(tc, rc_list_and_dict);
     tcase_add_test(tc, rc_frees_counted);
+    tcase_add_test(tc, big_blocks_reused_by_size);
     suite_add_tcase(s, tc);
     return s;
 }
