@@ -20,10 +20,13 @@
    memory. A state of one chunk gains nothing (its gates would run on it
    in order anyway), and one that the last-level cache mostly holds
    neither: measured here (L3 32 MiB), random circuits ran 10-25% slower
-   blocked at 18 and 19 qubits, and 20% faster at 20 (16 MiB). The size
-   is fixed, not read from the machine (sysconf reported 384 MiB of L3 in
-   this VM): QH_FUSION_MIN tunes it; the bytes are the same either way. */
-#define FUSE_AUTO_MIN 20
+   blocked at 18 and 19 qubits; at 20 (16 MiB) once 20% faster, and
+   later (tests/bench/fusion.sh, best of 3, 1 and 2 threads) 7-29% slower
+   on the layered and random circuits, while at 21 blocking took 28-44%
+   off. The size is fixed, not read from the machine (sysconf reported
+   384 MiB of L3 in this VM): QH_FUSION_MIN tunes it; the bytes are the
+   same either way. */
+#define FUSE_AUTO_MIN 21
 static int auto_min_qubits(int chunk_bits)
 {
     return FUSE_AUTO_MIN > chunk_bits ? FUSE_AUTO_MIN : chunk_bits + 1;
