@@ -1135,6 +1135,26 @@ START_TEST(test_errors)
     op.wires[2] = 1;
     ck_assert_int_eq(sv_apply(&s, &op, err, sizeof err), -1);
     ck_assert_str_eq(err, "Toffoli: wires must be distinct (0, 1, 1)");
+    /* the one-pass check of a state of up to 64 wires and the loops past it
+       agree at the edges: wire 63 of 64, wire 64 of 64 and of 65 */
+    op = simple(SV_CNOT, 63, 0);
+    ck_assert_int_eq(sv_check(&op, 64, err, sizeof err), 0);
+    op.nctrl = 1;
+    op.ctrl[0] = 62;
+    ck_assert_int_eq(sv_check(&op, 64, err, sizeof err), 0);
+    op.ctrl[0] = 63;
+    ck_assert_int_eq(sv_check(&op, 64, err, sizeof err), -1);
+    ck_assert_str_eq(err, "CNOT: control wires must be distinct from each other and from the "
+                          "target wires (control 63; wires 63, 0)");
+    op = simple(SV_CNOT, 64, 0);
+    ck_assert_int_eq(sv_check(&op, 64, err, sizeof err), -1);
+    ck_assert_str_eq(err, "CNOT: wire 64 out of range for a 64-wire device");
+    ck_assert_int_eq(sv_check(&op, 65, err, sizeof err), 0);
+    op.wires[1] = 64;
+    ck_assert_int_eq(sv_check(&op, 65, err, sizeof err), -1);
+    ck_assert_str_eq(err, "CNOT: wires must be distinct (64, 64)");
+    ck_assert_int_eq(sv_check(&op, 0, err, sizeof err), -1);
+    ck_assert_str_eq(err, "CNOT: wire 64 out of range for a 0-wire device");
     op = simple(SV_MULTIRZ, 0, 1);
     op.nwires = 0;
     ck_assert_int_eq(sv_apply(&s, &op, err, sizeof err), -1);
