@@ -165,6 +165,16 @@ static inline void *small_alloc_try(size_t size)
     return b;
 }
 
+/* The thread is about to keep a block: its lists and slots are released
+   when it ends. */
+static inline void small_keep(void)
+{
+    if (small.keyed) return;
+    pthread_once(&small_once, small_key_init);
+    pthread_setspecific(small_key, &small);
+    small.keyed = true;
+}
+
 static inline void small_free(void *p, size_t size)
 {
     size_t c = small_class(size);
@@ -172,12 +182,7 @@ static inline void small_free(void *p, size_t size)
         free(p);
         return;
     }
-    if (!small.keyed) {
-        /* the thread's lists are released when it ends */
-        pthread_once(&small_once, small_key_init);
-        pthread_setspecific(small_key, &small);
-        small.keyed = true;
-    }
+    small_keep();
     SmallBlock *b = p;
     b->next = small.head[c];
     small.head[c] = b;
@@ -191,11 +196,7 @@ static void big_free(void *p, size_t size)
         free(p);
         return;
     }
-    if (!small.keyed) {
-        pthread_once(&small_once, small_key_init);
-        pthread_setspecific(small_key, &small);
-        small.keyed = true;
-    }
+    small_keep();
     int at = -1;
     for (int i = 0; i < BIG_SLOTS && at < 0; i++)
         if (small.bigsz[i] == 0) at = i;
