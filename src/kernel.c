@@ -29,12 +29,15 @@
 
 const bool kernel_built = true;
 
-/* A display of a future whose call had not finished when it was shown. */
+/* A display of a future whose call had not finished when it was shown
+ * (and, in Kernel.late, one updated while no request ran). */
 typedef struct Pending {
     Value v;
     char id[64];    /* its display_id */
     char *parent;   /* the header of the request that showed it (heap) */
     size_t parentn; /* its length */
+    char *text;     /* late: the text it was updated with (heap) */
+    size_t tlen;
 } Pending;
 
 /* What the cell wrote, in order: runs of one stream. */
@@ -70,6 +73,8 @@ typedef struct Kernel {
     unsigned displays;
     Pending *pend;
     size_t npend, cappend;
+    Pending *late; /* updated while idle: sent again to the next execute request */
+    size_t nlate, caplate;
     HistItem *hist;
     size_t nhist, caphist;
     atomic_int running; /* a cell runs: an interrupt goes to it */
@@ -424,6 +429,8 @@ static bool show(qh_State *Q, Value v, bool result, void *ud)
         p->v = v;
         incref(v);
         snprintf(p->id, sizeof p->id, "%s-d%u", K->session, ++K->displays);
+        p->text = NULL;
+        p->tlen = 0;
         p->parentn = K->cur->part[JM_HEADER].len;
         p->parent = xmalloc(p->parentn + 1);
         memcpy(p->parent, K->cur->part[JM_HEADER].p, p->parentn + 1);
@@ -449,7 +456,12 @@ static bool show(qh_State *Q, Value v, bool result, void *ud)
 
 /* Displays whose futures have ended are updated in place: to the request
  * being handled if there is one (a client reads a cell's messages only),
- * else to the one that showed them. */
+ * else to the one that showed them, and that update is kept (late) to be
+ * sent again under the next execute request: a client that reads only the
+ * running request's messages (nbclient, papermill) drops one addressed to
+ * an earlier cell, and a future that ends between two cells would keep
+ * its "running" display there. An update replaces a display, so a client
+ * that took the first one is not changed by the second. */
 static void check_pending(Kernel *K)
 {
     size_t keep = 0;
@@ -463,11 +475,35 @@ static void check_pending(Kernel *K)
         size_t len;
         char *t = future_text(K, p->v, &len);
         send_display(K, "update_display_data", p, t, len, !K->cur);
-        free(t);
+        if (K->cur) {
+            free(t);
+            decref(p->v);
+            free(p->parent);
+            continue;
+        }
+        if (K->nlate == K->caplate) {
+            K->caplate = K->caplate ? 2 * K->caplate : 8;
+            K->late = xrealloc(K->late, K->caplate * sizeof *K->late);
+        }
+        p->text = t;
+        p->tlen = len;
+        K->late[K->nlate++] = *p;
+    }
+    K->npend = keep;
+}
+
+/* The displays updated while idle, again, to execute request K->cur. */
+static void send_late(Kernel *K)
+{
+    qh_assert(K->cur);
+    for (size_t i = 0; i < K->nlate; i++) {
+        Pending *p = &K->late[i];
+        send_display(K, "update_display_data", p, p->text, p->tlen, false);
+        free(p->text);
         decref(p->v);
         free(p->parent);
     }
-    K->npend = keep;
+    K->nlate = 0;
 }
 
 /* The poll hook (qh_set_poll): while a cell runs, its output so far goes
@@ -633,6 +669,7 @@ static bool execute(Kernel *K, const JmMsg *req)
         jb_put(c, "execution_count", io_json_number(K->count));
         send_msg(K, K->iopub, req, "execute_input", c);
         jb_free(&a);
+        if (K->nlate) send_late(K);
     }
     if (store) hist_add(K, K->count, code);
     JbArena a;
@@ -1218,6 +1255,12 @@ int kernel_run(qh_Config *cfg, const char *connection_file)
     }
     K->npend = 0;
     free(K->pend);
+    for (size_t i = 0; i < K->nlate; i++) {
+        decref(K->late[i].v);
+        free(K->late[i].parent);
+        free(K->late[i].text);
+    }
+    free(K->late);
     /* the calls still running are cancelled: the kernel ends now */
     qh_interrupt(K->Q);
     qh_close(K->Q, 1);

@@ -258,6 +258,29 @@ def test_futures(k):
             parent = m["parent_header"].get("msg_type")
             break
     check("an update while idle", d and parent == "execute_request", parent)
+    # ... and again under the next execute request, for a client that reads
+    # only the running request's messages (nbclient): the future ended
+    # between two cells
+    did = d[0]["transient"]["display_id"] if d else None
+    msg_id = k.kc.execute("\"after\"")
+    msgs = k.iopub_until_idle(msg_id)
+    k.reply(msg_id)
+    ups = [m for m in msgs if m["msg_type"] == "update_display_data"]
+    check("an idle update sent again to the next cell", len(ups) == 1 and ups[0]["content"]["transient"]["display_id"] == did
+          and text_of(ups[0]["content"]) == "1" and [m["msg_type"] for m in msgs].index("update_display_data") <
+          [m["msg_type"] for m in msgs].index("execute_result"), [(m["msg_type"], m["content"]) for m in msgs])
+    msgs, rep = k.run("\"once\"")
+    check("... once", not [m for m in msgs if m[0] == "update_display_data"], msgs)
+    # a silent request does not take them
+    msgs, rep = k.run("slow03(0)")
+    d = outputs(msgs, "display_data")
+    time.sleep(1.0)
+    msgs, rep = k.run("1", silent=True)
+    check("a silent request takes no idle update", not [m for m in msgs if m[0] == "update_display_data"], msgs)
+    msgs, rep = k.run("2")
+    ups = [c for t, c in msgs if t == "update_display_data"]
+    check("... the next one does", len(ups) == 1 and d and ups[0]["transient"]["display_id"] == d[0]["transient"]["display_id"],
+          msgs)
 
 
 def test_interrupts(k, mode):
