@@ -22,7 +22,7 @@
  * and keeps the low ones, so each gate takes the same kernel with the same
  * arithmetic per amplitude as sv_apply on the whole state; results are the
  * bytes of the gate-by-gate path (doc/internals.md lists what that relies
- * on). States of fewer than min_qubits qubits (default 20, and always
+ * on). States of fewer than min_qubits qubits (default 21, and always
  * more than chunk_bits: below, the caches hold the state and blocking was
  * measured no faster), and every state when cfg.fuse is 0 (--no-fusion),
  * run gate by gate at once.
@@ -45,7 +45,7 @@
 
 typedef struct SvFuseCfg {
     int fuse;       /* 0: every gate at once, in order (the unfused path) */
-    int min_qubits; /* narrower states run gate by gate (0: the default, 20) */
+    int min_qubits; /* narrower states run gate by gate (0: the default, 21) */
     int max_block;  /* 0: exact (default); 1, 2: dense blocks, inexact */
     int chunk_bits; /* chunks of 2^chunk_bits amplitudes (default 14: 256 KiB) */
     int max_ops;    /* gates queued before a flush (default 1024) */
