@@ -506,6 +506,23 @@ static void send_late(Kernel *K)
     K->nlate = 0;
 }
 
+/* At the end: the displays not updated, and those updated while idle. */
+static void drop_displays(Kernel *K)
+{
+    for (size_t i = 0; i < K->npend; i++) {
+        decref(K->pend[i].v);
+        free(K->pend[i].parent);
+    }
+    for (size_t i = 0; i < K->nlate; i++) {
+        decref(K->late[i].v);
+        free(K->late[i].parent);
+        free(K->late[i].text);
+    }
+    K->npend = K->nlate = 0;
+    free(K->pend);
+    free(K->late);
+}
+
 /* The poll hook (qh_set_poll): while a cell runs, its output so far goes
  * out and ended futures update their displays. */
 static void poll_cb(qh_State *Q, void *ud)
@@ -1249,18 +1266,7 @@ int kernel_run(qh_Config *cfg, const char *connection_file)
     }
     atomic_store(&K->stop, 1);
     pthread_join(ctl_th, NULL);
-    for (size_t i = 0; i < K->npend; i++) {
-        decref(K->pend[i].v);
-        free(K->pend[i].parent);
-    }
-    K->npend = 0;
-    free(K->pend);
-    for (size_t i = 0; i < K->nlate; i++) {
-        decref(K->late[i].v);
-        free(K->late[i].parent);
-        free(K->late[i].text);
-    }
-    free(K->late);
+    drop_displays(K);
     /* the calls still running are cancelled: the kernel ends now */
     qh_interrupt(K->Q);
     qh_close(K->Q, 1);
