@@ -62,10 +62,11 @@ typedef struct Kernel {
     pthread_mutex_t out_mu;
     Seg *segs; /* written and not yet sent (out_mu) */
     size_t nsegs, capsegs;
-    FILE *out, *err;  /* the interpreter's streams (cookies onto segs) */
-    const JmMsg *cur; /* the request being handled on the interpreter's thread */
-    bool silent;      /* ... is a silent execute_request */
-    bool capture;     /* a user expression runs: its value goes to captured */
+    FILE *out, *err;   /* the interpreter's streams (cookies onto segs) */
+    const JmMsg *cur;  /* the request being handled on the interpreter's thread */
+    const JmMsg *cell; /* ... if it is a cell's (a non-silent execute request) */
+    bool silent;       /* ... is a silent execute_request */
+    bool capture;      /* a user expression runs: its value goes to captured */
     char *captured;
     size_t ncaptured;
     int count; /* execution count */
@@ -454,14 +455,15 @@ static bool show(qh_State *Q, Value v, bool result, void *ud)
     return true;
 }
 
-/* Displays whose futures have ended are updated in place: to the request
- * being handled if there is one (a client reads a cell's messages only),
- * else to the one that showed them, and that update is kept (late) to be
- * sent again under the next execute request: a client that reads only the
- * running request's messages (nbclient, papermill) drops one addressed to
- * an earlier cell, and a future that ends between two cells would keep
- * its "running" display there. An update replaces a display, so a client
- * that took the first one is not changed by the second. */
+/* Displays whose futures have ended are updated in place: to the cell
+ * being run if there is one (a client reads a cell's messages only), else
+ * (idle, or another request: a completion, a silent execute) to the one
+ * that showed them, and that update is kept (late) to be sent again under
+ * the next cell: a client that reads only the running cell's messages
+ * (nbclient, papermill) drops one addressed to an earlier cell, and a
+ * future that ends between two cells would keep its "running" display
+ * there. An update replaces a display, so a client that took the first
+ * one is not changed by the second. */
 static void check_pending(Kernel *K)
 {
     size_t keep = 0;
@@ -474,8 +476,8 @@ static void check_pending(Kernel *K)
         }
         size_t len;
         char *t = future_text(K, p->v, &len);
-        send_display(K, "update_display_data", p, t, len, !K->cur);
-        if (K->cur) {
+        send_display(K, "update_display_data", p, t, len, !K->cell);
+        if (K->cell) {
             free(t);
             decref(p->v);
             free(p->parent);
@@ -492,10 +494,10 @@ static void check_pending(Kernel *K)
     K->npend = keep;
 }
 
-/* The displays updated while idle, again, to execute request K->cur. */
+/* The displays updated while no cell ran, again, to the cell K->cell. */
 static void send_late(Kernel *K)
 {
-    qh_assert(K->cur);
+    qh_assert(K->cell && K->cell == K->cur);
     for (size_t i = 0; i < K->nlate; i++) {
         Pending *p = &K->late[i];
         send_display(K, "update_display_data", p, p->text, p->tlen, false);
@@ -686,6 +688,7 @@ static bool execute(Kernel *K, const JmMsg *req)
         jb_put(c, "execution_count", io_json_number(K->count));
         send_msg(K, K->iopub, req, "execute_input", c);
         jb_free(&a);
+        K->cell = req;
         if (K->nlate) send_late(K);
     }
     if (store) hist_add(K, K->count, code);
@@ -1046,7 +1049,7 @@ static void shell_request(Kernel *K, const JmMsg *m, bool aborting)
      * cell on seeing idle is not aborted, Run All's queued cells are */
     if (stop) abort_queued(K);
     publish_status(K, m, "idle");
-    K->cur = NULL;
+    K->cur = K->cell = NULL;
 }
 
 /* ---------------------------------------------------------------- threads */

@@ -281,6 +281,19 @@ def test_futures(k):
     ups = [c for t, c in msgs if t == "update_display_data"]
     check("... the next one does", len(ups) == 1 and d and ups[0]["transient"]["display_id"] == d[0]["transient"]["display_id"],
           msgs)
+    # a future that ends while a silent request runs: not to that request
+    # (no client shows it), to the cell that showed it and again to the next
+    msgs, rep = k.run("slow05(0)")
+    d = outputs(msgs, "display_data")
+    msg_id = k.kc.execute("t0 = clock()\nwhile clock() - t0 < 2.0 { }", silent=True)
+    mine = k.iopub_until_idle(msg_id)
+    k.reply(msg_id)
+    check("an update during a silent request is not its", d and not [m for m in mine if m["msg_type"] == "update_display_data"],
+          mine)
+    msgs, rep = k.run("3")
+    ups = [c for t, c in msgs if t == "update_display_data"]
+    check("... the next cell's", len(ups) == 1 and d and ups[0]["transient"]["display_id"] == d[0]["transient"]["display_id"]
+          and text_of(ups[0]) == "1", msgs)
 
 
 def test_interrupts(k, mode):
