@@ -74,7 +74,7 @@ typedef struct Kernel {
     unsigned displays;
     Pending *pend;
     size_t npend, cappend;
-    Pending *late; /* updated while idle: sent again to the next execute request */
+    Pending *late; /* updated while no cell ran: sent again to the next cell */
     size_t nlate, caplate;
     HistItem *hist;
     size_t nhist, caphist;
@@ -403,6 +403,25 @@ static void send_display(Kernel *K, const char *type, const Pending *p, const ch
     jb_free(&a);
 }
 
+/* A new slot at the end of list *a (n entries, room for *cap). */
+static Pending *pending_slot(Pending **a, size_t *n, size_t *cap)
+{
+    if (*n == *cap) {
+        *cap = *cap ? 2 * *cap : 8;
+        *a = xrealloc(*a, *cap * sizeof **a);
+    }
+    qh_assert(*n < *cap);
+    return &(*a)[(*n)++];
+}
+
+/* What a display holds: its future, its request's header, a late text. */
+static void pending_free(Pending *p)
+{
+    decref(p->v);
+    free(p->parent);
+    free(p->text);
+}
+
 /* The host's display (qh_set_show): a value shown now; a future still
  * running shown as such and remembered, to be updated when it ends. */
 static bool show(qh_State *Q, Value v, bool result, void *ud)
@@ -421,12 +440,7 @@ static bool show(qh_State *Q, Value v, bool result, void *ud)
     if (st == QH_QUEUED || st == QH_RUNNING) {
         char *t = qh_show_text(K->Q, v, &len);
         if (!t) return false;
-        if (K->npend == K->cappend) {
-            K->cappend = K->cappend ? 2 * K->cappend : 8;
-            K->pend = xrealloc(K->pend, K->cappend * sizeof *K->pend);
-        }
-        qh_assert(K->npend < K->cappend);
-        Pending *p = &K->pend[K->npend++];
+        Pending *p = pending_slot(&K->pend, &K->npend, &K->cappend);
         p->v = v;
         incref(v);
         snprintf(p->id, sizeof p->id, "%s-d%u", K->session, ++K->displays);
@@ -477,19 +491,12 @@ static void check_pending(Kernel *K)
         size_t len;
         char *t = future_text(K, p->v, &len);
         send_display(K, "update_display_data", p, t, len, !K->cell);
-        if (K->cell) {
-            free(t);
-            decref(p->v);
-            free(p->parent);
-            continue;
-        }
-        if (K->nlate == K->caplate) {
-            K->caplate = K->caplate ? 2 * K->caplate : 8;
-            K->late = xrealloc(K->late, K->caplate * sizeof *K->late);
-        }
         p->text = t;
         p->tlen = len;
-        K->late[K->nlate++] = *p;
+        if (K->cell)
+            pending_free(p);
+        else
+            *pending_slot(&K->late, &K->nlate, &K->caplate) = *p;
     }
     K->npend = keep;
 }
@@ -501,9 +508,7 @@ static void send_late(Kernel *K)
     for (size_t i = 0; i < K->nlate; i++) {
         Pending *p = &K->late[i];
         send_display(K, "update_display_data", p, p->text, p->tlen, false);
-        free(p->text);
-        decref(p->v);
-        free(p->parent);
+        pending_free(p);
     }
     K->nlate = 0;
 }
@@ -511,15 +516,8 @@ static void send_late(Kernel *K)
 /* At the end: the displays not updated, and those updated while idle. */
 static void drop_displays(Kernel *K)
 {
-    for (size_t i = 0; i < K->npend; i++) {
-        decref(K->pend[i].v);
-        free(K->pend[i].parent);
-    }
-    for (size_t i = 0; i < K->nlate; i++) {
-        decref(K->late[i].v);
-        free(K->late[i].parent);
-        free(K->late[i].text);
-    }
+    for (size_t i = 0; i < K->npend; i++) pending_free(&K->pend[i]);
+    for (size_t i = 0; i < K->nlate; i++) pending_free(&K->late[i]);
     K->npend = K->nlate = 0;
     free(K->pend);
     free(K->late);
