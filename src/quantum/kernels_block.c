@@ -13,6 +13,9 @@
  * without arithmetic. AVX2 and AVX-512 versions take every such job (the
  * same loop serves high placements too); the portable C version takes
  * those with a fixed bit inside a line. The level comes from sv_level.
+ * At AVX-512, a pair job whose coefficients are exactly 0 on a term's
+ * real or imaginary part on every lane skips that term (RX, RY, Hadamard:
+ * half the arithmetic), with the same bytes as the full sum (terms512).
  * Knows nothing of gate names; the job was validated above.
  */
 #include "sv_impl.h"
@@ -58,6 +61,7 @@ typedef struct Plan {
     uint64_t loff[4];         /* the group's lines, in lines from its first */
     int m, pos[SV_MAX_WIRES]; /* fixed line-index bits, ascending */
     int shape, D, nb, nt, swap, level;
+    int pat;  /* AVX-512 terms: the pattern of kept terms (PAT_*) */
     int live; /* exchanges, AVX2: the halves that change (bit h: lanes 2h, 2h+1) */
 } Plan;
 
@@ -226,6 +230,17 @@ static void range_c(const Plan *P, uint64_t a, uint64_t b)
     default: break;                                              \
     }
 
+/* The terms a pattern keeps (AVX-512, pair shapes; pattern_ok decides):
+   PAT_ALL every one, PAT_REAL the real parts of the coefficients only
+   (Hadamard, RY, real matrices), PAT_RX the real part of a line's own
+   term and the imaginary parts of the others (RX). */
+enum { PAT_ALL, PAT_REAL, PAT_RX };
+SV_INLINE int keep_re(int pat, int own, int k) { return pat != PAT_RX || k == own; }
+SV_INLINE int keep_im(int pat, int own, int k)
+{
+    return pat == PAT_ALL || (pat == PAT_RX && k != own);
+}
+
 /* ---- AVX2 + FMA kernels: a line is two registers (lanes 0-1, 2-3) ----- */
 #if SV_X86
 
@@ -330,36 +345,75 @@ SV_AVX512_INLINE __m512d xperm512(__m512d v, int d)
     }
 }
 
-SV_AVX512_INLINE void terms512(const Plan *P, uint64_t a, uint64_t b, const int shape, const int D)
+/* Why: the output lines of one group, from its input lines (in, and ins
+   with re and im swapped), keeping the terms of pattern pat in the order
+   of the full sum (a mul, then fmas). */
+typedef struct Coef512 {
+    __m512d r[4][4], i[4][4]; /* a plan's cr and ci, per output line and term */
+} Coef512;
+
+SV_AVX512_INLINE void lines512(__m512d *out, const __m512d *in, const __m512d *ins,
+                               const Coef512 *c, const int shape, const int D, const int pat)
+{
+    const int nb = shape_nb(shape, D), nt = shape_nt(shape);
+    for (int o = 0; o < nb; o++) {
+        const int own = shape == SH_PAIR1 ? 0 : shape == SH_PAIR2 ? o : o << pc2(D);
+        __m512d acc = _mm512_setzero_pd();
+        int first = 1;
+        for (int k = 0; k < nt; k++) {
+            int L = term_line(shape, D, o, k), d = term_del(shape, D, o, k);
+            if (keep_re(pat, own, k)) {
+                __m512d x = xperm512(in[L], d);
+                acc = first ? _mm512_mul_pd(c->r[o][k], x) : _mm512_fmadd_pd(c->r[o][k], x, acc);
+                first = 0;
+            }
+            if (keep_im(pat, own, k)) {
+                __m512d x = xperm512(ins[L], d);
+                acc = first ? _mm512_mul_pd(c->i[o][k], x) : _mm512_fmadd_pd(c->i[o][k], x, acc);
+                first = 0;
+            }
+        }
+        out[o] = acc;
+    }
+}
+
+/* Why: a pattern drops terms whose coefficient is exactly 0 on every
+   lane: half the multiplies of RX, RY and Hadamard. Exact by
+   construction: a dropped term adds a product 0 * x, which for a finite x
+   is a zero, and adding a zero to a sum leaves its value as a real number
+   unchanged, so each rounding step sees the same value and the kept
+   terms' sum is the full sum except possibly in the sign of a zero
+   result; for an x that is Inf or NaN the full sum is NaN. So when an
+   output lane of the kept terms is zero, Inf or NaN (an Inf or NaN input
+   reaches some output of its group through a kept nonzero coefficient:
+   pattern_ok), the group is computed again with every term: the same
+   bytes as PAT_ALL and as the AVX2 kernel in every case. */
+SV_AVX512_INLINE void terms512(const Plan *P, uint64_t a, uint64_t b, const int pat,
+                               const int shape, const int D)
 {
     const int nb = shape_nb(shape, D), nt = shape_nt(shape);
     uint64_t loff[4];
     for (int l = 0; l < nb; l++) loff[l] = 8 * P->loff[l];
-    __m512d cr[4][4], ci[4][4];
+    Coef512 c;
     for (int o = 0; o < nb; o++)
         for (int k = 0; k < nt; k++) {
-            cr[o][k] = _mm512_loadu_pd(P->cr[o][k]);
-            ci[o][k] = _mm512_loadu_pd(P->ci[o][k]);
+            c.r[o][k] = _mm512_loadu_pd(P->cr[o][k]);
+            c.i[o][k] = _mm512_loadu_pd(P->ci[o][k]);
         }
     WALK(P, a, b, p, q, {
-        __m512d in[4], ins[4];
+        __m512d in[4], ins[4], out[4];
         for (int l = 0; l < nb; l++) {
             PF(q + loff[l]);
             in[l] = _mm512_loadu_pd(p + loff[l]);
             ins[l] = _mm512_permute_pd(in[l], 0x55);
         }
-        for (int o = 0; o < nb; o++) {
-            int L = term_line(shape, D, o, 0), d = term_del(shape, D, o, 0);
-            __m512d acc = _mm512_mul_pd(cr[o][0], xperm512(in[L], d));
-            acc = _mm512_fmadd_pd(ci[o][0], xperm512(ins[L], d), acc);
-            for (int k = 1; k < nt; k++) {
-                L = term_line(shape, D, o, k);
-                d = term_del(shape, D, o, k);
-                acc = _mm512_fmadd_pd(cr[o][k], xperm512(in[L], d), acc);
-                acc = _mm512_fmadd_pd(ci[o][k], xperm512(ins[L], d), acc);
-            }
-            _mm512_storeu_pd(p + loff[o], acc);
+        lines512(out, in, ins, &c, shape, D, pat);
+        if (pat != PAT_ALL) {
+            __mmask8 odd = 0;
+            for (int o = 0; o < nb; o++) odd |= _mm512_fpclass_pd_mask(out[o], 0x9F);
+            if (__builtin_expect(odd != 0, 0)) lines512(out, in, ins, &c, shape, D, PAT_ALL);
         }
+        for (int o = 0; o < nb; o++) _mm512_storeu_pd(p + loff[o], out[o]);
     });
 }
 
@@ -396,7 +450,13 @@ SV_AVX512 static void range512(const Plan *P, uint64_t a, uint64_t b)
         swap512(P, a, b);
         return;
     }
-    SV_SHAPES(terms512, P, a, b)
+    if (P->pat == PAT_REAL) {
+        SV_SHAPES(terms512, P, a, b, PAT_REAL)
+    } else if (P->pat == PAT_RX) {
+        SV_SHAPES(terms512, P, a, b, PAT_RX)
+    } else {
+        SV_SHAPES(terms512, P, a, b, PAT_ALL)
+    }
     sv_unreachable();
 }
 #endif
@@ -416,6 +476,7 @@ SV_INLINE int term_k(int shape, int D, int L, int d)
 static void plan_tuples(Plan *P, const SvJob *j, const int *line, uint64_t Lf, uint64_t Lc);
 static void plan_swap(Plan *P, const int (*row)[4], const int *line);
 static void plan_coeffs(Plan *P, const SvJob *j, const int (*row)[4], const int *line);
+static int pattern_ok(const Plan *P, int pat);
 
 /* Why: everything about a job's low bits is decided here, once per job,
    and only what the level's kernels read: which lines form a group,
@@ -487,10 +548,14 @@ static void make_plan(Plan *P, const SvJob *j, uint64_t dim, int level)
             row[ol][q] = ((uint64_t)q & Lc) == Lc && ((uint64_t)q & Lz) == 0
                              ? rowof[4 * ol + (int)((uint64_t)q & Lt)]
                              : -1;
-    if (P->swap)
+    P->pat = PAT_ALL;
+    if (P->swap) {
         plan_swap(P, row, line);
-    else
-        plan_coeffs(P, j, row, line);
+        return;
+    }
+    plan_coeffs(P, j, row, line);
+    if (level >= SV_SIMD_AVX512 && P->shape != SH_QUAD)
+        P->pat = pattern_ok(P, PAT_REAL) ? PAT_REAL : pattern_ok(P, PAT_RX) ? PAT_RX : PAT_ALL;
 }
 
 /* The portable kernels' tuples: one per value of the free lane bits (Lf:
@@ -555,6 +620,33 @@ static void plan_coeffs(Plan *P, const SvJob *j, const int (*row)[4], const int 
             }
         }
     }
+}
+
+/* Whether pattern pat drops only terms whose coefficient is 0 on every
+   lane, and keeps for every input lane (of every line of the group) a
+   term with a nonzero coefficient: then a nonzero, finite output of the
+   kept terms is the full sum's bytes (see terms512). */
+static int pattern_ok(const Plan *P, int pat)
+{
+    int reach[4][4] = { { 0 } };
+    for (int o = 0; o < P->nb; o++) {
+        const int own = term_k(P->shape, P->D, o, 0);
+        for (int k = 0; k < P->nt; k++) {
+            int L = term_line(P->shape, P->D, o, k), d = term_del(P->shape, P->D, o, k);
+            for (int q = 0; q < 4; q++) {
+                const double *r = P->cr[o][k] + 2 * q, *i = P->ci[o][k] + 2 * q;
+                int kr = keep_re(pat, own, k), ki = keep_im(pat, own, k);
+                if ((!kr && (r[0] != 0 || r[1] != 0)) || (!ki && (i[0] != 0 || i[1] != 0)))
+                    return 0;
+                if ((kr && r[0] != 0 && r[1] != 0) || (ki && i[0] != 0 && i[1] != 0))
+                    reach[L][q ^ d] = 1;
+            }
+        }
+    }
+    for (int L = 0; L < P->nb; L++)
+        for (int q = 0; q < 4; q++)
+            if (!reach[L][q]) return 0;
+    return 1;
 }
 
 /* The team calls this once per part. */

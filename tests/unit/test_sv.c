@@ -556,6 +556,78 @@ START_TEST(test_simd_levels_same_bytes)
 }
 END_TEST
 
+/* A state whose parts come from a few values, chosen to hit what the
+   AVX-512 kernels' term patterns must get right (kernels_block.c,
+   terms512): +0 and -0, the gate's own cos and sin (so that a kept sum
+   cancels to an exact zero: c*s - s*c), equal and opposite halves (the
+   Hadamard's cancellations), a subnormal, and rarely Inf and NaN (x86's
+   default NaN, so that no payload can differ). */
+static void hazard_state(cplx *psi, size_t D, double c, double sn, Rng *r)
+{
+    const double nan = -__builtin_nan(""), tiny = 4e-310;
+    const double vals[] = { 0.0, -0.0, c, -c, sn, -sn, M_SQRT1_2, -M_SQRT1_2, tiny, 0.5 };
+    double *x = (double *)psi;
+    int odd = rng_below(r, 4) == 0; /* one state in four holds an Inf or a NaN */
+    for (size_t i = 0; i < 2 * D; i++) {
+        x[i] = vals[rng_below(r, sizeof vals / sizeof vals[0])];
+        if (odd && rng_below(r, 64) == 0) x[i] = rng_below(r, 2) ? nan : -INFINITY;
+    }
+}
+
+/* The term patterns of the AVX-512 pair kernels (RX, RY, Hadamard, real
+   and RX-shaped 2x2 matrices, controlled or not, every placement) give
+   the AVX2 kernel's bytes on states full of signed zeros, exact
+   cancellations, subnormals, Inf and NaN. Skipped without AVX-512. */
+START_TEST(test_term_patterns_same_bytes)
+{
+    if (sv_simd_level() < SV_SIMD_AVX512) return;
+    static const SvGate gates[] = { SV_RX, SV_RY, SV_HADAMARD, SV_CRX, SV_CRY, SV_QUBITUNITARY };
+    Rng r;
+    rng_seed(&r, 2029);
+    for (int nq = 1; nq <= 9; nq++) {
+        size_t D = (size_t)1 << nq;
+        cplx *psi = malloc(D * sizeof(cplx));
+        SvState a, b;
+        ck_assert_int_eq(sv_init(&a, nq), 0);
+        ck_assert_int_eq(sv_init(&b, nq), 0);
+        a.simd = SV_SIMD_AVX2;
+        b.simd = SV_SIMD_AVX512;
+        for (size_t gi = 0; gi < sizeof gates / sizeof gates[0]; gi++)
+            for (int cse = 0; cse < 60; cse++) {
+                int k = gates[gi] == SV_CRX || gates[gi] == SV_CRY ? 2 : 1;
+                int nc = (int)rng_below(&r, 3);
+                if (k + nc > nq) nc = nq - k;
+                if (nc < 0) continue;
+                SvOp op;
+                make_op(&op, gates[gi], nq, nc, (int)rng_below(&r, 2), &r);
+                if (rng_below(&r, 2)) op.params[0] = M_PI / 2; /* cos = sin: more cancellations */
+                double th = op.params[0], c = cos(th / 2), sn = sin(th / 2);
+                if (gates[gi] == SV_QUBITUNITARY) { /* 2x2, real or RX-shaped: c, -i s */
+                    op.nwires = 1;
+                    int rx = (int)rng_below(&r, 2);
+                    qu_buf[0] = c;
+                    qu_buf[1] = rx ? -I * sn : -sn;
+                    qu_buf[2] = rx ? -I * sn : sn;
+                    qu_buf[3] = c;
+                    op.matrix = qu_buf;
+                }
+                hazard_state(psi, D, c, sn, &r);
+                memcpy(a.amp, psi, D * sizeof(cplx));
+                memcpy(b.amp, psi, D * sizeof(cplx));
+                char err[256] = "";
+                ck_assert_msg(sv_apply(&a, &op, err, sizeof err) == 0, "%s", err);
+                ck_assert_msg(sv_apply(&b, &op, err, sizeof err) == 0, "%s", err);
+                ck_assert_msg(memcmp(a.amp, b.amp, D * sizeof(cplx)) == 0,
+                              "%s nq=%d nc=%d wire %d: AVX2 and AVX-512 differ",
+                              sv_gate_info(op.gate)->name, nq, nc, op.wires[op.nwires - 1]);
+            }
+        sv_free(&a);
+        sv_free(&b);
+        free(psi);
+    }
+}
+END_TEST
+
 /* Small states: every bit is low, many placements each. */
 START_TEST(test_line_kernels_small)
 {
@@ -1329,6 +1401,7 @@ static Suite *sv_suite(void)
     tcase_add_test(tc, test_gates_large);
     tcase_add_test(tc, test_line_kernels_small);
     tcase_add_test(tc, test_simd_levels_same_bytes);
+    tcase_add_test(tc, test_term_patterns_same_bytes);
     tcase_add_test(tc, test_line_kernels_large);
     tcase_add_test(tc, test_line_kernels_low_bits);
     tcase_add_test(tc, test_line_kernels_apply_matrix);
