@@ -94,6 +94,16 @@ SV_INLINE int term_del(int shape, int D, int o, int k)
     return D == 2 ? i << 1 : D == 0 ? 0 : i;
 }
 
+/* The term of an output line that reads line L with lane xor d (the
+   inverse of term_line and term_del). */
+SV_INLINE int term_k(int shape, int D, int L, int d)
+{
+    if (shape == SH_PAIR1) return d ? 1 : 0;
+    if (shape == SH_PAIR2) return L;
+    int i = D == 2 ? d >> 1 : d & D;
+    return (L << pc2(D)) | i;
+}
+
 /* ---- the walk --------------------------------------------------------- */
 
 /* Run the statements once per group g in [a, b) with p at the group's
@@ -357,7 +367,7 @@ SV_AVX512_INLINE void lines512(__m512d *out, const __m512d *in, const __m512d *i
 {
     const int nb = shape_nb(shape, D), nt = shape_nt(shape);
     for (int o = 0; o < nb; o++) {
-        const int own = shape == SH_PAIR1 ? 0 : shape == SH_PAIR2 ? o : o << pc2(D);
+        const int own = term_k(shape, D, o, 0);
         __m512d acc = _mm512_setzero_pd();
         int first = 1;
         for (int k = 0; k < nt; k++) {
@@ -462,16 +472,6 @@ SV_AVX512 static void range512(const Plan *P, uint64_t a, uint64_t b)
 #endif
 
 /* ---- the plan --------------------------------------------------------- */
-
-/* The term of an output line that reads line L with lane xor d (the
-   inverse of term_line and term_del). */
-SV_INLINE int term_k(int shape, int D, int L, int d)
-{
-    if (shape == SH_PAIR1) return d ? 1 : 0;
-    if (shape == SH_PAIR2) return L;
-    int i = D == 2 ? d >> 1 : d & D;
-    return (L << pc2(D)) | i;
-}
 
 static void plan_tuples(Plan *P, const SvJob *j, const int *line, uint64_t Lf, uint64_t Lc);
 static void plan_swap(Plan *P, const int (*row)[4], const int *line);

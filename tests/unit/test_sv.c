@@ -509,6 +509,18 @@ static void line_sweep(int nq, const int *bits, int nbits, int cases, int maxk, 
     free(want);
 }
 
+/* Why: the two SIMD tests below apply op to psi on a (AVX2) and on b
+   (AVX-512); 1 when both give the same bytes. */
+static int levels_agree(SvState *a, SvState *b, const SvOp *op, const cplx *psi, size_t D)
+{
+    memcpy(a->amp, psi, D * sizeof(cplx));
+    memcpy(b->amp, psi, D * sizeof(cplx));
+    char err[256] = "";
+    ck_assert_msg(sv_apply(a, op, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(sv_apply(b, op, err, sizeof err) == 0, "%s", err);
+    return memcmp(a->amp, b->amp, D * sizeof(cplx)) == 0;
+}
+
 /* The AVX2 and AVX-512 levels run the same arithmetic per amplitude: the
    same bytes, for the line kernels (pairs, exchanges, 4x4) and the
    diagonal gates (Z S T RZ PhaseShift CZ CRZ CPhase IsingZZ MultiRZ: an
@@ -540,12 +552,7 @@ START_TEST(test_simd_levels_same_bytes)
                 SvOp op;
                 make_op(&op, gates[gi], nq, nc, (int)rng_below(&r, 2), &r);
                 random_state(psi, D, &r);
-                memcpy(a.amp, psi, D * sizeof(cplx));
-                memcpy(b.amp, psi, D * sizeof(cplx));
-                char err[256] = "";
-                ck_assert_msg(sv_apply(&a, &op, err, sizeof err) == 0, "%s", err);
-                ck_assert_msg(sv_apply(&b, &op, err, sizeof err) == 0, "%s", err);
-                ck_assert_msg(memcmp(a.amp, b.amp, D * sizeof(cplx)) == 0,
+                ck_assert_msg(levels_agree(&a, &b, &op, psi, D),
                               "%s nq=%d nc=%d: AVX2 and AVX-512 differ",
                               sv_gate_info(op.gate)->name, nq, nc);
             }
@@ -612,12 +619,7 @@ START_TEST(test_term_patterns_same_bytes)
                     op.matrix = qu_buf;
                 }
                 hazard_state(psi, D, c, sn, &r);
-                memcpy(a.amp, psi, D * sizeof(cplx));
-                memcpy(b.amp, psi, D * sizeof(cplx));
-                char err[256] = "";
-                ck_assert_msg(sv_apply(&a, &op, err, sizeof err) == 0, "%s", err);
-                ck_assert_msg(sv_apply(&b, &op, err, sizeof err) == 0, "%s", err);
-                ck_assert_msg(memcmp(a.amp, b.amp, D * sizeof(cplx)) == 0,
+                ck_assert_msg(levels_agree(&a, &b, &op, psi, D),
                               "%s nq=%d nc=%d wire %d: AVX2 and AVX-512 differ",
                               sv_gate_info(op.gate)->name, nq, nc, op.wires[op.nwires - 1]);
             }
