@@ -523,11 +523,10 @@ static int levels_agree(SvState *a, SvState *b, const SvOp *op, const cplx *psi,
 
 /* The AVX2 and AVX-512 levels run the same arithmetic per amplitude: the
    same bytes, for the line kernels (pairs, exchanges, 4x4) and the
-   diagonal gates (Z S T RZ PhaseShift CZ CRZ CPhase IsingZZ MultiRZ: an
-   AVX-512 form was measured no faster, bench_gates at 14 wires, and not
-   kept), with extra controls, on states of every size from one chunk of 8
-   up (the fused passes run the kernels on chunks). Skipped without
-   AVX-512. */
+   diagonal gates (Z S T RZ PhaseShift CZ CRZ CPhase IsingZZ MultiRZ:
+   diag_range_avx2 against diag_range_512), with extra controls, on
+   states of every size from one chunk of 8 up (the fused passes run the
+   kernels on chunks). Skipped without AVX-512. */
 START_TEST(test_simd_levels_same_bytes)
 {
     if (sv_simd_level() < SV_SIMD_AVX512) return;
