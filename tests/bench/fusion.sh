@@ -138,7 +138,9 @@ for n in sizes:
         for i in range(n):
             f.write("%d h %s\n" % (t, q(i))); t += 1
             for j in range(i + 1, n):
-                f.write("%d cp %s %s %.12f\n" % (t, q(j), q(i), math.pi / 2 ** (j - i))); t += 1
+                # qsim's cp is diag(1, 1, 1, exp(-i phi)) (lib/gates_qsim.h), qh's
+                # ControlledPhaseShift exp(+i phi): the same gate is cp -phi
+                f.write("%d cp %s %s %.12f\n" % (t, q(j), q(i), -math.pi / 2 ** (j - i))); t += 1
         for i in range(n // 2):
             f.write("%d sw %s %s\n" % (t, q(i), q(n - 1 - i))); t += 1
 EOF
