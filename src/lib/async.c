@@ -405,6 +405,7 @@ static volatile sig_atomic_t *sig_at_prompt, *sig_prompt_hit;
 /* How long the orderly end after a first signal may take before the
  * watchdog leaves (a builtin without a safe point still running). */
 #define SIG_GRACE_MS 5000
+_Static_assert(SIG_GRACE_MS == 5000, "sig_watchdog's message says 5 s");
 /* The first of SIGINT/SIGTERM/SIGHUP of a script's run (0: none yet). */
 static atomic_int sig_first;
 /* A repeated signal wakes the watchdog through this pipe (-1: no watchdog). */
@@ -466,21 +467,37 @@ static void *sig_watchdog(void *arg)
      * SIG_GRACE_MS; a second signal meanwhile cuts that to a second */
     struct pollfd pf = { sig_pipe[0], POLLIN, 0 };
     double end = task_now() + SIG_GRACE_MS / 1000.0;
+    bool second = false;
     for (;;) {
         double left = end - task_now();
         if (left <= 0) break;
         int pr = poll(&pf, 1, (int)(left * 1000) + 1);
         if (pr > 0) {
+            second = true;
             sleep_ms(1000);
             break;
         }
         if (pr < 0 && errno != EINTR) break;
     }
     FILE *outs[2] = { in->out ? in->out : stdout, in->err ? in->err : stderr };
+    int locked[2] = { 0, 0 };
     for (int k = 0; k < 2; k++) {
-        int locked = 0;
-        for (int i = 0; i < 100 && !(locked = ftrylockfile(outs[k]) == 0); i++) sleep_ms(10);
-        if (locked) fflush(outs[k]); /* kept locked: nothing more is written */
+        for (int i = 0; i < 100 && !(locked[k] = ftrylockfile(outs[k]) == 0); i++) sleep_ms(10);
+        if (locked[k]) fflush(outs[k]); /* kept locked: nothing more is written */
+    }
+    /* Say why the end was not the orderly one (the user waited for it); only
+     * on a stream we hold, so the line lands between whole lines. */
+    if (locked[1]) {
+        static const char why_grace[] =
+            "qh: the interrupted operation has no safe point and did not stop within 5 s: "
+            "leaving (what was printed is kept)\n";
+        static const char why_second[] =
+            "qh: a second signal: leaving without waiting for the interrupted operation (what "
+            "was printed is kept)\n";
+        const char *why = second ? why_second : why_grace;
+        size_t len = second ? sizeof why_second - 1 : sizeof why_grace - 1;
+        ssize_t w = write(fileno(outs[1]), why, len);
+        (void)w;
     }
     int first = atomic_load(&sig_first);
     _exit(128 + (first ? first : SIGTERM));
