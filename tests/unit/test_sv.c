@@ -580,6 +580,90 @@ static void hazard_state(cplx *psi, size_t D, double c, double sn, Rng *r)
     }
 }
 
+/* The AVX-512 diagonal kernel's blocks (a gate whose lowest key or
+   control bit is bit 3, 4 or 5 goes by blocks of 64 amplitudes, both rows
+   in registers) give the bytes of the AVX2 kernel's segment walk: every
+   diagonal gate with its target (or first wire) on each bit, with 0-2
+   controls of which one often on bits 3..5, on states of signed zeros,
+   Inf and NaN (where a skipped row of ones and a multiplication by 1
+   differ) and on random ones, serial and on a team of 3 (whose slices
+   start and end inside blocks). Skipped without AVX-512. */
+START_TEST(test_diag_blocks_same_bytes)
+{
+    if (sv_simd_level() < SV_SIMD_AVX512) return;
+    static const SvGate gates[] = { SV_PAULIZ, SV_S,   SV_T,      SV_RZ,      SV_PHASESHIFT,
+                                    SV_CZ,     SV_CRZ, SV_CPHASE, SV_ISINGZZ, SV_MULTIRZ };
+    SvTeam *team = sv_team_new(3);
+    ck_assert_ptr_nonnull(team);
+    Rng r;
+    rng_seed(&r, 4099);
+    long cases = 0;
+    for (int nq = 6; nq <= SV_PAR_QUBITS + 1; nq += nq < 10 ? 1 : SV_PAR_QUBITS + 1 - 10) {
+        size_t D = (size_t)1 << nq;
+        cplx *psi = malloc(D * sizeof(cplx));
+        SvState a, b;
+        ck_assert_int_eq(sv_init(&a, nq), 0);
+        ck_assert_int_eq(sv_init(&b, nq), 0);
+        a.simd = SV_SIMD_AVX2;
+        b.simd = SV_SIMD_AVX512;
+        for (size_t gi = 0; gi < sizeof gates / sizeof gates[0]; gi++)
+            for (int bit = 0; bit < nq; bit++)
+                for (int rep = 0; rep < 3; rep++) {
+                    int k = sv_gate_info(gates[gi])->nwires < 0 ? 2 + (int)rng_below(&r, 2)
+                                                                : sv_gate_info(gates[gi])->nwires;
+                    int nc = (int)rng_below(&r, 3);
+                    SvOp op;
+                    make_op(&op, gates[gi], nq, nc, (int)rng_below(&r, 2), &r);
+                    op.nwires = k;
+                    /* wires: the first on `bit`, a control on bits 3..5
+                       one time in two, the rest anywhere else */
+                    int used[64] = { 0 }, w[8], nw = 0;
+                    w[nw++] = nq - 1 - bit;
+                    used[nq - 1 - bit] = 1;
+                    if (nc && rng_below(&r, 2)) {
+                        int cb = 3 + (int)rng_below(&r, 3);
+                        if (!used[nq - 1 - cb]) {
+                            w[nw++] = nq - 1 - cb;
+                            used[nq - 1 - cb] = 1;
+                        }
+                    }
+                    while (nw < k + nc) {
+                        int x = (int)rng_below(&r, (uint32_t)nq);
+                        if (!used[x]) {
+                            used[x] = 1;
+                            w[nw++] = x;
+                        }
+                    }
+                    /* targets first, then controls (the placed control
+                       is a control when there is one) */
+                    op.wires[0] = w[0];
+                    int t = 1, c = 0;
+                    for (int i = 1; i < nw; i++) {
+                        if (c < nc && (i == 1 || t == k))
+                            op.ctrl[c++] = w[i];
+                        else
+                            op.wires[t++] = w[i];
+                    }
+                    op.nctrl = nc;
+                    if (rep == 0)
+                        random_state(psi, D, &r);
+                    else
+                        hazard_state(psi, D, 1.0, 0.0, &r);
+                    sv_set_threads(&b, rep == 2 ? team : NULL, rep == 2 ? 3 : 1);
+                    ck_assert_msg(levels_agree(&a, &b, &op, psi, D),
+                                  "%s nq=%d bit=%d nc=%d rep=%d: AVX2 and AVX-512 differ",
+                                  sv_gate_info(op.gate)->name, nq, bit, nc, rep);
+                    cases++;
+                }
+        sv_free(&a);
+        sv_free(&b);
+        free(psi);
+    }
+    ck_assert_int_gt(cases, 1000);
+    sv_team_free(team);
+}
+END_TEST
+
 /* The term patterns of the AVX-512 pair kernels (RX, RY, Hadamard, real
    and RX-shaped 2x2 matrices, controlled or not, every placement) give
    the AVX2 kernel's bytes on states full of signed zeros, exact
@@ -1403,6 +1487,7 @@ static Suite *sv_suite(void)
     tcase_add_test(tc, test_line_kernels_small);
     tcase_add_test(tc, test_simd_levels_same_bytes);
     tcase_add_test(tc, test_term_patterns_same_bytes);
+    tcase_add_test(tc, test_diag_blocks_same_bytes);
     tcase_add_test(tc, test_line_kernels_large);
     tcase_add_test(tc, test_line_kernels_low_bits);
     tcase_add_test(tc, test_line_kernels_apply_matrix);
