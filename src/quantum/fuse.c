@@ -611,6 +611,7 @@ static void run_chunk_ops(const PassCtx *p, cplx *amp, uint64_t base)
     L.amp = amp;
     L.nthreads = 1;
     L.simd = p->s->simd;
+    L.diag_walk = p->s->diag_walk;
     for (int i = 0; i < p->nops; i++)
         if ((base & p->pred[i]) == p->pred[i]) sv_run_op(&L, &p->ops[i], NULL, 0);
 }

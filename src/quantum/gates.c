@@ -628,6 +628,7 @@ static void run_diag(SvState *s, JobBits b, const DiagPhases *ph)
     }
     sv_sort_ints(j.pos, j.m);
     j.chunk = C;
+    j.walk_only = s->diag_walk;
     j.total = (dim >> j.m) / (uint64_t)C;
     j.parity = parity;
     j.nk = 0;

@@ -346,7 +346,7 @@ static void dense_range(const SvJob *jb, uint64_t a, uint64_t b)
    the job every field would be loaded again at every segment. */
 typedef struct DiagWalk {
     uint64_t seg, cm, kmask;
-    int m, nk, parity;
+    int m, nk, parity, walk_only;
     int pos[SV_MAX_WIRES], kpos[4], kshift[4];
     unsigned char skip[8];
 } DiagWalk;
@@ -359,6 +359,7 @@ static inline void diag_walk_init(DiagWalk *w, const SvJob *jb)
     w->m = jb->m;
     w->nk = jb->nk;
     w->parity = jb->parity;
+    w->walk_only = jb->walk_only;
     sv_assert(w->m >= 0 && w->m <= SV_MAX_WIRES && w->nk >= 0 && w->nk <= 4);
     memcpy(w->pos, jb->pos, (size_t)w->m * sizeof(int));
     memcpy(w->kpos, jb->kpos, sizeof w->kpos);
@@ -379,6 +380,41 @@ static inline unsigned diag_key(const DiagWalk *w, uint64_t base)
     unsigned key = 0;
     for (int r = 0; r < w->nk; r++) key |= (unsigned)((base >> w->kpos[r]) & 1) << w->kshift[r];
     return key;
+}
+
+/* How a diagonal job with short segments goes by blocks of 64 amplitudes
+   (bits 3..5 of the state): nb chunks per block in the job's numbering;
+   chunk g of a block runs when bit g of act is set (its controls among
+   bits 3..5 are 1), with the row of the block's key, or, when bit g of
+   selb is set, the row of that key with bit sb (the one key bit among
+   bits 3..5; 0: none) set. */
+typedef struct DiagBlocks {
+    uint64_t nb;
+    unsigned act, selb;
+    int sb;
+} DiagBlocks;
+
+/* Whether a diagonal job's segments are short (its lowest key or control
+   bit is bit 3, 4 or 5) and at most one key bit lies among bits 3..5:
+   then it can go by blocks (*d). */
+static int diag_short_blocks(const DiagWalk *w, DiagBlocks *d)
+{
+    if (w->seg >= 8 || w->walk_only) return 0;
+    uint64_t lowkeys = 0, lowc = w->cm & 0x38;
+    if (w->parity)
+        lowkeys = w->kmask & 0x38;
+    else
+        for (int r = 0; r < w->nk; r++)
+            if (w->kpos[r] >= 3 && w->kpos[r] <= 5) lowkeys |= (uint64_t)1 << w->kpos[r];
+    if (__builtin_popcountll(lowkeys) > 1) return 0;
+    d->sb = lowkeys ? __builtin_ctzll(lowkeys) : 0;
+    d->nb = (uint64_t)8 >> __builtin_popcountll(lowc);
+    d->act = d->selb = 0;
+    for (unsigned g = 0; g < 8; g++) {
+        if (((uint64_t)g << 3 & lowc) == lowc) d->act |= 1u << g;
+        if ((uint64_t)g << 3 & lowkeys) d->selb |= 1u << g;
+    }
+    return 1;
 }
 
 /* Why: diagonal gates (Z S T RZ PhaseShift CZ CRZ CPhase IsingZZ MultiRZ)
@@ -408,6 +444,69 @@ static void diag_range_c(const SvJob *jb, uint64_t a, uint64_t b)
 }
 
 #if SV_X86
+/* One chunk of 8 amplitudes times its row (4 registers of real parts,
+   4 of imaginary ones, each duplicated over re/im lanes). */
+SV_AVX2 static inline void diag8_avx2(double *p, const __m256d *r, const __m256d *i)
+{
+    __m256d z0 = _mm256_loadu_pd(p), z1 = _mm256_loadu_pd(p + 4);
+    __m256d z2 = _mm256_loadu_pd(p + 8), z3 = _mm256_loadu_pd(p + 12);
+    __asm__("" : "+v"(z0), "+v"(z1), "+v"(z2), "+v"(z3)); /* one load each */
+    _mm256_storeu_pd(p,
+                     _mm256_fmaddsub_pd(r[0], z0, _mm256_mul_pd(i[0], _mm256_permute_pd(z0, 5))));
+    _mm256_storeu_pd(p + 4,
+                     _mm256_fmaddsub_pd(r[1], z1, _mm256_mul_pd(i[1], _mm256_permute_pd(z1, 5))));
+    _mm256_storeu_pd(p + 8,
+                     _mm256_fmaddsub_pd(r[2], z2, _mm256_mul_pd(i[2], _mm256_permute_pd(z2, 5))));
+    _mm256_storeu_pd(p + 12,
+                     _mm256_fmaddsub_pd(r[3], z3, _mm256_mul_pd(i[3], _mm256_permute_pd(z3, 5))));
+}
+
+/* Chunks [a, b) segment by segment: a segment's row is read once. */
+SV_AVX2 static inline void diag_walk_avx2(const DiagWalk *w, const __m256d (*tr)[4],
+                                          const __m256d (*ti)[4], double *amp, uint64_t a,
+                                          uint64_t b)
+{
+    for (uint64_t c = a; c < b;) {
+        uint64_t len = w->seg - (c & (w->seg - 1));
+        if (len > b - c) len = b - c;
+        uint64_t base = diag_base(w, c, 8);
+        unsigned key = diag_key(w, base);
+        c += len;
+        if (w->skip[key]) continue;
+        const __m256d r[4] = { tr[key][0], tr[key][1], tr[key][2], tr[key][3] };
+        const __m256d i[4] = { ti[key][0], ti[key][1], ti[key][2], ti[key][3] };
+        double *p = amp + 2 * base;
+        for (uint64_t q = 0; q < len; q++, p += 16) diag8_avx2(p, r, i);
+    }
+}
+
+/* The blocks of chunks [a, b) (multiples of d->nb; DiagBlocks): two rows
+   do not fit AVX2's 16 registers with the work, so a block runs the
+   chunks of its first key, then those of the second, each row read once
+   per block (chunks are independent: the order among them changes no
+   byte). */
+SV_AVX2 static inline void diag_blocks_avx2(const DiagWalk *w, const DiagBlocks *d,
+                                            const __m256d (*tr)[4], const __m256d (*ti)[4],
+                                            double *amp, uint64_t a, uint64_t b)
+{
+    const uint64_t bbit = d->sb ? (uint64_t)1 << d->sb : 0;
+    for (uint64_t c = a; c < b; c += d->nb) {
+        uint64_t base = diag_base(w, c, 8) & ~(uint64_t)0x38;
+        sv_assert((base & 7) == 0);
+        double *p = amp + 2 * base;
+        for (int half = 0; half < 2; half++) {
+            unsigned mask = half ? d->act & d->selb : d->act & ~d->selb;
+            if (!mask) continue;
+            unsigned key = diag_key(w, half ? base | bbit : base);
+            if (w->skip[key]) continue;
+            const __m256d r[4] = { tr[key][0], tr[key][1], tr[key][2], tr[key][3] };
+            const __m256d i[4] = { ti[key][0], ti[key][1], ti[key][2], ti[key][3] };
+            for (int g = 0; g < 8; g++)
+                if ((mask >> g) & 1) diag8_avx2(p + 16 * g, r, i);
+        }
+    }
+}
+
 SV_AVX2 static void diag_range_avx2(const SvJob *jb, uint64_t a, uint64_t b)
 {
     __m256d tr[8][4], ti[8][4];
@@ -419,30 +518,15 @@ SV_AVX2 static void diag_range_avx2(const SvJob *jb, uint64_t a, uint64_t b)
         }
     DiagWalk w;
     diag_walk_init(&w, jb);
-    for (uint64_t c = a; c < b;) {
-        uint64_t len = w.seg - (c & (w.seg - 1));
-        if (len > b - c) len = b - c;
-        uint64_t base = diag_base(&w, c, 8);
-        unsigned key = diag_key(&w, base);
-        c += len;
-        if (w.skip[key]) continue;
-        const __m256d r0 = tr[key][0], r1 = tr[key][1], r2 = tr[key][2], r3 = tr[key][3];
-        const __m256d i0 = ti[key][0], i1 = ti[key][1], i2 = ti[key][2], i3 = ti[key][3];
-        double *p = jb->amp + 2 * base;
-        for (uint64_t q = 0; q < len; q++, p += 16) {
-            __m256d z0 = _mm256_loadu_pd(p), z1 = _mm256_loadu_pd(p + 4);
-            __m256d z2 = _mm256_loadu_pd(p + 8), z3 = _mm256_loadu_pd(p + 12);
-            __asm__("" : "+v"(z0), "+v"(z1), "+v"(z2), "+v"(z3)); /* one load each */
-            _mm256_storeu_pd(
-                p, _mm256_fmaddsub_pd(r0, z0, _mm256_mul_pd(i0, _mm256_permute_pd(z0, 5))));
-            _mm256_storeu_pd(
-                p + 4, _mm256_fmaddsub_pd(r1, z1, _mm256_mul_pd(i1, _mm256_permute_pd(z1, 5))));
-            _mm256_storeu_pd(
-                p + 8, _mm256_fmaddsub_pd(r2, z2, _mm256_mul_pd(i2, _mm256_permute_pd(z2, 5))));
-            _mm256_storeu_pd(
-                p + 12, _mm256_fmaddsub_pd(r3, z3, _mm256_mul_pd(i3, _mm256_permute_pd(z3, 5))));
-        }
+    DiagBlocks d;
+    if (!diag_short_blocks(&w, &d) || b - a < 2 * d.nb) {
+        diag_walk_avx2(&w, tr, ti, jb->amp, a, b);
+        return;
     }
+    uint64_t a8 = (a + d.nb - 1) & ~(d.nb - 1), b8 = b & ~(d.nb - 1);
+    diag_walk_avx2(&w, tr, ti, jb->amp, a, a8);
+    diag_blocks_avx2(&w, &d, tr, ti, jb->amp, a8, b8);
+    diag_walk_avx2(&w, tr, ti, jb->amp, b8, b);
 }
 
 /* One chunk of 8 amplitudes times its row (r0 r1: the real parts, i0 i1:
@@ -472,41 +556,6 @@ SV_AVX512 static inline void diag_walk_512(const DiagWalk *w, const __m512d (*tr
         double *p = amp + 2 * base;
         for (uint64_t q = 0; q < len; q++, p += 16) diag8_512(p, r0, r1, i0, i1);
     }
-}
-
-/* How a diagonal job with short segments goes by blocks of 64 amplitudes
-   (bits 3..5 of the state): nb chunks per block in the job's numbering;
-   chunk g of a block runs when bit g of act is set (its controls among
-   bits 3..5 are 1), with the row of the block's key, or, when bit g of
-   selb is set, the row of that key with bit sb (the one key bit among
-   bits 3..5; 0: none) set. */
-typedef struct DiagBlocks {
-    uint64_t nb;
-    unsigned act, selb;
-    int sb;
-} DiagBlocks;
-
-/* Whether a diagonal job's segments are short (its lowest key or control
-   bit is bit 3, 4 or 5) and at most one key bit lies among bits 3..5:
-   then it can go by blocks (*d). */
-static int diag_short_blocks(const DiagWalk *w, DiagBlocks *d)
-{
-    if (w->seg >= 8) return 0;
-    uint64_t lowkeys = 0, lowc = w->cm & 0x38;
-    if (w->parity)
-        lowkeys = w->kmask & 0x38;
-    else
-        for (int r = 0; r < w->nk; r++)
-            if (w->kpos[r] >= 3 && w->kpos[r] <= 5) lowkeys |= (uint64_t)1 << w->kpos[r];
-    if (__builtin_popcountll(lowkeys) > 1) return 0;
-    d->sb = lowkeys ? __builtin_ctzll(lowkeys) : 0;
-    d->nb = (uint64_t)8 >> __builtin_popcountll(lowc);
-    d->act = d->selb = 0;
-    for (unsigned g = 0; g < 8; g++) {
-        if (((uint64_t)g << 3 & lowc) == lowc) d->act |= 1u << g;
-        if ((uint64_t)g << 3 & lowkeys) d->selb |= 1u << g;
-    }
-    return 1;
 }
 
 /* The blocks of chunks [a, b) (multiples of d->nb; DiagBlocks): both

@@ -28,17 +28,20 @@ typedef double _Complex cplx;
 typedef struct SvTeam SvTeam; /* reusable worker threads for big states */
 
 typedef struct SvState {
-    int nq;       /* number of qubits (wires) */
-    size_t dim;   /* 2^nq */
-    cplx *amp;    /* 64-byte aligned amplitudes */
-    SvTeam *team; /* borrowed, may be NULL */
-    int nthreads; /* threads to use from team (<= 1: serial) */
-    int simd;     /* highest instruction level the kernels may use:
+    int nq;        /* number of qubits (wires) */
+    size_t dim;    /* 2^nq */
+    cplx *amp;     /* 64-byte aligned amplitudes */
+    SvTeam *team;  /* borrowed, may be NULL */
+    int nthreads;  /* threads to use from team (<= 1: serial) */
+    int simd;      /* highest instruction level the kernels may use:
                           SV_SIMD_C (0) portable C only, SV_SIMD_AVX2 (1)
                           AVX2 + FMA, SV_SIMD_AVX512 (2, the default) —
                           each only where the CPU has it. Tests lower it to
                           cover every level; the environment variable
                           QH_SIMD=c|avx2|avx512 caps it for the process. */
+    int diag_walk; /* 1: the diagonal kernels walk every segment, never by
+                      blocks (kernels.c); the same bytes, for tests to
+                      compare the two */
 } SvState;
 
 #define SV_SIMD_C      0

@@ -131,6 +131,7 @@ typedef struct SvJob {
     uint64_t seg;          /* chunks per segment: contiguous, one key */
     double tab[8][16];     /* [key][2*j + re/im] */
     unsigned char skip[8]; /* 1 if tab[key] is all ones */
+    int walk_only;         /* SvState.diag_walk: no blocks (kernels.c) */
 } SvJob;
 
 /* Execute a job over its whole iteration space (maybe on the team). */

@@ -580,17 +580,20 @@ static void hazard_state(cplx *psi, size_t D, double c, double sn, Rng *r)
     }
 }
 
-/* The AVX-512 diagonal kernel's blocks (a gate whose lowest key or
-   control bit is bit 3, 4 or 5 goes by blocks of 64 amplitudes, both rows
-   in registers) give the bytes of the AVX2 kernel's segment walk: every
-   diagonal gate with its target (or first wire) on each bit, with 0-2
-   controls of which one often on bits 3..5, on states of signed zeros,
-   Inf and NaN (where a skipped row of ones and a multiplication by 1
-   differ) and on random ones, serial and on a team of 3 (whose slices
-   start and end inside blocks). Skipped without AVX-512. */
+/* The diagonal kernels' blocks (a gate whose lowest key or control bit is
+   bit 3, 4 or 5 goes by blocks of 64 amplitudes, its rows read once per
+   block: both in registers with AVX-512, one key's chunks then the
+   other's with AVX2) give the bytes of the segment walk (diag_walk): the
+   AVX2 and the AVX-512 blocks against the AVX2 walk, every diagonal gate
+   with its first wire on each bit, with 0-2 controls of which one often
+   on bits 3..5, on states of signed zeros, Inf and NaN (where a skipped
+   row of ones and a multiplication by 1 differ) and on random ones,
+   serial and on a team of 3 (whose slices start and end inside blocks).
+   The AVX-512 part is skipped without AVX-512, all of it without AVX2. */
 START_TEST(test_diag_blocks_same_bytes)
 {
-    if (sv_simd_level() < SV_SIMD_AVX512) return;
+    if (sv_simd_level() < SV_SIMD_AVX2) return;
+    int has512 = sv_simd_level() >= SV_SIMD_AVX512;
     static const SvGate gates[] = { SV_PAULIZ, SV_S,   SV_T,      SV_RZ,      SV_PHASESHIFT,
                                     SV_CZ,     SV_CRZ, SV_CPHASE, SV_ISINGZZ, SV_MULTIRZ };
     SvTeam *team = sv_team_new(3);
@@ -601,11 +604,13 @@ START_TEST(test_diag_blocks_same_bytes)
     for (int nq = 6; nq <= SV_PAR_QUBITS + 1; nq += nq < 10 ? 1 : SV_PAR_QUBITS + 1 - 10) {
         size_t D = (size_t)1 << nq;
         cplx *psi = malloc(D * sizeof(cplx));
-        SvState a, b;
-        ck_assert_int_eq(sv_init(&a, nq), 0);
-        ck_assert_int_eq(sv_init(&b, nq), 0);
-        a.simd = SV_SIMD_AVX2;
-        b.simd = SV_SIMD_AVX512;
+        SvState walk, b2, b5;
+        ck_assert_int_eq(sv_init(&walk, nq), 0);
+        ck_assert_int_eq(sv_init(&b2, nq), 0);
+        ck_assert_int_eq(sv_init(&b5, nq), 0);
+        walk.simd = b2.simd = SV_SIMD_AVX2;
+        walk.diag_walk = 1;
+        b5.simd = SV_SIMD_AVX512;
         for (size_t gi = 0; gi < sizeof gates / sizeof gates[0]; gi++)
             for (int bit = 0; bit < nq; bit++)
                 for (int rep = 0; rep < 3; rep++) {
@@ -649,14 +654,21 @@ START_TEST(test_diag_blocks_same_bytes)
                         random_state(psi, D, &r);
                     else
                         hazard_state(psi, D, 1.0, 0.0, &r);
-                    sv_set_threads(&b, rep == 2 ? team : NULL, rep == 2 ? 3 : 1);
-                    ck_assert_msg(levels_agree(&a, &b, &op, psi, D),
-                                  "%s nq=%d bit=%d nc=%d rep=%d: AVX2 and AVX-512 differ",
+                    sv_set_threads(&b2, rep == 2 ? team : NULL, rep == 2 ? 3 : 1);
+                    sv_set_threads(&b5, rep == 2 ? team : NULL, rep == 2 ? 3 : 1);
+                    ck_assert_msg(levels_agree(&walk, &b2, &op, psi, D),
+                                  "%s nq=%d bit=%d nc=%d rep=%d: AVX2 blocks and walk differ",
                                   sv_gate_info(op.gate)->name, nq, bit, nc, rep);
+                    if (has512)
+                        ck_assert_msg(levels_agree(&walk, &b5, &op, psi, D),
+                                      "%s nq=%d bit=%d nc=%d rep=%d: AVX-512 blocks and the walk "
+                                      "differ",
+                                      sv_gate_info(op.gate)->name, nq, bit, nc, rep);
                     cases++;
                 }
-        sv_free(&a);
-        sv_free(&b);
+        sv_free(&walk);
+        sv_free(&b2);
+        sv_free(&b5);
         free(psi);
     }
     ck_assert_int_gt(cases, 1000);
