@@ -382,6 +382,19 @@ static inline unsigned diag_key(const DiagWalk *w, uint64_t base)
     return key;
 }
 
+/* The segment of chunks that starts at *c (ends before b): its first
+   amplitude, its length in chunks and its row's key; *c moves past it. */
+static inline unsigned diag_seg(const DiagWalk *w, uint64_t *c, uint64_t b, int chunk,
+                                uint64_t *base, uint64_t *len)
+{
+    uint64_t l = w->seg - (*c & (w->seg - 1));
+    if (l > b - *c) l = b - *c;
+    *base = diag_base(w, *c, chunk);
+    *len = l;
+    *c += l;
+    return diag_key(w, *base);
+}
+
 /* How a diagonal job with short segments goes by blocks of 64 amplitudes
    (bits 3..5 of the state): nb chunks per block in the job's numbering;
    chunk g of a block runs when bit g of act is set (its controls among
@@ -426,11 +439,8 @@ static void diag_range_c(const SvJob *jb, uint64_t a, uint64_t b)
     DiagWalk w;
     diag_walk_init(&w, jb);
     for (uint64_t c = a; c < b;) {
-        uint64_t len = w.seg - (c & (w.seg - 1));
-        if (len > b - c) len = b - c;
-        uint64_t base = diag_base(&w, c, C);
-        unsigned key = diag_key(&w, base);
-        c += len;
+        uint64_t base, len;
+        unsigned key = diag_seg(&w, &c, b, C, &base, &len);
         if (w.skip[key]) continue;
         const double *t = jb->tab[key];
         double *p = jb->amp + 2 * base;
@@ -467,11 +477,8 @@ SV_AVX2 static inline void diag_walk_avx2(const DiagWalk *w, const __m256d (*tr)
                                           uint64_t b)
 {
     for (uint64_t c = a; c < b;) {
-        uint64_t len = w->seg - (c & (w->seg - 1));
-        if (len > b - c) len = b - c;
-        uint64_t base = diag_base(w, c, 8);
-        unsigned key = diag_key(w, base);
-        c += len;
+        uint64_t base, len;
+        unsigned key = diag_seg(w, &c, b, 8, &base, &len);
         if (w->skip[key]) continue;
         const __m256d r[4] = { tr[key][0], tr[key][1], tr[key][2], tr[key][3] };
         const __m256d i[4] = { ti[key][0], ti[key][1], ti[key][2], ti[key][3] };
@@ -546,11 +553,8 @@ SV_AVX512 static inline void diag_walk_512(const DiagWalk *w, const __m512d (*tr
                                            uint64_t b)
 {
     for (uint64_t c = a; c < b;) {
-        uint64_t len = w->seg - (c & (w->seg - 1));
-        if (len > b - c) len = b - c;
-        uint64_t base = diag_base(w, c, 8);
-        unsigned key = diag_key(w, base);
-        c += len;
+        uint64_t base, len;
+        unsigned key = diag_seg(w, &c, b, 8, &base, &len);
         if (w->skip[key]) continue;
         const __m512d r0 = tr[key][0], r1 = tr[key][1], i0 = ti[key][0], i1 = ti[key][1];
         double *p = amp + 2 * base;
