@@ -404,8 +404,9 @@ static Interp *sig_interp;
 static volatile sig_atomic_t *sig_at_prompt, *sig_prompt_hit;
 /* How long the orderly end after a first signal may take before the
  * watchdog leaves (a builtin without a safe point still running). */
-#define SIG_GRACE_MS 5000
-_Static_assert(SIG_GRACE_MS == 5000, "sig_watchdog's message says 5 s");
+#define SIG_GRACE_S 5
+#define SIG_STR_(x) #x
+#define SIG_STR(x)  SIG_STR_(x)
 /* The first of SIGINT/SIGTERM/SIGHUP of a script's run (0: none yet). */
 static atomic_int sig_first;
 /* A repeated signal wakes the watchdog through this pipe (-1: no watchdog). */
@@ -416,7 +417,7 @@ static pthread_once_t sig_once = PTHREAD_ONCE_INIT;
  * its next safe point, stop.h) and the tasks in flight are cancelled and qh
  * ends in order, output flushed, with status 128 + the signal; SIGTERM and
  * SIGHUP also end a REPL session. Every such signal also wakes the
- * watchdog: the orderly end gets SIG_GRACE_MS (a builtin with no safe point,
+ * watchdog: the orderly end gets SIG_GRACE_S (a builtin with no safe point,
  * one long LAPACK call, would hold it up for as long as it runs), or a
  * second from a second signal (timeout -s TERM sends two), then qh leaves
  * with what was printed flushed. */
@@ -464,9 +465,9 @@ static void *sig_watchdog(void *arg)
     while (r < 0 && errno == EINTR);
     if (r != 1) return NULL;
     /* the first signal: the orderly end, usually done at once, gets
-     * SIG_GRACE_MS; a second signal meanwhile cuts that to a second */
+     * SIG_GRACE_S; a second signal meanwhile cuts that to a second */
     struct pollfd pf = { sig_pipe[0], POLLIN, 0 };
-    double end = task_now() + SIG_GRACE_MS / 1000.0;
+    double end = task_now() + SIG_GRACE_S;
     bool second = false;
     for (;;) {
         double left = end - task_now();
@@ -488,15 +489,12 @@ static void *sig_watchdog(void *arg)
     /* Say why the end was not the orderly one (the user waited for it); only
      * on a stream we hold, so the line lands between whole lines. */
     if (locked[1]) {
-        static const char why_grace[] =
-            "qh: the interrupted operation has no safe point and did not stop within 5 s: "
-            "leaving (what was printed is kept)\n";
-        static const char why_second[] =
-            "qh: a second signal: leaving without waiting for the interrupted operation (what "
-            "was printed is kept)\n";
-        const char *why = second ? why_second : why_grace;
-        size_t len = second ? sizeof why_second - 1 : sizeof why_grace - 1;
-        ssize_t w = write(fileno(outs[1]), why, len);
+        const char *why = second ? "qh: a second signal: leaving without waiting for the "
+                                   "interrupted operation (what was printed is kept)\n"
+                                 : "qh: the interrupted operation has no safe point and did not "
+                                   "stop within " SIG_STR(SIG_GRACE_S) " s: leaving (what was "
+                                                                       "printed is kept)\n";
+        ssize_t w = write(fileno(outs[1]), why, strlen(why));
         (void)w;
     }
     int first = atomic_load(&sig_first);

@@ -341,58 +341,32 @@ static void dense_range(const SvJob *jb, uint64_t a, uint64_t b)
     }
 }
 
-/* A diagonal job's walk over its segments, held in locals: the kernels
-   store through a double pointer that could alias the job, so read from
-   the job every field would be loaded again at every segment. */
-typedef struct DiagWalk {
-    uint64_t seg, cm, kmask;
-    int m, nk, parity, walk_only;
-    int pos[SV_MAX_WIRES], kpos[4], kshift[4];
-    unsigned char skip[8];
-} DiagWalk;
-
-static inline void diag_walk_init(DiagWalk *w, const SvJob *jb)
-{
-    w->seg = jb->seg;
-    w->cm = jb->cm;
-    w->kmask = jb->kmask;
-    w->m = jb->m;
-    w->nk = jb->nk;
-    w->parity = jb->parity;
-    w->walk_only = jb->walk_only;
-    sv_assert(w->m >= 0 && w->m <= SV_MAX_WIRES && w->nk >= 0 && w->nk <= 4);
-    memcpy(w->pos, jb->pos, (size_t)w->m * sizeof(int));
-    memcpy(w->kpos, jb->kpos, sizeof w->kpos);
-    memcpy(w->kshift, jb->kshift, sizeof w->kshift);
-    memcpy(w->skip, jb->skip, sizeof w->skip);
-}
-
 /* The first amplitude of chunk c (of `chunk` amplitudes). */
-static inline uint64_t diag_base(const DiagWalk *w, uint64_t c, int chunk)
+static inline uint64_t diag_base(const SvJob *jb, uint64_t c, int chunk)
 {
-    return sv_expand(c * (uint64_t)chunk, w->pos, w->m) | w->cm;
+    return sv_expand(c * (uint64_t)chunk, jb->pos, jb->m) | jb->cm;
 }
 
 /* The phase-table row of a chunk whose first amplitude is `base`. */
-static inline unsigned diag_key(const DiagWalk *w, uint64_t base)
+static inline unsigned diag_key(const SvJob *jb, uint64_t base)
 {
-    if (w->parity) return (unsigned)__builtin_parityll(base & w->kmask);
+    if (jb->parity) return (unsigned)__builtin_parityll(base & jb->kmask);
     unsigned key = 0;
-    for (int r = 0; r < w->nk; r++) key |= (unsigned)((base >> w->kpos[r]) & 1) << w->kshift[r];
+    for (int r = 0; r < jb->nk; r++) key |= (unsigned)((base >> jb->kpos[r]) & 1) << jb->kshift[r];
     return key;
 }
 
 /* The segment of chunks that starts at *c (ends before b): its first
    amplitude, its length in chunks and its row's key; *c moves past it. */
-static inline unsigned diag_seg(const DiagWalk *w, uint64_t *c, uint64_t b, int chunk,
-                                uint64_t *base, uint64_t *len)
+static inline unsigned diag_seg(const SvJob *jb, uint64_t *c, uint64_t b, int chunk, uint64_t *base,
+                                uint64_t *len)
 {
-    uint64_t l = w->seg - (*c & (w->seg - 1));
+    uint64_t l = jb->seg - (*c & (jb->seg - 1));
     if (l > b - *c) l = b - *c;
-    *base = diag_base(w, *c, chunk);
+    *base = diag_base(jb, *c, chunk);
     *len = l;
     *c += l;
-    return diag_key(w, *base);
+    return diag_key(jb, *base);
 }
 
 /* How a diagonal job with short segments goes by blocks of 64 amplitudes
@@ -410,15 +384,15 @@ typedef struct DiagBlocks {
 /* Whether a diagonal job's segments are short (its lowest key or control
    bit is bit 3, 4 or 5) and at most one key bit lies among bits 3..5:
    then it can go by blocks (*d). */
-static int diag_short_blocks(const DiagWalk *w, DiagBlocks *d)
+static int diag_short_blocks(const SvJob *jb, DiagBlocks *d)
 {
-    if (w->seg >= 8 || w->walk_only) return 0;
-    uint64_t lowkeys = 0, lowc = w->cm & 0x38;
-    if (w->parity)
-        lowkeys = w->kmask & 0x38;
+    if (jb->seg >= 8 || jb->walk_only) return 0;
+    uint64_t lowkeys = 0, lowc = jb->cm & 0x38;
+    if (jb->parity)
+        lowkeys = jb->kmask & 0x38;
     else
-        for (int r = 0; r < w->nk; r++)
-            if (w->kpos[r] >= 3 && w->kpos[r] <= 5) lowkeys |= (uint64_t)1 << w->kpos[r];
+        for (int r = 0; r < jb->nk; r++)
+            if (jb->kpos[r] >= 3 && jb->kpos[r] <= 5) lowkeys |= (uint64_t)1 << jb->kpos[r];
     if (__builtin_popcountll(lowkeys) > 1) return 0;
     d->sb = lowkeys ? __builtin_ctzll(lowkeys) : 0;
     d->nb = (uint64_t)8 >> __builtin_popcountll(lowc);
@@ -430,18 +404,27 @@ static int diag_short_blocks(const DiagWalk *w, DiagBlocks *d)
     return 1;
 }
 
+/* Whether chunks [a, b) go by blocks (*d): then [*a8, *b8) are whole
+   blocks and the walk takes [a, *a8) and [*b8, b). */
+static int diag_split(const SvJob *jb, uint64_t a, uint64_t b, DiagBlocks *d, uint64_t *a8,
+                      uint64_t *b8)
+{
+    if (!diag_short_blocks(jb, d) || b - a < 2 * d->nb) return 0;
+    *a8 = (a + d->nb - 1) & ~(d->nb - 1);
+    *b8 = b & ~(d->nb - 1);
+    return 1;
+}
+
 /* Why: diagonal gates (Z S T RZ PhaseShift CZ CRZ CPhase IsingZZ MultiRZ)
    multiply each amplitude by a phase that depends on a few bits: chunks
    of 8 amplitudes take a precomputed row; rows of ones are skipped. */
 static void diag_range_c(const SvJob *jb, uint64_t a, uint64_t b)
 {
     int C = jb->chunk;
-    DiagWalk w;
-    diag_walk_init(&w, jb);
     for (uint64_t c = a; c < b;) {
         uint64_t base, len;
-        unsigned key = diag_seg(&w, &c, b, C, &base, &len);
-        if (w.skip[key]) continue;
+        unsigned key = diag_seg(jb, &c, b, C, &base, &len);
+        if (jb->skip[key]) continue;
         const double *t = jb->tab[key];
         double *p = jb->amp + 2 * base;
         for (uint64_t q = 0; q < len * (uint64_t)C; q++) {
@@ -472,14 +455,14 @@ SV_AVX2 static inline void diag8_avx2(double *p, const __m256d *r, const __m256d
 }
 
 /* Chunks [a, b) segment by segment: a segment's row is read once. */
-SV_AVX2 static inline void diag_walk_avx2(const DiagWalk *w, const __m256d (*tr)[4],
-                                          const __m256d (*ti)[4], double *amp, uint64_t a,
-                                          uint64_t b)
+SV_AVX2 static inline void diag_walk_avx2(const SvJob *jb, const __m256d (*tr)[4],
+                                          const __m256d (*ti)[4], uint64_t a, uint64_t b)
 {
+    double *amp = jb->amp;
     for (uint64_t c = a; c < b;) {
         uint64_t base, len;
-        unsigned key = diag_seg(w, &c, b, 8, &base, &len);
-        if (w->skip[key]) continue;
+        unsigned key = diag_seg(jb, &c, b, 8, &base, &len);
+        if (jb->skip[key]) continue;
         const __m256d r[4] = { tr[key][0], tr[key][1], tr[key][2], tr[key][3] };
         const __m256d i[4] = { ti[key][0], ti[key][1], ti[key][2], ti[key][3] };
         double *p = amp + 2 * base;
@@ -492,20 +475,21 @@ SV_AVX2 static inline void diag_walk_avx2(const DiagWalk *w, const __m256d (*tr)
    chunks of its first key, then those of the second, each row read once
    per block (chunks are independent: the order among them changes no
    byte). */
-SV_AVX2 static inline void diag_blocks_avx2(const DiagWalk *w, const DiagBlocks *d,
+SV_AVX2 static inline void diag_blocks_avx2(const SvJob *jb, const DiagBlocks *d,
                                             const __m256d (*tr)[4], const __m256d (*ti)[4],
-                                            double *amp, uint64_t a, uint64_t b)
+                                            uint64_t a, uint64_t b)
 {
+    double *amp = jb->amp;
     const uint64_t bbit = d->sb ? (uint64_t)1 << d->sb : 0;
     for (uint64_t c = a; c < b; c += d->nb) {
-        uint64_t base = diag_base(w, c, 8) & ~(uint64_t)0x38;
+        uint64_t base = diag_base(jb, c, 8) & ~(uint64_t)0x38;
         sv_assert((base & 7) == 0);
         double *p = amp + 2 * base;
         for (int half = 0; half < 2; half++) {
             unsigned mask = half ? d->act & d->selb : d->act & ~d->selb;
             if (!mask) continue;
-            unsigned key = diag_key(w, half ? base | bbit : base);
-            if (w->skip[key]) continue;
+            unsigned key = diag_key(jb, half ? base | bbit : base);
+            if (jb->skip[key]) continue;
             const __m256d r[4] = { tr[key][0], tr[key][1], tr[key][2], tr[key][3] };
             const __m256d i[4] = { ti[key][0], ti[key][1], ti[key][2], ti[key][3] };
             for (int g = 0; g < 8; g++)
@@ -523,17 +507,15 @@ SV_AVX2 static void diag_range_avx2(const SvJob *jb, uint64_t a, uint64_t b)
             tr[k][v] = _mm256_setr_pd(t[0], t[0], t[2], t[2]);
             ti[k][v] = _mm256_setr_pd(t[1], t[1], t[3], t[3]);
         }
-    DiagWalk w;
-    diag_walk_init(&w, jb);
     DiagBlocks d;
-    if (!diag_short_blocks(&w, &d) || b - a < 2 * d.nb) {
-        diag_walk_avx2(&w, tr, ti, jb->amp, a, b);
+    uint64_t a8, b8;
+    if (!diag_split(jb, a, b, &d, &a8, &b8)) {
+        diag_walk_avx2(jb, tr, ti, a, b);
         return;
     }
-    uint64_t a8 = (a + d.nb - 1) & ~(d.nb - 1), b8 = b & ~(d.nb - 1);
-    diag_walk_avx2(&w, tr, ti, jb->amp, a, a8);
-    diag_blocks_avx2(&w, &d, tr, ti, jb->amp, a8, b8);
-    diag_walk_avx2(&w, tr, ti, jb->amp, b8, b);
+    diag_walk_avx2(jb, tr, ti, a, a8);
+    diag_blocks_avx2(jb, &d, tr, ti, a8, b8);
+    diag_walk_avx2(jb, tr, ti, b8, b);
 }
 
 /* One chunk of 8 amplitudes times its row (r0 r1: the real parts, i0 i1:
@@ -548,14 +530,14 @@ SV_AVX512 static inline void diag8_512(double *p, __m512d r0, __m512d r1, __m512
 }
 
 /* Chunks [a, b) segment by segment: a segment's row is read once. */
-SV_AVX512 static inline void diag_walk_512(const DiagWalk *w, const __m512d (*tr)[2],
-                                           const __m512d (*ti)[2], double *amp, uint64_t a,
-                                           uint64_t b)
+SV_AVX512 static inline void diag_walk_512(const SvJob *jb, const __m512d (*tr)[2],
+                                           const __m512d (*ti)[2], uint64_t a, uint64_t b)
 {
+    double *amp = jb->amp;
     for (uint64_t c = a; c < b;) {
         uint64_t base, len;
-        unsigned key = diag_seg(w, &c, b, 8, &base, &len);
-        if (w->skip[key]) continue;
+        unsigned key = diag_seg(jb, &c, b, 8, &base, &len);
+        if (jb->skip[key]) continue;
         const __m512d r0 = tr[key][0], r1 = tr[key][1], i0 = ti[key][0], i1 = ti[key][1];
         double *p = amp + 2 * base;
         for (uint64_t q = 0; q < len; q++, p += 16) diag8_512(p, r0, r1, i0, i1);
@@ -564,10 +546,11 @@ SV_AVX512 static inline void diag_walk_512(const DiagWalk *w, const __m512d (*tr
 
 /* The blocks of chunks [a, b) (multiples of d->nb; DiagBlocks): both
    rows of a block are read once, and again only when the keys change. */
-SV_AVX512 static inline void diag_blocks_512(const DiagWalk *w, const DiagBlocks *d,
+SV_AVX512 static inline void diag_blocks_512(const SvJob *jb, const DiagBlocks *d,
                                              const __m512d (*tr)[2], const __m512d (*ti)[2],
-                                             double *amp, uint64_t a, uint64_t b)
+                                             uint64_t a, uint64_t b)
 {
+    double *amp = jb->amp;
     unsigned pa = ~0u, pb = ~0u;
     int sa = 1, sk = 1;
     __m512d ra0 = _mm512_setzero_pd(), ra1 = ra0, ia0 = ra0, ia1 = ra0;
@@ -576,17 +559,17 @@ SV_AVX512 static inline void diag_blocks_512(const DiagWalk *w, const DiagBlocks
     const unsigned act = d->act, selb = d->selb;
     const uint64_t bbit = sb ? (uint64_t)1 << sb : 0;
     for (uint64_t c = a; c < b; c += d->nb) {
-        uint64_t base = diag_base(w, c, 8) & ~(uint64_t)0x38;
+        uint64_t base = diag_base(jb, c, 8) & ~(uint64_t)0x38;
         sv_assert((base & 7) == 0);
-        unsigned ka = diag_key(w, base), kb = sb ? diag_key(w, base | bbit) : ka;
+        unsigned ka = diag_key(jb, base), kb = sb ? diag_key(jb, base | bbit) : ka;
         if (ka != pa) {
             pa = ka;
-            sa = w->skip[ka];
+            sa = jb->skip[ka];
             ra0 = tr[ka][0], ra1 = tr[ka][1], ia0 = ti[ka][0], ia1 = ti[ka][1];
         }
         if (kb != pb) {
             pb = kb;
-            sk = w->skip[kb];
+            sk = jb->skip[kb];
             rb0 = tr[kb][0], rb1 = tr[kb][1], ib0 = ti[kb][0], ib1 = ti[kb][1];
         }
         if (sa && sk) continue;
@@ -627,17 +610,15 @@ SV_AVX512 static void diag_range_512(const SvJob *jb, uint64_t a, uint64_t b)
             tr[k][v] = _mm512_setr_pd(t[0], t[0], t[2], t[2], t[4], t[4], t[6], t[6]);
             ti[k][v] = _mm512_setr_pd(t[1], t[1], t[3], t[3], t[5], t[5], t[7], t[7]);
         }
-    DiagWalk w;
-    diag_walk_init(&w, jb);
     DiagBlocks d;
-    if (!diag_short_blocks(&w, &d) || b - a < 2 * d.nb) {
-        diag_walk_512(&w, tr, ti, jb->amp, a, b);
+    uint64_t a8, b8;
+    if (!diag_split(jb, a, b, &d, &a8, &b8)) {
+        diag_walk_512(jb, tr, ti, a, b);
         return;
     }
-    uint64_t a8 = (a + d.nb - 1) & ~(d.nb - 1), b8 = b & ~(d.nb - 1);
-    diag_walk_512(&w, tr, ti, jb->amp, a, a8);
-    diag_blocks_512(&w, &d, tr, ti, jb->amp, a8, b8);
-    diag_walk_512(&w, tr, ti, jb->amp, b8, b);
+    diag_walk_512(jb, tr, ti, a, a8);
+    diag_blocks_512(jb, &d, tr, ti, a8, b8);
+    diag_walk_512(jb, tr, ti, b8, b);
 }
 #endif
 
