@@ -259,6 +259,31 @@ static uint64_t op_ctrl_mask(const SvOp *op, int nq)
     return m;
 }
 
+/* The bit, below 3, on which a phase gate's chunk phase
+   (sv_op_chunk_phase) runs: one that none of op's controls uses, or -1. */
+static int phase_spare(const SvOp *op, int nq)
+{
+    uint64_t cm = op_ctrl_mask(op, nq);
+    for (int b = 0; b < 3; b++)
+        if (!(cm >> b & 1)) return b;
+    return -1;
+}
+
+/* The bits a pass must hold for op in exact mode: its targets. Controls
+   outside the pass's bits are predicates of the chunks (sv_op_uncontrol),
+   and so is the target of a phase gate (sv_op_phase) whose bit is not
+   among the lowest few: each row of 8 amplitudes there has one phase,
+   which a chunk without the bit runs as a phase of its own. */
+static uint64_t exact_need(const SvOp *op, int nq)
+{
+    uint64_t need = op_mask(op, nq) & ~op_ctrl_mask(op, nq);
+    int w;
+    cplx d[2];
+    if (sv_op_phase(op, &w, d) == 0 && phase_spare(op, nq) >= 0)
+        need &= ~((uint64_t)1 << sv_bitpos(nq, w));
+    return need;
+}
+
 /* Whether an op only moves amplitudes (the exchange kernels: no
    arithmetic) or does nothing: such an op and any op on disjoint bits
    give the same bytes in either order, since each runs the same
@@ -583,6 +608,8 @@ typedef struct PassCtx {
     SvState *s;
     const SvOp *ops;      /* in the chunk's numbering */
     const uint64_t *pred; /* per op: control bits outside the set (all 1: it runs) */
+    const uint64_t *sel;  /* per op: a phase's target bit outside the set, or 0 */
+    const SvOp *alt;      /* per op with a sel bit: what runs where that bit is 1 */
     int nops;
     int cbits;
     uint64_t set, free_mask; /* the chunk's bits, the others */
@@ -613,7 +640,8 @@ static void run_chunk_ops(const PassCtx *p, cplx *amp, uint64_t base)
     L.simd = p->s->simd;
     L.diag_walk = p->s->diag_walk;
     for (int i = 0; i < p->nops; i++)
-        if ((base & p->pred[i]) == p->pred[i]) sv_run_op(&L, &p->ops[i], NULL, 0);
+        if ((base & p->pred[i]) == p->pred[i])
+            sv_run_op(&L, base & p->sel[i] ? &p->alt[i] : &p->ops[i], NULL, 0);
 }
 
 /* Why: each part of the team handles a range of chunks: gather, every
@@ -659,15 +687,44 @@ static void pass_part(void *ctx, int part, int nparts)
     atomic_store_explicit(&bs->busy[slot], 0, memory_order_release);
 }
 
-/* An op renumbered for the chunk: wire w of the state is the chunk's wire
-   of the same bit among the set's bits. A control whose bit is outside
-   the set is dropped (sv_op_uncontrol; m holds a matrix it makes) and
-   becomes a bit of *pred: the op runs on the chunks where it is 1. */
-static void local_op(const SvOp *op, int nq, uint64_t set, int cbits, SvOp *out, cplx *m,
-                     uint64_t *pred)
+/* o's wires in the chunk's numbering: wire w of the state is the chunk's
+   wire of the same bit among the set's bits. */
+static void renumber(SvOp *o, int nq, uint64_t set, int cbits)
 {
-    SvOp t = *op;
+    for (int i = 0; i < o->nwires; i++) {
+        int p = sv_bitpos(nq, o->wires[i]);
+        sv_assert(set >> p & 1); /* a pass holds only ops whose targets are its bits */
+        int l = __builtin_popcountll(set & (((uint64_t)1 << p) - 1));
+        o->wires[i] = cbits - 1 - l;
+    }
+    for (int i = 0; i < o->nctrl; i++) {
+        int p = sv_bitpos(nq, o->ctrl[i]);
+        sv_assert(set >> p & 1); /* the others became predicates */
+        int l = __builtin_popcountll(set & (((uint64_t)1 << p) - 1));
+        o->ctrl[i] = cbits - 1 - l;
+    }
+}
+
+/* An op for the chunks, in their numbering (renumber). A control whose
+   bit is outside the set is dropped (sv_op_uncontrol; m[0..3] holds a
+   matrix it makes) and becomes a bit of *pred: the op runs on the chunks
+   where it is 1. A phase gate whose target bit is outside the set
+   (exact_need) becomes the phase of the chunks where that bit is 0 (out)
+   and the one where it is 1 (alt; *sel is the bit), each on the spare
+   bit below 3 (sv_op_chunk_phase; m[4..11] their matrices). */
+typedef struct LocalOps {
+    SvOp *ops, *alt;
+    cplx *m; /* 12 per op */
+    uint64_t *pred, *sel;
+} LocalOps;
+
+static void local_op(const SvOp *op, int nq, uint64_t set, int cbits, LocalOps *lo, int i)
+{
+    SvOp t = *op, *out = &lo->ops[i], *alt = &lo->alt[i];
+    cplx *m = lo->m + 12 * i;
+    uint64_t *pred = &lo->pred[i], *sel = &lo->sel[i];
     *pred = 0;
+    *sel = 0;
     for (int again = 1; again;) {
         again = 0;
         uint64_t cm = op_ctrl_mask(&t, nq) & ~set;
@@ -681,19 +738,21 @@ static void local_op(const SvOp *op, int nq, uint64_t set, int cbits, SvOp *out,
             }
         }
     }
+    int w, spare = phase_spare(&t, nq);
+    cplx d[2];
+    if ((op_mask(&t, nq) & ~op_ctrl_mask(&t, nq) & ~set) && sv_op_phase(&t, &w, d) == 0 &&
+        spare >= 0) {
+        int tb = sv_bitpos(nq, w);
+        sv_assert(!(set >> tb & 1) && tb >= 3 && (set & 7) == 7); /* rows of one phase */
+        *sel = (uint64_t)1 << tb;
+        sv_op_chunk_phase(&t, w, nq - 1 - spare, d[0], out, m + 4);
+        sv_op_chunk_phase(&t, w, nq - 1 - spare, d[1], alt, m + 8);
+        renumber(out, nq, set, cbits);
+        renumber(alt, nq, set, cbits);
+        return;
+    }
     *out = t;
-    for (int i = 0; i < t.nwires; i++) {
-        int p = sv_bitpos(nq, t.wires[i]);
-        sv_assert(set >> p & 1); /* a pass holds only ops whose targets are its bits */
-        int l = __builtin_popcountll(set & (((uint64_t)1 << p) - 1));
-        out->wires[i] = cbits - 1 - l;
-    }
-    for (int i = 0; i < t.nctrl; i++) {
-        int p = sv_bitpos(nq, t.ctrl[i]);
-        sv_assert(set >> p & 1); /* the others became *pred above */
-        int l = __builtin_popcountll(set & (((uint64_t)1 << p) - 1));
-        out->ctrl[i] = cbits - 1 - l;
-    }
+    renumber(out, nq, set, cbits);
 }
 
 /* Why: one pass over the state; 0, or -1 when its buffers cannot be had
@@ -715,18 +774,22 @@ static int run_pass(SvCirc *c, SvState *s, const SvOp *ops, int n, uint64_t set)
     p.free_mask = (nq >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << nq) - 1) & ~set;
     p.nchunks = (uint64_t)1 << (nq - cbits);
     p.inplace = set == ((uint64_t)1 << cbits) - 1;
-    SvOp *lops = malloc((size_t)(n ? n : 1) * sizeof *lops);
-    cplx *lm = malloc((size_t)(n ? n : 1) * 4 * sizeof *lm);
-    uint64_t *pred = malloc((size_t)(n ? n : 1) * sizeof *pred);
+    size_t nn = (size_t)(n ? n : 1);
+    SvOp *lops = malloc(2 * nn * sizeof *lops); /* the ops, then their alternatives */
+    cplx *lm = malloc(nn * 12 * sizeof *lm);
+    uint64_t *pred = malloc(2 * nn * sizeof *pred); /* the predicates, then the sel bits */
     if (!lops || !lm || !pred) {
         free(lops);
         free(lm);
         free(pred);
         return -1;
     }
-    for (int i = 0; i < n; i++) local_op(&ops[i], nq, set, cbits, &lops[i], lm + 4 * i, &pred[i]);
+    LocalOps lo = { lops, lops + nn, lm, pred, pred + nn };
+    for (int i = 0; i < n; i++) local_op(&ops[i], nq, set, cbits, &lo, i);
     p.ops = lops;
+    p.alt = lops + nn;
     p.pred = pred;
+    p.sel = pred + nn;
     p.nops = n;
     if (!p.inplace) {
         p.bufs = bufs_get(c, s);
@@ -781,9 +844,9 @@ int svc_flush(SvCirc *c, SvState *s, char *err, size_t errlen)
         run_in_order(c, s, NULL);
         goto out;
     }
-    for (int i = 0; i < n; i++) { /* exact mode: controls outside a pass's set are predicates */
+    for (int i = 0; i < n; i++) { /* exact mode: predicates of the chunks, exact_need */
         mask[i] = op_mask(&c->ops[i], nq);
-        need[i] = c->cfg.max_block < 1 ? mask[i] & ~op_ctrl_mask(&c->ops[i], nq) : mask[i];
+        need[i] = c->cfg.max_block < 1 ? exact_need(&c->ops[i], nq) : mask[i];
     }
     int left = n;
     while (left > 0) {

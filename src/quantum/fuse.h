@@ -6,8 +6,10 @@
  * read of the amplitudes and at the end of a call) or when the queue is
  * full. A flush:
  *   - schedules the queued gates into passes: a pass takes the gates whose
- *     bits (targets and controls) fit one set S of chunk_bits index bits
- *     (the lowest low_bits bits always among them, for contiguous runs),
+ *     target bits fit one set S of chunk_bits index bits (the lowest
+ *     low_bits bits always among them, for contiguous runs; a control
+ *     outside S, and the target of a phase gate there, decide per chunk
+ *     what the gate does on it),
  *     in circuit order; a gate moves ahead of an earlier one only when the
  *     two act on disjoint bits and one of them only moves amplitudes (X,
  *     CNOT, SWAP, Toffoli, CSWAP, BasisState): then either order gives

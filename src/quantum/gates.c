@@ -681,10 +681,14 @@ static void run_diag(SvState *s, JobBits b, const DiagPhases *ph)
     sv_job_run(s, &j);
 }
 
+/* Whether run_1q gives the 2x2 m to the diagonal kernel (sv_op_phase
+   relies on this being the one test). */
+static int is_phase2(const cplx *m) { return m[1] == 0 && m[2] == 0; }
+
 /* Why: a 1-qubit matrix takes the cheapest kernel its shape allows. */
 static void run_1q(SvState *s, int t, const int *cpos, int nc, const cplx *m)
 {
-    if (m[1] == 0 && m[2] == 0) {
+    if (is_phase2(m)) {
         cplx dg[2] = { m[0], m[3] };
         run_diag(s, (JobBits){ &t, 1, cpos, nc }, &(DiagPhases){ dg, 0, 0, 0, 0 });
     } else if (m[0] == 0 && m[3] == 0 && m[1] == 1 && m[2] == 1) {
@@ -796,6 +800,75 @@ static void block2(const SvOp *op, size_t a, size_t b, cplx *m)
     if (op->adjoint) dagger2(m);
 }
 
+/* The 2x2 that sv_run_op gives run_1q, adjoint included: a 1-qubit
+   gate's matrix, a controlled gate's bottom-right block, a 1-wire
+   QubitUnitary's matrix. Returns the index in op->wires of the wire it
+   acts on, or -1 (m untouched) for the other ops. */
+static int op_2x2(const SvOp *op, cplx *m)
+{
+    switch ((int)op->gate) {
+    case SV_HADAMARD:
+    case SV_PAULIY:
+    case SV_PAULIZ:
+    case SV_S:
+    case SV_T:
+    case SV_SX:
+    case SV_RX:
+    case SV_RY:
+    case SV_RZ:
+    case SV_PHASESHIFT:
+    case SV_ROT:
+    case SV_U3:
+        base_matrix(op, -1, m);
+        if (op->adjoint) dagger2(m);
+        return 0;
+    case SV_CY:
+    case SV_CRX:
+    case SV_CRY:
+    case SV_CZ:
+    case SV_CRZ:
+    case SV_CPHASE: block2(op, 2, 3, m); return 1;
+    case SV_QUBITUNITARY:
+        if (op->nwires != 1) return -1;
+        memcpy(m, op->matrix, 4 * sizeof(cplx));
+        if (op->adjoint) dagger2(m);
+        return 0;
+    default: return -1;
+    }
+}
+
+int sv_op_phase(const SvOp *op, int *target, cplx d[2])
+{
+    cplx m[4];
+    int t = op_2x2(op, m);
+    if (t < 0 || !is_phase2(m)) return -1;
+    *target = op->wires[t];
+    d[0] = m[0];
+    d[1] = m[3];
+    return 0;
+}
+
+void sv_op_chunk_phase(const SvOp *op, int target, int spare, cplx p, SvOp *out, cplx *m)
+{
+    memset(out, 0, sizeof *out);
+    if (p == 1) { /* every row of the diagonal kernel is ones: it changes nothing */
+        out->gate = SV_IDENTITY;
+        return;
+    }
+    out->gate = SV_QUBITUNITARY;
+    out->nwires = 1;
+    out->wires[0] = spare;
+    m[0] = p;
+    m[1] = 0;
+    m[2] = 0;
+    m[3] = p;
+    out->matrix = m;
+    for (int i = 0; i < op->nwires; i++) /* a controlled gate's control */
+        if (op->wires[i] != target) out->ctrl[out->nctrl++] = op->wires[i];
+    for (int i = 0; i < op->nctrl; i++) out->ctrl[out->nctrl++] = op->ctrl[i];
+    sv_assert(out->nctrl <= SV_MAX_WIRES && spare != target);
+}
+
 /* Why: IsingZZ and MultiRZ are a phase by the parity of their wires. */
 static void run_parity(SvState *s, const SvOp *op, const int *tp, const int *cp, int nc)
 {
@@ -815,8 +888,7 @@ static void run_unitary(SvState *s, const SvOp *op, const int *tp, const int *cp
     int adj = op->adjoint != 0;
     if (op->nwires == 1) {
         cplx m[4];
-        memcpy(m, op->matrix, sizeof m);
-        if (adj) dagger2(m);
+        op_2x2(op, m);
         run_1q(s, tp[0], cp, nc, m);
     } else if (op->nwires == 2) {
         cplx u[16];
@@ -850,8 +922,7 @@ int sv_run_op(SvState *s, const SvOp *op, char *err, size_t errlen)
     case SV_PHASESHIFT:
     case SV_ROT:
     case SV_U3:
-        base_matrix(op, -1, m);
-        if (op->adjoint) dagger2(m);
+        op_2x2(op, m);
         run_1q(s, tp[0], cp, nc, m);
         return 0;
     case SV_CNOT:
@@ -869,7 +940,7 @@ int sv_run_op(SvState *s, const SvOp *op, char *err, size_t errlen)
     case SV_CZ:
     case SV_CRZ:
     case SV_CPHASE:
-        block2(op, 2, 3, m); /* the 2x2 is the bottom-right block */
+        op_2x2(op, m); /* the bottom-right block */
         cp[nc++] = tp[0];
         run_1q(s, tp[1], cp, nc, m);
         return 0;

@@ -189,6 +189,24 @@ int sv_run_op(SvState *s, const SvOp *op, char *err, size_t errlen);
    op's controls. */
 int sv_op_uncontrol(const SvOp *op, int w, SvOp *out, cplx *m);
 
+/* Why: a fused pass (fuse.c) whose chunks lack the target bit of a
+   phase gate runs it as one phase per chunk, so that the gate takes no
+   bit of the pass. 0 when sv_run_op runs op with the diagonal kernel
+   (a 1-qubit gate or 1-wire QubitUnitary, or a controlled one, whose
+   2x2 as applied is diagonal): *target is its target wire and d[v] the
+   phase where that wire is v; else -1. */
+int sv_op_phase(const SvOp *op, int *target, cplx d[2]);
+
+/* The op of sv_op_phase on the amplitudes whose target wire has the
+   value of phase p: p under op's controls, as the diagonal kernel runs
+   it (a 1-wire QubitUnitary diag(p, p) on wire spare, which is none of
+   op's wires; m, 4 entries, holds its matrix), or SV_IDENTITY when p is
+   exactly 1 (every row of that kernel is ones: it skips them all). For
+   the same bytes as op's own run the target's bit and the spare's must
+   be at least 3 and below 3 on the state the result runs on (each row
+   of 8 amplitudes then has one phase, p, in both). */
+void sv_op_chunk_phase(const SvOp *op, int target, int spare, cplx p, SvOp *out, cplx *m);
+
 /* Every user-facing message of the room, in one place. */
 #define SV_E_NOSTATE   "%s: no state"
 #define SV_E_NOOP      "sv_apply: no operation"
