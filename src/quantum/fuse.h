@@ -56,7 +56,7 @@ typedef struct SvFuseCfg {
 
 typedef struct SvFuseStats {
     uint64_t gates;  /* gates applied */
-    uint64_t blocks; /* kernel runs: fused blocks and gates run alone */
+    uint64_t blocks; /* kernel runs: fused blocks, gates run alone, permutation runs */
     uint64_t passes; /* sweeps over the whole state (a gate by gate: one each) */
 } SvFuseStats;
 
