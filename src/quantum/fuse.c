@@ -281,8 +281,9 @@ static uint64_t exact_need(const SvOp *op, int nq)
     uint64_t need = op_mask(op, nq) & ~op_ctrl_mask(op, nq);
     int w;
     cplx d[2];
-    if (sv_op_phase(op, &w, d) == 0 && phase_spare(op, nq) >= 0)
-        need &= ~((uint64_t)1 << sv_bitpos(nq, w));
+    if (phase_spare(op, nq) < 0) return need;
+    if (op->gate == SV_ISINGZZ || op->gate == SV_MULTIRZ) return 0; /* sv_op_parity_chunk */
+    if (sv_op_phase(op, &w, d) == 0) need &= ~((uint64_t)1 << sv_bitpos(nq, w));
     return need;
 }
 
@@ -610,8 +611,8 @@ typedef struct PassCtx {
     SvState *s;
     const SvOp *ops;      /* in the chunk's numbering */
     const uint64_t *pred; /* per op: control bits outside the set (all 1: it runs) */
-    const uint64_t *sel;  /* per op: a phase's target bit outside the set, or 0 */
-    const SvOp *alt;      /* per op with a sel bit: what runs where that bit is 1 */
+    const uint64_t *sel;  /* per op: a phase's target bits outside the set, or 0 */
+    const SvOp *alt;      /* per op with sel bits: what runs where their parity is odd */
     int nops;
     int cbits;
     uint64_t set, free_mask; /* the chunk's bits, the others */
@@ -813,7 +814,7 @@ static cplx *run_chunk_ops(const PassCtx *p, cplx *amp, cplx *spare, uint64_t ba
             continue;
         }
         if ((base & p->pred[i]) == p->pred[i])
-            sv_run_op(&L, base & p->sel[i] ? &p->alt[i] : &p->ops[i], NULL, 0);
+            sv_run_op(&L, __builtin_parityll(base & p->sel[i]) ? &p->alt[i] : &p->ops[i], NULL, 0);
     }
     return L.amp;
 }
@@ -925,8 +926,20 @@ static void local_op(const SvOp *op, int nq, uint64_t set, int cbits, LocalOps *
     }
     int w, spare = phase_spare(&t, nq);
     cplx d[2];
-    if ((op_mask(&t, nq) & ~op_ctrl_mask(&t, nq) & ~set) && sv_op_phase(&t, &w, d) == 0 &&
-        spare >= 0) {
+    uint64_t outside = op_mask(&t, nq) & ~op_ctrl_mask(&t, nq) & ~set;
+    if (outside && spare >= 0 && (t.gate == SV_ISINGZZ || t.gate == SV_MULTIRZ)) {
+        int keep[SV_MAX_WIRES], nkeep = 0;
+        for (int k = 0; k < t.nwires; k++)
+            if (set >> sv_bitpos(nq, t.wires[k]) & 1) keep[nkeep++] = t.wires[k];
+        sv_assert(!(outside & 7) && (set & 7) == 7); /* rows of one phase */
+        *sel = outside;                              /* the parity of these bits picks alt */
+        sv_op_parity_chunk(&t, keep, nkeep, 0, nq - 1 - spare, out, m + 4);
+        sv_op_parity_chunk(&t, keep, nkeep, 1, nq - 1 - spare, alt, m + 8);
+        renumber(out, nq, set, cbits);
+        renumber(alt, nq, set, cbits);
+        return;
+    }
+    if (outside && sv_op_phase(&t, &w, d) == 0 && spare >= 0) {
         int tb = sv_bitpos(nq, w);
         sv_assert(!(set >> tb & 1) && tb >= 3 && (set & 7) == 7); /* rows of one phase */
         *sel = (uint64_t)1 << tb;

@@ -869,16 +869,43 @@ void sv_op_chunk_phase(const SvOp *op, int target, int spare, cplx p, SvOp *out,
     sv_assert(out->nctrl <= SV_MAX_WIRES && spare != target);
 }
 
+/* IsingZZ's and MultiRZ's phases where their wires' parity is even and odd. */
+static void parity_phases(const SvOp *op, cplx *ph0, cplx *ph1)
+{
+    *ph0 = ex(-0.5, op->params[0], 0);
+    *ph1 = ex(0.5, op->params[0], 0);
+    if (op->adjoint) {
+        *ph0 = conj(*ph0);
+        *ph1 = conj(*ph1);
+    }
+}
+
+void sv_op_parity_chunk(const SvOp *op, const int *keep, int nkeep, int odd, int spare, SvOp *out,
+                        cplx *m)
+{
+    sv_assert(op->gate == SV_ISINGZZ || op->gate == SV_MULTIRZ);
+    if (nkeep > 0) { /* -theta: ex(-0.5, -theta) is ex(0.5, theta), bit for bit */
+        *out = *op;
+        out->gate = SV_MULTIRZ;
+        out->nwires = nkeep;
+        for (int i = 0; i < nkeep; i++) out->wires[i] = keep[i];
+        if (odd) out->params[0] = -op->params[0];
+        return;
+    }
+    cplx ph0, ph1;
+    parity_phases(op, &ph0, &ph1);
+    SvOp ctl = *op; /* its controls only */
+    ctl.nwires = 0;
+    sv_op_chunk_phase(&ctl, -1, spare, odd ? ph1 : ph0, out, m);
+}
+
 /* Why: IsingZZ and MultiRZ are a phase by the parity of their wires. */
 static void run_parity(SvState *s, const SvOp *op, const int *tp, const int *cp, int nc)
 {
     uint64_t mask = 0;
     for (int i = 0; i < op->nwires; i++) mask |= (uint64_t)1 << tp[i];
-    cplx ph0 = ex(-0.5, op->params[0], 0), ph1 = ex(0.5, op->params[0], 0);
-    if (op->adjoint) {
-        ph0 = conj(ph0);
-        ph1 = conj(ph1);
-    }
+    cplx ph0, ph1;
+    parity_phases(op, &ph0, &ph1);
     run_diag(s, (JobBits){ NULL, 0, cp, nc }, &(DiagPhases){ NULL, 1, mask, ph0, ph1 });
 }
 

@@ -207,6 +207,16 @@ int sv_op_phase(const SvOp *op, int *target, cplx d[2]);
    of 8 amplitudes then has one phase, p, in both). */
 void sv_op_chunk_phase(const SvOp *op, int target, int spare, cplx p, SvOp *out, cplx *m);
 
+/* The same for IsingZZ and MultiRZ (a phase by the parity of their
+   wires) on the amplitudes where the parity of the wires left out of
+   keep[0..nkeep) is odd or even: MultiRZ on the kept wires (theta negated
+   where odd: its two phases exchanged, bit for bit), or, with none kept,
+   the phase of that parity as sv_op_chunk_phase makes it on wire spare
+   (m, 4 entries). The wires left out must be at bit 3 or above, spare
+   below, as there. */
+void sv_op_parity_chunk(const SvOp *op, const int *keep, int nkeep, int odd, int spare, SvOp *out,
+                        cplx *m);
+
 /* Every user-facing message of the room, in one place. */
 #define SV_E_NOSTATE   "%s: no state"
 #define SV_E_NOOP      "sv_apply: no operation"

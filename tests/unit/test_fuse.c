@@ -333,10 +333,12 @@ START_TEST(test_layered_stats)
 }
 END_TEST
 
-/* Phase gates whose target bit a pass lacks run as one phase per chunk
-   (fuse.c's exact_need): states with signed zeros, infinities, NaN and
-   subnormals, phases of exactly 1 on one side or both (rows the kernel
-   skips), controls on the lowest bits (folded into the kernel's rows),
+/* Phase gates whose target bits a pass lacks run as one phase per chunk
+   (fuse.c's exact_need; IsingZZ and MultiRZ by the parity of the bits
+   left out, on the ones kept or as a phase of the chunk): states with
+   signed zeros, infinities, NaN and subnormals, phases of exactly 1 on
+   one side or both (rows the kernel skips), controls on the lowest bits
+   (folded into the kernel's rows),
    in the pass or outside it, and adjoints: sv_apply's bytes, at every
    SIMD level, serial and on a team. */
 static void hazard_amps(SvState *s)
@@ -364,10 +366,14 @@ static void random_phase_op(int nq, SvOp *op, int slot)
     static const SvGate two[] = { SV_CZ, SV_CRZ, SV_CPHASE, SV_CRX, SV_CY };
     static const cplx phase[] = { 1, -1, I, -I, 0.6 + 0.8 * I, 1 };
     memset(op, 0, sizeof *op);
-    int two_q = nq > 4 && rint_(3) == 0;
-    op->gate = two_q ? two[rint_(5)] : one[rint_(9)];
+    int two_q = nq > 4 && rint_(3) == 0, parity = nq > 5 && rint_(4) == 0;
+    op->gate = parity  ? (rint_(2) ? SV_ISINGZZ : SV_MULTIRZ)
+               : two_q ? two[rint_(5)]
+                       : one[rint_(9)];
     const SvGateInfo *gi = sv_gate_info(op->gate);
-    op->nwires = op->gate == SV_QUBITUNITARY ? 1 : gi->nwires;
+    op->nwires = op->gate == SV_QUBITUNITARY ? 1
+                 : op->gate == SV_MULTIRZ    ? 1 + rint_(4)
+                                             : gi->nwires;
     op->nparams = gi->nparams;
     for (int p = 0; p < op->nparams; p++) op->params[p] = rint_(4) == 0 ? 0.0 : rangle();
     if (op->gate == SV_ROT) op->params[1] = 0; /* RZ RY(0) RZ: diagonal */
