@@ -353,7 +353,8 @@ static void hazard_amps(SvState *s)
         if (rint_(6) == 0) {
             double re = rint_(2) ? odd[rint_(8)] : creal(s->amp[i]);
             double im = rint_(2) ? odd[rint_(8)] : cimag(s->amp[i]);
-            s->amp[i] = CMPLX(re, im);
+            double parts[2] = { re, im }; /* re + I * im would make 0 * inf */
+            memcpy(&s->amp[i], parts, sizeof parts);
         }
 }
 
