@@ -262,7 +262,7 @@ static uint64_t op_ctrl_mask(const SvOp *op, int nq)
 }
 
 /* The bit, below 3, on which a phase gate's chunk phase
-   (sv_op_chunk_phase) runs: one that none of op's controls uses, or -1. */
+   (sv_op_phase_split) runs: one that none of op's controls uses, or -1. */
 static int phase_spare(const SvOp *op, int nq)
 {
     uint64_t cm = op_ctrl_mask(op, nq);
@@ -273,17 +273,15 @@ static int phase_spare(const SvOp *op, int nq)
 
 /* The bits a pass must hold for op in exact mode: its targets. Controls
    outside the pass's bits are predicates of the chunks (sv_op_uncontrol),
-   and so is the target of a phase gate (sv_op_phase) whose bit is not
-   among the lowest few: each row of 8 amplitudes there has one phase,
-   which a chunk without the bit runs as a phase of its own. */
+   and so are the targets of a phase gate (sv_op_phase_wires) whose bits
+   are not among the lowest few: each row of 8 amplitudes there has one
+   phase, which a chunk without the bits runs as a phase of its own. */
 static uint64_t exact_need(const SvOp *op, int nq)
 {
     uint64_t need = op_mask(op, nq) & ~op_ctrl_mask(op, nq);
-    int w;
-    cplx d[2];
-    if (phase_spare(op, nq) < 0) return need;
-    if (op->gate == SV_ISINGZZ || op->gate == SV_MULTIRZ) return 0; /* sv_op_parity_chunk */
-    if (sv_op_phase(op, &w, d) == 0) need &= ~((uint64_t)1 << sv_bitpos(nq, w));
+    uint64_t pw = phase_spare(op, nq) < 0 ? 0 : sv_op_phase_wires(op);
+    for (int i = 0; i < op->nwires; i++)
+        if (pw >> i & 1) need &= ~((uint64_t)1 << sv_bitpos(nq, op->wires[i]));
     return need;
 }
 
@@ -647,8 +645,8 @@ static uint64_t deposit(uint64_t x, uint64_t mask)
    the pass made a predicate (sv_op_uncontrol) only changes c, per chunk:
    pvec[k] is what it adds where its predicate ppred[k] holds. */
 typedef struct PermRun {
-    int first, n; /* ops first .. first + n - 1 */
-    int h;        /* bits of i that index lo */
+    int n; /* its ops */
+    int h; /* bits of i that index lo */
     uint32_t *lo, *hi;
     int npx; /* predicated X gates */
     uint64_t *ppred;
@@ -691,12 +689,20 @@ static uint32_t perm_map(const SvOp *ops, const uint64_t *pred, int n, int cbits
     return x;
 }
 
+/* t[x] = start + the sum of col[k] over the bits k of x, x < 2^nb: each
+   from the entry with its lowest bit cleared. */
+static void span_table(uint32_t *t, int nb, const uint32_t *col, uint32_t start)
+{
+    t[0] = start;
+    for (size_t x = 1; x < (size_t)1 << nb; x++)
+        t[x] = t[x & (x - 1)] ^ col[__builtin_ctzll((uint64_t)x)];
+}
+
 /* The run of ops[first..first+n) as tables; -1 without memory. */
 static int perm_build(PermRun *r, const SvOp *ops, const uint64_t *pred, int first, int n,
                       int cbits)
 {
     memset(r, 0, sizeof *r);
-    r->first = first;
     r->n = n;
     r->h = cbits / 2;
     const SvOp *o = ops + first;
@@ -710,14 +716,8 @@ static int perm_build(PermRun *r, const SvOp *ops, const uint64_t *pred, int fir
     uint32_t col[32];
     for (int k = 0; k < cbits; k++) col[k] = perm_map(o, pr, n, cbits, (uint32_t)1 << k, 0);
     uint32_t c0 = perm_map(o, pr, n, cbits, 0, 1);
-    for (size_t x = 0; x < nlo; x++) { /* lo[x] = c0 + A x; each from one with a bit less */
-        int k = x ? __builtin_ctzll((uint64_t)x) : 0;
-        r->lo[x] = x ? r->lo[x & (x - 1)] ^ col[k] : c0;
-    }
-    for (size_t y = 0; y < nhi; y++) {
-        int k = y ? __builtin_ctzll((uint64_t)y) : 0;
-        r->hi[y] = y ? r->hi[y & (y - 1)] ^ col[r->h + k] : 0;
-    }
+    span_table(r->lo, r->h, col, c0); /* g(i) = lo[low h bits] ^ hi[the others] */
+    span_table(r->hi, cbits - r->h, col + r->h, 0);
     for (int k = 0; k < n; k++)
         if (pr[k]) { /* X at k: its bit through the linear part of ops 0..k-1 */
             int t = sv_bitpos(cbits, o[k].wires[0]);
@@ -894,10 +894,10 @@ static void renumber(SvOp *o, int nq, uint64_t set, int cbits)
 /* An op for the chunks, in their numbering (renumber). A control whose
    bit is outside the set is dropped (sv_op_uncontrol; m[0..3] holds a
    matrix it makes) and becomes a bit of *pred: the op runs on the chunks
-   where it is 1. A phase gate whose target bit is outside the set
-   (exact_need) becomes the phase of the chunks where that bit is 0 (out)
-   and the one where it is 1 (alt; *sel is the bit), each on the spare
-   bit below 3 (sv_op_chunk_phase; m[4..11] their matrices). */
+   where it is 1. A phase gate whose target bits are outside the set
+   (exact_need) becomes what runs on the chunks where their parity is
+   even (out) and odd (alt; *sel is the bits): sv_op_phase_split, on the
+   spare bit below 3 where it makes a phase (m[4..11] their matrices). */
 typedef struct LocalOps {
     SvOp *ops, *alt;
     cplx *m; /* 12 per op */
@@ -924,27 +924,21 @@ static void local_op(const SvOp *op, int nq, uint64_t set, int cbits, LocalOps *
             }
         }
     }
-    int w, spare = phase_spare(&t, nq);
-    cplx d[2];
-    uint64_t outside = op_mask(&t, nq) & ~op_ctrl_mask(&t, nq) & ~set;
-    if (outside && spare >= 0 && (t.gate == SV_ISINGZZ || t.gate == SV_MULTIRZ)) {
-        int keep[SV_MAX_WIRES], nkeep = 0;
-        for (int k = 0; k < t.nwires; k++)
-            if (set >> sv_bitpos(nq, t.wires[k]) & 1) keep[nkeep++] = t.wires[k];
-        sv_assert(!(outside & 7) && (set & 7) == 7); /* rows of one phase */
-        *sel = outside;                              /* the parity of these bits picks alt */
-        sv_op_parity_chunk(&t, keep, nkeep, 0, nq - 1 - spare, out, m + 4);
-        sv_op_parity_chunk(&t, keep, nkeep, 1, nq - 1 - spare, alt, m + 8);
-        renumber(out, nq, set, cbits);
-        renumber(alt, nq, set, cbits);
-        return;
+    int spare = phase_spare(&t, nq);
+    uint64_t outside = 0, ow = 0; /* target bits outside the set; their indices in t.wires */
+    for (int k = 0; k < t.nwires; k++) {
+        uint64_t b = (uint64_t)1 << sv_bitpos(nq, t.wires[k]);
+        if (!(set & b)) {
+            outside |= b;
+            ow |= (uint64_t)1 << k;
+        }
     }
-    if (outside && sv_op_phase(&t, &w, d) == 0 && spare >= 0) {
-        int tb = sv_bitpos(nq, w);
-        sv_assert(!(set >> tb & 1) && tb >= 3 && (set & 7) == 7); /* rows of one phase */
-        *sel = (uint64_t)1 << tb;
-        sv_op_chunk_phase(&t, w, nq - 1 - spare, d[0], out, m + 4);
-        sv_op_chunk_phase(&t, w, nq - 1 - spare, d[1], alt, m + 8);
+    SvOp v[2];
+    if (outside && spare >= 0 && sv_op_phase_split(&t, ow, nq - 1 - spare, v, m + 4) == 0) {
+        sv_assert(!(outside & 7) && (set & 7) == 7); /* rows of one phase */
+        *sel = outside;                              /* their parity picks alt */
+        *out = v[0];
+        *alt = v[1];
         renumber(out, nq, set, cbits);
         renumber(alt, nq, set, cbits);
         return;

@@ -681,8 +681,8 @@ static void run_diag(SvState *s, JobBits b, const DiagPhases *ph)
     sv_job_run(s, &j);
 }
 
-/* Whether run_1q gives the 2x2 m to the diagonal kernel (sv_op_phase
-   relies on this being the one test). */
+/* Whether run_1q gives the 2x2 m to the diagonal kernel (the phase
+   splits of fused passes rely on this being the one test). */
 static int is_phase2(const cplx *m) { return m[1] == 0 && m[2] == 0; }
 
 /* Why: a 1-qubit matrix takes the cheapest kernel its shape allows. */
@@ -837,21 +837,48 @@ static int op_2x2(const SvOp *op, cplx *m)
     }
 }
 
-int sv_op_phase(const SvOp *op, int *target, cplx d[2])
+/* IsingZZ's and MultiRZ's phases where their wires' parity is even and odd. */
+static void parity_phases(const SvOp *op, cplx *ph0, cplx *ph1)
+{
+    *ph0 = ex(-0.5, op->params[0], 0);
+    *ph1 = ex(0.5, op->params[0], 0);
+    if (op->adjoint) {
+        *ph0 = conj(*ph0);
+        *ph1 = conj(*ph1);
+    }
+}
+
+/* Whether op is a phase by the parity of its wires (run_parity). */
+static int is_parity(const SvOp *op) { return op->gate == SV_ISINGZZ || op->gate == SV_MULTIRZ; }
+
+/* A diagonal 2x2 that run_1q gives the diagonal kernel: the index in
+   op->wires of its target, d its phases; else -1. */
+static int phase_2x2(const SvOp *op, cplx d[2])
 {
     cplx m[4];
     int t = op_2x2(op, m);
     if (t < 0 || !is_phase2(m)) return -1;
-    *target = op->wires[t];
     d[0] = m[0];
     d[1] = m[3];
-    return 0;
+    return t;
 }
 
-void sv_op_chunk_phase(const SvOp *op, int target, int spare, cplx p, SvOp *out, cplx *m)
+uint64_t sv_op_phase_wires(const SvOp *op)
+{
+    if (is_parity(op)) return op->nwires >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << op->nwires) - 1;
+    cplx d[2];
+    int t = phase_2x2(op, d);
+    return t < 0 ? 0 : (uint64_t)1 << t;
+}
+
+/* Phase p under op's controls as the diagonal kernel runs it: a 1-wire
+   QubitUnitary diag(p, p) on wire spare, or SV_IDENTITY when p is
+   exactly 1 (every row of that kernel is ones: it skips them all).
+   op->wires other than index skip are controls. */
+static void chunk_phase(const SvOp *op, int skip, int spare, cplx p, SvOp *out, cplx *m)
 {
     memset(out, 0, sizeof *out);
-    if (p == 1) { /* every row of the diagonal kernel is ones: it changes nothing */
+    if (p == 1) {
         out->gate = SV_IDENTITY;
         return;
     }
@@ -864,39 +891,36 @@ void sv_op_chunk_phase(const SvOp *op, int target, int spare, cplx p, SvOp *out,
     m[3] = p;
     out->matrix = m;
     for (int i = 0; i < op->nwires; i++) /* a controlled gate's control */
-        if (op->wires[i] != target) out->ctrl[out->nctrl++] = op->wires[i];
+        if (i != skip) out->ctrl[out->nctrl++] = op->wires[i];
     for (int i = 0; i < op->nctrl; i++) out->ctrl[out->nctrl++] = op->ctrl[i];
-    sv_assert(out->nctrl <= SV_MAX_WIRES && spare != target);
+    sv_assert(out->nctrl <= SV_MAX_WIRES);
 }
 
-/* IsingZZ's and MultiRZ's phases where their wires' parity is even and odd. */
-static void parity_phases(const SvOp *op, cplx *ph0, cplx *ph1)
+int sv_op_phase_split(const SvOp *op, uint64_t out_wires, int spare, SvOp v[2], cplx *m)
 {
-    *ph0 = ex(-0.5, op->params[0], 0);
-    *ph1 = ex(0.5, op->params[0], 0);
-    if (op->adjoint) {
-        *ph0 = conj(*ph0);
-        *ph1 = conj(*ph1);
+    if (is_parity(op)) {
+        SvOp kept = *op;
+        kept.gate = SV_MULTIRZ;
+        kept.nwires = 0;
+        for (int i = 0; i < op->nwires; i++)
+            if (!(out_wires >> i & 1)) kept.wires[kept.nwires++] = op->wires[i];
+        if (kept.nwires > 0) { /* -theta: ex(-0.5, -theta) is ex(0.5, theta), bit for bit */
+            v[0] = v[1] = kept;
+            v[1].params[0] = -op->params[0];
+            return 0;
+        }
+        cplx ph0, ph1;
+        parity_phases(op, &ph0, &ph1);
+        chunk_phase(&kept, -1, spare, ph0, &v[0], m);
+        chunk_phase(&kept, -1, spare, ph1, &v[1], m + 4);
+        return 0;
     }
-}
-
-void sv_op_parity_chunk(const SvOp *op, const int *keep, int nkeep, int odd, int spare, SvOp *out,
-                        cplx *m)
-{
-    sv_assert(op->gate == SV_ISINGZZ || op->gate == SV_MULTIRZ);
-    if (nkeep > 0) { /* -theta: ex(-0.5, -theta) is ex(0.5, theta), bit for bit */
-        *out = *op;
-        out->gate = SV_MULTIRZ;
-        out->nwires = nkeep;
-        for (int i = 0; i < nkeep; i++) out->wires[i] = keep[i];
-        if (odd) out->params[0] = -op->params[0];
-        return;
-    }
-    cplx ph0, ph1;
-    parity_phases(op, &ph0, &ph1);
-    SvOp ctl = *op; /* its controls only */
-    ctl.nwires = 0;
-    sv_op_chunk_phase(&ctl, -1, spare, odd ? ph1 : ph0, out, m);
+    cplx d[2];
+    int t = phase_2x2(op, d);
+    if (t < 0 || out_wires != (uint64_t)1 << t) return -1;
+    chunk_phase(op, t, spare, d[0], &v[0], m);
+    chunk_phase(op, t, spare, d[1], &v[1], m + 4);
+    return 0;
 }
 
 /* Why: IsingZZ and MultiRZ are a phase by the parity of their wires. */

@@ -189,33 +189,29 @@ int sv_run_op(SvState *s, const SvOp *op, char *err, size_t errlen);
    op's controls. */
 int sv_op_uncontrol(const SvOp *op, int w, SvOp *out, cplx *m);
 
-/* Why: a fused pass (fuse.c) whose chunks lack the target bit of a
-   phase gate runs it as one phase per chunk, so that the gate takes no
-   bit of the pass. 0 when sv_run_op runs op with the diagonal kernel
-   (a 1-qubit gate or 1-wire QubitUnitary, or a controlled one, whose
-   2x2 as applied is diagonal): *target is its target wire and d[v] the
-   phase where that wire is v; else -1. */
-int sv_op_phase(const SvOp *op, int *target, cplx d[2]);
+/* Why: a fused pass (fuse.c) whose chunks lack target bits of a phase
+   gate runs it as one phase per chunk (or on the bits they hold), so
+   that those bits take no room in the pass. The op's targets that may be
+   left out, as bits of indices into op->wires: the target of a gate that
+   sv_run_op gives the diagonal kernel (a 1-qubit gate, 1-wire
+   QubitUnitary or controlled gate whose 2x2 as applied is diagonal), all
+   wires of IsingZZ and MultiRZ (a phase by their parity); else 0. */
+uint64_t sv_op_phase_wires(const SvOp *op);
 
-/* The op of sv_op_phase on the amplitudes whose target wire has the
-   value of phase p: p under op's controls, as the diagonal kernel runs
-   it (a 1-wire QubitUnitary diag(p, p) on wire spare, which is none of
-   op's wires; m, 4 entries, holds its matrix), or SV_IDENTITY when p is
-   exactly 1 (every row of that kernel is ones: it skips them all). For
-   the same bytes as op's own run the target's bit and the spare's must
-   be at least 3 and below 3 on the state the result runs on (each row
-   of 8 amplitudes then has one phase, p, in both). */
-void sv_op_chunk_phase(const SvOp *op, int target, int spare, cplx p, SvOp *out, cplx *m);
-
-/* The same for IsingZZ and MultiRZ (a phase by the parity of their
-   wires) on the amplitudes where the parity of the wires left out of
-   keep[0..nkeep) is odd or even: MultiRZ on the kept wires (theta negated
-   where odd: its two phases exchanged, bit for bit), or, with none kept,
-   the phase of that parity as sv_op_chunk_phase makes it on wire spare
-   (m, 4 entries). The wires left out must be at bit 3 or above, spare
-   below, as there. */
-void sv_op_parity_chunk(const SvOp *op, const int *keep, int nkeep, int odd, int spare, SvOp *out,
-                        cplx *m);
+/* The op on the amplitudes where the parity of its wires out_wires (a
+   subset of sv_op_phase_wires, as there) is even (v[0]) and odd (v[1]);
+   for one target that is its value. A diagonal 2x2 becomes its phase
+   d[v] under op's controls: a 1-wire QubitUnitary diag(d[v], d[v]) on
+   wire spare (none of op's wires), or SV_IDENTITY where d[v] is exactly
+   1 (every row of the kernel is ones then: it skips them all). IsingZZ
+   and MultiRZ become MultiRZ on the other wires, theta negated where odd
+   (its two phases exchanged, bit for bit), or with none the phase of
+   that parity as above. m holds 8 entries. For the same bytes as op's
+   own run the wires left out must be at bit 3 or above and spare below
+   on the state the result runs on: each row of 8 amplitudes the kernel
+   multiplies then has the same phases in both. 0, or -1 if out_wires is
+   not one the op can leave out. */
+int sv_op_phase_split(const SvOp *op, uint64_t out_wires, int spare, SvOp v[2], cplx *m);
 
 /* Every user-facing message of the room, in one place. */
 #define SV_E_NOSTATE   "%s: no state"

@@ -406,7 +406,20 @@ static void random_phase_op(int nq, SvOp *op, int slot)
     memcpy(op->ctrl, w + op->nwires, (size_t)extra * sizeof(int));
 }
 
-static void phase_case(int nq, int chunk, int ngates, SvTeam *team)
+/* Now and then a gate that mixes, so that passes end; else a phase gate. */
+static void phase_mix_op(int nq, SvOp *op, int slot)
+{
+    if (rint_(8) == 0)
+        random_op(nq, op, slot);
+    else
+        random_phase_op(nq, op, slot);
+}
+
+/* A circuit of ngates from gen through an SvCirc and through sv_apply,
+   from the same hazard state: the same bytes. Adds its blocks to
+   *blocks when blocks is not NULL. */
+static void gen_case(int nq, int chunk, int ngates, SvTeam *team, void (*gen)(int, SvOp *, int),
+                     uint64_t *blocks)
 {
     SvState a, b;
     ck_assert_int_eq(sv_init(&a, nq), 0);
@@ -420,10 +433,7 @@ static void phase_case(int nq, int chunk, int ngates, SvTeam *team)
     svc_init(&c, &cfg);
     for (int g = 0; g < ngates; g++) {
         SvOp op;
-        if (rint_(8) == 0) /* now and then a gate that mixes, so that passes end */
-            random_op(nq, &op, g % 8);
-        else
-            random_phase_op(nq, &op, g % 8);
+        gen(nq, &op, g % 8);
         ck_assert_int_eq(sv_apply(&a, &op, NULL, 0), 0);
         ck_assert_int_eq(svc_push(&c, &b, &op, NULL, 0), 0);
     }
@@ -433,6 +443,7 @@ static void phase_case(int nq, int chunk, int ngates, SvTeam *team)
     ck_assert_msg(first == a.dim, "nq %d chunk %d simd %d: amplitude %zu differs (%g%+gi, %g%+gi)",
                   nq, chunk, simd_level, first, creal(a.amp[first]), cimag(a.amp[first]),
                   creal(b.amp[first]), cimag(b.amp[first]));
+    if (blocks) *blocks += c.st.blocks;
     svc_free(&c);
     sv_free(&a);
     sv_free(&b);
@@ -446,8 +457,8 @@ START_TEST(test_phase_targets_outside_pass)
     for (int lv = SV_SIMD_C; lv <= SV_SIMD_AVX512; lv++) {
         simd_level = lv;
         for (int nq = 7; nq <= 12; nq++)
-            for (int r = 0; r < 4; r++) phase_case(nq, 6 + r % 2, 200, NULL);
-        phase_case(16, 10, 200, team);
+            for (int r = 0; r < 4; r++) gen_case(nq, 6 + r % 2, 200, NULL, phase_mix_op, NULL);
+        gen_case(16, 10, 200, team, phase_mix_op, NULL);
     }
     simd_level = SV_SIMD_AVX512;
     sv_team_free(team);
@@ -492,34 +503,6 @@ static void random_move_op(int nq, SvOp *op, int slot)
     }
 }
 
-static void move_case(int nq, int chunk, int ngates, SvTeam *team, uint64_t *blocks)
-{
-    SvState a, b;
-    ck_assert_int_eq(sv_init(&a, nq), 0);
-    ck_assert_int_eq(sv_init(&b, nq), 0);
-    a.simd = b.simd = simd_level;
-    hazard_amps(&a);
-    memcpy(b.amp, a.amp, a.dim * sizeof(cplx));
-    if (team) sv_set_threads(&b, team, 3);
-    SvFuseCfg cfg = { 1, 1, 0, chunk, 1024, 4 };
-    SvCirc c;
-    svc_init(&c, &cfg);
-    for (int g = 0; g < ngates; g++) {
-        SvOp op;
-        random_move_op(nq, &op, g % 8);
-        ck_assert_int_eq(sv_apply(&a, &op, NULL, 0), 0);
-        ck_assert_int_eq(svc_push(&c, &b, &op, NULL, 0), 0);
-    }
-    ck_assert_int_eq(svc_flush(&c, &b, NULL, 0), 0);
-    size_t first = 0;
-    while (first < a.dim && memcmp(&a.amp[first], &b.amp[first], sizeof(cplx)) == 0) first++;
-    ck_assert_msg(first == a.dim, "nq %d chunk %d: amplitude %zu differs", nq, chunk, first);
-    *blocks += c.st.blocks;
-    svc_free(&c);
-    sv_free(&a);
-    sv_free(&b);
-}
-
 START_TEST(test_permutation_runs)
 {
     rs = 0xda942042e4dd58b5ull;
@@ -527,8 +510,10 @@ START_TEST(test_permutation_runs)
     ck_assert_ptr_nonnull(team);
     uint64_t blocks = 0, gates = 0;
     for (int nq = 7; nq <= 12; nq++)
-        for (int r = 0; r < 6; r++, gates += 150) move_case(nq, 6 + r % 3, 150, NULL, &blocks);
-    for (int r = 0; r < 3; r++, gates += 300) move_case(16, 10 + r, 300, team, &blocks);
+        for (int r = 0; r < 6; r++, gates += 150)
+            gen_case(nq, 6 + r % 3, 150, NULL, random_move_op, &blocks);
+    for (int r = 0; r < 3; r++, gates += 300)
+        gen_case(16, 10 + r, 300, team, random_move_op, &blocks);
     ck_assert_msg(blocks * 4 < gates * 3, "%llu blocks for %llu gates", (unsigned long long)blocks,
                   (unsigned long long)gates);
     sv_team_free(team);
